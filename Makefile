@@ -1,0 +1,29 @@
+# The two commands users type (see README): `make demo` and `make test`. Both install what is
+# missing on a Debian 12 machine, configure and build first.
+BUILD_DIR ?= build
+JOBS ?= $(shell nproc)
+CMAKE_FLAGS ?=
+CTEST_FLAGS ?=
+
+.PHONY: setup configure build test demo clean format
+
+setup:
+	@bash scripts/setup-debian.sh
+
+configure: setup
+	@cmake -S . -B $(BUILD_DIR) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DRINGSIDE_WERROR=$${CI:+ON} $(CMAKE_FLAGS) >/dev/null
+
+build: configure
+	@cmake --build $(BUILD_DIR) -j $(JOBS)
+
+test: build
+	@cd $(BUILD_DIR) && ctest --output-on-failure -j $(JOBS) $(CTEST_FLAGS)
+
+demo: build
+	@$(BUILD_DIR)/bin/ringside-demo
+
+format:
+	@clang-format -i $$(git ls-files '*.h' '*.cc' '*.cu' '*.cuh')
+
+clean:
+	@rm -rf $(BUILD_DIR)

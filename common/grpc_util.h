@@ -1,0 +1,47 @@
+// The one place gRPC channels and servers are created, so message limits, keepalive, TLS and
+// auth are a single change; and the conversions between absl::Status and grpc::Status (whose
+// codes are equal). Thread-safe.
+#ifndef RINGSIDE_COMMON_GRPC_UTIL_H_
+#define RINGSIDE_COMMON_GRPC_UTIL_H_
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "grpcpp/channel.h"
+#include "grpcpp/client_context.h"
+#include "grpcpp/server.h"
+#include "grpcpp/server_builder.h"
+
+namespace ringside {
+
+// Largest gRPC message we send or accept. Payloads travel in segments of at most a few MiB, so
+// this only has to cover one segment plus framing; it is set explicitly because gRPC's default
+// receive limit (4 MiB) would reject a large segment with RESOURCE_EXHAUSTED.
+inline constexpr int kMaxMessageBytes = 64 << 20;
+
+// A channel to `address` (HOST:PORT) with Ringside's limits and keepalive. Each call gets a
+// fresh channel (its own TCP connection), so two peers never share one HTTP/2 connection.
+std::shared_ptr<grpc::Channel> MakeChannel(const std::string& address);
+
+// Sets a deadline `timeout` from now on `context`.
+void SetDeadline(grpc::ClientContext& context, absl::Duration timeout);
+
+// A started server listening on `listen` (HOST:PORT, port 0 = any free port) serving `services`
+// and the standard gRPC health service (grpc.health.v1.Health reports SERVING).
+struct StartedServer {
+  std::unique_ptr<grpc::Server> server;
+  int port = 0;
+};
+absl::StatusOr<StartedServer> StartServer(const std::string& listen,
+                                          const std::vector<grpc::Service*>& services);
+
+grpc::Status ToGrpcStatus(const absl::Status& status);
+absl::Status FromGrpcStatus(const grpc::Status& status);
+
+}  // namespace ringside
+
+#endif  // RINGSIDE_COMMON_GRPC_UTIL_H_

@@ -1,0 +1,162 @@
+#include "common/metrics.h"
+
+#include <exception>
+
+#include "absl/strings/str_cat.h"
+#include "common/net.h"
+#include "common/status_macros.h"
+
+namespace ringside {
+namespace {
+
+using prometheus::BuildCounter;
+using prometheus::BuildGauge;
+using prometheus::BuildHistogram;
+
+absl::string_view PhaseName(StepPhase phase) {
+  switch (phase) {
+    case StepPhase::kCompute:
+      return "compute";
+    case StepPhase::kSync:
+      return "sync";
+    case StepPhase::kUpdate:
+      return "update";
+  }
+  return "unknown";
+}
+
+// 100 us .. ~100 s, a factor of 2 apart: wide enough for a tiny MLP on loopback and a large
+// model on a slow link.
+prometheus::Histogram::BucketBoundaries SecondsBuckets() {
+  prometheus::Histogram::BucketBoundaries bounds;
+  for (double b = 1e-4; b < 200; b *= 2) bounds.push_back(b);
+  return bounds;
+}
+
+std::map<std::string, std::string> LinkLabels(absl::string_view src, absl::string_view dst,
+                                              SyncMode mode) {
+  return {{"src", std::string(src)},
+          {"dst", std::string(dst)},
+          {"mode", std::string(SyncModeName(mode))}};
+}
+
+}  // namespace
+
+absl::string_view SyncModeName(SyncMode mode) { return mode == SyncMode::kRing ? "ring" : "ps"; }
+
+absl::StatusOr<SyncMode> ParseSyncMode(absl::string_view text) {
+  if (text == "ring") return SyncMode::kRing;
+  if (text == "ps") return SyncMode::kPs;
+  return absl::InvalidArgumentError(absl::StrCat("mode '", text, "' is not one of: ring, ps"));
+}
+
+std::string WorkerName(int rank) { return absl::StrCat("worker-", rank); }
+std::string PsShardName(int shard) { return absl::StrCat("ps-", shard); }
+
+Metrics::Metrics(std::shared_ptr<prometheus::Registry> registry)
+    : registry_(std::move(registry)),
+      link_bytes_(BuildCounter()
+                      .Name("ringside_link_bytes_total")
+                      .Help("Payload bytes (tensor data only) sent from src to dst, counted by "
+                            "the sender.")
+                      .Register(*registry_)),
+      link_received_bytes_(BuildCounter()
+                               .Name("ringside_link_received_bytes_total")
+                               .Help("Payload bytes from src accepted by the receiver dst.")
+                               .Register(*registry_)),
+      link_messages_(BuildCounter()
+                         .Name("ringside_link_messages_total")
+                         .Help("Messages carrying payload from src to dst.")
+                         .Register(*registry_)),
+      link_expected_bytes_(BuildCounter()
+                               .Name("ringside_link_expected_bytes_total")
+                               .Help("Payload bytes the analytic cost model expects on the link "
+                                     "for the same steps.")
+                               .Register(*registry_)),
+      link_wire_bytes_(BuildCounter()
+                           .Name("ringside_link_wire_bytes_total")
+                           .Help("Serialized message bytes (payload plus protobuf framing) sent "
+                                 "from src to dst.")
+                           .Register(*registry_)),
+      step_seconds_(BuildHistogram()
+                        .Name("ringside_step_seconds")
+                        .Help("Time per training step by phase.")
+                        .Register(*registry_)),
+      steps_total_(BuildCounter()
+                       .Name("ringside_steps_total")
+                       .Help("Completed synchronous steps.")
+                       .Register(*registry_)),
+      training_loss_(BuildGauge()
+                         .Name("ringside_training_loss")
+                         .Help("Loss of the last step (mean over the node's batch).")
+                         .Register(*registry_)),
+      world_size_(BuildGauge()
+                      .Name("ringside_world_size")
+                      .Help("Workers in the current generation.")
+                      .Register(*registry_)),
+      generation_(BuildGauge()
+                      .Name("ringside_generation")
+                      .Help("Topology generation.")
+                      .Register(*registry_)),
+      mode_info_(BuildGauge()
+                     .Name("ringside_mode_info")
+                     .Help("1 for the active synchronisation mode, 0 otherwise.")
+                     .Register(*registry_)),
+      ps_wait_seconds_(BuildHistogram()
+                           .Name("ringside_ps_wait_seconds")
+                           .Help("Time a parameter-server shard waited from the first to the "
+                                 "last worker's gradient of a step.")
+                           .Register(*registry_)) {}
+
+LinkSendMetrics Metrics::LinkSend(absl::string_view src, absl::string_view dst, SyncMode mode) {
+  const auto labels = LinkLabels(src, dst, mode);
+  return LinkSendMetrics{&link_bytes_.Add(labels), &link_messages_.Add(labels),
+                         &link_expected_bytes_.Add(labels), &link_wire_bytes_.Add(labels)};
+}
+
+LinkReceiveMetrics Metrics::LinkReceive(absl::string_view src, absl::string_view dst,
+                                        SyncMode mode) {
+  return LinkReceiveMetrics{&link_received_bytes_.Add(LinkLabels(src, dst, mode))};
+}
+
+prometheus::Histogram& Metrics::StepSeconds(SyncMode mode, StepPhase phase) {
+  return step_seconds_.Add(
+      {{"mode", std::string(SyncModeName(mode))}, {"phase", std::string(PhaseName(phase))}},
+      SecondsBuckets());
+}
+
+prometheus::Counter& Metrics::StepsTotal(SyncMode mode) {
+  return steps_total_.Add({{"mode", std::string(SyncModeName(mode))}});
+}
+
+prometheus::Gauge& Metrics::TrainingLoss(SyncMode mode) {
+  return training_loss_.Add({{"mode", std::string(SyncModeName(mode))}});
+}
+
+prometheus::Gauge& Metrics::ModeInfo(SyncMode mode) {
+  return mode_info_.Add({{"mode", std::string(SyncModeName(mode))}});
+}
+
+prometheus::Histogram& Metrics::PsWaitSeconds() {
+  return ps_wait_seconds_.Add({}, SecondsBuckets());
+}
+
+absl::StatusOr<std::unique_ptr<MetricsServer>> MetricsServer::Start(
+    const std::string& listen, std::shared_ptr<prometheus::Registry> registry) {
+  auto address = ParseHostPort(listen);
+  if (!address.ok()) return Annotate(address.status(), "--metrics_listen");
+  std::unique_ptr<prometheus::Exposer> exposer;
+  try {
+    // civetweb wants host:port without brackets for IPv4; it throws when it cannot bind.
+    exposer = std::make_unique<prometheus::Exposer>(address->ToString());
+  } catch (const std::exception& e) {
+    return absl::UnavailableError(absl::StrCat("cannot serve metrics on ", listen, ": ", e.what(),
+                                               " (is the port in use?)"));
+  }
+  exposer->RegisterCollectable(registry);
+  const auto ports = exposer->GetListeningPorts();
+  if (ports.empty()) return absl::UnavailableError("metrics server reports no listening port");
+  return std::unique_ptr<MetricsServer>(new MetricsServer(std::move(exposer), ports.front()));
+}
+
+}  // namespace ringside

@@ -1,0 +1,100 @@
+// The one place Ringside's Prometheus metrics are defined (names and labels per
+// ../shared/CONTRACT.md), and the HTTP exposer that serves them.
+//
+// Ownership: `Metrics` owns nothing but references into the registry it is given; `main` builds
+// the registry (tests pass their own), so several nodes can live in one process. Components take
+// the small resolved structs (`LinkSendMetrics`, `LinkReceiveMetrics`) at set-up time and never
+// call Family::Add on the hot path. Thread-safe: prometheus-cpp metrics are atomic and
+// Family::Add is internally locked.
+#ifndef RINGSIDE_COMMON_METRICS_H_
+#define RINGSIDE_COMMON_METRICS_H_
+
+#include <memory>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "prometheus/counter.h"
+#include "prometheus/exposer.h"
+#include "prometheus/family.h"
+#include "prometheus/gauge.h"
+#include "prometheus/histogram.h"
+#include "prometheus/registry.h"
+
+namespace ringside {
+
+enum class SyncMode { kRing, kPs };
+absl::string_view SyncModeName(SyncMode mode);  // "ring" / "ps", the `mode` label value
+absl::StatusOr<SyncMode> ParseSyncMode(absl::string_view text);
+
+// Node names used as label values: "controller", "ps-<shard>", "worker-<rank>".
+std::string WorkerName(int rank);
+std::string PsShardName(int shard);
+
+// Counters of one link src -> dst as seen by the sender.
+struct LinkSendMetrics {
+  prometheus::Counter* bytes = nullptr;           // ringside_link_bytes_total
+  prometheus::Counter* messages = nullptr;        // ringside_link_messages_total
+  prometheus::Counter* expected_bytes = nullptr;  // ringside_link_expected_bytes_total
+  prometheus::Counter* wire_bytes = nullptr;      // ringside_link_wire_bytes_total
+};
+
+// Counter of one link src -> dst as seen by the receiver, on acceptance of a message.
+struct LinkReceiveMetrics {
+  prometheus::Counter* bytes = nullptr;  // ringside_link_received_bytes_total
+};
+
+enum class StepPhase { kCompute, kSync, kUpdate };
+
+class Metrics {
+ public:
+  explicit Metrics(std::shared_ptr<prometheus::Registry> registry);
+
+  LinkSendMetrics LinkSend(absl::string_view src, absl::string_view dst, SyncMode mode);
+  LinkReceiveMetrics LinkReceive(absl::string_view src, absl::string_view dst, SyncMode mode);
+
+  prometheus::Histogram& StepSeconds(SyncMode mode, StepPhase phase);
+  prometheus::Counter& StepsTotal(SyncMode mode);
+  prometheus::Gauge& TrainingLoss(SyncMode mode);
+  prometheus::Gauge& WorldSize() { return world_size_.Add({}); }
+  prometheus::Gauge& Generation() { return generation_.Add({}); }
+  prometheus::Gauge& ModeInfo(SyncMode mode);
+  // Parameter-server shard: time the shard waited between the first and last worker's push.
+  prometheus::Histogram& PsWaitSeconds();
+
+  const std::shared_ptr<prometheus::Registry>& registry() const { return registry_; }
+
+ private:
+  std::shared_ptr<prometheus::Registry> registry_;
+  prometheus::Family<prometheus::Counter>& link_bytes_;
+  prometheus::Family<prometheus::Counter>& link_received_bytes_;
+  prometheus::Family<prometheus::Counter>& link_messages_;
+  prometheus::Family<prometheus::Counter>& link_expected_bytes_;
+  prometheus::Family<prometheus::Counter>& link_wire_bytes_;
+  prometheus::Family<prometheus::Histogram>& step_seconds_;
+  prometheus::Family<prometheus::Counter>& steps_total_;
+  prometheus::Family<prometheus::Gauge>& training_loss_;
+  prometheus::Family<prometheus::Gauge>& world_size_;
+  prometheus::Family<prometheus::Gauge>& generation_;
+  prometheus::Family<prometheus::Gauge>& mode_info_;
+  prometheus::Family<prometheus::Histogram>& ps_wait_seconds_;
+};
+
+// Serves a registry as Prometheus text at http://HOST:PORT/metrics. Owns the HTTP server.
+class MetricsServer {
+ public:
+  // `listen` is HOST:PORT; port 0 picks a free one (see port()).
+  static absl::StatusOr<std::unique_ptr<MetricsServer>> Start(
+      const std::string& listen, std::shared_ptr<prometheus::Registry> registry);
+  int port() const { return port_; }
+
+ private:
+  MetricsServer(std::unique_ptr<prometheus::Exposer> exposer, int port)
+      : exposer_(std::move(exposer)), port_(port) {}
+  std::unique_ptr<prometheus::Exposer> exposer_;
+  int port_;
+};
+
+}  // namespace ringside
+
+#endif  // RINGSIDE_COMMON_METRICS_H_

@@ -1,0 +1,57 @@
+#include "common/cost_model.h"
+
+#include <numeric>
+
+#include "common/ranges.h"
+#include "gtest/gtest.h"
+
+namespace ringside {
+namespace {
+
+TEST(EvenRangesTest, CoversWithoutOverlapAndBalances) {
+  for (uint64_t count : {0ull, 1ull, 3ull, 7ull, 8ull, 1000003ull}) {
+    for (int parts = 1; parts <= 9; ++parts) {
+      const auto ranges = EvenRanges(count, parts);
+      ASSERT_EQ(ranges.size(), static_cast<size_t>(parts));
+      uint64_t next = 0, smallest = count, largest = 0;
+      for (const auto& r : ranges) {
+        EXPECT_EQ(r.begin, next);
+        next = r.end;
+        smallest = std::min(smallest, r.size());
+        largest = std::max(largest, r.size());
+      }
+      EXPECT_EQ(next, count);
+      EXPECT_LE(largest - smallest, 1u) << count << " in " << parts;
+    }
+  }
+}
+
+TEST(RingCostTest, MatchesTwoNMinusOneOverNWhenDivisible) {
+  for (int world = 1; world <= 8; ++world) {
+    const uint64_t elements = 840 * 1000;  // divisible by 1..8
+    for (int rank = 0; rank < world; ++rank) {
+      EXPECT_EQ(RingElementsSentByRank(elements, world, rank),
+                2 * (world - 1) * elements / world);
+    }
+  }
+}
+
+TEST(RingCostTest, UsesRealChunkSizesWhenNotDivisible) {
+  // 10 elements over 4 ranks: chunks 3,3,2,2. Rank r skips chunks r+1 and r+2.
+  EXPECT_EQ(RingElementsSentByRank(10, 4, 0), 20u - 3 - 2);
+  EXPECT_EQ(RingElementsSentByRank(10, 4, 1), 20u - 2 - 2);
+  EXPECT_EQ(RingElementsSentByRank(10, 4, 2), 20u - 2 - 3);
+  EXPECT_EQ(RingElementsSentByRank(10, 4, 3), 20u - 3 - 3);
+  EXPECT_EQ(RingElementsSentByRank(2, 4, 0), 4u - 1 - 0);
+}
+
+TEST(PsCostTest, ShardLinksSumToAllParameters) {
+  for (int shards = 1; shards <= 5; ++shards) {
+    uint64_t total = 0;
+    for (int s = 0; s < shards; ++s) total += PsElementsPerShardLink(1001, shards, s);
+    EXPECT_EQ(total, 1001u);
+  }
+}
+
+}  // namespace
+}  // namespace ringside
