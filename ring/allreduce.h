@@ -1,0 +1,58 @@
+// Bandwidth-optimal ring allreduce (scatter-reduce then allgather, 2(N-1) steps; see
+// schedule.h) over any RingTransport. Each chunk travels in segments of at most
+// `segment_bytes`, so the reduction of one segment overlaps the arrival of the next.
+//
+// Not thread-safe: one collective at a time per instance. Errors: a failed collective returns
+// its cause (DEADLINE_EXCEEDED, UNAVAILABLE, INVALID_ARGUMENT, ...) prefixed with the collective
+// and step; the buffer is then partly reduced and must not be used. The transport is told to
+// abandon the collective so the next one starts cleanly.
+#ifndef RINGSIDE_RING_ALLREDUCE_H_
+#define RINGSIDE_RING_ALLREDUCE_H_
+
+#include <cstdint>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/time/time.h"
+#include "absl/types/span.h"
+#include "common/metrics.h"
+#include "ring/transport.h"
+
+namespace ringside::ring {
+
+enum class ReduceOp { kSum, kAverage };
+
+struct AllreduceOptions {
+  // Largest payload of one message. Small values force many segments per chunk in tests.
+  uint64_t segment_bytes = uint64_t{1} << 20;
+  // The whole collective must finish within this; a dead or slow peer fails it, never hangs it.
+  absl::Duration timeout = absl::Seconds(60);
+  ReduceOp op = ReduceOp::kSum;
+};
+
+class RingAllreduce {
+ public:
+  // `transport` must outlive this object. `metrics` is the sender side of the link to the right
+  // neighbour (bytes, messages, expected bytes); null members are not counted.
+  RingAllreduce(RingTransport& transport, LinkSendMetrics metrics)
+      : transport_(transport), metrics_(metrics) {}
+
+  // Reduces `buffer` in place across the ring. `collective` numbers the collective; every rank
+  // uses the same number for the same collective, increasing over time.
+  absl::Status Run(uint64_t collective, absl::Span<float> buffer, const AllreduceOptions& options);
+
+ private:
+  absl::Status RunSteps(uint64_t collective, absl::Span<float> buffer,
+                        const AllreduceOptions& options, absl::Time deadline);
+  absl::Status SendChunk(const SegmentHeader& header, absl::Span<const float> chunk,
+                         uint64_t segment_elements);
+  absl::Status ReceiveChunk(uint64_t collective, int step, int chunk_index, bool reduce,
+                            uint64_t total_elements, absl::Span<float> chunk, absl::Time deadline);
+
+  RingTransport& transport_;
+  LinkSendMetrics metrics_;
+};
+
+}  // namespace ringside::ring
+
+#endif  // RINGSIDE_RING_ALLREDUCE_H_

@@ -1,0 +1,201 @@
+#include "ring/grpc_transport.h"
+
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "common/grpc_util.h"
+
+namespace ringside::ring {
+namespace {
+
+// Bounded wait for queued segments to drain when a sender closes normally.
+constexpr absl::Duration kCloseGrace = absl::Seconds(5);
+
+Segment FromProto(proto::RingSegment& message) {
+  Segment segment;
+  SegmentHeader& h = segment.header;
+  h.generation = message.generation();
+  h.collective = message.collective();
+  h.sender_rank = static_cast<int>(message.sender_rank());
+  h.step = static_cast<int>(message.step());
+  h.chunk = static_cast<int>(message.chunk());
+  h.offset = message.offset();
+  h.total_elements = message.total_elements();
+  h.dtype = static_cast<DType>(message.dtype());
+  segment.payload = std::move(*message.mutable_payload());
+  return segment;
+}
+
+// One reactor per incoming stream; owns its message buffer and deletes itself in OnDone.
+class StreamReactor final : public grpc::ServerReadReactor<proto::RingSegment> {
+ public:
+  StreamReactor(RingInbox& inbox, proto::RingStreamSummary* summary)
+      : inbox_(inbox), summary_(summary), stream_id_(inbox.OpenStream()) {
+    StartRead(&message_);
+  }
+
+  void OnReadDone(bool ok) override {
+    if (!ok) {  // the sender closed or cancelled the stream
+      inbox_.StreamEnded(stream_id_);
+      Finish(grpc::Status::OK);
+      return;
+    }
+    absl::Status status = inbox_.Accept(FromProto(message_), stream_id_);
+    if (!status.ok()) {
+      Finish(ToGrpcStatus(status));
+      return;
+    }
+    summary_->set_segments_accepted(summary_->segments_accepted() + 1);
+    StartRead(&message_);
+  }
+
+  void OnDone() override { delete this; }
+
+ private:
+  RingInbox& inbox_;
+  proto::RingStreamSummary* summary_;
+  const uint64_t stream_id_;
+  proto::RingSegment message_;
+};
+
+}  // namespace
+
+grpc::ServerReadReactor<proto::RingSegment>* RingPeerService::Stream(
+    grpc::CallbackServerContext* context, proto::RingStreamSummary* summary) {
+  return new StreamReactor(inbox_, summary);
+}
+
+RingStreamSender::RingStreamSender(std::string address, std::string peer_name,
+                                   std::function<void(const absl::Status&)> on_error,
+                                   prometheus::Counter* wire)
+    : address_(std::move(address)),
+      peer_name_(std::move(peer_name)),
+      on_error_(std::move(on_error)),
+      wire_(wire),
+      stub_(proto::RingPeer::NewStub(MakeChannel(address_))),
+      thread_([this] { Loop(); }) {}
+
+RingStreamSender::~RingStreamSender() {
+  {
+    absl::MutexLock lock(&mu_);
+    stopping_ = true;
+    auto drained = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+      return queue_.empty() && !busy_;
+    };
+    if (!mu_.AwaitWithTimeout(absl::Condition(&drained), kCloseGrace) && context_ != nullptr) {
+      context_->TryCancel();
+    }
+    queue_.clear();
+  }
+  thread_.join();
+}
+
+absl::Status RingStreamSender::Enqueue(proto::RingSegment segment) {
+  absl::MutexLock lock(&mu_);
+  if (!error_.ok()) return error_;
+  queue_.push_back(std::move(segment));
+  return absl::OkStatus();
+}
+
+void RingStreamSender::Abandon() {
+  absl::MutexLock lock(&mu_);
+  ++epoch_;
+  queue_.clear();
+  error_ = absl::OkStatus();
+  if (context_ != nullptr) context_->TryCancel();
+}
+
+void RingStreamSender::Loop() {
+  while (true) {
+    proto::RingSegment segment;
+    uint64_t epoch;
+    {
+      absl::MutexLock lock(&mu_);
+      auto ready = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+        return !queue_.empty() || stopping_;
+      };
+      mu_.Await(absl::Condition(&ready));
+      if (queue_.empty()) break;  // stopping with nothing left to send
+      segment = std::move(queue_.front());
+      queue_.pop_front();
+      epoch = epoch_;
+      busy_ = true;
+    }
+    const bool ok = WriteOne(segment, epoch);
+    absl::MutexLock lock(&mu_);
+    busy_ = false;
+    if (!ok) queue_.clear();
+  }
+  CloseStream();
+}
+
+bool RingStreamSender::WriteOne(const proto::RingSegment& segment, uint64_t epoch) {
+  if (writer_ != nullptr && stream_epoch_ != epoch) CloseStream();  // abandoned: start afresh
+  if (writer_ == nullptr) {
+    stream_context_ = std::make_unique<grpc::ClientContext>();
+    stream_context_->set_wait_for_ready(true);  // a peer still starting up is waited for
+    summary_.Clear();
+    writer_ = stub_->Stream(stream_context_.get(), &summary_);
+    stream_epoch_ = epoch;
+    absl::MutexLock lock(&mu_);
+    context_ = stream_context_.get();
+    if (epoch != epoch_) context_->TryCancel();  // abandoned while we were opening it
+  }
+  if (writer_->Write(segment)) {
+    if (wire_ != nullptr) wire_->Increment(static_cast<double>(segment.ByteSizeLong()));
+    return true;
+  }
+  const grpc::Status status = writer_->Finish();
+  writer_.reset();
+  {
+    absl::MutexLock lock(&mu_);
+    context_ = nullptr;
+  }
+  stream_context_.reset();
+  absl::Status error = absl::Status(
+      static_cast<absl::StatusCode>(status.error_code()),
+      absl::StrCat("stream to ", peer_name_, " (", address_, ") failed: ", status.error_message()));
+  if (status.ok()) error = absl::UnavailableError(absl::StrCat(peer_name_, " closed the stream"));
+  {
+    absl::MutexLock lock(&mu_);
+    if (epoch != epoch_) return false;  // abandoned on purpose: not an error to report
+    error_ = error;
+  }
+  on_error_(error);
+  return false;
+}
+
+void RingStreamSender::CloseStream() {
+  if (writer_ == nullptr) return;
+  writer_->WritesDone();
+  writer_->Finish();
+  writer_.reset();
+  {
+    absl::MutexLock lock(&mu_);
+    context_ = nullptr;
+  }
+  stream_context_.reset();
+}
+
+GrpcRingTransport::GrpcRingTransport(RingTopology topology, const std::string& right_address,
+                                     RingInbox& inbox, prometheus::Counter* wire_bytes)
+    : topology_(topology),
+      inbox_(inbox),
+      sender_(right_address, WorkerName(topology.right()),
+              [&inbox](const absl::Status& status) { inbox.Fail(status); }, wire_bytes) {}
+
+absl::Status GrpcRingTransport::Send(const SegmentHeader& header, absl::Span<const char> payload) {
+  proto::RingSegment message;
+  message.set_generation(header.generation);
+  message.set_collective(header.collective);
+  message.set_sender_rank(static_cast<uint32_t>(header.sender_rank));
+  message.set_step(static_cast<uint32_t>(header.step));
+  message.set_chunk(static_cast<uint32_t>(header.chunk));
+  message.set_offset(header.offset);
+  message.set_total_elements(header.total_elements);
+  message.set_dtype(static_cast<uint32_t>(header.dtype));
+  message.set_payload(payload.data(), payload.size());
+  return sender_.Enqueue(std::move(message));
+}
+
+}  // namespace ringside::ring

@@ -1,0 +1,97 @@
+// RingInbox: the receiving end of one worker's ring link. Every segment that arrives from the left
+// neighbour (over gRPC, or directly in the in-memory transport) goes through Accept(), which
+// validates it against the topology and against the exact next position in the ring schedule,
+// counts it, and queues it for the allreduce, which takes segments in order with Next().
+//
+// Sequence rule: segments arrive in schedule order (collective, step, offset). A segment that
+// starts a collective (step 0, offset 0) newer than the one in progress is accepted and abandons
+// the partial one (the sender gave up on it); anything older is stale; anything else out of order
+// is refused.
+//
+// Thread-safe. Accept() is called from gRPC reactor threads and never blocks; Next() blocks until
+// a segment, an error or its deadline.
+#ifndef RINGSIDE_RING_INBOX_H_
+#define RINGSIDE_RING_INBOX_H_
+
+#include <cstdint>
+#include <deque>
+#include <string>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+#include "common/metrics.h"
+#include "ring/schedule.h"
+#include "ring/segment.h"
+
+namespace ringside::ring {
+
+struct RingInboxOptions {
+  // Largest buffer (in elements) a sender may announce; larger is INVALID_ARGUMENT.
+  uint64_t max_total_elements = uint64_t{1} << 32;
+  // Bytes that may wait unconsumed; a sender running further ahead gets RESOURCE_EXHAUSTED.
+  uint64_t max_queued_bytes = uint64_t{1} << 30;
+};
+
+class RingInbox {
+ public:
+  RingInbox(RingTopology topology, RingInboxOptions options, LinkReceiveMetrics metrics);
+
+  // A new generation: drops queued segments, fails a waiting Next() with ABORTED.
+  void SetTopology(RingTopology topology, LinkReceiveMetrics metrics);
+
+  // Registers a new incoming stream; the id goes to Accept() and StreamEnded().
+  uint64_t OpenStream();
+
+  // Validates and queues. On error nothing is queued, the status (INVALID_ARGUMENT,
+  // FAILED_PRECONDITION or RESOURCE_EXHAUSTED, with a message naming the field) is returned for
+  // the sender, and the local collective in progress is failed with it too.
+  absl::Status Accept(Segment segment, uint64_t stream_id);
+
+  // The stream `stream_id` ended. If it was the latest stream and a collective is part-way
+  // through, the waiting collective fails with UNAVAILABLE.
+  void StreamEnded(uint64_t stream_id);
+
+  // Starts collective `collective` locally: drops older segments and errors.
+  void BeginCollective(uint64_t collective);
+
+  // Fails the collective in progress (e.g. the send side broke).
+  void Fail(const absl::Status& status);
+
+  // The next segment of `collective` in schedule order, or the first error, or DEADLINE_EXCEEDED.
+  absl::StatusOr<Segment> Next(uint64_t collective, absl::Time deadline);
+
+ private:
+  // Where the next segment from the left neighbour must be in the schedule.
+  struct Position {
+    bool at_collective_start = true;  // no segment of `collective` seen yet
+    uint64_t collective = 0;
+    int step = 0;
+    uint64_t offset = 0;
+    uint64_t total_elements = 0;
+  };
+
+  absl::Status Validate(const SegmentHeader& header, uint64_t payload_bytes) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  absl::Status ValidateSequence(const SegmentHeader& header) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void Advance(const SegmentHeader& header, uint64_t elements) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  std::string LeftName() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+
+  const RingInboxOptions options_;
+  mutable absl::Mutex mu_;
+  RingTopology topology_ ABSL_GUARDED_BY(mu_);
+  LinkReceiveMetrics metrics_ ABSL_GUARDED_BY(mu_);
+  Position expected_ ABSL_GUARDED_BY(mu_);
+  std::deque<Segment> queue_ ABSL_GUARDED_BY(mu_);
+  uint64_t queued_bytes_ ABSL_GUARDED_BY(mu_) = 0;
+  absl::Status error_ ABSL_GUARDED_BY(mu_);
+  uint64_t latest_stream_ ABSL_GUARDED_BY(mu_) = 0;
+  uint64_t next_stream_id_ ABSL_GUARDED_BY(mu_) = 1;
+};
+
+}  // namespace ringside::ring
+
+#endif  // RINGSIDE_RING_INBOX_H_
