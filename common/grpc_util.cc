@@ -28,6 +28,24 @@ void SetDeadline(grpc::ClientContext& context, absl::Duration timeout) {
   context.set_deadline(absl::ToChronoTime(absl::Now() + timeout));
 }
 
+StartedServer& StartedServer::operator=(StartedServer&& other) {
+  if (this != &other) {
+    Shutdown();
+    server = std::move(other.server);
+    port = other.port;
+  }
+  return *this;
+}
+
+StartedServer::~StartedServer() { Shutdown(); }
+
+void StartedServer::Shutdown(absl::Duration grace) {
+  if (server == nullptr) return;
+  server->Shutdown(absl::ToChronoTime(absl::Now() + grace));
+  server->Wait();
+  server.reset();
+}
+
 absl::StatusOr<StartedServer> StartServer(const std::string& listen,
                                           const std::vector<grpc::Service*>& services) {
   grpc::EnableDefaultHealthCheckService(true);

@@ -32,7 +32,17 @@ void SetDeadline(grpc::ClientContext& context, absl::Duration timeout);
 
 // A started server listening on `listen` (HOST:PORT, port 0 = any free port) serving `services`
 // and the standard gRPC health service (grpc.health.v1.Health reports SERVING).
+// Destroying it shuts the server down, cancelling calls still open after a short grace (gRPC's
+// own destructor would wait forever for a peer's long-lived stream to end).
 struct StartedServer {
+  StartedServer() = default;
+  StartedServer(StartedServer&&) = default;
+  StartedServer& operator=(StartedServer&& other);
+  ~StartedServer();
+
+  // Stops accepting calls; calls still running after `grace` are cancelled. Idempotent.
+  void Shutdown(absl::Duration grace = absl::Milliseconds(500));
+
   std::unique_ptr<grpc::Server> server;
   int port = 0;
 };

@@ -135,11 +135,16 @@ bool RingStreamSender::WriteOne(const proto::RingSegment& segment, uint64_t epoc
     stream_context_ = std::make_unique<grpc::ClientContext>();
     stream_context_->set_wait_for_ready(true);  // a peer still starting up is waited for
     summary_.Clear();
+    {
+      // Published before the call starts: opening blocks until the peer is reachable, and
+      // Abandon() or the destructor must be able to cancel that wait (gRPC defers a cancel
+      // issued before the call exists until it does).
+      absl::MutexLock lock(&mu_);
+      context_ = stream_context_.get();
+      if (epoch != epoch_) context_->TryCancel();
+    }
     writer_ = stub_->Stream(stream_context_.get(), &summary_);
     stream_epoch_ = epoch;
-    absl::MutexLock lock(&mu_);
-    context_ = stream_context_.get();
-    if (epoch != epoch_) context_->TryCancel();  // abandoned while we were opening it
   }
   if (writer_->Write(segment)) {
     if (wire_ != nullptr) wire_->Increment(static_cast<double>(segment.ByteSizeLong()));

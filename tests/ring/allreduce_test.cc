@@ -5,6 +5,7 @@
 #include <random>
 #include <set>
 
+#include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "ring/memory_transport.h"
 #include "tests/ring/ring_test_util.h"
@@ -138,20 +139,26 @@ TEST(AllreduceTest, MismatchedLengthsFailOnEveryRankWithinTheDeadline) {
   }
 }
 
-TEST(AllreduceTest, AMissingPeerFailsTheOthersWithDeadlineExceeded) {
+TEST(AllreduceTest, AMissingPeerFailsEveryOtherRankWithinItsDeadline) {
   constexpr int kWorld = 3;
   InMemoryRing ring(kWorld);
   AllreduceOptions options;
   options.timeout = absl::Milliseconds(300);
   std::vector<absl::Status> statuses(kWorld);
+  const absl::Time start = absl::Now();
   RunRanks(kWorld - 1, [&](int rank) {  // rank 2 never joins
     std::vector<float> buffer = RankInput(rank, 100);
     RingAllreduce allreduce(ring.transport(rank), LinkSendMetrics{});
     statuses[rank] = allreduce.Run(1, absl::MakeSpan(buffer), options);
   });
-  for (int r = 0; r < kWorld - 1; ++r) {
-    EXPECT_EQ(statuses[r].code(), absl::StatusCode::kDeadlineExceeded) << statuses[r];
-  }
+  // Generous slack: this bounds a hang, it does not time the code.
+  EXPECT_LT(absl::Now() - start, options.timeout + absl::Seconds(10));
+  // Rank 0 waits on the missing rank itself; rank 1 may time out too, or first learn that
+  // rank 0 gave up (its stream ended midway), whichever a loaded machine schedules first.
+  EXPECT_EQ(statuses[0].code(), absl::StatusCode::kDeadlineExceeded) << statuses[0];
+  EXPECT_THAT(statuses[1].code(), ::testing::AnyOf(absl::StatusCode::kDeadlineExceeded,
+                                                   absl::StatusCode::kUnavailable))
+      << statuses[1];
 }
 
 }  // namespace

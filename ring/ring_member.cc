@@ -1,0 +1,56 @@
+#include "ring/ring_member.h"
+
+#include "absl/strings/str_cat.h"
+#include "common/status_macros.h"
+
+namespace ringside::ring {
+
+RingMember::RingMember(RingTopology topology, Metrics* metrics, RingInboxOptions options)
+    : topology_(topology),
+      metrics_(metrics),
+      inbox_(topology, options, ReceiveMetrics()),
+      service_(inbox_) {}
+
+LinkReceiveMetrics RingMember::ReceiveMetrics() const {
+  if (metrics_ == nullptr || topology_.world < 2) return {};
+  return metrics_->LinkReceive(WorkerName(topology_.left()), WorkerName(topology_.rank),
+                               SyncMode::kRing);
+}
+
+absl::Status RingMember::Connect(const std::vector<std::string>& addresses) {
+  RETURN_IF_ERROR(ValidateTopology(topology_));
+  if (addresses.size() != static_cast<size_t>(topology_.world)) {
+    return absl::InvalidArgumentError(absl::StrCat("ring of ", topology_.world, " workers needs ",
+                                                   topology_.world, " addresses, got ",
+                                                   addresses.size()));
+  }
+  LinkSendMetrics send;
+  if (metrics_ != nullptr && topology_.world > 1) {
+    send = metrics_->LinkSend(WorkerName(topology_.rank), WorkerName(topology_.right()),
+                              SyncMode::kRing);
+  }
+  allreduce_.reset();
+  transport_.reset();
+  transport_ = std::make_unique<GrpcRingTransport>(topology_, addresses[topology_.right()], inbox_,
+                                                   send.wire_bytes);
+  allreduce_ = std::make_unique<RingAllreduce>(*transport_, send);
+  return absl::OkStatus();
+}
+
+absl::Status RingMember::Reconfigure(RingTopology topology,
+                                     const std::vector<std::string>& addresses) {
+  RETURN_IF_ERROR(ValidateTopology(topology));
+  topology_ = topology;
+  inbox_.SetTopology(topology, ReceiveMetrics());
+  return Connect(addresses);
+}
+
+absl::Status RingMember::Allreduce(uint64_t collective, absl::Span<float> buffer,
+                                   const AllreduceOptions& options) {
+  if (allreduce_ == nullptr) {
+    return absl::FailedPreconditionError("ring member is not connected; call Connect() first");
+  }
+  return allreduce_->Run(collective, buffer, options);
+}
+
+}  // namespace ringside::ring

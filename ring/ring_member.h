@@ -1,0 +1,56 @@
+// RingMember: everything one worker needs to take part in ring allreduces for one generation —
+// the inbox its RingPeer service feeds, the stream to its right neighbour, and the link metrics —
+// wired together. The gRPC server is the caller's (one server per process carries every
+// service), so service() must be registered before the server starts, and Connect() may be
+// called once the neighbours' addresses are known.
+//
+// Thread-safety: service() is safe from gRPC threads; Connect() and Allreduce() are for one
+// controlling thread. Errors per RingAllreduce.
+#ifndef RINGSIDE_RING_RING_MEMBER_H_
+#define RINGSIDE_RING_RING_MEMBER_H_
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/types/span.h"
+#include "common/metrics.h"
+#include "ring/allreduce.h"
+#include "ring/grpc_transport.h"
+#include "ring/inbox.h"
+
+namespace ringside::ring {
+
+class RingMember {
+ public:
+  // `metrics` may be null (nothing counted); otherwise it must outlive this object.
+  RingMember(RingTopology topology, Metrics* metrics, RingInboxOptions options = {});
+
+  grpc::Service* service() { return &service_; }
+
+  // Opens the link to the right neighbour. `addresses[r]` is rank r's RingPeer address.
+  absl::Status Connect(const std::vector<std::string>& addresses);
+
+  // A new generation (membership change): the inbox restarts, the right neighbour may change.
+  absl::Status Reconfigure(RingTopology topology, const std::vector<std::string>& addresses);
+
+  absl::Status Allreduce(uint64_t collective, absl::Span<float> buffer,
+                         const AllreduceOptions& options);
+
+  const RingTopology& topology() const { return topology_; }
+
+ private:
+  LinkReceiveMetrics ReceiveMetrics() const;
+
+  RingTopology topology_;
+  Metrics* metrics_;
+  RingInbox inbox_;
+  RingPeerService service_;
+  std::unique_ptr<GrpcRingTransport> transport_;
+  std::unique_ptr<RingAllreduce> allreduce_;
+};
+
+}  // namespace ringside::ring
+
+#endif  // RINGSIDE_RING_RING_MEMBER_H_

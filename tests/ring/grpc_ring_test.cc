@@ -1,0 +1,231 @@
+// The ring over real gRPC servers on port 0 in one process: correctness, per-link accounting, and
+// every kind of bad input from a rogue client.
+#include <memory>
+#include <thread>
+
+#include "common/cost_model.h"
+#include "common/grpc_util.h"
+#include "gtest/gtest.h"
+#include "prometheus/registry.h"
+#include "ring/ring_member.h"
+#include "tests/ring/ring_test_util.h"
+
+namespace ringside::ring {
+namespace {
+
+using testing::ExpectedSum;
+using testing::RankInput;
+
+// One worker: its own registry (as in its own process), ring member and gRPC server.
+struct Node {
+  std::shared_ptr<prometheus::Registry> registry = std::make_shared<prometheus::Registry>();
+  Metrics metrics{registry};
+  std::unique_ptr<RingMember> member;
+  StartedServer server;
+};
+
+class GrpcRingTest : public ::testing::Test {
+ protected:
+  void StartRing(int world) {
+    std::vector<std::string> addresses;
+    for (int rank = 0; rank < world; ++rank) {
+      auto node = std::make_unique<Node>();
+      node->member = std::make_unique<RingMember>(RingTopology{1, world, rank}, &node->metrics);
+      auto server = StartServer("127.0.0.1:0", {node->member->service()});
+      ASSERT_TRUE(server.ok()) << server.status();
+      node->server = *std::move(server);
+      addresses.push_back("127.0.0.1:" + std::to_string(node->server.port));
+      nodes_.push_back(std::move(node));
+    }
+    for (auto& node : nodes_) ASSERT_TRUE(node->member->Connect(addresses).ok());
+    addresses_ = addresses;
+  }
+
+  // Runs collective `collective` on the given ranks; returns their statuses.
+  std::vector<absl::Status> RunOn(const std::vector<int>& ranks, uint64_t collective,
+                                  uint64_t elements, std::vector<std::vector<float>>* out,
+                                  absl::Duration timeout = absl::Seconds(20)) {
+    std::vector<absl::Status> statuses(nodes_.size());
+    out->assign(nodes_.size(), {});
+    std::vector<std::thread> threads;
+    for (int rank : ranks) {
+      (*out)[rank] = RankInput(rank, elements);
+      threads.emplace_back([&, rank] {
+        AllreduceOptions options;
+        options.segment_bytes = 64 << 10;
+        options.timeout = timeout;
+        statuses[rank] =
+            nodes_[rank]->member->Allreduce(collective, absl::MakeSpan((*out)[rank]), options);
+      });
+    }
+    for (auto& t : threads) t.join();
+    return statuses;
+  }
+
+  void ExpectCorrectAllreduce(uint64_t collective, uint64_t elements) {
+    std::vector<int> all;
+    for (size_t r = 0; r < nodes_.size(); ++r) all.push_back(static_cast<int>(r));
+    std::vector<std::vector<float>> buffers;
+    const auto statuses = RunOn(all, collective, elements, &buffers);
+    for (size_t r = 0; r < nodes_.size(); ++r) {
+      ASSERT_TRUE(statuses[r].ok()) << "rank " << r << ": " << statuses[r];
+      for (uint64_t i = 0; i < elements; ++i) {
+        ASSERT_EQ(buffers[r][i], ExpectedSum(static_cast<int>(nodes_.size()), i));
+      }
+    }
+  }
+
+  double Counter(int rank, const std::string& name, const std::string& src,
+                 const std::string& dst) {
+    for (const auto& family : nodes_[rank]->registry->Collect()) {
+      if (family.name != name) continue;
+      for (const auto& metric : family.metric) {
+        std::map<std::string, std::string> labels;
+        for (const auto& label : metric.label) labels[label.name] = label.value;
+        if (labels["src"] == src && labels["dst"] == dst && labels["mode"] == "ring") {
+          return metric.counter.value;
+        }
+      }
+    }
+    return -1;
+  }
+
+  // Polls a counter (there is no event to wait on) until it is positive; bounded.
+  void WaitForCounter(int rank, const std::string& name, const std::string& src,
+                      const std::string& dst) {
+    const absl::Time give_up = absl::Now() + absl::Seconds(10);
+    while (Counter(rank, name, src, dst) <= 0 && absl::Now() < give_up) {
+      absl::SleepFor(absl::Milliseconds(5));
+    }
+    ASSERT_GT(Counter(rank, name, src, dst), 0) << name << " " << src << "->" << dst;
+  }
+
+  // A client that is not part of the ring, writing hand-made segments to `rank`.
+  // With `cancel_midway`, the stream is cancelled once `rank` has counted the segments' bytes.
+  grpc::Status SendRogue(int rank, const std::vector<proto::RingSegment>& segments,
+                         bool cancel_midway = false) {
+    auto stub = proto::RingPeer::NewStub(MakeChannel(addresses_[rank]));
+    grpc::ClientContext context;
+    SetDeadline(context, absl::Seconds(10));
+    proto::RingStreamSummary summary;
+    auto writer = stub->Stream(&context, &summary);
+    for (const auto& segment : segments) {
+      if (!writer->Write(segment)) break;
+    }
+    if (cancel_midway) {
+      const std::string left = WorkerName((rank + static_cast<int>(nodes_.size()) - 1) %
+                                          static_cast<int>(nodes_.size()));
+      WaitForCounter(rank, "ringside_link_received_bytes_total", left, WorkerName(rank));
+      context.TryCancel();
+    } else {
+      writer->WritesDone();
+    }
+    return writer->Finish();
+  }
+
+  std::vector<std::unique_ptr<Node>> nodes_;
+  std::vector<std::string> addresses_;
+};
+
+// A valid-looking first segment of `collective` from `sender` in a ring of 4 with 40 elements.
+proto::RingSegment Segment(uint32_t sender, uint64_t collective, uint64_t elements = 10) {
+  proto::RingSegment s;
+  s.set_generation(1);
+  s.set_collective(collective);
+  s.set_sender_rank(sender);
+  s.set_step(0);
+  s.set_chunk(sender);  // at step 0 rank r sends chunk r
+  s.set_offset(0);
+  s.set_total_elements(40);
+  s.set_dtype(static_cast<uint32_t>(DType::kFloat32));
+  s.set_payload(std::string(elements * sizeof(float), '\0'));
+  return s;
+}
+
+TEST_F(GrpcRingTest, FourWorkersAgreeAndEveryLinkCountsExactlyTheModel) {
+  StartRing(4);
+  constexpr uint64_t kElements = (1 << 20) + 3;  // not divisible by 4: real chunk sizes
+  ExpectCorrectAllreduce(1, kElements);
+  ExpectCorrectAllreduce(2, kElements);
+  for (int r = 0; r < 4; ++r) {
+    const std::string src = WorkerName(r), dst = WorkerName((r + 1) % 4);
+    const double sent = Counter(r, "ringside_link_bytes_total", src, dst);
+    const double expected = 2.0 * 4 * static_cast<double>(RingElementsSentByRank(kElements, 4, r));
+    EXPECT_EQ(sent, expected) << src << "->" << dst;
+    EXPECT_EQ(Counter(r, "ringside_link_expected_bytes_total", src, dst), expected);
+    EXPECT_EQ(Counter((r + 1) % 4, "ringside_link_received_bytes_total", src, dst), expected);
+    EXPECT_GT(Counter(r, "ringside_link_wire_bytes_total", src, dst), expected);
+  }
+}
+
+TEST_F(GrpcRingTest, BadSegmentsGetPreciseStatusesAndThePeerKeepsServing) {
+  StartRing(4);
+  // Worker 2's left neighbour is worker 1.
+  proto::RingSegment wrong_length = Segment(1, 1, 11);
+  EXPECT_EQ(SendRogue(2, {wrong_length}).error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  proto::RingSegment unknown_sender = Segment(3, 1);
+  EXPECT_EQ(SendRogue(2, {unknown_sender}).error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  proto::RingSegment old_generation = Segment(1, 1);
+  old_generation.set_generation(0);
+  EXPECT_EQ(SendRogue(2, {old_generation}).error_code(), grpc::StatusCode::FAILED_PRECONDITION);
+  proto::RingSegment wrong_step = Segment(1, 1);
+  wrong_step.set_step(1);
+  wrong_step.set_chunk(0);
+  const grpc::Status step_status = SendRogue(2, {wrong_step});
+  EXPECT_EQ(step_status.error_code(), grpc::StatusCode::FAILED_PRECONDITION);
+  EXPECT_NE(step_status.error_message().find("step 1"), std::string::npos)
+      << step_status.error_message();
+  ExpectCorrectAllreduce(5, 40);
+  ExpectCorrectAllreduce(6, 100001);
+}
+
+TEST_F(GrpcRingTest, ABadSegmentDuringACollectiveFailsEveryWorkerWithinTheDeadline) {
+  StartRing(4);
+  // Worker 0 stays out, so the collective cannot finish by itself.
+  std::vector<std::vector<float>> buffers;
+  std::vector<absl::Status> statuses;
+  const absl::Time start = absl::Now();
+  std::thread collective([&] { statuses = RunOn({1, 2, 3}, 1, 4000, &buffers, absl::Seconds(5)); });
+  // Worker 2 has started once worker 3 has received from it.
+  WaitForCounter(3, "ringside_link_received_bytes_total", "worker-2", "worker-3");
+  EXPECT_EQ(SendRogue(2, {Segment(3, 1)}).error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  collective.join();
+  EXPECT_LT(absl::Now() - start, absl::Seconds(9));
+  EXPECT_EQ(statuses[2].code(), absl::StatusCode::kInvalidArgument) << statuses[2];
+  EXPECT_FALSE(statuses[1].ok());
+  EXPECT_FALSE(statuses[3].ok());
+  ExpectCorrectAllreduce(2, 4000);
+}
+
+TEST_F(GrpcRingTest, AStreamThatStopsMidwayFailsTheReceiverPromptly) {
+  StartRing(2);
+  std::vector<std::vector<float>> buffers;
+  std::vector<absl::Status> statuses;
+  const absl::Time start = absl::Now();
+  std::thread collective([&] { statuses = RunOn({1}, 1, 40, &buffers, absl::Seconds(30)); });
+  // Worker 1 has begun the collective once it has sent its first chunk to worker 0.
+  WaitForCounter(1, "ringside_link_bytes_total", "worker-1", "worker-0");
+  // Impersonates worker 0 (worker 1's left neighbour): half of chunk 0, then the stream dies.
+  proto::RingSegment half = Segment(0, 1, 10);
+  half.set_total_elements(40);  // chunks of 20 in a ring of 2
+  SendRogue(1, {half}, /*cancel_midway=*/true);
+  collective.join();
+  EXPECT_LT(absl::Now() - start, absl::Seconds(15));
+  EXPECT_EQ(statuses[1].code(), absl::StatusCode::kUnavailable) << statuses[1];
+  EXPECT_NE(statuses[1].message().find("midway"), std::string::npos) << statuses[1];
+  ExpectCorrectAllreduce(2, 40);
+}
+
+TEST_F(GrpcRingTest, ADeadNeighbourGivesDeadlineExceededNotAHang) {
+  StartRing(3);
+  nodes_[0]->server.Shutdown(absl::ZeroDuration());
+  std::vector<std::vector<float>> buffers;
+  const absl::Time start = absl::Now();
+  const auto statuses = RunOn({1, 2}, 1, 1000, &buffers, absl::Seconds(2));
+  EXPECT_LT(absl::Now() - start, absl::Seconds(8));
+  EXPECT_FALSE(statuses[1].ok());
+  EXPECT_FALSE(statuses[2].ok());
+}
+
+}  // namespace
+}  // namespace ringside::ring
