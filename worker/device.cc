@@ -79,7 +79,11 @@ absl::StatusOr<std::unique_ptr<GradientComputer>> MakeGradientComputer(absl::str
       if (CudaDeviceCount().ok()) return MakeCuda(model, 0);
       return std::make_unique<CpuGradientComputer>(model);
     case DeviceSpec::Kind::kCuda: {
-      ASSIGN_OR_RETURN(const int count, CudaDeviceCount());
+      const absl::StatusOr<int> devices = CudaDeviceCount();
+      if (!devices.ok()) {
+        return Annotate(devices.status(), absl::StrCat("--device=", device, ": no CUDA device"));
+      }
+      const int count = *devices;
       if (spec.index >= count) {
         return absl::FailedPreconditionError(absl::StrCat(
             "--device=", device, ": only ", count, " CUDA device(s) present"));

@@ -223,10 +223,10 @@ absl::StatusOr<int> CudaDevicesPresent() {
   if (error != cudaSuccess) {
     cudaGetLastError();
     return absl::FailedPreconditionError(
-        absl::StrCat("no CUDA device: cudaGetDeviceCount: ", cudaGetErrorString(error)));
+        absl::StrCat("cudaGetDeviceCount: ", cudaGetErrorString(error)));
   }
   if (count < 1) {
-    return absl::FailedPreconditionError("no CUDA device: cudaGetDeviceCount reports 0 devices");
+    return absl::FailedPreconditionError("cudaGetDeviceCount reports 0 devices");
   }
   return count;
 }

@@ -19,8 +19,9 @@
 
 namespace ringside::worker {
 
-// Devices cudaGetDeviceCount reports (>= 1), or FAILED_PRECONDITION "no CUDA device: ..." with
-// the runtime's reason. Never aborts without a driver or a GPU.
+// Devices cudaGetDeviceCount reports (>= 1), or FAILED_PRECONDITION with the runtime's reason
+// ("cudaGetDeviceCount: no CUDA-capable device is detected"). Never aborts without a driver or
+// a GPU.
 absl::StatusOr<int> CudaDevicesPresent();
 
 // A computer on device `device` (0 <= device < CudaDevicesPresent()).
