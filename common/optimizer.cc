@@ -38,8 +38,8 @@ absl::Status ValidateOptimizerConfig(const OptimizerConfig& config) {
   }
   if (config.kind == OptimizerKind::kAdam) {
     if (!in_unit(config.beta1) || !in_unit(config.beta2)) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "adam betas must be in [0, 1), got ", config.beta1, " and ", config.beta2));
+      return absl::InvalidArgumentError(
+          absl::StrCat("adam betas must be in [0, 1), got ", config.beta1, " and ", config.beta2));
     }
     if (!(std::isfinite(config.epsilon) && config.epsilon > 0.0f)) {
       return absl::InvalidArgumentError(
@@ -62,8 +62,8 @@ Optimizer::Optimizer(const OptimizerConfig& config, size_t size) : config_(confi
 absl::Status Optimizer::Step(absl::Span<float> params, absl::Span<const float> grads) {
   if (params.size() != size_ || grads.size() != size_) {
     return absl::InvalidArgumentError(absl::StrCat("optimizer owns ", size_, " elements, got ",
-                                                   params.size(), " parameters and ",
-                                                   grads.size(), " gradients"));
+                                                   params.size(), " parameters and ", grads.size(),
+                                                   " gradients"));
   }
   ++steps_;
   const float lr = config_.learning_rate;

@@ -67,9 +67,9 @@ class Optimizer {
   OptimizerConfig config_;
   size_t size_ = 0;
   int64_t steps_ = 0;
-  std::vector<float> first_;    // momentum velocity or Adam m; empty for SGD
-  std::vector<float> second_;   // Adam v; empty otherwise
-  double beta1_power_ = 1.0;    // beta1^steps_, a running product (no pow: bit-reproducible)
+  std::vector<float> first_;   // momentum velocity or Adam m; empty for SGD
+  std::vector<float> second_;  // Adam v; empty otherwise
+  double beta1_power_ = 1.0;   // beta1^steps_, a running product (no pow: bit-reproducible)
   double beta2_power_ = 1.0;
 };
 

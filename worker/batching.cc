@@ -37,8 +37,8 @@ absl::StatusOr<BatchSchedule> BatchSchedule::Create(int64_t dataset_rows, int64_
     return absl::InvalidArgumentError(absl::StrCat("data set has ", dataset_rows, " rows"));
   }
   if (global_batch < 1 || global_batch > kMaxBatchRows) {
-    return absl::InvalidArgumentError(absl::StrCat("batch size ", global_batch,
-                                                   " outside [1, ", kMaxBatchRows, "]"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("batch size ", global_batch, " outside [1, ", kMaxBatchRows, "]"));
   }
   return BatchSchedule(dataset_rows, global_batch, seed);
 }

@@ -28,12 +28,13 @@ void CpuGradientComputer::Forward(absl::Span<const float> params, const Batch& b
     std::vector<float>& z = pre_[l];
     z.resize(static_cast<size_t>(rows) * layer.fan_out);
     for (int r = 0; r < rows; ++r) {
-      std::copy(layer.bias.begin(), layer.bias.end(), z.begin() + static_cast<size_t>(r) * layer.fan_out);
+      std::copy(layer.bias.begin(), layer.bias.end(),
+                z.begin() + static_cast<size_t>(r) * layer.fan_out);
     }
     // z = in * W + z (z already holds the bias rows).
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, rows, layer.fan_out, layer.fan_in,
-                1.0f, LayerInput(batch, l), layer.fan_in, layer.weights.data(), layer.fan_out,
-                1.0f, z.data(), layer.fan_out);
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, rows, layer.fan_out, layer.fan_in, 1.0f,
+                LayerInput(batch, l), layer.fan_in, layer.weights.data(), layer.fan_out, 1.0f,
+                z.data(), layer.fan_out);
     if (l == last) break;
     std::vector<float>& a = post_[l];
     a.resize(z.size());
@@ -67,14 +68,14 @@ double CpuGradientComputer::SoftmaxLoss(const Batch& batch, int64_t* correct,
   return loss;
 }
 
-absl::StatusOr<GradientStats> CpuGradientComputer::ComputeGradient(
-    absl::Span<const float> params, const Batch& batch, absl::Span<float> gradient,
-    const GradientOptions& options) {
+absl::StatusOr<GradientStats> CpuGradientComputer::ComputeGradient(absl::Span<const float> params,
+                                                                   const Batch& batch,
+                                                                   absl::Span<float> gradient,
+                                                                   const GradientOptions& options) {
   RETURN_IF_ERROR(ValidateBatch(spec_, params, batch));
   if (gradient.size() != spec_.parameter_count()) {
     return absl::InvalidArgumentError(absl::StrCat("gradient buffer has ", gradient.size(),
-                                                   " elements, want ",
-                                                   spec_.parameter_count()));
+                                                   " elements, want ", spec_.parameter_count()));
   }
   if (options.normalizer_rows < 0) {
     return absl::InvalidArgumentError("normalizer_rows must be >= 0");

@@ -19,8 +19,8 @@ class CpuGradientComputer final : public GradientComputer {
   const ModelSpec& spec() const override { return spec_; }
   std::string device() const override { return "cpu"; }
 
-  absl::StatusOr<GradientStats> ComputeGradient(absl::Span<const float> params,
-                                                const Batch& batch, absl::Span<float> gradient,
+  absl::StatusOr<GradientStats> ComputeGradient(absl::Span<const float> params, const Batch& batch,
+                                                absl::Span<float> gradient,
                                                 const GradientOptions& options) override;
   absl::StatusOr<Evaluation> Evaluate(absl::Span<const float> params, const Batch& batch,
                                       absl::Span<int32_t> predictions) override;

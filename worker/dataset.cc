@@ -26,8 +26,7 @@ absl::Status ParseCsvRow(absl::string_view line, int line_number, int columns, D
   }
   for (int j = 0; j + 1 < columns; ++j) {
     float value = 0.0f;
-    if (!absl::SimpleAtof(absl::StripAsciiWhitespace(fields[j]), &value) ||
-        !std::isfinite(value)) {
+    if (!absl::SimpleAtof(absl::StripAsciiWhitespace(fields[j]), &value) || !std::isfinite(value)) {
       return absl::InvalidArgumentError(
           absl::StrCat("line ", line_number, ": '", fields[j], "' is not a number"));
     }
@@ -58,8 +57,8 @@ absl::StatusOr<DataSpec> ParseDataSpec(absl::string_view text) {
       return DataSpec{DataSpec::Kind::kSynthetic, rows};
     }
     return absl::InvalidArgumentError(absl::StrCat("bad data '", text, "': ROWS in synthetic:ROWS",
-                                                   " must be an integer in [1, ",
-                                                   kMaxSyntheticRows, "]"));
+                                                   " must be an integer in [1, ", kMaxSyntheticRows,
+                                                   "]"));
   }
   return absl::InvalidArgumentError(
       absl::StrCat("unknown data '", text, "' (want iris or synthetic:ROWS)"));
@@ -113,8 +112,8 @@ Dataset MakeSyntheticDataset(int64_t rows, int features, int classes, uint64_t s
     float* row = data.x.data() + r * features;
     for (int j = 0; j < features; ++j) {
       const uint64_t index = static_cast<uint64_t>(r) * features + j;
-      row[j] = static_cast<float>(centre[j] +
-                                  CounterNormal(seed, RngStream::kSyntheticRows, index));
+      row[j] =
+          static_cast<float>(centre[j] + CounterNormal(seed, RngStream::kSyntheticRows, index));
     }
   }
   return data;
@@ -151,13 +150,13 @@ absl::StatusOr<Dataset> LoadDataset(const DataSpec& spec, const ModelSpec& model
     }
   } else {
     if (spec.rows < 1 || spec.rows > kMaxSyntheticRows) {
-      return absl::InvalidArgumentError(absl::StrCat("synthetic rows ", spec.rows,
-                                                     " outside [1, ", kMaxSyntheticRows, "]"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("synthetic rows ", spec.rows, " outside [1, ", kMaxSyntheticRows, "]"));
     }
     if (static_cast<uint64_t>(spec.rows) * model.inputs() > kMaxSyntheticValues) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "synthetic:", spec.rows, " with ", model.inputs(), " features exceeds ",
-          kMaxSyntheticValues, " values"));
+      return absl::InvalidArgumentError(absl::StrCat("synthetic:", spec.rows, " with ",
+                                                     model.inputs(), " features exceeds ",
+                                                     kMaxSyntheticValues, " values"));
     }
     data = MakeSyntheticDataset(spec.rows, model.inputs(), model.classes(), seed);
   }

@@ -25,11 +25,11 @@ inline constexpr int64_t kMaxSyntheticRows = 10'000'000;
 inline constexpr uint64_t kMaxSyntheticValues = 1ull << 28;  // rows * features (1 GiB)
 
 struct Dataset {
-  std::string name;                 // "iris", "synthetic:1000"
+  std::string name;  // "iris", "synthetic:1000"
   int features = 0;
   int classes = 0;
-  std::vector<float> x;             // rows() * features, row-major
-  std::vector<int32_t> y;           // labels in [0, classes)
+  std::vector<float> x;                  // rows() * features, row-major
+  std::vector<int32_t> y;                // labels in [0, classes)
   std::vector<std::string> class_names;  // empty for synthetic data
 
   int64_t rows() const { return static_cast<int64_t>(y.size()); }

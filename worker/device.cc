@@ -57,8 +57,8 @@ absl::StatusOr<DeviceSpec> ParseDevice(absl::string_view text) {
   if (text == "cpu") return DeviceSpec{DeviceSpec::Kind::kCpu, 0};
   if (text == "cuda") return DeviceSpec{DeviceSpec::Kind::kCuda, 0};
   int index = -1;
-  if (absl::StartsWith(text, "cuda:") && absl::SimpleAtoi(text.substr(5), &index) &&
-      index >= 0 && index <= kMaxCudaIndex) {
+  if (absl::StartsWith(text, "cuda:") && absl::SimpleAtoi(text.substr(5), &index) && index >= 0 &&
+      index <= kMaxCudaIndex) {
     return DeviceSpec{DeviceSpec::Kind::kCuda, index};
   }
   return absl::InvalidArgumentError(
@@ -85,8 +85,8 @@ absl::StatusOr<std::unique_ptr<GradientComputer>> MakeGradientComputer(absl::str
       }
       const int count = *devices;
       if (spec.index >= count) {
-        return absl::FailedPreconditionError(absl::StrCat(
-            "--device=", device, ": only ", count, " CUDA device(s) present"));
+        return absl::FailedPreconditionError(
+            absl::StrCat("--device=", device, ": only ", count, " CUDA device(s) present"));
       }
       return MakeCuda(model, spec.index);
     }

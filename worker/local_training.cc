@@ -26,9 +26,8 @@ absl::StatusOr<TrainingResult> TrainLocally(const TrainingOptions& options,
   OwnedBatch batch;
   for (int64_t step = 0; step < options.steps; ++step) {
     GatherRows(data, schedule.GlobalBatchRows(step), batch);
-    ASSIGN_OR_RETURN(result.last_step,
-                     computer->ComputeGradient(result.parameters, batch.view(),
-                                               absl::MakeSpan(gradient)));
+    ASSIGN_OR_RETURN(result.last_step, computer->ComputeGradient(result.parameters, batch.view(),
+                                                                 absl::MakeSpan(gradient)));
     RETURN_IF_ERROR(optimizer.Step(absl::MakeSpan(result.parameters), gradient));
     result.steps = step + 1;
     if (observer && !observer(step, result.last_step, result.parameters)) break;

@@ -22,12 +22,12 @@ namespace ringside::worker {
 struct TrainingOptions {
   std::string model = "4,16,3";  // --model
   std::string activation = "tanh";
-  std::string data = "iris";     // --data
-  int64_t steps = 200;           // --steps
-  int64_t batch_size = 32;       // --batch_size (global: split across workers)
+  std::string data = "iris";  // --data
+  int64_t steps = 200;        // --steps
+  int64_t batch_size = 32;    // --batch_size (global: split across workers)
   OptimizerConfig optimizer = {OptimizerKind::kAdam, /*learning_rate=*/0.01f};
-  uint64_t seed = 1;             // --seed: parameters, synthetic data, batch order
-  std::string device = "cpu";    // --device
+  uint64_t seed = 1;           // --seed: parameters, synthetic data, batch order
+  std::string device = "cpu";  // --device
 };
 
 struct TrainingResult {

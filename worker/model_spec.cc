@@ -18,9 +18,9 @@ constexpr struct {
   Activation activation;
   absl::string_view name;
 } kActivationNames[] = {
-    {Activation::kSigmoid, "sigmoid"}, {Activation::kTanh, "tanh"},
-    {Activation::kRelu, "relu"},       {Activation::kLeakyRelu, "leaky_relu"},
-    {Activation::kElu, "elu"},         {Activation::kSwish, "swish"},
+    {Activation::kSigmoid, "sigmoid"},   {Activation::kTanh, "tanh"},
+    {Activation::kRelu, "relu"},         {Activation::kLeakyRelu, "leaky_relu"},
+    {Activation::kElu, "elu"},           {Activation::kSwish, "swish"},
     {Activation::kSoftplus, "softplus"},
 };
 
@@ -34,8 +34,8 @@ uint64_t CountParameters(const std::vector<int>& layers) {
 
 absl::Status ValidateLayers(const std::vector<int>& layers) {
   if (layers.size() < 2) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "model needs at least 2 layers (inputs and classes), got ", layers.size()));
+    return absl::InvalidArgumentError(
+        absl::StrCat("model needs at least 2 layers (inputs and classes), got ", layers.size()));
   }
   if (layers.size() > static_cast<size_t>(kMaxLayers)) {
     return absl::InvalidArgumentError(
@@ -43,9 +43,8 @@ absl::Status ValidateLayers(const std::vector<int>& layers) {
   }
   for (size_t i = 0; i < layers.size(); ++i) {
     if (layers[i] < 1 || layers[i] > kMaxLayerWidth) {
-      return absl::InvalidArgumentError(absl::StrCat("layer ", i, " has size ", layers[i],
-                                                     "; sizes must be in [1, ", kMaxLayerWidth,
-                                                     "]"));
+      return absl::InvalidArgumentError(absl::StrCat(
+          "layer ", i, " has size ", layers[i], "; sizes must be in [1, ", kMaxLayerWidth, "]"));
     }
   }
   if (layers.back() < 2) {
@@ -70,8 +69,8 @@ absl::StatusOr<std::vector<int>> ParseLayers(absl::string_view text) {
     part = absl::StripAsciiWhitespace(part);
     int64_t size = 0;
     if (!absl::SimpleAtoi(part, &size)) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "bad model '", text, "': '", part, "' is not an integer (want e.g. 4,16,3)"));
+      return absl::InvalidArgumentError(absl::StrCat("bad model '", text, "': '", part,
+                                                     "' is not an integer (want e.g. 4,16,3)"));
     }
     if (size < 1 || size > kMaxLayerWidth) {
       return absl::InvalidArgumentError(absl::StrCat("bad model '", text, "': layer size ", size,
@@ -89,9 +88,9 @@ absl::StatusOr<Activation> ParseActivation(absl::string_view name) {
   for (const auto& entry : kActivationNames) {
     if (entry.name == name) return entry.activation;
   }
-  return absl::InvalidArgumentError(absl::StrCat(
-      "unknown activation '", name,
-      "' (want sigmoid, tanh, relu, leaky_relu, elu, swish or softplus)"));
+  return absl::InvalidArgumentError(
+      absl::StrCat("unknown activation '", name,
+                   "' (want sigmoid, tanh, relu, leaky_relu, elu, swish or softplus)"));
 }
 
 absl::string_view ActivationName(Activation activation) {
@@ -109,8 +108,7 @@ absl::StatusOr<ModelSpec> ModelSpec::Create(std::vector<int> layers, Activation 
   return ModelSpec(std::move(layers), activation);
 }
 
-absl::StatusOr<ModelSpec> ModelSpec::Parse(absl::string_view layers,
-                                           absl::string_view activation) {
+absl::StatusOr<ModelSpec> ModelSpec::Parse(absl::string_view layers, absl::string_view activation) {
   absl::StatusOr<std::vector<int>> parsed_layers = ParseLayers(layers);
   if (!parsed_layers.ok()) return parsed_layers.status();
   absl::StatusOr<Activation> parsed_activation = ParseActivation(activation);
@@ -133,9 +131,7 @@ ElementRange ModelSpec::weight_range(int l) const {
   return {offsets_[l], offsets_[l] + static_cast<uint64_t>(layers_[l]) * layers_[l + 1]};
 }
 
-ElementRange ModelSpec::bias_range(int l) const {
-  return {weight_range(l).end, offsets_[l + 1]};
-}
+ElementRange ModelSpec::bias_range(int l) const { return {weight_range(l).end, offsets_[l + 1]}; }
 
 LayerView<float> ModelSpec::Layer(absl::Span<float> flat, int l) const {
   const ElementRange w = weight_range(l), b = bias_range(l);
@@ -167,12 +163,11 @@ std::vector<GradientBucket> BackpropBuckets(const ModelSpec& spec, uint64_t min_
   return buckets;
 }
 
-absl::Status InitializeParameters(const ModelSpec& spec, uint64_t seed,
-                                  absl::Span<float> params) {
+absl::Status InitializeParameters(const ModelSpec& spec, uint64_t seed, absl::Span<float> params) {
   if (params.size() != spec.parameter_count()) {
     return absl::InvalidArgumentError(absl::StrCat("parameter buffer has ", params.size(),
-                                                   " elements, model ", spec.ToString(),
-                                                   " needs ", spec.parameter_count()));
+                                                   " elements, model ", spec.ToString(), " needs ",
+                                                   spec.parameter_count()));
   }
   const int last = spec.num_weight_layers() - 1;
   for (int l = 0; l <= last; ++l) {

@@ -28,9 +28,9 @@
 
 namespace ringside::worker {
 
-inline constexpr int kMaxLayers = 64;                  // entries in the layer list
-inline constexpr int kMaxLayerWidth = 1 << 20;         // units in one layer
-inline constexpr uint64_t kMaxParameters = 1ull << 28; // 1 GiB of float32
+inline constexpr int kMaxLayers = 64;                   // entries in the layer list
+inline constexpr int kMaxLayerWidth = 1 << 20;          // units in one layer
+inline constexpr uint64_t kMaxParameters = 1ull << 28;  // 1 GiB of float32
 
 // "4,16,3" -> {4, 16, 3}. INVALID_ARGUMENT for fewer than 2 entries, a non-integer, a size < 1,
 // a size above kMaxLayerWidth, more than kMaxLayers entries, or more than kMaxParameters

@@ -59,10 +59,8 @@ TEST(BatchScheduleTest, WorkersSplitTheSameGlobalBatchWhateverN) {
 
 TEST(BatchScheduleTest, RejectsBadArguments) {
   EXPECT_EQ(BatchSchedule::Create(0, 32, 1).status().code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_EQ(BatchSchedule::Create(150, 0, 1).status().code(),
-            absl::StatusCode::kInvalidArgument);
-  EXPECT_EQ(BatchSchedule::Create(150, -3, 1).status().code(),
-            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(BatchSchedule::Create(150, 0, 1).status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(BatchSchedule::Create(150, -3, 1).status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_TRUE(BatchSchedule::Create(150, 1000, 1).ok());  // batches may span epochs
 }
 

@@ -42,8 +42,8 @@ double MaxRelativeError(const std::vector<float>& a, const std::vector<float>& b
 // Sum over workers of their pre-scaled gradients for step `step`; also the rows-weighted loss.
 std::vector<float> SummedWorkerGradient(GradientComputer& computer, const Problem& s,
                                         const BatchSchedule& schedule,
-                                        const std::vector<float>& params, int64_t step,
-                                        int world, double* mean_loss) {
+                                        const std::vector<float>& params, int64_t step, int world,
+                                        double* mean_loss) {
   std::vector<float> sum(s.spec.parameter_count(), 0.0f), local(sum.size());
   GradientOptions options;
   options.normalizer_rows = schedule.global_batch();

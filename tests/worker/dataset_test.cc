@@ -17,9 +17,8 @@ TEST(IrisTest, HasFiftyRowsPerClassAndTheKnownMeans) {
   EXPECT_EQ(iris->class_names,
             (std::vector<std::string>{"Iris-setosa", "Iris-versicolor", "Iris-virginica"}));
   // Per-class means (Fisher 1936): sepal length, sepal width, petal length, petal width.
-  const double kMeans[3][4] = {{5.006, 3.428, 1.462, 0.246},
-                               {5.936, 2.770, 4.260, 1.326},
-                               {6.588, 2.974, 5.552, 2.026}};
+  const double kMeans[3][4] = {
+      {5.006, 3.428, 1.462, 0.246}, {5.936, 2.770, 4.260, 1.326}, {6.588, 2.974, 5.552, 2.026}};
   for (int c = 0; c < 3; ++c) {
     double sums[4] = {0, 0, 0, 0};
     int count = 0;

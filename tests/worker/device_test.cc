@@ -26,8 +26,7 @@ TEST(MakeGradientComputerTest, CpuAlwaysWorksAndAutoNeverFails) {
   auto automatic = MakeGradientComputer("auto", *spec);
   ASSERT_TRUE(automatic.ok()) << automatic.status();
   EXPECT_EQ((*automatic)->device(), CudaDeviceCount().ok() ? "cuda:0" : "cpu");
-  EXPECT_EQ(MakeGradientComputer("tpu", *spec).status().code(),
-            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(MakeGradientComputer("tpu", *spec).status().code(), absl::StatusCode::kInvalidArgument);
 }
 
 TEST(MakeGradientComputerTest, CudaWithoutADeviceIsAClearErrorNotACrash) {

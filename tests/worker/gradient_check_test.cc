@@ -5,6 +5,7 @@
 // a parameter whose +-eps step moves a pre-activation across 0 may be off; two such are allowed.
 #include <algorithm>
 #include <cmath>
+#include <ostream>
 #include <string>
 #include <tuple>
 
@@ -13,6 +14,10 @@
 #include "worker/device.h"
 
 namespace ringside::worker {
+
+// Readable parameters in test output ("tanh", not "4-byte object").
+void PrintTo(Activation activation, std::ostream* os) { *os << ActivationName(activation); }
+
 namespace {
 
 constexpr Activation kAllActivations[] = {
@@ -80,12 +85,13 @@ TEST_P(GradientCheckTest, AnalyticGradientMatchesCentralDifferences) {
   RecordProperty("worst_error_over_tolerance", std::to_string(worst));
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    AllActivations, GradientCheckTest,
-    ::testing::Combine(::testing::Values("cpu", "cuda"), ::testing::ValuesIn(kAllActivations)),
-    [](const auto& info) {
-      return std::get<0>(info.param) + "_" + std::string(ActivationName(std::get<1>(info.param)));
-    });
+INSTANTIATE_TEST_SUITE_P(AllActivations, GradientCheckTest,
+                         ::testing::Combine(::testing::Values("cpu", "cuda"),
+                                            ::testing::ValuesIn(kAllActivations)),
+                         [](const auto& info) {
+                           return std::get<0>(info.param) + "_" +
+                                  std::string(ActivationName(std::get<1>(info.param)));
+                         });
 
 TEST(LossTest, UniformLogitsGiveLogClassesAndTheExactOutputGradient) {
   auto spec = ModelSpec::Create({2, 4}, Activation::kTanh);  // no hidden layer: logits = xW + b

@@ -17,9 +17,9 @@ TEST(ParseLayersTest, AcceptsSparkStyleLists) {
 }
 
 TEST(ParseLayersTest, RejectsBadInputWithInvalidArgument) {
-  for (const char* bad : {"", "4", "4,", ",4,3", "4,0,3", "4,-16,3", "4,x,3", "4,16.5,3",
-                          "4;16;3", "4,16,1", "4,2000000,3", "4,99999999999999999999,3",
-                          "100000,100000,100000,10"}) {
+  for (const char* bad :
+       {"", "4", "4,", ",4,3", "4,0,3", "4,-16,3", "4,x,3", "4,16.5,3", "4;16;3", "4,16,1",
+        "4,2000000,3", "4,99999999999999999999,3", "100000,100000,100000,10"}) {
     auto layers = ParseLayers(bad);
     EXPECT_EQ(layers.status().code(), absl::StatusCode::kInvalidArgument) << "'" << bad << "'";
     EXPECT_NE(layers.status().message().find("bad model"), absl::string_view::npos) << bad;
@@ -30,8 +30,7 @@ TEST(ParseLayersTest, RejectsBadInputWithInvalidArgument) {
 }
 
 TEST(ParseActivationTest, RoundTripsAndRejectsUnknown) {
-  for (const char* name :
-       {"sigmoid", "tanh", "relu", "leaky_relu", "elu", "swish", "softplus"}) {
+  for (const char* name : {"sigmoid", "tanh", "relu", "leaky_relu", "elu", "swish", "softplus"}) {
     auto act = ParseActivation(name);
     ASSERT_TRUE(act.ok()) << name;
     EXPECT_EQ(ActivationName(*act), name);

@@ -17,12 +17,11 @@ namespace ringside::worker::testing {
 inline OwnedBatch RandomBatch(const ModelSpec& spec, int rows, uint64_t seed) {
   OwnedBatch batch;
   for (int64_t i = 0; i < int64_t{rows} * spec.inputs(); ++i) {
-    batch.features.push_back(
-        static_cast<float>(CounterNormal(seed, RngStream::kSyntheticRows, i)));
+    batch.features.push_back(static_cast<float>(CounterNormal(seed, RngStream::kSyntheticRows, i)));
   }
   for (int r = 0; r < rows; ++r) {
-    batch.labels.push_back(static_cast<int32_t>(
-        CounterBelow(seed, RngStream::kSyntheticLabels, r, spec.classes())));
+    batch.labels.push_back(
+        static_cast<int32_t>(CounterBelow(seed, RngStream::kSyntheticLabels, r, spec.classes())));
   }
   return batch;
 }

@@ -20,7 +20,9 @@ using cuda::DeviceBuffer;
 class CudaGradientComputer final : public GradientComputer {
  public:
   CudaGradientComputer(ModelSpec spec, int device)
-      : spec_(std::move(spec)), device_(device), pre_(spec_.num_weight_layers()),
+      : spec_(std::move(spec)),
+        device_(device),
+        pre_(spec_.num_weight_layers()),
         post_(spec_.num_weight_layers() - 1) {}
   ~CudaGradientComputer() override { cudaSetDevice(device_); }  // members free on our device
 
@@ -35,8 +37,8 @@ class CudaGradientComputer final : public GradientComputer {
   const ModelSpec& spec() const override { return spec_; }
   std::string device() const override { return absl::StrCat("cuda:", device_); }
 
-  absl::StatusOr<GradientStats> ComputeGradient(absl::Span<const float> params,
-                                                const Batch& batch, absl::Span<float> gradient,
+  absl::StatusOr<GradientStats> ComputeGradient(absl::Span<const float> params, const Batch& batch,
+                                                absl::Span<float> gradient,
                                                 const GradientOptions& options) override;
   absl::StatusOr<Evaluation> Evaluate(absl::Span<const float> params, const Batch& batch,
                                       absl::Span<int32_t> predictions) override;
@@ -48,9 +50,7 @@ class CudaGradientComputer final : public GradientComputer {
                        float scale);
   absl::Status Backward(const Batch& batch, absl::Span<float> gradient,
                         const GradientOptions& options);
-  const float* LayerInput(int l) const {
-    return l == 0 ? features_.data() : post_[l - 1].data();
-  }
+  const float* LayerInput(int l) const { return l == 0 ? features_.data() : post_[l - 1].data(); }
   cudaStream_t stream() const { return stream_.get(); }
 
   ModelSpec spec_;
@@ -90,27 +90,26 @@ absl::Status CudaGradientComputer::Forward(absl::Span<const float> params, const
     RINGSIDE_CUDA_RETURN_IF_ERROR(
         cuda::BroadcastBias(layer.bias.data(), rows, layer.fan_out, pre_[l].data(), stream()));
     // z = in * W + z, issued as z^T = W^T * in^T.
-    RINGSIDE_CUBLAS_RETURN_IF_ERROR(cublasSgemm(
-        cublas_.get(), CUBLAS_OP_N, CUBLAS_OP_N, layer.fan_out, rows, layer.fan_in, &one,
-        layer.weights.data(), layer.fan_out, LayerInput(l), layer.fan_in, &one, pre_[l].data(),
-        layer.fan_out));
+    RINGSIDE_CUBLAS_RETURN_IF_ERROR(cublasSgemm(cublas_.get(), CUBLAS_OP_N, CUBLAS_OP_N,
+                                                layer.fan_out, rows, layer.fan_in, &one,
+                                                layer.weights.data(), layer.fan_out, LayerInput(l),
+                                                layer.fan_in, &one, pre_[l].data(), layer.fan_out));
     if (l == last) break;
     RETURN_IF_ERROR(post_[l].Reserve(n));
-    RINGSIDE_CUDA_RETURN_IF_ERROR(cuda::ActivateForward(spec_.activation(), pre_[l].data(),
-                                                        post_[l].data(), n, stream()));
+    RINGSIDE_CUDA_RETURN_IF_ERROR(
+        cuda::ActivateForward(spec_.activation(), pre_[l].data(), post_[l].data(), n, stream()));
   }
   const int classes = spec_.classes();
   RETURN_IF_ERROR(row_loss_.Reserve(rows));
   RETURN_IF_ERROR(predictions_.Reserve(rows));
   if (with_delta) RETURN_IF_ERROR(delta_.Reserve(static_cast<size_t>(rows) * classes));
   RINGSIDE_CUDA_RETURN_IF_ERROR(cuda::SoftmaxCrossEntropy(
-      pre_[last].data(), labels_.data(), rows, classes, scale,
-      with_delta ? delta_.data() : nullptr, row_loss_.data(), predictions_.data(), stream()));
+      pre_[last].data(), labels_.data(), rows, classes, scale, with_delta ? delta_.data() : nullptr,
+      row_loss_.data(), predictions_.data(), stream()));
   host_loss_.resize(rows);
   host_predictions_.resize(rows);
-  RINGSIDE_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(host_loss_.data(), row_loss_.data(),
-                                                rows * sizeof(float), cudaMemcpyDeviceToHost,
-                                                stream()));
+  RINGSIDE_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(
+      host_loss_.data(), row_loss_.data(), rows * sizeof(float), cudaMemcpyDeviceToHost, stream()));
   RINGSIDE_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(host_predictions_.data(), predictions_.data(),
                                                 rows * sizeof(int32_t), cudaMemcpyDeviceToHost,
                                                 stream()));
@@ -127,16 +126,16 @@ absl::Status CudaGradientComputer::Backward(const Batch& batch, absl::Span<float
     const LayerView<const float> layer = spec_.Layer(params, l);
     const LayerView<float> grad = spec_.Layer(grads, l);
     // dW = in^T * delta, issued as dW^T = delta^T * in.
-    RINGSIDE_CUBLAS_RETURN_IF_ERROR(cublasSgemm(
-        cublas_.get(), CUBLAS_OP_N, CUBLAS_OP_T, layer.fan_out, layer.fan_in, rows, &one,
-        delta_.data(), layer.fan_out, LayerInput(l), layer.fan_in, &zero, grad.weights.data(),
-        layer.fan_out));
+    RINGSIDE_CUBLAS_RETURN_IF_ERROR(
+        cublasSgemm(cublas_.get(), CUBLAS_OP_N, CUBLAS_OP_T, layer.fan_out, layer.fan_in, rows,
+                    &one, delta_.data(), layer.fan_out, LayerInput(l), layer.fan_in, &zero,
+                    grad.weights.data(), layer.fan_out));
     RINGSIDE_CUDA_RETURN_IF_ERROR(
         cuda::BiasGradient(delta_.data(), rows, layer.fan_out, grad.bias.data(), stream()));
     const ElementRange range = spec_.layer_range(l);
-    RINGSIDE_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(
-        gradient.data() + range.begin, gradient_.data() + range.begin,
-        range.size() * sizeof(float), cudaMemcpyDeviceToHost, stream()));
+    RINGSIDE_CUDA_RETURN_IF_ERROR(
+        cudaMemcpyAsync(gradient.data() + range.begin, gradient_.data() + range.begin,
+                        range.size() * sizeof(float), cudaMemcpyDeviceToHost, stream()));
     if (options.on_layer_ready) {
       RINGSIDE_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(stream()));
       options.on_layer_ready(l, range);
@@ -145,13 +144,13 @@ absl::Status CudaGradientComputer::Backward(const Batch& batch, absl::Span<float
     // delta_{l-1} = (delta * W^T) .* f'(z_{l-1}), issued as (delta * W^T)^T = W * delta^T.
     const size_t n = static_cast<size_t>(rows) * layer.fan_in;
     RETURN_IF_ERROR(delta_next_.Reserve(n));
-    RINGSIDE_CUBLAS_RETURN_IF_ERROR(cublasSgemm(
-        cublas_.get(), CUBLAS_OP_T, CUBLAS_OP_N, layer.fan_in, rows, layer.fan_out, &one,
-        layer.weights.data(), layer.fan_out, delta_.data(), layer.fan_out, &zero,
-        delta_next_.data(), layer.fan_in));
+    RINGSIDE_CUBLAS_RETURN_IF_ERROR(
+        cublasSgemm(cublas_.get(), CUBLAS_OP_T, CUBLAS_OP_N, layer.fan_in, rows, layer.fan_out,
+                    &one, layer.weights.data(), layer.fan_out, delta_.data(), layer.fan_out, &zero,
+                    delta_next_.data(), layer.fan_in));
     RINGSIDE_CUDA_RETURN_IF_ERROR(cuda::ActivateBackward(spec_.activation(), pre_[l - 1].data(),
-                                                         post_[l - 1].data(),
-                                                         delta_next_.data(), n, stream()));
+                                                         post_[l - 1].data(), delta_next_.data(), n,
+                                                         stream()));
     std::swap(delta_, delta_next_);
   }
   return cuda::CudaStatus(cudaStreamSynchronize(stream()), "cudaStreamSynchronize");
@@ -163,8 +162,7 @@ absl::StatusOr<GradientStats> CudaGradientComputer::ComputeGradient(
   RETURN_IF_ERROR(ValidateBatch(spec_, params, batch));
   if (gradient.size() != spec_.parameter_count()) {
     return absl::InvalidArgumentError(absl::StrCat("gradient buffer has ", gradient.size(),
-                                                   " elements, want ",
-                                                   spec_.parameter_count()));
+                                                   " elements, want ", spec_.parameter_count()));
   }
   if (options.normalizer_rows < 0) {
     return absl::InvalidArgumentError("normalizer_rows must be >= 0");

@@ -18,16 +18,16 @@ __global__ void ActivateForwardKernel(Activation act, const float* z, float* a, 
   if (i < n) a[i] = Activate(act, z[i]);
 }
 
-__global__ void ActivateBackwardKernel(Activation act, const float* z, const float* a,
-                                       float* delta, int64_t n) {
+__global__ void ActivateBackwardKernel(Activation act, const float* z, const float* a, float* delta,
+                                       int64_t n) {
   const int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x;
   if (i < n) delta[i] *= ActivateDerivative(act, z[i], a[i]);
 }
 
 // One thread per row: the class counts here are small (tens), a row fits in registers/L1.
 __global__ void SoftmaxCrossEntropyKernel(const float* logits, const int32_t* labels, int rows,
-                                          int classes, float scale, float* delta,
-                                          float* row_loss, int32_t* predictions) {
+                                          int classes, float scale, float* delta, float* row_loss,
+                                          int32_t* predictions) {
   const int r = blockIdx.x * blockDim.x + threadIdx.x;
   if (r >= rows) return;
   const float* z = logits + static_cast<int64_t>(r) * classes;
