@@ -72,25 +72,11 @@ absl::StatusOr<GradientStats> CpuGradientComputer::ComputeGradient(absl::Span<co
                                                                    const Batch& batch,
                                                                    absl::Span<float> gradient,
                                                                    const GradientOptions& options) {
-  RETURN_IF_ERROR(ValidateBatch(spec_, params, batch));
-  if (gradient.size() != spec_.parameter_count()) {
-    return absl::InvalidArgumentError(absl::StrCat("gradient buffer has ", gradient.size(),
-                                                   " elements, want ", spec_.parameter_count()));
-  }
-  if (options.normalizer_rows < 0) {
-    return absl::InvalidArgumentError("normalizer_rows must be >= 0");
-  }
+  RETURN_IF_ERROR(ValidateGradientCall(spec_, params, batch, gradient, options));
   const int rows = static_cast<int>(batch.rows());
-  const int last = spec_.num_weight_layers() - 1;
+  if (rows == 0) return EmptyBatchGradient(spec_, gradient, options);
   GradientStats stats;
   stats.rows = rows;
-  if (rows == 0) {
-    std::fill(gradient.begin(), gradient.end(), 0.0f);
-    for (int l = last; l >= 0 && options.on_layer_ready; --l) {
-      options.on_layer_ready(l, spec_.layer_range(l));
-    }
-    return stats;
-  }
   Forward(params, batch);
   stats.mean_loss = SoftmaxLoss(batch, &stats.correct, {}) / rows;
 
@@ -101,8 +87,14 @@ absl::StatusOr<GradientStats> CpuGradientComputer::ComputeGradient(absl::Span<co
   delta_ = pre_.back();
   for (int r = 0; r < rows; ++r) delta_[static_cast<size_t>(r) * classes + batch.labels[r]] -= 1.0f;
   for (float& d : delta_) d *= scale;
+  Backward(params, batch, gradient, options);
+  return stats;
+}
 
-  for (int l = last; l >= 0; --l) {
+void CpuGradientComputer::Backward(absl::Span<const float> params, const Batch& batch,
+                                   absl::Span<float> gradient, const GradientOptions& options) {
+  const int rows = static_cast<int>(batch.rows());
+  for (int l = spec_.num_weight_layers() - 1; l >= 0; --l) {
     const LayerView<const float> layer = spec_.Layer(params, l);
     LayerView<float> grad = spec_.Layer(gradient, l);
     // dW = in^T * delta; db = column sums of delta.
@@ -129,7 +121,6 @@ absl::StatusOr<GradientStats> CpuGradientComputer::ComputeGradient(absl::Span<co
     }
     std::swap(delta_, delta_next_);
   }
-  return stats;
 }
 
 absl::StatusOr<Evaluation> CpuGradientComputer::Evaluate(absl::Span<const float> params,

@@ -30,6 +30,9 @@ class CpuGradientComputer final : public GradientComputer {
   void Forward(absl::Span<const float> params, const Batch& batch);
   // Input of weight layer l: the batch features for l == 0, else post_[l - 1].
   const float* LayerInput(const Batch& batch, int l) const;
+  // From the output delta in delta_ down to layer 0, writing `gradient` layer by layer.
+  void Backward(absl::Span<const float> params, const Batch& batch, absl::Span<float> gradient,
+                const GradientOptions& options);
   // Softmax of the logits in place; returns summed loss, counts correct rows, writes argmax.
   double SoftmaxLoss(const Batch& batch, int64_t* correct, absl::Span<int32_t> predictions);
 

@@ -83,9 +83,16 @@ class GradientComputer {
                                               absl::Span<int32_t> predictions) = 0;
 };
 
-// Shared argument checks for implementations: sizes and label range.
+// Shared by implementations. ValidateBatch: parameter and feature sizes, label range.
 absl::Status ValidateBatch(const ModelSpec& spec, absl::Span<const float> params,
                            const Batch& batch);
+// ValidateBatch plus the gradient size and a non-negative normalizer.
+absl::Status ValidateGradientCall(const ModelSpec& spec, absl::Span<const float> params,
+                                  const Batch& batch, absl::Span<const float> gradient,
+                                  const GradientOptions& options);
+// The result for an empty batch: zero gradient, every layer reported ready in backprop order.
+GradientStats EmptyBatchGradient(const ModelSpec& spec, absl::Span<float> gradient,
+                                 const GradientOptions& options);
 
 }  // namespace ringside::worker
 

@@ -159,23 +159,10 @@ absl::Status CudaGradientComputer::Backward(const Batch& batch, absl::Span<float
 absl::StatusOr<GradientStats> CudaGradientComputer::ComputeGradient(
     absl::Span<const float> params, const Batch& batch, absl::Span<float> gradient,
     const GradientOptions& options) {
-  RETURN_IF_ERROR(ValidateBatch(spec_, params, batch));
-  if (gradient.size() != spec_.parameter_count()) {
-    return absl::InvalidArgumentError(absl::StrCat("gradient buffer has ", gradient.size(),
-                                                   " elements, want ", spec_.parameter_count()));
-  }
-  if (options.normalizer_rows < 0) {
-    return absl::InvalidArgumentError("normalizer_rows must be >= 0");
-  }
+  RETURN_IF_ERROR(ValidateGradientCall(spec_, params, batch, gradient, options));
+  if (batch.rows() == 0) return EmptyBatchGradient(spec_, gradient, options);
   GradientStats stats;
   stats.rows = batch.rows();
-  if (stats.rows == 0) {
-    std::fill(gradient.begin(), gradient.end(), 0.0f);
-    for (int l = spec_.num_weight_layers() - 1; l >= 0 && options.on_layer_ready; --l) {
-      options.on_layer_ready(l, spec_.layer_range(l));
-    }
-    return stats;
-  }
   const int64_t normalizer = options.normalizer_rows > 0 ? options.normalizer_rows : stats.rows;
   RETURN_IF_ERROR(Forward(params, batch, /*with_delta=*/true,
                           static_cast<float>(1.0 / static_cast<double>(normalizer))));
