@@ -1,0 +1,103 @@
+#include "common/optimizer.h"
+
+#include <cmath>
+
+#include "absl/strings/str_cat.h"
+
+namespace ringside {
+
+absl::StatusOr<OptimizerKind> ParseOptimizer(absl::string_view name) {
+  if (name == "sgd") return OptimizerKind::kSgd;
+  if (name == "momentum") return OptimizerKind::kMomentum;
+  if (name == "adam") return OptimizerKind::kAdam;
+  return absl::InvalidArgumentError(
+      absl::StrCat("unknown optimizer '", name, "' (want sgd, momentum or adam)"));
+}
+
+absl::string_view OptimizerName(OptimizerKind kind) {
+  switch (kind) {
+    case OptimizerKind::kSgd:
+      return "sgd";
+    case OptimizerKind::kMomentum:
+      return "momentum";
+    case OptimizerKind::kAdam:
+      return "adam";
+  }
+  return "unknown";
+}
+
+absl::Status ValidateOptimizerConfig(const OptimizerConfig& config) {
+  const auto in_unit = [](float x) { return x >= 0.0f && x < 1.0f; };
+  if (!(std::isfinite(config.learning_rate) && config.learning_rate > 0.0f)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("learning rate must be positive and finite, got ", config.learning_rate));
+  }
+  if (config.kind == OptimizerKind::kMomentum && !in_unit(config.momentum)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("momentum must be in [0, 1), got ", config.momentum));
+  }
+  if (config.kind == OptimizerKind::kAdam) {
+    if (!in_unit(config.beta1) || !in_unit(config.beta2)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("adam betas must be in [0, 1), got ", config.beta1, " and ", config.beta2));
+    }
+    if (!(std::isfinite(config.epsilon) && config.epsilon > 0.0f)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("adam epsilon must be positive, got ", config.epsilon));
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<Optimizer> Optimizer::Create(const OptimizerConfig& config, size_t size) {
+  if (absl::Status status = ValidateOptimizerConfig(config); !status.ok()) return status;
+  return Optimizer(config, size);
+}
+
+Optimizer::Optimizer(const OptimizerConfig& config, size_t size) : config_(config), size_(size) {
+  if (config.kind != OptimizerKind::kSgd) first_.assign(size, 0.0f);
+  if (config.kind == OptimizerKind::kAdam) second_.assign(size, 0.0f);
+}
+
+absl::Status Optimizer::Step(absl::Span<float> params, absl::Span<const float> grads) {
+  if (params.size() != size_ || grads.size() != size_) {
+    return absl::InvalidArgumentError(absl::StrCat("optimizer owns ", size_, " elements, got ",
+                                                   params.size(), " parameters and ", grads.size(),
+                                                   " gradients"));
+  }
+  ++steps_;
+  const float lr = config_.learning_rate;
+  switch (config_.kind) {
+    case OptimizerKind::kSgd:
+      for (size_t i = 0; i < size_; ++i) params[i] -= lr * grads[i];
+      break;
+    case OptimizerKind::kMomentum: {
+      const float mu = config_.momentum;
+      for (size_t i = 0; i < size_; ++i) {
+        first_[i] = mu * first_[i] + grads[i];
+        params[i] -= lr * first_[i];
+      }
+      break;
+    }
+    case OptimizerKind::kAdam: {
+      beta1_power_ *= config_.beta1;
+      beta2_power_ *= config_.beta2;
+      // Per-step scalars in double, rounded once to float: identical on every range split.
+      const double root_bias2 = std::sqrt(1.0 - beta2_power_);
+      const float step_size = static_cast<float>(lr * root_bias2 / (1.0 - beta1_power_));
+      const float eps = static_cast<float>(config_.epsilon * root_bias2);
+      const float b1 = config_.beta1, b2 = config_.beta2;
+      const float c1 = 1.0f - b1, c2 = 1.0f - b2;
+      for (size_t i = 0; i < size_; ++i) {
+        const float g = grads[i];
+        first_[i] = b1 * first_[i] + c1 * g;
+        second_[i] = b2 * second_[i] + c2 * (g * g);
+        params[i] -= step_size * first_[i] / (std::sqrt(second_[i]) + eps);
+      }
+      break;
+    }
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace ringside

@@ -1,0 +1,78 @@
+// First-order optimisers (SGD, momentum, Adam) over a contiguous range of a flat parameter
+// buffer. A parameter-server shard owns an Optimizer for its sub-range, a ring worker one for the
+// whole buffer; every update is element-wise and the step counter is per optimiser, so applying
+// one optimiser to [0, K) gives bit-identical parameters to applying one optimiser per piece of
+// any split of [0, K) (tests/common/optimizer_test.cc checks it).
+//
+// Determinism: the update uses only IEEE +, -, *, / and sqrt in float (Adam's bias corrections
+// are running products in double), so results do not depend on the libm or the platform.
+//
+// Ownership: an Optimizer owns its state (momentum / Adam moments); parameters and gradients are
+// caller-owned spans. Thread-compatible: one thread steps an Optimizer at a time.
+// Errors: bad configurations and size mismatches return INVALID_ARGUMENT; nothing aborts.
+#ifndef RINGSIDE_COMMON_OPTIMIZER_H_
+#define RINGSIDE_COMMON_OPTIMIZER_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "absl/types/span.h"
+
+namespace ringside {
+
+enum class OptimizerKind { kSgd, kMomentum, kAdam };
+
+// "sgd" | "momentum" | "adam" (case-sensitive, as typed in --optimizer); else INVALID_ARGUMENT.
+absl::StatusOr<OptimizerKind> ParseOptimizer(absl::string_view name);
+absl::string_view OptimizerName(OptimizerKind kind);
+
+struct OptimizerConfig {
+  OptimizerKind kind = OptimizerKind::kSgd;
+  float learning_rate = 0.01f;  // > 0 and finite
+  float momentum = 0.9f;        // kMomentum: v = momentum * v + g; p -= lr * v. In [0, 1).
+  float beta1 = 0.9f;           // kAdam: first-moment decay, in [0, 1)
+  float beta2 = 0.999f;         // kAdam: second-moment decay, in [0, 1)
+  float epsilon = 1e-8f;        // kAdam: denominator guard, > 0
+};
+
+// OK, or INVALID_ARGUMENT naming the first out-of-range field.
+absl::Status ValidateOptimizerConfig(const OptimizerConfig& config);
+
+// Optimiser state for `size` consecutive parameters.
+class Optimizer {
+ public:
+  // INVALID_ARGUMENT for a bad config.
+  static absl::StatusOr<Optimizer> Create(const OptimizerConfig& config, size_t size);
+
+  // One update: params[i] moves against grads[i]. Both spans must have size() elements, else
+  // INVALID_ARGUMENT and nothing changes.
+  //   sgd:      p -= lr * g
+  //   momentum: v = mu * v + g;  p -= lr * v
+  //   adam:     m = b1 m + (1 - b1) g;  v = b2 v + (1 - b2) g^2;
+  //             p -= lr_t * m / (sqrt(v) + eps_t), lr_t = lr * sqrt(1 - b2^t) / (1 - b1^t),
+  //             eps_t = eps * sqrt(1 - b2^t)  (Kingma & Ba's update with eps on the unbiased v)
+  absl::Status Step(absl::Span<float> params, absl::Span<const float> grads);
+
+  size_t size() const { return size_; }
+  int64_t steps() const { return steps_; }
+  const OptimizerConfig& config() const { return config_; }
+
+ private:
+  Optimizer(const OptimizerConfig& config, size_t size);
+
+  OptimizerConfig config_;
+  size_t size_ = 0;
+  int64_t steps_ = 0;
+  std::vector<float> first_;   // momentum velocity or Adam m; empty for SGD
+  std::vector<float> second_;  // Adam v; empty otherwise
+  double beta1_power_ = 1.0;   // beta1^steps_, a running product (no pow: bit-reproducible)
+  double beta2_power_ = 1.0;
+};
+
+}  // namespace ringside
+
+#endif  // RINGSIDE_COMMON_OPTIMIZER_H_

@@ -1,0 +1,132 @@
+#include "common/optimizer.h"
+
+#include <cmath>
+#include <cstring>
+#include <vector>
+
+#include "common/ranges.h"
+#include "gtest/gtest.h"
+
+namespace ringside {
+namespace {
+
+OptimizerConfig Config(OptimizerKind kind, float lr) {
+  OptimizerConfig config;
+  config.kind = kind;
+  config.learning_rate = lr;
+  return config;
+}
+
+// Deterministic pseudo-random floats in [-1, 1).
+std::vector<float> Values(size_t n, uint32_t seed) {
+  std::vector<float> v(n);
+  uint32_t x = seed * 2654435761u + 1;
+  for (float& f : v) {
+    x = x * 1664525u + 1013904223u;
+    f = static_cast<float>(x >> 8) / static_cast<float>(1 << 23) - 1.0f;
+  }
+  return v;
+}
+
+class OptimizerKindTest : public ::testing::TestWithParam<OptimizerKind> {};
+
+TEST_P(OptimizerKindTest, RangeBySplitIsBitwiseEqualToWholeBuffer) {
+  constexpr size_t kSize = 1003;
+  const OptimizerConfig config = Config(GetParam(), 0.05f);
+  std::vector<float> whole = Values(kSize, 1);
+  auto whole_opt = Optimizer::Create(config, kSize);
+  ASSERT_TRUE(whole_opt.ok());
+  for (int parts : {2, 3, 7}) {
+    std::vector<float> split = Values(kSize, 1);
+    std::vector<float> reference = Values(kSize, 1);
+    auto ref_opt = Optimizer::Create(config, kSize);
+    ASSERT_TRUE(ref_opt.ok());
+    const std::vector<ElementRange> ranges = EvenRanges(kSize, parts);
+    std::vector<Optimizer> shards;
+    for (const ElementRange& r : ranges) shards.push_back(*Optimizer::Create(config, r.size()));
+    for (int step = 0; step < 5; ++step) {
+      const std::vector<float> grads = Values(kSize, 100 + step);
+      ASSERT_TRUE(ref_opt->Step(absl::MakeSpan(reference), grads).ok());
+      for (size_t s = 0; s < ranges.size(); ++s) {
+        const ElementRange& r = ranges[s];
+        ASSERT_TRUE(shards[s]
+                        .Step(absl::MakeSpan(split).subspan(r.begin, r.size()),
+                              absl::MakeConstSpan(grads).subspan(r.begin, r.size()))
+                        .ok());
+      }
+    }
+    EXPECT_EQ(std::memcmp(split.data(), reference.data(), kSize * sizeof(float)), 0)
+        << OptimizerName(GetParam()) << " split in " << parts;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(All, OptimizerKindTest,
+                         ::testing::Values(OptimizerKind::kSgd, OptimizerKind::kMomentum,
+                                           OptimizerKind::kAdam),
+                         [](const auto& info) { return std::string(OptimizerName(info.param)); });
+
+TEST(OptimizerTest, SgdKnownStep) {
+  auto opt = Optimizer::Create(Config(OptimizerKind::kSgd, 0.5f), 2);
+  ASSERT_TRUE(opt.ok());
+  std::vector<float> p = {1.0f, -2.0f};
+  ASSERT_TRUE(opt->Step(absl::MakeSpan(p), std::vector<float>{0.25f, -1.0f}).ok());
+  EXPECT_FLOAT_EQ(p[0], 0.875f);
+  EXPECT_FLOAT_EQ(p[1], -1.5f);
+}
+
+TEST(OptimizerTest, MomentumKnownSteps) {
+  OptimizerConfig config = Config(OptimizerKind::kMomentum, 0.1f);
+  config.momentum = 0.5f;
+  auto opt = Optimizer::Create(config, 1);
+  ASSERT_TRUE(opt.ok());
+  std::vector<float> p = {1.0f};
+  ASSERT_TRUE(opt->Step(absl::MakeSpan(p), std::vector<float>{2.0f}).ok());
+  EXPECT_FLOAT_EQ(p[0], 0.8f);  // v = 2, p = 1 - 0.1 * 2
+  ASSERT_TRUE(opt->Step(absl::MakeSpan(p), std::vector<float>{2.0f}).ok());
+  EXPECT_FLOAT_EQ(p[0], 0.5f);  // v = 0.5 * 2 + 2 = 3, p = 0.8 - 0.3
+}
+
+TEST(OptimizerTest, AdamKnownSteps) {
+  auto opt = Optimizer::Create(Config(OptimizerKind::kAdam, 0.01f), 3);
+  ASSERT_TRUE(opt.ok());
+  std::vector<float> p = {1.0f, 1.0f, 1.0f};
+  // Step 1: m_hat = g, v_hat = g^2, so the update is lr * g / (|g| + eps) = lr * sign(g).
+  ASSERT_TRUE(opt->Step(absl::MakeSpan(p), std::vector<float>{0.5f, -3.0f, 0.0f}).ok());
+  EXPECT_NEAR(p[0], 0.99f, 1e-6);
+  EXPECT_NEAR(p[1], 1.01f, 1e-6);
+  EXPECT_EQ(p[2], 1.0f);
+  // Step 2 with g = 1 on the first element (m = 0.9*0.05 + 0.1 = 0.145, v = 0.999*0.00025 +
+  // 0.001 = 0.00124975): update = lr * (m / 0.19) / (sqrt(v / 0.001999) + eps).
+  ASSERT_TRUE(opt->Step(absl::MakeSpan(p), std::vector<float>{1.0f, 0.0f, 0.0f}).ok());
+  const double m_hat = 0.145 / (1 - 0.81), v_hat = 0.00124975 / (1 - 0.998001);
+  EXPECT_NEAR(p[0], 0.99 - 0.01 * m_hat / (std::sqrt(v_hat) + 1e-8), 1e-6);
+  EXPECT_EQ(opt->steps(), 2);
+}
+
+TEST(OptimizerTest, RejectsBadInput) {
+  EXPECT_EQ(ParseOptimizer("rmsprop").status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(ParseOptimizer("").status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(ParseOptimizer("Adam").status().code(), absl::StatusCode::kInvalidArgument);
+  for (absl::string_view name : {"sgd", "momentum", "adam"}) {
+    auto kind = ParseOptimizer(name);
+    ASSERT_TRUE(kind.ok()) << name;
+    EXPECT_EQ(OptimizerName(*kind), name);
+  }
+  EXPECT_EQ(Optimizer::Create(Config(OptimizerKind::kSgd, 0.0f), 1).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(Optimizer::Create(Config(OptimizerKind::kSgd, NAN), 1).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  OptimizerConfig adam = Config(OptimizerKind::kAdam, 0.1f);
+  adam.beta2 = 1.0f;
+  EXPECT_EQ(Optimizer::Create(adam, 1).status().code(), absl::StatusCode::kInvalidArgument);
+  OptimizerConfig momentum = Config(OptimizerKind::kMomentum, 0.1f);
+  momentum.momentum = -0.1f;
+  EXPECT_EQ(Optimizer::Create(momentum, 1).status().code(), absl::StatusCode::kInvalidArgument);
+  auto opt = Optimizer::Create(Config(OptimizerKind::kSgd, 0.1f), 2);
+  std::vector<float> p(3), g(3);
+  EXPECT_EQ(opt->Step(absl::MakeSpan(p), g).code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(opt->steps(), 0);
+}
+
+}  // namespace
+}  // namespace ringside
