@@ -1,0 +1,66 @@
+// ringside-bench: benchmarks (not tests) comparing Ringside's collectives with baselines, each
+// ratio measured within one run. `ringside-bench <command> [--flags]`; see --help.
+#include <cstring>
+#include <iostream>
+#include <string>
+#include <vector>
+
+#include "absl/flags/parse.h"
+#include "absl/flags/usage.h"
+#include "absl/flags/usage_config.h"
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "bench/commands.h"
+
+namespace {
+
+using ringside::bench::Command;
+
+// The dispatch table. Add a command here and define its Run*Command in its own file.
+constexpr Command kCommands[] = {
+    {"ring", "Ringside ring allreduce vs Gloo (allreduce RING, AllreduceRingChunked)", false,
+     &ringside::bench::RunRingCommand},
+    {"compute", "samples/s of MLP gradients on CPU and CUDA for 4,16,3 and 784,1024,1024,10",
+     false, &ringside::bench::RunComputeCommand},
+    {"gloo-rank", "one Gloo rank process (started by `ring`)", true,
+     &ringside::bench::RunGlooRankCommand},
+};
+
+std::string UsageMessage() {
+  std::string usage = "usage: ringside-bench <command> [--flags]\n\nCommands:\n";
+  for (const Command& command : kCommands) {
+    if (!command.hidden) absl::StrAppend(&usage, "  ", command.name, "\t", command.summary, "\n");
+  }
+  absl::StrAppend(&usage,
+                  "\nExample: ringside-bench ring --worlds=2,4 --sizes=1MiB,16MiB --json=out.json");
+  return usage;
+}
+
+void ConfigureFlagsUsage() {
+  absl::FlagsUsageConfig config;
+  // Our flags live in files not named after the binary: list every non-Abseil flag.
+  config.contains_helpshort_flags = [](absl::string_view file) {
+    return !absl::StrContains(file, "absl/");
+  };
+  config.contains_help_flags = config.contains_helpshort_flags;
+  absl::SetFlagsUsageConfig(config);
+  absl::SetProgramUsageMessage(UsageMessage());
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  ConfigureFlagsUsage();
+  const std::vector<char*> positional = absl::ParseCommandLine(argc, argv);
+  if (positional.size() < 2) {
+    std::cerr << "ringside-bench: missing command (ring, compute); see --help\n";
+    return 1;
+  }
+  const std::vector<std::string> args(positional.begin() + 2, positional.end());
+  for (const Command& command : kCommands) {
+    if (std::strcmp(command.name, positional[1]) == 0) return command.run(args);
+  }
+  std::cerr << "ringside-bench: unknown command '" << positional[1] << "' (expected ring or compute); see "
+            << "--help\n";
+  return 1;
+}

@@ -1,0 +1,134 @@
+#include "bench/rank_result.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <sstream>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "nlohmann/json.hpp"
+
+namespace ringside::bench {
+
+absl::Status WriteRankResult(const std::string& path, const RankResult& result) {
+  const nlohmann::json json = {
+      {"rank", result.rank},
+      {"world", result.world},
+      {"elements", result.elements},
+      {"iters", result.iters},
+      {"seconds_per_op", result.seconds_per_op},
+      {"seconds_total", result.seconds_total},
+      {"check_ok", result.check_ok},
+      {"max_abs_error", result.max_abs_error},
+  };
+  const std::string temp = absl::StrCat(path, ".tmp.", getpid());
+  {
+    std::ofstream out(temp, std::ios::trunc);
+    out << json.dump() << "\n";
+    out.flush();
+    if (!out) return absl::InternalError(absl::StrCat("cannot write ", temp));
+  }
+  if (std::rename(temp.c_str(), path.c_str()) != 0) {
+    std::remove(temp.c_str());
+    return absl::InternalError(absl::StrCat("cannot rename ", temp, " to ", path));
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<RankResult> ReadRankResult(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) return absl::NotFoundError(absl::StrCat("result file ", path, " was not written"));
+  std::stringstream text;
+  text << in.rdbuf();
+  const nlohmann::json json =
+      nlohmann::json::parse(text.str(), nullptr, /*allow_exceptions=*/false);
+  if (!json.is_object()) {
+    return absl::InvalidArgumentError(absl::StrCat("result file ", path, " is not a JSON object"));
+  }
+  RankResult result;
+  auto field = [&](const char* name, auto* value, bool required) -> absl::Status {
+    const auto it = json.find(name);
+    if (it == json.end()) {
+      return required ? absl::InvalidArgumentError(
+                            absl::StrCat("result file ", path, " lacks \"", name, "\""))
+                      : absl::OkStatus();
+    }
+    using T = std::remove_pointer_t<decltype(value)>;
+    const bool type_ok = std::is_same_v<T, bool> ? it->is_boolean() : it->is_number();
+    if (!type_ok) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("result file ", path, ": \"", name, "\" has the wrong type"));
+    }
+    *value = it->template get<T>();
+    return absl::OkStatus();
+  };
+  for (const absl::Status& status : {
+           field("rank", &result.rank, true),
+           field("world", &result.world, true),
+           field("elements", &result.elements, true),
+           field("iters", &result.iters, true),
+           field("seconds_per_op", &result.seconds_per_op, true),
+           field("check_ok", &result.check_ok, true),
+           field("seconds_total", &result.seconds_total, false),
+           field("max_abs_error", &result.max_abs_error, false),
+       }) {
+    if (!status.ok()) return status;
+  }
+  return result;
+}
+
+void FillForRank(int rank, absl::Span<float> data) {
+  for (size_t i = 0; i < data.size(); ++i) data[i] = FillValue(rank, static_cast<int64_t>(i));
+}
+
+double MaxAbsErrorOfSum(int world, absl::Span<const float> data) {
+  double max_error = 0;
+  for (size_t i = 0; i < data.size(); ++i) {
+    const double error =
+        std::fabs(static_cast<double>(data[i]) -
+                  static_cast<double>(ExpectedSum(world, static_cast<int64_t>(i))));
+    // NaN compares false: treat it as an infinite error.
+    if (!(error <= max_error)) max_error = std::isnan(error) ? INFINITY : error;
+  }
+  return max_error;
+}
+
+RankResult RunTimedIterations(int rank, int world, int warmup, int iters, absl::Span<float> data,
+                              const std::function<void()>& allreduce) {
+  std::vector<double> seconds;
+  seconds.reserve(iters);
+  double max_error = 0;
+  for (int it = 0; it < warmup + iters; ++it) {
+    FillForRank(rank, data);
+    const auto start = std::chrono::steady_clock::now();
+    allreduce();
+    const auto end = std::chrono::steady_clock::now();
+    max_error = std::max(max_error, MaxAbsErrorOfSum(world, data));
+    if (it >= warmup) seconds.push_back(std::chrono::duration<double>(end - start).count());
+  }
+  RankResult result;
+  result.rank = rank;
+  result.world = world;
+  result.elements = static_cast<int64_t>(data.size());
+  result.iters = iters;
+  result.seconds_per_op = Median(seconds);
+  for (double s : seconds) result.seconds_total += s;
+  result.max_abs_error = max_error;
+  result.check_ok = max_error == 0;
+  return result;
+}
+
+double Median(absl::Span<const double> values) {
+  if (values.empty()) return 0;
+  std::vector<double> sorted(values.begin(), values.end());
+  std::sort(sorted.begin(), sorted.end());
+  const size_t mid = sorted.size() / 2;
+  return sorted.size() % 2 == 1 ? sorted[mid] : (sorted[mid - 1] + sorted[mid]) / 2;
+}
+
+}  // namespace ringside::bench

@@ -1,0 +1,63 @@
+// What one rank of an allreduce benchmark reports, and its JSON file format. The file is the
+// interface between the benchmark driver and rank processes (Gloo ranks started by this binary,
+// Ringside's `ringside-worker --job=allreduce`), so both sides agree on:
+//   {"rank":R,"world":N,"elements":K,"iters":I,"seconds_per_op":S,"seconds_total":T,
+//    "check_ok":true,"max_abs_error":E}
+// Extra fields are allowed and ignored by the reader.
+//
+// Also the deterministic fill pattern and its check: rank r fills element i with small integers
+// so that every sum over ranks is exact in float32.
+//
+// Pure functions apart from file I/O; thread-safe. Errors: NOT_FOUND / INTERNAL for I/O,
+// INVALID_ARGUMENT for a malformed file (message names the file and the field).
+#ifndef RINGSIDE_BENCH_RANK_RESULT_H_
+#define RINGSIDE_BENCH_RANK_RESULT_H_
+
+#include <cstdint>
+#include <functional>
+#include <string>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/types/span.h"
+
+namespace ringside::bench {
+
+struct RankResult {
+  int rank = 0;
+  int world = 0;
+  int64_t elements = 0;
+  int iters = 0;
+  double seconds_per_op = 0;  // median over the timed iterations
+  double seconds_total = 0;   // sum over the timed iterations
+  bool check_ok = false;
+  double max_abs_error = 0;
+};
+
+// Writes `result` to `path` atomically (temporary file in the same directory, then rename).
+absl::Status WriteRankResult(const std::string& path, const RankResult& result);
+absl::StatusOr<RankResult> ReadRankResult(const std::string& path);
+
+// Value rank `rank` puts at index `i`: (rank + 1) * (1 + i % 7).
+inline float FillValue(int rank, int64_t i) { return static_cast<float>((rank + 1) * (1 + i % 7)); }
+// The sum of FillValue over ranks 0..world-1.
+inline float ExpectedSum(int world, int64_t i) {
+  return static_cast<float>(world * (world + 1) / 2 * (1 + i % 7));
+}
+void FillForRank(int rank, absl::Span<float> data);
+// Largest |data[i] - ExpectedSum(world, i)|; 0 means the allreduce was exact.
+double MaxAbsErrorOfSum(int world, absl::Span<const float> data);
+
+// The measurement loop every allreduce rank runs: `warmup + iters` times, refill `data` with
+// FillForRank, time one call of `allreduce` (an in-place sum over `world` ranks of `data`), check
+// the values. Only the call is timed; filling and checking are not. Exceptions from `allreduce`
+// propagate. Requires iters >= 1.
+RankResult RunTimedIterations(int rank, int world, int warmup, int iters, absl::Span<float> data,
+                              const std::function<void()>& allreduce);
+
+// Median of `values` (mean of the middle two for an even count); 0 for an empty span.
+double Median(absl::Span<const double> values);
+
+}  // namespace ringside::bench
+
+#endif  // RINGSIDE_BENCH_RANK_RESULT_H_

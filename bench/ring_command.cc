@@ -1,0 +1,162 @@
+// `ringside-bench ring`: Ringside's ring allreduce against Gloo's (gloo::allreduce with
+// Algorithm::RING, and gloo::AllreduceRingChunked), each rank a separate process on loopback,
+// over a sweep of world sizes and buffer sizes. Prints a table; --json writes the records.
+#include <unistd.h>
+
+#include <fstream>
+#include <iostream>
+#include <string>
+#include <vector>
+
+#include "absl/flags/flag.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/time/time.h"
+#include "bench/bench_flags.h"
+#include "bench/commands.h"
+#include "bench/flag_types.h"
+#include "bench/ring_report.h"
+#include "bench/ring_runner.h"
+
+ABSL_FLAG(ringside::bench::ImplementationList, implementations,
+          (ringside::bench::ImplementationList{
+              {ringside::bench::Implementation::kRingside,
+               ringside::bench::Implementation::kGlooAllreduceRing,
+               ringside::bench::Implementation::kGlooRingChunked}}),
+          "ring: comma-separated implementations to run: ringside, gloo_allreduce_ring, "
+          "gloo_ring_chunked");
+ABSL_FLAG(int64_t, segment_bytes, 1 << 20,
+          "ring: --segment_bytes passed to ringside-worker (largest message of the ring)");
+ABSL_FLAG(std::string, worker_binary, "",
+          "ring: the ringside-worker executable; empty: the one next to this binary");
+
+namespace ringside::bench {
+namespace {
+
+constexpr int kMaxWorkers = 64;
+
+struct RingCommandOptions {
+  std::vector<Implementation> implementations;
+  std::vector<int> worlds;
+  std::vector<int64_t> sizes;  // bytes
+  int iters = 0;               // 0: DefaultIters(size)
+  int warmup = 0;
+  std::string json_path;
+  RunnerConfig runner;
+};
+
+absl::StatusOr<std::string> SelfExecutable() {
+  std::vector<char> buffer(4096);
+  const ssize_t n = readlink("/proc/self/exe", buffer.data(), buffer.size() - 1);
+  if (n <= 0) return absl::InternalError("cannot read /proc/self/exe");
+  return std::string(buffer.data(), n);
+}
+
+absl::StatusOr<RingCommandOptions> OptionsFromFlags() {
+  RingCommandOptions options;
+  options.implementations = absl::GetFlag(FLAGS_implementations).values;
+  const int workers = absl::GetFlag(FLAGS_workers);
+  options.worlds = workers != 0 ? std::vector<int>{workers} : absl::GetFlag(FLAGS_worlds).values;
+  for (int world : options.worlds) {
+    if (world < 2 || world > kMaxWorkers) {
+      return absl::InvalidArgumentError(absl::StrCat("--workers/--worlds: world size ", world,
+                                                     " is outside [2, ", kMaxWorkers, "]"));
+    }
+  }
+  const int64_t elements = absl::GetFlag(FLAGS_elements);
+  if (elements < 0) return absl::InvalidArgumentError("--elements: must be >= 0");
+  options.sizes =
+      elements > 0 ? std::vector<int64_t>{elements * 4} : absl::GetFlag(FLAGS_sizes).bytes;
+  options.iters = absl::GetFlag(FLAGS_iters);
+  if (options.iters < 0) return absl::InvalidArgumentError("--iters: must be >= 0 (0: auto)");
+  options.warmup = absl::GetFlag(FLAGS_warmup);
+  if (options.warmup < 0) return absl::InvalidArgumentError("--warmup: must be >= 0");
+  options.json_path = absl::GetFlag(FLAGS_json);
+
+  RunnerConfig& runner = options.runner;
+  runner.segment_bytes = absl::GetFlag(FLAGS_segment_bytes);
+  if (runner.segment_bytes < 4) return absl::InvalidArgumentError("--segment_bytes: must be >= 4");
+  const int timeout_s = absl::GetFlag(FLAGS_timeout_s);
+  const int gloo_timeout_s = absl::GetFlag(FLAGS_gloo_timeout_s);
+  if (timeout_s <= 0) return absl::InvalidArgumentError("--timeout_s: must be > 0");
+  if (gloo_timeout_s <= 0) return absl::InvalidArgumentError("--gloo_timeout_s: must be > 0");
+  runner.timeout = absl::Seconds(timeout_s);
+  runner.gloo_timeout = absl::Seconds(gloo_timeout_s);
+  runner.keep_temp = absl::GetFlag(FLAGS_keep_temp);
+  absl::StatusOr<std::string> self = SelfExecutable();
+  if (!self.ok()) return self.status();
+  runner.self_binary = *self;
+  runner.worker_binary = absl::GetFlag(FLAGS_worker_binary);
+  if (runner.worker_binary.empty()) {
+    runner.worker_binary = self->substr(0, self->rfind('/') + 1) + "ringside-worker";
+  }
+  return options;
+}
+
+// Implementations vary fastest, so the rows compared with each other run back to back and
+// share the machine's state of the moment.
+std::vector<CellSpec> PlanCells(const RingCommandOptions& options) {
+  std::vector<CellSpec> cells;
+  for (int world : options.worlds) {
+    for (int64_t bytes : options.sizes) {
+      for (Implementation implementation : options.implementations) {
+        CellSpec spec;
+        spec.implementation = implementation;
+        spec.world = world;
+        spec.elements = bytes / 4;
+        spec.iters = options.iters > 0 ? options.iters : DefaultIters(bytes);
+        spec.warmup = options.warmup;
+        cells.push_back(spec);
+      }
+    }
+  }
+  return cells;
+}
+
+absl::Status WriteJson(const std::string& path, const nlohmann::json& json) {
+  std::ofstream out(path, std::ios::trunc);
+  out << json.dump(2) << "\n";
+  out.flush();
+  if (!out) return absl::InternalError(absl::StrCat("--json: cannot write ", path));
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+int RunRingCommand(const std::vector<std::string>& args) {
+  if (!args.empty()) {
+    std::cerr << "ringside-bench ring: unexpected argument '" << args[0] << "'\n";
+    return 1;
+  }
+  absl::StatusOr<RingCommandOptions> options = OptionsFromFlags();
+  if (!options.ok()) {
+    std::cerr << "ringside-bench ring: " << options.status().message() << "\n";
+    return 1;
+  }
+  const std::vector<CellSpec> plan = PlanCells(*options);
+  std::vector<CellResult> cells;
+  for (size_t i = 0; i < plan.size(); ++i) {
+    const CellSpec& spec = plan[i];
+    std::cerr << absl::StrFormat("ringside-bench: [%d/%d] %s N=%d %s, %d iters ... ", i + 1,
+                                 plan.size(), ImplementationName(spec.implementation), spec.world,
+                                 FormatByteSize(spec.bytes()), spec.iters);
+    const absl::Time start = absl::Now();
+    cells.push_back(RunCell(options->runner, spec));
+    std::cerr << (cells.back().status.ok() ? "done" : "FAILED") << " in "
+              << absl::FormatDuration(absl::Trunc(absl::Now() - start, absl::Milliseconds(1)))
+              << "\n";
+  }
+  const std::vector<ReportRow> rows = BuildRows(cells);
+  std::cout << FormatTable(rows) << std::flush;
+  bool all_ok = true;
+  for (const ReportRow& row : rows) all_ok = all_ok && row.ran && row.check_ok;
+  if (!options->json_path.empty()) {
+    if (absl::Status status = WriteJson(options->json_path, ToJson(rows)); !status.ok()) {
+      std::cerr << "ringside-bench ring: " << status.message() << "\n";
+      return 1;
+    }
+  }
+  return all_ok ? 0 : 1;
+}
+
+}  // namespace ringside::bench

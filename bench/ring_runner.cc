@@ -1,0 +1,222 @@
+#include "bench/ring_runner.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <iostream>
+#include <system_error>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
+#include "bench/gloo_rank.h"
+#include "common/free_port.h"
+#include "common/status_macros.h"
+#include "common/subprocess.h"
+#include "common/temp_dir.h"
+
+namespace ringside::bench {
+namespace {
+
+constexpr Implementation kAllImplementations[] = {Implementation::kRingside,
+                                                  Implementation::kGlooAllreduceRing,
+                                                  Implementation::kGlooRingChunked};
+
+// Rank argv for every rank of the cell, or why the cell cannot start.
+absl::StatusOr<std::vector<std::vector<std::string>>> BuildArgvs(const RunnerConfig& config,
+                                                                 const CellSpec& spec,
+                                                                 const TempDir& dir) {
+  std::vector<std::vector<std::string>> argvs;
+  if (spec.implementation == Implementation::kRingside) {
+    if (access(config.worker_binary.c_str(), X_OK) != 0) {
+      return absl::NotFoundError(absl::StrCat("no executable ringside-worker at ",
+                                              config.worker_binary,
+                                              " (build the worker, or pass --worker_binary=PATH)"));
+    }
+    ASSIGN_OR_RETURN(const std::vector<int> ports, PickFreePorts(spec.world));
+    for (int rank = 0; rank < spec.world; ++rank) {
+      argvs.push_back(RingsideWorkerArgv(config, spec, rank, ports,
+                                         dir.File(absl::StrCat("rank-", rank, ".json"))));
+    }
+    return argvs;
+  }
+  if (!HaveGloo()) {
+    return absl::UnimplementedError("this ringside-bench was built without Gloo (libgloo-dev)");
+  }
+  const std::string store_dir = dir.File("gloo-store");
+  std::error_code error;
+  if (!std::filesystem::create_directory(store_dir, error)) {
+    return absl::InternalError(absl::StrCat("cannot create ", store_dir, ": ", error.message()));
+  }
+  for (int rank = 0; rank < spec.world; ++rank) {
+    argvs.push_back(GlooRankArgv(config, spec, rank, store_dir,
+                                 dir.File(absl::StrCat("rank-", rank, ".json"))));
+  }
+  return argvs;
+}
+
+absl::Status RunCellProcesses(const RunnerConfig& config, const CellSpec& spec,
+                              CellResult* result) {
+  ASSIGN_OR_RETURN(TempDir dir, TempDir::Create("ringside-bench-"));
+  if (config.keep_temp) {
+    dir.Keep();
+    std::cerr << "ringside-bench: keeping " << dir.path() << "\n";
+  }
+  ASSIGN_OR_RETURN(const std::vector<std::vector<std::string>> argvs,
+                   BuildArgvs(config, spec, dir));
+  std::vector<Subprocess> processes;
+  for (int rank = 0; rank < spec.world; ++rank) {
+    SpawnOptions options;
+    options.argv = argvs[rank];
+    options.log_path = dir.File(absl::StrCat("rank-", rank, ".log"));
+    ASSIGN_OR_RETURN(Subprocess process, Subprocess::Spawn(options));
+    processes.push_back(std::move(process));
+  }
+  std::vector<Subprocess*> pointers;
+  for (Subprocess& process : processes) pointers.push_back(&process);
+  RETURN_IF_ERROR(WaitAll(pointers, config.timeout));
+
+  std::vector<RankResult> ranks;
+  for (int rank = 0; rank < spec.world; ++rank) {
+    ASSIGN_OR_RETURN(RankResult rank_result,
+                     ReadRankResult(dir.File(absl::StrCat("rank-", rank, ".json"))));
+    ranks.push_back(rank_result);
+  }
+  return AggregateRanks(std::move(ranks), result);
+}
+
+}  // namespace
+
+absl::string_view ImplementationName(Implementation implementation) {
+  switch (implementation) {
+    case Implementation::kRingside:
+      return "ringside";
+    case Implementation::kGlooAllreduceRing:
+      return "gloo_allreduce_ring";
+    case Implementation::kGlooRingChunked:
+      return "gloo_ring_chunked";
+  }
+  return "unknown";
+}
+
+absl::StatusOr<Implementation> ParseImplementation(absl::string_view text) {
+  for (Implementation implementation : kAllImplementations) {
+    if (text == ImplementationName(implementation)) return implementation;
+  }
+  return absl::InvalidArgumentError(
+      absl::StrCat("unknown implementation '", text,
+                   "' (expected ringside, gloo_allreduce_ring or gloo_ring_chunked)"));
+}
+
+bool IsGloo(Implementation implementation) { return implementation != Implementation::kRingside; }
+
+bool AbslParseFlag(absl::string_view text, ImplementationList* out, std::string* error) {
+  ImplementationList parsed;
+  for (absl::string_view part : absl::StrSplit(text, ',', absl::SkipWhitespace())) {
+    absl::StatusOr<Implementation> implementation = ParseImplementation(part);
+    if (!implementation.ok()) {
+      *error = std::string(implementation.status().message());
+      return false;
+    }
+    if (std::find(parsed.values.begin(), parsed.values.end(), *implementation) ==
+        parsed.values.end()) {
+      parsed.values.push_back(*implementation);
+    }
+  }
+  if (parsed.values.empty()) {
+    *error = "expected a comma-separated list such as ringside,gloo_allreduce_ring";
+    return false;
+  }
+  *out = std::move(parsed);
+  return true;
+}
+
+std::string AbslUnparseFlag(const ImplementationList& list) {
+  return absl::StrJoin(list.values, ",", [](std::string* out, Implementation implementation) {
+    out->append(std::string(ImplementationName(implementation)));
+  });
+}
+
+int DefaultIters(int64_t bytes) {
+  constexpr int64_t kPayloadPerCell = int64_t{512} << 20;
+  return static_cast<int>(
+      std::clamp<int64_t>(kPayloadPerCell / std::max<int64_t>(bytes, 1), 5, 1000));
+}
+
+std::vector<std::string> RingsideWorkerArgv(const RunnerConfig& config, const CellSpec& spec,
+                                            int rank, const std::vector<int>& ports,
+                                            const std::string& result_file) {
+  std::vector<std::string> peers;
+  for (int port : ports) peers.push_back(absl::StrCat("127.0.0.1:", port));
+  return {config.worker_binary,
+          absl::StrCat("--rank=", rank),
+          absl::StrCat("--peers=", absl::StrJoin(peers, ",")),
+          "--job=allreduce",
+          absl::StrCat("--elements=", spec.elements),
+          absl::StrCat("--iters=", spec.iters),
+          absl::StrCat("--warmup=", spec.warmup),
+          absl::StrCat("--segment_bytes=", config.segment_bytes),
+          "--metrics_listen=127.0.0.1:0",
+          absl::StrCat("--result_file=", result_file)};
+}
+
+std::vector<std::string> GlooRankArgv(const RunnerConfig& config, const CellSpec& spec, int rank,
+                                      const std::string& store_dir,
+                                      const std::string& result_file) {
+  const GlooAlgorithm algorithm = spec.implementation == Implementation::kGlooRingChunked
+                                      ? GlooAlgorithm::kRingChunked
+                                      : GlooAlgorithm::kAllreduceRing;
+  return {config.self_binary,
+          "gloo-rank",
+          absl::StrCat("--rank=", rank),
+          absl::StrCat("--world=", spec.world),
+          absl::StrCat("--store_dir=", store_dir),
+          absl::StrCat("--algorithm=", GlooAlgorithmName(algorithm)),
+          absl::StrCat("--elements=", spec.elements),
+          absl::StrCat("--iters=", spec.iters),
+          absl::StrCat("--warmup=", spec.warmup),
+          absl::StrCat("--gloo_timeout_s=", absl::ToInt64Seconds(config.gloo_timeout)),
+          absl::StrCat("--result_file=", result_file)};
+}
+
+absl::Status AggregateRanks(std::vector<RankResult> ranks, CellResult* cell) {
+  const CellSpec& spec = cell->spec;
+  if (static_cast<int>(ranks.size()) != spec.world) {
+    return absl::InternalError(
+        absl::StrCat("expected ", spec.world, " rank results, got ", ranks.size()));
+  }
+  cell->seconds_per_op = 0;
+  cell->check_ok = true;
+  cell->max_abs_error = 0;
+  for (size_t i = 0; i < ranks.size(); ++i) {
+    const RankResult& r = ranks[i];
+    if (r.rank != static_cast<int>(i) || r.world != spec.world || r.elements != spec.elements ||
+        r.iters != spec.iters) {
+      return absl::InternalError(absl::StrCat("rank ", i, " reported rank=", r.rank,
+                                              " world=", r.world, " elements=", r.elements,
+                                              " iters=", r.iters, "; expected world=", spec.world,
+                                              " elements=", spec.elements, " iters=", spec.iters));
+    }
+    if (!(r.seconds_per_op > 0)) {
+      return absl::InternalError(
+          absl::StrCat("rank ", i, " reported seconds_per_op=", r.seconds_per_op));
+    }
+    cell->seconds_per_op = std::max(cell->seconds_per_op, r.seconds_per_op);
+    cell->check_ok = cell->check_ok && r.check_ok;
+    cell->max_abs_error = std::max(cell->max_abs_error, r.max_abs_error);
+  }
+  cell->ranks = std::move(ranks);
+  return absl::OkStatus();
+}
+
+CellResult RunCell(const RunnerConfig& config, const CellSpec& spec) {
+  CellResult result;
+  result.spec = spec;
+  result.status = RunCellProcesses(config, spec, &result);
+  if (!result.status.ok()) result.check_ok = false;
+  return result;
+}
+
+}  // namespace ringside::bench

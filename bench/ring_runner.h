@@ -1,0 +1,87 @@
+// Runs one cell of the ring benchmark: one implementation, one world size, one buffer size.
+// Starts `world` rank processes on loopback (Ringside's `ringside-worker --job=allreduce`, or
+// this binary re-executed as the hidden `gloo-rank` subcommand), waits for all of them under a
+// timeout, and reads their result files (rank_result.h). The slowest rank bounds a collective,
+// so a cell's time per op is the maximum over ranks.
+//
+// Each cell gets a fresh temporary directory (rendezvous files, per-rank logs and results),
+// removed afterwards unless `keep_temp`. Ports are picked at run time, never fixed.
+//
+// Errors: a cell that cannot run (missing worker binary, a rank that fails or times out, a
+// malformed result) is recorded in CellResult::status, with the failing rank's log tail, so a
+// sweep goes on with its other cells. Thread-compatible.
+#ifndef RINGSIDE_BENCH_RING_RUNNER_H_
+#define RINGSIDE_BENCH_RING_RUNNER_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "absl/time/time.h"
+#include "bench/rank_result.h"
+
+namespace ringside::bench {
+
+enum class Implementation { kRingside, kGlooAllreduceRing, kGlooRingChunked };
+// "ringside", "gloo_allreduce_ring", "gloo_ring_chunked".
+absl::string_view ImplementationName(Implementation implementation);
+absl::StatusOr<Implementation> ParseImplementation(absl::string_view text);
+bool IsGloo(Implementation implementation);
+
+// Flag type for --implementations=ringside,gloo_allreduce_ring,...
+struct ImplementationList {
+  std::vector<Implementation> values;
+};
+bool AbslParseFlag(absl::string_view text, ImplementationList* out, std::string* error);
+std::string AbslUnparseFlag(const ImplementationList& list);
+
+struct RunnerConfig {
+  std::string self_binary;                          // this benchmark, re-executed as `gloo-rank`
+  std::string worker_binary;                        // ringside-worker
+  int64_t segment_bytes = 1 << 20;                  // passed to ringside-worker --segment_bytes
+  absl::Duration timeout = absl::Seconds(120);      // for a whole cell
+  absl::Duration gloo_timeout = absl::Seconds(30);  // per Gloo operation inside a rank
+  bool keep_temp = false;
+};
+
+struct CellSpec {
+  Implementation implementation = Implementation::kRingside;
+  int world = 2;
+  int64_t elements = 0;  // float32 elements per allreduce
+  int iters = 1;
+  int warmup = 0;
+  int64_t bytes() const { return elements * 4; }
+};
+
+struct CellResult {
+  CellSpec spec;
+  absl::Status status;        // OK when every rank reported a result
+  double seconds_per_op = 0;  // max over ranks of each rank's seconds_per_op
+  bool check_ok = false;      // every rank's values were exact
+  double max_abs_error = 0;   // max over ranks
+  std::vector<RankResult> ranks;
+};
+
+// Timed iterations for a buffer of `bytes` when the user gave none: about 512 MiB of payload
+// per cell, clamped to [5, 1000], so small cells are not all start-up and large ones stay short.
+int DefaultIters(int64_t bytes);
+
+// argv of rank `rank` (pure; exposed for tests).
+std::vector<std::string> RingsideWorkerArgv(const RunnerConfig& config, const CellSpec& spec,
+                                            int rank, const std::vector<int>& ports,
+                                            const std::string& result_file);
+std::vector<std::string> GlooRankArgv(const RunnerConfig& config, const CellSpec& spec, int rank,
+                                      const std::string& store_dir, const std::string& result_file);
+
+// Checks the rank results of one cell and folds them into `cell` (max time, all checks).
+absl::Status AggregateRanks(std::vector<RankResult> ranks, CellResult* cell);
+
+// Runs the cell to completion (or failure, recorded in the result's status).
+CellResult RunCell(const RunnerConfig& config, const CellSpec& spec);
+
+}  // namespace ringside::bench
+
+#endif  // RINGSIDE_BENCH_RING_RUNNER_H_
