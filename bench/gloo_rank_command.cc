@@ -10,7 +10,7 @@
 #include "bench/bench_flags.h"
 #include "bench/commands.h"
 #include "bench/gloo_rank.h"
-#include "bench/rank_result.h"
+#include "common/rank_result.h"
 
 ABSL_FLAG(int, rank, -1, "gloo-rank (internal): this process's rank in [0, --world)");
 ABSL_FLAG(int, world, 0, "gloo-rank (internal): number of ranks");

@@ -6,11 +6,9 @@
 #include <vector>
 
 #include "absl/flags/parse.h"
-#include "absl/flags/usage.h"
-#include "absl/flags/usage_config.h"
-#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "bench/commands.h"
+#include "common/flags_usage.h"
 
 namespace {
 
@@ -36,21 +34,10 @@ std::string UsageMessage() {
   return usage;
 }
 
-void ConfigureFlagsUsage() {
-  absl::FlagsUsageConfig config;
-  // Our flags live in files not named after the binary: list every non-Abseil flag.
-  config.contains_helpshort_flags = [](absl::string_view file) {
-    return !absl::StrContains(file, "absl/");
-  };
-  config.contains_help_flags = config.contains_helpshort_flags;
-  absl::SetFlagsUsageConfig(config);
-  absl::SetProgramUsageMessage(UsageMessage());
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
-  ConfigureFlagsUsage();
+  ringside::ConfigureFlagsUsage(UsageMessage());
   const std::vector<char*> positional = absl::ParseCommandLine(argc, argv);
   if (positional.size() < 2) {
     std::cerr << "ringside-bench: missing command (ring, compute); see --help\n";

@@ -21,7 +21,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
-#include "bench/rank_result.h"
+#include "common/rank_result.h"
 
 namespace ringside::bench {
 

@@ -1,21 +1,76 @@
 #include "worker/device.h"
 
+#include <dlfcn.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <string>
+#include <vector>
+
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
 #include "worker/cpu_gradient_computer.h"
+#include "worker/cuda_backend.h"
 
-// The only CUDA switch in the project: the CUDA target exists only when CMake found CUDA.
+// The only CUDA switch in the project: the plug-in exists only when CMake found CUDA.
 #if RINGSIDE_HAVE_CUDA
-#include "worker/cuda/cuda_gradient_computer.h"
-
 namespace ringside::worker {
 namespace {
 constexpr bool kBuiltWithCuda = true;
-absl::StatusOr<int> QueryCudaDevices() { return CudaDevicesPresent(); }
+
+// Candidate paths of the plug-in: $RINGSIDE_CUDA_MODULE, next to the executable, then where
+// this build put it.
+std::vector<std::string> CudaModuleCandidates() {
+  std::vector<std::string> paths;
+  if (const char* env = std::getenv("RINGSIDE_CUDA_MODULE"); env != nullptr && *env != '\0') {
+    paths.push_back(env);
+  }
+  char exe[4096];
+  const ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+  if (n > 0) {
+    std::string dir(exe, static_cast<size_t>(n));
+    dir = dir.substr(0, dir.rfind('/'));
+    paths.push_back(absl::StrCat(dir, "/", kCudaModuleFile));
+  }
+  paths.push_back(RINGSIDE_CUDA_MODULE_PATH);
+  return paths;
+}
+
+// Loaded once per process and never unloaded (computers it made may outlive any caller).
+absl::StatusOr<const CudaBackend*> LoadCudaBackend() {
+  static const absl::StatusOr<const CudaBackend*>* const loaded = [] {
+    std::string errors;
+    for (const std::string& path : CudaModuleCandidates()) {
+      void* handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+      if (handle == nullptr) {
+        absl::StrAppend(&errors, errors.empty() ? "" : "; ", dlerror());
+        continue;
+      }
+      using Entry = const CudaBackend* (*)();
+      auto entry = reinterpret_cast<Entry>(dlsym(handle, kCudaBackendSymbol));
+      const CudaBackend* backend = entry == nullptr ? nullptr : entry();
+      if (backend == nullptr || backend->version != kCudaBackendVersion) {
+        return new absl::StatusOr<const CudaBackend*>(absl::FailedPreconditionError(
+            absl::StrCat(path, " is not this build's CUDA plug-in; rebuild")));
+      }
+      return new absl::StatusOr<const CudaBackend*>(backend);
+    }
+    return new absl::StatusOr<const CudaBackend*>(absl::UnavailableError(absl::StrCat(
+        "cannot load the CUDA plug-in ", kCudaModuleFile, " (", errors,
+        "); set RINGSIDE_CUDA_MODULE to its path or use --device=cpu")));
+  }();
+  return *loaded;
+}
+
+absl::StatusOr<int> QueryCudaDevices() {
+  ASSIGN_OR_RETURN(const CudaBackend* backend, LoadCudaBackend());
+  return backend->devices_present();
+}
 absl::StatusOr<std::unique_ptr<GradientComputer>> MakeCuda(const ModelSpec& model, int index) {
-  return MakeCudaGradientComputer(model, index);
+  ASSIGN_OR_RETURN(const CudaBackend* backend, LoadCudaBackend());
+  return backend->make_computer(model, index);
 }
 }  // namespace
 }  // namespace ringside::worker

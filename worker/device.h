@@ -3,7 +3,8 @@
 //   cuda[:i] CUDA device i (default 0): FAILED_PRECONDITION when there is no such device at run
 //            time, UNAVAILABLE when this build has no CUDA support.
 //   auto     CUDA device 0 when cudaGetDeviceCount reports one at run time, else CPU.
-// This file's .cc holds the project's only `#if RINGSIDE_HAVE_CUDA`.
+// This file's .cc holds the project's only `#if RINGSIDE_HAVE_CUDA` and loads the CUDA plug-in
+// (worker/cuda_backend.h).
 //
 // Functions are thread-safe; computers they return are thread-compatible (one per thread).
 // Errors: INVALID_ARGUMENT for a malformed device string; see above for CUDA problems.

@@ -1,6 +1,4 @@
-#include "bench/rank_result.h"
-
-#include <unistd.h>
+#include "common/rank_result.h"
 
 #include <algorithm>
 #include <chrono>
@@ -11,12 +9,13 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "common/file_util.h"
 #include "nlohmann/json.hpp"
 
-namespace ringside::bench {
+namespace ringside {
 
-absl::Status WriteRankResult(const std::string& path, const RankResult& result) {
-  const nlohmann::json json = {
+nlohmann::json RankResultJson(const RankResult& result) {
+  return {
       {"rank", result.rank},
       {"world", result.world},
       {"elements", result.elements},
@@ -26,27 +25,19 @@ absl::Status WriteRankResult(const std::string& path, const RankResult& result) 
       {"check_ok", result.check_ok},
       {"max_abs_error", result.max_abs_error},
   };
-  const std::string temp = absl::StrCat(path, ".tmp.", getpid());
-  {
-    std::ofstream out(temp, std::ios::trunc);
-    out << json.dump() << "\n";
-    out.flush();
-    if (!out) return absl::InternalError(absl::StrCat("cannot write ", temp));
-  }
-  if (std::rename(temp.c_str(), path.c_str()) != 0) {
-    std::remove(temp.c_str());
-    return absl::InternalError(absl::StrCat("cannot rename ", temp, " to ", path));
-  }
-  return absl::OkStatus();
+}
+
+absl::Status WriteRankResult(const std::string& path, const RankResult& result) {
+  return WriteFileAtomically(path, RankResultJson(result).dump() + "\n");
 }
 
 absl::StatusOr<RankResult> ReadRankResult(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) return absl::NotFoundError(absl::StrCat("result file ", path, " was not written"));
-  std::stringstream text;
-  text << in.rdbuf();
-  const nlohmann::json json =
-      nlohmann::json::parse(text.str(), nullptr, /*allow_exceptions=*/false);
+  const absl::StatusOr<std::string> text = ReadFileToString(path);
+  if (!text.ok()) {
+    return absl::Status(text.status().code(),
+                        absl::StrCat("result file was not written: ", text.status().message()));
+  }
+  const nlohmann::json json = nlohmann::json::parse(*text, nullptr, /*allow_exceptions=*/false);
   if (!json.is_object()) {
     return absl::InvalidArgumentError(absl::StrCat("result file ", path, " is not a JSON object"));
   }
@@ -131,4 +122,4 @@ double Median(absl::Span<const double> values) {
   return sorted.size() % 2 == 1 ? sorted[mid] : (sorted[mid - 1] + sorted[mid]) / 2;
 }
 
-}  // namespace ringside::bench
+}  // namespace ringside

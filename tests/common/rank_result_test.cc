@@ -1,4 +1,4 @@
-#include "bench/rank_result.h"
+#include "common/rank_result.h"
 
 #include <cmath>
 #include <fstream>
@@ -7,7 +7,7 @@
 #include "common/temp_dir.h"
 #include "gtest/gtest.h"
 
-namespace ringside::bench {
+namespace ringside {
 namespace {
 
 TEST(FillPatternTest, SumsAreExactSmallIntegers) {
@@ -105,4 +105,4 @@ TEST(RankResultFileTest, RoundTripsAndRejectsMalformed) {
 }
 
 }  // namespace
-}  // namespace ringside::bench
+}  // namespace ringside

@@ -10,8 +10,8 @@
 //
 // Pure functions apart from file I/O; thread-safe. Errors: NOT_FOUND / INTERNAL for I/O,
 // INVALID_ARGUMENT for a malformed file (message names the file and the field).
-#ifndef RINGSIDE_BENCH_RANK_RESULT_H_
-#define RINGSIDE_BENCH_RANK_RESULT_H_
+#ifndef RINGSIDE_COMMON_RANK_RESULT_H_
+#define RINGSIDE_COMMON_RANK_RESULT_H_
 
 #include <cstdint>
 #include <functional>
@@ -20,8 +20,9 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
+#include "nlohmann/json.hpp"
 
-namespace ringside::bench {
+namespace ringside {
 
 struct RankResult {
   int rank = 0;
@@ -34,6 +35,7 @@ struct RankResult {
   double max_abs_error = 0;
 };
 
+nlohmann::json RankResultJson(const RankResult& result);
 // Writes `result` to `path` atomically (temporary file in the same directory, then rename).
 absl::Status WriteRankResult(const std::string& path, const RankResult& result);
 absl::StatusOr<RankResult> ReadRankResult(const std::string& path);
@@ -58,6 +60,6 @@ RankResult RunTimedIterations(int rank, int world, int warmup, int iters, absl::
 // Median of `values` (mean of the middle two for an even count); 0 for an empty span.
 double Median(absl::Span<const double> values);
 
-}  // namespace ringside::bench
+}  // namespace ringside
 
-#endif  // RINGSIDE_BENCH_RANK_RESULT_H_
+#endif  // RINGSIDE_COMMON_RANK_RESULT_H_

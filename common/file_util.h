@@ -1,0 +1,22 @@
+// Whole-file reads and crash-safe writes. A writer never leaves a half-written file at `path`:
+// it writes a temporary file in the same directory, flushes it to disk, then renames it over
+// `path` (atomic on POSIX file systems). Thread-safe (distinct paths).
+// Errors: NOT_FOUND for a missing file to read; INTERNAL for any other I/O failure, naming the
+// path and the system's reason.
+#ifndef RINGSIDE_COMMON_FILE_UTIL_H_
+#define RINGSIDE_COMMON_FILE_UTIL_H_
+
+#include <string>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+
+namespace ringside {
+
+absl::Status WriteFileAtomically(const std::string& path, absl::string_view contents);
+absl::StatusOr<std::string> ReadFileToString(const std::string& path);
+
+}  // namespace ringside
+
+#endif  // RINGSIDE_COMMON_FILE_UTIL_H_

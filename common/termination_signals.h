@@ -1,0 +1,40 @@
+// SIGINT/SIGTERM as an event a daemon can wait on, instead of a handler that may run on any
+// thread at any time. Create it first thing in main(), before any thread starts: it blocks both
+// signals in the calling thread (so every thread created later inherits the mask) and a
+// dedicated thread takes them with sigtimedwait.
+// Thread-safe. One instance per process.
+#ifndef RINGSIDE_COMMON_TERMINATION_SIGNALS_H_
+#define RINGSIDE_COMMON_TERMINATION_SIGNALS_H_
+
+#include <atomic>
+#include <thread>
+
+#include "absl/synchronization/notification.h"
+#include "absl/time/time.h"
+
+namespace ringside {
+
+class TerminationSignals {
+ public:
+  TerminationSignals();
+  ~TerminationSignals();
+  TerminationSignals(const TerminationSignals&) = delete;
+  TerminationSignals& operator=(const TerminationSignals&) = delete;
+
+  bool received() const { return notification_.HasBeenNotified(); }
+  // True once a signal arrived; false when `timeout` passed first.
+  bool WaitFor(absl::Duration timeout) const {
+    return notification_.WaitForNotificationWithTimeout(timeout);
+  }
+  int signal() const { return signal_.load(); }  // 0 until one arrived
+
+ private:
+  std::atomic<bool> stopping_{false};
+  std::atomic<int> signal_{0};
+  absl::Notification notification_;
+  std::thread thread_;
+};
+
+}  // namespace ringside
+
+#endif  // RINGSIDE_COMMON_TERMINATION_SIGNALS_H_

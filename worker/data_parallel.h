@@ -1,0 +1,66 @@
+// Data-parallel training on one worker: the step loop every mode shares. Each step this worker
+// takes its slice of the global batch (BatchSchedule::WorkerBatchRows), computes its share of
+// the gradient normalised by the *global* batch size (so the SUM over workers is the exact
+// global mean), and hands it to a ParameterSync, which turns it into the step's new parameters
+// -- the same on every worker. Single-process training is this loop with world = 1 and
+// LocalSync, so there is one loop to trust.
+// Thread-compatible. Errors: option parsing (INVALID_ARGUMENT), device set-up, and whatever the
+// ParameterSync returns, annotated with the step.
+#ifndef RINGSIDE_WORKER_DATA_PARALLEL_H_
+#define RINGSIDE_WORKER_DATA_PARALLEL_H_
+
+#include <cstdint>
+#include <memory>
+
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "absl/types/span.h"
+#include "common/metrics.h"
+#include "common/optimizer.h"
+#include "worker/local_training.h"
+
+namespace ringside::worker {
+
+struct SyncTiming {
+  absl::Duration sync;    // exchanging gradients or parameters
+  absl::Duration update;  // applying the optimiser locally (zero when a server does it)
+};
+
+// Turns this worker's gradient share for one step into the step's updated parameters.
+class ParameterSync {
+ public:
+  virtual ~ParameterSync() = default;
+  virtual SyncMode mode() const = 0;
+  // `gradient` may be overwritten. On success `params` holds step `step`'s updated parameters.
+  virtual absl::StatusOr<SyncTiming> Step(int64_t step, absl::Span<float> gradient,
+                                          absl::Span<float> params) = 0;
+};
+
+// world = 1: the gradient is already the global one; apply the optimiser.
+class LocalSync final : public ParameterSync {
+ public:
+  static absl::StatusOr<std::unique_ptr<LocalSync>> Create(const OptimizerConfig& config,
+                                                           size_t parameters);
+  SyncMode mode() const override { return SyncMode::kRing; }
+  absl::StatusOr<SyncTiming> Step(int64_t step, absl::Span<float> gradient,
+                                  absl::Span<float> params) override;
+
+ private:
+  explicit LocalSync(Optimizer optimizer) : optimizer_(std::move(optimizer)) {}
+  Optimizer optimizer_;
+};
+
+struct WorkerSlot {
+  int rank = 0;
+  int world = 1;
+};
+
+// Runs options.steps steps (or until `observer` returns false). `metrics` may be null; else the
+// step-time histograms, steps and loss of the sync's mode are recorded.
+absl::StatusOr<TrainingResult> TrainDataParallel(const TrainingOptions& options, WorkerSlot slot,
+                                                 ParameterSync& sync, Metrics* metrics,
+                                                 const StepObserver& observer = nullptr);
+
+}  // namespace ringside::worker
+
+#endif  // RINGSIDE_WORKER_DATA_PARALLEL_H_

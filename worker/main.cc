@@ -1,0 +1,105 @@
+// ringside-worker: one worker daemon. Flags become WorkerOptions; worker/worker_daemon.h does
+// the rest.
+#include <iostream>
+#include <string>
+#include <vector>
+
+#include "absl/flags/flag.h"
+#include "absl/flags/parse.h"
+#include "absl/strings/str_split.h"
+#include "common/flags_usage.h"
+#include "common/optimizer.h"
+#include "common/termination_signals.h"
+#include "worker/worker_daemon.h"
+
+namespace {
+const ringside::worker::WorkerOptions kDefaults;
+const ringside::worker::TrainingOptions& kTraining = kDefaults.training;
+}  // namespace
+
+ABSL_FLAG(int, rank, kDefaults.rank, "this worker's rank in --peers (0-based)");
+ABSL_FLAG(std::string, peers, "",
+          "static ring: every worker's RingPeer address HOST:PORT, comma-separated, in rank "
+          "order (the same list on every worker)");
+ABSL_FLAG(std::string, listen, "", "address to serve RingPeer on (default: --peers[--rank])");
+ABSL_FLAG(std::string, metrics_listen, kDefaults.metrics_listen,
+          "address of the Prometheus /metrics endpoint (port 0: any free port, printed)");
+ABSL_FLAG(std::string, job, "train", "allreduce (benchmark and check) or train");
+ABSL_FLAG(int64_t, elements, kDefaults.elements, "allreduce job: floats per allreduce");
+ABSL_FLAG(int, iters, kDefaults.iters, "allreduce job: timed allreduces");
+ABSL_FLAG(int, warmup, kDefaults.warmup, "allreduce job: untimed allreduces first");
+ABSL_FLAG(int64_t, segment_bytes, kDefaults.segment_bytes,
+          "largest payload of one ring message; chunks are streamed in segments of this size");
+ABSL_FLAG(absl::Duration, timeout, kDefaults.timeout,
+          "deadline of one allreduce; a dead or stuck peer fails it after this");
+ABSL_FLAG(std::string, model, kTraining.model, "MLP layer sizes, Spark ML style (inputs,...,classes)");
+ABSL_FLAG(std::string, activation, kTraining.activation,
+          "hidden activation: sigmoid, tanh, relu, leaky_relu, elu, swish, softplus");
+ABSL_FLAG(std::string, data, kTraining.data, "iris or synthetic:ROWS");
+ABSL_FLAG(int64_t, steps, kTraining.steps, "training steps");
+ABSL_FLAG(int64_t, batch_size, kTraining.batch_size, "global batch size (split across workers)");
+ABSL_FLAG(double, lr, 0.01, "learning rate");
+ABSL_FLAG(std::string, optimizer, "adam", "sgd, momentum or adam");
+ABSL_FLAG(uint64_t, seed, kTraining.seed, "seed of parameters, synthetic data and batch order");
+ABSL_FLAG(std::string, device, "auto", "auto, cpu or cuda[:i]");
+ABSL_FLAG(std::string, result_file, "", "write the job's result here as JSON (atomically)");
+ABSL_FLAG(std::string, params_out, "", "train job: write the final parameters here (float32)");
+ABSL_FLAG(bool, linger, false,
+          "after the job, keep serving metrics until SIGINT/SIGTERM (for scraping)");
+
+namespace {
+
+absl::StatusOr<ringside::worker::WorkerOptions> OptionsFromFlags() {
+  ringside::worker::WorkerOptions options;
+  options.rank = absl::GetFlag(FLAGS_rank);
+  options.peers = absl::StrSplit(absl::GetFlag(FLAGS_peers), ',', absl::SkipEmpty());
+  options.listen = absl::GetFlag(FLAGS_listen);
+  options.metrics_listen = absl::GetFlag(FLAGS_metrics_listen);
+  auto job = ringside::worker::ParseWorkerJob(absl::GetFlag(FLAGS_job));
+  if (!job.ok()) return job.status();
+  options.job = *job;
+  options.elements = absl::GetFlag(FLAGS_elements);
+  options.iters = absl::GetFlag(FLAGS_iters);
+  options.warmup = absl::GetFlag(FLAGS_warmup);
+  options.segment_bytes = absl::GetFlag(FLAGS_segment_bytes);
+  options.timeout = absl::GetFlag(FLAGS_timeout);
+  ringside::worker::TrainingOptions& training = options.training;
+  training.model = absl::GetFlag(FLAGS_model);
+  training.activation = absl::GetFlag(FLAGS_activation);
+  training.data = absl::GetFlag(FLAGS_data);
+  training.steps = absl::GetFlag(FLAGS_steps);
+  training.batch_size = absl::GetFlag(FLAGS_batch_size);
+  training.seed = absl::GetFlag(FLAGS_seed);
+  training.device = absl::GetFlag(FLAGS_device);
+  auto optimizer = ringside::ParseOptimizer(absl::GetFlag(FLAGS_optimizer));
+  if (!optimizer.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat("--optimizer: ", optimizer.status().message()));
+  }
+  training.optimizer.kind = *optimizer;
+  training.optimizer.learning_rate = static_cast<float>(absl::GetFlag(FLAGS_lr));
+  if (absl::Status status = ringside::ValidateOptimizerConfig(training.optimizer); !status.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat("--lr: ", status.message()));
+  }
+  options.result_file = absl::GetFlag(FLAGS_result_file);
+  options.params_out = absl::GetFlag(FLAGS_params_out);
+  options.linger = absl::GetFlag(FLAGS_linger);
+  return options;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  ringside::TerminationSignals signals;  // first: every later thread inherits the signal mask
+  ringside::ConfigureFlagsUsage(
+      "ringside-worker: computes gradients and synchronises them over a ring of workers.\n"
+      "Static ring: ringside-worker --rank=R --peers=HOST:PORT,HOST:PORT,...");
+  absl::ParseCommandLine(argc, argv);
+  absl::StatusOr<ringside::worker::WorkerOptions> options = OptionsFromFlags();
+  absl::Status status = options.status();
+  if (status.ok()) status = ringside::worker::RunWorker(*options, signals, std::cout);
+  if (!status.ok()) {
+    std::cerr << "ringside-worker: " << status << "\n";
+    return signals.received() ? 128 + signals.signal() : 1;
+  }
+  return 0;
+}

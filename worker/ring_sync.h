@@ -1,0 +1,41 @@
+// Ring mode of data-parallel training: the workers' gradient shares are summed with one ring
+// allreduce of the whole fused gradient buffer (which gives the global mean, see
+// worker/data_parallel.h), then every worker applies the same optimiser step to the same
+// parameters, so parameters stay bit-identical across workers without ever being sent.
+// Thread-compatible. Errors: the allreduce's, or the optimiser's INVALID_ARGUMENT.
+#ifndef RINGSIDE_WORKER_RING_SYNC_H_
+#define RINGSIDE_WORKER_RING_SYNC_H_
+
+#include <cstdint>
+#include <memory>
+
+#include "common/optimizer.h"
+#include "ring/allreduce.h"
+#include "ring/ring_member.h"
+#include "worker/data_parallel.h"
+
+namespace ringside::worker {
+
+class RingSync final : public ParameterSync {
+ public:
+  // `member` must be connected and outlive this object.
+  static absl::StatusOr<std::unique_ptr<RingSync>> Create(ring::RingMember& member,
+                                                          const OptimizerConfig& config,
+                                                          size_t parameters,
+                                                          ring::AllreduceOptions options);
+  SyncMode mode() const override { return SyncMode::kRing; }
+  absl::StatusOr<SyncTiming> Step(int64_t step, absl::Span<float> gradient,
+                                  absl::Span<float> params) override;
+
+ private:
+  RingSync(ring::RingMember& member, Optimizer optimizer, ring::AllreduceOptions options)
+      : member_(member), optimizer_(std::move(optimizer)), options_(options) {}
+
+  ring::RingMember& member_;
+  Optimizer optimizer_;
+  ring::AllreduceOptions options_;
+};
+
+}  // namespace ringside::worker
+
+#endif  // RINGSIDE_WORKER_RING_SYNC_H_

@@ -1,0 +1,193 @@
+#include "worker/worker_daemon.h"
+
+#include <memory>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "common/checksum.h"
+#include "common/file_util.h"
+#include "common/grpc_util.h"
+#include "common/metrics.h"
+#include "common/net.h"
+#include "common/rank_result.h"
+#include "common/status_macros.h"
+#include "nlohmann/json.hpp"
+#include "prometheus/registry.h"
+#include "ring/ring_member.h"
+#include "worker/data_parallel.h"
+#include "worker/model_spec.h"
+#include "worker/ring_sync.h"
+
+namespace ringside::worker {
+namespace {
+
+// Everything a running worker owns; members are destroyed in reverse order, so the gRPC server
+// stops before the ring member whose service it runs.
+struct RunningWorker {
+  std::shared_ptr<prometheus::Registry> registry = std::make_shared<prometheus::Registry>();
+  Metrics metrics{registry};
+  std::unique_ptr<MetricsServer> metrics_server;
+  std::unique_ptr<ring::RingMember> member;
+  StartedServer server;
+};
+
+ring::AllreduceOptions AllreduceOptionsOf(const WorkerOptions& options) {
+  ring::AllreduceOptions allreduce;
+  allreduce.segment_bytes = static_cast<uint64_t>(options.segment_bytes);
+  allreduce.timeout = options.timeout;
+  allreduce.op = ring::ReduceOp::kSum;
+  return allreduce;
+}
+
+absl::Status WriteResult(const WorkerOptions& options, const nlohmann::json& result) {
+  if (options.result_file.empty()) return absl::OkStatus();
+  return WriteFileAtomically(options.result_file, result.dump() + "\n");
+}
+
+absl::Status RunAllreduceJob(const WorkerOptions& options, RunningWorker& worker,
+                             const TerminationSignals& signals, std::ostream& log) {
+  const int world = static_cast<int>(options.peers.size());
+  std::vector<float> data(static_cast<size_t>(options.elements));
+  const ring::AllreduceOptions allreduce = AllreduceOptionsOf(options);
+  uint64_t collective = 0;
+  absl::Status failure;
+  const RankResult result =
+      RunTimedIterations(options.rank, world, options.warmup, options.iters,
+                         absl::MakeSpan(data), [&] {
+                           if (!failure.ok() || signals.received()) return;
+                           failure = worker.member->Allreduce(++collective,
+                                                              absl::MakeSpan(data), allreduce);
+                         });
+  if (signals.received()) return absl::CancelledError("stopped by a signal before the job ended");
+  RETURN_IF_ERROR(failure);
+  log << WorkerName(options.rank) << ": " << options.iters << " allreduces of "
+      << options.elements << " floats, " << result.seconds_per_op * 1e3 << " ms each (median), "
+      << (result.check_ok ? "values checked" : "WRONG VALUES") << "\n";
+  nlohmann::json json = RankResultJson(result);
+  json["metrics_port"] = worker.metrics_server->port();
+  json["checksum"] = Fnv1aHex(data);
+  RETURN_IF_ERROR(WriteResult(options, json));
+  if (!result.check_ok) {
+    return absl::InternalError(absl::StrCat("allreduce result differs from the expected sum by ",
+                                            result.max_abs_error));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status RunTrainJob(const WorkerOptions& options, RunningWorker& worker,
+                         const TerminationSignals& signals, std::ostream& log) {
+  const int world = static_cast<int>(options.peers.size());
+  ASSIGN_OR_RETURN(const ModelSpec spec,
+                   ModelSpec::Parse(options.training.model, options.training.activation));
+  ASSIGN_OR_RETURN(std::unique_ptr<RingSync> sync,
+                   RingSync::Create(*worker.member, options.training.optimizer,
+                                    spec.parameter_count(), AllreduceOptionsOf(options)));
+  const int64_t report_every = std::max<int64_t>(1, options.training.steps / 10);
+  const std::string name = WorkerName(options.rank);
+  ASSIGN_OR_RETURN(
+      const TrainingResult result,
+      TrainDataParallel(options.training, WorkerSlot{options.rank, world}, *sync,
+                        &worker.metrics,
+                        [&](int64_t step, const GradientStats& stats, absl::Span<const float>) {
+                          if ((step + 1) % report_every == 0) {
+                            log << name << ": step " << step + 1 << "/" << options.training.steps
+                                << " loss " << stats.mean_loss << "\n";
+                          }
+                          return !signals.received();
+                        }));
+  if (signals.received()) return absl::CancelledError("stopped by a signal before the job ended");
+  log << name << ": trained " << result.steps << " steps; full data set: loss "
+      << result.final_eval.mean_loss << ", accuracy " << result.final_eval.accuracy << "\n";
+  if (!options.params_out.empty()) {
+    RETURN_IF_ERROR(WriteFileAtomically(
+        options.params_out,
+        absl::string_view(reinterpret_cast<const char*>(result.parameters.data()),
+                          result.parameters.size() * sizeof(float))));
+  }
+  return WriteResult(options, {{"rank", options.rank},
+                               {"world", world},
+                               {"steps", result.steps},
+                               {"parameters", result.parameters.size()},
+                               {"final_loss", result.final_eval.mean_loss},
+                               {"accuracy", result.final_eval.accuracy},
+                               {"checksum", Fnv1aHex(result.parameters)},
+                               {"metrics_port", worker.metrics_server->port()}});
+}
+
+}  // namespace
+
+absl::StatusOr<WorkerJob> ParseWorkerJob(absl::string_view text) {
+  if (text == "allreduce") return WorkerJob::kAllreduce;
+  if (text == "train") return WorkerJob::kTrain;
+  return absl::InvalidArgumentError(
+      absl::StrCat("--job: unknown job '", text, "'; expected allreduce or train"));
+}
+
+absl::Status ValidateWorkerOptions(const WorkerOptions& options) {
+  if (options.peers.empty()) {
+    return absl::InvalidArgumentError(
+        "--peers: give every worker's RingPeer address, e.g. "
+        "--peers=127.0.0.1:7001,127.0.0.1:7002 (the same list, in rank order, on every worker)");
+  }
+  for (const std::string& peer : options.peers) {
+    RETURN_IF_ERROR(Annotate(ParseHostPort(peer).status(), "--peers"));
+  }
+  if (options.rank < 0 || options.rank >= static_cast<int>(options.peers.size())) {
+    return absl::InvalidArgumentError(absl::StrCat("--rank=", options.rank, " is not in [0, ",
+                                                   options.peers.size(),
+                                                   "), the ranks --peers names"));
+  }
+  if (options.segment_bytes < 4 || options.segment_bytes > kMaxMessageBytes / 2) {
+    return absl::InvalidArgumentError(absl::StrCat("--segment_bytes must be in [4, ",
+                                                   kMaxMessageBytes / 2, "]"));
+  }
+  if (options.timeout <= absl::ZeroDuration()) {
+    return absl::InvalidArgumentError("--timeout must be positive");
+  }
+  if (options.job == WorkerJob::kAllreduce) {
+    if (options.elements < 0) return absl::InvalidArgumentError("--elements must be >= 0");
+    if (options.iters < 1) return absl::InvalidArgumentError("--iters must be >= 1");
+    if (options.warmup < 0) return absl::InvalidArgumentError("--warmup must be >= 0");
+  } else {
+    if (options.training.steps < 1) return absl::InvalidArgumentError("--steps must be >= 1");
+    RETURN_IF_ERROR(
+        ModelSpec::Parse(options.training.model, options.training.activation).status());
+  }
+  return absl::OkStatus();
+}
+
+absl::Status RunWorker(const WorkerOptions& options, const TerminationSignals& signals,
+                       std::ostream& log) {
+  RETURN_IF_ERROR(ValidateWorkerOptions(options));
+  const int world = static_cast<int>(options.peers.size());
+  const std::string name = WorkerName(options.rank);
+  RunningWorker worker;
+  ASSIGN_OR_RETURN(worker.metrics_server,
+                   MetricsServer::Start(options.metrics_listen, worker.registry));
+  const ring::RingTopology topology{/*generation=*/1, world, options.rank};
+  worker.member = std::make_unique<ring::RingMember>(topology, &worker.metrics);
+  const std::string listen = options.listen.empty() ? options.peers[options.rank] : options.listen;
+  ASSIGN_OR_RETURN(worker.server, StartServer(listen, {worker.member->service()}));
+  worker.metrics.WorldSize().Set(world);
+  worker.metrics.Generation().Set(static_cast<double>(topology.generation));
+  worker.metrics.ModeInfo(SyncMode::kRing).Set(1);
+  worker.metrics.ModeInfo(SyncMode::kPs).Set(0);
+  log << name << ": RingPeer on " << listen << ", metrics at http://"
+      << ParseHostPort(options.metrics_listen)->host << ":" << worker.metrics_server->port()
+      << "/metrics, ring of " << world << "\n";
+  log.flush();
+  RETURN_IF_ERROR(worker.member->Connect(options.peers));
+
+  absl::Status status = options.job == WorkerJob::kAllreduce
+                            ? RunAllreduceJob(options, worker, signals, log)
+                            : RunTrainJob(options, worker, signals, log);
+  if (status.ok() && options.linger && !signals.received()) {
+    log << name << ": job done; serving metrics until SIGINT/SIGTERM\n";
+    log.flush();
+    while (!signals.WaitFor(absl::Hours(1))) {
+    }
+  }
+  return status;
+}
+
+}  // namespace ringside::worker

@@ -1,0 +1,62 @@
+// ringside-worker's whole life, behind a thin main: serve metrics and the RingPeer service,
+// join a static ring (--peers, like an MPI host list), run one job, report it, then exit or
+// linger until SIGINT/SIGTERM so its metrics can still be scraped.
+//
+// Jobs:
+//   allreduce  time `iters` sum-allreduces of `elements` floats filled with the benchmark
+//              pattern (common/rank_result.h) and check every value; the driver protocol of
+//              `ringside-bench ring`.
+//   train      data-parallel training (worker/data_parallel.h) in ring mode.
+//
+// Result file (--result_file, written atomically, JSON): the allreduce job writes the
+// RankResult fields; both jobs add "metrics_port" and a checksum of their final buffer
+// ("checksum": FNV-1a of the allreduced values, or of the parameters) so tests can compare
+// workers. The train job also writes "steps", "final_loss", "accuracy", "parameters".
+//
+// Errors: INVALID_ARGUMENT for options that do not fit together (message names the flag);
+// UNAVAILABLE when a port cannot be bound; otherwise the job's error. Thread-compatible.
+#ifndef RINGSIDE_WORKER_WORKER_DAEMON_H_
+#define RINGSIDE_WORKER_WORKER_DAEMON_H_
+
+#include <cstdint>
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/time/time.h"
+#include "common/termination_signals.h"
+#include "worker/local_training.h"
+
+namespace ringside::worker {
+
+enum class WorkerJob { kAllreduce, kTrain };
+absl::StatusOr<WorkerJob> ParseWorkerJob(absl::string_view text);
+
+struct WorkerOptions {
+  int rank = 0;
+  std::vector<std::string> peers;     // RingPeer address of every rank, HOST:PORT
+  std::string listen;                 // empty: bind peers[rank]
+  std::string metrics_listen = "127.0.0.1:0";
+  WorkerJob job = WorkerJob::kTrain;
+  int64_t elements = int64_t{1} << 20;  // allreduce job
+  int iters = 10;
+  int warmup = 2;
+  int64_t segment_bytes = int64_t{1} << 20;
+  absl::Duration timeout = absl::Seconds(60);  // per allreduce
+  TrainingOptions training;                    // train job
+  std::string result_file;                     // empty: none
+  std::string params_out;                      // train job: final parameters, raw float32
+  bool linger = false;
+};
+
+absl::Status ValidateWorkerOptions(const WorkerOptions& options);
+
+// Runs the worker until its job ends (and, with `linger`, until a termination signal).
+// Progress lines go to `log`.
+absl::Status RunWorker(const WorkerOptions& options, const TerminationSignals& signals,
+                       std::ostream& log);
+
+}  // namespace ringside::worker
+
+#endif  // RINGSIDE_WORKER_WORKER_DAEMON_H_
