@@ -1,42 +1,58 @@
 #include "common/termination_signals.h"
 
-#include <pthread.h>
+#include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
+#include <unistd.h>
 
-#include <ctime>
+#include <cerrno>
 
 namespace ringside {
 namespace {
 
-sigset_t TerminationSet() {
-  sigset_t set;
-  sigemptyset(&set);
-  sigaddset(&set, SIGINT);
-  sigaddset(&set, SIGTERM);
-  return set;
+// A signal handler can reach nothing but globals; this one is written once, by the constructor,
+// before the handler is installed. Libraries start threads before main() (OpenBLAS does), so
+// blocking the signals in main would not cover them: a handler covers every thread.
+int g_signal_pipe_write = -1;
+
+void OnTerminationSignal(int signal_number) {
+  const int saved_errno = errno;
+  const unsigned char byte = static_cast<unsigned char>(signal_number);
+  [[maybe_unused]] ssize_t ignored = write(g_signal_pipe_write, &byte, 1);
+  errno = saved_errno;
 }
 
 }  // namespace
 
 TerminationSignals::TerminationSignals() {
-  const sigset_t set = TerminationSet();
-  pthread_sigmask(SIG_BLOCK, &set, nullptr);
-  thread_ = std::thread([this, set] {
+  int fds[2];
+  if (pipe2(fds, O_CLOEXEC | O_NONBLOCK) != 0) return;  // signals then keep their default action
+  g_signal_pipe_write = fds[1];
+  struct sigaction action = {};
+  action.sa_handler = &OnTerminationSignal;
+  sigemptyset(&action.sa_mask);
+  action.sa_flags = SA_RESTART;
+  sigaction(SIGINT, &action, nullptr);
+  sigaction(SIGTERM, &action, nullptr);
+  const int read_fd = fds[0];
+  thread_ = std::thread([this, read_fd] {
     // Polls with a short timeout so the destructor can stop the thread without a signal.
-    const timespec period = {0, 100 * 1000 * 1000};
+    pollfd pending = {read_fd, POLLIN, 0};
     while (!stopping_.load()) {
-      const int got = sigtimedwait(&set, nullptr, &period);
-      if (got > 0 && !notification_.HasBeenNotified()) {
-        signal_.store(got);
+      if (poll(&pending, 1, 100) <= 0) continue;
+      unsigned char byte = 0;
+      if (read(read_fd, &byte, 1) == 1 && !notification_.HasBeenNotified()) {
+        signal_.store(byte);
         notification_.Notify();
       }
     }
+    close(read_fd);
   });
 }
 
 TerminationSignals::~TerminationSignals() {
   stopping_.store(true);
-  thread_.join();
+  if (thread_.joinable()) thread_.join();
 }
 
 }  // namespace ringside

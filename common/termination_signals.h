@@ -1,8 +1,6 @@
-// SIGINT/SIGTERM as an event a daemon can wait on, instead of a handler that may run on any
-// thread at any time. Create it first thing in main(), before any thread starts: it blocks both
-// signals in the calling thread (so every thread created later inherits the mask) and a
-// dedicated thread takes them with sigtimedwait.
-// Thread-safe. One instance per process.
+// SIGINT/SIGTERM as an event a daemon can wait on: the handler only writes a byte to a pipe
+// and a dedicated thread turns it into a notification, so no code runs in signal context.
+// Create it first thing in main(). Thread-safe. One instance per process.
 #ifndef RINGSIDE_COMMON_TERMINATION_SIGNALS_H_
 #define RINGSIDE_COMMON_TERMINATION_SIGNALS_H_
 

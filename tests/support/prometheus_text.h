@@ -1,0 +1,29 @@
+// Test support: samples of a Prometheus text exposition, looked up by name and labels.
+#ifndef RINGSIDE_TESTS_SUPPORT_PROMETHEUS_TEXT_H_
+#define RINGSIDE_TESTS_SUPPORT_PROMETHEUS_TEXT_H_
+
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+
+namespace ringside::testing {
+
+struct Sample {
+  std::string name;
+  std::map<std::string, std::string> labels;
+  double value = 0;
+};
+
+// Parses every sample line (comments and blank lines skipped); INVALID_ARGUMENT names a bad line.
+absl::StatusOr<std::vector<Sample>> ParsePrometheusText(const std::string& text);
+
+// The value of the one sample named `name` whose labels include all of `labels`; nullopt if none.
+std::optional<double> FindSample(const std::vector<Sample>& samples, const std::string& name,
+                                 const std::map<std::string, std::string>& labels);
+
+}  // namespace ringside::testing
+
+#endif  // RINGSIDE_TESTS_SUPPORT_PROMETHEUS_TEXT_H_

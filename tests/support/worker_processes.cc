@@ -1,0 +1,79 @@
+#include "tests/support/worker_processes.h"
+
+#include <cstdlib>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "common/file_util.h"
+#include "common/free_port.h"
+#include "common/status_macros.h"
+
+namespace ringside::testing {
+
+std::string BinDir() {
+  const char* dir = std::getenv("RINGSIDE_BIN_DIR");
+  return dir != nullptr ? dir : "";
+}
+
+std::string WorkerProcesses::ResultFile(int rank) const {
+  return dir_->File(absl::StrCat("result-", rank, ".json"));
+}
+
+absl::StatusOr<std::unique_ptr<WorkerProcesses>> WorkerProcesses::Start(
+    int world, const std::vector<std::string>& flags) {
+  if (BinDir().empty()) return absl::FailedPreconditionError("RINGSIDE_BIN_DIR is not set");
+  ASSIGN_OR_RETURN(TempDir dir, TempDir::Create("ringside-workers-"));
+  std::unique_ptr<WorkerProcesses> workers(
+      new WorkerProcesses(std::make_unique<TempDir>(std::move(dir))));
+  ASSIGN_OR_RETURN(const std::vector<int> ports, PickFreePorts(world));
+  std::vector<std::string> peers;
+  for (int port : ports) peers.push_back(absl::StrCat("127.0.0.1:", port));
+  for (int rank = 0; rank < world; ++rank) {
+    SpawnOptions options;
+    options.argv = {BinDir() + "/ringside-worker", absl::StrCat("--rank=", rank),
+                    absl::StrCat("--peers=", absl::StrJoin(peers, ",")),
+                    absl::StrCat("--result_file=", workers->ResultFile(rank))};
+    options.argv.insert(options.argv.end(), flags.begin(), flags.end());
+    options.log_path = workers->dir_->File(absl::StrCat("worker-", rank, ".log"));
+    // civetweb (the metrics server) can take ~2 s to stop after a scrape; SIGKILL is a failure.
+    options.term_grace = absl::Seconds(15);
+    ASSIGN_OR_RETURN(Subprocess process, Subprocess::Spawn(options));
+    workers->processes_.push_back(std::move(process));
+  }
+  return workers;
+}
+
+absl::StatusOr<std::vector<nlohmann::json>> WorkerProcesses::WaitForResults(
+    absl::Duration timeout) {
+  const absl::Time give_up = absl::Now() + timeout;
+  std::vector<nlohmann::json> results(processes_.size());
+  for (size_t rank = 0; rank < processes_.size(); ++rank) {
+    while (true) {
+      absl::StatusOr<std::string> text = ReadFileToString(ResultFile(static_cast<int>(rank)));
+      if (text.ok()) {
+        results[rank] = nlohmann::json::parse(*text, nullptr, /*allow_exceptions=*/false);
+        break;
+      }
+      Subprocess& process = processes_[rank];
+      if (std::optional<ExitStatus> exit = process.Poll(); exit.has_value()) {
+        return absl::InternalError(absl::StrCat("worker ", rank, " ended (", exit->ToString(),
+                                                ") without a result:\n",
+                                                TailOfFile(process.log_path(), 20)));
+      }
+      if (absl::Now() > give_up) {
+        return absl::DeadlineExceededError(absl::StrCat("worker ", rank, " wrote no result:\n",
+                                                        TailOfFile(process.log_path(), 20)));
+      }
+      absl::SleepFor(absl::Milliseconds(20));  // polling a file: there is no event to wait on
+    }
+  }
+  return results;
+}
+
+absl::Status WorkerProcesses::WaitForExit(absl::Duration timeout) {
+  std::vector<Subprocess*> all;
+  for (Subprocess& process : processes_) all.push_back(&process);
+  return WaitAll(all, timeout);
+}
+
+}  // namespace ringside::testing

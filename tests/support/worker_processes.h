@@ -1,0 +1,46 @@
+// Test support: N real `ringside-worker` processes forming a static ring on loopback (free
+// ports picked at run time), each writing a JSON result file; stopped by PID when the object
+// dies. Requires RINGSIDE_BIN_DIR (set by ctest).
+#ifndef RINGSIDE_TESTS_SUPPORT_WORKER_PROCESSES_H_
+#define RINGSIDE_TESTS_SUPPORT_WORKER_PROCESSES_H_
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "common/subprocess.h"
+#include "common/temp_dir.h"
+#include "nlohmann/json.hpp"
+
+namespace ringside::testing {
+
+class WorkerProcesses {
+ public:
+  // Starts `world` workers with `--rank --peers --result_file` plus `flags`.
+  static absl::StatusOr<std::unique_ptr<WorkerProcesses>> Start(
+      int world, const std::vector<std::string>& flags);
+
+  // Waits until every worker has written its result file (a worker that exits without one
+  // fails the wait with its log's last lines), then returns the parsed results in rank order.
+  absl::StatusOr<std::vector<nlohmann::json>> WaitForResults(absl::Duration timeout);
+  // Waits for every process to exit with code 0.
+  absl::Status WaitForExit(absl::Duration timeout);
+
+  Subprocess& process(int rank) { return processes_[rank]; }
+  const TempDir& dir() const { return *dir_; }
+
+ private:
+  WorkerProcesses(std::unique_ptr<TempDir> dir) : dir_(std::move(dir)) {}
+  std::string ResultFile(int rank) const;
+
+  std::unique_ptr<TempDir> dir_;
+  std::vector<Subprocess> processes_;
+};
+
+std::string BinDir();
+
+}  // namespace ringside::testing
+
+#endif  // RINGSIDE_TESTS_SUPPORT_WORKER_PROCESSES_H_
