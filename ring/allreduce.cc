@@ -45,48 +45,66 @@ absl::Status RingAllreduce::RunSteps(uint64_t collective, absl::Span<float> buff
   const RingSchedule schedule(topology.world, topology.rank);
   const auto chunks = ChunkRanges(buffer.size(), topology.world);
   const uint64_t segment_elements = std::max<uint64_t>(1, options.segment_bytes / kElementBytes);
-  for (int step = 0; step < schedule.steps(); ++step) {
-    const RingStep plan = schedule.Step(step);
+  auto header_of = [&](int step) {
     SegmentHeader header;
     header.generation = topology.generation;
     header.collective = collective;
     header.sender_rank = topology.rank;
     header.step = step;
-    header.chunk = plan.send_chunk;
+    header.chunk = schedule.Step(step).send_chunk;
     header.total_elements = buffer.size();
     header.dtype = DType::kFloat32;
-    RETURN_IF_ERROR(SendChunk(header, ChunkOf(buffer, chunks[plan.send_chunk]), segment_elements));
-    RETURN_IF_ERROR(ReceiveChunk(collective, step, plan.receive_chunk, plan.reduce, buffer.size(),
-                                 ChunkOf(buffer, chunks[plan.receive_chunk]), deadline));
-    if (step == topology.world - 2 && options.op == ReduceOp::kAverage) {
-      // Scale the one chunk this rank owns before allgather: every rank then copies the same
-      // scaled values, so all ranks end bit-identical.
-      absl::Span<float> owned = ChunkOf(buffer, chunks[schedule.owned_chunk()]);
-      ScaleFloat32(owned.data(), owned.size(), 1.0f / static_cast<float>(topology.world));
+    return header;
+  };
+  // Step 0 sends this rank's own data; every later step sends the chunk the step before
+  // received, so each received segment is forwarded as soon as it is final (segment-level
+  // pipelining: the ring never waits for a whole chunk, and the segment is still in cache).
+  const SegmentHeader first = header_of(0);
+  uint64_t offset = 0;
+  const absl::Span<float> first_chunk = ChunkOf(buffer, chunks[first.chunk]);
+  do {
+    const uint64_t count = std::min<uint64_t>(segment_elements, first_chunk.size() - offset);
+    RETURN_IF_ERROR(SendSegment(first, offset, first_chunk.subspan(offset, count)));
+    offset += count;
+  } while (offset < first_chunk.size());
+
+  for (int step = 0; step < schedule.steps(); ++step) {
+    const RingStep plan = schedule.Step(step);
+    ChunkReceipt receipt;
+    receipt.step = step;
+    receipt.chunk = plan.receive_chunk;
+    receipt.reduce = plan.reduce;
+    // Scale the one chunk this rank owns before allgather: every rank then copies the same
+    // scaled values, so all ranks end bit-identical.
+    receipt.scale = step == topology.world - 2 && options.op == ReduceOp::kAverage;
+    if (step + 1 < schedule.steps()) {
+      receipt.forward = header_of(step + 1);
+      if (receipt.forward->chunk != plan.receive_chunk) {
+        return absl::InternalError("ring schedule does not forward the chunk it received");
+      }
     }
+    RETURN_IF_ERROR(ReceiveChunk(collective, receipt, buffer.size(),
+                                 ChunkOf(buffer, chunks[plan.receive_chunk]), deadline));
   }
   return absl::OkStatus();
 }
 
-absl::Status RingAllreduce::SendChunk(const SegmentHeader& header, absl::Span<const float> chunk,
-                                      uint64_t segment_elements) {
+absl::Status RingAllreduce::SendSegment(const SegmentHeader& header, uint64_t offset,
+                                        absl::Span<const float> values) {
   SegmentHeader segment_header = header;
-  uint64_t offset = 0;
-  do {
-    const uint64_t count = std::min<uint64_t>(segment_elements, chunk.size() - offset);
-    segment_header.offset = offset;
-    const char* bytes = reinterpret_cast<const char*>(chunk.data() + offset);
-    RETURN_IF_ERROR(transport_.Send(segment_header, absl::MakeConstSpan(bytes, count * kElementBytes)));
-    if (metrics_.bytes != nullptr) metrics_.bytes->Increment(count * kElementBytes);
-    if (metrics_.messages != nullptr) metrics_.messages->Increment();
-    offset += count;
-  } while (offset < chunk.size());
+  segment_header.offset = offset;
+  const char* bytes = reinterpret_cast<const char*>(values.data());
+  RETURN_IF_ERROR(
+      transport_.Send(segment_header, absl::MakeConstSpan(bytes, values.size() * kElementBytes)));
+  if (metrics_.bytes != nullptr) metrics_.bytes->Increment(values.size() * kElementBytes);
+  if (metrics_.messages != nullptr) metrics_.messages->Increment();
   return absl::OkStatus();
 }
 
-absl::Status RingAllreduce::ReceiveChunk(uint64_t collective, int step, int chunk_index,
-                                         bool reduce, uint64_t total_elements,
-                                         absl::Span<float> chunk, absl::Time deadline) {
+absl::Status RingAllreduce::ReceiveChunk(uint64_t collective, const ChunkReceipt& receipt,
+                                         uint64_t total_elements, absl::Span<float> chunk,
+                                         absl::Time deadline) {
+  const int world = transport_.topology().world;
   uint64_t offset = 0;
   do {
     ASSIGN_OR_RETURN(Segment segment, transport_.Receive(collective, deadline));
@@ -98,17 +116,22 @@ absl::Status RingAllreduce::ReceiveChunk(uint64_t collective, int step, int chun
           "same buffer length and type"));
     }
     const uint64_t count = segment.payload.size() / kElementBytes;
-    if (h.step != step || h.chunk != chunk_index || h.offset != offset ||
+    if (h.step != receipt.step || h.chunk != receipt.chunk || h.offset != offset ||
         count > chunk.size() - offset) {
       return absl::InternalError(absl::StrCat("inbox delivered step ", h.step, " chunk ", h.chunk,
-                                              " offset ", h.offset, " while expecting step ", step,
-                                              " chunk ", chunk_index, " offset ", offset));
+                                              " offset ", h.offset, " while expecting step ",
+                                              receipt.step, " chunk ", receipt.chunk, " offset ",
+                                              offset));
     }
     float* dst = chunk.data() + offset;
-    if (reduce) {
+    if (receipt.reduce) {
       AddFloat32(dst, segment.payload.data(), count);
     } else {
       std::memcpy(dst, segment.payload.data(), count * kElementBytes);
+    }
+    if (receipt.scale) ScaleFloat32(dst, count, 1.0f / static_cast<float>(world));
+    if (receipt.forward.has_value()) {
+      RETURN_IF_ERROR(SendSegment(*receipt.forward, offset, absl::MakeConstSpan(dst, count)));
     }
     offset += count;
   } while (offset < chunk.size());

@@ -10,6 +10,7 @@
 #define RINGSIDE_RING_ALLREDUCE_H_
 
 #include <cstdint>
+#include <optional>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -44,9 +45,18 @@ class RingAllreduce {
  private:
   absl::Status RunSteps(uint64_t collective, absl::Span<float> buffer,
                         const AllreduceOptions& options, absl::Time deadline);
-  absl::Status SendChunk(const SegmentHeader& header, absl::Span<const float> chunk,
-                         uint64_t segment_elements);
-  absl::Status ReceiveChunk(uint64_t collective, int step, int chunk_index, bool reduce,
+  // What to do with the segments of one step's incoming chunk.
+  struct ChunkReceipt {
+    int step = 0;
+    int chunk = 0;
+    bool reduce = false;  // add into the buffer (scatter-reduce) or copy (allgather)
+    bool scale = false;   // kAverage: divide by the world size once final
+    std::optional<SegmentHeader> forward;  // send each final segment on as this (next) step
+  };
+
+  absl::Status SendSegment(const SegmentHeader& header, uint64_t offset,
+                           absl::Span<const float> values);
+  absl::Status ReceiveChunk(uint64_t collective, const ChunkReceipt& receipt,
                             uint64_t total_elements, absl::Span<float> chunk, absl::Time deadline);
 
   RingTransport& transport_;
