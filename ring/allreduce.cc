@@ -124,11 +124,7 @@ absl::Status RingAllreduce::ReceiveChunk(uint64_t collective, const ChunkReceipt
                                               offset));
     }
     float* dst = chunk.data() + offset;
-    if (receipt.reduce) {
-      AddFloat32(dst, segment.payload.data(), count);
-    } else {
-      std::memcpy(dst, segment.payload.data(), count * kElementBytes);
-    }
+    ApplyFloat32Pieces(dst, segment.payload.pieces(), /*add=*/receipt.reduce);
     if (receipt.scale) ScaleFloat32(dst, count, 1.0f / static_cast<float>(world));
     if (receipt.forward.has_value()) {
       RETURN_IF_ERROR(SendSegment(*receipt.forward, offset, absl::MakeConstSpan(dst, count)));

@@ -4,32 +4,22 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/grpc_util.h"
+#include "grpcpp/support/proto_buffer_writer.h"
+#include "ring/segment_codec.h"
 
 namespace ringside::ring {
 namespace {
 
+// The generated method, called with raw buffers on both ends (see ring/segment_codec.h).
+constexpr char kStreamMethod[] = "/ringside.proto.RingPeer/Stream";
+
 // Bounded wait for queued segments to drain when a sender closes normally.
 constexpr absl::Duration kCloseGrace = absl::Seconds(5);
 
-Segment FromProto(proto::RingSegment& message) {
-  Segment segment;
-  SegmentHeader& h = segment.header;
-  h.generation = message.generation();
-  h.collective = message.collective();
-  h.sender_rank = static_cast<int>(message.sender_rank());
-  h.step = static_cast<int>(message.step());
-  h.chunk = static_cast<int>(message.chunk());
-  h.offset = message.offset();
-  h.total_elements = message.total_elements();
-  h.dtype = static_cast<DType>(message.dtype());
-  segment.payload = std::move(*message.mutable_payload());
-  return segment;
-}
-
 // One reactor per incoming stream; owns its message buffer and deletes itself in OnDone.
-class StreamReactor final : public grpc::ServerReadReactor<proto::RingSegment> {
+class StreamReactor final : public grpc::ServerReadReactor<grpc::ByteBuffer> {
  public:
-  StreamReactor(RingInbox& inbox, proto::RingStreamSummary* summary)
+  StreamReactor(RingInbox& inbox, grpc::ByteBuffer* summary)
       : inbox_(inbox), summary_(summary), stream_id_(inbox.OpenStream()) {
     StartRead(&message_);
   }
@@ -37,15 +27,23 @@ class StreamReactor final : public grpc::ServerReadReactor<proto::RingSegment> {
   void OnReadDone(bool ok) override {
     if (!ok) {  // the sender closed or cancelled the stream
       inbox_.StreamEnded(stream_id_);
+      proto::RingStreamSummary summary;
+      summary.set_segments_accepted(accepted_);
+      bool own_buffer = false;
+      grpc::SerializationTraits<proto::RingStreamSummary>::Serialize(summary, summary_,
+                                                                     &own_buffer);
       Finish(grpc::Status::OK);
       return;
     }
-    absl::Status status = inbox_.Accept(FromProto(message_), stream_id_);
+    absl::StatusOr<Segment> segment = DecodeSegment(message_);
+    absl::Status status = segment.status();
+    if (status.ok()) status = inbox_.Accept(*std::move(segment), stream_id_);
     if (!status.ok()) {
       Finish(ToGrpcStatus(status));
       return;
     }
-    summary_->set_segments_accepted(summary_->segments_accepted() + 1);
+    ++accepted_;
+    message_.Clear();
     StartRead(&message_);
   }
 
@@ -53,15 +51,16 @@ class StreamReactor final : public grpc::ServerReadReactor<proto::RingSegment> {
 
  private:
   RingInbox& inbox_;
-  proto::RingStreamSummary* summary_;
+  grpc::ByteBuffer* summary_;
   const uint64_t stream_id_;
-  proto::RingSegment message_;
+  grpc::ByteBuffer message_;
+  uint64_t accepted_ = 0;
 };
 
 }  // namespace
 
-grpc::ServerReadReactor<proto::RingSegment>* RingPeerService::Stream(
-    grpc::CallbackServerContext* context, proto::RingStreamSummary* summary) {
+grpc::ServerReadReactor<grpc::ByteBuffer>* RingPeerService::Stream(
+    grpc::CallbackServerContext* context, grpc::ByteBuffer* summary) {
   return new StreamReactor(inbox_, summary);
 }
 
@@ -72,7 +71,8 @@ RingStreamSender::RingStreamSender(std::string address, std::string peer_name,
       peer_name_(std::move(peer_name)),
       on_error_(std::move(on_error)),
       wire_(wire),
-      stub_(proto::RingPeer::NewStub(MakeChannel(address_))),
+      channel_(MakeChannel(address_)),
+      method_(kStreamMethod, grpc::internal::RpcMethod::CLIENT_STREAMING, channel_),
       thread_([this] { Loop(); }) {}
 
 RingStreamSender::~RingStreamSender() {
@@ -90,7 +90,7 @@ RingStreamSender::~RingStreamSender() {
   thread_.join();
 }
 
-absl::Status RingStreamSender::Enqueue(proto::RingSegment segment) {
+absl::Status RingStreamSender::Enqueue(grpc::ByteBuffer segment) {
   absl::MutexLock lock(&mu_);
   if (!error_.ok()) return error_;
   queue_.push_back(std::move(segment));
@@ -107,7 +107,7 @@ void RingStreamSender::Abandon() {
 
 void RingStreamSender::Loop() {
   while (true) {
-    proto::RingSegment segment;
+    grpc::ByteBuffer segment;
     uint64_t epoch;
     {
       absl::MutexLock lock(&mu_);
@@ -129,7 +129,7 @@ void RingStreamSender::Loop() {
   CloseStream();
 }
 
-bool RingStreamSender::WriteOne(const proto::RingSegment& segment, uint64_t epoch) {
+bool RingStreamSender::WriteOne(const grpc::ByteBuffer& segment, uint64_t epoch) {
   if (writer_ != nullptr && stream_epoch_ != epoch) CloseStream();  // abandoned: start afresh
   if (writer_ == nullptr) {
     stream_context_ = std::make_unique<grpc::ClientContext>();
@@ -143,11 +143,12 @@ bool RingStreamSender::WriteOne(const proto::RingSegment& segment, uint64_t epoc
       context_ = stream_context_.get();
       if (epoch != epoch_) context_->TryCancel();
     }
-    writer_ = stub_->Stream(stream_context_.get(), &summary_);
+    writer_.reset(grpc::internal::ClientWriterFactory<grpc::ByteBuffer>::Create(
+        channel_.get(), method_, stream_context_.get(), &summary_));
     stream_epoch_ = epoch;
   }
   if (writer_->Write(segment)) {
-    if (wire_ != nullptr) wire_->Increment(static_cast<double>(segment.ByteSizeLong()));
+    if (wire_ != nullptr) wire_->Increment(static_cast<double>(segment.Length()));
     return true;
   }
   const grpc::Status status = writer_->Finish();
@@ -190,17 +191,7 @@ GrpcRingTransport::GrpcRingTransport(RingTopology topology, const std::string& r
               [&inbox](const absl::Status& status) { inbox.Fail(status); }, wire_bytes) {}
 
 absl::Status GrpcRingTransport::Send(const SegmentHeader& header, absl::Span<const char> payload) {
-  proto::RingSegment message;
-  message.set_generation(header.generation);
-  message.set_collective(header.collective);
-  message.set_sender_rank(static_cast<uint32_t>(header.sender_rank));
-  message.set_step(static_cast<uint32_t>(header.step));
-  message.set_chunk(static_cast<uint32_t>(header.chunk));
-  message.set_offset(header.offset);
-  message.set_total_elements(header.total_elements);
-  message.set_dtype(static_cast<uint32_t>(header.dtype));
-  message.set_payload(payload.data(), payload.size());
-  return sender_.Enqueue(std::move(message));
+  return sender_.Enqueue(EncodeSegment(header, payload));
 }
 
 }  // namespace ringside::ring

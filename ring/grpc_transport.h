@@ -26,11 +26,13 @@ namespace ringside::ring {
 
 // Serves RingPeer.Stream: every stream's segments go through `inbox` (which must outlive the
 // service). Thread-safe; reactors never block.
-class RingPeerService final : public proto::RingPeer::CallbackService {
+// The method is served raw: segments are decoded straight from gRPC's slices (segment_codec.h).
+class RingPeerService final
+    : public proto::RingPeer::WithRawCallbackMethod_Stream<proto::RingPeer::Service> {
  public:
   explicit RingPeerService(RingInbox& inbox) : inbox_(inbox) {}
-  grpc::ServerReadReactor<proto::RingSegment>* Stream(grpc::CallbackServerContext* context,
-                                                      proto::RingStreamSummary* summary) override;
+  grpc::ServerReadReactor<grpc::ByteBuffer>* Stream(grpc::CallbackServerContext* context,
+                                                    grpc::ByteBuffer* summary) override;
 
  private:
   RingInbox& inbox_;
@@ -48,23 +50,24 @@ class RingStreamSender {
   RingStreamSender& operator=(const RingStreamSender&) = delete;
 
   // Queues a segment; returns the stream's error if it has failed since the last Abandon().
-  absl::Status Enqueue(proto::RingSegment segment);
+  absl::Status Enqueue(grpc::ByteBuffer segment);
   // Drops queued segments, cancels the stream in use and clears the error.
   void Abandon();
 
  private:
   void Loop();
-  bool WriteOne(const proto::RingSegment& segment, uint64_t epoch);
+  bool WriteOne(const grpc::ByteBuffer& segment, uint64_t epoch);
   void CloseStream();
 
   const std::string address_;
   const std::string peer_name_;
   const std::function<void(const absl::Status&)> on_error_;
   prometheus::Counter* const wire_;
-  std::unique_ptr<proto::RingPeer::Stub> stub_;
+  std::shared_ptr<grpc::Channel> channel_;
+  const grpc::internal::RpcMethod method_;
 
   absl::Mutex mu_;
-  std::deque<proto::RingSegment> queue_ ABSL_GUARDED_BY(mu_);
+  std::deque<grpc::ByteBuffer> queue_ ABSL_GUARDED_BY(mu_);  // encoded segments
   bool busy_ ABSL_GUARDED_BY(mu_) = false;
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
   uint64_t epoch_ ABSL_GUARDED_BY(mu_) = 0;
@@ -73,8 +76,8 @@ class RingStreamSender {
 
   // Used by the sender thread only.
   std::unique_ptr<grpc::ClientContext> stream_context_;
-  std::unique_ptr<grpc::ClientWriter<proto::RingSegment>> writer_;
-  proto::RingStreamSummary summary_;
+  std::unique_ptr<grpc::ClientWriter<grpc::ByteBuffer>> writer_;
+  grpc::ByteBuffer summary_;
   uint64_t stream_epoch_ = 0;
   std::thread thread_;
 };

@@ -16,7 +16,7 @@ void InMemoryTransport::BeginCollective(uint64_t collective) {
 }
 
 absl::Status InMemoryTransport::Send(const SegmentHeader& header, absl::Span<const char> payload) {
-  return right_inbox_.Accept(Segment{header, std::string(payload.data(), payload.size())},
+  return right_inbox_.Accept(Segment{header, SegmentPayload(std::string(payload.data(), payload.size()))},
                              stream_id_);
 }
 

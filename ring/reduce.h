@@ -1,11 +1,15 @@
 // Element-wise kernels the ring applies to received payloads. Payload bytes are read with
-// memcpy-sized loads because a received std::string gives no alignment guarantee; the compiler
+// memcpy-sized loads because received bytes (gRPC slices) have no alignment guarantee; the compiler
 // turns these loops into unaligned vector loads. Pure functions; thread-safe.
 #ifndef RINGSIDE_RING_REDUCE_H_
 #define RINGSIDE_RING_REDUCE_H_
 
+#include <algorithm>
 #include <cstddef>
 #include <cstring>
+#include <vector>
+
+#include "absl/strings/string_view.h"
 
 namespace ringside::ring {
 
@@ -15,6 +19,40 @@ inline void AddFloat32(float* __restrict dst, const char* __restrict src_bytes, 
     float value;
     std::memcpy(&value, src_bytes + i * sizeof(float), sizeof(float));
     dst[i] += value;
+  }
+}
+
+// Applies a payload in pieces to `dst` (count = payload.size() / 4 floats): dst += payload when
+// `add`, else dst = payload. A float split across two pieces is reassembled first.
+inline void ApplyFloat32Pieces(float* dst, const std::vector<absl::string_view>& pieces,
+                               bool add) {
+  char carry[sizeof(float)];
+  size_t carried = 0;
+  auto apply = [add](float* out, const char* bytes, size_t count) {
+    if (add) {
+      AddFloat32(out, bytes, count);
+    } else {
+      std::memcpy(out, bytes, count * sizeof(float));
+    }
+  };
+  for (absl::string_view piece : pieces) {
+    const char* bytes = piece.data();
+    size_t left = piece.size();
+    if (carried > 0) {
+      const size_t take = std::min(sizeof(float) - carried, left);
+      std::memcpy(carry + carried, bytes, take);
+      carried += take;
+      bytes += take;
+      left -= take;
+      if (carried < sizeof(float)) continue;
+      apply(dst++, carry, 1);
+      carried = 0;
+    }
+    const size_t whole = left / sizeof(float);
+    apply(dst, bytes, whole);
+    dst += whole;
+    carried = left - whole * sizeof(float);
+    std::memcpy(carry, bytes + whole * sizeof(float), carried);
   }
 }
 

@@ -1,11 +1,14 @@
-// One segment of a ring step as plain C++ (the gRPC adapter translates RingSegment protos to and
-// from this). Value types; thread-compatible.
+// One segment of a ring step as plain C++ (the gRPC adapter decodes RingSegment messages into
+// this). Value types; thread-compatible.
 #ifndef RINGSIDE_RING_SEGMENT_H_
 #define RINGSIDE_RING_SEGMENT_H_
 
 #include <cstdint>
+#include <memory>
 #include <string>
+#include <vector>
 
+#include "absl/strings/string_view.h"
 #include "common/dtype.h"
 
 namespace ringside::ring {
@@ -21,9 +24,28 @@ struct SegmentHeader {
   DType dtype = DType::kFloat32;
 };
 
+// The payload bytes of a segment: one or more pieces of memory kept alive by an owner. A
+// segment received over gRPC stays in the slices gRPC read it into (no copy into a string), so
+// its pieces may split an element anywhere; an in-memory segment is one owned string.
+class SegmentPayload {
+ public:
+  SegmentPayload() = default;
+  explicit SegmentPayload(std::string bytes);
+  SegmentPayload(std::vector<absl::string_view> pieces, std::shared_ptr<const void> owner);
+
+  size_t size() const { return size_; }
+  const std::vector<absl::string_view>& pieces() const { return pieces_; }
+  std::string ToString() const;  // a copy, for tests and diagnostics
+
+ private:
+  std::vector<absl::string_view> pieces_;
+  std::shared_ptr<const void> owner_;
+  size_t size_ = 0;
+};
+
 struct Segment {
   SegmentHeader header;
-  std::string payload;  // raw elements; its length is a multiple of ElementSize(dtype)
+  SegmentPayload payload;  // raw elements; its length is a multiple of ElementSize(dtype)
 };
 
 }  // namespace ringside::ring

@@ -16,7 +16,7 @@ constexpr int kRank = 2;  // left neighbour is rank 1
 Segment FirstSegment(uint64_t collective, uint64_t elements = 10) {
   Segment segment;
   segment.header = SegmentHeader{kGeneration, collective, 1, 0, 1, 0, 40, DType::kFloat32};
-  segment.payload.assign(elements * sizeof(float), '\0');
+  segment.payload = SegmentPayload(std::string(elements * sizeof(float), '\0'));
   return segment;
 }
 
@@ -74,7 +74,7 @@ TEST_F(InboxTest, RejectsAWrongLength) {
   Segment too_long = FirstSegment(1, 11);
   ExpectRejected(std::move(too_long), absl::StatusCode::kInvalidArgument, "does not fit");
   Segment ragged = FirstSegment(1);
-  ragged.payload.push_back('x');
+  ragged.payload = SegmentPayload(ragged.payload.ToString() + "x");
   ExpectRejected(std::move(ragged), absl::StatusCode::kInvalidArgument, "whole number");
   ExpectStillWorks(1);
 }
