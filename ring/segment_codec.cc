@@ -45,19 +45,40 @@ absl::Status Malformed(absl::string_view what) {
 
 }  // namespace
 
-grpc::ByteBuffer EncodeSegment(const SegmentHeader& header, absl::Span<const char> payload) {
+namespace {
+
+// Header fields and the payload's tag and length: everything of the encoding but its bytes.
+grpc::Slice EncodePrefix(const SegmentHeader& header, size_t payload_size, size_t reserve) {
   const proto::RingSegment head = HeaderProto(header);
   const size_t head_size = head.ByteSizeLong();
   const uint32_t tag = (kPayloadField << 3) | kWireLength;
-  const size_t prefix_size = CodedOutputStream::VarintSize32(tag) +
-                             CodedOutputStream::VarintSize64(payload.size());
-  grpc::Slice slice(head_size + prefix_size + payload.size());
+  const size_t prefix_size = head_size + CodedOutputStream::VarintSize32(tag) +
+                             CodedOutputStream::VarintSize64(payload_size);
+  grpc::Slice slice(prefix_size + reserve);
   uint8_t* out = const_cast<uint8_t*>(slice.begin());  // freshly allocated, ours to fill
   out = head.SerializeWithCachedSizesToArray(out);
   out = CodedOutputStream::WriteVarint32ToArray(tag, out);
-  out = CodedOutputStream::WriteVarint64ToArray(payload.size(), out);
-  if (!payload.empty()) std::memcpy(out, payload.data(), payload.size());
+  CodedOutputStream::WriteVarint64ToArray(payload_size, out);
+  return slice;
+}
+
+}  // namespace
+
+grpc::ByteBuffer EncodeSegment(const SegmentHeader& header, absl::Span<const char> payload) {
+  grpc::Slice slice = EncodePrefix(header, payload.size(), payload.size());
+  if (!payload.empty()) {
+    std::memcpy(const_cast<uint8_t*>(slice.end()) - payload.size(), payload.data(),
+                payload.size());
+  }
   return grpc::ByteBuffer(&slice, 1);
+}
+
+grpc::ByteBuffer EncodeSegmentInPlace(const SegmentHeader& header, absl::Span<const char> payload,
+                                      void (*release)(void*), void* release_arg) {
+  grpc::Slice slices[2] = {
+      EncodePrefix(header, payload.size(), 0),
+      grpc::Slice(const_cast<char*>(payload.data()), payload.size(), release, release_arg)};
+  return grpc::ByteBuffer(slices, 2);
 }
 
 absl::StatusOr<Segment> DecodeSegment(grpc::ByteBuffer& message) {

@@ -1,8 +1,8 @@
 // RingSegment on the wire without protobuf copies of the payload. The bytes are exactly the
 // protobuf encoding of proto::RingSegment (header fields, then field 9 `payload`), so any gRPC
 // client may still send the generated message; only the copies differ:
-//   encode: header and payload are written straight into one gRPC slice (one copy, which the
-//           caller needs anyway because its buffer keeps changing);
+//   encode: header and payload are written straight into one gRPC slice (one copy), or the
+//           payload slice points at the caller's memory (no copy);
 //   decode: the payload stays in the slices gRPC received it in (zero copies); the segment
 //           holds references to them.
 // Pure functions; thread-safe. Errors: INVALID_ARGUMENT for a message that is not a well-formed
@@ -18,6 +18,11 @@
 namespace ringside::ring {
 
 grpc::ByteBuffer EncodeSegment(const SegmentHeader& header, absl::Span<const char> payload);
+// As EncodeSegment, but the payload slice refers to `payload` instead of copying it (zero
+// copies); gRPC calls `release(release_arg)` once it no longer holds the memory. The caller keeps
+// `payload` valid and unchanged until then (see RingTransport::Send).
+grpc::ByteBuffer EncodeSegmentInPlace(const SegmentHeader& header, absl::Span<const char> payload,
+                                      void (*release)(void*), void* release_arg);
 absl::StatusOr<Segment> DecodeSegment(grpc::ByteBuffer& message);
 
 }  // namespace ringside::ring

@@ -27,10 +27,18 @@ class RingTransport {
   // Called before the first Send/Receive of `collective`: forgets older segments and errors.
   virtual void BeginCollective(uint64_t collective) = 0;
 
-  // Queues one segment for the right neighbour. The payload is copied before this returns, so
-  // the caller may change its buffer afterwards. Segments arrive in the order they are sent.
-  // An error means the link is broken for this collective.
+  // Queues one segment for the right neighbour. Segments arrive in the order they are sent. An
+  // error means the link is broken for this collective.
+  //
+  // The transport may keep reading `payload` in place (no copy) until ReleaseSends() returns.
+  // The ring allows this: a region this rank sent is overwritten only when the same segment
+  // comes round again N-1 steps later, which needs the right neighbour to have received (so
+  // the transport to have finished reading) the bytes sent first.
   virtual absl::Status Send(const SegmentHeader& header, absl::Span<const char> payload) = 0;
+
+  // Waits until the transport holds no reference to any payload passed to Send(), so the
+  // caller may reuse or free its buffer. Called at the end of every collective, failed or not.
+  virtual absl::Status ReleaseSends(absl::Time deadline) = 0;
 
   // The next segment of `collective` from the left neighbour, in send order.
   virtual absl::StatusOr<Segment> Receive(uint64_t collective, absl::Time deadline) = 0;
