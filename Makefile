@@ -20,7 +20,7 @@ test: build
 	@cd $(BUILD_DIR) && ctest --output-on-failure -j $(JOBS) $(CTEST_FLAGS)
 
 demo: build
-	@$(BUILD_DIR)/bin/ringside-demo
+	@scripts/ring-demo.sh $(BUILD_DIR)/bin
 
 format:
 	@clang-format -i $$(git ls-files '*.h' '*.cc' '*.cu' '*.cuh')

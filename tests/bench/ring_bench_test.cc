@@ -112,6 +112,19 @@ TEST_F(RingBenchTest, MissingWorkerFailsOnlyTheRingsideRows) {
 }
 #endif  // RINGSIDE_HAVE_GLOO
 
+TEST_F(RingBenchTest, RealWorkersRunAndCheckTheirValues) {
+  const std::string json = dir_->File("out.json");
+  const BenchRun run = Run({"ring", "--implementations=ringside", "--worlds=2,3",
+                            "--sizes=256KiB", "--iters=2", "--warmup=1", "--json=" + json});
+  ASSERT_TRUE(run.exit.ok()) << run.exit.ToString() << "\n" << run.output;
+  const nlohmann::json records = Records(json);
+  ASSERT_EQ(records.size(), 2u);
+  for (const nlohmann::json& record : records) {
+    EXPECT_EQ(record["check_ok"], true) << record.dump();
+    EXPECT_GT(record["busbw"].get<double>(), 0) << record.dump();
+  }
+}
+
 TEST_F(RingBenchTest, DrivesWorkersWithTheWorkerCli) {
   const std::string fake = source_dir_ + "/tests/bench/fake_ringside_worker.sh";
   const std::string json = dir_->File("out.json");
