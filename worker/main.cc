@@ -10,13 +10,12 @@
 #include "absl/flags/parse.h"
 #include "absl/strings/str_split.h"
 #include "common/flags_usage.h"
-#include "common/optimizer.h"
 #include "common/termination_signals.h"
+#include "worker/training_flags.h"
 #include "worker/worker_daemon.h"
 
 namespace {
 const ringside::worker::WorkerOptions kDefaults;
-const ringside::worker::TrainingOptions& kTraining = kDefaults.training;
 }  // namespace
 
 ABSL_FLAG(int, rank, kDefaults.rank, "this worker's rank in --peers (0-based)");
@@ -34,16 +33,6 @@ ABSL_FLAG(int64_t, segment_bytes, kDefaults.segment_bytes,
           "largest payload of one ring message; chunks are streamed in segments of this size");
 ABSL_FLAG(absl::Duration, timeout, kDefaults.timeout,
           "deadline of one allreduce; a dead or stuck peer fails it after this");
-ABSL_FLAG(std::string, model, kTraining.model, "MLP layer sizes, Spark ML style (inputs,...,classes)");
-ABSL_FLAG(std::string, activation, kTraining.activation,
-          "hidden activation: sigmoid, tanh, relu, leaky_relu, elu, swish, softplus");
-ABSL_FLAG(std::string, data, kTraining.data, "iris or synthetic:ROWS");
-ABSL_FLAG(int64_t, steps, kTraining.steps, "training steps");
-ABSL_FLAG(int64_t, batch_size, kTraining.batch_size, "global batch size (split across workers)");
-ABSL_FLAG(double, lr, 0.01, "learning rate");
-ABSL_FLAG(std::string, optimizer, "adam", "sgd, momentum or adam");
-ABSL_FLAG(uint64_t, seed, kTraining.seed, "seed of parameters, synthetic data and batch order");
-ABSL_FLAG(std::string, device, "auto", "auto, cpu or cuda[:i]");
 ABSL_FLAG(std::string, result_file, "", "write the job's result here as JSON (atomically)");
 ABSL_FLAG(std::string, params_out, "", "train job: write the final parameters here (float32)");
 ABSL_FLAG(bool, linger, false,
@@ -65,23 +54,10 @@ absl::StatusOr<ringside::worker::WorkerOptions> OptionsFromFlags() {
   options.warmup = absl::GetFlag(FLAGS_warmup);
   options.segment_bytes = absl::GetFlag(FLAGS_segment_bytes);
   options.timeout = absl::GetFlag(FLAGS_timeout);
-  ringside::worker::TrainingOptions& training = options.training;
-  training.model = absl::GetFlag(FLAGS_model);
-  training.activation = absl::GetFlag(FLAGS_activation);
-  training.data = absl::GetFlag(FLAGS_data);
-  training.steps = absl::GetFlag(FLAGS_steps);
-  training.batch_size = absl::GetFlag(FLAGS_batch_size);
-  training.seed = absl::GetFlag(FLAGS_seed);
-  training.device = absl::GetFlag(FLAGS_device);
-  auto optimizer = ringside::ParseOptimizer(absl::GetFlag(FLAGS_optimizer));
-  if (!optimizer.ok()) {
-    return absl::InvalidArgumentError(absl::StrCat("--optimizer: ", optimizer.status().message()));
-  }
-  training.optimizer.kind = *optimizer;
-  training.optimizer.learning_rate = static_cast<float>(absl::GetFlag(FLAGS_lr));
-  if (absl::Status status = ringside::ValidateOptimizerConfig(training.optimizer); !status.ok()) {
-    return absl::InvalidArgumentError(absl::StrCat("--lr: ", status.message()));
-  }
+  absl::StatusOr<ringside::worker::TrainingOptions> training =
+      ringside::worker::TrainingOptionsFromFlags();
+  if (!training.ok()) return training.status();
+  options.training = *std::move(training);
   options.result_file = absl::GetFlag(FLAGS_result_file);
   options.params_out = absl::GetFlag(FLAGS_params_out);
   options.linger = absl::GetFlag(FLAGS_linger);
