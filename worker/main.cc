@@ -8,6 +8,7 @@
 
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "common/flags_usage.h"
 #include "common/termination_signals.h"
@@ -18,7 +19,12 @@ namespace {
 const ringside::worker::WorkerOptions kDefaults;
 }  // namespace
 
-ABSL_FLAG(int, rank, kDefaults.rank, "this worker's rank in --peers (0-based)");
+ABSL_FLAG(std::string, mode, "ring", "ring (static ring, --peers) or ps (static shards, --ps)");
+ABSL_FLAG(int, rank, kDefaults.rank, "this worker's rank (0-based)");
+ABSL_FLAG(std::string, ps, "",
+          "ps mode: every parameter-server shard's address HOST:PORT, comma-separated, in shard "
+          "order");
+ABSL_FLAG(int, workers, 0, "ps mode: the number of workers in the job");
 ABSL_FLAG(std::string, peers, "",
           "static ring: every worker's RingPeer address HOST:PORT, comma-separated, in rank "
           "order (the same list on every worker)");
@@ -42,6 +48,11 @@ namespace {
 
 absl::StatusOr<ringside::worker::WorkerOptions> OptionsFromFlags() {
   ringside::worker::WorkerOptions options;
+  absl::StatusOr<ringside::SyncMode> mode = ringside::ParseSyncMode(absl::GetFlag(FLAGS_mode));
+  if (!mode.ok()) return absl::InvalidArgumentError(absl::StrCat("--mode: ", mode.status().message()));
+  options.mode = *mode;
+  options.ps = absl::StrSplit(absl::GetFlag(FLAGS_ps), ',', absl::SkipEmpty());
+  options.workers = absl::GetFlag(FLAGS_workers);
   options.rank = absl::GetFlag(FLAGS_rank);
   options.peers = absl::StrSplit(absl::GetFlag(FLAGS_peers), ',', absl::SkipEmpty());
   options.listen = absl::GetFlag(FLAGS_listen);
@@ -74,8 +85,9 @@ int main(int argc, char** argv) {
   mallopt(M_MMAP_THRESHOLD, 64 << 20);
   mallopt(M_TRIM_THRESHOLD, 512 << 20);
   ringside::ConfigureFlagsUsage(
-      "ringside-worker: computes gradients and synchronises them over a ring of workers.\n"
-      "Static ring: ringside-worker --rank=R --peers=HOST:PORT,HOST:PORT,...");
+      "ringside-worker: computes gradients and synchronises them over a ring or shards.\n"
+      "Static ring: ringside-worker --rank=R --peers=HOST:PORT,HOST:PORT,...\n"
+      "Static PS:   ringside-worker --mode=ps --rank=R --workers=N --ps=HOST:PORT,...");
   absl::ParseCommandLine(argc, argv);
   absl::StatusOr<ringside::worker::WorkerOptions> options = OptionsFromFlags();
   absl::Status status = options.status();

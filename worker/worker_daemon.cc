@@ -16,6 +16,7 @@
 #include "ring/ring_member.h"
 #include "worker/data_parallel.h"
 #include "worker/model_spec.h"
+#include "worker/ps_sync.h"
 #include "worker/ring_sync.h"
 
 namespace ringside::worker {
@@ -27,9 +28,14 @@ struct RunningWorker {
   std::shared_ptr<prometheus::Registry> registry = std::make_shared<prometheus::Registry>();
   Metrics metrics{registry};
   std::unique_ptr<MetricsServer> metrics_server;
-  std::unique_ptr<ring::RingMember> member;
+  std::unique_ptr<ring::RingMember> member;  // ring mode only
   StartedServer server;
 };
+
+int WorldOf(const WorkerOptions& options) {
+  return options.mode == SyncMode::kRing ? static_cast<int>(options.peers.size())
+                                         : options.workers;
+}
 
 ring::AllreduceOptions AllreduceOptionsOf(const WorkerOptions& options) {
   ring::AllreduceOptions allreduce;
@@ -46,7 +52,7 @@ absl::Status WriteResult(const WorkerOptions& options, const nlohmann::json& res
 
 absl::Status RunAllreduceJob(const WorkerOptions& options, RunningWorker& worker,
                              const TerminationSignals& signals, std::ostream& log) {
-  const int world = static_cast<int>(options.peers.size());
+  const int world = WorldOf(options);
   std::vector<float> data(static_cast<size_t>(options.elements));
   const ring::AllreduceOptions allreduce = AllreduceOptionsOf(options);
   uint64_t collective = 0;
@@ -76,12 +82,21 @@ absl::Status RunAllreduceJob(const WorkerOptions& options, RunningWorker& worker
 
 absl::Status RunTrainJob(const WorkerOptions& options, RunningWorker& worker,
                          const TerminationSignals& signals, std::ostream& log) {
-  const int world = static_cast<int>(options.peers.size());
+  const int world = WorldOf(options);
   ASSIGN_OR_RETURN(const ModelSpec spec,
                    ModelSpec::Parse(options.training.model, options.training.activation));
-  ASSIGN_OR_RETURN(std::unique_ptr<RingSync> sync,
-                   RingSync::Create(*worker.member, options.training.optimizer,
-                                    spec.parameter_count(), AllreduceOptionsOf(options)));
+  std::unique_ptr<ParameterSync> sync;
+  if (options.mode == SyncMode::kRing) {
+    ASSIGN_OR_RETURN(sync, RingSync::Create(*worker.member, options.training.optimizer,
+                                            spec.parameter_count(), AllreduceOptionsOf(options)));
+  } else {
+    PsSyncOptions ps;
+    ps.rank = options.rank;
+    ps.shards = options.ps;
+    ps.segment_bytes = static_cast<uint64_t>(options.segment_bytes);
+    ps.timeout = options.timeout;
+    ASSIGN_OR_RETURN(sync, PsSync::Create(ps, spec.parameter_count(), &worker.metrics));
+  }
   const int64_t report_every = std::max<int64_t>(1, options.training.steps / 10);
   const std::string name = WorkerName(options.rank);
   ASSIGN_OR_RETURN(
@@ -106,6 +121,7 @@ absl::Status RunTrainJob(const WorkerOptions& options, RunningWorker& worker,
   }
   return WriteResult(options, {{"rank", options.rank},
                                {"world", world},
+                               {"mode", std::string(SyncModeName(options.mode))},
                                {"steps", result.steps},
                                {"parameters", result.parameters.size()},
                                {"final_loss", result.final_eval.mean_loss},
@@ -124,18 +140,29 @@ absl::StatusOr<WorkerJob> ParseWorkerJob(absl::string_view text) {
 }
 
 absl::Status ValidateWorkerOptions(const WorkerOptions& options) {
-  if (options.peers.empty()) {
+  const bool ring = options.mode == SyncMode::kRing;
+  const std::vector<std::string>& addresses = ring ? options.peers : options.ps;
+  if (addresses.empty()) {
     return absl::InvalidArgumentError(
-        "--peers: give every worker's RingPeer address, e.g. "
-        "--peers=127.0.0.1:7001,127.0.0.1:7002 (the same list, in rank order, on every worker)");
+        ring ? "--peers: give every worker's RingPeer address, e.g. "
+               "--peers=127.0.0.1:7001,127.0.0.1:7002 (the same list, in rank order, on every "
+               "worker)"
+             : "--ps: give every parameter-server shard's address, in shard order");
   }
-  for (const std::string& peer : options.peers) {
-    RETURN_IF_ERROR(Annotate(ParseHostPort(peer).status(), "--peers"));
+  for (const std::string& address : addresses) {
+    RETURN_IF_ERROR(Annotate(ParseHostPort(address).status(), ring ? "--peers" : "--ps"));
   }
-  if (options.rank < 0 || options.rank >= static_cast<int>(options.peers.size())) {
+  if (!ring && options.workers < 1) {
+    return absl::InvalidArgumentError("--workers: ps mode needs the number of workers");
+  }
+  if (!ring && options.job != WorkerJob::kTrain) {
+    return absl::InvalidArgumentError("--job=allreduce needs --mode=ring");
+  }
+  const int world = WorldOf(options);
+  if (options.rank < 0 || options.rank >= world) {
     return absl::InvalidArgumentError(absl::StrCat("--rank=", options.rank, " is not in [0, ",
-                                                   options.peers.size(),
-                                                   "), the ranks --peers names"));
+                                                   world, ")", ring ? ", the ranks --peers names"
+                                                                    : ", the ranks --workers allows"));
   }
   if (options.segment_bytes < 4 || options.segment_bytes > kMaxMessageBytes / 2) {
     return absl::InvalidArgumentError(absl::StrCat("--segment_bytes must be in [4, ",
@@ -159,24 +186,33 @@ absl::Status ValidateWorkerOptions(const WorkerOptions& options) {
 absl::Status RunWorker(const WorkerOptions& options, const TerminationSignals& signals,
                        std::ostream& log) {
   RETURN_IF_ERROR(ValidateWorkerOptions(options));
-  const int world = static_cast<int>(options.peers.size());
+  const int world = WorldOf(options);
   const std::string name = WorkerName(options.rank);
   RunningWorker worker;
   ASSIGN_OR_RETURN(worker.metrics_server,
                    MetricsServer::Start(options.metrics_listen, worker.registry));
-  const ring::RingTopology topology{/*generation=*/1, world, options.rank};
-  worker.member = std::make_unique<ring::RingMember>(topology, &worker.metrics);
-  const std::string listen = options.listen.empty() ? options.peers[options.rank] : options.listen;
-  ASSIGN_OR_RETURN(worker.server, StartServer(listen, {worker.member->service()}));
+  std::vector<grpc::Service*> services;
+  std::string listen = options.listen;
+  if (options.mode == SyncMode::kRing) {
+    const ring::RingTopology topology{/*generation=*/1, world, options.rank};
+    worker.member = std::make_unique<ring::RingMember>(topology, &worker.metrics);
+    services.push_back(worker.member->service());
+    if (listen.empty()) listen = options.peers[options.rank];
+  }
+  if (!listen.empty()) {
+    ASSIGN_OR_RETURN(worker.server, StartServer(listen, services));
+  }
   worker.metrics.WorldSize().Set(world);
-  worker.metrics.Generation().Set(static_cast<double>(topology.generation));
-  worker.metrics.ModeInfo(SyncMode::kRing).Set(1);
-  worker.metrics.ModeInfo(SyncMode::kPs).Set(0);
-  log << name << ": RingPeer on " << listen << ", metrics at http://"
-      << ParseHostPort(options.metrics_listen)->host << ":" << worker.metrics_server->port()
-      << "/metrics, ring of " << world << "\n";
+  worker.metrics.Generation().Set(1);
+  worker.metrics.ModeInfo(SyncMode::kRing).Set(options.mode == SyncMode::kRing ? 1 : 0);
+  worker.metrics.ModeInfo(SyncMode::kPs).Set(options.mode == SyncMode::kPs ? 1 : 0);
+  log << name << ": " << SyncModeName(options.mode) << " mode, "
+      << (options.mode == SyncMode::kRing ? absl::StrCat("RingPeer on ", listen, ", ring of ")
+                                          : absl::StrCat(options.ps.size(), " shards, "))
+      << world << " workers, metrics at http://" << ParseHostPort(options.metrics_listen)->host
+      << ":" << worker.metrics_server->port() << "/metrics\n";
   log.flush();
-  RETURN_IF_ERROR(worker.member->Connect(options.peers));
+  if (worker.member != nullptr) RETURN_IF_ERROR(worker.member->Connect(options.peers));
 
   absl::Status status = options.job == WorkerJob::kAllreduce
                             ? RunAllreduceJob(options, worker, signals, log)

@@ -6,7 +6,8 @@
 //   allreduce  time `iters` sum-allreduces of `elements` floats filled with the benchmark
 //              pattern (common/rank_result.h) and check every value; the driver protocol of
 //              `ringside-bench ring`.
-//   train      data-parallel training (worker/data_parallel.h) in ring mode.
+//   train      data-parallel training (worker/data_parallel.h), synchronised over the static
+//              ring (--mode=ring --peers) or static parameter-server shards (--mode=ps --ps).
 //
 // Result file (--result_file, written atomically, JSON): the allreduce job writes the
 // RankResult fields; both jobs add "metrics_port" and a checksum of their final buffer
@@ -25,6 +26,7 @@
 
 #include "absl/status/status.h"
 #include "absl/time/time.h"
+#include "common/metrics.h"
 #include "common/termination_signals.h"
 #include "worker/local_training.h"
 
@@ -34,9 +36,12 @@ enum class WorkerJob { kAllreduce, kTrain };
 absl::StatusOr<WorkerJob> ParseWorkerJob(absl::string_view text);
 
 struct WorkerOptions {
+  SyncMode mode = SyncMode::kRing;
   int rank = 0;
-  std::vector<std::string> peers;     // RingPeer address of every rank, HOST:PORT
-  std::string listen;                 // empty: bind peers[rank]
+  std::vector<std::string> peers;     // ring: RingPeer address of every rank, HOST:PORT
+  std::vector<std::string> ps;        // ps: ParameterShard address of every shard
+  int workers = 0;                    // ps: workers in the job (ring: the number of peers)
+  std::string listen;                 // ring: empty binds peers[rank]; ps: empty serves nothing
   std::string metrics_listen = "127.0.0.1:0";
   WorkerJob job = WorkerJob::kTrain;
   int64_t elements = int64_t{1} << 20;  // allreduce job

@@ -1,0 +1,38 @@
+// ringside-ps's whole life behind a thin main: one parameter-server shard serving
+// ParameterShard (and the gRPC health service) until SIGINT/SIGTERM. The shard derives its
+// initial parameters from the job (--model, --activation, --seed), exactly as every worker
+// does, and owns range `shard` of the shard map EvenRanges(parameters, ps_shards) (contiguous,
+// balanced by bytes, free to cut across layers).
+// Errors: INVALID_ARGUMENT for options that do not fit together; UNAVAILABLE for a port.
+#ifndef RINGSIDE_SERVER_PS_DAEMON_H_
+#define RINGSIDE_SERVER_PS_DAEMON_H_
+
+#include <cstdint>
+#include <ostream>
+#include <string>
+
+#include "absl/status/status.h"
+#include "common/termination_signals.h"
+#include "worker/local_training.h"
+
+namespace ringside::server {
+
+struct ShardOptions {
+  int shard = 0;
+  int ps_shards = 1;
+  int workers = 1;
+  uint64_t generation = 1;
+  std::string listen = "127.0.0.1:0";
+  std::string metrics_listen = "127.0.0.1:0";
+  int64_t segment_bytes = int64_t{1} << 20;
+  worker::TrainingOptions training;  // model, activation, seed and optimiser are used
+  std::string ready_file;  // written (JSON: ports) once serving; empty: none
+};
+
+absl::Status ValidateShardOptions(const ShardOptions& options);
+absl::Status RunShard(const ShardOptions& options, const TerminationSignals& signals,
+                      std::ostream& log);
+
+}  // namespace ringside::server
+
+#endif  // RINGSIDE_SERVER_PS_DAEMON_H_
