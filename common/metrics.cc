@@ -1,6 +1,13 @@
 #include "common/metrics.h"
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <atomic>
 #include <exception>
+#include <thread>
 
 #include "absl/strings/str_cat.h"
 #include "common/net.h"
@@ -156,7 +163,33 @@ absl::StatusOr<std::unique_ptr<MetricsServer>> MetricsServer::Start(
   exposer->RegisterCollectable(registry);
   const auto ports = exposer->GetListeningPorts();
   if (ports.empty()) return absl::UnavailableError("metrics server reports no listening port");
-  return std::unique_ptr<MetricsServer>(new MetricsServer(std::move(exposer), ports.front()));
+  return std::unique_ptr<MetricsServer>(
+      new MetricsServer(std::move(exposer), address->host, ports.front()));
+}
+
+MetricsServer::~MetricsServer() {
+  // civetweb's accept loop polls its socket with a 2 s timeout and checks for shutdown only
+  // between polls, so stopping it takes up to 2 s (every daemon's Ctrl-C, every test's
+  // teardown). Connecting to it wakes the poll; keep knocking until the server is gone.
+  std::atomic<bool> stopped{false};
+  const std::string host = host_ == "0.0.0.0" || host_.empty() ? "127.0.0.1" : host_;
+  std::thread knocker([&stopped, host, port = port_] {
+    while (!stopped.load()) {
+      absl::SleepFor(absl::Milliseconds(20));
+      const int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+      if (fd < 0) continue;
+      sockaddr_in address{};
+      address.sin_family = AF_INET;
+      address.sin_port = htons(static_cast<uint16_t>(port));
+      if (inet_pton(AF_INET, host.c_str(), &address.sin_addr) == 1) {
+        connect(fd, reinterpret_cast<const sockaddr*>(&address), sizeof(address));
+      }
+      close(fd);
+    }
+  });
+  exposer_.reset();
+  stopped.store(true);
+  knocker.join();
 }
 
 }  // namespace ringside

@@ -87,11 +87,14 @@ class MetricsServer {
   static absl::StatusOr<std::unique_ptr<MetricsServer>> Start(
       const std::string& listen, std::shared_ptr<prometheus::Registry> registry);
   int port() const { return port_; }
+  // Stops the HTTP server promptly (see the .cc for why this needs help).
+  ~MetricsServer();
 
  private:
-  MetricsServer(std::unique_ptr<prometheus::Exposer> exposer, int port)
-      : exposer_(std::move(exposer)), port_(port) {}
+  MetricsServer(std::unique_ptr<prometheus::Exposer> exposer, std::string host, int port)
+      : exposer_(std::move(exposer)), host_(std::move(host)), port_(port) {}
   std::unique_ptr<prometheus::Exposer> exposer_;
+  std::string host_;
   int port_;
 };
 
