@@ -29,15 +29,27 @@ absl::Status ValidateShardOptions(const ShardOptions& options) {
     return absl::InvalidArgumentError(
         absl::StrCat("--segment_bytes must be in [4, ", kMaxMessageBytes / 2, "]"));
   }
+  if (options.elements < 0) return absl::InvalidArgumentError("--elements must be >= 0");
+  if (options.elements > 0) return absl::OkStatus();
   return worker::ModelSpec::Parse(options.training.model, options.training.activation).status();
 }
+
+namespace {
+
+// The whole initial parameter vector: the model's, or zeros for a benchmark shard.
+absl::StatusOr<std::vector<float>> InitialVector(const ShardOptions& options) {
+  if (options.elements > 0) return std::vector<float>(static_cast<size_t>(options.elements), 0.0f);
+  ASSIGN_OR_RETURN(const worker::ModelSpec spec,
+                   worker::ModelSpec::Parse(options.training.model, options.training.activation));
+  return worker::InitialParameters(spec, options.training.seed);
+}
+
+}  // namespace
 
 absl::Status RunShard(const ShardOptions& options, const TerminationSignals& signals,
                       std::ostream& log) {
   RETURN_IF_ERROR(ValidateShardOptions(options));
-  ASSIGN_OR_RETURN(const worker::ModelSpec spec,
-                   worker::ModelSpec::Parse(options.training.model, options.training.activation));
-  const std::vector<float> all = worker::InitialParameters(spec, options.training.seed);
+  ASSIGN_OR_RETURN(const std::vector<float> all, InitialVector(options));
   const ElementRange range = EvenRanges(all.size(), options.ps_shards)[options.shard];
   const std::string name = PsShardName(options.shard);
 

@@ -23,6 +23,9 @@ ABSL_FLAG(std::string, metrics_listen, kDefaults.metrics_listen,
           "address of the Prometheus /metrics endpoint (port 0: any free port, printed)");
 ABSL_FLAG(int64_t, segment_bytes, kDefaults.segment_bytes,
           "largest payload of one parameter message sent back");
+ABSL_FLAG(int64_t, elements, 0,
+          "benchmark shard: hold this many zero parameters instead of the model's (with "
+          "--optimizer=sgd --lr=1 the values stay exact integers that workers can check)");
 ABSL_FLAG(std::string, ready_file, "",
           "once serving, write {port, metrics_port, range_begin, range_end} here as JSON");
 
@@ -41,6 +44,7 @@ int main(int argc, char** argv) {
   options.metrics_listen = absl::GetFlag(FLAGS_metrics_listen);
   options.segment_bytes = absl::GetFlag(FLAGS_segment_bytes);
   options.ready_file = absl::GetFlag(FLAGS_ready_file);
+  options.elements = absl::GetFlag(FLAGS_elements);
   absl::StatusOr<ringside::worker::TrainingOptions> training =
       ringside::worker::TrainingOptionsFromFlags();
   absl::Status status = training.status();

@@ -31,10 +31,11 @@ ABSL_FLAG(std::string, peers, "",
 ABSL_FLAG(std::string, listen, "", "address to serve RingPeer on (default: --peers[--rank])");
 ABSL_FLAG(std::string, metrics_listen, kDefaults.metrics_listen,
           "address of the Prometheus /metrics endpoint (port 0: any free port, printed)");
-ABSL_FLAG(std::string, job, "train", "allreduce (benchmark and check) or train");
-ABSL_FLAG(int64_t, elements, kDefaults.elements, "allreduce job: floats per allreduce");
-ABSL_FLAG(int, iters, kDefaults.iters, "allreduce job: timed allreduces");
-ABSL_FLAG(int, warmup, kDefaults.warmup, "allreduce job: untimed allreduces first");
+ABSL_FLAG(std::string, job, "train",
+          "train, allreduce (ring benchmark and check) or pushpull (ps benchmark and check)");
+ABSL_FLAG(int64_t, elements, kDefaults.elements, "allreduce/pushpull job: floats per step");
+ABSL_FLAG(int, iters, kDefaults.iters, "allreduce/pushpull job: timed steps");
+ABSL_FLAG(int, warmup, kDefaults.warmup, "allreduce/pushpull job: untimed steps first");
 ABSL_FLAG(int64_t, segment_bytes, kDefaults.segment_bytes,
           "largest payload of one ring message; chunks are streamed in segments of this size");
 ABSL_FLAG(absl::Duration, timeout, kDefaults.timeout,

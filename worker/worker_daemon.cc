@@ -1,5 +1,6 @@
 #include "worker/worker_daemon.h"
 
+#include <cmath>
 #include <memory>
 #include <vector>
 
@@ -80,6 +81,64 @@ absl::Status RunAllreduceJob(const WorkerOptions& options, RunningWorker& worker
   return absl::OkStatus();
 }
 
+// Benchmark shards start at zero and apply SGD with lr 1, so after step t every parameter is
+// exactly -(t + 1) * ExpectedSum(world, i): small integers, exact in float32.
+double MaxAbsErrorAfterPushes(int world, int64_t steps, absl::Span<const float> params) {
+  double max_error = 0;
+  for (size_t i = 0; i < params.size(); ++i) {
+    const double expected =
+        -static_cast<double>(steps) * ExpectedSum(world, static_cast<int64_t>(i));
+    const double error = std::fabs(params[i] - expected);
+    if (!(error <= max_error)) max_error = std::isnan(error) ? INFINITY : error;
+  }
+  return max_error;
+}
+
+absl::Status RunPushPullJob(const WorkerOptions& options, RunningWorker& worker,
+                            const TerminationSignals& signals, std::ostream& log) {
+  const int world = WorldOf(options);
+  PsSyncOptions ps;
+  ps.rank = options.rank;
+  ps.shards = options.ps;
+  ps.segment_bytes = static_cast<uint64_t>(options.segment_bytes);
+  ps.timeout = options.timeout;
+  ASSIGN_OR_RETURN(std::unique_ptr<PsSync> sync,
+                   PsSync::Create(ps, static_cast<uint64_t>(options.elements), &worker.metrics));
+  std::vector<float> gradient(static_cast<size_t>(options.elements));
+  std::vector<float> params(gradient.size());
+  FillForRank(options.rank, absl::MakeSpan(gradient));
+  std::vector<double> seconds;
+  RankResult result;
+  for (int it = 0; it < options.warmup + options.iters && !signals.received(); ++it) {
+    const absl::Time start = absl::Now();
+    RETURN_IF_ERROR(sync->Step(it, absl::MakeSpan(gradient), absl::MakeSpan(params)).status());
+    if (it >= options.warmup) seconds.push_back(absl::ToDoubleSeconds(absl::Now() - start));
+    result.max_abs_error =
+        std::max(result.max_abs_error, MaxAbsErrorAfterPushes(world, it + 1, params));
+  }
+  if (signals.received()) return absl::CancelledError("stopped by a signal before the job ended");
+  result.rank = options.rank;
+  result.world = world;
+  result.elements = options.elements;
+  result.iters = options.iters;
+  result.seconds_per_op = Median(seconds);
+  for (double s : seconds) result.seconds_total += s;
+  result.check_ok = result.max_abs_error == 0;
+  log << WorkerName(options.rank) << ": " << options.iters << " push-pull steps of "
+      << options.elements << " floats over " << options.ps.size() << " shards, "
+      << result.seconds_per_op * 1e3 << " ms each (median), "
+      << (result.check_ok ? "values checked" : "WRONG VALUES") << "\n";
+  nlohmann::json json = RankResultJson(result);
+  json["metrics_port"] = worker.metrics_server->port();
+  json["checksum"] = Fnv1aHex(params);
+  RETURN_IF_ERROR(WriteResult(options, json));
+  if (!result.check_ok) {
+    return absl::InternalError(absl::StrCat("returned parameters differ from the expected by ",
+                                            result.max_abs_error));
+  }
+  return absl::OkStatus();
+}
+
 absl::Status RunTrainJob(const WorkerOptions& options, RunningWorker& worker,
                          const TerminationSignals& signals, std::ostream& log) {
   const int world = WorldOf(options);
@@ -134,9 +193,10 @@ absl::Status RunTrainJob(const WorkerOptions& options, RunningWorker& worker,
 
 absl::StatusOr<WorkerJob> ParseWorkerJob(absl::string_view text) {
   if (text == "allreduce") return WorkerJob::kAllreduce;
+  if (text == "pushpull") return WorkerJob::kPushPull;
   if (text == "train") return WorkerJob::kTrain;
   return absl::InvalidArgumentError(
-      absl::StrCat("--job: unknown job '", text, "'; expected allreduce or train"));
+      absl::StrCat("--job: unknown job '", text, "'; expected allreduce, pushpull or train"));
 }
 
 absl::Status ValidateWorkerOptions(const WorkerOptions& options) {
@@ -155,8 +215,11 @@ absl::Status ValidateWorkerOptions(const WorkerOptions& options) {
   if (!ring && options.workers < 1) {
     return absl::InvalidArgumentError("--workers: ps mode needs the number of workers");
   }
-  if (!ring && options.job != WorkerJob::kTrain) {
+  if (!ring && options.job == WorkerJob::kAllreduce) {
     return absl::InvalidArgumentError("--job=allreduce needs --mode=ring");
+  }
+  if (ring && options.job == WorkerJob::kPushPull) {
+    return absl::InvalidArgumentError("--job=pushpull needs --mode=ps");
   }
   const int world = WorldOf(options);
   if (options.rank < 0 || options.rank >= world) {
@@ -171,7 +234,7 @@ absl::Status ValidateWorkerOptions(const WorkerOptions& options) {
   if (options.timeout <= absl::ZeroDuration()) {
     return absl::InvalidArgumentError("--timeout must be positive");
   }
-  if (options.job == WorkerJob::kAllreduce) {
+  if (options.job != WorkerJob::kTrain) {
     if (options.elements < 0) return absl::InvalidArgumentError("--elements must be >= 0");
     if (options.iters < 1) return absl::InvalidArgumentError("--iters must be >= 1");
     if (options.warmup < 0) return absl::InvalidArgumentError("--warmup must be >= 0");
@@ -214,9 +277,18 @@ absl::Status RunWorker(const WorkerOptions& options, const TerminationSignals& s
   log.flush();
   if (worker.member != nullptr) RETURN_IF_ERROR(worker.member->Connect(options.peers));
 
-  absl::Status status = options.job == WorkerJob::kAllreduce
-                            ? RunAllreduceJob(options, worker, signals, log)
-                            : RunTrainJob(options, worker, signals, log);
+  absl::Status status;
+  switch (options.job) {
+    case WorkerJob::kAllreduce:
+      status = RunAllreduceJob(options, worker, signals, log);
+      break;
+    case WorkerJob::kPushPull:
+      status = RunPushPullJob(options, worker, signals, log);
+      break;
+    case WorkerJob::kTrain:
+      status = RunTrainJob(options, worker, signals, log);
+      break;
+  }
   if (status.ok() && options.linger && !signals.received()) {
     log << name << ": job done; serving metrics until SIGINT/SIGTERM\n";
     log.flush();

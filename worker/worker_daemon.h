@@ -6,6 +6,9 @@
 //   allreduce  time `iters` sum-allreduces of `elements` floats filled with the benchmark
 //              pattern (common/rank_result.h) and check every value; the driver protocol of
 //              `ringside-bench ring`.
+//   pushpull   ps mode: `iters` push-pull steps of `elements` floats against benchmark shards
+//              (ringside-ps --elements=K --optimizer=sgd --lr=1), every returned value checked;
+//              the driver protocol of `ringside-bench ps`.
 //   train      data-parallel training (worker/data_parallel.h), synchronised over the static
 //              ring (--mode=ring --peers) or static parameter-server shards (--mode=ps --ps).
 //
@@ -32,7 +35,7 @@
 
 namespace ringside::worker {
 
-enum class WorkerJob { kAllreduce, kTrain };
+enum class WorkerJob { kAllreduce, kPushPull, kTrain };
 absl::StatusOr<WorkerJob> ParseWorkerJob(absl::string_view text);
 
 struct WorkerOptions {
