@@ -126,11 +126,7 @@ void CpuGradientComputer::Backward(absl::Span<const float> params, const Batch& 
 absl::StatusOr<Evaluation> CpuGradientComputer::Evaluate(absl::Span<const float> params,
                                                          const Batch& batch,
                                                          absl::Span<int32_t> predictions) {
-  RETURN_IF_ERROR(ValidateBatch(spec_, params, batch));
-  if (!predictions.empty() && predictions.size() != static_cast<size_t>(batch.rows())) {
-    return absl::InvalidArgumentError(absl::StrCat("predictions has ", predictions.size(),
-                                                   " elements, batch ", batch.rows(), " rows"));
-  }
+  RETURN_IF_ERROR(ValidateEvaluateCall(spec_, params, batch, predictions));
   Evaluation eval;
   eval.rows = batch.rows();
   if (eval.rows == 0) return eval;

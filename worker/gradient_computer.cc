@@ -32,6 +32,16 @@ absl::Status ValidateBatch(const ModelSpec& spec, absl::Span<const float> params
   return absl::OkStatus();
 }
 
+absl::Status ValidateEvaluateCall(const ModelSpec& spec, absl::Span<const float> params,
+                                  const Batch& batch, absl::Span<const int32_t> predictions) {
+  if (absl::Status status = ValidateBatch(spec, params, batch); !status.ok()) return status;
+  if (!predictions.empty() && predictions.size() != static_cast<size_t>(batch.rows())) {
+    return absl::InvalidArgumentError(absl::StrCat("predictions has ", predictions.size(),
+                                                   " elements, batch ", batch.rows(), " rows"));
+  }
+  return absl::OkStatus();
+}
+
 absl::Status ValidateGradientCall(const ModelSpec& spec, absl::Span<const float> params,
                                   const Batch& batch, absl::Span<const float> gradient,
                                   const GradientOptions& options) {

@@ -86,6 +86,9 @@ class GradientComputer {
 // Shared by implementations. ValidateBatch: parameter and feature sizes, label range.
 absl::Status ValidateBatch(const ModelSpec& spec, absl::Span<const float> params,
                            const Batch& batch);
+// ValidateBatch plus the predictions' size (empty, or one per row).
+absl::Status ValidateEvaluateCall(const ModelSpec& spec, absl::Span<const float> params,
+                                  const Batch& batch, absl::Span<const int32_t> predictions);
 // ValidateBatch plus the gradient size and a non-negative normalizer.
 absl::Status ValidateGradientCall(const ModelSpec& spec, absl::Span<const float> params,
                                   const Batch& batch, absl::Span<const float> gradient,

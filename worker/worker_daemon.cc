@@ -1,37 +1,21 @@
 #include "worker/worker_daemon.h"
 
-#include <cmath>
 #include <memory>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "common/checksum.h"
 #include "common/file_util.h"
-#include "common/grpc_util.h"
-#include "common/metrics.h"
 #include "common/net.h"
-#include "common/rank_result.h"
 #include "common/status_macros.h"
-#include "nlohmann/json.hpp"
-#include "prometheus/registry.h"
-#include "ring/ring_member.h"
+#include "worker/benchmark_jobs.h"
 #include "worker/data_parallel.h"
 #include "worker/model_spec.h"
 #include "worker/ps_sync.h"
 #include "worker/ring_sync.h"
+#include "worker/running_worker.h"
 
 namespace ringside::worker {
-namespace {
-
-// Everything a running worker owns; members are destroyed in reverse order, so the gRPC server
-// stops before the ring member whose service it runs.
-struct RunningWorker {
-  std::shared_ptr<prometheus::Registry> registry = std::make_shared<prometheus::Registry>();
-  Metrics metrics{registry};
-  std::unique_ptr<MetricsServer> metrics_server;
-  std::unique_ptr<ring::RingMember> member;  // ring mode only
-  StartedServer server;
-};
 
 int WorldOf(const WorkerOptions& options) {
   return options.mode == SyncMode::kRing ? static_cast<int>(options.peers.size())
@@ -51,93 +35,7 @@ absl::Status WriteResult(const WorkerOptions& options, const nlohmann::json& res
   return WriteFileAtomically(options.result_file, result.dump() + "\n");
 }
 
-absl::Status RunAllreduceJob(const WorkerOptions& options, RunningWorker& worker,
-                             const TerminationSignals& signals, std::ostream& log) {
-  const int world = WorldOf(options);
-  std::vector<float> data(static_cast<size_t>(options.elements));
-  const ring::AllreduceOptions allreduce = AllreduceOptionsOf(options);
-  uint64_t collective = 0;
-  absl::Status failure;
-  const RankResult result =
-      RunTimedIterations(options.rank, world, options.warmup, options.iters,
-                         absl::MakeSpan(data), [&] {
-                           if (!failure.ok() || signals.received()) return;
-                           failure = worker.member->Allreduce(++collective,
-                                                              absl::MakeSpan(data), allreduce);
-                         });
-  if (signals.received()) return absl::CancelledError("stopped by a signal before the job ended");
-  RETURN_IF_ERROR(failure);
-  log << WorkerName(options.rank) << ": " << options.iters << " allreduces of "
-      << options.elements << " floats, " << result.seconds_per_op * 1e3 << " ms each (median), "
-      << (result.check_ok ? "values checked" : "WRONG VALUES") << "\n";
-  nlohmann::json json = RankResultJson(result);
-  json["metrics_port"] = worker.metrics_server->port();
-  json["checksum"] = Fnv1aHex(data);
-  RETURN_IF_ERROR(WriteResult(options, json));
-  if (!result.check_ok) {
-    return absl::InternalError(absl::StrCat("allreduce result differs from the expected sum by ",
-                                            result.max_abs_error));
-  }
-  return absl::OkStatus();
-}
-
-// Benchmark shards start at zero and apply SGD with lr 1, so after step t every parameter is
-// exactly -(t + 1) * ExpectedSum(world, i): small integers, exact in float32.
-double MaxAbsErrorAfterPushes(int world, int64_t steps, absl::Span<const float> params) {
-  double max_error = 0;
-  for (size_t i = 0; i < params.size(); ++i) {
-    const double expected =
-        -static_cast<double>(steps) * ExpectedSum(world, static_cast<int64_t>(i));
-    const double error = std::fabs(params[i] - expected);
-    if (!(error <= max_error)) max_error = std::isnan(error) ? INFINITY : error;
-  }
-  return max_error;
-}
-
-absl::Status RunPushPullJob(const WorkerOptions& options, RunningWorker& worker,
-                            const TerminationSignals& signals, std::ostream& log) {
-  const int world = WorldOf(options);
-  PsSyncOptions ps;
-  ps.rank = options.rank;
-  ps.shards = options.ps;
-  ps.segment_bytes = static_cast<uint64_t>(options.segment_bytes);
-  ps.timeout = options.timeout;
-  ASSIGN_OR_RETURN(std::unique_ptr<PsSync> sync,
-                   PsSync::Create(ps, static_cast<uint64_t>(options.elements), &worker.metrics));
-  std::vector<float> gradient(static_cast<size_t>(options.elements));
-  std::vector<float> params(gradient.size());
-  FillForRank(options.rank, absl::MakeSpan(gradient));
-  std::vector<double> seconds;
-  RankResult result;
-  for (int it = 0; it < options.warmup + options.iters && !signals.received(); ++it) {
-    const absl::Time start = absl::Now();
-    RETURN_IF_ERROR(sync->Step(it, absl::MakeSpan(gradient), absl::MakeSpan(params)).status());
-    if (it >= options.warmup) seconds.push_back(absl::ToDoubleSeconds(absl::Now() - start));
-    result.max_abs_error =
-        std::max(result.max_abs_error, MaxAbsErrorAfterPushes(world, it + 1, params));
-  }
-  if (signals.received()) return absl::CancelledError("stopped by a signal before the job ended");
-  result.rank = options.rank;
-  result.world = world;
-  result.elements = options.elements;
-  result.iters = options.iters;
-  result.seconds_per_op = Median(seconds);
-  for (double s : seconds) result.seconds_total += s;
-  result.check_ok = result.max_abs_error == 0;
-  log << WorkerName(options.rank) << ": " << options.iters << " push-pull steps of "
-      << options.elements << " floats over " << options.ps.size() << " shards, "
-      << result.seconds_per_op * 1e3 << " ms each (median), "
-      << (result.check_ok ? "values checked" : "WRONG VALUES") << "\n";
-  nlohmann::json json = RankResultJson(result);
-  json["metrics_port"] = worker.metrics_server->port();
-  json["checksum"] = Fnv1aHex(params);
-  RETURN_IF_ERROR(WriteResult(options, json));
-  if (!result.check_ok) {
-    return absl::InternalError(absl::StrCat("returned parameters differ from the expected by ",
-                                            result.max_abs_error));
-  }
-  return absl::OkStatus();
-}
+namespace {
 
 absl::Status RunTrainJob(const WorkerOptions& options, RunningWorker& worker,
                          const TerminationSignals& signals, std::ostream& log) {
