@@ -115,11 +115,12 @@ double MaxAbsErrorOfSum(int world, absl::Span<const float> data) {
 }
 
 RankResult RunTimedIterations(int rank, int world, int warmup, int iters, absl::Span<float> data,
-                              const std::function<void()>& allreduce) {
+                              const std::function<void()>& allreduce,
+                              const std::function<bool()>& stop) {
   std::vector<double> seconds;
   seconds.reserve(iters);
   double max_error = 0;
-  for (int it = 0; it < warmup + iters; ++it) {
+  for (int it = 0; it < warmup + iters && !(stop && stop()); ++it) {
     FillForRank(rank, data);
     const auto start = std::chrono::steady_clock::now();
     allreduce();

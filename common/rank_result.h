@@ -55,8 +55,11 @@ double MaxAbsErrorOfSum(int world, absl::Span<const float> data);
 // FillForRank, time one call of `allreduce` (an in-place sum over `world` ranks of `data`), check
 // the values. Only the call is timed; filling and checking are not. Exceptions from `allreduce`
 // propagate. Requires iters >= 1.
+// `stop`, when given, is asked before every iteration: true ends the loop early (the caller's
+// allreduce failed or it was told to stop), so a failed run does not go on filling and checking.
 RankResult RunTimedIterations(int rank, int world, int warmup, int iters, absl::Span<float> data,
-                              const std::function<void()>& allreduce);
+                              const std::function<void()>& allreduce,
+                              const std::function<bool()>& stop = nullptr);
 
 // Median of `values` (mean of the middle two for an even count); 0 for an empty span.
 double Median(absl::Span<const double> values);

@@ -45,6 +45,14 @@ TEST(RunTimedIterationsTest, CountsAndChecks) {
   EXPECT_GE(result.seconds_total, result.seconds_per_op);
 }
 
+TEST(RunTimedIterationsTest, StopsAsSoonAsAskedTo) {
+  std::vector<float> data(10);
+  int calls = 0;
+  RunTimedIterations(0, 1, 0, 1000, absl::MakeSpan(data), [&] { ++calls; },
+                     [&] { return calls == 3; });
+  EXPECT_EQ(calls, 3);
+}
+
 TEST(RunTimedIterationsTest, DetectsAWrongSumInAnyIteration) {
   std::vector<float> data(100);
   int calls = 0;

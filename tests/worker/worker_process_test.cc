@@ -1,5 +1,7 @@
 // Real ringside-worker processes on loopback: the static ring's allreduce and its per-link
 // accounting as Prometheus serves it, and data-parallel training against one process.
+#include <signal.h>
+
 #include <string>
 #include <vector>
 
@@ -88,6 +90,25 @@ TEST(WorkerProcessTest, FourWorkersTrainIrisToTheAccuracyOfOneProcess) {
     // Same global batches and gradients up to summation order: at most one row may flip.
     EXPECT_NEAR(accuracy, single->final_eval.accuracy, 1.0 / 150 + 1e-9) << result.dump();
   }
+}
+
+TEST(WorkerProcessTest, AKilledWorkerFailsTheOthersWithinTheirDeadlineNotAHang) {
+  auto workers = WorkerProcesses::Start(
+      4, {"--job=allreduce", "--elements=1048576", "--iters=100000", "--warmup=0", "--timeout=3s"});
+  ASSERT_TRUE(workers.ok()) << workers.status();
+  absl::SleepFor(absl::Seconds(2));  // the ring is running allreduces by now
+  ASSERT_EQ(kill((*workers)->process(2).pid(), SIGKILL), 0);
+  const absl::Time killed = absl::Now();
+  for (int rank : {0, 1, 3}) {
+    Subprocess& process = (*workers)->process(rank);
+    absl::StatusOr<ExitStatus> exit = process.Wait(absl::Seconds(60));
+    ASSERT_TRUE(exit.ok()) << "rank " << rank << " hangs:\n" << TailOfFile(process.log_path(), 5);
+    EXPECT_EQ(exit->exit_code, 1) << TailOfFile(process.log_path(), 5);
+    const std::string log = TailOfFile(process.log_path(), 5);
+    EXPECT_NE(log.find("ring allreduce"), std::string::npos) << log;
+  }
+  // Each survivor gives up within its 3 s deadline, plus start-up slack on a loaded machine.
+  EXPECT_LT(absl::Now() - killed, absl::Seconds(30));
 }
 
 TEST(WorkerProcessTest, ABadFlagFailsAtStartNamingTheFlag) {
