@@ -1,5 +1,6 @@
 #include "bench/ps_runner.h"
 
+#include <signal.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -65,6 +66,46 @@ absl::StatusOr<std::vector<int>> WaitForShards(std::vector<Subprocess>& shards, 
   }
 }
 
+// Runs the workers of a cell against its ready shards and reads their results.
+absl::Status RunWorkers(const PsRunnerConfig& config, const PsCellSpec& spec, const TempDir& dir,
+                        const std::vector<int>& shard_ports, PsCellResult* result) {
+  std::vector<Subprocess> workers;
+  for (int rank = 0; rank < spec.workers; ++rank) {
+    SpawnOptions options;
+    options.argv = PsWorkerArgv(config, spec, rank, shard_ports, WorkerResultFile(dir, rank));
+    options.log_path = dir.File(absl::StrCat("worker-", rank, ".log"));
+    ASSIGN_OR_RETURN(Subprocess process, Subprocess::Spawn(options));
+    workers.push_back(std::move(process));
+  }
+  std::vector<Subprocess*> pointers;
+  for (Subprocess& process : workers) pointers.push_back(&process);
+  RETURN_IF_ERROR(WaitAll(pointers, config.timeout));
+  std::vector<RankResult> ranks;
+  for (int rank = 0; rank < spec.workers; ++rank) {
+    ASSIGN_OR_RETURN(RankResult rank_result, ReadRankResult(WorkerResultFile(dir, rank)));
+    ranks.push_back(rank_result);
+  }
+  return AggregatePsWorkers(std::move(ranks), result);
+}
+
+// Signals every shard first and then reaps them one by one, so the cell waits for the slowest
+// shard's shutdown rather than for the sum (ringside-ps can take seconds to leave gRPC's
+// shutdown). A second SIGTERM from Kill() is harmless to a daemon already stopping.
+void StopShards(std::vector<Subprocess>& shards) {
+  for (Subprocess& shard : shards) {
+    if (shard.running()) kill(shard.pid(), SIGTERM);
+  }
+  for (size_t s = 0; s < shards.size(); ++s) {
+    const ExitStatus exit = shards[s].Kill();
+    // The workers' results are complete and checked by now: a shard that stops badly is
+    // reported, but does not fail the cell.
+    if (!exit.ok()) {
+      std::cerr << "ringside-bench: warning: shard " << s << " did not stop cleanly after SIGTERM ("
+                << exit.ToString() << ")\n";
+    }
+  }
+}
+
 absl::Status RunPsCellProcesses(const PsRunnerConfig& config, const PsCellSpec& spec,
                                 PsCellResult* result) {
   RETURN_IF_ERROR(CheckExecutable(config.ps_binary, "ringside-ps"));
@@ -74,47 +115,24 @@ absl::Status RunPsCellProcesses(const PsRunnerConfig& config, const PsCellSpec& 
     dir.Keep();
     std::cerr << "ringside-bench: keeping " << dir.path() << "\n";
   }
-  // Declared after `dir` so that on an early return the shards are stopped (destructor) before
-  // their directory is removed.
+  // Declared after `dir` so that the shards are gone before their directory is removed.
   std::vector<Subprocess> shards;
-  for (int s = 0; s < spec.shards; ++s) {
+  absl::Status status;
+  for (int s = 0; s < spec.shards && status.ok(); ++s) {
     SpawnOptions options;
     options.argv = PsShardArgv(config, spec, s, ReadyFile(dir, s));
     options.log_path = dir.File(absl::StrCat("shard-", s, ".log"));
     options.term_grace = config.shard_term_grace;
-    ASSIGN_OR_RETURN(Subprocess process, Subprocess::Spawn(options));
-    shards.push_back(std::move(process));
+    absl::StatusOr<Subprocess> process = Subprocess::Spawn(options);
+    status = process.status();
+    if (process.ok()) shards.push_back(*std::move(process));
   }
-  ASSIGN_OR_RETURN(const std::vector<int> ports,
-                   WaitForShards(shards, dir, spec, config.ready_timeout));
-
-  std::vector<Subprocess> workers;
-  for (int rank = 0; rank < spec.workers; ++rank) {
-    SpawnOptions options;
-    options.argv = PsWorkerArgv(config, spec, rank, ports, WorkerResultFile(dir, rank));
-    options.log_path = dir.File(absl::StrCat("worker-", rank, ".log"));
-    ASSIGN_OR_RETURN(Subprocess process, Subprocess::Spawn(options));
-    workers.push_back(std::move(process));
+  if (status.ok()) {
+    absl::StatusOr<std::vector<int>> ports = WaitForShards(shards, dir, spec, config.ready_timeout);
+    status = ports.ok() ? RunWorkers(config, spec, dir, *ports, result) : ports.status();
   }
-  std::vector<Subprocess*> pointers;
-  for (Subprocess& process : workers) pointers.push_back(&process);
-  RETURN_IF_ERROR(WaitAll(pointers, config.timeout));
-
-  // The shards have served their last step; stopping them now frees their memory before the
-  // next cell, and a shard that does not stop cleanly is worth a line but not the cell.
-  for (size_t s = 0; s < shards.size(); ++s) {
-    const ExitStatus exit = shards[s].Kill();
-    if (!exit.ok()) {
-      std::cerr << "ringside-bench: warning: shard " << s << " stopped with " << exit.ToString()
-                << "\n";
-    }
-  }
-  std::vector<RankResult> ranks;
-  for (int rank = 0; rank < spec.workers; ++rank) {
-    ASSIGN_OR_RETURN(RankResult rank_result, ReadRankResult(WorkerResultFile(dir, rank)));
-    ranks.push_back(rank_result);
-  }
-  return AggregatePsWorkers(std::move(ranks), result);
+  StopShards(shards);
+  return status;
 }
 
 std::string FormatSeconds(double seconds) {

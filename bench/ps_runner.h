@@ -40,7 +40,9 @@ struct PsRunnerConfig {
   int64_t segment_bytes = 1 << 20;                   // --segment_bytes of shards and workers
   absl::Duration timeout = absl::Seconds(120);       // the workers of one cell
   absl::Duration ready_timeout = absl::Seconds(30);  // all shards of one cell to become ready
-  absl::Duration shard_term_grace = absl::Seconds(5);
+  // SIGTERM to SIGKILL for a shard. ringside-ps's exit can wait ~10 s in gRPC's shutdown
+  // (grpc_shutdown joining an executor thread in a long epoll_wait); a clean exit is worth it.
+  absl::Duration shard_term_grace = absl::Seconds(15);
   bool keep_temp = false;
 };
 
