@@ -20,6 +20,8 @@ struct Command {
 
 // ring: Ringside's ring allreduce vs Gloo's, over worker processes on loopback.
 int RunRingCommand(const std::vector<std::string>& args);
+// ps: push-pull steps against sharded parameter servers vs the ring, over processes on loopback.
+int RunPsCommand(const std::vector<std::string>& args);
 // compute: samples/second of MLP gradient computation on CPU and (where present) CUDA.
 int RunComputeCommand(const std::vector<std::string>& args);
 // gloo-rank (hidden): one Gloo rank process, started by `ring`.

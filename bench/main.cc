@@ -18,6 +18,8 @@ using ringside::bench::Command;
 constexpr Command kCommands[] = {
     {"ring", "Ringside ring allreduce vs Gloo (allreduce RING, AllreduceRingChunked)", false,
      &ringside::bench::RunRingCommand},
+    {"ps", "sharded parameter server (push-pull steps) vs the ring allreduce, same N and K", false,
+     &ringside::bench::RunPsCommand},
     {"compute", "samples/s of MLP gradients on CPU and CUDA for 4,16,3 and 784,1024,1024,10",
      false, &ringside::bench::RunComputeCommand},
     {"gloo-rank", "one Gloo rank process (started by `ring`)", true,
@@ -40,14 +42,14 @@ int main(int argc, char** argv) {
   ringside::ConfigureFlagsUsage(UsageMessage());
   const std::vector<char*> positional = absl::ParseCommandLine(argc, argv);
   if (positional.size() < 2) {
-    std::cerr << "ringside-bench: missing command (ring, compute); see --help\n";
+    std::cerr << "ringside-bench: missing command (ring, ps, compute); see --help\n";
     return 1;
   }
   const std::vector<std::string> args(positional.begin() + 2, positional.end());
   for (const Command& command : kCommands) {
     if (std::strcmp(command.name, positional[1]) == 0) return command.run(args);
   }
-  std::cerr << "ringside-bench: unknown command '" << positional[1] << "' (expected ring or compute); see "
-            << "--help\n";
+  std::cerr << "ringside-bench: unknown command '" << positional[1]
+            << "' (expected ring, ps or compute); see --help\n";
   return 1;
 }
