@@ -20,8 +20,8 @@ constexpr Command kCommands[] = {
      &ringside::bench::RunRingCommand},
     {"ps", "sharded parameter server (push-pull steps) vs the ring allreduce, same N and K", false,
      &ringside::bench::RunPsCommand},
-    {"compute", "samples/s of MLP gradients on CPU and CUDA for 4,16,3 and 784,1024,1024,10",
-     false, &ringside::bench::RunComputeCommand},
+    {"compute", "samples/s of MLP gradients on CPU and CUDA for 4,16,3 and 784,1024,1024,10", false,
+     &ringside::bench::RunComputeCommand},
     {"gloo-rank", "one Gloo rank process (started by `ring`)", true,
      &ringside::bench::RunGlooRankCommand},
 };

@@ -157,8 +157,8 @@ absl::StatusOr<std::unique_ptr<MetricsServer>> MetricsServer::Start(
     // civetweb wants host:port without brackets for IPv4; it throws when it cannot bind.
     exposer = std::make_unique<prometheus::Exposer>(address->ToString());
   } catch (const std::exception& e) {
-    return absl::UnavailableError(absl::StrCat("cannot serve metrics on ", listen, ": ", e.what(),
-                                               " (is the port in use?)"));
+    return absl::UnavailableError(
+        absl::StrCat("cannot serve metrics on ", listen, ": ", e.what(), " (is the port in use?)"));
   }
   exposer->RegisterCollectable(registry);
   const auto ports = exposer->GetListeningPorts();

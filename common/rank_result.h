@@ -42,7 +42,9 @@ absl::StatusOr<RankResult> ReadRankResult(const std::string& path);
 
 // Value rank `rank` puts at index `i`: (rank + 1) * (1 + i % 8). A power-of-two period keeps
 // the fill and check loops vectorisable; they run on the cores the transfers use.
-inline float FillValue(int rank, int64_t i) { return static_cast<float>((rank + 1) * (1 + (i & 7))); }
+inline float FillValue(int rank, int64_t i) {
+  return static_cast<float>((rank + 1) * (1 + (i & 7)));
+}
 // The sum of FillValue over ranks 0..world-1.
 inline float ExpectedSum(int world, int64_t i) {
   return static_cast<float>(world * (world + 1) / 2 * (1 + (i & 7)));

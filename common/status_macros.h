@@ -10,10 +10,10 @@
 #define RINGSIDE_CONCAT_(a, b) RINGSIDE_CONCAT_INNER_(a, b)
 
 // Returns the status from the enclosing function when `expr` is not OK.
-#define RETURN_IF_ERROR(expr)                                   \
-  do {                                                          \
-    const ::absl::Status ringside_status_ = (expr);             \
-    if (!ringside_status_.ok()) return ringside_status_;        \
+#define RETURN_IF_ERROR(expr)                            \
+  do {                                                   \
+    const ::absl::Status ringside_status_ = (expr);      \
+    if (!ringside_status_.ok()) return ringside_status_; \
   } while (false)
 
 // `ASSIGN_OR_RETURN(auto x, MakeX());` declares/assigns from a StatusOr or returns its status.

@@ -37,8 +37,8 @@ absl::Status RingAllreduce::Run(uint64_t collective, absl::Span<float> buffer,
   const absl::Status released = transport_.ReleaseSends(absl::Now() + options.timeout);
   if (status.ok()) status = released;
   if (!status.ok()) {
-    return Annotate(status, absl::StrCat("ring allreduce ", collective, " on ",
-                                         WorkerName(topology.rank)));
+    return Annotate(status,
+                    absl::StrCat("ring allreduce ", collective, " on ", WorkerName(topology.rank)));
   }
   return absl::OkStatus();
 }
@@ -114,18 +114,18 @@ absl::Status RingAllreduce::ReceiveChunk(uint64_t collective, const ChunkReceipt
     ASSIGN_OR_RETURN(Segment segment, transport_.Receive(collective, deadline));
     const SegmentHeader& h = segment.header;
     if (h.total_elements != total_elements || h.dtype != DType::kFloat32) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "the left neighbour reduces ", h.total_elements, " ", DTypeName(h.dtype),
-          " elements but this worker ", total_elements, " float32: every rank must pass the "
-          "same buffer length and type"));
+      return absl::InvalidArgumentError(absl::StrCat("the left neighbour reduces ",
+                                                     h.total_elements, " ", DTypeName(h.dtype),
+                                                     " elements but this worker ", total_elements,
+                                                     " float32: every rank must pass the "
+                                                     "same buffer length and type"));
     }
     const uint64_t count = segment.payload.size() / kElementBytes;
     if (h.step != receipt.step || h.chunk != receipt.chunk || h.offset != offset ||
         count > chunk.size() - offset) {
-      return absl::InternalError(absl::StrCat("inbox delivered step ", h.step, " chunk ", h.chunk,
-                                              " offset ", h.offset, " while expecting step ",
-                                              receipt.step, " chunk ", receipt.chunk, " offset ",
-                                              offset));
+      return absl::InternalError(absl::StrCat(
+          "inbox delivered step ", h.step, " chunk ", h.chunk, " offset ", h.offset,
+          " while expecting step ", receipt.step, " chunk ", receipt.chunk, " offset ", offset));
     }
     float* dst = chunk.data() + offset;
     ApplyFloat32Pieces(dst, segment.payload.pieces(), /*add=*/receipt.reduce);

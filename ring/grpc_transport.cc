@@ -81,9 +81,7 @@ RingStreamSender::~RingStreamSender() {
   {
     absl::MutexLock lock(&mu_);
     stopping_ = true;
-    auto drained = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-      return queue_.empty() && !busy_;
-    };
+    auto drained = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return queue_.empty() && !busy_; };
     if (!mu_.AwaitWithTimeout(absl::Condition(&drained), kCloseGrace) && context_ != nullptr) {
       context_->TryCancel();
     }
@@ -113,9 +111,8 @@ void RingStreamSender::Loop() {
     uint64_t epoch;
     {
       absl::MutexLock lock(&mu_);
-      auto ready = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-        return !queue_.empty() || stopping_;
-      };
+      auto ready = [this]()
+                       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return !queue_.empty() || stopping_; };
       mu_.Await(absl::Condition(&ready));
       if (queue_.empty()) break;  // stopping with nothing left to send
       segment = std::move(queue_.front());
@@ -189,8 +186,9 @@ GrpcRingTransport::GrpcRingTransport(RingTopology topology, const std::string& r
                                      RingInbox& inbox, prometheus::Counter* wire_bytes)
     : topology_(topology),
       inbox_(inbox),
-      sender_(right_address, WorkerName(topology.right()),
-              [&inbox](const absl::Status& status) { inbox.Fail(status); }, wire_bytes) {}
+      sender_(
+          right_address, WorkerName(topology.right()),
+          [&inbox](const absl::Status& status) { inbox.Fail(status); }, wire_bytes) {}
 
 absl::Status GrpcRingTransport::Send(const SegmentHeader& header, absl::Span<const char> payload) {
   // gRPC copies small messages into its own frames anyway (and may keep a small message's
@@ -208,9 +206,9 @@ absl::Status GrpcRingTransport::Send(const SegmentHeader& header, absl::Span<con
 
 absl::Status GrpcRingTransport::ReleaseSends(absl::Time deadline) {
   if (held_->WaitUntilNone(deadline)) return absl::OkStatus();
-  return absl::DeadlineExceededError(absl::StrCat(
-      "gRPC still holds segments sent to ", WorkerName(topology_.right()),
-      " after the deadline; the link to it is stuck"));
+  return absl::DeadlineExceededError(absl::StrCat("gRPC still holds segments sent to ",
+                                                  WorkerName(topology_.right()),
+                                                  " after the deadline; the link to it is stuck"));
 }
 
 }  // namespace ringside::ring

@@ -16,8 +16,8 @@ void RingInbox::SetTopology(RingTopology topology, LinkReceiveMetrics metrics) {
   expected_ = Position{};
   queue_.clear();
   queued_bytes_ = 0;
-  error_ = absl::AbortedError(
-      absl::StrCat("ring topology changed to generation ", topology.generation));
+  error_ =
+      absl::AbortedError(absl::StrCat("ring topology changed to generation ", topology.generation));
 }
 
 uint64_t RingInbox::OpenStream() {
@@ -69,8 +69,8 @@ absl::Status RingInbox::Validate(const SegmentHeader& h, uint64_t payload_bytes)
   if (h.offset > chunk_size || elements > chunk_size - h.offset ||
       (elements == 0 && chunk_size != 0)) {
     return absl::InvalidArgumentError(absl::StrCat(
-        "segment of ", elements, " elements at offset ", h.offset, " does not fit chunk ",
-        h.chunk, " of ", chunk_size, " elements (buffer of ", h.total_elements, ")"));
+        "segment of ", elements, " elements at offset ", h.offset, " does not fit chunk ", h.chunk,
+        " of ", chunk_size, " elements (buffer of ", h.total_elements, ")"));
   }
   return ValidateSequence(h);
 }
@@ -96,9 +96,9 @@ absl::Status RingInbox::ValidateSequence(const SegmentHeader& h) const {
                      h.collective, " is at step ", expected_.step, " offset ", expected_.offset));
   }
   if (h.total_elements != expected_.total_elements) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("segment announces ", h.total_elements, " elements, but collective ",
-                     h.collective, " started with ", expected_.total_elements));
+    return absl::InvalidArgumentError(absl::StrCat("segment announces ", h.total_elements,
+                                                   " elements, but collective ", h.collective,
+                                                   " started with ", expected_.total_elements));
   }
   return absl::OkStatus();
 }
@@ -129,8 +129,7 @@ absl::Status RingInbox::Accept(Segment segment, uint64_t stream_id) {
                      " is too far ahead (limit ", options_.max_queued_bytes, ")"));
   }
   if (!status.ok()) {
-    error_ = absl::Status(status.code(),
-                          absl::StrCat("from ", LeftName(), ": ", status.message()));
+    error_ = absl::Status(status.code(), absl::StrCat("from ", LeftName(), ": ", status.message()));
     return status;
   }
   latest_stream_ = stream_id;
@@ -167,9 +166,8 @@ void RingInbox::Fail(const absl::Status& status) {
 
 absl::StatusOr<Segment> RingInbox::Next(uint64_t collective, absl::Time deadline) {
   absl::MutexLock lock(&mu_);
-  auto ready = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-    return !queue_.empty() || !error_.ok();
-  };
+  auto ready = [this]()
+                   ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return !queue_.empty() || !error_.ok(); };
   while (true) {
     if (!mu_.AwaitWithDeadline(absl::Condition(&ready), deadline)) {
       return absl::DeadlineExceededError(

@@ -16,8 +16,8 @@ void InMemoryTransport::BeginCollective(uint64_t collective) {
 }
 
 absl::Status InMemoryTransport::Send(const SegmentHeader& header, absl::Span<const char> payload) {
-  return right_inbox_.Accept(Segment{header, SegmentPayload(std::string(payload.data(), payload.size()))},
-                             stream_id_);
+  return right_inbox_.Accept(
+      Segment{header, SegmentPayload(std::string(payload.data(), payload.size()))}, stream_id_);
 }
 
 absl::StatusOr<Segment> InMemoryTransport::Receive(uint64_t collective, absl::Time deadline) {

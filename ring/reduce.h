@@ -24,8 +24,7 @@ inline void AddFloat32(float* __restrict dst, const char* __restrict src_bytes, 
 
 // Applies a payload in pieces to `dst` (count = payload.size() / 4 floats): dst += payload when
 // `add`, else dst = payload. A float split across two pieces is reassembled first.
-inline void ApplyFloat32Pieces(float* dst, const std::vector<absl::string_view>& pieces,
-                               bool add) {
+inline void ApplyFloat32Pieces(float* dst, const std::vector<absl::string_view>& pieces, bool add) {
   char carry[sizeof(float)];
   size_t carried = 0;
   auto apply = [add](float* out, const char* bytes, size_t count) {

@@ -67,8 +67,7 @@ grpc::Slice EncodePrefix(const SegmentHeader& header, size_t payload_size, size_
 grpc::ByteBuffer EncodeSegment(const SegmentHeader& header, absl::Span<const char> payload) {
   grpc::Slice slice = EncodePrefix(header, payload.size(), payload.size());
   if (!payload.empty()) {
-    std::memcpy(const_cast<uint8_t*>(slice.end()) - payload.size(), payload.data(),
-                payload.size());
+    std::memcpy(const_cast<uint8_t*>(slice.end()) - payload.size(), payload.data(), payload.size());
   }
   return grpc::ByteBuffer(&slice, 1);
 }
@@ -98,14 +97,30 @@ absl::StatusOr<Segment> DecodeSegment(grpc::ByteBuffer& message) {
       uint64_t value = 0;
       if (!input.ReadVarint64(&value)) return Malformed(absl::StrCat("truncated field ", field));
       switch (field) {
-        case 1: h.generation = value; break;
-        case 2: h.collective = value; break;
-        case 3: h.sender_rank = static_cast<int>(static_cast<uint32_t>(value)); break;
-        case 4: h.step = static_cast<int>(static_cast<uint32_t>(value)); break;
-        case 5: h.chunk = static_cast<int>(static_cast<uint32_t>(value)); break;
-        case 6: h.offset = value; break;
-        case 7: h.total_elements = value; break;
-        case 8: h.dtype = static_cast<DType>(static_cast<uint32_t>(value)); break;
+        case 1:
+          h.generation = value;
+          break;
+        case 2:
+          h.collective = value;
+          break;
+        case 3:
+          h.sender_rank = static_cast<int>(static_cast<uint32_t>(value));
+          break;
+        case 4:
+          h.step = static_cast<int>(static_cast<uint32_t>(value));
+          break;
+        case 5:
+          h.chunk = static_cast<int>(static_cast<uint32_t>(value));
+          break;
+        case 6:
+          h.offset = value;
+          break;
+        case 7:
+          h.total_elements = value;
+          break;
+        case 8:
+          h.dtype = static_cast<DType>(static_cast<uint32_t>(value));
+          break;
       }
     } else if (wire == kWireLength && field == kPayloadField) {
       uint32_t length = 0;

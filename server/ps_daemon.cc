@@ -21,8 +21,8 @@ namespace ringside::server {
 absl::Status ValidateShardOptions(const ShardOptions& options) {
   if (options.ps_shards < 1) return absl::InvalidArgumentError("--ps_shards must be >= 1");
   if (options.shard < 0 || options.shard >= options.ps_shards) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("--shard=", options.shard, " is not in [0, --ps_shards=", options.ps_shards, ")"));
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--shard=", options.shard, " is not in [0, --ps_shards=", options.ps_shards, ")"));
   }
   if (options.workers < 1) return absl::InvalidArgumentError("--workers must be >= 1");
   if (options.segment_bytes < 4 || options.segment_bytes > kMaxMessageBytes / 2) {

@@ -26,7 +26,7 @@ struct ShardOptions {
   std::string metrics_listen = "127.0.0.1:0";
   int64_t segment_bytes = int64_t{1} << 20;
   worker::TrainingOptions training;  // model, activation, seed and optimiser are used
-  int64_t elements = 0;  // > 0: a benchmark shard of that many zero parameters, no model
+  int64_t elements = 0;    // > 0: a benchmark shard of that many zero parameters, no model
   std::string ready_file;  // written (JSON: ports) once serving; empty: none
 };
 

@@ -31,18 +31,18 @@ ShardState::ShardState(ShardConfig config, std::vector<float> initial, Optimizer
 
 absl::Status ShardState::CheckWorker(int worker) const {
   if (worker < 0 || worker >= config_.workers) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "worker rank ", worker, " is not in generation ", config_.generation, " of ",
-        config_.workers, " workers on ", PsShardName(config_.shard)));
+    return absl::InvalidArgumentError(absl::StrCat("worker rank ", worker, " is not in generation ",
+                                                   config_.generation, " of ", config_.workers,
+                                                   " workers on ", PsShardName(config_.shard)));
   }
   return absl::OkStatus();
 }
 
 absl::Status ShardState::CheckStep(uint64_t step) const {
   if (step != step_) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        PsShardName(config_.shard), " is collecting step ", step_, ", not step ", step,
-        step < step_ ? " (already applied)" : " (ahead of the others)"));
+    return absl::FailedPreconditionError(
+        absl::StrCat(PsShardName(config_.shard), " is collecting step ", step_, ", not step ", step,
+                     step < step_ ? " (already applied)" : " (ahead of the others)"));
   }
   return absl::OkStatus();
 }
@@ -56,19 +56,18 @@ absl::Status ShardState::BeginPush(uint64_t generation, int worker, uint64_t ste
   }
   RETURN_IF_ERROR(CheckWorker(worker));
   if (range_elements != range_elements_) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "worker ", worker, " pushes a range of ", range_elements, " elements but ",
-        PsShardName(config_.shard), " owns ", range_elements_,
-        "; do the worker and the shard use the same --model and --ps_shards?"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("worker ", worker, " pushes a range of ", range_elements, " elements but ",
+                     PsShardName(config_.shard), " owns ", range_elements_,
+                     "; do the worker and the shard use the same --model and --ps_shards?"));
   }
   absl::MutexLock lock(&mu_);
   RETURN_IF_ERROR(CheckStep(step));
   WorkerShare& share = shares_[worker];
   if (share.state != PushState::kIdle) {
-    return absl::AlreadyExistsError(absl::StrCat("worker ", worker, " already ",
-                                                 share.state == PushState::kDone ? "pushed"
-                                                                                 : "is pushing",
-                                                 " step ", step));
+    return absl::AlreadyExistsError(
+        absl::StrCat("worker ", worker, " already ",
+                     share.state == PushState::kDone ? "pushed" : "is pushing", " step ", step));
   }
   share.state = PushState::kPushing;
   share.received = 0;
@@ -88,8 +87,8 @@ absl::Status ShardState::AddSegment(int worker, uint64_t step, uint64_t offset,
         absl::StrCat("worker ", worker, " sent a segment outside a push of step ", step));
   }
   if (payload.size() % sizeof(float) != 0) {
-    return absl::InvalidArgumentError(absl::StrCat("segment of ", payload.size(),
-                                                   " bytes is not a whole number of float32"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("segment of ", payload.size(), " bytes is not a whole number of float32"));
   }
   const uint64_t count = payload.size() / sizeof(float);
   if (offset != share.received || count > range_elements_ - offset) {

@@ -55,15 +55,14 @@ absl::Status RunAllreduceJob(const WorkerOptions& options, RunningWorker& worker
   const ring::AllreduceOptions allreduce = AllreduceOptionsOf(options);
   uint64_t collective = 0;
   absl::Status failure;
-  const RankResult result =
-      RunTimedIterations(
-          options.rank, world, options.warmup, options.iters, absl::MakeSpan(data),
-          [&] { failure = worker.member->Allreduce(++collective, absl::MakeSpan(data), allreduce); },
-          [&] { return !failure.ok() || signals.received(); });
+  const RankResult result = RunTimedIterations(
+      options.rank, world, options.warmup, options.iters, absl::MakeSpan(data),
+      [&] { failure = worker.member->Allreduce(++collective, absl::MakeSpan(data), allreduce); },
+      [&] { return !failure.ok() || signals.received(); });
   if (signals.received()) return absl::CancelledError("stopped by a signal before the job ended");
   RETURN_IF_ERROR(failure);
-  return Report(options, worker, result, absl::StrCat("allreduces of ", options.elements, " floats"),
-                data, log);
+  return Report(options, worker, result,
+                absl::StrCat("allreduces of ", options.elements, " floats"), data, log);
 }
 
 absl::Status RunPushPullJob(const WorkerOptions& options, RunningWorker& worker,

@@ -57,9 +57,9 @@ absl::StatusOr<const CudaBackend*> LoadCudaBackend() {
       }
       return new absl::StatusOr<const CudaBackend*>(backend);
     }
-    return new absl::StatusOr<const CudaBackend*>(absl::UnavailableError(absl::StrCat(
-        "cannot load the CUDA plug-in ", kCudaModuleFile, " (", errors,
-        "); set RINGSIDE_CUDA_MODULE to its path or use --device=cpu")));
+    return new absl::StatusOr<const CudaBackend*>(absl::UnavailableError(
+        absl::StrCat("cannot load the CUDA plug-in ", kCudaModuleFile, " (", errors,
+                     "); set RINGSIDE_CUDA_MODULE to its path or use --device=cpu")));
   }();
   return *loaded;
 }

@@ -50,7 +50,8 @@ namespace {
 absl::StatusOr<ringside::worker::WorkerOptions> OptionsFromFlags() {
   ringside::worker::WorkerOptions options;
   absl::StatusOr<ringside::SyncMode> mode = ringside::ParseSyncMode(absl::GetFlag(FLAGS_mode));
-  if (!mode.ok()) return absl::InvalidArgumentError(absl::StrCat("--mode: ", mode.status().message()));
+  if (!mode.ok())
+    return absl::InvalidArgumentError(absl::StrCat("--mode: ", mode.status().message()));
   options.mode = *mode;
   options.ps = absl::StrSplit(absl::GetFlag(FLAGS_ps), ',', absl::SkipEmpty());
   options.workers = absl::GetFlag(FLAGS_workers);

@@ -40,8 +40,8 @@ absl::StatusOr<SyncTiming> PsSync::Step(int64_t step, absl::Span<float> gradient
   std::vector<std::thread> threads;
   for (size_t s = 1; s < links_.size(); ++s) {
     threads.emplace_back([&, s] {
-      statuses[s] = PushPull(links_[s], static_cast<int>(s), static_cast<uint64_t>(step),
-                             gradient, params);
+      statuses[s] =
+          PushPull(links_[s], static_cast<int>(s), static_cast<uint64_t>(step), gradient, params);
     });
   }
   statuses[0] = PushPull(links_[0], 0, static_cast<uint64_t>(step), gradient, params);

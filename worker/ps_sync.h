@@ -47,8 +47,8 @@ class PsSync final : public ParameterSync {
     LinkReceiveMetrics receive;
   };
   explicit PsSync(PsSyncOptions options) : options_(std::move(options)) {}
-  absl::Status PushPull(ShardLink& link, int shard, uint64_t step,
-                        absl::Span<const float> gradient, absl::Span<float> params);
+  absl::Status PushPull(ShardLink& link, int shard, uint64_t step, absl::Span<const float> gradient,
+                        absl::Span<float> params);
 
   PsSyncOptions options_;
   std::vector<ShardLink> links_;

@@ -18,8 +18,7 @@
 namespace ringside::worker {
 
 int WorldOf(const WorkerOptions& options) {
-  return options.mode == SyncMode::kRing ? static_cast<int>(options.peers.size())
-                                         : options.workers;
+  return options.mode == SyncMode::kRing ? static_cast<int>(options.peers.size()) : options.workers;
 }
 
 ring::AllreduceOptions AllreduceOptionsOf(const WorkerOptions& options) {
@@ -58,8 +57,7 @@ absl::Status RunTrainJob(const WorkerOptions& options, RunningWorker& worker,
   const std::string name = WorkerName(options.rank);
   ASSIGN_OR_RETURN(
       const TrainingResult result,
-      TrainDataParallel(options.training, WorkerSlot{options.rank, world}, *sync,
-                        &worker.metrics,
+      TrainDataParallel(options.training, WorkerSlot{options.rank, world}, *sync, &worker.metrics,
                         [&](int64_t step, const GradientStats& stats, absl::Span<const float>) {
                           if ((step + 1) % report_every == 0) {
                             log << name << ": step " << step + 1 << "/" << options.training.steps
@@ -121,13 +119,13 @@ absl::Status ValidateWorkerOptions(const WorkerOptions& options) {
   }
   const int world = WorldOf(options);
   if (options.rank < 0 || options.rank >= world) {
-    return absl::InvalidArgumentError(absl::StrCat("--rank=", options.rank, " is not in [0, ",
-                                                   world, ")", ring ? ", the ranks --peers names"
-                                                                    : ", the ranks --workers allows"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("--rank=", options.rank, " is not in [0, ", world, ")",
+                     ring ? ", the ranks --peers names" : ", the ranks --workers allows"));
   }
   if (options.segment_bytes < 4 || options.segment_bytes > kMaxMessageBytes / 2) {
-    return absl::InvalidArgumentError(absl::StrCat("--segment_bytes must be in [4, ",
-                                                   kMaxMessageBytes / 2, "]"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("--segment_bytes must be in [4, ", kMaxMessageBytes / 2, "]"));
   }
   if (options.timeout <= absl::ZeroDuration()) {
     return absl::InvalidArgumentError("--timeout must be positive");
@@ -138,8 +136,7 @@ absl::Status ValidateWorkerOptions(const WorkerOptions& options) {
     if (options.warmup < 0) return absl::InvalidArgumentError("--warmup must be >= 0");
   } else {
     if (options.training.steps < 1) return absl::InvalidArgumentError("--steps must be >= 1");
-    RETURN_IF_ERROR(
-        ModelSpec::Parse(options.training.model, options.training.activation).status());
+    RETURN_IF_ERROR(ModelSpec::Parse(options.training.model, options.training.activation).status());
   }
   return absl::OkStatus();
 }

@@ -41,10 +41,10 @@ absl::StatusOr<WorkerJob> ParseWorkerJob(absl::string_view text);
 struct WorkerOptions {
   SyncMode mode = SyncMode::kRing;
   int rank = 0;
-  std::vector<std::string> peers;     // ring: RingPeer address of every rank, HOST:PORT
-  std::vector<std::string> ps;        // ps: ParameterShard address of every shard
-  int workers = 0;                    // ps: workers in the job (ring: the number of peers)
-  std::string listen;                 // ring: empty binds peers[rank]; ps: empty serves nothing
+  std::vector<std::string> peers;  // ring: RingPeer address of every rank, HOST:PORT
+  std::vector<std::string> ps;     // ps: ParameterShard address of every shard
+  int workers = 0;                 // ps: workers in the job (ring: the number of peers)
+  std::string listen;              // ring: empty binds peers[rank]; ps: empty serves nothing
   std::string metrics_listen = "127.0.0.1:0";
   WorkerJob job = WorkerJob::kTrain;
   int64_t elements = int64_t{1} << 20;  // allreduce job

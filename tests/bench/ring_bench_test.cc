@@ -114,8 +114,8 @@ TEST_F(RingBenchTest, MissingWorkerFailsOnlyTheRingsideRows) {
 
 TEST_F(RingBenchTest, RealWorkersRunAndCheckTheirValues) {
   const std::string json = dir_->File("out.json");
-  const BenchRun run = Run({"ring", "--implementations=ringside", "--worlds=2,3",
-                            "--sizes=256KiB", "--iters=2", "--warmup=1", "--json=" + json});
+  const BenchRun run = Run({"ring", "--implementations=ringside", "--worlds=2,3", "--sizes=256KiB",
+                            "--iters=2", "--warmup=1", "--json=" + json});
   ASSERT_TRUE(run.exit.ok()) << run.exit.ToString() << "\n" << run.output;
   const nlohmann::json records = Records(json);
   ASSERT_EQ(records.size(), 2u);

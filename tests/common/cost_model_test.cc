@@ -30,8 +30,7 @@ TEST(RingCostTest, MatchesTwoNMinusOneOverNWhenDivisible) {
   for (int world = 1; world <= 8; ++world) {
     const uint64_t elements = 840 * 1000;  // divisible by 1..8
     for (int rank = 0; rank < world; ++rank) {
-      EXPECT_EQ(RingElementsSentByRank(elements, world, rank),
-                2 * (world - 1) * elements / world);
+      EXPECT_EQ(RingElementsSentByRank(elements, world, rank), 2 * (world - 1) * elements / world);
     }
   }
 }

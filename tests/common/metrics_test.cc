@@ -15,8 +15,9 @@ TEST(MetricsTest, LinkCountersUseContractNamesAndLabels) {
   // Resolving the same link twice yields the same counter.
   EXPECT_EQ(metrics.LinkSend("worker-0", "worker-1", SyncMode::kRing).bytes, send.bytes);
   const std::string text = prometheus::TextSerializer().Serialize(registry->Collect());
-  EXPECT_NE(text.find("ringside_link_bytes_total{dst=\"worker-1\",mode=\"ring\",src=\"worker-0\"} 12"),
-            std::string::npos)
+  EXPECT_NE(
+      text.find("ringside_link_bytes_total{dst=\"worker-1\",mode=\"ring\",src=\"worker-0\"} 12"),
+      std::string::npos)
       << text;
   EXPECT_NE(text.find("ringside_link_received_bytes_total{dst=\"worker-1\",mode=\"ring\","
                       "src=\"worker-0\"} 12"),

@@ -48,8 +48,8 @@ TEST(RunTimedIterationsTest, CountsAndChecks) {
 TEST(RunTimedIterationsTest, StopsAsSoonAsAskedTo) {
   std::vector<float> data(10);
   int calls = 0;
-  RunTimedIterations(0, 1, 0, 1000, absl::MakeSpan(data), [&] { ++calls; },
-                     [&] { return calls == 3; });
+  RunTimedIterations(
+      0, 1, 0, 1000, absl::MakeSpan(data), [&] { ++calls; }, [&] { return calls == 3; });
   EXPECT_EQ(calls, 3);
 }
 

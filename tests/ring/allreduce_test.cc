@@ -120,8 +120,7 @@ TEST(AllreduceTest, ConsecutiveCollectivesOnTheSameRing) {
 TEST(AllreduceTest, MismatchedLengthsFailOnEveryRankWithinTheDeadline) {
   constexpr int kWorld = 3;
   InMemoryRing ring(kWorld);
-  std::vector<std::vector<float>> buffers = {RankInput(0, 30), RankInput(1, 31),
-                                             RankInput(2, 30)};
+  std::vector<std::vector<float>> buffers = {RankInput(0, 30), RankInput(1, 31), RankInput(2, 30)};
   AllreduceOptions options;
   options.timeout = absl::Seconds(2);
   std::vector<absl::Status> statuses;
@@ -156,8 +155,8 @@ TEST(AllreduceTest, AMissingPeerFailsEveryOtherRankWithinItsDeadline) {
   // Rank 0 waits on the missing rank itself; rank 1 may time out too, or first learn that
   // rank 0 gave up (its stream ended midway), whichever a loaded machine schedules first.
   EXPECT_EQ(statuses[0].code(), absl::StatusCode::kDeadlineExceeded) << statuses[0];
-  EXPECT_THAT(statuses[1].code(), ::testing::AnyOf(absl::StatusCode::kDeadlineExceeded,
-                                                   absl::StatusCode::kUnavailable))
+  EXPECT_THAT(statuses[1].code(),
+              ::testing::AnyOf(absl::StatusCode::kDeadlineExceeded, absl::StatusCode::kUnavailable))
       << statuses[1];
 }
 

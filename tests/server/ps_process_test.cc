@@ -44,8 +44,10 @@ Shards StartShards(int count, int workers) {
   shards.dir = std::make_unique<TempDir>(*std::move(dir));
   for (int s = 0; s < count; ++s) {
     SpawnOptions options;
-    options.argv = {BinDir() + "/ringside-ps", absl::StrCat("--shard=", s),
-                    absl::StrCat("--ps_shards=", count), absl::StrCat("--workers=", workers),
+    options.argv = {BinDir() + "/ringside-ps",
+                    absl::StrCat("--shard=", s),
+                    absl::StrCat("--ps_shards=", count),
+                    absl::StrCat("--workers=", workers),
                     "--listen=127.0.0.1:0",
                     "--ready_file=" + shards.dir->File(absl::StrCat("ready-", s, ".json"))};
     options.log_path = shards.dir->File(absl::StrCat("ps-", s, ".log"));
@@ -115,8 +117,10 @@ TEST(PsProcessTest, FourWorkersTwoShardsCarryExactlyTheModelOnEveryLink) {
     for (int r = 0; r < kWorkers; ++r) {
       const std::string worker = WorkerName(r);
       const std::vector<Sample> worker_metrics = Scrape((*results)[r].value("metrics_port", 0));
-      const std::map<std::string, std::string> up = {{"src", worker}, {"dst", shard}, {"mode", "ps"}};
-      const std::map<std::string, std::string> down = {{"src", shard}, {"dst", worker}, {"mode", "ps"}};
+      const std::map<std::string, std::string> up = {
+          {"src", worker}, {"dst", shard}, {"mode", "ps"}};
+      const std::map<std::string, std::string> down = {
+          {"src", shard}, {"dst", worker}, {"mode", "ps"}};
       EXPECT_EQ(FindSample(worker_metrics, "ringside_link_bytes_total", up), per_link) << worker;
       EXPECT_EQ(FindSample(worker_metrics, "ringside_link_expected_bytes_total", up), per_link);
       EXPECT_EQ(FindSample(shard_metrics, "ringside_link_received_bytes_total", up), per_link);

@@ -23,16 +23,16 @@ class PsServiceTest : public ::testing::Test {
  protected:
   void SetUp() override {
     OptimizerConfig sgd{OptimizerKind::kSgd, 1.0f};
-    auto state = ShardState::Create(ShardConfig{kGeneration, 2, 0},
-                                    std::vector<float>(kRange, 100.0f), sgd);
+    auto state =
+        ShardState::Create(ShardConfig{kGeneration, 2, 0}, std::vector<float>(kRange, 100.0f), sgd);
     ASSERT_TRUE(state.ok()) << state.status();
     state_ = *std::move(state);
     service_ = std::make_unique<ParameterShardService>(*state_, ShardLinkMetrics{}, 256);
     auto server = StartServer("127.0.0.1:0", {service_.get()});
     ASSERT_TRUE(server.ok()) << server.status();
     server_ = *std::move(server);
-    stub_ = proto::ParameterShard::NewStub(
-        MakeChannel("127.0.0.1:" + std::to_string(server_.port)));
+    stub_ =
+        proto::ParameterShard::NewStub(MakeChannel("127.0.0.1:" + std::to_string(server_.port)));
   }
 
   // Pushes `share` (in segments of 100) as `worker` for `step`; with `cancel_after` >= 0, cancels
@@ -101,8 +101,8 @@ TEST_F(PsServiceTest, EveryWorkerGetsTheWholeUpdatedRange) {
 
 TEST_F(PsServiceTest, BadPushesGetPreciseStatusesAndTrainingContinues) {
   const std::vector<float> share(kRange, 1.0f);
-  StepReply wrong_length = Push(0, 0, std::vector<float>(kRange + 1, 1.0f), -1, kGeneration,
-                                kRange + 1);
+  StepReply wrong_length =
+      Push(0, 0, std::vector<float>(kRange + 1, 1.0f), -1, kGeneration, kRange + 1);
   EXPECT_EQ(wrong_length.status.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
   EXPECT_EQ(Push(0, 5, share).status.error_code(), grpc::StatusCode::FAILED_PRECONDITION);
   StepReply unknown = Push(7, 0, share);

@@ -84,7 +84,8 @@ TEST_F(ShardStateTest, AnAbandonedPushIsForgottenAndCanBeRedone) {
 
 TEST_F(ShardStateTest, SumsInRankOrderWhateverTheArrivalOrder) {
   // 1e8 + 1 - 1e8 in float depends on the order; rank order must always win.
-  auto state = ShardState::Create(ShardConfig{1, 3, 0}, {0}, OptimizerConfig{OptimizerKind::kSgd, 1.0f});
+  auto state =
+      ShardState::Create(ShardConfig{1, 3, 0}, {0}, OptimizerConfig{OptimizerKind::kSgd, 1.0f});
   ASSERT_TRUE(state.ok());
   for (int worker : {2, 0, 1}) {
     const float value = worker == 0 ? 1e8f : worker == 1 ? 1.0f : -1e8f;

@@ -27,7 +27,8 @@ absl::StatusOr<std::string> HttpGet(int port, const std::string& path, absl::Dur
   std::string response;
   absl::Status status;
   if (connect(fd, reinterpret_cast<const sockaddr*>(&address), sizeof(address)) != 0) {
-    status = absl::UnavailableError(absl::StrCat("connect to port ", port, ": ", std::strerror(errno)));
+    status =
+        absl::UnavailableError(absl::StrCat("connect to port ", port, ": ", std::strerror(errno)));
   } else {
     const std::string request = absl::StrCat("GET ", path, " HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n");
     if (send(fd, request.data(), request.size(), MSG_NOSIGNAL) !=

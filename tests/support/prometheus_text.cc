@@ -27,7 +27,8 @@ absl::StatusOr<std::vector<Sample>> ParsePrometheusText(const std::string& text)
       for (absl::string_view pair :
            absl::StrSplit(line.substr(brace + 1, close - brace - 1), ',', absl::SkipEmpty())) {
         std::pair<std::string, std::string> kv = absl::StrSplit(pair, absl::MaxSplits('=', 1));
-        sample.labels[kv.first] = std::string(absl::StripSuffix(absl::StripPrefix(kv.second, "\""), "\""));
+        sample.labels[kv.first] =
+            std::string(absl::StripSuffix(absl::StripPrefix(kv.second, "\""), "\""));
       }
     } else {
       sample.name = std::string(line.substr(0, space));
