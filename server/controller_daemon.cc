@@ -1,0 +1,97 @@
+#include "server/controller_daemon.h"
+
+#include <memory>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/str_cat.h"
+#include "common/file_util.h"
+#include "common/grpc_util.h"
+#include "common/net.h"
+#include "common/status_macros.h"
+#include "nlohmann/json.hpp"
+#include "prometheus/registry.h"
+#include "server/controller_service.h"
+#include "server/membership.h"
+
+namespace ringside::server {
+namespace {
+
+proto::JobSpec JobOf(const worker::TrainingOptions& training) {
+  proto::JobSpec job;
+  job.set_model(training.model);
+  job.set_activation(training.activation);
+  job.set_data(training.data);
+  job.set_steps(training.steps);
+  job.set_batch_size(training.batch_size);
+  job.set_lr(training.optimizer.learning_rate);
+  job.set_optimizer(std::string(OptimizerName(training.optimizer.kind)));
+  job.set_seed(training.seed);
+  return job;
+}
+
+void ExportTopology(const Topology& topology, Metrics& metrics) {
+  metrics.WorldSize().Set(static_cast<double>(topology.workers.size()));
+  metrics.Generation().Set(static_cast<double>(topology.generation));
+  metrics.ModeInfo(SyncMode::kRing).Set(topology.mode == SyncMode::kRing ? 1 : 0);
+  metrics.ModeInfo(SyncMode::kPs).Set(topology.mode == SyncMode::kPs ? 1 : 0);
+}
+
+}  // namespace
+
+absl::Status RunController(const ControllerOptions& options, const TerminationSignals& signals,
+                           std::ostream& log) {
+  if (options.workers < 1 || options.ps_shards < 0) {
+    return absl::InvalidArgumentError("--workers must be >= 1 and --ps_shards >= 0");
+  }
+  if (options.heartbeat_timeout <= absl::ZeroDuration()) {
+    return absl::InvalidArgumentError("--heartbeat_timeout must be positive");
+  }
+  if (options.join_token_file.empty()) {
+    return absl::InvalidArgumentError("--join_token_file: members must prove they belong");
+  }
+  ASSIGN_OR_RETURN(std::string token, ReadFileToString(options.join_token_file));
+  token = std::string(absl::StripAsciiWhitespace(token));
+  if (token.empty()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--join_token_file ", options.join_token_file, " is empty"));
+  }
+  MembershipConfig config{options.workers, options.ps_shards, token, options.heartbeat_timeout,
+                          options.mode};
+  Membership membership(config);
+  auto registry = std::make_shared<prometheus::Registry>();
+  Metrics metrics(registry);
+  ASSIGN_OR_RETURN(std::unique_ptr<MetricsServer> metrics_server,
+                   MetricsServer::Start(options.metrics_listen, registry));
+  ControllerService service(membership, JobOf(options.training), options.heartbeat_timeout, log);
+  ASSIGN_OR_RETURN(StartedServer server, StartServer(options.listen, {&service}));
+  ExportTopology(membership.topology(), metrics);
+  log << "controller: serving on " << ParseHostPort(options.listen)->host << ":" << server.port
+      << ", waiting for " << options.workers << " workers and " << options.ps_shards
+      << " shards, metrics at http://" << ParseHostPort(options.metrics_listen)->host << ":"
+      << metrics_server->port() << "/metrics\n";
+  log.flush();
+  if (!options.ready_file.empty()) {
+    const nlohmann::json ready = {{"port", server.port}, {"metrics_port", metrics_server->port()}};
+    RETURN_IF_ERROR(WriteFileAtomically(options.ready_file, ready.dump() + "\n"));
+  }
+  uint64_t exported_generation = 0;
+  while (!signals.WaitFor(options.heartbeat_timeout / 4)) {
+    const std::vector<uint64_t> dropped = membership.Expire(absl::Now());
+    for (uint64_t id : dropped) {
+      log << "controller: dropped member " << id << " (silent for " << options.heartbeat_timeout
+          << ")\n";
+    }
+    const Topology topology = membership.topology();
+    if (!dropped.empty() || topology.generation != exported_generation) {
+      exported_generation = topology.generation;
+      ExportTopology(topology, metrics);
+      service.Notify();
+      log << "controller: generation " << topology.generation << ", " << topology.workers.size()
+          << " workers, mode " << SyncModeName(topology.mode) << "\n";
+      log.flush();
+    }
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace ringside::server
