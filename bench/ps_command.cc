@@ -2,8 +2,6 @@
 // processes, S ringside-ps shards, all on loopback) next to Ringside's ring allreduce of the same
 // N and K measured in the same run, over a sweep of world sizes, shard counts and buffer sizes.
 // Prints a table; --json writes the records.
-#include <unistd.h>
-
 #include <fstream>
 #include <iostream>
 #include <string>
@@ -18,6 +16,7 @@
 #include "bench/commands.h"
 #include "bench/flag_types.h"
 #include "bench/ps_runner.h"
+#include "bench/rank_processes.h"
 #include "bench/ring_runner.h"
 
 ABSL_FLAG(int, ps_shards, 0,
@@ -48,13 +47,6 @@ struct PsCommandOptions {
   PsRunnerConfig ps;
   RunnerConfig ring;
 };
-
-absl::StatusOr<std::string> SelfExecutable() {
-  std::vector<char> buffer(4096);
-  const ssize_t n = readlink("/proc/self/exe", buffer.data(), buffer.size() - 1);
-  if (n <= 0) return absl::InternalError("cannot read /proc/self/exe");
-  return std::string(buffer.data(), n);
-}
 
 absl::Status CheckRange(const std::vector<int>& values, int low, int high, const char* flags,
                         const char* what) {

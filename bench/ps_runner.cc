@@ -11,6 +11,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "bench/flag_types.h"
+#include "bench/rank_processes.h"
 #include "common/cost_model.h"
 #include "common/file_util.h"
 #include "common/ranges.h"
@@ -69,22 +70,14 @@ absl::StatusOr<std::vector<int>> WaitForShards(std::vector<Subprocess>& shards, 
 // Runs the workers of a cell against its ready shards and reads their results.
 absl::Status RunWorkers(const PsRunnerConfig& config, const PsCellSpec& spec, const TempDir& dir,
                         const std::vector<int>& shard_ports, PsCellResult* result) {
-  std::vector<Subprocess> workers;
+  std::vector<std::vector<std::string>> argvs;
+  std::vector<std::string> result_files;
   for (int rank = 0; rank < spec.workers; ++rank) {
-    SpawnOptions options;
-    options.argv = PsWorkerArgv(config, spec, rank, shard_ports, WorkerResultFile(dir, rank));
-    options.log_path = dir.File(absl::StrCat("worker-", rank, ".log"));
-    ASSIGN_OR_RETURN(Subprocess process, Subprocess::Spawn(options));
-    workers.push_back(std::move(process));
+    result_files.push_back(WorkerResultFile(dir, rank));
+    argvs.push_back(PsWorkerArgv(config, spec, rank, shard_ports, result_files.back()));
   }
-  std::vector<Subprocess*> pointers;
-  for (Subprocess& process : workers) pointers.push_back(&process);
-  RETURN_IF_ERROR(WaitAll(pointers, config.timeout));
-  std::vector<RankResult> ranks;
-  for (int rank = 0; rank < spec.workers; ++rank) {
-    ASSIGN_OR_RETURN(RankResult rank_result, ReadRankResult(WorkerResultFile(dir, rank)));
-    ranks.push_back(rank_result);
-  }
+  ASSIGN_OR_RETURN(std::vector<RankResult> ranks,
+                   RunRankProcesses(argvs, result_files, dir, "worker", config.timeout));
   return AggregatePsWorkers(std::move(ranks), result);
 }
 

@@ -1,8 +1,6 @@
 // `ringside-bench ring`: Ringside's ring allreduce against Gloo's (gloo::allreduce with
 // Algorithm::RING, and gloo::AllreduceRingChunked), each rank a separate process on loopback,
 // over a sweep of world sizes and buffer sizes. Prints a table; --json writes the records.
-#include <unistd.h>
-
 #include <fstream>
 #include <iostream>
 #include <string>
@@ -15,6 +13,7 @@
 #include "bench/bench_flags.h"
 #include "bench/commands.h"
 #include "bench/flag_types.h"
+#include "bench/rank_processes.h"
 #include "bench/ring_report.h"
 #include "bench/ring_runner.h"
 
@@ -44,13 +43,6 @@ struct RingCommandOptions {
   std::string json_path;
   RunnerConfig runner;
 };
-
-absl::StatusOr<std::string> SelfExecutable() {
-  std::vector<char> buffer(4096);
-  const ssize_t n = readlink("/proc/self/exe", buffer.data(), buffer.size() - 1);
-  if (n <= 0) return absl::InternalError("cannot read /proc/self/exe");
-  return std::string(buffer.data(), n);
-}
 
 absl::StatusOr<RingCommandOptions> OptionsFromFlags() {
   RingCommandOptions options;

@@ -1,7 +1,5 @@
 #include "bench/ring_runner.h"
 
-#include <unistd.h>
-
 #include <algorithm>
 #include <filesystem>
 #include <iostream>
@@ -12,6 +10,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "bench/gloo_rank.h"
+#include "bench/rank_processes.h"
 #include "common/free_port.h"
 #include "common/status_macros.h"
 #include "common/subprocess.h"
@@ -66,24 +65,12 @@ absl::Status RunCellProcesses(const RunnerConfig& config, const CellSpec& spec,
   }
   ASSIGN_OR_RETURN(const std::vector<std::vector<std::string>> argvs,
                    BuildArgvs(config, spec, dir));
-  std::vector<Subprocess> processes;
+  std::vector<std::string> result_files;
   for (int rank = 0; rank < spec.world; ++rank) {
-    SpawnOptions options;
-    options.argv = argvs[rank];
-    options.log_path = dir.File(absl::StrCat("rank-", rank, ".log"));
-    ASSIGN_OR_RETURN(Subprocess process, Subprocess::Spawn(options));
-    processes.push_back(std::move(process));
+    result_files.push_back(dir.File(absl::StrCat("rank-", rank, ".json")));
   }
-  std::vector<Subprocess*> pointers;
-  for (Subprocess& process : processes) pointers.push_back(&process);
-  RETURN_IF_ERROR(WaitAll(pointers, config.timeout));
-
-  std::vector<RankResult> ranks;
-  for (int rank = 0; rank < spec.world; ++rank) {
-    ASSIGN_OR_RETURN(RankResult rank_result,
-                     ReadRankResult(dir.File(absl::StrCat("rank-", rank, ".json"))));
-    ranks.push_back(rank_result);
-  }
+  ASSIGN_OR_RETURN(std::vector<RankResult> ranks,
+                   RunRankProcesses(argvs, result_files, dir, "rank", config.timeout));
   return AggregateRanks(std::move(ranks), result);
 }
 
