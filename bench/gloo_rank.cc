@@ -14,6 +14,7 @@
 #ifdef RINGSIDE_HAVE_GLOO
 #include "gloo/allreduce.h"
 #include "gloo/allreduce_ring_chunked.h"
+#include "gloo/barrier.h"
 #include "gloo/common/error.h"
 #include "gloo/common/logging.h"
 #include "gloo/math.h"
@@ -107,8 +108,14 @@ RankResult RunGlooRankOrThrow(const GlooRankOptions& options) {
       allreduce = [&] { chunked->run(); };
       break;
   }
-  return RunTimedIterations(options.rank, options.world, options.warmup, options.iters,
-                            absl::MakeSpan(data), allreduce);
+  const RankResult result = RunTimedIterations(options.rank, options.world, options.warmup,
+                                               options.iters, absl::MakeSpan(data), allreduce);
+  // No rank closes its connections while another may still be finishing its last operation
+  // (seen: "Connection closed by peer" in the last AllreduceRingChunked of a 2-rank run).
+  gloo::BarrierOptions barrier(context);
+  barrier.setTimeout(timeout);
+  gloo::barrier(barrier);
+  return result;
 }
 
 }  // namespace

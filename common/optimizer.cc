@@ -1,5 +1,6 @@
 #include "common/optimizer.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "absl/strings/str_cat.h"
@@ -95,6 +96,36 @@ absl::Status Optimizer::Step(absl::Span<float> params, absl::Span<const float> g
         params[i] -= step_size * first_[i] / (std::sqrt(second_[i]) + eps);
       }
       break;
+    }
+  }
+  return absl::OkStatus();
+}
+
+std::vector<float> Optimizer::ExportState() const {
+  std::vector<float> state;
+  state.reserve(state_size());
+  state.push_back(static_cast<float>(steps_));
+  state.insert(state.end(), first_.begin(), first_.end());
+  state.insert(state.end(), second_.begin(), second_.end());
+  return state;
+}
+
+absl::Status Optimizer::ImportState(absl::Span<const float> state) {
+  if (state.size() != state_size() || !(state[0] >= 0) || state[0] > (1 << 24)) {
+    return absl::InvalidArgumentError(absl::StrCat("optimizer state of ", state.size(),
+                                                   " floats does not fit this optimizer (",
+                                                   state_size(), ")"));
+  }
+  steps_ = static_cast<int64_t>(state[0]);
+  std::copy(state.begin() + 1, state.begin() + 1 + first_.size(), first_.begin());
+  std::copy(state.begin() + 1 + first_.size(), state.end(), second_.begin());
+  // The same sequence of products Step() forms, so the powers are bit-identical.
+  beta1_power_ = 1.0;
+  beta2_power_ = 1.0;
+  if (config_.kind == OptimizerKind::kAdam) {
+    for (int64_t i = 0; i < steps_; ++i) {
+      beta1_power_ *= config_.beta1;
+      beta2_power_ *= config_.beta2;
     }
   }
   return absl::OkStatus();

@@ -57,6 +57,14 @@ class Optimizer {
   //             eps_t = eps * sqrt(1 - b2^t)  (Kingma & Ba's update with eps on the unbiased v)
   absl::Status Step(absl::Span<float> params, absl::Span<const float> grads);
 
+  // The whole optimiser state as floats, [steps, first moments..., second moments...] (what
+  // the kind keeps), so it can travel with the parameters (an elastic job re-syncs both when its
+  // membership changes). ImportState takes what ExportState of the same config and size gave;
+  // else INVALID_ARGUMENT and nothing changes. Steps travel exactly up to 2^24.
+  std::vector<float> ExportState() const;
+  absl::Status ImportState(absl::Span<const float> state);
+  size_t state_size() const { return 1 + first_.size() + second_.size(); }
+
   size_t size() const { return size_; }
   int64_t steps() const { return steps_; }
   const OptimizerConfig& config() const { return config_; }

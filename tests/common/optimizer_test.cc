@@ -128,5 +128,22 @@ TEST(OptimizerTest, RejectsBadInput) {
   EXPECT_EQ(opt->steps(), 0);
 }
 
+TEST(OptimizerStateTest, AnImportedStateContinuesBitIdentically) {
+  OptimizerConfig adam;
+  adam.kind = OptimizerKind::kAdam;
+  adam.learning_rate = 0.01f;
+  auto a = Optimizer::Create(adam, 3);
+  auto b = Optimizer::Create(adam, 3);
+  ASSERT_TRUE(a.ok() && b.ok());
+  std::vector<float> pa = {1, 2, 3}, grad = {0.5f, -0.25f, 0.125f};
+  for (int i = 0; i < 5; ++i) ASSERT_TRUE(a->Step(absl::MakeSpan(pa), grad).ok());
+  ASSERT_TRUE(b->ImportState(a->ExportState()).ok());
+  std::vector<float> pb = pa;
+  ASSERT_TRUE(a->Step(absl::MakeSpan(pa), grad).ok());
+  ASSERT_TRUE(b->Step(absl::MakeSpan(pb), grad).ok());
+  EXPECT_EQ(pa, pb);
+  EXPECT_EQ(b->ImportState(std::vector<float>(2)).code(), absl::StatusCode::kInvalidArgument);
+}
+
 }  // namespace
 }  // namespace ringside
