@@ -10,22 +10,26 @@ namespace ringside {
 
 namespace {
 
+struct IntArgument {
+  const char* name;
+  int value;
+};
 // Bulk-transfer tuning shared by both ends of every connection: tensors move in MiB-sized
 // messages, so large HTTP/2 frames, a deep per-stream window and large socket reads cut the
 // per-byte CPU cost (framing, window updates, syscalls) that bounds loopback throughput.
-void AddThroughputArguments(grpc::ChannelArguments& args) {
-  args.SetInt(GRPC_ARG_HTTP2_MAX_FRAME_SIZE, 4 << 20);
-  args.SetInt(GRPC_ARG_HTTP2_STREAM_LOOKAHEAD_BYTES, 16 << 20);
-  args.SetInt(GRPC_ARG_TCP_READ_CHUNK_SIZE, 1 << 20);
-  args.SetInt(GRPC_ARG_TCP_MIN_READ_CHUNK_SIZE, 256 << 10);
-  args.SetInt(GRPC_ARG_TCP_MAX_READ_CHUNK_SIZE, 4 << 20);
-}
+constexpr IntArgument kThroughputArguments[] = {
+    {GRPC_ARG_HTTP2_MAX_FRAME_SIZE, 4 << 20},    {GRPC_ARG_HTTP2_STREAM_LOOKAHEAD_BYTES, 16 << 20},
+    {GRPC_ARG_TCP_READ_CHUNK_SIZE, 1 << 20},     {GRPC_ARG_TCP_MIN_READ_CHUNK_SIZE, 256 << 10},
+    {GRPC_ARG_TCP_MAX_READ_CHUNK_SIZE, 4 << 20},
+};
 
 }  // namespace
 
 std::shared_ptr<grpc::Channel> MakeChannel(const std::string& address) {
   grpc::ChannelArguments args;
-  AddThroughputArguments(args);
+  for (const IntArgument& argument : kThroughputArguments) {
+    args.SetInt(argument.name, argument.value);
+  }
   args.SetMaxReceiveMessageSize(kMaxMessageBytes);
   args.SetMaxSendMessageSize(kMaxMessageBytes);
   // Detect a dead peer on an idle long-lived stream within seconds, not TCP's minutes.
@@ -71,11 +75,9 @@ absl::StatusOr<StartedServer> StartServer(const std::string& listen,
   builder.SetMaxReceiveMessageSize(kMaxMessageBytes);
   builder.SetMaxSendMessageSize(kMaxMessageBytes);
   builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS, 1);
-  builder.AddChannelArgument(GRPC_ARG_HTTP2_MAX_FRAME_SIZE, 4 << 20);
-  builder.AddChannelArgument(GRPC_ARG_HTTP2_STREAM_LOOKAHEAD_BYTES, 16 << 20);
-  builder.AddChannelArgument(GRPC_ARG_TCP_READ_CHUNK_SIZE, 1 << 20);
-  builder.AddChannelArgument(GRPC_ARG_TCP_MIN_READ_CHUNK_SIZE, 256 << 10);
-  builder.AddChannelArgument(GRPC_ARG_TCP_MAX_READ_CHUNK_SIZE, 4 << 20);
+  for (const IntArgument& argument : kThroughputArguments) {
+    builder.AddChannelArgument(argument.name, argument.value);
+  }
   builder.AddChannelArgument(GRPC_ARG_HTTP2_MIN_RECV_PING_INTERVAL_WITHOUT_DATA_MS, 5000);
   for (grpc::Service* service : services) builder.RegisterService(service);
   StartedServer started;
