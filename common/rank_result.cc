@@ -86,8 +86,12 @@ void FillForRank(int rank, absl::Span<float> data) {
 }
 
 double MaxAbsErrorOfSum(int world, absl::Span<const float> data) {
+  return MaxAbsErrorOfScaledSum(world, 1.0f, data);
+}
+
+double MaxAbsErrorOfScaledSum(int world, float scale, absl::Span<const float> data) {
   float expected[8];
-  for (int k = 0; k < 8; ++k) expected[k] = ExpectedSum(world, k);
+  for (int k = 0; k < 8; ++k) expected[k] = scale * ExpectedSum(world, k);
   // Sums of small integers are exact in float32, so the common case is an exact match. A NaN
   // fails `error <= max` and is counted separately.
   float max_error[8] = {};

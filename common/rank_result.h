@@ -52,6 +52,9 @@ inline float ExpectedSum(int world, int64_t i) {
 void FillForRank(int rank, absl::Span<float> data);
 // Largest |data[i] - ExpectedSum(world, i)|; 0 means the allreduce was exact.
 double MaxAbsErrorOfSum(int world, absl::Span<const float> data);
+// Largest |data[i] - scale * ExpectedSum(world, i)|, for buffers that accumulate several sums
+// (a benchmark shard's parameters after SGD with lr 1 hold -steps times the sum).
+double MaxAbsErrorOfScaledSum(int world, float scale, absl::Span<const float> data);
 
 // The measurement loop every allreduce rank runs: `warmup + iters` times, refill `data` with
 // FillForRank, time one call of `allreduce` (an in-place sum over `world` ranks of `data`), check

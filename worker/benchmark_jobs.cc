@@ -33,19 +33,6 @@ absl::Status Report(const WorkerOptions& options, const RunningWorker& worker,
   return absl::OkStatus();
 }
 
-// Benchmark shards start at zero and apply SGD with lr 1, so after step t every parameter is
-// exactly -(t + 1) * ExpectedSum(world, i): small integers, exact in float32.
-double MaxAbsErrorAfterPushes(int world, int64_t steps, absl::Span<const float> params) {
-  double max_error = 0;
-  for (size_t i = 0; i < params.size(); ++i) {
-    const double expected =
-        -static_cast<double>(steps) * ExpectedSum(world, static_cast<int64_t>(i));
-    const double error = std::fabs(params[i] - expected);
-    if (!(error <= max_error)) max_error = std::isnan(error) ? INFINITY : error;
-  }
-  return max_error;
-}
-
 }  // namespace
 
 absl::Status RunAllreduceJob(const WorkerOptions& options, RunningWorker& worker,
@@ -84,8 +71,10 @@ absl::Status RunPushPullJob(const WorkerOptions& options, RunningWorker& worker,
     const absl::Time start = absl::Now();
     RETURN_IF_ERROR(sync->Step(it, absl::MakeSpan(gradient), absl::MakeSpan(params)).status());
     if (it >= options.warmup) seconds.push_back(absl::ToDoubleSeconds(absl::Now() - start));
-    result.max_abs_error =
-        std::max(result.max_abs_error, MaxAbsErrorAfterPushes(world, it + 1, params));
+    // Benchmark shards start at zero and apply SGD with lr 1: after step `it` every parameter is
+    // exactly -(it + 1) times the sum of the pushed fills (small integers, exact in float32).
+    result.max_abs_error = std::max(
+        result.max_abs_error, MaxAbsErrorOfScaledSum(world, -static_cast<float>(it + 1), params));
   }
   if (signals.received()) return absl::CancelledError("stopped by a signal before the job ended");
   result.rank = options.rank;
