@@ -2,7 +2,6 @@
 // processes, S ringside-ps shards, all on loopback) next to Ringside's ring allreduce of the same
 // N and K measured in the same run, over a sweep of world sizes, shard counts and buffer sizes.
 // Prints a table; --json writes the records.
-#include <fstream>
 #include <iostream>
 #include <string>
 #include <vector>
@@ -123,26 +122,6 @@ absl::StatusOr<PsCommandOptions> OptionsFromFlags() {
   return options;
 }
 
-absl::Status WriteJson(const std::string& path, const nlohmann::json& json) {
-  std::ofstream out(path, std::ios::trunc);
-  out << json.dump(2) << "\n";
-  out.flush();
-  if (!out) return absl::InternalError(absl::StrCat("--json: cannot write ", path));
-  return absl::OkStatus();
-}
-
-// "[3/12] ps N=2 S=1 1MiB, 512 iters ... done in 1.234s" on stderr, so a long sweep shows life.
-template <typename Run>
-auto Progress(int index, int total, const std::string& what, Run run) {
-  std::cerr << absl::StrFormat("ringside-bench: [%d/%d] %s ... ", index, total, what);
-  const absl::Time start = absl::Now();
-  auto result = run();
-  std::cerr << (result.status.ok() ? "done" : "FAILED") << " in "
-            << absl::FormatDuration(absl::Trunc(absl::Now() - start, absl::Milliseconds(1)))
-            << "\n";
-  return result;
-}
-
 }  // namespace
 
 int RunPsCommand(const std::vector<std::string>& args) {
@@ -171,7 +150,7 @@ int RunPsCommand(const std::vector<std::string>& args) {
       ring.elements = bytes / 4;
       ring.iters = iters;
       ring.warmup = options->warmup;
-      ring_cells.push_back(Progress(
+      ring_cells.push_back(RunWithProgress(
           ++index, total,
           absl::StrFormat("ringside N=%d %s, %d iters", world, FormatByteSize(bytes), iters),
           [&] { return RunCell(options->ring, ring); }));
@@ -182,24 +161,17 @@ int RunPsCommand(const std::vector<std::string>& args) {
         spec.elements = bytes / 4;
         spec.iters = iters;
         spec.warmup = options->warmup;
-        ps_cells.push_back(Progress(++index, total,
-                                    absl::StrFormat("ps N=%d S=%d %s, %d iters", world, shards,
-                                                    FormatByteSize(bytes), iters),
-                                    [&] { return RunPsCell(options->ps, spec); }));
+        ps_cells.push_back(RunWithProgress(++index, total,
+                                           absl::StrFormat("ps N=%d S=%d %s, %d iters", world,
+                                                           shards, FormatByteSize(bytes), iters),
+                                           [&] { return RunPsCell(options->ps, spec); }));
       }
     }
   }
   const std::vector<PsReportRow> rows = BuildPsRows(ps_cells, ring_cells);
-  std::cout << FormatPsTable(rows) << std::flush;
   bool all_ok = true;
   for (const PsReportRow& row : rows) all_ok = all_ok && row.ran && row.check_ok;
-  if (!options->json_path.empty()) {
-    if (absl::Status status = WriteJson(options->json_path, PsToJson(rows)); !status.ok()) {
-      std::cerr << "ringside-bench ps: " << status.message() << "\n";
-      return 1;
-    }
-  }
-  return all_ok ? 0 : 1;
+  return FinishSweep("ps", FormatPsTable(rows), all_ok, options->json_path, PsToJson(rows));
 }
 
 }  // namespace ringside::bench

@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include "absl/strings/str_cat.h"
+#include "common/file_util.h"
 #include "common/status_macros.h"
 #include "common/subprocess.h"
 
@@ -36,6 +37,18 @@ absl::StatusOr<std::string> SelfExecutable() {
   const ssize_t n = readlink("/proc/self/exe", buffer.data(), buffer.size() - 1);
   if (n <= 0) return absl::InternalError("cannot read /proc/self/exe");
   return std::string(buffer.data(), static_cast<size_t>(n));
+}
+
+int FinishSweep(absl::string_view command, const std::string& table, bool all_ok,
+                const std::string& json_path, const nlohmann::json& json) {
+  std::cout << table << std::flush;
+  if (!json_path.empty()) {
+    if (absl::Status status = WriteFileAtomically(json_path, json.dump(2) + "\n"); !status.ok()) {
+      std::cerr << "ringside-bench " << command << ": --json: " << status.message() << "\n";
+      return 1;
+    }
+  }
+  return all_ok ? 0 : 1;
 }
 
 }  // namespace ringside::bench

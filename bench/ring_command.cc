@@ -1,7 +1,6 @@
 // `ringside-bench ring`: Ringside's ring allreduce against Gloo's (gloo::allreduce with
 // Algorithm::RING, and gloo::AllreduceRingChunked), each rank a separate process on loopback,
 // over a sweep of world sizes and buffer sizes. Prints a table; --json writes the records.
-#include <fstream>
 #include <iostream>
 #include <string>
 #include <vector>
@@ -105,14 +104,6 @@ std::vector<CellSpec> PlanCells(const RingCommandOptions& options) {
   return cells;
 }
 
-absl::Status WriteJson(const std::string& path, const nlohmann::json& json) {
-  std::ofstream out(path, std::ios::trunc);
-  out << json.dump(2) << "\n";
-  out.flush();
-  if (!out) return absl::InternalError(absl::StrCat("--json: cannot write ", path));
-  return absl::OkStatus();
-}
-
 }  // namespace
 
 int RunRingCommand(const std::vector<std::string>& args) {
@@ -129,26 +120,16 @@ int RunRingCommand(const std::vector<std::string>& args) {
   std::vector<CellResult> cells;
   for (size_t i = 0; i < plan.size(); ++i) {
     const CellSpec& spec = plan[i];
-    std::cerr << absl::StrFormat("ringside-bench: [%d/%d] %s N=%d %s, %d iters ... ", i + 1,
-                                 plan.size(), ImplementationName(spec.implementation), spec.world,
-                                 FormatByteSize(spec.bytes()), spec.iters);
-    const absl::Time start = absl::Now();
-    cells.push_back(RunCell(options->runner, spec));
-    std::cerr << (cells.back().status.ok() ? "done" : "FAILED") << " in "
-              << absl::FormatDuration(absl::Trunc(absl::Now() - start, absl::Milliseconds(1)))
-              << "\n";
+    cells.push_back(RunWithProgress(
+        static_cast<int>(i + 1), static_cast<int>(plan.size()),
+        absl::StrFormat("%s N=%d %s, %d iters", ImplementationName(spec.implementation), spec.world,
+                        FormatByteSize(spec.bytes()), spec.iters),
+        [&] { return RunCell(options->runner, spec); }));
   }
   const std::vector<ReportRow> rows = BuildRows(cells);
-  std::cout << FormatTable(rows) << std::flush;
   bool all_ok = true;
   for (const ReportRow& row : rows) all_ok = all_ok && row.ran && row.check_ok;
-  if (!options->json_path.empty()) {
-    if (absl::Status status = WriteJson(options->json_path, ToJson(rows)); !status.ok()) {
-      std::cerr << "ringside-bench ring: " << status.message() << "\n";
-      return 1;
-    }
-  }
-  return all_ok ? 0 : 1;
+  return FinishSweep("ring", FormatTable(rows), all_ok, options->json_path, ToJson(rows));
 }
 
 }  // namespace ringside::bench

@@ -3,10 +3,7 @@
 // cost model, table and JSON); with it the real binary driving real shards and workers.
 // No timing assertions: only that cells ran, values were checked and figures are positive.
 #include <algorithm>
-#include <cstdlib>
-#include <fstream>
 #include <memory>
-#include <sstream>
 #include <string>
 #include <utility>
 #include <vector>
@@ -21,6 +18,8 @@
 #ifndef RINGSIDE_PS_BENCH_PROCESSES
 #include "bench/ps_runner.h"
 #include "bench/ring_runner.h"
+#else
+#include "tests/bench/bench_process_fixture.h"
 #endif
 
 namespace ringside {
@@ -207,55 +206,7 @@ TEST(PsReportTest, RowsTableAndJson) {
 
 #else  // RINGSIDE_PS_BENCH_PROCESSES
 
-std::string ReadFile(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
-
-struct BenchRun {
-  ExitStatus exit;
-  std::string output;  // stdout and stderr
-};
-
-class PsBenchProcessTest : public ::testing::Test {
- protected:
-  void SetUp() override {
-    const char* bin_dir = std::getenv("RINGSIDE_BIN_DIR");
-    ASSERT_NE(bin_dir, nullptr) << "RINGSIDE_BIN_DIR is not set (run through ctest)";
-    bin_dir_ = bin_dir;
-    absl::StatusOr<TempDir> dir = TempDir::Create("ps-bench-test-");
-    ASSERT_TRUE(dir.ok()) << dir.status();
-    dir_ = std::make_unique<TempDir>(*std::move(dir));
-  }
-
-  BenchRun Run(std::vector<std::string> args) {
-    SpawnOptions options;
-    options.argv = {bin_dir_ + "/ringside-bench"};
-    options.argv.insert(options.argv.end(), args.begin(), args.end());
-    options.log_path = dir_->File(absl::StrCat("bench-", runs_++, ".log"));
-    BenchRun run;
-    absl::StatusOr<Subprocess> process = Subprocess::Spawn(options);
-    EXPECT_TRUE(process.ok()) << process.status();
-    if (!process.ok()) return run;
-    absl::StatusOr<ExitStatus> exit = process->Wait(absl::Seconds(300));
-    EXPECT_TRUE(exit.ok()) << exit.status();
-    run.exit = exit.value_or(ExitStatus{});
-    run.output = ReadFile(options.log_path);
-    return run;
-  }
-
-  nlohmann::json Records(const std::string& path) {
-    const nlohmann::json json = nlohmann::json::parse(ReadFile(path), nullptr, false);
-    EXPECT_TRUE(json.is_object()) << ReadFile(path);
-    return json.is_object() ? json["records"] : nlohmann::json::array();
-  }
-
-  std::string bin_dir_;
-  std::unique_ptr<TempDir> dir_;
-  int runs_ = 0;
-};
+using PsBenchProcessTest = BenchProcessTest;
 
 TEST_F(PsBenchProcessTest, RealShardsAndWorkersRunAndCheckTheirValues) {
   const std::string json = dir_->File("out.json");

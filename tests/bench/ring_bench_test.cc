@@ -1,79 +1,18 @@
 // Multi-process tests of `ringside-bench ring`: the real binary, real rank processes.
 // No timing assertions: only that cells ran, values checked and figures are positive.
-#include <cstdlib>
-#include <fstream>
-#include <sstream>
 #include <string>
 #include <vector>
 
-#include "absl/strings/str_cat.h"
-#include "common/subprocess.h"
-#include "common/temp_dir.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "nlohmann/json.hpp"
+#include "tests/bench/bench_process_fixture.h"
 
 namespace ringside {
 namespace {
 
 using ::testing::HasSubstr;
 
-std::string EnvOrEmpty(const char* name) {
-  const char* value = std::getenv(name);
-  return value != nullptr ? value : "";
-}
-
-std::string ReadFile(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
-
-struct BenchRun {
-  ExitStatus exit;
-  std::string output;  // stdout and stderr
-};
-
-class RingBenchTest : public ::testing::Test {
- protected:
-  void SetUp() override {
-    bin_dir_ = EnvOrEmpty("RINGSIDE_BIN_DIR");
-    source_dir_ = EnvOrEmpty("RINGSIDE_SOURCE_DIR");
-    ASSERT_FALSE(bin_dir_.empty()) << "RINGSIDE_BIN_DIR is not set (run through ctest)";
-    absl::StatusOr<TempDir> dir = TempDir::Create("ring-bench-test-");
-    ASSERT_TRUE(dir.ok()) << dir.status();
-    dir_ = std::make_unique<TempDir>(*std::move(dir));
-  }
-
-  BenchRun Run(std::vector<std::string> args, std::vector<std::string> env = {}) {
-    SpawnOptions options;
-    options.argv = {bin_dir_ + "/ringside-bench"};
-    options.argv.insert(options.argv.end(), args.begin(), args.end());
-    options.log_path = dir_->File(absl::StrCat("bench-", runs_++, ".log"));
-    options.extra_env = std::move(env);
-    BenchRun run;
-    absl::StatusOr<Subprocess> process = Subprocess::Spawn(options);
-    EXPECT_TRUE(process.ok()) << process.status();
-    if (!process.ok()) return run;
-    absl::StatusOr<ExitStatus> exit = process->Wait(absl::Seconds(300));
-    EXPECT_TRUE(exit.ok()) << exit.status();
-    run.exit = exit.value_or(ExitStatus{});
-    run.output = ReadFile(options.log_path);
-    return run;
-  }
-
-  nlohmann::json Records(const std::string& path) {
-    const nlohmann::json json = nlohmann::json::parse(ReadFile(path), nullptr, false);
-    EXPECT_TRUE(json.is_object()) << ReadFile(path);
-    return json.is_object() ? json["records"] : nlohmann::json::array();
-  }
-
-  std::string bin_dir_;
-  std::string source_dir_;
-  std::unique_ptr<TempDir> dir_;
-  int runs_ = 0;
-};
+using RingBenchTest = BenchProcessTest;
 
 #ifdef RINGSIDE_HAVE_GLOO
 TEST_F(RingBenchTest, GlooRowsRunAndCheck) {
