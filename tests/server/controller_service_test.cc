@@ -49,29 +49,29 @@ class ControllerServiceTest : public ::testing::Test {
 };
 
 TEST_F(ControllerServiceTest, AWrongTokenIsUnauthenticatedAndLogged) {
-  EXPECT_EQ(Register("guess", proto::ROLE_WORKER, "127.0.0.1:7001").status().code(),
+  EXPECT_EQ(Register("guess", proto::ROLE_WORKER, "worker-a.test:7000").status().code(),
             absl::StatusCode::kUnauthenticated);
   EXPECT_NE(log_.str().find("refused registration"), std::string::npos) << log_.str();
-  EXPECT_TRUE(Register("s3cret", proto::ROLE_WORKER, "127.0.0.1:7001").ok());
+  EXPECT_TRUE(Register("s3cret", proto::ROLE_WORKER, "worker-a.test:7000").ok());
 }
 
 TEST_F(ControllerServiceTest, WatchersLearnTheTopologyAndEveryModeChange) {
-  auto w0 = Register("s3cret", proto::ROLE_WORKER, "127.0.0.1:7001");
+  auto w0 = Register("s3cret", proto::ROLE_WORKER, "worker-a.test:7000");
   ASSERT_TRUE(w0.ok()) << w0.status();
   grpc::ClientContext context;
   SetDeadline(context, absl::Seconds(20));
   proto::WatchRequest request;
   request.set_member_id(*w0);
   auto watch = stub_->Watch(&context, request);
-  ASSERT_TRUE(Register("s3cret", proto::ROLE_PS, "127.0.0.1:8001").ok());
-  ASSERT_TRUE(Register("s3cret", proto::ROLE_WORKER, "127.0.0.1:7002").ok());
+  ASSERT_TRUE(Register("s3cret", proto::ROLE_PS, "shard-a.test:8000").ok());
+  ASSERT_TRUE(Register("s3cret", proto::ROLE_WORKER, "worker-b.test:7000").ok());
   proto::Assignment assignment;
   ASSERT_TRUE(watch->Read(&assignment));
   EXPECT_EQ(assignment.generation(), 1u);
   EXPECT_EQ(assignment.rank(), 0);
   EXPECT_EQ(assignment.mode(), "ring");
   ASSERT_EQ(assignment.ring_size(), 2);
-  EXPECT_EQ(assignment.shards(0), "127.0.0.1:8001");
+  EXPECT_EQ(assignment.shards(0), "shard-a.test:8000");
   EXPECT_EQ(assignment.job().model(), "4,16,3");
 
   grpc::ClientContext mode_context;

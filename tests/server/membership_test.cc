@@ -1,5 +1,5 @@
 // The controller's membership rules with an injected clock: formation, every bad membership
-// input, failure and late joins.
+// input, failure and late joins. Addresses are only names here: nothing is bound or dialled.
 #include "server/membership.h"
 
 #include "gtest/gtest.h"
@@ -20,52 +20,56 @@ MembershipConfig TwoWorkersOneShard() {
 
 TEST(MembershipTest, FormsTheTopologyWhenTheWorldIsCompleteInRegistrationOrder) {
   Membership membership(TwoWorkersOneShard());
-  auto w0 = membership.Register("s3cret", MemberRole::kWorker, "127.0.0.1:7001", kStart);
-  auto s0 = membership.Register("s3cret", MemberRole::kShard, "127.0.0.1:8001", kStart);
+  auto w0 = membership.Register("s3cret", MemberRole::kWorker, "worker-a.test:7000", kStart);
+  auto s0 = membership.Register("s3cret", MemberRole::kShard, "shard-a.test:8000", kStart);
   ASSERT_TRUE(w0.ok() && s0.ok());
   EXPECT_EQ(membership.topology().generation, 0u);
   EXPECT_FALSE(membership.AssignmentOf(*w0).has_value()) << "no assignment before formation";
-  auto w1 = membership.Register("s3cret", MemberRole::kWorker, "127.0.0.1:7002", kStart);
+  auto w1 = membership.Register("s3cret", MemberRole::kWorker, "worker-b.test:7000", kStart);
   ASSERT_TRUE(w1.ok());
   EXPECT_EQ(membership.topology().generation, 1u);
   auto a1 = membership.AssignmentOf(*w1);
   ASSERT_TRUE(a1.has_value());
   EXPECT_EQ(a1->rank, 1);
-  EXPECT_EQ(a1->ring, (std::vector<std::string>{"127.0.0.1:7001", "127.0.0.1:7002"}));
-  EXPECT_EQ(a1->shards, (std::vector<std::string>{"127.0.0.1:8001"}));
+  EXPECT_EQ(a1->ring, (std::vector<std::string>{"worker-a.test:7000", "worker-b.test:7000"}));
+  EXPECT_EQ(a1->shards, (std::vector<std::string>{"shard-a.test:8000"}));
   EXPECT_EQ(membership.AssignmentOf(*s0)->shard, 0);
 }
 
 TEST(MembershipTest, RefusesBadMembershipInputAndGoesOn) {
   Membership membership(TwoWorkersOneShard());
-  EXPECT_EQ(
-      membership.Register("wrong", MemberRole::kWorker, "127.0.0.1:7001", kStart).status().code(),
-      absl::StatusCode::kUnauthenticated);
-  EXPECT_EQ(membership.Register("", MemberRole::kWorker, "127.0.0.1:7001", kStart).status().code(),
+  EXPECT_EQ(membership.Register("wrong", MemberRole::kWorker, "worker-a.test:7000", kStart)
+                .status()
+                .code(),
             absl::StatusCode::kUnauthenticated);
+  EXPECT_EQ(
+      membership.Register("", MemberRole::kWorker, "worker-a.test:7000", kStart).status().code(),
+      absl::StatusCode::kUnauthenticated);
   EXPECT_EQ(membership.Register("s3cret", MemberRole::kWorker, "nonsense", kStart).status().code(),
             absl::StatusCode::kInvalidArgument);
-  auto w0 = membership.Register("s3cret", MemberRole::kWorker, "127.0.0.1:7001", kStart);
+  auto w0 = membership.Register("s3cret", MemberRole::kWorker, "worker-a.test:7000", kStart);
   ASSERT_TRUE(w0.ok());
-  EXPECT_EQ(
-      membership.Register("s3cret", MemberRole::kWorker, "127.0.0.1:7001", kStart).status().code(),
-      absl::StatusCode::kAlreadyExists);
+  EXPECT_EQ(membership.Register("s3cret", MemberRole::kWorker, "worker-a.test:7000", kStart)
+                .status()
+                .code(),
+            absl::StatusCode::kAlreadyExists);
   EXPECT_EQ(membership.Heartbeat(999, 0, kStart).code(), absl::StatusCode::kNotFound);
   EXPECT_EQ(membership.Heartbeat(*w0, 7, kStart).code(), absl::StatusCode::kFailedPrecondition);
   EXPECT_EQ(membership.SetMode(SyncMode::kPs).status().code(),
             absl::StatusCode::kFailedPrecondition);
   // The job still forms and runs.
-  ASSERT_TRUE(membership.Register("s3cret", MemberRole::kWorker, "127.0.0.1:7002", kStart).ok());
-  ASSERT_TRUE(membership.Register("s3cret", MemberRole::kShard, "127.0.0.1:8001", kStart).ok());
+  ASSERT_TRUE(
+      membership.Register("s3cret", MemberRole::kWorker, "worker-b.test:7000", kStart).ok());
+  ASSERT_TRUE(membership.Register("s3cret", MemberRole::kShard, "shard-a.test:8000", kStart).ok());
   EXPECT_EQ(membership.topology().generation, 1u);
   EXPECT_TRUE(membership.Heartbeat(*w0, 1, kStart).ok());
 }
 
 TEST(MembershipTest, AMemberThatNeverHeartbeatsIsDroppedAndTheTopologyReforms) {
   Membership membership(TwoWorkersOneShard());
-  auto w0 = membership.Register("s3cret", MemberRole::kWorker, "127.0.0.1:7001", kStart);
-  auto w1 = membership.Register("s3cret", MemberRole::kWorker, "127.0.0.1:7002", kStart);
-  auto s0 = membership.Register("s3cret", MemberRole::kShard, "127.0.0.1:8001", kStart);
+  auto w0 = membership.Register("s3cret", MemberRole::kWorker, "worker-a.test:7000", kStart);
+  auto w1 = membership.Register("s3cret", MemberRole::kWorker, "worker-b.test:7000", kStart);
+  auto s0 = membership.Register("s3cret", MemberRole::kShard, "shard-a.test:8000", kStart);
   ASSERT_TRUE(w0.ok() && w1.ok() && s0.ok());
   const absl::Time later = kStart + absl::Seconds(4);
   ASSERT_TRUE(membership.Heartbeat(*w1, 1, later).ok());
@@ -84,11 +88,11 @@ TEST(MembershipTest, AMemberThatNeverHeartbeatsIsDroppedAndTheTopologyReforms) {
 
 TEST(MembershipTest, ALateWorkerAndAModeSwitchEachStartAGeneration) {
   Membership membership(TwoWorkersOneShard());
-  for (const char* address : {"127.0.0.1:7001", "127.0.0.1:7002"}) {
+  for (const char* address : {"worker-a.test:7000", "worker-b.test:7000"}) {
     ASSERT_TRUE(membership.Register("s3cret", MemberRole::kWorker, address, kStart).ok());
   }
-  ASSERT_TRUE(membership.Register("s3cret", MemberRole::kShard, "127.0.0.1:8001", kStart).ok());
-  auto late = membership.Register("s3cret", MemberRole::kWorker, "127.0.0.1:7003", kStart);
+  ASSERT_TRUE(membership.Register("s3cret", MemberRole::kShard, "shard-a.test:8000", kStart).ok());
+  auto late = membership.Register("s3cret", MemberRole::kWorker, "worker-c.test:7000", kStart);
   ASSERT_TRUE(late.ok());
   EXPECT_EQ(membership.topology().generation, 2u);
   EXPECT_EQ(membership.AssignmentOf(*late)->rank, 2);

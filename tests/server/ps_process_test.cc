@@ -13,7 +13,6 @@
 #include "common/subprocess.h"
 #include "common/temp_dir.h"
 #include "gtest/gtest.h"
-#include "tests/support/http_get.h"
 #include "tests/support/prometheus_text.h"
 #include "tests/support/worker_processes.h"
 #include "worker/local_training.h"
@@ -70,14 +69,6 @@ Shards StartShards(int count, int workers) {
   return shards;
 }
 
-std::vector<Sample> Scrape(int port) {
-  absl::StatusOr<std::string> text = testing::HttpGet(port, "/metrics");
-  EXPECT_TRUE(text.ok()) << text.status();
-  auto samples = testing::ParsePrometheusText(text.value_or(""));
-  EXPECT_TRUE(samples.ok()) << samples.status();
-  return samples.value_or(std::vector<Sample>{});
-}
-
 std::vector<float> ReadParameters(const std::string& path) {
   absl::StatusOr<std::string> bytes = ReadFileToString(path);
   EXPECT_TRUE(bytes.ok()) << bytes.status();
@@ -112,11 +103,12 @@ TEST(PsProcessTest, FourWorkersTwoShardsCarryExactlyTheModelOnEveryLink) {
   for (int s = 0; s < kShards; ++s) {
     const std::string shard = PsShardName(s);
     const double per_link = static_cast<double>(ranges[s].size()) * 4 * kSteps;
-    const std::vector<Sample> shard_metrics = Scrape(shards.metrics_ports[s]);
+    const std::vector<Sample> shard_metrics = testing::ScrapeMetrics(shards.metrics_ports[s]);
     double ingress = 0;
     for (int r = 0; r < kWorkers; ++r) {
       const std::string worker = WorkerName(r);
-      const std::vector<Sample> worker_metrics = Scrape((*results)[r].value("metrics_port", 0));
+      const std::vector<Sample> worker_metrics =
+          testing::ScrapeMetrics((*results)[r].value("metrics_port", 0));
       const std::map<std::string, std::string> up = {
           {"src", worker}, {"dst", shard}, {"mode", "ps"}};
       const std::map<std::string, std::string> down = {

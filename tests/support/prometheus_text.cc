@@ -6,6 +6,8 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
+#include "gtest/gtest.h"
+#include "tests/support/http_get.h"
 
 namespace ringside::testing {
 
@@ -42,6 +44,17 @@ absl::StatusOr<std::vector<Sample>> ParsePrometheusText(const std::string& text)
     samples.push_back(std::move(sample));
   }
   return samples;
+}
+
+std::vector<Sample> ScrapeMetrics(int port) {
+  absl::StatusOr<std::string> text = HttpGet(port, "/metrics");
+  absl::StatusOr<std::vector<Sample>> samples =
+      text.ok() ? ParsePrometheusText(*text) : text.status();
+  if (!samples.ok()) {
+    ADD_FAILURE() << "scraping metrics on port " << port << ": " << samples.status();
+    return {};
+  }
+  return *std::move(samples);
 }
 
 std::optional<double> FindSample(const std::vector<Sample>& samples, const std::string& name,

@@ -20,6 +20,10 @@ struct Sample {
 // Parses every sample line (comments and blank lines skipped); INVALID_ARGUMENT names a bad line.
 absl::StatusOr<std::vector<Sample>> ParsePrometheusText(const std::string& text);
 
+// GETs http://127.0.0.1:`port`/metrics and parses it; a failed fetch or parse is a test
+// failure (gtest ADD_FAILURE, naming the port) and gives no samples.
+std::vector<Sample> ScrapeMetrics(int port);
+
 // The value of the one sample named `name` whose labels include all of `labels`; nullopt if none.
 std::optional<double> FindSample(const std::vector<Sample>& samples, const std::string& name,
                                  const std::map<std::string, std::string>& labels);

@@ -8,7 +8,6 @@
 #include "common/cost_model.h"
 #include "common/metrics.h"
 #include "gtest/gtest.h"
-#include "tests/support/http_get.h"
 #include "tests/support/prometheus_text.h"
 #include "tests/support/worker_processes.h"
 #include "worker/local_training.h"
@@ -19,15 +18,6 @@ namespace {
 using testing::FindSample;
 using testing::Sample;
 using testing::WorkerProcesses;
-
-std::vector<Sample> Scrape(int port) {
-  absl::StatusOr<std::string> text = testing::HttpGet(port, "/metrics");
-  EXPECT_TRUE(text.ok()) << text.status();
-  if (!text.ok()) return {};
-  absl::StatusOr<std::vector<Sample>> samples = testing::ParsePrometheusText(*text);
-  EXPECT_TRUE(samples.ok()) << samples.status();
-  return samples.ok() ? *samples : std::vector<Sample>{};
-}
 
 TEST(WorkerProcessTest, FourWorkersAllreduceAndEveryLinkCarriesExactlyTheModel) {
   constexpr int kWorld = 4;
@@ -46,7 +36,7 @@ TEST(WorkerProcessTest, FourWorkersAllreduceAndEveryLinkCarriesExactlyTheModel) 
     EXPECT_TRUE(result.value("check_ok", false)) << result.dump();
     EXPECT_EQ(result.value("checksum", ""), (*results)[0].value("checksum", "x"))
         << "rank " << rank << " holds a different buffer";
-    metrics.push_back(Scrape(result.value("metrics_port", 0)));
+    metrics.push_back(testing::ScrapeMetrics(result.value("metrics_port", 0)));
   }
   for (int rank = 0; rank < kWorld; ++rank) {
     const int right = (rank + 1) % kWorld;
