@@ -17,16 +17,17 @@ class ParameterWriter {
   ParameterWriter(Parameters values, uint64_t step, uint64_t segment_elements)
       : values_(std::move(values)), step_(step), segment_elements_(segment_elements) {}
 
-  // The next segment into `out`; false when everything has been written.
+  // The next segment into `out`; false when everything has been written. An empty range still
+  // gets one (empty) segment, so every reply says which step it belongs to.
   bool Next(proto::PsParameters& out) {
-    if (offset_ >= values_->size() && !(values_->empty() && !sent_empty_)) return false;
-    sent_empty_ = true;
+    if (done_) return false;
     const uint64_t count = std::min<uint64_t>(segment_elements_, values_->size() - offset_);
     out.set_step(step_);
     out.set_offset(offset_);
     out.set_range_elements(values_->size());
     out.set_payload(reinterpret_cast<const char*>(values_->data() + offset_), count * 4);
     offset_ += count;
+    done_ = offset_ >= values_->size();
     return true;
   }
 
@@ -35,7 +36,7 @@ class ParameterWriter {
   uint64_t step_;
   uint64_t segment_elements_;
   uint64_t offset_ = 0;
-  bool sent_empty_ = false;  // an empty range still gets one (empty) segment
+  bool done_ = false;
 };
 
 class StepReactor final : public grpc::ServerBidiReactor<proto::PsPush, proto::PsParameters> {
