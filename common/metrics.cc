@@ -167,6 +167,10 @@ absl::StatusOr<std::unique_ptr<MetricsServer>> MetricsServer::Start(
       new MetricsServer(std::move(exposer), address->host, ports.front()));
 }
 
+std::string MetricsServer::url() const {
+  return absl::StrCat("http://", HostPort{host_, port_}.ToString(), "/metrics");
+}
+
 MetricsServer::~MetricsServer() {
   // civetweb's accept loop polls its socket with a 2 s timeout and checks for shutdown only
   // between polls, so stopping it takes up to 2 s (every daemon's Ctrl-C, every test's

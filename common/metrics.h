@@ -87,6 +87,8 @@ class MetricsServer {
   static absl::StatusOr<std::unique_ptr<MetricsServer>> Start(
       const std::string& listen, std::shared_ptr<prometheus::Registry> registry);
   int port() const { return port_; }
+  // "http://HOST:PORT/metrics", for the start-up line every daemon prints.
+  std::string url() const;
   // Stops the HTTP server promptly (see the .cc for why this needs help).
   ~MetricsServer();
 

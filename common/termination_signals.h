@@ -20,6 +20,7 @@ class TerminationSignals {
   TerminationSignals& operator=(const TerminationSignals&) = delete;
 
   bool received() const { return notification_.HasBeenNotified(); }
+  void Wait() const { notification_.WaitForNotification(); }
   // True once a signal arrived; false when `timeout` passed first.
   bool WaitFor(absl::Duration timeout) const {
     return notification_.WaitForNotificationWithTimeout(timeout);

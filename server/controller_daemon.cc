@@ -67,8 +67,7 @@ absl::Status RunController(const ControllerOptions& options, const TerminationSi
   ExportTopology(membership.topology(), metrics);
   log << "controller: serving on " << ParseHostPort(options.listen)->host << ":" << server.port
       << ", waiting for " << options.workers << " workers and " << options.ps_shards
-      << " shards, metrics at http://" << ParseHostPort(options.metrics_listen)->host << ":"
-      << metrics_server->port() << "/metrics\n";
+      << " shards, metrics at " << metrics_server->url() << "\n";
   log.flush();
   if (!options.ready_file.empty()) {
     const nlohmann::json ready = {{"port", server.port}, {"metrics_port", metrics_server->port()}};

@@ -79,9 +79,8 @@ absl::Status RunShard(const ShardOptions& options, const TerminationSignals& sig
   ASSIGN_OR_RETURN(StartedServer server, StartServer(options.listen, {&service}));
   const std::string host = ParseHostPort(options.listen)->host;
   log << name << ": ParameterShard on " << host << ":" << server.port << " owns parameters ["
-      << range.begin << ", " << range.end << ") of " << all.size() << ", metrics at http://"
-      << ParseHostPort(options.metrics_listen)->host << ":" << metrics_server->port()
-      << "/metrics\n";
+      << range.begin << ", " << range.end << ") of " << all.size() << ", metrics at "
+      << metrics_server->url() << "\n";
   log.flush();
   if (!options.ready_file.empty()) {
     const nlohmann::json ready = {{"port", server.port},
@@ -90,8 +89,7 @@ absl::Status RunShard(const ShardOptions& options, const TerminationSignals& sig
                                   {"range_end", range.end}};
     RETURN_IF_ERROR(WriteFileAtomically(options.ready_file, ready.dump() + "\n"));
   }
-  while (!signals.WaitFor(absl::Hours(1))) {
-  }
+  signals.Wait();
   log << name << ": stopping after step " << state->current_step() << "\n";
   return absl::OkStatus();
 }

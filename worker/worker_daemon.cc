@@ -167,8 +167,7 @@ absl::Status RunWorker(const WorkerOptions& options, const TerminationSignals& s
   log << name << ": " << SyncModeName(options.mode) << " mode, "
       << (options.mode == SyncMode::kRing ? absl::StrCat("RingPeer on ", listen, ", ring of ")
                                           : absl::StrCat(options.ps.size(), " shards, "))
-      << world << " workers, metrics at http://" << ParseHostPort(options.metrics_listen)->host
-      << ":" << worker.metrics_server->port() << "/metrics\n";
+      << world << " workers, metrics at " << worker.metrics_server->url() << "\n";
   log.flush();
   if (worker.member != nullptr) RETURN_IF_ERROR(worker.member->Connect(options.peers));
 
@@ -187,8 +186,7 @@ absl::Status RunWorker(const WorkerOptions& options, const TerminationSignals& s
   if (status.ok() && options.linger && !signals.received()) {
     log << name << ": job done; serving metrics until SIGINT/SIGTERM\n";
     log.flush();
-    while (!signals.WaitFor(absl::Hours(1))) {
-    }
+    signals.Wait();
   }
   return status;
 }
