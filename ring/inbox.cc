@@ -158,7 +158,12 @@ absl::Status RingInbox::AcceptCurrent(Segment segment, uint64_t stream_id) {
                      " is too far ahead (limit ", options_.max_queued_bytes, ")"));
   }
   if (!status.ok()) {
-    error_ = absl::Status(status.code(), absl::StrCat("from ", LeftName(), ": ", status.message()));
+    // A left-over of an older generation (a former neighbour still flushing) is refused without
+    // failing the current collective: it says nothing about the current left neighbour.
+    if (h.generation >= topology_.generation) {
+      error_ =
+          absl::Status(status.code(), absl::StrCat("from ", LeftName(), ": ", status.message()));
+    }
     return status;
   }
   latest_stream_ = stream_id;

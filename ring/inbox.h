@@ -58,7 +58,8 @@ class RingInbox {
 
   // Validates and queues. On error nothing is queued, the status (INVALID_ARGUMENT,
   // FAILED_PRECONDITION or RESOURCE_EXHAUSTED, with a message naming the field) is returned for
-  // the sender, and the local collective in progress is failed with it too.
+  // the sender, and the local collective in progress is failed with it too -- unless the
+  // segment is of an older generation, a former neighbour's left-over.
   absl::Status Accept(Segment segment, uint64_t stream_id);
 
   // The stream `stream_id` ended. If it was the latest stream and a collective is part-way
