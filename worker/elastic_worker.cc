@@ -145,6 +145,12 @@ absl::Status RunElasticWorker(const WorkerOptions& options, const TerminationSig
       << client.controller << " as member " << controller->member_id() << ", metrics at "
       << worker.metrics_server->url() << "\n";
   log.flush();
+  if (!options.ready_file.empty()) {
+    const nlohmann::json ready = {{"port", worker.server.port},
+                                  {"metrics_port", worker.metrics_server->port()},
+                                  {"address", address}};
+    RETURN_IF_ERROR(WriteFileAtomically(options.ready_file, ready.dump() + "\n"));
+  }
 
   ElasticOptions elastic;
   elastic.device = options.training.device;

@@ -51,6 +51,8 @@ ABSL_FLAG(std::string, advertise, "",
 ABSL_FLAG(std::string, trace_file, "",
           "elastic: append one JSON line per completed step (step, generation, mode, rank, world, "
           "loss, parameters checksum)");
+ABSL_FLAG(std::string, ready_file, "",
+          "elastic: once registered, write {port, metrics_port, address} here as JSON");
 ABSL_FLAG(absl::Duration, regroup_timeout, kDefaults.regroup_timeout,
           "elastic: after a failed step, how long to wait for the controller's next generation");
 ABSL_FLAG(bool, linger, false,
@@ -89,6 +91,7 @@ absl::StatusOr<ringside::worker::WorkerOptions> OptionsFromFlags() {
   options.member.join_token_file = absl::GetFlag(FLAGS_join_token_file);
   options.member.advertise = absl::GetFlag(FLAGS_advertise);
   options.trace_file = absl::GetFlag(FLAGS_trace_file);
+  options.ready_file = absl::GetFlag(FLAGS_ready_file);
   options.regroup_timeout = absl::GetFlag(FLAGS_regroup_timeout);
   return options;
 }

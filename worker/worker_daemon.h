@@ -63,6 +63,7 @@ struct WorkerOptions {
   // the listen addresses and the timeouts; the worker stays after the job until a signal.
   server::MemberOptions member;
   std::string trace_file;  // one JSON line per completed step; empty: none
+  std::string ready_file;  // elastic: {port, metrics_port, address} once registered
   absl::Duration regroup_timeout = absl::Seconds(120);
 };
 

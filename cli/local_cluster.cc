@@ -1,0 +1,202 @@
+#include "cli/local_cluster.h"
+
+#include <signal.h>
+
+#include <random>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "common/file_util.h"
+#include "common/status_macros.h"
+
+namespace ringside::cli {
+namespace {
+
+std::string RandomToken() {
+  std::random_device device;
+  return absl::StrFormat("%08x%08x%08x%08x", device(), device(), device(), device());
+}
+
+std::vector<std::string> JobFlags(const worker::TrainingOptions& training) {
+  return {"--model=" + training.model,
+          "--activation=" + training.activation,
+          "--data=" + training.data,
+          absl::StrCat("--steps=", training.steps),
+          absl::StrCat("--batch_size=", training.batch_size),
+          absl::StrCat("--lr=", training.optimizer.learning_rate),
+          absl::StrCat("--optimizer=", OptimizerName(training.optimizer.kind)),
+          absl::StrCat("--seed=", training.seed)};
+}
+
+}  // namespace
+
+std::string ClusterProcess::metrics_url() const {
+  return absl::StrCat("http://127.0.0.1:", metrics_port, "/metrics");
+}
+
+absl::StatusOr<std::unique_ptr<LocalCluster>> LocalCluster::Start(
+    const LocalClusterOptions& options) {
+  std::unique_ptr<LocalCluster> cluster(new LocalCluster(options));
+  cluster->token_file_ = options.dir + "/join-token";
+  RETURN_IF_ERROR(WriteFileAtomically(cluster->token_file_, RandomToken() + "\n"));
+
+  std::vector<std::string> argv = {
+      options.bin_dir + "/ringside-controller",
+      absl::StrCat("--workers=", options.workers),
+      absl::StrCat("--ps_shards=", options.ps_shards),
+      absl::StrCat("--mode=", SyncModeName(options.mode)),
+      "--join_token_file=" + cluster->token_file_,
+      absl::StrCat("--heartbeat_timeout=", absl::FormatDuration(options.heartbeat_timeout)),
+      "--listen=127.0.0.1:0",
+      "--metrics_listen=127.0.0.1:0",
+      "--ready_file=" + options.dir + "/controller.ready"};
+  for (std::string& flag : JobFlags(options.training)) argv.push_back(std::move(flag));
+  ASSIGN_OR_RETURN(ClusterProcess * controller, cluster->Spawn("controller", std::move(argv)));
+  RETURN_IF_ERROR(cluster->AwaitReady(*controller, options.dir + "/controller.ready"));
+  cluster->controller_address_ = absl::StrCat("127.0.0.1:", controller->port);
+
+  std::vector<std::pair<ClusterProcess*, std::string>> starting;
+  for (int s = 0; s < options.ps_shards; ++s) {
+    const std::string name = absl::StrCat("ps-", s);
+    const std::string ready = absl::StrCat(options.dir, "/", name, ".ready");
+    ASSIGN_OR_RETURN(ClusterProcess * shard,
+                     cluster->Spawn(name, {options.bin_dir + "/ringside-ps",
+                                           "--controller=" + cluster->controller_address_,
+                                           "--join_token_file=" + cluster->token_file_,
+                                           "--listen=127.0.0.1:0", "--metrics_listen=127.0.0.1:0",
+                                           "--ready_file=" + ready}));
+    starting.emplace_back(shard, ready);
+  }
+  for (int w = 0; w < options.workers; ++w) {
+    ASSIGN_OR_RETURN(ClusterProcess * worker, cluster->AddWorker());
+    (void)worker;
+  }
+  for (auto& [process, ready] : starting) RETURN_IF_ERROR(cluster->AwaitReady(*process, ready));
+  return cluster;
+}
+
+LocalCluster::~LocalCluster() { Stop(); }
+
+absl::StatusOr<ClusterProcess*> LocalCluster::AddWorker() {
+  const std::string name = absl::StrCat("worker-", next_worker_++);
+  const std::string base = absl::StrCat(options_.dir, "/", name);
+  std::vector<std::string> argv = {
+      options_.bin_dir + "/ringside-worker",
+      "--controller=" + controller_address_,
+      "--join_token_file=" + token_file_,
+      "--listen=127.0.0.1:0",
+      "--metrics_listen=127.0.0.1:0",
+      "--device=" + options_.training.device,
+      absl::StrCat("--timeout=", absl::FormatDuration(options_.collective_timeout)),
+      "--ready_file=" + base + ".ready",
+      "--result_file=" + base + ".result.json",
+      "--trace_file=" + base + ".trace.jsonl",
+      "--params_out=" + base + ".params"};
+  for (const std::string& flag : options_.worker_flags) argv.push_back(flag);
+  ASSIGN_OR_RETURN(ClusterProcess * worker, Spawn(name, std::move(argv)));
+  worker->result_file = base + ".result.json";
+  worker->trace_file = base + ".trace.jsonl";
+  worker->params_file = base + ".params";
+  RETURN_IF_ERROR(AwaitReady(*worker, base + ".ready"));
+  return worker;
+}
+
+absl::StatusOr<ClusterProcess*> LocalCluster::Spawn(std::string name,
+                                                    std::vector<std::string> argv) {
+  SpawnOptions spawn;
+  spawn.argv = std::move(argv);
+  spawn.log_path = absl::StrCat(options_.dir, "/", name, ".log");
+  spawn.term_grace = absl::Seconds(5);
+  ASSIGN_OR_RETURN(Subprocess process, Subprocess::Spawn(spawn));
+  processes_.push_back(std::make_unique<ClusterProcess>(
+      ClusterProcess{std::move(name), std::move(process)}));
+  return processes_.back().get();
+}
+
+absl::Status LocalCluster::AwaitReady(ClusterProcess& process, const std::string& ready_file) {
+  const absl::Time deadline = absl::Now() + options_.start_timeout;
+  while (absl::Now() < deadline) {
+    if (absl::StatusOr<std::string> text = ReadFileToString(ready_file); text.ok()) {
+      const nlohmann::json ready = nlohmann::json::parse(*text, nullptr, false);
+      if (ready.is_object() && ready.contains("port")) {
+        process.port = ready["port"].get<int>();
+        process.metrics_port = ready["metrics_port"].get<int>();
+        return absl::OkStatus();
+      }
+    }
+    if (process.process.Poll().has_value()) {
+      return absl::InternalError(absl::StrCat(process.name, " exited while starting (",
+                                              process.process.exit_status()->ToString(),
+                                              "); last lines of its log:\n",
+                                              TailOfFile(process.process.log_path(), 10)));
+    }
+    absl::SleepFor(absl::Milliseconds(20));
+  }
+  return absl::DeadlineExceededError(absl::StrCat(
+      process.name, " did not come up within ", absl::FormatDuration(options_.start_timeout),
+      "; last lines of its log:\n", TailOfFile(process.process.log_path(), 10)));
+}
+
+std::vector<ClusterProcess*> LocalCluster::workers() {
+  std::vector<ClusterProcess*> workers;
+  for (auto& process : processes_) {
+    if (process->name.rfind("worker-", 0) == 0) workers.push_back(process.get());
+  }
+  return workers;
+}
+
+std::optional<std::string> LocalCluster::DeadChild() {
+  for (auto& process : processes_) {
+    if (process->expected_to_end || !process->process.Poll().has_value()) continue;
+    return absl::StrCat(process->name, " (pid ", process->process.pid(), ") ended: ",
+                        process->process.exit_status()->ToString(), "; last lines of its log (",
+                        process->process.log_path(), "):\n",
+                        TailOfFile(process->process.log_path(), 10));
+  }
+  return std::nullopt;
+}
+
+absl::StatusOr<std::vector<nlohmann::json>> LocalCluster::WaitForResults(
+    absl::Duration timeout, const std::function<bool()>& stop) {
+  const absl::Time deadline = absl::Now() + timeout;
+  while (true) {
+    if (std::optional<std::string> dead = DeadChild()) return absl::InternalError(*dead);
+    std::vector<nlohmann::json> results;
+    bool all = true;
+    for (ClusterProcess* worker : workers()) {
+      if (worker->expected_to_end) continue;
+      absl::StatusOr<std::string> text = ReadFileToString(worker->result_file);
+      if (!text.ok()) {
+        all = false;
+        break;
+      }
+      results.push_back(nlohmann::json::parse(*text, nullptr, false));
+    }
+    if (all) return results;
+    if (stop && stop()) return absl::CancelledError("stopped before the workers finished");
+    if (absl::Now() > deadline) {
+      return absl::DeadlineExceededError(absl::StrCat(
+          "the workers did not finish within ", absl::FormatDuration(timeout)));
+    }
+    absl::SleepFor(absl::Milliseconds(50));
+  }
+}
+
+void LocalCluster::Stop() {
+  // Workers first, so none sees its controller or shards vanish mid-step; in parallel.
+  for (const bool workers_pass : {true, false}) {
+    for (auto& process : processes_) {
+      const bool is_worker = process->name.rfind("worker-", 0) == 0;
+      if (is_worker == workers_pass && process->process.running()) {
+        process->expected_to_end = true;
+        kill(process->process.pid(), SIGTERM);
+      }
+    }
+    for (auto& process : processes_) {
+      const bool is_worker = process->name.rfind("worker-", 0) == 0;
+      if (is_worker == workers_pass) process->process.Kill();
+    }
+  }
+}
+
+}  // namespace ringside::cli
