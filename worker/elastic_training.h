@@ -81,8 +81,8 @@ class ElasticTrainer {
   using FinishedCallback = std::function<absl::Status(const ElasticResult&)>;
   absl::Status Run(const TerminationSignals& signals, const FinishedCallback& finished);
 
-  // The controller announced `generation` with a different ring: a collective or ps step of an
-  // older generation in flight ends now instead of at its deadline. Safe from any thread.
+  // The controller announced `generation`: a collective or ps step of an older generation in
+  // flight ends now instead of at its deadline. Safe from any thread.
   void Supersede(uint64_t generation);
 
  private:

@@ -26,18 +26,15 @@ class SupersedeRelay {
     absl::MutexLock lock(&mu_);
     trainer_ = trainer;
   }
-  // Called on the watch thread for every assignment.
+  // Called on the watch thread for every assignment. Any new generation ends the old one's
+  // collective or ps step in flight: a peer that adopted the new generation at its step boundary
+  // will never join the old step, and waiting for the deadline would stall everyone.
   void OnAssignment(const proto::Assignment& assignment) {
-    std::vector<std::string> ring(assignment.ring().begin(), assignment.ring().end());
-    const bool ring_changed = !previous_ring_.empty() && ring != previous_ring_;
-    previous_ring_ = std::move(ring);
-    if (!ring_changed) return;  // a mode switch lets the step in flight finish
     absl::MutexLock lock(&mu_);
     if (trainer_ != nullptr) trainer_->Supersede(assignment.generation());
   }
 
  private:
-  std::vector<std::string> previous_ring_;  // watch thread only
   absl::Mutex mu_;
   ElasticTrainer* trainer_ ABSL_GUARDED_BY(mu_) = nullptr;
 };
