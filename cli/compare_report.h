@@ -42,8 +42,10 @@ struct ModeReport {
   int64_t steps = 0;
   // Sent by one worker per step.
   double bytes_per_worker_per_step = 0, expected_bytes_per_worker_per_step = 0;
-  // The node with the most ingress: a PS shard (N·|range|) or a ring worker (its left link).
-  std::string busiest_node;  // e.g. "ps-0" or "worker-0"
+  // The node with the most payload arriving per step: in ps mode a shard (N·|range s|), or a
+  // worker when S > N; in ring mode a worker, whose incoming ring link carries ~2(N-1)K/N.
+  // (cli/model_prediction.h computes the model's figure and name.)
+  std::string busiest_node;  // e.g. "ps-0" (ingress) or "worker-0" (ring link)
   double busiest_node_bytes_per_step = 0, busiest_node_expected_bytes_per_step = 0;
   double step_p50 = 0, step_p95 = 0;  // seconds per whole step
   PhaseSeconds phases;

@@ -19,6 +19,7 @@ std::string Ratio(double measured, double expected) {
 }
 
 std::string WorkersAtEnd(const JobConfig& config, const ModeReport& mode) {
+  if (mode.final_world <= 0) return kMissing;  // not reported
   std::string text = absl::StrCat(mode.final_world, " of ", config.workers);
   if (mode.final_world < config.workers) {
     absl::StrAppend(&text, " (", config.workers - mode.final_world, " lost)");
@@ -28,8 +29,10 @@ std::string WorkersAtEnd(const JobConfig& config, const ModeReport& mode) {
 
 std::string BusiestNode(const ModeReport& mode) {
   if (mode.busiest_node.empty()) return kMissing;
-  const bool is_shard = mode.busiest_node.rfind("ps-", 0) == 0;
-  return absl::StrCat(mode.busiest_node, is_shard ? " (shard ingress)" : " (ingress)");
+  const char* what = mode.busiest_node.rfind("ps-", 0) == 0 ? " (shard ingress)"
+                     : mode.mode == SyncMode::kRing         ? " (ring link)"
+                                                            : " (worker ingress)";
+  return absl::StrCat(mode.busiest_node, what);
 }
 
 std::string PhaseBreakdown(const PhaseSeconds& p) {
@@ -193,7 +196,8 @@ std::vector<std::string> EventLines(const JobComparison& job) {
           prefix, "FAILED: ", mode->failure.empty() ? "no reason given" : mode->failure));
     }
     for (const std::string& event : mode->events) lines.push_back(prefix + event);
-    if (mode->completed && mode->events.empty() && mode->final_world < job.config.workers) {
+    if (mode->completed && mode->events.empty() && mode->final_world > 0 &&
+        mode->final_world < job.config.workers) {
       lines.push_back(absl::StrCat(prefix, "ended with ", mode->final_world, " of ",
                                    job.config.workers, " workers"));
     }

@@ -17,6 +17,9 @@ const char* ModeColor(SyncMode mode) { return mode == SyncMode::kRing ? kRingCol
 
 std::string ModeName(SyncMode mode) { return std::string(SyncModeName(mode)); }
 
+// A figure as a bar length: NaN or negative (never a real byte count or time) draws nothing.
+double Drawable(double value) { return value > 0 && std::isfinite(value) ? value : 0; }
+
 void Legend(SvgCanvas& svg, double x, double y,
             const std::vector<std::pair<const char*, std::string>>& entries) {
   for (const auto& [color, text] : entries) {
@@ -40,7 +43,7 @@ std::string LinkBytesChart(const ModeReport& mode, const std::string& id) {
 
   double max = 0;
   for (const LinkTraffic& link : mode.links) {
-    max = std::max({max, link.bytes_per_step, link.expected_bytes_per_step});
+    max = std::max({max, Drawable(link.bytes_per_step), Drawable(link.expected_bytes_per_step)});
   }
   if (mode.links.empty() || !(max > 0)) {
     svg.Text(kWidth / 2, kTop + kRow / 2 + 4,
@@ -59,16 +62,16 @@ std::string LinkBytesChart(const ModeReport& mode, const std::string& id) {
     const double y = kTop + i * kRow;
     const std::string label = absl::StrCat(link.src, " \u2192 ", link.dst);
     svg.Text(kLeft - 8, y + kRow / 2 + 4, label, "end", 12);
-    svg.Bar(kLeft, y + 3, x(link.bytes_per_step) - kLeft, 11, ModeColor(mode.mode),
+    svg.Bar(kLeft, y + 3, x(Drawable(link.bytes_per_step)) - kLeft, 11, ModeColor(mode.mode),
             absl::StrCat("measured ", name),
             absl::StrCat(label, ": measured ", HumanBytes(link.bytes_per_step), " (",
                          ShortNumber(link.bytes_per_step), " B) per step"));
-    svg.Bar(kLeft, y + 15, x(link.expected_bytes_per_step) - kLeft, 7, kExpectedColor,
+    svg.Bar(kLeft, y + 15, x(Drawable(link.expected_bytes_per_step)) - kLeft, 7, kExpectedColor,
             absl::StrCat("expected ", name),
             absl::StrCat(label, ": model ", HumanBytes(link.expected_bytes_per_step), " (",
                          ShortNumber(link.expected_bytes_per_step), " B) per step"));
-    svg.Text(x(std::max(link.bytes_per_step, link.expected_bytes_per_step)) + 5, y + 14,
-             HumanBytes(link.bytes_per_step), "start", 11);
+    svg.Text(x(std::max(Drawable(link.bytes_per_step), Drawable(link.expected_bytes_per_step))) + 5,
+             y + 14, HumanBytes(link.bytes_per_step), "start", 11);
   }
   svg.Line(kLeft, kTop, kLeft, plot_bottom, kInkColor);
   svg.Line(kLeft, plot_bottom, kWidth - kRight, plot_bottom, kInkColor);
@@ -85,7 +88,9 @@ std::string PhaseChart(const JobComparison& job, const std::string& id) {
   const ModeReport* modes[] = {&job.ring, &job.ps};
   double max = 0;
   for (const ModeReport* m : modes) {
-    if (m->completed) max = std::max(max, m->phases.compute + m->phases.sync + m->phases.update);
+    if (!m->completed) continue;
+    max = std::max(
+        max, Drawable(m->phases.compute) + Drawable(m->phases.sync) + Drawable(m->phases.update));
   }
   if (!(max > 0)) {
     svg.Text(kWidth / 2, kHeight / 2, "no data: no mode completed", "middle");
@@ -109,8 +114,9 @@ std::string PhaseChart(const JobComparison& job, const std::string& id) {
       continue;
     }
     double base = 0;
-    const std::pair<const char*, double> parts[] = {
-        {"compute", m.phases.compute}, {"sync", m.phases.sync}, {"update", m.phases.update}};
+    const std::pair<const char*, double> parts[] = {{"compute", Drawable(m.phases.compute)},
+                                                    {"sync", Drawable(m.phases.sync)},
+                                                    {"update", Drawable(m.phases.update)}};
     const char* colors[] = {kComputeColor, kSyncColor, kUpdateColor};
     for (int p = 0; p < 3; ++p) {
       const auto& [phase, seconds] = parts[p];

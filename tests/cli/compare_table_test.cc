@@ -59,7 +59,7 @@ TEST(ComparisonTableTest, ShowsTheMeasuredAndExpectedBytes) {
   EXPECT_THAT(per_worker, HasSubstr("7.11 MiB"));
   EXPECT_THAT(RowOf(table, "  measured/expected"), HasSubstr("1.000"));
   EXPECT_THAT(RowOf(table, "busiest node"), HasSubstr("ps-0 (shard ingress)"));
-  EXPECT_THAT(RowOf(table, "busiest node"), HasSubstr("worker-2 (ingress)"));
+  EXPECT_THAT(RowOf(table, "busiest node"), HasSubstr("worker-2 (ring link)"));
   EXPECT_THAT(RowOf(table, "  bytes/step"), HasSubstr("14.2 MiB"));
 }
 
@@ -119,6 +119,15 @@ TEST(ComparisonTableTest, AFailedModeHasNoWinner) {
               HasSubstr("No winner: the ps run failed (ps-1 exited (killed by signal 9))"));
   EXPECT_THAT(Prose(table), HasSubstr("ps: FAILED: ps-1 exited"));
   EXPECT_THAT(RowOf(table, "samples/s"), HasSubstr("\u2014"));
+}
+
+TEST(ComparisonTableTest, AnUnreportedWorldIsADashNotALoss) {
+  JobComparison job = testing::SyntheticJob();
+  job.ring.final_world = 0;
+  const std::string table = Table(job);
+  EXPECT_THAT(RowOf(table, "workers at end"), HasSubstr("\u2014"));
+  EXPECT_THAT(table, Not(HasSubstr("lost")));
+  EXPECT_THAT(table, Not(HasSubstr("Events:")));
 }
 
 TEST(ComparisonTableTest, CloseThroughputIsATie) {

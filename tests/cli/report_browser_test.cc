@@ -9,7 +9,6 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "cli/report_html.h"
 #include "cli/svg_chart.h"
@@ -26,6 +25,13 @@ namespace {
 
 constexpr char kChromium[] = "/usr/bin/chromium";
 constexpr int kWidth = 1280, kHeight = 2000;
+
+// 'text' for /bin/sh, whatever characters the temp dir's path holds.
+std::string ShellQuoted(const std::string& text) {
+  std::string quoted = "'";
+  for (char c : text) quoted += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return quoted + "'";
+}
 
 uint32_t Rgb(const char* hex) { return static_cast<uint32_t>(std::stoul(hex + 1, nullptr, 16)); }
 
@@ -62,8 +68,8 @@ class ReportInChromiumTest : public ::testing::Test {
     argv.push_back(absl::StrCat("file://", dir_->File("report.html")));
     // Through a shell only to keep stdout (the DOM) apart from Chromium's stderr chatter.
     std::string command = "exec";
-    for (const std::string& arg : argv) absl::StrAppend(&command, " '", arg, "'");
-    absl::StrAppend(&command, " >'", stdout_file, "'");
+    for (const std::string& arg : argv) absl::StrAppend(&command, " ", ShellQuoted(arg));
+    absl::StrAppend(&command, " >", ShellQuoted(stdout_file));
     const std::string home = dir_->File("home");
     SpawnOptions options;
     options.argv = {"/bin/sh", "-c", command};
@@ -71,7 +77,8 @@ class ReportInChromiumTest : public ::testing::Test {
     options.extra_env = {"HOME=" + home, "XDG_CONFIG_HOME=" + home, "XDG_CACHE_HOME=" + home};
     absl::StatusOr<Subprocess> chromium = Subprocess::Spawn(options);
     ASSERT_TRUE(chromium.ok()) << chromium.status();
-    absl::StatusOr<ExitStatus> exit = chromium->Wait(absl::Seconds(15));
+    // About a second each on an idle 2-core machine; the bound only stops a hang.
+    absl::StatusOr<ExitStatus> exit = chromium->Wait(absl::Seconds(30));
     ASSERT_TRUE(exit.ok()) << "chromium (" << name << ") did not finish: " << exit.status() << "\n"
                            << TailOfFile(chromium->log_path(), 20);
     ASSERT_TRUE(exit->ok()) << "chromium (" << name << ") " << exit->ToString() << "\n"
@@ -82,12 +89,11 @@ class ReportInChromiumTest : public ::testing::Test {
 };
 
 TEST_F(ReportInChromiumTest, ScreenshotShowsTheCharts) {
-  const absl::Time start = absl::Now();
   const std::string png = dir_->File("report.png");
-  RunChromium(
+  ASSERT_NO_FATAL_FAILURE(RunChromium(
       "screenshot",
       {absl::StrCat("--screenshot=", png), absl::StrCat("--window-size=", kWidth, ",", kHeight)},
-      dir_->File("screenshot.out"));
+      dir_->File("screenshot.out")));
   absl::StatusOr<std::string> bytes = ReadFileToString(png);
   ASSERT_TRUE(bytes.ok()) << "no screenshot: " << bytes.status();
   absl::StatusOr<testing::RgbImage> image = testing::DecodePng(*bytes);
@@ -104,12 +110,11 @@ TEST_F(ReportInChromiumTest, ScreenshotShowsTheCharts) {
   EXPECT_GT(testing::CountPixelsNear(*image, Rgb(kPsColor), 2), 2000) << "ps bars";
   EXPECT_GT(testing::CountPixelsNear(*image, Rgb(kSyncColor), 2), 1000) << "sync phase";
   EXPECT_GT(testing::CountPixelsNear(*image, Rgb(kExpectedColor), 2), 2000) << "model bars";
-  EXPECT_LT(absl::Now() - start, absl::Seconds(20));
 }
 
 TEST_F(ReportInChromiumTest, DomHoldsEveryChartWithItsMarks) {
   const std::string dom_file = dir_->File("dom.html");
-  RunChromium("dom", {"--dump-dom"}, dom_file);
+  ASSERT_NO_FATAL_FAILURE(RunChromium("dom", {"--dump-dom"}, dom_file));
   absl::StatusOr<std::string> dom = ReadFileToString(dom_file);
   ASSERT_TRUE(dom.ok()) << dom.status();
   ASSERT_NE(dom->find("<table class=\"comparison\">"), std::string::npos) << *dom;

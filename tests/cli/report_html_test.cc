@@ -2,6 +2,7 @@
 // the table's content, events, and text escaped.
 #include "cli/report_html.h"
 
+#include <cmath>
 #include <string>
 
 #include "common/file_util.h"
@@ -122,6 +123,18 @@ TEST(ReportHtmlTest, AFailedModeDrawsNoMarksAndSaysSo) {
   EXPECT_THAT(ps, HasSubstr("no data: the run failed"));
   EXPECT_EQ(CountMarks(SvgById(html, "phases-job0"), "rect", "phase sync ps"), 0);
   EXPECT_EQ(CountMarks(SvgById(html, "model-worker-job0"), "circle", "measured ps"), 0);
+}
+
+TEST(ReportHtmlTest, UnusableFiguresDrawNothingRatherThanBadCoordinates) {
+  CompareReport report = testing::SampleReport();
+  report.jobs[0].ring.links[0].bytes_per_step = std::nan("");
+  report.jobs[0].ring.links[1].expected_bytes_per_step = -5;
+  report.jobs[0].ps.phases.sync = std::nan("");
+  const std::string html = RenderHtmlReport(report);
+  EXPECT_THAT(html, Not(HasSubstr("\"nan\"")));
+  EXPECT_THAT(html, Not(HasSubstr("\"-nan\"")));
+  EXPECT_THAT(html, Not(HasSubstr("width=\"-")));
+  EXPECT_EQ(CountMarks(SvgById(html, "links-ring-job0"), "rect", "measured ring"), 4);
 }
 
 TEST(ReportHtmlTest, WritesTheFile) {
