@@ -41,7 +41,10 @@ std::string PhaseBreakdown(const PhaseSeconds& p) {
 }
 
 std::string Status(const ModeReport& mode) {
-  if (!mode.completed) return "FAILED";
+  if (!mode.completed) {
+    return mode.steps > 0 ? absl::StrCat("FAILED after ", WithThousands(mode.steps), " steps")
+                          : "FAILED";
+  }
   return absl::StrCat("completed, ", WithThousands(mode.steps), " steps");
 }
 
