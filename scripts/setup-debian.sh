@@ -12,6 +12,7 @@ packages=(
   libopenblas-dev nlohmann-json3-dev
   libgloo-dev
   curl procps iproute2
+  chromium
 )
 packages+=(${RINGSIDE_EXTRA_PACKAGES:-})
 

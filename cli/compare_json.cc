@@ -1,0 +1,114 @@
+// CompareJson: the `ringside compare --json` document (../shared/CONTRACT.md). Every figure is
+// a JSON number; a figure that was not measured (parity not checked) is null, never a string.
+#include "absl/strings/str_cat.h"
+#include "cli/compare_report.h"
+#include "cli/comparison_summary.h"
+#include "common/file_util.h"
+
+namespace ringside::cli {
+namespace {
+
+using nlohmann::json;
+
+json ConfigJson(const JobConfig& c) {
+  return {{"workers", c.workers},
+          {"ps_shards", c.ps_shards},
+          {"model", c.model},
+          {"data", c.data},
+          {"optimizer", c.optimizer},
+          {"device", c.device},
+          {"parameters", c.parameters},
+          {"steps", c.steps},
+          {"batch_size", c.batch_size},
+          {"seed", c.seed},
+          {"element_bytes", c.element_bytes}};
+}
+
+json LinksJson(const std::vector<LinkTraffic>& links) {
+  json out = json::array();
+  for (const LinkTraffic& link : links) {
+    out.push_back({{"src", link.src},
+                   {"dst", link.dst},
+                   {"bytes_per_step", link.bytes_per_step},
+                   {"expected_bytes_per_step", link.expected_bytes_per_step}});
+  }
+  return out;
+}
+
+json ModeJson(const ModeReport& m) {
+  return {
+      {"mode", std::string(SyncModeName(m.mode))},
+      {"completed", m.completed},
+      {"failure", m.failure},
+      {"steps", m.steps},
+      {"bytes_per_worker_per_step",
+       {{"measured", m.bytes_per_worker_per_step},
+        {"expected", m.expected_bytes_per_worker_per_step}}},
+      {"busiest_node",
+       {{"name", m.busiest_node},
+        {"bytes_per_step", m.busiest_node_bytes_per_step},
+        {"expected_bytes_per_step", m.busiest_node_expected_bytes_per_step}}},
+      {"step_seconds", {{"p50", m.step_p50}, {"p95", m.step_p95}}},
+      {"phase_seconds",
+       {{"compute", m.phases.compute}, {"sync", m.phases.sync}, {"update", m.phases.update}}},
+      {"sync_share", m.sync_share},
+      {"samples_per_second", m.samples_per_second},
+      {"final_loss", m.final_loss},
+      {"accuracy", m.accuracy},
+      {"final_world", m.final_world},
+      {"links", LinksJson(m.links)},
+      {"events", m.events},
+  };
+}
+
+json ParityJson(const JobComparison& job) {
+  if (!job.parity_checked) {
+    return {{"checked", false}, {"max_abs_param_diff", nullptr}, {"max_rel_param_diff", nullptr}};
+  }
+  return {{"checked", true},
+          {"max_abs_param_diff", job.max_abs_param_diff},
+          {"max_rel_param_diff", job.max_rel_param_diff}};
+}
+
+json WinnerJson(const JobComparison& job) {
+  const Verdict verdict = DecideWinner(job);
+  json out = {{"mode", nullptr},
+              {"ratio", nullptr},
+              {"basis", nullptr},
+              {"tie", false},
+              {"line", verdict.line}};
+  if (verdict.outcome == Outcome::kUndecided) return out;
+  out["ratio"] = verdict.ratio;
+  out["basis"] = verdict.basis;
+  out["tie"] = verdict.outcome == Outcome::kTie;
+  if (verdict.outcome == Outcome::kWinner) out["mode"] = std::string(SyncModeName(verdict.winner));
+  return out;
+}
+
+}  // namespace
+
+json JobJson(const JobComparison& job) {
+  return {{"config", ConfigJson(job.config)},
+          {"modes", {{"ring", ModeJson(job.ring)}, {"ps", ModeJson(job.ps)}}},
+          {"parity", ParityJson(job)},
+          {"winner", WinnerJson(job)}};
+}
+
+json CompareJson(const CompareReport& report) {
+  json out = json::object();
+  // The contract's top-level fields describe the first job; `jobs` holds them all.
+  if (!report.jobs.empty()) out = JobJson(report.jobs.front());
+  out["jobs"] = json::array();
+  for (const JobComparison& job : report.jobs) out["jobs"].push_back(JobJson(job));
+  return out;
+}
+
+absl::Status WriteCompareJsonFile(const CompareReport& report, const std::string& path) {
+  // Failure texts may quote a child's log, which need not be UTF-8: replace bad bytes rather
+  // than let nlohmann throw.
+  const std::string text =
+      CompareJson(report).dump(2, ' ', false, nlohmann::json::error_handler_t::replace);
+  return WriteFileAtomically(path, text + "\n");
+}
+
+}  // namespace ringside::cli

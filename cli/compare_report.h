@@ -1,0 +1,93 @@
+// What `ringside compare` measured, and the two text renderings of it: the side-by-side table
+// for a terminal and the `--json` document of ../shared/CONTRACT.md. (The HTML page is in
+// cli/report_html.h.)
+//
+// The orchestration fills a `CompareReport` (one `JobComparison` per job, e.g. the synthetic
+// communication-heavy model and Iris); nothing here starts processes or reads metrics. Every
+// byte figure is payload bytes per synchronous step, as `ringside_link_*` counts them; every
+// time is seconds.
+//
+// Ownership: plain values. Thread-safety: the functions are pure (they read their arguments
+// only) and may run concurrently. Errors: the renderers cannot fail (a failed mode is rendered
+// as failed); the file writers return WriteFileAtomically's status.
+#ifndef RINGSIDE_CLI_COMPARE_REPORT_H_
+#define RINGSIDE_CLI_COMPARE_REPORT_H_
+
+#include <cstdint>
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "common/metrics.h"
+#include "nlohmann/json.hpp"
+
+namespace ringside::cli {
+
+// One directed link, src -> dst (node names per CONTRACT.md: "worker-0", "ps-1").
+struct LinkTraffic {
+  std::string src, dst;
+  double bytes_per_step = 0, expected_bytes_per_step = 0;
+};
+
+// Mean seconds per step spent in each phase of `ringside_step_seconds`.
+struct PhaseSeconds {
+  double compute = 0, sync = 0, update = 0;
+};
+
+struct ModeReport {
+  SyncMode mode = SyncMode::kRing;
+  bool completed = false;  // false: the run failed; `failure` says why
+  std::string failure;
+  int64_t steps = 0;
+  // Sent by one worker per step.
+  double bytes_per_worker_per_step = 0, expected_bytes_per_worker_per_step = 0;
+  // The node with the most payload arriving per step: in ps mode a shard (N·|range s|), or a
+  // worker when S > N; in ring mode a worker, whose incoming ring link carries ~2(N-1)K/N.
+  // (cli/model_prediction.h computes the model's figure and name.)
+  std::string busiest_node;  // e.g. "ps-0" (ingress) or "worker-0" (ring link)
+  double busiest_node_bytes_per_step = 0, busiest_node_expected_bytes_per_step = 0;
+  double step_p50 = 0, step_p95 = 0;  // seconds per whole step
+  PhaseSeconds phases;
+  double sync_share = 0;  // sync / (compute + sync + update)
+  double samples_per_second = 0;
+  double final_loss = 0, accuracy = 0;  // accuracy in [0, 1]
+  std::vector<LinkTraffic> links;
+  int final_world = 0;              // workers at the end (fewer if one was lost)
+  std::vector<std::string> events;  // e.g. "worker-3 exited (killed) at ~step 40; continued..."
+};
+
+struct JobConfig {
+  int workers = 0, ps_shards = 0;
+  std::string model, data, optimizer, device;
+  int64_t parameters = 0, steps = 0, batch_size = 0;
+  uint64_t seed = 0;
+  int element_bytes = 4;  // float32: what the cost model multiplies element counts by
+};
+
+struct JobComparison {
+  JobConfig config;
+  ModeReport ring, ps;
+  double max_abs_param_diff = 0, max_rel_param_diff = 0;
+  bool parity_checked = false;
+};
+
+struct CompareReport {
+  std::vector<JobComparison> jobs;
+};
+
+// The side-by-side table of one job, the winner line and the cost model's explanation with this
+// job's numbers, then its events. UTF-8 box drawing, no colours.
+void PrintComparisonTable(const JobComparison& job, std::ostream& out);
+
+// CONTRACT.md's `ringside compare --json`: `config`, `modes.ring`, `modes.ps`, `parity` and
+// `winner` describe jobs[0] at the top level, and `jobs` holds the same object for every job.
+nlohmann::json CompareJson(const CompareReport& report);
+nlohmann::json JobJson(const JobComparison& job);
+
+// CompareJson(report) pretty-printed, written atomically.
+absl::Status WriteCompareJsonFile(const CompareReport& report, const std::string& path);
+
+}  // namespace ringside::cli
+
+#endif  // RINGSIDE_CLI_COMPARE_REPORT_H_

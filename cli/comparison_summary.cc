@@ -1,0 +1,211 @@
+#include "cli/comparison_summary.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "cli/format_units.h"
+#include "cli/model_prediction.h"
+
+namespace ringside::cli {
+namespace {
+
+constexpr char kMissing[] = "\u2014";  // an em dash: no value (the mode failed)
+
+std::string Ratio(double measured, double expected) {
+  if (expected <= 0) return kMissing;
+  return absl::StrFormat("%.3f", measured / expected);
+}
+
+std::string WorkersAtEnd(const JobConfig& config, const ModeReport& mode) {
+  if (mode.final_world <= 0) return kMissing;  // not reported
+  std::string text = absl::StrCat(mode.final_world, " of ", config.workers);
+  if (mode.final_world < config.workers) {
+    absl::StrAppend(&text, " (", config.workers - mode.final_world, " lost)");
+  }
+  return text;
+}
+
+std::string BusiestNode(const ModeReport& mode) {
+  if (mode.busiest_node.empty()) return kMissing;
+  const char* what = mode.busiest_node.rfind("ps-", 0) == 0 ? " (shard ingress)"
+                     : mode.mode == SyncMode::kRing         ? " (ring link)"
+                                                            : " (worker ingress)";
+  return absl::StrCat(mode.busiest_node, what);
+}
+
+std::string PhaseBreakdown(const PhaseSeconds& p) {
+  return absl::StrCat(HumanSeconds(p.compute), " / ", HumanSeconds(p.sync), " / ",
+                      HumanSeconds(p.update));
+}
+
+std::string Status(const ModeReport& mode) {
+  if (!mode.completed) {
+    return mode.steps > 0 ? absl::StrCat("FAILED after ", WithThousands(mode.steps), " steps")
+                          : "FAILED";
+  }
+  return absl::StrCat("completed, ", WithThousands(mode.steps), " steps");
+}
+
+// One value per mode from `value`, or a dash where the mode failed.
+template <typename F>
+TableRow Row(const JobComparison& job, std::string label, F value) {
+  TableRow row;
+  row.label = std::move(label);
+  row.ring = job.ring.completed ? value(job.ring) : kMissing;
+  row.ps = job.ps.completed ? value(job.ps) : kMissing;
+  return row;
+}
+
+std::string ParityText(const JobComparison& job) {
+  if (!job.parity_checked) return "not checked";
+  return absl::StrCat("max |\u0394| ", ShortNumber(job.max_abs_param_diff), ", relative ",
+                      ShortNumber(job.max_rel_param_diff));
+}
+
+std::string VerdictDetails(const JobComparison& job) {
+  return absl::StrCat("samples/s ring ", ShortNumber(job.ring.samples_per_second), " vs ps ",
+                      ShortNumber(job.ps.samples_per_second), "; step p50 ring ",
+                      HumanSeconds(job.ring.step_p50), " vs ps ", HumanSeconds(job.ps.step_p50));
+}
+
+}  // namespace
+
+std::string JobTitle(const JobConfig& c) {
+  return absl::StrCat(c.model, " on ", c.data, ", ", c.optimizer, ", batch ", c.batch_size, ", ",
+                      c.steps, " steps, seed ", c.seed, ", ", c.device, "; ", c.workers,
+                      " workers, ", c.ps_shards, " PS shards");
+}
+
+std::vector<TableRow> ComparisonRows(const JobComparison& job) {
+  const JobConfig& c = job.config;
+  std::vector<TableRow> rows;
+  rows.push_back({"status", Status(job.ring), Status(job.ps)});
+  rows.push_back({"parameters (K)",
+                  absl::StrCat(WithThousands(c.parameters), " \u00d7 ", c.element_bytes, " B = ",
+                               HumanBytes(static_cast<double>(c.parameters) * c.element_bytes)),
+                  "", true});
+  rows.push_back(
+      Row(job, "workers at end", [&](const ModeReport& m) { return WorkersAtEnd(c, m); }));
+  rows.push_back(Row(job, "bytes/worker/step",
+                     [](const ModeReport& m) { return HumanBytes(m.bytes_per_worker_per_step); }));
+  rows.push_back(Row(job, "  expected (model)", [](const ModeReport& m) {
+    return HumanBytes(m.expected_bytes_per_worker_per_step);
+  }));
+  rows.push_back(Row(job, "  measured/expected", [](const ModeReport& m) {
+    return Ratio(m.bytes_per_worker_per_step, m.expected_bytes_per_worker_per_step);
+  }));
+  rows.push_back(Row(job, "busiest node", BusiestNode));
+  rows.push_back(Row(job, "  bytes/step", [](const ModeReport& m) {
+    return HumanBytes(m.busiest_node_bytes_per_step);
+  }));
+  rows.push_back(Row(job, "  expected (model)", [](const ModeReport& m) {
+    return HumanBytes(m.busiest_node_expected_bytes_per_step);
+  }));
+  rows.push_back(
+      Row(job, "step time p50", [](const ModeReport& m) { return HumanSeconds(m.step_p50); }));
+  rows.push_back(
+      Row(job, "step time p95", [](const ModeReport& m) { return HumanSeconds(m.step_p95); }));
+  rows.push_back(Row(job, "compute/sync/update",
+                     [](const ModeReport& m) { return PhaseBreakdown(m.phases); }));
+  rows.push_back(Row(job, "sync share", [](const ModeReport& m) { return Percent(m.sync_share); }));
+  rows.push_back(
+      Row(job, "samples/s", [](const ModeReport& m) { return ShortNumber(m.samples_per_second); }));
+  rows.push_back(
+      Row(job, "final loss", [](const ModeReport& m) { return ShortNumber(m.final_loss); }));
+  rows.push_back(Row(job, "accuracy", [](const ModeReport& m) { return Percent(m.accuracy); }));
+  rows.push_back({"final params parity", ParityText(job), "", true});
+  return rows;
+}
+
+Verdict DecideWinner(const JobComparison& job) {
+  Verdict verdict;
+  for (const ModeReport* mode : {&job.ring, &job.ps}) {
+    if (!mode->completed) {
+      verdict.line = absl::StrCat("No winner: the ", SyncModeName(mode->mode), " run failed (",
+                                  mode->failure.empty() ? "no reason given" : mode->failure, ").");
+      return verdict;
+    }
+  }
+  // Throughput of each mode, higher is better: samples/s, or 1/p50 when a rate is missing.
+  double ring = job.ring.samples_per_second, ps = job.ps.samples_per_second;
+  verdict.basis = "samples_per_second";
+  if (ring <= 0 || ps <= 0) {
+    if (job.ring.step_p50 <= 0 || job.ps.step_p50 <= 0) {
+      verdict.line = "No winner: neither samples/s nor step times were measured for both modes.";
+      return verdict;
+    }
+    ring = 1 / job.ring.step_p50;
+    ps = 1 / job.ps.step_p50;
+    verdict.basis = "step_p50";
+  }
+  verdict.winner = ring >= ps ? SyncMode::kRing : SyncMode::kPs;
+  verdict.ratio = std::max(ring, ps) / std::min(ring, ps);
+  const std::string what = verdict.basis == "samples_per_second" ? "samples/s" : "step rate";
+  if (verdict.ratio - 1 <= kTieTolerance) {
+    verdict.outcome = Outcome::kTie;
+    verdict.line =
+        absl::StrFormat("A tie on this run: ring and ps within %.0f%% of each other (%s).",
+                        kTieTolerance * 100, VerdictDetails(job));
+    return verdict;
+  }
+  verdict.outcome = Outcome::kWinner;
+  const SyncMode loser = verdict.winner == SyncMode::kRing ? SyncMode::kPs : SyncMode::kRing;
+  verdict.line = absl::StrFormat("Winner on this run: %s, %.2f\u00d7 the %s of %s (%s).",
+                                 SyncModeName(verdict.winner), verdict.ratio, what,
+                                 SyncModeName(loser), VerdictDetails(job));
+  return verdict;
+}
+
+std::vector<std::string> ModelExplanation(const JobComparison& job) {
+  const JobConfig& c = job.config;
+  const int n = c.workers, s = c.ps_shards;
+  const ModelBytes ring = PredictBytesPerStep(SyncMode::kRing, c.parameters, n, s, c.element_bytes);
+  const ModelBytes ps = PredictBytesPerStep(SyncMode::kPs, c.parameters, n, s, c.element_bytes);
+  const std::string k = WithThousands(c.parameters);
+  std::vector<std::string> lines;
+  lines.push_back(absl::StrCat("Cost model with K = ", k, " parameters of ", c.element_bytes,
+                               " B, N = ", n, " workers, S = ", s, " shards:"));
+  lines.push_back(absl::StrFormat(
+      "per worker and step the ring sends 2(N\u22121)K/N = 2\u00b7%d\u00b7%s/%d \u2248 %s, the "
+      "PS sends K = %s (the ring sends %.2f\u00d7 as much);",
+      n - 1, k, n, HumanBytes(ring.per_worker), HumanBytes(ps.per_worker),
+      ring.per_worker / std::max(ps.per_worker, 1.0)));
+  lines.push_back(absl::StrFormat(
+      "a PS shard takes N\u00b7K/S = %d\u00b7%s/%d \u2248 %s per step while a ring link "
+      "carries %s: the PS's busiest node (%s) takes %.2f\u00d7 the ring's busiest (%s).",
+      n, k, s, HumanBytes(ps.largest_shard_ingress), HumanBytes(ring.busiest_node),
+      ps.busiest_node_name, ps.busiest_node / std::max(ring.busiest_node, 1.0),
+      ring.busiest_node_name));
+  lines.push_back(absl::StrFormat(
+      "As N grows a ring link stays below 2K while a shard's ingress grows as N\u00b7K/S: the "
+      "PS's busiest node carries less only while N/S < 2(N\u22121)/N (here N/S = %.3g).",
+      static_cast<double>(n) / std::max(s, 1)));
+  if (job.ring.completed && job.ps.completed) {
+    lines.push_back(absl::StrCat("Measured share of a step spent synchronising: ring ",
+                                 Percent(job.ring.sync_share), ", ps ", Percent(job.ps.sync_share),
+                                 "."));
+  }
+  return lines;
+}
+
+std::vector<std::string> EventLines(const JobComparison& job) {
+  std::vector<std::string> lines;
+  for (const ModeReport* mode : {&job.ring, &job.ps}) {
+    const std::string prefix = absl::StrCat(SyncModeName(mode->mode), ": ");
+    if (!mode->completed) {
+      lines.push_back(absl::StrCat(
+          prefix, "FAILED: ", mode->failure.empty() ? "no reason given" : mode->failure));
+    }
+    for (const std::string& event : mode->events) lines.push_back(prefix + event);
+    if (mode->completed && mode->events.empty() && mode->final_world > 0 &&
+        mode->final_world < job.config.workers) {
+      lines.push_back(absl::StrCat(prefix, "ended with ", mode->final_world, " of ",
+                                   job.config.workers, " workers"));
+    }
+  }
+  return lines;
+}
+
+}  // namespace ringside::cli

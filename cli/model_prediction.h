@@ -1,0 +1,38 @@
+// What the analytic cost model (common/cost_model.h) predicts for one step of a job, in bytes:
+// the payload one worker sends, and the ingress of the busiest node. The compare table quotes it
+// and the HTML report draws it for N = 2..1024. Pure; thread-safe.
+//
+// Busiest node = the node with the most payload arriving per step:
+// - ring: worker r+1 receives what worker r sends, about 2(N-1)K/N elements (all similar);
+// - ps: shard s receives N·|range s| elements, a worker receives K (its parameters back), so the
+//   busiest is a shard once N > S and a worker otherwise.
+#ifndef RINGSIDE_CLI_MODEL_PREDICTION_H_
+#define RINGSIDE_CLI_MODEL_PREDICTION_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "common/metrics.h"
+
+namespace ringside::cli {
+
+struct ModelBytes {
+  double per_worker = 0;    // bytes worker-0 sends per step
+  double busiest_node = 0;  // bytes per step into the busiest node
+  std::string busiest_node_name;
+  double largest_shard_ingress = 0;  // ps only: N·|largest range| elements, in bytes
+};
+
+// K = `parameters` elements of `element_bytes` bytes, N = `workers`, S = `ps_shards` (ps only).
+// All zero when the job has no parameters or no workers.
+ModelBytes PredictBytesPerStep(SyncMode mode, int64_t parameters, int workers, int ps_shards,
+                               int element_bytes);
+
+// Worker counts from 2 to `max_workers`, spaced evenly on a log axis (eight per doubling,
+// every integer while that is finer), for drawing the model as a curve.
+std::vector<int> WorkerCountsForCurve(int max_workers);
+
+}  // namespace ringside::cli
+
+#endif  // RINGSIDE_CLI_MODEL_PREDICTION_H_

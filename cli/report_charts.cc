@@ -1,0 +1,142 @@
+#include "cli/report_charts.h"
+
+#include <algorithm>
+#include <cmath>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "cli/format_units.h"
+#include "cli/model_prediction.h"
+#include "cli/svg_chart.h"
+
+namespace ringside::cli {
+namespace {
+
+const char* ModeColor(SyncMode mode) { return mode == SyncMode::kRing ? kRingColor : kPsColor; }
+
+std::string ModeName(SyncMode mode) { return std::string(SyncModeName(mode)); }
+
+// A figure as a bar length: NaN or negative (never a real byte count or time) draws nothing.
+double Drawable(double value) { return value > 0 && std::isfinite(value) ? value : 0; }
+
+void Legend(SvgCanvas& svg, double x, double y,
+            const std::vector<std::pair<const char*, std::string>>& entries) {
+  for (const auto& [color, text] : entries) {
+    svg.Swatch(x, y - 10, color);
+    svg.Text(x + 17, y, text, "start", 12);
+    x += 30 + 7.2 * text.size();  // about DejaVu Sans's advance at 12 px
+  }
+}
+
+}  // namespace
+
+std::string LinkBytesChart(const ModeReport& mode, const std::string& id) {
+  constexpr double kWidth = 580, kLeft = 160, kRight = 72, kTop = 50, kRow = 26, kBottom = 40;
+  const std::string name = ModeName(mode.mode);
+  const std::string title = absl::StrCat(name, ": payload bytes per step on each link");
+  const double rows = std::max<double>(1, mode.links.size());
+  const double height = kTop + rows * kRow + kBottom;
+  SvgCanvas svg(id, kWidth, height, title);
+  svg.Text(8, 18, title, "start", 14, true);
+  Legend(svg, 8, 38, {{ModeColor(mode.mode), "measured"}, {kExpectedColor, "expected (model)"}});
+
+  double max = 0;
+  for (const LinkTraffic& link : mode.links) {
+    max = std::max({max, Drawable(link.bytes_per_step), Drawable(link.expected_bytes_per_step)});
+  }
+  if (mode.links.empty() || !(max > 0)) {
+    svg.Text(kWidth / 2, kTop + kRow / 2 + 4,
+             mode.completed ? "no link traffic recorded" : "no data: the run failed", "middle");
+    return svg.Finish();
+  }
+  const std::vector<double> ticks = ByteTicks(max, 4);
+  const Scale x{0, ticks.back(), kLeft, kWidth - kRight};
+  const double plot_bottom = kTop + rows * kRow;
+  for (double tick : ticks) {
+    svg.Line(x(tick), kTop, x(tick), plot_bottom, kGridColor);
+    svg.Text(x(tick), plot_bottom + 16, HumanBytes(tick), "middle", 11);
+  }
+  for (size_t i = 0; i < mode.links.size(); ++i) {
+    const LinkTraffic& link = mode.links[i];
+    const double y = kTop + i * kRow;
+    const std::string label = absl::StrCat(link.src, " \u2192 ", link.dst);
+    svg.Text(kLeft - 8, y + kRow / 2 + 4, label, "end", 12);
+    svg.Bar(kLeft, y + 3, x(Drawable(link.bytes_per_step)) - kLeft, 11, ModeColor(mode.mode),
+            absl::StrCat("measured ", name),
+            absl::StrCat(label, ": measured ", HumanBytes(link.bytes_per_step), " (",
+                         ShortNumber(link.bytes_per_step), " B) per step"));
+    svg.Bar(kLeft, y + 15, x(Drawable(link.expected_bytes_per_step)) - kLeft, 7, kExpectedColor,
+            absl::StrCat("expected ", name),
+            absl::StrCat(label, ": model ", HumanBytes(link.expected_bytes_per_step), " (",
+                         ShortNumber(link.expected_bytes_per_step), " B) per step"));
+    svg.Text(x(std::max(Drawable(link.bytes_per_step), Drawable(link.expected_bytes_per_step))) + 5,
+             y + 14, HumanBytes(link.bytes_per_step), "start", 11);
+  }
+  svg.Line(kLeft, kTop, kLeft, plot_bottom, kInkColor);
+  svg.Line(kLeft, plot_bottom, kWidth - kRight, plot_bottom, kInkColor);
+  svg.Text((kLeft + kWidth - kRight) / 2, plot_bottom + 32, "bytes per step", "middle", 11);
+  return svg.Finish();
+}
+
+std::string PhaseChart(const JobComparison& job, const std::string& id) {
+  constexpr double kWidth = 440, kHeight = 340, kLeft = 78, kRight = 120, kTop = 44, kBottom = 46;
+  const std::string title = "Mean step time by phase";
+  SvgCanvas svg(id, kWidth, kHeight, title);
+  svg.Text(8, 18, title, "start", 14, true);
+
+  const ModeReport* modes[] = {&job.ring, &job.ps};
+  double max = 0;
+  for (const ModeReport* m : modes) {
+    if (!m->completed) continue;
+    max = std::max(
+        max, Drawable(m->phases.compute) + Drawable(m->phases.sync) + Drawable(m->phases.update));
+  }
+  if (!(max > 0)) {
+    svg.Text(kWidth / 2, kHeight / 2, "no data: no mode completed", "middle");
+    return svg.Finish();
+  }
+  const double plot_bottom = kHeight - kBottom, plot_right = kWidth - kRight;
+  const std::vector<double> ticks = LinearTicks(max * 1.12, 5);  // headroom for the labels
+  const Scale y{0, ticks.back(), plot_bottom, kTop};
+  for (double tick : ticks) {
+    svg.Line(kLeft, y(tick), plot_right, y(tick), kGridColor);
+    svg.Text(kLeft - 6, y(tick) + 4, HumanSeconds(tick), "end", 11);
+  }
+  const double slot = (plot_right - kLeft) / 2, bar = slot * 0.5;
+  for (int i = 0; i < 2; ++i) {
+    const ModeReport& m = *modes[i];
+    const std::string name = ModeName(m.mode);
+    const double center = kLeft + (i + 0.5) * slot;
+    svg.Text(center, plot_bottom + 18, name, "middle", 13, true);
+    if (!m.completed) {
+      svg.Text(center, plot_bottom - 10, "failed", "middle", 12);
+      continue;
+    }
+    double base = 0;
+    const std::pair<const char*, double> parts[] = {{"compute", Drawable(m.phases.compute)},
+                                                    {"sync", Drawable(m.phases.sync)},
+                                                    {"update", Drawable(m.phases.update)}};
+    const char* colors[] = {kComputeColor, kSyncColor, kUpdateColor};
+    for (int p = 0; p < 3; ++p) {
+      const auto& [phase, seconds] = parts[p];
+      svg.Bar(center - bar / 2, y(base + seconds), bar, y(base) - y(base + seconds), colors[p],
+              absl::StrCat("phase ", phase, " ", name),
+              absl::StrCat(name, " ", phase, ": ", HumanSeconds(seconds), " per step"));
+      base += seconds;
+    }
+    svg.Text(center, y(base) - 6,
+             absl::StrCat(HumanSeconds(base), ", sync ", Percent(m.sync_share)), "middle", 11);
+  }
+  svg.Line(kLeft, kTop, kLeft, plot_bottom, kInkColor);
+  svg.Line(kLeft, plot_bottom, plot_right, plot_bottom, kInkColor);
+  const std::pair<const char*, const char*> legend[] = {
+      {kUpdateColor, "update"}, {kSyncColor, "sync"}, {kComputeColor, "compute"}};
+  for (int p = 0; p < 3; ++p) {
+    svg.Swatch(plot_right + 16, kTop + 8 + 22 * p, legend[p].first);
+    svg.Text(plot_right + 33, kTop + 19 + 22 * p, legend[p].second, "start", 12);
+  }
+  return svg.Finish();
+}
+
+}  // namespace ringside::cli

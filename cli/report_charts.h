@@ -1,0 +1,28 @@
+// The HTML report's charts, each one <svg class="chart" id="..."> drawn from one job's numbers:
+// - LinkBytesChart: bytes per step on every link of one mode, measured next to the model;
+// - PhaseChart: mean step time of each mode, stacked by phase (compute, sync, update);
+// - ModelCurveChart: the cost model's bytes per worker (or per busiest node) per step for
+//   N = 2..1024 in both modes, for the job's K and S, with the measured points on it.
+// A chart with nothing to draw (a failed mode) still renders, with a "no data" note and no
+// marks. Pure; thread-safe.
+#ifndef RINGSIDE_CLI_REPORT_CHARTS_H_
+#define RINGSIDE_CLI_REPORT_CHARTS_H_
+
+#include <string>
+
+#include "cli/compare_report.h"
+
+namespace ringside::cli {
+
+inline constexpr int kModelMaxWorkers = 1024;
+
+enum class ModelQuantity { kPerWorker, kBusiestNode };
+
+std::string LinkBytesChart(const ModeReport& mode, const std::string& id);
+std::string PhaseChart(const JobComparison& job, const std::string& id);
+std::string ModelCurveChart(const JobComparison& job, ModelQuantity quantity,
+                            const std::string& id);
+
+}  // namespace ringside::cli
+
+#endif  // RINGSIDE_CLI_REPORT_CHARTS_H_

@@ -1,0 +1,102 @@
+#include "cli/report_html.h"
+
+#include "absl/strings/str_cat.h"
+#include "cli/comparison_summary.h"
+#include "cli/format_units.h"
+#include "cli/report_charts.h"
+#include "common/file_util.h"
+
+namespace ringside::cli {
+namespace {
+
+// Inline on purpose: the page must open from a file with no network.
+constexpr char kStyle[] = R"css(
+body { font-family: "DejaVu Sans", Helvetica, Arial, sans-serif; color: #222; margin: 24px;
+       max-width: 1280px; line-height: 1.4; }
+h1 { font-size: 24px; margin: 0 0 4px; }
+h2 { font-size: 19px; margin: 32px 0 6px; border-top: 1px solid #ccc; padding-top: 16px; }
+.lede, .config { color: #555; margin: 0 0 12px; }
+.verdict { font-size: 16px; font-weight: bold; margin: 8px 0; }
+.events { background: #fff4e5; border-left: 4px solid #d62728; padding: 8px 12px 8px 28px; }
+.events li { margin: 2px 0; }
+table.comparison { border-collapse: collapse; margin: 12px 0; font-size: 14px; }
+table.comparison th, table.comparison td { border: 1px solid #ccc; padding: 4px 10px;
+       text-align: left; vertical-align: top; }
+table.comparison th.ring { border-bottom: 3px solid #1f77b4; }
+table.comparison th.ps { border-bottom: 3px solid #ff7f0e; }
+table.comparison td.label { color: #444; white-space: pre; }
+.charts { display: flex; flex-wrap: wrap; align-items: flex-start; gap: 16px; margin: 12px 0; }
+figure { margin: 0; border: 1px solid #ddd; padding: 8px; background: #fff; }
+.model p { margin: 4px 0; }
+)css";
+
+std::string ComparisonTableHtml(const JobComparison& job) {
+  std::string html =
+      "<table class=\"comparison\">\n<thead><tr><th></th><th class=\"ring\">ring</th>"
+      "<th class=\"ps\">ps</th></tr></thead>\n<tbody>\n";
+  for (const TableRow& row : ComparisonRows(job)) {
+    absl::StrAppend(&html, "<tr><td class=\"label\">", HtmlEscape(row.label), "</td>");
+    if (row.spans) {
+      absl::StrAppend(&html, "<td colspan=\"2\">", HtmlEscape(row.ring), "</td>");
+    } else {
+      absl::StrAppend(&html, "<td>", HtmlEscape(row.ring), "</td><td>", HtmlEscape(row.ps),
+                      "</td>");
+    }
+    html += "</tr>\n";
+  }
+  return html + "</tbody>\n</table>\n";
+}
+
+std::string Figure(const std::string& svg) { return absl::StrCat("<figure>", svg, "</figure>\n"); }
+
+std::string JobSection(const JobComparison& job, size_t index) {
+  const std::string suffix = absl::StrCat("job", index);
+  std::string html =
+      absl::StrCat("<section class=\"job\" id=\"", suffix, "\">\n<h2>Job ", index + 1, ": ",
+                   HtmlEscape(job.config.model), " on ", HtmlEscape(job.config.data),
+                   "</h2>\n<p class=\"config\">", HtmlEscape(JobTitle(job.config)), "</p>\n");
+  absl::StrAppend(&html, "<p class=\"verdict\">", HtmlEscape(DecideWinner(job).line), "</p>\n");
+  const std::vector<std::string> events = EventLines(job);
+  if (!events.empty()) {
+    html += "<ul class=\"events\">\n";
+    for (const std::string& event : events) {
+      absl::StrAppend(&html, "<li>", HtmlEscape(event), "</li>\n");
+    }
+    html += "</ul>\n";
+  }
+  html += ComparisonTableHtml(job);
+  html += "<div class=\"model\">\n";
+  for (const std::string& line : ModelExplanation(job)) {
+    absl::StrAppend(&html, "<p>", HtmlEscape(line), "</p>\n");
+  }
+  html += "</div>\n<div class=\"charts\">\n";
+  html += Figure(LinkBytesChart(job.ring, "links-ring-" + suffix));
+  html += Figure(LinkBytesChart(job.ps, "links-ps-" + suffix));
+  html += Figure(PhaseChart(job, "phases-" + suffix));
+  html += Figure(ModelCurveChart(job, ModelQuantity::kPerWorker, "model-worker-" + suffix));
+  html += Figure(ModelCurveChart(job, ModelQuantity::kBusiestNode, "model-busiest-" + suffix));
+  return html + "</div>\n</section>\n";
+}
+
+}  // namespace
+
+std::string RenderHtmlReport(const CompareReport& report) {
+  std::string html = absl::StrCat(
+      "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
+      "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n"
+      "<title>Ringside compare: parameter server vs ring allreduce</title>\n<style>",
+      kStyle,
+      "</style>\n</head>\n<body>\n<h1>Ringside compare: parameter server vs ring "
+      "allreduce</h1>\n<p class=\"lede\">The same jobs trained in both modes on a local cluster; "
+      "bytes are payload per synchronous step as counted on every link, next to the analytic "
+      "cost model.</p>\n");
+  if (report.jobs.empty()) html += "<p>No jobs were run.</p>\n";
+  for (size_t i = 0; i < report.jobs.size(); ++i) html += JobSection(report.jobs[i], i);
+  return html + "</body>\n</html>\n";
+}
+
+absl::Status WriteHtmlReportFile(const CompareReport& report, const std::string& path) {
+  return WriteFileAtomically(path, RenderHtmlReport(report));
+}
+
+}  // namespace ringside::cli

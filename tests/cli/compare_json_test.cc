@@ -1,0 +1,119 @@
+// The --json document against ../shared/CONTRACT.md: top-level fields describe the first job,
+// `jobs` holds every job, every figure is a number.
+#include <string>
+#include <vector>
+
+#include "cli/compare_report.h"
+#include "common/file_util.h"
+#include "common/temp_dir.h"
+#include "gtest/gtest.h"
+#include "tests/cli/sample_report.h"
+
+namespace ringside::cli {
+namespace {
+
+using nlohmann::json;
+
+// The contract's fields of one mode, as JSON pointers.
+const std::vector<std::string> kModeNumbers = {
+    "/bytes_per_worker_per_step/measured",
+    "/bytes_per_worker_per_step/expected",
+    "/busiest_node/bytes_per_step",
+    "/step_seconds/p50",
+    "/step_seconds/p95",
+    "/sync_share",
+    "/samples_per_second",
+    "/final_loss",
+    "/accuracy",
+};
+
+TEST(CompareJsonTest, HasTheContractFieldsAsNumbers) {
+  const json doc = CompareJson(testing::SampleReport());
+  for (const char* field : {"workers", "ps_shards", "parameters", "steps"}) {
+    EXPECT_TRUE(doc["config"][field].is_number()) << field;
+  }
+  EXPECT_TRUE(doc["config"]["model"].is_string());
+  EXPECT_TRUE(doc["config"]["device"].is_string());
+  for (const char* mode : {"ring", "ps"}) {
+    const json& m = doc["modes"][mode];
+    for (const std::string& pointer : kModeNumbers) {
+      EXPECT_TRUE(m.at(json::json_pointer(pointer)).is_number()) << mode << pointer;
+    }
+    EXPECT_TRUE(m["busiest_node"]["name"].is_string()) << mode;
+  }
+  EXPECT_TRUE(doc["parity"]["max_abs_param_diff"].is_number());
+}
+
+TEST(CompareJsonTest, TopLevelDescribesTheFirstJob) {
+  const json doc = CompareJson(testing::SampleReport());
+  EXPECT_EQ(doc["config"]["workers"], 4);
+  EXPECT_EQ(doc["config"]["ps_shards"], 2);
+  EXPECT_EQ(doc["config"]["model"], "784,1024,1024,10");
+  EXPECT_EQ(doc["config"]["parameters"], 1863690);
+  EXPECT_EQ(doc["config"]["device"], "cpu");
+  const json& ring = doc["modes"]["ring"];
+  EXPECT_EQ(ring["mode"], "ring");
+  EXPECT_EQ(ring["bytes_per_worker_per_step"]["measured"], 11182140.0);
+  EXPECT_EQ(ring["bytes_per_worker_per_step"]["expected"], 11182140.0);
+  EXPECT_EQ(ring["busiest_node"]["name"], "worker-2");
+  EXPECT_DOUBLE_EQ(ring["step_seconds"]["p50"].get<double>(), 0.210);
+  EXPECT_DOUBLE_EQ(ring["samples_per_second"].get<double>(), 301.2);
+  EXPECT_EQ(ring["links"].size(), 4u);
+  const json& ps = doc["modes"]["ps"];
+  EXPECT_EQ(ps["busiest_node"]["name"], "ps-0");
+  EXPECT_EQ(ps["busiest_node"]["bytes_per_step"], 14909520.0);
+  EXPECT_DOUBLE_EQ(ps["accuracy"].get<double>(), 0.912);
+  EXPECT_EQ(ps["links"].size(), 16u);
+  EXPECT_EQ(ps["links"][0]["src"], "worker-0");
+  EXPECT_EQ(ps["links"][0]["dst"], "ps-0");
+  EXPECT_EQ(ps["links"][0]["bytes_per_step"], 3727380.0);
+  EXPECT_DOUBLE_EQ(doc["parity"]["max_abs_param_diff"].get<double>(), 2.4e-7);
+  EXPECT_EQ(doc["winner"]["mode"], "ring");
+  EXPECT_NEAR(doc["winner"]["ratio"].get<double>(), 301.2 / 180.5, 1e-12);
+}
+
+TEST(CompareJsonTest, JobsHoldEveryJobInTheSameShape) {
+  const json doc = CompareJson(testing::SampleReport());
+  ASSERT_EQ(doc["jobs"].size(), 2u);
+  EXPECT_EQ(doc["jobs"][0], JobJson(testing::SyntheticJob()));
+  const json& iris = doc["jobs"][1];
+  EXPECT_EQ(iris["config"]["data"], "iris");
+  EXPECT_EQ(iris["modes"]["ring"]["final_world"], 3);
+  EXPECT_EQ(iris["modes"]["ring"]["events"][0],
+            "worker-3 exited (killed by signal 9) at ~step 40; continued with 3 workers");
+  EXPECT_EQ(iris["winner"]["mode"], "ps");
+}
+
+TEST(CompareJsonTest, UnmeasuredFiguresAreNullNotStrings) {
+  JobComparison job = testing::SyntheticJob();
+  job.parity_checked = false;
+  job.ps.completed = false;
+  job.ps.failure = "ps-1 exited";
+  const json doc = CompareJson({{job}});
+  EXPECT_TRUE(doc["parity"]["max_abs_param_diff"].is_null());
+  EXPECT_EQ(doc["parity"]["checked"], false);
+  EXPECT_EQ(doc["modes"]["ps"]["completed"], false);
+  EXPECT_EQ(doc["modes"]["ps"]["failure"], "ps-1 exited");
+  EXPECT_TRUE(doc["winner"]["mode"].is_null());
+}
+
+TEST(CompareJsonTest, AnEmptyReportHasNoJobs) {
+  const json doc = CompareJson({});
+  EXPECT_EQ(doc, json({{"jobs", json::array()}}));
+}
+
+TEST(CompareJsonTest, WritesAFileThatParsesBack) {
+  absl::StatusOr<TempDir> dir = TempDir::Create("compare-json-");
+  ASSERT_TRUE(dir.ok()) << dir.status();
+  CompareReport report = testing::SampleReport();
+  report.jobs[0].ps.failure = "log line with a bad byte: \xff";  // not UTF-8: must not throw
+  ASSERT_TRUE(WriteCompareJsonFile(report, dir->File("compare.json")).ok());
+  absl::StatusOr<std::string> text = ReadFileToString(dir->File("compare.json"));
+  ASSERT_TRUE(text.ok()) << text.status();
+  const json doc = json::parse(*text);
+  EXPECT_EQ(doc["jobs"].size(), 2u);
+  EXPECT_EQ(doc["modes"]["ring"]["bytes_per_worker_per_step"]["measured"], 11182140.0);
+}
+
+}  // namespace
+}  // namespace ringside::cli

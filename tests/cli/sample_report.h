@@ -1,0 +1,19 @@
+// Test support: a hand-built CompareReport that looks like a real `ringside compare` run, with
+// its byte figures taken from the cost model so every table, JSON and chart test can assert
+// exact numbers.
+//   job 0: 784,1024,1024,10 (K = 1,863,690) on synthetic:4096, N = 4, S = 2; ring wins 1.67x.
+//   job 1: Iris 4,16,3 (K = 131), N = 4, S = 2; worker-3 is lost in ring mode; ps wins.
+#ifndef RINGSIDE_TESTS_CLI_SAMPLE_REPORT_H_
+#define RINGSIDE_TESTS_CLI_SAMPLE_REPORT_H_
+
+#include "cli/compare_report.h"
+
+namespace ringside::cli::testing {
+
+JobComparison SyntheticJob();
+JobComparison IrisJobWithLostWorker();
+CompareReport SampleReport();  // both jobs, in that order
+
+}  // namespace ringside::cli::testing
+
+#endif  // RINGSIDE_TESTS_CLI_SAMPLE_REPORT_H_
