@@ -6,7 +6,7 @@
 // expression of deploy/grafana/ringside.json returns data through the HTTP API, and every link's
 // measured/expected ratio is 1 within 1%.
 //
-// With RINGSIDE_DASHBOARD_SNAPSHOT=DIR set, it also lets the clusters run for
+// With RINGSIDE_DASHBOARD_SNAPSHOT=DIR set, it also lets the clusters run for a minute plus
 // RINGSIDE_DASHBOARD_SECONDS (default 120) and writes every dashboard query's range result to
 // DIR, from which deploy/grafana/render_snapshot.py draws the README's picture.
 //
@@ -416,8 +416,9 @@ TEST_F(PrometheusTest, DashboardSnapshotWhenAsked) {
   if (const char* s = std::getenv("RINGSIDE_DASHBOARD_SECONDS"); s != nullptr) {
     ASSERT_TRUE(absl::SimpleAtoi(s, &seconds)) << s;
   }
-  const absl::Time start = absl::Now();
-  absl::SleepFor(absl::Seconds(seconds));  // let the clusters run: the picture needs a history
+  // The picture starts once the 1m rate windows hold a full minute, and lasts `seconds`.
+  const absl::Time start = absl::Now() + absl::Seconds(60);
+  absl::SleepFor(absl::Seconds(60 + seconds));  // let the clusters run: a history to draw
   const absl::Time end = absl::Now();
   json snapshot = {{"start", absl::ToUnixSeconds(start)}, {"end", absl::ToUnixSeconds(end)},
                    {"queries", json::array()}};
