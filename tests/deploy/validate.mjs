@@ -77,11 +77,46 @@ function modelModule(apiVersion, kind) {
   return group === "" ? `kubernetes-models/${version}/${kind}` : `kubernetes-models/${group}/${version}/${kind}`;
 }
 
+// What issue 7 asks of every workload: gRPC health probes (readiness and liveness), resource
+// requests, Prometheus scrape annotations, and a non-root user.
+function checkWorkloadPolicy(object, name) {
+  if (!["Deployment", "StatefulSet"].includes(object.kind)) return;
+  const pod = object.spec?.template;
+  const annotations = pod?.metadata?.annotations ?? {};
+  if (annotations["prometheus.io/scrape"] !== "true" || !annotations["prometheus.io/port"]) {
+    fail(`${name}: pod template lacks prometheus.io/scrape and prometheus.io/port annotations`);
+  }
+  if (pod?.spec?.securityContext?.runAsNonRoot !== true) fail(`${name}: runAsNonRoot is not set`);
+  for (const container of pod?.spec?.containers ?? []) {
+    const where = `${name} container ${container.name}`;
+    for (const probe of ["readinessProbe", "livenessProbe"]) {
+      if (!container[probe]?.grpc?.port) fail(`${where}: ${probe} is not a gRPC health probe`);
+    }
+    const requests = container.resources?.requests ?? {};
+    if (!requests.cpu || !requests.memory) fail(`${where}: no cpu and memory requests`);
+  }
+}
+
+// The controller waits for RINGSIDE_WORKERS workers and RINGSIDE_PS_SHARDS shards: they must
+// equal the StatefulSets' replicas, or the job never forms.
+function checkJobMatchesReplicas(objects, file) {
+  const find = (kind, prefix) =>
+    objects.find((o) => o.kind === kind && o.metadata?.name?.startsWith(prefix));
+  const job = find("ConfigMap", "ringside-job")?.data ?? {};
+  for (const [key, set] of [["RINGSIDE_WORKERS", "ringside-worker"], ["RINGSIDE_PS_SHARDS", "ringside-ps"]]) {
+    const replicas = find("StatefulSet", set)?.spec?.replicas;
+    if (String(replicas) !== job[key]) {
+      fail(`${file}: ${key}=${job[key]} in the job ConfigMap but ${set} has ${replicas} replicas`);
+    }
+  }
+}
+
 async function checkKubernetes(files) {
   const typed = [];
   let imports = "";
   let count = 0;
   for (const file of files) {
+    const objects = [];
     for (const doc of parseAllDocuments(readFileSync(file, "utf8"))) {
       if (doc.errors.length) {
         fail(`${file}: YAML: ${doc.errors[0].message}`);
@@ -89,6 +124,7 @@ async function checkKubernetes(files) {
       }
       const object = doc.toJS();
       if (object === null) continue;
+      objects.push(object);
       const name = `${file}: ${object.kind}/${object.metadata?.name}`;
       if (!object.apiVersion || !object.kind) {
         fail(`${name}: no apiVersion or kind`);
@@ -107,11 +143,13 @@ async function checkKubernetes(files) {
       } catch (error) {
         fail(`${name}: schema: ${error.message}`);
       }
+      checkWorkloadPolicy(object, name);
       const alias = `I${object.kind}_${count}`;
       imports += `import type { I${object.kind} as ${alias} } from "${module}";\n`;
       typed.push(`// object: ${name}\nexport const o${count}: ${alias} = ${JSON.stringify(object, null, 2)};\n`);
       count++;
     }
+    checkJobMatchesReplicas(objects, file);
   }
   if (count === 0) fail(`${files.join(", ")}: no objects`);
   typeCheck(imports + typed.join(""), "kubernetes");
