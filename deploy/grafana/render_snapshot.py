@@ -3,8 +3,9 @@
 results a real Prometheus returned for each panel query (no Grafana server is involved: Grafana is
 not packaged for Debian). The README's dashboard picture is made this way:
 
-  RINGSIDE_DASHBOARD_SNAPSHOT=/tmp/snap RINGSIDE_DASHBOARD_SECONDS=120 \\
-    build/tests/deploy_prometheus_test          # writes /tmp/snap/snapshot.json
+  RINGSIDE_BIN_DIR=$PWD/build/bin RINGSIDE_SOURCE_DIR=$PWD RINGSIDE_DASHBOARD_SNAPSHOT=/tmp/snap \\
+    build/tests/deploy_prometheus_test --gtest_also_run_disabled_tests \\
+    --gtest_filter='*Snapshot*'                 # writes /tmp/snap/snapshot.json
   deploy/grafana/render_snapshot.py deploy/grafana/ringside.json /tmp/snap/snapshot.json \\
     docs/images/dashboard.png
 
