@@ -7,8 +7,8 @@
 // measured/expected ratio is 1 within 1%.
 //
 // Its disabled test DashboardSnapshot (RINGSIDE_DASHBOARD_SNAPSHOT=DIR) lets the clusters run
-// for a minute plus RINGSIDE_DASHBOARD_SECONDS (default 120) and writes every dashboard query's range result to
-// DIR, from which deploy/grafana/render_snapshot.py draws the README's picture.
+// for a minute plus RINGSIDE_DASHBOARD_SECONDS (default 120) and writes every dashboard query's
+// range result to DIR, from which deploy/grafana/render_snapshot.py draws the README's picture.
 //
 // Every process is stopped by PID (Subprocess), every temporary folder removed (TempDir).
 // Missing tools fail the test with a message naming scripts/setup-debian.sh.
@@ -69,7 +69,8 @@ std::optional<std::string> FindOnPath(const std::string& program) {
 absl::StatusOr<std::string> RequireTool(const std::string& program, const std::string& package) {
   std::optional<std::string> path = FindOnPath(program);
   if (!path) {
-    return absl::NotFoundError(absl::StrCat(program, " not found on PATH: run scripts/setup-debian.sh",
+    return absl::NotFoundError(absl::StrCat(program,
+                                            " not found on PATH: run scripts/setup-debian.sh",
                                             " (as root), which installs Debian's ", package));
   }
   return *path;
@@ -99,8 +100,8 @@ absl::Status RunShell(const std::string& command, const std::string& log) {
   ASSIGN_OR_RETURN(Subprocess process, Subprocess::Spawn(options));
   ASSIGN_OR_RETURN(ExitStatus status, process.Wait(absl::Seconds(60)));
   if (!status.ok()) {
-    return absl::InternalError(absl::StrCat("`", command, "`: ", status.ToString(), "\n",
-                                            TailOfFile(log, 20)));
+    return absl::InternalError(
+        absl::StrCat("`", command, "`: ", status.ToString(), "\n", TailOfFile(log, 20)));
   }
   return absl::OkStatus();
 }
@@ -117,8 +118,8 @@ absl::StatusOr<Cluster> StartCluster(const TempDir& dir, const std::string& mode
   // RINGSIDE_UP (a launcher with the same flags and ready file) exists only until `ringside up`
   // lands on main.
   const char* up = std::getenv("RINGSIDE_UP");
-  std::vector<std::string> argv = {up != nullptr ? up : BinDir() + "/ringside", "up",
-                                   "--workers=4", "--ps_shards=2", "--mode=" + mode,
+  std::vector<std::string> argv = {up != nullptr ? up : BinDir() + "/ringside", "up", "--workers=4",
+                                   "--ps_shards=2", "--mode=" + mode,
                                    // Iris, small and fast: many steps in every scrape window.
                                    "--model=4,16,3", "--data=iris", "--steps=100000000",
                                    "--batch_size=32", "--optimizer=adam", "--lr=0.01",
@@ -179,9 +180,7 @@ class PrometheusTest : public ::testing::Test {
     delete setup_error_;
     setup_error_ = nullptr;
   }
-  void SetUp() override {
-    ASSERT_EQ(setup_error_, nullptr) << *setup_error_;
-  }
+  void SetUp() override { ASSERT_EQ(setup_error_, nullptr) << *setup_error_; }
 
   static absl::Status Start();
   static absl::Status StartPrometheus();
@@ -204,12 +203,14 @@ class PrometheusTest : public ::testing::Test {
     while (true) {
       ASSIGN_OR_RETURN(json data, Api("query?query=" + UrlEncode(expr)));
       if (data.value("resultType", "") != "vector") {
-        return absl::InternalError(absl::StrCat(expr, ": result type ", data.value("resultType", "")));
+        return absl::InternalError(
+            absl::StrCat(expr, ": result type ", data.value("resultType", "")));
       }
       bool finite = false;
       for (const json& sample : data["result"]) {
         double value = 0;
-        if (absl::SimpleAtod(sample["value"][1].get<std::string>(), &value) && std::isfinite(value)) {
+        if (absl::SimpleAtod(sample["value"][1].get<std::string>(), &value) &&
+            std::isfinite(value)) {
           finite = true;
         }
       }
@@ -262,16 +263,16 @@ absl::Status PrometheusTest::StartPrometheus() {
                                         "/rules ", config_dir, "/rules"),
                            dir_->File("mkdir.log")));
   for (const Cluster* cluster : clusters_) {
-    RETURN_IF_ERROR(RunShell(
-        absl::StrCat("python3 ", deploy, "/ready-to-targets.py ", dir_->File("ready-" + cluster->mode + ".json"),
-                     " > ", config_dir, "/targets/", cluster->mode, ".json"),
-        dir_->File("targets.log")));
+    RETURN_IF_ERROR(RunShell(absl::StrCat("python3 ", deploy, "/ready-to-targets.py ",
+                                          dir_->File("ready-" + cluster->mode + ".json"), " > ",
+                                          config_dir, "/targets/", cluster->mode, ".json"),
+                             dir_->File("targets.log")));
   }
   ASSIGN_OR_RETURN(std::string config, ReadFileToString(deploy + "/local.yml"));
-  const std::string fast = absl::StrReplaceAll(
-      config, {{"scrape_interval: 5s", "scrape_interval: 1s"},
-               {"evaluation_interval: 5s", "evaluation_interval: 1s"},
-               {"refresh_interval: 5s", "refresh_interval: 1s"}});
+  const std::string fast =
+      absl::StrReplaceAll(config, {{"scrape_interval: 5s", "scrape_interval: 1s"},
+                                   {"evaluation_interval: 5s", "evaluation_interval: 1s"},
+                                   {"refresh_interval: 5s", "refresh_interval: 1s"}});
   if (fast == config || absl::StrContains(fast, ": 5s")) {
     return absl::FailedPreconditionError(
         "deploy/prometheus/local.yml: expected 5s intervals to shorten for the test");
@@ -324,8 +325,8 @@ TEST_F(PrometheusTest, EveryDaemonKindsMetricsPassPromtool) {
       EXPECT_TRUE(absl::StrContains(*text, "ringside_")) << name << " exports no ringside_ metric";
       const std::string file = dir_->File(absl::StrCat(cluster->mode, "-", name, ".prom"));
       ASSERT_TRUE(WriteFileAtomically(file, *text).ok());
-      const absl::Status check = RunShell(absl::StrCat(promtool_, " check metrics < ", file),
-                                          file + ".promtool.log");
+      const absl::Status check =
+          RunShell(absl::StrCat(promtool_, " check metrics < ", file), file + ".promtool.log");
       EXPECT_TRUE(check.ok()) << cluster->mode << " " << name << ": " << check;
       kinds.insert(kind);
     }
@@ -364,7 +365,8 @@ std::string ExpandGrafanaVariables(const std::string& expr) {
 
 std::vector<std::pair<std::string, std::string>> DashboardQueries() {  // (panel title, expr)
   std::vector<std::pair<std::string, std::string>> queries;
-  absl::StatusOr<std::string> text = ReadFileToString(SourceDir() + "/deploy/grafana/ringside.json");
+  absl::StatusOr<std::string> text =
+      ReadFileToString(SourceDir() + "/deploy/grafana/ringside.json");
   EXPECT_TRUE(text.ok()) << text.status();
   const json dashboard = json::parse(text.value_or("{}"), nullptr, false);
   for (const json& panel : dashboard.value("panels", json::array())) {
@@ -409,8 +411,8 @@ TEST_F(PrometheusTest, MeasuredOverExpectedIsOneWithinOnePercent) {
 }
 
 // Not a check, so disabled: the data for the README's dashboard picture. Run with
-//   RINGSIDE_DASHBOARD_SNAPSHOT=DIR deploy_prometheus_test --gtest_also_run_disabled_tests \
-//     --gtest_filter='*Snapshot*'
+// RINGSIDE_DASHBOARD_SNAPSHOT=DIR and the flags --gtest_also_run_disabled_tests
+// --gtest_filter='*Snapshot*'.
 TEST_F(PrometheusTest, DISABLED_DashboardSnapshot) {
   const char* out = std::getenv("RINGSIDE_DASHBOARD_SNAPSHOT");
   ASSERT_NE(out, nullptr) << "set RINGSIDE_DASHBOARD_SNAPSHOT=DIR";
@@ -422,15 +424,17 @@ TEST_F(PrometheusTest, DISABLED_DashboardSnapshot) {
   const absl::Time start = absl::Now() + absl::Seconds(60);
   absl::SleepFor(absl::Seconds(60 + seconds));  // let the clusters run: a history to draw
   const absl::Time end = absl::Now();
-  json snapshot = {{"start", absl::ToUnixSeconds(start)}, {"end", absl::ToUnixSeconds(end)},
+  json snapshot = {{"start", absl::ToUnixSeconds(start)},
+                   {"end", absl::ToUnixSeconds(end)},
                    {"queries", json::array()}};
   for (const auto& [title, expr] : DashboardQueries()) {
     const std::string expanded = ExpandGrafanaVariables(expr);
-    absl::StatusOr<json> data = Api(absl::StrCat(
-        "query_range?query=", UrlEncode(expanded), "&start=", absl::ToUnixSeconds(start),
-        "&end=", absl::ToUnixSeconds(end), "&step=2"));
+    absl::StatusOr<json> data = Api(absl::StrCat("query_range?query=", UrlEncode(expanded),
+                                                 "&start=", absl::ToUnixSeconds(start),
+                                                 "&end=", absl::ToUnixSeconds(end), "&step=2"));
     ASSERT_TRUE(data.ok()) << data.status();
-    snapshot["queries"].push_back({{"panel", title}, {"expr", expr}, {"result", (*data)["result"]}});
+    snapshot["queries"].push_back(
+        {{"panel", title}, {"expr", expr}, {"result", (*data)["result"]}});
   }
   ASSERT_TRUE(WriteFileAtomically(absl::StrCat(out, "/snapshot.json"), snapshot.dump()).ok());
 }
