@@ -131,4 +131,32 @@ absl::Status Optimizer::ImportState(absl::Span<const float> state) {
   return absl::OkStatus();
 }
 
+std::vector<float> OptimizerStateRange(absl::Span<const float> whole, size_t size, size_t begin,
+                                       size_t end) {
+  const size_t moments = size == 0 ? 0 : (whole.size() - 1) / size;
+  std::vector<float> range{whole[0]};
+  for (size_t m = 0; m < moments; ++m) {
+    const auto first = whole.begin() + 1 + m * size;
+    range.insert(range.end(), first + begin, first + end);
+  }
+  return range;
+}
+
+absl::Status SetOptimizerStateRange(absl::Span<float> whole, size_t size, size_t begin,
+                                    size_t end, absl::Span<const float> range_state) {
+  const size_t moments = size == 0 ? 0 : (whole.size() - 1) / size;
+  if (whole.empty() || begin > end || end > size ||
+      range_state.size() != 1 + moments * (end - begin)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("optimizer state of ", range_state.size(), " floats does not fit range [",
+                     begin, ", ", end, ") of an optimiser of ", size, " parameters"));
+  }
+  whole[0] = range_state[0];
+  for (size_t m = 0; m < moments; ++m) {
+    const auto from = range_state.begin() + 1 + m * (end - begin);
+    std::copy(from, from + (end - begin), whole.begin() + 1 + m * size + begin);
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace ringside

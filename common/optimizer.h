@@ -81,6 +81,16 @@ class Optimizer {
   double beta2_power_ = 1.0;
 };
 
+// The state of an optimiser over [begin, end) of a buffer whose whole optimiser has `size`
+// parameters and state `whole` (ExportState() layout): what a shard owning that range keeps,
+// in the same layout, so Optimizer::ImportState of a range-sized optimiser takes it.
+std::vector<float> OptimizerStateRange(absl::Span<const float> whole, size_t size, size_t begin,
+                                       size_t end);
+// The inverse: writes a range's state into `whole` (every range carries the same step count).
+// INVALID_ARGUMENT when the sizes do not fit.
+absl::Status SetOptimizerStateRange(absl::Span<float> whole, size_t size, size_t begin,
+                                    size_t end, absl::Span<const float> range_state);
+
 }  // namespace ringside
 
 #endif  // RINGSIDE_COMMON_OPTIMIZER_H_

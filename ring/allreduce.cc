@@ -26,8 +26,9 @@ absl::Status RingAllreduce::Run(uint64_t collective, absl::Span<float> buffer,
   if (topology.world == 1) return absl::OkStatus();
   const absl::Time deadline = absl::Now() + options.timeout;
   transport_.BeginCollective(collective);
-  if (metrics_.expected_bytes != nullptr) {
-    metrics_.expected_bytes->Increment(static_cast<double>(
+  counting_ = options.control ? LinkSendMetrics{} : metrics_;
+  if (counting_.expected_bytes != nullptr) {
+    counting_.expected_bytes->Increment(static_cast<double>(
         RingElementsSentByRank(buffer.size(), topology.world, topology.rank) * kElementBytes));
   }
   absl::Status status = RunSteps(collective, buffer, options, deadline);
@@ -58,6 +59,7 @@ absl::Status RingAllreduce::RunSteps(uint64_t collective, absl::Span<float> buff
     header.chunk = schedule.Step(step).send_chunk;
     header.total_elements = buffer.size();
     header.dtype = DType::kFloat32;
+    header.control = options.control;
     return header;
   };
   // Step 0 sends this rank's own data; every later step sends the chunk the step before
@@ -100,8 +102,8 @@ absl::Status RingAllreduce::SendSegment(const SegmentHeader& header, uint64_t of
   const char* bytes = reinterpret_cast<const char*>(values.data());
   RETURN_IF_ERROR(
       transport_.Send(segment_header, absl::MakeConstSpan(bytes, values.size() * kElementBytes)));
-  if (metrics_.bytes != nullptr) metrics_.bytes->Increment(values.size() * kElementBytes);
-  if (metrics_.messages != nullptr) metrics_.messages->Increment();
+  if (counting_.bytes != nullptr) counting_.bytes->Increment(values.size() * kElementBytes);
+  if (counting_.messages != nullptr) counting_.messages->Increment();
   return absl::OkStatus();
 }
 

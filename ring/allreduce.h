@@ -29,6 +29,9 @@ struct AllreduceOptions {
   // The whole collective must finish within this; a dead or slow peer fails it, never hangs it.
   absl::Duration timeout = absl::Seconds(60);
   ReduceOp op = ReduceOp::kSum;
+  // A state hand-over, not a training step: sent marked as control and not counted in the link
+  // payload counters (proto/ring.proto).
+  bool control = false;
 };
 
 class RingAllreduce {
@@ -61,6 +64,7 @@ class RingAllreduce {
 
   RingTransport& transport_;
   LinkSendMetrics metrics_;
+  LinkSendMetrics counting_;  // metrics_, or none for a control collective
 };
 
 }  // namespace ringside::ring

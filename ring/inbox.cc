@@ -1,5 +1,6 @@
 #include "ring/inbox.h"
 
+#include <algorithm>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -14,10 +15,28 @@ void RingInbox::SetTopology(RingTopology topology, LinkReceiveMetrics metrics) {
   topology_ = topology;
   metrics_ = metrics;
   expected_ = Position{};
+  for (const Segment& segment : queue_) queued_bytes_ -= segment.payload.size();
   queue_.clear();
-  queued_bytes_ = 0;
+  std::deque<std::pair<Segment, uint64_t>> held;
+  held.swap(held_);
+  for (auto& [segment, stream_id] : held) {
+    queued_bytes_ -= segment.payload.size();
+    if (segment.header.generation > topology_.generation) {
+      queued_bytes_ += segment.payload.size();
+      held_.emplace_back(std::move(segment), stream_id);
+    } else if (segment.header.generation == topology_.generation) {
+      // A refusal now cannot reach the sender, whose stream was answered; its collective
+      // fails by deadline, as it would have if the segment had been lost.
+      AcceptCurrent(std::move(segment), stream_id).IgnoreError();
+    }
+  }
   error_ =
       absl::AbortedError(absl::StrCat("ring topology changed to generation ", topology.generation));
+}
+
+void RingInbox::Supersede(uint64_t generation) {
+  absl::MutexLock lock(&mu_);
+  superseded_by_ = std::max(superseded_by_, generation);
 }
 
 uint64_t RingInbox::OpenStream() {
@@ -121,6 +140,16 @@ void RingInbox::Advance(const SegmentHeader& h, uint64_t elements) {
 
 absl::Status RingInbox::Accept(Segment segment, uint64_t stream_id) {
   absl::MutexLock lock(&mu_);
+  if (segment.header.generation > topology_.generation &&
+      queued_bytes_ + segment.payload.size() <= options_.max_queued_bytes) {
+    queued_bytes_ += segment.payload.size();
+    held_.emplace_back(std::move(segment), stream_id);
+    return absl::OkStatus();
+  }
+  return AcceptCurrent(std::move(segment), stream_id);
+}
+
+absl::Status RingInbox::AcceptCurrent(Segment segment, uint64_t stream_id) {
   const SegmentHeader& h = segment.header;
   absl::Status status = Validate(h, segment.payload.size());
   if (status.ok() && queued_bytes_ + segment.payload.size() > options_.max_queued_bytes) {
@@ -129,13 +158,18 @@ absl::Status RingInbox::Accept(Segment segment, uint64_t stream_id) {
                      " is too far ahead (limit ", options_.max_queued_bytes, ")"));
   }
   if (!status.ok()) {
-    error_ = absl::Status(status.code(), absl::StrCat("from ", LeftName(), ": ", status.message()));
+    // A left-over of an older generation (a former neighbour still flushing) is refused without
+    // failing the current collective: it says nothing about the current left neighbour.
+    if (h.generation >= topology_.generation) {
+      error_ =
+          absl::Status(status.code(), absl::StrCat("from ", LeftName(), ": ", status.message()));
+    }
     return status;
   }
   latest_stream_ = stream_id;
   const uint64_t elements = segment.payload.size() / ElementSize(h.dtype);
   Advance(h, elements);
-  if (metrics_.bytes != nullptr) metrics_.bytes->Increment(segment.payload.size());
+  if (metrics_.bytes != nullptr && !h.control) metrics_.bytes->Increment(segment.payload.size());
   queued_bytes_ += segment.payload.size();
   queue_.push_back(std::move(segment));
   return absl::OkStatus();
@@ -166,13 +200,19 @@ void RingInbox::Fail(const absl::Status& status) {
 
 absl::StatusOr<Segment> RingInbox::Next(uint64_t collective, absl::Time deadline) {
   absl::MutexLock lock(&mu_);
-  auto ready = [this]()
-                   ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return !queue_.empty() || !error_.ok(); };
+  auto ready = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    return !queue_.empty() || !error_.ok() || superseded_by_ > topology_.generation;
+  };
   while (true) {
     if (!mu_.AwaitWithDeadline(absl::Condition(&ready), deadline)) {
       return absl::DeadlineExceededError(
           absl::StrCat("no segment from ", LeftName(), " for collective ", collective,
                        " before the deadline; is that worker alive and in the same collective?"));
+    }
+    if (superseded_by_ > topology_.generation) {
+      return absl::AbortedError(absl::StrCat("generation ", topology_.generation,
+                                             " was superseded by generation ", superseded_by_,
+                                             "; the collective is abandoned"));
     }
     if (queue_.empty()) return error_;
     const uint64_t front_collective = queue_.front().header.collective;

@@ -8,6 +8,11 @@
 // the partial one (the sender gave up on it); anything older is stale; anything else out of order
 // is refused.
 //
+// Generations: a segment of an older generation is refused; one of a newer generation is held
+// (within the queue limit) until SetTopology() reaches it, then validated as if it had just
+// arrived. A neighbour that adopts a new generation first is thus not turned away while this
+// worker finishes its step. Control segments (state hand-over) are not counted.
+//
 // Thread-safe. Accept() is called from gRPC reactor threads and never blocks; Next() blocks until
 // a segment, an error or its deadline.
 #ifndef RINGSIDE_RING_INBOX_H_
@@ -39,15 +44,22 @@ class RingInbox {
  public:
   RingInbox(RingTopology topology, RingInboxOptions options, LinkReceiveMetrics metrics);
 
-  // A new generation: drops queued segments, fails a waiting Next() with ABORTED.
+  // A new generation: drops queued segments, fails a waiting Next() with ABORTED, and releases
+  // the held segments of that generation into the queue.
   void SetTopology(RingTopology topology, LinkReceiveMetrics metrics);
+
+  // The controller announced `generation`: every Next() of an older one fails with ABORTED from
+  // now on (even one that starts later), so a collective waiting for a lost peer ends at once.
+  // Thread-safe; callable from any thread.
+  void Supersede(uint64_t generation);
 
   // Registers a new incoming stream; the id goes to Accept() and StreamEnded().
   uint64_t OpenStream();
 
   // Validates and queues. On error nothing is queued, the status (INVALID_ARGUMENT,
   // FAILED_PRECONDITION or RESOURCE_EXHAUSTED, with a message naming the field) is returned for
-  // the sender, and the local collective in progress is failed with it too.
+  // the sender, and the local collective in progress is failed with it too -- unless the
+  // segment is of an older generation, a former neighbour's left-over.
   absl::Status Accept(Segment segment, uint64_t stream_id);
 
   // The stream `stream_id` ended. If it was the latest stream and a collective is part-way
@@ -79,6 +91,9 @@ class RingInbox {
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void Advance(const SegmentHeader& header, uint64_t elements) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   std::string LeftName() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Validates, counts and queues a segment of the current generation.
+  absl::Status AcceptCurrent(Segment segment, uint64_t stream_id)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   const RingInboxOptions options_;
   mutable absl::Mutex mu_;
@@ -86,7 +101,10 @@ class RingInbox {
   LinkReceiveMetrics metrics_ ABSL_GUARDED_BY(mu_);
   Position expected_ ABSL_GUARDED_BY(mu_);
   std::deque<Segment> queue_ ABSL_GUARDED_BY(mu_);
-  uint64_t queued_bytes_ ABSL_GUARDED_BY(mu_) = 0;
+  // Segments of newer generations, with their stream ids, in arrival order.
+  std::deque<std::pair<Segment, uint64_t>> held_ ABSL_GUARDED_BY(mu_);
+  uint64_t queued_bytes_ ABSL_GUARDED_BY(mu_) = 0;  // queue_ and held_
+  uint64_t superseded_by_ ABSL_GUARDED_BY(mu_) = 0;
   absl::Status error_ ABSL_GUARDED_BY(mu_);
   uint64_t latest_stream_ ABSL_GUARDED_BY(mu_) = 0;
   uint64_t next_stream_id_ ABSL_GUARDED_BY(mu_) = 1;

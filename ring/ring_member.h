@@ -35,6 +35,10 @@ class RingMember {
   // A new generation (membership change): the inbox restarts, the right neighbour may change.
   absl::Status Reconfigure(RingTopology topology, const std::vector<std::string>& addresses);
 
+  // The controller announced `generation`: a collective of an older one waiting for segments
+  // fails at once with ABORTED (RingInbox::Supersede). Safe from any thread.
+  void Supersede(uint64_t generation) { inbox_.Supersede(generation); }
+
   absl::Status Allreduce(uint64_t collective, absl::Span<float> buffer,
                          const AllreduceOptions& options);
 

@@ -22,6 +22,7 @@ struct SegmentHeader {
   uint64_t offset = 0;  // first element of the segment within its chunk
   uint64_t total_elements = 0;
   DType dtype = DType::kFloat32;
+  bool control = false;  // not training traffic: not counted (proto/ring.proto)
 };
 
 // The payload bytes of a segment: one or more pieces of memory kept alive by an owner. A

@@ -19,6 +19,7 @@ using google::protobuf::io::CodedInputStream;
 using google::protobuf::io::CodedOutputStream;
 
 constexpr int kPayloadField = proto::RingSegment::kPayloadFieldNumber;
+constexpr int kControlField = proto::RingSegment::kControlFieldNumber;
 constexpr uint32_t kWireVarint = 0, kWireFixed64 = 1, kWireLength = 2, kWireFixed32 = 5;
 
 proto::RingSegment HeaderProto(const SegmentHeader& header) {
@@ -31,6 +32,7 @@ proto::RingSegment HeaderProto(const SegmentHeader& header) {
   message.set_offset(header.offset);
   message.set_total_elements(header.total_elements);
   message.set_dtype(static_cast<uint32_t>(header.dtype));
+  message.set_control(header.control);
   return message;
 }
 
@@ -93,7 +95,7 @@ absl::StatusOr<Segment> DecodeSegment(grpc::ByteBuffer& message) {
   while (uint32_t tag = input.ReadTag()) {
     const int field = static_cast<int>(tag >> 3);
     const uint32_t wire = tag & 7;
-    if (wire == kWireVarint && field >= 1 && field <= 8) {
+    if (wire == kWireVarint && ((field >= 1 && field <= 8) || field == kControlField)) {
       uint64_t value = 0;
       if (!input.ReadVarint64(&value)) return Malformed(absl::StrCat("truncated field ", field));
       switch (field) {
@@ -120,6 +122,9 @@ absl::StatusOr<Segment> DecodeSegment(grpc::ByteBuffer& message) {
           break;
         case 8:
           h.dtype = static_cast<DType>(static_cast<uint32_t>(value));
+          break;
+        case kControlField:
+          h.control = value != 0;
           break;
       }
     } else if (wire == kWireLength && field == kPayloadField) {

@@ -2,7 +2,6 @@
 
 #include <memory>
 
-#include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "common/file_util.h"
 #include "common/grpc_util.h"
@@ -11,23 +10,11 @@
 #include "nlohmann/json.hpp"
 #include "prometheus/registry.h"
 #include "server/controller_service.h"
+#include "server/job_spec.h"
 #include "server/membership.h"
 
 namespace ringside::server {
 namespace {
-
-proto::JobSpec JobOf(const worker::TrainingOptions& training) {
-  proto::JobSpec job;
-  job.set_model(training.model);
-  job.set_activation(training.activation);
-  job.set_data(training.data);
-  job.set_steps(training.steps);
-  job.set_batch_size(training.batch_size);
-  job.set_lr(training.optimizer.learning_rate);
-  job.set_optimizer(std::string(OptimizerName(training.optimizer.kind)));
-  job.set_seed(training.seed);
-  return job;
-}
 
 void ExportTopology(const Topology& topology, Metrics& metrics) {
   metrics.WorldSize().Set(static_cast<double>(topology.workers.size()));
@@ -46,15 +33,7 @@ absl::Status RunController(const ControllerOptions& options, const TerminationSi
   if (options.heartbeat_timeout <= absl::ZeroDuration()) {
     return absl::InvalidArgumentError("--heartbeat_timeout must be positive");
   }
-  if (options.join_token_file.empty()) {
-    return absl::InvalidArgumentError("--join_token_file: members must prove they belong");
-  }
-  ASSIGN_OR_RETURN(std::string token, ReadFileToString(options.join_token_file));
-  token = std::string(absl::StripAsciiWhitespace(token));
-  if (token.empty()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("--join_token_file ", options.join_token_file, " is empty"));
-  }
+  ASSIGN_OR_RETURN(const std::string token, ReadJoinToken(options.join_token_file));
   MembershipConfig config{options.workers, options.ps_shards, token, options.heartbeat_timeout,
                           options.mode};
   Membership membership(config);
@@ -62,7 +41,7 @@ absl::Status RunController(const ControllerOptions& options, const TerminationSi
   Metrics metrics(registry);
   ASSIGN_OR_RETURN(std::unique_ptr<MetricsServer> metrics_server,
                    MetricsServer::Start(options.metrics_listen, registry));
-  ControllerService service(membership, JobOf(options.training), options.heartbeat_timeout, log);
+  ControllerService service(membership, JobSpecOf(options.training), options.heartbeat_timeout, log);
   ASSIGN_OR_RETURN(StartedServer server, StartServer(options.listen, {&service}));
   ExportTopology(membership.topology(), metrics);
   log << "controller: serving on " << ParseHostPort(options.listen)->host << ":" << server.port

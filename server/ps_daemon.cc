@@ -12,6 +12,7 @@
 #include "common/status_macros.h"
 #include "nlohmann/json.hpp"
 #include "prometheus/registry.h"
+#include "server/controller_client.h"
 #include "server/ps_service.h"
 #include "server/shard_state.h"
 #include "worker/model_spec.h"
@@ -23,6 +24,10 @@ absl::Status ValidateShardOptions(const ShardOptions& options) {
   if (options.shard < 0 || options.shard >= options.ps_shards) {
     return absl::InvalidArgumentError(absl::StrCat(
         "--shard=", options.shard, " is not in [0, --ps_shards=", options.ps_shards, ")"));
+  }
+  if (!options.member.controller.empty()) {
+    RETURN_IF_ERROR(Annotate(ParseHostPort(options.member.controller).status(), "--controller"));
+    return ReadJoinToken(options.member.join_token_file).status();
   }
   if (options.workers < 1) return absl::InvalidArgumentError("--workers must be >= 1");
   if (options.segment_bytes < 4 || options.segment_bytes > kMaxMessageBytes / 2) {
@@ -46,51 +51,127 @@ absl::StatusOr<std::vector<float>> InitialVector(const ShardOptions& options) {
 
 }  // namespace
 
+namespace {
+
+ShardMetricsFactory MetricsFactoryOf(Metrics& metrics) {
+  ShardMetricsFactory factory;
+  factory.links = [&metrics](int shard, int workers) {
+    ShardLinkMetrics links;
+    for (int w = 0; w < workers; ++w) {
+      links.from_worker.push_back(metrics.LinkReceive(WorkerName(w), PsShardName(shard), SyncMode::kPs));
+      links.to_worker.push_back(metrics.LinkSend(PsShardName(shard), WorkerName(w), SyncMode::kPs));
+    }
+    return links;
+  };
+  factory.steps.wait_seconds = &metrics.PsWaitSeconds();
+  factory.steps.update_seconds = &metrics.StepSeconds(SyncMode::kPs, StepPhase::kUpdate);
+  factory.steps.steps = &metrics.StepsTotal(SyncMode::kPs);
+  return factory;
+}
+
+void ExportMembership(Metrics& metrics, int workers, uint64_t generation, SyncMode mode) {
+  metrics.WorldSize().Set(workers);
+  metrics.Generation().Set(static_cast<double>(generation));
+  metrics.ModeInfo(SyncMode::kPs).Set(mode == SyncMode::kPs ? 1 : 0);
+  metrics.ModeInfo(SyncMode::kRing).Set(mode == SyncMode::kRing ? 1 : 0);
+}
+
+absl::Status WriteReady(const ShardOptions& options, int port, int metrics_port,
+                        const ElementRange& range) {
+  if (options.ready_file.empty()) return absl::OkStatus();
+  const nlohmann::json ready = {{"port", port},
+                                {"metrics_port", metrics_port},
+                                {"range_begin", range.begin},
+                                {"range_end", range.end}};
+  return WriteFileAtomically(options.ready_file, ready.dump() + "\n");
+}
+
+// Static: one generation, served from start to end.
+absl::Status ServeStatic(const ShardOptions& options, Metrics& metrics,
+                         ParameterShardService& service, const ShardMetricsFactory& factory,
+                         ElementRange& range, std::ostream& log) {
+  ASSIGN_OR_RETURN(const std::vector<float> all, InitialVector(options));
+  range = EvenRanges(all.size(), options.ps_shards)[options.shard];
+  ShardGeneration generation;
+  ASSIGN_OR_RETURN(generation.state,
+                   ShardState::Create(ShardConfig{options.generation, options.workers, options.shard},
+                                      {all.begin() + range.begin, all.begin() + range.end},
+                                      options.training.optimizer, factory.steps));
+  generation.links = factory.links(options.shard, options.workers);
+  service.Serve(std::move(generation));
+  ExportMembership(metrics, options.workers, options.generation, SyncMode::kPs);
+  log << PsShardName(options.shard) << ": owns parameters [" << range.begin << ", " << range.end
+      << ") of " << all.size() << "\n";
+  return absl::OkStatus();
+}
+
+// Elastic: every assignment tells the shard its index and the job, which Loads must fit.
+void FollowAssignment(const proto::Assignment& assignment, const ShardOptions& options,
+                      Metrics& metrics, ParameterShardService& service, std::ostream& log) {
+  const std::string name = PsShardName(assignment.shard());
+  absl::StatusOr<worker::TrainingOptions> training =
+      TrainingOptionsOf(assignment.job(), options.training.device);
+  absl::StatusOr<worker::ModelSpec> spec =
+      training.ok() ? worker::ModelSpec::Parse(training->model, training->activation)
+                    : absl::StatusOr<worker::ModelSpec>(training.status());
+  const absl::StatusOr<SyncMode> mode = ParseSyncMode(assignment.mode());
+  if (!spec.ok() || !mode.ok() || assignment.shard() < 0) {
+    log << name << ": cannot serve generation " << assignment.generation() << ": "
+        << (spec.ok() ? mode.status() : spec.status()) << "\n";
+    return;
+  }
+  const ElementRange range =
+      EvenRanges(spec->parameter_count(), assignment.shards_size())[assignment.shard()];
+  service.SetJob(ShardJob{assignment.shard(), range, training->optimizer});
+  ExportMembership(metrics, assignment.ring_size(), assignment.generation(), *mode);
+  log << name << ": generation " << assignment.generation() << ", " << assignment.mode()
+      << " mode, " << assignment.ring_size() << " workers; owns parameters [" << range.begin
+      << ", " << range.end << ") of " << spec->parameter_count() << "\n";
+  log.flush();
+}
+
+}  // namespace
+
 absl::Status RunShard(const ShardOptions& options, const TerminationSignals& signals,
                       std::ostream& log) {
   RETURN_IF_ERROR(ValidateShardOptions(options));
-  ASSIGN_OR_RETURN(const std::vector<float> all, InitialVector(options));
-  const ElementRange range = EvenRanges(all.size(), options.ps_shards)[options.shard];
-  const std::string name = PsShardName(options.shard);
-
+  const bool elastic = !options.member.controller.empty();
   auto registry = std::make_shared<prometheus::Registry>();
   Metrics metrics(registry);
   ASSIGN_OR_RETURN(std::unique_ptr<MetricsServer> metrics_server,
                    MetricsServer::Start(options.metrics_listen, registry));
-  ShardStepMetrics step_metrics;
-  step_metrics.wait_seconds = &metrics.PsWaitSeconds();
-  step_metrics.update_seconds = &metrics.StepSeconds(SyncMode::kPs, StepPhase::kUpdate);
-  step_metrics.steps = &metrics.StepsTotal(SyncMode::kPs);
-  ShardConfig config{options.generation, options.workers, options.shard};
-  ASSIGN_OR_RETURN(std::unique_ptr<ShardState> state,
-                   ShardState::Create(config, {all.begin() + range.begin, all.begin() + range.end},
-                                      options.training.optimizer, step_metrics));
-  ShardLinkMetrics links;
-  for (int w = 0; w < options.workers; ++w) {
-    links.from_worker.push_back(metrics.LinkReceive(WorkerName(w), name, SyncMode::kPs));
-    links.to_worker.push_back(metrics.LinkSend(name, WorkerName(w), SyncMode::kPs));
-  }
-  metrics.WorldSize().Set(options.workers);
-  metrics.Generation().Set(static_cast<double>(options.generation));
-  metrics.ModeInfo(SyncMode::kPs).Set(1);
-  metrics.ModeInfo(SyncMode::kRing).Set(0);
-  ParameterShardService service(*state, std::move(links),
-                                static_cast<uint64_t>(options.segment_bytes));
+  const ShardMetricsFactory factory = MetricsFactoryOf(metrics);
+  ParameterShardService service(static_cast<uint64_t>(options.segment_bytes), factory);
+  ElementRange range;
+  if (!elastic) RETURN_IF_ERROR(ServeStatic(options, metrics, service, factory, range, log));
   ASSIGN_OR_RETURN(StartedServer server, StartServer(options.listen, {&service}));
-  const std::string host = ParseHostPort(options.listen)->host;
-  log << name << ": ParameterShard on " << host << ":" << server.port << " owns parameters ["
-      << range.begin << ", " << range.end << ") of " << all.size() << ", metrics at "
-      << metrics_server->url() << "\n";
+  ASSIGN_OR_RETURN(const std::string address,
+                   AdvertisedAddress(options.member.advertise, options.listen, server.port));
+  log << "ps: ParameterShard on " << address << ", metrics at " << metrics_server->url() << "\n";
   log.flush();
-  if (!options.ready_file.empty()) {
-    const nlohmann::json ready = {{"port", server.port},
-                                  {"metrics_port", metrics_server->port()},
-                                  {"range_begin", range.begin},
-                                  {"range_end", range.end}};
-    RETURN_IF_ERROR(WriteFileAtomically(options.ready_file, ready.dump() + "\n"));
+  std::unique_ptr<ControllerClient> controller;
+  if (elastic) {
+    ASSIGN_OR_RETURN(const std::string token, ReadJoinToken(options.member.join_token_file));
+    ControllerClientOptions client;
+    client.controller = options.member.controller;
+    client.join_token = token;
+    client.role = proto::ROLE_PS;
+    client.address = address;
+    client.register_timeout = options.member.register_timeout;
+    ASSIGN_OR_RETURN(controller,
+                     ControllerClient::Connect(client, [&](const proto::Assignment& assignment) {
+                       FollowAssignment(assignment, options, metrics, service, log);
+                     }));
+    log << "ps: registered with the controller at " << client.controller << " as member "
+        << controller->member_id() << "\n";
+    log.flush();
   }
-  signals.Wait();
-  log << name << ": stopping after step " << state->current_step() << "\n";
+  RETURN_IF_ERROR(WriteReady(options, server.port, metrics_server->port(), range));
+  while (!signals.WaitFor(absl::Milliseconds(200))) {
+    if (controller != nullptr && !controller->failure().ok()) return controller->failure();
+  }
+  std::shared_ptr<const ShardGeneration> last = service.current();
+  log << "ps: stopping after step " << (last ? last->state->current_step() : 0) << "\n";
   return absl::OkStatus();
 }
 

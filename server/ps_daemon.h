@@ -1,8 +1,11 @@
 // ringside-ps's whole life behind a thin main: one parameter-server shard serving
-// ParameterShard (and the gRPC health service) until SIGINT/SIGTERM. The shard derives its
-// initial parameters from the job (--model, --activation, --seed), exactly as every worker
-// does, and owns range `shard` of the shard map EvenRanges(parameters, ps_shards) (contiguous,
-// balanced by bytes, free to cut across layers).
+// ParameterShard (and the gRPC health service) until SIGINT/SIGTERM. The shard owns range
+// `shard` of the shard map EvenRanges(parameters, ps_shards) (contiguous, balanced by bytes,
+// free to cut across layers).
+//   Static (--shard --ps_shards --workers): the shard derives its initial parameters from the
+//   job flags (--model, --activation, --seed), exactly as every worker does.
+//   Elastic (--controller): the shard registers, learns its index and the job from its
+//   assignment, and serves whatever state the workers Load for each ps-mode generation.
 // Errors: INVALID_ARGUMENT for options that do not fit together; UNAVAILABLE for a port.
 #ifndef RINGSIDE_SERVER_PS_DAEMON_H_
 #define RINGSIDE_SERVER_PS_DAEMON_H_
@@ -13,6 +16,7 @@
 
 #include "absl/status/status.h"
 #include "common/termination_signals.h"
+#include "server/job_spec.h"
 #include "worker/local_training.h"
 
 namespace ringside::server {
@@ -28,6 +32,7 @@ struct ShardOptions {
   worker::TrainingOptions training;  // model, activation, seed and optimiser are used
   int64_t elements = 0;    // > 0: a benchmark shard of that many zero parameters, no model
   std::string ready_file;  // written (JSON: ports) once serving; empty: none
+  MemberOptions member;    // elastic when member.controller is set
 };
 
 absl::Status ValidateShardOptions(const ShardOptions& options);

@@ -26,6 +26,13 @@ ABSL_FLAG(int64_t, segment_bytes, kDefaults.segment_bytes,
 ABSL_FLAG(int64_t, elements, 0,
           "benchmark shard: hold this many zero parameters instead of the model's (with "
           "--optimizer=sgd --lr=1 the values stay exact integers that workers can check)");
+ABSL_FLAG(std::string, controller, "",
+          "elastic: the controller's HOST:PORT; the shard registers and takes its index, the job "
+          "and each generation's state from there (--shard, --ps_shards, --workers and the job "
+          "flags are then unused)");
+ABSL_FLAG(std::string, join_token_file, "", "elastic: file holding the job's join token");
+ABSL_FLAG(std::string, advertise, "",
+          "elastic: HOST:PORT the workers dial (default: the --listen host and bound port)");
 ABSL_FLAG(std::string, ready_file, "",
           "once serving, write {port, metrics_port, range_begin, range_end} here as JSON");
 
@@ -34,7 +41,8 @@ int main(int argc, char** argv) {
   ringside::ConfigureFlagsUsage(
       "ringside-ps: one parameter-server shard.\n"
       "Static: ringside-ps --shard=S --ps_shards=N --workers=W --listen=HOST:PORT "
-      "(with the workers' --model, --seed, --optimizer, --lr)");
+      "(with the workers' --model, --seed, --optimizer, --lr)\n"
+      "Elastic: ringside-ps --controller=HOST:PORT --join_token_file=PATH --listen=HOST:PORT");
   absl::ParseCommandLine(argc, argv);
   ringside::server::ShardOptions options;
   options.shard = absl::GetFlag(FLAGS_shard);
@@ -45,6 +53,9 @@ int main(int argc, char** argv) {
   options.segment_bytes = absl::GetFlag(FLAGS_segment_bytes);
   options.ready_file = absl::GetFlag(FLAGS_ready_file);
   options.elements = absl::GetFlag(FLAGS_elements);
+  options.member.controller = absl::GetFlag(FLAGS_controller);
+  options.member.join_token_file = absl::GetFlag(FLAGS_join_token_file);
+  options.member.advertise = absl::GetFlag(FLAGS_advertise);
   absl::StatusOr<ringside::worker::TrainingOptions> training =
       ringside::worker::TrainingOptionsFromFlags();
   absl::Status status = training.status();

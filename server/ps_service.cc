@@ -7,6 +7,7 @@
 
 #include "absl/synchronization/mutex.h"
 #include "common/grpc_util.h"
+#include "server/ps_refusals.h"
 
 namespace ringside::server {
 namespace {
@@ -41,9 +42,13 @@ class ParameterWriter {
 
 class StepReactor final : public grpc::ServerBidiReactor<proto::PsPush, proto::PsParameters> {
  public:
-  StepReactor(grpc::CallbackServerContext* context, ShardState& state,
-              const ShardLinkMetrics& metrics, uint64_t segment_elements)
-      : context_(context), state_(state), metrics_(metrics), segment_elements_(segment_elements) {}
+  StepReactor(grpc::CallbackServerContext* context,
+              std::shared_ptr<const ShardGeneration> generation, uint64_t segment_elements)
+      : context_(context),
+        generation_(std::move(generation)),
+        state_(*generation_->state),
+        metrics_(generation_->links),
+        segment_elements_(segment_elements) {}
 
   // Holds itself until OnDone (WhenApplied callbacks may outlive the call), then starts reading.
   static StepReactor* Start(std::shared_ptr<StepReactor> reactor) {
@@ -133,6 +138,12 @@ class StepReactor final : public grpc::ServerBidiReactor<proto::PsPush, proto::P
   }
 
   void StartWriting(Parameters values) {
+    if (values == nullptr) {
+      FinishOnce(grpc::Status(grpc::StatusCode::ABORTED,
+                              "the shard moved to a new generation before this step was applied; "
+                              "take the latest assignment from the controller"));
+      return;
+    }
     {
       absl::MutexLock lock(&mu_);
       if (finished_) return;
@@ -179,6 +190,7 @@ class StepReactor final : public grpc::ServerBidiReactor<proto::PsPush, proto::P
   }
 
   grpc::CallbackServerContext* const context_;
+  const std::shared_ptr<const ShardGeneration> generation_;  // keeps state_ and metrics_ alive
   ShardState& state_;
   const ShardLinkMetrics& metrics_;
   const uint64_t segment_elements_;
@@ -194,10 +206,18 @@ class StepReactor final : public grpc::ServerBidiReactor<proto::PsPush, proto::P
   std::shared_ptr<StepReactor> self_ ABSL_GUARDED_BY(mu_);
 };
 
+// A Step stream to a shard that has nothing to serve yet.
+class RefusedStep final : public grpc::ServerBidiReactor<proto::PsPush, proto::PsParameters> {
+ public:
+  RefusedStep() { Finish(NothingServed()); }
+  void OnDone() override { delete this; }
+};
+
 class ParametersReactor final : public grpc::ServerWriteReactor<proto::PsParameters> {
  public:
-  ParametersReactor(const ShardState& state, uint64_t segment_elements)
-      : writer_(state.parameters(), state.current_step(), segment_elements) {
+  ParametersReactor(std::shared_ptr<const ShardGeneration> generation, uint64_t segment_elements)
+      : writer_(generation->state->parameters(), generation->state->current_step(),
+                segment_elements) {
     WriteNext();
   }
   void OnWriteDone(bool ok) override {
@@ -223,21 +243,43 @@ class ParametersReactor final : public grpc::ServerWriteReactor<proto::PsParamet
 
 }  // namespace
 
-ParameterShardService::ParameterShardService(ShardState& state, ShardLinkMetrics metrics,
-                                             uint64_t segment_bytes)
-    : state_(state),
-      metrics_(std::move(metrics)),
-      segment_elements_(std::max<uint64_t>(1, segment_bytes / sizeof(float))) {}
+ParameterShardService::ParameterShardService(uint64_t segment_bytes, ShardMetricsFactory metrics)
+    : segment_elements_(std::max<uint64_t>(1, segment_bytes / sizeof(float))),
+      metrics_(std::move(metrics)) {}
+
+void ParameterShardService::Serve(ShardGeneration generation) {
+  std::shared_ptr<const ShardGeneration> previous;
+  {
+    absl::MutexLock lock(&mu_);
+    previous = std::exchange(current_,
+                             std::make_shared<const ShardGeneration>(std::move(generation)));
+  }
+  if (previous != nullptr) previous->state->Close();
+}
+
+void ParameterShardService::SetJob(ShardJob job) {
+  absl::MutexLock lock(&mu_);
+  job_ = std::move(job);
+}
+
+std::shared_ptr<const ShardGeneration> ParameterShardService::current() const {
+  absl::MutexLock lock(&mu_);
+  return current_;
+}
 
 grpc::ServerBidiReactor<proto::PsPush, proto::PsParameters>* ParameterShardService::Step(
     grpc::CallbackServerContext* context) {
+  std::shared_ptr<const ShardGeneration> generation = current();
+  if (generation == nullptr) return new RefusedStep();
   return StepReactor::Start(
-      std::make_shared<StepReactor>(context, state_, metrics_, segment_elements_));
+      std::make_shared<StepReactor>(context, std::move(generation), segment_elements_));
 }
 
 grpc::ServerWriteReactor<proto::PsParameters>* ParameterShardService::GetParameters(
     grpc::CallbackServerContext* /*context*/, const proto::PsRangeRequest* /*request*/) {
-  return new ParametersReactor(state_, segment_elements_);
+  std::shared_ptr<const ShardGeneration> generation = current();
+  if (generation == nullptr) return new RefusedWrite<proto::PsParameters>();
+  return new ParametersReactor(std::move(generation), segment_elements_);
 }
 
 }  // namespace ringside::server

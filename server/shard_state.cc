@@ -19,6 +19,39 @@ absl::StatusOr<std::unique_ptr<ShardState>> ShardState::Create(ShardConfig confi
       new ShardState(config, std::move(initial), std::move(state), metrics));
 }
 
+absl::StatusOr<std::unique_ptr<ShardState>> ShardState::Restore(
+    ShardConfig config, uint64_t step, std::vector<float> values,
+    absl::Span<const float> optimizer_state, const OptimizerConfig& optimizer,
+    ShardStepMetrics metrics) {
+  ASSIGN_OR_RETURN(std::unique_ptr<ShardState> state,
+                   Create(config, std::move(values), optimizer, metrics));
+  absl::MutexLock lock(&state->mu_);
+  RETURN_IF_ERROR(Annotate(state->optimizer_.ImportState(optimizer_state),
+                           absl::StrCat("restoring ", PsShardName(config.shard))));
+  if (static_cast<uint64_t>(state->optimizer_.steps()) != step) {
+    return absl::InvalidArgumentError(absl::StrCat("optimizer state has taken ",
+                                                   state->optimizer_.steps(),
+                                                   " steps but the shard is restored at step ", step));
+  }
+  state->step_ = step;
+  return state;
+}
+
+ShardState::Snapshot ShardState::Export() const {
+  absl::MutexLock lock(&mu_);
+  return Snapshot{step_, values_, optimizer_.ExportState()};
+}
+
+void ShardState::Close() {
+  std::vector<std::pair<uint64_t, std::function<void(Parameters)>>> waiters;
+  {
+    absl::MutexLock lock(&mu_);
+    closed_ = true;
+    waiters.swap(waiters_);
+  }
+  for (auto& waiter : waiters) waiter.second(nullptr);
+}
+
 ShardState::ShardState(ShardConfig config, std::vector<float> initial, Optimizer optimizer,
                        ShardStepMetrics metrics)
     : config_(config),
@@ -39,6 +72,10 @@ absl::Status ShardState::CheckWorker(int worker) const {
 }
 
 absl::Status ShardState::CheckStep(uint64_t step) const {
+  if (closed_) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        PsShardName(config_.shard), " has moved past generation ", config_.generation));
+  }
   if (step != step_) {
     return absl::FailedPreconditionError(
         absl::StrCat(PsShardName(config_.shard), " is collecting step ", step_, ", not step ", step,
@@ -172,11 +209,11 @@ void ShardState::WhenApplied(uint64_t step, std::function<void(Parameters)> done
   Parameters parameters;
   {
     absl::MutexLock lock(&mu_);
-    if (step >= step_) {
+    if (step >= step_ && !closed_) {
       waiters_.emplace_back(step, std::move(done));
       return;
     }
-    parameters = snapshot_;
+    if (step < step_) parameters = snapshot_;
   }
   done(parameters);
 }

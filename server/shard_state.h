@@ -23,6 +23,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "absl/types/span.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "common/optimizer.h"
@@ -53,6 +54,24 @@ class ShardState {
                                                             std::vector<float> initial,
                                                             const OptimizerConfig& optimizer,
                                                             ShardStepMetrics metrics = {});
+  // A shard that continues a job: `step` steps applied, `values` the range's parameters after
+  // them and `optimizer_state` the range's optimiser state (Optimizer::ExportState layout).
+  static absl::StatusOr<std::unique_ptr<ShardState>> Restore(
+      ShardConfig config, uint64_t step, std::vector<float> values,
+      absl::Span<const float> optimizer_state, const OptimizerConfig& optimizer,
+      ShardStepMetrics metrics = {});
+
+  // A consistent copy of everything Restore() takes.
+  struct Snapshot {
+    uint64_t step = 0;
+    std::vector<float> values;
+    std::vector<float> optimizer_state;
+  };
+  Snapshot Export() const;
+
+  // The shard moves to another generation: every worker still waiting for a step is answered
+  // with nullptr parameters (its stream ends ABORTED), and nothing more is applied.
+  void Close();
 
   absl::Status BeginPush(uint64_t generation, int worker, uint64_t step, uint64_t range_elements);
   absl::Status AddSegment(int worker, uint64_t step, uint64_t offset, absl::string_view payload);
@@ -61,7 +80,8 @@ class ShardState {
   // Forgets a push that will not be completed (its stream broke). No-op if none is open.
   void AbandonPush(int worker, uint64_t step);
 
-  // Runs `done` with the parameters after step `step` once it has been applied.
+  // Runs `done` with the parameters after step `step` once it has been applied (nullptr once
+  // the state is closed).
   void WhenApplied(uint64_t step, std::function<void(Parameters)> done);
 
   uint64_t current_step() const;  // steps applied so far = the step being collected
@@ -95,6 +115,7 @@ class ShardState {
   std::vector<WorkerShare> shares_ ABSL_GUARDED_BY(mu_);
   absl::Time first_push_ ABSL_GUARDED_BY(mu_) = absl::InfinitePast();
   std::vector<std::pair<uint64_t, std::function<void(Parameters)>>> waiters_ ABSL_GUARDED_BY(mu_);
+  bool closed_ ABSL_GUARDED_BY(mu_) = false;
 };
 
 }  // namespace ringside::server

@@ -17,7 +17,10 @@
 #include "absl/types/span.h"
 #include "common/metrics.h"
 #include "common/optimizer.h"
+#include "worker/batching.h"
+#include "worker/dataset.h"
 #include "worker/local_training.h"
+#include "worker/model_spec.h"
 
 namespace ringside::worker {
 
@@ -54,6 +57,38 @@ struct WorkerSlot {
   int rank = 0;
   int world = 1;
 };
+
+// One job's model, data, batch schedule and gradient computer: what every step needs, built
+// once per worker (a membership change only changes the WorkerSlot).
+class TrainingJob {
+ public:
+  static absl::StatusOr<std::unique_ptr<TrainingJob>> Create(const TrainingOptions& options);
+
+  const TrainingOptions& options() const { return options_; }
+  size_t parameter_count() const { return spec_.parameter_count(); }
+  std::vector<float> InitialParameters() const;
+  // The slot's share of step `step`'s gradient, normalised by the global batch (so the sum over
+  // the world's shares is the global mean gradient).
+  absl::StatusOr<GradientStats> ComputeShare(int64_t step, WorkerSlot slot,
+                                             absl::Span<const float> params,
+                                             absl::Span<float> gradient);
+  absl::StatusOr<Evaluation> Evaluate(absl::Span<const float> params);
+
+ private:
+  TrainingJob(TrainingOptions options, ModelSpec spec, Dataset data, BatchSchedule schedule,
+              std::unique_ptr<GradientComputer> computer);
+
+  TrainingOptions options_;
+  ModelSpec spec_;
+  Dataset data_;
+  BatchSchedule schedule_;
+  std::unique_ptr<GradientComputer> computer_;
+  OwnedBatch batch_;
+};
+
+// Records one completed step's phases, count and loss under `mode` (no-op without metrics).
+void RecordStep(Metrics* metrics, SyncMode mode, absl::Duration compute, const SyncTiming& sync,
+                const GradientStats& stats);
 
 // Runs options.steps steps (or until `observer` returns false). `metrics` may be null; else the
 // step-time histograms, steps and loss of the sync's mode are recorded.

@@ -42,6 +42,17 @@ ABSL_FLAG(absl::Duration, timeout, kDefaults.timeout,
           "deadline of one allreduce; a dead or stuck peer fails it after this");
 ABSL_FLAG(std::string, result_file, "", "write the job's result here as JSON (atomically)");
 ABSL_FLAG(std::string, params_out, "", "train job: write the final parameters here (float32)");
+ABSL_FLAG(std::string, controller, "",
+          "elastic: the controller's HOST:PORT; rank, peers, mode and the job come from there "
+          "(--rank, --peers, --ps, --workers, --mode and the job flags but --device are unused)");
+ABSL_FLAG(std::string, join_token_file, "", "elastic: file holding the job's join token");
+ABSL_FLAG(std::string, advertise, "",
+          "elastic: HOST:PORT the other workers dial (default: the --listen host and bound port)");
+ABSL_FLAG(std::string, trace_file, "",
+          "elastic: append one JSON line per completed step (step, generation, mode, rank, world, "
+          "loss, parameters checksum)");
+ABSL_FLAG(absl::Duration, regroup_timeout, kDefaults.regroup_timeout,
+          "elastic: after a failed step, how long to wait for the controller's next generation");
 ABSL_FLAG(bool, linger, false,
           "after the job, keep serving metrics until SIGINT/SIGTERM (for scraping)");
 
@@ -74,6 +85,11 @@ absl::StatusOr<ringside::worker::WorkerOptions> OptionsFromFlags() {
   options.result_file = absl::GetFlag(FLAGS_result_file);
   options.params_out = absl::GetFlag(FLAGS_params_out);
   options.linger = absl::GetFlag(FLAGS_linger);
+  options.member.controller = absl::GetFlag(FLAGS_controller);
+  options.member.join_token_file = absl::GetFlag(FLAGS_join_token_file);
+  options.member.advertise = absl::GetFlag(FLAGS_advertise);
+  options.trace_file = absl::GetFlag(FLAGS_trace_file);
+  options.regroup_timeout = absl::GetFlag(FLAGS_regroup_timeout);
   return options;
 }
 
@@ -89,7 +105,9 @@ int main(int argc, char** argv) {
   ringside::ConfigureFlagsUsage(
       "ringside-worker: computes gradients and synchronises them over a ring or shards.\n"
       "Static ring: ringside-worker --rank=R --peers=HOST:PORT,HOST:PORT,...\n"
-      "Static PS:   ringside-worker --mode=ps --rank=R --workers=N --ps=HOST:PORT,...");
+      "Static PS:   ringside-worker --mode=ps --rank=R --workers=N --ps=HOST:PORT,...\n"
+      "Elastic:     ringside-worker --controller=HOST:PORT --join_token_file=PATH "
+      "--listen=HOST:PORT");
   absl::ParseCommandLine(argc, argv);
   absl::StatusOr<ringside::worker::WorkerOptions> options = OptionsFromFlags();
   absl::Status status = options.status();

@@ -33,6 +33,24 @@ absl::StatusOr<std::unique_ptr<PsSync>> PsSync::Create(const PsSyncOptions& opti
   return sync;
 }
 
+PsSync::InFlight::InFlight(PsSync& sync, grpc::ClientContext& context)
+    : sync_(sync), context_(context) {
+  absl::MutexLock lock(&sync_.mu_);
+  sync_.in_flight_.insert(&context_);
+  if (sync_.cancelled_) context_.TryCancel();
+}
+
+PsSync::InFlight::~InFlight() {
+  absl::MutexLock lock(&sync_.mu_);
+  sync_.in_flight_.erase(&context_);
+}
+
+void PsSync::Cancel() {
+  absl::MutexLock lock(&mu_);
+  cancelled_ = true;
+  for (grpc::ClientContext* context : in_flight_) context->TryCancel();
+}
+
 absl::StatusOr<SyncTiming> PsSync::Step(int64_t step, absl::Span<float> gradient,
                                         absl::Span<float> params) {
   const absl::Time start = absl::Now();
@@ -56,6 +74,7 @@ absl::Status PsSync::PushPull(ShardLink& link, int shard, uint64_t step,
   grpc::ClientContext context;
   SetDeadline(context, options_.timeout);
   context.set_wait_for_ready(true);  // a shard still starting up is waited for
+  InFlight in_flight(*this, context);
   auto stream = link.stub->Step(&context);
   const uint64_t segment = std::max<uint64_t>(1, options_.segment_bytes / sizeof(float));
   const uint64_t size = link.range.size();

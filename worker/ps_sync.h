@@ -10,9 +10,11 @@
 #define RINGSIDE_WORKER_PS_SYNC_H_
 
 #include <memory>
+#include <set>
 #include <string>
 #include <vector>
 
+#include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "common/metrics.h"
 #include "common/ranges.h"
@@ -38,7 +40,22 @@ class PsSync final : public ParameterSync {
   absl::StatusOr<SyncTiming> Step(int64_t step, absl::Span<float> gradient,
                                   absl::Span<float> params) override;
 
+  // Ends the step in flight, and every later one, with CANCELLED (the generation is over).
+  // Safe from any thread.
+  void Cancel();
+
  private:
+  // Registers a stream's context for Cancel() while it is open.
+  class InFlight {
+   public:
+    InFlight(PsSync& sync, grpc::ClientContext& context);
+    ~InFlight();
+
+   private:
+    PsSync& sync_;
+    grpc::ClientContext& context_;
+  };
+
   struct ShardLink {
     std::string address;
     ElementRange range;
@@ -52,6 +69,9 @@ class PsSync final : public ParameterSync {
 
   PsSyncOptions options_;
   std::vector<ShardLink> links_;
+  absl::Mutex mu_;
+  std::set<grpc::ClientContext*> in_flight_ ABSL_GUARDED_BY(mu_);
+  bool cancelled_ ABSL_GUARDED_BY(mu_) = false;
 };
 
 }  // namespace ringside::worker

@@ -7,7 +7,6 @@
 #define RINGSIDE_WORKER_RING_SYNC_H_
 
 #include <cstdint>
-#include <memory>
 
 #include "common/optimizer.h"
 #include "ring/allreduce.h"
@@ -18,22 +17,20 @@ namespace ringside::worker {
 
 class RingSync final : public ParameterSync {
  public:
-  // `member` must be connected and outlive this object.
-  static absl::StatusOr<std::unique_ptr<RingSync>> Create(ring::RingMember& member,
-                                                          const OptimizerConfig& config,
-                                                          size_t parameters,
-                                                          ring::AllreduceOptions options);
+  // `member` must be connected; it and `optimizer` (the worker's, whose state may move between
+  // generations) must outlive this object. Step t's allreduce is collective
+  // `first_collective + t`: every worker of the generation numbers alike.
+  RingSync(ring::RingMember& member, Optimizer& optimizer, ring::AllreduceOptions options,
+           uint64_t first_collective = 1);
   SyncMode mode() const override { return SyncMode::kRing; }
   absl::StatusOr<SyncTiming> Step(int64_t step, absl::Span<float> gradient,
                                   absl::Span<float> params) override;
 
  private:
-  RingSync(ring::RingMember& member, Optimizer optimizer, ring::AllreduceOptions options)
-      : member_(member), optimizer_(std::move(optimizer)), options_(options) {}
-
   ring::RingMember& member_;
-  Optimizer optimizer_;
+  Optimizer& optimizer_;
   ring::AllreduceOptions options_;
+  uint64_t first_collective_;
 };
 
 }  // namespace ringside::worker

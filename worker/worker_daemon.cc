@@ -10,6 +10,7 @@
 #include "common/status_macros.h"
 #include "worker/benchmark_jobs.h"
 #include "worker/data_parallel.h"
+#include "worker/elastic_worker.h"
 #include "worker/model_spec.h"
 #include "worker/ps_sync.h"
 #include "worker/ring_sync.h"
@@ -42,9 +43,10 @@ absl::Status RunTrainJob(const WorkerOptions& options, RunningWorker& worker,
   ASSIGN_OR_RETURN(const ModelSpec spec,
                    ModelSpec::Parse(options.training.model, options.training.activation));
   std::unique_ptr<ParameterSync> sync;
+  ASSIGN_OR_RETURN(Optimizer optimizer,
+                   Optimizer::Create(options.training.optimizer, spec.parameter_count()));
   if (options.mode == SyncMode::kRing) {
-    ASSIGN_OR_RETURN(sync, RingSync::Create(*worker.member, options.training.optimizer,
-                                            spec.parameter_count(), AllreduceOptionsOf(options)));
+    sync = std::make_unique<RingSync>(*worker.member, optimizer, AllreduceOptionsOf(options));
   } else {
     PsSyncOptions ps;
     ps.rank = options.rank;
@@ -96,6 +98,7 @@ absl::StatusOr<WorkerJob> ParseWorkerJob(absl::string_view text) {
 }
 
 absl::Status ValidateWorkerOptions(const WorkerOptions& options) {
+  if (!options.member.controller.empty()) return ValidateElasticOptions(options);
   const bool ring = options.mode == SyncMode::kRing;
   const std::vector<std::string>& addresses = ring ? options.peers : options.ps;
   if (addresses.empty()) {
@@ -144,6 +147,7 @@ absl::Status ValidateWorkerOptions(const WorkerOptions& options) {
 absl::Status RunWorker(const WorkerOptions& options, const TerminationSignals& signals,
                        std::ostream& log) {
   RETURN_IF_ERROR(ValidateWorkerOptions(options));
+  if (!options.member.controller.empty()) return RunElasticWorker(options, signals, log);
   const int world = WorldOf(options);
   const std::string name = WorkerName(options.rank);
   RunningWorker worker;

@@ -10,7 +10,9 @@
 //              (ringside-ps --elements=K --optimizer=sgd --lr=1), every returned value checked;
 //              the driver protocol of `ringside-bench ps`.
 //   train      data-parallel training (worker/data_parallel.h), synchronised over the static
-//              ring (--mode=ring --peers) or static parameter-server shards (--mode=ps --ps).
+//              ring (--mode=ring --peers) or static parameter-server shards (--mode=ps --ps);
+//              or, with --controller, the elastic job the controller assigns
+//              (worker/elastic_worker.h).
 //
 // Result file (--result_file, written atomically, JSON): the allreduce job writes the
 // RankResult fields; both jobs add "metrics_port" and a checksum of their final buffer
@@ -31,6 +33,7 @@
 #include "absl/time/time.h"
 #include "common/metrics.h"
 #include "common/termination_signals.h"
+#include "server/job_spec.h"
 #include "worker/local_training.h"
 
 namespace ringside::worker {
@@ -56,6 +59,11 @@ struct WorkerOptions {
   std::string result_file;                     // empty: none
   std::string params_out;                      // train job: final parameters, raw float32
   bool linger = false;
+  // Elastic (member.controller set): the controller assigns everything above but the device,
+  // the listen addresses and the timeouts; the worker stays after the job until a signal.
+  server::MemberOptions member;
+  std::string trace_file;  // one JSON line per completed step; empty: none
+  absl::Duration regroup_timeout = absl::Seconds(120);
 };
 
 absl::Status ValidateWorkerOptions(const WorkerOptions& options);

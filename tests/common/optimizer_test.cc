@@ -145,5 +145,27 @@ TEST(OptimizerStateTest, AnImportedStateContinuesBitIdentically) {
   EXPECT_EQ(b->ImportState(std::vector<float>(2)).code(), absl::StatusCode::kInvalidArgument);
 }
 
+TEST(OptimizerStateTest, RangesOfTheStateSplitAndRejoinExactly) {
+  OptimizerConfig adam;
+  adam.kind = OptimizerKind::kAdam;
+  auto whole = Optimizer::Create(adam, 5);
+  auto piece = Optimizer::Create(adam, 2);
+  ASSERT_TRUE(whole.ok() && piece.ok());
+  std::vector<float> params = {1, 2, 3, 4, 5}, grad = {0.5f, -1, 2, 0.25f, -0.5f};
+  ASSERT_TRUE(whole->Step(absl::MakeSpan(params), grad).ok());
+  const std::vector<float> state = whole->ExportState();
+  const std::vector<float> range = OptimizerStateRange(state, 5, 2, 4);
+  ASSERT_TRUE(piece->ImportState(range).ok()) << "a range's state fits a range-sized optimiser";
+  std::vector<float> rebuilt(state.size(), -1.0f);
+  for (auto [begin, end] : {std::pair<size_t, size_t>{0, 2}, {2, 4}, {4, 5}}) {
+    ASSERT_TRUE(SetOptimizerStateRange(absl::MakeSpan(rebuilt), 5, begin, end,
+                                       OptimizerStateRange(state, 5, begin, end))
+                    .ok());
+  }
+  EXPECT_EQ(rebuilt, state);
+  EXPECT_EQ(SetOptimizerStateRange(absl::MakeSpan(rebuilt), 5, 3, 6, range).code(),
+            absl::StatusCode::kInvalidArgument);
+}
+
 }  // namespace
 }  // namespace ringside

@@ -2,7 +2,10 @@
 // working afterwards.
 #include "ring/inbox.h"
 
+#include <memory>
+
 #include "gtest/gtest.h"
+#include "prometheus/registry.h"
 
 namespace ringside::ring {
 namespace {
@@ -56,11 +59,15 @@ TEST_F(InboxTest, AcceptsAndDeliversInOrder) {
   EXPECT_EQ(second->header.offset, 4u);
 }
 
-TEST_F(InboxTest, RejectsAnOldGeneration) {
+TEST_F(InboxTest, RejectsAnOldGenerationWithoutFailingTheCollective) {
+  inbox_.BeginCollective(1);
   Segment segment = FirstSegment(1);
   segment.header.generation = kGeneration - 1;
   ExpectRejected(std::move(segment), absl::StatusCode::kFailedPrecondition, "generation");
-  ExpectStillWorks(1);
+  ASSERT_TRUE(inbox_.Accept(FirstSegment(1), stream_).ok());
+  auto next = inbox_.Next(1, absl::Now() + absl::Seconds(1));
+  EXPECT_TRUE(next.ok()) << "a former neighbour's left-over must not fail the current collective: "
+                         << next.status();
 }
 
 TEST_F(InboxTest, RejectsAnUnknownSender) {
@@ -141,6 +148,51 @@ TEST_F(InboxTest, ANewCollectiveAbandonsAPartialOne) {
   auto next = inbox_.Next(2, absl::Now() + absl::Seconds(1));
   ASSERT_TRUE(next.ok()) << next.status();
   EXPECT_EQ(next->header.collective, 2u);
+}
+
+TEST_F(InboxTest, ANewerGenerationIsHeldUntilThisWorkerReachesIt) {
+  Segment early = FirstSegment(1);
+  early.header.generation = kGeneration + 1;
+  ASSERT_TRUE(inbox_.Accept(std::move(early), stream_).ok());
+  inbox_.BeginCollective(1);
+  EXPECT_EQ(inbox_.Next(1, absl::Now() + absl::Milliseconds(50)).status().code(),
+            absl::StatusCode::kDeadlineExceeded)
+      << "a segment of a generation this worker has not reached must not be delivered";
+  inbox_.SetTopology(RingTopology{kGeneration + 1, kWorld, kRank}, LinkReceiveMetrics{});
+  inbox_.BeginCollective(1);
+  auto next = inbox_.Next(1, absl::Now() + absl::Seconds(1));
+  ASSERT_TRUE(next.ok()) << next.status();
+  EXPECT_EQ(next->header.generation, kGeneration + 1);
+}
+
+TEST_F(InboxTest, SupersedingTheGenerationAbortsEvenALaterWait) {
+  inbox_.Supersede(kGeneration + 1);
+  inbox_.BeginCollective(1);
+  const absl::Time start = absl::Now();
+  const absl::Status status = inbox_.Next(1, absl::Now() + absl::Seconds(10)).status();
+  EXPECT_EQ(status.code(), absl::StatusCode::kAborted) << status;
+  EXPECT_LT(absl::Now() - start, absl::Seconds(5));
+  inbox_.SetTopology(RingTopology{kGeneration + 1, kWorld, kRank}, LinkReceiveMetrics{});
+  Segment segment = FirstSegment(1);
+  segment.header.generation = kGeneration + 1;
+  inbox_.BeginCollective(1);
+  ASSERT_TRUE(inbox_.Accept(std::move(segment), stream_).ok());
+  EXPECT_TRUE(inbox_.Next(1, absl::Now() + absl::Seconds(1)).ok())
+      << "the generation that superseded the old one works normally";
+}
+
+TEST(InboxCountingTest, ControlSegmentsAreNotCountedAsTrainingTraffic) {
+  auto registry = std::make_shared<prometheus::Registry>();
+  Metrics metrics(registry);
+  const LinkReceiveMetrics link = metrics.LinkReceive("worker-1", "worker-2", SyncMode::kRing);
+  RingInbox inbox(RingTopology{kGeneration, kWorld, kRank}, RingInboxOptions{}, link);
+  const uint64_t stream = inbox.OpenStream();
+  Segment control = FirstSegment(1);
+  control.header.control = true;
+  ASSERT_TRUE(inbox.Accept(std::move(control), stream).ok());
+  EXPECT_EQ(link.bytes->Value(), 0.0);
+  ASSERT_TRUE(inbox.Accept(FirstSegment(2), stream).ok());
+  EXPECT_EQ(link.bytes->Value(), 40.0);
 }
 
 TEST(InboxLimitTest, ASenderTooFarAheadIsRefused) {

@@ -27,7 +27,8 @@ class PsServiceTest : public ::testing::Test {
         ShardState::Create(ShardConfig{kGeneration, 2, 0}, std::vector<float>(kRange, 100.0f), sgd);
     ASSERT_TRUE(state.ok()) << state.status();
     state_ = *std::move(state);
-    service_ = std::make_unique<ParameterShardService>(*state_, ShardLinkMetrics{}, 256);
+    service_ = std::make_unique<ParameterShardService>(256);
+    service_->Serve(ShardGeneration{state_, ShardLinkMetrics{}});
     auto server = StartServer("127.0.0.1:0", {service_.get()});
     ASSERT_TRUE(server.ok()) << server.status();
     server_ = *std::move(server);
@@ -83,7 +84,7 @@ class PsServiceTest : public ::testing::Test {
     return replies;
   }
 
-  std::unique_ptr<ShardState> state_;
+  std::shared_ptr<ShardState> state_;
   std::unique_ptr<ParameterShardService> service_;
   StartedServer server_;
   std::unique_ptr<proto::ParameterShard::Stub> stub_;

@@ -1,0 +1,250 @@
+#include "worker/elastic_training.h"
+
+#include <algorithm>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "common/status_macros.h"
+#include "server/job_spec.h"
+#include "worker/ring_sync.h"
+#include "worker/shard_transfer.h"
+
+namespace ringside::worker {
+namespace {
+
+// Collective numbers within a generation: the regroup's, then one per training step.
+constexpr uint64_t kCensusCollective = 1;
+constexpr uint64_t kStateCollective = 2;
+constexpr uint64_t kLoadedCollective = 3;
+constexpr uint64_t kFirstStepCollective = 16;
+
+uint64_t CollectiveBase(uint64_t generation) { return generation << 32; }
+
+}  // namespace
+
+ElasticTrainer::ElasticTrainer(server::ControllerClient& controller, ring::RingMember& member,
+                               Metrics& metrics, ElasticOptions options, std::ostream& log,
+                               StepTraceSink trace)
+    : controller_(controller),
+      member_(member),
+      metrics_(metrics),
+      options_(std::move(options)),
+      log_(log),
+      trace_(std::move(trace)) {}
+
+ElasticTrainer::~ElasticTrainer() = default;
+
+ring::AllreduceOptions ElasticTrainer::ControlOptions() const {
+  ring::AllreduceOptions control;
+  control.segment_bytes = options_.segment_bytes;
+  control.timeout = options_.timeout;
+  control.op = ring::ReduceOp::kSum;
+  control.control = true;
+  return control;
+}
+
+void ElasticTrainer::Supersede(uint64_t generation) {
+  member_.Supersede(generation);
+  absl::MutexLock lock(&ps_mu_);
+  if (ps_sync_ != nullptr && ps_generation_ < generation) ps_sync_->Cancel();
+}
+
+absl::Status ElasticTrainer::Run(const TerminationSignals& signals,
+                                 const FinishedCallback& finished) {
+  absl::StatusOr<proto::Assignment> first = absl::DeadlineExceededError("");
+  while (!first.ok() && first.status().code() == absl::StatusCode::kDeadlineExceeded) {
+    if (signals.received()) return absl::OkStatus();
+    first = controller_.WaitForAssignment(0, absl::Now() + absl::Milliseconds(200));
+  }
+  RETURN_IF_ERROR(first.status());
+  ASSIGN_OR_RETURN(const TrainingOptions training,
+                   server::TrainingOptionsOf(first->job(), options_.device));
+  ASSIGN_OR_RETURN(job_, TrainingJob::Create(training));
+  ASSIGN_OR_RETURN(Optimizer optimizer,
+                   Optimizer::Create(training.optimizer, job_->parameter_count()));
+  optimizer_ = std::make_unique<Optimizer>(std::move(optimizer));
+  parameters_ = job_->InitialParameters();
+  gradient_.resize(job_->parameter_count());
+
+  bool reported = false;
+  while (!signals.received()) {
+    const std::optional<proto::Assignment> latest = controller_.latest();
+    if (latest->generation() != generation_) {
+      absl::Status status =
+          latest->rank() < 0
+              ? absl::FailedPreconditionError("this worker has no rank in the generation")
+              : Regroup(*latest);
+      if (!status.ok()) {
+        RETURN_IF_ERROR(AwaitNewGeneration(latest->generation(), status, signals));
+        continue;
+      }
+    }
+    if (completed_ < training.steps) {
+      if (absl::Status status = Step(); !status.ok()) {
+        RETURN_IF_ERROR(AwaitNewGeneration(generation_, status, signals));
+      }
+      continue;
+    }
+    if (!reported) {
+      ASSIGN_OR_RETURN(const ElasticResult result, Result());
+      RETURN_IF_ERROR(finished(result));
+      reported = true;
+    }
+    // Done: idle until the next generation (or a signal), then regroup with it.
+    absl::StatusOr<proto::Assignment> next =
+        controller_.WaitForAssignment(generation_, absl::Now() + absl::Milliseconds(200));
+    if (!next.ok() && next.status().code() != absl::StatusCode::kDeadlineExceeded) {
+      return next.status();
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<ElasticResult> ElasticTrainer::Result() {
+  ElasticResult result;
+  result.training.parameters = parameters_;
+  result.training.last_step = last_stats_;
+  result.training.steps = completed_;
+  ASSIGN_OR_RETURN(result.training.final_eval, job_->Evaluate(parameters_));
+  result.generation = generation_;
+  result.mode = mode_;
+  result.slot = slot_;
+  return result;
+}
+
+absl::Status ElasticTrainer::AwaitNewGeneration(uint64_t failed, const absl::Status& why,
+                                                const TerminationSignals& signals) {
+  log_ << WorkerName(slot_.rank) << ": generation " << failed << " failed at step " << completed_
+       << " (" << why.message() << "); waiting for the controller's next generation\n";
+  log_.flush();
+  const absl::Time deadline = absl::Now() + options_.regroup_timeout;
+  while (absl::Now() < deadline) {
+    if (signals.received()) return absl::OkStatus();
+    absl::StatusOr<proto::Assignment> next =
+        controller_.WaitForAssignment(failed, absl::Now() + absl::Milliseconds(200));
+    if (next.ok()) return absl::OkStatus();
+    if (next.status().code() != absl::StatusCode::kDeadlineExceeded) return next.status();
+  }
+  return Annotate(why, absl::StrCat("no new generation came within ", absl::FormatDuration(options_.regroup_timeout),
+                                    " after generation ", failed, " failed"));
+}
+
+absl::Status ElasticTrainer::Regroup(const proto::Assignment& assignment) {
+  const uint64_t generation = assignment.generation();
+  const int world = assignment.ring_size();
+  const int rank = assignment.rank();
+  ASSIGN_OR_RETURN(const SyncMode mode, ParseSyncMode(assignment.mode()));
+  {
+    absl::MutexLock lock(&ps_mu_);
+    ps_sync_ = nullptr;
+  }
+  sync_.reset();
+  RETURN_IF_ERROR(member_.Reconfigure(ring::RingTopology{generation, world, rank},
+                                      {assignment.ring().begin(), assignment.ring().end()}));
+  shards_.assign(assignment.shards().begin(), assignment.shards().end());
+  RETURN_IF_ERROR(AgreeOnState(assignment, world, rank));
+
+  const uint64_t base = CollectiveBase(generation);
+  if (mode == SyncMode::kPs) {
+    // Rank 0 loads the shards; the barrier carries whether it managed, so no one pushes to a
+    // shard still serving an older generation.
+    std::vector<float> loaded = {0.0f};
+    if (rank == 0) {
+      JobState state{static_cast<uint64_t>(completed_), parameters_, optimizer_->ExportState()};
+      const absl::Status status =
+          LoadShards({shards_, options_.segment_bytes, options_.timeout}, generation, world, state);
+      if (!status.ok()) {
+        log_ << WorkerName(rank) << ": " << status << "\n";
+        loaded[0] = 1.0f;
+      }
+    }
+    RETURN_IF_ERROR(
+        member_.Allreduce(base + kLoadedCollective, absl::MakeSpan(loaded), ControlOptions()));
+    if (loaded[0] != 0.0f) {
+      return absl::UnavailableError("worker-0 could not load the shards for this generation");
+    }
+    PsSyncOptions ps;
+    ps.generation = generation;
+    ps.rank = rank;
+    ps.shards = shards_;
+    ps.segment_bytes = options_.segment_bytes;
+    ps.timeout = options_.timeout;
+    ASSIGN_OR_RETURN(std::unique_ptr<PsSync> ps_sync,
+                     PsSync::Create(ps, job_->parameter_count(), &metrics_));
+    absl::MutexLock lock(&ps_mu_);
+    ps_sync_ = ps_sync.get();
+    ps_generation_ = generation;
+    sync_ = std::move(ps_sync);
+  } else {
+    ring::AllreduceOptions allreduce;
+    allreduce.segment_bytes = options_.segment_bytes;
+    allreduce.timeout = options_.timeout;
+    sync_ = std::make_unique<RingSync>(member_, *optimizer_, allreduce, base + kFirstStepCollective);
+  }
+  generation_ = generation;
+  mode_ = mode;
+  slot_ = WorkerSlot{rank, world};
+  last_trained_ps_ = mode == SyncMode::kPs;
+  metrics_.WorldSize().Set(world);
+  metrics_.Generation().Set(static_cast<double>(generation));
+  metrics_.ModeInfo(SyncMode::kRing).Set(mode == SyncMode::kRing ? 1 : 0);
+  metrics_.ModeInfo(SyncMode::kPs).Set(mode == SyncMode::kPs ? 1 : 0);
+  log_ << WorkerName(rank) << ": generation " << generation << ", " << SyncModeName(mode)
+       << " mode, " << world << " workers, resuming at step " << completed_ << "\n";
+  log_.flush();
+  return absl::OkStatus();
+}
+
+absl::Status ElasticTrainer::AgreeOnState(const proto::Assignment& assignment, int world,
+                                          int rank) {
+  const uint64_t base = CollectiveBase(assignment.generation());
+  std::vector<float> census(2 * static_cast<size_t>(world), 0.0f);
+  census[rank] = static_cast<float>(completed_);  // exact up to 2^24 steps
+  census[world + rank] = last_trained_ps_ ? 1.0f : 0.0f;
+  RETURN_IF_ERROR(
+      member_.Allreduce(base + kCensusCollective, absl::MakeSpan(census), ControlOptions()));
+  const bool shards_hold_state =
+      std::any_of(census.begin() + world, census.end(), [](float v) { return v != 0.0f; });
+  if (shards_hold_state) {
+    ASSIGN_OR_RETURN(JobState state,
+                     FetchShardState({shards_, options_.segment_bytes, options_.timeout},
+                                     job_->parameter_count(), optimizer_->state_size()));
+    RETURN_IF_ERROR(optimizer_->ImportState(state.optimizer_state));
+    parameters_ = std::move(state.parameters);
+    completed_ = static_cast<int64_t>(state.step);
+    return absl::OkStatus();
+  }
+  const int source = static_cast<int>(
+      std::max_element(census.begin(), census.begin() + world) - census.begin());
+  const size_t parameters = parameters_.size();
+  std::vector<float> state(parameters + optimizer_->state_size(), 0.0f);
+  if (rank == source) {
+    std::copy(parameters_.begin(), parameters_.end(), state.begin());
+    const std::vector<float> optimizer = optimizer_->ExportState();
+    std::copy(optimizer.begin(), optimizer.end(), state.begin() + parameters);
+  }
+  RETURN_IF_ERROR(
+      member_.Allreduce(base + kStateCollective, absl::MakeSpan(state), ControlOptions()));
+  RETURN_IF_ERROR(optimizer_->ImportState(absl::MakeConstSpan(state).subspan(parameters)));
+  parameters_.assign(state.begin(), state.begin() + parameters);
+  completed_ = static_cast<int64_t>(census[source]);
+  return absl::OkStatus();
+}
+
+absl::Status ElasticTrainer::Step() {
+  const absl::Time start = absl::Now();
+  ASSIGN_OR_RETURN(last_stats_, job_->ComputeShare(completed_, slot_, parameters_,
+                                                   absl::MakeSpan(gradient_)));
+  const absl::Duration compute = absl::Now() - start;
+  ASSIGN_OR_RETURN(const SyncTiming timing,
+                   sync_->Step(completed_, absl::MakeSpan(gradient_), absl::MakeSpan(parameters_)));
+  RecordStep(&metrics_, mode_, compute, timing, last_stats_);
+  if (trace_) {
+    trace_(StepTrace{completed_, generation_, mode_, slot_, last_stats_.mean_loss, parameters_});
+  }
+  ++completed_;
+  controller_.set_completed_steps(static_cast<uint64_t>(completed_));
+  return absl::OkStatus();
+}
+
+}  // namespace ringside::worker
