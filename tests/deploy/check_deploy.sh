@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Offline checks of deploy/ (issue 7), one per ctest test:
 #   check_deploy.sh CHECK SOURCE_DIR
-# CHECK is one of: yamllint compose prometheus-config prometheus-rules kustomize grafana
-# dockerfile. Every tool comes from scripts/setup-debian.sh (Debian packages, and `npm ci` in
+# CHECK is one of: yamllint compose compose-run prometheus-config prometheus-rules kustomize
+# k8s-run grafana dockerfile. Every tool comes from scripts/setup-debian.sh (Debian packages, and `npm ci` in
 # tests/deploy for the Node checks); a missing one fails the test with a message saying so, never
 # skips it. Nothing here needs a network, a Docker engine or a Kubernetes cluster.
 set -euo pipefail
@@ -86,6 +86,30 @@ Google Cloud CLI (kubectl 1.32). scripts/setup-debian.sh cannot install it."
   node "$tests/validate.mjs" k8s "${rendered[@]}"
   node "$tests/validate.mjs" same-rules "$deploy/prometheus/rules/ringside.rules.yml" \
     "$deploy/k8s/overlays/prometheus-operator/prometheusrule.yaml"
+  ;;
+
+compose-run | k8s-run)
+  # The closest real run of the compose file and the Kubernetes base without an engine or a
+  # cluster: their daemons' exact command lines as local processes (run_deploy_locally.py).
+  [ -n "${RINGSIDE_BIN_DIR:-}" ] || die "RINGSIDE_BIN_DIR (the built binaries) is not set"
+  if [ "$check" = compose-run ]; then
+    need docker-compose
+    cp -r "$deploy" "$tmp/deploy"
+    echo placeholder >"$tmp/deploy/compose/join_token"
+    for mode in ring ps; do  # the default job, and the same in parameter-server mode
+      (cd "$tmp/deploy/compose" && RINGSIDE_MODE=$mode docker-compose -f docker-compose.yml config) \
+        >"$tmp/resolved-$mode.yml"
+      echo -n "RINGSIDE_MODE=$mode: "
+      /usr/bin/env python3 "$tests/run_deploy_locally.py" compose "$tmp/resolved-$mode.yml" \
+        "$RINGSIDE_BIN_DIR"
+    done
+  else
+    command -v kubectl >/dev/null || die "kubectl not found (see the kustomize check)"
+    cp -r "$deploy/k8s" "$tmp/k8s"
+    echo placeholder >"$tmp/k8s/base/join-token"
+    kubectl kustomize "$tmp/k8s/base" >"$tmp/base.yaml"
+    /usr/bin/env python3 "$tests/run_deploy_locally.py" k8s "$tmp/base.yaml" "$RINGSIDE_BIN_DIR"
+  fi
   ;;
 
 grafana)
