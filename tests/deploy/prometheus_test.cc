@@ -312,7 +312,7 @@ absl::Status PrometheusTest::StartPrometheus() {
   }
 }
 
-TEST_F(PrometheusTest, EveryDaemonKindsMetricsPassPromtool) {
+TEST_F(PrometheusTest, MetricsOfEveryDaemonKindPassPromtool) {
   std::set<std::string> kinds;
   for (const Cluster* cluster : clusters_) {
     for (const json& process : cluster->ready["processes"]) {
