@@ -192,9 +192,12 @@ def main(kind, path, bin_dir):
                     sys.exit(f"{d.name} exited with {d.process.returncode}: {' '.join(d.argv)}\n{tail}")
                 if d.name not in pending:
                     continue
-                ok = subprocess.run([health, "health", f"--address={d.health}", "--timeout=2s"],
-                                    capture_output=True).returncode == 0
-                if not ok:
+                check = subprocess.run([health, "health", f"--address={d.health}", "--timeout=2s"],
+                                       capture_output=True, text=True)
+                if check.returncode != 0:
+                    d.last_health = (check.stdout + check.stderr).strip()
+                    if re.search(r"unknown command|Unknown command line flag", d.last_health):
+                        sys.exit(f"`ringside health` is not available in {bin_dir}: {d.last_health}")
                     continue
                 if d.argv[0] == "ringside-worker":
                     count = steps(scrape(d.metrics))
@@ -204,7 +207,8 @@ def main(kind, path, bin_dir):
                 pending.discard(d.name)
             time.sleep(0.5)
         if pending:
-            logs = "\n".join(f"--- {d.name}: {' '.join(d.argv)}\n" +
+            logs = "\n".join(f"--- {d.name}: {' '.join(d.argv)}\nlast health check: "
+                             f"{getattr(d, 'last_health', 'passed')}\n" +
                              open(d.log, encoding="utf-8").read()[-800:]
                              for d in daemons if d.name in pending)
             sys.exit(f"not healthy and training after {READY_TIMEOUT_S}s: {sorted(pending)}\n{logs}")
