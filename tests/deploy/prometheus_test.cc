@@ -115,15 +115,11 @@ struct Cluster {
 
 absl::StatusOr<Cluster> StartCluster(const TempDir& dir, const std::string& mode) {
   const std::string ready_file = dir.File("ready-" + mode + ".json");
-  // RINGSIDE_UP (a launcher with the same flags and ready file) exists only until `ringside up`
-  // lands on main.
-  const char* up = std::getenv("RINGSIDE_UP");
-  std::vector<std::string> argv = {up != nullptr ? up : BinDir() + "/ringside", "up", "--workers=4",
-                                   "--ps_shards=2", "--mode=" + mode,
-                                   // Iris, small and fast: many steps in every scrape window.
-                                   "--model=4,16,3", "--data=iris", "--steps=100000000",
-                                   "--batch_size=32", "--optimizer=adam", "--lr=0.01",
-                                   "--ready_file=" + ready_file};
+  std::vector<std::string> argv = {
+      BinDir() + "/ringside", "up", "--workers=4", "--ps_shards=2", "--mode=" + mode,
+      // Iris, small and fast: many steps in every scrape window.
+      "--model=4,16,3", "--data=iris", "--steps=100000000", "--batch_size=32", "--optimizer=adam",
+      "--lr=0.01", "--ready_file=" + ready_file};
   SpawnOptions options;
   options.argv = argv;
   options.log_path = dir.File("up-" + mode + ".log");
@@ -131,22 +127,21 @@ absl::StatusOr<Cluster> StartCluster(const TempDir& dir, const std::string& mode
   ASSIGN_OR_RETURN(Subprocess process, Subprocess::Spawn(options));
   Cluster cluster{mode, std::move(process), {}};
   const absl::Time deadline = absl::Now() + absl::Seconds(60);
-  absl::StatusOr<std::string> text;
-  while (!(text = ReadFileToString(ready_file)).ok()) {
-    if (!cluster.process.running() || cluster.process.Poll().has_value() ||
-        absl::Now() > deadline) {
+  while (true) {  // until the ready file holds the whole cluster
+    if (absl::StatusOr<std::string> text = ReadFileToString(ready_file); text.ok()) {
+      cluster.ready = json::parse(*text, nullptr, false);
+      if (cluster.ready.is_object() && cluster.ready["processes"].is_array() &&
+          !cluster.ready["processes"].empty()) {
+        return cluster;
+      }
+    }
+    if (cluster.process.Poll().has_value() || absl::Now() > deadline) {
       return absl::DeadlineExceededError(absl::StrCat("ringside up --mode=", mode,
-                                                      " wrote no ready file:\n",
+                                                      " wrote no ready file with its processes:\n",
                                                       TailOfFile(cluster.process.log_path(), 20)));
     }
     absl::SleepFor(absl::Milliseconds(100));  // polling a file: there is no event to wait on
   }
-  cluster.ready = json::parse(*text, nullptr, false);
-  if (!cluster.ready.is_object() || !cluster.ready["processes"].is_array() ||
-      cluster.ready["processes"].empty()) {
-    return absl::InternalError("bad ready file: " + *text);
-  }
-  return cluster;
 }
 
 // "http://127.0.0.1:PORT/metrics" -> PORT
