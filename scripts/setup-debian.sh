@@ -12,8 +12,13 @@ packages=(
   libopenblas-dev nlohmann-json3-dev
   libgloo-dev
   curl procps iproute2
+  # the HTML report's browser test (tests/cli)
   chromium
+  # deploy checks (tests/deploy): promtool and a real Prometheus, yamllint, docker-compose config
+  prometheus yamllint docker-compose
 )
+# Node.js runs the npm-based deploy checks; Debian's nodejs only where the machine has no node.
+command -v node >/dev/null || packages+=(nodejs npm)
 packages+=(${RINGSIDE_EXTRA_PACKAGES:-})
 
 missing=()
@@ -22,7 +27,24 @@ for p in "${packages[@]}"; do
     missing+=("$p")
   fi
 done
-[ ${#missing[@]} -eq 0 ] && exit 0
+
+# The deploy checks' npm packages (tests/deploy/package-lock.json), installed with `npm ci` when
+# node_modules is missing or was installed from another lock file. Tests never download.
+npm_dir=$(cd "$(dirname "$0")/../tests/deploy" && pwd)
+npm_ci() {
+  local stamp=$npm_dir/node_modules/.ringside-lock.sha256
+  local want
+  want=$(sha256sum "$npm_dir/package-lock.json" | cut -d' ' -f1)
+  [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ] && return 0
+  echo "setup: npm ci in tests/deploy (deploy checks)" >&2
+  (cd "$npm_dir" && npm ci --silent --no-audit --no-fund >/dev/null)
+  echo "$want" >"$stamp"
+}
+
+if [ ${#missing[@]} -eq 0 ]; then
+  npm_ci
+  exit 0
+fi
 
 echo "setup: installing missing Debian packages: ${missing[*]}" >&2
 sudo_cmd=()
@@ -33,3 +55,4 @@ fi
 export DEBIAN_FRONTEND=noninteractive
 "${sudo_cmd[@]}" apt-get update -qq
 "${sudo_cmd[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+npm_ci

@@ -1,0 +1,68 @@
+#!/usr/bin/env python3
+"""Consistency of the compose file as docker-compose resolved it (`docker-compose config` output
+on stdin) with deploy/prometheus/compose.yml: the services issue 7 asks for, a gRPC health check
+through `ringside health` on each daemon's own --listen port, the join token as a secret, every
+daemon scraped by Prometheus, Grafana provisioned. Prints one line per problem; exit 1 if any."""
+import re
+import sys
+
+import yaml
+
+DAEMONS = ["controller", "ps-0", "ps-1", "worker-0", "worker-1", "worker-2", "worker-3"]
+
+
+def flag(command, name):
+    for arg in command:
+        if arg.startswith(f"--{name}="):
+            return arg.split("=", 1)[1]
+    return None
+
+
+def main(prometheus_config_path):
+    compose = yaml.safe_load(sys.stdin)
+    problems = []
+    services = compose.get("services", {})
+    for name in DAEMONS + ["prometheus", "grafana"]:
+        if name not in services:
+            problems.append(f"service {name} missing")
+    for name in DAEMONS:
+        service = services.get(name, {})
+        command = service.get("command") or []
+        listen = flag(command, "listen") or ""
+        port = listen.rsplit(":", 1)[-1]
+        test = (service.get("healthcheck") or {}).get("test") or []
+        if test[:3] != ["CMD", "ringside", "health"] or f"--address=127.0.0.1:{port}" not in test:
+            problems.append(f"{name}: healthcheck {test} does not ask the gRPC health service on "
+                            f"its --listen port {port}")
+        if flag(command, "metrics_listen") != "0.0.0.0:9100":
+            problems.append(f"{name}: --metrics_listen is not 0.0.0.0:9100")
+        if flag(command, "join_token_file") != "/run/secrets/join_token" or not any(
+                (s if isinstance(s, str) else s.get("source")) == "join_token"
+                for s in service.get("secrets", [])):
+            problems.append(f"{name}: join token not read from the join_token secret")
+        if name != "controller":
+            advertise = flag(command, "advertise")
+            if advertise != f"{name}:{port}":
+                problems.append(f"{name}: --advertise={advertise}, want {name}:{port}")
+            if flag(command, "controller") != "controller:7000":
+                problems.append(f"{name}: --controller is not controller:7000")
+    if "join_token" not in (compose.get("secrets") or {}):
+        problems.append("top-level secret join_token missing")
+    with open(prometheus_config_path, encoding="utf-8") as f:
+        prometheus = yaml.safe_load(f)
+    scraped = {t for job in prometheus["scrape_configs"] for group in job.get("static_configs", [])
+               for t in group["targets"]}
+    for name in DAEMONS:
+        if f"{name}:9100" not in scraped:
+            problems.append(f"{prometheus_config_path}: {name}:9100 is not scraped")
+    grafana_mounts = " ".join(str(v) for v in services.get("grafana", {}).get("volumes", []))
+    for needed in ("provisioning", "ringside.json"):
+        if not re.search(needed, grafana_mounts):
+            problems.append(f"grafana: {needed} not mounted")
+    for p in problems:
+        print(f"docker-compose.yml: {p}", file=sys.stderr)
+    return 1 if problems else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1]))
