@@ -240,7 +240,8 @@ absl::Status ElasticTrainer::Step() {
                    sync_->Step(completed_, absl::MakeSpan(gradient_), absl::MakeSpan(parameters_)));
   RecordStep(&metrics_, mode_, compute, timing, last_stats_);
   if (trace_) {
-    trace_(StepTrace{completed_, generation_, mode_, slot_, last_stats_.mean_loss, parameters_});
+    trace_(StepTrace{completed_, generation_, mode_, slot_, last_stats_.mean_loss,
+                     absl::ToDoubleSeconds(absl::Now() - start), parameters_});
   }
   ++completed_;
   controller_.set_completed_steps(static_cast<uint64_t>(completed_));

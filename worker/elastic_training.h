@@ -63,6 +63,7 @@ struct StepTrace {
   SyncMode mode = SyncMode::kRing;
   WorkerSlot slot;
   double loss = 0;
+  double seconds = 0;  // the whole step: compute, sync and update
   absl::Span<const float> parameters;
 };
 using StepTraceSink = std::function<void(const StepTrace&)>;

@@ -47,6 +47,7 @@ StepTraceSink TraceTo(std::ofstream& out) {
                           {"rank", step.slot.rank},
                           {"world", step.slot.world},
                           {"loss", step.loss},
+                          {"seconds", step.seconds},
                           {"checksum", Fnv1aHex(step.parameters)}}
                .dump()
         << "\n";

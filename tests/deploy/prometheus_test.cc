@@ -41,7 +41,7 @@
 #include "common/temp_dir.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
-#include "tests/support/http_get.h"
+#include "common/http_get.h"
 #include "tests/support/worker_processes.h"
 
 namespace ringside {

@@ -1,4 +1,4 @@
-#include "tests/support/http_get.h"
+#include "common/http_get.h"
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -12,7 +12,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 
-namespace ringside::testing {
+namespace ringside {
 
 absl::StatusOr<std::string> HttpGet(int port, const std::string& path, absl::Duration timeout) {
   const int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
@@ -56,4 +56,4 @@ absl::StatusOr<std::string> HttpGet(int port, const std::string& path, absl::Dur
   return response.substr(body + 4);
 }
 
-}  // namespace ringside::testing
+}  // namespace ringside

@@ -1,0 +1,237 @@
+// `ringside compare`: one local cluster per (job, mode), measured from the processes' own
+// /metrics, result files and step traces.
+#include <algorithm>
+#include <cmath>
+#include <fstream>
+#include <memory>
+
+#include "absl/strings/str_cat.h"
+#include "cli/commands.h"
+#include "cli/compare_report.h"
+#include "cli/local_cluster.h"
+#include "cli/model_prediction.h"
+#include "cli/report_html.h"
+#include "common/file_util.h"
+#include "common/prometheus_text.h"
+#include "common/status_macros.h"
+#include "common/temp_dir.h"
+#include "worker/model_spec.h"
+
+namespace ringside::cli {
+namespace {
+
+struct ModeRun {
+  ModeReport report;
+  std::vector<float> parameters;
+};
+
+double Percentile(std::vector<double> values, double q) {
+  if (values.empty()) return 0;
+  std::sort(values.begin(), values.end());
+  return values[std::min(values.size() - 1, static_cast<size_t>(q * (values.size() - 1) + 0.5))];
+}
+
+double Sum(const std::vector<Sample>& samples, const std::string& name, const std::string& key,
+           const std::string& value, SyncMode mode) {
+  double sum = 0;
+  for (const Sample& s : samples) {
+    auto it = s.labels.find(key);
+    if (s.name == name && it != s.labels.end() && it->second == value &&
+        s.labels.count("mode") && s.labels.at("mode") == SyncModeName(mode)) {
+      sum += s.value;
+    }
+  }
+  return sum;
+}
+
+// Fills the traffic figures of `report` from every process's /metrics.
+absl::Status MeasureTraffic(LocalCluster& cluster, SyncMode mode, const JobConfig& config,
+                            ModeReport& report) {
+  std::vector<Sample> all;
+  for (auto& process : cluster.processes()) {
+    if (!process->process.running()) continue;
+    ASSIGN_OR_RETURN(std::vector<Sample> samples, FetchMetrics(process->metrics_port));
+    all.insert(all.end(), samples.begin(), samples.end());
+  }
+  const double steps = std::max<double>(1, report.steps);
+  std::map<std::pair<std::string, std::string>, LinkTraffic> links;
+  std::map<std::string, double> sent, received;
+  for (const Sample& s : all) {
+    if (!s.labels.count("mode") || s.labels.at("mode") != SyncModeName(mode)) continue;
+    const std::string src = s.labels.count("src") ? s.labels.at("src") : "";
+    const std::string dst = s.labels.count("dst") ? s.labels.at("dst") : "";
+    LinkTraffic& link = links[{src, dst}];
+    link.src = src;
+    link.dst = dst;
+    if (s.name == "ringside_link_bytes_total") {
+      link.bytes_per_step += s.value / steps;
+      sent[src] += s.value / steps;
+    } else if (s.name == "ringside_link_expected_bytes_total") {
+      link.expected_bytes_per_step += s.value / steps;
+    } else if (s.name == "ringside_link_received_bytes_total") {
+      received[dst] += s.value / steps;
+    }
+  }
+  for (auto& [key, link] : links) {
+    if (link.bytes_per_step > 0 || link.expected_bytes_per_step > 0) report.links.push_back(link);
+  }
+  report.bytes_per_worker_per_step = sent["worker-0"];
+  const ModelBytes model = PredictBytesPerStep(mode, config.parameters, report.final_world,
+                                               config.ps_shards, config.element_bytes);
+  report.expected_bytes_per_worker_per_step = model.per_worker;
+  auto busiest = std::max_element(received.begin(), received.end(),
+                                  [](const auto& a, const auto& b) { return a.second < b.second; });
+  if (busiest != received.end()) {
+    report.busiest_node = busiest->first;
+    report.busiest_node_bytes_per_step = busiest->second;
+  }
+  report.busiest_node_expected_bytes_per_step = model.busiest_node;
+  const double compute = Sum(all, "ringside_step_seconds_sum", "phase", "compute", mode);
+  const double sync = Sum(all, "ringside_step_seconds_sum", "phase", "sync", mode);
+  const double update = Sum(all, "ringside_step_seconds_sum", "phase", "update", mode);
+  const double count = Sum(all, "ringside_step_seconds_count", "phase", "compute", mode);
+  if (count > 0) {
+    report.phases = PhaseSeconds{compute / count, sync / count, update / count};
+    const double total = compute + sync + update;
+    report.sync_share = total > 0 ? sync / total : 0;
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<ModeRun> RunMode(const CompareOptions& options, const worker::TrainingOptions& job,
+                                const JobConfig& config, SyncMode mode,
+                                const TerminationSignals& signals, std::ostream& out) {
+  ASSIGN_OR_RETURN(TempDir dir, TempDir::Create("ringside-compare-"));
+  LocalClusterOptions cluster_options;
+  cluster_options.bin_dir = options.cluster.bin_dir;
+  cluster_options.dir = dir.path();
+  cluster_options.workers = options.cluster.workers;
+  cluster_options.ps_shards = options.cluster.ps_shards;
+  cluster_options.mode = mode;
+  cluster_options.training = job;
+  cluster_options.heartbeat_timeout = options.cluster.heartbeat_timeout;
+  ASSIGN_OR_RETURN(std::unique_ptr<LocalCluster> cluster, LocalCluster::Start(cluster_options));
+  ModeRun run;
+  run.report.mode = mode;
+  const std::string phase = absl::StrCat(job.model, " ", SyncModeName(mode));
+  absl::Time last_line = absl::Now();
+  std::vector<nlohmann::json> results;
+  while (true) {
+    if (signals.received()) return absl::CancelledError("stopped by a signal; every child stopped");
+    if (std::optional<std::string> dead = cluster->DeadChild()) {
+      if (dead->rfind("worker-", 0) != 0) {
+        return absl::AbortedError(absl::StrCat("a process of the cluster died: ", *dead));
+      }
+      for (ClusterProcess* w : cluster->workers()) {
+        if (!w->expected_to_end && !w->process.running()) {
+          w->expected_to_end = true;
+          run.report.events.push_back(absl::StrCat(
+              w->name, " exited (", w->process.exit_status()->ToString(),
+              "); the others went on without it"));
+          out << phase << ": " << run.report.events.back() << "\n";
+        }
+      }
+    }
+    absl::StatusOr<std::vector<nlohmann::json>> done =
+        cluster->WaitForResults(absl::Milliseconds(200), [&] { return signals.received(); });
+    if (done.ok()) {
+      results = *std::move(done);
+      break;
+    }
+    if (absl::Now() - last_line > absl::Seconds(2)) {
+      last_line = absl::Now();
+      absl::StatusOr<std::vector<Sample>> samples =
+          FetchMetrics(cluster->workers()[0]->metrics_port);
+      if (samples.ok()) {
+        const double steps = FindSample(*samples, "ringside_steps_total",
+                                        {{"mode", std::string(SyncModeName(mode))}})
+                                 .value_or(0);
+        out << phase << ": step " << steps << "/" << job.steps << "\n";
+        out.flush();
+      }
+    }
+  }
+  ClusterProcess* first = nullptr;
+  for (ClusterProcess* w : cluster->workers()) {
+    if (!w->expected_to_end) {
+      first = w;
+      break;
+    }
+  }
+  const nlohmann::json& result = results.at(0);
+  run.report.completed = true;
+  run.report.steps = result["steps"];
+  run.report.final_world = result["world"];
+  run.report.final_loss = result["final_loss"];
+  run.report.accuracy = result["accuracy"];
+  RETURN_IF_ERROR(MeasureTraffic(*cluster, mode, config, run.report));
+  std::vector<double> seconds;
+  std::ifstream trace(first->trace_file);
+  for (std::string line; std::getline(trace, line);) {
+    seconds.push_back(nlohmann::json::parse(line)["seconds"].get<double>());
+  }
+  run.report.step_p50 = Percentile(seconds, 0.5);
+  run.report.step_p95 = Percentile(seconds, 0.95);
+  double total = 0;
+  for (double s : seconds) total += s;
+  if (total > 0) run.report.samples_per_second = job.batch_size * seconds.size() / total;
+  ASSIGN_OR_RETURN(const std::string params, ReadFileToString(first->params_file));
+  run.parameters.resize(params.size() / sizeof(float));
+  std::memcpy(run.parameters.data(), params.data(), params.size());
+  cluster->Stop();
+  return run;
+}
+
+}  // namespace
+
+absl::Status RunCompare(const CompareOptions& options, const TerminationSignals& signals,
+                        std::ostream& out) {
+  CompareReport report;
+  for (const worker::TrainingOptions& job : options.jobs) {
+    ASSIGN_OR_RETURN(const worker::ModelSpec spec,
+                     worker::ModelSpec::Parse(job.model, job.activation));
+    JobComparison comparison;
+    JobConfig& config = comparison.config;
+    config.workers = options.cluster.workers;
+    config.ps_shards = options.cluster.ps_shards;
+    config.model = job.model;
+    config.data = job.data;
+    config.optimizer = std::string(OptimizerName(job.optimizer.kind));
+    config.device = job.device;
+    config.parameters = static_cast<int64_t>(spec.parameter_count());
+    config.steps = job.steps;
+    config.batch_size = job.batch_size;
+    config.seed = job.seed;
+    std::vector<float> ring_params, ps_params;
+    for (SyncMode mode : {SyncMode::kPs, SyncMode::kRing}) {
+      ASSIGN_OR_RETURN(ModeRun run, RunMode(options, job, config, mode, signals, out));
+      (mode == SyncMode::kRing ? comparison.ring : comparison.ps) = run.report;
+      (mode == SyncMode::kRing ? ring_params : ps_params) = std::move(run.parameters);
+    }
+    if (!ring_params.empty() && ring_params.size() == ps_params.size()) {
+      double diff = 0, scale = 0;
+      for (size_t i = 0; i < ring_params.size(); ++i) {
+        diff = std::max(diff, std::abs(double{ring_params[i]} - ps_params[i]));
+        scale = std::max(scale, std::abs(double{ring_params[i]}));
+      }
+      comparison.parity_checked = true;
+      comparison.max_abs_param_diff = diff;
+      comparison.max_rel_param_diff = scale > 0 ? diff / scale : diff;
+    }
+    out << "\n";
+    PrintComparisonTable(comparison, out);
+    out.flush();
+    report.jobs.push_back(std::move(comparison));
+  }
+  if (!options.json_file.empty()) {
+    RETURN_IF_ERROR(WriteCompareJsonFile(report, options.json_file));
+    out << "JSON: " << options.json_file << "\n";
+  }
+  if (!options.report_file.empty()) {
+    RETURN_IF_ERROR(WriteHtmlReportFile(report, options.report_file));
+    out << "report: " << options.report_file << "\n";
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace ringside::cli

@@ -1,0 +1,155 @@
+// ringside: the user's command.
+//   ringside compare [flags]          PS vs ring on a local cluster, side by side (cli/commands.h)
+//   ringside up [flags]               a local cluster kept running for Prometheus/Grafana
+//   ringside ctl mode ring|ps --controller=HOST:PORT   a live mode switch
+//   ringside health --address=HOST:PORT                exit 0 when the gRPC health check serves
+#include <unistd.h>
+
+#include <cstring>
+#include <iostream>
+#include <string>
+#include <vector>
+
+#include "absl/flags/flag.h"
+#include "absl/flags/parse.h"
+#include "cli/commands.h"
+#include "cli/health_check.h"
+#include "common/flags_usage.h"
+#include "common/grpc_util.h"
+#include "common/net.h"
+#include "common/termination_signals.h"
+#include "proto/controller.grpc.pb.h"
+#include "worker/training_flags.h"
+
+ABSL_FLAG(std::string, controller, "", "ctl: the controller's address HOST:PORT");
+ABSL_FLAG(std::string, address, "", "health: the daemon's gRPC address HOST:PORT");
+ABSL_FLAG(absl::Duration, timeout, absl::Seconds(10), "deadline of a ctl or health request");
+ABSL_FLAG(int, workers, 4, "compare/up: workers in the local cluster");
+ABSL_FLAG(int, ps_shards, 2, "compare/up: parameter-server shards in the local cluster");
+ABSL_FLAG(std::string, mode, "ring", "up: the mode the cluster starts in (ring or ps)");
+ABSL_FLAG(absl::Duration, heartbeat_timeout, absl::Seconds(2),
+          "compare/up: the controller drops a worker silent for this long");
+ABSL_FLAG(std::string, json, "", "compare: write the results here as JSON");
+ABSL_FLAG(std::string, report, "", "compare: write a self-contained HTML report here");
+ABSL_FLAG(std::string, ready_file, "",
+          "up: once running, write {controller, processes: [{name, pid, metrics_url}]} here");
+ABSL_FLAG(std::string, bin_dir, "",
+          "compare/up: where ringside-controller, -ps and -worker are (default: next to this "
+          "binary)");
+
+namespace {
+
+int Fail(const std::string& message) {
+  std::cerr << "ringside: " << message << "\n";
+  return 1;
+}
+
+int SetMode(const std::string& mode) {
+  const std::string controller = absl::GetFlag(FLAGS_controller);
+  if (absl::Status status = ringside::ParseHostPort(controller).status(); !status.ok()) {
+    return Fail("--controller: " + std::string(status.message()));
+  }
+  auto stub = ringside::proto::Controller::NewStub(ringside::MakeChannel(controller));
+  grpc::ClientContext context;
+  ringside::SetDeadline(context, absl::GetFlag(FLAGS_timeout));
+  ringside::proto::ModeRequest request;
+  request.set_mode(mode);
+  ringside::proto::ModeReply reply;
+  const grpc::Status status = stub->SetMode(&context, request, &reply);
+  if (!status.ok()) {
+    return Fail("mode change refused by " + controller + ": " + status.error_message());
+  }
+  std::cout << "mode " << mode << " from generation " << reply.generation() << "\n";
+  return 0;
+}
+
+std::string OwnDirectory(const char* argv0) {
+  char path[4096];
+  const ssize_t n = readlink("/proc/self/exe", path, sizeof(path) - 1);
+  std::string self = n > 0 ? std::string(path, n) : std::string(argv0);
+  return self.substr(0, self.rfind('/'));
+}
+
+ringside::cli::ClusterFlags ClusterFromFlags(const char* argv0) {
+  ringside::cli::ClusterFlags cluster;
+  cluster.bin_dir = absl::GetFlag(FLAGS_bin_dir).empty() ? OwnDirectory(argv0)
+                                                         : absl::GetFlag(FLAGS_bin_dir);
+  cluster.workers = absl::GetFlag(FLAGS_workers);
+  cluster.ps_shards = absl::GetFlag(FLAGS_ps_shards);
+  cluster.heartbeat_timeout = absl::GetFlag(FLAGS_heartbeat_timeout);
+  return cluster;
+}
+
+// compare's default jobs: a communication-heavy model (the sync cost dominates) and Iris (for
+// accuracy). Giving --model runs that one job instead.
+std::vector<ringside::worker::TrainingOptions> CompareJobs(
+    const ringside::worker::TrainingOptions& flags, bool model_given) {
+  if (model_given) return {flags};
+  ringside::worker::TrainingOptions heavy = flags;
+  heavy.model = "784,1024,1024,10";
+  heavy.data = "synthetic:2048";
+  heavy.steps = 20;
+  heavy.batch_size = 64;
+  ringside::worker::TrainingOptions iris = flags;
+  return {heavy, iris};
+}
+
+int Run(int argc, char** argv, const std::vector<char*>& args,
+        const ringside::TerminationSignals& signals) {
+  const std::string command = args.size() > 1 ? args[1] : "";
+  if (command == "ctl" && args.size() == 4 && std::strcmp(args[2], "mode") == 0) {
+    const std::string mode = args[3];
+    if (mode != "ring" && mode != "ps") return Fail("mode must be ring or ps, not '" + mode + "'");
+    return SetMode(mode);
+  }
+  if (command == "health" && args.size() == 2) {
+    const absl::Status status =
+        ringside::cli::CheckHealth(absl::GetFlag(FLAGS_address), absl::GetFlag(FLAGS_timeout));
+    if (!status.ok()) return Fail(std::string(status.message()));
+    std::cout << "SERVING\n";
+    return 0;
+  }
+  if ((command == "compare" || command == "up") && args.size() == 2) {
+    absl::StatusOr<ringside::worker::TrainingOptions> training =
+        ringside::worker::TrainingOptionsFromFlags();
+    if (!training.ok()) return Fail(std::string(training.status().message()));
+    absl::Status status;
+    if (command == "compare") {
+      ringside::cli::CompareOptions options;
+      options.cluster = ClusterFromFlags(argv[0]);
+      bool model_given = false;
+      for (int i = 1; i < argc; ++i) model_given |= std::strncmp(argv[i], "--model", 7) == 0;
+      options.jobs = CompareJobs(*training, model_given);
+      options.json_file = absl::GetFlag(FLAGS_json);
+      options.report_file = absl::GetFlag(FLAGS_report);
+      status = ringside::cli::RunCompare(options, signals, std::cout);
+    } else {
+      ringside::cli::UpOptions options;
+      options.cluster = ClusterFromFlags(argv[0]);
+      absl::StatusOr<ringside::SyncMode> mode =
+          ringside::ParseSyncMode(absl::GetFlag(FLAGS_mode));
+      if (!mode.ok()) return Fail("--mode: " + std::string(mode.status().message()));
+      options.mode = *mode;
+      options.job = *training;
+      options.ready_file = absl::GetFlag(FLAGS_ready_file);
+      status = ringside::cli::RunUp(options, signals, std::cout);
+    }
+    if (!status.ok()) return Fail(status.ToString());
+    return 0;
+  }
+  return Fail("unknown command; see --help (compare, up, ctl mode ring|ps, health)");
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  ringside::TerminationSignals signals;
+  ringside::ConfigureFlagsUsage(
+      "usage: ringside compare|up|ctl mode ring|ps|health [flags]\n"
+      "  compare  PS vs ring on a local cluster: table, --json, --report\n"
+      "  up       a local cluster for Prometheus/Grafana until Ctrl-C\n"
+      "  ctl mode switches a running job's mode at its next step boundary\n"
+      "  health   checks a daemon's gRPC health service (--address)");
+  const std::vector<char*> args = absl::ParseCommandLine(argc, argv);
+  return Run(argc, argv, args, signals);
+}
