@@ -20,7 +20,7 @@ test: build
 	@cd $(BUILD_DIR) && ctest --output-on-failure -j $(JOBS) $(CTEST_FLAGS)
 
 demo: build
-	@scripts/ring-demo.sh $(BUILD_DIR)/bin
+	@$(BUILD_DIR)/bin/ringside compare --json=ringside-compare.json --report=ringside-compare.html
 
 format:
 	@clang-format -i $$(git ls-files '*.h' '*.cc' '*.cu' '*.cuh')

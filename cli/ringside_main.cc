@@ -88,7 +88,7 @@ std::vector<ringside::worker::TrainingOptions> CompareJobs(
   ringside::worker::TrainingOptions heavy = flags;
   heavy.model = "784,1024,1024,10";
   heavy.data = "synthetic:2048";
-  heavy.steps = 20;
+  heavy.steps = 50;
   heavy.batch_size = 64;
   ringside::worker::TrainingOptions iris = flags;
   return {heavy, iris};

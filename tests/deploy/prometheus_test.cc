@@ -49,7 +49,7 @@ namespace {
 
 using nlohmann::json;
 using testing::BinDir;
-using testing::HttpGet;
+using ringside::HttpGet;
 
 std::string SourceDir() {
   const char* dir = std::getenv("RINGSIDE_SOURCE_DIR");
