@@ -114,6 +114,12 @@ absl::StatusOr<ModeRun> RunMode(const CompareOptions& options, const worker::Tra
   ModeRun run;
   run.report.mode = mode;
   const std::string phase = absl::StrCat(job.model, " ", SyncModeName(mode));
+  out << phase << ": started";
+  for (auto& process : cluster->processes()) {
+    out << " " << process->name << " (pid " << process->process.pid() << ")";
+  }
+  out << "\n";
+  out.flush();
   absl::Time last_line = absl::Now();
   std::vector<nlohmann::json> results;
   while (true) {

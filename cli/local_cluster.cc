@@ -109,7 +109,7 @@ absl::StatusOr<ClusterProcess*> LocalCluster::Spawn(std::string name,
   spawn.term_grace = absl::Seconds(5);
   ASSIGN_OR_RETURN(Subprocess process, Subprocess::Spawn(spawn));
   processes_.push_back(std::make_unique<ClusterProcess>(
-      ClusterProcess{std::move(name), std::move(process)}));
+      ClusterProcess{std::move(name), std::move(process), 0, 0, {}, {}, {}, false}));
   return processes_.back().get();
 }
 

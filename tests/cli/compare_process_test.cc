@@ -1,5 +1,9 @@
 // `ringside compare` end to end (issue 6): the real binary starts its clusters, and its JSON
 // must agree with the cost model, between the modes, and with Iris's expected accuracy.
+#include <signal.h>
+
+#include <map>
+#include <regex>
 #include <string>
 
 #include "absl/strings/str_cat.h"
@@ -46,6 +50,81 @@ TEST(CompareCommandTest, MeasuredBytesMatchTheModelAndTheModesAgree) {
   EXPECT_LE(json["parity"]["max_rel_param_diff"].get<double>(), 1e-5);
   EXPECT_GE(json["parity"]["max_abs_param_diff"].get<double>(), 0.0);
   EXPECT_GT(ReadFileToString(dir->File("out.html")).value().size(), 1000u);
+}
+
+// A running `ringside compare` and the children it reports starting.
+struct RunningCompare {
+  Subprocess process;
+  std::string log;
+  std::map<std::string, pid_t> children;  // of the first cluster it printed
+};
+
+RunningCompare StartCompare(const TempDir& dir, const std::vector<std::string>& flags) {
+  SpawnOptions spawn;
+  spawn.argv = {testing::BinDir() + "/ringside", "compare"};
+  spawn.argv.insert(spawn.argv.end(), flags.begin(), flags.end());
+  spawn.log_path = dir.File("compare.log");
+  auto process = Subprocess::Spawn(spawn);
+  EXPECT_TRUE(process.ok()) << process.status();
+  RunningCompare running{*std::move(process), spawn.log_path, {}};
+  const std::regex child("(controller|ps-[0-9]+|worker-[0-9]+) \\(pid ([0-9]+)\\)");
+  for (int i = 0; i < 3000 && running.children.empty(); ++i) {
+    const std::string text = ReadFileToString(running.log).value_or("");
+    const std::string first_line = text.substr(0, text.find('\n'));
+    if (text.find('\n') != std::string::npos) {
+      for (std::sregex_iterator it(first_line.begin(), first_line.end(), child), end; it != end;
+           ++it) {
+        running.children[(*it)[1]] = static_cast<pid_t>(std::stol((*it)[2]));
+      }
+    }
+    absl::SleepFor(absl::Milliseconds(10));
+  }
+  EXPECT_FALSE(running.children.empty()) << TailOfFile(running.log, 20);
+  return running;
+}
+
+void ExpectAllGone(const std::map<std::string, pid_t>& children) {
+  for (const auto& [name, pid] : children) {
+    EXPECT_NE(kill(pid, 0), 0) << name << " (pid " << pid << ") outlived ringside compare";
+  }
+}
+
+TEST(CompareCommandTest, ALostWorkerIsReportedAndTheRunGoesOn) {
+  auto dir = TempDir::Create("ringside-compare-test-");
+  ASSERT_TRUE(dir.ok());
+  RunningCompare compare =
+      StartCompare(*dir, {"--model=64,256,10", "--data=synthetic:2048", "--steps=2000",
+                          "--workers=3", "--ps_shards=1", "--json=" + dir->File("out.json")});
+  ASSERT_TRUE(compare.children.count("worker-1"));
+  absl::SleepFor(absl::Milliseconds(300));  // the cluster is up: training has begun
+  ASSERT_EQ(kill(compare.children["worker-1"], SIGKILL), 0);
+  auto exit = compare.process.Wait(absl::Seconds(240));
+  ASSERT_TRUE(exit.ok() && exit->ok()) << TailOfFile(compare.log, 20);
+  const nlohmann::json json =
+      nlohmann::json::parse(ReadFileToString(dir->File("out.json")).value());
+  EXPECT_EQ(json["modes"]["ps"]["final_world"], 2);
+  ASSERT_FALSE(json["modes"]["ps"]["events"].empty());
+  EXPECT_NE(json["modes"]["ps"]["events"][0].get<std::string>().find("worker-1"),
+            std::string::npos);
+  EXPECT_NE(ReadFileToString(compare.log).value().find("2 of 3 (1 lost)"), std::string::npos)
+      << "the table says a worker was lost";
+  ExpectAllGone(compare.children);
+}
+
+TEST(CompareCommandTest, ALostControllerStopsEveryChildAndFailsNamingIt) {
+  auto dir = TempDir::Create("ringside-compare-test-");
+  ASSERT_TRUE(dir.ok());
+  RunningCompare compare = StartCompare(
+      *dir, {"--model=64,256,10", "--data=synthetic:2048", "--steps=100000", "--workers=2",
+             "--ps_shards=1"});
+  ASSERT_TRUE(compare.children.count("controller"));
+  ASSERT_EQ(kill(compare.children["controller"], SIGKILL), 0);
+  auto exit = compare.process.Wait(absl::Seconds(60));
+  ASSERT_TRUE(exit.ok()) << "compare did not stop after its controller died";
+  EXPECT_FALSE(exit->ok());
+  EXPECT_NE(ReadFileToString(compare.log).value().find("controller (pid"), std::string::npos)
+      << TailOfFile(compare.log, 20);
+  ExpectAllGone(compare.children);
 }
 
 }  // namespace
