@@ -1,5 +1,7 @@
 // `ringside compare`: one local cluster per (job, mode), measured from the processes' own
 // /metrics, result files and step traces.
+#include <unistd.h>
+
 #include <algorithm>
 #include <cmath>
 #include <fstream>
@@ -10,6 +12,7 @@
 #include "cli/compare_report.h"
 #include "cli/local_cluster.h"
 #include "cli/model_prediction.h"
+#include "cli/progress.h"
 #include "cli/report_html.h"
 #include "common/file_util.h"
 #include "common/prometheus_text.h"
@@ -120,7 +123,7 @@ absl::StatusOr<ModeRun> RunMode(const CompareOptions& options, const worker::Tra
   }
   out << "\n";
   out.flush();
-  absl::Time last_line = absl::Now();
+  PhaseProgress progress(phase, job.steps, isatty(STDOUT_FILENO) == 1, out);
   std::vector<nlohmann::json> results;
   while (true) {
     if (signals.received()) return absl::CancelledError("stopped by a signal; every child stopped");
@@ -134,6 +137,7 @@ absl::StatusOr<ModeRun> RunMode(const CompareOptions& options, const worker::Tra
           run.report.events.push_back(absl::StrCat(
               w->name, " exited (", w->process.exit_status()->ToString(),
               "); the others went on without it"));
+          progress.Break();
           out << phase << ": " << run.report.events.back() << "\n";
         }
       }
@@ -144,19 +148,24 @@ absl::StatusOr<ModeRun> RunMode(const CompareOptions& options, const worker::Tra
       results = *std::move(done);
       break;
     }
-    if (absl::Now() - last_line > absl::Seconds(2)) {
-      last_line = absl::Now();
-      absl::StatusOr<std::vector<Sample>> samples =
-          FetchMetrics(cluster->workers()[0]->metrics_port);
-      if (samples.ok()) {
-        const double steps = FindSample(*samples, "ringside_steps_total",
-                                        {{"mode", std::string(SyncModeName(mode))}})
-                                 .value_or(0);
-        out << phase << ": step " << steps << "/" << job.steps << "\n";
-        out.flush();
+    for (ClusterProcess* w : cluster->workers()) {
+      if (w->expected_to_end) continue;
+      absl::StatusOr<std::vector<Sample>> samples = FetchMetrics(w->metrics_port);
+      if (!samples.ok()) break;
+      const std::string label(SyncModeName(mode));
+      double bytes = 0;
+      for (const Sample& s : *samples) {
+        if (s.name == "ringside_link_bytes_total" && s.labels.count("mode") &&
+            s.labels.at("mode") == label) {
+          bytes += s.value;
+        }
       }
+      progress.Update(FindSample(*samples, "ringside_steps_total", {{"mode", label}}).value_or(0),
+                      bytes);
+      break;
     }
   }
+  progress.Break();
   ClusterProcess* first = nullptr;
   for (ClusterProcess* w : cluster->workers()) {
     if (!w->expected_to_end) {
