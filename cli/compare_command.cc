@@ -34,19 +34,6 @@ double Percentile(std::vector<double> values, double q) {
   return values[std::min(values.size() - 1, static_cast<size_t>(q * (values.size() - 1) + 0.5))];
 }
 
-double Sum(const std::vector<Sample>& samples, const std::string& name, const std::string& key,
-           const std::string& value, SyncMode mode) {
-  double sum = 0;
-  for (const Sample& s : samples) {
-    auto it = s.labels.find(key);
-    if (s.name == name && it != s.labels.end() && it->second == value &&
-        s.labels.count("mode") && s.labels.at("mode") == SyncModeName(mode)) {
-      sum += s.value;
-    }
-  }
-  return sum;
-}
-
 // Fills the traffic figures of `report` from every process's /metrics.
 absl::Status MeasureTraffic(LocalCluster& cluster, SyncMode mode, const JobConfig& config,
                             ModeReport& report) {
@@ -89,10 +76,14 @@ absl::Status MeasureTraffic(LocalCluster& cluster, SyncMode mode, const JobConfi
     report.busiest_node_bytes_per_step = busiest->second;
   }
   report.busiest_node_expected_bytes_per_step = model.busiest_node;
-  const double compute = Sum(all, "ringside_step_seconds_sum", "phase", "compute", mode);
-  const double sync = Sum(all, "ringside_step_seconds_sum", "phase", "sync", mode);
-  const double update = Sum(all, "ringside_step_seconds_sum", "phase", "update", mode);
-  const double count = Sum(all, "ringside_step_seconds_count", "phase", "compute", mode);
+  const std::string label(SyncModeName(mode));
+  auto phase_sum = [&](const std::string& name, const std::string& phase) {
+    return SumSamples(all, name, {{"phase", phase}, {"mode", label}});
+  };
+  const double compute = phase_sum("ringside_step_seconds_sum", "compute");
+  const double sync = phase_sum("ringside_step_seconds_sum", "sync");
+  const double update = phase_sum("ringside_step_seconds_sum", "update");
+  const double count = phase_sum("ringside_step_seconds_count", "compute");
   if (count > 0) {
     report.phases = PhaseSeconds{compute / count, sync / count, update / count};
     const double total = compute + sync + update;
@@ -153,15 +144,8 @@ absl::StatusOr<ModeRun> RunMode(const CompareOptions& options, const worker::Tra
       absl::StatusOr<std::vector<Sample>> samples = FetchMetrics(w->metrics_port);
       if (!samples.ok()) break;
       const std::string label(SyncModeName(mode));
-      double bytes = 0;
-      for (const Sample& s : *samples) {
-        if (s.name == "ringside_link_bytes_total" && s.labels.count("mode") &&
-            s.labels.at("mode") == label) {
-          bytes += s.value;
-        }
-      }
       progress.Update(FindSample(*samples, "ringside_steps_total", {{"mode", label}}).value_or(0),
-                      bytes);
+                      SumSamples(*samples, "ringside_link_bytes_total", {{"mode", label}}));
       break;
     }
   }

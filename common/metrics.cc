@@ -144,6 +144,12 @@ prometheus::Gauge& Metrics::ModeInfo(SyncMode mode) {
   return mode_info_.Add({{"mode", std::string(SyncModeName(mode))}});
 }
 
+void Metrics::ExportMembership(int workers, uint64_t generation, SyncMode mode) {
+  WorldSize().Set(workers);
+  Generation().Set(static_cast<double>(generation));
+  for (SyncMode each : {SyncMode::kRing, SyncMode::kPs}) ModeInfo(each).Set(each == mode ? 1 : 0);
+}
+
 prometheus::Histogram& Metrics::PsWaitSeconds() {
   return ps_wait_seconds_.Add({}, SecondsBuckets());
 }

@@ -59,6 +59,8 @@ class Metrics {
   prometheus::Gauge& WorldSize() { return world_size_.Add({}); }
   prometheus::Gauge& Generation() { return generation_.Add({}); }
   prometheus::Gauge& ModeInfo(SyncMode mode);
+  // The three gauges of the current topology: world size, generation, and 1 for `mode`'s info.
+  void ExportMembership(int workers, uint64_t generation, SyncMode mode);
   // Parameter-server shard: time the shard waited between the first and last worker's push.
   prometheus::Histogram& PsWaitSeconds();
 

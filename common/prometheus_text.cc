@@ -51,18 +51,35 @@ absl::StatusOr<std::vector<Sample>> FetchMetrics(int port) {
   return ParsePrometheusText(*text);
 }
 
+namespace {
+
+bool Matches(const Sample& sample, const std::string& name,
+             const std::map<std::string, std::string>& labels) {
+  if (sample.name != name) return false;
+  for (const auto& [key, value] : labels) {
+    auto it = sample.labels.find(key);
+    if (it == sample.labels.end() || it->second != value) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
 std::optional<double> FindSample(const std::vector<Sample>& samples, const std::string& name,
                                  const std::map<std::string, std::string>& labels) {
   for (const Sample& sample : samples) {
-    if (sample.name != name) continue;
-    bool match = true;
-    for (const auto& [key, value] : labels) {
-      auto it = sample.labels.find(key);
-      if (it == sample.labels.end() || it->second != value) match = false;
-    }
-    if (match) return sample.value;
+    if (Matches(sample, name, labels)) return sample.value;
   }
   return std::nullopt;
+}
+
+double SumSamples(const std::vector<Sample>& samples, const std::string& name,
+                  const std::map<std::string, std::string>& labels) {
+  double sum = 0;
+  for (const Sample& sample : samples) {
+    if (Matches(sample, name, labels)) sum += sample.value;
+  }
+  return sum;
 }
 
 }  // namespace ringside

@@ -27,6 +27,11 @@ absl::StatusOr<std::vector<Sample>> FetchMetrics(int port);
 std::optional<double> FindSample(const std::vector<Sample>& samples, const std::string& name,
                                  const std::map<std::string, std::string>& labels);
 
+// The sum of every sample named `name` whose labels include all of `labels` (0 if none): a
+// counter across the label values not given, e.g. every link a node sends on.
+double SumSamples(const std::vector<Sample>& samples, const std::string& name,
+                  const std::map<std::string, std::string>& labels);
+
 }  // namespace ringside
 
 #endif  // RINGSIDE_COMMON_PROMETHEUS_TEXT_H_

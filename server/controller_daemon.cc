@@ -17,14 +17,11 @@ namespace ringside::server {
 namespace {
 
 void ExportTopology(const Topology& topology, Metrics& metrics) {
-  metrics.WorldSize().Set(static_cast<double>(topology.workers.size()));
-  metrics.Generation().Set(static_cast<double>(topology.generation));
-  metrics.ModeInfo(SyncMode::kRing).Set(topology.mode == SyncMode::kRing ? 1 : 0);
-  metrics.ModeInfo(SyncMode::kPs).Set(topology.mode == SyncMode::kPs ? 1 : 0);
+  metrics.ExportMembership(static_cast<int>(topology.workers.size()), topology.generation,
+                           topology.mode);
 }
 
 }  // namespace
-
 absl::Status RunController(const ControllerOptions& options, const TerminationSignals& signals,
                            std::ostream& log) {
   if (options.workers < 1 || options.ps_shards < 0) {

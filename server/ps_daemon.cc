@@ -69,13 +69,6 @@ ShardMetricsFactory MetricsFactoryOf(Metrics& metrics) {
   return factory;
 }
 
-void ExportMembership(Metrics& metrics, int workers, uint64_t generation, SyncMode mode) {
-  metrics.WorldSize().Set(workers);
-  metrics.Generation().Set(static_cast<double>(generation));
-  metrics.ModeInfo(SyncMode::kPs).Set(mode == SyncMode::kPs ? 1 : 0);
-  metrics.ModeInfo(SyncMode::kRing).Set(mode == SyncMode::kRing ? 1 : 0);
-}
-
 absl::Status WriteReady(const ShardOptions& options, int port, int metrics_port,
                         const ElementRange& range) {
   if (options.ready_file.empty()) return absl::OkStatus();
@@ -99,7 +92,7 @@ absl::Status ServeStatic(const ShardOptions& options, Metrics& metrics,
                                       options.training.optimizer, factory.steps));
   generation.links = factory.links(options.shard, options.workers);
   service.Serve(std::move(generation));
-  ExportMembership(metrics, options.workers, options.generation, SyncMode::kPs);
+  metrics.ExportMembership(options.workers, options.generation, SyncMode::kPs);
   log << PsShardName(options.shard) << ": owns parameters [" << range.begin << ", " << range.end
       << ") of " << all.size() << "\n";
   return absl::OkStatus();
@@ -123,7 +116,7 @@ void FollowAssignment(const proto::Assignment& assignment, const ShardOptions& o
   const ElementRange range =
       EvenRanges(spec->parameter_count(), assignment.shards_size())[assignment.shard()];
   service.SetJob(ShardJob{assignment.shard(), range, training->optimizer});
-  ExportMembership(metrics, assignment.ring_size(), assignment.generation(), *mode);
+  metrics.ExportMembership(assignment.ring_size(), assignment.generation(), *mode);
   log << name << ": generation " << assignment.generation() << ", " << assignment.mode()
       << " mode, " << assignment.ring_size() << " workers; owns parameters [" << range.begin
       << ", " << range.end << ") of " << spec->parameter_count() << "\n";

@@ -185,10 +185,7 @@ absl::Status ElasticTrainer::Regroup(const proto::Assignment& assignment) {
   mode_ = mode;
   slot_ = WorkerSlot{rank, world};
   last_trained_ps_ = mode == SyncMode::kPs;
-  metrics_.WorldSize().Set(world);
-  metrics_.Generation().Set(static_cast<double>(generation));
-  metrics_.ModeInfo(SyncMode::kRing).Set(mode == SyncMode::kRing ? 1 : 0);
-  metrics_.ModeInfo(SyncMode::kPs).Set(mode == SyncMode::kPs ? 1 : 0);
+  metrics_.ExportMembership(world, generation, mode);
   log_ << WorkerName(rank) << ": generation " << generation << ", " << SyncModeName(mode)
        << " mode, " << world << " workers, resuming at step " << completed_ << "\n";
   log_.flush();

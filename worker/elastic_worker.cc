@@ -62,12 +62,7 @@ absl::Status ReportResult(const WorkerOptions& options, const ElasticResult& res
   log << name << ": trained " << training.steps << " steps (generation " << result.generation
       << ", " << result.slot.world << " workers); full data set: loss "
       << training.final_eval.mean_loss << ", accuracy " << training.final_eval.accuracy << "\n";
-  if (!options.params_out.empty()) {
-    RETURN_IF_ERROR(WriteFileAtomically(
-        options.params_out,
-        absl::string_view(reinterpret_cast<const char*>(training.parameters.data()),
-                          training.parameters.size() * sizeof(float))));
-  }
+  RETURN_IF_ERROR(WriteParameters(options, training.parameters));
   RETURN_IF_ERROR(WriteResult(options, {{"rank", result.slot.rank},
                                         {"world", result.slot.world},
                                         {"generation", result.generation},

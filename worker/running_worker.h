@@ -6,6 +6,7 @@
 #include <memory>
 
 #include "absl/status/status.h"
+#include "absl/types/span.h"
 #include "common/grpc_util.h"
 #include "common/metrics.h"
 #include "nlohmann/json.hpp"
@@ -31,6 +32,8 @@ int WorldOf(const WorkerOptions& options);
 ring::AllreduceOptions AllreduceOptionsOf(const WorkerOptions& options);
 // Writes --result_file atomically (nothing when it is empty).
 absl::Status WriteResult(const WorkerOptions& options, const nlohmann::json& result);
+// Writes --params_out (raw float32) atomically (nothing when it is empty).
+absl::Status WriteParameters(const WorkerOptions& options, absl::Span<const float> parameters);
 
 }  // namespace ringside::worker
 

@@ -35,6 +35,13 @@ absl::Status WriteResult(const WorkerOptions& options, const nlohmann::json& res
   return WriteFileAtomically(options.result_file, result.dump() + "\n");
 }
 
+absl::Status WriteParameters(const WorkerOptions& options, absl::Span<const float> parameters) {
+  if (options.params_out.empty()) return absl::OkStatus();
+  return WriteFileAtomically(
+      options.params_out, absl::string_view(reinterpret_cast<const char*>(parameters.data()),
+                                            parameters.size() * sizeof(float)));
+}
+
 namespace {
 
 absl::Status RunTrainJob(const WorkerOptions& options, RunningWorker& worker,
@@ -70,12 +77,7 @@ absl::Status RunTrainJob(const WorkerOptions& options, RunningWorker& worker,
   if (signals.received()) return absl::CancelledError("stopped by a signal before the job ended");
   log << name << ": trained " << result.steps << " steps; full data set: loss "
       << result.final_eval.mean_loss << ", accuracy " << result.final_eval.accuracy << "\n";
-  if (!options.params_out.empty()) {
-    RETURN_IF_ERROR(WriteFileAtomically(
-        options.params_out,
-        absl::string_view(reinterpret_cast<const char*>(result.parameters.data()),
-                          result.parameters.size() * sizeof(float))));
-  }
+  RETURN_IF_ERROR(WriteParameters(options, result.parameters));
   return WriteResult(options, {{"rank", options.rank},
                                {"world", world},
                                {"mode", std::string(SyncModeName(options.mode))},
@@ -164,10 +166,7 @@ absl::Status RunWorker(const WorkerOptions& options, const TerminationSignals& s
   if (!listen.empty()) {
     ASSIGN_OR_RETURN(worker.server, StartServer(listen, services));
   }
-  worker.metrics.WorldSize().Set(world);
-  worker.metrics.Generation().Set(1);
-  worker.metrics.ModeInfo(SyncMode::kRing).Set(options.mode == SyncMode::kRing ? 1 : 0);
-  worker.metrics.ModeInfo(SyncMode::kPs).Set(options.mode == SyncMode::kPs ? 1 : 0);
+  worker.metrics.ExportMembership(world, /*generation=*/1, options.mode);
   log << name << ": " << SyncModeName(options.mode) << " mode, "
       << (options.mode == SyncMode::kRing ? absl::StrCat("RingPeer on ", listen, ", ring of ")
                                           : absl::StrCat(options.ps.size(), " shards, "))

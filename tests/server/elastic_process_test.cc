@@ -48,15 +48,10 @@ double Metric(const cli::ClusterProcess& process, const std::string& name,
   return FindSample(ScrapeMetrics(process.metrics_port), name, labels).value_or(-1);
 }
 
-// Sum over a node's link counters of one kind and mode.
+// Every payload byte a node sent in `mode`, over all its links.
 double LinkBytes(const cli::ClusterProcess& process, const std::string& mode) {
-  double sum = 0;
-  for (const auto& sample : ScrapeMetrics(process.metrics_port)) {
-    if (sample.name == "ringside_link_bytes_total" && sample.labels.at("mode") == mode) {
-      sum += sample.value;
-    }
-  }
-  return sum;
+  return SumSamples(ScrapeMetrics(process.metrics_port), "ringside_link_bytes_total",
+                    {{"mode", mode}});
 }
 
 void SetMode(const std::string& controller, const std::string& mode) {
