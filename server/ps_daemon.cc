@@ -99,28 +99,26 @@ absl::Status ServeStatic(const ShardOptions& options, Metrics& metrics,
 }
 
 // Elastic: every assignment tells the shard its index and the job, which Loads must fit.
-void FollowAssignment(const proto::Assignment& assignment, const ShardOptions& options,
-                      Metrics& metrics, ParameterShardService& service, std::ostream& log) {
-  const std::string name = PsShardName(assignment.shard());
-  absl::StatusOr<worker::TrainingOptions> training =
-      TrainingOptionsOf(assignment.job(), options.training.device);
-  absl::StatusOr<worker::ModelSpec> spec =
-      training.ok() ? worker::ModelSpec::Parse(training->model, training->activation)
-                    : absl::StatusOr<worker::ModelSpec>(training.status());
-  const absl::StatusOr<SyncMode> mode = ParseSyncMode(assignment.mode());
-  if (!spec.ok() || !mode.ok() || assignment.shard() < 0) {
-    log << name << ": cannot serve generation " << assignment.generation() << ": "
-        << (spec.ok() ? mode.status() : spec.status()) << "\n";
-    return;
+absl::Status FollowAssignment(const proto::Assignment& assignment, const ShardOptions& options,
+                              Metrics& metrics, ParameterShardService& service,
+                              std::ostream& log) {
+  if (assignment.shard() < 0) {
+    return absl::InvalidArgumentError("the assignment gives this member no shard index");
   }
+  ASSIGN_OR_RETURN(const worker::TrainingOptions training,
+                   TrainingOptionsOf(assignment.job(), options.training.device));
+  ASSIGN_OR_RETURN(const worker::ModelSpec spec,
+                   worker::ModelSpec::Parse(training.model, training.activation));
+  ASSIGN_OR_RETURN(const SyncMode mode, ParseSyncMode(assignment.mode()));
   const ElementRange range =
-      EvenRanges(spec->parameter_count(), assignment.shards_size())[assignment.shard()];
-  service.SetJob(ShardJob{assignment.shard(), range, training->optimizer});
-  metrics.ExportMembership(assignment.ring_size(), assignment.generation(), *mode);
-  log << name << ": generation " << assignment.generation() << ", " << assignment.mode()
-      << " mode, " << assignment.ring_size() << " workers; owns parameters [" << range.begin
-      << ", " << range.end << ") of " << spec->parameter_count() << "\n";
+      EvenRanges(spec.parameter_count(), assignment.shards_size())[assignment.shard()];
+  service.SetJob(ShardJob{assignment.shard(), range, training.optimizer});
+  metrics.ExportMembership(assignment.ring_size(), assignment.generation(), mode);
+  log << PsShardName(assignment.shard()) << ": generation " << assignment.generation() << ", "
+      << assignment.mode() << " mode, " << assignment.ring_size() << " workers; owns parameters ["
+      << range.begin << ", " << range.end << ") of " << spec.parameter_count() << "\n";
   log.flush();
+  return absl::OkStatus();
 }
 
 }  // namespace
@@ -153,7 +151,12 @@ absl::Status RunShard(const ShardOptions& options, const TerminationSignals& sig
     client.register_timeout = options.member.register_timeout;
     ASSIGN_OR_RETURN(controller,
                      ControllerClient::Connect(client, [&](const proto::Assignment& assignment) {
-                       FollowAssignment(assignment, options, metrics, service, log);
+                       const absl::Status status =
+                           FollowAssignment(assignment, options, metrics, service, log);
+                       if (!status.ok()) {
+                         log << "ps: cannot serve generation " << assignment.generation() << ": "
+                             << status << "\n";
+                       }
                      }));
     log << "ps: registered with the controller at " << client.controller << " as member "
         << controller->member_id() << "\n";
