@@ -32,12 +32,8 @@ absl::Status RingAllreduce::Run(uint64_t collective, absl::Span<float> buffer,
         RingElementsSentByRank(buffer.size(), topology.world, topology.rank) * kElementBytes));
   }
   absl::Status status = RunSteps(collective, buffer, options, deadline);
-  if (!status.ok()) transport_.AbandonCollective(status);
-  // The transport may still read `buffer` for the last segments sent; the caller owns it again
-  // only after this. A failed collective's sends are cancelled, so this returns promptly.
-  const absl::Status released = transport_.ReleaseSends(absl::Now() + options.timeout);
-  if (status.ok()) status = released;
   if (!status.ok()) {
+    transport_.AbandonCollective(status);
     return Annotate(status,
                     absl::StrCat("ring allreduce ", collective, " on ", WorkerName(topology.rank)));
   }

@@ -13,8 +13,6 @@ namespace {
 // The generated method, called with raw buffers on both ends (see ring/segment_codec.h).
 constexpr char kStreamMethod[] = "/ringside.proto.RingPeer/Stream";
 
-constexpr size_t kInPlaceMinBytes = 64 << 10;
-
 // Bounded wait for queued segments to drain when a sender closes normally.
 constexpr absl::Duration kCloseGrace = absl::Seconds(5);
 
@@ -191,24 +189,7 @@ GrpcRingTransport::GrpcRingTransport(RingTopology topology, const std::string& r
           [&inbox](const absl::Status& status) { inbox.Fail(status); }, wire_bytes) {}
 
 absl::Status GrpcRingTransport::Send(const SegmentHeader& header, absl::Span<const char> payload) {
-  // gRPC copies small messages into its own frames anyway (and may keep a small message's
-  // slices until a later write); referencing the caller's memory only pays for large ones.
-  if (payload.size() < kInPlaceMinBytes) return sender_.Enqueue(EncodeSegment(header, payload));
-  held_->Hold();
-  auto* token = new std::shared_ptr<HeldPayloads>(held_);
-  auto release = [](void* arg) {
-    auto* held = static_cast<std::shared_ptr<HeldPayloads>*>(arg);
-    (*held)->Release();
-    delete held;
-  };
-  return sender_.Enqueue(EncodeSegmentInPlace(header, payload, release, token));
-}
-
-absl::Status GrpcRingTransport::ReleaseSends(absl::Time deadline) {
-  if (held_->WaitUntilNone(deadline)) return absl::OkStatus();
-  return absl::DeadlineExceededError(absl::StrCat("gRPC still holds segments sent to ",
-                                                  WorkerName(topology_.right()),
-                                                  " after the deadline; the link to it is stuck"));
+  return sender_.Enqueue(EncodeSegment(header, payload));
 }
 
 }  // namespace ringside::ring

@@ -82,29 +82,6 @@ class RingStreamSender {
   std::thread thread_;
 };
 
-// Payload memory gRPC still refers to (zero-copy sends); shared with the release callbacks so it
-// outlives every slice. Thread-safe.
-class HeldPayloads {
- public:
-  void Hold() {
-    absl::MutexLock lock(&mu_);
-    ++held_;
-  }
-  void Release() {
-    absl::MutexLock lock(&mu_);
-    --held_;
-  }
-  bool WaitUntilNone(absl::Time deadline) {
-    absl::MutexLock lock(&mu_);
-    auto none = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return held_ == 0; };
-    return mu_.AwaitWithDeadline(absl::Condition(&none), deadline);
-  }
-
- private:
-  absl::Mutex mu_;
-  int64_t held_ ABSL_GUARDED_BY(mu_) = 0;
-};
-
 class GrpcRingTransport final : public RingTransport {
  public:
   // `inbox` is the one RingPeerService feeds; it must outlive this transport.
@@ -114,7 +91,6 @@ class GrpcRingTransport final : public RingTransport {
   const RingTopology& topology() const override { return topology_; }
   void BeginCollective(uint64_t collective) override { inbox_.BeginCollective(collective); }
   absl::Status Send(const SegmentHeader& header, absl::Span<const char> payload) override;
-  absl::Status ReleaseSends(absl::Time deadline) override;
   absl::StatusOr<Segment> Receive(uint64_t collective, absl::Time deadline) override {
     return inbox_.Next(collective, deadline);
   }
@@ -123,8 +99,7 @@ class GrpcRingTransport final : public RingTransport {
  private:
   RingTopology topology_;
   RingInbox& inbox_;
-  std::shared_ptr<HeldPayloads> held_ = std::make_shared<HeldPayloads>();
-  RingStreamSender sender_;  // after held_: its queue's slices release into held_
+  RingStreamSender sender_;
 };
 
 }  // namespace ringside::ring

@@ -20,7 +20,6 @@ class InMemoryTransport final : public RingTransport {
   const RingTopology& topology() const override { return topology_; }
   void BeginCollective(uint64_t collective) override;
   absl::Status Send(const SegmentHeader& header, absl::Span<const char> payload) override;
-  absl::Status ReleaseSends(absl::Time) override { return absl::OkStatus(); }  // Send copies
   absl::StatusOr<Segment> Receive(uint64_t collective, absl::Time deadline) override;
   void AbandonCollective(const absl::Status& why) override;
 

@@ -74,14 +74,6 @@ grpc::ByteBuffer EncodeSegment(const SegmentHeader& header, absl::Span<const cha
   return grpc::ByteBuffer(&slice, 1);
 }
 
-grpc::ByteBuffer EncodeSegmentInPlace(const SegmentHeader& header, absl::Span<const char> payload,
-                                      void (*release)(void*), void* release_arg) {
-  grpc::Slice slices[2] = {
-      EncodePrefix(header, payload.size(), 0),
-      grpc::Slice(const_cast<char*>(payload.data()), payload.size(), release, release_arg)};
-  return grpc::ByteBuffer(slices, 2);
-}
-
 absl::StatusOr<Segment> DecodeSegment(grpc::ByteBuffer& message) {
   auto received = std::make_shared<ReceivedSlices>();
   if (!message.Dump(&received->slices).ok()) return Malformed("unreadable message buffer");

@@ -18,11 +18,6 @@
 namespace ringside::ring {
 
 grpc::ByteBuffer EncodeSegment(const SegmentHeader& header, absl::Span<const char> payload);
-// As EncodeSegment, but the payload slice refers to `payload` instead of copying it (zero
-// copies); gRPC calls `release(release_arg)` once it no longer holds the memory. The caller keeps
-// `payload` valid and unchanged until then (see RingTransport::Send).
-grpc::ByteBuffer EncodeSegmentInPlace(const SegmentHeader& header, absl::Span<const char> payload,
-                                      void (*release)(void*), void* release_arg);
 absl::StatusOr<Segment> DecodeSegment(grpc::ByteBuffer& message);
 
 }  // namespace ringside::ring

@@ -28,17 +28,11 @@ class RingTransport {
   virtual void BeginCollective(uint64_t collective) = 0;
 
   // Queues one segment for the right neighbour. Segments arrive in the order they are sent. An
-  // error means the link is broken for this collective.
-  //
-  // The transport may keep reading `payload` in place (no copy) until ReleaseSends() returns.
-  // The ring allows this: a region this rank sent is overwritten only when the same segment
-  // comes round again N-1 steps later, which needs the right neighbour to have received (so
-  // the transport to have finished reading) the bytes sent first.
+  // error means the link is broken for this collective. The transport copies `payload` before
+  // returning: the caller's buffer is its own again at once. (Zero-copy sends, whose slices
+  // pointed into the caller's buffer, were removed: gRPC 1.51 kept the last slices of a
+  // two-rank ring referenced indefinitely, so the wait for their release never ended.)
   virtual absl::Status Send(const SegmentHeader& header, absl::Span<const char> payload) = 0;
-
-  // Waits until the transport holds no reference to any payload passed to Send(), so the
-  // caller may reuse or free its buffer. Called at the end of every collective, failed or not.
-  virtual absl::Status ReleaseSends(absl::Time deadline) = 0;
 
   // The next segment of `collective` from the left neighbour, in send order.
   virtual absl::StatusOr<Segment> Receive(uint64_t collective, absl::Time deadline) = 0;
