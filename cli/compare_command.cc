@@ -115,29 +115,29 @@ absl::StatusOr<ModeRun> RunMode(const CompareOptions& options, const worker::Tra
   out << "\n";
   out.flush();
   PhaseProgress progress(phase, job.steps, isatty(STDOUT_FILENO) == 1, out);
-  std::vector<nlohmann::json> results;
+  std::vector<TrainResultFile> results;
   while (true) {
     if (signals.received()) return absl::CancelledError("stopped by a signal; every child stopped");
-    if (std::optional<std::string> dead = cluster->DeadChild()) {
-      if (dead->rfind("worker-", 0) != 0) {
-        return absl::AbortedError(absl::StrCat("a process of the cluster died: ", *dead));
-      }
-      for (ClusterProcess* w : cluster->workers()) {
-        if (!w->expected_to_end && !w->process.running()) {
-          w->expected_to_end = true;
-          run.report.events.push_back(absl::StrCat(
-              w->name, " exited (", w->process.exit_status()->ToString(),
-              "); the others went on without it"));
-          progress.Break();
-          out << phase << ": " << run.report.events.back() << "\n";
-        }
-      }
+    for (const std::string& lost : cluster->CollectLostWorkers()) {
+      run.report.events.push_back(absl::StrCat(lost, "; the others went on without it"));
+      progress.Break();
+      out << phase << ": " << run.report.events.back() << "\n";
     }
-    absl::StatusOr<std::vector<nlohmann::json>> done =
+    if (std::optional<std::string> dead = cluster->DeadChild()) {
+      return absl::AbortedError(absl::StrCat("a process of the cluster died: ", *dead));
+    }
+    absl::StatusOr<std::vector<TrainResultFile>> done =
         cluster->WaitForResults(absl::Milliseconds(200), [&] { return signals.received(); });
     if (done.ok()) {
       results = *std::move(done);
       break;
+    }
+    if (done.status().code() != absl::StatusCode::kDeadlineExceeded) {
+      // Lost workers found inside the wait are events too.
+      for (const std::string& lost : cluster->CollectLostWorkers()) {
+        run.report.events.push_back(absl::StrCat(lost, "; the others went on without it"));
+      }
+      if (done.status().code() != absl::StatusCode::kInternal) return done.status();
     }
     for (ClusterProcess* w : cluster->workers()) {
       if (w->expected_to_end) continue;
@@ -157,17 +157,22 @@ absl::StatusOr<ModeRun> RunMode(const CompareOptions& options, const worker::Tra
       break;
     }
   }
-  const nlohmann::json& result = results.at(0);
+  if (first == nullptr || results.empty()) {
+    return absl::UnavailableError("no worker survived to report a result");
+  }
+  const TrainResultFile& result = results.front();
   run.report.completed = true;
-  run.report.steps = result["steps"];
-  run.report.final_world = result["world"];
-  run.report.final_loss = result["final_loss"];
-  run.report.accuracy = result["accuracy"];
+  run.report.steps = result.steps;
+  run.report.final_world = result.world;
+  run.report.final_loss = result.final_loss;
+  run.report.accuracy = result.accuracy;
   RETURN_IF_ERROR(MeasureTraffic(*cluster, mode, config, run.report));
   std::vector<double> seconds;
-  std::ifstream trace(first->trace_file);
-  for (std::string line; std::getline(trace, line);) {
-    seconds.push_back(nlohmann::json::parse(line)["seconds"].get<double>());
+  const StepTrace trace = ReadStepTrace(first->trace_file);
+  for (const StepTraceLine& line : trace.lines) seconds.push_back(line.seconds);
+  if (trace.unreadable > 0) {
+    run.report.events.push_back(absl::StrCat(first->name, "'s step trace had ", trace.unreadable,
+                                             " unreadable lines; they are left out"));
   }
   run.report.step_p50 = Percentile(seconds, 0.5);
   run.report.step_p95 = Percentile(seconds, 0.95);
@@ -186,7 +191,9 @@ absl::StatusOr<ModeRun> RunMode(const CompareOptions& options, const worker::Tra
 absl::Status RunCompare(const CompareOptions& options, const TerminationSignals& signals,
                         std::ostream& out) {
   CompareReport report;
+  absl::Status failed;  // the first mode that failed; the runs after it are not started
   for (const worker::TrainingOptions& job : options.jobs) {
+    if (!failed.ok()) break;
     ASSIGN_OR_RETURN(const worker::ModelSpec spec,
                      worker::ModelSpec::Parse(job.model, job.activation));
     JobComparison comparison;
@@ -203,9 +210,23 @@ absl::Status RunCompare(const CompareOptions& options, const TerminationSignals&
     config.seed = job.seed;
     std::vector<float> ring_params, ps_params;
     for (SyncMode mode : {SyncMode::kPs, SyncMode::kRing}) {
-      ASSIGN_OR_RETURN(ModeRun run, RunMode(options, job, config, mode, signals, out));
-      (mode == SyncMode::kRing ? comparison.ring : comparison.ps) = run.report;
-      (mode == SyncMode::kRing ? ring_params : ps_params) = std::move(run.parameters);
+      ModeReport& report_of_mode = mode == SyncMode::kRing ? comparison.ring : comparison.ps;
+      report_of_mode.mode = mode;
+      if (!failed.ok()) {
+        report_of_mode.failure = "not run: an earlier run failed";
+        continue;
+      }
+      absl::StatusOr<ModeRun> run = RunMode(options, job, config, mode, signals, out);
+      if (!run.ok()) {
+        if (run.status().code() == absl::StatusCode::kCancelled) return run.status();
+        failed = Annotate(run.status(), absl::StrCat(job.model, " in ", SyncModeName(mode), " mode"));
+        report_of_mode.failure = std::string(failed.message());
+        out << "\n" << job.model << " " << SyncModeName(mode) << ": failed: " << failed.message()
+            << "\n";
+        continue;
+      }
+      report_of_mode = run->report;
+      (mode == SyncMode::kRing ? ring_params : ps_params) = std::move(run->parameters);
     }
     if (!ring_params.empty() && ring_params.size() == ps_params.size()) {
       double diff = 0, scale = 0;
@@ -230,7 +251,7 @@ absl::Status RunCompare(const CompareOptions& options, const TerminationSignals&
     RETURN_IF_ERROR(WriteHtmlReportFile(report, options.report_file));
     out << "report: " << options.report_file << "\n";
   }
-  return absl::OkStatus();
+  return failed;
 }
 
 }  // namespace ringside::cli

@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "common/cluster_files.h"
 #include "common/file_util.h"
 #include "common/status_macros.h"
 
@@ -77,8 +78,7 @@ absl::StatusOr<std::unique_ptr<LocalCluster>> LocalCluster::Start(
 
 LocalCluster::~LocalCluster() { Stop(); }
 
-absl::StatusOr<ClusterProcess*> LocalCluster::AddWorker() {
-  const std::string name = absl::StrCat("worker-", next_worker_++);
+std::vector<std::string> LocalCluster::WorkerCommand(const std::string& name) const {
   const std::string base = absl::StrCat(options_.dir, "/", name);
   std::vector<std::string> argv = {
       options_.bin_dir + "/ringside-worker",
@@ -93,6 +93,19 @@ absl::StatusOr<ClusterProcess*> LocalCluster::AddWorker() {
       "--trace_file=" + base + ".trace.jsonl",
       "--params_out=" + base + ".params"};
   for (const std::string& flag : options_.worker_flags) argv.push_back(flag);
+  return argv;
+}
+
+absl::StatusOr<ClusterProcess*> LocalCluster::AddWorker(
+    const std::vector<std::string>& extra_flags) {
+  const int index = next_worker_++;
+  const std::string name = absl::StrCat("worker-", index);
+  const std::string base = absl::StrCat(options_.dir, "/", name);
+  std::vector<std::string> argv = WorkerCommand(name);
+  argv.insert(argv.end(), extra_flags.begin(), extra_flags.end());
+  if (auto it = options_.flags_of_worker.find(index); it != options_.flags_of_worker.end()) {
+    argv.insert(argv.end(), it->second.begin(), it->second.end());
+  }
   ASSIGN_OR_RETURN(ClusterProcess * worker, Spawn(name, std::move(argv)));
   worker->result_file = base + ".result.json";
   worker->trace_file = base + ".trace.jsonl";
@@ -117,12 +130,14 @@ absl::Status LocalCluster::AwaitReady(ClusterProcess& process, const std::string
   const absl::Time deadline = absl::Now() + options_.start_timeout;
   while (absl::Now() < deadline) {
     if (absl::StatusOr<std::string> text = ReadFileToString(ready_file); text.ok()) {
-      const nlohmann::json ready = nlohmann::json::parse(*text, nullptr, false);
-      if (ready.is_object() && ready.contains("port")) {
-        process.port = ready["port"].get<int>();
-        process.metrics_port = ready["metrics_port"].get<int>();
-        return absl::OkStatus();
+      // Written atomically, so a file that does not parse is a bug of its writer: say so.
+      absl::StatusOr<ReadyFile> ready = ParseReadyFile(*text);
+      if (!ready.ok()) {
+        return Annotate(ready.status(), absl::StrCat(process.name, "'s ", ready_file));
       }
+      process.port = ready->port;
+      process.metrics_port = ready->metrics_port;
+      return absl::OkStatus();
     }
     if (process.process.Poll().has_value()) {
       return absl::InternalError(absl::StrCat(process.name, " exited while starting (",
@@ -145,6 +160,17 @@ std::vector<ClusterProcess*> LocalCluster::workers() {
   return workers;
 }
 
+std::vector<std::string> LocalCluster::CollectLostWorkers() {
+  std::vector<std::string> lost;
+  for (ClusterProcess* worker : workers()) {
+    if (worker->expected_to_end || !worker->process.Poll().has_value()) continue;
+    worker->expected_to_end = true;
+    lost.push_back(absl::StrCat(worker->name, " (pid ", worker->process.pid(), ") ",
+                                worker->process.exit_status()->ToString()));
+  }
+  return lost;
+}
+
 std::optional<std::string> LocalCluster::DeadChild() {
   for (auto& process : processes_) {
     if (process->expected_to_end || !process->process.Poll().has_value()) continue;
@@ -156,13 +182,21 @@ std::optional<std::string> LocalCluster::DeadChild() {
   return std::nullopt;
 }
 
-absl::StatusOr<std::vector<nlohmann::json>> LocalCluster::WaitForResults(
+absl::StatusOr<std::vector<TrainResultFile>> LocalCluster::WaitForResults(
     absl::Duration timeout, const std::function<bool()>& stop) {
   const absl::Time deadline = absl::Now() + timeout;
   while (true) {
+    CollectLostWorkers();
     if (std::optional<std::string> dead = DeadChild()) return absl::InternalError(*dead);
-    std::vector<nlohmann::json> results;
+    std::vector<TrainResultFile> results;
     bool all = true;
+    int running = 0;
+    for (ClusterProcess* worker : workers()) {
+      if (!worker->expected_to_end) ++running;
+    }
+    if (running == 0) {
+      return absl::UnavailableError("no worker is left: every worker of the cluster was lost");
+    }
     for (ClusterProcess* worker : workers()) {
       if (worker->expected_to_end) continue;
       absl::StatusOr<std::string> text = ReadFileToString(worker->result_file);
@@ -170,7 +204,11 @@ absl::StatusOr<std::vector<nlohmann::json>> LocalCluster::WaitForResults(
         all = false;
         break;
       }
-      results.push_back(nlohmann::json::parse(*text, nullptr, false));
+      absl::StatusOr<TrainResultFile> result = ParseTrainResult(*text);
+      if (!result.ok()) {  // written atomically: a bad one is its writer's bug
+        return Annotate(result.status(), absl::StrCat(worker->name, "'s ", worker->result_file));
+      }
+      results.push_back(*std::move(result));
     }
     if (all) return results;
     if (stop && stop()) return absl::CancelledError("stopped before the workers finished");

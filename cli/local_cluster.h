@@ -12,6 +12,7 @@
 #define RINGSIDE_CLI_LOCAL_CLUSTER_H_
 
 #include <functional>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -21,7 +22,7 @@
 #include "absl/time/time.h"
 #include "common/metrics.h"
 #include "common/subprocess.h"
-#include "nlohmann/json.hpp"
+#include "common/cluster_files.h"
 #include "worker/local_training.h"
 
 namespace ringside::cli {
@@ -37,6 +38,8 @@ struct LocalClusterOptions {
   absl::Duration collective_timeout = absl::Seconds(30);  // workers' --timeout
   absl::Duration start_timeout = absl::Seconds(60);
   std::vector<std::string> worker_flags;  // extra flags for every worker
+  // Extra flags for the worker started i-th (tests: `--fault_at=...` for one of them).
+  std::map<int, std::vector<std::string>> flags_of_worker;
 };
 
 struct ClusterProcess {
@@ -63,14 +66,23 @@ class LocalCluster {
   std::vector<ClusterProcess*> workers();
 
   // Starts one more worker (it joins at the controller's next generation).
-  absl::StatusOr<ClusterProcess*> AddWorker();
+  absl::StatusOr<ClusterProcess*> AddWorker(const std::vector<std::string>& extra_flags = {});
+  // The command line AddWorker() runs, for a person adding a worker by hand.
+  std::vector<std::string> WorkerCommand(const std::string& name) const;
 
   // A child that ended without being asked to: "<name> (pid P) <how it ended>; last lines: ...".
   std::optional<std::string> DeadChild();
 
-  // Waits until every worker still running has written its result file. Fails at once, naming
-  // the process, when a child dies unexpectedly; `stop` (polled) cancels the wait (CANCELLED).
-  absl::StatusOr<std::vector<nlohmann::json>> WaitForResults(
+  // Marks every worker that ended without being asked to as lost (expected_to_end) and returns
+  // one line per newly lost worker: "<name> (pid P) <how it ended>". The elastic job goes on
+  // without them.
+  std::vector<std::string> CollectLostWorkers();
+
+  // Waits until every worker still running has written its result file; a worker that dies
+  // meanwhile is lost (CollectLostWorkers), not a failure. Fails at once, naming the process,
+  // when the controller or a shard dies, or when no worker is left; `stop` (polled) cancels the
+  // wait (CANCELLED).
+  absl::StatusOr<std::vector<TrainResultFile>> WaitForResults(
       absl::Duration timeout, const std::function<bool()>& stop = nullptr);
 
   // Stops every child by PID, workers first; idempotent.

@@ -2,11 +2,13 @@
 #include <memory>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "cli/commands.h"
 #include "cli/local_cluster.h"
 #include "common/file_util.h"
 #include "common/status_macros.h"
 #include "common/temp_dir.h"
+#include "nlohmann/json.hpp"
 
 namespace ringside::cli {
 
@@ -39,7 +41,9 @@ absl::Status RunUp(const UpOptions& options, const TerminationSignals& signals,
                          {"metrics_url", process->metrics_url()}});
   }
   out << "switch modes with: ringside ctl mode ring|ps --controller="
-      << cluster->controller_address() << "\nCtrl-C stops every process.\n";
+      << cluster->controller_address() << "\nadd a worker with: "
+      << absl::StrJoin(cluster->WorkerCommand("worker-added"), " ")
+      << "\nCtrl-C stops every process.\n";
   out.flush();
   if (!options.ready_file.empty()) {
     const nlohmann::json ready = {{"controller", cluster->controller_address()},
@@ -47,6 +51,12 @@ absl::Status RunUp(const UpOptions& options, const TerminationSignals& signals,
     RETURN_IF_ERROR(WriteFileAtomically(options.ready_file, ready.dump() + "\n"));
   }
   while (!signals.WaitFor(absl::Milliseconds(200))) {
+    // A lost worker is the elastic demo: the controller re-forms the ring without it.
+    for (const std::string& lost : cluster->CollectLostWorkers()) {
+      out << "ringside up: lost " << lost << "; the others go on without it (add one with the "
+          << "command above)\n";
+      out.flush();
+    }
     if (std::optional<std::string> dead = cluster->DeadChild()) {
       return absl::AbortedError(absl::StrCat("a process of the cluster died: ", *dead));
     }

@@ -16,7 +16,7 @@ inline grpc::Status NothingServed() {
 template <typename Message>
 class RefusedWrite final : public grpc::ServerWriteReactor<Message> {
  public:
-  RefusedWrite() { this->Finish(NothingServed()); }
+  explicit RefusedWrite(const grpc::Status& why = NothingServed()) { this->Finish(why); }
   void OnDone() override { delete this; }
 };
 

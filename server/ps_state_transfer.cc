@@ -85,9 +85,9 @@ class LoadReactor final : public grpc::ServerReadReactor<proto::PsStateSegment> 
 
 class StateReactor final : public grpc::ServerWriteReactor<proto::PsStateSegment> {
  public:
-  StateReactor(const ShardGeneration& generation, uint64_t range_begin, uint64_t segment_elements)
+  StateReactor(const ShardGeneration& generation, ShardState::Snapshot snapshot,
+               uint64_t range_begin, uint64_t segment_elements)
       : segment_elements_(segment_elements) {
-    ShardState::Snapshot snapshot = generation.state->Export();
     header_.set_generation(generation.state->config().generation);
     header_.set_workers(static_cast<uint32_t>(generation.state->config().workers));
     header_.set_step(snapshot.step);
@@ -190,15 +190,18 @@ grpc::ServerReadReactor<proto::PsStateSegment>* ParameterShardService::Load(
 }
 
 grpc::ServerWriteReactor<proto::PsStateSegment>* ParameterShardService::GetState(
-    grpc::CallbackServerContext* /*context*/, const proto::PsRangeRequest* /*request*/) {
+    grpc::CallbackServerContext* /*context*/, const proto::PsRangeRequest* request) {
   std::shared_ptr<const ShardGeneration> generation = current();
   if (generation == nullptr) return new RefusedWrite<proto::PsStateSegment>();
+  absl::StatusOr<ShardState::Snapshot> snapshot = generation->state->Export(
+      request->has_step() ? std::optional<uint64_t>(request->step()) : std::nullopt);
+  if (!snapshot.ok()) return new RefusedWrite<proto::PsStateSegment>(ToGrpcStatus(snapshot.status()));
   uint64_t range_begin = 0;
   {
     absl::MutexLock lock(&mu_);
     if (job_.has_value()) range_begin = job_->range.begin;
   }
-  return new StateReactor(*generation, range_begin, segment_elements_);
+  return new StateReactor(*generation, *std::move(snapshot), range_begin, segment_elements_);
 }
 
 }  // namespace ringside::server

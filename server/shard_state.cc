@@ -37,9 +37,14 @@ absl::StatusOr<std::unique_ptr<ShardState>> ShardState::Restore(
   return state;
 }
 
-ShardState::Snapshot ShardState::Export() const {
+absl::StatusOr<ShardState::Snapshot> ShardState::Export(std::optional<uint64_t> step) const {
   absl::MutexLock lock(&mu_);
-  return Snapshot{step_, values_, optimizer_.ExportState()};
+  if (!step.has_value() || *step == step_) return Snapshot{step_, values_, optimizer_.ExportState()};
+  if (previous_.has_value() && previous_->step == *step) return *previous_;
+  return absl::FailedPreconditionError(absl::StrCat(
+      PsShardName(config_.shard), " holds the state after step ", step_,
+      previous_.has_value() ? absl::StrCat(" and after step ", previous_->step) : "",
+      ", not after step ", *step, "; the shards cannot agree on a step"));
 }
 
 void ShardState::Close() {
@@ -175,6 +180,11 @@ std::vector<std::function<void(Parameters)>> ShardState::MaybeApply() {
   if (metrics_.wait_seconds != nullptr) {
     metrics_.wait_seconds->Observe(absl::ToDoubleSeconds(start - first_push_));
   }
+  // Kept until the next step applies: the step just applied may be missing on another shard.
+  if (!previous_.has_value()) previous_.emplace();
+  previous_->step = step_;
+  previous_->values.assign(values_.begin(), values_.end());
+  previous_->optimizer_state = optimizer_.ExportState();
   std::vector<float>& sum = shares_[0].values;  // rank order: 0 + 1 + ... + (N-1)
   for (size_t w = 1; w < shares_.size(); ++w) {
     const std::vector<float>& values = shares_[w].values;

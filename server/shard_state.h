@@ -6,6 +6,11 @@
 // range. Workers pre-scale their shares by the global batch size, so the sum is the mean
 // gradient of the global batch.
 //
+// Across shards a step is atomic from the job's point of view: a worker completes step t only
+// once every shard applied it, so shards differ by at most one step, and each shard keeps the
+// state before its last applied step. A regroup fetches the state at the lowest step any shard
+// holds, rolling the others back (worker/shard_transfer.h).
+//
 // Thread-safe. Callbacks registered with WhenApplied run outside the lock, on the thread that
 // completed the step (or the caller's, when the step is already applied).
 // Errors: FAILED_PRECONDITION for a stale generation or a step that is not the current one;
@@ -18,6 +23,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -67,7 +73,9 @@ class ShardState {
     std::vector<float> values;
     std::vector<float> optimizer_state;
   };
-  Snapshot Export() const;
+  // The current state, or the one after exactly `step` steps if that is the current or the
+  // previous one (else FAILED_PRECONDITION naming the steps held).
+  absl::StatusOr<Snapshot> Export(std::optional<uint64_t> step = std::nullopt) const;
 
   // The shard moves to another generation: every worker still waiting for a step is answered
   // with nullptr parameters (its stream ends ABORTED), and nothing more is applied.
@@ -111,6 +119,7 @@ class ShardState {
   Optimizer optimizer_ ABSL_GUARDED_BY(mu_);
   std::vector<float> values_ ABSL_GUARDED_BY(mu_);
   Parameters snapshot_ ABSL_GUARDED_BY(mu_);
+  std::optional<Snapshot> previous_ ABSL_GUARDED_BY(mu_);  // before the last applied step
   uint64_t step_ ABSL_GUARDED_BY(mu_) = 0;
   std::vector<WorkerShare> shares_ ABSL_GUARDED_BY(mu_);
   absl::Time first_push_ ABSL_GUARDED_BY(mu_) = absl::InfinitePast();

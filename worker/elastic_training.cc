@@ -134,6 +134,8 @@ absl::Status ElasticTrainer::Regroup(const proto::Assignment& assignment) {
   const int world = assignment.ring_size();
   const int rank = assignment.rank();
   ASSIGN_OR_RETURN(const SyncMode mode, ParseSyncMode(assignment.mode()));
+  At("assigned");
+  if (generation_ != 0 && mode != mode_) At("switch");
   {
     absl::MutexLock lock(&ps_mu_);
     ps_sync_ = nullptr;
@@ -150,6 +152,7 @@ absl::Status ElasticTrainer::Regroup(const proto::Assignment& assignment) {
     // shard still serving an older generation.
     std::vector<float> loaded = {0.0f};
     if (rank == 0) {
+      At("load");
       JobState state{static_cast<uint64_t>(completed_), parameters_, optimizer_->ExportState()};
       const absl::Status status =
           LoadShards({shards_, options_.segment_bytes, options_.timeout}, generation, world, state);
@@ -158,6 +161,7 @@ absl::Status ElasticTrainer::Regroup(const proto::Assignment& assignment) {
         loaded[0] = 1.0f;
       }
     }
+    At("barrier");
     RETURN_IF_ERROR(
         member_.Allreduce(base + kLoadedCollective, absl::MakeSpan(loaded), ControlOptions()));
     if (loaded[0] != 0.0f) {
@@ -169,6 +173,9 @@ absl::Status ElasticTrainer::Regroup(const proto::Assignment& assignment) {
     ps.shards = shards_;
     ps.segment_bytes = options_.segment_bytes;
     ps.timeout = options_.timeout;
+    if (options_.fault) {
+      ps.pushed_to_first_shard = [this](int64_t step) { options_.fault("ps_push", step); };
+    }
     ASSIGN_OR_RETURN(std::unique_ptr<PsSync> ps_sync,
                      PsSync::Create(ps, job_->parameter_count(), &metrics_));
     absl::MutexLock lock(&ps_mu_);
@@ -198,33 +205,60 @@ absl::Status ElasticTrainer::AgreeOnState(const proto::Assignment& assignment, i
   std::vector<float> census(2 * static_cast<size_t>(world), 0.0f);
   census[rank] = static_cast<float>(completed_);  // exact up to 2^24 steps
   census[world + rank] = last_trained_ps_ ? 1.0f : 0.0f;
+  At("census");
   RETURN_IF_ERROR(
       member_.Allreduce(base + kCensusCollective, absl::MakeSpan(census), ControlOptions()));
-  const bool shards_hold_state =
-      std::any_of(census.begin() + world, census.end(), [](float v) { return v != 0.0f; });
-  if (shards_hold_state) {
-    ASSIGN_OR_RETURN(JobState state,
-                     FetchShardState({shards_, options_.segment_bytes, options_.timeout},
-                                     job_->parameter_count(), optimizer_->state_size()));
-    RETURN_IF_ERROR(optimizer_->ImportState(state.optimizer_state));
-    parameters_ = std::move(state.parameters);
-    completed_ = static_cast<int64_t>(state.step);
-    return absl::OkStatus();
+  // The job's state is the most advanced one. A member with the most completed steps that last
+  // trained in ring mode holds it itself; if every such member last trained in ps mode, the
+  // shards hold it (a shard applies a step whole or not at all, and FetchShardState rolls the
+  // shards back to the last step all of them applied).
+  const float most = *std::max_element(census.begin(), census.begin() + world);
+  int source = -1;
+  for (int r = 0; r < world && source < 0; ++r) {
+    if (census[r] == most && census[world + r] == 0.0f) source = r;
   }
-  const int source = static_cast<int>(
-      std::max_element(census.begin(), census.begin() + world) - census.begin());
+  const bool from_shards = source < 0;
+  if (from_shards) source = 0;
+  // One member reads the state and broadcasts it (a sum-allreduce with zeros elsewhere: exact),
+  // so every member adopts the very same state even if the shards move on meanwhile. Layout:
+  // [ok, step, parameters..., optimiser state...].
   const size_t parameters = parameters_.size();
-  std::vector<float> state(parameters + optimizer_->state_size(), 0.0f);
+  std::vector<float> state(2 + parameters + optimizer_->state_size(), 0.0f);
   if (rank == source) {
-    std::copy(parameters_.begin(), parameters_.end(), state.begin());
-    const std::vector<float> optimizer = optimizer_->ExportState();
-    std::copy(optimizer.begin(), optimizer.end(), state.begin() + parameters);
+    JobState source_state;
+    absl::Status fetched = absl::OkStatus();
+    if (from_shards) {
+      absl::StatusOr<JobState> shards =
+          FetchShardState({shards_, options_.segment_bytes, options_.timeout},
+                          job_->parameter_count(), optimizer_->state_size());
+      fetched = shards.status();
+      if (shards.ok()) source_state = *std::move(shards);
+    } else {
+      source_state = JobState{static_cast<uint64_t>(completed_), parameters_,
+                              optimizer_->ExportState()};
+    }
+    if (fetched.ok()) {
+      state[0] = 1.0f;
+      state[1] = static_cast<float>(source_state.step);
+      std::copy(source_state.parameters.begin(), source_state.parameters.end(), state.begin() + 2);
+      std::copy(source_state.optimizer_state.begin(), source_state.optimizer_state.end(),
+                state.begin() + 2 + parameters);
+    } else {
+      log_ << WorkerName(rank) << ": cannot read the job's state from the shards: " << fetched
+           << "\n";
+    }
   }
+  At("state");
   RETURN_IF_ERROR(
       member_.Allreduce(base + kStateCollective, absl::MakeSpan(state), ControlOptions()));
-  RETURN_IF_ERROR(optimizer_->ImportState(absl::MakeConstSpan(state).subspan(parameters)));
-  parameters_.assign(state.begin(), state.begin() + parameters);
-  completed_ = static_cast<int64_t>(census[source]);
+  if (state[0] != 1.0f) {
+    return absl::UnavailableError(absl::StrCat(
+        WorkerName(source), " could not read the job's state from the shards; see its log"));
+  }
+  RETURN_IF_ERROR(
+      optimizer_->ImportState(absl::MakeConstSpan(state).subspan(2 + parameters)));
+  parameters_.assign(state.begin() + 2, state.begin() + 2 + parameters);
+  completed_ = static_cast<int64_t>(state[1]);
   return absl::OkStatus();
 }
 
@@ -233,6 +267,7 @@ absl::Status ElasticTrainer::Step() {
   ASSIGN_OR_RETURN(last_stats_, job_->ComputeShare(completed_, slot_, parameters_,
                                                    absl::MakeSpan(gradient_)));
   const absl::Duration compute = absl::Now() - start;
+  if (mode_ == SyncMode::kRing) At("ring_step");
   ASSIGN_OR_RETURN(const SyncTiming timing,
                    sync_->Step(completed_, absl::MakeSpan(gradient_), absl::MakeSpan(parameters_)));
   RecordStep(&metrics_, mode_, compute, timing, last_stats_);

@@ -38,6 +38,7 @@
 #include "ring/ring_member.h"
 #include "server/controller_client.h"
 #include "worker/data_parallel.h"
+#include "worker/fault_injection.h"
 #include "worker/ps_sync.h"
 
 namespace ringside::worker {
@@ -47,6 +48,7 @@ struct ElasticOptions {
   uint64_t segment_bytes = uint64_t{1} << 20;
   absl::Duration timeout = absl::Seconds(60);          // per collective, ps step or transfer
   absl::Duration regroup_timeout = absl::Seconds(120);  // for the next generation after a failure
+  FaultHook fault;  // test-only (worker/fault_injection.h); null: none
 };
 
 struct ElasticResult {
@@ -95,6 +97,9 @@ class ElasticTrainer {
   absl::Status AwaitNewGeneration(uint64_t failed, const absl::Status& why,
                                   const TerminationSignals& signals);
   ring::AllreduceOptions ControlOptions() const;
+  void At(absl::string_view point) const {
+    if (options_.fault) options_.fault(point, completed_);
+  }
 
   server::ControllerClient& controller_;
   ring::RingMember& member_;

@@ -7,6 +7,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/checksum.h"
+#include "common/cluster_files.h"
 #include "common/file_util.h"
 #include "common/net.h"
 #include "common/status_macros.h"
@@ -41,15 +42,9 @@ class SupersedeRelay {
 
 StepTraceSink TraceTo(std::ofstream& out) {
   return [&out](const StepTrace& step) {
-    out << nlohmann::json{{"step", step.step},
-                          {"generation", step.generation},
-                          {"mode", std::string(SyncModeName(step.mode))},
-                          {"rank", step.slot.rank},
-                          {"world", step.slot.world},
-                          {"loss", step.loss},
-                          {"seconds", step.seconds},
-                          {"checksum", Fnv1aHex(step.parameters)}}
-               .dump()
+    out << StepTraceLineText({step.step, step.generation, std::string(SyncModeName(step.mode)),
+                              step.slot.rank, step.slot.world, step.loss, step.seconds,
+                              Fnv1aHex(step.parameters)})
         << "\n";
     out.flush();
   };
@@ -63,16 +58,20 @@ absl::Status ReportResult(const WorkerOptions& options, const ElasticResult& res
       << ", " << result.slot.world << " workers); full data set: loss "
       << training.final_eval.mean_loss << ", accuracy " << training.final_eval.accuracy << "\n";
   RETURN_IF_ERROR(WriteParameters(options, training.parameters));
-  RETURN_IF_ERROR(WriteResult(options, {{"rank", result.slot.rank},
-                                        {"world", result.slot.world},
-                                        {"generation", result.generation},
-                                        {"mode", std::string(SyncModeName(result.mode))},
-                                        {"steps", training.steps},
-                                        {"parameters", training.parameters.size()},
-                                        {"final_loss", training.final_eval.mean_loss},
-                                        {"accuracy", training.final_eval.accuracy},
-                                        {"checksum", Fnv1aHex(training.parameters)},
-                                        {"metrics_port", metrics_port}}));
+  if (!options.result_file.empty()) {
+    TrainResultFile file;
+    file.rank = result.slot.rank;
+    file.world = result.slot.world;
+    file.generation = result.generation;
+    file.mode = std::string(SyncModeName(result.mode));
+    file.steps = training.steps;
+    file.parameters = static_cast<int64_t>(training.parameters.size());
+    file.final_loss = training.final_eval.mean_loss;
+    file.accuracy = training.final_eval.accuracy;
+    file.checksum = Fnv1aHex(training.parameters);
+    file.metrics_port = metrics_port;
+    RETURN_IF_ERROR(WriteFileAtomically(options.result_file, TrainResultText(file)));
+  }
   log << name << ": job done; staying in the job until SIGINT/SIGTERM\n";
   log.flush();
   return absl::OkStatus();
@@ -139,10 +138,9 @@ absl::Status RunElasticWorker(const WorkerOptions& options, const TerminationSig
       << worker.metrics_server->url() << "\n";
   log.flush();
   if (!options.ready_file.empty()) {
-    const nlohmann::json ready = {{"port", worker.server.port},
-                                  {"metrics_port", worker.metrics_server->port()},
-                                  {"address", address}};
-    RETURN_IF_ERROR(WriteFileAtomically(options.ready_file, ready.dump() + "\n"));
+    RETURN_IF_ERROR(WriteFileAtomically(
+        options.ready_file,
+        ReadyFileText({worker.server.port, worker.metrics_server->port(), address})));
   }
 
   ElasticOptions elastic;
@@ -150,6 +148,7 @@ absl::Status RunElasticWorker(const WorkerOptions& options, const TerminationSig
   elastic.segment_bytes = static_cast<uint64_t>(options.segment_bytes);
   elastic.timeout = options.timeout;
   elastic.regroup_timeout = options.regroup_timeout;
+  if (options.fault.has_value()) elastic.fault = KillSelfAt(*options.fault);
   ElasticTrainer trainer(*controller, *worker.member, worker.metrics, elastic, log,
                          trace.is_open() ? TraceTo(trace) : nullptr);
   relay.Attach(&trainer);

@@ -55,6 +55,9 @@ ABSL_FLAG(std::string, ready_file, "",
           "elastic: once registered, write {port, metrics_port, address} here as JSON");
 ABSL_FLAG(absl::Duration, regroup_timeout, kDefaults.regroup_timeout,
           "elastic: after a failed step, how long to wait for the controller's next generation");
+ABSL_FLAG(std::string, fault_at, "",
+          "test only: end this worker with SIGKILL at a named protocol point, POINT[@STEP] "
+          "(worker/fault_injection.h lists the points)");
 ABSL_FLAG(bool, linger, false,
           "after the job, keep serving metrics until SIGINT/SIGTERM (for scraping)");
 
@@ -93,6 +96,11 @@ absl::StatusOr<ringside::worker::WorkerOptions> OptionsFromFlags() {
   options.trace_file = absl::GetFlag(FLAGS_trace_file);
   options.ready_file = absl::GetFlag(FLAGS_ready_file);
   options.regroup_timeout = absl::GetFlag(FLAGS_regroup_timeout);
+  if (const std::string fault = absl::GetFlag(FLAGS_fault_at); !fault.empty()) {
+    absl::StatusOr<ringside::worker::FaultPlan> plan = ringside::worker::ParseFaultPlan(fault);
+    if (!plan.ok()) return plan.status();
+    options.fault = *std::move(plan);
+  }
   return options;
 }
 

@@ -56,20 +56,36 @@ absl::StatusOr<SyncTiming> PsSync::Step(int64_t step, absl::Span<float> gradient
   const absl::Time start = absl::Now();
   std::vector<absl::Status> statuses(links_.size());
   std::vector<std::thread> threads;
+  absl::Notification first_pushed, others_may_push;
+  const bool ordered = options_.pushed_to_first_shard != nullptr;
   for (size_t s = 1; s < links_.size(); ++s) {
     threads.emplace_back([&, s] {
-      statuses[s] =
-          PushPull(links_[s], static_cast<int>(s), static_cast<uint64_t>(step), gradient, params);
+      if (ordered) others_may_push.WaitForNotification();
+      statuses[s] = PushPull(links_[s], static_cast<int>(s), static_cast<uint64_t>(step), gradient,
+                             params, nullptr);
     });
   }
-  statuses[0] = PushPull(links_[0], 0, static_cast<uint64_t>(step), gradient, params);
+  if (ordered) {
+    std::thread hook([&] {
+      first_pushed.WaitForNotification();
+      options_.pushed_to_first_shard(step);
+      others_may_push.Notify();
+    });
+    statuses[0] = PushPull(links_[0], 0, static_cast<uint64_t>(step), gradient, params,
+                           &first_pushed);
+    if (!first_pushed.HasBeenNotified()) first_pushed.Notify();
+    hook.join();
+  } else {
+    statuses[0] = PushPull(links_[0], 0, static_cast<uint64_t>(step), gradient, params, nullptr);
+  }
   for (std::thread& thread : threads) thread.join();
   for (const absl::Status& status : statuses) RETURN_IF_ERROR(status);
   return SyncTiming{absl::Now() - start, absl::ZeroDuration()};
 }
 
 absl::Status PsSync::PushPull(ShardLink& link, int shard, uint64_t step,
-                              absl::Span<const float> gradient, absl::Span<float> params) {
+                              absl::Span<const float> gradient, absl::Span<float> params,
+                              absl::Notification* pushed) {
   const std::string where = absl::StrCat(PsShardName(shard), " (", link.address, ") step ", step);
   grpc::ClientContext context;
   SetDeadline(context, options_.timeout);
@@ -102,6 +118,7 @@ absl::Status PsSync::PushPull(ShardLink& link, int shard, uint64_t step,
     offset += count;
   } while (offset < size);
   if (writing) stream->WritesDone();
+  if (pushed != nullptr && writing) pushed->Notify();
 
   proto::PsParameters reply;
   uint64_t received = 0;

@@ -9,12 +9,14 @@
 #ifndef RINGSIDE_WORKER_PS_SYNC_H_
 #define RINGSIDE_WORKER_PS_SYNC_H_
 
+#include <functional>
 #include <memory>
 #include <set>
 #include <string>
 #include <vector>
 
 #include "absl/synchronization/mutex.h"
+#include "absl/synchronization/notification.h"
 #include "absl/time/time.h"
 #include "common/metrics.h"
 #include "common/ranges.h"
@@ -29,6 +31,9 @@ struct PsSyncOptions {
   std::vector<std::string> shards;  // ParameterShard address of every shard, in shard order
   uint64_t segment_bytes = uint64_t{1} << 20;
   absl::Duration timeout = absl::Seconds(60);  // per step and shard
+  // Test-only (worker/fault_injection.h): when set, the other shards' pushes wait until this
+  // worker's share has reached shard 0, and this runs in between.
+  std::function<void(int64_t step)> pushed_to_first_shard;
 };
 
 class PsSync final : public ParameterSync {
@@ -64,8 +69,9 @@ class PsSync final : public ParameterSync {
     LinkReceiveMetrics receive;
   };
   explicit PsSync(PsSyncOptions options) : options_(std::move(options)) {}
+  // `pushed` (may be null) is notified once the whole share is written.
   absl::Status PushPull(ShardLink& link, int shard, uint64_t step, absl::Span<const float> gradient,
-                        absl::Span<float> params);
+                        absl::Span<float> params, absl::Notification* pushed);
 
   PsSyncOptions options_;
   std::vector<ShardLink> links_;

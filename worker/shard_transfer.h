@@ -3,7 +3,8 @@
 // ps-mode generation begins, and back when ps mode ends. The shard map is EvenRanges(K, S), as
 // everywhere. Not training traffic: nothing is counted in the link metrics.
 // Thread-compatible. Errors: a shard's gRPC status annotated with the shard; a state that does
-// not fit the shard map, or shards that disagree on the step, is FAILED_PRECONDITION.
+// not fit the shard map, or shards more than one step apart, is FAILED_PRECONDITION. Shards
+// one step apart are rolled back to the lower step (server/shard_state.h says why that is safe).
 #ifndef RINGSIDE_WORKER_SHARD_TRANSFER_H_
 #define RINGSIDE_WORKER_SHARD_TRANSFER_H_
 

@@ -25,6 +25,7 @@
 #define RINGSIDE_WORKER_WORKER_DAEMON_H_
 
 #include <cstdint>
+#include <optional>
 #include <ostream>
 #include <string>
 #include <vector>
@@ -34,6 +35,7 @@
 #include "common/metrics.h"
 #include "common/termination_signals.h"
 #include "server/job_spec.h"
+#include "worker/fault_injection.h"
 #include "worker/local_training.h"
 
 namespace ringside::worker {
@@ -65,6 +67,7 @@ struct WorkerOptions {
   std::string trace_file;  // one JSON line per completed step; empty: none
   std::string ready_file;  // elastic: {port, metrics_port, address} once registered
   absl::Duration regroup_timeout = absl::Seconds(120);
+  std::optional<FaultPlan> fault;  // test only: --fault_at
 };
 
 absl::Status ValidateWorkerOptions(const WorkerOptions& options);

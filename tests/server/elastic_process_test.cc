@@ -23,25 +23,9 @@ namespace {
 using testing::FindSample;
 using testing::ScrapeMetrics;
 
-struct TraceLine {
-  int64_t step;
-  uint64_t generation;
-  std::string mode;
-  int world;
-  double loss;
-  std::string checksum;
-};
+using TraceLine = StepTraceLine;
 
-std::vector<TraceLine> ReadTrace(const std::string& path) {
-  std::vector<TraceLine> lines;
-  std::ifstream in(path);
-  std::string text;
-  while (std::getline(in, text)) {
-    const nlohmann::json j = nlohmann::json::parse(text);
-    lines.push_back({j["step"], j["generation"], j["mode"], j["world"], j["loss"], j["checksum"]});
-  }
-  return lines;
-}
+std::vector<TraceLine> ReadTrace(const std::string& path) { return ReadStepTrace(path).lines; }
 
 double Metric(const cli::ClusterProcess& process, const std::string& name,
               const std::map<std::string, std::string>& labels = {}) {
@@ -217,9 +201,9 @@ TEST(ElasticClusterTest, SurvivesAKilledWorkerAndAdmitsALateOneMatchingTheRefere
   auto results = c.WaitForResults(absl::Seconds(120));
   ASSERT_TRUE(results.ok()) << results.status();
   ASSERT_EQ(results->size(), 4u);
-  for (const nlohmann::json& result : *results) {
-    EXPECT_EQ(result["steps"], training.steps);
-    EXPECT_EQ(result["checksum"], (*results)[0]["checksum"]);
+  for (const TrainResultFile& result : *results) {
+    EXPECT_EQ(result.steps, training.steps);
+    EXPECT_EQ(result.checksum, (*results)[0].checksum);
   }
   EXPECT_FALSE(ReadTrace((*joiner)->trace_file).empty()) << "the late worker trained steps";
 

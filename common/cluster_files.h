@@ -1,0 +1,68 @@
+// The files one Ringside process writes for another (a launcher, `ringside compare`, tests):
+// one struct, one writer and one reader per format, so no reader is written twice and none
+// throws. Every reader returns INVALID_ARGUMENT naming the first missing or mistyped field (a
+// file cut short by a killed process reads as such), never an exception.
+//
+//   ready file    every daemon, once serving: {"port", "metrics_port", "address"?}
+//   step trace    elastic workers, one JSON line per completed step
+//   result file   workers, when their job is done (the train job's fields; benchmark jobs write
+//                 common/rank_result.h's format)
+#ifndef RINGSIDE_COMMON_CLUSTER_FILES_H_
+#define RINGSIDE_COMMON_CLUSTER_FILES_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+
+namespace ringside {
+
+struct ReadyFile {
+  int port = 0;
+  int metrics_port = 0;
+  std::string address;  // elastic members: the address others dial; may be empty
+};
+std::string ReadyFileText(const ReadyFile& ready);
+absl::StatusOr<ReadyFile> ParseReadyFile(absl::string_view text);
+
+struct StepTraceLine {
+  int64_t step = 0;
+  uint64_t generation = 0;
+  std::string mode;
+  int rank = 0;
+  int world = 0;
+  double loss = 0;
+  double seconds = 0;
+  std::string checksum;  // FNV-1a of the parameters after the step
+};
+std::string StepTraceLineText(const StepTraceLine& line);  // one line, no newline
+absl::StatusOr<StepTraceLine> ParseStepTraceLine(absl::string_view text);
+
+// A whole trace file; lines that do not parse (the last one, cut short by a kill) are counted
+// in `unreadable` and skipped. A missing file reads as no lines.
+struct StepTrace {
+  std::vector<StepTraceLine> lines;
+  int unreadable = 0;
+};
+StepTrace ReadStepTrace(const std::string& path);
+
+struct TrainResultFile {
+  int rank = 0;
+  int world = 0;
+  uint64_t generation = 0;
+  std::string mode;
+  int64_t steps = 0;
+  int64_t parameters = 0;
+  double final_loss = 0;
+  double accuracy = 0;
+  std::string checksum;
+  int metrics_port = 0;
+};
+std::string TrainResultText(const TrainResultFile& result);
+absl::StatusOr<TrainResultFile> ParseTrainResult(absl::string_view text);
+
+}  // namespace ringside
+
+#endif  // RINGSIDE_COMMON_CLUSTER_FILES_H_
