@@ -118,26 +118,28 @@ absl::StatusOr<ModeRun> RunMode(const CompareOptions& options, const worker::Tra
   std::vector<TrainResultFile> results;
   while (true) {
     if (signals.received()) return absl::CancelledError("stopped by a signal; every child stopped");
-    for (const std::string& lost : cluster->CollectLostWorkers()) {
-      run.report.events.push_back(absl::StrCat(lost, "; the others went on without it"));
-      progress.Break();
-      out << phase << ": " << run.report.events.back() << "\n";
-    }
+    auto report_losses = [&] {
+      for (const std::string& lost : cluster->TakeLostWorkerReports()) {
+        run.report.events.push_back(absl::StrCat(lost, "; the others went on without it"));
+        progress.Break();
+        out << phase << ": " << run.report.events.back() << "\n";
+      }
+    };
+    report_losses();
     if (std::optional<std::string> dead = cluster->DeadChild()) {
       return absl::AbortedError(absl::StrCat("a process of the cluster died: ", *dead));
     }
     absl::StatusOr<std::vector<TrainResultFile>> done =
         cluster->WaitForResults(absl::Milliseconds(200), [&] { return signals.received(); });
+    report_losses();  // found inside the wait
     if (done.ok()) {
       results = *std::move(done);
       break;
     }
-    if (done.status().code() != absl::StatusCode::kDeadlineExceeded) {
-      // Lost workers found inside the wait are events too.
-      for (const std::string& lost : cluster->CollectLostWorkers()) {
-        run.report.events.push_back(absl::StrCat(lost, "; the others went on without it"));
-      }
-      if (done.status().code() != absl::StatusCode::kInternal) return done.status();
+    // INTERNAL: the controller or a shard died; the check above names it next time round.
+    if (done.status().code() != absl::StatusCode::kDeadlineExceeded &&
+        done.status().code() != absl::StatusCode::kInternal) {
+      return done.status();
     }
     for (ClusterProcess* w : cluster->workers()) {
       if (w->expected_to_end) continue;

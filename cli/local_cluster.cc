@@ -160,15 +160,20 @@ std::vector<ClusterProcess*> LocalCluster::workers() {
   return workers;
 }
 
-std::vector<std::string> LocalCluster::CollectLostWorkers() {
-  std::vector<std::string> lost;
+void LocalCluster::CollectLostWorkers() {
   for (ClusterProcess* worker : workers()) {
     if (worker->expected_to_end || !worker->process.Poll().has_value()) continue;
     worker->expected_to_end = true;
-    lost.push_back(absl::StrCat(worker->name, " (pid ", worker->process.pid(), ") ",
-                                worker->process.exit_status()->ToString()));
+    unreported_losses_.push_back(absl::StrCat(worker->name, " (pid ", worker->process.pid(), ") ",
+                                              worker->process.exit_status()->ToString()));
   }
-  return lost;
+}
+
+std::vector<std::string> LocalCluster::TakeLostWorkerReports() {
+  CollectLostWorkers();
+  std::vector<std::string> reports;
+  reports.swap(unreported_losses_);
+  return reports;
 }
 
 std::optional<std::string> LocalCluster::DeadChild() {

@@ -73,10 +73,11 @@ class LocalCluster {
   // A child that ended without being asked to: "<name> (pid P) <how it ended>; last lines: ...".
   std::optional<std::string> DeadChild();
 
-  // Marks every worker that ended without being asked to as lost (expected_to_end) and returns
-  // one line per newly lost worker: "<name> (pid P) <how it ended>". The elastic job goes on
-  // without them.
-  std::vector<std::string> CollectLostWorkers();
+  // Marks every worker that ended without being asked to as lost (expected_to_end); the elastic
+  // job goes on without them. Each loss is reported once by TakeLostWorkerReports().
+  void CollectLostWorkers();
+  // "<name> (pid P) <how it ended>" for every worker lost since the last call.
+  std::vector<std::string> TakeLostWorkerReports();
 
   // Waits until every worker still running has written its result file; a worker that dies
   // meanwhile is lost (CollectLostWorkers), not a failure. Fails at once, naming the process,
@@ -97,6 +98,7 @@ class LocalCluster {
   std::string token_file_;
   std::string controller_address_;
   int next_worker_ = 0;
+  std::vector<std::string> unreported_losses_;
   std::vector<std::unique_ptr<ClusterProcess>> processes_;
 };
 

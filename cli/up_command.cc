@@ -52,7 +52,7 @@ absl::Status RunUp(const UpOptions& options, const TerminationSignals& signals,
   }
   while (!signals.WaitFor(absl::Milliseconds(200))) {
     // A lost worker is the elastic demo: the controller re-forms the ring without it.
-    for (const std::string& lost : cluster->CollectLostWorkers()) {
+    for (const std::string& lost : cluster->TakeLostWorkerReports()) {
       out << "ringside up: lost " << lost << "; the others go on without it (add one with the "
           << "command above)\n";
       out.flush();

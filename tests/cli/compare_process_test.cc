@@ -2,11 +2,15 @@
 // must agree with the cost model, between the modes, and with Iris's expected accuracy.
 #include <signal.h>
 
+#include <functional>
 #include <map>
 #include <regex>
 #include <string>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "common/cluster_files.h"
+#include "tests/support/prometheus_text.h"
 #include "common/file_util.h"
 #include "common/subprocess.h"
 #include "common/temp_dir.h"
@@ -96,7 +100,9 @@ TEST(CompareCommandTest, ALostWorkerIsReportedAndTheRunGoesOn) {
       StartCompare(*dir, {"--model=64,256,10", "--data=synthetic:2048", "--steps=2000",
                           "--workers=3", "--ps_shards=1", "--json=" + dir->File("out.json")});
   ASSERT_TRUE(compare.children.count("worker-1"));
-  absl::SleepFor(absl::Milliseconds(300));  // the cluster is up: training has begun
+  // The kill lands wherever the cluster is (forming, regrouping or training): the run must go on
+  // whichever moment it is. The fault tests (tests/server/elastic_fault_test.cc) hit each
+  // protocol point on purpose.
   ASSERT_EQ(kill(compare.children["worker-1"], SIGKILL), 0);
   auto exit = compare.process.Wait(absl::Seconds(240));
   ASSERT_TRUE(exit.ok() && exit->ok()) << TailOfFile(compare.log, 20);
@@ -125,6 +131,85 @@ TEST(CompareCommandTest, ALostControllerStopsEveryChildAndFailsNamingIt) {
   EXPECT_NE(ReadFileToString(compare.log).value().find("controller (pid"), std::string::npos)
       << TailOfFile(compare.log, 20);
   ExpectAllGone(compare.children);
+}
+
+// `ringside up` keeps the cluster running when a worker dies, says so, and prints the command
+// that adds a worker; the added worker joins and trains.
+TEST(UpCommandTest, ALostWorkerIsReportedAndAnAddedOneJoinsAndTrains) {
+  auto dir = TempDir::Create("ringside-up-test-");
+  ASSERT_TRUE(dir.ok());
+  SpawnOptions spawn;
+  spawn.argv = {testing::BinDir() + "/ringside", "up", "--workers=3", "--ps_shards=1",
+                "--model=16,64,4", "--data=synthetic:512", "--steps=100000000",
+                "--heartbeat_timeout=1s", "--ready_file=" + dir->File("up.json")};
+  spawn.log_path = dir->File("up.log");
+  auto up = Subprocess::Spawn(spawn);
+  ASSERT_TRUE(up.ok()) << up.status();
+  auto wait_for = [&](const std::function<bool()>& event, const std::string& what) {
+    const absl::Time deadline = absl::Now() + absl::Seconds(120);  // only against a hang
+    while (!event()) {
+      if (absl::Now() > deadline || up->Poll().has_value()) {
+        ADD_FAILURE() << "no " << what << "\n" << TailOfFile(spawn.log_path, 20);
+        return false;
+      }
+      absl::SleepFor(absl::Milliseconds(20));
+    }
+    return true;
+  };
+  nlohmann::json ready;
+  ASSERT_TRUE(wait_for(
+      [&] {
+        ready = nlohmann::json::parse(ReadFileToString(dir->File("up.json")).value_or(""), nullptr,
+                                      false);
+        return ready.is_object();
+      },
+      "ready file"));
+  std::map<std::string, pid_t> pids;
+  int controller_metrics = 0;
+  for (const nlohmann::json& process : ready["processes"]) {
+    pids[process["name"].get<std::string>()] = process["pid"].get<pid_t>();
+    if (process["name"] == "controller") {
+      const std::string url = process["metrics_url"].get<std::string>();
+      controller_metrics = std::stoi(url.substr(url.rfind(':') + 1));
+    }
+  }
+  ASSERT_GT(controller_metrics, 0);
+  auto controller = [&](const std::string& name) {
+    return FindSample(testing::ScrapeMetrics(controller_metrics), name, {}).value_or(-1);
+  };
+  ASSERT_TRUE(wait_for([&] { return controller("ringside_world_size") == 3; }, "world of 3"));
+  ASSERT_EQ(kill(pids.at("worker-1"), SIGKILL), 0);
+  ASSERT_TRUE(wait_for(
+      [&] { return ReadFileToString(spawn.log_path).value_or("").find("lost worker-1") !=
+                   std::string::npos; },
+      "report of the lost worker"));
+  ASSERT_TRUE(wait_for([&] { return controller("ringside_world_size") == 2; }, "world of 2"));
+
+  // The command `ringside up` printed, run as a person would.
+  const std::string log = ReadFileToString(spawn.log_path).value_or("");
+  const std::string prefix = "add a worker with: ";
+  const size_t at = log.find(prefix);
+  ASSERT_NE(at, std::string::npos) << log;
+  const std::string command = log.substr(at + prefix.size(), log.find('\n', at) - at - prefix.size());
+  SpawnOptions added;
+  added.argv = absl::StrSplit(command, ' ', absl::SkipEmpty());
+  added.log_path = dir->File("added.log");
+  auto worker = Subprocess::Spawn(added);
+  ASSERT_TRUE(worker.ok()) << worker.status();
+  std::string trace_file;
+  for (const std::string& arg : added.argv) {
+    if (arg.rfind("--trace_file=", 0) == 0) trace_file = arg.substr(13);
+  }
+  ASSERT_FALSE(trace_file.empty()) << command;
+  ASSERT_TRUE(wait_for([&] { return controller("ringside_world_size") == 3; }, "world of 3 again"));
+  ASSERT_TRUE(wait_for([&] { return ReadStepTrace(trace_file).lines.size() >= 3; },
+                       "steps trained by the added worker"));
+  EXPECT_TRUE(up->running()) << "ringside up must go on without the lost worker";
+  worker->Kill();
+  kill(up->pid(), SIGTERM);
+  auto exit = up->Wait(absl::Seconds(60));
+  ASSERT_TRUE(exit.ok());
+  ExpectAllGone({{"controller", pids.at("controller")}, {"ps-0", pids.at("ps-0")}});
 }
 
 }  // namespace
