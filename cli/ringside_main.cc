@@ -151,5 +151,15 @@ int main(int argc, char** argv) {
       "  ctl mode switches a running job's mode at its next step boundary\n"
       "  health   checks a daemon's gRPC health service (--address)");
   const std::vector<char*> args = absl::ParseCommandLine(argc, argv);
-  return Run(argc, argv, args, signals);
+  // The boundary of every command: whatever escapes (a library's exception) becomes a clear
+  // error and exit code 1, never an abort. Children are stopped by their owners' destructors.
+  try {
+    return Run(argc, argv, args, signals);
+  } catch (const std::exception& e) {
+    std::cerr << "ringside: internal error: " << std::string(e.what()).substr(0, 500)
+              << "; please report it with the command line\n";
+  } catch (...) {
+    std::cerr << "ringside: internal error (unknown exception); please report it\n";
+  }
+  return 1;
 }
