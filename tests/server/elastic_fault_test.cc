@@ -207,5 +207,55 @@ TEST(ElasticChaosTest, RandomFaultsNeverStallOrDivergeTheJob) {
   }
 }
 
+// Mode switches in a quick succession while a 2-shard job trains (each one as soon as another
+// step has completed): every switch cancels the pushes in flight, which may leave a step applied
+// on one shard only. Every shard must stay consistent, and the job must end equal to one process.
+TEST(ElasticSwitchStormTest, ManySwitchesLeaveNoShardAhead) {
+  auto dir = TempDir::Create("ringside-storm-");
+  ASSERT_TRUE(dir.ok());
+  const worker::TrainingOptions training = SmallJob(80);
+  cli::LocalClusterOptions options;
+  options.bin_dir = testing::BinDir();
+  options.dir = dir->path();
+  options.workers = 3;
+  options.ps_shards = 2;
+  options.mode = SyncMode::kPs;
+  options.training = training;
+  options.heartbeat_timeout = absl::Seconds(1);
+  options.collective_timeout = absl::Seconds(20);
+  auto started = cli::LocalCluster::Start(options);
+  ASSERT_TRUE(started.ok()) << started.status();
+  cli::LocalCluster& cluster = **started;
+  cli::ClusterProcess& watched = *cluster.workers()[0];
+  SyncMode next = SyncMode::kRing;
+  size_t seen = 0;
+  int switches = 0;
+  const absl::Time deadline = absl::Now() + absl::Seconds(120);  // only against a hang
+  while (switches < 30 && absl::Now() < deadline) {
+    const size_t steps = ReadStepTrace(watched.trace_file).lines.size();
+    if (steps >= static_cast<size_t>(training.steps)) break;
+    if (steps > seen) {
+      seen = steps;
+      SetMode(cluster.controller_address(), next);
+      next = next == SyncMode::kRing ? SyncMode::kPs : SyncMode::kRing;
+      ++switches;
+    }
+    ASSERT_FALSE(cluster.DeadChild().has_value()) << *cluster.DeadChild();
+    absl::SleepFor(absl::Milliseconds(5));  // polling the trace, not waiting for a moment
+  }
+  EXPECT_GE(switches, 10) << Logs(cluster);
+  auto results = cluster.WaitForResults(absl::Seconds(180));
+  ASSERT_TRUE(results.ok()) << results.status() << "\n" << Logs(cluster);
+  ASSERT_EQ(results->size(), 3u);
+  for (const TrainResultFile& result : *results) {
+    EXPECT_EQ(result.steps, training.steps);
+    EXPECT_EQ(result.checksum, (*results)[0].checksum);
+  }
+  auto reference = worker::TrainLocally(training);
+  ASSERT_TRUE(reference.ok()) << reference.status();
+  EXPECT_LT(MaxRelativeDifference(ReadParams(watched.params_file), reference->parameters), 1e-5);
+  cluster.Stop();
+}
+
 }  // namespace
 }  // namespace ringside
