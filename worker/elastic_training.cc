@@ -46,6 +46,7 @@ ring::AllreduceOptions ElasticTrainer::ControlOptions() const {
 void ElasticTrainer::Supersede(uint64_t generation) {
   member_.Supersede(generation);
   absl::MutexLock lock(&ps_mu_);
+  superseded_by_ = std::max(superseded_by_, generation);
   if (ps_sync_ != nullptr && ps_generation_ < generation) ps_sync_->Cancel();
 }
 
@@ -74,10 +75,8 @@ absl::Status ElasticTrainer::Run(const TerminationSignals& signals,
           latest->rank() < 0
               ? absl::FailedPreconditionError("this worker has no rank in the generation")
               : Regroup(*latest);
-      if (!status.ok()) {
-        RETURN_IF_ERROR(AwaitNewGeneration(latest->generation(), status, signals));
-        continue;
-      }
+      if (!status.ok()) RETURN_IF_ERROR(AwaitNewGeneration(latest->generation(), status, signals));
+      continue;  // a newer generation may have come during the regroup: adopt it before a step
     }
     if (completed_ < training.steps) {
       if (absl::Status status = Step(); !status.ok()) {
@@ -179,6 +178,7 @@ absl::Status ElasticTrainer::Regroup(const proto::Assignment& assignment) {
     ASSIGN_OR_RETURN(std::unique_ptr<PsSync> ps_sync,
                      PsSync::Create(ps, job_->parameter_count(), &metrics_));
     absl::MutexLock lock(&ps_mu_);
+    if (superseded_by_ > generation) ps_sync->Cancel();
     ps_sync_ = ps_sync.get();
     ps_generation_ = generation;
     sync_ = std::move(ps_sync);

@@ -124,6 +124,9 @@ class ElasticTrainer {
   absl::Mutex ps_mu_;  // Supersede() runs on the controller client's thread
   PsSync* ps_sync_ ABSL_GUARDED_BY(ps_mu_) = nullptr;
   uint64_t ps_generation_ ABSL_GUARDED_BY(ps_mu_) = 0;
+  // The newest generation announced. Sticky, as in the ring inbox: a ps generation whose sync is
+  // installed after its successor was announced starts cancelled.
+  uint64_t superseded_by_ ABSL_GUARDED_BY(ps_mu_) = 0;
 };
 
 }  // namespace ringside::worker
