@@ -10,6 +10,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "common/cluster_files.h"
+#include "tests/support/poll.h"
 #include "tests/support/prometheus_text.h"
 #include "common/file_util.h"
 #include "common/subprocess.h"
@@ -146,15 +147,13 @@ TEST(UpCommandTest, ALostWorkerIsReportedAndAnAddedOneJoinsAndTrains) {
   auto up = Subprocess::Spawn(spawn);
   ASSERT_TRUE(up.ok()) << up.status();
   auto wait_for = [&](const std::function<bool()>& event, const std::string& what) {
-    const absl::Time deadline = absl::Now() + absl::Seconds(120);  // only against a hang
-    while (!event()) {
-      if (absl::Now() > deadline || up->Poll().has_value()) {
-        ADD_FAILURE() << "no " << what << "\n" << TailOfFile(spawn.log_path, 20);
-        return false;
-      }
-      absl::SleepFor(absl::Milliseconds(20));
-    }
-    return true;
+    const absl::Status seen = testing::PollUntil(event, absl::Seconds(120), [&] {
+      return up->Poll().has_value() ? std::optional<std::string>("ringside up exited")
+                                    : std::nullopt;
+    });
+    EXPECT_TRUE(seen.ok()) << "no " << what << ": " << seen.message() << "\n"
+                           << TailOfFile(spawn.log_path, 20);
+    return seen.ok();
   };
   nlohmann::json ready;
   ASSERT_TRUE(wait_for(

@@ -1,6 +1,5 @@
 // Elastic jobs as real processes on loopback (cli/local_cluster.h): a controller, shards and
 // workers with no static flags; live mode switches; a worker killed with SIGKILL; a late joiner.
-#include <cmath>
 #include <fstream>
 #include <map>
 #include <string>
@@ -9,10 +8,9 @@
 #include "absl/strings/str_cat.h"
 #include "cli/local_cluster.h"
 #include "common/file_util.h"
-#include "common/grpc_util.h"
 #include "common/temp_dir.h"
 #include "gtest/gtest.h"
-#include "proto/controller.grpc.pb.h"
+#include "tests/server/elastic_test_util.h"
 #include "tests/support/prometheus_text.h"
 #include "tests/support/worker_processes.h"
 #include "worker/local_training.h"
@@ -20,8 +18,12 @@
 namespace ringside {
 namespace {
 
+using testing::Eventually;
 using testing::FindSample;
+using testing::MaxRelativeDifference;
+using testing::ReadParams;
 using testing::ScrapeMetrics;
+using testing::SetMode;
 
 using TraceLine = StepTraceLine;
 
@@ -38,38 +40,6 @@ double LinkBytes(const cli::ClusterProcess& process, const std::string& mode) {
                     {{"mode", mode}});
 }
 
-void SetMode(const std::string& controller, const std::string& mode) {
-  auto stub = proto::Controller::NewStub(MakeChannel(controller));
-  grpc::ClientContext context;
-  SetDeadline(context, absl::Seconds(10));
-  proto::ModeRequest request;
-  request.set_mode(mode);
-  proto::ModeReply reply;
-  const grpc::Status status = stub->SetMode(&context, request, &reply);
-  ASSERT_TRUE(status.ok()) << status.error_message();
-}
-
-// Waits until `condition` holds, failing the test (with the cluster's dead child, if any) at
-// the deadline.
-bool Eventually(cli::LocalCluster& cluster, const std::function<bool()>& condition,
-                absl::Duration timeout = absl::Seconds(60)) {
-  const absl::Time deadline = absl::Now() + timeout;
-  while (absl::Now() < deadline) {
-    if (condition()) return true;
-    if (auto dead = cluster.DeadChild()) {
-      ADD_FAILURE() << *dead;
-      return false;
-    }
-    absl::SleepFor(absl::Milliseconds(20));
-  }
-  std::string logs;
-  for (auto& process : cluster.processes()) {
-    logs += absl::StrCat("--- ", process->name, ":\n", TailOfFile(process->process.log_path(), 6));
-  }
-  ADD_FAILURE() << "condition not met within " << timeout << "; the logs end:\n" << logs;
-  return false;
-}
-
 cli::LocalClusterOptions Options(const TempDir& dir, int workers, int shards,
                                  worker::TrainingOptions training) {
   cli::LocalClusterOptions options;
@@ -81,22 +51,6 @@ cli::LocalClusterOptions Options(const TempDir& dir, int workers, int shards,
   options.heartbeat_timeout = absl::Seconds(1);
   options.collective_timeout = absl::Seconds(10);
   return options;
-}
-
-std::vector<float> ReadParams(const std::string& path) {
-  const std::string bytes = ReadFileToString(path).value();
-  std::vector<float> values(bytes.size() / sizeof(float));
-  std::memcpy(values.data(), bytes.data(), bytes.size());
-  return values;
-}
-
-double MaxRelativeDifference(const std::vector<float>& a, const std::vector<float>& b) {
-  double diff = 0, scale = 0;
-  for (size_t i = 0; i < a.size(); ++i) {
-    diff = std::max(diff, std::abs(double{a[i]} - b[i]));
-    scale = std::max(scale, std::abs(double{b[i]}));
-  }
-  return diff / scale;
 }
 
 TEST(ElasticClusterTest, SwitchesRingToPsAndBackWithTheSameParametersAndFallingLoss) {
@@ -117,11 +71,11 @@ TEST(ElasticClusterTest, SwitchesRingToPsAndBackWithTheSameParametersAndFallingL
   };
 
   ASSERT_TRUE(Eventually(c, [&] { return steps("ring") >= 10; }));
-  SetMode(c.controller_address(), "ps");
+  SetMode(c.controller_address(), SyncMode::kPs);
   ASSERT_TRUE(Eventually(c, [&] { return steps("ps") >= 10; }));
   const double ring_bytes_before_ps_ends = LinkBytes(*workers[0], "ring");
   const double ring_steps_at_switch = steps("ring");
-  SetMode(c.controller_address(), "ring");
+  SetMode(c.controller_address(), SyncMode::kRing);
   ASSERT_TRUE(Eventually(c, [&] { return steps("ring") >= ring_steps_at_switch + 10; }));
   const double ps_bytes_after = LinkBytes(*workers[0], "ps");
   const double shard_ps_bytes = Metric(shard, "ringside_steps_total", {{"mode", "ps"}});
