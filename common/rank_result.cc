@@ -10,6 +10,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/file_util.h"
+#include "common/json_fields.h"
 #include "nlohmann/json.hpp"
 
 namespace ringside {
@@ -37,39 +38,17 @@ absl::StatusOr<RankResult> ReadRankResult(const std::string& path) {
     return absl::Status(text.status().code(),
                         absl::StrCat("result file was not written: ", text.status().message()));
   }
-  const nlohmann::json json = nlohmann::json::parse(*text, nullptr, /*allow_exceptions=*/false);
-  if (!json.is_object()) {
-    return absl::InvalidArgumentError(absl::StrCat("result file ", path, " is not a JSON object"));
-  }
   RankResult result;
-  auto field = [&](const char* name, auto* value, bool required) -> absl::Status {
-    const auto it = json.find(name);
-    if (it == json.end()) {
-      return required ? absl::InvalidArgumentError(
-                            absl::StrCat("result file ", path, " lacks \"", name, "\""))
-                      : absl::OkStatus();
-    }
-    using T = std::remove_pointer_t<decltype(value)>;
-    const bool type_ok = std::is_same_v<T, bool> ? it->is_boolean() : it->is_number();
-    if (!type_ok) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("result file ", path, ": \"", name, "\" has the wrong type"));
-    }
-    *value = it->template get<T>();
-    return absl::OkStatus();
-  };
-  for (const absl::Status& status : {
-           field("rank", &result.rank, true),
-           field("world", &result.world, true),
-           field("elements", &result.elements, true),
-           field("iters", &result.iters, true),
-           field("seconds_per_op", &result.seconds_per_op, true),
-           field("check_ok", &result.check_ok, true),
-           field("seconds_total", &result.seconds_total, false),
-           field("max_abs_error", &result.max_abs_error, false),
-       }) {
-    if (!status.ok()) return status;
-  }
+  JsonFields fields(*text, absl::StrCat("result file ", path));
+  fields.Read("rank", result.rank);
+  fields.Read("world", result.world);
+  fields.Read("elements", result.elements);
+  fields.Read("iters", result.iters);
+  fields.Read("seconds_per_op", result.seconds_per_op);
+  fields.Read("check_ok", result.check_ok);
+  fields.Read("seconds_total", result.seconds_total, /*required=*/false);
+  fields.Read("max_abs_error", result.max_abs_error, /*required=*/false);
+  if (!fields.status().ok()) return fields.status();
   return result;
 }
 
