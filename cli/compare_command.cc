@@ -116,15 +116,15 @@ absl::StatusOr<ModeRun> RunMode(const CompareOptions& options, const worker::Tra
   out.flush();
   PhaseProgress progress(phase, job.steps, isatty(STDOUT_FILENO) == 1, out);
   std::vector<TrainResultFile> results;
+  auto report_losses = [&] {
+    for (const std::string& lost : cluster->TakeLostWorkerReports()) {
+      run.report.events.push_back(absl::StrCat(lost, "; the others went on without it"));
+      progress.Break();
+      out << phase << ": " << run.report.events.back() << "\n";
+    }
+  };
   while (true) {
     if (signals.received()) return absl::CancelledError("stopped by a signal; every child stopped");
-    auto report_losses = [&] {
-      for (const std::string& lost : cluster->TakeLostWorkerReports()) {
-        run.report.events.push_back(absl::StrCat(lost, "; the others went on without it"));
-        progress.Break();
-        out << phase << ": " << run.report.events.back() << "\n";
-      }
-    };
     report_losses();
     if (std::optional<std::string> dead = cluster->DeadChild()) {
       return absl::AbortedError(absl::StrCat("a process of the cluster died: ", *dead));

@@ -29,6 +29,16 @@ std::vector<std::string> JobFlags(const worker::TrainingOptions& training) {
           absl::StrCat("--seed=", training.seed)};
 }
 
+// The files a worker named `name` writes into the cluster's directory.
+struct WorkerFiles {
+  WorkerFiles(const std::string& dir, const std::string& name)
+      : ready(absl::StrCat(dir, "/", name, ".ready")),
+        result(absl::StrCat(dir, "/", name, ".result.json")),
+        trace(absl::StrCat(dir, "/", name, ".trace.jsonl")),
+        params(absl::StrCat(dir, "/", name, ".params")) {}
+  std::string ready, result, trace, params;
+};
+
 }  // namespace
 
 std::string ClusterProcess::metrics_url() const {
@@ -79,7 +89,7 @@ absl::StatusOr<std::unique_ptr<LocalCluster>> LocalCluster::Start(
 LocalCluster::~LocalCluster() { Stop(); }
 
 std::vector<std::string> LocalCluster::WorkerCommand(const std::string& name) const {
-  const std::string base = absl::StrCat(options_.dir, "/", name);
+  const WorkerFiles files(options_.dir, name);
   std::vector<std::string> argv = {
       options_.bin_dir + "/ringside-worker",
       "--controller=" + controller_address_,
@@ -88,10 +98,10 @@ std::vector<std::string> LocalCluster::WorkerCommand(const std::string& name) co
       "--metrics_listen=127.0.0.1:0",
       "--device=" + options_.training.device,
       absl::StrCat("--timeout=", absl::FormatDuration(options_.collective_timeout)),
-      "--ready_file=" + base + ".ready",
-      "--result_file=" + base + ".result.json",
-      "--trace_file=" + base + ".trace.jsonl",
-      "--params_out=" + base + ".params"};
+      "--ready_file=" + files.ready,
+      "--result_file=" + files.result,
+      "--trace_file=" + files.trace,
+      "--params_out=" + files.params};
   for (const std::string& flag : options_.worker_flags) argv.push_back(flag);
   return argv;
 }
@@ -100,17 +110,17 @@ absl::StatusOr<ClusterProcess*> LocalCluster::AddWorker(
     const std::vector<std::string>& extra_flags) {
   const int index = next_worker_++;
   const std::string name = absl::StrCat("worker-", index);
-  const std::string base = absl::StrCat(options_.dir, "/", name);
+  const WorkerFiles files(options_.dir, name);
   std::vector<std::string> argv = WorkerCommand(name);
   argv.insert(argv.end(), extra_flags.begin(), extra_flags.end());
   if (auto it = options_.flags_of_worker.find(index); it != options_.flags_of_worker.end()) {
     argv.insert(argv.end(), it->second.begin(), it->second.end());
   }
   ASSIGN_OR_RETURN(ClusterProcess * worker, Spawn(name, std::move(argv)));
-  worker->result_file = base + ".result.json";
-  worker->trace_file = base + ".trace.jsonl";
-  worker->params_file = base + ".params";
-  RETURN_IF_ERROR(AwaitReady(*worker, base + ".ready"));
+  worker->result_file = files.result;
+  worker->trace_file = files.trace;
+  worker->params_file = files.params;
+  RETURN_IF_ERROR(AwaitReady(*worker, files.ready));
   return worker;
 }
 
