@@ -103,11 +103,16 @@ absl::Status Optimizer::Step(absl::Span<float> params, absl::Span<const float> g
 
 std::vector<float> Optimizer::ExportState() const {
   std::vector<float> state;
+  ExportStateTo(state);
+  return state;
+}
+
+void Optimizer::ExportStateTo(std::vector<float>& state) const {
+  state.clear();
   state.reserve(state_size());
   state.push_back(static_cast<float>(steps_));
   state.insert(state.end(), first_.begin(), first_.end());
   state.insert(state.end(), second_.begin(), second_.end());
-  return state;
 }
 
 absl::Status Optimizer::ImportState(absl::Span<const float> state) {

@@ -62,6 +62,8 @@ class Optimizer {
   // membership changes). ImportState takes what ExportState of the same config and size gave;
   // else INVALID_ARGUMENT and nothing changes. Steps travel exactly up to 2^24.
   std::vector<float> ExportState() const;
+  // The same into `state`, reusing its memory (a shard does this every step).
+  void ExportStateTo(std::vector<float>& state) const;
   absl::Status ImportState(absl::Span<const float> state);
   size_t state_size() const { return 1 + first_.size() + second_.size(); }
 

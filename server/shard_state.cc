@@ -184,7 +184,7 @@ std::vector<std::function<void(Parameters)>> ShardState::MaybeApply() {
   if (!previous_.has_value()) previous_.emplace();
   previous_->step = step_;
   previous_->values.assign(values_.begin(), values_.end());
-  previous_->optimizer_state = optimizer_.ExportState();
+  optimizer_.ExportStateTo(previous_->optimizer_state);
   std::vector<float>& sum = shares_[0].values;  // rank order: 0 + 1 + ... + (N-1)
   for (size_t w = 1; w < shares_.size(); ++w) {
     const std::vector<float>& values = shares_[w].values;
