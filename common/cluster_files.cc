@@ -27,9 +27,8 @@ absl::StatusOr<ReadyFile> ParseReadyFile(absl::string_view text) {
 }
 
 std::string StepTraceLineText(const StepTraceLine& line) {
-  return json{{"step", line.step},       {"generation", line.generation},
-              {"mode", line.mode},       {"rank", line.rank},
-              {"world", line.world},     {"loss", line.loss},
+  return json{{"step", line.step},       {"generation", line.generation}, {"mode", line.mode},
+              {"rank", line.rank},       {"world", line.world},           {"loss", line.loss},
               {"seconds", line.seconds}, {"checksum", line.checksum}}
       .dump();
 }

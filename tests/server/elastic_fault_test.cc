@@ -117,28 +117,28 @@ TEST_P(ElasticFaultTest, SurvivorsFinishWithTheReferenceParameters) {
 
 INSTANTIATE_TEST_SUITE_P(
     EveryProtocolPoint, ElasticFaultTest,
-    ::testing::Values(
-        FaultCase{"BeforeTheFirstRegroup", "assigned", 1, SyncMode::kRing, 1, -1},
-        FaultCase{"DuringTheCensus", "census", 2, SyncMode::kRing, 1, -1},
-        FaultCase{"DuringTheStateHandOver", "state", 1, SyncMode::kRing, 1, -1},
-        FaultCase{"TheLoaderBeforeTheShardLoad", "load", 0, SyncMode::kPs, 2, -1},
-        FaultCase{"AtTheLoadBarrier", "barrier", 2, SyncMode::kPs, 2, -1},
-        FaultCase{"MidRingStep", "ring_step@7", 1, SyncMode::kRing, 1, -1},
-        FaultCase{"MidPsStepBetweenShards", "ps_push@7", 1, SyncMode::kPs, 2, -1},
-        FaultCase{"DuringASwitchToPs", "switch", 2, SyncMode::kRing, 2, 5},
-        FaultCase{"DuringASwitchToRing", "switch", 1, SyncMode::kPs, 2, 5},
-        FaultCase{"AfterASwitchMidPsStep", "ps_push@12", 0, SyncMode::kRing, 2, 5}),
+    ::testing::Values(FaultCase{"BeforeTheFirstRegroup", "assigned", 1, SyncMode::kRing, 1, -1},
+                      FaultCase{"DuringTheCensus", "census", 2, SyncMode::kRing, 1, -1},
+                      FaultCase{"DuringTheStateHandOver", "state", 1, SyncMode::kRing, 1, -1},
+                      FaultCase{"TheLoaderBeforeTheShardLoad", "load", 0, SyncMode::kPs, 2, -1},
+                      FaultCase{"AtTheLoadBarrier", "barrier", 2, SyncMode::kPs, 2, -1},
+                      FaultCase{"MidRingStep", "ring_step@7", 1, SyncMode::kRing, 1, -1},
+                      FaultCase{"MidPsStepBetweenShards", "ps_push@7", 1, SyncMode::kPs, 2, -1},
+                      FaultCase{"DuringASwitchToPs", "switch", 2, SyncMode::kRing, 2, 5},
+                      FaultCase{"DuringASwitchToRing", "switch", 1, SyncMode::kPs, 2, 5},
+                      FaultCase{"AfterASwitchMidPsStep", "ps_push@12", 0, SyncMode::kRing, 2, 5}),
     CaseName);
 
 // Seeded chaos: several short jobs, each losing a worker at a randomly chosen protocol point and
 // step, some with a mode switch at a random step. RINGSIDE_CHAOS_SEED replays a run.
 TEST(ElasticChaosTest, RandomFaultsNeverStallOrDivergeTheJob) {
   uint64_t seed = std::random_device()();
-  if (const char* fixed = std::getenv("RINGSIDE_CHAOS_SEED")) seed = std::strtoull(fixed, nullptr, 10);
+  if (const char* fixed = std::getenv("RINGSIDE_CHAOS_SEED"))
+    seed = std::strtoull(fixed, nullptr, 10);
   std::cout << "chaos seed " << seed << " (replay: RINGSIDE_CHAOS_SEED=" << seed << ")\n";
   RecordProperty("seed", std::to_string(seed));
   std::mt19937_64 random(seed);
-  const std::vector<std::string> points = {"assigned", "census",    "state",  "load",
+  const std::vector<std::string> points = {"assigned", "census",    "state",   "load",
                                            "barrier",  "ring_step", "ps_push", "switch"};
   for (int job = 0; job < 4; ++job) {
     FaultCase fault;
