@@ -74,8 +74,9 @@ struct ShardStateRange {
   std::vector<float> sequence;
 };
 
+// `state_elements`: the range's parameters and optimiser state, as the shard must send them.
 absl::StatusOr<ShardStateRange> FetchShard(const ShardTransferOptions& options, int shard,
-                                           const ElementRange& range,
+                                           const ElementRange& range, uint64_t state_elements,
                                            std::optional<uint64_t> step) {
   auto stub = proto::ParameterShard::NewStub(MakeChannel(options.shards[shard]));
   grpc::ClientContext context;
@@ -89,16 +90,15 @@ absl::StatusOr<ShardStateRange> FetchShard(const ShardTransferOptions& options, 
     if (segment.range_begin() != range.begin || segment.range_elements() != range.size() ||
         segment.offset() != fetched.sequence.size() ||
         segment.payload().size() % sizeof(float) != 0 ||
-        segment.state_elements() > range.size() * 8 + 64 ||
-        segment.payload().size() / sizeof(float) >
-            segment.state_elements() - std::min(segment.state_elements(), segment.offset())) {
+        segment.state_elements() != state_elements ||
+        segment.payload().size() / sizeof(float) > state_elements - fetched.sequence.size()) {
       context.TryCancel();
       reader->Finish();
       return absl::FailedPreconditionError(absl::StrCat(
           PsShardName(shard), " sent state for [", segment.range_begin(), ", ",
           segment.range_begin() + segment.range_elements(), ") at offset ", segment.offset(),
           " of ", segment.state_elements(), "; the shard map says [", range.begin, ", ",
-          range.end, ")"));
+          range.end, ") with ", state_elements, " elements of state"));
     }
     fetched.step = segment.step();
     const auto* values = reinterpret_cast<const float*>(segment.payload().data());
@@ -107,10 +107,10 @@ absl::StatusOr<ShardStateRange> FetchShard(const ShardTransferOptions& options, 
   }
   const grpc::Status status = reader->Finish();
   if (!status.ok()) return ShardError(status, shard, "fetching the state of");
-  if (fetched.sequence.size() < range.size()) {
+  if (fetched.sequence.size() != state_elements) {
     return absl::FailedPreconditionError(
-        absl::StrCat(PsShardName(shard), " sent ", fetched.sequence.size(),
-                     " elements, fewer than its ", range.size(), " parameters"));
+        absl::StrCat(PsShardName(shard), " sent ", fetched.sequence.size(), " of its ",
+                     state_elements, " elements of parameters and optimiser state"));
   }
   return fetched;
 }
@@ -121,11 +121,17 @@ absl::StatusOr<JobState> FetchShardState(const ShardTransferOptions& options, si
                                          size_t optimizer_state_size) {
   const std::vector<ElementRange> ranges =
       EvenRanges(parameters, static_cast<int>(options.shards.size()));
+  // Every moment vector of the optimiser (OptimizerStateRange's layout) has one value per element.
+  const uint64_t moments = parameters == 0 ? 0 : (optimizer_state_size - 1) / parameters;
+  auto state_elements = [&](const ElementRange& range) {
+    return range.size() + 1 + moments * range.size();
+  };
   std::vector<ShardStateRange> fetched;
   uint64_t lowest = std::numeric_limits<uint64_t>::max();
   for (size_t s = 0; s < options.shards.size(); ++s) {
     ASSIGN_OR_RETURN(ShardStateRange shard,
-                     FetchShard(options, static_cast<int>(s), ranges[s], std::nullopt));
+                     FetchShard(options, static_cast<int>(s), ranges[s],
+                                                state_elements(ranges[s]), std::nullopt));
     lowest = std::min(lowest, shard.step);
     fetched.push_back(std::move(shard));
   }
@@ -138,7 +144,8 @@ absl::StatusOr<JobState> FetchShardState(const ShardTransferOptions& options, si
           PsShardName(static_cast<int>(s)), " is at step ", fetched[s].step, " but another shard at ",
           lowest, "; shards can differ by one step only, so no consistent state exists"));
     }
-    ASSIGN_OR_RETURN(fetched[s], FetchShard(options, static_cast<int>(s), ranges[s], lowest));
+    ASSIGN_OR_RETURN(fetched[s], FetchShard(options, static_cast<int>(s), ranges[s],
+                                            state_elements(ranges[s]), lowest));
   }
   JobState state;
   state.step = lowest;
