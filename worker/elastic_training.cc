@@ -225,27 +225,22 @@ absl::Status ElasticTrainer::AgreeOnState(const proto::Assignment& assignment, i
   const size_t parameters = parameters_.size();
   std::vector<float> state(2 + parameters + optimizer_->state_size(), 0.0f);
   if (rank == source) {
-    JobState source_state;
-    absl::Status fetched = absl::OkStatus();
-    if (from_shards) {
-      absl::StatusOr<JobState> shards =
-          FetchShardState({shards_, options_.segment_bytes, options_.timeout},
-                          job_->parameter_count(), optimizer_->state_size());
-      fetched = shards.status();
-      if (shards.ok()) source_state = *std::move(shards);
-    } else {
-      source_state = JobState{static_cast<uint64_t>(completed_), parameters_,
-                              optimizer_->ExportState()};
-    }
-    if (fetched.ok()) {
+    auto put = [&](uint64_t step, absl::Span<const float> values, absl::Span<const float> moments) {
       state[0] = 1.0f;
-      state[1] = static_cast<float>(source_state.step);
-      std::copy(source_state.parameters.begin(), source_state.parameters.end(), state.begin() + 2);
-      std::copy(source_state.optimizer_state.begin(), source_state.optimizer_state.end(),
-                state.begin() + 2 + parameters);
+      state[1] = static_cast<float>(step);
+      std::copy(values.begin(), values.end(), state.begin() + 2);
+      std::copy(moments.begin(), moments.end(), state.begin() + 2 + parameters);
+    };
+    if (!from_shards) {
+      put(static_cast<uint64_t>(completed_), parameters_, optimizer_->ExportState());
+    } else if (absl::StatusOr<JobState> shards =
+                   FetchShardState({shards_, options_.segment_bytes, options_.timeout},
+                                   job_->parameter_count(), optimizer_->state_size());
+               shards.ok()) {
+      put(shards->step, shards->parameters, shards->optimizer_state);
     } else {
-      log_ << WorkerName(rank) << ": cannot read the job's state from the shards: " << fetched
-           << "\n";
+      log_ << WorkerName(rank) << ": cannot read the job's state from the shards: "
+           << shards.status() << "\n";
     }
   }
   At("state");
