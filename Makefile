@@ -23,7 +23,7 @@ demo: build
 	@$(BUILD_DIR)/bin/ringside compare --json=ringside-compare.json --report=ringside-compare.html
 
 format:
-	@clang-format -i $$(git ls-files '*.h' '*.cc' '*.cu' '*.cuh')
+	@clang-format -i $$(git ls-files --cached --others --exclude-standard '*.h' '*.cc' '*.cu' ':!tests/deploy/node_modules')
 
 clean:
 	@rm -rf $(BUILD_DIR)

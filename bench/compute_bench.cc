@@ -7,10 +7,10 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "common/status_macros.h"
-#include "worker/batching.h"
-#include "worker/dataset.h"
-#include "worker/device.h"
-#include "worker/model_spec.h"
+#include "model/model_spec.h"
+#include "train/batching.h"
+#include "train/dataset.h"
+#include "train/device.h"
 
 namespace ringside::bench {
 namespace {

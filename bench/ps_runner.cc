@@ -12,17 +12,19 @@
 #include "absl/strings/str_join.h"
 #include "bench/flag_types.h"
 #include "bench/rank_processes.h"
+#include "common/cluster_files.h"
 #include "common/cost_model.h"
 #include "common/file_util.h"
 #include "common/ranges.h"
 #include "common/status_macros.h"
-#include "common/subprocess.h"
-#include "common/temp_dir.h"
+#include "launch/await_file.h"
+#include "launch/subprocess.h"
+#include "launch/temp_dir.h"
 
 namespace ringside::bench {
 namespace {
 
-std::string ReadyFile(const TempDir& dir, int shard) {
+std::string ShardReadyPath(const TempDir& dir, int shard) {
   return dir.File(absl::StrCat("shard-", shard, ".ready.json"));
 }
 std::string WorkerResultFile(const TempDir& dir, int rank) {
@@ -36,35 +38,20 @@ absl::Status CheckExecutable(const std::string& path, absl::string_view name) {
                    name == "ringside-ps" ? "ps" : "worker", "_binary=PATH)"));
 }
 
-// Polls the ready files until every shard has written its own, or one shard exits, or the time
-// is up. A shard announces readiness only through its file, so there is no event to wait on.
+// Waits for every shard's ready file (launch/await_file.h) under one deadline.
 absl::StatusOr<std::vector<int>> WaitForShards(std::vector<Subprocess>& shards, const TempDir& dir,
                                                const PsCellSpec& spec, absl::Duration timeout) {
-  std::vector<int> ports(shards.size(), 0);
   const absl::Time deadline = absl::Now() + timeout;
-  while (true) {
-    bool all_ready = true;
-    for (size_t s = 0; s < shards.size(); ++s) {
-      if (ports[s] != 0) continue;
-      absl::StatusOr<std::string> text = ReadFileToString(ReadyFile(dir, static_cast<int>(s)));
-      if (text.ok()) {
-        ASSIGN_OR_RETURN(ports[s], ParseShardReady(*text, spec, static_cast<int>(s)));
-        continue;
-      }
-      all_ready = false;
-      if (std::optional<ExitStatus> exit = shards[s].Poll()) {
-        return absl::InternalError(absl::StrCat("shard ", s, " exited before it was ready (",
-                                                exit->ToString(),
-                                                "): ", TailOfFile(shards[s].log_path(), 5)));
-      }
-    }
-    if (all_ready) return ports;
-    if (absl::Now() > deadline) {
-      return absl::DeadlineExceededError(
-          absl::StrCat("shards not ready after ", absl::FormatDuration(timeout)));
-    }
-    absl::SleepFor(absl::Milliseconds(10));
+  std::vector<int> ports;
+  for (size_t s = 0; s < shards.size(); ++s) {
+    const int shard = static_cast<int>(s);
+    ASSIGN_OR_RETURN(std::string text,
+                     AwaitFileFrom(shards[s], ShardReadyPath(dir, shard), absl::StrCat("shard ", s),
+                                   std::max(deadline - absl::Now(), absl::ZeroDuration()),
+                                   /*log_lines=*/5));
+    ASSIGN_OR_RETURN(ports.emplace_back(), ParseShardReady(text, spec, shard));
   }
+  return ports;
 }
 
 // Runs the workers of a cell against its ready shards and reads their results.
@@ -113,7 +100,7 @@ absl::Status RunPsCellProcesses(const PsRunnerConfig& config, const PsCellSpec& 
   absl::Status status;
   for (int s = 0; s < spec.shards && status.ok(); ++s) {
     SpawnOptions options;
-    options.argv = PsShardArgv(config, spec, s, ReadyFile(dir, s));
+    options.argv = PsShardArgv(config, spec, s, ShardReadyPath(dir, s));
     options.log_path = dir.File(absl::StrCat("shard-", s, ".log"));
     options.term_grace = config.shard_term_grace;
     absl::StatusOr<Subprocess> process = Subprocess::Spawn(options);
@@ -149,7 +136,8 @@ PsReportRow RingRow(const CellResult& cell) {
   row.bytes = cell.spec.bytes();
   row.elements = cell.spec.elements;
   row.iters = cell.spec.iters;
-  row.busiest_node_bytes = RingBusiestNodeBytes(row.workers, row.elements);
+  row.busiest_node_bytes =
+      static_cast<int64_t>(RingBusiestNode(row.elements, row.workers).elements * 4);
   row.ran = cell.status.ok();
   if (row.ran) {
     row.seconds_per_op = cell.seconds_per_op;
@@ -169,7 +157,8 @@ PsReportRow PsRow(const PsCellResult& cell, const CellResult* ring) {
   row.bytes = cell.spec.bytes();
   row.elements = cell.spec.elements;
   row.iters = cell.spec.iters;
-  row.busiest_node_bytes = PsBusiestNodeBytes(row.workers, row.shards, row.elements);
+  row.busiest_node_bytes =
+      static_cast<int64_t>(PsBusiestNode(row.elements, row.workers, row.shards).elements * 4);
   row.ran = cell.status.ok();
   if (!row.ran) {
     row.error = cell.status.ToString();
@@ -228,29 +217,17 @@ std::vector<std::string> PsWorkerArgv(const PsRunnerConfig& config, const PsCell
 }
 
 absl::StatusOr<int> ParseShardReady(absl::string_view text, const PsCellSpec& spec, int shard) {
-  const nlohmann::json json = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
-  const auto field = [&](const char* name) -> absl::StatusOr<int64_t> {
-    if (!json.is_object() || !json.contains(name) || !json[name].is_number_integer()) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("shard ", shard, "'s ready file has no integer '", name, "': ", text));
-    }
-    return json[name].get<int64_t>();
-  };
-  ASSIGN_OR_RETURN(const int64_t port, field("port"));
-  ASSIGN_OR_RETURN(const int64_t begin, field("range_begin"));
-  ASSIGN_OR_RETURN(const int64_t end, field("range_end"));
-  if (port <= 0 || port > 65535) {
-    return absl::InvalidArgumentError(absl::StrCat("shard ", shard, " reported port ", port));
-  }
+  absl::StatusOr<ReadyFile> ready = ParseReadyFile(text);
+  if (!ready.ok()) return Annotate(ready.status(), absl::StrCat("shard ", shard));
   const ElementRange expected =
       EvenRanges(static_cast<uint64_t>(spec.elements), spec.shards)[shard];
-  if (static_cast<uint64_t>(begin) != expected.begin ||
-      static_cast<uint64_t>(end) != expected.end) {
-    return absl::InternalError(absl::StrCat("shard ", shard, " owns [", begin, ", ", end,
-                                            ") but the workers assume [", expected.begin, ", ",
-                                            expected.end, ")"));
+  if (static_cast<uint64_t>(ready->range_begin) != expected.begin ||
+      static_cast<uint64_t>(ready->range_end) != expected.end) {
+    return absl::InternalError(absl::StrCat("shard ", shard, " owns [", ready->range_begin, ", ",
+                                            ready->range_end, ") but the workers assume [",
+                                            expected.begin, ", ", expected.end, ")"));
   }
-  return static_cast<int>(port);
+  return ready->port;
 }
 
 absl::Status AggregatePsWorkers(std::vector<RankResult> workers, PsCellResult* cell) {
@@ -273,23 +250,6 @@ PsCellResult RunPsCell(const PsRunnerConfig& config, const PsCellSpec& spec) {
   result.status = RunPsCellProcesses(config, spec, &result);
   if (!result.status.ok()) result.check_ok = false;
   return result;
-}
-
-int64_t PsBusiestNodeBytes(int workers, int shards, int64_t elements) {
-  if (shards < 1) return 0;
-  // Shard 0 holds one of the largest ranges (EvenRanges puts the larger ones first).
-  const uint64_t shard_in =
-      static_cast<uint64_t>(workers) * PsElementsPerShardLink(elements, shards, 0);
-  return static_cast<int64_t>(std::max<uint64_t>(shard_in, elements) * 4);
-}
-
-int64_t RingBusiestNodeBytes(int workers, int64_t elements) {
-  // Rank r receives what rank r - 1 sends.
-  uint64_t most = 0;
-  for (int rank = 0; rank < workers; ++rank) {
-    most = std::max(most, RingElementsSentByRank(elements, workers, rank));
-  }
-  return static_cast<int64_t>(most * 4);
 }
 
 std::vector<PsReportRow> BuildPsRows(const std::vector<PsCellResult>& ps_cells,

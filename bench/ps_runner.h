@@ -82,12 +82,6 @@ absl::Status AggregatePsWorkers(std::vector<RankResult> workers, PsCellResult* c
 // Runs the cell to completion (or failure, recorded in the result's status).
 PsCellResult RunPsCell(const PsRunnerConfig& config, const PsCellSpec& spec);
 
-// Analytic bytes into the busiest node in one step (common/cost_model.h). PS: a shard receives
-// every worker's slice of its range (N·K/S), a worker receives the whole vector back (K), so
-// the busiest node is the fullest shard unless S > N. Ring: each rank receives 2(N−1)K/N.
-int64_t PsBusiestNodeBytes(int workers, int shards, int64_t elements);
-int64_t RingBusiestNodeBytes(int workers, int64_t elements);
-
 struct PsReportRow {
   std::string implementation;  // "ps" or "ringside"
   int workers = 0;

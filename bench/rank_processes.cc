@@ -5,7 +5,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/file_util.h"
 #include "common/status_macros.h"
-#include "common/subprocess.h"
+#include "launch/subprocess.h"
 
 namespace ringside::bench {
 

@@ -16,7 +16,7 @@
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
 #include "common/rank_result.h"
-#include "common/temp_dir.h"
+#include "launch/temp_dir.h"
 #include "nlohmann/json.hpp"
 
 namespace ringside::bench {

@@ -11,10 +11,10 @@
 #include "absl/strings/str_split.h"
 #include "bench/gloo_rank.h"
 #include "bench/rank_processes.h"
-#include "common/free_port.h"
 #include "common/status_macros.h"
-#include "common/subprocess.h"
-#include "common/temp_dir.h"
+#include "launch/free_port.h"
+#include "launch/subprocess.h"
+#include "launch/temp_dir.h"
 
 namespace ringside::bench {
 namespace {

@@ -16,7 +16,7 @@
 #include "absl/time/time.h"
 #include "common/metrics.h"
 #include "common/termination_signals.h"
-#include "worker/local_training.h"
+#include "train/local_training.h"
 
 namespace ringside::cli {
 

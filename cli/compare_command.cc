@@ -10,15 +10,15 @@
 #include "absl/strings/str_cat.h"
 #include "cli/commands.h"
 #include "cli/compare_report.h"
-#include "cli/local_cluster.h"
 #include "cli/model_prediction.h"
 #include "cli/progress.h"
 #include "cli/report_html.h"
 #include "common/file_util.h"
-#include "common/prometheus_text.h"
 #include "common/status_macros.h"
-#include "common/temp_dir.h"
-#include "worker/model_spec.h"
+#include "launch/local_cluster.h"
+#include "launch/prometheus_text.h"
+#include "launch/temp_dir.h"
+#include "model/model_spec.h"
 
 namespace ringside::cli {
 namespace {
@@ -221,10 +221,11 @@ absl::Status RunCompare(const CompareOptions& options, const TerminationSignals&
       absl::StatusOr<ModeRun> run = RunMode(options, job, config, mode, signals, out);
       if (!run.ok()) {
         if (run.status().code() == absl::StatusCode::kCancelled) return run.status();
-        failed = Annotate(run.status(), absl::StrCat(job.model, " in ", SyncModeName(mode), " mode"));
+        failed =
+            Annotate(run.status(), absl::StrCat(job.model, " in ", SyncModeName(mode), " mode"));
         report_of_mode.failure = std::string(failed.message());
-        out << "\n" << job.model << " " << SyncModeName(mode) << ": failed: " << failed.message()
-            << "\n";
+        out << "\n"
+            << job.model << " " << SyncModeName(mode) << ": failed: " << failed.message() << "\n";
         continue;
       }
       report_of_mode = run->report;

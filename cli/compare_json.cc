@@ -1,4 +1,4 @@
-// CompareJson: the `ringside compare --json` document (../shared/CONTRACT.md). Every figure is
+// CompareJson: the `ringside compare --json` document (docs/contract.md). Every figure is
 // a JSON number; a figure that was not measured (parity not checked) is null, never a string.
 #include "absl/strings/str_cat.h"
 #include "cli/compare_report.h"

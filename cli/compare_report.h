@@ -1,5 +1,5 @@
 // What `ringside compare` measured, and the two text renderings of it: the side-by-side table
-// for a terminal and the `--json` document of ../shared/CONTRACT.md. (The HTML page is in
+// for a terminal and the `--json` document of docs/contract.md. (The HTML page is in
 // cli/report_html.h.)
 //
 // The orchestration fills a `CompareReport` (one `JobComparison` per job, e.g. the synthetic
@@ -24,7 +24,7 @@
 
 namespace ringside::cli {
 
-// One directed link, src -> dst (node names per CONTRACT.md: "worker-0", "ps-1").
+// One directed link, src -> dst (node names per docs/contract.md: "worker-0", "ps-1").
 struct LinkTraffic {
   std::string src, dst;
   double bytes_per_step = 0, expected_bytes_per_step = 0;
@@ -80,7 +80,7 @@ struct CompareReport {
 // job's numbers, then its events. UTF-8 box drawing, no colours.
 void PrintComparisonTable(const JobComparison& job, std::ostream& out);
 
-// CONTRACT.md's `ringside compare --json`: `config`, `modes.ring`, `modes.ps`, `parity` and
+// docs/contract.md's `ringside compare --json`: `config`, `modes.ring`, `modes.ps`, `parity` and
 // `winner` describe jobs[0] at the top level, and `jobs` holds the same object for every job.
 nlohmann::json CompareJson(const CompareReport& report);
 nlohmann::json JobJson(const JobComparison& job);

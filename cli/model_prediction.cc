@@ -1,6 +1,7 @@
 #include "cli/model_prediction.h"
 
 #include <cmath>
+#include <cstdint>
 
 #include "common/cost_model.h"
 
@@ -8,48 +9,21 @@ namespace ringside::cli {
 namespace {
 
 ModelBytes PredictRing(uint64_t elements, int workers, double element_bytes) {
+  const BusiestNode busiest = RingBusiestNode(elements, workers);
   ModelBytes model;
   model.per_worker = RingElementsSentByRank(elements, workers, 0) * element_bytes;
-  // Chunk sizes differ by one element when N does not divide K, so the ranks' sends differ by
-  // up to two elements: take the largest, which is the busiest receiver's ingress.
-  int busiest_sender = 0;
-  uint64_t most = 0;
-  for (int rank = 0; rank < workers; ++rank) {
-    const uint64_t sent = RingElementsSentByRank(elements, workers, rank);
-    if (sent > most) {
-      most = sent;
-      busiest_sender = rank;
-    }
-  }
-  model.busiest_node = most * element_bytes;
-  model.busiest_node_name = WorkerName(workers > 1 ? (busiest_sender + 1) % workers : 0);
+  model.busiest_node = busiest.elements * element_bytes;
+  model.busiest_node_name = busiest.name;
   return model;
 }
 
 ModelBytes PredictPs(uint64_t elements, int workers, int shards, double element_bytes) {
+  const BusiestNode busiest = PsBusiestNode(elements, workers, shards);
   ModelBytes model;
-  uint64_t sent = 0;
-  int largest_shard = 0;
-  uint64_t largest = 0;
-  for (int shard = 0; shard < shards; ++shard) {
-    const uint64_t share = PsElementsPerShardLink(elements, shards, shard);
-    sent += share;
-    if (share > largest) {
-      largest = share;
-      largest_shard = shard;
-    }
-  }
-  model.per_worker = sent * element_bytes;
-  const double shard_ingress = static_cast<double>(workers) * largest * element_bytes;
-  model.largest_shard_ingress = shard_ingress;
-  const double worker_ingress = model.per_worker;  // every worker pulls all K parameters back
-  if (shard_ingress >= worker_ingress) {
-    model.busiest_node = shard_ingress;
-    model.busiest_node_name = PsShardName(largest_shard);
-  } else {
-    model.busiest_node = worker_ingress;
-    model.busiest_node_name = WorkerName(0);
-  }
+  model.per_worker = elements * element_bytes;  // every range once: K elements
+  model.busiest_node = busiest.elements * element_bytes;
+  model.busiest_node_name = busiest.name;
+  model.largest_shard_ingress = PsLargestShardIngress(elements, workers, shards) * element_bytes;
   return model;
 }
 

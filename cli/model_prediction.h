@@ -2,10 +2,7 @@
 // the payload one worker sends, and the ingress of the busiest node. The compare table quotes it
 // and the HTML report draws it for N = 2..1024. Pure; thread-safe.
 //
-// Busiest node = the node with the most payload arriving per step:
-// - ring: worker r+1 receives what worker r sends, about 2(N-1)K/N elements (all similar);
-// - ps: shard s receives N·|range s| elements, a worker receives K (its parameters back), so the
-//   busiest is a shard once N > S and a worker otherwise.
+// The busiest node is common/cost_model.h's (RingBusiestNode, PsBusiestNode).
 #ifndef RINGSIDE_CLI_MODEL_PREDICTION_H_
 #define RINGSIDE_CLI_MODEL_PREDICTION_H_
 

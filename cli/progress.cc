@@ -22,9 +22,9 @@ void PhaseProgress::Update(double steps, double bytes) {
   last_steps_ = steps;
   last_bytes_ = bytes;
   const double done = total_steps_ > 0 ? std::min(1.0, steps / total_steps_) : 0;
-  const std::string rates = absl::StrFormat("%.0f/%d steps, %.1f steps/s, %s/s", steps,
-                                            total_steps_, steps_per_second,
-                                            HumanBytes(bytes_per_second));
+  const std::string rates =
+      absl::StrFormat("%.0f/%d steps, %.1f steps/s, %s/s", steps, total_steps_, steps_per_second,
+                      HumanBytes(bytes_per_second));
   if (terminal_) {
     const int width = 30, filled = static_cast<int>(done * width);
     out_ << "\r" << phase_ << " [" << std::string(filled, '#') << std::string(width - filled, '.')

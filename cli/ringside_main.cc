@@ -18,8 +18,8 @@
 #include "common/grpc_util.h"
 #include "common/net.h"
 #include "common/termination_signals.h"
+#include "model/training_flags.h"
 #include "proto/controller.grpc.pb.h"
-#include "worker/training_flags.h"
 
 ABSL_FLAG(std::string, controller, "", "ctl: the controller's address HOST:PORT");
 ABSL_FLAG(std::string, address, "", "health: the daemon's gRPC address HOST:PORT");
@@ -72,8 +72,8 @@ std::string OwnDirectory(const char* argv0) {
 
 ringside::cli::ClusterFlags ClusterFromFlags(const char* argv0) {
   ringside::cli::ClusterFlags cluster;
-  cluster.bin_dir = absl::GetFlag(FLAGS_bin_dir).empty() ? OwnDirectory(argv0)
-                                                         : absl::GetFlag(FLAGS_bin_dir);
+  cluster.bin_dir =
+      absl::GetFlag(FLAGS_bin_dir).empty() ? OwnDirectory(argv0) : absl::GetFlag(FLAGS_bin_dir);
   cluster.workers = absl::GetFlag(FLAGS_workers);
   cluster.ps_shards = absl::GetFlag(FLAGS_ps_shards);
   cluster.heartbeat_timeout = absl::GetFlag(FLAGS_heartbeat_timeout);
@@ -126,8 +126,7 @@ int Run(int argc, char** argv, const std::vector<char*>& args,
     } else {
       ringside::cli::UpOptions options;
       options.cluster = ClusterFromFlags(argv[0]);
-      absl::StatusOr<ringside::SyncMode> mode =
-          ringside::ParseSyncMode(absl::GetFlag(FLAGS_mode));
+      absl::StatusOr<ringside::SyncMode> mode = ringside::ParseSyncMode(absl::GetFlag(FLAGS_mode));
       if (!mode.ok()) return Fail("--mode: " + std::string(mode.status().message()));
       options.mode = *mode;
       options.job = *training;

@@ -4,16 +4,15 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "cli/commands.h"
-#include "cli/local_cluster.h"
 #include "common/file_util.h"
 #include "common/status_macros.h"
-#include "common/temp_dir.h"
+#include "launch/local_cluster.h"
+#include "launch/temp_dir.h"
 #include "nlohmann/json.hpp"
 
 namespace ringside::cli {
 
-absl::Status RunUp(const UpOptions& options, const TerminationSignals& signals,
-                   std::ostream& out) {
+absl::Status RunUp(const UpOptions& options, const TerminationSignals& signals, std::ostream& out) {
   std::unique_ptr<TempDir> temp;
   std::string dir = options.cluster.work_dir;
   if (dir.empty()) {
@@ -41,8 +40,8 @@ absl::Status RunUp(const UpOptions& options, const TerminationSignals& signals,
                          {"metrics_url", process->metrics_url()}});
   }
   out << "switch modes with: ringside ctl mode ring|ps --controller="
-      << cluster->controller_address() << "\nadd a worker with: "
-      << absl::StrJoin(cluster->WorkerCommand("worker-added"), " ")
+      << cluster->controller_address()
+      << "\nadd a worker with: " << absl::StrJoin(cluster->WorkerCommand("worker-added"), " ")
       << "\nCtrl-C stops every process.\n";
   out.flush();
   if (!options.ready_file.empty()) {

@@ -13,6 +13,10 @@ using nlohmann::json;
 std::string ReadyFileText(const ReadyFile& ready) {
   json out = {{"port", ready.port}, {"metrics_port", ready.metrics_port}};
   if (!ready.address.empty()) out["address"] = ready.address;
+  if (ready.range_end > ready.range_begin) {
+    out["range_begin"] = ready.range_begin;
+    out["range_end"] = ready.range_end;
+  }
   return out.dump() + "\n";
 }
 
@@ -22,7 +26,19 @@ absl::StatusOr<ReadyFile> ParseReadyFile(absl::string_view text) {
   fields.Read("port", ready.port);
   fields.Read("metrics_port", ready.metrics_port);
   fields.Read("address", ready.address, /*required=*/false);
+  fields.Read("range_begin", ready.range_begin, /*required=*/false);
+  fields.Read("range_end", ready.range_end, /*required=*/false);
   if (!fields.status().ok()) return fields.status();
+  if (ready.port <= 0 || ready.port > 65535 || ready.metrics_port < 0 ||
+      ready.metrics_port > 65535) {
+    return absl::InvalidArgumentError(absl::StrCat("ready file: port ", ready.port,
+                                                   " or metrics_port ", ready.metrics_port,
+                                                   " is not a TCP port"));
+  }
+  if (ready.range_begin < 0 || ready.range_end < ready.range_begin) {
+    return absl::InvalidArgumentError(absl::StrCat("ready file: range [", ready.range_begin, ", ",
+                                                   ready.range_end, ") is not a range"));
+  }
   return ready;
 }
 

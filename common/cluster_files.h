@@ -3,7 +3,8 @@
 // throws. Every reader returns INVALID_ARGUMENT naming the first missing or mistyped field (a
 // file cut short by a killed process reads as such), never an exception.
 //
-//   ready file    every daemon, once serving: {"port", "metrics_port", "address"?}
+//   ready file    every daemon, once serving: {"port", "metrics_port", "address"?,
+//                 "range_begin"?, "range_end"?}
 //   step trace    elastic workers, one JSON line per completed step
 //   result file   workers, when their job is done (the train job's fields; benchmark jobs write
 //                 common/rank_result.h's format)
@@ -23,6 +24,9 @@ struct ReadyFile {
   int port = 0;
   int metrics_port = 0;
   std::string address;  // elastic members: the address others dial; may be empty
+  // Static shards: the parameter range [range_begin, range_end) they hold. Both 0 otherwise.
+  int64_t range_begin = 0;
+  int64_t range_end = 0;
 };
 std::string ReadyFileText(const ReadyFile& ready);
 absl::StatusOr<ReadyFile> ParseReadyFile(absl::string_view text);

@@ -1,5 +1,5 @@
 // The analytic communication cost model that `ringside_link_expected_bytes_total` follows
-// (../shared/CONTRACT.md, "Analytic cost model"). Pure functions; thread-safe.
+// (docs/contract.md, "Analytic cost model"). Pure functions; thread-safe.
 //
 // Ring (scatter-reduce then allgather over chunks c_0..c_{N-1} of K elements): at scatter-reduce
 // step s rank r sends chunk (r - s) mod N, at allgather step s it sends chunk (r + 1 - s) mod N.
@@ -12,6 +12,7 @@
 #define RINGSIDE_COMMON_COST_MODEL_H_
 
 #include <cstdint>
+#include <string>
 
 namespace ringside {
 
@@ -21,6 +22,26 @@ uint64_t RingElementsSentByRank(uint64_t elements, int world, int rank);
 
 // Elements worker -> shard `shard` (and back) carry per step with `shards` shards.
 uint64_t PsElementsPerShardLink(uint64_t elements, int shards, int shard);
+
+// The node with the most payload arriving per step: the one prediction the compare table, the
+// HTML report and `ringside-bench ps` quote.
+struct BusiestNode {
+  std::string name;       // node name per docs/contract.md ("worker-1", "ps-0")
+  uint64_t elements = 0;  // payload elements arriving at it per step
+};
+
+// Ring: worker r+1 receives what worker r sends (about 2(N-1)K/N elements; chunk sizes differ
+// by one element when N does not divide K, so the largest sender is searched). world <= 1:
+// worker-0 with nothing.
+BusiestNode RingBusiestNode(uint64_t elements, int world);
+
+// Parameter server: shard s receives N·|range s| elements, a worker receives K (its parameters
+// back), so the busiest is the fullest shard once N·|largest range| >= K, else worker-0.
+// shards < 1: an empty name and nothing.
+BusiestNode PsBusiestNode(uint64_t elements, int workers, int shards);
+
+// N·|largest range|: what the fullest shard receives per step.
+uint64_t PsLargestShardIngress(uint64_t elements, int workers, int shards);
 
 }  // namespace ringside
 

@@ -1,5 +1,5 @@
 // The one place Ringside's Prometheus metrics are defined (names and labels per
-// ../shared/CONTRACT.md), and the HTTP exposer that serves them.
+// docs/contract.md), and the HTTP exposer that serves them.
 //
 // Ownership: `Metrics` owns nothing but references into the registry it is given; `main` builds
 // the registry (tests pass their own), so several nodes can live in one process. Components take

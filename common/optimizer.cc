@@ -147,14 +147,14 @@ std::vector<float> OptimizerStateRange(absl::Span<const float> whole, size_t siz
   return range;
 }
 
-absl::Status SetOptimizerStateRange(absl::Span<float> whole, size_t size, size_t begin,
-                                    size_t end, absl::Span<const float> range_state) {
+absl::Status SetOptimizerStateRange(absl::Span<float> whole, size_t size, size_t begin, size_t end,
+                                    absl::Span<const float> range_state) {
   const size_t moments = size == 0 ? 0 : (whole.size() - 1) / size;
   if (whole.empty() || begin > end || end > size ||
       range_state.size() != 1 + moments * (end - begin)) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("optimizer state of ", range_state.size(), " floats does not fit range [",
-                     begin, ", ", end, ") of an optimiser of ", size, " parameters"));
+    return absl::InvalidArgumentError(absl::StrCat("optimizer state of ", range_state.size(),
+                                                   " floats does not fit range [", begin, ", ", end,
+                                                   ") of an optimiser of ", size, " parameters"));
   }
   whole[0] = range_state[0];
   for (size_t m = 0; m < moments; ++m) {

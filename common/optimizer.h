@@ -90,8 +90,8 @@ std::vector<float> OptimizerStateRange(absl::Span<const float> whole, size_t siz
                                        size_t end);
 // The inverse: writes a range's state into `whole` (every range carries the same step count).
 // INVALID_ARGUMENT when the sizes do not fit.
-absl::Status SetOptimizerStateRange(absl::Span<float> whole, size_t size, size_t begin,
-                                    size_t end, absl::Span<const float> range_state);
+absl::Status SetOptimizerStateRange(absl::Span<float> whole, size_t size, size_t begin, size_t end,
+                                    absl::Span<const float> range_state);
 
 }  // namespace ringside
 

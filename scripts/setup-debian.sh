@@ -12,6 +12,8 @@ packages=(
   libopenblas-dev nlohmann-json3-dev
   libgloo-dev
   curl procps iproute2
+  # the formatting check (tests/architecture): .clang-format is the project's style
+  clang-format
   # the HTML report's browser test (tests/cli)
   chromium
   # deploy checks (tests/deploy): promtool and a real Prometheus, yamllint, docker-compose config

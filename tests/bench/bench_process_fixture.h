@@ -11,9 +11,9 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/file_util.h"
-#include "common/subprocess.h"
-#include "common/temp_dir.h"
 #include "gtest/gtest.h"
+#include "launch/subprocess.h"
+#include "launch/temp_dir.h"
 #include "nlohmann/json.hpp"
 
 namespace ringside {

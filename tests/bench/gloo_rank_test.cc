@@ -5,9 +5,9 @@
 #include <thread>
 #include <vector>
 
-#include "common/temp_dir.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "launch/temp_dir.h"
 
 namespace ringside::bench {
 namespace {

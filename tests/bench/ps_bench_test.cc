@@ -9,10 +9,10 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "common/subprocess.h"
-#include "common/temp_dir.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "launch/subprocess.h"
+#include "launch/temp_dir.h"
 #include "nlohmann/json.hpp"
 
 #ifndef RINGSIDE_PS_BENCH_PROCESSES
@@ -114,17 +114,6 @@ TEST(PsRunnerTest, AggregateTakesTheSlowestWorkerAndAllChecks) {
   wrong_world.spec = Spec(2, 1, 1000);
   EXPECT_FALSE(
       bench::AggregatePsWorkers({Worker(0, 3, 0.002), Worker(1, 3, 0.002)}, &wrong_world).ok());
-}
-
-TEST(PsRunnerTest, BusiestNodeFollowsTheCostModel) {
-  constexpr int64_t kK = 1 << 20;
-  EXPECT_EQ(bench::PsBusiestNodeBytes(4, 1, kK), 4 * kK * 4);  // one shard takes every push
-  EXPECT_EQ(bench::PsBusiestNodeBytes(4, 2, kK), 2 * kK * 4);
-  EXPECT_EQ(bench::PsBusiestNodeBytes(4, 4, kK), kK * 4);
-  EXPECT_EQ(bench::PsBusiestNodeBytes(2, 4, kK), kK * 4);     // S > N: a worker's pull is larger
-  EXPECT_EQ(bench::PsBusiestNodeBytes(4, 3, 10), 4 * 4 * 4);  // the fullest shard has 4 of 10
-  EXPECT_EQ(bench::RingBusiestNodeBytes(2, kK), kK * 4);      // 2(N-1)/N = 1
-  EXPECT_EQ(bench::RingBusiestNodeBytes(4, kK), kK * 3 / 2 * 4);  // 1.5
 }
 
 bench::CellResult RingCell(int world, int64_t elements, double seconds) {

@@ -1,12 +1,12 @@
-// The --json document against ../shared/CONTRACT.md: top-level fields describe the first job,
+// The --json document against docs/contract.md: top-level fields describe the first job,
 // `jobs` holds every job, every figure is a number.
 #include <string>
 #include <vector>
 
 #include "cli/compare_report.h"
 #include "common/file_util.h"
-#include "common/temp_dir.h"
 #include "gtest/gtest.h"
+#include "launch/temp_dir.h"
 #include "tests/cli/sample_report.h"
 
 namespace ringside::cli {

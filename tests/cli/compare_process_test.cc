@@ -1,4 +1,4 @@
-// `ringside compare` end to end (issue 6): the real binary starts its clusters, and its JSON
+// `ringside compare` end to end: the real binary starts its clusters, and its JSON
 // must agree with the cost model, between the modes, and with Iris's expected accuracy.
 #include <signal.h>
 
@@ -10,13 +10,13 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "common/cluster_files.h"
+#include "common/file_util.h"
+#include "gtest/gtest.h"
+#include "launch/subprocess.h"
+#include "launch/temp_dir.h"
+#include "nlohmann/json.hpp"
 #include "tests/support/poll.h"
 #include "tests/support/prometheus_text.h"
-#include "common/file_util.h"
-#include "common/subprocess.h"
-#include "common/temp_dir.h"
-#include "gtest/gtest.h"
-#include "nlohmann/json.hpp"
 #include "tests/support/worker_processes.h"
 
 namespace ringside {
@@ -26,8 +26,13 @@ TEST(CompareCommandTest, MeasuredBytesMatchTheModelAndTheModesAgree) {
   auto dir = TempDir::Create("ringside-compare-test-");
   ASSERT_TRUE(dir.ok());
   SpawnOptions spawn;
-  spawn.argv = {testing::BinDir() + "/ringside", "compare", "--model=4,16,3", "--steps=300",
-                "--workers=3", "--ps_shards=2", "--json=" + dir->File("out.json"),
+  spawn.argv = {testing::BinDir() + "/ringside",
+                "compare",
+                "--model=4,16,3",
+                "--steps=300",
+                "--workers=3",
+                "--ps_shards=2",
+                "--json=" + dir->File("out.json"),
                 "--report=" + dir->File("out.html")};
   spawn.log_path = dir->File("compare.log");
   auto process = Subprocess::Spawn(spawn);
@@ -36,7 +41,8 @@ TEST(CompareCommandTest, MeasuredBytesMatchTheModelAndTheModesAgree) {
   ASSERT_TRUE(exit.ok()) << exit.status() << "\n" << TailOfFile(spawn.log_path, 20);
   ASSERT_TRUE(exit->ok()) << exit->ToString() << "\n" << TailOfFile(spawn.log_path, 20);
 
-  const nlohmann::json json = nlohmann::json::parse(ReadFileToString(dir->File("out.json")).value());
+  const nlohmann::json json =
+      nlohmann::json::parse(ReadFileToString(dir->File("out.json")).value());
   EXPECT_EQ(json["config"]["workers"], 3);
   EXPECT_EQ(json["config"]["ps_shards"], 2);
   for (const char* mode : {"ring", "ps"}) {
@@ -102,7 +108,7 @@ TEST(CompareCommandTest, ALostWorkerIsReportedAndTheRunGoesOn) {
                           "--workers=3", "--ps_shards=1", "--json=" + dir->File("out.json")});
   ASSERT_TRUE(compare.children.count("worker-1"));
   // The kill lands wherever the cluster is (forming, regrouping or training): the run must go on
-  // whichever moment it is. The fault tests (tests/server/elastic_fault_test.cc) hit each
+  // whichever moment it is. The fault tests (tests/daemons/elastic_fault_test.cc) hit each
   // protocol point on purpose.
   ASSERT_EQ(kill(compare.children["worker-1"], SIGKILL), 0);
   auto exit = compare.process.Wait(absl::Seconds(240));
@@ -121,9 +127,8 @@ TEST(CompareCommandTest, ALostWorkerIsReportedAndTheRunGoesOn) {
 TEST(CompareCommandTest, ALostControllerStopsEveryChildAndFailsNamingIt) {
   auto dir = TempDir::Create("ringside-compare-test-");
   ASSERT_TRUE(dir.ok());
-  RunningCompare compare = StartCompare(
-      *dir, {"--model=64,256,10", "--data=synthetic:2048", "--steps=100000", "--workers=2",
-             "--ps_shards=1"});
+  RunningCompare compare = StartCompare(*dir, {"--model=64,256,10", "--data=synthetic:2048",
+                                               "--steps=100000", "--workers=2", "--ps_shards=1"});
   ASSERT_TRUE(compare.children.count("controller"));
   ASSERT_EQ(kill(compare.children["controller"], SIGKILL), 0);
   auto exit = compare.process.Wait(absl::Seconds(60));
@@ -140,9 +145,15 @@ TEST(UpCommandTest, ALostWorkerIsReportedAndAnAddedOneJoinsAndTrains) {
   auto dir = TempDir::Create("ringside-up-test-");
   ASSERT_TRUE(dir.ok());
   SpawnOptions spawn;
-  spawn.argv = {testing::BinDir() + "/ringside", "up", "--workers=3", "--ps_shards=1",
-                "--model=16,64,4", "--data=synthetic:512", "--steps=100000000",
-                "--heartbeat_timeout=1s", "--ready_file=" + dir->File("up.json")};
+  spawn.argv = {testing::BinDir() + "/ringside",
+                "up",
+                "--workers=3",
+                "--ps_shards=1",
+                "--model=16,64,4",
+                "--data=synthetic:512",
+                "--steps=100000000",
+                "--heartbeat_timeout=1s",
+                "--ready_file=" + dir->File("up.json")};
   spawn.log_path = dir->File("up.log");
   auto up = Subprocess::Spawn(spawn);
   ASSERT_TRUE(up.ok()) << up.status();
@@ -179,8 +190,10 @@ TEST(UpCommandTest, ALostWorkerIsReportedAndAnAddedOneJoinsAndTrains) {
   ASSERT_TRUE(wait_for([&] { return controller("ringside_world_size") == 3; }, "world of 3"));
   ASSERT_EQ(kill(pids.at("worker-1"), SIGKILL), 0);
   ASSERT_TRUE(wait_for(
-      [&] { return ReadFileToString(spawn.log_path).value_or("").find("lost worker-1") !=
-                   std::string::npos; },
+      [&] {
+        return ReadFileToString(spawn.log_path).value_or("").find("lost worker-1") !=
+               std::string::npos;
+      },
       "report of the lost worker"));
   ASSERT_TRUE(wait_for([&] { return controller("ringside_world_size") == 2; }, "world of 2"));
 
@@ -189,7 +202,8 @@ TEST(UpCommandTest, ALostWorkerIsReportedAndAnAddedOneJoinsAndTrains) {
   const std::string prefix = "add a worker with: ";
   const size_t at = log.find(prefix);
   ASSERT_NE(at, std::string::npos) << log;
-  const std::string command = log.substr(at + prefix.size(), log.find('\n', at) - at - prefix.size());
+  const std::string command =
+      log.substr(at + prefix.size(), log.find('\n', at) - at - prefix.size());
   SpawnOptions added;
   added.argv = absl::StrSplit(command, ' ', absl::SkipEmpty());
   added.log_path = dir->File("added.log");

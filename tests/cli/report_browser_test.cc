@@ -1,4 +1,4 @@
-// Issue 6, done-when 3: the HTML report opened in headless Chromium (Debian's `chromium`, which
+// The HTML report opened in headless Chromium (Debian's `chromium`, which
 // scripts/setup-debian.sh installs) renders its charts: a screenshot shows the charts' colours,
 // and the browser's DOM holds every chart's SVG with its marks. No network is involved: the
 // page is a local file and must need nothing else.
@@ -13,9 +13,9 @@
 #include "cli/report_html.h"
 #include "cli/svg_chart.h"
 #include "common/file_util.h"
-#include "common/subprocess.h"
-#include "common/temp_dir.h"
 #include "gtest/gtest.h"
+#include "launch/subprocess.h"
+#include "launch/temp_dir.h"
 #include "tests/cli/html_probe.h"
 #include "tests/cli/png_image.h"
 #include "tests/cli/sample_report.h"

@@ -6,9 +6,9 @@
 #include <string>
 
 #include "common/file_util.h"
-#include "common/temp_dir.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "launch/temp_dir.h"
 #include "tests/cli/html_probe.h"
 #include "tests/cli/sample_report.h"
 

@@ -52,5 +52,29 @@ TEST(PsCostTest, ShardLinksSumToAllParameters) {
   }
 }
 
+TEST(BusiestNodeTest, PsIsTheFullestShardUnlessAWorkersPullIsLarger) {
+  constexpr uint64_t kK = 1 << 20;
+  EXPECT_EQ(PsBusiestNode(kK, 4, 1).elements, 4 * kK);  // one shard takes every push
+  EXPECT_EQ(PsBusiestNode(kK, 4, 1).name, "ps-0");
+  EXPECT_EQ(PsBusiestNode(kK, 4, 2).elements, 2 * kK);
+  EXPECT_EQ(PsBusiestNode(kK, 4, 4).elements, kK);
+  EXPECT_EQ(PsBusiestNode(kK, 2, 4).elements, kK);  // S > N: a worker's pull is larger
+  EXPECT_EQ(PsBusiestNode(kK, 2, 4).name, "worker-0");
+  EXPECT_EQ(PsBusiestNode(10, 4, 3).elements, 4u * 4);  // the fullest shard has 4 of 10
+  EXPECT_EQ(PsLargestShardIngress(10, 4, 3), 4u * 4);
+  EXPECT_EQ(PsBusiestNode(kK, 4, 0).elements, 0u);
+}
+
+TEST(BusiestNodeTest, RingIsTheReceiverOfTheLargestSender) {
+  constexpr uint64_t kK = 1 << 20;
+  EXPECT_EQ(RingBusiestNode(kK, 2).elements, kK);          // 2(N-1)/N = 1
+  EXPECT_EQ(RingBusiestNode(kK, 4).elements, kK * 3 / 2);  // 1.5
+  EXPECT_EQ(RingBusiestNode(kK, 1).elements, 0u);
+  // 10 over 4 ranks: chunks 3,3,2,2; rank r sends 20 - |c(r+1)| - |c(r+2)|, most by rank 1
+  // (skips chunks 2 and 3), so worker-2 receives the most.
+  EXPECT_EQ(RingBusiestNode(10, 4).elements, 16u);
+  EXPECT_EQ(RingBusiestNode(10, 4).name, "worker-2");
+}
+
 }  // namespace
 }  // namespace ringside

@@ -4,8 +4,8 @@
 #include <fstream>
 #include <vector>
 
-#include "common/temp_dir.h"
 #include "gtest/gtest.h"
+#include "launch/temp_dir.h"
 
 namespace ringside {
 namespace {

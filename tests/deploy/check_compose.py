@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Consistency of the compose file as docker-compose resolved it (`docker-compose config` output
-on stdin) with deploy/prometheus/compose.yml: the services issue 7 asks for, a gRPC health check
+on stdin) with deploy/prometheus/compose.yml: the services the README lists, a gRPC health check
 through `ringside health` on each daemon's own --listen port, the join token as a secret, every
 daemon scraped by Prometheus, Grafana provisioned. Prints one line per problem; exit 1 if any."""
 import re

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Offline checks of deploy/ (issue 7), one per ctest test:
+# Offline checks of deploy/, one per ctest test:
 #   check_deploy.sh CHECK SOURCE_DIR
 # CHECK is one of: yamllint compose compose-run prometheus-config prometheus-rules kustomize
 # k8s-run grafana dockerfile. Every tool comes from scripts/setup-debian.sh (Debian packages, and `npm ci` in

@@ -5,9 +5,9 @@
 #include <memory>
 
 #include "absl/strings/str_cat.h"
-#include "common/free_port.h"
 #include "common/grpc_util.h"
 #include "gtest/gtest.h"
+#include "launch/free_port.h"
 #include "proto/controller.grpc.pb.h"
 
 namespace ringside::cli {

@@ -1,4 +1,4 @@
-// The deploy files against a real Prometheus (issue 7, "done when" 1 and 2): two local clusters
+// The deploy files against a real Prometheus: two local clusters
 // (`ringside up`, one in ring mode, one in parameter-server mode) on loopback; every daemon
 // kind's /metrics text passes `promtool check metrics`; Debian's Prometheus scrapes both
 // clusters with deploy/prometheus/local.yml (intervals shortened to 1s) and evaluates
@@ -35,21 +35,21 @@
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "common/file_util.h"
-#include "common/free_port.h"
 #include "common/status_macros.h"
-#include "common/subprocess.h"
-#include "common/temp_dir.h"
 #include "gtest/gtest.h"
+#include "launch/free_port.h"
+#include "launch/http_get.h"
+#include "launch/subprocess.h"
+#include "launch/temp_dir.h"
 #include "nlohmann/json.hpp"
-#include "common/http_get.h"
 #include "tests/support/worker_processes.h"
 
 namespace ringside {
 namespace {
 
 using nlohmann::json;
-using testing::BinDir;
 using ringside::HttpGet;
+using testing::BinDir;
 
 std::string SourceDir() {
   const char* dir = std::getenv("RINGSIDE_SOURCE_DIR");

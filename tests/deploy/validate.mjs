@@ -77,7 +77,7 @@ function modelModule(apiVersion, kind) {
   return group === "" ? `kubernetes-models/${version}/${kind}` : `kubernetes-models/${group}/${version}/${kind}`;
 }
 
-// What issue 7 asks of every workload: gRPC health probes (readiness and liveness), resource
+// What every workload must have: gRPC health probes (readiness and liveness), resource
 // requests, Prometheus scrape annotations, and a non-root user.
 function checkWorkloadPolicy(object, name) {
   if (!["Deployment", "StatefulSet"].includes(object.kind)) return;

@@ -1,11 +1,11 @@
-// Test support: /metrics scraped as a test step (common/prometheus_text.h does the work).
+// Test support: /metrics scraped as a test step (launch/prometheus_text.h does the work).
 #ifndef RINGSIDE_TESTS_SUPPORT_PROMETHEUS_TEXT_H_
 #define RINGSIDE_TESTS_SUPPORT_PROMETHEUS_TEXT_H_
 
 #include <vector>
 
-#include "common/http_get.h"
-#include "common/prometheus_text.h"
+#include "launch/http_get.h"
+#include "launch/prometheus_text.h"
 
 namespace ringside::testing {
 

@@ -5,8 +5,9 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "common/file_util.h"
-#include "common/free_port.h"
 #include "common/status_macros.h"
+#include "launch/await_file.h"
+#include "launch/free_port.h"
 
 namespace ringside::testing {
 
@@ -48,24 +49,12 @@ absl::StatusOr<std::vector<nlohmann::json>> WorkerProcesses::WaitForResults(
   const absl::Time give_up = absl::Now() + timeout;
   std::vector<nlohmann::json> results(processes_.size());
   for (size_t rank = 0; rank < processes_.size(); ++rank) {
-    while (true) {
-      absl::StatusOr<std::string> text = ReadFileToString(ResultFile(static_cast<int>(rank)));
-      if (text.ok()) {
-        results[rank] = nlohmann::json::parse(*text, nullptr, /*allow_exceptions=*/false);
-        break;
-      }
-      Subprocess& process = processes_[rank];
-      if (std::optional<ExitStatus> exit = process.Poll(); exit.has_value()) {
-        return absl::InternalError(absl::StrCat("worker ", rank, " ended (", exit->ToString(),
-                                                ") without a result:\n",
-                                                TailOfFile(process.log_path(), 20)));
-      }
-      if (absl::Now() > give_up) {
-        return absl::DeadlineExceededError(absl::StrCat("worker ", rank, " wrote no result:\n",
-                                                        TailOfFile(process.log_path(), 20)));
-      }
-      absl::SleepFor(absl::Milliseconds(20));  // polling a file: there is no event to wait on
-    }
+    ASSIGN_OR_RETURN(std::string text,
+                     AwaitFileFrom(processes_[rank], ResultFile(static_cast<int>(rank)),
+                                   absl::StrCat("worker ", rank),
+                                   std::max(give_up - absl::Now(), absl::ZeroDuration()),
+                                   /*log_lines=*/20));
+    results[rank] = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
   }
   return results;
 }

@@ -10,8 +10,8 @@
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
-#include "common/subprocess.h"
-#include "common/temp_dir.h"
+#include "launch/subprocess.h"
+#include "launch/temp_dir.h"
 #include "nlohmann/json.hpp"
 
 namespace ringside::testing {

@@ -1,0 +1,200 @@
+#include "control/controller_service.h"
+
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "common/grpc_util.h"
+
+namespace ringside::server {
+
+// One member's watch stream. Holds itself (shared) until OnDone; the service keeps weak
+// references, so a finished stream simply disappears from Notify().
+class WatchReactor final : public grpc::ServerWriteReactor<proto::Assignment> {
+ public:
+  WatchReactor(const ControllerService& service, uint64_t member)
+      : service_(service), member_(member) {}
+
+  static std::shared_ptr<WatchReactor> Start(std::shared_ptr<WatchReactor> reactor) {
+    absl::MutexLock lock(&reactor->mu_);
+    reactor->self_ = reactor;
+    return reactor;
+  }
+
+  // Sends the member's current assignment if it is newer than the last one sent; ends the
+  // stream if the member was dropped.
+  void Update() {
+    std::optional<MemberAssignment> assignment = service_.membership().AssignmentOf(member_);
+    bool dropped = !service_.membership().IsMember(member_);
+    {
+      absl::MutexLock lock(&mu_);
+      if (finished_) return;
+      if (dropped) {
+        finished_ = true;
+      } else if (!assignment.has_value() || assignment->generation <= sent_generation_ ||
+                 writing_) {
+        pending_ = writing_;  // re-check when the write in flight is done
+        return;
+      } else {
+        writing_ = true;
+        sent_generation_ = assignment->generation;
+        Fill(*assignment, out_);
+      }
+    }
+    if (dropped) {
+      Finish(grpc::Status(grpc::StatusCode::NOT_FOUND,
+                          "this member was dropped (heartbeat timeout); register again"));
+      return;
+    }
+    StartWrite(&out_);
+  }
+
+  void OnWriteDone(bool ok) override {
+    bool again;
+    {
+      absl::MutexLock lock(&mu_);
+      writing_ = false;
+      again = pending_;
+      pending_ = false;
+      if (!ok) finished_ = true;
+    }
+    if (!ok) {
+      Finish(grpc::Status(grpc::StatusCode::UNAVAILABLE, "watcher stopped reading"));
+      return;
+    }
+    if (again) Update();
+  }
+
+  void OnCancel() override {
+    {
+      absl::MutexLock lock(&mu_);
+      if (finished_) return;
+      finished_ = true;
+    }
+    Finish(grpc::Status::CANCELLED);
+  }
+
+  void OnDone() override {
+    std::shared_ptr<WatchReactor> last;  // released after the lock: may delete this
+    absl::MutexLock lock(&mu_);
+    last = std::move(self_);
+  }
+
+ private:
+  void Fill(const MemberAssignment& assignment, proto::Assignment& out) const {
+    out.Clear();
+    out.set_generation(assignment.generation);
+    out.set_mode(std::string(SyncModeName(assignment.mode)));
+    out.set_rank(assignment.rank);
+    out.set_shard(assignment.shard);
+    for (const std::string& address : assignment.ring) out.add_ring(address);
+    for (const std::string& address : assignment.shards) out.add_shards(address);
+    *out.mutable_job() = service_.job();
+  }
+
+  const ControllerService& service_;
+  const uint64_t member_;
+  absl::Mutex mu_;
+  bool finished_ ABSL_GUARDED_BY(mu_) = false;
+  bool writing_ ABSL_GUARDED_BY(mu_) = false;
+  bool pending_ ABSL_GUARDED_BY(mu_) = false;
+  uint64_t sent_generation_ ABSL_GUARDED_BY(mu_) = 0;
+  proto::Assignment out_;  // the write in flight
+  std::shared_ptr<WatchReactor> self_ ABSL_GUARDED_BY(mu_);
+};
+
+namespace {
+
+grpc::ServerUnaryReactor* Done(grpc::CallbackServerContext* context, const absl::Status& status) {
+  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  reactor->Finish(ToGrpcStatus(status));
+  return reactor;
+}
+
+}  // namespace
+
+ControllerService::ControllerService(Membership& membership, proto::JobSpec job,
+                                     absl::Duration heartbeat_timeout, std::ostream& log)
+    : membership_(membership),
+      job_(std::move(job)),
+      heartbeat_timeout_(heartbeat_timeout),
+      log_(log) {}
+
+ControllerService::~ControllerService() = default;
+
+void ControllerService::Notify() {
+  std::vector<std::shared_ptr<WatchReactor>> live;
+  {
+    absl::MutexLock lock(&mu_);
+    std::vector<std::weak_ptr<WatchReactor>> kept;
+    for (const auto& weak : watchers_) {
+      if (auto watcher = weak.lock()) {
+        live.push_back(watcher);
+        kept.push_back(weak);
+      }
+    }
+    watchers_ = std::move(kept);
+  }
+  for (const auto& watcher : live) watcher->Update();
+}
+
+grpc::ServerUnaryReactor* ControllerService::Register(grpc::CallbackServerContext* context,
+                                                      const proto::RegisterRequest* request,
+                                                      proto::RegisterReply* reply) {
+  if (request->role() != proto::ROLE_WORKER && request->role() != proto::ROLE_PS) {
+    return Done(context, absl::InvalidArgumentError("role must be ROLE_WORKER or ROLE_PS"));
+  }
+  const MemberRole role =
+      request->role() == proto::ROLE_WORKER ? MemberRole::kWorker : MemberRole::kShard;
+  absl::StatusOr<uint64_t> id =
+      membership_.Register(request->join_token(), role, request->address(), absl::Now());
+  {
+    absl::MutexLock lock(&log_mu_);
+    if (id.ok()) {
+      log_ << "controller: member " << *id << " registered (" << request->address() << ", "
+           << request->device() << ")\n";
+    } else {
+      log_ << "controller: refused registration from " << context->peer() << " ("
+           << request->address() << "): " << id.status() << "\n";
+    }
+    log_.flush();
+  }
+  if (!id.ok()) return Done(context, id.status());
+  reply->set_member_id(*id);
+  reply->set_heartbeat_interval_ms(
+      static_cast<uint64_t>(absl::ToInt64Milliseconds(heartbeat_timeout_ / 3)));
+  Notify();
+  return Done(context, absl::OkStatus());
+}
+
+grpc::ServerWriteReactor<proto::Assignment>* ControllerService::Watch(
+    grpc::CallbackServerContext* /*context*/, const proto::WatchRequest* request) {
+  std::shared_ptr<WatchReactor> reactor =
+      WatchReactor::Start(std::make_shared<WatchReactor>(*this, request->member_id()));
+  {
+    absl::MutexLock lock(&mu_);
+    watchers_.push_back(reactor);
+  }
+  reactor->Update();
+  return reactor.get();
+}
+
+grpc::ServerUnaryReactor* ControllerService::Heartbeat(grpc::CallbackServerContext* context,
+                                                       const proto::HeartbeatRequest* request,
+                                                       proto::HeartbeatReply* /*reply*/) {
+  return Done(context,
+              membership_.Heartbeat(request->member_id(), request->generation(), absl::Now()));
+}
+
+grpc::ServerUnaryReactor* ControllerService::SetMode(grpc::CallbackServerContext* context,
+                                                     const proto::ModeRequest* request,
+                                                     proto::ModeReply* reply) {
+  absl::StatusOr<SyncMode> mode = ParseSyncMode(request->mode());
+  if (!mode.ok()) return Done(context, mode.status());
+  absl::StatusOr<uint64_t> generation = membership_.SetMode(*mode);
+  if (!generation.ok()) return Done(context, generation.status());
+  reply->set_generation(*generation);
+  Notify();
+  return Done(context, absl::OkStatus());
+}
+
+}  // namespace ringside::server

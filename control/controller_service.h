@@ -1,0 +1,58 @@
+// The Controller gRPC service over Membership (proto/controller.proto says the protocol). Watch
+// streams are small reactors that push a member's assignment each time the generation changes;
+// Notify() (after any change: a registration, a mode switch, an expiry) wakes them.
+// Thread-safe; reactors never block.
+#ifndef RINGSIDE_CONTROL_CONTROLLER_SERVICE_H_
+#define RINGSIDE_CONTROL_CONTROLLER_SERVICE_H_
+
+#include <memory>
+#include <ostream>
+#include <vector>
+
+#include "absl/synchronization/mutex.h"
+#include "control/membership.h"
+#include "proto/controller.grpc.pb.h"
+
+namespace ringside::server {
+
+class WatchReactor;
+
+class ControllerService final : public proto::Controller::CallbackService {
+ public:
+  // `membership` and `log` must outlive the service; `job` goes into every assignment.
+  ControllerService(Membership& membership, proto::JobSpec job, absl::Duration heartbeat_timeout,
+                    std::ostream& log);
+  ~ControllerService() override;
+
+  // Pushes the current assignment to every watcher whose generation is out of date, and ends
+  // the watch streams of members that are no longer members.
+  void Notify();
+
+  grpc::ServerUnaryReactor* Register(grpc::CallbackServerContext* context,
+                                     const proto::RegisterRequest* request,
+                                     proto::RegisterReply* reply) override;
+  grpc::ServerWriteReactor<proto::Assignment>* Watch(grpc::CallbackServerContext* context,
+                                                     const proto::WatchRequest* request) override;
+  grpc::ServerUnaryReactor* Heartbeat(grpc::CallbackServerContext* context,
+                                      const proto::HeartbeatRequest* request,
+                                      proto::HeartbeatReply* reply) override;
+  grpc::ServerUnaryReactor* SetMode(grpc::CallbackServerContext* context,
+                                    const proto::ModeRequest* request,
+                                    proto::ModeReply* reply) override;
+
+  const Membership& membership() const { return membership_; }
+  const proto::JobSpec& job() const { return job_; }
+
+ private:
+  Membership& membership_;
+  const proto::JobSpec job_;
+  const absl::Duration heartbeat_timeout_;
+  std::ostream& log_;
+  absl::Mutex mu_;
+  std::vector<std::weak_ptr<WatchReactor>> watchers_ ABSL_GUARDED_BY(mu_);
+  absl::Mutex log_mu_;
+};
+
+}  // namespace ringside::server
+
+#endif  // RINGSIDE_CONTROL_CONTROLLER_SERVICE_H_

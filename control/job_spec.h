@@ -1,0 +1,42 @@
+// The job as the controller hands it out (proto::JobSpec) and as a daemon runs it
+// (worker::TrainingOptions), and what every member of an elastic job needs besides: its join
+// token and the address others dial. One conversion each way, so controller, shards and workers
+// cannot disagree on a field.
+#ifndef RINGSIDE_CONTROL_JOB_SPEC_H_
+#define RINGSIDE_CONTROL_JOB_SPEC_H_
+
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "model/training_options.h"
+#include "proto/controller.pb.h"
+
+namespace ringside::server {
+
+proto::JobSpec JobSpecOf(const worker::TrainingOptions& training);
+// INVALID_ARGUMENT for an unknown optimiser or a bad learning rate. `device` is the member's own.
+absl::StatusOr<worker::TrainingOptions> TrainingOptionsOf(const proto::JobSpec& job,
+                                                          const std::string& device);
+
+// How a daemon joins an elastic job (--controller, --join_token_file, --advertise).
+struct MemberOptions {
+  std::string controller;  // empty: static cluster
+  std::string join_token_file;
+  std::string advertise;  // empty: the listen address with the bound port
+  absl::Duration register_timeout = absl::Seconds(60);
+};
+
+// The token in `path`, without surrounding whitespace; INVALID_ARGUMENT naming
+// --join_token_file when the path is empty or the file is missing or empty.
+absl::StatusOr<std::string> ReadJoinToken(const std::string& path);
+
+// The address other members dial: `advertise` if given, else `listen`'s host with the port the
+// server bound. A wildcard listen host (0.0.0.0, ::) cannot be dialled: INVALID_ARGUMENT asking
+// for --advertise.
+absl::StatusOr<std::string> AdvertisedAddress(const std::string& advertise,
+                                              const std::string& listen, int bound_port);
+
+}  // namespace ringside::server
+
+#endif  // RINGSIDE_CONTROL_JOB_SPEC_H_

@@ -1,0 +1,138 @@
+#include "control/membership.h"
+
+#include <algorithm>
+
+#include "absl/strings/str_cat.h"
+#include "common/net.h"
+#include "common/status_macros.h"
+
+namespace ringside::server {
+namespace {
+
+absl::string_view RoleName(MemberRole role) {
+  return role == MemberRole::kWorker ? "worker" : "shard";
+}
+
+}  // namespace
+
+absl::StatusOr<uint64_t> Membership::Register(absl::string_view token, MemberRole role,
+                                              const std::string& address, absl::Time now) {
+  if (config_.join_token.empty() || token != config_.join_token) {
+    return absl::UnauthenticatedError(
+        "wrong or missing join token; pass the controller's --join_token_file");
+  }
+  RETURN_IF_ERROR(Annotate(ParseHostPort(address).status(), "registered address"));
+  absl::MutexLock lock(&mu_);
+  for (const auto& [id, member] : members_) {
+    if (member.role == role && member.address == address) {
+      return absl::AlreadyExistsError(
+          absl::StrCat(RoleName(role), " ", address, " is already registered as member ", id));
+    }
+  }
+  const uint64_t id = next_id_++;
+  members_[id] = Member{role, address, now};
+  if (topology_.generation == 0) {
+    MaybeFormLocked();
+  } else if (role == MemberRole::kWorker) {
+    topology_.workers.push_back(id);  // a late worker joins at the next generation
+    ++topology_.generation;
+  }
+  return id;
+}
+
+void Membership::MaybeFormLocked() {
+  std::vector<uint64_t> workers, shards;
+  for (const auto& [id, member] : members_) {
+    (member.role == MemberRole::kWorker ? workers : shards).push_back(id);
+  }
+  if (static_cast<int>(workers.size()) < config_.workers ||
+      static_cast<int>(shards.size()) < config_.ps_shards) {
+    return;
+  }
+  workers.resize(config_.workers);
+  shards.resize(config_.ps_shards);
+  topology_ = Topology{1, config_.mode, workers, shards};
+}
+
+absl::Status Membership::Heartbeat(uint64_t member, uint64_t generation, absl::Time now) {
+  absl::MutexLock lock(&mu_);
+  auto it = members_.find(member);
+  if (it == members_.end()) {
+    return absl::NotFoundError(
+        absl::StrCat("member ", member, " is unknown or was dropped; register again"));
+  }
+  if (generation != topology_.generation) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("generation ", generation, " is not the current ", topology_.generation,
+                     "; take the latest assignment from the watch stream"));
+  }
+  it->second.last_seen = now;
+  return absl::OkStatus();
+}
+
+std::vector<uint64_t> Membership::Expire(absl::Time now) {
+  absl::MutexLock lock(&mu_);
+  std::vector<uint64_t> dropped;
+  for (auto it = members_.begin(); it != members_.end();) {
+    if (now - it->second.last_seen > config_.heartbeat_timeout) {
+      dropped.push_back(it->first);
+      it = members_.erase(it);
+    } else {
+      ++it;
+    }
+  }
+  bool changed = false;
+  for (uint64_t id : dropped) {
+    for (std::vector<uint64_t>* list : {&topology_.workers, &topology_.shards}) {
+      auto pos = std::find(list->begin(), list->end(), id);
+      if (pos != list->end()) {
+        list->erase(pos);
+        changed = true;
+      }
+    }
+  }
+  if (changed && topology_.generation > 0) ++topology_.generation;
+  return dropped;
+}
+
+absl::StatusOr<uint64_t> Membership::SetMode(SyncMode mode) {
+  absl::MutexLock lock(&mu_);
+  if (topology_.generation == 0) {
+    return absl::FailedPreconditionError("the job has not started: not every member registered");
+  }
+  if (mode == SyncMode::kPs && topology_.shards.empty()) {
+    return absl::FailedPreconditionError("ps mode needs parameter-server shards; none are up");
+  }
+  topology_.mode = mode;
+  return ++topology_.generation;
+}
+
+Topology Membership::topology() const {
+  absl::MutexLock lock(&mu_);
+  return topology_;
+}
+
+bool Membership::IsMember(uint64_t member) const {
+  absl::MutexLock lock(&mu_);
+  return members_.count(member) > 0;
+}
+
+std::optional<MemberAssignment> Membership::AssignmentOf(uint64_t member) const {
+  absl::MutexLock lock(&mu_);
+  if (topology_.generation == 0 || members_.count(member) == 0) return std::nullopt;
+  MemberAssignment assignment;
+  assignment.generation = topology_.generation;
+  assignment.mode = topology_.mode;
+  for (size_t r = 0; r < topology_.workers.size(); ++r) {
+    if (topology_.workers[r] == member) assignment.rank = static_cast<int>(r);
+    assignment.ring.push_back(members_.at(topology_.workers[r]).address);
+  }
+  for (size_t s = 0; s < topology_.shards.size(); ++s) {
+    if (topology_.shards[s] == member) assignment.shard = static_cast<int>(s);
+    assignment.shards.push_back(members_.at(topology_.shards[s]).address);
+  }
+  if (assignment.rank < 0 && assignment.shard < 0) return std::nullopt;
+  return assignment;
+}
+
+}  // namespace ringside::server

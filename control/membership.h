@@ -1,0 +1,98 @@
+// The controller's membership and topology rules, without any transport (controller_service.h
+// adapts them to gRPC) and without a clock of its own (callers pass `now`, so tests are exact).
+//
+// Rules:
+//  1. A member registers with the join token (else UNAUTHENTICATED) as a worker or a shard, with
+//     the address it serves on. A second live registration of the same role and address is
+//     ALREADY_EXISTS.
+//  2. The first topology forms when `workers` workers and `ps_shards` shards have registered:
+//     generation 1, ranks and shard indices in registration order, ring order = rank order.
+//  3. Every member heartbeats with the generation it runs. Unknown (or dropped) member:
+//     NOT_FOUND; a generation that is not the current one: FAILED_PRECONDITION (the member must
+//     re-read its watch stream).
+//  4. Expire(now) drops every member silent for longer than the heartbeat timeout, including
+//     one that registered and never heartbeated. Losing a member of the topology re-forms it
+//     among the survivors under a new generation (ranks stay in their old order).
+//  5. A worker registering after the topology formed is admitted at the next generation, as
+//     the last rank.
+//  6. SetMode switches ring/ps under a new generation.
+// Thread-safe.
+#ifndef RINGSIDE_CONTROL_MEMBERSHIP_H_
+#define RINGSIDE_CONTROL_MEMBERSHIP_H_
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+#include "common/metrics.h"
+
+namespace ringside::server {
+
+enum class MemberRole { kWorker, kShard };
+
+struct MembershipConfig {
+  int workers = 1;    // workers the first topology waits for
+  int ps_shards = 0;  // shards it waits for (0: ring only)
+  std::string join_token;
+  absl::Duration heartbeat_timeout = absl::Seconds(10);
+  SyncMode mode = SyncMode::kRing;
+};
+
+struct Topology {
+  uint64_t generation = 0;  // 0: not formed yet
+  SyncMode mode = SyncMode::kRing;
+  std::vector<uint64_t> workers;  // member ids in rank order
+  std::vector<uint64_t> shards;   // member ids in shard order
+};
+
+// What one member is told.
+struct MemberAssignment {
+  uint64_t generation = 0;
+  SyncMode mode = SyncMode::kRing;
+  int rank = -1;                    // workers
+  int shard = -1;                   // shards
+  std::vector<std::string> ring;    // worker addresses in rank order
+  std::vector<std::string> shards;  // shard addresses in shard order
+};
+
+class Membership {
+ public:
+  explicit Membership(MembershipConfig config) : config_(std::move(config)) {}
+
+  absl::StatusOr<uint64_t> Register(absl::string_view token, MemberRole role,
+                                    const std::string& address, absl::Time now);
+  absl::Status Heartbeat(uint64_t member, uint64_t generation, absl::Time now);
+  // Drops silent members; returns the ids dropped.
+  std::vector<uint64_t> Expire(absl::Time now);
+  // INVALID_ARGUMENT before the topology has formed. Returns the new generation.
+  absl::StatusOr<uint64_t> SetMode(SyncMode mode);
+
+  Topology topology() const;
+  // The member's view of the current topology; nullopt while it has none (not formed yet, a
+  // late worker waiting for its generation, or a dropped member).
+  std::optional<MemberAssignment> AssignmentOf(uint64_t member) const;
+  bool IsMember(uint64_t member) const;
+
+ private:
+  struct Member {
+    MemberRole role;
+    std::string address;
+    absl::Time last_seen;
+  };
+  void MaybeFormLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+
+  const MembershipConfig config_;
+  mutable absl::Mutex mu_;
+  uint64_t next_id_ ABSL_GUARDED_BY(mu_) = 1;
+  std::map<uint64_t, Member> members_ ABSL_GUARDED_BY(mu_);  // id order = registration order
+  Topology topology_ ABSL_GUARDED_BY(mu_);
+};
+
+}  // namespace ringside::server
+
+#endif  // RINGSIDE_CONTROL_MEMBERSHIP_H_

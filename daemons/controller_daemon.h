@@ -1,0 +1,39 @@
+// ringside-controller's life behind a thin main: serve the Controller service (and gRPC
+// health) until SIGINT/SIGTERM, expire silent members every quarter of the heartbeat timeout,
+// and export ringside_world_size, ringside_generation and ringside_mode_info.
+// Membership, topology and live mode changes are pushed to watchers (workers and shards follow
+// them); see docs/architecture.md.
+// Errors: INVALID_ARGUMENT for bad options (a missing or empty join token file among them);
+// UNAVAILABLE when a port cannot be bound.
+#ifndef RINGSIDE_DAEMONS_CONTROLLER_DAEMON_H_
+#define RINGSIDE_DAEMONS_CONTROLLER_DAEMON_H_
+
+#include <ostream>
+#include <string>
+
+#include "absl/status/status.h"
+#include "absl/time/time.h"
+#include "common/metrics.h"
+#include "common/termination_signals.h"
+#include "train/local_training.h"
+
+namespace ringside::server {
+
+struct ControllerOptions {
+  int workers = 4;
+  int ps_shards = 2;
+  SyncMode mode = SyncMode::kRing;
+  std::string join_token_file;
+  absl::Duration heartbeat_timeout = absl::Seconds(10);
+  std::string listen = "127.0.0.1:0";
+  std::string metrics_listen = "127.0.0.1:0";
+  std::string ready_file;  // written (JSON: ports) once serving; empty: none
+  worker::TrainingOptions training;
+};
+
+absl::Status RunController(const ControllerOptions& options, const TerminationSignals& signals,
+                           std::ostream& log);
+
+}  // namespace ringside::server
+
+#endif  // RINGSIDE_DAEMONS_CONTROLLER_DAEMON_H_

@@ -1,0 +1,58 @@
+// ringside-controller: membership, topology and mode for a Ringside job. Flags become
+// ControllerOptions; daemons/controller_daemon.h does the rest.
+#include <iostream>
+#include <string>
+
+#include "absl/flags/flag.h"
+#include "absl/flags/parse.h"
+#include "absl/strings/str_cat.h"
+#include "common/flags_usage.h"
+#include "common/termination_signals.h"
+#include "daemons/controller_daemon.h"
+#include "model/training_flags.h"
+
+namespace {
+const ringside::server::ControllerOptions kDefaults;
+}  // namespace
+
+ABSL_FLAG(int, workers, kDefaults.workers, "workers the job waits for");
+ABSL_FLAG(int, ps_shards, kDefaults.ps_shards, "parameter-server shards the job waits for");
+ABSL_FLAG(std::string, mode, "ring", "initial synchronisation mode: ring or ps");
+ABSL_FLAG(std::string, join_token_file, "", "file holding the token members must present");
+ABSL_FLAG(absl::Duration, heartbeat_timeout, kDefaults.heartbeat_timeout,
+          "a member silent for this long is dropped");
+ABSL_FLAG(std::string, listen, kDefaults.listen, "address to serve the Controller service on");
+ABSL_FLAG(std::string, metrics_listen, kDefaults.metrics_listen,
+          "address of the Prometheus /metrics endpoint (port 0: any free port, printed)");
+ABSL_FLAG(std::string, ready_file, "", "once serving, write {port, metrics_port} here as JSON");
+
+int main(int argc, char** argv) {
+  ringside::TerminationSignals signals;
+  ringside::ConfigureFlagsUsage(
+      "ringside-controller: assigns ranks, ring order, shard map and mode to a Ringside job.");
+  absl::ParseCommandLine(argc, argv);
+  ringside::server::ControllerOptions options;
+  options.workers = absl::GetFlag(FLAGS_workers);
+  options.ps_shards = absl::GetFlag(FLAGS_ps_shards);
+  options.join_token_file = absl::GetFlag(FLAGS_join_token_file);
+  options.heartbeat_timeout = absl::GetFlag(FLAGS_heartbeat_timeout);
+  options.listen = absl::GetFlag(FLAGS_listen);
+  options.metrics_listen = absl::GetFlag(FLAGS_metrics_listen);
+  options.ready_file = absl::GetFlag(FLAGS_ready_file);
+  absl::StatusOr<ringside::SyncMode> mode = ringside::ParseSyncMode(absl::GetFlag(FLAGS_mode));
+  absl::StatusOr<ringside::worker::TrainingOptions> training =
+      ringside::worker::TrainingOptionsFromFlags();
+  absl::Status status =
+      mode.ok() ? training.status()
+                : absl::InvalidArgumentError(absl::StrCat("--mode: ", mode.status().message()));
+  if (status.ok()) {
+    options.mode = *mode;
+    options.training = *std::move(training);
+    status = ringside::server::RunController(options, signals, std::cout);
+  }
+  if (!status.ok()) {
+    std::cerr << "ringside-controller: " << status << "\n";
+    return 1;
+  }
+  return 0;
+}

@@ -1,0 +1,161 @@
+#include "daemons/elastic_worker.h"
+
+#include <fstream>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "common/checksum.h"
+#include "common/cluster_files.h"
+#include "common/file_util.h"
+#include "common/net.h"
+#include "common/status_macros.h"
+#include "control/controller_client.h"
+#include "daemons/running_worker.h"
+#include "nlohmann/json.hpp"
+#include "train/elastic_training.h"
+
+namespace ringside::worker {
+namespace {
+
+// Who the watch thread tells about a superseded generation (the trainer exists only once the
+// first assignment is in).
+class SupersedeRelay {
+ public:
+  void Attach(ElasticTrainer* trainer) {
+    absl::MutexLock lock(&mu_);
+    trainer_ = trainer;
+  }
+  // Called on the watch thread for every assignment. Any new generation ends the old one's
+  // collective or ps step in flight: a peer that adopted the new generation at its step boundary
+  // will never join the old step, and waiting for the deadline would stall everyone.
+  void OnAssignment(const proto::Assignment& assignment) {
+    absl::MutexLock lock(&mu_);
+    if (trainer_ != nullptr) trainer_->Supersede(assignment.generation());
+  }
+
+ private:
+  absl::Mutex mu_;
+  ElasticTrainer* trainer_ ABSL_GUARDED_BY(mu_) = nullptr;
+};
+
+StepTraceSink TraceTo(std::ofstream& out) {
+  return [&out](const StepTrace& step) {
+    out << StepTraceLineText({step.step, step.generation, std::string(SyncModeName(step.mode)),
+                              step.slot.rank, step.slot.world, step.loss, step.seconds,
+                              Fnv1aHex(step.parameters)})
+        << "\n";
+    out.flush();
+  };
+}
+
+absl::Status ReportResult(const WorkerOptions& options, const ElasticResult& result,
+                          int metrics_port, std::ostream& log) {
+  const std::string name = WorkerName(result.slot.rank);
+  const TrainingResult& training = result.training;
+  log << name << ": trained " << training.steps << " steps (generation " << result.generation
+      << ", " << result.slot.world << " workers); full data set: loss "
+      << training.final_eval.mean_loss << ", accuracy " << training.final_eval.accuracy << "\n";
+  RETURN_IF_ERROR(WriteParameters(options, training.parameters));
+  if (!options.result_file.empty()) {
+    TrainResultFile file;
+    file.rank = result.slot.rank;
+    file.world = result.slot.world;
+    file.generation = result.generation;
+    file.mode = std::string(SyncModeName(result.mode));
+    file.steps = training.steps;
+    file.parameters = static_cast<int64_t>(training.parameters.size());
+    file.final_loss = training.final_eval.mean_loss;
+    file.accuracy = training.final_eval.accuracy;
+    file.checksum = Fnv1aHex(training.parameters);
+    file.metrics_port = metrics_port;
+    RETURN_IF_ERROR(WriteFileAtomically(options.result_file, TrainResultText(file)));
+  }
+  log << name << ": job done; staying in the job until SIGINT/SIGTERM\n";
+  log.flush();
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::Status ValidateElasticOptions(const WorkerOptions& options) {
+  RETURN_IF_ERROR(Annotate(ParseHostPort(options.member.controller).status(), "--controller"));
+  RETURN_IF_ERROR(server::ReadJoinToken(options.member.join_token_file).status());
+  if (options.listen.empty()) {
+    return absl::InvalidArgumentError(
+        "--listen: an elastic worker serves RingPeer for its ring neighbours; give HOST:PORT "
+        "(port 0: any free port)");
+  }
+  if (options.job != WorkerJob::kTrain) {
+    return absl::InvalidArgumentError("--controller runs the train job; --job must be train");
+  }
+  if (options.segment_bytes < 4 || options.segment_bytes > kMaxMessageBytes / 2) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--segment_bytes must be in [4, ", kMaxMessageBytes / 2, "]"));
+  }
+  if (options.timeout <= absl::ZeroDuration() || options.regroup_timeout <= absl::ZeroDuration()) {
+    return absl::InvalidArgumentError("--timeout and --regroup_timeout must be positive");
+  }
+  return absl::OkStatus();
+}
+
+absl::Status RunElasticWorker(const WorkerOptions& options, const TerminationSignals& signals,
+                              std::ostream& log) {
+  ASSIGN_OR_RETURN(const std::string token, server::ReadJoinToken(options.member.join_token_file));
+  RunningWorker worker;
+  ASSIGN_OR_RETURN(worker.metrics_server,
+                   MetricsServer::Start(options.metrics_listen, worker.registry));
+  // Generation 0: no ring yet. Segments of the first generation wait in the inbox.
+  worker.member = std::make_unique<ring::RingMember>(ring::RingTopology{0, 1, 0}, &worker.metrics);
+  ASSIGN_OR_RETURN(worker.server, StartServer(options.listen, {worker.member->service()}));
+  ASSIGN_OR_RETURN(
+      const std::string address,
+      server::AdvertisedAddress(options.member.advertise, options.listen, worker.server.port));
+  std::ofstream trace;
+  if (!options.trace_file.empty()) {
+    trace.open(options.trace_file, std::ios::app);
+    if (!trace) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--trace_file: cannot open ", options.trace_file, " for appending"));
+    }
+  }
+
+  SupersedeRelay relay;
+  server::ControllerClientOptions client;
+  client.controller = options.member.controller;
+  client.join_token = token;
+  client.role = proto::ROLE_WORKER;
+  client.address = address;
+  client.device = options.training.device;
+  client.register_timeout = options.member.register_timeout;
+  ASSIGN_OR_RETURN(std::unique_ptr<server::ControllerClient> controller,
+                   server::ControllerClient::Connect(
+                       client, [&relay](const proto::Assignment& a) { relay.OnAssignment(a); }));
+  log << "worker: RingPeer on " << address << ", registered with the controller at "
+      << client.controller << " as member " << controller->member_id() << ", metrics at "
+      << worker.metrics_server->url() << "\n";
+  log.flush();
+  if (!options.ready_file.empty()) {
+    RETURN_IF_ERROR(WriteFileAtomically(
+        options.ready_file,
+        ReadyFileText({worker.server.port, worker.metrics_server->port(), address})));
+  }
+
+  ElasticOptions elastic;
+  elastic.device = options.training.device;
+  elastic.segment_bytes = static_cast<uint64_t>(options.segment_bytes);
+  elastic.timeout = options.timeout;
+  elastic.regroup_timeout = options.regroup_timeout;
+  if (options.fault.has_value()) elastic.fault = KillSelfAt(*options.fault);
+  ElasticTrainer trainer(*controller, *worker.member, worker.metrics, elastic, log,
+                         trace.is_open() ? TraceTo(trace) : nullptr);
+  relay.Attach(&trainer);
+  const absl::Status status = trainer.Run(signals, [&](const ElasticResult& result) {
+    return ReportResult(options, result, worker.metrics_server->port(), log);
+  });
+  relay.Attach(nullptr);
+  return status;
+}
+
+}  // namespace ringside::worker

@@ -1,0 +1,131 @@
+// ringside-worker: one worker daemon. Flags become WorkerOptions; daemons/worker_daemon.h does
+// the rest.
+#include <malloc.h>
+
+#include <iostream>
+#include <string>
+#include <vector>
+
+#include "absl/flags/flag.h"
+#include "absl/flags/parse.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "common/flags_usage.h"
+#include "common/termination_signals.h"
+#include "daemons/worker_daemon.h"
+#include "model/training_flags.h"
+
+namespace {
+const ringside::worker::WorkerOptions kDefaults;
+}  // namespace
+
+ABSL_FLAG(std::string, mode, "ring", "ring (static ring, --peers) or ps (static shards, --ps)");
+ABSL_FLAG(int, rank, kDefaults.rank, "this worker's rank (0-based)");
+ABSL_FLAG(std::string, ps, "",
+          "ps mode: every parameter-server shard's address HOST:PORT, comma-separated, in shard "
+          "order");
+ABSL_FLAG(int, workers, 0, "ps mode: the number of workers in the job");
+ABSL_FLAG(std::string, peers, "",
+          "static ring: every worker's RingPeer address HOST:PORT, comma-separated, in rank "
+          "order (the same list on every worker)");
+ABSL_FLAG(std::string, listen, "", "address to serve RingPeer on (default: --peers[--rank])");
+ABSL_FLAG(std::string, metrics_listen, kDefaults.metrics_listen,
+          "address of the Prometheus /metrics endpoint (port 0: any free port, printed)");
+ABSL_FLAG(std::string, job, "train",
+          "train, allreduce (ring benchmark and check) or pushpull (ps benchmark and check)");
+ABSL_FLAG(int64_t, elements, kDefaults.elements, "allreduce/pushpull job: floats per step");
+ABSL_FLAG(int, iters, kDefaults.iters, "allreduce/pushpull job: timed steps");
+ABSL_FLAG(int, warmup, kDefaults.warmup, "allreduce/pushpull job: untimed steps first");
+ABSL_FLAG(int64_t, segment_bytes, kDefaults.segment_bytes,
+          "largest payload of one ring message; chunks are streamed in segments of this size");
+ABSL_FLAG(absl::Duration, timeout, kDefaults.timeout,
+          "deadline of one allreduce; a dead or stuck peer fails it after this");
+ABSL_FLAG(std::string, result_file, "", "write the job's result here as JSON (atomically)");
+ABSL_FLAG(std::string, params_out, "", "train job: write the final parameters here (float32)");
+ABSL_FLAG(std::string, controller, "",
+          "elastic: the controller's HOST:PORT; rank, peers, mode and the job come from there "
+          "(--rank, --peers, --ps, --workers, --mode and the job flags but --device are unused)");
+ABSL_FLAG(std::string, join_token_file, "", "elastic: file holding the job's join token");
+ABSL_FLAG(std::string, advertise, "",
+          "elastic: HOST:PORT the other workers dial (default: the --listen host and bound port)");
+ABSL_FLAG(std::string, trace_file, "",
+          "elastic: append one JSON line per completed step (step, generation, mode, rank, world, "
+          "loss, parameters checksum)");
+ABSL_FLAG(std::string, ready_file, "",
+          "elastic: once registered, write {port, metrics_port, address} here as JSON");
+ABSL_FLAG(absl::Duration, regroup_timeout, kDefaults.regroup_timeout,
+          "elastic: after a failed step, how long to wait for the controller's next generation");
+ABSL_FLAG(std::string, fault_at, "",
+          "test only: end this worker with SIGKILL at a named protocol point, POINT[@STEP] "
+          "(train/fault_injection.h lists the points)");
+ABSL_FLAG(bool, linger, false,
+          "after the job, keep serving metrics until SIGINT/SIGTERM (for scraping)");
+
+namespace {
+
+absl::StatusOr<ringside::worker::WorkerOptions> OptionsFromFlags() {
+  ringside::worker::WorkerOptions options;
+  absl::StatusOr<ringside::SyncMode> mode = ringside::ParseSyncMode(absl::GetFlag(FLAGS_mode));
+  if (!mode.ok())
+    return absl::InvalidArgumentError(absl::StrCat("--mode: ", mode.status().message()));
+  options.mode = *mode;
+  options.ps = absl::StrSplit(absl::GetFlag(FLAGS_ps), ',', absl::SkipEmpty());
+  options.workers = absl::GetFlag(FLAGS_workers);
+  options.rank = absl::GetFlag(FLAGS_rank);
+  options.peers = absl::StrSplit(absl::GetFlag(FLAGS_peers), ',', absl::SkipEmpty());
+  options.listen = absl::GetFlag(FLAGS_listen);
+  options.metrics_listen = absl::GetFlag(FLAGS_metrics_listen);
+  auto job = ringside::worker::ParseWorkerJob(absl::GetFlag(FLAGS_job));
+  if (!job.ok()) return job.status();
+  options.job = *job;
+  options.elements = absl::GetFlag(FLAGS_elements);
+  options.iters = absl::GetFlag(FLAGS_iters);
+  options.warmup = absl::GetFlag(FLAGS_warmup);
+  options.segment_bytes = absl::GetFlag(FLAGS_segment_bytes);
+  options.timeout = absl::GetFlag(FLAGS_timeout);
+  absl::StatusOr<ringside::worker::TrainingOptions> training =
+      ringside::worker::TrainingOptionsFromFlags();
+  if (!training.ok()) return training.status();
+  options.training = *std::move(training);
+  options.result_file = absl::GetFlag(FLAGS_result_file);
+  options.params_out = absl::GetFlag(FLAGS_params_out);
+  options.linger = absl::GetFlag(FLAGS_linger);
+  options.member.controller = absl::GetFlag(FLAGS_controller);
+  options.member.join_token_file = absl::GetFlag(FLAGS_join_token_file);
+  options.member.advertise = absl::GetFlag(FLAGS_advertise);
+  options.trace_file = absl::GetFlag(FLAGS_trace_file);
+  options.ready_file = absl::GetFlag(FLAGS_ready_file);
+  options.regroup_timeout = absl::GetFlag(FLAGS_regroup_timeout);
+  if (const std::string fault = absl::GetFlag(FLAGS_fault_at); !fault.empty()) {
+    absl::StatusOr<ringside::worker::FaultPlan> plan = ringside::worker::ParseFaultPlan(fault);
+    if (!plan.ok()) return plan.status();
+    options.fault = *std::move(plan);
+  }
+  return options;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  ringside::TerminationSignals signals;
+  // Segments of up to a few MiB are allocated and freed continuously; glibc would otherwise
+  // serve them with mmap or hand freed heap back to the kernel, and every reuse would page-fault
+  // in fresh zeroed memory (measured: a third of the ring's throughput).
+  mallopt(M_MMAP_THRESHOLD, 64 << 20);
+  mallopt(M_TRIM_THRESHOLD, 512 << 20);
+  ringside::ConfigureFlagsUsage(
+      "ringside-worker: computes gradients and synchronises them over a ring or shards.\n"
+      "Static ring: ringside-worker --rank=R --peers=HOST:PORT,HOST:PORT,...\n"
+      "Static PS:   ringside-worker --mode=ps --rank=R --workers=N --ps=HOST:PORT,...\n"
+      "Elastic:     ringside-worker --controller=HOST:PORT --join_token_file=PATH "
+      "--listen=HOST:PORT");
+  absl::ParseCommandLine(argc, argv);
+  absl::StatusOr<ringside::worker::WorkerOptions> options = OptionsFromFlags();
+  absl::Status status = options.status();
+  if (status.ok()) status = ringside::worker::RunWorker(*options, signals, std::cout);
+  if (!status.ok()) {
+    std::cerr << "ringside-worker: " << status << "\n";
+    return signals.received() ? 128 + signals.signal() : 1;
+  }
+  return 0;
+}

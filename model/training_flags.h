@@ -1,0 +1,17 @@
+// The job flags every daemon that takes part in training shares (--model, --activation, --data,
+// --steps, --batch_size, --lr, --optimizer, --seed, --device), defined once so the worker and
+// the parameter-server shard cannot disagree on names or defaults.
+#ifndef RINGSIDE_MODEL_TRAINING_FLAGS_H_
+#define RINGSIDE_MODEL_TRAINING_FLAGS_H_
+
+#include "absl/status/statusor.h"
+#include "model/training_options.h"
+
+namespace ringside::worker {
+
+// The flags' values; INVALID_ARGUMENT naming the flag for a bad optimiser or learning rate.
+absl::StatusOr<TrainingOptions> TrainingOptionsFromFlags();
+
+}  // namespace ringside::worker
+
+#endif  // RINGSIDE_MODEL_TRAINING_FLAGS_H_

@@ -1,0 +1,29 @@
+// The job every Ringside command trains: model, data, steps, batch, optimiser, seed and device,
+// with the defaults used unless a flag says otherwise. A plain struct shared by the controller
+// (which hands it out as proto::JobSpec), the shards (which need the model's size and the
+// optimiser) and the trainer, so none of them needs the others' code.
+#ifndef RINGSIDE_MODEL_TRAINING_OPTIONS_H_
+#define RINGSIDE_MODEL_TRAINING_OPTIONS_H_
+
+#include <cstdint>
+#include <string>
+
+#include "common/optimizer.h"
+
+namespace ringside::worker {
+
+// The defaults every Ringside command uses unless a flag says otherwise.
+struct TrainingOptions {
+  std::string model = "4,16,3";  // --model
+  std::string activation = "tanh";
+  std::string data = "iris";  // --data
+  int64_t steps = 200;        // --steps
+  int64_t batch_size = 32;    // --batch_size (global: split across workers)
+  OptimizerConfig optimizer = {OptimizerKind::kAdam, /*learning_rate=*/0.01f};
+  uint64_t seed = 1;           // --seed: parameters, synthetic data, batch order
+  std::string device = "cpu";  // --device
+};
+
+}  // namespace ringside::worker
+
+#endif  // RINGSIDE_MODEL_TRAINING_OPTIONS_H_

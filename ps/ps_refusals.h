@@ -1,0 +1,25 @@
+// Answers of a shard that has nothing to serve yet (an elastic shard before its first Load).
+// Internal to the ParameterShard service.
+#ifndef RINGSIDE_PS_PS_REFUSALS_H_
+#define RINGSIDE_PS_PS_REFUSALS_H_
+
+#include "grpcpp/grpcpp.h"
+
+namespace ringside::server {
+
+inline grpc::Status NothingServed() {
+  return grpc::Status(grpc::StatusCode::FAILED_PRECONDITION,
+                      "this shard holds no parameters yet: a worker loads them when a generation "
+                      "in ps mode begins; take the latest assignment from the controller");
+}
+
+template <typename Message>
+class RefusedWrite final : public grpc::ServerWriteReactor<Message> {
+ public:
+  explicit RefusedWrite(const grpc::Status& why = NothingServed()) { this->Finish(why); }
+  void OnDone() override { delete this; }
+};
+
+}  // namespace ringside::server
+
+#endif  // RINGSIDE_PS_PS_REFUSALS_H_

@@ -1,0 +1,285 @@
+#include "ps/ps_service.h"
+
+#include <algorithm>
+#include <memory>
+#include <optional>
+#include <utility>
+
+#include "absl/synchronization/mutex.h"
+#include "common/grpc_util.h"
+#include "ps/ps_refusals.h"
+
+namespace ringside::server {
+namespace {
+
+// Streams a parameter snapshot in segments; shared by Step and GetParameters.
+class ParameterWriter {
+ public:
+  ParameterWriter(Parameters values, uint64_t step, uint64_t segment_elements)
+      : values_(std::move(values)), step_(step), segment_elements_(segment_elements) {}
+
+  // The next segment into `out`; false when everything has been written. An empty range still
+  // gets one (empty) segment, so every reply says which step it belongs to.
+  bool Next(proto::PsParameters& out) {
+    if (done_) return false;
+    const uint64_t count = std::min<uint64_t>(segment_elements_, values_->size() - offset_);
+    out.set_step(step_);
+    out.set_offset(offset_);
+    out.set_range_elements(values_->size());
+    out.set_payload(reinterpret_cast<const char*>(values_->data() + offset_), count * 4);
+    offset_ += count;
+    done_ = offset_ >= values_->size();
+    return true;
+  }
+
+ private:
+  Parameters values_;
+  uint64_t step_;
+  uint64_t segment_elements_;
+  uint64_t offset_ = 0;
+  bool done_ = false;
+};
+
+class StepReactor final : public grpc::ServerBidiReactor<proto::PsPush, proto::PsParameters> {
+ public:
+  StepReactor(grpc::CallbackServerContext* context,
+              std::shared_ptr<const ShardGeneration> generation, uint64_t segment_elements)
+      : context_(context),
+        generation_(std::move(generation)),
+        state_(*generation_->state),
+        metrics_(generation_->links),
+        segment_elements_(segment_elements) {}
+
+  // Holds itself until OnDone (WhenApplied callbacks may outlive the call), then starts reading.
+  static StepReactor* Start(std::shared_ptr<StepReactor> reactor) {
+    StepReactor* raw = reactor.get();
+    {
+      absl::MutexLock lock(&raw->mu_);
+      raw->self_ = std::move(reactor);
+    }
+    raw->StartRead(&raw->push_);
+    return raw;
+  }
+
+  void OnReadDone(bool ok) override {
+    if (!ok) {
+      if (context_->IsCancelled()) {  // the worker went away mid-push
+        if (began_) state_.AbandonPush(worker_, step_);
+        FinishOnce(grpc::Status(grpc::StatusCode::CANCELLED, "push cancelled by the worker"));
+      } else {
+        CompletePush();
+      }
+      return;
+    }
+    absl::Status status;
+    if (!began_) {
+      status = state_.BeginPush(push_.generation(), static_cast<int>(push_.worker_rank()),
+                                push_.step(), push_.range_elements());
+      if (status.ok()) {
+        began_ = true;
+        worker_ = static_cast<int>(push_.worker_rank());
+        step_ = push_.step();
+      }
+    } else if (push_.worker_rank() != static_cast<uint32_t>(worker_) || push_.step() != step_ ||
+               push_.generation() != state_.config().generation) {
+      status = absl::InvalidArgumentError("a push stream carries one worker's share of one step");
+    }
+    if (status.ok()) status = state_.AddSegment(worker_, step_, push_.offset(), push_.payload());
+    if (!status.ok()) {
+      if (began_) state_.AbandonPush(worker_, step_);
+      FinishOnce(ToGrpcStatus(status));
+      return;
+    }
+    if (static_cast<size_t>(worker_) < metrics_.from_worker.size() &&
+        metrics_.from_worker[worker_].bytes != nullptr) {
+      metrics_.from_worker[worker_].bytes->Increment(static_cast<double>(push_.payload().size()));
+    }
+    StartRead(&push_);
+  }
+
+  void OnWriteDone(bool ok) override {
+    if (!ok) {
+      FinishOnce(grpc::Status(grpc::StatusCode::UNAVAILABLE, "worker stopped reading"));
+      return;
+    }
+    CountSent();
+    WriteNext();
+  }
+
+  void OnCancel() override {
+    // Waiting for the step with the worker gone: the share stays counted (it was complete).
+    FinishOnce(grpc::Status(grpc::StatusCode::CANCELLED, "worker cancelled the step"));
+  }
+
+  void OnDone() override {
+    std::shared_ptr<StepReactor> last;  // released after the lock: may delete this
+    absl::MutexLock lock(&mu_);
+    last = std::move(self_);
+  }
+
+ private:
+  void CompletePush() {
+    if (!began_) {
+      FinishOnce(grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "no gradient was pushed"));
+      return;
+    }
+    absl::Status status = state_.FinishPush(worker_, step_);
+    if (!status.ok()) {
+      state_.AbandonPush(worker_, step_);
+      FinishOnce(ToGrpcStatus(status));
+      return;
+    }
+    std::shared_ptr<StepReactor> self;
+    {
+      absl::MutexLock lock(&mu_);
+      self = self_;
+    }
+    state_.WhenApplied(step_, [self](Parameters values) { self->StartWriting(std::move(values)); });
+  }
+
+  void StartWriting(Parameters values) {
+    if (values == nullptr) {
+      FinishOnce(grpc::Status(grpc::StatusCode::ABORTED,
+                              "the shard moved to a new generation before this step was applied; "
+                              "take the latest assignment from the controller"));
+      return;
+    }
+    {
+      absl::MutexLock lock(&mu_);
+      if (finished_) return;
+      writer_.emplace(std::move(values), step_ + 1, segment_elements_);
+    }
+    if (static_cast<size_t>(worker_) < metrics_.to_worker.size() &&
+        metrics_.to_worker[worker_].expected_bytes != nullptr) {
+      metrics_.to_worker[worker_].expected_bytes->Increment(
+          static_cast<double>(state_.range_elements() * sizeof(float)));
+    }
+    WriteNext();
+  }
+
+  // gRPC calls happen outside the lock: a reaction may run on this thread.
+  void WriteNext() {
+    bool more;
+    {
+      absl::MutexLock lock(&mu_);
+      if (finished_) return;
+      more = writer_->Next(out_);
+      if (!more) finished_ = true;
+    }
+    if (more) {
+      StartWrite(&out_);
+    } else {
+      Finish(grpc::Status::OK);
+    }
+  }
+
+  void CountSent() {
+    if (static_cast<size_t>(worker_) >= metrics_.to_worker.size()) return;
+    const LinkSendMetrics& link = metrics_.to_worker[worker_];
+    if (link.bytes != nullptr) link.bytes->Increment(static_cast<double>(out_.payload().size()));
+    if (link.messages != nullptr) link.messages->Increment();
+  }
+
+  void FinishOnce(const grpc::Status& status) {
+    {
+      absl::MutexLock lock(&mu_);
+      if (finished_) return;
+      finished_ = true;
+    }
+    Finish(status);
+  }
+
+  grpc::CallbackServerContext* const context_;
+  const std::shared_ptr<const ShardGeneration> generation_;  // keeps state_ and metrics_ alive
+  ShardState& state_;
+  const ShardLinkMetrics& metrics_;
+  const uint64_t segment_elements_;
+  proto::PsPush push_;
+  bool began_ = false;  // read-side state: touched only by OnReadDone
+  int worker_ = 0;
+  uint64_t step_ = 0;
+
+  absl::Mutex mu_;
+  bool finished_ ABSL_GUARDED_BY(mu_) = false;
+  std::optional<ParameterWriter> writer_ ABSL_GUARDED_BY(mu_);
+  proto::PsParameters out_;  // the write in flight; one at a time
+  std::shared_ptr<StepReactor> self_ ABSL_GUARDED_BY(mu_);
+};
+
+// A Step stream to a shard that has nothing to serve yet.
+class RefusedStep final : public grpc::ServerBidiReactor<proto::PsPush, proto::PsParameters> {
+ public:
+  RefusedStep() { Finish(NothingServed()); }
+  void OnDone() override { delete this; }
+};
+
+class ParametersReactor final : public grpc::ServerWriteReactor<proto::PsParameters> {
+ public:
+  ParametersReactor(std::shared_ptr<const ShardGeneration> generation, uint64_t segment_elements)
+      : writer_(generation->state->parameters(), generation->state->current_step(),
+                segment_elements) {
+    WriteNext();
+  }
+  void OnWriteDone(bool ok) override {
+    if (!ok) {
+      Finish(grpc::Status(grpc::StatusCode::UNAVAILABLE, "client stopped reading"));
+      return;
+    }
+    WriteNext();
+  }
+  void OnDone() override { delete this; }
+
+ private:
+  void WriteNext() {
+    if (writer_.Next(out_)) {
+      StartWrite(&out_);
+    } else {
+      Finish(grpc::Status::OK);
+    }
+  }
+  ParameterWriter writer_;
+  proto::PsParameters out_;
+};
+
+}  // namespace
+
+ParameterShardService::ParameterShardService(uint64_t segment_bytes, ShardMetricsFactory metrics)
+    : segment_elements_(std::max<uint64_t>(1, segment_bytes / sizeof(float))),
+      metrics_(std::move(metrics)) {}
+
+void ParameterShardService::Serve(ShardGeneration generation) {
+  std::shared_ptr<const ShardGeneration> previous;
+  {
+    absl::MutexLock lock(&mu_);
+    previous =
+        std::exchange(current_, std::make_shared<const ShardGeneration>(std::move(generation)));
+  }
+  if (previous != nullptr) previous->state->Close();
+}
+
+void ParameterShardService::SetJob(ShardJob job) {
+  absl::MutexLock lock(&mu_);
+  job_ = std::move(job);
+}
+
+std::shared_ptr<const ShardGeneration> ParameterShardService::current() const {
+  absl::MutexLock lock(&mu_);
+  return current_;
+}
+
+grpc::ServerBidiReactor<proto::PsPush, proto::PsParameters>* ParameterShardService::Step(
+    grpc::CallbackServerContext* context) {
+  std::shared_ptr<const ShardGeneration> generation = current();
+  if (generation == nullptr) return new RefusedStep();
+  return StepReactor::Start(
+      std::make_shared<StepReactor>(context, std::move(generation), segment_elements_));
+}
+
+grpc::ServerWriteReactor<proto::PsParameters>* ParameterShardService::GetParameters(
+    grpc::CallbackServerContext* /*context*/, const proto::PsRangeRequest* /*request*/) {
+  std::shared_ptr<const ShardGeneration> generation = current();
+  if (generation == nullptr) return new RefusedWrite<proto::PsParameters>();
+  return new ParametersReactor(std::move(generation), segment_elements_);
+}
+
+}  // namespace ringside::server

@@ -1,0 +1,93 @@
+// The ParameterShard gRPC service (proto/ps.proto says the protocol). One small reactor per Step
+// stream: it validates and stores segments as they are read, completes the worker's share on
+// half-close, and streams the updated range back once the step is applied. A stream cancelled
+// before its share is complete abandons it (nothing half-applied); a worker that has pushed and
+// then disappears still counts for the step.
+//
+// What the shard serves is one ShardGeneration at a time. A static shard (ringside-ps --workers)
+// is given its only one at start; an elastic shard (--controller) learns the job's shape from the
+// controller (SetJob) and gets each generation's state from a worker's Load, which replaces the
+// generation whole: steps still waiting on the old one end ABORTED, never half-applied.
+// Thread-safe; reactors never block.
+#ifndef RINGSIDE_PS_PS_SERVICE_H_
+#define RINGSIDE_PS_PS_SERVICE_H_
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <vector>
+
+#include "absl/synchronization/mutex.h"
+#include "common/metrics.h"
+#include "common/optimizer.h"
+#include "common/ranges.h"
+#include "proto/ps.grpc.pb.h"
+#include "ps/shard_state.h"
+
+namespace ringside::server {
+
+// Per-worker link counters of one shard (index = worker rank); empty members are not counted.
+struct ShardLinkMetrics {
+  std::vector<LinkReceiveMetrics> from_worker;  // worker -> shard gradients
+  std::vector<LinkSendMetrics> to_worker;       // shard -> worker parameters
+};
+
+// What the shard serves in one generation.
+struct ShardGeneration {
+  std::shared_ptr<ShardState> state;
+  ShardLinkMetrics links;
+};
+
+// The job's shape as the shard map gives it: what a Load must fit.
+struct ShardJob {
+  int shard = 0;
+  ElementRange range;  // of the flat parameter vector
+  OptimizerConfig optimizer;
+};
+
+// Builds a generation's counters for the shard's index and its number of workers; null:
+// nothing counted.
+struct ShardMetricsFactory {
+  std::function<ShardLinkMetrics(int shard, int workers)> links;
+  ShardStepMetrics steps;
+};
+
+class ParameterShardService final : public proto::ParameterShard::CallbackService {
+ public:
+  // `segment_bytes`: largest segment sent back.
+  ParameterShardService(uint64_t segment_bytes, ShardMetricsFactory metrics = {});
+
+  // Serves `generation` from now on; the one it replaces is closed.
+  void Serve(ShardGeneration generation);
+  // Elastic shards: the job Loads must fit.
+  void SetJob(ShardJob job);
+  // The generation served now; null before the first.
+  std::shared_ptr<const ShardGeneration> current() const;
+
+  grpc::ServerBidiReactor<proto::PsPush, proto::PsParameters>* Step(
+      grpc::CallbackServerContext* context) override;
+  grpc::ServerWriteReactor<proto::PsParameters>* GetParameters(
+      grpc::CallbackServerContext* context, const proto::PsRangeRequest* request) override;
+  grpc::ServerReadReactor<proto::PsStateSegment>* Load(grpc::CallbackServerContext* context,
+                                                       proto::PsLoadReply* reply) override;
+  grpc::ServerWriteReactor<proto::PsStateSegment>* GetState(
+      grpc::CallbackServerContext* context, const proto::PsRangeRequest* request) override;
+
+  // Checks a Load's first segment against the job and the generation served; on success returns
+  // the number of elements (parameters + optimiser state) to expect.
+  absl::StatusOr<uint64_t> CheckLoad(const proto::PsStateSegment& first) const;
+  // Restores the loaded state as a new generation and serves it.
+  absl::Status FinishLoad(const proto::PsStateSegment& first, std::vector<float> sequence);
+
+ private:
+  const uint64_t segment_elements_;
+  const ShardMetricsFactory metrics_;
+  mutable absl::Mutex mu_;
+  std::shared_ptr<const ShardGeneration> current_ ABSL_GUARDED_BY(mu_);
+  std::optional<ShardJob> job_ ABSL_GUARDED_BY(mu_);
+};
+
+}  // namespace ringside::server
+
+#endif  // RINGSIDE_PS_PS_SERVICE_H_

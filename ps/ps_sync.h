@@ -1,0 +1,85 @@
+// Parameter-server mode of data-parallel training (worker side). Each step the worker pushes
+// every shard its range of the gradient share and gets the shard's updated parameter range
+// back, all shards in parallel, over one bidirectional ParameterShard.Step stream per shard and
+// step (proto/ps.proto: a single round trip, and the wait for the slowest worker is the stream's
+// own wait under its deadline). Large ranges travel in segments. The optimiser runs on the
+// shards; the worker only copies the returned parameters in.
+// Thread-compatible. Errors: a shard's gRPC status, annotated with the shard and step; a reply
+// that does not cover the range exactly is INTERNAL.
+#ifndef RINGSIDE_PS_PS_SYNC_H_
+#define RINGSIDE_PS_PS_SYNC_H_
+
+#include <functional>
+#include <memory>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "absl/synchronization/mutex.h"
+#include "absl/synchronization/notification.h"
+#include "absl/time/time.h"
+#include "common/metrics.h"
+#include "common/parameter_sync.h"
+#include "common/ranges.h"
+#include "proto/ps.grpc.pb.h"
+
+namespace ringside::worker {
+
+struct PsSyncOptions {
+  uint64_t generation = 1;
+  int rank = 0;
+  std::vector<std::string> shards;  // ParameterShard address of every shard, in shard order
+  uint64_t segment_bytes = uint64_t{1} << 20;
+  absl::Duration timeout = absl::Seconds(60);  // per step and shard
+  // Test-only (train/fault_injection.h): when set, the other shards' pushes wait until this
+  // worker's share has reached shard 0, and this runs in between.
+  std::function<void(int64_t step)> pushed_to_first_shard;
+};
+
+class PsSync final : public ParameterSync {
+ public:
+  // `metrics` may be null; else it must outlive this object.
+  static absl::StatusOr<std::unique_ptr<PsSync>> Create(const PsSyncOptions& options,
+                                                        uint64_t parameters, Metrics* metrics);
+  SyncMode mode() const override { return SyncMode::kPs; }
+  absl::StatusOr<SyncTiming> Step(int64_t step, absl::Span<float> gradient,
+                                  absl::Span<float> params) override;
+
+  // Ends the step in flight, and every later one, with CANCELLED (the generation is over).
+  // Safe from any thread.
+  void Cancel();
+
+ private:
+  // Registers a stream's context for Cancel() while it is open.
+  class InFlight {
+   public:
+    InFlight(PsSync& sync, grpc::ClientContext& context);
+    ~InFlight();
+
+   private:
+    PsSync& sync_;
+    grpc::ClientContext& context_;
+  };
+
+  struct ShardLink {
+    std::string address;
+    ElementRange range;
+    std::unique_ptr<proto::ParameterShard::Stub> stub;
+    LinkSendMetrics send;
+    LinkReceiveMetrics receive;
+  };
+  explicit PsSync(PsSyncOptions options) : options_(std::move(options)) {}
+  // `pushed` (may be null) is notified once the whole share is written.
+  absl::Status PushPull(ShardLink& link, int shard, uint64_t step, absl::Span<const float> gradient,
+                        absl::Span<float> params, absl::Notification* pushed);
+
+  PsSyncOptions options_;
+  std::vector<ShardLink> links_;
+  absl::Mutex mu_;
+  std::set<grpc::ClientContext*> in_flight_ ABSL_GUARDED_BY(mu_);
+  bool cancelled_ ABSL_GUARDED_BY(mu_) = false;
+};
+
+}  // namespace ringside::worker
+
+#endif  // RINGSIDE_PS_PS_SYNC_H_

@@ -1,0 +1,44 @@
+// The worker's side of the shards' state hand-over (ParameterShard.Load / GetState in
+// proto/ps.proto): an elastic job's parameters and optimiser state moved onto the shards when a
+// ps-mode generation begins, and back when ps mode ends. The shard map is EvenRanges(K, S), as
+// everywhere. Not training traffic: nothing is counted in the link metrics.
+// Thread-compatible. Errors: a shard's gRPC status annotated with the shard; a state that does
+// not fit the shard map, or shards more than one step apart, is FAILED_PRECONDITION. Shards
+// one step apart are rolled back to the lower step (ps/shard_state.h says why that is safe).
+#ifndef RINGSIDE_PS_SHARD_TRANSFER_H_
+#define RINGSIDE_PS_SHARD_TRANSFER_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "absl/types/span.h"
+
+namespace ringside::worker {
+
+struct JobState {
+  uint64_t step = 0;                   // steps applied
+  std::vector<float> parameters;       // K
+  std::vector<float> optimizer_state;  // Optimizer::ExportState() of the whole vector
+};
+
+struct ShardTransferOptions {
+  std::vector<std::string> shards;  // addresses in shard order
+  uint64_t segment_bytes = uint64_t{1} << 20;
+  absl::Duration timeout = absl::Seconds(60);  // per shard
+};
+
+// Hands every shard its range of `state` for `generation` with `workers` workers.
+absl::Status LoadShards(const ShardTransferOptions& options, uint64_t generation, int workers,
+                        const JobState& state);
+
+// The job's state gathered from every shard. `parameters` and `optimizer_state_size` give the
+// expected sizes (the caller's own optimiser's).
+absl::StatusOr<JobState> FetchShardState(const ShardTransferOptions& options, size_t parameters,
+                                         size_t optimizer_state_size);
+
+}  // namespace ringside::worker
+
+#endif  // RINGSIDE_PS_SHARD_TRANSFER_H_

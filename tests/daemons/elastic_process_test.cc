@@ -1,0 +1,173 @@
+// Elastic jobs as real processes on loopback (launch/local_cluster.h): a controller, shards and
+// workers with no static flags; live mode switches; a worker killed with SIGKILL; a late joiner.
+#include <fstream>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "common/file_util.h"
+#include "gtest/gtest.h"
+#include "launch/local_cluster.h"
+#include "launch/temp_dir.h"
+#include "tests/daemons/elastic_test_util.h"
+#include "tests/support/prometheus_text.h"
+#include "tests/support/worker_processes.h"
+#include "train/local_training.h"
+
+namespace ringside {
+namespace {
+
+using testing::Eventually;
+using testing::FindSample;
+using testing::MaxRelativeDifference;
+using testing::ReadParams;
+using testing::ScrapeMetrics;
+using testing::SetMode;
+
+using TraceLine = StepTraceLine;
+
+std::vector<TraceLine> ReadTrace(const std::string& path) { return ReadStepTrace(path).lines; }
+
+double Metric(const cli::ClusterProcess& process, const std::string& name,
+              const std::map<std::string, std::string>& labels = {}) {
+  return FindSample(ScrapeMetrics(process.metrics_port), name, labels).value_or(-1);
+}
+
+// Every payload byte a node sent in `mode`, over all its links.
+double LinkBytes(const cli::ClusterProcess& process, const std::string& mode) {
+  return SumSamples(ScrapeMetrics(process.metrics_port), "ringside_link_bytes_total",
+                    {{"mode", mode}});
+}
+
+cli::LocalClusterOptions Options(const TempDir& dir, int workers, int shards,
+                                 worker::TrainingOptions training) {
+  cli::LocalClusterOptions options;
+  options.bin_dir = testing::BinDir();
+  options.dir = dir.path();
+  options.workers = workers;
+  options.ps_shards = shards;
+  options.training = std::move(training);
+  options.heartbeat_timeout = absl::Seconds(1);
+  options.collective_timeout = absl::Seconds(10);
+  return options;
+}
+
+TEST(ElasticClusterTest, SwitchesRingToPsAndBackWithTheSameParametersAndFallingLoss) {
+  auto dir = TempDir::Create("ringside-elastic-");
+  ASSERT_TRUE(dir.ok());
+  worker::TrainingOptions training;
+  training.model = "64,256,256,10";
+  training.data = "synthetic:4096";
+  training.batch_size = 64;
+  training.steps = 100000;  // long enough; the test stops the cluster
+  auto cluster = cli::LocalCluster::Start(Options(*dir, 4, 2, training));
+  ASSERT_TRUE(cluster.ok()) << cluster.status();
+  cli::LocalCluster& c = **cluster;
+  const std::vector<cli::ClusterProcess*> workers = c.workers();
+  cli::ClusterProcess& shard = *c.processes()[1];
+  auto steps = [&](const std::string& mode) {
+    return Metric(*workers[0], "ringside_steps_total", {{"mode", mode}});
+  };
+
+  ASSERT_TRUE(Eventually(c, [&] { return steps("ring") >= 10; }));
+  SetMode(c.controller_address(), SyncMode::kPs);
+  ASSERT_TRUE(Eventually(c, [&] { return steps("ps") >= 10; }));
+  const double ring_bytes_before_ps_ends = LinkBytes(*workers[0], "ring");
+  const double ring_steps_at_switch = steps("ring");
+  SetMode(c.controller_address(), SyncMode::kRing);
+  ASSERT_TRUE(Eventually(c, [&] { return steps("ring") >= ring_steps_at_switch + 10; }));
+  const double ps_bytes_after = LinkBytes(*workers[0], "ps");
+  const double shard_ps_bytes = Metric(shard, "ringside_steps_total", {{"mode", "ps"}});
+  absl::SleepFor(absl::Milliseconds(300));
+  EXPECT_EQ(LinkBytes(*workers[0], "ps"), ps_bytes_after)
+      << "ps links must be quiet while the ring is active";
+  EXPECT_EQ(Metric(shard, "ringside_steps_total", {{"mode", "ps"}}), shard_ps_bytes);
+  EXPECT_GT(ps_bytes_after, 0);
+  EXPECT_GT(ring_bytes_before_ps_ends, 0);
+  c.Stop();
+
+  // Every worker's trace: identical parameters after every step they all completed, each
+  // mode's steps in order, and the loss falling from phase to phase.
+  std::vector<std::vector<TraceLine>> traces;
+  for (cli::ClusterProcess* w : workers) traces.push_back(ReadTrace(w->trace_file));
+  std::map<int64_t, std::vector<const TraceLine*>> by_step;
+  for (const auto& trace : traces) {
+    for (const TraceLine& line : trace) by_step[line.step].push_back(&line);
+  }
+  std::vector<std::string> phases;
+  std::map<std::string, std::vector<double>> loss_by_phase;
+  int checked = 0;
+  for (const auto& [step, lines] : by_step) {
+    if (lines.size() != workers.size()) continue;  // the last, cut short by the stop
+    for (const TraceLine* line : lines) {
+      EXPECT_EQ(line->checksum, lines[0]->checksum) << "parameters differ after step " << step;
+      EXPECT_EQ(line->mode, lines[0]->mode);
+    }
+    ++checked;
+    const std::string phase = absl::StrCat(lines[0]->generation, lines[0]->mode);
+    if (phases.empty() || phases.back() != phase) phases.push_back(phase);
+    double mean = 0;
+    for (const TraceLine* line : lines) mean += line->loss / lines.size();
+    loss_by_phase[phase].push_back(mean);
+  }
+  EXPECT_GT(checked, 30);
+  ASSERT_EQ(phases.size(), 3u) << "ring, ps, ring";
+  EXPECT_NE(phases[0].find("ring"), std::string::npos);
+  EXPECT_NE(phases[1].find("ps"), std::string::npos);
+  EXPECT_NE(phases[2].find("ring"), std::string::npos);
+  auto first10 = [](const std::vector<double>& v) {
+    double sum = 0;
+    for (size_t i = 0; i < std::min<size_t>(10, v.size()); ++i) sum += v[i];
+    return sum / std::min<size_t>(10, v.size());
+  };
+  EXPECT_GT(first10(loss_by_phase[phases[0]]), first10(loss_by_phase[phases[1]]));
+  EXPECT_GT(first10(loss_by_phase[phases[1]]), first10(loss_by_phase[phases[2]]));
+}
+
+TEST(ElasticClusterTest, SurvivesAKilledWorkerAndAdmitsALateOneMatchingTheReference) {
+  auto dir = TempDir::Create("ringside-elastic-");
+  ASSERT_TRUE(dir.ok());
+  worker::TrainingOptions training;
+  training.model = "32,128,10";
+  training.data = "synthetic:2048";
+  training.batch_size = 64;
+  training.steps = 1200;
+  auto cluster = cli::LocalCluster::Start(Options(*dir, 4, 0, training));
+  ASSERT_TRUE(cluster.ok()) << cluster.status();
+  cli::LocalCluster& c = **cluster;
+  std::vector<cli::ClusterProcess*> workers = c.workers();
+  ASSERT_TRUE(Eventually(c, [&] {
+    return Metric(*workers[3], "ringside_steps_total", {{"mode", "ring"}}) >= 50;
+  }));
+  workers[3]->expected_to_end = true;
+  kill(workers[3]->process.pid(), SIGKILL);
+  const absl::Time killed = absl::Now();
+  ASSERT_TRUE(Eventually(c, [&] {
+    return Metric(c.controller(), "ringside_world_size") == 3 &&
+           Metric(c.controller(), "ringside_generation") == 2;
+  }));
+  EXPECT_LT(absl::Now() - killed, absl::Seconds(10)) << "a few heartbeat timeouts";
+
+  auto joiner = c.AddWorker();
+  ASSERT_TRUE(joiner.ok()) << joiner.status();
+  ASSERT_TRUE(Eventually(c, [&] { return Metric(c.controller(), "ringside_world_size") == 4; }));
+  auto results = c.WaitForResults(absl::Seconds(120));
+  ASSERT_TRUE(results.ok()) << results.status();
+  ASSERT_EQ(results->size(), 4u);
+  for (const TrainResultFile& result : *results) {
+    EXPECT_EQ(result.steps, training.steps);
+    EXPECT_EQ(result.checksum, (*results)[0].checksum);
+  }
+  EXPECT_FALSE(ReadTrace((*joiner)->trace_file).empty()) << "the late worker trained steps";
+
+  // The global batch is the same whoever computes it, so the reference is one process.
+  auto reference = worker::TrainLocally(training);
+  ASSERT_TRUE(reference.ok()) << reference.status();
+  const std::vector<float> params = ReadParams((*joiner)->params_file);
+  ASSERT_EQ(params.size(), reference->parameters.size());
+  EXPECT_LT(MaxRelativeDifference(params, reference->parameters), 1e-5);
+}
+
+}  // namespace
+}  // namespace ringside

@@ -1,0 +1,62 @@
+#include "tests/daemons/elastic_test_util.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+
+#include "absl/strings/str_cat.h"
+#include "common/file_util.h"
+#include "common/grpc_util.h"
+#include "gtest/gtest.h"
+#include "proto/controller.grpc.pb.h"
+#include "tests/support/poll.h"
+
+namespace ringside::testing {
+
+void SetMode(const std::string& controller, SyncMode mode) {
+  auto stub = proto::Controller::NewStub(MakeChannel(controller));
+  grpc::ClientContext context;
+  SetDeadline(context, absl::Seconds(10));
+  proto::ModeRequest request;
+  request.set_mode(std::string(SyncModeName(mode)));
+  proto::ModeReply reply;
+  const grpc::Status status = stub->SetMode(&context, request, &reply);
+  EXPECT_TRUE(status.ok()) << status.error_message();
+}
+
+std::vector<float> ReadParams(const std::string& path) {
+  const std::string bytes = ReadFileToString(path).value_or("");
+  std::vector<float> values(bytes.size() / sizeof(float));
+  std::memcpy(values.data(), bytes.data(), values.size() * sizeof(float));
+  return values;
+}
+
+double MaxRelativeDifference(const std::vector<float>& a, const std::vector<float>& b) {
+  double diff = 0, scale = 0;
+  for (size_t i = 0; i < a.size() && i < b.size(); ++i) {
+    diff = std::max(diff, std::abs(double{a[i]} - b[i]));
+    scale = std::max(scale, std::abs(double{b[i]}));
+  }
+  return scale > 0 ? diff / scale : diff;
+}
+
+std::string ClusterLogs(cli::LocalCluster& cluster) {
+  std::string logs;
+  for (auto& process : cluster.processes()) {
+    logs += absl::StrCat("--- ", process->name, ":\n", TailOfFile(process->process.log_path(), 8));
+  }
+  return logs;
+}
+
+bool Eventually(cli::LocalCluster& cluster, const std::function<bool()>& condition,
+                absl::Duration limit, bool workers_may_die) {
+  const absl::Status status = PollUntil(condition, limit, [&] {
+    if (workers_may_die) cluster.CollectLostWorkers();
+    return cluster.DeadChild();
+  });
+  if (status.ok()) return true;
+  ADD_FAILURE() << status.message() << "; the logs end:\n" << ClusterLogs(cluster);
+  return false;
+}
+
+}  // namespace ringside::testing

@@ -1,0 +1,35 @@
+// What the elastic multi-process tests share: a mode switch through the controller, a worker's
+// parameters file, the comparison with the one-process reference, and waiting on a cluster.
+#ifndef RINGSIDE_TESTS_DAEMONS_ELASTIC_TEST_UTIL_H_
+#define RINGSIDE_TESTS_DAEMONS_ELASTIC_TEST_UTIL_H_
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "absl/time/time.h"
+#include "common/metrics.h"
+#include "launch/local_cluster.h"
+
+namespace ringside::testing {
+
+// Controller.SetMode; a failure is a test failure.
+void SetMode(const std::string& controller, SyncMode mode);
+
+// A worker's --params_out file (raw float32); empty if it is missing.
+std::vector<float> ReadParams(const std::string& path);
+
+// max |a - b| / max |b|.
+double MaxRelativeDifference(const std::vector<float>& a, const std::vector<float>& b);
+
+// The last lines of every process's log, for failure messages.
+std::string ClusterLogs(cli::LocalCluster& cluster);
+
+// Waits until `condition` holds. A child that dies meanwhile fails the test at once (with
+// `workers_may_die`, a dead worker is counted as lost instead); so does the limit, with the logs.
+bool Eventually(cli::LocalCluster& cluster, const std::function<bool()>& condition,
+                absl::Duration limit = absl::Seconds(60), bool workers_may_die = false);
+
+}  // namespace ringside::testing
+
+#endif  // RINGSIDE_TESTS_DAEMONS_ELASTIC_TEST_UTIL_H_

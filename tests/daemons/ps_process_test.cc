@@ -1,0 +1,167 @@
+// ringside-ps shards and ringside-worker processes on loopback: every PS link carries exactly
+// the cost model's bytes, and PS, ring and a single process end with the same parameters.
+#include <cmath>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "common/file_util.h"
+#include "common/metrics.h"
+#include "common/ranges.h"
+#include "gtest/gtest.h"
+#include "launch/subprocess.h"
+#include "launch/temp_dir.h"
+#include "model/model_spec.h"
+#include "tests/support/prometheus_text.h"
+#include "tests/support/worker_processes.h"
+#include "train/local_training.h"
+
+namespace ringside {
+namespace {
+
+using testing::BinDir;
+using testing::FindSample;
+using testing::Sample;
+using testing::WorkerProcesses;
+
+constexpr uint64_t kIrisParameters = 4 * 16 + 16 + 16 * 3 + 3;  // the default 4,16,3 model
+
+struct Shards {
+  std::unique_ptr<TempDir> dir;
+  std::vector<Subprocess> processes;
+  std::vector<std::string> addresses;
+  std::vector<int> metrics_ports;
+};
+
+// Starts `count` shards for `workers` workers and waits until each has written its ready file.
+Shards StartShards(int count, int workers) {
+  Shards shards;
+  auto dir = TempDir::Create("ringside-shards-");
+  EXPECT_TRUE(dir.ok()) << dir.status();
+  shards.dir = std::make_unique<TempDir>(*std::move(dir));
+  for (int s = 0; s < count; ++s) {
+    SpawnOptions options;
+    options.argv = {BinDir() + "/ringside-ps",
+                    absl::StrCat("--shard=", s),
+                    absl::StrCat("--ps_shards=", count),
+                    absl::StrCat("--workers=", workers),
+                    "--listen=127.0.0.1:0",
+                    "--ready_file=" + shards.dir->File(absl::StrCat("ready-", s, ".json"))};
+    options.log_path = shards.dir->File(absl::StrCat("ps-", s, ".log"));
+    options.term_grace = absl::Seconds(15);
+    auto process = Subprocess::Spawn(options);
+    EXPECT_TRUE(process.ok()) << process.status();
+    shards.processes.push_back(*std::move(process));
+  }
+  for (int s = 0; s < count; ++s) {
+    const std::string ready = shards.dir->File(absl::StrCat("ready-", s, ".json"));
+    absl::StatusOr<std::string> text;
+    for (int i = 0; i < 500 && !(text = ReadFileToString(ready)).ok(); ++i) {
+      absl::SleepFor(absl::Milliseconds(20));  // polling a file: there is no event to wait on
+    }
+    EXPECT_TRUE(text.ok()) << TailOfFile(shards.processes[s].log_path(), 10);
+    const nlohmann::json json = nlohmann::json::parse(text.value_or("{}"), nullptr, false);
+    shards.addresses.push_back(absl::StrCat("127.0.0.1:", json.value("port", 0)));
+    shards.metrics_ports.push_back(json.value("metrics_port", 0));
+  }
+  return shards;
+}
+
+std::vector<float> ReadParameters(const std::string& path) {
+  absl::StatusOr<std::string> bytes = ReadFileToString(path);
+  EXPECT_TRUE(bytes.ok()) << bytes.status();
+  std::vector<float> values(bytes.value_or("").size() / sizeof(float));
+  if (!values.empty()) std::memcpy(values.data(), bytes->data(), values.size() * sizeof(float));
+  return values;
+}
+
+// max |a - b| / max |a|
+double RelativeDifference(const std::vector<float>& a, const std::vector<float>& b) {
+  EXPECT_EQ(a.size(), b.size());
+  double diff = 0, scale = 0;
+  for (size_t i = 0; i < a.size() && i < b.size(); ++i) {
+    diff = std::max(diff, std::fabs(static_cast<double>(a[i]) - b[i]));
+    scale = std::max(scale, std::fabs(static_cast<double>(a[i])));
+  }
+  return scale > 0 ? diff / scale : diff;
+}
+
+TEST(PsProcessTest, FourWorkersTwoShardsCarryExactlyTheModelOnEveryLink) {
+  constexpr int kWorkers = 4, kShards = 2, kSteps = 10;
+  Shards shards = StartShards(kShards, kWorkers);
+  auto workers = WorkerProcesses::Start(
+      kWorkers, {"--mode=ps", absl::StrCat("--workers=", kWorkers),
+                 "--ps=" + absl::StrJoin(shards.addresses, ","), absl::StrCat("--steps=", kSteps),
+                 "--device=cpu", "--linger"});
+  ASSERT_TRUE(workers.ok()) << workers.status();
+  auto results = (*workers)->WaitForResults(absl::Seconds(120));
+  ASSERT_TRUE(results.ok()) << results.status();
+
+  const std::vector<ElementRange> ranges = EvenRanges(kIrisParameters, kShards);
+  for (int s = 0; s < kShards; ++s) {
+    const std::string shard = PsShardName(s);
+    const double per_link = static_cast<double>(ranges[s].size()) * 4 * kSteps;
+    const std::vector<Sample> shard_metrics = testing::ScrapeMetrics(shards.metrics_ports[s]);
+    double ingress = 0;
+    for (int r = 0; r < kWorkers; ++r) {
+      const std::string worker = WorkerName(r);
+      const std::vector<Sample> worker_metrics =
+          testing::ScrapeMetrics((*results)[r].value("metrics_port", 0));
+      const std::map<std::string, std::string> up = {
+          {"src", worker}, {"dst", shard}, {"mode", "ps"}};
+      const std::map<std::string, std::string> down = {
+          {"src", shard}, {"dst", worker}, {"mode", "ps"}};
+      EXPECT_EQ(FindSample(worker_metrics, "ringside_link_bytes_total", up), per_link) << worker;
+      EXPECT_EQ(FindSample(worker_metrics, "ringside_link_expected_bytes_total", up), per_link);
+      EXPECT_EQ(FindSample(shard_metrics, "ringside_link_received_bytes_total", up), per_link);
+      EXPECT_EQ(FindSample(shard_metrics, "ringside_link_bytes_total", down), per_link) << shard;
+      EXPECT_EQ(FindSample(shard_metrics, "ringside_link_expected_bytes_total", down), per_link);
+      EXPECT_EQ(FindSample(worker_metrics, "ringside_link_received_bytes_total", down), per_link);
+      ingress += FindSample(shard_metrics, "ringside_link_received_bytes_total", up).value_or(0);
+    }
+    EXPECT_EQ(ingress, kWorkers * per_link) << shard << " ingress: N * |range| * 4 per step";
+    EXPECT_EQ(FindSample(shard_metrics, "ringside_steps_total", {{"mode", "ps"}}), kSteps);
+  }
+  for (int r = 0; r < kWorkers; ++r) EXPECT_TRUE((*workers)->process(r).Kill().ok());
+  for (Subprocess& shard : shards.processes) EXPECT_TRUE(shard.Kill().ok()) << shard.log_path();
+}
+
+TEST(PsProcessTest, PsRingAndOneProcessEndWithTheSameParameters) {
+  constexpr int kSteps = 20;
+  worker::TrainingOptions options;
+  options.steps = kSteps;
+  options.device = "cpu";
+  absl::StatusOr<worker::TrainingResult> single = worker::TrainLocally(options);
+  ASSERT_TRUE(single.ok()) << single.status();
+  auto dir = TempDir::Create("ringside-parity-");
+  ASSERT_TRUE(dir.ok());
+
+  Shards shards = StartShards(2, 4);
+  const std::string ps_params = dir->File("ps.bin"), ring_params = dir->File("ring.bin");
+  auto ps = WorkerProcesses::Start(
+      4, {"--mode=ps", "--workers=4", "--ps=" + absl::StrJoin(shards.addresses, ","),
+          absl::StrCat("--steps=", kSteps), "--device=cpu", "--params_out=" + ps_params});
+  ASSERT_TRUE(ps.ok()) << ps.status();
+  ASSERT_TRUE((*ps)->WaitForExit(absl::Seconds(120)).ok());
+  auto ring = WorkerProcesses::Start(
+      4, {absl::StrCat("--steps=", kSteps), "--device=cpu", "--params_out=" + ring_params});
+  ASSERT_TRUE(ring.ok()) << ring.status();
+  ASSERT_TRUE((*ring)->WaitForExit(absl::Seconds(120)).ok());
+
+  const std::vector<float> ps_values = ReadParameters(ps_params);
+  const std::vector<float> ring_values = ReadParameters(ring_params);
+  ASSERT_EQ(ps_values.size(), kIrisParameters);
+  EXPECT_LE(RelativeDifference(single->parameters, ps_values), 1e-5);
+  EXPECT_LE(RelativeDifference(single->parameters, ring_values), 1e-5);
+  EXPECT_LE(RelativeDifference(ring_values, ps_values), 1e-5);
+  // The comparison means something only if training moved the parameters.
+  auto spec = worker::ModelSpec::Parse(options.model, options.activation);
+  ASSERT_TRUE(spec.ok());
+  EXPECT_GT(RelativeDifference(worker::InitialParameters(*spec, options.seed), ps_values), 1e-2);
+  for (Subprocess& shard : shards.processes) EXPECT_TRUE(shard.Kill().ok());
+}
+
+}  // namespace
+}  // namespace ringside

@@ -1,0 +1,191 @@
+#include "launch/subprocess.h"
+
+#include <errno.h>
+#include <signal.h>
+#include <sys/wait.h>
+
+#include <fstream>
+#include <sstream>
+
+#include "absl/strings/match.h"
+#include "absl/time/clock.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "launch/temp_dir.h"
+
+namespace ringside {
+namespace {
+
+using ::testing::HasSubstr;
+
+// True when `pid` is no child of ours any more: reaped, so neither running nor a zombie.
+bool IsReaped(pid_t pid) {
+  int status;
+  return waitpid(pid, &status, WNOHANG) == -1 && errno == ECHILD;
+}
+
+std::string ReadFile(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+Subprocess SpawnOrDie(std::vector<std::string> argv, const std::string& log_path = "") {
+  SpawnOptions options;
+  options.argv = std::move(argv);
+  options.log_path = log_path;
+  absl::StatusOr<Subprocess> process = Subprocess::Spawn(options);
+  EXPECT_TRUE(process.ok()) << process.status();
+  return std::move(process).value();
+}
+
+TEST(SubprocessTest, TrueExitsWithZero) {
+  Subprocess process = SpawnOrDie({"/bin/true"});
+  absl::StatusOr<ExitStatus> status = process.Wait(absl::Seconds(30));
+  ASSERT_TRUE(status.ok()) << status.status();
+  EXPECT_TRUE(status->ok());
+  EXPECT_EQ(status->exit_code, 0);
+  EXPECT_FALSE(process.running());
+  EXPECT_TRUE(IsReaped(process.pid()));
+}
+
+TEST(SubprocessTest, ReportsExitCode) {
+  Subprocess process = SpawnOrDie({"/bin/sh", "-c", "exit 3"});
+  absl::StatusOr<ExitStatus> status = process.Wait(absl::Seconds(30));
+  ASSERT_TRUE(status.ok()) << status.status();
+  EXPECT_FALSE(status->ok());
+  EXPECT_EQ(status->exit_code, 3);
+  EXPECT_EQ(status->signal, 0);
+  EXPECT_EQ(status->ToString(), "exit code 3");
+}
+
+TEST(SubprocessTest, WaitTimesOutThenKillReaps) {
+  Subprocess process = SpawnOrDie({"/bin/sleep", "30"});
+  const absl::Time start = absl::Now();
+  absl::StatusOr<ExitStatus> status = process.Wait(absl::Milliseconds(100));
+  EXPECT_EQ(status.status().code(), absl::StatusCode::kDeadlineExceeded);
+  EXPECT_TRUE(process.running());
+  const ExitStatus killed = process.Kill();
+  EXPECT_EQ(killed.signal, SIGTERM);
+  EXPECT_THAT(killed.ToString(), HasSubstr("SIGTERM"));
+  EXPECT_LT(absl::Now() - start, absl::Seconds(10));
+  EXPECT_FALSE(process.running());
+  EXPECT_TRUE(IsReaped(process.pid()));
+  EXPECT_EQ(process.Kill().signal, SIGTERM);  // idempotent
+}
+
+TEST(SubprocessTest, KillEscalatesToSigkillWhenTermIsIgnored) {
+  absl::StatusOr<TempDir> dir = TempDir::Create("subprocess-test-");
+  ASSERT_TRUE(dir.ok());
+  SpawnOptions options;
+  // Ignored dispositions survive exec, so sleep itself ignores SIGTERM (no grandchild left).
+  options.argv = {"/bin/sh", "-c", "trap '' TERM; echo ready; exec sleep 30"};
+  options.log_path = dir->File("log");
+  options.term_grace = absl::Milliseconds(200);
+  absl::StatusOr<Subprocess> process = Subprocess::Spawn(options);
+  ASSERT_TRUE(process.ok()) << process.status();
+  // Wait for the trap to be in place (a condition with a deadline, not a fixed sleep).
+  const absl::Time deadline = absl::Now() + absl::Seconds(30);
+  while (!absl::StrContains(ReadFile(options.log_path), "ready") && absl::Now() < deadline) {
+    absl::SleepFor(absl::Milliseconds(5));
+  }
+  EXPECT_EQ(process->Kill().signal, SIGKILL);
+  EXPECT_TRUE(IsReaped(process->pid()));
+}
+
+TEST(SubprocessTest, DestructorKillsAndReaps) {
+  pid_t pid = -1;
+  {
+    Subprocess process = SpawnOrDie({"/bin/sleep", "30"});
+    pid = process.pid();
+    ASSERT_GT(pid, 0);
+  }
+  EXPECT_TRUE(IsReaped(pid));
+  EXPECT_NE(kill(pid, 0), 0);
+}
+
+TEST(SubprocessTest, MoveTransfersOwnership) {
+  Subprocess a = SpawnOrDie({"/bin/sleep", "30"});
+  const pid_t pid = a.pid();
+  Subprocess b = std::move(a);
+  EXPECT_EQ(b.pid(), pid);
+  EXPECT_TRUE(b.running());
+  EXPECT_FALSE(a.running());  // NOLINT(bugprone-use-after-move): checking the moved-from state
+  b.Kill();
+  EXPECT_TRUE(IsReaped(pid));
+}
+
+TEST(SubprocessTest, CapturesStdoutAndStderrInTheLog) {
+  absl::StatusOr<TempDir> dir = TempDir::Create("subprocess-test-");
+  ASSERT_TRUE(dir.ok());
+  const std::string log = dir->File("child.log");
+  Subprocess process =
+      SpawnOrDie({"/bin/sh", "-c", "echo to-stdout; echo to-stderr >&2; echo last"}, log);
+  ASSERT_TRUE(process.Wait(absl::Seconds(30)).ok());
+  EXPECT_EQ(process.log_path(), log);
+  const std::string text = ReadFile(log);
+  EXPECT_THAT(text, HasSubstr("to-stdout"));
+  EXPECT_THAT(text, HasSubstr("to-stderr"));
+  EXPECT_EQ(TailOfFile(log, 1), "last");
+  EXPECT_EQ(TailOfFile(dir->File("missing"), 3), "");
+}
+
+TEST(SubprocessTest, PassesExtraEnvironment) {
+  absl::StatusOr<TempDir> dir = TempDir::Create("subprocess-test-");
+  ASSERT_TRUE(dir.ok());
+  SpawnOptions options;
+  options.argv = {"/bin/sh", "-c", "echo \"value=$RINGSIDE_SUBPROCESS_TEST\""};
+  options.log_path = dir->File("log");
+  options.extra_env = {"RINGSIDE_SUBPROCESS_TEST=42"};
+  absl::StatusOr<Subprocess> process = Subprocess::Spawn(options);
+  ASSERT_TRUE(process.ok()) << process.status();
+  ASSERT_TRUE(process->Wait(absl::Seconds(30)).ok());
+  EXPECT_THAT(ReadFile(options.log_path), HasSubstr("value=42"));
+}
+
+TEST(SubprocessTest, MissingProgramFailsAtSpawn) {
+  SpawnOptions options;
+  options.argv = {"/nonexistent/ringside-program"};
+  absl::StatusOr<Subprocess> process = Subprocess::Spawn(options);
+  EXPECT_EQ(process.status().code(), absl::StatusCode::kNotFound);
+  EXPECT_THAT(process.status().message(), HasSubstr("/nonexistent/ringside-program"));
+  EXPECT_EQ(Subprocess::Spawn(SpawnOptions{}).status().code(), absl::StatusCode::kInvalidArgument);
+}
+
+TEST(WaitAllTest, SucceedsWhenAllExitZero) {
+  Subprocess a = SpawnOrDie({"/bin/true"});
+  Subprocess b = SpawnOrDie({"/bin/sh", "-c", "exit 0"});
+  EXPECT_TRUE(WaitAll({&a, &b}, absl::Seconds(30)).ok());
+  EXPECT_TRUE(IsReaped(a.pid()));
+  EXPECT_TRUE(IsReaped(b.pid()));
+}
+
+TEST(WaitAllTest, OneFailureKillsTheOthers) {
+  absl::StatusOr<TempDir> dir = TempDir::Create("subprocess-test-");
+  ASSERT_TRUE(dir.ok());
+  Subprocess sleeper = SpawnOrDie({"/bin/sleep", "30"});
+  Subprocess failing =
+      SpawnOrDie({"/bin/sh", "-c", "echo something broke >&2; exit 3"}, dir->File("log"));
+  const absl::Time start = absl::Now();
+  const absl::Status status = WaitAll({&sleeper, &failing}, absl::Seconds(60));
+  EXPECT_LT(absl::Now() - start, absl::Seconds(20));
+  EXPECT_EQ(status.code(), absl::StatusCode::kInternal);
+  EXPECT_THAT(status.message(), HasSubstr("exit code 3"));
+  EXPECT_THAT(status.message(), HasSubstr("something broke"));
+  EXPECT_TRUE(IsReaped(sleeper.pid()));
+  EXPECT_TRUE(IsReaped(failing.pid()));
+}
+
+TEST(WaitAllTest, TimeoutKillsEverything) {
+  Subprocess a = SpawnOrDie({"/bin/sleep", "30"});
+  Subprocess b = SpawnOrDie({"/bin/true"});
+  const absl::Status status = WaitAll({&a, &b}, absl::Milliseconds(200));
+  EXPECT_EQ(status.code(), absl::StatusCode::kDeadlineExceeded);
+  EXPECT_THAT(status.message(), HasSubstr(std::to_string(a.pid())));
+  EXPECT_TRUE(IsReaped(a.pid()));
+  EXPECT_TRUE(IsReaped(b.pid()));
+}
+
+}  // namespace
+}  // namespace ringside

@@ -1,0 +1,139 @@
+// The ParameterShard service over real gRPC (a server on port 0 in this process), driven by
+// hand-made clients: the happy path, every bad input, and a worker that vanishes mid-step.
+#include "ps/ps_service.h"
+
+#include <thread>
+#include <vector>
+
+#include "common/grpc_util.h"
+#include "gtest/gtest.h"
+
+namespace ringside::server {
+namespace {
+
+constexpr uint64_t kRange = 1000;
+constexpr uint64_t kGeneration = 4;
+
+struct StepReply {
+  grpc::Status status;
+  std::vector<float> params;
+};
+
+class PsServiceTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    OptimizerConfig sgd{OptimizerKind::kSgd, 1.0f};
+    auto state =
+        ShardState::Create(ShardConfig{kGeneration, 2, 0}, std::vector<float>(kRange, 100.0f), sgd);
+    ASSERT_TRUE(state.ok()) << state.status();
+    state_ = *std::move(state);
+    service_ = std::make_unique<ParameterShardService>(256);
+    service_->Serve(ShardGeneration{state_, ShardLinkMetrics{}});
+    auto server = StartServer("127.0.0.1:0", {service_.get()});
+    ASSERT_TRUE(server.ok()) << server.status();
+    server_ = *std::move(server);
+    stub_ =
+        proto::ParameterShard::NewStub(MakeChannel("127.0.0.1:" + std::to_string(server_.port)));
+  }
+
+  // Pushes `share` (in segments of 100) as `worker` for `step`; with `cancel_after` >= 0, cancels
+  // the stream after that many segments instead of finishing.
+  StepReply Push(uint32_t worker, uint64_t step, const std::vector<float>& share,
+                 int cancel_after = -1, uint64_t generation = kGeneration,
+                 uint64_t range = kRange) {
+    grpc::ClientContext context;
+    SetDeadline(context, absl::Seconds(20));
+    auto stream = stub_->Step(&context);
+    int sent = 0;
+    for (uint64_t offset = 0; offset < share.size(); offset += 100, ++sent) {
+      if (sent == cancel_after) break;
+      proto::PsPush push;
+      push.set_generation(generation);
+      push.set_worker_rank(worker);
+      push.set_step(step);
+      push.set_offset(offset);
+      push.set_range_elements(range);
+      const uint64_t count = std::min<uint64_t>(100, share.size() - offset);
+      push.set_payload(reinterpret_cast<const char*>(share.data() + offset), count * 4);
+      if (!stream->Write(push)) break;
+    }
+    StepReply reply;
+    if (cancel_after >= 0) {
+      // Wait until the shard has the segments, then vanish.
+      absl::SleepFor(absl::Milliseconds(200));
+      context.TryCancel();
+      reply.status = stream->Finish();
+      return reply;
+    }
+    stream->WritesDone();
+    proto::PsParameters params;
+    while (stream->Read(&params)) {
+      const auto* values = reinterpret_cast<const float*>(params.payload().data());
+      reply.params.insert(reply.params.end(), values, values + params.payload().size() / 4);
+    }
+    reply.status = stream->Finish();
+    return reply;
+  }
+
+  // Both workers push `step` concurrently; returns their replies.
+  std::vector<StepReply> BothPush(uint64_t step, float value0, float value1) {
+    std::vector<StepReply> replies(2);
+    std::thread other([&] { replies[1] = Push(1, step, std::vector<float>(kRange, value1)); });
+    replies[0] = Push(0, step, std::vector<float>(kRange, value0));
+    other.join();
+    return replies;
+  }
+
+  std::shared_ptr<ShardState> state_;
+  std::unique_ptr<ParameterShardService> service_;
+  StartedServer server_;
+  std::unique_ptr<proto::ParameterShard::Stub> stub_;
+};
+
+TEST_F(PsServiceTest, EveryWorkerGetsTheWholeUpdatedRange) {
+  for (uint64_t step = 0; step < 3; ++step) {
+    const std::vector<StepReply> replies = BothPush(step, 1.0f, 2.0f);
+    for (const StepReply& reply : replies) {
+      ASSERT_TRUE(reply.status.ok()) << reply.status.error_message();
+      EXPECT_EQ(reply.params, std::vector<float>(kRange, 100.0f - 3.0f * (step + 1)));
+    }
+  }
+}
+
+TEST_F(PsServiceTest, BadPushesGetPreciseStatusesAndTrainingContinues) {
+  const std::vector<float> share(kRange, 1.0f);
+  StepReply wrong_length =
+      Push(0, 0, std::vector<float>(kRange + 1, 1.0f), -1, kGeneration, kRange + 1);
+  EXPECT_EQ(wrong_length.status.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_EQ(Push(0, 5, share).status.error_code(), grpc::StatusCode::FAILED_PRECONDITION);
+  StepReply unknown = Push(7, 0, share);
+  EXPECT_EQ(unknown.status.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_NE(unknown.status.error_message().find("worker rank 7"), std::string::npos);
+  EXPECT_EQ(Push(0, 0, share, -1, kGeneration - 1).status.error_code(),
+            grpc::StatusCode::FAILED_PRECONDITION);
+  EXPECT_EQ(state_->current_step(), 0u);
+  const std::vector<StepReply> replies = BothPush(0, 1.0f, 1.0f);
+  for (const StepReply& reply : replies) {
+    ASSERT_TRUE(reply.status.ok()) << reply.status.error_message();
+    EXPECT_EQ(reply.params, std::vector<float>(kRange, 98.0f));
+  }
+}
+
+TEST_F(PsServiceTest, AWorkerVanishingMidStepIsNeverHalfApplied) {
+  // Worker 0 sends 3 of its 10 segments of a huge gradient, then disappears.
+  Push(0, 0, std::vector<float>(kRange, 1e6f), /*cancel_after=*/3);
+  StepReply worker1;
+  std::thread waiting([&] { worker1 = Push(1, 0, std::vector<float>(kRange, 2.0f)); });
+  absl::SleepFor(absl::Milliseconds(300));
+  EXPECT_EQ(state_->current_step(), 0u);
+  // Worker 0 comes back and pushes its real share: the step completes without the lost part.
+  StepReply worker0 = Push(0, 0, std::vector<float>(kRange, 1.0f));
+  waiting.join();
+  for (const StepReply* reply : {&worker0, &worker1}) {
+    ASSERT_TRUE(reply->status.ok()) << reply->status.error_message();
+    EXPECT_EQ(reply->params, std::vector<float>(kRange, 97.0f));
+  }
+}
+
+}  // namespace
+}  // namespace ringside::server

@@ -1,0 +1,101 @@
+#include "train/data_parallel.h"
+
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "common/status_macros.h"
+#include "model/model_spec.h"
+#include "train/batching.h"
+#include "train/dataset.h"
+#include "train/device.h"
+
+namespace ringside::worker {
+
+absl::StatusOr<std::unique_ptr<LocalSync>> LocalSync::Create(const OptimizerConfig& config,
+                                                             size_t parameters) {
+  ASSIGN_OR_RETURN(Optimizer optimizer, Optimizer::Create(config, parameters));
+  return std::unique_ptr<LocalSync>(new LocalSync(std::move(optimizer)));
+}
+
+absl::StatusOr<SyncTiming> LocalSync::Step(int64_t /*step*/, absl::Span<float> gradient,
+                                           absl::Span<float> params) {
+  const absl::Time start = absl::Now();
+  RETURN_IF_ERROR(optimizer_.Step(params, gradient));
+  return SyncTiming{absl::ZeroDuration(), absl::Now() - start};
+}
+
+TrainingJob::TrainingJob(TrainingOptions options, ModelSpec spec, Dataset data,
+                         BatchSchedule schedule, std::unique_ptr<GradientComputer> computer)
+    : options_(std::move(options)),
+      spec_(std::move(spec)),
+      data_(std::move(data)),
+      schedule_(std::move(schedule)),
+      computer_(std::move(computer)) {}
+
+absl::StatusOr<std::unique_ptr<TrainingJob>> TrainingJob::Create(const TrainingOptions& options) {
+  ASSIGN_OR_RETURN(ModelSpec spec, ModelSpec::Parse(options.model, options.activation));
+  ASSIGN_OR_RETURN(const DataSpec data_spec, ParseDataSpec(options.data));
+  ASSIGN_OR_RETURN(Dataset data, LoadDataset(data_spec, spec, options.seed));
+  ASSIGN_OR_RETURN(BatchSchedule schedule,
+                   BatchSchedule::Create(data.rows(), options.batch_size, options.seed));
+  ASSIGN_OR_RETURN(std::unique_ptr<GradientComputer> computer,
+                   MakeGradientComputer(options.device, spec));
+  return std::unique_ptr<TrainingJob>(new TrainingJob(options, std::move(spec), std::move(data),
+                                                      std::move(schedule), std::move(computer)));
+}
+
+std::vector<float> TrainingJob::InitialParameters() const {
+  return worker::InitialParameters(spec_, options_.seed);
+}
+
+absl::StatusOr<GradientStats> TrainingJob::ComputeShare(int64_t step, WorkerSlot slot,
+                                                        absl::Span<const float> params,
+                                                        absl::Span<float> gradient) {
+  GatherRows(data_, schedule_.WorkerBatchRows(step, slot.rank, slot.world), batch_);
+  GradientOptions gradient_options;
+  gradient_options.normalizer_rows = schedule_.global_batch();
+  return computer_->ComputeGradient(params, batch_.view(), gradient, gradient_options);
+}
+
+absl::StatusOr<Evaluation> TrainingJob::Evaluate(absl::Span<const float> params) {
+  return computer_->Evaluate(params, data_.AllRows(), {});
+}
+
+void RecordStep(Metrics* metrics, SyncMode mode, absl::Duration compute, const SyncTiming& sync,
+                const GradientStats& stats) {
+  if (metrics == nullptr) return;
+  metrics->StepSeconds(mode, StepPhase::kCompute).Observe(absl::ToDoubleSeconds(compute));
+  metrics->StepSeconds(mode, StepPhase::kSync).Observe(absl::ToDoubleSeconds(sync.sync));
+  metrics->StepSeconds(mode, StepPhase::kUpdate).Observe(absl::ToDoubleSeconds(sync.update));
+  metrics->StepsTotal(mode).Increment();
+  metrics->TrainingLoss(mode).Set(stats.mean_loss);
+}
+
+absl::StatusOr<TrainingResult> TrainDataParallel(const TrainingOptions& options, WorkerSlot slot,
+                                                 ParameterSync& sync, Metrics* metrics,
+                                                 const StepObserver& observer) {
+  if (slot.world < 1 || slot.rank < 0 || slot.rank >= slot.world) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("worker rank ", slot.rank, " is not in a world of ", slot.world));
+  }
+  ASSIGN_OR_RETURN(std::unique_ptr<TrainingJob> job, TrainingJob::Create(options));
+  TrainingResult result;
+  result.parameters = job->InitialParameters();
+  std::vector<float> gradient(job->parameter_count());
+  for (int64_t step = 0; step < options.steps; ++step) {
+    const absl::Time start = absl::Now();
+    ASSIGN_OR_RETURN(result.last_step,
+                     job->ComputeShare(step, slot, result.parameters, absl::MakeSpan(gradient)));
+    const absl::Duration compute = absl::Now() - start;
+    absl::StatusOr<SyncTiming> timing =
+        sync.Step(step, absl::MakeSpan(gradient), absl::MakeSpan(result.parameters));
+    if (!timing.ok()) return Annotate(timing.status(), absl::StrCat("training step ", step));
+    result.steps = step + 1;
+    RecordStep(metrics, sync.mode(), compute, *timing, result.last_step);
+    if (observer && !observer(step, result.last_step, result.parameters)) break;
+  }
+  ASSIGN_OR_RETURN(result.final_eval, job->Evaluate(result.parameters));
+  return result;
+}
+
+}  // namespace ringside::worker

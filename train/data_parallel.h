@@ -1,0 +1,87 @@
+// Data-parallel training on one worker: the step loop every mode shares. Each step this worker
+// takes its slice of the global batch (BatchSchedule::WorkerBatchRows), computes its share of
+// the gradient normalised by the *global* batch size (so the SUM over workers is the exact
+// global mean), and hands it to a ParameterSync, which turns it into the step's new parameters
+// -- the same on every worker. Single-process training is this loop with world = 1 and
+// LocalSync, so there is one loop to trust.
+// Thread-compatible. Errors: option parsing (INVALID_ARGUMENT), device set-up, and whatever the
+// ParameterSync returns, annotated with the step.
+#ifndef RINGSIDE_TRAIN_DATA_PARALLEL_H_
+#define RINGSIDE_TRAIN_DATA_PARALLEL_H_
+
+#include <cstdint>
+#include <memory>
+
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "absl/types/span.h"
+#include "common/metrics.h"
+#include "common/optimizer.h"
+#include "common/parameter_sync.h"
+#include "model/model_spec.h"
+#include "train/batching.h"
+#include "train/dataset.h"
+#include "train/local_training.h"
+
+namespace ringside::worker {
+
+// world = 1: the gradient is already the global one; apply the optimiser.
+class LocalSync final : public ParameterSync {
+ public:
+  static absl::StatusOr<std::unique_ptr<LocalSync>> Create(const OptimizerConfig& config,
+                                                           size_t parameters);
+  SyncMode mode() const override { return SyncMode::kRing; }
+  absl::StatusOr<SyncTiming> Step(int64_t step, absl::Span<float> gradient,
+                                  absl::Span<float> params) override;
+
+ private:
+  explicit LocalSync(Optimizer optimizer) : optimizer_(std::move(optimizer)) {}
+  Optimizer optimizer_;
+};
+
+struct WorkerSlot {
+  int rank = 0;
+  int world = 1;
+};
+
+// One job's model, data, batch schedule and gradient computer: what every step needs, built
+// once per worker (a membership change only changes the WorkerSlot).
+class TrainingJob {
+ public:
+  static absl::StatusOr<std::unique_ptr<TrainingJob>> Create(const TrainingOptions& options);
+
+  const TrainingOptions& options() const { return options_; }
+  size_t parameter_count() const { return spec_.parameter_count(); }
+  std::vector<float> InitialParameters() const;
+  // The slot's share of step `step`'s gradient, normalised by the global batch (so the sum over
+  // the world's shares is the global mean gradient).
+  absl::StatusOr<GradientStats> ComputeShare(int64_t step, WorkerSlot slot,
+                                             absl::Span<const float> params,
+                                             absl::Span<float> gradient);
+  absl::StatusOr<Evaluation> Evaluate(absl::Span<const float> params);
+
+ private:
+  TrainingJob(TrainingOptions options, ModelSpec spec, Dataset data, BatchSchedule schedule,
+              std::unique_ptr<GradientComputer> computer);
+
+  TrainingOptions options_;
+  ModelSpec spec_;
+  Dataset data_;
+  BatchSchedule schedule_;
+  std::unique_ptr<GradientComputer> computer_;
+  OwnedBatch batch_;
+};
+
+// Records one completed step's phases, count and loss under `mode` (no-op without metrics).
+void RecordStep(Metrics* metrics, SyncMode mode, absl::Duration compute, const SyncTiming& sync,
+                const GradientStats& stats);
+
+// Runs options.steps steps (or until `observer` returns false). `metrics` may be null; else the
+// step-time histograms, steps and loss of the sync's mode are recorded.
+absl::StatusOr<TrainingResult> TrainDataParallel(const TrainingOptions& options, WorkerSlot slot,
+                                                 ParameterSync& sync, Metrics* metrics,
+                                                 const StepObserver& observer = nullptr);
+
+}  // namespace ringside::worker
+
+#endif  // RINGSIDE_TRAIN_DATA_PARALLEL_H_

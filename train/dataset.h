@@ -1,0 +1,71 @@
+// Training data: the Iris data set (data/iris.csv, embedded into the library at build time) and a
+// seeded synthetic generator of Gaussian clusters, both z-scored per feature. Selected with
+// `--data=iris|synthetic:ROWS`; the model's first and last layer sizes must fit (Iris: 4 inputs,
+// 3 classes; synthetic: any, taken from the model).
+//
+// Ownership: a Dataset owns its rows; Batch views into it live as long as it does.
+// Thread-safety: Datasets are plain values, safe to read from many threads; the functions are
+// pure (the synthetic generator depends only on its arguments). Errors: INVALID_ARGUMENT for bad
+// specs, malformed CSV and a model that does not fit the data.
+#ifndef RINGSIDE_TRAIN_DATASET_H_
+#define RINGSIDE_TRAIN_DATASET_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "model/model_spec.h"
+#include "train/gradient_computer.h"
+
+namespace ringside::worker {
+
+inline constexpr int64_t kMaxSyntheticRows = 10'000'000;
+inline constexpr uint64_t kMaxSyntheticValues = 1ull << 28;  // rows * features (1 GiB)
+
+struct Dataset {
+  std::string name;  // "iris", "synthetic:1000"
+  int features = 0;
+  int classes = 0;
+  std::vector<float> x;                  // rows() * features, row-major
+  std::vector<int32_t> y;                // labels in [0, classes)
+  std::vector<std::string> class_names;  // empty for synthetic data
+
+  int64_t rows() const { return static_cast<int64_t>(y.size()); }
+  Batch AllRows() const { return {x, y}; }
+};
+
+struct DataSpec {
+  enum class Kind { kIris, kSynthetic };
+  Kind kind = Kind::kIris;
+  int64_t rows = 0;  // kSynthetic only, in [1, kMaxSyntheticRows]
+  std::string ToString() const;
+};
+
+// "iris" | "synthetic:ROWS"; else INVALID_ARGUMENT.
+absl::StatusOr<DataSpec> ParseDataSpec(absl::string_view text);
+
+// A header line, then rows of numeric features with the class name in the last column. Classes
+// are numbered by first appearance. Not standardised.
+absl::StatusOr<Dataset> ParseCsvDataset(absl::string_view csv, absl::string_view name);
+
+// data/iris.csv as compiled into the library (generated from the file by CMake).
+absl::string_view IrisCsv();
+
+// Gaussian clusters: class c has a centre with coordinates uniform in [-2, 2]; row i has label
+// i % classes and features centre + N(0, 1) noise (counter-based, identical everywhere). Not
+// standardised. Requires rows >= 1, features >= 1, classes >= 2.
+Dataset MakeSyntheticDataset(int64_t rows, int features, int classes, uint64_t seed);
+
+// Z-scores every feature over all rows (population standard deviation; a constant feature
+// becomes 0). Statistics in double, so the result is deterministic.
+void Standardize(Dataset& data);
+
+// The data set named by `spec`, standardised, checked against the model's input and class
+// counts. `seed` drives the synthetic generator only.
+absl::StatusOr<Dataset> LoadDataset(const DataSpec& spec, const ModelSpec& model, uint64_t seed);
+
+}  // namespace ringside::worker
+
+#endif  // RINGSIDE_TRAIN_DATASET_H_

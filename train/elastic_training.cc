@@ -1,0 +1,279 @@
+#include "train/elastic_training.h"
+
+#include <algorithm>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "common/status_macros.h"
+#include "control/job_spec.h"
+#include "ps/shard_transfer.h"
+#include "ring/ring_sync.h"
+
+namespace ringside::worker {
+namespace {
+
+// Collective numbers within a generation: the regroup's, then one per training step.
+constexpr uint64_t kCensusCollective = 1;
+constexpr uint64_t kStateCollective = 2;
+constexpr uint64_t kLoadedCollective = 3;
+constexpr uint64_t kFirstStepCollective = 16;
+
+uint64_t CollectiveBase(uint64_t generation) { return generation << 32; }
+
+}  // namespace
+
+ElasticTrainer::ElasticTrainer(server::ControllerClient& controller, ring::RingMember& member,
+                               Metrics& metrics, ElasticOptions options, std::ostream& log,
+                               StepTraceSink trace)
+    : controller_(controller),
+      member_(member),
+      metrics_(metrics),
+      options_(std::move(options)),
+      log_(log),
+      trace_(std::move(trace)) {}
+
+ElasticTrainer::~ElasticTrainer() = default;
+
+ring::AllreduceOptions ElasticTrainer::ControlOptions() const {
+  ring::AllreduceOptions control;
+  control.segment_bytes = options_.segment_bytes;
+  control.timeout = options_.timeout;
+  control.op = ring::ReduceOp::kSum;
+  control.control = true;
+  return control;
+}
+
+void ElasticTrainer::Supersede(uint64_t generation) {
+  member_.Supersede(generation);
+  absl::MutexLock lock(&ps_mu_);
+  superseded_by_ = std::max(superseded_by_, generation);
+  if (ps_sync_ != nullptr && ps_generation_ < generation) ps_sync_->Cancel();
+}
+
+absl::Status ElasticTrainer::Run(const TerminationSignals& signals,
+                                 const FinishedCallback& finished) {
+  absl::StatusOr<proto::Assignment> first = absl::DeadlineExceededError("");
+  while (!first.ok() && first.status().code() == absl::StatusCode::kDeadlineExceeded) {
+    if (signals.received()) return absl::OkStatus();
+    first = controller_.WaitForAssignment(0, absl::Now() + absl::Milliseconds(200));
+  }
+  RETURN_IF_ERROR(first.status());
+  ASSIGN_OR_RETURN(const TrainingOptions training,
+                   server::TrainingOptionsOf(first->job(), options_.device));
+  ASSIGN_OR_RETURN(job_, TrainingJob::Create(training));
+  ASSIGN_OR_RETURN(Optimizer optimizer,
+                   Optimizer::Create(training.optimizer, job_->parameter_count()));
+  optimizer_ = std::make_unique<Optimizer>(std::move(optimizer));
+  parameters_ = job_->InitialParameters();
+  gradient_.resize(job_->parameter_count());
+
+  bool reported = false;
+  while (!signals.received()) {
+    const std::optional<proto::Assignment> latest = controller_.latest();
+    if (latest->generation() != generation_) {
+      absl::Status status =
+          latest->rank() < 0
+              ? absl::FailedPreconditionError("this worker has no rank in the generation")
+              : Regroup(*latest);
+      if (!status.ok()) RETURN_IF_ERROR(AwaitNewGeneration(latest->generation(), status, signals));
+      continue;  // a newer generation may have come during the regroup: adopt it before a step
+    }
+    if (completed_ < training.steps) {
+      if (absl::Status status = Step(); !status.ok()) {
+        RETURN_IF_ERROR(AwaitNewGeneration(generation_, status, signals));
+      }
+      continue;
+    }
+    if (!reported) {
+      ASSIGN_OR_RETURN(const ElasticResult result, Result());
+      RETURN_IF_ERROR(finished(result));
+      reported = true;
+    }
+    // Done: idle until the next generation (or a signal), then regroup with it.
+    absl::StatusOr<proto::Assignment> next =
+        controller_.WaitForAssignment(generation_, absl::Now() + absl::Milliseconds(200));
+    if (!next.ok() && next.status().code() != absl::StatusCode::kDeadlineExceeded) {
+      return next.status();
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<ElasticResult> ElasticTrainer::Result() {
+  ElasticResult result;
+  result.training.parameters = parameters_;
+  result.training.last_step = last_stats_;
+  result.training.steps = completed_;
+  ASSIGN_OR_RETURN(result.training.final_eval, job_->Evaluate(parameters_));
+  result.generation = generation_;
+  result.mode = mode_;
+  result.slot = slot_;
+  return result;
+}
+
+absl::Status ElasticTrainer::AwaitNewGeneration(uint64_t failed, const absl::Status& why,
+                                                const TerminationSignals& signals) {
+  log_ << WorkerName(slot_.rank) << ": generation " << failed << " failed at step " << completed_
+       << " (" << why.message() << "); waiting for the controller's next generation\n";
+  log_.flush();
+  const absl::Time deadline = absl::Now() + options_.regroup_timeout;
+  while (absl::Now() < deadline) {
+    if (signals.received()) return absl::OkStatus();
+    absl::StatusOr<proto::Assignment> next =
+        controller_.WaitForAssignment(failed, absl::Now() + absl::Milliseconds(200));
+    if (next.ok()) return absl::OkStatus();
+    if (next.status().code() != absl::StatusCode::kDeadlineExceeded) return next.status();
+  }
+  return Annotate(why, absl::StrCat("no new generation came within ",
+                                    absl::FormatDuration(options_.regroup_timeout),
+                                    " after generation ", failed, " failed"));
+}
+
+absl::Status ElasticTrainer::Regroup(const proto::Assignment& assignment) {
+  const uint64_t generation = assignment.generation();
+  const int world = assignment.ring_size();
+  const int rank = assignment.rank();
+  ASSIGN_OR_RETURN(const SyncMode mode, ParseSyncMode(assignment.mode()));
+  At("assigned");
+  if (generation_ != 0 && mode != mode_) At("switch");
+  {
+    absl::MutexLock lock(&ps_mu_);
+    ps_sync_ = nullptr;
+  }
+  sync_.reset();
+  RETURN_IF_ERROR(member_.Reconfigure(ring::RingTopology{generation, world, rank},
+                                      {assignment.ring().begin(), assignment.ring().end()}));
+  shards_.assign(assignment.shards().begin(), assignment.shards().end());
+  RETURN_IF_ERROR(AgreeOnState(assignment, world, rank));
+
+  const uint64_t base = CollectiveBase(generation);
+  if (mode == SyncMode::kPs) {
+    // Rank 0 loads the shards; the barrier carries whether it managed, so no one pushes to a
+    // shard still serving an older generation.
+    std::vector<float> loaded = {0.0f};
+    if (rank == 0) {
+      At("load");
+      JobState state{static_cast<uint64_t>(completed_), parameters_, optimizer_->ExportState()};
+      const absl::Status status =
+          LoadShards({shards_, options_.segment_bytes, options_.timeout}, generation, world, state);
+      if (!status.ok()) {
+        log_ << WorkerName(rank) << ": " << status << "\n";
+        loaded[0] = 1.0f;
+      }
+    }
+    At("barrier");
+    RETURN_IF_ERROR(
+        member_.Allreduce(base + kLoadedCollective, absl::MakeSpan(loaded), ControlOptions()));
+    if (loaded[0] != 0.0f) {
+      return absl::UnavailableError("worker-0 could not load the shards for this generation");
+    }
+    PsSyncOptions ps;
+    ps.generation = generation;
+    ps.rank = rank;
+    ps.shards = shards_;
+    ps.segment_bytes = options_.segment_bytes;
+    ps.timeout = options_.timeout;
+    if (options_.fault) {
+      ps.pushed_to_first_shard = [this](int64_t step) { options_.fault("ps_push", step); };
+    }
+    ASSIGN_OR_RETURN(std::unique_ptr<PsSync> ps_sync,
+                     PsSync::Create(ps, job_->parameter_count(), &metrics_));
+    absl::MutexLock lock(&ps_mu_);
+    if (superseded_by_ > generation) ps_sync->Cancel();
+    ps_sync_ = ps_sync.get();
+    ps_generation_ = generation;
+    sync_ = std::move(ps_sync);
+  } else {
+    ring::AllreduceOptions allreduce;
+    allreduce.segment_bytes = options_.segment_bytes;
+    allreduce.timeout = options_.timeout;
+    sync_ =
+        std::make_unique<RingSync>(member_, *optimizer_, allreduce, base + kFirstStepCollective);
+  }
+  generation_ = generation;
+  mode_ = mode;
+  slot_ = WorkerSlot{rank, world};
+  last_trained_ps_ = mode == SyncMode::kPs;
+  metrics_.ExportMembership(world, generation, mode);
+  log_ << WorkerName(rank) << ": generation " << generation << ", " << SyncModeName(mode)
+       << " mode, " << world << " workers, resuming at step " << completed_ << "\n";
+  log_.flush();
+  return absl::OkStatus();
+}
+
+absl::Status ElasticTrainer::AgreeOnState(const proto::Assignment& assignment, int world,
+                                          int rank) {
+  const uint64_t base = CollectiveBase(assignment.generation());
+  std::vector<float> census(2 * static_cast<size_t>(world), 0.0f);
+  census[rank] = static_cast<float>(completed_);  // exact up to 2^24 steps
+  census[world + rank] = last_trained_ps_ ? 1.0f : 0.0f;
+  At("census");
+  RETURN_IF_ERROR(
+      member_.Allreduce(base + kCensusCollective, absl::MakeSpan(census), ControlOptions()));
+  // The job's state is the most advanced one. A member with the most completed steps that last
+  // trained in ring mode holds it itself; if every such member last trained in ps mode, the
+  // shards hold it (a shard applies a step whole or not at all, and FetchShardState rolls the
+  // shards back to the last step all of them applied).
+  const float most = *std::max_element(census.begin(), census.begin() + world);
+  int source = -1;
+  for (int r = 0; r < world && source < 0; ++r) {
+    if (census[r] == most && census[world + r] == 0.0f) source = r;
+  }
+  const bool from_shards = source < 0;
+  if (from_shards) source = 0;
+  // One member reads the state and broadcasts it (a sum-allreduce with zeros elsewhere: exact),
+  // so every member adopts the very same state even if the shards move on meanwhile. Layout:
+  // [ok, step, parameters..., optimiser state...].
+  const size_t parameters = parameters_.size();
+  std::vector<float> state(2 + parameters + optimizer_->state_size(), 0.0f);
+  if (rank == source) {
+    auto put = [&](uint64_t step, absl::Span<const float> values, absl::Span<const float> moments) {
+      state[0] = 1.0f;
+      state[1] = static_cast<float>(step);
+      std::copy(values.begin(), values.end(), state.begin() + 2);
+      std::copy(moments.begin(), moments.end(), state.begin() + 2 + parameters);
+    };
+    if (!from_shards) {
+      put(static_cast<uint64_t>(completed_), parameters_, optimizer_->ExportState());
+    } else if (absl::StatusOr<JobState> shards =
+                   FetchShardState({shards_, options_.segment_bytes, options_.timeout},
+                                   job_->parameter_count(), optimizer_->state_size());
+               shards.ok()) {
+      put(shards->step, shards->parameters, shards->optimizer_state);
+    } else {
+      log_ << WorkerName(rank)
+           << ": cannot read the job's state from the shards: " << shards.status() << "\n";
+    }
+  }
+  At("state");
+  RETURN_IF_ERROR(
+      member_.Allreduce(base + kStateCollective, absl::MakeSpan(state), ControlOptions()));
+  if (state[0] != 1.0f) {
+    return absl::UnavailableError(absl::StrCat(
+        WorkerName(source), " could not read the job's state from the shards; see its log"));
+  }
+  RETURN_IF_ERROR(optimizer_->ImportState(absl::MakeConstSpan(state).subspan(2 + parameters)));
+  parameters_.assign(state.begin() + 2, state.begin() + 2 + parameters);
+  completed_ = static_cast<int64_t>(state[1]);
+  return absl::OkStatus();
+}
+
+absl::Status ElasticTrainer::Step() {
+  const absl::Time start = absl::Now();
+  ASSIGN_OR_RETURN(last_stats_,
+                   job_->ComputeShare(completed_, slot_, parameters_, absl::MakeSpan(gradient_)));
+  const absl::Duration compute = absl::Now() - start;
+  if (mode_ == SyncMode::kRing) At("ring_step");
+  ASSIGN_OR_RETURN(const SyncTiming timing,
+                   sync_->Step(completed_, absl::MakeSpan(gradient_), absl::MakeSpan(parameters_)));
+  RecordStep(&metrics_, mode_, compute, timing, last_stats_);
+  if (trace_) {
+    trace_(StepTrace{completed_, generation_, mode_, slot_, last_stats_.mean_loss,
+                     absl::ToDoubleSeconds(absl::Now() - start), parameters_});
+  }
+  ++completed_;
+  controller_.set_completed_steps(static_cast<uint64_t>(completed_));
+  return absl::OkStatus();
+}
+
+}  // namespace ringside::worker

@@ -1,0 +1,134 @@
+// Training that follows the controller (an elastic job). The worker runs the job the
+// controller's assignment names, with the rank, world and mode of the current generation, and
+// adopts a new generation only at a step boundary. When a step's synchronisation fails (a peer
+// died: deadline, broken stream, or the controller superseding the generation) the step is
+// abandoned, never half-applied, and the worker waits for the next generation.
+//
+// Each generation begins with a regroup, all of it over the new ring (control collectives,
+// not counted as training traffic):
+//   1. census: every member's completed steps, and whether it last trained in ps mode;
+//   2. state: if anyone last trained in ps mode, the shards hold the job's state (applied whole
+//      or not at all) and every member fetches it; else the member with the most completed
+//      steps broadcasts its parameters and optimiser state (a sum-allreduce with zeros
+//      elsewhere, exact). So survivors resume from the last step every one of them can see,
+//      and a late joiner starts from the current state;
+//   3. ps mode: rank 0 loads the shards with that state for this generation, and a barrier
+//      tells everyone it did.
+// Collective numbers are (generation << 32) + n, so no two generations' segments can match.
+//
+// Thread-compatible (one training thread); the controller client's watch thread only calls
+// RingMember::Supersede. Errors: the job's (bad model, data), a regroup that keeps failing
+// past `regroup_timeout`, the controller lost, or CANCELLED by a signal.
+#ifndef RINGSIDE_TRAIN_ELASTIC_TRAINING_H_
+#define RINGSIDE_TRAIN_ELASTIC_TRAINING_H_
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+#include "common/metrics.h"
+#include "common/optimizer.h"
+#include "common/termination_signals.h"
+#include "control/controller_client.h"
+#include "ps/ps_sync.h"
+#include "ring/ring_member.h"
+#include "train/data_parallel.h"
+#include "train/fault_injection.h"
+
+namespace ringside::worker {
+
+struct ElasticOptions {
+  std::string device = "cpu";
+  uint64_t segment_bytes = uint64_t{1} << 20;
+  absl::Duration timeout = absl::Seconds(60);           // per collective, ps step or transfer
+  absl::Duration regroup_timeout = absl::Seconds(120);  // for the next generation after a failure
+  FaultHook fault;  // test-only (train/fault_injection.h); null: none
+};
+
+struct ElasticResult {
+  TrainingResult training;
+  uint64_t generation = 0;
+  SyncMode mode = SyncMode::kRing;
+  WorkerSlot slot;
+};
+
+// One line per completed step, for tests and reports.
+struct StepTrace {
+  int64_t step = 0;
+  uint64_t generation = 0;
+  SyncMode mode = SyncMode::kRing;
+  WorkerSlot slot;
+  double loss = 0;
+  double seconds = 0;  // the whole step: compute, sync and update
+  absl::Span<const float> parameters;
+};
+using StepTraceSink = std::function<void(const StepTrace&)>;
+
+class ElasticTrainer {
+ public:
+  // Everything passed must outlive the trainer. `trace` may be null.
+  ElasticTrainer(server::ControllerClient& controller, ring::RingMember& member, Metrics& metrics,
+                 ElasticOptions options, std::ostream& log, StepTraceSink trace = nullptr);
+  ~ElasticTrainer();
+
+  // Trains until the job's steps are done, calls `finished` with the result, then stays a
+  // member: later generations (a worker joining, a mode switch) still regroup, so a late joiner
+  // receives the final state and finishes too. Returns when a signal arrives (OK), or the first
+  // error that no new generation can cure.
+  using FinishedCallback = std::function<absl::Status(const ElasticResult&)>;
+  absl::Status Run(const TerminationSignals& signals, const FinishedCallback& finished);
+
+  // The controller announced `generation`: a collective or ps step of an older generation in
+  // flight ends now instead of at its deadline. Safe from any thread.
+  void Supersede(uint64_t generation);
+
+ private:
+  absl::Status Regroup(const proto::Assignment& assignment);
+  absl::Status AgreeOnState(const proto::Assignment& assignment, int world, int rank);
+  absl::Status Step();
+  absl::StatusOr<ElasticResult> Result();
+  // Waits for a generation newer than the one that failed; `why` is logged.
+  absl::Status AwaitNewGeneration(uint64_t failed, const absl::Status& why,
+                                  const TerminationSignals& signals);
+  ring::AllreduceOptions ControlOptions() const;
+  void At(absl::string_view point) const {
+    if (options_.fault) options_.fault(point, completed_);
+  }
+
+  server::ControllerClient& controller_;
+  ring::RingMember& member_;
+  Metrics& metrics_;
+  const ElasticOptions options_;
+  std::ostream& log_;
+  const StepTraceSink trace_;
+
+  std::unique_ptr<TrainingJob> job_;
+  std::unique_ptr<Optimizer> optimizer_;  // the job's, in ring mode; the shards' in ps mode
+  std::vector<float> parameters_;
+  std::vector<float> gradient_;
+  int64_t completed_ = 0;
+  bool last_trained_ps_ = false;  // the last generation this worker regrouped in was ps
+  uint64_t generation_ = 0;       // 0: none joined yet
+  SyncMode mode_ = SyncMode::kRing;
+  WorkerSlot slot_;
+  std::vector<std::string> shards_;
+  std::unique_ptr<ParameterSync> sync_;
+  GradientStats last_stats_;
+
+  absl::Mutex ps_mu_;  // Supersede() runs on the controller client's thread
+  PsSync* ps_sync_ ABSL_GUARDED_BY(ps_mu_) = nullptr;
+  uint64_t ps_generation_ ABSL_GUARDED_BY(ps_mu_) = 0;
+  // The newest generation announced. Sticky, as in the ring inbox: a ps generation whose sync is
+  // installed after its successor was announced starts cancelled.
+  uint64_t superseded_by_ ABSL_GUARDED_BY(ps_mu_) = 0;
+};
+
+}  // namespace ringside::worker
+
+#endif  // RINGSIDE_TRAIN_ELASTIC_TRAINING_H_

@@ -1,0 +1,43 @@
+// Test-only fault injection at named protocol points of an elastic worker, so tests can lose a
+// worker at an exact moment of the protocol instead of hoping a kill lands there
+// (`ringside-worker --fault_at=POINT[@STEP]`). The worker ends itself with SIGKILL, exactly as
+// `kill -9` would, the first time it reaches POINT having completed at least STEP steps.
+//
+// Points (docs/architecture.md lists what the survivors do at each):
+//   assigned   a generation was assigned; its regroup has not begun
+//   switch     as assigned, for a generation whose mode differs from the last one trained
+//   census     before the census collective
+//   state      before the state collective
+//   load       ps mode, rank 0 only: before loading the shards
+//   barrier    ps mode: before the barrier that confirms the load
+//   ring_step  ring mode: the gradient is computed, the allreduce not begun
+//   ps_push    ps mode: this worker's share reached shard 0 but no other shard
+#ifndef RINGSIDE_TRAIN_FAULT_INJECTION_H_
+#define RINGSIDE_TRAIN_FAULT_INJECTION_H_
+
+#include <cstdint>
+#include <functional>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+
+namespace ringside::worker {
+
+struct FaultPlan {
+  std::string point;
+  int64_t after_step = 0;
+};
+
+// "POINT" or "POINT@STEP"; INVALID_ARGUMENT naming the known points otherwise.
+absl::StatusOr<FaultPlan> ParseFaultPlan(absl::string_view text);
+
+// Called at every named point with the steps completed so far. Null: no fault injection.
+using FaultHook = std::function<void(absl::string_view point, int64_t completed)>;
+
+// A hook that raises SIGKILL in this process at the plan's point.
+FaultHook KillSelfAt(FaultPlan plan);
+
+}  // namespace ringside::worker
+
+#endif  // RINGSIDE_TRAIN_FAULT_INJECTION_H_
