@@ -26,6 +26,8 @@ class TerminationSignals {
     return notification_.WaitForNotificationWithTimeout(timeout);
   }
   int signal() const { return signal_.load(); }  // 0 until one arrived
+  // Notified once a signal arrived, for code that takes any stop event.
+  const absl::Notification& notification() const { return notification_; }
 
  private:
   std::atomic<bool> stopping_{false};

@@ -14,6 +14,7 @@
 #include "control/controller_client.h"
 #include "daemons/running_worker.h"
 #include "nlohmann/json.hpp"
+#include "train/controller_assignments.h"
 #include "train/elastic_training.h"
 
 namespace ringside::worker {
@@ -148,10 +149,11 @@ absl::Status RunElasticWorker(const WorkerOptions& options, const TerminationSig
   elastic.timeout = options.timeout;
   elastic.regroup_timeout = options.regroup_timeout;
   if (options.fault.has_value()) elastic.fault = KillSelfAt(*options.fault);
-  ElasticTrainer trainer(*controller, *worker.member, worker.metrics, elastic, log,
+  ControllerAssignments assignments(*controller, options.training.device);
+  ElasticTrainer trainer(assignments, *worker.member, worker.metrics, elastic, log,
                          trace.is_open() ? TraceTo(trace) : nullptr);
   relay.Attach(&trainer);
-  const absl::Status status = trainer.Run(signals, [&](const ElasticResult& result) {
+  const absl::Status status = trainer.Run(signals.notification(), [&](const ElasticResult& result) {
     return ReportResult(options, result, worker.metrics_server->port(), log);
   });
   relay.Attach(nullptr);

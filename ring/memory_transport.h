@@ -1,13 +1,21 @@
-// An in-memory ring of N ranks for tests: each rank's transport delivers straight into its right
-// neighbour's RingInbox, so the same validation runs as over gRPC. Run each rank on its own
-// thread. The InMemoryRing owns all inboxes and transports; it must outlive the threads using
+// In-memory rings for tests: each rank's transport delivers straight into its right neighbour's
+// RingInbox, so the same validation runs as over gRPC. Run each rank on its own thread.
+// InMemoryRing is one fixed generation; InMemoryRingNetwork has members that regroup by address
+// and can be killed. Each owns its inboxes and transports and must outlive the threads using
 // them. Thread-safe as RingInbox is; each transport is used by one collective thread.
 #ifndef RINGSIDE_RING_MEMORY_TRANSPORT_H_
 #define RINGSIDE_RING_MEMORY_TRANSPORT_H_
 
+#include <map>
 #include <memory>
+#include <set>
+#include <string>
 #include <vector>
 
+#include "absl/base/thread_annotations.h"
+#include "absl/synchronization/mutex.h"
+#include "ring/allreduce.h"
+#include "ring/collective.h"
 #include "ring/inbox.h"
 #include "ring/transport.h"
 
@@ -30,6 +38,7 @@ class InMemoryTransport final : public RingTransport {
   uint64_t stream_id_;
 };
 
+// A fixed ring of `world` ranks, one generation.
 class InMemoryRing {
  public:
   explicit InMemoryRing(int world, uint64_t generation = 0, RingInboxOptions options = {});
@@ -39,6 +48,55 @@ class InMemoryRing {
  private:
   std::vector<std::unique_ptr<RingInbox>> inboxes_;
   std::vector<std::unique_ptr<InMemoryTransport>> transports_;
+};
+
+class InMemoryRingNetwork;
+
+// One member of an InMemoryRingNetwork: a Collective like RingMember, wired by address.
+class InMemoryRingMember final : public Collective {
+ public:
+  InMemoryRingMember(InMemoryRingNetwork& network, std::string address);
+  ~InMemoryRingMember() override;
+
+  absl::Status Reconfigure(RingTopology topology,
+                           const std::vector<std::string>& addresses) override;
+  absl::Status Allreduce(uint64_t collective, absl::Span<float> buffer,
+                         const AllreduceOptions& options) override;
+  void Supersede(uint64_t generation) override { inbox_.Supersede(generation); }
+
+  const std::string& address() const { return address_; }
+
+ private:
+  friend class InMemoryRingNetwork;
+  class Link;
+
+  InMemoryRingNetwork& network_;
+  const std::string address_;
+  RingInbox inbox_;
+  std::unique_ptr<Link> link_;  // to the right neighbour of the current generation
+  std::unique_ptr<RingAllreduce> allreduce_;
+};
+
+// An in-process network of ring members addressed by name, for testing the elastic protocol
+// with trainers as threads: a generation's ring is wired by addresses as over gRPC, and Kill()
+// makes a member behave as a process ended by SIGKILL: its outgoing stream ends (the right
+// neighbour's collective fails as on a broken gRPC stream) and segments sent to it are refused
+// with UNAVAILABLE. Thread-safe; members are owned by the network and live as long as it does.
+class InMemoryRingNetwork {
+ public:
+  // A new member serving at `address` (which must be new).
+  InMemoryRingMember& Join(const std::string& address);
+  // The member at `address` is gone; call once its thread no longer uses it.
+  void Kill(const std::string& address);
+
+ private:
+  friend class InMemoryRingMember;
+  // The live member at `address`, or null (unknown or killed).
+  InMemoryRingMember* Find(const std::string& address);
+
+  absl::Mutex mu_;
+  std::map<std::string, std::unique_ptr<InMemoryRingMember>> members_ ABSL_GUARDED_BY(mu_);
+  std::set<std::string> killed_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace ringside::ring

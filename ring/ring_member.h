@@ -17,12 +17,13 @@
 #include "absl/types/span.h"
 #include "common/metrics.h"
 #include "ring/allreduce.h"
+#include "ring/collective.h"
 #include "ring/grpc_transport.h"
 #include "ring/inbox.h"
 
 namespace ringside::ring {
 
-class RingMember {
+class RingMember final : public Collective {
  public:
   // `metrics` may be null (nothing counted); otherwise it must outlive this object.
   RingMember(RingTopology topology, Metrics* metrics, RingInboxOptions options = {});
@@ -33,14 +34,15 @@ class RingMember {
   absl::Status Connect(const std::vector<std::string>& addresses);
 
   // A new generation (membership change): the inbox restarts, the right neighbour may change.
-  absl::Status Reconfigure(RingTopology topology, const std::vector<std::string>& addresses);
+  absl::Status Reconfigure(RingTopology topology,
+                           const std::vector<std::string>& addresses) override;
 
   // The controller announced `generation`: a collective of an older one waiting for segments
   // fails at once with ABORTED (RingInbox::Supersede). Safe from any thread.
-  void Supersede(uint64_t generation) { inbox_.Supersede(generation); }
+  void Supersede(uint64_t generation) override { inbox_.Supersede(generation); }
 
   absl::Status Allreduce(uint64_t collective, absl::Span<float> buffer,
-                         const AllreduceOptions& options);
+                         const AllreduceOptions& options) override;
 
   const RingTopology& topology() const { return topology_; }
 

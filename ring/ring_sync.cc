@@ -4,7 +4,7 @@
 
 namespace ringside::worker {
 
-RingSync::RingSync(ring::RingMember& member, Optimizer& optimizer, ring::AllreduceOptions options,
+RingSync::RingSync(ring::Collective& member, Optimizer& optimizer, ring::AllreduceOptions options,
                    uint64_t first_collective)
     : member_(member),
       optimizer_(optimizer),

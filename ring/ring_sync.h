@@ -11,7 +11,7 @@
 #include "common/optimizer.h"
 #include "common/parameter_sync.h"
 #include "ring/allreduce.h"
-#include "ring/ring_member.h"
+#include "ring/collective.h"
 
 namespace ringside::worker {
 
@@ -20,14 +20,14 @@ class RingSync final : public ParameterSync {
   // `member` must be connected; it and `optimizer` (the worker's, whose state may move between
   // generations) must outlive this object. Step t's allreduce is collective
   // `first_collective + t`: every worker of the generation numbers alike.
-  RingSync(ring::RingMember& member, Optimizer& optimizer, ring::AllreduceOptions options,
+  RingSync(ring::Collective& member, Optimizer& optimizer, ring::AllreduceOptions options,
            uint64_t first_collective = 1);
   SyncMode mode() const override { return SyncMode::kRing; }
   absl::StatusOr<SyncTiming> Step(int64_t step, absl::Span<float> gradient,
                                   absl::Span<float> params) override;
 
  private:
-  ring::RingMember& member_;
+  ring::Collective& member_;
   Optimizer& optimizer_;
   ring::AllreduceOptions options_;
   uint64_t first_collective_;

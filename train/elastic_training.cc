@@ -5,7 +5,6 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
-#include "control/job_spec.h"
 #include "ps/shard_transfer.h"
 #include "ring/ring_sync.h"
 
@@ -22,11 +21,11 @@ uint64_t CollectiveBase(uint64_t generation) { return generation << 32; }
 
 }  // namespace
 
-ElasticTrainer::ElasticTrainer(server::ControllerClient& controller, ring::RingMember& member,
+ElasticTrainer::ElasticTrainer(AssignmentSource& assignments, ring::Collective& ring,
                                Metrics& metrics, ElasticOptions options, std::ostream& log,
                                StepTraceSink trace)
-    : controller_(controller),
-      member_(member),
+    : assignments_(assignments),
+      ring_(ring),
       metrics_(metrics),
       options_(std::move(options)),
       log_(log),
@@ -43,23 +42,32 @@ ring::AllreduceOptions ElasticTrainer::ControlOptions() const {
   return control;
 }
 
+bool ElasticTrainer::LostAt(absl::string_view point) {
+  if (!options_.fault || !options_.fault(point, completed_)) return false;
+  lost_at_ = std::string(point);
+  return true;
+}
+
+absl::Status ElasticTrainer::LostStatus() const {
+  return absl::AbortedError(absl::StrCat("fault injection: this worker is lost at '", lost_at_,
+                                         "' after ", completed_, " steps"));
+}
+
 void ElasticTrainer::Supersede(uint64_t generation) {
-  member_.Supersede(generation);
+  ring_.Supersede(generation);
   absl::MutexLock lock(&ps_mu_);
   superseded_by_ = std::max(superseded_by_, generation);
   if (ps_sync_ != nullptr && ps_generation_ < generation) ps_sync_->Cancel();
 }
 
-absl::Status ElasticTrainer::Run(const TerminationSignals& signals,
-                                 const FinishedCallback& finished) {
-  absl::StatusOr<proto::Assignment> first = absl::DeadlineExceededError("");
+absl::Status ElasticTrainer::Run(const absl::Notification& stop, const FinishedCallback& finished) {
+  absl::StatusOr<GenerationAssignment> first = absl::DeadlineExceededError("");
   while (!first.ok() && first.status().code() == absl::StatusCode::kDeadlineExceeded) {
-    if (signals.received()) return absl::OkStatus();
-    first = controller_.WaitForAssignment(0, absl::Now() + absl::Milliseconds(200));
+    if (stop.HasBeenNotified()) return absl::OkStatus();
+    first = assignments_.WaitForNewer(0, absl::Now() + absl::Milliseconds(200));
   }
   RETURN_IF_ERROR(first.status());
-  ASSIGN_OR_RETURN(const TrainingOptions training,
-                   server::TrainingOptionsOf(first->job(), options_.device));
+  const TrainingOptions training = first->job;
   ASSIGN_OR_RETURN(job_, TrainingJob::Create(training));
   ASSIGN_OR_RETURN(Optimizer optimizer,
                    Optimizer::Create(training.optimizer, job_->parameter_count()));
@@ -68,19 +76,24 @@ absl::Status ElasticTrainer::Run(const TerminationSignals& signals,
   gradient_.resize(job_->parameter_count());
 
   bool reported = false;
-  while (!signals.received()) {
-    const std::optional<proto::Assignment> latest = controller_.latest();
-    if (latest->generation() != generation_) {
+  while (!stop.HasBeenNotified()) {
+    // A generation newer than the one trained in is adopted before the next step.
+    absl::StatusOr<GenerationAssignment> newer =
+        assignments_.WaitForNewer(generation_, absl::Now());
+    if (newer.ok()) {
       absl::Status status =
-          latest->rank() < 0
+          newer->rank < 0
               ? absl::FailedPreconditionError("this worker has no rank in the generation")
-              : Regroup(*latest);
-      if (!status.ok()) RETURN_IF_ERROR(AwaitNewGeneration(latest->generation(), status, signals));
+              : Regroup(*newer);
+      if (!lost_at_.empty()) return status;
+      if (!status.ok()) RETURN_IF_ERROR(AwaitNewGeneration(newer->generation, status, stop));
       continue;  // a newer generation may have come during the regroup: adopt it before a step
     }
+    if (newer.status().code() != absl::StatusCode::kDeadlineExceeded) return newer.status();
     if (completed_ < training.steps) {
       if (absl::Status status = Step(); !status.ok()) {
-        RETURN_IF_ERROR(AwaitNewGeneration(generation_, status, signals));
+        if (!lost_at_.empty()) return status;
+        RETURN_IF_ERROR(AwaitNewGeneration(generation_, status, stop));
       }
       continue;
     }
@@ -90,8 +103,8 @@ absl::Status ElasticTrainer::Run(const TerminationSignals& signals,
       reported = true;
     }
     // Done: idle until the next generation (or a signal), then regroup with it.
-    absl::StatusOr<proto::Assignment> next =
-        controller_.WaitForAssignment(generation_, absl::Now() + absl::Milliseconds(200));
+    absl::StatusOr<GenerationAssignment> next =
+        assignments_.WaitForNewer(generation_, absl::Now() + absl::Milliseconds(200));
     if (!next.ok() && next.status().code() != absl::StatusCode::kDeadlineExceeded) {
       return next.status();
     }
@@ -112,15 +125,15 @@ absl::StatusOr<ElasticResult> ElasticTrainer::Result() {
 }
 
 absl::Status ElasticTrainer::AwaitNewGeneration(uint64_t failed, const absl::Status& why,
-                                                const TerminationSignals& signals) {
+                                                const absl::Notification& stop) {
   log_ << WorkerName(slot_.rank) << ": generation " << failed << " failed at step " << completed_
        << " (" << why.message() << "); waiting for the controller's next generation\n";
   log_.flush();
   const absl::Time deadline = absl::Now() + options_.regroup_timeout;
   while (absl::Now() < deadline) {
-    if (signals.received()) return absl::OkStatus();
-    absl::StatusOr<proto::Assignment> next =
-        controller_.WaitForAssignment(failed, absl::Now() + absl::Milliseconds(200));
+    if (stop.HasBeenNotified()) return absl::OkStatus();
+    absl::StatusOr<GenerationAssignment> next =
+        assignments_.WaitForNewer(failed, absl::Now() + absl::Milliseconds(200));
     if (next.ok()) return absl::OkStatus();
     if (next.status().code() != absl::StatusCode::kDeadlineExceeded) return next.status();
   }
@@ -129,22 +142,21 @@ absl::Status ElasticTrainer::AwaitNewGeneration(uint64_t failed, const absl::Sta
                                     " after generation ", failed, " failed"));
 }
 
-absl::Status ElasticTrainer::Regroup(const proto::Assignment& assignment) {
-  const uint64_t generation = assignment.generation();
-  const int world = assignment.ring_size();
-  const int rank = assignment.rank();
-  ASSIGN_OR_RETURN(const SyncMode mode, ParseSyncMode(assignment.mode()));
-  At("assigned");
-  if (generation_ != 0 && mode != mode_) At("switch");
+absl::Status ElasticTrainer::Regroup(const GenerationAssignment& assignment) {
+  const uint64_t generation = assignment.generation;
+  const int world = static_cast<int>(assignment.ring.size());
+  const int rank = assignment.rank;
+  const SyncMode mode = assignment.mode;
+  if (LostAt("assigned")) return LostStatus();
+  if (generation_ != 0 && mode != mode_ && LostAt("switch")) return LostStatus();
   {
     absl::MutexLock lock(&ps_mu_);
     ps_sync_ = nullptr;
   }
   sync_.reset();
-  RETURN_IF_ERROR(member_.Reconfigure(ring::RingTopology{generation, world, rank},
-                                      {assignment.ring().begin(), assignment.ring().end()}));
-  shards_.assign(assignment.shards().begin(), assignment.shards().end());
-  RETURN_IF_ERROR(AgreeOnState(assignment, world, rank));
+  RETURN_IF_ERROR(ring_.Reconfigure(ring::RingTopology{generation, world, rank}, assignment.ring));
+  shards_ = assignment.shards;
+  RETURN_IF_ERROR(AgreeOnState(generation, world, rank));
 
   const uint64_t base = CollectiveBase(generation);
   if (mode == SyncMode::kPs) {
@@ -152,7 +164,7 @@ absl::Status ElasticTrainer::Regroup(const proto::Assignment& assignment) {
     // shard still serving an older generation.
     std::vector<float> loaded = {0.0f};
     if (rank == 0) {
-      At("load");
+      if (LostAt("load")) return LostStatus();
       JobState state{static_cast<uint64_t>(completed_), parameters_, optimizer_->ExportState()};
       const absl::Status status =
           LoadShards({shards_, options_.segment_bytes, options_.timeout}, generation, world, state);
@@ -161,9 +173,9 @@ absl::Status ElasticTrainer::Regroup(const proto::Assignment& assignment) {
         loaded[0] = 1.0f;
       }
     }
-    At("barrier");
+    if (LostAt("barrier")) return LostStatus();
     RETURN_IF_ERROR(
-        member_.Allreduce(base + kLoadedCollective, absl::MakeSpan(loaded), ControlOptions()));
+        ring_.Allreduce(base + kLoadedCollective, absl::MakeSpan(loaded), ControlOptions()));
     if (loaded[0] != 0.0f) {
       return absl::UnavailableError("worker-0 could not load the shards for this generation");
     }
@@ -187,8 +199,7 @@ absl::Status ElasticTrainer::Regroup(const proto::Assignment& assignment) {
     ring::AllreduceOptions allreduce;
     allreduce.segment_bytes = options_.segment_bytes;
     allreduce.timeout = options_.timeout;
-    sync_ =
-        std::make_unique<RingSync>(member_, *optimizer_, allreduce, base + kFirstStepCollective);
+    sync_ = std::make_unique<RingSync>(ring_, *optimizer_, allreduce, base + kFirstStepCollective);
   }
   generation_ = generation;
   mode_ = mode;
@@ -201,15 +212,14 @@ absl::Status ElasticTrainer::Regroup(const proto::Assignment& assignment) {
   return absl::OkStatus();
 }
 
-absl::Status ElasticTrainer::AgreeOnState(const proto::Assignment& assignment, int world,
-                                          int rank) {
-  const uint64_t base = CollectiveBase(assignment.generation());
+absl::Status ElasticTrainer::AgreeOnState(uint64_t generation, int world, int rank) {
+  const uint64_t base = CollectiveBase(generation);
   std::vector<float> census(2 * static_cast<size_t>(world), 0.0f);
   census[rank] = static_cast<float>(completed_);  // exact up to 2^24 steps
   census[world + rank] = last_trained_ps_ ? 1.0f : 0.0f;
-  At("census");
+  if (LostAt("census")) return LostStatus();
   RETURN_IF_ERROR(
-      member_.Allreduce(base + kCensusCollective, absl::MakeSpan(census), ControlOptions()));
+      ring_.Allreduce(base + kCensusCollective, absl::MakeSpan(census), ControlOptions()));
   // The job's state is the most advanced one. A member with the most completed steps that last
   // trained in ring mode holds it itself; if every such member last trained in ps mode, the
   // shards hold it (a shard applies a step whole or not at all, and FetchShardState rolls the
@@ -245,9 +255,9 @@ absl::Status ElasticTrainer::AgreeOnState(const proto::Assignment& assignment, i
            << ": cannot read the job's state from the shards: " << shards.status() << "\n";
     }
   }
-  At("state");
+  if (LostAt("state")) return LostStatus();
   RETURN_IF_ERROR(
-      member_.Allreduce(base + kStateCollective, absl::MakeSpan(state), ControlOptions()));
+      ring_.Allreduce(base + kStateCollective, absl::MakeSpan(state), ControlOptions()));
   if (state[0] != 1.0f) {
     return absl::UnavailableError(absl::StrCat(
         WorkerName(source), " could not read the job's state from the shards; see its log"));
@@ -263,7 +273,7 @@ absl::Status ElasticTrainer::Step() {
   ASSIGN_OR_RETURN(last_stats_,
                    job_->ComputeShare(completed_, slot_, parameters_, absl::MakeSpan(gradient_)));
   const absl::Duration compute = absl::Now() - start;
-  if (mode_ == SyncMode::kRing) At("ring_step");
+  if (mode_ == SyncMode::kRing && LostAt("ring_step")) return LostStatus();
   ASSIGN_OR_RETURN(const SyncTiming timing,
                    sync_->Step(completed_, absl::MakeSpan(gradient_), absl::MakeSpan(parameters_)));
   RecordStep(&metrics_, mode_, compute, timing, last_stats_);
@@ -272,7 +282,7 @@ absl::Status ElasticTrainer::Step() {
                      absl::ToDoubleSeconds(absl::Now() - start), parameters_});
   }
   ++completed_;
-  controller_.set_completed_steps(static_cast<uint64_t>(completed_));
+  assignments_.ReportCompletedSteps(static_cast<uint64_t>(completed_));
   return absl::OkStatus();
 }
 

@@ -16,9 +16,13 @@
 //      tells everyone it did.
 // Collective numbers are (generation << 32) + n, so no two generations' segments can match.
 //
-// Thread-compatible (one training thread); the controller client's watch thread only calls
-// RingMember::Supersede. Errors: the job's (bad model, data), a regroup that keeps failing
-// past `regroup_timeout`, the controller lost, or CANCELLED by a signal.
+// The trainer sees the control protocol only as an AssignmentSource and the ring only as a
+// ring::Collective, so N trainers run as threads in one process in tests.
+//
+// Thread-compatible (one training thread); only Supersede() may be called from another (the
+// controller client's watch thread). Errors: the job's (bad model, data), a regroup that keeps
+// failing past `regroup_timeout`, the assignment source lost, or ABORTED when a fault hook
+// declares this worker lost (tests).
 #ifndef RINGSIDE_TRAIN_ELASTIC_TRAINING_H_
 #define RINGSIDE_TRAIN_ELASTIC_TRAINING_H_
 
@@ -31,13 +35,13 @@
 
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
+#include "absl/synchronization/notification.h"
 #include "absl/time/time.h"
 #include "common/metrics.h"
 #include "common/optimizer.h"
-#include "common/termination_signals.h"
-#include "control/controller_client.h"
 #include "ps/ps_sync.h"
-#include "ring/ring_member.h"
+#include "ring/collective.h"
+#include "train/assignment_source.h"
 #include "train/data_parallel.h"
 #include "train/fault_injection.h"
 
@@ -48,7 +52,9 @@ struct ElasticOptions {
   uint64_t segment_bytes = uint64_t{1} << 20;
   absl::Duration timeout = absl::Seconds(60);           // per collective, ps step or transfer
   absl::Duration regroup_timeout = absl::Seconds(120);  // for the next generation after a failure
-  FaultHook fault;  // test-only (train/fault_injection.h); null: none
+  // Test-only (train/fault_injection.h); null: none. When it returns true the worker is lost
+  // at that point: Run() returns ABORTED at once, with nothing more sent.
+  FaultHook fault;
 };
 
 struct ElasticResult {
@@ -73,7 +79,7 @@ using StepTraceSink = std::function<void(const StepTrace&)>;
 class ElasticTrainer {
  public:
   // Everything passed must outlive the trainer. `trace` may be null.
-  ElasticTrainer(server::ControllerClient& controller, ring::RingMember& member, Metrics& metrics,
+  ElasticTrainer(AssignmentSource& assignments, ring::Collective& ring, Metrics& metrics,
                  ElasticOptions options, std::ostream& log, StepTraceSink trace = nullptr);
   ~ElasticTrainer();
 
@@ -82,27 +88,28 @@ class ElasticTrainer {
   // receives the final state and finishes too. Returns when a signal arrives (OK), or the first
   // error that no new generation can cure.
   using FinishedCallback = std::function<absl::Status(const ElasticResult&)>;
-  absl::Status Run(const TerminationSignals& signals, const FinishedCallback& finished);
+  // `stop` is the daemon's termination signal (TerminationSignals::notification()), or a test's.
+  absl::Status Run(const absl::Notification& stop, const FinishedCallback& finished);
 
   // The controller announced `generation`: a collective or ps step of an older generation in
   // flight ends now instead of at its deadline. Safe from any thread.
   void Supersede(uint64_t generation);
 
  private:
-  absl::Status Regroup(const proto::Assignment& assignment);
-  absl::Status AgreeOnState(const proto::Assignment& assignment, int world, int rank);
+  absl::Status Regroup(const GenerationAssignment& assignment);
+  absl::Status AgreeOnState(uint64_t generation, int world, int rank);
   absl::Status Step();
   absl::StatusOr<ElasticResult> Result();
   // Waits for a generation newer than the one that failed; `why` is logged.
   absl::Status AwaitNewGeneration(uint64_t failed, const absl::Status& why,
-                                  const TerminationSignals& signals);
+                                  const absl::Notification& stop);
   ring::AllreduceOptions ControlOptions() const;
-  void At(absl::string_view point) const {
-    if (options_.fault) options_.fault(point, completed_);
-  }
+  // A named protocol point: true when the fault hook declares this worker lost here.
+  bool LostAt(absl::string_view point);
+  absl::Status LostStatus() const;
 
-  server::ControllerClient& controller_;
-  ring::RingMember& member_;
+  AssignmentSource& assignments_;
+  ring::Collective& ring_;
   Metrics& metrics_;
   const ElasticOptions options_;
   std::ostream& log_;
@@ -120,6 +127,7 @@ class ElasticTrainer {
   std::vector<std::string> shards_;
   std::unique_ptr<ParameterSync> sync_;
   GradientStats last_stats_;
+  std::string lost_at_;  // the fault point this worker was lost at; empty: none
 
   absl::Mutex ps_mu_;  // Supersede() runs on the controller client's thread
   PsSync* ps_sync_ ABSL_GUARDED_BY(ps_mu_) = nullptr;

@@ -37,11 +37,18 @@ absl::StatusOr<FaultPlan> ParseFaultPlan(absl::string_view text) {
 
 FaultHook KillSelfAt(FaultPlan plan) {
   return [plan = std::move(plan)](absl::string_view point, int64_t completed) {
-    if (point != plan.point || completed < plan.after_step) return;
+    if (point != plan.point || completed < plan.after_step) return false;
     std::fprintf(stderr, "fault injection: SIGKILL at %s after %lld steps\n", plan.point.c_str(),
                  static_cast<long long>(completed));
     std::fflush(stderr);
     raise(SIGKILL);
+    return true;  // not reached
+  };
+}
+
+FaultHook LoseAt(FaultPlan plan) {
+  return [plan = std::move(plan)](absl::string_view point, int64_t completed) {
+    return point == plan.point && completed >= plan.after_step;
   };
 }
 

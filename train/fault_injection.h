@@ -1,7 +1,8 @@
 // Test-only fault injection at named protocol points of an elastic worker, so tests can lose a
 // worker at an exact moment of the protocol instead of hoping a kill lands there
 // (`ringside-worker --fault_at=POINT[@STEP]`). The worker ends itself with SIGKILL, exactly as
-// `kill -9` would, the first time it reaches POINT having completed at least STEP steps.
+// `kill -9` would, the first time it reaches POINT having completed at least STEP steps; in
+// in-process tests the trainer stops there instead (LoseAt).
 //
 // Points (docs/architecture.md lists what the survivors do at each):
 //   assigned   a generation was assigned; its regroup has not begun
@@ -32,11 +33,16 @@ struct FaultPlan {
 // "POINT" or "POINT@STEP"; INVALID_ARGUMENT naming the known points otherwise.
 absl::StatusOr<FaultPlan> ParseFaultPlan(absl::string_view text);
 
-// Called at every named point with the steps completed so far. Null: no fault injection.
-using FaultHook = std::function<void(absl::string_view point, int64_t completed)>;
+// Called at every named point with the steps completed so far; returns true when the worker is
+// lost there (it must then stop at once, sending nothing more). Null: no fault injection.
+using FaultHook = std::function<bool(absl::string_view point, int64_t completed)>;
 
-// A hook that raises SIGKILL in this process at the plan's point.
+// A hook that raises SIGKILL in this process at the plan's point (it never returns true).
 FaultHook KillSelfAt(FaultPlan plan);
+
+// For trainers as threads in one process: returns true at the plan's point, so the trainer
+// stops there as if killed (its test then cuts its links and drops it from the membership).
+FaultHook LoseAt(FaultPlan plan);
 
 }  // namespace ringside::worker
 

@@ -1,0 +1,402 @@
+// The elastic trainer in one process: three trainers as threads over an in-memory ring network,
+// real ParameterShard services on loopback, and a fake controller over the real membership
+// rules (control/membership.h) with a manual clock. A worker is lost at each named point of the
+// protocol (train/fault_injection.h: the trainer stops there as if killed; the test then cuts
+// its ring links and expires it from the membership, as the heartbeat timeout would), and the
+// survivors must finish with identical parameters equal to one process training the same
+// steps. Nothing waits on a clock: faults fire at protocol points, the mode switch fires when a
+// trainer reports a step count, and the end is every survivor's finished callback.
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <iostream>
+#include <memory>
+#include <random>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/synchronization/notification.h"
+#include "common/grpc_util.h"
+#include "common/metrics.h"
+#include "common/ranges.h"
+#include "control/membership.h"
+#include "gtest/gtest.h"
+#include "model/model_spec.h"
+#include "prometheus/registry.h"
+#include "ps/ps_service.h"
+#include "ring/memory_transport.h"
+#include "train/assignment_source.h"
+#include "train/elastic_training.h"
+#include "train/fault_injection.h"
+#include "train/local_training.h"
+
+namespace ringside::worker {
+namespace {
+
+using server::MemberRole;
+using server::Membership;
+using server::MembershipConfig;
+
+constexpr char kToken[] = "in-process-token";
+
+// The controller's rules without its transport: members register, the test drops one as the
+// heartbeat timeout would, and SetMode switches. Every change is pushed at once to the waiting
+// sources and, as the watch stream's callback does, to every live trainer's Supersede().
+class FakeController {
+ public:
+  FakeController(MembershipConfig config, TrainingOptions job)
+      : membership_(std::move(config)), job_(std::move(job)) {}
+
+  uint64_t Register(MemberRole role, const std::string& address) {
+    absl::MutexLock lock(&mu_);
+    auto id = membership_.Register(kToken, role, address, clock_);
+    EXPECT_TRUE(id.ok()) << id.status();
+    return id.value_or(0);
+  }
+
+  void Watch(ElasticTrainer* trainer) {
+    absl::MutexLock lock(&mu_);
+    trainers_.push_back(trainer);
+  }
+
+  // The member went silent: every other member heartbeats, the clock passes the timeout, and
+  // the membership re-forms without it.
+  void Drop(uint64_t member, ElasticTrainer* trainer) {
+    {
+      absl::MutexLock lock(&mu_);
+      trainers_.erase(std::remove(trainers_.begin(), trainers_.end(), trainer), trainers_.end());
+      clock_ += absl::Seconds(11);  // past MembershipConfig::heartbeat_timeout (10 s)
+      const server::Topology topology = membership_.topology();
+      for (uint64_t other : topology.workers) {
+        if (other == member) continue;
+        EXPECT_TRUE(membership_.Heartbeat(other, topology.generation, clock_).ok());
+      }
+      for (uint64_t other : topology.shards) {
+        EXPECT_TRUE(membership_.Heartbeat(other, topology.generation, clock_).ok());
+      }
+      const std::vector<uint64_t> dropped = membership_.Expire(clock_);
+      EXPECT_EQ(dropped, std::vector<uint64_t>{member});
+    }
+    SupersedeAll();
+  }
+
+  // Switches the mode once any worker reports `steps` completed steps.
+  void SwitchAt(int64_t steps, SyncMode mode) {
+    absl::MutexLock lock(&mu_);
+    switch_at_ = steps;
+    switch_to_ = mode;
+  }
+
+  uint64_t generation() const {
+    absl::MutexLock lock(&mu_);
+    return membership_.topology().generation;
+  }
+
+  // One member's view, as its controller client gives it.
+  class Source final : public AssignmentSource {
+   public:
+    Source(FakeController& controller, uint64_t member)
+        : controller_(controller), member_(member) {}
+
+    absl::StatusOr<GenerationAssignment> WaitForNewer(uint64_t after,
+                                                      absl::Time deadline) override {
+      absl::MutexLock lock(&controller_.mu_);
+      auto newer = [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(controller_.mu_) {
+        const auto assignment = controller_.membership_.AssignmentOf(member_);
+        return assignment.has_value() && assignment->generation > after;
+      };
+      if (!controller_.mu_.AwaitWithDeadline(absl::Condition(&newer), deadline)) {
+        return absl::DeadlineExceededError(absl::StrCat("no generation after ", after));
+      }
+      const server::MemberAssignment assignment = *controller_.membership_.AssignmentOf(member_);
+      GenerationAssignment out;
+      out.generation = assignment.generation;
+      out.mode = assignment.mode;
+      out.rank = assignment.rank;
+      out.ring = assignment.ring;
+      out.shards = assignment.shards;
+      out.job = controller_.job_;
+      return out;
+    }
+
+    void ReportCompletedSteps(uint64_t steps) override { controller_.Completed(steps); }
+
+   private:
+    FakeController& controller_;
+    const uint64_t member_;
+  };
+
+ private:
+  void Completed(uint64_t steps) {
+    {
+      absl::MutexLock lock(&mu_);
+      if (switch_at_ < 0 || static_cast<int64_t>(steps) < switch_at_) return;
+      switch_at_ = -1;
+      EXPECT_TRUE(membership_.SetMode(switch_to_).ok());
+    }
+    SupersedeAll();
+  }
+
+  // As the watch stream's callback: outside the lock, a trainer may be waiting on it.
+  void SupersedeAll() {
+    std::vector<ElasticTrainer*> trainers;
+    uint64_t generation;
+    {
+      absl::MutexLock lock(&mu_);
+      trainers = trainers_;
+      generation = membership_.topology().generation;
+    }
+    for (ElasticTrainer* trainer : trainers) trainer->Supersede(generation);
+  }
+
+  mutable absl::Mutex mu_;
+  Membership membership_ ABSL_GUARDED_BY(mu_);
+  const TrainingOptions job_;
+  absl::Time clock_ ABSL_GUARDED_BY(mu_) = absl::UnixEpoch();
+  std::vector<ElasticTrainer*> trainers_ ABSL_GUARDED_BY(mu_);
+  int64_t switch_at_ ABSL_GUARDED_BY(mu_) = -1;
+  SyncMode switch_to_ ABSL_GUARDED_BY(mu_) = SyncMode::kRing;
+};
+
+// Parameter shards as gRPC services in this process, on loopback.
+class InProcessShards {
+ public:
+  InProcessShards(int count, const TrainingOptions& job) {
+    const auto spec = ModelSpec::Parse(job.model, job.activation);
+    EXPECT_TRUE(spec.ok()) << spec.status();
+    const std::vector<ElementRange> ranges = EvenRanges(spec->parameter_count(), count);
+    for (int shard = 0; shard < count; ++shard) {
+      services_.push_back(std::make_unique<server::ParameterShardService>(/*segment_bytes=*/4096));
+      services_.back()->SetJob(server::ShardJob{shard, ranges[shard], job.optimizer});
+      auto server = StartServer("127.0.0.1:0", {services_.back().get()});
+      EXPECT_TRUE(server.ok()) << server.status();
+      addresses_.push_back(absl::StrCat("127.0.0.1:", server->port));
+      servers_.push_back(std::move(*server));
+    }
+  }
+  const std::vector<std::string>& addresses() const { return addresses_; }
+
+ private:
+  std::vector<std::unique_ptr<server::ParameterShardService>> services_;
+  std::vector<StartedServer> servers_;
+  std::vector<std::string> addresses_;
+};
+
+struct FaultCase {
+  std::string name;
+  std::string point;  // where the victim is lost (FaultPlan)
+  int64_t after_step = 0;
+  int victim = 1;  // registration order of the worker lost
+  SyncMode start = SyncMode::kRing;
+  int shards = 1;
+  int64_t switch_at = -1;  // switch to the other mode once a worker completed this many steps
+};
+
+void PrintTo(const FaultCase& fault, std::ostream* out) { *out << fault.name; }
+
+TrainingOptions SmallJob(int64_t steps) {
+  TrainingOptions job;
+  job.model = "16,64,4";
+  job.data = "synthetic:512";
+  job.batch_size = 32;
+  job.steps = steps;
+  return job;
+}
+
+double MaxRelativeDifference(const std::vector<float>& a, const std::vector<float>& b) {
+  double diff = 0, scale = 0;
+  for (size_t i = 0; i < a.size() && i < b.size(); ++i) {
+    diff = std::max(diff, std::abs(double{a[i]} - b[i]));
+    scale = std::max(scale, std::abs(double{b[i]}));
+  }
+  return scale > 0 ? diff / scale : diff;
+}
+
+// One worker: its ring member, metrics, trainer and what it ended with.
+struct TrainerThread {
+  uint64_t member = 0;
+  std::string address;
+  std::unique_ptr<AssignmentSource> source;
+  std::unique_ptr<Metrics> metrics;
+  std::ostringstream log;
+  std::unique_ptr<ElasticTrainer> trainer;
+  absl::Status status;
+  std::optional<ElasticResult> result;
+};
+
+// Runs a 3-worker job losing `fault.victim` at `fault.point`, and checks the two survivors.
+void RunJobWithFault(const FaultCase& fault, const TrainingOptions& job) {
+  SCOPED_TRACE(absl::StrCat(fault.name, ": worker ", fault.victim, " lost at ", fault.point, "@",
+                            fault.after_step, ", starting in ", SyncModeName(fault.start),
+                            " mode, ", fault.shards, " shard(s), switch at step ",
+                            fault.switch_at));
+  constexpr int kWorkers = 3;
+  MembershipConfig config;
+  config.workers = kWorkers;
+  config.ps_shards = fault.shards;
+  config.join_token = kToken;
+  config.heartbeat_timeout = absl::Seconds(10);
+  config.mode = fault.start;
+  FakeController controller(config, job);
+  if (fault.switch_at >= 0) {
+    controller.SwitchAt(fault.switch_at,
+                        fault.start == SyncMode::kRing ? SyncMode::kPs : SyncMode::kRing);
+  }
+  ring::InMemoryRingNetwork network;
+  InProcessShards shards(fault.shards, job);
+
+  std::vector<std::unique_ptr<TrainerThread>> workers;
+  for (int i = 0; i < kWorkers; ++i) {
+    auto worker = std::make_unique<TrainerThread>();
+    worker->address = absl::StrCat("in-memory:", i + 1);  // host:port, as registration checks
+    worker->member = controller.Register(MemberRole::kWorker, worker->address);
+    worker->source = std::make_unique<FakeController::Source>(controller, worker->member);
+    worker->metrics = std::make_unique<Metrics>(std::make_shared<prometheus::Registry>());
+    ElasticOptions options;
+    options.segment_bytes = 4096;
+    options.timeout = absl::Seconds(60);  // a deadline only for bugs: every failure is superseded
+    options.regroup_timeout = absl::Seconds(60);
+    if (i == fault.victim) options.fault = LoseAt(FaultPlan{fault.point, fault.after_step});
+    worker->trainer = std::make_unique<ElasticTrainer>(
+        *worker->source, network.Join(worker->address), *worker->metrics, options, worker->log);
+    controller.Watch(worker->trainer.get());
+    workers.push_back(std::move(worker));
+  }
+  for (const std::string& address : shards.addresses()) {
+    controller.Register(MemberRole::kShard, address);
+  }
+  ASSERT_EQ(controller.generation(), 1u);
+
+  absl::Notification stop;
+  absl::Mutex mu;
+  int finished = 0;    // survivors' finished callbacks
+  int unexpected = 0;  // trainers that returned before `stop` without being lost
+  std::vector<std::thread> threads;
+  for (auto& worker : workers) {
+    threads.emplace_back([&, worker = worker.get()] {
+      worker->status = worker->trainer->Run(stop, [&](const ElasticResult& result) {
+        worker->result = result;
+        absl::MutexLock lock(&mu);
+        ++finished;
+        return absl::OkStatus();
+      });
+      if (worker->status.code() == absl::StatusCode::kAborted) {
+        // Lost: its links break and the controller stops hearing from it.
+        network.Kill(worker->address);
+        controller.Drop(worker->member, worker->trainer.get());
+      } else if (!stop.HasBeenNotified()) {
+        absl::MutexLock lock(&mu);
+        ++unexpected;
+      }
+    });
+  }
+  bool ended;
+  {
+    absl::MutexLock lock(&mu);
+    auto survivors_done = [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu) {
+      return finished >= kWorkers - 1 || unexpected > 0;
+    };
+    // Not a timing condition: the end is an event; the limit only turns a hang into a report.
+    ended = mu.AwaitWithTimeout(absl::Condition(&survivors_done), absl::Minutes(5));
+  }
+  EXPECT_TRUE(ended) << "the survivors did not finish: the job stalled";
+  stop.Notify();
+  for (std::thread& thread : threads) thread.join();
+
+  auto reference = TrainLocally(job);
+  ASSERT_TRUE(reference.ok()) << reference.status();
+  for (int i = 0; i < kWorkers; ++i) {
+    TrainerThread& worker = *workers[i];
+    SCOPED_TRACE(absl::StrCat("worker ", i, "'s log:\n", worker.log.str()));
+    if (i == fault.victim) {
+      EXPECT_EQ(worker.status.code(), absl::StatusCode::kAborted)
+          << "the victim was never lost at " << fault.point << ": " << worker.status;
+      EXPECT_FALSE(worker.result.has_value());
+      continue;
+    }
+    EXPECT_TRUE(worker.status.ok()) << worker.status;
+    ASSERT_TRUE(worker.result.has_value());
+    EXPECT_EQ(worker.result->training.steps, job.steps);
+    EXPECT_EQ(worker.result->slot.world, 2);
+    EXPECT_GE(worker.result->generation, 2u);
+    EXPECT_LT(MaxRelativeDifference(worker.result->training.parameters, reference->parameters),
+              1e-5);
+  }
+  const int a = fault.victim == 0 ? 1 : 0, b = fault.victim == 2 ? 1 : 2;
+  ASSERT_TRUE(workers[a]->result.has_value() && workers[b]->result.has_value());
+  EXPECT_EQ(workers[a]->result->training.parameters, workers[b]->result->training.parameters)
+      << "the survivors' parameters differ";
+}
+
+class ElasticTrainerFaultTest : public ::testing::TestWithParam<FaultCase> {};
+
+TEST_P(ElasticTrainerFaultTest, SurvivorsFinishWithTheReferenceParameters) {
+  RunJobWithFault(GetParam(), SmallJob(24));
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    EveryProtocolPoint, ElasticTrainerFaultTest,
+    ::testing::Values(
+        FaultCase{"BeforeTheFirstRegroup", "assigned", 0, 1, SyncMode::kRing, 1, -1},
+        FaultCase{"FirstRankBeforeTheFirstRegroup", "assigned", 0, 0, SyncMode::kPs, 2, -1},
+        FaultCase{"DuringTheCensus", "census", 0, 2, SyncMode::kRing, 1, -1},
+        FaultCase{"DuringTheStateHandOver", "state", 0, 1, SyncMode::kRing, 1, -1},
+        // Workers are at most one step apart: when one completes 3, the victim has completed 2.
+        FaultCase{"DuringALaterStateHandOver", "state", 2, 0, SyncMode::kPs, 2, 3},
+        FaultCase{"TheLoaderBeforeTheShardLoad", "load", 0, 0, SyncMode::kPs, 2, -1},
+        FaultCase{"AtTheLoadBarrier", "barrier", 0, 2, SyncMode::kPs, 2, -1},
+        FaultCase{"MidRingStep", "ring_step", 7, 1, SyncMode::kRing, 1, -1},
+        FaultCase{"LastRankMidRingStep", "ring_step", 7, 2, SyncMode::kRing, 1, -1},
+        FaultCase{"DuringASwitchToPs", "switch", 0, 2, SyncMode::kRing, 2, 5},
+        FaultCase{"DuringASwitchToRing", "switch", 0, 1, SyncMode::kPs, 2, 5},
+        FaultCase{"AtTheBarrierAfterASwitch", "barrier", 5, 1, SyncMode::kRing, 3, 5}),
+    [](const ::testing::TestParamInfo<FaultCase>& info) { return info.param.name; });
+
+// Seeded chaos in one process: many short jobs, each losing a worker at a random protocol point
+// and step, some with a mode switch. RINGSIDE_CHAOS_SEED replays a run.
+TEST(ElasticTrainerChaosTest, RandomLossesNeverStallOrDivergeTheJob) {
+  uint64_t seed = std::random_device()();
+  if (const char* fixed = std::getenv("RINGSIDE_CHAOS_SEED")) {
+    seed = std::strtoull(fixed, nullptr, 10);
+  }
+  std::cout << "chaos seed " << seed << " (replay: RINGSIDE_CHAOS_SEED=" << seed << ")\n";
+  RecordProperty("seed", std::to_string(seed));
+  std::mt19937_64 random(seed);
+  const std::vector<std::string> points = {"assigned", "census",  "state",
+                                           "load",     "barrier", "ring_step"};
+  constexpr int64_t kSteps = 12;
+  for (int job = 0; job < 8; ++job) {
+    FaultCase fault;
+    fault.start = random() % 2 == 0 ? SyncMode::kRing : SyncMode::kPs;
+    fault.shards = 1 + static_cast<int>(random() % 3);
+    // A switch fires when some worker reports this many steps (reports start at 1).
+    fault.switch_at = random() % 2 == 0 ? 1 + static_cast<int64_t>(random() % (kSteps - 2)) : -1;
+    fault.point = points[random() % points.size()];
+    // Only points the victim is sure to reach. The regroup points fire at the first generation
+    // (load and barrier at the first ps one; load only on rank 0). ring_step fires at every
+    // ring step from `after_step` on: before a switch to ps, the victim takes part in every
+    // step up to switch_at - 1 (no one completes a step without it).
+    const bool ring_at_some_point = fault.start == SyncMode::kRing || fault.switch_at >= 0;
+    const bool ps_at_some_point = fault.start == SyncMode::kPs || fault.switch_at >= 0;
+    if (fault.point == "ring_step" && !ring_at_some_point) fault.point = "census";
+    if ((fault.point == "load" || fault.point == "barrier") && !ps_at_some_point) {
+      fault.point = "state";
+    }
+    fault.victim = fault.point == "load" ? 0 : static_cast<int>(random() % 3);
+    if (fault.point == "ring_step") {
+      const int64_t last_ring_step =
+          fault.start == SyncMode::kRing && fault.switch_at >= 0 ? fault.switch_at - 1 : kSteps - 1;
+      fault.after_step = static_cast<int64_t>(random() % (last_ring_step + 1));
+    }
+    fault.name = absl::StrCat("chaos job ", job);
+    RunJobWithFault(fault, SmallJob(kSteps));
+    if (::testing::Test::HasFailure()) break;
+  }
+}
+
+}  // namespace
+}  // namespace ringside::worker

@@ -1,0 +1,34 @@
+// The controller's watch stream as an AssignmentSource: each proto::Assignment the member's
+// ControllerClient holds, converted once into the trainer's plain struct (the job with this
+// worker's own device). Thread-safe as ControllerClient is.
+#ifndef RINGSIDE_TRAIN_CONTROLLER_ASSIGNMENTS_H_
+#define RINGSIDE_TRAIN_CONTROLLER_ASSIGNMENTS_H_
+
+#include <string>
+
+#include "control/controller_client.h"
+#include "train/assignment_source.h"
+
+namespace ringside::worker {
+
+// INVALID_ARGUMENT for an unknown mode or a job this worker cannot run.
+absl::StatusOr<GenerationAssignment> GenerationAssignmentOf(const proto::Assignment& assignment,
+                                                            const std::string& device);
+
+class ControllerAssignments final : public AssignmentSource {
+ public:
+  // `client` must outlive this object.
+  ControllerAssignments(server::ControllerClient& client, std::string device)
+      : client_(client), device_(std::move(device)) {}
+
+  absl::StatusOr<GenerationAssignment> WaitForNewer(uint64_t after, absl::Time deadline) override;
+  void ReportCompletedSteps(uint64_t steps) override { client_.set_completed_steps(steps); }
+
+ private:
+  server::ControllerClient& client_;
+  const std::string device_;
+};
+
+}  // namespace ringside::worker
+
+#endif  // RINGSIDE_TRAIN_CONTROLLER_ASSIGNMENTS_H_
