@@ -9,8 +9,8 @@
 #include "common/net.h"
 #include "common/status_macros.h"
 #include "daemons/benchmark_jobs.h"
-#include "daemons/elastic_worker.h"
 #include "daemons/running_worker.h"
+#include "daemons/training_worker.h"
 #include "model/model_spec.h"
 #include "ps/ps_sync.h"
 #include "ring/ring_sync.h"
@@ -41,55 +41,6 @@ absl::Status WriteParameters(const WorkerOptions& options, absl::Span<const floa
                              absl::string_view(reinterpret_cast<const char*>(parameters.data()),
                                                parameters.size() * sizeof(float)));
 }
-
-namespace {
-
-absl::Status RunTrainJob(const WorkerOptions& options, RunningWorker& worker,
-                         const TerminationSignals& signals, std::ostream& log) {
-  const int world = WorldOf(options);
-  ASSIGN_OR_RETURN(const ModelSpec spec,
-                   ModelSpec::Parse(options.training.model, options.training.activation));
-  std::unique_ptr<ParameterSync> sync;
-  ASSIGN_OR_RETURN(Optimizer optimizer,
-                   Optimizer::Create(options.training.optimizer, spec.parameter_count()));
-  if (options.mode == SyncMode::kRing) {
-    sync = std::make_unique<RingSync>(*worker.member, optimizer, AllreduceOptionsOf(options));
-  } else {
-    PsSyncOptions ps;
-    ps.rank = options.rank;
-    ps.shards = options.ps;
-    ps.segment_bytes = static_cast<uint64_t>(options.segment_bytes);
-    ps.timeout = options.timeout;
-    ASSIGN_OR_RETURN(sync, PsSync::Create(ps, spec.parameter_count(), &worker.metrics));
-  }
-  const int64_t report_every = std::max<int64_t>(1, options.training.steps / 10);
-  const std::string name = WorkerName(options.rank);
-  ASSIGN_OR_RETURN(
-      const TrainingResult result,
-      TrainDataParallel(options.training, WorkerSlot{options.rank, world}, *sync, &worker.metrics,
-                        [&](int64_t step, const GradientStats& stats, absl::Span<const float>) {
-                          if ((step + 1) % report_every == 0) {
-                            log << name << ": step " << step + 1 << "/" << options.training.steps
-                                << " loss " << stats.mean_loss << "\n";
-                          }
-                          return !signals.received();
-                        }));
-  if (signals.received()) return absl::CancelledError("stopped by a signal before the job ended");
-  log << name << ": trained " << result.steps << " steps; full data set: loss "
-      << result.final_eval.mean_loss << ", accuracy " << result.final_eval.accuracy << "\n";
-  RETURN_IF_ERROR(WriteParameters(options, result.parameters));
-  return WriteResult(options, {{"rank", options.rank},
-                               {"world", world},
-                               {"mode", std::string(SyncModeName(options.mode))},
-                               {"steps", result.steps},
-                               {"parameters", result.parameters.size()},
-                               {"final_loss", result.final_eval.mean_loss},
-                               {"accuracy", result.final_eval.accuracy},
-                               {"checksum", Fnv1aHex(result.parameters)},
-                               {"metrics_port", worker.metrics_server->port()}});
-}
-
-}  // namespace
 
 absl::StatusOr<WorkerJob> ParseWorkerJob(absl::string_view text) {
   if (text == "allreduce") return WorkerJob::kAllreduce;
@@ -149,7 +100,7 @@ absl::Status ValidateWorkerOptions(const WorkerOptions& options) {
 absl::Status RunWorker(const WorkerOptions& options, const TerminationSignals& signals,
                        std::ostream& log) {
   RETURN_IF_ERROR(ValidateWorkerOptions(options));
-  if (!options.member.controller.empty()) return RunElasticWorker(options, signals, log);
+  if (options.job == WorkerJob::kTrain) return RunTrainingWorker(options, signals, log);
   const int world = WorldOf(options);
   const std::string name = WorkerName(options.rank);
   RunningWorker worker;
@@ -182,8 +133,7 @@ absl::Status RunWorker(const WorkerOptions& options, const TerminationSignals& s
     case WorkerJob::kPushPull:
       status = RunPushPullJob(options, worker, signals, log);
       break;
-    case WorkerJob::kTrain:
-      status = RunTrainJob(options, worker, signals, log);
+    case WorkerJob::kTrain:  // RunTrainingWorker's
       break;
   }
   if (status.ok() && options.linger && !signals.received()) {

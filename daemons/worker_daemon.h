@@ -12,7 +12,7 @@
 //   train      data-parallel training (train/data_parallel.h), synchronised over the static
 //              ring (--mode=ring --peers) or static parameter-server shards (--mode=ps --ps);
 //              or, with --controller, the elastic job the controller assigns
-//              (daemons/elastic_worker.h).
+//              (daemons/training_worker.h: one lifecycle for both).
 //
 // Result file (--result_file, written atomically, JSON): the allreduce job writes the
 // RankResult fields; both jobs add "metrics_port" and a checksum of their final buffer

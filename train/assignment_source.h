@@ -1,7 +1,8 @@
-// Where an elastic trainer learns its generations: one plain-struct assignment per generation,
-// so the trainer needs nothing of the control protocol's messages. ControllerAssignments
-// (controller_assignments.h) adapts the controller's watch stream; tests use a fake controller
-// over the real membership rules (control/membership.h) with trainers as threads.
+// Where the trainer learns its generations: one plain-struct assignment per generation, so the
+// trainer needs nothing of the control protocol's messages. ControllerAssignments
+// (controller_assignments.h) adapts the controller's watch stream; FixedAssignment is a static
+// cluster's one generation; tests use a fake controller over the real membership rules
+// (control/membership.h) with trainers as threads.
 #ifndef RINGSIDE_TRAIN_ASSIGNMENT_SOURCE_H_
 #define RINGSIDE_TRAIN_ASSIGNMENT_SOURCE_H_
 
@@ -21,9 +22,14 @@ struct GenerationAssignment {
   uint64_t generation = 0;
   SyncMode mode = SyncMode::kRing;
   int rank = -1;                    // -1: this worker has no rank in the generation
-  std::vector<std::string> ring;    // RingPeer addresses by rank; world = ring.size()
+  int world = 0;                    // workers in the generation
+  std::vector<std::string> ring;    // RingPeer addresses by rank (empty: no ring, see below)
   std::vector<std::string> shards;  // ParameterShard addresses by shard index
   TrainingOptions job;              // with this worker's own device
+  // Every member starts the job afresh from the seeded initial parameters, and the shards
+  // (if any) already hold them: no regroup is needed. A static cluster's only generation; it
+  // may then have no ring in ps mode. An elastic generation never is (a member may be behind).
+  bool fresh_start = false;
 };
 
 class AssignmentSource {
@@ -37,6 +43,27 @@ class AssignmentSource {
 
   // The steps this worker has completed, for the controller's view of the job.
   virtual void ReportCompletedSteps(uint64_t steps) = 0;
+};
+
+// A static cluster (every address on the command line): one fresh generation, and never another.
+// A wait for a later one fails at once with FAILED_PRECONDITION (none will come), a poll (a
+// deadline already passed) reports DEADLINE_EXCEEDED like any source with nothing new.
+class FixedAssignment final : public AssignmentSource {
+ public:
+  explicit FixedAssignment(GenerationAssignment assignment) : assignment_(std::move(assignment)) {
+    assignment_.fresh_start = true;
+  }
+  absl::StatusOr<GenerationAssignment> WaitForNewer(uint64_t after, absl::Time deadline) override {
+    if (after < assignment_.generation) return assignment_;
+    if (deadline <= absl::Now()) return absl::DeadlineExceededError("no newer generation");
+    return absl::FailedPreconditionError(
+        "a static cluster has no other generation: restart it, or start its members with "
+        "--controller so that the job survives a lost member");
+  }
+  void ReportCompletedSteps(uint64_t) override {}
+
+ private:
+  GenerationAssignment assignment_;
 };
 
 }  // namespace ringside::worker

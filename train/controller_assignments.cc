@@ -11,6 +11,7 @@ absl::StatusOr<GenerationAssignment> GenerationAssignmentOf(const proto::Assignm
   out.generation = assignment.generation();
   ASSIGN_OR_RETURN(out.mode, ParseSyncMode(assignment.mode()));
   out.rank = assignment.rank();
+  out.world = assignment.ring_size();
   out.ring.assign(assignment.ring().begin(), assignment.ring().end());
   out.shards.assign(assignment.shards().begin(), assignment.shards().end());
   ASSIGN_OR_RETURN(out.job, server::TrainingOptionsOf(assignment.job(), device));

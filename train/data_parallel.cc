@@ -71,6 +71,20 @@ void RecordStep(Metrics* metrics, SyncMode mode, absl::Duration compute, const S
   metrics->TrainingLoss(mode).Set(stats.mean_loss);
 }
 
+absl::StatusOr<GradientStats> TrainStep(TrainingJob& job, int64_t step, WorkerSlot slot,
+                                        ParameterSync& sync, absl::Span<float> params,
+                                        absl::Span<float> gradient, Metrics* metrics,
+                                        const std::function<absl::Status()>& before_sync) {
+  const absl::Time start = absl::Now();
+  ASSIGN_OR_RETURN(const GradientStats stats, job.ComputeShare(step, slot, params, gradient));
+  const absl::Duration compute = absl::Now() - start;
+  if (before_sync) RETURN_IF_ERROR(before_sync());
+  absl::StatusOr<SyncTiming> timing = sync.Step(step, gradient, params);
+  if (!timing.ok()) return Annotate(timing.status(), absl::StrCat("training step ", step));
+  RecordStep(metrics, sync.mode(), compute, *timing, stats);
+  return stats;
+}
+
 absl::StatusOr<TrainingResult> TrainDataParallel(const TrainingOptions& options, WorkerSlot slot,
                                                  ParameterSync& sync, Metrics* metrics,
                                                  const StepObserver& observer) {
@@ -83,15 +97,10 @@ absl::StatusOr<TrainingResult> TrainDataParallel(const TrainingOptions& options,
   result.parameters = job->InitialParameters();
   std::vector<float> gradient(job->parameter_count());
   for (int64_t step = 0; step < options.steps; ++step) {
-    const absl::Time start = absl::Now();
     ASSIGN_OR_RETURN(result.last_step,
-                     job->ComputeShare(step, slot, result.parameters, absl::MakeSpan(gradient)));
-    const absl::Duration compute = absl::Now() - start;
-    absl::StatusOr<SyncTiming> timing =
-        sync.Step(step, absl::MakeSpan(gradient), absl::MakeSpan(result.parameters));
-    if (!timing.ok()) return Annotate(timing.status(), absl::StrCat("training step ", step));
+                     TrainStep(*job, step, slot, sync, absl::MakeSpan(result.parameters),
+                               absl::MakeSpan(gradient), metrics));
     result.steps = step + 1;
-    RecordStep(metrics, sync.mode(), compute, *timing, result.last_step);
     if (observer && !observer(step, result.last_step, result.parameters)) break;
   }
   ASSIGN_OR_RETURN(result.final_eval, job->Evaluate(result.parameters));

@@ -10,6 +10,7 @@
 #define RINGSIDE_TRAIN_DATA_PARALLEL_H_
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 
 #include "absl/status/statusor.h"
@@ -75,6 +76,15 @@ class TrainingJob {
 // Records one completed step's phases, count and loss under `mode` (no-op without metrics).
 void RecordStep(Metrics* metrics, SyncMode mode, absl::Duration compute, const SyncTiming& sync,
                 const GradientStats& stats);
+
+// One step of the loop, for this and every other trainer (train/elastic_training.h): the slot's
+// gradient share of step `step` at `params`, then `before_sync` (may be null; an error abandons
+// the step before anything is sent), then the sync (on success `params` hold step `step`'s
+// result), then the step's metrics. Errors are annotated with the step.
+absl::StatusOr<GradientStats> TrainStep(TrainingJob& job, int64_t step, WorkerSlot slot,
+                                        ParameterSync& sync, absl::Span<float> params,
+                                        absl::Span<float> gradient, Metrics* metrics,
+                                        const std::function<absl::Status()>& before_sync = nullptr);
 
 // Runs options.steps steps (or until `observer` returns false). `metrics` may be null; else the
 // step-time histograms, steps and loss of the sync's mode are recorded.

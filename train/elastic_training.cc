@@ -21,7 +21,7 @@ uint64_t CollectiveBase(uint64_t generation) { return generation << 32; }
 
 }  // namespace
 
-ElasticTrainer::ElasticTrainer(AssignmentSource& assignments, ring::Collective& ring,
+ElasticTrainer::ElasticTrainer(AssignmentSource& assignments, ring::Collective* ring,
                                Metrics& metrics, ElasticOptions options, std::ostream& log,
                                StepTraceSink trace)
     : assignments_(assignments),
@@ -54,7 +54,7 @@ absl::Status ElasticTrainer::LostStatus() const {
 }
 
 void ElasticTrainer::Supersede(uint64_t generation) {
-  ring_.Supersede(generation);
+  if (ring_ != nullptr) ring_->Supersede(generation);
   absl::MutexLock lock(&ps_mu_);
   superseded_by_ = std::max(superseded_by_, generation);
   if (ps_sync_ != nullptr && ps_generation_ < generation) ps_sync_->Cancel();
@@ -101,6 +101,7 @@ absl::Status ElasticTrainer::Run(const absl::Notification& stop, const FinishedC
       ASSIGN_OR_RETURN(const ElasticResult result, Result());
       RETURN_IF_ERROR(finished(result));
       reported = true;
+      if (!options_.stay_after_finish) return absl::OkStatus();
     }
     // Done: idle until the next generation (or a signal), then regroup with it.
     absl::StatusOr<GenerationAssignment> next =
@@ -135,7 +136,10 @@ absl::Status ElasticTrainer::AwaitNewGeneration(uint64_t failed, const absl::Sta
     absl::StatusOr<GenerationAssignment> next =
         assignments_.WaitForNewer(failed, absl::Now() + absl::Milliseconds(200));
     if (next.ok()) return absl::OkStatus();
-    if (next.status().code() != absl::StatusCode::kDeadlineExceeded) return next.status();
+    if (next.status().code() != absl::StatusCode::kDeadlineExceeded) {
+      // No generation will come (a static cluster, or the controller lost): the failure stands.
+      return absl::Status(why.code(), absl::StrCat(why.message(), "; ", next.status().message()));
+    }
   }
   return Annotate(why, absl::StrCat("no new generation came within ",
                                     absl::FormatDuration(options_.regroup_timeout),
@@ -144,7 +148,7 @@ absl::Status ElasticTrainer::AwaitNewGeneration(uint64_t failed, const absl::Sta
 
 absl::Status ElasticTrainer::Regroup(const GenerationAssignment& assignment) {
   const uint64_t generation = assignment.generation;
-  const int world = static_cast<int>(assignment.ring.size());
+  const int world = assignment.world;
   const int rank = assignment.rank;
   const SyncMode mode = assignment.mode;
   if (LostAt("assigned")) return LostStatus();
@@ -154,31 +158,25 @@ absl::Status ElasticTrainer::Regroup(const GenerationAssignment& assignment) {
     ps_sync_ = nullptr;
   }
   sync_.reset();
-  RETURN_IF_ERROR(ring_.Reconfigure(ring::RingTopology{generation, world, rank}, assignment.ring));
+  const bool has_ring = !assignment.ring.empty();
+  if (has_ring != (ring_ != nullptr) || (!has_ring && !assignment.fresh_start) ||
+      (!has_ring && mode != SyncMode::kPs)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("generation ", generation, " gives ", assignment.ring.size(),
+                     " ring addresses to a worker ", ring_ == nullptr ? "without" : "with",
+                     " a ring; only a fresh ps generation may have none"));
+  }
+  if (has_ring) {
+    RETURN_IF_ERROR(
+        ring_->Reconfigure(ring::RingTopology{generation, world, rank}, assignment.ring));
+  }
   shards_ = assignment.shards;
-  RETURN_IF_ERROR(AgreeOnState(generation, world, rank));
+  // A fresh start needs no regroup: everyone holds the initial parameters, the shards too.
+  if (!assignment.fresh_start) RETURN_IF_ERROR(AgreeOnState(generation, world, rank));
 
   const uint64_t base = CollectiveBase(generation);
   if (mode == SyncMode::kPs) {
-    // Rank 0 loads the shards; the barrier carries whether it managed, so no one pushes to a
-    // shard still serving an older generation.
-    std::vector<float> loaded = {0.0f};
-    if (rank == 0) {
-      if (LostAt("load")) return LostStatus();
-      JobState state{static_cast<uint64_t>(completed_), parameters_, optimizer_->ExportState()};
-      const absl::Status status =
-          LoadShards({shards_, options_.segment_bytes, options_.timeout}, generation, world, state);
-      if (!status.ok()) {
-        log_ << WorkerName(rank) << ": " << status << "\n";
-        loaded[0] = 1.0f;
-      }
-    }
-    if (LostAt("barrier")) return LostStatus();
-    RETURN_IF_ERROR(
-        ring_.Allreduce(base + kLoadedCollective, absl::MakeSpan(loaded), ControlOptions()));
-    if (loaded[0] != 0.0f) {
-      return absl::UnavailableError("worker-0 could not load the shards for this generation");
-    }
+    if (!assignment.fresh_start) RETURN_IF_ERROR(LoadShardsForGeneration(generation, world, rank));
     PsSyncOptions ps;
     ps.generation = generation;
     ps.rank = rank;
@@ -199,7 +197,7 @@ absl::Status ElasticTrainer::Regroup(const GenerationAssignment& assignment) {
     ring::AllreduceOptions allreduce;
     allreduce.segment_bytes = options_.segment_bytes;
     allreduce.timeout = options_.timeout;
-    sync_ = std::make_unique<RingSync>(ring_, *optimizer_, allreduce, base + kFirstStepCollective);
+    sync_ = std::make_unique<RingSync>(*ring_, *optimizer_, allreduce, base + kFirstStepCollective);
   }
   generation_ = generation;
   mode_ = mode;
@@ -212,6 +210,29 @@ absl::Status ElasticTrainer::Regroup(const GenerationAssignment& assignment) {
   return absl::OkStatus();
 }
 
+absl::Status ElasticTrainer::LoadShardsForGeneration(uint64_t generation, int world, int rank) {
+  // Rank 0 loads the shards; the barrier carries whether it managed, so no one pushes to a
+  // shard still serving an older generation.
+  std::vector<float> loaded = {0.0f};
+  if (rank == 0) {
+    if (LostAt("load")) return LostStatus();
+    JobState state{static_cast<uint64_t>(completed_), parameters_, optimizer_->ExportState()};
+    const absl::Status status =
+        LoadShards({shards_, options_.segment_bytes, options_.timeout}, generation, world, state);
+    if (!status.ok()) {
+      log_ << WorkerName(rank) << ": " << status << "\n";
+      loaded[0] = 1.0f;
+    }
+  }
+  if (LostAt("barrier")) return LostStatus();
+  RETURN_IF_ERROR(ring_->Allreduce(CollectiveBase(generation) + kLoadedCollective,
+                                   absl::MakeSpan(loaded), ControlOptions()));
+  if (loaded[0] != 0.0f) {
+    return absl::UnavailableError("worker-0 could not load the shards for this generation");
+  }
+  return absl::OkStatus();
+}
+
 absl::Status ElasticTrainer::AgreeOnState(uint64_t generation, int world, int rank) {
   const uint64_t base = CollectiveBase(generation);
   std::vector<float> census(2 * static_cast<size_t>(world), 0.0f);
@@ -219,7 +240,7 @@ absl::Status ElasticTrainer::AgreeOnState(uint64_t generation, int world, int ra
   census[world + rank] = last_trained_ps_ ? 1.0f : 0.0f;
   if (LostAt("census")) return LostStatus();
   RETURN_IF_ERROR(
-      ring_.Allreduce(base + kCensusCollective, absl::MakeSpan(census), ControlOptions()));
+      ring_->Allreduce(base + kCensusCollective, absl::MakeSpan(census), ControlOptions()));
   // The job's state is the most advanced one. A member with the most completed steps that last
   // trained in ring mode holds it itself; if every such member last trained in ps mode, the
   // shards hold it (a shard applies a step whole or not at all, and FetchShardState rolls the
@@ -257,7 +278,7 @@ absl::Status ElasticTrainer::AgreeOnState(uint64_t generation, int world, int ra
   }
   if (LostAt("state")) return LostStatus();
   RETURN_IF_ERROR(
-      ring_.Allreduce(base + kStateCollective, absl::MakeSpan(state), ControlOptions()));
+      ring_->Allreduce(base + kStateCollective, absl::MakeSpan(state), ControlOptions()));
   if (state[0] != 1.0f) {
     return absl::UnavailableError(absl::StrCat(
         WorkerName(source), " could not read the job's state from the shards; see its log"));
@@ -271,12 +292,13 @@ absl::Status ElasticTrainer::AgreeOnState(uint64_t generation, int world, int ra
 absl::Status ElasticTrainer::Step() {
   const absl::Time start = absl::Now();
   ASSIGN_OR_RETURN(last_stats_,
-                   job_->ComputeShare(completed_, slot_, parameters_, absl::MakeSpan(gradient_)));
-  const absl::Duration compute = absl::Now() - start;
-  if (mode_ == SyncMode::kRing && LostAt("ring_step")) return LostStatus();
-  ASSIGN_OR_RETURN(const SyncTiming timing,
-                   sync_->Step(completed_, absl::MakeSpan(gradient_), absl::MakeSpan(parameters_)));
-  RecordStep(&metrics_, mode_, compute, timing, last_stats_);
+                   TrainStep(*job_, completed_, slot_, *sync_, absl::MakeSpan(parameters_),
+                             absl::MakeSpan(gradient_), &metrics_, [&]() -> absl::Status {
+                               if (mode_ == SyncMode::kRing && LostAt("ring_step")) {
+                                 return LostStatus();
+                               }
+                               return absl::OkStatus();
+                             }));
   if (trace_) {
     trace_(StepTrace{completed_, generation_, mode_, slot_, last_stats_.mean_loss,
                      absl::ToDoubleSeconds(absl::Now() - start), parameters_});

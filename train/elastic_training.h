@@ -55,6 +55,9 @@ struct ElasticOptions {
   // Test-only (train/fault_injection.h); null: none. When it returns true the worker is lost
   // at that point: Run() returns ABORTED at once, with nothing more sent.
   FaultHook fault;
+  // After the job's last step: stay a member (elastic: later generations still regroup, so a
+  // late joiner receives the final state), or return from Run() (a static cluster).
+  bool stay_after_finish = true;
 };
 
 struct ElasticResult {
@@ -79,7 +82,9 @@ using StepTraceSink = std::function<void(const StepTrace&)>;
 class ElasticTrainer {
  public:
   // Everything passed must outlive the trainer. `trace` may be null.
-  ElasticTrainer(AssignmentSource& assignments, ring::Collective& ring, Metrics& metrics,
+  // `ring` may be null only when every generation is a fresh start in ps mode (a static
+  // parameter-server cluster has no ring).
+  ElasticTrainer(AssignmentSource& assignments, ring::Collective* ring, Metrics& metrics,
                  ElasticOptions options, std::ostream& log, StepTraceSink trace = nullptr);
   ~ElasticTrainer();
 
@@ -98,6 +103,7 @@ class ElasticTrainer {
  private:
   absl::Status Regroup(const GenerationAssignment& assignment);
   absl::Status AgreeOnState(uint64_t generation, int world, int rank);
+  absl::Status LoadShardsForGeneration(uint64_t generation, int world, int rank);
   absl::Status Step();
   absl::StatusOr<ElasticResult> Result();
   // Waits for a generation newer than the one that failed; `why` is logged.
@@ -109,7 +115,7 @@ class ElasticTrainer {
   absl::Status LostStatus() const;
 
   AssignmentSource& assignments_;
-  ring::Collective& ring_;
+  ring::Collective* const ring_;
   Metrics& metrics_;
   const ElasticOptions options_;
   std::ostream& log_;

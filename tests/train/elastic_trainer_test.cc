@@ -117,6 +117,7 @@ class FakeController {
       out.generation = assignment.generation;
       out.mode = assignment.mode;
       out.rank = assignment.rank;
+      out.world = static_cast<int>(assignment.ring.size());
       out.ring = assignment.ring;
       out.shards = assignment.shards;
       out.job = controller_.job_;
@@ -262,7 +263,7 @@ void RunJobWithFault(const FaultCase& fault, const TrainingOptions& job) {
     options.regroup_timeout = absl::Seconds(60);
     if (i == fault.victim) options.fault = LoseAt(FaultPlan{fault.point, fault.after_step});
     worker->trainer = std::make_unique<ElasticTrainer>(
-        *worker->source, network.Join(worker->address), *worker->metrics, options, worker->log);
+        *worker->source, &network.Join(worker->address), *worker->metrics, options, worker->log);
     controller.Watch(worker->trainer.get());
     workers.push_back(std::move(worker));
   }

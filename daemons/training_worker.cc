@@ -1,4 +1,4 @@
-#include "daemons/elastic_worker.h"
+#include "daemons/training_worker.h"
 
 #include <fstream>
 #include <memory>
@@ -31,9 +31,9 @@ class SupersedeRelay {
   // Called on the watch thread for every assignment. Any new generation ends the old one's
   // collective or ps step in flight: a peer that adopted the new generation at its step boundary
   // will never join the old step, and waiting for the deadline would stall everyone.
-  void OnAssignment(const proto::Assignment& assignment) {
+  void OnAssignment(uint64_t generation) {
     absl::MutexLock lock(&mu_);
-    if (trainer_ != nullptr) trainer_->Supersede(assignment.generation());
+    if (trainer_ != nullptr) trainer_->Supersede(generation);
   }
 
  private:
@@ -52,7 +52,7 @@ StepTraceSink TraceTo(std::ofstream& out) {
 }
 
 absl::Status ReportResult(const WorkerOptions& options, const ElasticResult& result,
-                          int metrics_port, std::ostream& log) {
+                          int metrics_port, bool elastic, std::ostream& log) {
   const std::string name = WorkerName(result.slot.rank);
   const TrainingResult& training = result.training;
   log << name << ": trained " << training.steps << " steps (generation " << result.generation
@@ -73,9 +73,22 @@ absl::Status ReportResult(const WorkerOptions& options, const ElasticResult& res
     file.metrics_port = metrics_port;
     RETURN_IF_ERROR(WriteFileAtomically(options.result_file, TrainResultText(file)));
   }
-  log << name << ": job done; staying in the job until SIGINT/SIGTERM\n";
+  if (elastic) log << name << ": job done; staying in the job until SIGINT/SIGTERM\n";
   log.flush();
   return absl::OkStatus();
+}
+
+// A static cluster's one generation, from the command line.
+GenerationAssignment StaticAssignment(const WorkerOptions& options) {
+  GenerationAssignment assignment;
+  assignment.generation = 1;
+  assignment.mode = options.mode;
+  assignment.rank = options.rank;
+  assignment.world = WorldOf(options);
+  if (options.mode == SyncMode::kRing) assignment.ring = options.peers;
+  assignment.shards = options.ps;
+  assignment.job = options.training;
+  return assignment;
 }
 
 }  // namespace
@@ -101,18 +114,34 @@ absl::Status ValidateElasticOptions(const WorkerOptions& options) {
   return absl::OkStatus();
 }
 
-absl::Status RunElasticWorker(const WorkerOptions& options, const TerminationSignals& signals,
-                              std::ostream& log) {
-  ASSIGN_OR_RETURN(const std::string token, server::ReadJoinToken(options.member.join_token_file));
+absl::Status RunTrainingWorker(const WorkerOptions& options, const TerminationSignals& signals,
+                               std::ostream& log) {
+  const bool elastic = !options.member.controller.empty();
   RunningWorker worker;
   ASSIGN_OR_RETURN(worker.metrics_server,
                    MetricsServer::Start(options.metrics_listen, worker.registry));
-  // Generation 0: no ring yet. Segments of the first generation wait in the inbox.
-  worker.member = std::make_unique<ring::RingMember>(ring::RingTopology{0, 1, 0}, &worker.metrics);
-  ASSIGN_OR_RETURN(worker.server, StartServer(options.listen, {worker.member->service()}));
-  ASSIGN_OR_RETURN(
-      const std::string address,
-      server::AdvertisedAddress(options.member.advertise, options.listen, worker.server.port));
+  // The ring: an elastic member always has one (generation 0 until assigned: segments of the
+  // first generation wait in the inbox); a static ring is --peers; a static ps cluster has none.
+  std::string listen = options.listen;
+  if (elastic || options.mode == SyncMode::kRing) {
+    worker.member =
+        std::make_unique<ring::RingMember>(ring::RingTopology{0, 1, 0}, &worker.metrics);
+    if (listen.empty()) listen = options.peers[options.rank];
+  }
+  std::string address;
+  if (!listen.empty()) {
+    std::vector<grpc::Service*> services;
+    if (worker.member != nullptr) services.push_back(worker.member->service());
+    ASSIGN_OR_RETURN(worker.server, StartServer(listen, services));
+    // Elastic peers dial what the controller hands out; a static cluster's addresses are the
+    // command line's, so only an elastic member needs a dialable advertised address.
+    if (elastic) {
+      ASSIGN_OR_RETURN(
+          address, server::AdvertisedAddress(options.member.advertise, listen, worker.server.port));
+    } else {
+      address = listen;
+    }
+  }
   std::ofstream trace;
   if (!options.trace_file.empty()) {
     trace.open(options.trace_file, std::ios::app);
@@ -123,19 +152,33 @@ absl::Status RunElasticWorker(const WorkerOptions& options, const TerminationSig
   }
 
   SupersedeRelay relay;
-  server::ControllerClientOptions client;
-  client.controller = options.member.controller;
-  client.join_token = token;
-  client.role = proto::ROLE_WORKER;
-  client.address = address;
-  client.device = options.training.device;
-  client.register_timeout = options.member.register_timeout;
-  ASSIGN_OR_RETURN(std::unique_ptr<server::ControllerClient> controller,
-                   server::ControllerClient::Connect(
-                       client, [&relay](const proto::Assignment& a) { relay.OnAssignment(a); }));
-  log << "worker: RingPeer on " << address << ", registered with the controller at "
-      << client.controller << " as member " << controller->member_id() << ", metrics at "
-      << worker.metrics_server->url() << "\n";
+  std::unique_ptr<server::ControllerClient> controller;
+  std::unique_ptr<AssignmentSource> assignments;
+  if (elastic) {
+    ASSIGN_OR_RETURN(const std::string token,
+                     server::ReadJoinToken(options.member.join_token_file));
+    server::ControllerClientOptions client;
+    client.controller = options.member.controller;
+    client.join_token = token;
+    client.role = proto::ROLE_WORKER;
+    client.address = address;
+    client.device = options.training.device;
+    client.register_timeout = options.member.register_timeout;
+    ASSIGN_OR_RETURN(controller, server::ControllerClient::Connect(
+                                     client, [&relay](const proto::Assignment& assignment) {
+                                       relay.OnAssignment(assignment.generation());
+                                     }));
+    log << "worker: RingPeer on " << address << ", registered with the controller at "
+        << client.controller << " as member " << controller->member_id() << ", metrics at "
+        << worker.metrics_server->url() << "\n";
+    assignments = std::make_unique<ControllerAssignments>(*controller, options.training.device);
+  } else {
+    log << WorkerName(options.rank) << ": static " << SyncModeName(options.mode) << " cluster, "
+        << (worker.member != nullptr ? absl::StrCat("RingPeer on ", address, ", ring of ")
+                                     : absl::StrCat(options.ps.size(), " shards, "))
+        << WorldOf(options) << " workers, metrics at " << worker.metrics_server->url() << "\n";
+    assignments = std::make_unique<FixedAssignment>(StaticAssignment(options));
+  }
   log.flush();
   if (!options.ready_file.empty()) {
     RETURN_IF_ERROR(WriteFileAtomically(
@@ -143,21 +186,31 @@ absl::Status RunElasticWorker(const WorkerOptions& options, const TerminationSig
         ReadyFileText({worker.server.port, worker.metrics_server->port(), address})));
   }
 
-  ElasticOptions elastic;
-  elastic.device = options.training.device;
-  elastic.segment_bytes = static_cast<uint64_t>(options.segment_bytes);
-  elastic.timeout = options.timeout;
-  elastic.regroup_timeout = options.regroup_timeout;
-  if (options.fault.has_value()) elastic.fault = KillSelfAt(*options.fault);
-  ControllerAssignments assignments(*controller, options.training.device);
-  ElasticTrainer trainer(assignments, *worker.member, worker.metrics, elastic, log,
+  ElasticOptions training;
+  training.device = options.training.device;
+  training.segment_bytes = static_cast<uint64_t>(options.segment_bytes);
+  training.timeout = options.timeout;
+  training.regroup_timeout = options.regroup_timeout;
+  training.stay_after_finish = elastic;
+  if (options.fault.has_value()) training.fault = KillSelfAt(*options.fault);
+  ElasticTrainer trainer(*assignments, worker.member.get(), worker.metrics, training, log,
                          trace.is_open() ? TraceTo(trace) : nullptr);
   relay.Attach(&trainer);
+  bool finished = false;
   const absl::Status status = trainer.Run(signals.notification(), [&](const ElasticResult& result) {
-    return ReportResult(options, result, worker.metrics_server->port(), log);
+    finished = true;
+    return ReportResult(options, result, worker.metrics_server->port(), elastic, log);
   });
   relay.Attach(nullptr);
-  return status;
+  RETURN_IF_ERROR(status);
+  if (elastic) return absl::OkStatus();
+  if (!finished) return absl::CancelledError("stopped by a signal before the job ended");
+  if (options.linger && !signals.received()) {
+    log << WorkerName(options.rank) << ": job done; serving metrics until SIGINT/SIGTERM\n";
+    log.flush();
+    signals.Wait();
+  }
+  return absl::OkStatus();
 }
 
 }  // namespace ringside::worker
