@@ -22,3 +22,11 @@ ABSL_FLAG(bool, keep_temp, false,
 ABSL_FLAG(
     int, gloo_timeout_s, 30,
     "Seconds each Gloo operation (rendezvous, connect, one allreduce) may take in a Gloo rank");
+ABSL_FLAG(int64_t, segment_bytes, 1 << 20,
+          "ring, ps and their ranks: largest message of Ringside's ring and shard streams");
+ABSL_FLAG(std::string, rank_binary, "",
+          "ring, ps: the executable that runs Ringside's rank processes (as `BINARY ring-rank` or "
+          "`BINARY ps-rank`); empty: this ringside-bench");
+ABSL_FLAG(int, rank, -1, "ring-rank, ps-rank, gloo-rank (internal): this process's rank");
+ABSL_FLAG(std::string, result_file, "",
+          "ring-rank, ps-rank, gloo-rank (internal): where to write the JSON result");

@@ -26,6 +26,9 @@ int RunPsCommand(const std::vector<std::string>& args);
 int RunComputeCommand(const std::vector<std::string>& args);
 // gloo-rank (hidden): one Gloo rank process, started by `ring`.
 int RunGlooRankCommand(const std::vector<std::string>& args);
+// ring-rank, ps-rank (hidden): one of Ringside's ranks, started by `ring` and `ps`.
+int RunRingRankCommand(const std::vector<std::string>& args);
+int RunPsRankCommand(const std::vector<std::string>& args);
 
 }  // namespace ringside::bench
 

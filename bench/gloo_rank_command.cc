@@ -12,14 +12,12 @@
 #include "bench/gloo_rank.h"
 #include "common/rank_result.h"
 
-ABSL_FLAG(int, rank, -1, "gloo-rank (internal): this process's rank in [0, --world)");
 ABSL_FLAG(int, world, 0, "gloo-rank (internal): number of ranks");
 ABSL_FLAG(std::string, store_dir, "",
           "gloo-rank (internal): rendezvous directory shared by the ranks (gloo FileStore)");
 ABSL_FLAG(std::string, algorithm, "ring",
           "gloo-rank (internal): ring (gloo::allreduce, Algorithm::RING) or ring_chunked "
           "(gloo::AllreduceRingChunked)");
-ABSL_FLAG(std::string, result_file, "", "gloo-rank (internal): where to write the JSON result");
 
 namespace ringside::bench {
 namespace {

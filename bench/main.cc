@@ -24,6 +24,10 @@ constexpr Command kCommands[] = {
      &ringside::bench::RunComputeCommand},
     {"gloo-rank", "one Gloo rank process (started by `ring`)", true,
      &ringside::bench::RunGlooRankCommand},
+    {"ring-rank", "one Ringside ring rank process (started by `ring` and `ps`)", true,
+     &ringside::bench::RunRingRankCommand},
+    {"ps-rank", "one Ringside parameter-server client rank (started by `ps`)", true,
+     &ringside::bench::RunPsRankCommand},
 };
 
 std::string UsageMessage() {

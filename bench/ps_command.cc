@@ -1,4 +1,4 @@
-// `ringside-bench ps`: push-pull steps against a sharded parameter server (N ringside-worker
+// `ringside-bench ps`: push-pull steps against a sharded parameter server (N rank
 // processes, S ringside-ps shards, all on loopback) next to Ringside's ring allreduce of the same
 // N and K measured in the same run, over a sweep of world sizes, shard counts and buffer sizes.
 // Prints a table; --json writes the records.
@@ -17,6 +17,7 @@
 #include "bench/ps_runner.h"
 #include "bench/rank_processes.h"
 #include "bench/ring_runner.h"
+#include "common/grpc_util.h"
 
 ABSL_FLAG(int, ps_shards, 0,
           "ps: number of parameter-server shards for a single run; 0: use "
@@ -28,7 +29,6 @@ ABSL_FLAG(std::string, ps_binary, "",
 // Defined by the ring command (flag names are global to the binary). The PS cells and their
 // ring counterparts use the same worker binary and the same segment size.
 ABSL_DECLARE_FLAG(int64_t, segment_bytes);
-ABSL_DECLARE_FLAG(std::string, worker_binary);
 
 namespace ringside::bench {
 namespace {
@@ -95,27 +95,27 @@ absl::StatusOr<PsCommandOptions> OptionsFromFlags() {
   options.json_path = absl::GetFlag(FLAGS_json);
 
   const int64_t segment_bytes = absl::GetFlag(FLAGS_segment_bytes);
-  if (segment_bytes < 4) return absl::InvalidArgumentError("--segment_bytes: must be >= 4");
+  if (absl::Status status = ValidateSegmentBytes(segment_bytes); !status.ok()) return status;
   const int timeout_s = absl::GetFlag(FLAGS_timeout_s);
   if (timeout_s <= 0) return absl::InvalidArgumentError("--timeout_s: must be > 0");
   absl::StatusOr<std::string> self = SelfExecutable();
   if (!self.ok()) return self.status();
   const std::string bin_dir = self->substr(0, self->rfind('/') + 1);
-  std::string worker_binary = absl::GetFlag(FLAGS_worker_binary);
-  if (worker_binary.empty()) worker_binary = bin_dir + "ringside-worker";
+  std::string rank_binary = absl::GetFlag(FLAGS_rank_binary);
+  if (rank_binary.empty()) rank_binary = *self;
   const bool keep_temp = absl::GetFlag(FLAGS_keep_temp);
 
   PsRunnerConfig& ps = options.ps;
   ps.ps_binary = absl::GetFlag(FLAGS_ps_binary);
   if (ps.ps_binary.empty()) ps.ps_binary = bin_dir + "ringside-ps";
-  ps.worker_binary = worker_binary;
+  ps.rank_binary = rank_binary;
   ps.segment_bytes = segment_bytes;
   ps.timeout = absl::Seconds(timeout_s);
   ps.keep_temp = keep_temp;
 
   RunnerConfig& ring = options.ring;
   ring.self_binary = *self;
-  ring.worker_binary = worker_binary;
+  ring.rank_binary = rank_binary;
   ring.segment_bytes = segment_bytes;
   ring.timeout = absl::Seconds(timeout_s);
   ring.keep_temp = keep_temp;

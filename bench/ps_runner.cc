@@ -33,9 +33,9 @@ std::string WorkerResultFile(const TempDir& dir, int rank) {
 
 absl::Status CheckExecutable(const std::string& path, absl::string_view name) {
   if (access(path.c_str(), X_OK) == 0) return absl::OkStatus();
-  return absl::NotFoundError(
-      absl::StrCat("no executable ", name, " at ", path, " (build it, or pass --",
-                   name == "ringside-ps" ? "ps" : "worker", "_binary=PATH)"));
+  return absl::NotFoundError(absl::StrCat("no executable ", name, " at ", path,
+                                          " (build it, or pass --",
+                                          name == "ringside-ps" ? "ps" : "rank", "_binary=PATH)"));
 }
 
 // Waits for every shard's ready file (launch/await_file.h) under one deadline.
@@ -89,7 +89,7 @@ void StopShards(std::vector<Subprocess>& shards) {
 absl::Status RunPsCellProcesses(const PsRunnerConfig& config, const PsCellSpec& spec,
                                 PsCellResult* result) {
   RETURN_IF_ERROR(CheckExecutable(config.ps_binary, "ringside-ps"));
-  RETURN_IF_ERROR(CheckExecutable(config.worker_binary, "ringside-worker"));
+  RETURN_IF_ERROR(CheckExecutable(config.rank_binary, "ringside-bench"));
   ASSIGN_OR_RETURN(TempDir dir, TempDir::Create("ringside-ps-bench-"));
   if (config.keep_temp) {
     dir.Keep();
@@ -202,9 +202,8 @@ std::vector<std::string> PsWorkerArgv(const PsRunnerConfig& config, const PsCell
                                       const std::string& result_file) {
   std::vector<std::string> shards;
   for (int port : shard_ports) shards.push_back(absl::StrCat("127.0.0.1:", port));
-  return {config.worker_binary,
-          "--mode=ps",
-          "--job=pushpull",
+  return {config.rank_binary,
+          "ps-rank",
           absl::StrCat("--rank=", rank),
           absl::StrCat("--workers=", spec.workers),
           absl::StrCat("--ps=", absl::StrJoin(shards, ",")),

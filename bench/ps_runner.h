@@ -4,7 +4,7 @@
 // A cell starts S fresh `ringside-ps --elements=K` shards (a benchmark shard keeps its
 // parameters across steps and the workers' check assumes it saw exactly warmup + iters steps, so
 // shards are never reused between cells), waits for their ready files, then runs N
-// `ringside-worker --mode=ps --job=pushpull` processes to completion and stops the shards. Every
+// `ringside-bench ps-rank` processes (bench/rank_jobs.h) to completion and stops the shards. Every
 // worker pushes its whole gradient and pulls the whole parameter vector back each step, so a
 // step ends with the slowest worker: the cell's time per step is the maximum over workers of
 // their median.
@@ -35,9 +35,9 @@
 namespace ringside::bench {
 
 struct PsRunnerConfig {
-  std::string ps_binary;                             // ringside-ps
-  std::string worker_binary;                         // ringside-worker
-  int64_t segment_bytes = 1 << 20;                   // --segment_bytes of shards and workers
+  std::string ps_binary;            // ringside-ps
+  std::string rank_binary;          // runs Ringside's ranks (`ps-rank`): normally ringside-bench
+  int64_t segment_bytes = 1 << 20;  // --segment_bytes of shards and workers
   absl::Duration timeout = absl::Seconds(120);       // the workers of one cell
   absl::Duration ready_timeout = absl::Seconds(30);  // all shards of one cell to become ready
   // SIGTERM to SIGKILL for a shard. ringside-ps's exit can wait ~10 s in gRPC's shutdown

@@ -15,6 +15,7 @@
 #include "bench/rank_processes.h"
 #include "bench/ring_report.h"
 #include "bench/ring_runner.h"
+#include "common/grpc_util.h"
 
 ABSL_FLAG(ringside::bench::ImplementationList, implementations,
           (ringside::bench::ImplementationList{
@@ -23,10 +24,6 @@ ABSL_FLAG(ringside::bench::ImplementationList, implementations,
                ringside::bench::Implementation::kGlooRingChunked}}),
           "ring: comma-separated implementations to run: ringside, gloo_allreduce_ring, "
           "gloo_ring_chunked");
-ABSL_FLAG(int64_t, segment_bytes, 1 << 20,
-          "ring: --segment_bytes passed to ringside-worker (largest message of the ring)");
-ABSL_FLAG(std::string, worker_binary, "",
-          "ring: the ringside-worker executable; empty: the one next to this binary");
 
 namespace ringside::bench {
 namespace {
@@ -66,7 +63,9 @@ absl::StatusOr<RingCommandOptions> OptionsFromFlags() {
 
   RunnerConfig& runner = options.runner;
   runner.segment_bytes = absl::GetFlag(FLAGS_segment_bytes);
-  if (runner.segment_bytes < 4) return absl::InvalidArgumentError("--segment_bytes: must be >= 4");
+  if (absl::Status status = ValidateSegmentBytes(runner.segment_bytes); !status.ok()) {
+    return status;
+  }
   const int timeout_s = absl::GetFlag(FLAGS_timeout_s);
   const int gloo_timeout_s = absl::GetFlag(FLAGS_gloo_timeout_s);
   if (timeout_s <= 0) return absl::InvalidArgumentError("--timeout_s: must be > 0");
@@ -77,10 +76,8 @@ absl::StatusOr<RingCommandOptions> OptionsFromFlags() {
   absl::StatusOr<std::string> self = SelfExecutable();
   if (!self.ok()) return self.status();
   runner.self_binary = *self;
-  runner.worker_binary = absl::GetFlag(FLAGS_worker_binary);
-  if (runner.worker_binary.empty()) {
-    runner.worker_binary = self->substr(0, self->rfind('/') + 1) + "ringside-worker";
-  }
+  runner.rank_binary = absl::GetFlag(FLAGS_rank_binary);
+  if (runner.rank_binary.empty()) runner.rank_binary = *self;
   return options;
 }
 

@@ -29,10 +29,9 @@ absl::StatusOr<std::vector<std::vector<std::string>>> BuildArgvs(const RunnerCon
                                                                  const TempDir& dir) {
   std::vector<std::vector<std::string>> argvs;
   if (spec.implementation == Implementation::kRingside) {
-    if (access(config.worker_binary.c_str(), X_OK) != 0) {
-      return absl::NotFoundError(absl::StrCat("no executable ringside-worker at ",
-                                              config.worker_binary,
-                                              " (build the worker, or pass --worker_binary=PATH)"));
+    if (access(config.rank_binary.c_str(), X_OK) != 0) {
+      return absl::NotFoundError(absl::StrCat("no executable rank binary at ", config.rank_binary,
+                                              " (--rank_binary=PATH, or leave it empty)"));
     }
     ASSIGN_OR_RETURN(const std::vector<int> ports, PickFreePorts(spec.world));
     for (int rank = 0; rank < spec.world; ++rank) {
@@ -137,10 +136,10 @@ std::vector<std::string> RingsideWorkerArgv(const RunnerConfig& config, const Ce
                                             const std::string& result_file) {
   std::vector<std::string> peers;
   for (int port : ports) peers.push_back(absl::StrCat("127.0.0.1:", port));
-  return {config.worker_binary,
+  return {config.rank_binary,
+          "ring-rank",
           absl::StrCat("--rank=", rank),
           absl::StrCat("--peers=", absl::StrJoin(peers, ",")),
-          "--job=allreduce",
           absl::StrCat("--elements=", spec.elements),
           absl::StrCat("--iters=", spec.iters),
           absl::StrCat("--warmup=", spec.warmup),

@@ -1,8 +1,8 @@
 // Runs one cell of the ring benchmark: one implementation, one world size, one buffer size.
-// Starts `world` rank processes on loopback (Ringside's `ringside-worker --job=allreduce`, or
-// this binary re-executed as the hidden `gloo-rank` subcommand), waits for all of them under a
-// timeout, and reads their result files (rank_result.h). The slowest rank bounds a collective,
-// so a cell's time per op is the maximum over ranks.
+// Starts `world` rank processes on loopback (Ringside's `ringside-bench ring-rank`
+// (bench/rank_jobs.h), or this binary re-executed as the hidden `gloo-rank` subcommand), waits for
+// all of them under a timeout, and reads their result files (rank_result.h). The slowest rank
+// bounds a collective, so a cell's time per op is the maximum over ranks.
 //
 // Each cell gets a fresh temporary directory (rendezvous files, per-rank logs and results),
 // removed afterwards unless `keep_temp`. Ports are picked at run time, never fixed.
@@ -39,9 +39,9 @@ bool AbslParseFlag(absl::string_view text, ImplementationList* out, std::string*
 std::string AbslUnparseFlag(const ImplementationList& list);
 
 struct RunnerConfig {
-  std::string self_binary;                          // this benchmark, re-executed as `gloo-rank`
-  std::string worker_binary;                        // ringside-worker
-  int64_t segment_bytes = 1 << 20;                  // passed to ringside-worker --segment_bytes
+  std::string self_binary;          // this benchmark, re-executed as `gloo-rank`
+  std::string rank_binary;          // runs Ringside's ranks (`ring-rank`): normally ringside-bench
+  int64_t segment_bytes = 1 << 20;  // passed to ring-rank --segment_bytes
   absl::Duration timeout = absl::Seconds(120);      // for a whole cell
   absl::Duration gloo_timeout = absl::Seconds(30);  // per Gloo operation inside a rank
   bool keep_temp = false;

@@ -90,6 +90,12 @@ absl::StatusOr<StartedServer> StartServer(const std::string& listen,
   return started;
 }
 
+absl::Status ValidateSegmentBytes(int64_t segment_bytes) {
+  if (segment_bytes >= 4 && segment_bytes <= kMaxMessageBytes / 2) return absl::OkStatus();
+  return absl::InvalidArgumentError(absl::StrCat("--segment_bytes=", segment_bytes,
+                                                 " must be in [4, ", kMaxMessageBytes / 2, "]"));
+}
+
 grpc::Status ToGrpcStatus(const absl::Status& status) {
   if (status.ok()) return grpc::Status::OK;
   return grpc::Status(static_cast<grpc::StatusCode>(status.code()), std::string(status.message()));

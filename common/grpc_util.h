@@ -23,6 +23,10 @@ namespace ringside {
 // receive limit (4 MiB) would reject a large segment with RESOURCE_EXHAUSTED.
 inline constexpr int kMaxMessageBytes = 64 << 20;
 
+// --segment_bytes, wherever a process takes it: at least one float, at most half a message (a
+// segment travels with its header in one message). INVALID_ARGUMENT naming the flag otherwise.
+absl::Status ValidateSegmentBytes(int64_t segment_bytes);
+
 // A channel to `address` (HOST:PORT) with Ringside's limits and keepalive. Each call gets a
 // fresh channel (its own TCP connection), so two peers never share one HTTP/2 connection.
 std::shared_ptr<grpc::Channel> MakeChannel(const std::string& address);

@@ -30,10 +30,7 @@ absl::Status ValidateShardOptions(const ShardOptions& options) {
     return ReadJoinToken(options.member.join_token_file).status();
   }
   if (options.workers < 1) return absl::InvalidArgumentError("--workers must be >= 1");
-  if (options.segment_bytes < 4 || options.segment_bytes > kMaxMessageBytes / 2) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("--segment_bytes must be in [4, ", kMaxMessageBytes / 2, "]"));
-  }
+  RETURN_IF_ERROR(ValidateSegmentBytes(options.segment_bytes));
   if (options.elements < 0) return absl::InvalidArgumentError("--elements must be >= 0");
   if (options.elements > 0) return absl::OkStatus();
   return worker::ModelSpec::Parse(options.training.model, options.training.activation).status();
@@ -81,29 +78,35 @@ absl::Status WriteReady(const ShardOptions& options, int port, int metrics_port,
   return WriteFileAtomically(options.ready_file, ReadyFileText(ready));
 }
 
-// Static: one generation, served from start to end.
-absl::Status ServeStatic(const ShardOptions& options, Metrics& metrics,
-                         ParameterShardService& service, const ShardMetricsFactory& factory,
-                         ElementRange& range, std::ostream& log) {
-  ASSIGN_OR_RETURN(const std::vector<float> all, InitialVector(options));
-  range = EvenRanges(all.size(), options.ps_shards)[options.shard];
-  ShardGeneration generation;
-  ASSIGN_OR_RETURN(
-      generation.state,
-      ShardState::Create(ShardConfig{options.generation, options.workers, options.shard},
-                         {all.begin() + range.begin, all.begin() + range.end},
-                         options.training.optimizer, factory.steps));
-  generation.links = factory.links(options.shard, options.workers);
-  service.Serve(std::move(generation));
-  metrics.ExportMembership(options.workers, options.generation, SyncMode::kPs);
-  log << PsShardName(options.shard) << ": owns parameters [" << range.begin << ", " << range.end
-      << ") of " << all.size() << "\n";
-  return absl::OkStatus();
+// What one generation tells a shard: its index in the shard map, the job's shape and, for a
+// fresh start, the initial parameters. A static shard has one fresh generation (from its flags)
+// and serves the initial parameters itself, as every worker derives them; an elastic shard has
+// one per controller generation and serves whatever state a worker Loads for it.
+struct ShardAssignment {
+  uint64_t generation = 0;
+  SyncMode mode = SyncMode::kPs;
+  int shard = 0;
+  int shards = 1;
+  int workers = 1;
+  uint64_t parameters = 0;  // of the whole model
+  OptimizerConfig optimizer;
+  std::optional<std::vector<float>> fresh_start;  // the whole initial vector
+};
+
+absl::StatusOr<ShardAssignment> StaticAssignment(const ShardOptions& options) {
+  ShardAssignment assignment;
+  assignment.generation = options.generation;
+  assignment.shard = options.shard;
+  assignment.shards = options.ps_shards;
+  assignment.workers = options.workers;
+  assignment.optimizer = options.training.optimizer;
+  ASSIGN_OR_RETURN(assignment.fresh_start, InitialVector(options));
+  assignment.parameters = assignment.fresh_start->size();
+  return assignment;
 }
 
-// Elastic: every assignment tells the shard its index and the job, which Loads must fit.
-absl::Status FollowAssignment(const proto::Assignment& assignment, const ShardOptions& options,
-                              Metrics& metrics, ParameterShardService& service, std::ostream& log) {
+absl::StatusOr<ShardAssignment> ElasticAssignment(const proto::Assignment& assignment,
+                                                  const ShardOptions& options) {
   if (assignment.shard() < 0) {
     return absl::InvalidArgumentError("the assignment gives this member no shard index");
   }
@@ -111,16 +114,42 @@ absl::Status FollowAssignment(const proto::Assignment& assignment, const ShardOp
                    TrainingOptionsOf(assignment.job(), options.training.device));
   ASSIGN_OR_RETURN(const worker::ModelSpec spec,
                    worker::ModelSpec::Parse(training.model, training.activation));
-  ASSIGN_OR_RETURN(const SyncMode mode, ParseSyncMode(assignment.mode()));
-  const ElementRange range =
-      EvenRanges(spec.parameter_count(), assignment.shards_size())[assignment.shard()];
-  service.SetJob(ShardJob{assignment.shard(), range, training.optimizer});
-  metrics.ExportMembership(assignment.ring_size(), assignment.generation(), mode);
-  log << PsShardName(assignment.shard()) << ": generation " << assignment.generation() << ", "
-      << assignment.mode() << " mode, " << assignment.ring_size() << " workers; owns parameters ["
-      << range.begin << ", " << range.end << ") of " << spec.parameter_count() << "\n";
+  ShardAssignment out;
+  out.generation = assignment.generation();
+  ASSIGN_OR_RETURN(out.mode, ParseSyncMode(assignment.mode()));
+  out.shard = assignment.shard();
+  out.shards = assignment.shards_size();
+  out.workers = assignment.ring_size();
+  out.parameters = spec.parameter_count();
+  out.optimizer = training.optimizer;
+  return out;
+}
+
+// The one shard lifecycle step, for either kind of generation. Returns the range served.
+absl::StatusOr<ElementRange> Follow(const ShardAssignment& assignment, Metrics& metrics,
+                                    ParameterShardService& service,
+                                    const ShardMetricsFactory& factory, std::ostream& log) {
+  const ElementRange range = EvenRanges(assignment.parameters, assignment.shards)[assignment.shard];
+  if (assignment.fresh_start.has_value()) {
+    const std::vector<float>& all = *assignment.fresh_start;
+    ShardGeneration generation;
+    ASSIGN_OR_RETURN(
+        generation.state,
+        ShardState::Create(ShardConfig{assignment.generation, assignment.workers, assignment.shard},
+                           {all.begin() + range.begin, all.begin() + range.end},
+                           assignment.optimizer, factory.steps));
+    generation.links = factory.links(assignment.shard, assignment.workers);
+    service.Serve(std::move(generation));
+  } else {
+    service.SetJob(ShardJob{assignment.shard, range, assignment.optimizer});
+  }
+  metrics.ExportMembership(assignment.workers, assignment.generation, assignment.mode);
+  log << PsShardName(assignment.shard) << ": generation " << assignment.generation << ", "
+      << SyncModeName(assignment.mode) << " mode, " << assignment.workers
+      << " workers; owns parameters [" << range.begin << ", " << range.end << ") of "
+      << assignment.parameters << "\n";
   log.flush();
-  return absl::OkStatus();
+  return range;
 }
 
 }  // namespace
@@ -136,7 +165,10 @@ absl::Status RunShard(const ShardOptions& options, const TerminationSignals& sig
   const ShardMetricsFactory factory = MetricsFactoryOf(metrics);
   ParameterShardService service(static_cast<uint64_t>(options.segment_bytes), factory);
   ElementRange range;
-  if (!elastic) RETURN_IF_ERROR(ServeStatic(options, metrics, service, factory, range, log));
+  if (!elastic) {
+    ASSIGN_OR_RETURN(const ShardAssignment assignment, StaticAssignment(options));
+    ASSIGN_OR_RETURN(range, Follow(assignment, metrics, service, factory, log));
+  }
   ASSIGN_OR_RETURN(StartedServer server, StartServer(options.listen, {&service}));
   ASSIGN_OR_RETURN(const std::string address,
                    AdvertisedAddress(options.member.advertise, options.listen, server.port));
@@ -153,7 +185,9 @@ absl::Status RunShard(const ShardOptions& options, const TerminationSignals& sig
     client.register_timeout = options.member.register_timeout;
     ASSIGN_OR_RETURN(
         controller, ControllerClient::Connect(client, [&](const proto::Assignment& assignment) {
-          const absl::Status status = FollowAssignment(assignment, options, metrics, service, log);
+          absl::StatusOr<ShardAssignment> next = ElasticAssignment(assignment, options);
+          const absl::Status status =
+              next.ok() ? Follow(*next, metrics, service, factory, log).status() : next.status();
           if (!status.ok()) {
             log << "ps: cannot serve generation " << assignment.generation() << ": " << status
                 << "\n";

@@ -1,5 +1,5 @@
-// What a running ringside-worker owns, and the helpers its jobs share (worker_daemon.cc runs
-// training, benchmark_jobs.cc the benchmark jobs). Internal to the worker daemon.
+// What a running ringside-worker owns, and the helpers its lifecycle shares. Internal to the
+// worker daemon.
 #ifndef RINGSIDE_DAEMONS_RUNNING_WORKER_H_
 #define RINGSIDE_DAEMONS_RUNNING_WORKER_H_
 
@@ -29,9 +29,6 @@ struct RunningWorker {
 
 // Workers in the job: the ring's peers, or --workers in ps mode.
 int WorldOf(const WorkerOptions& options);
-ring::AllreduceOptions AllreduceOptionsOf(const WorkerOptions& options);
-// Writes --result_file atomically (nothing when it is empty).
-absl::Status WriteResult(const WorkerOptions& options, const nlohmann::json& result);
 // Writes --params_out (raw float32) atomically (nothing when it is empty).
 absl::Status WriteParameters(const WorkerOptions& options, absl::Span<const float> parameters);
 

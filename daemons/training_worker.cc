@@ -101,15 +101,8 @@ absl::Status ValidateElasticOptions(const WorkerOptions& options) {
         "--listen: an elastic worker serves RingPeer for its ring neighbours; give HOST:PORT "
         "(port 0: any free port)");
   }
-  if (options.job != WorkerJob::kTrain) {
-    return absl::InvalidArgumentError("--controller runs the train job; --job must be train");
-  }
-  if (options.segment_bytes < 4 || options.segment_bytes > kMaxMessageBytes / 2) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("--segment_bytes must be in [4, ", kMaxMessageBytes / 2, "]"));
-  }
-  if (options.timeout <= absl::ZeroDuration() || options.regroup_timeout <= absl::ZeroDuration()) {
-    return absl::InvalidArgumentError("--timeout and --regroup_timeout must be positive");
+  if (options.regroup_timeout <= absl::ZeroDuration()) {
+    return absl::InvalidArgumentError("--regroup_timeout must be positive");
   }
   return absl::OkStatus();
 }

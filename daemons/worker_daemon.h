@@ -2,22 +2,12 @@
 // join a static ring (--peers, like an MPI host list), run one job, report it, then exit or
 // linger until SIGINT/SIGTERM so its metrics can still be scraped.
 //
-// Jobs:
-//   allreduce  time `iters` sum-allreduces of `elements` floats filled with the benchmark
-//              pattern (common/rank_result.h) and check every value; the driver protocol of
-//              `ringside-bench ring`.
-//   pushpull   ps mode: `iters` push-pull steps of `elements` floats against benchmark shards
-//              (ringside-ps --elements=K --optimizer=sgd --lr=1), every returned value checked;
-//              the driver protocol of `ringside-bench ps`.
-//   train      data-parallel training (train/data_parallel.h), synchronised over the static
-//              ring (--mode=ring --peers) or static parameter-server shards (--mode=ps --ps);
-//              or, with --controller, the elastic job the controller assigns
-//              (daemons/training_worker.h: one lifecycle for both).
+// One job, training (train/elastic_training.h): over a static ring (--mode=ring --peers) or
+// static parameter-server shards (--mode=ps --ps), or, with --controller, the elastic job the
+// controller assigns; one lifecycle for all (daemons/training_worker.h). The benchmark ranks
+// are `ringside-bench ring-rank` and `ps-rank` (bench/rank_jobs.h).
 //
-// Result file (--result_file, written atomically, JSON): the allreduce job writes the
-// RankResult fields; both jobs add "metrics_port" and a checksum of their final buffer
-// ("checksum": FNV-1a of the allreduced values, or of the parameters) so tests can compare
-// workers. The train job also writes "steps", "final_loss", "accuracy", "parameters".
+// Result file (--result_file, written atomically): common/cluster_files.h's TrainResultFile.
 //
 // Errors: INVALID_ARGUMENT for options that do not fit together (message names the flag);
 // UNAVAILABLE when a port cannot be bound; otherwise the job's error. Thread-compatible.
@@ -40,9 +30,6 @@
 
 namespace ringside::worker {
 
-enum class WorkerJob { kAllreduce, kPushPull, kTrain };
-absl::StatusOr<WorkerJob> ParseWorkerJob(absl::string_view text);
-
 struct WorkerOptions {
   SyncMode mode = SyncMode::kRing;
   int rank = 0;
@@ -51,15 +38,11 @@ struct WorkerOptions {
   int workers = 0;                 // ps: workers in the job (ring: the number of peers)
   std::string listen;              // ring: empty binds peers[rank]; ps: empty serves nothing
   std::string metrics_listen = "127.0.0.1:0";
-  WorkerJob job = WorkerJob::kTrain;
-  int64_t elements = int64_t{1} << 20;  // allreduce job
-  int iters = 10;
-  int warmup = 2;
   int64_t segment_bytes = int64_t{1} << 20;
-  absl::Duration timeout = absl::Seconds(60);  // per allreduce
-  TrainingOptions training;                    // train job
-  std::string result_file;                     // empty: none
-  std::string params_out;                      // train job: final parameters, raw float32
+  absl::Duration timeout = absl::Seconds(60);  // per collective, ps step or state transfer
+  TrainingOptions training;
+  std::string result_file;  // empty: none
+  std::string params_out;   // final parameters, raw float32
   bool linger = false;
   // Elastic (member.controller set): the controller assigns everything above but the device,
   // the listen addresses and the timeouts; the worker stays after the job until a signal.

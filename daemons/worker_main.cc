@@ -32,10 +32,7 @@ ABSL_FLAG(std::string, listen, "", "address to serve RingPeer on (default: --pee
 ABSL_FLAG(std::string, metrics_listen, kDefaults.metrics_listen,
           "address of the Prometheus /metrics endpoint (port 0: any free port, printed)");
 ABSL_FLAG(std::string, job, "train",
-          "train, allreduce (ring benchmark and check) or pushpull (ps benchmark and check)");
-ABSL_FLAG(int64_t, elements, kDefaults.elements, "allreduce/pushpull job: floats per step");
-ABSL_FLAG(int, iters, kDefaults.iters, "allreduce/pushpull job: timed steps");
-ABSL_FLAG(int, warmup, kDefaults.warmup, "allreduce/pushpull job: untimed steps first");
+          "train (the only job; the benchmark ranks are `ringside-bench ring-rank|ps-rank`)");
 ABSL_FLAG(int64_t, segment_bytes, kDefaults.segment_bytes,
           "largest payload of one ring message; chunks are streamed in segments of this size");
 ABSL_FLAG(absl::Duration, timeout, kDefaults.timeout,
@@ -75,12 +72,14 @@ absl::StatusOr<ringside::worker::WorkerOptions> OptionsFromFlags() {
   options.peers = absl::StrSplit(absl::GetFlag(FLAGS_peers), ',', absl::SkipEmpty());
   options.listen = absl::GetFlag(FLAGS_listen);
   options.metrics_listen = absl::GetFlag(FLAGS_metrics_listen);
-  auto job = ringside::worker::ParseWorkerJob(absl::GetFlag(FLAGS_job));
-  if (!job.ok()) return job.status();
-  options.job = *job;
-  options.elements = absl::GetFlag(FLAGS_elements);
-  options.iters = absl::GetFlag(FLAGS_iters);
-  options.warmup = absl::GetFlag(FLAGS_warmup);
+  if (const std::string job = absl::GetFlag(FLAGS_job); job != "train") {
+    if (job != "allreduce" && job != "pushpull") {
+      return absl::InvalidArgumentError(absl::StrCat("--job=", job, ": the only job is train"));
+    }
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--job=", job, ": ringside-worker trains; the benchmark ranks moved to `ringside-bench ",
+        job == "pushpull" ? "ps-rank" : "ring-rank", "`"));
+  }
   options.segment_bytes = absl::GetFlag(FLAGS_segment_bytes);
   options.timeout = absl::GetFlag(FLAGS_timeout);
   absl::StatusOr<ringside::worker::TrainingOptions> training =

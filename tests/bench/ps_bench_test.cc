@@ -38,7 +38,7 @@ using bench::PsRunnerConfig;
 PsRunnerConfig Config() {
   PsRunnerConfig config;
   config.ps_binary = "/bin/ringside-ps";
-  config.worker_binary = "/bin/ringside-worker";
+  config.rank_binary = "/bin/ringside-bench";
   config.segment_bytes = 65536;
   return config;
 }
@@ -64,7 +64,7 @@ TEST(PsRunnerTest, ShardArgv) {
 TEST(PsRunnerTest, WorkerArgvListsShardsInOrder) {
   EXPECT_THAT(
       bench::PsWorkerArgv(Config(), Spec(4, 3, 1000), 2, {5001, 5003, 5002}, "/tmp/x/w.json"),
-      ElementsAre("/bin/ringside-worker", "--mode=ps", "--job=pushpull", "--rank=2", "--workers=4",
+      ElementsAre("/bin/ringside-bench", "ps-rank", "--rank=2", "--workers=4",
                   "--ps=127.0.0.1:5001,127.0.0.1:5003,127.0.0.1:5002", "--elements=1000",
                   "--iters=7", "--warmup=2", "--segment_bytes=65536",
                   "--metrics_listen=127.0.0.1:0", "--result_file=/tmp/x/w.json"));

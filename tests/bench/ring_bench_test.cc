@@ -39,9 +39,9 @@ TEST_F(RingBenchTest, MissingWorkerFailsOnlyTheRingsideRows) {
   const std::string json = dir_->File("out.json");
   const BenchRun run = Run({"ring", "--implementations=ringside,gloo_allreduce_ring", "--workers=2",
                             "--elements=1024", "--iters=2",
-                            "--worker_binary=/nonexistent/ringside-worker", "--json=" + json});
+                            "--rank_binary=/nonexistent/ringside-bench", "--json=" + json});
   EXPECT_EQ(run.exit.exit_code, 1) << run.output;
-  EXPECT_THAT(run.output, HasSubstr("no executable ringside-worker at /nonexistent"));
+  EXPECT_THAT(run.output, HasSubstr("no executable rank binary at /nonexistent"));
   const nlohmann::json records = Records(json);
   ASSERT_EQ(records.size(), 2u);
   EXPECT_EQ(records[0]["implementation"], "ringside");
@@ -64,11 +64,11 @@ TEST_F(RingBenchTest, RealWorkersRunAndCheckTheirValues) {
   }
 }
 
-TEST_F(RingBenchTest, DrivesWorkersWithTheWorkerCli) {
-  const std::string fake = source_dir_ + "/tests/bench/fake_ringside_worker.sh";
+TEST_F(RingBenchTest, DrivesRanksWithTheRankCli) {
+  const std::string fake = source_dir_ + "/tests/bench/fake_ring_rank.sh";
   const std::string json = dir_->File("out.json");
   const BenchRun run = Run({"ring", "--implementations=ringside", "--worlds=2,3", "--sizes=4KiB",
-                            "--iters=4", "--worker_binary=" + fake, "--json=" + json});
+                            "--iters=4", "--rank_binary=" + fake, "--json=" + json});
   ASSERT_TRUE(run.exit.ok()) << run.exit.ToString() << "\n" << run.output;
   const nlohmann::json records = Records(json);
   ASSERT_EQ(records.size(), 2u);
@@ -79,11 +79,11 @@ TEST_F(RingBenchTest, DrivesWorkersWithTheWorkerCli) {
   EXPECT_DOUBLE_EQ(records[1]["busbw"].get<double>(), 4096 / 0.001 * 4 / 3 / 1e9);
 }
 
-TEST_F(RingBenchTest, ReportsWorkerFailuresAndWrongValues) {
-  const std::string fake = source_dir_ + "/tests/bench/fake_ringside_worker.sh";
+TEST_F(RingBenchTest, ReportsRankFailuresAndWrongValues) {
+  const std::string fake = source_dir_ + "/tests/bench/fake_ring_rank.sh";
   const std::vector<std::string> args = {"ring",        "--implementations=ringside",
                                          "--workers=2", "--sizes=4KiB",
-                                         "--iters=1",   "--worker_binary=" + fake};
+                                         "--iters=1",   "--rank_binary=" + fake};
   const BenchRun failed = Run(args, {"FAKE_WORKER_EXIT=7"});
   EXPECT_EQ(failed.exit.exit_code, 1);
   EXPECT_THAT(failed.output, HasSubstr("exit code 7"));

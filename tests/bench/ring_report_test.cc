@@ -83,21 +83,21 @@ TEST(RunnerTest, DefaultItersScaleWithSize) {
   EXPECT_EQ(DefaultIters(int64_t{1} << 30), 5);
 }
 
-TEST(RunnerTest, RingsideWorkerArgvFollowsTheWorkerCli) {
+TEST(RunnerTest, RingsideRankArgvFollowsTheRankCli) {
   RunnerConfig config;
-  config.worker_binary = "/bin/ringside-worker";
+  config.rank_binary = "/bin/ringside-bench";
   config.segment_bytes = 4096;
   CellSpec spec;
   spec.world = 3;
   spec.elements = 256;
   spec.iters = 7;
   spec.warmup = 1;
-  EXPECT_THAT(RingsideWorkerArgv(config, spec, 2, {5001, 5002, 5003}, "/tmp/r.json"),
-              ::testing::ElementsAre("/bin/ringside-worker", "--rank=2",
-                                     "--peers=127.0.0.1:5001,127.0.0.1:5002,127.0.0.1:5003",
-                                     "--job=allreduce", "--elements=256", "--iters=7", "--warmup=1",
-                                     "--segment_bytes=4096", "--metrics_listen=127.0.0.1:0",
-                                     "--result_file=/tmp/r.json"));
+  EXPECT_THAT(
+      RingsideWorkerArgv(config, spec, 2, {5001, 5002, 5003}, "/tmp/r.json"),
+      ::testing::ElementsAre("/bin/ringside-bench", "ring-rank", "--rank=2",
+                             "--peers=127.0.0.1:5001,127.0.0.1:5002,127.0.0.1:5003",
+                             "--elements=256", "--iters=7", "--warmup=1", "--segment_bytes=4096",
+                             "--metrics_listen=127.0.0.1:0", "--result_file=/tmp/r.json"));
 }
 
 TEST(RunnerTest, GlooRankArgvReexecutesTheBench) {

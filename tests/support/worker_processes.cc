@@ -21,7 +21,8 @@ std::string WorkerProcesses::ResultFile(int rank) const {
 }
 
 absl::StatusOr<std::unique_ptr<WorkerProcesses>> WorkerProcesses::Start(
-    int world, const std::vector<std::string>& flags) {
+    int world, const std::vector<std::string>& flags, const std::vector<std::string>& program,
+    const std::map<int, std::vector<std::string>>& flags_of_rank) {
   if (BinDir().empty()) return absl::FailedPreconditionError("RINGSIDE_BIN_DIR is not set");
   ASSIGN_OR_RETURN(TempDir dir, TempDir::Create("ringside-workers-"));
   std::unique_ptr<WorkerProcesses> workers(
@@ -31,10 +32,16 @@ absl::StatusOr<std::unique_ptr<WorkerProcesses>> WorkerProcesses::Start(
   for (int port : ports) peers.push_back(absl::StrCat("127.0.0.1:", port));
   for (int rank = 0; rank < world; ++rank) {
     SpawnOptions options;
-    options.argv = {BinDir() + "/ringside-worker", absl::StrCat("--rank=", rank),
-                    absl::StrCat("--peers=", absl::StrJoin(peers, ",")),
-                    absl::StrCat("--result_file=", workers->ResultFile(rank))};
+    options.argv = {BinDir() + "/" + program[0]};
+    options.argv.insert(options.argv.end(), program.begin() + 1, program.end());
+    options.argv.insert(
+        options.argv.end(),
+        {absl::StrCat("--rank=", rank), absl::StrCat("--peers=", absl::StrJoin(peers, ",")),
+         absl::StrCat("--result_file=", workers->ResultFile(rank))});
     options.argv.insert(options.argv.end(), flags.begin(), flags.end());
+    if (auto it = flags_of_rank.find(rank); it != flags_of_rank.end()) {
+      options.argv.insert(options.argv.end(), it->second.begin(), it->second.end());
+    }
     options.log_path = workers->dir_->File(absl::StrCat("worker-", rank, ".log"));
     // civetweb (the metrics server) can take ~2 s to stop after a scrape; SIGKILL is a failure.
     options.term_grace = absl::Seconds(15);

@@ -1,9 +1,11 @@
-// Test support: N real `ringside-worker` processes forming a static ring on loopback (free
+// Test support: N real `ringside-worker` (or `ringside-bench ring-rank`) processes forming a
+// static ring on loopback (free
 // ports picked at run time), each writing a JSON result file; stopped by PID when the object
 // dies. Requires RINGSIDE_BIN_DIR (set by ctest).
 #ifndef RINGSIDE_TESTS_SUPPORT_WORKER_PROCESSES_H_
 #define RINGSIDE_TESTS_SUPPORT_WORKER_PROCESSES_H_
 
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -18,9 +20,12 @@ namespace ringside::testing {
 
 class WorkerProcesses {
  public:
-  // Starts `world` workers with `--rank --peers --result_file` plus `flags`.
+  // Starts `world` processes of `program` (a binary in RINGSIDE_BIN_DIR, then its leading
+  // arguments) with `--rank --peers --result_file` plus `flags`, plus `flags_of_rank[r]` on r.
   static absl::StatusOr<std::unique_ptr<WorkerProcesses>> Start(
-      int world, const std::vector<std::string>& flags);
+      int world, const std::vector<std::string>& flags,
+      const std::vector<std::string>& program = {"ringside-worker"},
+      const std::map<int, std::vector<std::string>>& flags_of_rank = {});
 
   // Waits until every worker has written its result file (a worker that exits without one
   // fails the wait with its log's last lines), then returns the parsed results in rank order.

@@ -1,0 +1,69 @@
+// `ringside-bench ring-rank` and `ps-rank`: one of Ringside's benchmark ranks (bench/rank_jobs.h),
+// started by `ring` and `ps`, one process per rank.
+#include <iostream>
+#include <string>
+#include <vector>
+
+#include "absl/flags/flag.h"
+#include "absl/strings/str_split.h"
+#include "bench/bench_flags.h"
+#include "bench/commands.h"
+#include "bench/rank_jobs.h"
+#include "common/termination_signals.h"
+
+ABSL_FLAG(std::string, peers, "",
+          "ring-rank (internal): every rank's RingPeer address (HOST:PORT), in rank order");
+ABSL_FLAG(std::string, ps, "", "ps-rank (internal): every shard's address, in shard order");
+ABSL_FLAG(std::string, metrics_listen, "127.0.0.1:0",
+          "ring-rank, ps-rank (internal): where the rank serves /metrics");
+ABSL_FLAG(bool, linger, false,
+          "ring-rank, ps-rank (internal): after the result, serve /metrics until SIGINT/SIGTERM");
+ABSL_FLAG(int, op_timeout_s, 60,
+          "ring-rank, ps-rank (internal): seconds one allreduce or push-pull step may take");
+
+namespace ringside::bench {
+namespace {
+
+RankJobOptions OptionsFromFlags() {
+  RankJobOptions options;
+  options.rank = absl::GetFlag(FLAGS_rank);
+  options.peers = absl::StrSplit(absl::GetFlag(FLAGS_peers), ',', absl::SkipEmpty());
+  options.shards = absl::StrSplit(absl::GetFlag(FLAGS_ps), ',', absl::SkipEmpty());
+  options.workers = absl::GetFlag(FLAGS_workers);
+  options.elements = absl::GetFlag(FLAGS_elements);
+  options.iters = absl::GetFlag(FLAGS_iters);
+  options.warmup = absl::GetFlag(FLAGS_warmup);
+  options.segment_bytes = absl::GetFlag(FLAGS_segment_bytes);
+  options.timeout = absl::Seconds(absl::GetFlag(FLAGS_op_timeout_s));
+  options.metrics_listen = absl::GetFlag(FLAGS_metrics_listen);
+  options.result_file = absl::GetFlag(FLAGS_result_file);
+  return options;
+}
+
+int RunRank(const char* name, const std::vector<std::string>& args,
+            absl::Status (*run)(const RankJobOptions&, std::ostream&)) {
+  if (!args.empty()) {
+    std::cerr << "ringside-bench " << name << ": unexpected argument '" << args[0] << "'\n";
+    return 1;
+  }
+  TerminationSignals signals;
+  RankJobOptions options = OptionsFromFlags();
+  if (absl::GetFlag(FLAGS_linger)) options.linger_until = &signals.notification();
+  if (absl::Status status = run(options, std::cout); !status.ok()) {
+    std::cerr << "ringside-bench " << name << ": " << status << "\n";
+    return 1;
+  }
+  return 0;
+}
+
+}  // namespace
+
+int RunRingRankCommand(const std::vector<std::string>& args) {
+  return RunRank("ring-rank", args, &RunRingRank);
+}
+
+int RunPsRankCommand(const std::vector<std::string>& args) {
+  return RunRank("ps-rank", args, &RunPsRank);
+}
+
+}  // namespace ringside::bench
