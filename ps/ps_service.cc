@@ -215,9 +215,8 @@ class RefusedStep final : public grpc::ServerBidiReactor<proto::PsPush, proto::P
 
 class ParametersReactor final : public grpc::ServerWriteReactor<proto::PsParameters> {
  public:
-  ParametersReactor(std::shared_ptr<const ShardGeneration> generation, uint64_t segment_elements)
-      : writer_(generation->state->parameters(), generation->state->current_step(),
-                segment_elements) {
+  ParametersReactor(const ShardState::Applied& applied, uint64_t segment_elements)
+      : writer_(applied.values, applied.step, segment_elements) {
     WriteNext();
   }
   void OnWriteDone(bool ok) override {
@@ -279,7 +278,8 @@ grpc::ServerWriteReactor<proto::PsParameters>* ParameterShardService::GetParamet
     grpc::CallbackServerContext* /*context*/, const proto::PsRangeRequest* /*request*/) {
   std::shared_ptr<const ShardGeneration> generation = current();
   if (generation == nullptr) return new RefusedWrite<proto::PsParameters>();
-  return new ParametersReactor(std::move(generation), segment_elements_);
+  // Parameters and step read together: a step being applied meanwhile cannot split them.
+  return new ParametersReactor(generation->state->applied(), segment_elements_);
 }
 
 }  // namespace ringside::server

@@ -8,7 +8,10 @@
 // is given its only one at start; an elastic shard (--controller) learns the job's shape from the
 // controller (SetJob) and gets each generation's state from a worker's Load, which replaces the
 // generation whole: steps still waiting on the old one end ABORTED, never half-applied.
-// Thread-safe; reactors never block.
+// Thread-safe; reactors never block and do no step's arithmetic: the push that completes a step
+// hands it to the generation's ShardState applier thread, which applies it and starts the
+// replies (WhenApplied). Replacing a generation closes its state without waiting for a step
+// being applied; whoever drops the state's last reference waits for that one step at most.
 #ifndef RINGSIDE_PS_PS_SERVICE_H_
 #define RINGSIDE_PS_PS_SERVICE_H_
 

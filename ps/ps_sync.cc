@@ -2,13 +2,152 @@
 
 #include <algorithm>
 #include <cstring>
-#include <thread>
 
 #include "absl/strings/str_cat.h"
 #include "common/grpc_util.h"
 #include "common/status_macros.h"
 
 namespace ringside::worker {
+
+// One shard's part of one step: a ParameterShard.Step stream as a gRPC callback reactor. It
+// writes the share in segments, one write in flight, half-closes, and reads the updated range
+// back into `params`, all from gRPC's callback threads; the thread running Step() only starts
+// it and waits for its end. The deadline and Cancel() end it through its context.
+class PsSync::ShardCall final : public grpc::ClientBidiReactor<proto::PsPush, proto::PsParameters> {
+ public:
+  ShardCall(const PsSyncOptions& options, ShardLink& link, int shard, uint64_t step,
+            absl::Span<const float> gradient, absl::Span<float> params)
+      : link_(link),
+        step_(step),
+        gradient_(gradient),
+        params_(params),
+        where_(absl::StrCat(PsShardName(shard), " (", link.address, ") step ", step)),
+        segment_elements_(std::max<uint64_t>(1, options.segment_bytes / sizeof(float))) {
+    SetDeadline(context_, options.timeout);
+    context_.set_wait_for_ready(true);  // a shard still starting up is waited for
+    push_.set_generation(options.generation);
+    push_.set_worker_rank(static_cast<uint32_t>(options.rank));
+    push_.set_step(step);
+    push_.set_range_elements(link.range.size());
+  }
+
+  grpc::ClientContext& context() { return context_; }
+
+  void Start() {
+    link_.stub->async()->Step(&context_, this);
+    if (link_.send.expected_bytes != nullptr) {
+      link_.send.expected_bytes->Increment(static_cast<double>(link_.range.size() * sizeof(float)));
+    }
+    WriteSegment();  // an empty range still sends one (empty) segment
+    StartRead(&reply_);
+    StartCall();
+  }
+
+  // Until the whole share is written and half-closed, or the stream has ended without.
+  void WaitPushed() {
+    absl::MutexLock lock(&mu_);
+    mu_.Await(absl::Condition(this, &ShardCall::PushedOrDone));
+  }
+
+  // Until the stream has ended; then this shard's result of the step.
+  absl::Status Wait() {
+    absl::MutexLock lock(&mu_);
+    mu_.Await(absl::Condition(&done_));
+    return result_;
+  }
+
+  void OnWriteDone(bool ok) override {
+    if (!ok) return;  // the shard ended the stream: its status (OnDone) says why
+    if (link_.send.bytes != nullptr) {
+      link_.send.bytes->Increment(static_cast<double>(writing_ * sizeof(float)));
+    }
+    if (link_.send.messages != nullptr) link_.send.messages->Increment();
+    written_ += writing_;
+    if (written_ < link_.range.size()) {
+      WriteSegment();
+    } else {
+      StartWritesDone();
+    }
+  }
+
+  void OnWritesDoneDone(bool /*ok*/) override {
+    absl::MutexLock lock(&mu_);
+    pushed_ = true;
+  }
+
+  void OnReadDone(bool ok) override {
+    if (!ok) return;  // the reply is over; OnDone follows
+    const uint64_t size = link_.range.size();
+    const uint64_t count = reply_.payload().size() / sizeof(float);
+    if (reply_.step() != step_ + 1 || reply_.range_elements() != size ||
+        reply_.offset() != received_ || reply_.payload().size() % sizeof(float) != 0 ||
+        count > size - received_) {
+      reply_error_ = absl::InternalError(absl::StrCat(
+          "reply segment (step ", reply_.step(), ", offset ", reply_.offset(), ", ",
+          reply_.payload().size(), " bytes) does not continue the range at ", received_));
+      context_.TryCancel();
+      return;
+    }
+    std::memcpy(params_.data() + link_.range.begin + received_, reply_.payload().data(),
+                reply_.payload().size());
+    received_ += count;
+    if (link_.receive.bytes != nullptr) {
+      link_.receive.bytes->Increment(static_cast<double>(reply_.payload().size()));
+    }
+    StartRead(&reply_);
+  }
+
+  // The last reaction: every other one has returned, so the fields they wrote are final here.
+  void OnDone(const grpc::Status& status) override {
+    absl::Status result;
+    if (!reply_error_.ok()) {
+      result = Annotate(reply_error_, where_);
+    } else if (!status.ok()) {
+      result = Annotate(FromGrpcStatus(status), where_);
+    } else if (received_ != link_.range.size()) {
+      result = absl::InternalError(absl::StrCat(where_, ": the shard returned ", received_, " of ",
+                                                link_.range.size(), " parameters"));
+    }
+    absl::MutexLock lock(&mu_);  // Wait() may destroy this as soon as it is released
+    result_ = std::move(result);
+    done_ = true;
+  }
+
+ private:
+  bool PushedOrDone() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return pushed_ || done_; }
+
+  void WriteSegment() {
+    writing_ = std::min(segment_elements_, link_.range.size() - written_);
+    push_.set_offset(written_);
+    push_.set_payload(
+        reinterpret_cast<const char*>(gradient_.data() + link_.range.begin + written_),
+        writing_ * sizeof(float));
+    StartWrite(&push_);
+  }
+
+  ShardLink& link_;
+  const uint64_t step_;
+  const absl::Span<const float> gradient_;
+  const absl::Span<float> params_;
+  const std::string where_;
+  const uint64_t segment_elements_;
+  grpc::ClientContext context_;
+
+  // The write side: touched only by Start() and then OnWriteDone, one write at a time.
+  proto::PsPush push_;
+  uint64_t writing_ = 0;  // elements of the write in flight
+  uint64_t written_ = 0;
+
+  // The read side: touched only by OnReadDone, then read by OnDone.
+  proto::PsParameters reply_;
+  uint64_t received_ = 0;
+  absl::Status reply_error_;
+
+  absl::Mutex mu_;
+  bool pushed_ ABSL_GUARDED_BY(mu_) = false;
+  bool done_ ABSL_GUARDED_BY(mu_) = false;
+  absl::Status result_ ABSL_GUARDED_BY(mu_);
+};
 
 absl::StatusOr<std::unique_ptr<PsSync>> PsSync::Create(const PsSyncOptions& options,
                                                        uint64_t parameters, Metrics* metrics) {
@@ -33,16 +172,15 @@ absl::StatusOr<std::unique_ptr<PsSync>> PsSync::Create(const PsSyncOptions& opti
   return sync;
 }
 
-PsSync::InFlight::InFlight(PsSync& sync, grpc::ClientContext& context)
-    : sync_(sync), context_(context) {
-  absl::MutexLock lock(&sync_.mu_);
-  sync_.in_flight_.insert(&context_);
-  if (sync_.cancelled_) context_.TryCancel();
+void PsSync::Track(grpc::ClientContext& context) {
+  absl::MutexLock lock(&mu_);
+  in_flight_.insert(&context);
+  if (cancelled_) context.TryCancel();  // before the call exists: it starts cancelled
 }
 
-PsSync::InFlight::~InFlight() {
-  absl::MutexLock lock(&sync_.mu_);
-  sync_.in_flight_.erase(&context_);
+void PsSync::Untrack(grpc::ClientContext& context) {
+  absl::MutexLock lock(&mu_);
+  in_flight_.erase(&context);
 }
 
 void PsSync::Cancel() {
@@ -54,100 +192,26 @@ void PsSync::Cancel() {
 absl::StatusOr<SyncTiming> PsSync::Step(int64_t step, absl::Span<float> gradient,
                                         absl::Span<float> params) {
   const absl::Time start = absl::Now();
-  std::vector<absl::Status> statuses(links_.size());
-  std::vector<std::thread> threads;
-  absl::Notification first_pushed, others_may_push;
-  const bool ordered = options_.pushed_to_first_shard != nullptr;
-  for (size_t s = 1; s < links_.size(); ++s) {
-    threads.emplace_back([&, s] {
-      if (ordered) others_may_push.WaitForNotification();
-      statuses[s] = PushPull(links_[s], static_cast<int>(s), static_cast<uint64_t>(step), gradient,
-                             params, nullptr);
-    });
+  std::vector<std::unique_ptr<ShardCall>> calls;
+  calls.reserve(links_.size());
+  for (size_t s = 0; s < links_.size(); ++s) {
+    calls.push_back(std::make_unique<ShardCall>(options_, links_[s], static_cast<int>(s),
+                                                static_cast<uint64_t>(step), gradient, params));
+    Track(calls.back()->context());  // before any starts: a Cancel() meanwhile reaches them all
   }
-  if (ordered) {
-    std::thread hook([&] {
-      first_pushed.WaitForNotification();
-      options_.pushed_to_first_shard(step);
-      others_may_push.Notify();
-    });
-    statuses[0] =
-        PushPull(links_[0], 0, static_cast<uint64_t>(step), gradient, params, &first_pushed);
-    if (!first_pushed.HasBeenNotified()) first_pushed.Notify();
-    hook.join();
-  } else {
-    statuses[0] = PushPull(links_[0], 0, static_cast<uint64_t>(step), gradient, params, nullptr);
+  calls[0]->Start();
+  if (options_.pushed_to_first_shard != nullptr) {
+    calls[0]->WaitPushed();
+    options_.pushed_to_first_shard(step);
   }
-  for (std::thread& thread : threads) thread.join();
+  for (size_t s = 1; s < calls.size(); ++s) calls[s]->Start();
+  std::vector<absl::Status> statuses;
+  for (const std::unique_ptr<ShardCall>& call : calls) {
+    statuses.push_back(call->Wait());
+    Untrack(call->context());
+  }
   for (const absl::Status& status : statuses) RETURN_IF_ERROR(status);
   return SyncTiming{absl::Now() - start, absl::ZeroDuration()};
-}
-
-absl::Status PsSync::PushPull(ShardLink& link, int shard, uint64_t step,
-                              absl::Span<const float> gradient, absl::Span<float> params,
-                              absl::Notification* pushed) {
-  const std::string where = absl::StrCat(PsShardName(shard), " (", link.address, ") step ", step);
-  grpc::ClientContext context;
-  SetDeadline(context, options_.timeout);
-  context.set_wait_for_ready(true);  // a shard still starting up is waited for
-  InFlight in_flight(*this, context);
-  auto stream = link.stub->Step(&context);
-  const uint64_t segment = std::max<uint64_t>(1, options_.segment_bytes / sizeof(float));
-  const uint64_t size = link.range.size();
-  if (link.send.expected_bytes != nullptr) {
-    link.send.expected_bytes->Increment(static_cast<double>(size * sizeof(float)));
-  }
-  proto::PsPush push;
-  push.set_generation(options_.generation);
-  push.set_worker_rank(static_cast<uint32_t>(options_.rank));
-  push.set_step(step);
-  push.set_range_elements(size);
-  uint64_t offset = 0;
-  bool writing = true;
-  do {  // an empty range still sends one (empty) segment
-    const uint64_t count = std::min(segment, size - offset);
-    push.set_offset(offset);
-    push.set_payload(reinterpret_cast<const char*>(gradient.data() + link.range.begin + offset),
-                     count * sizeof(float));
-    if (!stream->Write(push)) {
-      writing = false;  // the shard ended the stream: its status says why
-      break;
-    }
-    if (link.send.bytes != nullptr) link.send.bytes->Increment(static_cast<double>(count * 4));
-    if (link.send.messages != nullptr) link.send.messages->Increment();
-    offset += count;
-  } while (offset < size);
-  if (writing) stream->WritesDone();
-  if (pushed != nullptr && writing) pushed->Notify();
-
-  proto::PsParameters reply;
-  uint64_t received = 0;
-  absl::Status reply_error;
-  while (stream->Read(&reply)) {
-    const uint64_t count = reply.payload().size() / sizeof(float);
-    if (reply.step() != step + 1 || reply.range_elements() != size || reply.offset() != received ||
-        reply.payload().size() % sizeof(float) != 0 || count > size - received) {
-      reply_error = absl::InternalError(absl::StrCat(
-          "reply segment (step ", reply.step(), ", offset ", reply.offset(), ", ",
-          reply.payload().size(), " bytes) does not continue the range at ", received));
-      context.TryCancel();
-      break;
-    }
-    std::memcpy(params.data() + link.range.begin + received, reply.payload().data(),
-                reply.payload().size());
-    received += count;
-    if (link.receive.bytes != nullptr) {
-      link.receive.bytes->Increment(static_cast<double>(reply.payload().size()));
-    }
-  }
-  const grpc::Status status = stream->Finish();
-  if (!reply_error.ok()) return Annotate(reply_error, where);
-  if (!status.ok()) return Annotate(FromGrpcStatus(status), where);
-  if (received != size) {
-    return absl::InternalError(
-        absl::StrCat(where, ": the shard returned ", received, " of ", size, " parameters"));
-  }
-  return absl::OkStatus();
 }
 
 }  // namespace ringside::worker

@@ -4,8 +4,11 @@
 // step (proto/ps.proto: a single round trip, and the wait for the slowest worker is the stream's
 // own wait under its deadline). Large ranges travel in segments. The optimiser runs on the
 // shards; the worker only copies the returned parameters in.
-// Thread-compatible. Errors: a shard's gRPC status, annotated with the shard and step; a reply
-// that does not cover the range exactly is INTERNAL.
+// Threads: none of its own. Each stream is a gRPC callback reactor (ClientBidiReactor) driven by
+// gRPC's long-lived callback threads, which write the segments, read and copy the reply; the
+// thread calling Step() only starts the streams and waits for them to end.
+// Thread-compatible (Cancel() is thread-safe). Errors: a shard's gRPC status, annotated with the
+// shard and step; a reply that does not cover the range exactly is INTERNAL.
 #ifndef RINGSIDE_PS_PS_SYNC_H_
 #define RINGSIDE_PS_PS_SYNC_H_
 
@@ -16,7 +19,6 @@
 #include <vector>
 
 #include "absl/synchronization/mutex.h"
-#include "absl/synchronization/notification.h"
 #include "absl/time/time.h"
 #include "common/metrics.h"
 #include "common/parameter_sync.h"
@@ -32,7 +34,7 @@ struct PsSyncOptions {
   uint64_t segment_bytes = uint64_t{1} << 20;
   absl::Duration timeout = absl::Seconds(60);  // per step and shard
   // Test-only (train/fault_injection.h): when set, the other shards' pushes wait until this
-  // worker's share has reached shard 0, and this runs in between.
+  // worker's share has reached shard 0, and this runs in between, on the thread calling Step().
   std::function<void(int64_t step)> pushed_to_first_shard;
 };
 
@@ -50,17 +52,6 @@ class PsSync final : public ParameterSync {
   void Cancel();
 
  private:
-  // Registers a stream's context for Cancel() while it is open.
-  class InFlight {
-   public:
-    InFlight(PsSync& sync, grpc::ClientContext& context);
-    ~InFlight();
-
-   private:
-    PsSync& sync_;
-    grpc::ClientContext& context_;
-  };
-
   struct ShardLink {
     std::string address;
     ElementRange range;
@@ -68,10 +59,12 @@ class PsSync final : public ParameterSync {
     LinkSendMetrics send;
     LinkReceiveMetrics receive;
   };
+  class ShardCall;  // one shard's Step stream of one step (ps_sync.cc)
+
   explicit PsSync(PsSyncOptions options) : options_(std::move(options)) {}
-  // `pushed` (may be null) is notified once the whole share is written.
-  absl::Status PushPull(ShardLink& link, int shard, uint64_t step, absl::Span<const float> gradient,
-                        absl::Span<float> params, absl::Notification* pushed);
+  // While a call is tracked, Cancel() cancels it; one tracked after Cancel() starts cancelled.
+  void Track(grpc::ClientContext& context);
+  void Untrack(grpc::ClientContext& context);
 
   PsSyncOptions options_;
   std::vector<ShardLink> links_;

@@ -16,40 +16,69 @@ absl::StatusOr<std::unique_ptr<ShardState>> ShardState::Create(ShardConfig confi
   if (config.workers < 1) return absl::InvalidArgumentError("a shard needs at least one worker");
   ASSIGN_OR_RETURN(Optimizer state, Optimizer::Create(optimizer, initial.size()));
   return std::unique_ptr<ShardState>(
-      new ShardState(config, std::move(initial), std::move(state), metrics));
+      new ShardState(config, /*step=*/0, std::move(initial), std::move(state), metrics));
 }
 
 absl::StatusOr<std::unique_ptr<ShardState>> ShardState::Restore(
     ShardConfig config, uint64_t step, std::vector<float> values,
     absl::Span<const float> optimizer_state, const OptimizerConfig& optimizer,
     ShardStepMetrics metrics) {
-  ASSIGN_OR_RETURN(std::unique_ptr<ShardState> state,
-                   Create(config, std::move(values), optimizer, metrics));
-  absl::MutexLock lock(&state->mu_);
-  RETURN_IF_ERROR(Annotate(state->optimizer_.ImportState(optimizer_state),
+  if (config.workers < 1) return absl::InvalidArgumentError("a shard needs at least one worker");
+  ASSIGN_OR_RETURN(Optimizer state, Optimizer::Create(optimizer, values.size()));
+  RETURN_IF_ERROR(Annotate(state.ImportState(optimizer_state),
                            absl::StrCat("restoring ", PsShardName(config.shard))));
-  if (static_cast<uint64_t>(state->optimizer_.steps()) != step) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("optimizer state has taken ", state->optimizer_.steps(),
-                     " steps but the shard is restored at step ", step));
+  if (static_cast<uint64_t>(state.steps()) != step) {
+    return absl::InvalidArgumentError(absl::StrCat("optimizer state has taken ", state.steps(),
+                                                   " steps but the shard is restored at step ",
+                                                   step));
   }
-  state->step_ = step;
-  return state;
+  return std::unique_ptr<ShardState>(
+      new ShardState(config, step, std::move(values), std::move(state), metrics));
+}
+
+ShardState::ShardState(ShardConfig config, uint64_t step, std::vector<float> values,
+                       Optimizer optimizer, ShardStepMetrics metrics)
+    : config_(config),
+      range_elements_(values.size()),
+      metrics_(metrics),
+      collecting_(step),
+      shares_(static_cast<size_t>(config.workers)),
+      current_{step, std::make_shared<const std::vector<float>>(values), optimizer.ExportState()},
+      optimizer_(std::move(optimizer)),
+      values_(std::move(values)) {
+  applier_ = std::thread([this] { ApplyLoop(); });
+}
+
+ShardState::~ShardState() {
+  {
+    absl::MutexLock lock(&mu_);
+    stopping_ = true;
+    step_complete_.Signal();
+  }
+  if (std::this_thread::get_id() == applier_.get_id()) {
+    // A callback the applier ran dropped the last reference: the applier cannot join itself, so
+    // it is told to return as soon as that callback is destroyed, touching nothing of this.
+    *applier_destroyed_ = true;
+    applier_.detach();
+  } else {
+    applier_.join();
+  }
 }
 
 absl::StatusOr<ShardState::Snapshot> ShardState::Export(std::optional<uint64_t> step) const {
   absl::MutexLock lock(&mu_);
-  if (!step.has_value() || *step == step_)
-    return Snapshot{step_, values_, optimizer_.ExportState()};
-  if (previous_.has_value() && previous_->step == *step) return *previous_;
+  if (!step.has_value() || *step == current_.step)
+    return Snapshot{current_.step, *current_.values, current_.optimizer_state};
+  if (previous_.has_value() && previous_->step == *step)
+    return Snapshot{previous_->step, *previous_->values, previous_->optimizer_state};
   return absl::FailedPreconditionError(
-      absl::StrCat(PsShardName(config_.shard), " holds the state after step ", step_,
+      absl::StrCat(PsShardName(config_.shard), " holds the state after step ", current_.step,
                    previous_.has_value() ? absl::StrCat(" and after step ", previous_->step) : "",
                    ", not after step ", *step, "; the shards cannot agree on a step"));
 }
 
 void ShardState::Close() {
-  std::vector<std::pair<uint64_t, std::function<void(Parameters)>>> waiters;
+  Waiters waiters;
   {
     absl::MutexLock lock(&mu_);
     closed_ = true;
@@ -57,16 +86,6 @@ void ShardState::Close() {
   }
   for (auto& waiter : waiters) waiter.second(nullptr);
 }
-
-ShardState::ShardState(ShardConfig config, std::vector<float> initial, Optimizer optimizer,
-                       ShardStepMetrics metrics)
-    : config_(config),
-      range_elements_(initial.size()),
-      metrics_(metrics),
-      optimizer_(std::move(optimizer)),
-      values_(std::move(initial)),
-      snapshot_(std::make_shared<const std::vector<float>>(values_)),
-      shares_(static_cast<size_t>(config.workers)) {}
 
 absl::Status ShardState::CheckWorker(int worker) const {
   if (worker < 0 || worker >= config_.workers) {
@@ -82,10 +101,10 @@ absl::Status ShardState::CheckStep(uint64_t step) const {
     return absl::FailedPreconditionError(absl::StrCat(
         PsShardName(config_.shard), " has moved past generation ", config_.generation));
   }
-  if (step != step_) {
+  if (step != collecting_) {
     return absl::FailedPreconditionError(
-        absl::StrCat(PsShardName(config_.shard), " is collecting step ", step_, ", not step ", step,
-                     step < step_ ? " (already applied)" : " (ahead of the others)"));
+        absl::StrCat(PsShardName(config_.shard), " is collecting step ", collecting_, ", not step ",
+                     step, step < collecting_ ? " (already applied)" : " (ahead of the others)"));
   }
   return absl::OkStatus();
 }
@@ -114,6 +133,7 @@ absl::Status ShardState::BeginPush(uint64_t generation, int worker, uint64_t ste
   }
   share.state = PushState::kPushing;
   share.received = 0;
+  // Allocates only while the applier still holds this worker's buffer of the previous step.
   share.values.resize(range_elements_);
   if (first_push_ == absl::InfinitePast()) first_push_ = absl::Now();
   return absl::OkStatus();
@@ -146,97 +166,140 @@ absl::Status ShardState::AddSegment(int worker, uint64_t step, uint64_t offset,
 
 absl::Status ShardState::FinishPush(int worker, uint64_t step) {
   RETURN_IF_ERROR(CheckWorker(worker));
-  std::vector<std::function<void(Parameters)>> ready;
-  Parameters parameters;
-  {
-    absl::MutexLock lock(&mu_);
-    RETURN_IF_ERROR(CheckStep(step));
-    WorkerShare& share = shares_[worker];
-    if (share.state != PushState::kPushing || share.received != range_elements_) {
-      return absl::InvalidArgumentError(absl::StrCat("worker ", worker, "'s share of step ", step,
-                                                     " is incomplete: ", share.received, " of ",
-                                                     range_elements_, " elements"));
-    }
-    share.state = PushState::kDone;
-    ready = MaybeApply();
-    parameters = snapshot_;
+  absl::MutexLock lock(&mu_);
+  RETURN_IF_ERROR(CheckStep(step));
+  WorkerShare& share = shares_[worker];
+  if (share.state != PushState::kPushing || share.received != range_elements_) {
+    return absl::InvalidArgumentError(absl::StrCat("worker ", worker, "'s share of step ", step,
+                                                   " is incomplete: ", share.received, " of ",
+                                                   range_elements_, " elements"));
   }
-  for (auto& done : ready) done(parameters);
+  share.state = PushState::kDone;
+  for (const WorkerShare& other : shares_) {
+    if (other.state != PushState::kDone) return absl::OkStatus();
+  }
+  // The last share: hand the step over (the buffers move, nothing is copied) and start
+  // collecting the next one.
+  CompleteStep complete;
+  complete.step = collecting_;
+  complete.first_push = first_push_;
+  complete.last_push = absl::Now();
+  complete.shares.reserve(shares_.size());
+  for (WorkerShare& done : shares_) {
+    complete.shares.push_back(std::move(done.values));
+    done = WorkerShare{};
+  }
+  complete_.push_back(std::move(complete));
+  ++collecting_;
+  first_push_ = absl::InfinitePast();
+  step_complete_.Signal();
   return absl::OkStatus();
 }
 
 void ShardState::AbandonPush(int worker, uint64_t step) {
   if (!CheckWorker(worker).ok()) return;
   absl::MutexLock lock(&mu_);
-  if (step != step_ || shares_[worker].state != PushState::kPushing) return;
+  if (step != collecting_ || shares_[worker].state != PushState::kPushing) return;
   shares_[worker].state = PushState::kIdle;
   shares_[worker].received = 0;
 }
 
-std::vector<std::function<void(Parameters)>> ShardState::MaybeApply() {
-  for (const WorkerShare& share : shares_) {
-    if (share.state != PushState::kDone) return {};
+void ShardState::ApplyLoop() {
+  bool destroyed = false;
+  applier_destroyed_ = &destroyed;
+  while (true) {
+    CompleteStep complete;
+    std::function<void(uint64_t)> hook;
+    {
+      absl::MutexLock lock(&mu_);
+      while (!stopping_ && (complete_.empty() || closed_)) step_complete_.Wait(&mu_);
+      if (stopping_) return;
+      complete = std::move(complete_.front());
+      complete_.pop_front();
+      hook = apply_hook_;
+    }
+    Published next = Apply(complete, hook);
+
+    Waiters ready;
+    std::optional<Published> retired;
+    const Parameters parameters = next.values;
+    {
+      absl::MutexLock lock(&mu_);
+      retired = std::exchange(previous_, std::move(current_));
+      current_ = std::move(next);
+      // Shares not begun for the next step get their buffers back, so steady training
+      // allocates none.
+      for (size_t w = 0; w < shares_.size(); ++w) {
+        if (shares_[w].state == PushState::kIdle) shares_[w].values.swap(complete.shares[w]);
+      }
+      for (auto it = waiters_.begin(); it != waiters_.end();) {
+        if (it->first < current_.step) {
+          ready.push_back(std::move(*it));
+          it = waiters_.erase(it);
+        } else {
+          ++it;
+        }
+      }
+    }
+    if (retired.has_value()) spare_optimizer_state_ = std::move(retired->optimizer_state);
+    if (metrics_.steps != nullptr) metrics_.steps->Increment();
+
+    for (auto& waiter : ready) waiter.second(parameters);
+    ready.clear();  // may drop the last reference to this state (see ~ShardState)
+    if (destroyed) return;
   }
+}
+
+ShardState::Published ShardState::Apply(CompleteStep& complete,
+                                        const std::function<void(uint64_t)>& hook) {
   const absl::Time start = absl::Now();
   if (metrics_.wait_seconds != nullptr) {
-    metrics_.wait_seconds->Observe(absl::ToDoubleSeconds(start - first_push_));
+    metrics_.wait_seconds->Observe(absl::ToDoubleSeconds(complete.last_push - complete.first_push));
   }
-  // Kept until the next step applies: the step just applied may be missing on another shard.
-  if (!previous_.has_value()) previous_.emplace();
-  previous_->step = step_;
-  previous_->values.assign(values_.begin(), values_.end());
-  optimizer_.ExportStateTo(previous_->optimizer_state);
-  std::vector<float>& sum = shares_[0].values;  // rank order: 0 + 1 + ... + (N-1)
-  for (size_t w = 1; w < shares_.size(); ++w) {
-    const std::vector<float>& values = shares_[w].values;
+  std::vector<float>& sum = complete.shares[0];  // rank order: 0 + 1 + ... + (N-1)
+  for (size_t w = 1; w < complete.shares.size(); ++w) {
+    const std::vector<float>& values = complete.shares[w];
     for (uint64_t i = 0; i < range_elements_; ++i) sum[i] += values[i];
   }
+  if (hook) hook(complete.step);
   // Sizes match by construction, so the optimiser cannot refuse.
   optimizer_.Step(absl::MakeSpan(values_), sum).IgnoreError();
-  snapshot_ = std::make_shared<const std::vector<float>>(values_);
-  ++step_;
-  for (WorkerShare& share : shares_) {
-    share.state = PushState::kIdle;
-    share.received = 0;
-  }
-  first_push_ = absl::InfinitePast();
+  Published next;
+  next.step = complete.step + 1;
+  next.values = std::make_shared<const std::vector<float>>(values_);
+  next.optimizer_state = std::move(spare_optimizer_state_);
+  optimizer_.ExportStateTo(next.optimizer_state);
   if (metrics_.update_seconds != nullptr) {
     metrics_.update_seconds->Observe(absl::ToDoubleSeconds(absl::Now() - start));
   }
-  if (metrics_.steps != nullptr) metrics_.steps->Increment();
-  std::vector<std::function<void(Parameters)>> ready;
-  for (auto it = waiters_.begin(); it != waiters_.end();) {
-    if (it->first < step_) {
-      ready.push_back(std::move(it->second));
-      it = waiters_.erase(it);
-    } else {
-      ++it;
-    }
-  }
-  return ready;
+  return next;
 }
 
 void ShardState::WhenApplied(uint64_t step, std::function<void(Parameters)> done) {
   Parameters parameters;
   {
     absl::MutexLock lock(&mu_);
-    if (step >= step_ && !closed_) {
+    if (step >= current_.step && !closed_) {
       waiters_.emplace_back(step, std::move(done));
       return;
     }
-    if (step < step_) parameters = snapshot_;
+    if (step < current_.step) parameters = current_.values;
   }
   done(parameters);
 }
 
-uint64_t ShardState::current_step() const {
+ShardState::Applied ShardState::applied() const {
   absl::MutexLock lock(&mu_);
-  return step_;
+  return Applied{current_.step, current_.values};
 }
 
-Parameters ShardState::parameters() const {
+uint64_t ShardState::current_step() const { return applied().step; }
+
+Parameters ShardState::parameters() const { return applied().values; }
+
+void ShardState::SetApplyHookForTesting(std::function<void(uint64_t step)> hook) {
   absl::MutexLock lock(&mu_);
-  return snapshot_;
+  apply_hook_ = std::move(hook);
 }
 
 }  // namespace ringside::server

@@ -11,8 +11,19 @@
 // state before its last applied step. A regroup fetches the state at the lowest step any shard
 // holds, rolling the others back (ps/shard_transfer.h).
 //
-// Thread-safe. Callbacks registered with WhenApplied run outside the lock, on the thread that
-// completed the step (or the caller's, when the step is already applied).
+// Threads. The push calls (BeginPush, AddSegment, FinishPush) run on the caller's thread, gRPC's
+// callback threads in the service, and only validate and copy: the pushing thread that completes
+// the last share of step t hands the step to the shard's applier thread (one, started by the
+// constructor and joined by the destructor) and returns at once. The applier sums, runs the
+// optimiser and makes the next parameters without the lock, so pushes, reads and Close() never
+// wait for a step's arithmetic; it then publishes the step in one short critical section, so
+// Export(), parameters() and applied() see the state before a step or after it, never half.
+// Shares of step t+1 may be collected while step t is applied. Callbacks registered with
+// WhenApplied run outside the lock on the applier thread (or on the caller's, when the step is
+// already applied or the state closed). One of them may drop the last reference to the state:
+// the destructor then runs on the applier thread and lets it end by itself.
+//
+// Thread-safe.
 // Errors: FAILED_PRECONDITION for a stale generation or a step that is not the current one;
 // INVALID_ARGUMENT for an unknown rank, a range length that does not match, a segment out of
 // sequence, ragged or too long, or an incomplete share; ALREADY_EXISTS for a second push of the
@@ -21,9 +32,12 @@
 #define RINGSIDE_PS_SHARD_STATE_H_
 
 #include <cstdint>
+#include <deque>
 #include <functional>
 #include <memory>
 #include <optional>
+#include <thread>
+#include <utility>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -66,6 +80,11 @@ class ShardState {
       ShardConfig config, uint64_t step, std::vector<float> values,
       absl::Span<const float> optimizer_state, const OptimizerConfig& optimizer,
       ShardStepMetrics metrics = {});
+  // Stops the applier: a step handed over and not yet applied is dropped, one being applied is
+  // finished first (unless this runs on the applier thread itself, from a WhenApplied callback).
+  ~ShardState();
+  ShardState(const ShardState&) = delete;
+  ShardState& operator=(const ShardState&) = delete;
 
   // A consistent copy of everything Restore() takes.
   struct Snapshot {
@@ -74,16 +93,18 @@ class ShardState {
     std::vector<float> optimizer_state;
   };
   // The current state, or the one after exactly `step` steps if that is the current or the
-  // previous one (else FAILED_PRECONDITION naming the steps held).
+  // previous one (else FAILED_PRECONDITION naming the steps held). A step still being applied
+  // is not part of it yet.
   absl::StatusOr<Snapshot> Export(std::optional<uint64_t> step = std::nullopt) const;
 
   // The shard moves to another generation: every worker still waiting for a step is answered
-  // with nullptr parameters (its stream ends ABORTED), and nothing more is applied.
+  // with nullptr parameters (its stream ends ABORTED), pushes are refused and no further step
+  // is applied. Does not wait for a step being applied.
   void Close();
 
   absl::Status BeginPush(uint64_t generation, int worker, uint64_t step, uint64_t range_elements);
   absl::Status AddSegment(int worker, uint64_t step, uint64_t offset, absl::string_view payload);
-  // The share is complete; the last worker's completion applies the step.
+  // The share is complete; the last worker's completion hands the step to the applier thread.
   absl::Status FinishPush(int worker, uint64_t step);
   // Forgets a push that will not be completed (its stream broke). No-op if none is open.
   void AbandonPush(int worker, uint64_t step);
@@ -92,10 +113,20 @@ class ShardState {
   // the state is closed).
   void WhenApplied(uint64_t step, std::function<void(Parameters)> done);
 
-  uint64_t current_step() const;  // steps applied so far = the step being collected
+  // The parameters after `step` applied steps, read together.
+  struct Applied {
+    uint64_t step = 0;
+    Parameters values;
+  };
+  Applied applied() const;
+  uint64_t current_step() const;  // steps applied so far
   Parameters parameters() const;  // after the last applied step
   uint64_t range_elements() const { return range_elements_; }
   const ShardConfig& config() const { return config_; }
+
+  // Test-only: runs on the applier thread for every step it applies, after the sum and before
+  // the optimiser step, without the lock (a test blocks it to hold a step half-applied).
+  void SetApplyHookForTesting(std::function<void(uint64_t step)> hook);
 
  private:
   enum class PushState { kIdle, kPushing, kDone };
@@ -104,27 +135,62 @@ class ShardState {
     uint64_t received = 0;
     std::vector<float> values;
   };
+  // A step whose shares are all complete, waiting for or being applied by the applier.
+  struct CompleteStep {
+    uint64_t step = 0;
+    std::vector<std::vector<float>> shares;  // by rank
+    absl::Time first_push;                   // first push begun
+    absl::Time last_push;                    // last push complete
+  };
+  // A state as readers see it; immutable while published.
+  struct Published {
+    uint64_t step = 0;  // steps applied
+    Parameters values;
+    std::vector<float> optimizer_state;  // Optimizer::ExportState layout
+  };
+  using Waiters = std::vector<std::pair<uint64_t, std::function<void(Parameters)>>>;
 
-  ShardState(ShardConfig config, std::vector<float> initial, Optimizer optimizer,
+  ShardState(ShardConfig config, uint64_t step, std::vector<float> values, Optimizer optimizer,
              ShardStepMetrics metrics);
   absl::Status CheckWorker(int worker) const;
   absl::Status CheckStep(uint64_t step) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Applies the step when every share is done; returns the callbacks to run.
-  std::vector<std::function<void(Parameters)>> MaybeApply() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The applier thread: waits for a complete step, applies it, publishes it, runs its callbacks.
+  void ApplyLoop();
+  // Sums the shares in rank order and runs the optimiser on the applier's own copy, without
+  // the lock.
+  Published Apply(CompleteStep& complete, const std::function<void(uint64_t)>& hook);
 
   const ShardConfig config_;
   const uint64_t range_elements_;
   const ShardStepMetrics metrics_;
   mutable absl::Mutex mu_;
-  Optimizer optimizer_ ABSL_GUARDED_BY(mu_);
-  std::vector<float> values_ ABSL_GUARDED_BY(mu_);
-  Parameters snapshot_ ABSL_GUARDED_BY(mu_);
-  std::optional<Snapshot> previous_ ABSL_GUARDED_BY(mu_);  // before the last applied step
-  uint64_t step_ ABSL_GUARDED_BY(mu_) = 0;
+  absl::CondVar step_complete_;  // signalled when complete_ gains a step, or on stopping_
+
+  // The collecting side: shares of step `collecting_`, filled by the pushing threads.
+  uint64_t collecting_ ABSL_GUARDED_BY(mu_) = 0;
   std::vector<WorkerShare> shares_ ABSL_GUARDED_BY(mu_);
   absl::Time first_push_ ABSL_GUARDED_BY(mu_) = absl::InfinitePast();
-  std::vector<std::pair<uint64_t, std::function<void(Parameters)>>> waiters_ ABSL_GUARDED_BY(mu_);
+  std::deque<CompleteStep> complete_ ABSL_GUARDED_BY(mu_);  // handed to the applier, in order
+
+  // What readers see: the state after the last applied step and the one before it (kept until
+  // the next step applies: the step just applied may be missing on another shard).
+  Published current_ ABSL_GUARDED_BY(mu_);
+  std::optional<Published> previous_ ABSL_GUARDED_BY(mu_);
+  Waiters waiters_ ABSL_GUARDED_BY(mu_);
   bool closed_ ABSL_GUARDED_BY(mu_) = false;
+  bool stopping_ ABSL_GUARDED_BY(mu_) = false;
+  std::function<void(uint64_t)> apply_hook_ ABSL_GUARDED_BY(mu_);
+
+  // The applier thread's alone once constructed: the working copy of the range and its
+  // optimiser (equal to current_ between steps), and a buffer for the next published optimiser
+  // state (recycled from the retired previous_, so a step allocates no optimiser state).
+  Optimizer optimizer_;
+  std::vector<float> values_;
+  std::vector<float> spare_optimizer_state_;
+  // Points at a flag on the applier's stack while it runs callbacks: the destructor, run there
+  // by a callback that dropped the last reference, sets it so the loop returns at once.
+  bool* applier_destroyed_ = nullptr;
+  std::thread applier_;  // last: starts once everything above is built
 };
 
 }  // namespace ringside::server

@@ -1,10 +1,13 @@
 // The ParameterShard service over real gRPC (a server on port 0 in this process), driven by
-// hand-made clients: the happy path, every bad input, and a worker that vanishes mid-step.
+// hand-made clients: the happy path, every bad input, a worker that vanishes mid-step, and a
+// generation replaced while a step of it is being applied.
 #include "ps/ps_service.h"
 
+#include <memory>
 #include <thread>
 #include <vector>
 
+#include "absl/synchronization/notification.h"
 #include "common/grpc_util.h"
 #include "gtest/gtest.h"
 
@@ -76,10 +79,12 @@ class PsServiceTest : public ::testing::Test {
   }
 
   // Both workers push `step` concurrently; returns their replies.
-  std::vector<StepReply> BothPush(uint64_t step, float value0, float value1) {
+  std::vector<StepReply> BothPush(uint64_t step, float value0, float value1,
+                                  uint64_t generation = kGeneration) {
     std::vector<StepReply> replies(2);
-    std::thread other([&] { replies[1] = Push(1, step, std::vector<float>(kRange, value1)); });
-    replies[0] = Push(0, step, std::vector<float>(kRange, value0));
+    std::thread other(
+        [&] { replies[1] = Push(1, step, std::vector<float>(kRange, value1), -1, generation); });
+    replies[0] = Push(0, step, std::vector<float>(kRange, value0), -1, generation);
     other.join();
     return replies;
   }
@@ -132,6 +137,39 @@ TEST_F(PsServiceTest, AWorkerVanishingMidStepIsNeverHalfApplied) {
   for (const StepReply* reply : {&worker0, &worker1}) {
     ASSERT_TRUE(reply->status.ok()) << reply->status.error_message();
     EXPECT_EQ(reply->params, std::vector<float>(kRange, 97.0f));
+  }
+}
+
+TEST_F(PsServiceTest, ANewGenerationIsServedWhileTheOldOneIsApplyingAStep) {
+  auto next = ShardState::Create(ShardConfig{kGeneration + 1, 2, 0},
+                                 std::vector<float>(kRange, 50.0f), {OptimizerKind::kSgd, 1.0f});
+  ASSERT_TRUE(next.ok()) << next.status();
+  // Owned by the hook, so it outlives the applier's last use of it.
+  struct Held {
+    absl::Notification applying, release;
+  };
+  auto held = std::make_shared<Held>();
+  state_->SetApplyHookForTesting([held](uint64_t) {
+    held->applying.Notify();
+    held->release.WaitForNotification();
+  });
+  std::vector<StepReply> old_replies;
+  std::thread old_step([&] { old_replies = BothPush(0, 1.0f, 1.0f); });
+  held->applying.WaitForNotification();  // generation 4's step 0 is held half-applied
+
+  // A regroup's Load replaces the generation: it must not wait for that step.
+  service_->Serve(ShardGeneration{*std::move(next), ShardLinkMetrics{}});
+  const std::vector<StepReply> new_replies = BothPush(0, 1.0f, 2.0f, kGeneration + 1);
+  for (const StepReply& reply : new_replies) {
+    EXPECT_TRUE(reply.status.ok()) << reply.status.error_message();
+    EXPECT_EQ(reply.params, std::vector<float>(kRange, 47.0f));
+  }
+
+  held->release.Notify();
+  old_step.join();
+  for (const StepReply& reply : old_replies) {
+    EXPECT_EQ(reply.status.error_code(), grpc::StatusCode::ABORTED)
+        << "a step of a replaced generation is never answered as applied";
   }
 }
 

@@ -1,9 +1,13 @@
-// The shard's state machine alone: whole-or-nothing steps, deterministic sums, every refusal.
+// The shard's state machine alone: whole-or-nothing steps, deterministic sums, every refusal,
+// and steps applied on the shard's own applier thread without holding pushes, reads or Close().
 #include "ps/shard_state.h"
 
+#include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
+#include "absl/synchronization/notification.h"
 #include "gtest/gtest.h"
 
 namespace ringside::server {
@@ -12,6 +16,48 @@ namespace {
 std::string Bytes(const std::vector<float>& values) {
   return std::string(reinterpret_cast<const char*>(values.data()), values.size() * sizeof(float));
 }
+
+// Waits until `step` is applied (the applier thread's work is asynchronous); the parameters after
+// it, or empty if the state was closed first.
+std::vector<float> WaitApplied(ShardState& state, uint64_t step) {
+  absl::Notification applied;
+  std::vector<float> values;
+  state.WhenApplied(step, [&](Parameters p) {
+    if (p != nullptr) values = *p;
+    applied.Notify();
+  });
+  applied.WaitForNotification();
+  return values;
+}
+
+// A test hook for the applier: records every step it applies and holds the applier in the
+// middle of step `held_step` (summed, optimiser not yet run) until released.
+class HeldApply {
+ public:
+  explicit HeldApply(uint64_t held_step = 0) : held_step_(held_step) {}
+  ~HeldApply() { Release(); }
+
+  std::function<void(uint64_t)> Hook() {
+    return [this](uint64_t step) {
+      steps_.push_back(step);
+      if (step != held_step_) return;
+      applying_.Notify();
+      release_.WaitForNotification();
+    };
+  }
+  void WaitUntilApplying() { applying_.WaitForNotification(); }
+  void Release() {
+    if (!release_.HasBeenNotified()) release_.Notify();
+  }
+  // Read only once the applier is gone or held.
+  const std::vector<uint64_t>& steps() const { return steps_; }
+
+ private:
+  const uint64_t held_step_;
+  std::vector<uint64_t> steps_;
+  absl::Notification applying_;
+  absl::Notification release_;
+};
 
 class ShardStateTest : public ::testing::Test {
  protected:
@@ -24,6 +70,11 @@ class ShardStateTest : public ::testing::Test {
     ASSERT_TRUE(state.ok()) << state.status();
     state_ = *std::move(state);
   }
+  // A held applier is let go before the state joins it.
+  void TearDown() override {
+    held_.Release();
+    state_.reset();
+  }
 
   absl::Status Push(int worker, uint64_t step, const std::vector<float>& share) {
     absl::Status status = state_->BeginPush(3, worker, step, share.size());
@@ -32,6 +83,7 @@ class ShardStateTest : public ::testing::Test {
     return status;
   }
 
+  HeldApply held_;
   std::unique_ptr<ShardState> state_;
 };
 
@@ -42,6 +94,7 @@ TEST_F(ShardStateTest, AppliesAStepOnlyWhenEveryWorkerHasPushed) {
   EXPECT_EQ(state_->current_step(), 0u);
   EXPECT_TRUE(seen.empty()) << "applied before worker 0 pushed";
   ASSERT_TRUE(Push(0, 0, {0.5f, 0.5f, 0.5f}).ok());
+  EXPECT_EQ(WaitApplied(*state_, 0), (std::vector<float>{8.5f, 17.5f, 26.5f}));
   EXPECT_EQ(state_->current_step(), 1u);
   EXPECT_EQ(seen, (std::vector<float>{8.5f, 17.5f, 26.5f}));
   std::vector<float> late;
@@ -77,6 +130,7 @@ TEST_F(ShardStateTest, AnAbandonedPushIsForgottenAndCanBeRedone) {
   ASSERT_TRUE(Push(1, 0, {1, 1, 1}).ok());
   EXPECT_EQ(state_->current_step(), 0u) << "half a share must never count";
   ASSERT_TRUE(Push(0, 0, {1, 1, 1}).ok());
+  EXPECT_EQ(WaitApplied(*state_, 0), (std::vector<float>{8, 18, 28}));
   EXPECT_EQ(*state_->parameters(), (std::vector<float>{8, 18, 28}));
   EXPECT_EQ(Push(0, 0, {1, 1, 1}).code(), absl::StatusCode::kFailedPrecondition)
       << "step 0 is applied";
@@ -93,7 +147,108 @@ TEST_F(ShardStateTest, SumsInRankOrderWhateverTheArrivalOrder) {
     ASSERT_TRUE((*state)->AddSegment(worker, 0, 0, Bytes({value})).ok());
     ASSERT_TRUE((*state)->FinishPush(worker, 0).ok());
   }
-  EXPECT_EQ((*state)->parameters()->at(0), -((1e8f + 1.0f) + -1e8f));
+  EXPECT_EQ(WaitApplied(**state, 0), std::vector<float>{-((1e8f + 1.0f) + -1e8f)});
+}
+
+TEST_F(ShardStateTest, AppliesOnTheShardsOwnThreadNotThePushingOne) {
+  std::thread::id optimiser_thread;
+  std::thread::id callback_thread;
+  absl::Notification applied;
+  state_->SetApplyHookForTesting([&](uint64_t) { optimiser_thread = std::this_thread::get_id(); });
+  state_->WhenApplied(0, [&](Parameters) {
+    callback_thread = std::this_thread::get_id();
+    applied.Notify();
+  });
+  ASSERT_TRUE(Push(1, 0, {1, 1, 1}).ok());
+  ASSERT_TRUE(Push(0, 0, {1, 1, 1}).ok());  // the last share: the step is handed over
+  applied.WaitForNotification();
+  EXPECT_NE(optimiser_thread, std::this_thread::get_id());
+  EXPECT_EQ(callback_thread, optimiser_thread) << "callbacks run on the applier thread";
+  EXPECT_EQ(*state_->parameters(), (std::vector<float>{8, 18, 28}));
+}
+
+TEST_F(ShardStateTest, PushesAndReadsDoNotWaitForAStepBeingApplied) {
+  state_->SetApplyHookForTesting(held_.Hook());
+  ASSERT_TRUE(Push(1, 0, {1, 2, 3}).ok());
+  ASSERT_TRUE(Push(0, 0, {0.5f, 0.5f, 0.5f}).ok()) << "the last push returns before the apply";
+  held_.WaitUntilApplying();  // step 0 summed, its optimiser step not run: the applier is held
+
+  // Reads see the whole state before step 0, not half of it.
+  EXPECT_EQ(state_->current_step(), 0u);
+  EXPECT_EQ(*state_->parameters(), (std::vector<float>{10, 20, 30}));
+  absl::StatusOr<ShardState::Snapshot> before = state_->Export();
+  ASSERT_TRUE(before.ok()) << before.status();
+  EXPECT_EQ(before->step, 0u);
+  EXPECT_EQ(before->values, (std::vector<float>{10, 20, 30}));
+  // Step 0 is complete, so step 1 is collected meanwhile: the lock is free.
+  EXPECT_EQ(Push(0, 0, {1, 1, 1}).code(), absl::StatusCode::kFailedPrecondition);
+  ASSERT_TRUE(Push(1, 1, {1, 1, 1}).ok());
+
+  held_.Release();
+  EXPECT_EQ(WaitApplied(*state_, 0), (std::vector<float>{8.5f, 17.5f, 26.5f}));
+  ASSERT_TRUE(Push(0, 1, {1, 1, 1}).ok());
+  EXPECT_EQ(WaitApplied(*state_, 1), (std::vector<float>{6.5f, 15.5f, 24.5f}));
+  absl::StatusOr<ShardState::Snapshot> previous = state_->Export(1);
+  ASSERT_TRUE(previous.ok()) << previous.status();
+  EXPECT_EQ(previous->values, (std::vector<float>{8.5f, 17.5f, 26.5f}));
+  EXPECT_EQ(state_->Export(0).status().code(), absl::StatusCode::kFailedPrecondition);
+}
+
+TEST_F(ShardStateTest, ClosingDuringAnApplyAnswersTheWaitersAndAppliesNothingMore) {
+  state_->SetApplyHookForTesting(held_.Hook());
+  ASSERT_TRUE(Push(1, 0, {1, 1, 1}).ok());
+  ASSERT_TRUE(Push(0, 0, {1, 1, 1}).ok());
+  held_.WaitUntilApplying();
+  ASSERT_TRUE(Push(0, 1, {1, 1, 1}).ok());
+  ASSERT_TRUE(Push(1, 1, {1, 1, 1}).ok());  // step 1 complete too, queued behind step 0
+
+  bool answered_with_nothing = false;
+  state_->WhenApplied(1, [&](Parameters p) { answered_with_nothing = p == nullptr; });
+  state_->Close();  // returns although step 0 is being applied
+  EXPECT_TRUE(answered_with_nothing);
+  EXPECT_EQ(state_->BeginPush(3, 0, 2, 3).code(), absl::StatusCode::kFailedPrecondition);
+
+  held_.Release();
+  state_.reset();  // joins the applier, which finishes step 0 and must not start step 1
+  EXPECT_EQ(held_.steps(), std::vector<uint64_t>{0});
+}
+
+// A WhenApplied callback may hold the last reference to the state: the destructor then runs on
+// the applier thread, which cannot join itself.
+TEST(ShardStateLifetimeTest, TheLastReferenceMayBeDroppedByACallbackOnTheApplierThread) {
+  // Notifies when the state's hook, owned by the state, is gone.
+  struct NotifyOnDestruction {
+    explicit NotifyOnDestruction(absl::Notification* notification) : destroyed(notification) {}
+    ~NotifyOnDestruction() { destroyed->Notify(); }
+    absl::Notification* destroyed;
+  };
+  struct RecordDestruction {
+    explicit RecordDestruction(std::thread::id* thread) : where(thread) {}
+    ~RecordDestruction() { *where = std::this_thread::get_id(); }
+    std::thread::id* where;
+  };
+  absl::Notification destroyed;
+  std::thread::id destroyed_on;
+  HeldApply held;
+  auto created =
+      ShardState::Create(ShardConfig{1, 1, 0}, {1}, OptimizerConfig{OptimizerKind::kSgd, 1.0f});
+  ASSERT_TRUE(created.ok());
+  std::shared_ptr<ShardState> state = *std::move(created);
+
+  state->SetApplyHookForTesting(
+      [hold = held.Hook(),
+       tracker = std::make_shared<NotifyOnDestruction>(&destroyed)](uint64_t step) { hold(step); });
+  state->WhenApplied(
+      0, [state, record = std::make_shared<RecordDestruction>(&destroyed_on)](Parameters) {});
+  ASSERT_TRUE(state->BeginPush(1, 0, 0, 1).ok());
+  ASSERT_TRUE(state->AddSegment(0, 0, 0, Bytes({1})).ok());
+  ASSERT_TRUE(state->FinishPush(0, 0).ok());
+  held.WaitUntilApplying();
+  state.reset();  // the callback's copy is the last reference now
+  held.Release();
+  destroyed.WaitForNotification();
+  EXPECT_NE(destroyed_on, std::thread::id());
+  EXPECT_NE(destroyed_on, std::this_thread::get_id());
 }
 
 }  // namespace

@@ -1,0 +1,181 @@
+// The worker's PS client against real shards over gRPC in this process: steps agree with the
+// shards, every payload byte is counted, no thread is started per step, Cancel() ends a step in
+// flight at once, and a shard's refusal comes back as the step's status.
+#include "ps/ps_sync.h"
+
+#include <dirent.h>
+
+#include <fstream>
+#include <memory>
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/synchronization/notification.h"
+#include "common/grpc_util.h"
+#include "gtest/gtest.h"
+#include "prometheus/registry.h"
+#include "ps/ps_service.h"
+
+namespace ringside::worker {
+namespace {
+
+constexpr uint64_t kParameters = 1000;
+constexpr int kShards = 3;
+constexpr uint64_t kSegmentBytes = 256;  // 64 elements: every shard's range takes 6 segments
+
+// The threads of this process that carry the main thread's name. gRPC names its own threads
+// (executor, timers, event engine); a std::thread inherits its creator's name, so a thread
+// started by PsSync shows up here.
+std::set<std::string> UnnamedThreads() {
+  std::set<std::string> threads;
+  auto name = [](const std::string& tid) {
+    std::ifstream comm("/proc/self/task/" + tid + "/comm");
+    std::string text;
+    std::getline(comm, text);
+    return text;
+  };
+  const std::string main_name = name(std::to_string(getpid()));
+  DIR* tasks = opendir("/proc/self/task");
+  if (tasks == nullptr) return threads;
+  while (const dirent* entry = readdir(tasks)) {
+    const std::string tid = entry->d_name;
+    if (tid == "." || tid == "..") continue;
+    if (name(tid) == main_name) threads.insert(tid);
+  }
+  closedir(tasks);
+  return threads;
+}
+
+class PsSyncTest : public ::testing::Test {
+ protected:
+  // kShards shards of generation `generation` for `workers` workers, every parameter at 100.
+  void StartShards(int workers, uint64_t generation = 1) {
+    const std::vector<ElementRange> ranges = EvenRanges(kParameters, kShards);
+    for (int s = 0; s < kShards; ++s) {
+      auto state = server::ShardState::Create(server::ShardConfig{generation, workers, s},
+                                              std::vector<float>(ranges[s].size(), 100.0f),
+                                              OptimizerConfig{OptimizerKind::kSgd, 1.0f});
+      ASSERT_TRUE(state.ok()) << state.status();
+      services_.push_back(std::make_unique<server::ParameterShardService>(kSegmentBytes));
+      services_.back()->Serve(server::ShardGeneration{*std::move(state), {}});
+      auto started = StartServer("127.0.0.1:0", {services_.back().get()});
+      ASSERT_TRUE(started.ok()) << started.status();
+      addresses_.push_back("127.0.0.1:" + std::to_string(started->port));
+      servers_.push_back(*std::move(started));
+    }
+  }
+
+  PsSyncOptions Options() const {
+    PsSyncOptions options;
+    options.shards = addresses_;
+    options.segment_bytes = kSegmentBytes;
+    options.timeout = absl::Seconds(60);  // far beyond any test: reaching it is a failure
+    return options;
+  }
+
+  std::vector<std::unique_ptr<server::ParameterShardService>> services_;  // outlive the servers
+  std::vector<StartedServer> servers_;
+  std::vector<std::string> addresses_;
+};
+
+TEST_F(PsSyncTest, StepsAgreeWithTheShardsAndEveryPayloadByteIsCounted) {
+  StartShards(/*workers=*/1);
+  auto registry = std::make_shared<prometheus::Registry>();
+  Metrics metrics(registry);
+  auto sync = PsSync::Create(Options(), kParameters, &metrics);
+  ASSERT_TRUE(sync.ok()) << sync.status();
+  constexpr int kSteps = 20;
+  std::vector<float> params(kParameters, 100.0f);
+  for (int step = 0; step < kSteps; ++step) {
+    std::vector<float> gradient(kParameters, 1.0f);
+    ASSERT_TRUE((*sync)->Step(step, absl::MakeSpan(gradient), absl::MakeSpan(params)).ok());
+    ASSERT_EQ(params, std::vector<float>(kParameters, 100.0f - (step + 1)));
+  }
+  const std::vector<ElementRange> ranges = EvenRanges(kParameters, kShards);
+  for (int s = 0; s < kShards; ++s) {
+    const double bytes = static_cast<double>(ranges[s].size() * sizeof(float) * kSteps);
+    const LinkSendMetrics up = metrics.LinkSend(WorkerName(0), PsShardName(s), SyncMode::kPs);
+    const LinkReceiveMetrics down =
+        metrics.LinkReceive(PsShardName(s), WorkerName(0), SyncMode::kPs);
+    EXPECT_EQ(up.bytes->Value(), bytes) << PsShardName(s);
+    EXPECT_EQ(up.expected_bytes->Value(), bytes) << PsShardName(s);
+    EXPECT_EQ(up.messages->Value(), 6.0 * kSteps) << PsShardName(s);
+    EXPECT_EQ(down.bytes->Value(), bytes) << PsShardName(s);
+  }
+}
+
+// In the middle of every step (the test hook runs once shard 0 has the share) the process's
+// threads are listed. A thread started per step would be a new one at every step, at least 20
+// in all. gRPC's pools may grow meanwhile, and a thread it has just started has not named itself
+// yet, so a few new ones may show up unnamed; fewer than one per step proves none is per step.
+TEST_F(PsSyncTest, StartsNoThreadPerStep) {
+  StartShards(/*workers=*/1);
+  const std::set<std::string> before = UnnamedThreads();
+  std::set<std::string> started;  // seen during a step and not before
+  int steps = 0;
+  PsSyncOptions options = Options();
+  options.pushed_to_first_shard = [&](int64_t) {
+    ++steps;
+    for (const std::string& tid : UnnamedThreads()) {
+      if (before.count(tid) == 0) started.insert(tid);
+    }
+  };
+  auto sync = PsSync::Create(options, kParameters, nullptr);
+  ASSERT_TRUE(sync.ok()) << sync.status();
+  constexpr int kSteps = 20;
+  std::vector<float> params(kParameters, 100.0f);
+  for (int step = 0; step < kSteps; ++step) {
+    std::vector<float> gradient(kParameters, 1.0f);
+    ASSERT_TRUE((*sync)->Step(step, absl::MakeSpan(gradient), absl::MakeSpan(params)).ok());
+  }
+  EXPECT_EQ(steps, kSteps);
+  EXPECT_LT(started.size(), static_cast<size_t>(kSteps))
+      << started.size() << " threads started during " << kSteps << " steps";
+}
+
+// Elastic regroups supersede a generation with Cancel(): a step waiting for a worker that is
+// gone must end at once (CANCELLED), not at its deadline, and so must every later one.
+TEST_F(PsSyncTest, CancelEndsTheStepInFlightAndEveryLaterOne) {
+  StartShards(/*workers=*/2);  // worker 1 never pushes: the step waits for it
+  absl::Notification in_flight;
+  PsSyncOptions options = Options();
+  options.pushed_to_first_shard = [&](int64_t) {
+    if (!in_flight.HasBeenNotified()) in_flight.Notify();
+  };
+  auto sync = PsSync::Create(options, kParameters, nullptr);
+  ASSERT_TRUE(sync.ok()) << sync.status();
+  std::vector<float> params(kParameters, 100.0f);
+  std::vector<float> gradient(kParameters, 1.0f);
+  absl::Status status;
+  std::thread stepping([&] {
+    status = (*sync)->Step(0, absl::MakeSpan(gradient), absl::MakeSpan(params)).status();
+  });
+  in_flight.WaitForNotification();  // shard 0 holds the share and waits for worker 1
+  (*sync)->Cancel();                // from another thread, as the controller client's watch does
+  stepping.join();
+  EXPECT_EQ(status.code(), absl::StatusCode::kCancelled) << status;
+  EXPECT_EQ(params, std::vector<float>(kParameters, 100.0f)) << "nothing half-applied";
+
+  const absl::Status later =
+      (*sync)->Step(0, absl::MakeSpan(gradient), absl::MakeSpan(params)).status();
+  EXPECT_EQ(later.code(), absl::StatusCode::kCancelled) << later;
+}
+
+TEST_F(PsSyncTest, AShardsRefusalIsTheStepsStatusNamingShardAndStep) {
+  StartShards(/*workers=*/1, /*generation=*/2);
+  auto sync = PsSync::Create(Options(), kParameters, nullptr);  // generation 1: stale
+  ASSERT_TRUE(sync.ok()) << sync.status();
+  std::vector<float> params(kParameters, 100.0f);
+  std::vector<float> gradient(kParameters, 1.0f);
+  const absl::Status status =
+      (*sync)->Step(7, absl::MakeSpan(gradient), absl::MakeSpan(params)).status();
+  EXPECT_EQ(status.code(), absl::StatusCode::kFailedPrecondition) << status;
+  EXPECT_NE(status.message().find(PsShardName(0) + " (" + addresses_[0] + ") step 7"),
+            std::string::npos)
+      << status;
+}
+
+}  // namespace
+}  // namespace ringside::worker
