@@ -202,7 +202,9 @@ absl::StatusOr<SyncTiming> PsSync::Step(int64_t step, absl::Span<float> gradient
   calls[0]->Start();
   if (options_.pushed_to_first_shard != nullptr) {
     calls[0]->WaitPushed();
-    options_.pushed_to_first_shard(step);
+    // A worker lost here (in-process tests) pushes nothing more: the other shards never see
+    // its share, and its step ends CANCELLED.
+    if (options_.pushed_to_first_shard(step)) Cancel();
   }
   for (size_t s = 1; s < calls.size(); ++s) calls[s]->Start();
   std::vector<absl::Status> statuses;

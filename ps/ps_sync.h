@@ -35,7 +35,8 @@ struct PsSyncOptions {
   absl::Duration timeout = absl::Seconds(60);  // per step and shard
   // Test-only (train/fault_injection.h): when set, the other shards' pushes wait until this
   // worker's share has reached shard 0, and this runs in between, on the thread calling Step().
-  std::function<void(int64_t step)> pushed_to_first_shard;
+  // Returning true means the worker is lost there: the sync cancels itself, pushing no more.
+  std::function<bool(int64_t step)> pushed_to_first_shard;
 };
 
 class PsSync final : public ParameterSync {

@@ -85,14 +85,14 @@ absl::Status ElasticTrainer::Run(const absl::Notification& stop, const FinishedC
           newer->rank < 0
               ? absl::FailedPreconditionError("this worker has no rank in the generation")
               : Regroup(*newer);
-      if (!lost_at_.empty()) return status;
+      if (!lost_at_.empty()) return LostStatus();
       if (!status.ok()) RETURN_IF_ERROR(AwaitNewGeneration(newer->generation, status, stop));
       continue;  // a newer generation may have come during the regroup: adopt it before a step
     }
     if (newer.status().code() != absl::StatusCode::kDeadlineExceeded) return newer.status();
     if (completed_ < training.steps) {
       if (absl::Status status = Step(); !status.ok()) {
-        if (!lost_at_.empty()) return status;
+        if (!lost_at_.empty()) return LostStatus();
         RETURN_IF_ERROR(AwaitNewGeneration(generation_, status, stop));
       }
       continue;
@@ -184,7 +184,7 @@ absl::Status ElasticTrainer::Regroup(const GenerationAssignment& assignment) {
     ps.segment_bytes = options_.segment_bytes;
     ps.timeout = options_.timeout;
     if (options_.fault) {
-      ps.pushed_to_first_shard = [this](int64_t step) { options_.fault("ps_push", step); };
+      ps.pushed_to_first_shard = [this](int64_t) { return LostAt("ps_push"); };
     }
     ASSIGN_OR_RETURN(std::unique_ptr<PsSync> ps_sync,
                      PsSync::Create(ps, job_->parameter_count(), &metrics_));

@@ -31,15 +31,6 @@ std::vector<float> ReadParams(const std::string& path) {
   return values;
 }
 
-double MaxRelativeDifference(const std::vector<float>& a, const std::vector<float>& b) {
-  double diff = 0, scale = 0;
-  for (size_t i = 0; i < a.size() && i < b.size(); ++i) {
-    diff = std::max(diff, std::abs(double{a[i]} - b[i]));
-    scale = std::max(scale, std::abs(double{b[i]}));
-  }
-  return scale > 0 ? diff / scale : diff;
-}
-
 std::string ClusterLogs(cli::LocalCluster& cluster) {
   std::string logs;
   for (auto& process : cluster.processes()) {

@@ -10,6 +10,7 @@
 #include "absl/time/time.h"
 #include "common/metrics.h"
 #include "launch/local_cluster.h"
+#include "tests/support/parameters.h"
 
 namespace ringside::testing {
 
@@ -18,9 +19,6 @@ void SetMode(const std::string& controller, SyncMode mode);
 
 // A worker's --params_out file (raw float32); empty if it is missing.
 std::vector<float> ReadParams(const std::string& path);
-
-// max |a - b| / max |b|.
-double MaxRelativeDifference(const std::vector<float>& a, const std::vector<float>& b);
 
 // The last lines of every process's log, for failure messages.
 std::string ClusterLogs(cli::LocalCluster& cluster);

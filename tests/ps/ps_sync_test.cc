@@ -121,6 +121,7 @@ TEST_F(PsSyncTest, StartsNoThreadPerStep) {
     for (const std::string& tid : UnnamedThreads()) {
       if (before.count(tid) == 0) started.insert(tid);
     }
+    return false;
   };
   auto sync = PsSync::Create(options, kParameters, nullptr);
   ASSERT_TRUE(sync.ok()) << sync.status();
@@ -143,6 +144,7 @@ TEST_F(PsSyncTest, CancelEndsTheStepInFlightAndEveryLaterOne) {
   PsSyncOptions options = Options();
   options.pushed_to_first_shard = [&](int64_t) {
     if (!in_flight.HasBeenNotified()) in_flight.Notify();
+    return false;
   };
   auto sync = PsSync::Create(options, kParameters, nullptr);
   ASSERT_TRUE(sync.ok()) << sync.status();

@@ -29,6 +29,7 @@
 #include "prometheus/registry.h"
 #include "ps/ps_service.h"
 #include "ring/memory_transport.h"
+#include "tests/support/parameters.h"
 #include "train/assignment_source.h"
 #include "train/elastic_training.h"
 #include "train/fault_injection.h"
@@ -40,6 +41,7 @@ namespace {
 using server::MemberRole;
 using server::Membership;
 using server::MembershipConfig;
+using testing::MaxRelativeDifference;
 
 constexpr char kToken[] = "in-process-token";
 
@@ -208,15 +210,6 @@ TrainingOptions SmallJob(int64_t steps) {
   return job;
 }
 
-double MaxRelativeDifference(const std::vector<float>& a, const std::vector<float>& b) {
-  double diff = 0, scale = 0;
-  for (size_t i = 0; i < a.size() && i < b.size(); ++i) {
-    diff = std::max(diff, std::abs(double{a[i]} - b[i]));
-    scale = std::max(scale, std::abs(double{b[i]}));
-  }
-  return scale > 0 ? diff / scale : diff;
-}
-
 // One worker: its ring member, metrics, trainer and what it ended with.
 struct TrainerThread {
   uint64_t member = 0;
@@ -354,7 +347,10 @@ INSTANTIATE_TEST_SUITE_P(
         FaultCase{"LastRankMidRingStep", "ring_step", 7, 2, SyncMode::kRing, 1, -1},
         FaultCase{"DuringASwitchToPs", "switch", 0, 2, SyncMode::kRing, 2, 5},
         FaultCase{"DuringASwitchToRing", "switch", 0, 1, SyncMode::kPs, 2, 5},
-        FaultCase{"AtTheBarrierAfterASwitch", "barrier", 5, 1, SyncMode::kRing, 3, 5}),
+        FaultCase{"AtTheBarrierAfterASwitch", "barrier", 5, 1, SyncMode::kRing, 3, 5},
+        FaultCase{"MidPsStepBetweenShards", "ps_push", 7, 1, SyncMode::kPs, 2, -1},
+        FaultCase{"FirstRankMidPsStepBetweenShards", "ps_push", 3, 0, SyncMode::kPs, 3, -1},
+        FaultCase{"AfterASwitchMidPsStep", "ps_push", 8, 2, SyncMode::kRing, 2, 5}),
     [](const ::testing::TestParamInfo<FaultCase>& info) { return info.param.name; });
 
 // Seeded chaos in one process: many short jobs, each losing a worker at a random protocol point
@@ -367,8 +363,8 @@ TEST(ElasticTrainerChaosTest, RandomLossesNeverStallOrDivergeTheJob) {
   std::cout << "chaos seed " << seed << " (replay: RINGSIDE_CHAOS_SEED=" << seed << ")\n";
   RecordProperty("seed", std::to_string(seed));
   std::mt19937_64 random(seed);
-  const std::vector<std::string> points = {"assigned", "census",  "state",
-                                           "load",     "barrier", "ring_step"};
+  const std::vector<std::string> points = {"assigned", "census",    "state",  "load",
+                                           "barrier",  "ring_step", "ps_push"};
   constexpr int64_t kSteps = 12;
   for (int job = 0; job < 8; ++job) {
     FaultCase fault;
@@ -384,10 +380,22 @@ TEST(ElasticTrainerChaosTest, RandomLossesNeverStallOrDivergeTheJob) {
     const bool ring_at_some_point = fault.start == SyncMode::kRing || fault.switch_at >= 0;
     const bool ps_at_some_point = fault.start == SyncMode::kPs || fault.switch_at >= 0;
     if (fault.point == "ring_step" && !ring_at_some_point) fault.point = "census";
+    if (fault.point == "ps_push" && !ps_at_some_point) fault.point = "census";
     if ((fault.point == "load" || fault.point == "barrier") && !ps_at_some_point) {
       fault.point = "state";
     }
     fault.victim = fault.point == "load" ? 0 : static_cast<int>(random() % 3);
+    if (fault.point == "ps_push") {
+      // Ps steps run from the start, or from a switch to ps on (after which every worker has
+      // completed at least switch_at steps): any step from there to the end is reached.
+      // Before a switch to ring, the victim pushes every step up to switch_at - 1.
+      const int64_t first_ps_step =
+          fault.start == SyncMode::kPs ? 0 : std::max<int64_t>(0, fault.switch_at);
+      const int64_t last_ps_step =
+          fault.start == SyncMode::kPs && fault.switch_at >= 0 ? fault.switch_at - 1 : kSteps - 1;
+      fault.after_step =
+          first_ps_step + static_cast<int64_t>(random() % (last_ps_step - first_ps_step + 1));
+    }
     if (fault.point == "ring_step") {
       const int64_t last_ring_step =
           fault.start == SyncMode::kRing && fault.switch_at >= 0 ? fault.switch_at - 1 : kSteps - 1;
