@@ -1,10 +1,12 @@
 #include "ring/grpc_transport.h"
 
+#include <deque>
 #include <utility>
 
+#include "absl/base/thread_annotations.h"
 #include "absl/strings/str_cat.h"
+#include "absl/synchronization/mutex.h"
 #include "common/grpc_util.h"
-#include "grpcpp/support/proto_buffer_writer.h"
 #include "ring/segment_codec.h"
 
 namespace ringside::ring {
@@ -13,7 +15,8 @@ namespace {
 // The generated method, called with raw buffers on both ends (see ring/segment_codec.h).
 constexpr char kStreamMethod[] = "/ringside.proto.RingPeer/Stream";
 
-// Bounded wait for queued segments to drain when a sender closes normally.
+// Bounded wait for queued segments to drain when a sender closes normally, and again for the
+// peer to answer the half-close.
 constexpr absl::Duration kCloseGrace = absl::Seconds(5);
 
 // One reactor per incoming stream; owns its message buffer and deletes itself in OnDone.
@@ -64,120 +67,227 @@ grpc::ServerReadReactor<grpc::ByteBuffer>* RingPeerService::Stream(
   return new StreamReactor(inbox_, summary);
 }
 
+// The sender's state, shared with its streams so that a reaction finishing after the sender
+// stopped waiting for it still has a lock to release.
+struct RingStreamSender::Link {
+  Link(std::string address, std::string peer_name,
+       std::function<void(const absl::Status&)> on_error, prometheus::Counter* wire)
+      : address(std::move(address)),
+        peer_name(std::move(peer_name)),
+        on_error(std::move(on_error)),
+        wire(wire) {}
+
+  const std::string address;
+  const std::string peer_name;
+  const std::function<void(const absl::Status&)> on_error;
+  prometheus::Counter* const wire;
+
+  absl::Mutex mu;
+  std::deque<grpc::ByteBuffer> queue ABSL_GUARDED_BY(mu);  // encoded segments, not yet written
+  std::shared_ptr<Stream> stream ABSL_GUARDED_BY(mu);      // of the current epoch, if open
+  bool stopping ABSL_GUARDED_BY(mu) = false;
+  uint64_t epoch ABSL_GUARDED_BY(mu) = 0;
+  absl::Status error ABSL_GUARDED_BY(mu);
+  int live_streams ABSL_GUARDED_BY(mu) = 0;  // Stream objects not yet destroyed
+};
+
+// One RingPeer.Stream call to the right neighbour. Its reactions run on gRPC's callback threads
+// and only move queue entries and flags under the link's lock; gRPC calls (StartWrite,
+// RemoveHold, TryCancel) are always made after that lock is released, because gRPC may run a
+// reaction inline from inside them.
+//
+// A hold keeps the call from finishing while Enqueue() may still start a write from outside the
+// reactions. It is removed once no write is in flight and the stream is retired: the peer ended
+// it (its read completed), a write failed, it was abandoned, or it is being closed.
+class RingStreamSender::Stream final
+    : public grpc::ClientBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer> {
+ public:
+  Stream(std::shared_ptr<Link> link, uint64_t epoch) : link(std::move(link)), epoch(epoch) {
+    context_->set_wait_for_ready(true);  // a peer still starting up is waited for
+  }
+
+  ~Stream() override {
+    context_.reset();  // releases the call (and its channel reference) before the count drops
+    absl::MutexLock lock(&link->mu);
+    --link->live_streams;
+  }
+
+  // Activates the call; with `write`, its first write is `in_flight`. Outside the lock.
+  void Start(grpc::GenericStub& stub, bool write) {
+    stub.PrepareBidiStreamingCall(context_.get(), kStreamMethod, grpc::StubOptions(), this);
+    AddHold();
+    StartRead(&summary_);  // completes when the peer ends the call, whichever way
+    if (write) StartWrite(&in_flight);
+    StartCall();
+  }
+
+  grpc::ClientContext& context() { return *context_; }
+
+  // Retires the hold if nothing can start a write any more; true: the caller must RemoveHold().
+  bool ReleaseHoldLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(link->mu) {
+    if (!held || writing) return false;
+    if (!ended && !closing && link->stream.get() == this) return false;
+    held = false;
+    return true;
+  }
+
+  void OnWriteDone(bool ok) override {
+    bool next = false, release = false;
+    size_t written = 0;
+    {
+      absl::MutexLock lock(&link->mu);
+      written = in_flight.Length();
+      if (!ok) ended = true;
+      if (!ended && link->stream.get() == this && !link->queue.empty()) {
+        in_flight = std::move(link->queue.front());
+        link->queue.pop_front();
+        next = true;
+      } else {
+        writing = false;
+        release = ReleaseHoldLocked();
+      }
+    }
+    if (ok && link->wire != nullptr) link->wire->Increment(static_cast<double>(written));
+    if (next) StartWrite(&in_flight);
+    if (release) RemoveHold();
+  }
+
+  void OnReadDone(bool ok) override {
+    bool release = false;
+    {
+      absl::MutexLock lock(&link->mu);
+      ended = true;
+      release = ReleaseHoldLocked();
+    }
+    if (release) RemoveHold();
+  }
+
+  void OnDone(const grpc::Status& status) override {
+    absl::Status error;
+    {
+      absl::MutexLock lock(&link->mu);
+      done = true;
+      if (link->stream.get() == this) link->stream = nullptr;
+      if (epoch == link->epoch && !link->stopping && !closing) {
+        error = status.ok()
+                    ? absl::UnavailableError(absl::StrCat(link->peer_name, " closed the stream"))
+                    : absl::Status(static_cast<absl::StatusCode>(status.error_code()),
+                                   absl::StrCat("stream to ", link->peer_name, " (", link->address,
+                                                ") failed: ", status.error_message()));
+        link->queue.clear();
+        link->error = error;
+      }
+    }
+    if (!error.ok()) link->on_error(error);
+    std::shared_ptr<Stream> last = std::move(self);  // may destroy this on return
+  }
+
+  const std::shared_ptr<Link> link;
+  const uint64_t epoch;
+  // Guarded by link->mu.
+  bool writing = false;  // a write of `in_flight` is in flight (or about to be started)
+  bool ended = false;    // a write failed or the peer ended the call: no more writes
+  bool held = true;      // the hold taken in Start()
+  bool closing = false;  // this side half-closed the call (WritesDone): a graceful end
+  bool done = false;     // OnDone has run
+  // Owned by whoever set `writing`; gRPC reads it until OnWriteDone.
+  grpc::ByteBuffer in_flight;
+  // Keeps the reactor alive until OnDone.
+  std::shared_ptr<Stream> self;
+
+ private:
+  std::unique_ptr<grpc::ClientContext> context_ = std::make_unique<grpc::ClientContext>();
+  grpc::ByteBuffer summary_;  // the peer's RingStreamSummary; read, not used
+};
+
 RingStreamSender::RingStreamSender(std::string address, std::string peer_name,
                                    std::function<void(const absl::Status&)> on_error,
                                    prometheus::Counter* wire)
-    : address_(std::move(address)),
-      peer_name_(std::move(peer_name)),
-      on_error_(std::move(on_error)),
-      wire_(wire),
-      channel_(MakeChannel(address_)),
-      method_(kStreamMethod, grpc::internal::RpcMethod::CLIENT_STREAMING, channel_),
-      thread_([this] { Loop(); }) {}
+    : link_(std::make_shared<Link>(address, std::move(peer_name), std::move(on_error), wire)),
+      stub_(MakeChannel(address)) {}
 
 RingStreamSender::~RingStreamSender() {
+  Link& link = *link_;
+  std::shared_ptr<Stream> stream;
+  bool cancel = false, close = false, release = false;
   {
-    absl::MutexLock lock(&mu_);
-    stopping_ = true;
-    auto drained = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return queue_.empty() && !busy_; };
-    if (!mu_.AwaitWithTimeout(absl::Condition(&drained), kCloseGrace) && context_ != nullptr) {
-      context_->TryCancel();
+    absl::MutexLock lock(&link.mu);
+    link.stopping = true;
+    auto drained = [&link]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(link.mu) {
+      const Stream* s = link.stream.get();
+      return s == nullptr || s->ended || (link.queue.empty() && !s->writing);
+    };
+    cancel = !link.mu.AwaitWithTimeout(absl::Condition(&drained), kCloseGrace);
+    link.queue.clear();
+    stream = std::move(link.stream);
+    if (stream != nullptr) {
+      close = !cancel && !stream->ended;
+      stream->closing = close;
+      release = stream->ReleaseHoldLocked();
     }
-    queue_.clear();
   }
-  thread_.join();
+  if (stream != nullptr) {
+    if (cancel) stream->context().TryCancel();
+    if (close) stream->StartWritesDone();
+    if (release) stream->RemoveHold();
+    bool answered;
+    {
+      absl::MutexLock lock(&link.mu);
+      answered = link.mu.AwaitWithTimeout(absl::Condition(&stream->done), kCloseGrace);
+    }
+    if (!answered) stream->context().TryCancel();
+    stream.reset();
+  }
+  // Abandoned streams were cancelled, so their reactions end promptly.
+  absl::MutexLock lock(&link.mu);
+  auto all_gone = [&link]()
+                      ABSL_EXCLUSIVE_LOCKS_REQUIRED(link.mu) { return link.live_streams == 0; };
+  link.mu.Await(absl::Condition(&all_gone));
 }
 
 absl::Status RingStreamSender::Enqueue(grpc::ByteBuffer segment) {
-  absl::MutexLock lock(&mu_);
-  if (!error_.ok()) return error_;
-  queue_.push_back(std::move(segment));
+  Link& link = *link_;
+  std::shared_ptr<Stream> opened, write;
+  {
+    absl::MutexLock lock(&link.mu);
+    if (!link.error.ok()) return link.error;
+    link.queue.push_back(std::move(segment));
+    if (link.stream == nullptr) {
+      opened = std::make_shared<Stream>(link_, link.epoch);
+      opened->self = opened;
+      link.stream = opened;
+      ++link.live_streams;
+    }
+    Stream& stream = *link.stream;
+    if (!stream.writing && !stream.ended) {
+      stream.writing = true;
+      stream.in_flight = std::move(link.queue.front());
+      link.queue.pop_front();
+      write = link.stream;
+    }
+  }
+  if (opened != nullptr) {
+    opened->Start(stub_, /*write=*/write != nullptr);
+  } else if (write != nullptr) {
+    write->StartWrite(&write->in_flight);
+  }
   return absl::OkStatus();
 }
 
 void RingStreamSender::Abandon() {
-  absl::MutexLock lock(&mu_);
-  ++epoch_;
-  queue_.clear();
-  error_ = absl::OkStatus();
-  if (context_ != nullptr) context_->TryCancel();
-}
-
-void RingStreamSender::Loop() {
-  while (true) {
-    grpc::ByteBuffer segment;
-    uint64_t epoch;
-    {
-      absl::MutexLock lock(&mu_);
-      auto ready = [this]()
-                       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return !queue_.empty() || stopping_; };
-      mu_.Await(absl::Condition(&ready));
-      if (queue_.empty()) break;  // stopping with nothing left to send
-      segment = std::move(queue_.front());
-      queue_.pop_front();
-      epoch = epoch_;
-      busy_ = true;
-    }
-    const bool ok = WriteOne(segment, epoch);
-    absl::MutexLock lock(&mu_);
-    busy_ = false;
-    if (!ok) queue_.clear();
-  }
-  CloseStream();
-}
-
-bool RingStreamSender::WriteOne(const grpc::ByteBuffer& segment, uint64_t epoch) {
-  if (writer_ != nullptr && stream_epoch_ != epoch) CloseStream();  // abandoned: start afresh
-  if (writer_ == nullptr) {
-    stream_context_ = std::make_unique<grpc::ClientContext>();
-    stream_context_->set_wait_for_ready(true);  // a peer still starting up is waited for
-    summary_.Clear();
-    {
-      // Published before the call starts: opening blocks until the peer is reachable, and
-      // Abandon() or the destructor must be able to cancel that wait (gRPC defers a cancel
-      // issued before the call exists until it does).
-      absl::MutexLock lock(&mu_);
-      context_ = stream_context_.get();
-      if (epoch != epoch_) context_->TryCancel();
-    }
-    writer_.reset(grpc::internal::ClientWriterFactory<grpc::ByteBuffer>::Create(
-        channel_.get(), method_, stream_context_.get(), &summary_));
-    stream_epoch_ = epoch;
-  }
-  if (writer_->Write(segment)) {
-    if (wire_ != nullptr) wire_->Increment(static_cast<double>(segment.Length()));
-    return true;
-  }
-  const grpc::Status status = writer_->Finish();
-  writer_.reset();
+  std::shared_ptr<Stream> stream;
+  bool release = false;
   {
-    absl::MutexLock lock(&mu_);
-    context_ = nullptr;
+    absl::MutexLock lock(&link_->mu);
+    ++link_->epoch;
+    link_->queue.clear();
+    link_->error = absl::OkStatus();
+    stream = std::move(link_->stream);
+    if (stream != nullptr) release = stream->ReleaseHoldLocked();
   }
-  stream_context_.reset();
-  absl::Status error = absl::Status(
-      static_cast<absl::StatusCode>(status.error_code()),
-      absl::StrCat("stream to ", peer_name_, " (", address_, ") failed: ", status.error_message()));
-  if (status.ok()) error = absl::UnavailableError(absl::StrCat(peer_name_, " closed the stream"));
-  {
-    absl::MutexLock lock(&mu_);
-    if (epoch != epoch_) return false;  // abandoned on purpose: not an error to report
-    error_ = error;
-  }
-  on_error_(error);
-  return false;
-}
-
-void RingStreamSender::CloseStream() {
-  if (writer_ == nullptr) return;
-  writer_->WritesDone();
-  writer_->Finish();
-  writer_.reset();
-  {
-    absl::MutexLock lock(&mu_);
-    context_ = nullptr;
-  }
-  stream_context_.reset();
+  if (stream == nullptr) return;
+  stream->context().TryCancel();
+  if (release) stream->RemoveHold();
 }
 
 GrpcRingTransport::GrpcRingTransport(RingTopology topology, const std::string& right_address,

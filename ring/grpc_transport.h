@@ -2,22 +2,23 @@
 // a RingInbox; RingStreamSender keeps one long-lived client stream to the right neighbour fed by
 // a send queue; GrpcRingTransport joins the two behind the RingTransport interface.
 //
+// Both ends use gRPC's public callback API only and move raw grpc::ByteBuffers (segment_codec.h):
+// the server through the generated raw callback method, the sender through grpc::GenericStub
+// with a ClientBidiReactor (on the wire a client stream like any other: the server cannot tell).
+//
 // Deadlines: the stream outlives collectives, so it carries no deadline of its own; each
 // collective's deadline bounds it instead: a collective that fails or times out abandons the
-// stream (TryCancel), which unblocks a Write stuck on flow control or on a peer that never came
-// up, and the next collective opens a fresh stream.
+// stream (TryCancel), which ends a write stuck on flow control or on a peer that never came up,
+// and the next collective opens a fresh stream.
 #ifndef RINGSIDE_RING_GRPC_TRANSPORT_H_
 #define RINGSIDE_RING_GRPC_TRANSPORT_H_
 
-#include <deque>
 #include <functional>
 #include <memory>
 #include <string>
-#include <thread>
 
-#include "absl/base/thread_annotations.h"
-#include "absl/synchronization/mutex.h"
 #include "common/metrics.h"
+#include "grpcpp/generic/generic_stub.h"
 #include "proto/ring.grpc.pb.h"
 #include "ring/inbox.h"
 #include "ring/transport.h"
@@ -38,48 +39,38 @@ class RingPeerService final
   RingInbox& inbox_;
 };
 
-// Owns a sender thread and the stream to one peer. Thread-safe.
+// Owns the stream to one peer and its send queue. Runs no thread of its own: Enqueue() starts a
+// write when none is in flight, and each completed write starts the next queued segment from
+// gRPC's callback thread (a queue pop and StartWrite; nothing there blocks or copies payloads).
+// One write is in flight at a time, so gRPC's flow control paces the queue as a blocking write
+// did; the queue itself is unbounded (the inbox's cap bounds how far a sender runs ahead).
+// Enqueue(), Abandon() and the destructor must be called from one thread at a time (the
+// collective's); they never run gRPC calls under the sender's lock.
 class RingStreamSender {
  public:
-  // `on_error` runs on the sender thread when the stream fails (not when it is abandoned).
-  // `wire` counts serialized bytes (ringside_link_wire_bytes_total); null is not counted.
+  // `on_error` runs on a gRPC callback thread when the stream fails (not when it is abandoned
+  // or closed by this side); it must not block. `wire` counts serialized bytes
+  // (ringside_link_wire_bytes_total); null is not counted.
   RingStreamSender(std::string address, std::string peer_name,
                    std::function<void(const absl::Status&)> on_error, prometheus::Counter* wire);
-  ~RingStreamSender();  // closes the stream gracefully (bounded wait), then joins
+  // Closes the stream gracefully (bounded waits for the queue to drain and the peer to answer,
+  // then cancels) and returns once no reaction of any of its streams can run any more.
+  ~RingStreamSender();
   RingStreamSender(const RingStreamSender&) = delete;
   RingStreamSender& operator=(const RingStreamSender&) = delete;
 
-  // Queues a segment; returns the stream's error if it has failed since the last Abandon().
+  // Queues a segment (opening the stream with wait_for_ready if there is none); returns the
+  // stream's error if it has failed since the last Abandon().
   absl::Status Enqueue(grpc::ByteBuffer segment);
   // Drops queued segments, cancels the stream in use and clears the error.
   void Abandon();
 
  private:
-  void Loop();
-  bool WriteOne(const grpc::ByteBuffer& segment, uint64_t epoch);
-  void CloseStream();
+  class Stream;  // one RingPeer.Stream call: a ClientBidiReactor
+  struct Link;   // the queue and state shared with the streams' reactions
 
-  const std::string address_;
-  const std::string peer_name_;
-  const std::function<void(const absl::Status&)> on_error_;
-  prometheus::Counter* const wire_;
-  std::shared_ptr<grpc::Channel> channel_;
-  const grpc::internal::RpcMethod method_;
-
-  absl::Mutex mu_;
-  std::deque<grpc::ByteBuffer> queue_ ABSL_GUARDED_BY(mu_);  // encoded segments
-  bool busy_ ABSL_GUARDED_BY(mu_) = false;
-  bool stopping_ ABSL_GUARDED_BY(mu_) = false;
-  uint64_t epoch_ ABSL_GUARDED_BY(mu_) = 0;
-  absl::Status error_ ABSL_GUARDED_BY(mu_);
-  grpc::ClientContext* context_ ABSL_GUARDED_BY(mu_) = nullptr;  // of the open stream
-
-  // Used by the sender thread only.
-  std::unique_ptr<grpc::ClientContext> stream_context_;
-  std::unique_ptr<grpc::ClientWriter<grpc::ByteBuffer>> writer_;
-  grpc::ByteBuffer summary_;
-  uint64_t stream_epoch_ = 0;
-  std::thread thread_;
+  std::shared_ptr<Link> link_;
+  grpc::GenericStub stub_;  // declared after link_: destroyed first, once every stream is gone
 };
 
 class GrpcRingTransport final : public RingTransport {

@@ -216,6 +216,23 @@ TEST_F(GrpcRingTest, AStreamThatStopsMidwayFailsTheReceiverPromptly) {
   ExpectCorrectAllreduce(2, 40);
 }
 
+TEST_F(GrpcRingTest, AStreamTheNeighbourEndsFailsTheSenderAtOnceNotAtItsNextWrite) {
+  StartRing(2);
+  std::vector<std::vector<float>> buffers;
+  std::vector<absl::Status> statuses;
+  const absl::Time start = absl::Now();
+  // Worker 0 stays out: worker 1 sends its chunk, then only waits to receive.
+  std::thread collective([&] { statuses = RunOn({1}, 1, 40, &buffers, absl::Seconds(30)); });
+  // Once worker 0 has accepted worker 1's chunk, worker 1 has nothing more to write.
+  WaitForCounter(0, "ringside_link_received_bytes_total", "worker-1", "worker-0");
+  nodes_[0]->server.Shutdown(absl::ZeroDuration());  // ends worker 1's stream from the far side
+  collective.join();
+  EXPECT_LT(absl::Now() - start, absl::Seconds(15));
+  EXPECT_FALSE(statuses[1].ok());
+  EXPECT_NE(statuses[1].code(), absl::StatusCode::kDeadlineExceeded) << statuses[1];
+  EXPECT_NE(statuses[1].message().find("stream to worker-0"), std::string::npos) << statuses[1];
+}
+
 TEST_F(GrpcRingTest, ADeadNeighbourGivesDeadlineExceededNotAHang) {
   StartRing(3);
   nodes_[0]->server.Shutdown(absl::ZeroDuration());

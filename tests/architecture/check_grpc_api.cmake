@@ -1,0 +1,26 @@
+# Fails when project code reaches into gRPC's internals (grpc::internal, grpc_core, headers under
+# grpcpp/impl/): those change between gRPC releases without notice. Generated code (proto/, built
+# into the build tree) is gRPC's own and not checked. Usage: cmake -DSOURCE_DIR=<repo> -P
+# check_grpc_api.cmake
+cmake_minimum_required(VERSION 3.25)
+set(folders common model ring ps control train launch daemons cli bench tests)
+
+set(violations "")
+foreach(folder IN LISTS folders)
+  file(GLOB_RECURSE sources RELATIVE ${SOURCE_DIR}
+       ${SOURCE_DIR}/${folder}/*.h ${SOURCE_DIR}/${folder}/*.cc ${SOURCE_DIR}/${folder}/*.cu
+       ${SOURCE_DIR}/${folder}/*.in)
+  foreach(source IN LISTS sources)
+    file(STRINGS ${SOURCE_DIR}/${source} lines
+         REGEX "grpc::internal::|grpc_core::|#include [\"<]grpcpp/impl/")
+    foreach(line IN LISTS lines)
+      string(STRIP "${line}" line)
+      string(APPEND violations "  ${source}: ${line}\n")
+    endforeach()
+  endforeach()
+endforeach()
+
+if(violations)
+  message(FATAL_ERROR "gRPC internals used (only gRPC's public API is allowed):\n${violations}")
+endif()
+message(STATUS "gRPC: public API only")
