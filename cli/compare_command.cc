@@ -21,6 +21,10 @@
 #include "model/model_spec.h"
 
 namespace ringside::cli {
+
+using launch::ClusterProcess;
+using launch::LocalCluster;
+using launch::LocalClusterOptions;
 namespace {
 
 struct ModeRun {

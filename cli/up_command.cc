@@ -12,6 +12,9 @@
 
 namespace ringside::cli {
 
+using launch::LocalCluster;
+using launch::LocalClusterOptions;
+
 absl::Status RunUp(const UpOptions& options, const TerminationSignals& signals, std::ostream& out) {
   std::unique_ptr<TempDir> temp;
   std::string dir = options.cluster.work_dir;

@@ -11,7 +11,7 @@
 #include "common/status_macros.h"
 #include "launch/await_file.h"
 
-namespace ringside::cli {
+namespace ringside::launch {
 namespace {
 
 std::string RandomToken() {
@@ -235,4 +235,4 @@ void LocalCluster::Stop() {
   }
 }
 
-}  // namespace ringside::cli
+}  // namespace ringside::launch

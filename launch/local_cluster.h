@@ -25,7 +25,7 @@
 #include "launch/subprocess.h"
 #include "model/training_options.h"
 
-namespace ringside::cli {
+namespace ringside::launch {
 
 struct LocalClusterOptions {
   std::string bin_dir;  // where ringside-controller, -ps and -worker are
@@ -102,6 +102,6 @@ class LocalCluster {
   std::vector<std::unique_ptr<ClusterProcess>> processes_;
 };
 
-}  // namespace ringside::cli
+}  // namespace ringside::launch
 
 #endif  // RINGSIDE_LAUNCH_LOCAL_CLUSTER_H_

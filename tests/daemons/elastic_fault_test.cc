@@ -49,7 +49,7 @@ void RunJobWithFault(const FaultCase& fault, const worker::TrainingOptions& trai
                             " shard(s), switch at step ", fault.switch_at));
   auto dir = TempDir::Create("ringside-fault-");
   ASSERT_TRUE(dir.ok());
-  cli::LocalClusterOptions options;
+  launch::LocalClusterOptions options;
   options.bin_dir = testing::BinDir();
   options.dir = dir->path();
   options.workers = 3;
@@ -59,12 +59,12 @@ void RunJobWithFault(const FaultCase& fault, const worker::TrainingOptions& trai
   options.heartbeat_timeout = absl::Seconds(1);
   options.collective_timeout = absl::Seconds(20);
   options.flags_of_worker[fault.victim] = {"--fault_at=" + fault.fault};
-  auto started = cli::LocalCluster::Start(options);
+  auto started = launch::LocalCluster::Start(options);
   ASSERT_TRUE(started.ok()) << started.status();
-  cli::LocalCluster& cluster = **started;
-  const std::vector<cli::ClusterProcess*> workers = cluster.workers();
-  cli::ClusterProcess& victim = *workers[fault.victim];
-  cli::ClusterProcess& survivor = *workers[fault.victim == 0 ? 1 : 0];
+  launch::LocalCluster& cluster = **started;
+  const std::vector<launch::ClusterProcess*> workers = cluster.workers();
+  launch::ClusterProcess& victim = *workers[fault.victim];
+  launch::ClusterProcess& survivor = *workers[fault.victim == 0 ? 1 : 0];
 
   if (fault.switch_at >= 0) {
     ASSERT_TRUE(Eventually(
@@ -182,7 +182,7 @@ TEST(ElasticSwitchStormTest, ManySwitchesLeaveNoShardAhead) {
   auto dir = TempDir::Create("ringside-storm-");
   ASSERT_TRUE(dir.ok());
   const worker::TrainingOptions training = SmallJob(80);
-  cli::LocalClusterOptions options;
+  launch::LocalClusterOptions options;
   options.bin_dir = testing::BinDir();
   options.dir = dir->path();
   options.workers = 3;
@@ -191,10 +191,10 @@ TEST(ElasticSwitchStormTest, ManySwitchesLeaveNoShardAhead) {
   options.training = training;
   options.heartbeat_timeout = absl::Seconds(1);
   options.collective_timeout = absl::Seconds(20);
-  auto started = cli::LocalCluster::Start(options);
+  auto started = launch::LocalCluster::Start(options);
   ASSERT_TRUE(started.ok()) << started.status();
-  cli::LocalCluster& cluster = **started;
-  cli::ClusterProcess& watched = *cluster.workers()[0];
+  launch::LocalCluster& cluster = **started;
+  launch::ClusterProcess& watched = *cluster.workers()[0];
   SyncMode next = SyncMode::kRing;
   size_t seen = 0;
   int switches = 0;

@@ -29,20 +29,20 @@ using TraceLine = StepTraceLine;
 
 std::vector<TraceLine> ReadTrace(const std::string& path) { return ReadStepTrace(path).lines; }
 
-double Metric(const cli::ClusterProcess& process, const std::string& name,
+double Metric(const launch::ClusterProcess& process, const std::string& name,
               const std::map<std::string, std::string>& labels = {}) {
   return FindSample(ScrapeMetrics(process.metrics_port), name, labels).value_or(-1);
 }
 
 // Every payload byte a node sent in `mode`, over all its links.
-double LinkBytes(const cli::ClusterProcess& process, const std::string& mode) {
+double LinkBytes(const launch::ClusterProcess& process, const std::string& mode) {
   return SumSamples(ScrapeMetrics(process.metrics_port), "ringside_link_bytes_total",
                     {{"mode", mode}});
 }
 
-cli::LocalClusterOptions Options(const TempDir& dir, int workers, int shards,
-                                 worker::TrainingOptions training) {
-  cli::LocalClusterOptions options;
+launch::LocalClusterOptions Options(const TempDir& dir, int workers, int shards,
+                                    worker::TrainingOptions training) {
+  launch::LocalClusterOptions options;
   options.bin_dir = testing::BinDir();
   options.dir = dir.path();
   options.workers = workers;
@@ -61,11 +61,11 @@ TEST(ElasticClusterTest, SwitchesRingToPsAndBackWithTheSameParametersAndFallingL
   training.data = "synthetic:4096";
   training.batch_size = 64;
   training.steps = 100000;  // long enough; the test stops the cluster
-  auto cluster = cli::LocalCluster::Start(Options(*dir, 4, 2, training));
+  auto cluster = launch::LocalCluster::Start(Options(*dir, 4, 2, training));
   ASSERT_TRUE(cluster.ok()) << cluster.status();
-  cli::LocalCluster& c = **cluster;
-  const std::vector<cli::ClusterProcess*> workers = c.workers();
-  cli::ClusterProcess& shard = *c.processes()[1];
+  launch::LocalCluster& c = **cluster;
+  const std::vector<launch::ClusterProcess*> workers = c.workers();
+  launch::ClusterProcess& shard = *c.processes()[1];
   auto steps = [&](const std::string& mode) {
     return Metric(*workers[0], "ringside_steps_total", {{"mode", mode}});
   };
@@ -90,7 +90,7 @@ TEST(ElasticClusterTest, SwitchesRingToPsAndBackWithTheSameParametersAndFallingL
   // Every worker's trace: identical parameters after every step they all completed, each
   // mode's steps in order, and the loss falling from phase to phase.
   std::vector<std::vector<TraceLine>> traces;
-  for (cli::ClusterProcess* w : workers) traces.push_back(ReadTrace(w->trace_file));
+  for (launch::ClusterProcess* w : workers) traces.push_back(ReadTrace(w->trace_file));
   std::map<int64_t, std::vector<const TraceLine*>> by_step;
   for (const auto& trace : traces) {
     for (const TraceLine& line : trace) by_step[line.step].push_back(&line);
@@ -133,10 +133,10 @@ TEST(ElasticClusterTest, SurvivesAKilledWorkerAndAdmitsALateOneMatchingTheRefere
   training.data = "synthetic:2048";
   training.batch_size = 64;
   training.steps = 1200;
-  auto cluster = cli::LocalCluster::Start(Options(*dir, 4, 0, training));
+  auto cluster = launch::LocalCluster::Start(Options(*dir, 4, 0, training));
   ASSERT_TRUE(cluster.ok()) << cluster.status();
-  cli::LocalCluster& c = **cluster;
-  std::vector<cli::ClusterProcess*> workers = c.workers();
+  launch::LocalCluster& c = **cluster;
+  std::vector<launch::ClusterProcess*> workers = c.workers();
   ASSERT_TRUE(Eventually(c, [&] {
     return Metric(*workers[3], "ringside_steps_total", {{"mode", "ring"}}) >= 50;
   }));

@@ -31,7 +31,7 @@ std::vector<float> ReadParams(const std::string& path) {
   return values;
 }
 
-std::string ClusterLogs(cli::LocalCluster& cluster) {
+std::string ClusterLogs(launch::LocalCluster& cluster) {
   std::string logs;
   for (auto& process : cluster.processes()) {
     logs += absl::StrCat("--- ", process->name, ":\n", TailOfFile(process->process.log_path(), 8));
@@ -39,7 +39,7 @@ std::string ClusterLogs(cli::LocalCluster& cluster) {
   return logs;
 }
 
-bool Eventually(cli::LocalCluster& cluster, const std::function<bool()>& condition,
+bool Eventually(launch::LocalCluster& cluster, const std::function<bool()>& condition,
                 absl::Duration limit, bool workers_may_die) {
   const absl::Status status = PollUntil(condition, limit, [&] {
     if (workers_may_die) cluster.CollectLostWorkers();

@@ -21,11 +21,11 @@ void SetMode(const std::string& controller, SyncMode mode);
 std::vector<float> ReadParams(const std::string& path);
 
 // The last lines of every process's log, for failure messages.
-std::string ClusterLogs(cli::LocalCluster& cluster);
+std::string ClusterLogs(launch::LocalCluster& cluster);
 
 // Waits until `condition` holds. A child that dies meanwhile fails the test at once (with
 // `workers_may_die`, a dead worker is counted as lost instead); so does the limit, with the logs.
-bool Eventually(cli::LocalCluster& cluster, const std::function<bool()>& condition,
+bool Eventually(launch::LocalCluster& cluster, const std::function<bool()>& condition,
                 absl::Duration limit = absl::Seconds(60), bool workers_may_die = false);
 
 }  // namespace ringside::testing
