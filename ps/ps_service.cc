@@ -1,6 +1,7 @@
 #include "ps/ps_service.h"
 
 #include <algorithm>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <utility>
@@ -40,15 +41,25 @@ class ParameterWriter {
   bool done_ = false;
 };
 
+// One Step stream. Its reactions (gRPC's callback threads) read the share and write the reply's
+// later segments; the reply's first write is started by the state's WhenApplied callback, off any
+// reaction, and may race with a reaction that ends the stream (the worker cancelling). A reaction
+// keeps the call alive while it runs; off a reaction only a call that nobody has finished is
+// alive, so every Finish goes through FinishOnce, which leaves it to the replying thread while
+// that one is starting its write.
 class StepReactor final : public grpc::ServerBidiReactor<proto::PsPush, proto::PsParameters> {
  public:
+  using Hook = std::function<void(ParameterShardService::StepEvent, int worker)>;
+
   StepReactor(grpc::CallbackServerContext* context,
-              std::shared_ptr<const ShardGeneration> generation, uint64_t segment_elements)
+              std::shared_ptr<const ShardGeneration> generation, uint64_t segment_elements,
+              Hook hook)
       : context_(context),
         generation_(std::move(generation)),
         state_(*generation_->state),
         metrics_(generation_->links),
-        segment_elements_(segment_elements) {}
+        segment_elements_(segment_elements),
+        hook_(std::move(hook)) {}
 
   // Holds itself until OnDone (WhenApplied callbacks may outlive the call), then starts reading.
   static StepReactor* Start(std::shared_ptr<StepReactor> reactor) {
@@ -112,6 +123,7 @@ class StepReactor final : public grpc::ServerBidiReactor<proto::PsPush, proto::P
   }
 
   void OnDone() override {
+    if (hook_) hook_(ParameterShardService::StepEvent::kDone, worker_);
     std::shared_ptr<StepReactor> last;  // released after the lock: may delete this
     absl::MutexLock lock(&mu_);
     last = std::move(self_);
@@ -148,16 +160,31 @@ class StepReactor final : public grpc::ServerBidiReactor<proto::PsPush, proto::P
       absl::MutexLock lock(&mu_);
       if (finished_) return;
       writer_.emplace(std::move(values), step_ + 1, segment_elements_);
+      writer_->Next(out_);  // there is always a first segment
+      starting_reply_ = true;
     }
     if (static_cast<size_t>(worker_) < metrics_.to_worker.size() &&
         metrics_.to_worker[worker_].expected_bytes != nullptr) {
       metrics_.to_worker[worker_].expected_bytes->Increment(
           static_cast<double>(state_.range_elements() * sizeof(float)));
     }
-    WriteNext();
+    if (hook_) hook_(ParameterShardService::StepEvent::kReplyStarting, worker_);
+    // Safe off a reaction: nobody has called Finish (finished_ was false, and a FinishOnce from
+    // now on leaves its Finish to this thread), so the call cannot be done yet.
+    StartWrite(&out_);
+    std::optional<grpc::Status> deferred;
+    {
+      absl::MutexLock lock(&mu_);
+      starting_reply_ = false;
+      deferred = std::exchange(deferred_finish_, std::nullopt);
+    }
+    // The write started above keeps the call alive until its OnWriteDone, and no one else will
+    // call Finish, so this is the stream's one Finish, after which this thread touches no gRPC.
+    if (deferred.has_value()) Finish(*deferred);
   }
 
-  // gRPC calls happen outside the lock: a reaction may run on this thread.
+  // Only from OnWriteDone, a reaction, which keeps the call alive while it runs. gRPC calls
+  // happen outside the lock: a reaction may run on this thread.
   void WriteNext() {
     bool more;
     {
@@ -180,11 +207,22 @@ class StepReactor final : public grpc::ServerBidiReactor<proto::PsPush, proto::P
     if (link.messages != nullptr) link.messages->Increment();
   }
 
+  // The stream's one Finish. Once it is called, gRPC may end the call (OnDone) as soon as no
+  // operation is outstanding, and the stream must not be touched again; so while another thread
+  // is starting the reply (StartWriting, not a reaction), the Finish is left to that thread, to
+  // call once its StartWrite has been issued.
   void FinishOnce(const grpc::Status& status) {
+    bool deferred;
     {
       absl::MutexLock lock(&mu_);
       if (finished_) return;
       finished_ = true;
+      deferred = starting_reply_;
+      if (deferred) deferred_finish_ = status;
+    }
+    if (deferred) {
+      if (hook_) hook_(ParameterShardService::StepEvent::kFinishDeferred, worker_);
+      return;
     }
     Finish(status);
   }
@@ -202,8 +240,12 @@ class StepReactor final : public grpc::ServerBidiReactor<proto::PsPush, proto::P
   absl::Mutex mu_;
   bool finished_ ABSL_GUARDED_BY(mu_) = false;
   std::optional<ParameterWriter> writer_ ABSL_GUARDED_BY(mu_);
+  // StartWriting is starting the reply off a reaction; a Finish wanted meanwhile waits here.
+  bool starting_reply_ ABSL_GUARDED_BY(mu_) = false;
+  std::optional<grpc::Status> deferred_finish_ ABSL_GUARDED_BY(mu_);
   proto::PsParameters out_;  // the write in flight; one at a time
   std::shared_ptr<StepReactor> self_ ABSL_GUARDED_BY(mu_);
+  const Hook hook_;  // test-only
 };
 
 // A Step stream to a shard that has nothing to serve yet.
@@ -261,6 +303,12 @@ void ParameterShardService::SetJob(ShardJob job) {
   job_ = std::move(job);
 }
 
+void ParameterShardService::SetStepHookForTesting(
+    std::function<void(StepEvent event, int worker)> hook) {
+  absl::MutexLock lock(&mu_);
+  step_hook_ = std::move(hook);
+}
+
 std::shared_ptr<const ShardGeneration> ParameterShardService::current() const {
   absl::MutexLock lock(&mu_);
   return current_;
@@ -270,8 +318,13 @@ grpc::ServerBidiReactor<proto::PsPush, proto::PsParameters>* ParameterShardServi
     grpc::CallbackServerContext* context) {
   std::shared_ptr<const ShardGeneration> generation = current();
   if (generation == nullptr) return new RefusedStep();
-  return StepReactor::Start(
-      std::make_shared<StepReactor>(context, std::move(generation), segment_elements_));
+  StepReactor::Hook hook;
+  {
+    absl::MutexLock lock(&mu_);
+    hook = step_hook_;
+  }
+  return StepReactor::Start(std::make_shared<StepReactor>(context, std::move(generation),
+                                                          segment_elements_, std::move(hook)));
 }
 
 grpc::ServerWriteReactor<proto::PsParameters>* ParameterShardService::GetParameters(

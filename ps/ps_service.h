@@ -68,6 +68,20 @@ class ParameterShardService final : public proto::ParameterShard::CallbackServic
   // The generation served now; null before the first.
   std::shared_ptr<const ShardGeneration> current() const;
 
+  // Test-only: what a Step stream's reactor does, reported to the hook as it happens (on the
+  // thread doing it) by the streams opened after the hook is set.
+  enum class StepEvent {
+    // The step is applied and its reply is about to be started by the state's callback, which
+    // is not a gRPC reaction (the applier thread, or whoever closes the state).
+    kReplyStarting,
+    // The stream ended (cancelled, say) while that reply was being started: its Finish waits
+    // for the reply's first write to be issued, so the call cannot be over before that.
+    kFinishDeferred,
+    // OnDone: gRPC is done with the stream.
+    kDone,
+  };
+  void SetStepHookForTesting(std::function<void(StepEvent event, int worker)> hook);
+
   grpc::ServerBidiReactor<proto::PsPush, proto::PsParameters>* Step(
       grpc::CallbackServerContext* context) override;
   grpc::ServerWriteReactor<proto::PsParameters>* GetParameters(
@@ -89,6 +103,7 @@ class ParameterShardService final : public proto::ParameterShard::CallbackServic
   mutable absl::Mutex mu_;
   std::shared_ptr<const ShardGeneration> current_ ABSL_GUARDED_BY(mu_);
   std::optional<ShardJob> job_ ABSL_GUARDED_BY(mu_);
+  std::function<void(StepEvent, int)> step_hook_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace ringside::server

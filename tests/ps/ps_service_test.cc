@@ -7,6 +7,7 @@
 #include <thread>
 #include <vector>
 
+#include "absl/synchronization/mutex.h"
 #include "absl/synchronization/notification.h"
 #include "common/grpc_util.h"
 #include "gtest/gtest.h"
@@ -170,6 +171,77 @@ TEST_F(PsServiceTest, ANewGenerationIsServedWhileTheOldOneIsApplyingAStep) {
   for (const StepReply& reply : old_replies) {
     EXPECT_EQ(reply.status.error_code(), grpc::StatusCode::ABORTED)
         << "a step of a replaced generation is never answered as applied";
+  }
+}
+
+// The crash of the switch from ps back to ring mode: a worker cancels its step (its generation
+// was superseded) just as the applied step's reply starts on the applier thread. The cancel's
+// Finish must not end the call while that thread is about to write to it: before the fix, gRPC
+// ran OnDone and destroyed the stream in between, and the reply's StartWrite called a pure
+// virtual method of the destroyed stream.
+TEST_F(PsServiceTest, AWorkerCancellingAsItsReplyStartsEndsTheStreamOnce) {
+  constexpr int kCancelling = 0;
+  struct Events {
+    absl::Notification replying;  // worker 0's reply is about to be started
+    absl::Mutex mu;
+    absl::Notification finish_settled;  // its cancel's Finish deferred, or (the bug) done
+    absl::Notification done;            // worker 0's OnDone
+  };
+  auto events = std::make_shared<Events>();
+  service_->SetStepHookForTesting([events](ParameterShardService::StepEvent event, int worker) {
+    if (worker != kCancelling) return;
+    switch (event) {
+      case ParameterShardService::StepEvent::kReplyStarting:
+        events->replying.Notify();
+        // Holds the applier between deciding to write and writing until the cancel has ended
+        // the stream as far as it can.
+        events->finish_settled.WaitForNotification();
+        return;
+      case ParameterShardService::StepEvent::kFinishDeferred:
+      case ParameterShardService::StepEvent::kDone: {
+        absl::MutexLock lock(&events->mu);
+        if (!events->finish_settled.HasBeenNotified()) events->finish_settled.Notify();
+        if (event == ParameterShardService::StepEvent::kDone) events->done.Notify();
+        return;
+      }
+    }
+  });
+
+  StepReply other;
+  std::thread other_worker([&] { other = Push(1, 0, std::vector<float>(kRange, 2.0f)); });
+  {
+    grpc::ClientContext context;
+    SetDeadline(context, absl::Seconds(20));
+    auto stream = stub_->Step(&context);
+    const std::vector<float> share(kRange, 1.0f);
+    for (uint64_t offset = 0; offset < kRange; offset += 100) {
+      proto::PsPush push;
+      push.set_generation(kGeneration);
+      push.set_worker_rank(kCancelling);
+      push.set_step(0);
+      push.set_offset(offset);
+      push.set_range_elements(kRange);
+      push.set_payload(reinterpret_cast<const char*>(share.data() + offset), 100 * 4);
+      ASSERT_TRUE(stream->Write(push));
+    }
+    ASSERT_TRUE(stream->WritesDone());
+    events->replying.WaitForNotification();  // the step is applied; its reply is starting
+    context.TryCancel();
+    proto::PsParameters ignored;
+    while (stream->Read(&ignored)) {
+    }
+    EXPECT_EQ(stream->Finish().error_code(), grpc::StatusCode::CANCELLED);
+  }
+  events->done.WaitForNotification();  // the server ended the cancelled stream
+  other_worker.join();
+  ASSERT_TRUE(other.status.ok()) << other.status.error_message();
+  EXPECT_EQ(other.params, std::vector<float>(kRange, 97.0f));
+
+  // The shard serves on: the cancelling worker's share counted, and the next step applies.
+  service_->SetStepHookForTesting(nullptr);
+  for (const StepReply& reply : BothPush(1, 1.0f, 1.0f)) {
+    ASSERT_TRUE(reply.status.ok()) << reply.status.error_message();
+    EXPECT_EQ(reply.params, std::vector<float>(kRange, 95.0f));
   }
 }
 
