@@ -1,5 +1,6 @@
 #include "control/controller_service.h"
 
+#include <optional>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -24,28 +25,31 @@ class WatchReactor final : public grpc::ServerWriteReactor<proto::Assignment> {
   // stream if the member was dropped.
   void Update() {
     std::optional<MemberAssignment> assignment = service_.membership().AssignmentOf(member_);
-    bool dropped = !service_.membership().IsMember(member_);
+    if (!service_.membership().IsMember(member_)) {
+      FinishOnce(grpc::Status(grpc::StatusCode::NOT_FOUND,
+                              "this member was dropped (heartbeat timeout); register again"));
+      return;
+    }
     {
       absl::MutexLock lock(&mu_);
       if (finished_) return;
-      if (dropped) {
-        finished_ = true;
-      } else if (!assignment.has_value() || assignment->generation <= sent_generation_ ||
-                 writing_) {
+      if (!assignment.has_value() || assignment->generation <= sent_generation_ || writing_) {
         pending_ = writing_;  // re-check when the write in flight is done
         return;
-      } else {
-        writing_ = true;
-        sent_generation_ = assignment->generation;
-        Fill(*assignment, out_);
       }
-    }
-    if (dropped) {
-      Finish(grpc::Status(grpc::StatusCode::NOT_FOUND,
-                          "this member was dropped (heartbeat timeout); register again"));
-      return;
+      writing_ = true;
+      starting_write_ = true;
+      sent_generation_ = assignment->generation;
+      Fill(*assignment, out_);
     }
     StartWrite(&out_);
+    std::optional<grpc::Status> deferred;
+    {
+      absl::MutexLock lock(&mu_);
+      starting_write_ = false;
+      deferred.swap(deferred_finish_);
+    }
+    if (deferred.has_value()) Finish(*deferred);
   }
 
   void OnWriteDone(bool ok) override {
@@ -55,23 +59,15 @@ class WatchReactor final : public grpc::ServerWriteReactor<proto::Assignment> {
       writing_ = false;
       again = pending_;
       pending_ = false;
-      if (!ok) finished_ = true;
     }
     if (!ok) {
-      Finish(grpc::Status(grpc::StatusCode::UNAVAILABLE, "watcher stopped reading"));
+      FinishOnce(grpc::Status(grpc::StatusCode::UNAVAILABLE, "watcher stopped reading"));
       return;
     }
     if (again) Update();
   }
 
-  void OnCancel() override {
-    {
-      absl::MutexLock lock(&mu_);
-      if (finished_) return;
-      finished_ = true;
-    }
-    Finish(grpc::Status::CANCELLED);
-  }
+  void OnCancel() override { FinishOnce(grpc::Status::CANCELLED); }
 
   void OnDone() override {
     std::shared_ptr<WatchReactor> last;  // released after the lock: may delete this
@@ -80,6 +76,23 @@ class WatchReactor final : public grpc::ServerWriteReactor<proto::Assignment> {
   }
 
  private:
+  // Finishes the stream once. Update() runs outside gRPC's callbacks (on the thread that changed
+  // the membership), where gRPC does not keep the call alive: a Finish sent while it is between
+  // deciding to write and StartWrite() could let gRPC end the call (OnDone) under that write.
+  // So a Finish from another thread meanwhile is deferred until the write has started.
+  void FinishOnce(grpc::Status status) {
+    {
+      absl::MutexLock lock(&mu_);
+      if (finished_) return;
+      finished_ = true;
+      if (starting_write_) {
+        deferred_finish_ = std::move(status);
+        return;
+      }
+    }
+    Finish(status);
+  }
+
   void Fill(const MemberAssignment& assignment, proto::Assignment& out) const {
     out.Clear();
     out.set_generation(assignment.generation);
@@ -97,6 +110,8 @@ class WatchReactor final : public grpc::ServerWriteReactor<proto::Assignment> {
   bool finished_ ABSL_GUARDED_BY(mu_) = false;
   bool writing_ ABSL_GUARDED_BY(mu_) = false;
   bool pending_ ABSL_GUARDED_BY(mu_) = false;
+  bool starting_write_ ABSL_GUARDED_BY(mu_) = false;  // Update() is about to StartWrite()
+  std::optional<grpc::Status> deferred_finish_ ABSL_GUARDED_BY(mu_);
   uint64_t sent_generation_ ABSL_GUARDED_BY(mu_) = 0;
   proto::Assignment out_;  // the write in flight
   std::shared_ptr<WatchReactor> self_ ABSL_GUARDED_BY(mu_);
