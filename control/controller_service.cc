@@ -5,6 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/grpc_util.h"
+#include "common/net.h"
 
 namespace ringside::server {
 
@@ -165,11 +166,11 @@ grpc::ServerUnaryReactor* ControllerService::Register(grpc::CallbackServerContex
   {
     absl::MutexLock lock(&log_mu_);
     if (id.ok()) {
-      log_ << "controller: member " << *id << " registered (" << request->address() << ", "
-           << request->device() << ")\n";
+      log_ << "controller: member " << *id << " registered (" << QuoteForLog(request->address())
+           << ", " << QuoteForLog(request->device()) << ")\n";
     } else {
       log_ << "controller: refused registration from " << context->peer() << " ("
-           << request->address() << "): " << id.status() << "\n";
+           << QuoteForLog(request->address()) << "): " << id.status() << "\n";
     }
     log_.flush();
   }

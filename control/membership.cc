@@ -21,7 +21,7 @@ absl::StatusOr<uint64_t> Membership::Register(absl::string_view token, MemberRol
     return absl::UnauthenticatedError(
         "wrong or missing join token; pass the controller's --join_token_file");
   }
-  RETURN_IF_ERROR(Annotate(ParseHostPort(address).status(), "registered address"));
+  RETURN_IF_ERROR(ParseDialAddress(address).status());
   absl::MutexLock lock(&mu_);
   for (const auto& [id, member] : members_) {
     if (member.role == role && member.address == address) {

@@ -2,6 +2,10 @@
 // input, failure and late joins. Addresses are only names here: nothing is bound or dialled.
 #include "control/membership.h"
 
+#include <string>
+#include <vector>
+
+#include "common/net.h"
 #include "gtest/gtest.h"
 
 namespace ringside::server {
@@ -47,6 +51,15 @@ TEST(MembershipTest, RefusesBadMembershipInputAndGoesOn) {
       absl::StatusCode::kUnauthenticated);
   EXPECT_EQ(membership.Register("s3cret", MemberRole::kWorker, "nonsense", kStart).status().code(),
             absl::StatusCode::kInvalidArgument);
+  // Addresses others will dial: no port 0, no junk host, no whitespace (a leading space would
+  // slip a duplicate past the check below), no control characters, no megabyte of text.
+  for (const std::string& bad : std::vector<std::string>{
+           "not a host!:0", "worker-x.test:0", "bad!host:7000", " worker-a.test:7000",
+           "worker-a.test:7000\n", "a\nb:1", std::string(1 << 20, 'a') + ":1"}) {
+    EXPECT_EQ(membership.Register("s3cret", MemberRole::kWorker, bad, kStart).status().code(),
+              absl::StatusCode::kInvalidArgument)
+        << QuoteForLog(bad);
+  }
   auto w0 = membership.Register("s3cret", MemberRole::kWorker, "worker-a.test:7000", kStart);
   ASSERT_TRUE(w0.ok());
   EXPECT_EQ(membership.Register("s3cret", MemberRole::kWorker, "worker-a.test:7000", kStart)
