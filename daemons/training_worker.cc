@@ -9,16 +9,36 @@
 #include "common/checksum.h"
 #include "common/cluster_files.h"
 #include "common/file_util.h"
+#include "common/grpc_util.h"
+#include "common/metrics.h"
 #include "common/net.h"
 #include "common/status_macros.h"
 #include "control/controller_client.h"
-#include "daemons/running_worker.h"
-#include "nlohmann/json.hpp"
+#include "prometheus/registry.h"
+#include "ring/ring_member.h"
 #include "train/controller_assignments.h"
 #include "train/elastic_training.h"
 
 namespace ringside::worker {
 namespace {
+
+// Everything a running worker owns; members are destroyed in reverse order, so the gRPC server
+// stops before the ring member whose service it runs.
+struct RunningWorker {
+  std::shared_ptr<prometheus::Registry> registry = std::make_shared<prometheus::Registry>();
+  Metrics metrics{registry};
+  std::unique_ptr<MetricsServer> metrics_server;
+  std::unique_ptr<ring::RingMember> member;  // none in a static ps cluster
+  StartedServer server;
+};
+
+// Writes --params_out (raw float32) atomically (nothing when it is empty).
+absl::Status WriteParameters(const WorkerOptions& options, absl::Span<const float> parameters) {
+  if (options.params_out.empty()) return absl::OkStatus();
+  return WriteFileAtomically(options.params_out,
+                             absl::string_view(reinterpret_cast<const char*>(parameters.data()),
+                                               parameters.size() * sizeof(float)));
+}
 
 // Who the watch thread tells about a superseded generation (the trainer exists only once the
 // first assignment is in).

@@ -4,11 +4,9 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "common/file_util.h"
 #include "common/grpc_util.h"
 #include "common/net.h"
 #include "common/status_macros.h"
-#include "daemons/running_worker.h"
 #include "daemons/training_worker.h"
 #include "model/model_spec.h"
 
@@ -16,13 +14,6 @@ namespace ringside::worker {
 
 int WorldOf(const WorkerOptions& options) {
   return options.mode == SyncMode::kRing ? static_cast<int>(options.peers.size()) : options.workers;
-}
-
-absl::Status WriteParameters(const WorkerOptions& options, absl::Span<const float> parameters) {
-  if (options.params_out.empty()) return absl::OkStatus();
-  return WriteFileAtomically(options.params_out,
-                             absl::string_view(reinterpret_cast<const char*>(parameters.data()),
-                                               parameters.size() * sizeof(float)));
 }
 
 absl::Status ValidateWorkerOptions(const WorkerOptions& options) {

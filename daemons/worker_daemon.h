@@ -53,6 +53,9 @@ struct WorkerOptions {
   std::optional<FaultPlan> fault;  // test only: --fault_at
 };
 
+// Workers in the job: the ring's peers, or --workers in ps mode.
+int WorldOf(const WorkerOptions& options);
+
 absl::Status ValidateWorkerOptions(const WorkerOptions& options);
 
 // Runs the worker until its job ends (and, with `linger`, until a termination signal).

@@ -110,12 +110,7 @@ InMemoryRingMember::~InMemoryRingMember() = default;
 
 absl::Status InMemoryRingMember::Reconfigure(RingTopology topology,
                                              const std::vector<std::string>& addresses) {
-  RETURN_IF_ERROR(ValidateTopology(topology));
-  if (addresses.size() != static_cast<size_t>(topology.world)) {
-    return absl::InvalidArgumentError(absl::StrCat("ring of ", topology.world, " workers needs ",
-                                                   topology.world, " addresses, got ",
-                                                   addresses.size()));
-  }
+  RETURN_IF_ERROR(ValidateRing(topology, addresses));
   allreduce_.reset();
   link_.reset();
   inbox_.SetTopology(topology, LinkReceiveMetrics{});

@@ -18,12 +18,7 @@ LinkReceiveMetrics RingMember::ReceiveMetrics() const {
 }
 
 absl::Status RingMember::Connect(const std::vector<std::string>& addresses) {
-  RETURN_IF_ERROR(ValidateTopology(topology_));
-  if (addresses.size() != static_cast<size_t>(topology_.world)) {
-    return absl::InvalidArgumentError(absl::StrCat("ring of ", topology_.world, " workers needs ",
-                                                   topology_.world, " addresses, got ",
-                                                   addresses.size()));
-  }
+  RETURN_IF_ERROR(ValidateRing(topology_, addresses));
   LinkSendMetrics send;
   if (metrics_ != nullptr && topology_.world > 1) {
     send = metrics_->LinkSend(WorkerName(topology_.rank), WorkerName(topology_.right()),

@@ -19,6 +19,16 @@ absl::Status ValidateTopology(const RingTopology& topology) {
   return absl::OkStatus();
 }
 
+absl::Status ValidateRing(const RingTopology& topology, const std::vector<std::string>& addresses) {
+  if (absl::Status status = ValidateTopology(topology); !status.ok()) return status;
+  if (addresses.size() != static_cast<size_t>(topology.world)) {
+    return absl::InvalidArgumentError(absl::StrCat("ring of ", topology.world, " workers needs ",
+                                                   topology.world, " addresses, got ",
+                                                   addresses.size()));
+  }
+  return absl::OkStatus();
+}
+
 RingStep RingSchedule::Step(int step) const {
   assert(step >= 0 && step < steps());
   const int phase_step = step < world_ - 1 ? step : step - (world_ - 1);

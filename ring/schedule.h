@@ -7,6 +7,7 @@
 #define RINGSIDE_RING_SCHEDULE_H_
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -26,6 +27,9 @@ struct RingTopology {
 
 // INVALID_ARGUMENT unless 1 <= world and 0 <= rank < world.
 absl::Status ValidateTopology(const RingTopology& topology);
+
+// ValidateTopology, and `addresses` names every rank (addresses[r] is rank r's RingPeer).
+absl::Status ValidateRing(const RingTopology& topology, const std::vector<std::string>& addresses);
 
 struct RingStep {
   int send_chunk = 0;

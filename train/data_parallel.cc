@@ -61,6 +61,9 @@ absl::StatusOr<Evaluation> TrainingJob::Evaluate(absl::Span<const float> params)
   return computer_->Evaluate(params, data_.AllRows(), {});
 }
 
+namespace {
+
+// Records one completed step's phases, count and loss under `mode` (no-op without metrics).
 void RecordStep(Metrics* metrics, SyncMode mode, absl::Duration compute, const SyncTiming& sync,
                 const GradientStats& stats) {
   if (metrics == nullptr) return;
@@ -70,6 +73,8 @@ void RecordStep(Metrics* metrics, SyncMode mode, absl::Duration compute, const S
   metrics->StepsTotal(mode).Increment();
   metrics->TrainingLoss(mode).Set(stats.mean_loss);
 }
+
+}  // namespace
 
 absl::StatusOr<GradientStats> TrainStep(TrainingJob& job, int64_t step, WorkerSlot slot,
                                         ParameterSync& sync, absl::Span<float> params,

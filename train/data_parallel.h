@@ -73,10 +73,6 @@ class TrainingJob {
   OwnedBatch batch_;
 };
 
-// Records one completed step's phases, count and loss under `mode` (no-op without metrics).
-void RecordStep(Metrics* metrics, SyncMode mode, absl::Duration compute, const SyncTiming& sync,
-                const GradientStats& stats);
-
 // One step of the loop, for this and every other trainer (train/elastic_training.h): the slot's
 // gradient share of step `step` at `params`, then `before_sync` (may be null; an error abandons
 // the step before anything is sent), then the sync (on success `params` hold step `step`'s

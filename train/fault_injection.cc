@@ -37,7 +37,7 @@ absl::StatusOr<FaultPlan> ParseFaultPlan(absl::string_view text) {
 
 FaultHook KillSelfAt(FaultPlan plan) {
   return [plan = std::move(plan)](absl::string_view point, int64_t completed) {
-    if (point != plan.point || completed < plan.after_step) return false;
+    if (!plan.FiresAt(point, completed)) return false;
     std::fprintf(stderr, "fault injection: SIGKILL at %s after %lld steps\n", plan.point.c_str(),
                  static_cast<long long>(completed));
     std::fflush(stderr);
@@ -48,7 +48,7 @@ FaultHook KillSelfAt(FaultPlan plan) {
 
 FaultHook LoseAt(FaultPlan plan) {
   return [plan = std::move(plan)](absl::string_view point, int64_t completed) {
-    return point == plan.point && completed >= plan.after_step;
+    return plan.FiresAt(point, completed);
   };
 }
 

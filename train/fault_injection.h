@@ -28,6 +28,10 @@ namespace ringside::worker {
 struct FaultPlan {
   std::string point;
   int64_t after_step = 0;
+  // Reaching `at` with `completed` steps done: the plan fires there.
+  bool FiresAt(absl::string_view at, int64_t completed) const {
+    return at == point && completed >= after_step;
+  }
 };
 
 // "POINT" or "POINT@STEP"; INVALID_ARGUMENT naming the known points otherwise.
