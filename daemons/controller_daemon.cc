@@ -30,6 +30,11 @@ absl::Status RunController(const ControllerOptions& options, const TerminationSi
   if (options.heartbeat_timeout <= absl::ZeroDuration()) {
     return absl::InvalidArgumentError("--heartbeat_timeout must be positive");
   }
+  if (options.checkpoint_every < 0 ||
+      (options.checkpoint_every > 0 && options.checkpoint_dir.empty())) {
+    return absl::InvalidArgumentError(
+        "--checkpoint_every must be >= 0, and > 0 only with a --checkpoint_dir to write to");
+  }
   ASSIGN_OR_RETURN(const std::string token, ReadJoinToken(options.join_token_file));
   MembershipConfig config{options.workers, options.ps_shards, token, options.heartbeat_timeout,
                           options.mode};

@@ -29,6 +29,10 @@ struct ControllerOptions {
   std::string metrics_listen = "127.0.0.1:0";
   std::string ready_file;  // written (JSON: ports) once serving; empty: none
   worker::TrainingOptions training;
+  // The controller's durable directory (empty: none): its membership record, so a restarted
+  // controller resumes the job's members and generation numbering, and the job's checkpoints.
+  std::string checkpoint_dir;
+  int64_t checkpoint_every = 0;  // steps between checkpoints; 0: none (needs checkpoint_dir)
 };
 
 absl::Status RunController(const ControllerOptions& options, const TerminationSignals& signals,

@@ -25,6 +25,11 @@ ABSL_FLAG(std::string, listen, kDefaults.listen, "address to serve the Controlle
 ABSL_FLAG(std::string, metrics_listen, kDefaults.metrics_listen,
           "address of the Prometheus /metrics endpoint (port 0: any free port, printed)");
 ABSL_FLAG(std::string, ready_file, "", "once serving, write {port, metrics_port} here as JSON");
+ABSL_FLAG(std::string, checkpoint_dir, "",
+          "durable directory: the membership record (a restarted controller resumes the job) and "
+          "the job's checkpoints; empty: nothing survives a restart");
+ABSL_FLAG(int64_t, checkpoint_every, kDefaults.checkpoint_every,
+          "write a checkpoint of the job every this many steps (needs --checkpoint_dir); 0: never");
 
 int main(int argc, char** argv) {
   ringside::TerminationSignals signals;
@@ -39,6 +44,8 @@ int main(int argc, char** argv) {
   options.listen = absl::GetFlag(FLAGS_listen);
   options.metrics_listen = absl::GetFlag(FLAGS_metrics_listen);
   options.ready_file = absl::GetFlag(FLAGS_ready_file);
+  options.checkpoint_dir = absl::GetFlag(FLAGS_checkpoint_dir);
+  options.checkpoint_every = absl::GetFlag(FLAGS_checkpoint_every);
   absl::StatusOr<ringside::SyncMode> mode = ringside::ParseSyncMode(absl::GetFlag(FLAGS_mode));
   absl::StatusOr<ringside::worker::TrainingOptions> training =
       ringside::worker::TrainingOptionsFromFlags();
