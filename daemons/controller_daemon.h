@@ -8,6 +8,7 @@
 #ifndef RINGSIDE_DAEMONS_CONTROLLER_DAEMON_H_
 #define RINGSIDE_DAEMONS_CONTROLLER_DAEMON_H_
 
+#include <cstdint>
 #include <ostream>
 #include <string>
 
