@@ -10,6 +10,7 @@
 #include "common/grpc_util.h"
 #include "common/metrics.h"
 #include "common/net.h"
+#include "common/optimizer.h"
 #include "common/rank_result.h"
 #include "common/status_macros.h"
 #include "prometheus/registry.h"
@@ -101,14 +102,19 @@ absl::Status RunPsRank(const RankJobOptions& options, std::ostream& log) {
   ps.shards = options.shards;
   ps.segment_bytes = static_cast<uint64_t>(options.segment_bytes);
   ps.timeout = options.timeout;
-  ASSIGN_OR_RETURN(std::unique_ptr<worker::PsSync> sync,
-                   worker::PsSync::Create(ps, static_cast<uint64_t>(options.elements), &metrics));
+  // The benchmark shards' optimiser (ringside-ps --elements): SGD with learning rate 1.
+  ASSIGN_OR_RETURN(Optimizer optimizer,
+                   Optimizer::Create(OptimizerConfig{OptimizerKind::kSgd, 1.0f},
+                                     static_cast<size_t>(options.elements)));
+  ASSIGN_OR_RETURN(
+      std::unique_ptr<worker::PsSync> sync,
+      worker::PsSync::Create(ps, static_cast<uint64_t>(options.elements), optimizer, &metrics));
   std::vector<float> gradient(static_cast<size_t>(options.elements));
   std::vector<float> params(gradient.size());
-  FillForRank(options.rank, absl::MakeSpan(gradient));
   std::vector<double> seconds;
   RankResult result;
   for (int it = 0; it < options.warmup + options.iters; ++it) {
+    FillForRank(options.rank, absl::MakeSpan(gradient));  // the last step left the sum there
     const absl::Time start = absl::Now();
     RETURN_IF_ERROR(sync->Step(it, absl::MakeSpan(gradient), absl::MakeSpan(params)).status());
     if (it >= options.warmup) seconds.push_back(absl::ToDoubleSeconds(absl::Now() - start));

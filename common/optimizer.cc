@@ -102,17 +102,21 @@ absl::Status Optimizer::Step(absl::Span<float> params, absl::Span<const float> g
 }
 
 std::vector<float> Optimizer::ExportState() const {
-  std::vector<float> state;
-  ExportStateTo(state);
+  std::vector<float> state(state_size());
+  ExportStateTo(absl::MakeSpan(state)).IgnoreError();  // sized to fit
   return state;
 }
 
-void Optimizer::ExportStateTo(std::vector<float>& state) const {
-  state.clear();
-  state.reserve(state_size());
-  state.push_back(static_cast<float>(steps_));
-  state.insert(state.end(), first_.begin(), first_.end());
-  state.insert(state.end(), second_.begin(), second_.end());
+absl::Status Optimizer::ExportStateTo(absl::Span<float> state) const {
+  if (state.size() != state_size()) {
+    return absl::InvalidArgumentError(absl::StrCat("a buffer of ", state.size(),
+                                                   " floats cannot take this optimizer's state (",
+                                                   state_size(), ")"));
+  }
+  state[0] = static_cast<float>(steps_);
+  std::copy(first_.begin(), first_.end(), state.begin() + 1);
+  std::copy(second_.begin(), second_.end(), state.begin() + 1 + first_.size());
+  return absl::OkStatus();
 }
 
 absl::Status Optimizer::ImportState(absl::Span<const float> state) {
@@ -145,23 +149,6 @@ std::vector<float> OptimizerStateRange(absl::Span<const float> whole, size_t siz
     range.insert(range.end(), first + begin, first + end);
   }
   return range;
-}
-
-absl::Status SetOptimizerStateRange(absl::Span<float> whole, size_t size, size_t begin, size_t end,
-                                    absl::Span<const float> range_state) {
-  const size_t moments = size == 0 ? 0 : (whole.size() - 1) / size;
-  if (whole.empty() || begin > end || end > size ||
-      range_state.size() != 1 + moments * (end - begin)) {
-    return absl::InvalidArgumentError(absl::StrCat("optimizer state of ", range_state.size(),
-                                                   " floats does not fit range [", begin, ", ", end,
-                                                   ") of an optimiser of ", size, " parameters"));
-  }
-  whole[0] = range_state[0];
-  for (size_t m = 0; m < moments; ++m) {
-    const auto from = range_state.begin() + 1 + m * (end - begin);
-    std::copy(from, from + (end - begin), whole.begin() + 1 + m * size + begin);
-  }
-  return absl::OkStatus();
 }
 
 }  // namespace ringside

@@ -62,8 +62,9 @@ class Optimizer {
   // membership changes). ImportState takes what ExportState of the same config and size gave;
   // else INVALID_ARGUMENT and nothing changes. Steps travel exactly up to 2^24.
   std::vector<float> ExportState() const;
-  // The same into `state`, reusing its memory (a shard does this every step).
-  void ExportStateTo(std::vector<float>& state) const;
+  // The same into `state`, which must have state_size() floats (else INVALID_ARGUMENT): a
+  // regroup writes it straight into the buffer it broadcasts.
+  absl::Status ExportStateTo(absl::Span<float> state) const;
   absl::Status ImportState(absl::Span<const float> state);
   size_t state_size() const { return 1 + first_.size() + second_.size(); }
 
@@ -88,10 +89,6 @@ class Optimizer {
 // in the same layout, so Optimizer::ImportState of a range-sized optimiser takes it.
 std::vector<float> OptimizerStateRange(absl::Span<const float> whole, size_t size, size_t begin,
                                        size_t end);
-// The inverse: writes a range's state into `whole` (every range carries the same step count).
-// INVALID_ARGUMENT when the sizes do not fit.
-absl::Status SetOptimizerStateRange(absl::Span<float> whole, size_t size, size_t begin, size_t end,
-                                    absl::Span<const float> range_state);
 
 }  // namespace ringside
 

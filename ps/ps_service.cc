@@ -13,15 +13,15 @@
 namespace ringside::server {
 namespace {
 
-// Streams a parameter snapshot in segments; shared by Step and GetParameters.
-class ParameterWriter {
+// Streams a range of values in segments: the step's sum (Step) or the parameters (GetParameters).
+class RangeWriter {
  public:
-  ParameterWriter(Parameters values, uint64_t step, uint64_t segment_elements)
+  RangeWriter(Values values, uint64_t step, uint64_t segment_elements)
       : values_(std::move(values)), step_(step), segment_elements_(segment_elements) {}
 
   // The next segment into `out`; false when everything has been written. An empty range still
   // gets one (empty) segment, so every reply says which step it belongs to.
-  bool Next(proto::PsParameters& out) {
+  bool Next(proto::PsRangeValues& out) {
     if (done_) return false;
     const uint64_t count = std::min<uint64_t>(segment_elements_, values_->size() - offset_);
     out.set_step(step_);
@@ -34,7 +34,7 @@ class ParameterWriter {
   }
 
  private:
-  Parameters values_;
+  Values values_;
   uint64_t step_;
   uint64_t segment_elements_;
   uint64_t offset_ = 0;
@@ -47,7 +47,7 @@ class ParameterWriter {
 // keeps the call alive while it runs; off a reaction only a call that nobody has finished is
 // alive, so every Finish goes through FinishOnce, which leaves it to the replying thread while
 // that one is starting its write.
-class StepReactor final : public grpc::ServerBidiReactor<proto::PsPush, proto::PsParameters> {
+class StepReactor final : public grpc::ServerBidiReactor<proto::PsPush, proto::PsRangeValues> {
  public:
   using Hook = std::function<void(ParameterShardService::StepEvent, int worker)>;
 
@@ -146,10 +146,10 @@ class StepReactor final : public grpc::ServerBidiReactor<proto::PsPush, proto::P
       absl::MutexLock lock(&mu_);
       self = self_;
     }
-    state_.WhenApplied(step_, [self](Parameters values) { self->StartWriting(std::move(values)); });
+    state_.WhenApplied(step_, [self](Values values) { self->StartWriting(std::move(values)); });
   }
 
-  void StartWriting(Parameters values) {
+  void StartWriting(Values values) {
     if (values == nullptr) {
       FinishOnce(grpc::Status(grpc::StatusCode::ABORTED,
                               "the shard moved to a new generation before this step was applied; "
@@ -159,7 +159,7 @@ class StepReactor final : public grpc::ServerBidiReactor<proto::PsPush, proto::P
     {
       absl::MutexLock lock(&mu_);
       if (finished_) return;
-      writer_.emplace(std::move(values), step_ + 1, segment_elements_);
+      writer_.emplace(std::move(values), step_, segment_elements_);
       writer_->Next(out_);  // there is always a first segment
       starting_reply_ = true;
     }
@@ -239,23 +239,23 @@ class StepReactor final : public grpc::ServerBidiReactor<proto::PsPush, proto::P
 
   absl::Mutex mu_;
   bool finished_ ABSL_GUARDED_BY(mu_) = false;
-  std::optional<ParameterWriter> writer_ ABSL_GUARDED_BY(mu_);
+  std::optional<RangeWriter> writer_ ABSL_GUARDED_BY(mu_);
   // StartWriting is starting the reply off a reaction; a Finish wanted meanwhile waits here.
   bool starting_reply_ ABSL_GUARDED_BY(mu_) = false;
   std::optional<grpc::Status> deferred_finish_ ABSL_GUARDED_BY(mu_);
-  proto::PsParameters out_;  // the write in flight; one at a time
+  proto::PsRangeValues out_;  // the write in flight; one at a time
   std::shared_ptr<StepReactor> self_ ABSL_GUARDED_BY(mu_);
   const Hook hook_;  // test-only
 };
 
 // A Step stream to a shard that has nothing to serve yet.
-class RefusedStep final : public grpc::ServerBidiReactor<proto::PsPush, proto::PsParameters> {
+class RefusedStep final : public grpc::ServerBidiReactor<proto::PsPush, proto::PsRangeValues> {
  public:
   RefusedStep() { Finish(NothingServed()); }
   void OnDone() override { delete this; }
 };
 
-class ParametersReactor final : public grpc::ServerWriteReactor<proto::PsParameters> {
+class ParametersReactor final : public grpc::ServerWriteReactor<proto::PsRangeValues> {
  public:
   ParametersReactor(const ShardState::Applied& applied, uint64_t segment_elements)
       : writer_(applied.values, applied.step, segment_elements) {
@@ -278,8 +278,8 @@ class ParametersReactor final : public grpc::ServerWriteReactor<proto::PsParamet
       Finish(grpc::Status::OK);
     }
   }
-  ParameterWriter writer_;
-  proto::PsParameters out_;
+  RangeWriter writer_;
+  proto::PsRangeValues out_;
 };
 
 }  // namespace
@@ -314,7 +314,7 @@ std::shared_ptr<const ShardGeneration> ParameterShardService::current() const {
   return current_;
 }
 
-grpc::ServerBidiReactor<proto::PsPush, proto::PsParameters>* ParameterShardService::Step(
+grpc::ServerBidiReactor<proto::PsPush, proto::PsRangeValues>* ParameterShardService::Step(
     grpc::CallbackServerContext* context) {
   std::shared_ptr<const ShardGeneration> generation = current();
   if (generation == nullptr) return new RefusedStep();
@@ -327,10 +327,10 @@ grpc::ServerBidiReactor<proto::PsPush, proto::PsParameters>* ParameterShardServi
                                                           segment_elements_, std::move(hook)));
 }
 
-grpc::ServerWriteReactor<proto::PsParameters>* ParameterShardService::GetParameters(
+grpc::ServerWriteReactor<proto::PsRangeValues>* ParameterShardService::GetParameters(
     grpc::CallbackServerContext* /*context*/, const proto::PsRangeRequest* /*request*/) {
   std::shared_ptr<const ShardGeneration> generation = current();
-  if (generation == nullptr) return new RefusedWrite<proto::PsParameters>();
+  if (generation == nullptr) return new RefusedWrite<proto::PsRangeValues>();
   // Parameters and step read together: a step being applied meanwhile cannot split them.
   return new ParametersReactor(generation->state->applied(), segment_elements_);
 }

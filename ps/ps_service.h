@@ -82,14 +82,12 @@ class ParameterShardService final : public proto::ParameterShard::CallbackServic
   };
   void SetStepHookForTesting(std::function<void(StepEvent event, int worker)> hook);
 
-  grpc::ServerBidiReactor<proto::PsPush, proto::PsParameters>* Step(
+  grpc::ServerBidiReactor<proto::PsPush, proto::PsRangeValues>* Step(
       grpc::CallbackServerContext* context) override;
-  grpc::ServerWriteReactor<proto::PsParameters>* GetParameters(
+  grpc::ServerWriteReactor<proto::PsRangeValues>* GetParameters(
       grpc::CallbackServerContext* context, const proto::PsRangeRequest* request) override;
   grpc::ServerReadReactor<proto::PsStateSegment>* Load(grpc::CallbackServerContext* context,
                                                        proto::PsLoadReply* reply) override;
-  grpc::ServerWriteReactor<proto::PsStateSegment>* GetState(
-      grpc::CallbackServerContext* context, const proto::PsRangeRequest* request) override;
 
   // Checks a Load's first segment against the job and the generation served; on success returns
   // the number of elements (parameters + optimiser state) to expect.

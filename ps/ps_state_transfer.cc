@@ -1,5 +1,5 @@
-// The ParameterShard service's state hand-over (Load, GetState): an elastic job moving its
-// parameters and optimiser state onto the shards when ps mode begins and off them when it ends.
+// The ParameterShard service's state hand-over (Load): an elastic job moving its parameters and
+// optimiser state onto the shards when a ps-mode generation begins.
 #include <algorithm>
 #include <cstring>
 #include <memory>
@@ -83,53 +83,6 @@ class LoadReactor final : public grpc::ServerReadReactor<proto::PsStateSegment> 
   uint64_t received_ = 0;
 };
 
-class StateReactor final : public grpc::ServerWriteReactor<proto::PsStateSegment> {
- public:
-  StateReactor(const ShardGeneration& generation, ShardState::Snapshot snapshot,
-               uint64_t range_begin, uint64_t segment_elements)
-      : segment_elements_(segment_elements) {
-    header_.set_generation(generation.state->config().generation);
-    header_.set_workers(static_cast<uint32_t>(generation.state->config().workers));
-    header_.set_step(snapshot.step);
-    header_.set_range_begin(range_begin);
-    header_.set_range_elements(snapshot.values.size());
-    sequence_ = std::move(snapshot.values);
-    sequence_.insert(sequence_.end(), snapshot.optimizer_state.begin(),
-                     snapshot.optimizer_state.end());
-    header_.set_state_elements(sequence_.size());
-    WriteNext();
-  }
-  void OnWriteDone(bool ok) override {
-    if (!ok) {
-      Finish(grpc::Status(grpc::StatusCode::UNAVAILABLE, "client stopped reading"));
-      return;
-    }
-    WriteNext();
-  }
-  void OnDone() override { delete this; }
-
- private:
-  void WriteNext() {
-    if (offset_ >= sequence_.size()) {
-      Finish(grpc::Status::OK);
-      return;
-    }
-    const uint64_t count = std::min<uint64_t>(segment_elements_, sequence_.size() - offset_);
-    out_ = header_;
-    out_.set_offset(offset_);
-    out_.set_payload(reinterpret_cast<const char*>(sequence_.data() + offset_),
-                     count * sizeof(float));
-    offset_ += count;
-    StartWrite(&out_);
-  }
-
-  const uint64_t segment_elements_;
-  proto::PsStateSegment header_;
-  std::vector<float> sequence_;
-  uint64_t offset_ = 0;
-  proto::PsStateSegment out_;
-};
-
 }  // namespace
 
 absl::StatusOr<uint64_t> ParameterShardService::CheckLoad(
@@ -187,22 +140,6 @@ absl::Status ParameterShardService::FinishLoad(const proto::PsStateSegment& firs
 grpc::ServerReadReactor<proto::PsStateSegment>* ParameterShardService::Load(
     grpc::CallbackServerContext* context, proto::PsLoadReply* /*reply*/) {
   return new LoadReactor(context, *this);
-}
-
-grpc::ServerWriteReactor<proto::PsStateSegment>* ParameterShardService::GetState(
-    grpc::CallbackServerContext* /*context*/, const proto::PsRangeRequest* request) {
-  std::shared_ptr<const ShardGeneration> generation = current();
-  if (generation == nullptr) return new RefusedWrite<proto::PsStateSegment>();
-  absl::StatusOr<ShardState::Snapshot> snapshot = generation->state->Export(
-      request->has_step() ? std::optional<uint64_t>(request->step()) : std::nullopt);
-  if (!snapshot.ok())
-    return new RefusedWrite<proto::PsStateSegment>(ToGrpcStatus(snapshot.status()));
-  uint64_t range_begin = 0;
-  {
-    absl::MutexLock lock(&mu_);
-    if (job_.has_value()) range_begin = job_->range.begin;
-  }
-  return new StateReactor(*generation, *std::move(snapshot), range_begin, segment_elements_);
 }
 
 }  // namespace ringside::server

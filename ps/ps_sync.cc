@@ -10,17 +10,19 @@
 namespace ringside::worker {
 
 // One shard's part of one step: a ParameterShard.Step stream as a gRPC callback reactor. It
-// writes the share in segments, one write in flight, half-closes, and reads the updated range
-// back into `params`, all from gRPC's callback threads; the thread running Step() only starts
-// it and waits for its end. The deadline and Cancel() end it through its context.
-class PsSync::ShardCall final : public grpc::ClientBidiReactor<proto::PsPush, proto::PsParameters> {
+// writes the share in segments, one write in flight, half-closes, and reads the step's summed
+// range back over the share (the shard answers only once every share is complete, this one's
+// included, so nothing still to be sent is overwritten), all from gRPC's callback threads; the
+// thread running Step() only starts it and waits for its end. The deadline and Cancel() end it
+// through its context.
+class PsSync::ShardCall final
+    : public grpc::ClientBidiReactor<proto::PsPush, proto::PsRangeValues> {
  public:
   ShardCall(const PsSyncOptions& options, ShardLink& link, int shard, uint64_t step,
-            absl::Span<const float> gradient, absl::Span<float> params)
+            absl::Span<float> gradient)
       : link_(link),
         step_(step),
         gradient_(gradient),
-        params_(params),
         where_(absl::StrCat(PsShardName(shard), " (", link.address, ") step ", step)),
         segment_elements_(std::max<uint64_t>(1, options.segment_bytes / sizeof(float))) {
     SetDeadline(context_, options.timeout);
@@ -79,16 +81,15 @@ class PsSync::ShardCall final : public grpc::ClientBidiReactor<proto::PsPush, pr
     if (!ok) return;  // the reply is over; OnDone follows
     const uint64_t size = link_.range.size();
     const uint64_t count = reply_.payload().size() / sizeof(float);
-    if (reply_.step() != step_ + 1 || reply_.range_elements() != size ||
-        reply_.offset() != received_ || reply_.payload().size() % sizeof(float) != 0 ||
-        count > size - received_) {
+    if (reply_.step() != step_ || reply_.range_elements() != size || reply_.offset() != received_ ||
+        reply_.payload().size() % sizeof(float) != 0 || count > size - received_) {
       reply_error_ = absl::InternalError(absl::StrCat(
           "reply segment (step ", reply_.step(), ", offset ", reply_.offset(), ", ",
           reply_.payload().size(), " bytes) does not continue the range at ", received_));
       context_.TryCancel();
       return;
     }
-    std::memcpy(params_.data() + link_.range.begin + received_, reply_.payload().data(),
+    std::memcpy(gradient_.data() + link_.range.begin + received_, reply_.payload().data(),
                 reply_.payload().size());
     received_ += count;
     if (link_.receive.bytes != nullptr) {
@@ -106,7 +107,7 @@ class PsSync::ShardCall final : public grpc::ClientBidiReactor<proto::PsPush, pr
       result = Annotate(FromGrpcStatus(status), where_);
     } else if (received_ != link_.range.size()) {
       result = absl::InternalError(absl::StrCat(where_, ": the shard returned ", received_, " of ",
-                                                link_.range.size(), " parameters"));
+                                                link_.range.size(), " summed values"));
     }
     absl::MutexLock lock(&mu_);  // Wait() may destroy this as soon as it is released
     result_ = std::move(result);
@@ -127,8 +128,7 @@ class PsSync::ShardCall final : public grpc::ClientBidiReactor<proto::PsPush, pr
 
   ShardLink& link_;
   const uint64_t step_;
-  const absl::Span<const float> gradient_;
-  const absl::Span<float> params_;
+  const absl::Span<float> gradient_;  // the share out, then the sum in
   const std::string where_;
   const uint64_t segment_elements_;
   grpc::ClientContext context_;
@@ -139,7 +139,7 @@ class PsSync::ShardCall final : public grpc::ClientBidiReactor<proto::PsPush, pr
   uint64_t written_ = 0;
 
   // The read side: touched only by OnReadDone, then read by OnDone.
-  proto::PsParameters reply_;
+  proto::PsRangeValues reply_;
   uint64_t received_ = 0;
   absl::Status reply_error_;
 
@@ -150,11 +150,12 @@ class PsSync::ShardCall final : public grpc::ClientBidiReactor<proto::PsPush, pr
 };
 
 absl::StatusOr<std::unique_ptr<PsSync>> PsSync::Create(const PsSyncOptions& options,
-                                                       uint64_t parameters, Metrics* metrics) {
+                                                       uint64_t parameters, Optimizer& optimizer,
+                                                       Metrics* metrics) {
   if (options.shards.empty()) {
     return absl::InvalidArgumentError("--ps: give every shard's address, in shard order");
   }
-  std::unique_ptr<PsSync> sync(new PsSync(options));
+  std::unique_ptr<PsSync> sync(new PsSync(options, optimizer));
   const std::vector<ElementRange> ranges =
       EvenRanges(parameters, static_cast<int>(options.shards.size()));
   for (size_t s = 0; s < options.shards.size(); ++s) {
@@ -196,7 +197,7 @@ absl::StatusOr<SyncTiming> PsSync::Step(int64_t step, absl::Span<float> gradient
   calls.reserve(links_.size());
   for (size_t s = 0; s < links_.size(); ++s) {
     calls.push_back(std::make_unique<ShardCall>(options_, links_[s], static_cast<int>(s),
-                                                static_cast<uint64_t>(step), gradient, params));
+                                                static_cast<uint64_t>(step), gradient));
     Track(calls.back()->context());  // before any starts: a Cancel() meanwhile reaches them all
   }
   calls[0]->Start();
@@ -213,7 +214,9 @@ absl::StatusOr<SyncTiming> PsSync::Step(int64_t step, absl::Span<float> gradient
     Untrack(call->context());
   }
   for (const absl::Status& status : statuses) RETURN_IF_ERROR(status);
-  return SyncTiming{absl::Now() - start, absl::ZeroDuration()};
+  const absl::Time summed = absl::Now();
+  RETURN_IF_ERROR(optimizer_.Step(params, gradient));
+  return SyncTiming{summed - start, absl::Now() - summed};
 }
 
 }  // namespace ringside::worker

@@ -1,9 +1,10 @@
 // Parameter-server mode of data-parallel training (worker side). Each step the worker pushes
-// every shard its range of the gradient share and gets the shard's updated parameter range
+// every shard its range of the gradient share and gets the step's summed gradient for that range
 // back, all shards in parallel, over one bidirectional ParameterShard.Step stream per shard and
 // step (proto/ps.proto: a single round trip, and the wait for the slowest worker is the stream's
-// own wait under its deadline). Large ranges travel in segments. The optimiser runs on the
-// shards; the worker only copies the returned parameters in.
+// own wait under its deadline). Large ranges travel in segments. The worker then applies the
+// job's optimiser to the sum, exactly as every shard does to its range, so it holds the whole
+// job's state (parameters and optimiser) and a lost shard loses nothing.
 // Threads: none of its own. Each stream is a gRPC callback reactor (ClientBidiReactor) driven by
 // gRPC's long-lived callback threads, which write the segments, read and copy the reply; the
 // thread calling Step() only starts the streams and waits for them to end.
@@ -21,6 +22,7 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "common/metrics.h"
+#include "common/optimizer.h"
 #include "common/parameter_sync.h"
 #include "common/ranges.h"
 #include "proto/ps.grpc.pb.h"
@@ -41,9 +43,11 @@ struct PsSyncOptions {
 
 class PsSync final : public ParameterSync {
  public:
-  // `metrics` may be null; else it must outlive this object.
+  // `optimizer` (the job's, for all `parameters`) must outlive this object; `metrics` too
+  // unless null.
   static absl::StatusOr<std::unique_ptr<PsSync>> Create(const PsSyncOptions& options,
-                                                        uint64_t parameters, Metrics* metrics);
+                                                        uint64_t parameters, Optimizer& optimizer,
+                                                        Metrics* metrics);
   SyncMode mode() const override { return SyncMode::kPs; }
   absl::StatusOr<SyncTiming> Step(int64_t step, absl::Span<float> gradient,
                                   absl::Span<float> params) override;
@@ -62,12 +66,14 @@ class PsSync final : public ParameterSync {
   };
   class ShardCall;  // one shard's Step stream of one step (ps_sync.cc)
 
-  explicit PsSync(PsSyncOptions options) : options_(std::move(options)) {}
+  PsSync(PsSyncOptions options, Optimizer& optimizer)
+      : options_(std::move(options)), optimizer_(optimizer) {}
   // While a call is tracked, Cancel() cancels it; one tracked after Cancel() starts cancelled.
   void Track(grpc::ClientContext& context);
   void Untrack(grpc::ClientContext& context);
 
   PsSyncOptions options_;
+  Optimizer& optimizer_;
   std::vector<ShardLink> links_;
   absl::Mutex mu_;
   std::set<grpc::ClientContext*> in_flight_ ABSL_GUARDED_BY(mu_);

@@ -43,7 +43,7 @@ ShardState::ShardState(ShardConfig config, uint64_t step, std::vector<float> val
       metrics_(metrics),
       collecting_(step),
       shares_(static_cast<size_t>(config.workers)),
-      current_{step, std::make_shared<const std::vector<float>>(values), optimizer.ExportState()},
+      current_{step, std::make_shared<const std::vector<float>>(values), nullptr},
       optimizer_(std::move(optimizer)),
       values_(std::move(values)) {
   applier_ = std::thread([this] { ApplyLoop(); });
@@ -63,18 +63,6 @@ ShardState::~ShardState() {
   } else {
     applier_.join();
   }
-}
-
-absl::StatusOr<ShardState::Snapshot> ShardState::Export(std::optional<uint64_t> step) const {
-  absl::MutexLock lock(&mu_);
-  if (!step.has_value() || *step == current_.step)
-    return Snapshot{current_.step, *current_.values, current_.optimizer_state};
-  if (previous_.has_value() && previous_->step == *step)
-    return Snapshot{previous_->step, *previous_->values, previous_->optimizer_state};
-  return absl::FailedPreconditionError(
-      absl::StrCat(PsShardName(config_.shard), " holds the state after step ", current_.step,
-                   previous_.has_value() ? absl::StrCat(" and after step ", previous_->step) : "",
-                   ", not after step ", *step, "; the shards cannot agree on a step"));
 }
 
 void ShardState::Close() {
@@ -221,11 +209,9 @@ void ShardState::ApplyLoop() {
     Published next = Apply(complete, hook);
 
     Waiters ready;
-    std::optional<Published> retired;
-    const Parameters parameters = next.values;
+    const Values sum = next.sum;
     {
       absl::MutexLock lock(&mu_);
-      retired = std::exchange(previous_, std::move(current_));
       current_ = std::move(next);
       // Shares not begun for the next step get their buffers back, so steady training
       // allocates none.
@@ -241,10 +227,9 @@ void ShardState::ApplyLoop() {
         }
       }
     }
-    if (retired.has_value()) spare_optimizer_state_ = std::move(retired->optimizer_state);
     if (metrics_.steps != nullptr) metrics_.steps->Increment();
 
-    for (auto& waiter : ready) waiter.second(parameters);
+    for (auto& waiter : ready) waiter.second(sum);
     ready.clear();  // may drop the last reference to this state (see ~ShardState)
     if (destroyed) return;
   }
@@ -267,25 +252,25 @@ ShardState::Published ShardState::Apply(CompleteStep& complete,
   Published next;
   next.step = complete.step + 1;
   next.values = std::make_shared<const std::vector<float>>(values_);
-  next.optimizer_state = std::move(spare_optimizer_state_);
-  optimizer_.ExportStateTo(next.optimizer_state);
+  next.sum = std::make_shared<const std::vector<float>>(std::move(sum));
   if (metrics_.update_seconds != nullptr) {
     metrics_.update_seconds->Observe(absl::ToDoubleSeconds(absl::Now() - start));
   }
   return next;
 }
 
-void ShardState::WhenApplied(uint64_t step, std::function<void(Parameters)> done) {
-  Parameters parameters;
+void ShardState::WhenApplied(uint64_t step, std::function<void(Values)> done) {
+  Values sum;
   {
     absl::MutexLock lock(&mu_);
     if (step >= current_.step && !closed_) {
       waiters_.emplace_back(step, std::move(done));
       return;
     }
-    if (step < current_.step) parameters = current_.values;
+    // A waiter's step is the one being collected or applied; an older one is not kept.
+    if (step + 1 == current_.step) sum = current_.sum;
   }
-  done(parameters);
+  done(sum);
 }
 
 ShardState::Applied ShardState::applied() const {
@@ -295,7 +280,7 @@ ShardState::Applied ShardState::applied() const {
 
 uint64_t ShardState::current_step() const { return applied().step; }
 
-Parameters ShardState::parameters() const { return applied().values; }
+Values ShardState::parameters() const { return applied().values; }
 
 void ShardState::SetApplyHookForTesting(std::function<void(uint64_t step)> hook) {
   absl::MutexLock lock(&mu_);

@@ -4,12 +4,9 @@
 // a complete gradient share for step t, the shares are summed in rank order (deterministic,
 // whatever order they arrived in) and the shared optimiser (common/optimizer.h) updates the
 // range. Workers pre-scale their shares by the global batch size, so the sum is the mean
-// gradient of the global batch.
-//
-// Across shards a step is atomic from the job's point of view: a worker completes step t only
-// once every shard applied it, so shards differ by at most one step, and each shard keeps the
-// state before its last applied step. A regroup fetches the state at the lowest step any shard
-// holds, rolling the others back (ps/shard_transfer.h).
+// gradient of the global batch. The workers are answered with that sum: each applies the same
+// optimiser to it, so every worker holds the whole job's state and the shard's copy (the live
+// model, GetParameters) is never the only one: a lost shard loses nothing.
 //
 // Threads. The push calls (BeginPush, AddSegment, FinishPush) run on the caller's thread, gRPC's
 // callback threads in the service, and only validate and copy: the pushing thread that completes
@@ -17,7 +14,7 @@
 // constructor and joined by the destructor) and returns at once. The applier sums, runs the
 // optimiser and makes the next parameters without the lock, so pushes, reads and Close() never
 // wait for a step's arithmetic; it then publishes the step in one short critical section, so
-// Export(), parameters() and applied() see the state before a step or after it, never half.
+// parameters() and applied() see the state before a step or after it, never half.
 // Shares of step t+1 may be collected while step t is applied. Callbacks registered with
 // WhenApplied run outside the lock on the applier thread (or on the caller's, when the step is
 // already applied or the state closed). One of them may drop the last reference to the state:
@@ -65,7 +62,8 @@ struct ShardStepMetrics {
   prometheus::Counter* steps = nullptr;
 };
 
-using Parameters = std::shared_ptr<const std::vector<float>>;
+// Float32 values of the shard's range, shared with the replies that stream them.
+using Values = std::shared_ptr<const std::vector<float>>;
 
 class ShardState {
  public:
@@ -86,17 +84,6 @@ class ShardState {
   ShardState(const ShardState&) = delete;
   ShardState& operator=(const ShardState&) = delete;
 
-  // A consistent copy of everything Restore() takes.
-  struct Snapshot {
-    uint64_t step = 0;
-    std::vector<float> values;
-    std::vector<float> optimizer_state;
-  };
-  // The current state, or the one after exactly `step` steps if that is the current or the
-  // previous one (else FAILED_PRECONDITION naming the steps held). A step still being applied
-  // is not part of it yet.
-  absl::StatusOr<Snapshot> Export(std::optional<uint64_t> step = std::nullopt) const;
-
   // The shard moves to another generation: every worker still waiting for a step is answered
   // with nullptr parameters (its stream ends ABORTED), pushes are refused and no further step
   // is applied. Does not wait for a step being applied.
@@ -109,18 +96,18 @@ class ShardState {
   // Forgets a push that will not be completed (its stream broke). No-op if none is open.
   void AbandonPush(int worker, uint64_t step);
 
-  // Runs `done` with the parameters after step `step` once it has been applied (nullptr once
+  // Runs `done` with step `step`'s summed gradient once the step has been applied (nullptr once
   // the state is closed).
-  void WhenApplied(uint64_t step, std::function<void(Parameters)> done);
+  void WhenApplied(uint64_t step, std::function<void(Values)> done);
 
   // The parameters after `step` applied steps, read together.
   struct Applied {
     uint64_t step = 0;
-    Parameters values;
+    Values values;
   };
   Applied applied() const;
   uint64_t current_step() const;  // steps applied so far
-  Parameters parameters() const;  // after the last applied step
+  Values parameters() const;      // after the last applied step
   uint64_t range_elements() const { return range_elements_; }
   const ShardConfig& config() const { return config_; }
 
@@ -145,10 +132,10 @@ class ShardState {
   // A state as readers see it; immutable while published.
   struct Published {
     uint64_t step = 0;  // steps applied
-    Parameters values;
-    std::vector<float> optimizer_state;  // Optimizer::ExportState layout
+    Values values;
+    Values sum;  // the summed gradient of step `step - 1`; null before any step
   };
-  using Waiters = std::vector<std::pair<uint64_t, std::function<void(Parameters)>>>;
+  using Waiters = std::vector<std::pair<uint64_t, std::function<void(Values)>>>;
 
   ShardState(ShardConfig config, uint64_t step, std::vector<float> values, Optimizer optimizer,
              ShardStepMetrics metrics);
@@ -172,21 +159,17 @@ class ShardState {
   absl::Time first_push_ ABSL_GUARDED_BY(mu_) = absl::InfinitePast();
   std::deque<CompleteStep> complete_ ABSL_GUARDED_BY(mu_);  // handed to the applier, in order
 
-  // What readers see: the state after the last applied step and the one before it (kept until
-  // the next step applies: the step just applied may be missing on another shard).
+  // What readers see: the state after the last applied step.
   Published current_ ABSL_GUARDED_BY(mu_);
-  std::optional<Published> previous_ ABSL_GUARDED_BY(mu_);
   Waiters waiters_ ABSL_GUARDED_BY(mu_);
   bool closed_ ABSL_GUARDED_BY(mu_) = false;
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
   std::function<void(uint64_t)> apply_hook_ ABSL_GUARDED_BY(mu_);
 
   // The applier thread's alone once constructed: the working copy of the range and its
-  // optimiser (equal to current_ between steps), and a buffer for the next published optimiser
-  // state (recycled from the retired previous_, so a step allocates no optimiser state).
+  // optimiser (equal to current_ between steps).
   Optimizer optimizer_;
   std::vector<float> values_;
-  std::vector<float> spare_optimizer_state_;
   // Points at a flag on the applier's stack while it runs callbacks: the destructor, run there
   // by a callback that dropped the last reference, sets it so the loop returns at once.
   bool* applier_destroyed_ = nullptr;

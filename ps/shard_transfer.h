@@ -1,10 +1,9 @@
-// The worker's side of the shards' state hand-over (ParameterShard.Load / GetState in
-// proto/ps.proto): an elastic job's parameters and optimiser state moved onto the shards when a
-// ps-mode generation begins, and back when ps mode ends. The shard map is EvenRanges(K, S), as
-// everywhere. Not training traffic: nothing is counted in the link metrics.
-// Thread-compatible. Errors: a shard's gRPC status annotated with the shard; a state that does
-// not fit the shard map, or shards more than one step apart, is FAILED_PRECONDITION. Shards
-// one step apart are rolled back to the lower step (ps/shard_state.h says why that is safe).
+// The worker's side of the shards' state hand-over (ParameterShard.Load in proto/ps.proto): an
+// elastic job's parameters and optimiser state moved onto the shards when a ps-mode generation
+// begins. Nothing ever moves back: every worker holds the whole state in ps mode too. The shard
+// map is EvenRanges(K, S), as everywhere. Not training traffic: nothing is counted in the link
+// metrics.
+// Thread-compatible. Errors: a shard's gRPC status annotated with the shard.
 #ifndef RINGSIDE_PS_SHARD_TRANSFER_H_
 #define RINGSIDE_PS_SHARD_TRANSFER_H_
 
@@ -33,11 +32,6 @@ struct ShardTransferOptions {
 // Hands every shard its range of `state` for `generation` with `workers` workers.
 absl::Status LoadShards(const ShardTransferOptions& options, uint64_t generation, int workers,
                         const JobState& state);
-
-// The job's state gathered from every shard. `parameters` and `optimizer_state_size` give the
-// expected sizes (the caller's own optimiser's).
-absl::StatusOr<JobState> FetchShardState(const ShardTransferOptions& options, size_t parameters,
-                                         size_t optimizer_state_size);
 
 }  // namespace ringside::worker
 

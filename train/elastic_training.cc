@@ -187,7 +187,7 @@ absl::Status ElasticTrainer::Regroup(const GenerationAssignment& assignment) {
       ps.pushed_to_first_shard = [this](int64_t) { return LostAt("ps_push"); };
     }
     ASSIGN_OR_RETURN(std::unique_ptr<PsSync> ps_sync,
-                     PsSync::Create(ps, job_->parameter_count(), &metrics_));
+                     PsSync::Create(ps, job_->parameter_count(), *optimizer_, &metrics_));
     absl::MutexLock lock(&ps_mu_);
     if (superseded_by_ > generation) ps_sync->Cancel();
     ps_sync_ = ps_sync.get();
@@ -202,7 +202,6 @@ absl::Status ElasticTrainer::Regroup(const GenerationAssignment& assignment) {
   generation_ = generation;
   mode_ = mode;
   slot_ = WorkerSlot{rank, world};
-  last_trained_ps_ = mode == SyncMode::kPs;
   metrics_.ExportMembership(world, generation, mode);
   log_ << WorkerName(rank) << ": generation " << generation << ", " << SyncModeName(mode)
        << " mode, " << world << " workers, resuming at step " << completed_ << "\n";
@@ -235,57 +234,31 @@ absl::Status ElasticTrainer::LoadShardsForGeneration(uint64_t generation, int wo
 
 absl::Status ElasticTrainer::AgreeOnState(uint64_t generation, int world, int rank) {
   const uint64_t base = CollectiveBase(generation);
-  std::vector<float> census(2 * static_cast<size_t>(world), 0.0f);
+  std::vector<float> census(static_cast<size_t>(world), 0.0f);
   census[rank] = static_cast<float>(completed_);  // exact up to 2^24 steps
-  census[world + rank] = last_trained_ps_ ? 1.0f : 0.0f;
   if (LostAt("census")) return LostStatus();
   RETURN_IF_ERROR(
       ring_->Allreduce(base + kCensusCollective, absl::MakeSpan(census), ControlOptions()));
-  // The job's state is the most advanced one. A member with the most completed steps that last
-  // trained in ring mode holds it itself; if every such member last trained in ps mode, the
-  // shards hold it (a shard applies a step whole or not at all, and FetchShardState rolls the
-  // shards back to the last step all of them applied).
-  const float most = *std::max_element(census.begin(), census.begin() + world);
-  int source = -1;
-  for (int r = 0; r < world && source < 0; ++r) {
-    if (census[r] == most && census[world + r] == 0.0f) source = r;
-  }
-  const bool from_shards = source < 0;
-  if (from_shards) source = 0;
-  // One member reads the state and broadcasts it (a sum-allreduce with zeros elsewhere: exact),
-  // so every member adopts the very same state even if the shards move on meanwhile. Layout:
-  // [ok, step, parameters..., optimiser state...].
+  // The job's state is the most advanced member's: every worker holds the whole state in either
+  // mode (in ps mode it applies the optimiser to the shards' sums itself), and a step counts as
+  // completed only once its update is applied.
+  const int source =
+      static_cast<int>(std::max_element(census.begin(), census.end()) - census.begin());
+  // That member broadcasts it (a sum-allreduce with zeros elsewhere: exact), so every member
+  // adopts the very same state. Layout: [step, parameters..., optimiser state...].
   const size_t parameters = parameters_.size();
-  std::vector<float> state(2 + parameters + optimizer_->state_size(), 0.0f);
+  std::vector<float> state(1 + parameters + optimizer_->state_size(), 0.0f);
   if (rank == source) {
-    auto put = [&](uint64_t step, absl::Span<const float> values, absl::Span<const float> moments) {
-      state[0] = 1.0f;
-      state[1] = static_cast<float>(step);
-      std::copy(values.begin(), values.end(), state.begin() + 2);
-      std::copy(moments.begin(), moments.end(), state.begin() + 2 + parameters);
-    };
-    if (!from_shards) {
-      put(static_cast<uint64_t>(completed_), parameters_, optimizer_->ExportState());
-    } else if (absl::StatusOr<JobState> shards =
-                   FetchShardState({shards_, options_.segment_bytes, options_.timeout},
-                                   job_->parameter_count(), optimizer_->state_size());
-               shards.ok()) {
-      put(shards->step, shards->parameters, shards->optimizer_state);
-    } else {
-      log_ << WorkerName(rank)
-           << ": cannot read the job's state from the shards: " << shards.status() << "\n";
-    }
+    state[0] = static_cast<float>(completed_);
+    std::copy(parameters_.begin(), parameters_.end(), state.begin() + 1);
+    optimizer_->ExportStateTo(absl::MakeSpan(state).subspan(1 + parameters)).IgnoreError();  // fits
   }
   if (LostAt("state")) return LostStatus();
   RETURN_IF_ERROR(
       ring_->Allreduce(base + kStateCollective, absl::MakeSpan(state), ControlOptions()));
-  if (state[0] != 1.0f) {
-    return absl::UnavailableError(absl::StrCat(
-        WorkerName(source), " could not read the job's state from the shards; see its log"));
-  }
-  RETURN_IF_ERROR(optimizer_->ImportState(absl::MakeConstSpan(state).subspan(2 + parameters)));
-  parameters_.assign(state.begin() + 2, state.begin() + 2 + parameters);
-  completed_ = static_cast<int64_t>(state[1]);
+  RETURN_IF_ERROR(optimizer_->ImportState(absl::MakeConstSpan(state).subspan(1 + parameters)));
+  parameters_.assign(state.begin() + 1, state.begin() + 1 + parameters);
+  completed_ = static_cast<int64_t>(state[0]);
   return absl::OkStatus();
 }
 

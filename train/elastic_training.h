@@ -6,14 +6,14 @@
 //
 // Each generation begins with a regroup, all of it over the new ring (control collectives,
 // not counted as training traffic):
-//   1. census: every member's completed steps, and whether it last trained in ps mode;
-//   2. state: if anyone last trained in ps mode, the shards hold the job's state (applied whole
-//      or not at all) and every member fetches it; else the member with the most completed
-//      steps broadcasts its parameters and optimiser state (a sum-allreduce with zeros
-//      elsewhere, exact). So survivors resume from the last step every one of them can see,
-//      and a late joiner starts from the current state;
-//   3. ps mode: rank 0 loads the shards with that state for this generation, and a barrier
-//      tells everyone it did.
+//   1. census: every member's completed steps;
+//   2. state: the member with the most completed steps broadcasts its parameters and optimiser
+//      state (a sum-allreduce with zeros elsewhere, exact). Every worker holds the whole state
+//      in either mode (in ps mode it applies the optimiser to the shards' sums itself), so
+//      survivors resume from the last step any of them completed, a late joiner starts from
+//      the current state, and a lost shard loses nothing;
+//   3. ps mode: rank 0 loads the shards with that state for this generation (a replacement
+//      shard starts empty), and a barrier tells everyone it did.
 // Collective numbers are (generation << 32) + n, so no two generations' segments can match.
 //
 // The trainer sees the control protocol only as an AssignmentSource and the ring only as a
@@ -122,12 +122,11 @@ class ElasticTrainer {
   const StepTraceSink trace_;
 
   std::unique_ptr<TrainingJob> job_;
-  std::unique_ptr<Optimizer> optimizer_;  // the job's, in ring mode; the shards' in ps mode
+  std::unique_ptr<Optimizer> optimizer_;  // the job's, in either mode
   std::vector<float> parameters_;
   std::vector<float> gradient_;
   int64_t completed_ = 0;
-  bool last_trained_ps_ = false;  // the last generation this worker regrouped in was ps
-  uint64_t generation_ = 0;       // 0: none joined yet
+  uint64_t generation_ = 0;  // 0: none joined yet
   SyncMode mode_ = SyncMode::kRing;
   WorkerSlot slot_;
   std::vector<std::string> shards_;

@@ -20,7 +20,7 @@ constexpr uint64_t kGeneration = 4;
 
 struct StepReply {
   grpc::Status status;
-  std::vector<float> params;
+  std::vector<float> sum;  // the step's summed gradient, as the shard answered
 };
 
 class PsServiceTest : public ::testing::Test {
@@ -70,10 +70,10 @@ class PsServiceTest : public ::testing::Test {
       return reply;
     }
     stream->WritesDone();
-    proto::PsParameters params;
-    while (stream->Read(&params)) {
-      const auto* values = reinterpret_cast<const float*>(params.payload().data());
-      reply.params.insert(reply.params.end(), values, values + params.payload().size() / 4);
+    proto::PsRangeValues segment;
+    while (stream->Read(&segment)) {
+      const auto* values = reinterpret_cast<const float*>(segment.payload().data());
+      reply.sum.insert(reply.sum.end(), values, values + segment.payload().size() / 4);
     }
     reply.status = stream->Finish();
     return reply;
@@ -101,8 +101,9 @@ TEST_F(PsServiceTest, EveryWorkerGetsTheWholeUpdatedRange) {
     const std::vector<StepReply> replies = BothPush(step, 1.0f, 2.0f);
     for (const StepReply& reply : replies) {
       ASSERT_TRUE(reply.status.ok()) << reply.status.error_message();
-      EXPECT_EQ(reply.params, std::vector<float>(kRange, 100.0f - 3.0f * (step + 1)));
+      EXPECT_EQ(reply.sum, std::vector<float>(kRange, 3.0f));
     }
+    EXPECT_EQ(*state_->parameters(), std::vector<float>(kRange, 100.0f - 3.0f * (step + 1)));
   }
 }
 
@@ -121,7 +122,7 @@ TEST_F(PsServiceTest, BadPushesGetPreciseStatusesAndTrainingContinues) {
   const std::vector<StepReply> replies = BothPush(0, 1.0f, 1.0f);
   for (const StepReply& reply : replies) {
     ASSERT_TRUE(reply.status.ok()) << reply.status.error_message();
-    EXPECT_EQ(reply.params, std::vector<float>(kRange, 98.0f));
+    EXPECT_EQ(reply.sum, std::vector<float>(kRange, 2.0f));
   }
 }
 
@@ -137,7 +138,7 @@ TEST_F(PsServiceTest, AWorkerVanishingMidStepIsNeverHalfApplied) {
   waiting.join();
   for (const StepReply* reply : {&worker0, &worker1}) {
     ASSERT_TRUE(reply->status.ok()) << reply->status.error_message();
-    EXPECT_EQ(reply->params, std::vector<float>(kRange, 97.0f));
+    EXPECT_EQ(reply->sum, std::vector<float>(kRange, 3.0f)) << "the lost part never counted";
   }
 }
 
@@ -163,7 +164,7 @@ TEST_F(PsServiceTest, ANewGenerationIsServedWhileTheOldOneIsApplyingAStep) {
   const std::vector<StepReply> new_replies = BothPush(0, 1.0f, 2.0f, kGeneration + 1);
   for (const StepReply& reply : new_replies) {
     EXPECT_TRUE(reply.status.ok()) << reply.status.error_message();
-    EXPECT_EQ(reply.params, std::vector<float>(kRange, 47.0f));
+    EXPECT_EQ(reply.sum, std::vector<float>(kRange, 3.0f));
   }
 
   held->release.Notify();
@@ -227,7 +228,7 @@ TEST_F(PsServiceTest, AWorkerCancellingAsItsReplyStartsEndsTheStreamOnce) {
     ASSERT_TRUE(stream->WritesDone());
     events->replying.WaitForNotification();  // the step is applied; its reply is starting
     context.TryCancel();
-    proto::PsParameters ignored;
+    proto::PsRangeValues ignored;
     while (stream->Read(&ignored)) {
     }
     EXPECT_EQ(stream->Finish().error_code(), grpc::StatusCode::CANCELLED);
@@ -235,14 +236,15 @@ TEST_F(PsServiceTest, AWorkerCancellingAsItsReplyStartsEndsTheStreamOnce) {
   events->done.WaitForNotification();  // the server ended the cancelled stream
   other_worker.join();
   ASSERT_TRUE(other.status.ok()) << other.status.error_message();
-  EXPECT_EQ(other.params, std::vector<float>(kRange, 97.0f));
+  EXPECT_EQ(other.sum, std::vector<float>(kRange, 3.0f));
 
   // The shard serves on: the cancelling worker's share counted, and the next step applies.
   service_->SetStepHookForTesting(nullptr);
   for (const StepReply& reply : BothPush(1, 1.0f, 1.0f)) {
     ASSERT_TRUE(reply.status.ok()) << reply.status.error_message();
-    EXPECT_EQ(reply.params, std::vector<float>(kRange, 95.0f));
+    EXPECT_EQ(reply.sum, std::vector<float>(kRange, 2.0f));
   }
+  EXPECT_EQ(*state_->parameters(), std::vector<float>(kRange, 95.0f));
 }
 
 }  // namespace

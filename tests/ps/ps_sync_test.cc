@@ -75,6 +75,9 @@ class PsSyncTest : public ::testing::Test {
     return options;
   }
 
+  // The worker's copy of the shards' optimiser: it applies the summed gradient the shards return.
+  Optimizer sgd_ =
+      Optimizer::Create(OptimizerConfig{OptimizerKind::kSgd, 1.0f}, kParameters).value();
   std::vector<std::unique_ptr<server::ParameterShardService>> services_;  // outlive the servers
   std::vector<StartedServer> servers_;
   std::vector<std::string> addresses_;
@@ -84,7 +87,7 @@ TEST_F(PsSyncTest, StepsAgreeWithTheShardsAndEveryPayloadByteIsCounted) {
   StartShards(/*workers=*/1);
   auto registry = std::make_shared<prometheus::Registry>();
   Metrics metrics(registry);
-  auto sync = PsSync::Create(Options(), kParameters, &metrics);
+  auto sync = PsSync::Create(Options(), kParameters, sgd_, &metrics);
   ASSERT_TRUE(sync.ok()) << sync.status();
   constexpr int kSteps = 20;
   std::vector<float> params(kParameters, 100.0f);
@@ -123,7 +126,7 @@ TEST_F(PsSyncTest, StartsNoThreadPerStep) {
     }
     return false;
   };
-  auto sync = PsSync::Create(options, kParameters, nullptr);
+  auto sync = PsSync::Create(options, kParameters, sgd_, nullptr);
   ASSERT_TRUE(sync.ok()) << sync.status();
   constexpr int kSteps = 20;
   std::vector<float> params(kParameters, 100.0f);
@@ -146,7 +149,7 @@ TEST_F(PsSyncTest, CancelEndsTheStepInFlightAndEveryLaterOne) {
     if (!in_flight.HasBeenNotified()) in_flight.Notify();
     return false;
   };
-  auto sync = PsSync::Create(options, kParameters, nullptr);
+  auto sync = PsSync::Create(options, kParameters, sgd_, nullptr);
   ASSERT_TRUE(sync.ok()) << sync.status();
   std::vector<float> params(kParameters, 100.0f);
   std::vector<float> gradient(kParameters, 1.0f);
@@ -167,7 +170,7 @@ TEST_F(PsSyncTest, CancelEndsTheStepInFlightAndEveryLaterOne) {
 
 TEST_F(PsSyncTest, AShardsRefusalIsTheStepsStatusNamingShardAndStep) {
   StartShards(/*workers=*/1, /*generation=*/2);
-  auto sync = PsSync::Create(Options(), kParameters, nullptr);  // generation 1: stale
+  auto sync = PsSync::Create(Options(), kParameters, sgd_, nullptr);  // generation 1: stale
   ASSERT_TRUE(sync.ok()) << sync.status();
   std::vector<float> params(kParameters, 100.0f);
   std::vector<float> gradient(kParameters, 1.0f);

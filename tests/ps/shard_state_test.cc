@@ -17,12 +17,12 @@ std::string Bytes(const std::vector<float>& values) {
   return std::string(reinterpret_cast<const char*>(values.data()), values.size() * sizeof(float));
 }
 
-// Waits until `step` is applied (the applier thread's work is asynchronous); the parameters after
-// it, or empty if the state was closed first.
+// Waits until `step` is applied (the applier thread's work is asynchronous); the step's summed
+// gradient (what the workers are answered with), or empty if the state was closed first.
 std::vector<float> WaitApplied(ShardState& state, uint64_t step) {
   absl::Notification applied;
   std::vector<float> values;
-  state.WhenApplied(step, [&](Parameters p) {
+  state.WhenApplied(step, [&](Values p) {
     if (p != nullptr) values = *p;
     applied.Notify();
   });
@@ -89,16 +89,18 @@ class ShardStateTest : public ::testing::Test {
 
 TEST_F(ShardStateTest, AppliesAStepOnlyWhenEveryWorkerHasPushed) {
   std::vector<float> seen;
-  state_->WhenApplied(0, [&](Parameters p) { seen = *p; });
+  state_->WhenApplied(0, [&](Values p) { seen = *p; });
   ASSERT_TRUE(Push(1, 0, {1, 2, 3}).ok());
   EXPECT_EQ(state_->current_step(), 0u);
   EXPECT_TRUE(seen.empty()) << "applied before worker 0 pushed";
   ASSERT_TRUE(Push(0, 0, {0.5f, 0.5f, 0.5f}).ok());
-  EXPECT_EQ(WaitApplied(*state_, 0), (std::vector<float>{8.5f, 17.5f, 26.5f}));
+  EXPECT_EQ(WaitApplied(*state_, 0), (std::vector<float>{1.5f, 2.5f, 3.5f}));
   EXPECT_EQ(state_->current_step(), 1u);
-  EXPECT_EQ(seen, (std::vector<float>{8.5f, 17.5f, 26.5f}));
+  EXPECT_EQ(seen, (std::vector<float>{1.5f, 2.5f, 3.5f})) << "the sum, in rank order";
+  EXPECT_EQ(*state_->parameters(), (std::vector<float>{8.5f, 17.5f, 26.5f}))
+      << "the shard applies the optimiser to its own copy too";
   std::vector<float> late;
-  state_->WhenApplied(0, [&](Parameters p) { late = *p; });
+  state_->WhenApplied(0, [&](Values p) { late = *p; });
   EXPECT_EQ(late, seen) << "a waiter for an applied step is answered at once";
 }
 
@@ -130,7 +132,7 @@ TEST_F(ShardStateTest, AnAbandonedPushIsForgottenAndCanBeRedone) {
   ASSERT_TRUE(Push(1, 0, {1, 1, 1}).ok());
   EXPECT_EQ(state_->current_step(), 0u) << "half a share must never count";
   ASSERT_TRUE(Push(0, 0, {1, 1, 1}).ok());
-  EXPECT_EQ(WaitApplied(*state_, 0), (std::vector<float>{8, 18, 28}));
+  EXPECT_EQ(WaitApplied(*state_, 0), (std::vector<float>{2, 2, 2}));
   EXPECT_EQ(*state_->parameters(), (std::vector<float>{8, 18, 28}));
   EXPECT_EQ(Push(0, 0, {1, 1, 1}).code(), absl::StatusCode::kFailedPrecondition)
       << "step 0 is applied";
@@ -147,7 +149,8 @@ TEST_F(ShardStateTest, SumsInRankOrderWhateverTheArrivalOrder) {
     ASSERT_TRUE((*state)->AddSegment(worker, 0, 0, Bytes({value})).ok());
     ASSERT_TRUE((*state)->FinishPush(worker, 0).ok());
   }
-  EXPECT_EQ(WaitApplied(**state, 0), std::vector<float>{-((1e8f + 1.0f) + -1e8f)});
+  EXPECT_EQ(WaitApplied(**state, 0), std::vector<float>{(1e8f + 1.0f) + -1e8f});
+  EXPECT_EQ(*(*state)->parameters(), std::vector<float>{-((1e8f + 1.0f) + -1e8f)});
 }
 
 TEST_F(ShardStateTest, AppliesOnTheShardsOwnThreadNotThePushingOne) {
@@ -155,7 +158,7 @@ TEST_F(ShardStateTest, AppliesOnTheShardsOwnThreadNotThePushingOne) {
   std::thread::id callback_thread;
   absl::Notification applied;
   state_->SetApplyHookForTesting([&](uint64_t) { optimiser_thread = std::this_thread::get_id(); });
-  state_->WhenApplied(0, [&](Parameters) {
+  state_->WhenApplied(0, [&](Values) {
     callback_thread = std::this_thread::get_id();
     applied.Notify();
   });
@@ -176,22 +179,16 @@ TEST_F(ShardStateTest, PushesAndReadsDoNotWaitForAStepBeingApplied) {
   // Reads see the whole state before step 0, not half of it.
   EXPECT_EQ(state_->current_step(), 0u);
   EXPECT_EQ(*state_->parameters(), (std::vector<float>{10, 20, 30}));
-  absl::StatusOr<ShardState::Snapshot> before = state_->Export();
-  ASSERT_TRUE(before.ok()) << before.status();
-  EXPECT_EQ(before->step, 0u);
-  EXPECT_EQ(before->values, (std::vector<float>{10, 20, 30}));
+  EXPECT_EQ(state_->applied().step, 0u);
   // Step 0 is complete, so step 1 is collected meanwhile: the lock is free.
   EXPECT_EQ(Push(0, 0, {1, 1, 1}).code(), absl::StatusCode::kFailedPrecondition);
   ASSERT_TRUE(Push(1, 1, {1, 1, 1}).ok());
 
   held_.Release();
-  EXPECT_EQ(WaitApplied(*state_, 0), (std::vector<float>{8.5f, 17.5f, 26.5f}));
+  EXPECT_EQ(WaitApplied(*state_, 0), (std::vector<float>{1.5f, 2.5f, 3.5f}));
   ASSERT_TRUE(Push(0, 1, {1, 1, 1}).ok());
-  EXPECT_EQ(WaitApplied(*state_, 1), (std::vector<float>{6.5f, 15.5f, 24.5f}));
-  absl::StatusOr<ShardState::Snapshot> previous = state_->Export(1);
-  ASSERT_TRUE(previous.ok()) << previous.status();
-  EXPECT_EQ(previous->values, (std::vector<float>{8.5f, 17.5f, 26.5f}));
-  EXPECT_EQ(state_->Export(0).status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ(WaitApplied(*state_, 1), (std::vector<float>{2, 2, 2}));
+  EXPECT_EQ(*state_->parameters(), (std::vector<float>{6.5f, 15.5f, 24.5f}));
 }
 
 TEST_F(ShardStateTest, ClosingDuringAnApplyAnswersTheWaitersAndAppliesNothingMore) {
@@ -203,7 +200,7 @@ TEST_F(ShardStateTest, ClosingDuringAnApplyAnswersTheWaitersAndAppliesNothingMor
   ASSERT_TRUE(Push(1, 1, {1, 1, 1}).ok());  // step 1 complete too, queued behind step 0
 
   bool answered_with_nothing = false;
-  state_->WhenApplied(1, [&](Parameters p) { answered_with_nothing = p == nullptr; });
+  state_->WhenApplied(1, [&](Values p) { answered_with_nothing = p == nullptr; });
   state_->Close();  // returns although step 0 is being applied
   EXPECT_TRUE(answered_with_nothing);
   EXPECT_EQ(state_->BeginPush(3, 0, 2, 3).code(), absl::StatusCode::kFailedPrecondition);
@@ -239,7 +236,7 @@ TEST(ShardStateLifetimeTest, TheLastReferenceMayBeDroppedByACallbackOnTheApplier
       [hold = held.Hook(),
        tracker = std::make_shared<NotifyOnDestruction>(&destroyed)](uint64_t step) { hold(step); });
   state->WhenApplied(
-      0, [state, record = std::make_shared<RecordDestruction>(&destroyed_on)](Parameters) {});
+      0, [state, record = std::make_shared<RecordDestruction>(&destroyed_on)](Values) {});
   ASSERT_TRUE(state->BeginPush(1, 0, 0, 1).ok());
   ASSERT_TRUE(state->AddSegment(0, 0, 0, Bytes({1})).ok());
   ASSERT_TRUE(state->FinishPush(0, 0).ok());
