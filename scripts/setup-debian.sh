@@ -10,6 +10,7 @@ packages=(
   libabsl-dev prometheus-cpp-dev
   libgtest-dev libgmock-dev
   libopenblas-dev nlohmann-json3-dev
+  libssl-dev
   libgloo-dev
   curl procps iproute2
   # the formatting check (tests/architecture): .clang-format is the project's style

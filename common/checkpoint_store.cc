@@ -1,0 +1,534 @@
+#include "common/checkpoint_store.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <openssl/evp.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cerrno>
+#include <cstring>
+#include <limits>
+#include <optional>
+#include <utility>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/escaping.h"
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/string_view.h"
+#include "common/status_macros.h"
+
+// The payload is the floats' in-memory bytes, written and read without conversion.
+static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "the checkpoint format is little-endian");
+static_assert(std::numeric_limits<float>::is_iec559 && sizeof(float) == 4,
+              "the checkpoint format stores IEEE-754 float32");
+
+namespace ringside {
+namespace {
+
+constexpr char kMagic[] = "RSCKPT01";
+constexpr size_t kMagicBytes = 8;
+constexpr size_t kVersionlessMagicBytes = 6;  // "RSCKPT": a checkpoint, maybe of another version
+constexpr size_t kHeaderBytes = 36;
+constexpr size_t kDigestBytes = 32;  // SHA-256
+constexpr uint64_t kFixedBytes = kHeaderBytes + kDigestBytes;
+constexpr absl::string_view kNamePrefix = "checkpoint-";
+constexpr absl::string_view kNameSuffix = ".ckpt";
+constexpr size_t kStepDigits = 20;  // all of uint64_t, so names sort as steps do
+constexpr absl::string_view kTempPrefix = ".checkpoint-";
+constexpr absl::string_view kTempSuffix = ".tmp";
+// Reads go through the digest a chunk at a time, while the bytes are still in cache.
+constexpr size_t kReadChunkBytes = size_t{1} << 20;
+
+// "WHAT PATH: the system's reason[; HINT]", with a code a caller can act on. Callers pass errno
+// beside string views, never beside a StrCat, whose allocation could overwrite it first.
+absl::Status ErrnoStatus(int error, absl::string_view what, absl::string_view path,
+                         absl::string_view hint = "") {
+  std::string message = absl::StrCat(what, " ", path, ": ", std::strerror(error));
+  if (!hint.empty()) absl::StrAppend(&message, "; ", hint);
+  switch (error) {
+    case ENOENT:
+      return absl::NotFoundError(message);
+    case EACCES:
+    case EPERM:
+    case EROFS:
+      return absl::PermissionDeniedError(message);
+    case ENOSPC:
+    case EDQUOT:
+      return absl::ResourceExhaustedError(message);
+    default:
+      return absl::InternalError(message);
+  }
+}
+
+class Fd {
+ public:
+  explicit Fd(int fd) : fd_(fd) {}
+  Fd(const Fd&) = delete;
+  Fd& operator=(const Fd&) = delete;
+  ~Fd() {
+    if (fd_ >= 0) close(fd_);
+  }
+  int get() const { return fd_; }
+  // Closes now so the caller sees close()'s error (a write-back failure on some file systems).
+  int Close() {
+    const int result = close(fd_);
+    fd_ = -1;
+    return result;
+  }
+
+ private:
+  int fd_;
+};
+
+class Sha256 {
+ public:
+  Sha256() : context_(EVP_MD_CTX_new()) {
+    ok_ = context_ != nullptr && EVP_DigestInit_ex(context_, EVP_sha256(), nullptr) == 1;
+  }
+  Sha256(const Sha256&) = delete;
+  Sha256& operator=(const Sha256&) = delete;
+  ~Sha256() { EVP_MD_CTX_free(context_); }
+
+  void Update(const void* data, size_t size) {
+    if (ok_ && size > 0) ok_ = EVP_DigestUpdate(context_, data, size) == 1;
+  }
+  absl::Status Finish(unsigned char (&digest)[kDigestBytes]) {
+    unsigned int length = 0;
+    if (ok_) ok_ = EVP_DigestFinal_ex(context_, digest, &length) == 1 && length == kDigestBytes;
+    if (!ok_) return absl::InternalError("OpenSSL could not compute a SHA-256 (libcrypto failed)");
+    return absl::OkStatus();
+  }
+
+ private:
+  EVP_MD_CTX* context_;
+  bool ok_ = false;
+};
+
+void StoreLe(uint64_t value, size_t bytes, unsigned char* out) {
+  for (size_t i = 0; i < bytes; ++i) out[i] = static_cast<unsigned char>(value >> (8 * i));
+}
+
+uint64_t LoadLe(const unsigned char* in, size_t bytes) {
+  uint64_t value = 0;
+  for (size_t i = 0; i < bytes; ++i) value |= uint64_t{in[i]} << (8 * i);
+  return value;
+}
+
+// 0 on success, else the errno.
+int WriteAll(int fd, const void* data, size_t size) {
+  const auto* bytes = static_cast<const char*>(data);
+  while (size > 0) {
+    // Linux writes at most about 2 GiB a call; ask for 1 GiB at a time.
+    const ssize_t n = write(fd, bytes, std::min<size_t>(size, size_t{1} << 30));
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return errno;
+    bytes += n;
+    size -= static_cast<size_t>(n);
+  }
+  return 0;
+}
+
+// The number of bytes read (short only at end of file), or -1 with errno set.
+ssize_t ReadAll(int fd, void* data, size_t size) {
+  auto* bytes = static_cast<char*>(data);
+  size_t done = 0;
+  while (done < size) {
+    const ssize_t n = read(fd, bytes + done, size - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return -1;
+    if (n == 0) break;
+    done += static_cast<size_t>(n);
+  }
+  return static_cast<ssize_t>(done);
+}
+
+// Makes the directory's entries (a rename, a new subdirectory) survive a power loss.
+absl::Status FsyncDirectory(const std::string& dir) {
+  Fd fd(open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  if (fd.get() < 0) return ErrnoStatus(errno, "cannot open directory", dir);
+  if (fsync(fd.get()) != 0 || fd.Close() != 0) {
+    return ErrnoStatus(errno, "cannot flush to disk the directory", dir);
+  }
+  return absl::OkStatus();
+}
+
+std::string Parent(const std::string& path) {
+  const size_t slash = path.rfind('/');
+  if (slash == std::string::npos) return ".";
+  return slash == 0 ? "/" : path.substr(0, slash);
+}
+
+// mkdir -p, flushing each new directory's entry into its parent: a checkpoint fsynced into a
+// directory whose own entry was lost would be lost with it.
+absl::Status MakeDirectories(const std::string& dir) {
+  size_t end = 0;
+  while (end != std::string::npos) {
+    end = dir.find('/', end + 1);
+    const std::string prefix = dir.substr(0, end);
+    struct stat info;
+    if (stat(prefix.c_str(), &info) == 0) {
+      if (!S_ISDIR(info.st_mode)) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("checkpoint directory ", dir, ": ", prefix,
+                         " exists and is not a directory; pass a directory path"));
+      }
+      continue;
+    }
+    if (errno != ENOENT) return ErrnoStatus(errno, "cannot inspect", prefix);
+    if (mkdir(prefix.c_str(), 0755) != 0 && errno != EEXIST) {
+      return ErrnoStatus(errno, "cannot create checkpoint directory", prefix);
+    }
+    RETURN_IF_ERROR(FsyncDirectory(Parent(prefix)));
+  }
+  return absl::OkStatus();
+}
+
+std::string CheckpointName(uint64_t step) {
+  return absl::StrCat(kNamePrefix, absl::StrFormat("%020u", step), kNameSuffix);
+}
+
+std::optional<uint64_t> StepOfName(absl::string_view name) {
+  if (name.size() != kNamePrefix.size() + kStepDigits + kNameSuffix.size() ||
+      !absl::StartsWith(name, kNamePrefix) || !absl::EndsWith(name, kNameSuffix)) {
+    return std::nullopt;
+  }
+  const absl::string_view digits = name.substr(kNamePrefix.size(), kStepDigits);
+  uint64_t step = 0;
+  // SimpleAtoi alone would also take a sign or spaces; it refuses values past 2^64 - 1.
+  if (!std::all_of(digits.begin(), digits.end(), absl::ascii_isdigit) ||
+      !absl::SimpleAtoi(digits, &step)) {
+    return std::nullopt;
+  }
+  return step;
+}
+
+bool IsTemporaryName(absl::string_view name) {
+  return absl::StartsWith(name, kTempPrefix) && absl::EndsWith(name, kTempSuffix);
+}
+
+// Every regular file in `dir` whose name `keep` accepts, with what `keep` made of it.
+template <typename T, typename Keep>
+absl::StatusOr<std::vector<std::pair<T, std::string>>> ScanDirectory(const std::string& dir,
+                                                                     Keep keep) {
+  DIR* stream = opendir(dir.c_str());
+  if (stream == nullptr) {
+    return ErrnoStatus(errno, "cannot read checkpoint directory", dir);
+  }
+  std::vector<std::pair<T, std::string>> found;
+  int error = 0;
+  while (true) {
+    errno = 0;
+    const dirent* entry = readdir(stream);
+    if (entry == nullptr) {
+      error = errno;
+      break;
+    }
+    std::optional<T> value = keep(absl::string_view(entry->d_name));
+    if (!value) continue;
+    struct stat info;
+    // Follows links; a name like ours on a directory or a device is not ours.
+    if (fstatat(dirfd(stream), entry->d_name, &info, 0) != 0 || !S_ISREG(info.st_mode)) continue;
+    found.emplace_back(*value, absl::StrCat(dir, "/", entry->d_name));
+  }
+  closedir(stream);
+  if (error != 0) {
+    return ErrnoStatus(error, "cannot read checkpoint directory", dir);
+  }
+  return found;
+}
+
+// (step, path), newest first.
+absl::StatusOr<std::vector<std::pair<uint64_t, std::string>>> ListCheckpoints(
+    const std::string& dir) {
+  ASSIGN_OR_RETURN(auto found, ScanDirectory<uint64_t>(dir, StepOfName));
+  std::sort(found.begin(), found.end(), [](const auto& a, const auto& b) { return a > b; });
+  return found;
+}
+
+// Reads and verifies one file. DATA_LOSS ("PATH: why") when it is not an intact checkpoint of
+// `expected_step`; any other code is the system refusing to open or read it.
+absl::StatusOr<Checkpoint> ReadCheckpointFile(const std::string& path, uint64_t expected_step,
+                                              const CheckpointLimits& limits) {
+  auto damaged = [&path](absl::string_view why) {
+    return absl::DataLossError(absl::StrCat(path, ": ", why));
+  };
+  Fd fd(open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  if (fd.get() < 0) return ErrnoStatus(errno, "cannot open checkpoint", path);
+  struct stat info;
+  if (fstat(fd.get(), &info) != 0) {
+    return ErrnoStatus(errno, "cannot inspect checkpoint", path);
+  }
+  const uint64_t size = static_cast<uint64_t>(info.st_size);
+  const auto read_error = [&path] { return ErrnoStatus(errno, "cannot read checkpoint", path); };
+  const auto shrank = [&] { return damaged("the file shrank while it was being read"); };
+
+  unsigned char header[kHeaderBytes];
+  const size_t header_bytes = static_cast<size_t>(std::min<uint64_t>(size, kHeaderBytes));
+  const ssize_t got = ReadAll(fd.get(), header, header_bytes);
+  if (got < 0) return read_error();
+  if (static_cast<size_t>(got) != header_bytes) return shrank();
+  if (size == 0) {
+    return damaged("empty (0 bytes): its writer died or the disk lost its contents");
+  }
+  if (size < kMagicBytes) {
+    return damaged(absl::StrCat("truncated to ", size, " bytes, shorter than the ", kMagicBytes,
+                                "-byte magic"));
+  }
+  const absl::string_view magic(reinterpret_cast<const char*>(header), kMagicBytes);
+  if (magic != absl::string_view(kMagic, kMagicBytes)) {
+    if (magic.substr(0, kVersionlessMagicBytes) ==
+        absl::string_view(kMagic, kVersionlessMagicBytes)) {
+      return damaged(absl::StrCat(
+          "format version \"", absl::CHexEscape(magic.substr(kVersionlessMagicBytes)),
+          "\" is not one this build reads (", kMagic, "); load it with the release that wrote it"));
+    }
+    return damaged(absl::StrCat("not a checkpoint: it does not start with ", kMagic));
+  }
+  if (size < kFixedBytes) {
+    return damaged(absl::StrCat("truncated to ", size, " bytes, shorter than the ", kFixedBytes,
+                                " bytes of header and checksum every checkpoint has"));
+  }
+  const uint64_t step = LoadLe(header + 8, 8);
+  const uint64_t job_bytes = LoadLe(header + 16, 4);
+  const uint64_t parameter_count = LoadLe(header + 20, 8);
+  const uint64_t optimizer_count = LoadLe(header + 28, 8);
+
+  // Every size is bounded before anything is allocated: first by the limits, then by the file.
+  if (job_bytes > limits.max_job_bytes) {
+    return damaged(absl::StrCat("header says the job spec has ", job_bytes,
+                                " bytes, over the limit of ", limits.max_job_bytes,
+                                " (CheckpointLimits::max_job_bytes; raise it if the file is "
+                                "genuine)"));
+  }
+  if (parameter_count > limits.max_elements ||
+      optimizer_count > limits.max_elements - parameter_count) {
+    return damaged(absl::StrCat("header says ", parameter_count, " parameters and ",
+                                optimizer_count, " optimiser-state floats, over the limit of ",
+                                limits.max_elements,
+                                " in all (CheckpointLimits::max_elements; raise it if the file "
+                                "is genuine)"));
+  }
+  const uint64_t elements = parameter_count + optimizer_count;
+  const uint64_t room = std::numeric_limits<uint64_t>::max() - kFixedBytes - job_bytes;
+  if (elements > room / sizeof(float)) {
+    return damaged(absl::StrCat("header sizes overflow: ", elements, " floats"));
+  }
+  const uint64_t expected = kFixedBytes + job_bytes + elements * sizeof(float);
+  if (size < expected) {
+    return damaged(
+        absl::StrCat("truncated: its header says ", expected, " bytes, the file has ", size));
+  }
+  if (size > expected) {
+    return damaged(absl::StrCat("has ", size, " bytes but its header says ", expected,
+                                ": the sizes do not match the file's length"));
+  }
+
+  Sha256 digest;
+  digest.Update(header, kHeaderBytes);
+  // Reads `bytes` into `out`, a chunk at a time through the digest.
+  const auto read_payload = [&](void* out, uint64_t bytes) -> absl::Status {
+    auto* at = static_cast<unsigned char*>(out);
+    while (bytes > 0) {
+      const size_t chunk = static_cast<size_t>(std::min<uint64_t>(bytes, kReadChunkBytes));
+      const ssize_t n = ReadAll(fd.get(), at, chunk);
+      if (n < 0) return read_error();
+      if (static_cast<size_t>(n) != chunk) return shrank();
+      digest.Update(at, chunk);
+      at += chunk;
+      bytes -= chunk;
+    }
+    return absl::OkStatus();
+  };
+  Checkpoint checkpoint;
+  checkpoint.step = step;
+  checkpoint.job.resize(job_bytes);
+  checkpoint.parameters.resize(parameter_count);
+  checkpoint.optimizer_state.resize(optimizer_count);
+  RETURN_IF_ERROR(read_payload(checkpoint.job.data(), job_bytes));
+  RETURN_IF_ERROR(read_payload(checkpoint.parameters.data(), parameter_count * sizeof(float)));
+  RETURN_IF_ERROR(read_payload(checkpoint.optimizer_state.data(), optimizer_count * sizeof(float)));
+  unsigned char computed[kDigestBytes];
+  RETURN_IF_ERROR(digest.Finish(computed));
+  unsigned char stored[kDigestBytes];
+  const ssize_t stored_bytes = ReadAll(fd.get(), stored, kDigestBytes);
+  if (stored_bytes < 0) return read_error();
+  if (static_cast<size_t>(stored_bytes) != kDigestBytes) return shrank();
+  if (std::memcmp(computed, stored, kDigestBytes) != 0) {
+    return damaged(
+        "SHA-256 checksum mismatch: the contents changed after they were written (disk or copy "
+        "corruption)");
+  }
+  if (step != expected_step) {
+    return damaged(absl::StrCat("its header says step ", step, " but its name says step ",
+                                expected_step, " (renamed by hand?)"));
+  }
+  return checkpoint;
+}
+
+}  // namespace
+
+absl::StatusOr<CheckpointStore> CheckpointStore::Open(std::string dir, int keep,
+                                                      CheckpointLimits limits) {
+  if (dir.empty()) return absl::InvalidArgumentError("checkpoint directory: empty path");
+  if (keep < 1) {
+    return absl::InvalidArgumentError(absl::StrCat("checkpoint directory ", dir, ": keep is ", keep,
+                                                   "; keep at least 1 checkpoint"));
+  }
+  while (dir.size() > 1 && dir.back() == '/') dir.pop_back();
+  RETURN_IF_ERROR(MakeDirectories(dir));
+  // Left by a writer that died before its rename: never a checkpoint, only wasted space.
+  ASSIGN_OR_RETURN(const auto temporaries,
+                   ScanDirectory<bool>(dir, [](absl::string_view name) -> std::optional<bool> {
+                     if (IsTemporaryName(name)) return true;
+                     return std::nullopt;
+                   }));
+  for (const auto& [unused, path] : temporaries) {
+    if (unlink(path.c_str()) != 0 && errno != ENOENT) {
+      return ErrnoStatus(errno, "cannot delete a dead writer's temporary", path);
+    }
+  }
+  return CheckpointStore(std::move(dir), keep, limits);
+}
+
+absl::StatusOr<WrittenCheckpoint> CheckpointStore::Write(const Checkpoint& checkpoint) const {
+  const uint64_t job_bytes = checkpoint.job.size();
+  const uint64_t parameter_count = checkpoint.parameters.size();
+  const uint64_t optimizer_count = checkpoint.optimizer_state.size();
+  if (job_bytes > limits_.max_job_bytes || job_bytes > std::numeric_limits<uint32_t>::max()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "checkpoint of step ", checkpoint.step, ": the job spec has ", job_bytes,
+        " bytes, over the limit of ", limits_.max_job_bytes, " (CheckpointLimits::max_job_bytes)"));
+  }
+  if (parameter_count > limits_.max_elements ||
+      optimizer_count > limits_.max_elements - parameter_count) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "checkpoint of step ", checkpoint.step, ": ", parameter_count, " parameters and ",
+        optimizer_count, " optimiser-state floats, over the limit of ", limits_.max_elements,
+        " in all (CheckpointLimits::max_elements); this store could not read it back"));
+  }
+
+  static std::atomic<uint64_t> next_temporary{0};
+  const std::string path = absl::StrCat(dir_, "/", CheckpointName(checkpoint.step));
+  const std::string temporary =
+      absl::StrCat(dir_, "/", kTempPrefix, absl::StrFormat("%020u", checkpoint.step), ".", getpid(),
+                   ".", next_temporary.fetch_add(1), kTempSuffix);
+  // Takes the errno first: unlink() may overwrite it.
+  const auto failed = [&](int error, absl::string_view what) {
+    unlink(temporary.c_str());
+    return ErrnoStatus(
+        error, "cannot", what,
+        absl::StrCat("no checkpoint of step ", checkpoint.step,
+                     " was written; check the free space and permissions of ", dir_));
+  };
+
+  {
+    Fd fd(open(temporary.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644));
+    if (fd.get() < 0) {
+      const int error = errno;
+      return failed(error, absl::StrCat("create ", temporary));
+    }
+    unsigned char header[kHeaderBytes];
+    std::memcpy(header, kMagic, kMagicBytes);
+    StoreLe(checkpoint.step, 8, header + 8);
+    StoreLe(job_bytes, 4, header + 16);
+    StoreLe(parameter_count, 8, header + 20);
+    StoreLe(optimizer_count, 8, header + 28);
+    Sha256 digest;
+    int error = 0;
+    const auto put = [&](const void* data, size_t bytes) {
+      if (error != 0) return;
+      digest.Update(data, bytes);
+      error = WriteAll(fd.get(), data, bytes);
+    };
+    put(header, kHeaderBytes);
+    put(checkpoint.job.data(), checkpoint.job.size());
+    put(checkpoint.parameters.data(), checkpoint.parameters.size() * sizeof(float));
+    put(checkpoint.optimizer_state.data(), checkpoint.optimizer_state.size() * sizeof(float));
+    if (error != 0) return failed(error, absl::StrCat("write ", temporary));
+    unsigned char computed[kDigestBytes];
+    if (absl::Status status = digest.Finish(computed); !status.ok()) {
+      unlink(temporary.c_str());
+      return status;
+    }
+    error = WriteAll(fd.get(), computed, kDigestBytes);
+    if (error != 0) return failed(error, absl::StrCat("write ", temporary));
+    // On disk before it gets its name: a crash leaves the old checkpoint or this one, whole.
+    if (fsync(fd.get()) != 0 || fd.Close() != 0) {
+      error = errno;
+      return failed(error, absl::StrCat("flush ", temporary, " to disk"));
+    }
+  }
+  if (rename(temporary.c_str(), path.c_str()) != 0) {
+    const int error = errno;
+    return failed(error, absl::StrCat("rename ", temporary, " to ", path));
+  }
+  // The rename itself must survive a power loss before this returns OK.
+  RETURN_IF_ERROR(
+      Annotate(FsyncDirectory(dir_),
+               absl::StrCat("checkpoint ", path, " is in place but may not survive a power loss")));
+
+  WrittenCheckpoint written;
+  written.path = path;
+  written.bytes = kFixedBytes + job_bytes + (parameter_count + optimizer_count) * sizeof(float);
+  // A failure from here on leaves the new checkpoint durable: the message says so, and writing
+  // the same step again is harmless.
+  const std::string durable = absl::StrCat("checkpoint ", path, " is written, but pruning failed");
+  absl::StatusOr<std::vector<std::pair<uint64_t, std::string>>> existing = ListCheckpoints(dir_);
+  if (!existing.ok()) return Annotate(existing.status(), durable);
+  int older_kept = 0;
+  for (const auto& [step, old_path] : *existing) {
+    if (step >= checkpoint.step) continue;
+    if (++older_kept < keep_) continue;
+    if (unlink(old_path.c_str()) != 0 && errno != ENOENT) {
+      return Annotate(ErrnoStatus(errno, "cannot delete", old_path), durable);
+    }
+    written.pruned.push_back(old_path);
+  }
+  return written;
+}
+
+absl::StatusOr<LoadedCheckpoint> CheckpointStore::LoadNewest() const {
+  ASSIGN_OR_RETURN(const auto checkpoints, ListCheckpoints(dir_));
+  LoadedCheckpoint loaded;
+  for (const auto& [step, path] : checkpoints) {
+    absl::StatusOr<Checkpoint> checkpoint = ReadCheckpointFile(path, step, limits_);
+    if (checkpoint.ok()) {
+      loaded.checkpoint = *std::move(checkpoint);
+      loaded.path = path;
+      return loaded;
+    }
+    // Pruned by a concurrent Write after it was listed: it was older than what is left.
+    if (absl::IsNotFound(checkpoint.status())) continue;
+    if (!absl::IsDataLoss(checkpoint.status())) return checkpoint.status();
+    loaded.skipped.emplace_back(checkpoint.status().message());
+  }
+  if (loaded.skipped.empty()) {
+    return absl::NotFoundError(absl::StrCat("no checkpoint in ", dir_, " (files named ",
+                                            kNamePrefix, "<step>", kNameSuffix,
+                                            "): the job starts from step 0"));
+  }
+  const std::string which = loaded.skipped.size() == 1
+                                ? absl::StrCat("the only checkpoint in ", dir_, " is not intact: ")
+                                : absl::StrCat("none of the ", loaded.skipped.size(),
+                                               " checkpoints in ", dir_, " is intact: ");
+  return absl::DataLossError(absl::StrCat(
+      which, absl::StrJoin(loaded.skipped, "; "),
+      ". Restore one from a backup, or move the directory aside to start the job from step 0"));
+}
+
+absl::StatusOr<std::vector<std::string>> CheckpointStore::List() const {
+  ASSIGN_OR_RETURN(const auto checkpoints, ListCheckpoints(dir_));
+  std::vector<std::string> paths;
+  paths.reserve(checkpoints.size());
+  for (const auto& [step, path] : checkpoints) paths.push_back(path);
+  return paths;
+}
+
+}  // namespace ringside
