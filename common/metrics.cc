@@ -113,7 +113,24 @@ Metrics::Metrics(std::shared_ptr<prometheus::Registry> registry)
                            .Name("ringside_ps_wait_seconds")
                            .Help("Time a parameter-server shard waited from the first to the "
                                  "last worker's gradient of a step.")
-                           .Register(*registry_)) {}
+                           .Register(*registry_)),
+      checkpoint_bytes_(BuildCounter()
+                            .Name("ringside_checkpoint_bytes_total")
+                            .Help("Checkpoint bytes uploaded (worker), written or restored "
+                                  "(controller); durable state, not link payload.")
+                            .Register(*registry_)),
+      checkpoints_(BuildCounter()
+                       .Name("ringside_checkpoints_total")
+                       .Help("Checkpoints uploaded (worker), written or restored (controller).")
+                       .Register(*registry_)) {}
+
+prometheus::Counter& Metrics::CheckpointBytes(absl::string_view what) {
+  return checkpoint_bytes_.Add({{"what", std::string(what)}});
+}
+
+prometheus::Counter& Metrics::Checkpoints(absl::string_view what) {
+  return checkpoints_.Add({{"what", std::string(what)}});
+}
 
 LinkSendMetrics Metrics::LinkSend(absl::string_view src, absl::string_view dst, SyncMode mode) {
   const auto labels = LinkLabels(src, dst, mode);

@@ -63,6 +63,10 @@ class Metrics {
   void ExportMembership(int workers, uint64_t generation, SyncMode mode);
   // Parameter-server shard: time the shard waited between the first and last worker's push.
   prometheus::Histogram& PsWaitSeconds();
+  // Durable state, not link payload: checkpoint bytes a worker uploaded or a controller wrote
+  // (`what` = "uploaded" | "written" | "restored"), and how many.
+  prometheus::Counter& CheckpointBytes(absl::string_view what);
+  prometheus::Counter& Checkpoints(absl::string_view what);
 
   const std::shared_ptr<prometheus::Registry>& registry() const { return registry_; }
 
@@ -80,6 +84,8 @@ class Metrics {
   prometheus::Family<prometheus::Gauge>& generation_;
   prometheus::Family<prometheus::Gauge>& mode_info_;
   prometheus::Family<prometheus::Histogram>& ps_wait_seconds_;
+  prometheus::Family<prometheus::Counter>& checkpoint_bytes_;
+  prometheus::Family<prometheus::Counter>& checkpoints_;
 };
 
 // Serves a registry as Prometheus text at http://HOST:PORT/metrics. Owns the HTTP server.

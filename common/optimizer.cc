@@ -55,6 +55,11 @@ absl::StatusOr<Optimizer> Optimizer::Create(const OptimizerConfig& config, size_
   return Optimizer(config, size);
 }
 
+size_t Optimizer::StateSize(OptimizerKind kind, size_t size) {
+  const size_t moments = kind == OptimizerKind::kSgd ? 0 : kind == OptimizerKind::kAdam ? 2 : 1;
+  return 1 + moments * size;
+}
+
 Optimizer::Optimizer(const OptimizerConfig& config, size_t size) : config_(config), size_(size) {
   if (config.kind != OptimizerKind::kSgd) first_.assign(size, 0.0f);
   if (config.kind == OptimizerKind::kAdam) second_.assign(size, 0.0f);

@@ -47,6 +47,8 @@ class Optimizer {
  public:
   // INVALID_ARGUMENT for a bad config.
   static absl::StatusOr<Optimizer> Create(const OptimizerConfig& config, size_t size);
+  // state_size() of an optimiser of that kind and size, without making one.
+  static size_t StateSize(OptimizerKind kind, size_t size);
 
   // One update: params[i] moves against grads[i]. Both spans must have size() elements, else
   // INVALID_ARGUMENT and nothing changes.
@@ -66,7 +68,7 @@ class Optimizer {
   // regroup writes it straight into the buffer it broadcasts.
   absl::Status ExportStateTo(absl::Span<float> state) const;
   absl::Status ImportState(absl::Span<const float> state);
-  size_t state_size() const { return 1 + first_.size() + second_.size(); }
+  size_t state_size() const { return StateSize(config_.kind, size_); }
 
   size_t size() const { return size_; }
   int64_t steps() const { return steps_; }

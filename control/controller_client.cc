@@ -1,6 +1,7 @@
 #include "control/controller_client.h"
 
 #include <algorithm>
+#include <cstring>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -8,6 +9,11 @@
 #include "common/status_macros.h"
 
 namespace ringside::server {
+namespace {
+
+constexpr size_t kCheckpointSegmentElements = (size_t{1} << 20) / sizeof(float);
+
+}  // namespace
 
 absl::StatusOr<std::unique_ptr<ControllerClient>> ControllerClient::Connect(
     const ControllerClientOptions& options, AssignmentCallback on_assignment) {
@@ -48,40 +54,82 @@ ControllerClient::~ControllerClient() {
   {
     absl::MutexLock lock(&mu_);
     stopping_ = true;
+    if (watch_context_ != nullptr) watch_context_->TryCancel();
   }
-  watch_context_.TryCancel();
   watch_thread_.join();
   heartbeat_thread_.join();
 }
 
-void ControllerClient::WatchLoop() {
+bool ControllerClient::StoppingAfter(absl::Duration how_long) {
+  absl::MutexLock lock(&mu_);
+  auto stop = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return stopping_; };
+  return mu_.AwaitWithTimeout(absl::Condition(&stop), how_long);
+}
+
+grpc::Status ControllerClient::WatchOnce() {
+  grpc::ClientContext context;
+  // No deadline: the watch lasts as long as the membership. Waits for a controller that is
+  // restarting instead of failing at once.
+  context.set_wait_for_ready(true);
+  {
+    absl::MutexLock lock(&mu_);
+    if (stopping_) return grpc::Status::CANCELLED;
+    watch_context_ = &context;
+    ++watch_streams_opened_;
+  }
   proto::WatchRequest request;
   request.set_member_id(member_id_);
-  // No deadline: the watch lasts as long as the membership; cancelled by the destructor.
-  std::unique_ptr<grpc::ClientReader<proto::Assignment>> reader =
-      stub_->Watch(&watch_context_, request);
+  std::unique_ptr<grpc::ClientReader<proto::Assignment>> reader = stub_->Watch(&context, request);
   proto::Assignment assignment;
   while (reader->Read(&assignment)) {
     {
       absl::MutexLock lock(&mu_);
+      if (latest_.has_value() && assignment.generation() <= latest_->generation()) continue;
       latest_ = assignment;
     }
     if (on_assignment_) on_assignment_(assignment);
   }
   const grpc::Status status = reader->Finish();
-  Fail(absl::UnavailableError(
-      absl::StrCat("the controller at ", options_.controller, " ended the watch (",
-                   status.ok() ? "this member was dropped" : status.error_message(),
-                   "); this member is no longer part of the job")));
+  absl::MutexLock lock(&mu_);
+  watch_context_ = nullptr;
+  return status;
+}
+
+void ControllerClient::WatchLoop() {
+  while (true) {
+    const grpc::Status status = WatchOnce();
+    {
+      absl::MutexLock lock(&mu_);
+      if (stopping_) return;
+    }
+    switch (status.error_code()) {
+      case grpc::StatusCode::UNAVAILABLE:  // the controller went away: it may come back
+      case grpc::StatusCode::CANCELLED:    // a controller shutting down cancels its streams
+      case grpc::StatusCode::DEADLINE_EXCEEDED:
+      case grpc::StatusCode::UNKNOWN:
+        // Not a spin: the next stream waits for the controller to be reachable again.
+        if (StoppingAfter(heartbeat_interval_)) return;
+        continue;
+      case grpc::StatusCode::OK:
+      case grpc::StatusCode::NOT_FOUND:
+        Fail(absl::NotFoundError(absl::StrCat(
+            "the controller at ", options_.controller, " ended this member's watch (",
+            status.ok() ? "this member was dropped" : status.error_message(),
+            "); this member is no longer part of the job (a controller restarted without its "
+            "--checkpoint_dir forgets its members)")));
+        return;
+      default:
+        Fail(
+            Annotate(FromGrpcStatus(status), absl::StrCat("the controller at ", options_.controller,
+                                                          " refused this member's watch")));
+        return;
+    }
+  }
 }
 
 void ControllerClient::HeartbeatLoop() {
   while (true) {
-    {
-      absl::MutexLock lock(&mu_);
-      auto stop = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return stopping_; };
-      if (mu_.AwaitWithTimeout(absl::Condition(&stop), heartbeat_interval_)) return;
-    }
+    if (StoppingAfter(heartbeat_interval_)) return;
     grpc::ClientContext context;
     SetDeadline(context, std::min(options_.rpc_timeout, heartbeat_interval_ * 3));
     proto::HeartbeatRequest request;
@@ -127,6 +175,85 @@ std::optional<proto::Assignment> ControllerClient::latest() const {
 uint64_t ControllerClient::latest_generation() const {
   absl::MutexLock lock(&mu_);
   return latest_.has_value() ? latest_->generation() : 0;
+}
+
+absl::Status ControllerClient::PutCheckpoint(uint64_t step, absl::Span<const float> parameters,
+                                             absl::Span<const float> optimizer_state) {
+  grpc::ClientContext context;
+  SetDeadline(context, options_.checkpoint_timeout);
+  proto::CheckpointReply reply;
+  std::unique_ptr<grpc::ClientWriter<proto::CheckpointSegment>> writer =
+      stub_->PutCheckpoint(&context, &reply);
+  proto::CheckpointSegment segment;
+  segment.set_member_id(member_id_);
+  segment.set_step(step);
+  segment.set_parameters(parameters.size());
+  segment.set_state_elements(parameters.size() + optimizer_state.size());
+  uint64_t offset = 0;
+  for (absl::Span<const float> part : {parameters, optimizer_state}) {
+    for (size_t begin = 0; begin < part.size(); begin += kCheckpointSegmentElements) {
+      const size_t count = std::min(kCheckpointSegmentElements, part.size() - begin);
+      segment.set_offset(offset);
+      segment.set_payload(reinterpret_cast<const char*>(part.data() + begin),
+                          count * sizeof(float));
+      offset += count;
+      if (!writer->Write(segment)) break;  // Finish() says why
+    }
+  }
+  writer->WritesDone();
+  return Annotate(FromGrpcStatus(writer->Finish()),
+                  absl::StrCat("uploading the checkpoint of step ", step, " to the controller"));
+}
+
+absl::Status ControllerClient::GetCheckpoint(uint64_t step, absl::Span<float> parameters,
+                                             absl::Span<float> optimizer_state) {
+  grpc::ClientContext context;
+  SetDeadline(context, options_.checkpoint_timeout);
+  context.set_wait_for_ready(true);  // a controller restarting is waited for
+  proto::CheckpointRequest request;
+  request.set_member_id(member_id_);
+  request.set_step(step);
+  std::unique_ptr<grpc::ClientReader<proto::CheckpointSegment>> reader =
+      stub_->GetCheckpoint(&context, request);
+  const uint64_t total = parameters.size() + optimizer_state.size();
+  uint64_t received = 0;
+  absl::Status bad;
+  proto::CheckpointSegment segment;
+  while (bad.ok() && reader->Read(&segment)) {
+    const uint64_t count = segment.payload().size() / sizeof(float);
+    if (segment.step() != step || segment.parameters() != parameters.size() ||
+        segment.state_elements() != total || segment.offset() != received ||
+        segment.payload().size() % sizeof(float) != 0 || count > total - received) {
+      bad = absl::InternalError(absl::StrCat(
+          "the controller's checkpoint segment (step ", segment.step(), ", offset ",
+          segment.offset(), ", ", segment.payload().size(), " bytes of ", segment.state_elements(),
+          " elements) does not continue step ", step, " at ", received, " of ", total));
+      context.TryCancel();
+      break;
+    }
+    const char* from = segment.payload().data();
+    for (uint64_t i = 0; i < count; ++i, ++received, from += sizeof(float)) {
+      float* to = received < parameters.size() ? &parameters[received]
+                                               : &optimizer_state[received - parameters.size()];
+      std::memcpy(to, from, sizeof(float));
+    }
+  }
+  const grpc::Status status = reader->Finish();
+  if (!bad.ok()) return bad;
+  if (!status.ok()) {
+    return Annotate(FromGrpcStatus(status),
+                    absl::StrCat("reading the checkpoint of step ", step, " from the controller"));
+  }
+  if (received != total) {
+    return absl::InternalError(absl::StrCat("the controller sent ", received, " of the ", total,
+                                            " elements of the checkpoint of step ", step));
+  }
+  return absl::OkStatus();
+}
+
+int ControllerClient::watch_streams_opened() const {
+  absl::MutexLock lock(&mu_);
+  return watch_streams_opened_;
 }
 
 absl::Status ControllerClient::failure() const {

@@ -3,9 +3,14 @@
 // its own and keep the latest assignment, heartbeat on another with the latest generation seen
 // and the steps completed. Workers and elastic shards both use it.
 //
+// A lost controller is not the member's end: the member keeps its generation (training goes
+// on), the heartbeats keep trying, and the watch is reopened until the controller answers again
+// (a restarted controller with its membership record knows this member's id). Only a
+// controller that says this member is unknown or dropped (NOT_FOUND), or refuses it, ends it.
+//
 // Thread-safe. Errors: Connect returns the registration's status (UNAUTHENTICATED for a wrong
-// token, ALREADY_EXISTS, DEADLINE_EXCEEDED when no controller answered); later, failure() says
-// why the member lost the controller (dropped: NOT_FOUND; watch stream ended: UNAVAILABLE).
+// token, DEADLINE_EXCEEDED when no controller answered); later, failure() says why the member
+// lost its membership (NOT_FOUND: dropped or unknown; PERMISSION_DENIED and the like).
 #ifndef RINGSIDE_CONTROL_CONTROLLER_CLIENT_H_
 #define RINGSIDE_CONTROL_CONTROLLER_CLIENT_H_
 
@@ -21,6 +26,7 @@
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
+#include "absl/types/span.h"
 #include "proto/controller.grpc.pb.h"
 
 namespace ringside::server {
@@ -33,6 +39,7 @@ struct ControllerClientOptions {
   std::string device = "cpu";
   absl::Duration register_timeout = absl::Seconds(60);  // the controller may start later
   absl::Duration rpc_timeout = absl::Seconds(10);
+  absl::Duration checkpoint_timeout = absl::Seconds(60);  // one upload or download
 };
 
 class ControllerClient {
@@ -53,26 +60,42 @@ class ControllerClient {
   void set_completed_steps(uint64_t steps) { completed_steps_ = steps; }
   absl::Status failure() const;
   uint64_t member_id() const { return member_id_; }
+  // Durable state (the controller's --checkpoint_dir): uploads the job's state after `step`
+  // completed steps (rank 0, when the assignment asks for it), and reads the controller's
+  // checkpoint of `step` back, checking it has exactly the sizes given. Each bounded by the rpc
+  // timeout; errors are the controller's status, annotated.
+  absl::Status PutCheckpoint(uint64_t step, absl::Span<const float> parameters,
+                             absl::Span<const float> optimizer_state);
+  absl::Status GetCheckpoint(uint64_t step, absl::Span<float> parameters,
+                             absl::Span<float> optimizer_state);
+
+  // Watch streams opened so far (1 until the controller is lost once); tests wait on it.
+  int watch_streams_opened() const;
 
  private:
   ControllerClient(const ControllerClientOptions& options, uint64_t member_id,
                    absl::Duration heartbeat_interval, AssignmentCallback on_assignment);
   void WatchLoop();
+  // One watch stream, until it ends; returns its status.
+  grpc::Status WatchOnce();
   void HeartbeatLoop();
   void Fail(absl::Status status);
+  // Waits `how_long` unless the client is stopping; true when stopping.
+  bool StoppingAfter(absl::Duration how_long);
 
   const ControllerClientOptions options_;
   const uint64_t member_id_;
   const absl::Duration heartbeat_interval_;
   const AssignmentCallback on_assignment_;
   std::unique_ptr<proto::Controller::Stub> stub_;
-  grpc::ClientContext watch_context_;
   std::atomic<uint64_t> completed_steps_{0};
 
   mutable absl::Mutex mu_;
   std::optional<proto::Assignment> latest_ ABSL_GUARDED_BY(mu_);
   absl::Status failure_ ABSL_GUARDED_BY(mu_);
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
+  grpc::ClientContext* watch_context_ ABSL_GUARDED_BY(mu_) = nullptr;  // the stream open now
+  int watch_streams_opened_ ABSL_GUARDED_BY(mu_) = 0;
   std::thread watch_thread_;
   std::thread heartbeat_thread_;
 };

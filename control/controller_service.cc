@@ -103,6 +103,10 @@ class WatchReactor final : public grpc::ServerWriteReactor<proto::Assignment> {
     for (const std::string& address : assignment.ring) out.add_ring(address);
     for (const std::string& address : assignment.shards) out.add_shards(address);
     *out.mutable_job() = service_.job();
+    if (service_.checkpoints() != nullptr) {
+      out.set_checkpoint_step(service_.checkpoints()->newest_step());
+      out.set_checkpoint_every(service_.checkpoint_every());
+    }
   }
 
   const ControllerService& service_;
@@ -136,6 +140,11 @@ ControllerService::ControllerService(Membership& membership, proto::JobSpec job,
       log_(log) {}
 
 ControllerService::~ControllerService() = default;
+
+void ControllerService::EnableCheckpoints(CheckpointKeeper* keeper, uint64_t every) {
+  keeper_ = keeper;
+  checkpoint_every_ = every;
+}
 
 void ControllerService::Notify() {
   std::vector<std::shared_ptr<WatchReactor>> live;

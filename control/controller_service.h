@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "absl/synchronization/mutex.h"
+#include "control/checkpoint_keeper.h"
 #include "control/membership.h"
 #include "proto/controller.grpc.pb.h"
 
@@ -23,6 +24,11 @@ class ControllerService final : public proto::Controller::CallbackService {
   ControllerService(Membership& membership, proto::JobSpec job, absl::Duration heartbeat_timeout,
                     std::ostream& log);
   ~ControllerService() override;
+
+  // Durable state: assignments name `keeper`'s newest checkpoint and ask rank 0 for one every
+  // `every` steps, and the checkpoint RPCs are served (without a keeper they are UNIMPLEMENTED
+  // with a hint). Call before serving; `keeper` must outlive the service.
+  void EnableCheckpoints(CheckpointKeeper* keeper, uint64_t every);
 
   // Pushes the current assignment to every watcher whose generation is out of date, and ends
   // the watch streams of members that are no longer members.
@@ -39,15 +45,24 @@ class ControllerService final : public proto::Controller::CallbackService {
   grpc::ServerUnaryReactor* SetMode(grpc::CallbackServerContext* context,
                                     const proto::ModeRequest* request,
                                     proto::ModeReply* reply) override;
+  // controller_checkpoints.cc
+  grpc::ServerReadReactor<proto::CheckpointSegment>* PutCheckpoint(
+      grpc::CallbackServerContext* context, proto::CheckpointReply* reply) override;
+  grpc::ServerWriteReactor<proto::CheckpointSegment>* GetCheckpoint(
+      grpc::CallbackServerContext* context, const proto::CheckpointRequest* request) override;
 
   const Membership& membership() const { return membership_; }
   const proto::JobSpec& job() const { return job_; }
+  const CheckpointKeeper* checkpoints() const { return keeper_; }
+  uint64_t checkpoint_every() const { return checkpoint_every_; }
 
  private:
   Membership& membership_;
   const proto::JobSpec job_;
   const absl::Duration heartbeat_timeout_;
   std::ostream& log_;
+  CheckpointKeeper* keeper_ = nullptr;
+  uint64_t checkpoint_every_ = 0;
   absl::Mutex mu_;
   std::vector<std::weak_ptr<WatchReactor>> watchers_ ABSL_GUARDED_BY(mu_);
   absl::Mutex log_mu_;

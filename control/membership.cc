@@ -23,13 +23,18 @@ absl::StatusOr<uint64_t> Membership::Register(absl::string_view token, MemberRol
   }
   RETURN_IF_ERROR(ParseDialAddress(address).status());
   absl::MutexLock lock(&mu_);
-  for (const auto& [id, member] : members_) {
-    if (member.role == role && member.address == address) {
-      return absl::AlreadyExistsError(
-          absl::StrCat(RoleName(role), " ", address, " is already registered as member ", id));
-    }
-  }
   const uint64_t id = next_id_++;
+  ++version_;
+  for (auto it = members_.begin(); it != members_.end(); ++it) {
+    if (it->second.role != role || it->second.address != address) continue;
+    // The process serving this address was replaced: the newcomer takes the old one's place.
+    const uint64_t old_id = it->first;
+    members_.erase(it);
+    members_[id] = Member{role, address, now};
+    if (ReplaceInTopologyLocked(old_id, id)) ++topology_.generation;
+    if (topology_.generation == 0) MaybeFormLocked();
+    return id;
+  }
   members_[id] = Member{role, address, now};
   if (topology_.generation == 0) {
     MaybeFormLocked();
@@ -38,6 +43,19 @@ absl::StatusOr<uint64_t> Membership::Register(absl::string_view token, MemberRol
     ++topology_.generation;
   }
   return id;
+}
+
+bool Membership::ReplaceInTopologyLocked(uint64_t old_id, uint64_t new_id) {
+  bool replaced = false;
+  for (std::vector<uint64_t>* list : {&topology_.workers, &topology_.shards}) {
+    for (uint64_t& id : *list) {
+      if (id == old_id) {
+        id = new_id;
+        replaced = true;
+      }
+    }
+  }
+  return replaced;
 }
 
 void Membership::MaybeFormLocked() {
@@ -92,6 +110,7 @@ std::vector<uint64_t> Membership::Expire(absl::Time now) {
     }
   }
   if (changed && topology_.generation > 0) ++topology_.generation;
+  if (!dropped.empty()) ++version_;
   return dropped;
 }
 
@@ -104,6 +123,7 @@ absl::StatusOr<uint64_t> Membership::SetMode(SyncMode mode) {
     return absl::FailedPreconditionError("ps mode needs parameter-server shards; none are up");
   }
   topology_.mode = mode;
+  ++version_;
   return ++topology_.generation;
 }
 
@@ -133,6 +153,63 @@ std::optional<MemberAssignment> Membership::AssignmentOf(uint64_t member) const 
   }
   if (assignment.rank < 0 && assignment.shard < 0) return std::nullopt;
   return assignment;
+}
+
+MembershipRecord Membership::Record() const {
+  absl::MutexLock lock(&mu_);
+  MembershipRecord record;
+  record.next_id = next_id_;
+  for (const auto& [id, member] : members_) {
+    record.members.push_back({id, member.role, member.address});
+  }
+  record.topology = topology_;
+  return record;
+}
+
+absl::Status Membership::Restore(const MembershipRecord& record, absl::Time now) {
+  std::map<uint64_t, Member> members;
+  for (const MembershipRecord::Member& member : record.members) {
+    if (member.id == 0 || member.id >= record.next_id) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("member id ", member.id, " is not below the next id ", record.next_id));
+    }
+    RETURN_IF_ERROR(
+        Annotate(ParseDialAddress(member.address).status(), absl::StrCat("member ", member.id)));
+    if (!members.emplace(member.id, Member{member.role, member.address, now}).second) {
+      return absl::InvalidArgumentError(absl::StrCat("member id ", member.id, " appears twice"));
+    }
+  }
+  auto check = [&](const std::vector<uint64_t>& ids, MemberRole role) -> absl::Status {
+    for (uint64_t id : ids) {
+      auto it = members.find(id);
+      if (it == members.end() || it->second.role != role) {
+        return absl::InvalidArgumentError(absl::StrCat("the topology names member ", id, " as a ",
+                                                       RoleName(role),
+                                                       ", which the record does not hold"));
+      }
+    }
+    return absl::OkStatus();
+  };
+  RETURN_IF_ERROR(check(record.topology.workers, MemberRole::kWorker));
+  RETURN_IF_ERROR(check(record.topology.shards, MemberRole::kShard));
+  absl::MutexLock lock(&mu_);
+  next_id_ = record.next_id;
+  members_ = std::move(members);
+  topology_ = record.topology;
+  ++version_;
+  return absl::OkStatus();
+}
+
+uint64_t Membership::version() const {
+  absl::MutexLock lock(&mu_);
+  return version_;
+}
+
+uint64_t Membership::AwaitChange(uint64_t seen, absl::Time deadline) const {
+  absl::MutexLock lock(&mu_);
+  auto changed = [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return version_ != seen; };
+  mu_.AwaitWithDeadline(absl::Condition(&changed), deadline);
+  return version_;
 }
 
 }  // namespace ringside::server

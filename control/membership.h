@@ -3,8 +3,10 @@
 //
 // Rules:
 //  1. A member registers with the join token (else UNAUTHENTICATED) as a worker or a shard, with
-//     the address it serves on. A second live registration of the same role and address is
-//     ALREADY_EXISTS.
+//     the address it serves on. A registration with the role and address of a live member
+//     replaces that member: only one process can serve an address, so the old one is gone (an
+//     orchestrator restarted it with the same command line, as Kubernetes does). The newcomer
+//     takes its place (rank or shard index) under a new generation; the old id is dropped.
 //  2. The first topology forms when `workers` workers and `ps_shards` shards have registered:
 //     generation 1, ranks and shard indices in registration order, ring order = rank order.
 //  3. Every member heartbeats with the generation it runs. Unknown (or dropped) member:
@@ -16,6 +18,10 @@
 //  5. A worker registering after the topology formed is admitted at the next generation, as
 //     the last rank.
 //  6. SetMode switches ring/ps under a new generation.
+//  7. Durable: Record() is everything a restarted controller needs to carry on (ids, addresses,
+//     topology, the next id), and Restore() takes it back, counting every member as seen at the
+//     restore, so the generation numbering never goes backwards and members keep their ids.
+//     version() counts the changes to the record (not heartbeats), for whoever persists it.
 // Thread-safe.
 #ifndef RINGSIDE_CONTROL_MEMBERSHIP_H_
 #define RINGSIDE_CONTROL_MEMBERSHIP_H_
@@ -60,6 +66,18 @@ struct MemberAssignment {
   std::vector<std::string> shards;  // shard addresses in shard order
 };
 
+// What survives a controller restart (control/membership_record.h stores it).
+struct MembershipRecord {
+  struct Member {
+    uint64_t id = 0;
+    MemberRole role = MemberRole::kWorker;
+    std::string address;
+  };
+  uint64_t next_id = 1;
+  std::vector<Member> members;  // id order
+  Topology topology;
+};
+
 class Membership {
  public:
   explicit Membership(MembershipConfig config) : config_(std::move(config)) {}
@@ -78,6 +96,15 @@ class Membership {
   std::optional<MemberAssignment> AssignmentOf(uint64_t member) const;
   bool IsMember(uint64_t member) const;
 
+  MembershipRecord Record() const;
+  // Replaces the whole state with `record` (INVALID_ARGUMENT, changing nothing, when it does not
+  // hold together: unknown ids in the topology, duplicate ids, a role that does not fit).
+  absl::Status Restore(const MembershipRecord& record, absl::Time now);
+  // Bumped by every change to Record().
+  uint64_t version() const;
+  // Waits until version() differs from `seen` or `deadline` passes; returns version().
+  uint64_t AwaitChange(uint64_t seen, absl::Time deadline) const;
+
  private:
   struct Member {
     MemberRole role;
@@ -85,12 +112,15 @@ class Membership {
     absl::Time last_seen;
   };
   void MaybeFormLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Replaces `old_id` by `new_id` wherever the topology names it; true if it did.
+  bool ReplaceInTopologyLocked(uint64_t old_id, uint64_t new_id) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   const MembershipConfig config_;
   mutable absl::Mutex mu_;
   uint64_t next_id_ ABSL_GUARDED_BY(mu_) = 1;
   std::map<uint64_t, Member> members_ ABSL_GUARDED_BY(mu_);  // id order = registration order
   Topology topology_ ABSL_GUARDED_BY(mu_);
+  uint64_t version_ ABSL_GUARDED_BY(mu_) = 0;
 };
 
 }  // namespace ringside::server

@@ -12,6 +12,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "absl/types/span.h"
 #include "common/metrics.h"
 #include "model/training_options.h"
 
@@ -30,6 +31,10 @@ struct GenerationAssignment {
   // (if any) already hold them: no regroup is needed. A static cluster's only generation; it
   // may then have no ring in ps mode. An elastic generation never is (a member may be behind).
   bool fresh_start = false;
+  // Durable state (the controller's --checkpoint_dir): the newest checkpoint the source holds
+  // (0: none), and every how many completed steps rank 0 uploads one (0: never).
+  uint64_t checkpoint_step = 0;
+  uint64_t checkpoint_every = 0;
 };
 
 class AssignmentSource {
@@ -43,6 +48,18 @@ class AssignmentSource {
 
   // The steps this worker has completed, for the controller's view of the job.
   virtual void ReportCompletedSteps(uint64_t steps) = 0;
+
+  // Durable state: stores the job's state after `step` completed steps, and reads the stored
+  // one of `step` back into spans of exactly its sizes. A source without durable state
+  // refuses both (UNIMPLEMENTED); it never names a checkpoint, so the trainer never asks.
+  virtual absl::Status SaveCheckpoint(uint64_t step, absl::Span<const float> parameters,
+                                      absl::Span<const float> optimizer_state) {
+    return absl::UnimplementedError("this assignment source keeps no checkpoints");
+  }
+  virtual absl::Status LoadCheckpoint(uint64_t step, absl::Span<float> parameters,
+                                      absl::Span<float> optimizer_state) {
+    return absl::UnimplementedError("this assignment source keeps no checkpoints");
+  }
 };
 
 // A static cluster (every address on the command line): one fresh generation, and never another.

@@ -15,6 +15,8 @@ absl::StatusOr<GenerationAssignment> GenerationAssignmentOf(const proto::Assignm
   out.ring.assign(assignment.ring().begin(), assignment.ring().end());
   out.shards.assign(assignment.shards().begin(), assignment.shards().end());
   ASSIGN_OR_RETURN(out.job, server::TrainingOptionsOf(assignment.job(), device));
+  out.checkpoint_step = assignment.checkpoint_step();
+  out.checkpoint_every = assignment.checkpoint_every();
   return out;
 }
 

@@ -172,7 +172,10 @@ absl::Status ElasticTrainer::Regroup(const GenerationAssignment& assignment) {
   }
   shards_ = assignment.shards;
   // A fresh start needs no regroup: everyone holds the initial parameters, the shards too.
-  if (!assignment.fresh_start) RETURN_IF_ERROR(AgreeOnState(generation, world, rank));
+  checkpoint_every_ = assignment.checkpoint_every;
+  if (!assignment.fresh_start) {
+    RETURN_IF_ERROR(AgreeOnState(generation, world, rank, assignment.checkpoint_step));
+  }
 
   const uint64_t base = CollectiveBase(generation);
   if (mode == SyncMode::kPs) {
@@ -232,33 +235,69 @@ absl::Status ElasticTrainer::LoadShardsForGeneration(uint64_t generation, int wo
   return absl::OkStatus();
 }
 
-absl::Status ElasticTrainer::AgreeOnState(uint64_t generation, int world, int rank) {
+absl::Status ElasticTrainer::AgreeOnState(uint64_t generation, int world, int rank,
+                                          uint64_t checkpoint_step) {
   const uint64_t base = CollectiveBase(generation);
   std::vector<float> census(static_cast<size_t>(world), 0.0f);
   census[rank] = static_cast<float>(completed_);  // exact up to 2^24 steps
   if (LostAt("census")) return LostStatus();
   RETURN_IF_ERROR(
       ring_->Allreduce(base + kCensusCollective, absl::MakeSpan(census), ControlOptions()));
-  // The job's state is the most advanced member's: every worker holds the whole state in either
-  // mode (in ps mode it applies the optimiser to the shards' sums itself), and a step counts as
-  // completed only once its update is applied.
-  const int source =
-      static_cast<int>(std::max_element(census.begin(), census.end()) - census.begin());
+  // The job's state is the most advanced one: the most advanced member's (every worker holds the
+  // whole state in either mode; in ps mode it applies the optimiser to the shards' sums itself),
+  // or the controller's checkpoint when every member is behind it (a whole cluster restarted).
+  const auto most = std::max_element(census.begin(), census.end());
+  const bool from_checkpoint = checkpoint_step > static_cast<uint64_t>(*most);
+  const int source = from_checkpoint ? 0 : static_cast<int>(most - census.begin());
   // That member broadcasts it (a sum-allreduce with zeros elsewhere: exact), so every member
-  // adopts the very same state. Layout: [step, parameters..., optimiser state...].
+  // adopts the very same state. Layout: [ok, step, parameters..., optimiser state...].
   const size_t parameters = parameters_.size();
-  std::vector<float> state(1 + parameters + optimizer_->state_size(), 0.0f);
-  if (rank == source) {
-    state[0] = static_cast<float>(completed_);
-    std::copy(parameters_.begin(), parameters_.end(), state.begin() + 1);
-    optimizer_->ExportStateTo(absl::MakeSpan(state).subspan(1 + parameters)).IgnoreError();  // fits
+  std::vector<float> state(2 + parameters + optimizer_->state_size(), 0.0f);
+  const absl::Span<float> values = absl::MakeSpan(state).subspan(2, parameters);
+  const absl::Span<float> moments = absl::MakeSpan(state).subspan(2 + parameters);
+  if (rank == source && from_checkpoint) {
+    const absl::Status loaded = assignments_.LoadCheckpoint(checkpoint_step, values, moments);
+    if (loaded.ok()) {
+      state[0] = 1.0f;
+      state[1] = static_cast<float>(checkpoint_step);
+      metrics_.Checkpoints("restored").Increment();
+      metrics_.CheckpointBytes("restored")
+          .Increment(static_cast<double>((state.size() - 2) * sizeof(float)));
+    } else {
+      log_ << WorkerName(rank) << ": cannot read the controller's checkpoint: " << loaded << "\n";
+      std::fill(state.begin(), state.end(), 0.0f);
+    }
+  } else if (rank == source) {
+    state[0] = 1.0f;
+    state[1] = static_cast<float>(completed_);
+    std::copy(parameters_.begin(), parameters_.end(), values.begin());
+    optimizer_->ExportStateTo(moments).IgnoreError();  // sized to fit
   }
   if (LostAt("state")) return LostStatus();
   RETURN_IF_ERROR(
       ring_->Allreduce(base + kStateCollective, absl::MakeSpan(state), ControlOptions()));
-  RETURN_IF_ERROR(optimizer_->ImportState(absl::MakeConstSpan(state).subspan(1 + parameters)));
-  parameters_.assign(state.begin() + 1, state.begin() + 1 + parameters);
-  completed_ = static_cast<int64_t>(state[0]);
+  if (state[0] != 1.0f) {
+    return absl::UnavailableError(
+        absl::StrCat(WorkerName(source), " could not read the controller's checkpoint of step ",
+                     checkpoint_step, "; see its log"));
+  }
+  RETURN_IF_ERROR(optimizer_->ImportState(moments));
+  parameters_.assign(values.begin(), values.end());
+  completed_ = static_cast<int64_t>(state[1]);
+  return absl::OkStatus();
+}
+
+absl::Status ElasticTrainer::SaveCheckpointIfDue() {
+  if (slot_.rank != 0 || checkpoint_every_ == 0 ||
+      static_cast<uint64_t>(completed_) % checkpoint_every_ != 0) {
+    return absl::OkStatus();
+  }
+  const std::vector<float> moments = optimizer_->ExportState();
+  RETURN_IF_ERROR(
+      assignments_.SaveCheckpoint(static_cast<uint64_t>(completed_), parameters_, moments));
+  metrics_.Checkpoints("uploaded").Increment();
+  metrics_.CheckpointBytes("uploaded")
+      .Increment(static_cast<double>((parameters_.size() + moments.size()) * sizeof(float)));
   return absl::OkStatus();
 }
 
@@ -278,6 +317,12 @@ absl::Status ElasticTrainer::Step() {
   }
   ++completed_;
   assignments_.ReportCompletedSteps(static_cast<uint64_t>(completed_));
+  // A checkpoint that cannot be stored costs durability, not the step: say so and go on.
+  if (absl::Status saved = SaveCheckpointIfDue(); !saved.ok()) {
+    log_ << WorkerName(slot_.rank) << ": checkpoint of step " << completed_
+         << " not stored: " << saved << "\n";
+    log_.flush();
+  }
   return absl::OkStatus();
 }
 

@@ -8,7 +8,9 @@
 // not counted as training traffic):
 //   1. census: every member's completed steps;
 //   2. state: the member with the most completed steps broadcasts its parameters and optimiser
-//      state (a sum-allreduce with zeros elsewhere, exact). Every worker holds the whole state
+//      state (a sum-allreduce with zeros elsewhere, exact); when the controller holds a newer
+//      checkpoint than any member (a whole cluster restarted), rank 0 reads that and broadcasts
+//      it instead. Every worker holds the whole state
 //      in either mode (in ps mode it applies the optimiser to the shards' sums itself), so
 //      survivors resume from the last step any of them completed, a late joiner starts from
 //      the current state, and a lost shard loses nothing;
@@ -102,7 +104,9 @@ class ElasticTrainer {
 
  private:
   absl::Status Regroup(const GenerationAssignment& assignment);
-  absl::Status AgreeOnState(uint64_t generation, int world, int rank);
+  absl::Status AgreeOnState(uint64_t generation, int world, int rank, uint64_t checkpoint_step);
+  // Rank 0, every `checkpoint_every_` completed steps: the job's state to the assignment source.
+  absl::Status SaveCheckpointIfDue();
   absl::Status LoadShardsForGeneration(uint64_t generation, int world, int rank);
   absl::Status Step();
   absl::StatusOr<ElasticResult> Result();
@@ -126,7 +130,8 @@ class ElasticTrainer {
   std::vector<float> parameters_;
   std::vector<float> gradient_;
   int64_t completed_ = 0;
-  uint64_t generation_ = 0;  // 0: none joined yet
+  uint64_t checkpoint_every_ = 0;  // the current generation's; 0: no checkpoints
+  uint64_t generation_ = 0;        // 0: none joined yet
   SyncMode mode_ = SyncMode::kRing;
   WorkerSlot slot_;
   std::vector<std::string> shards_;

@@ -62,10 +62,6 @@ TEST(MembershipTest, RefusesBadMembershipInputAndGoesOn) {
   }
   auto w0 = membership.Register("s3cret", MemberRole::kWorker, "worker-a.test:7000", kStart);
   ASSERT_TRUE(w0.ok());
-  EXPECT_EQ(membership.Register("s3cret", MemberRole::kWorker, "worker-a.test:7000", kStart)
-                .status()
-                .code(),
-            absl::StatusCode::kAlreadyExists);
   EXPECT_EQ(membership.Heartbeat(999, 0, kStart).code(), absl::StatusCode::kNotFound);
   EXPECT_EQ(membership.Heartbeat(*w0, 7, kStart).code(), absl::StatusCode::kFailedPrecondition);
   EXPECT_EQ(membership.SetMode(SyncMode::kPs).status().code(),
@@ -113,6 +109,77 @@ TEST(MembershipTest, ALateWorkerAndAModeSwitchEachStartAGeneration) {
   ASSERT_TRUE(generation.ok());
   EXPECT_EQ(*generation, 3u);
   EXPECT_EQ(membership.AssignmentOf(*late)->mode, SyncMode::kPs);
+}
+
+// A process restarted at the same address (an orchestrator's replacement) takes the old one's
+// place: before formation, after it (same rank or shard index, new generation), and the old id
+// is gone for good.
+TEST(MembershipTest, ARegistrationAtALiveMembersAddressReplacesIt) {
+  Membership membership(TwoWorkersOneShard());
+  auto w0 = membership.Register("s3cret", MemberRole::kWorker, "worker-a.test:7000", kStart);
+  auto w0_again = membership.Register("s3cret", MemberRole::kWorker, "worker-a.test:7000", kStart);
+  ASSERT_TRUE(w0.ok() && w0_again.ok());
+  EXPECT_FALSE(membership.IsMember(*w0));
+  EXPECT_EQ(membership.topology().generation, 0u) << "one worker is still one worker";
+  auto w1 = membership.Register("s3cret", MemberRole::kWorker, "worker-b.test:7000", kStart);
+  auto s0 = membership.Register("s3cret", MemberRole::kShard, "shard-a.test:8000", kStart);
+  ASSERT_TRUE(w1.ok() && s0.ok());
+  ASSERT_EQ(membership.topology().generation, 1u);
+
+  auto s0_replacement =
+      membership.Register("s3cret", MemberRole::kShard, "shard-a.test:8000", kStart);
+  ASSERT_TRUE(s0_replacement.ok());
+  EXPECT_EQ(membership.topology().generation, 2u);
+  EXPECT_EQ(membership.topology().shards, std::vector<uint64_t>{*s0_replacement});
+  EXPECT_EQ(membership.AssignmentOf(*s0_replacement)->shard, 0);
+  EXPECT_EQ(membership.Heartbeat(*s0, 2, kStart).code(), absl::StatusCode::kNotFound);
+
+  // A worker's replacement keeps its rank; a shard at a worker's address is another member.
+  auto w1_replacement =
+      membership.Register("s3cret", MemberRole::kWorker, "worker-b.test:7000", kStart);
+  ASSERT_TRUE(w1_replacement.ok());
+  EXPECT_EQ(membership.topology().generation, 3u);
+  EXPECT_EQ(membership.AssignmentOf(*w1_replacement)->rank, 1);
+  EXPECT_EQ(membership.topology().workers.size(), 2u);
+}
+
+// What a restarted controller reads back: the same members, ids, topology and numbering, with
+// every member counted as seen at the restore; and a record that does not hold together is
+// refused whole.
+TEST(MembershipTest, ARestoredRecordCarriesOnWithoutGoingBackwards) {
+  Membership before(TwoWorkersOneShard());
+  auto w0 = before.Register("s3cret", MemberRole::kWorker, "worker-a.test:7000", kStart);
+  auto w1 = before.Register("s3cret", MemberRole::kWorker, "worker-b.test:7000", kStart);
+  auto s0 = before.Register("s3cret", MemberRole::kShard, "shard-a.test:8000", kStart);
+  ASSERT_TRUE(w0.ok() && w1.ok() && s0.ok());
+  ASSERT_TRUE(before.SetMode(SyncMode::kPs).ok());
+  const uint64_t version = before.version();
+  EXPECT_EQ(before.Heartbeat(*w0, 2, kStart).code(), absl::StatusCode::kOk);
+  EXPECT_EQ(before.version(), version) << "heartbeats change nothing durable";
+
+  const absl::Time restart = kStart + absl::Seconds(60);  // far past every heartbeat timeout
+  Membership after(TwoWorkersOneShard());
+  ASSERT_TRUE(after.Restore(before.Record(), restart).ok());
+  EXPECT_EQ(after.topology().generation, 2u);
+  EXPECT_EQ(after.topology().mode, SyncMode::kPs);
+  EXPECT_EQ(after.AssignmentOf(*w1)->rank, 1);
+  EXPECT_TRUE(after.Expire(restart + absl::Seconds(4)).empty()) << "seen at the restore";
+  EXPECT_TRUE(after.Heartbeat(*s0, 2, restart).ok());
+  auto late = after.Register("s3cret", MemberRole::kWorker, "worker-c.test:7000", restart);
+  ASSERT_TRUE(late.ok());
+  EXPECT_GT(*late, *s0) << "ids are never reused";
+  EXPECT_EQ(after.topology().generation, 3u);
+
+  MembershipRecord broken = before.Record();
+  broken.topology.shards.push_back(*w0);  // a worker named as a shard
+  EXPECT_EQ(after.Restore(broken, restart).code(), absl::StatusCode::kInvalidArgument);
+  broken = before.Record();
+  broken.next_id = 2;  // below an id in use
+  EXPECT_EQ(after.Restore(broken, restart).code(), absl::StatusCode::kInvalidArgument);
+  broken = before.Record();
+  broken.members[0].address = "not a host!:0";
+  EXPECT_EQ(after.Restore(broken, restart).code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(after.topology().generation, 3u) << "a refused record changes nothing";
 }
 
 }  // namespace

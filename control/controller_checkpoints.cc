@@ -1,0 +1,203 @@
+// The Controller service's checkpoint RPCs (proto/controller.proto): rank 0 of the current
+// generation uploads the job's state (PutCheckpoint), and any member of it reads the newest back
+// when its regroup resumes from it (GetCheckpoint). Every size is checked against the job's
+// shape before anything is stored, so an upload can never make the controller allocate more
+// than the job's own state. The reactors only copy bounded segments; the keeper's writer thread
+// does the disk I/O.
+#include <algorithm>
+#include <cstring>
+#include <memory>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "common/grpc_util.h"
+#include "control/controller_service.h"
+
+namespace ringside::server {
+namespace {
+
+constexpr uint64_t kSegmentElements = (uint64_t{1} << 20) / sizeof(float);
+
+grpc::Status NoCheckpoints() {
+  return grpc::Status(grpc::StatusCode::UNIMPLEMENTED,
+                      "this controller keeps no checkpoints; start it with --checkpoint_dir");
+}
+
+// Whether `member` may touch the job's checkpoint: a worker of the current generation, and for
+// an upload, its rank 0 (one writer, so no two uploads race).
+absl::Status CheckMember(const Membership& membership, uint64_t member, bool upload) {
+  const std::optional<MemberAssignment> assignment = membership.AssignmentOf(member);
+  if (!assignment.has_value() || assignment->rank < 0) {
+    return absl::PermissionDeniedError(
+        absl::StrCat("member ", member, " is not a worker of the current generation"));
+  }
+  if (upload && assignment->rank != 0) {
+    return absl::PermissionDeniedError(absl::StrCat(
+        "member ", member, " is rank ", assignment->rank, "; only rank 0 uploads checkpoints"));
+  }
+  return absl::OkStatus();
+}
+
+class PutReactor final : public grpc::ServerReadReactor<proto::CheckpointSegment> {
+ public:
+  PutReactor(grpc::CallbackServerContext* context, const ControllerService& service,
+             CheckpointKeeper& keeper, proto::CheckpointReply* reply)
+      : context_(context), service_(service), keeper_(keeper), reply_(reply) {
+    StartRead(&segment_);
+  }
+
+  void OnReadDone(bool ok) override {
+    if (!ok) {
+      if (context_->IsCancelled()) return Finish(grpc::Status::CANCELLED);
+      return Complete();
+    }
+    if (absl::Status status = Take(); !status.ok()) return Finish(ToGrpcStatus(status));
+    StartRead(&segment_);
+  }
+  void OnDone() override { delete this; }
+
+ private:
+  absl::Status Take() {
+    const CheckpointShape& shape = keeper_.shape();
+    if (!began_) {
+      if (absl::Status member = CheckMember(service_.membership(), segment_.member_id(), true);
+          !member.ok()) {
+        return member;
+      }
+      if (segment_.parameters() != shape.parameters ||
+          segment_.state_elements() != shape.state_elements()) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("a checkpoint of ", segment_.parameters(), " parameters and ",
+                         segment_.state_elements(), " elements does not fit the job's ",
+                         shape.parameters, " and ", shape.state_elements()));
+      }
+      if (segment_.step() <= keeper_.newest_step()) {
+        return absl::FailedPreconditionError(
+            absl::StrCat("step ", segment_.step(), " is not newer than the checkpoint held (step ",
+                         keeper_.newest_step(), ")"));
+      }
+      first_ = segment_;
+      first_.clear_payload();
+      sequence_.resize(shape.state_elements());  // the job's own size, checked above
+      began_ = true;
+    } else if (segment_.member_id() != first_.member_id() || segment_.step() != first_.step() ||
+               segment_.parameters() != first_.parameters() ||
+               segment_.state_elements() != first_.state_elements()) {
+      return absl::InvalidArgumentError("an upload carries one member's state of one step");
+    }
+    const std::string& payload = segment_.payload();
+    const uint64_t count = payload.size() / sizeof(float);
+    if (payload.size() % sizeof(float) != 0 || segment_.offset() != received_ ||
+        count > sequence_.size() - received_) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "segment at ", segment_.offset(), " of ", payload.size(),
+          " bytes does not continue the upload at element ", received_, " of ", sequence_.size()));
+    }
+    if (count > 0) std::memcpy(sequence_.data() + received_, payload.data(), payload.size());
+    received_ += count;
+    return absl::OkStatus();
+  }
+
+  void Complete() {
+    if (!began_ || received_ != sequence_.size()) {
+      return Finish(grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
+                                 absl::StrCat("incomplete checkpoint: ", received_, " of ",
+                                              sequence_.size(), " elements")));
+    }
+    const auto split = sequence_.begin() + static_cast<ptrdiff_t>(first_.parameters());
+    std::vector<float> optimizer_state(split, sequence_.end());
+    sequence_.erase(split, sequence_.end());
+    const absl::Status accepted =
+        keeper_.Accept(first_.step(), std::move(sequence_), std::move(optimizer_state));
+    if (accepted.ok()) reply_->set_step(first_.step());
+    Finish(ToGrpcStatus(accepted));
+  }
+
+  grpc::CallbackServerContext* const context_;
+  const ControllerService& service_;
+  CheckpointKeeper& keeper_;
+  proto::CheckpointReply* const reply_;
+  proto::CheckpointSegment segment_;
+  proto::CheckpointSegment first_;  // header fields of the upload
+  bool began_ = false;
+  std::vector<float> sequence_;
+  uint64_t received_ = 0;
+};
+
+class GetReactor final : public grpc::ServerWriteReactor<proto::CheckpointSegment> {
+ public:
+  explicit GetReactor(std::shared_ptr<const Checkpoint> checkpoint)
+      : checkpoint_(std::move(checkpoint)) {
+    WriteNext();
+  }
+  void OnWriteDone(bool ok) override {
+    if (!ok) return Finish(grpc::Status(grpc::StatusCode::UNAVAILABLE, "reader went away"));
+    WriteNext();
+  }
+  void OnDone() override { delete this; }
+
+ private:
+  void WriteNext() {
+    const uint64_t parameters = checkpoint_->parameters.size();
+    const uint64_t total = parameters + checkpoint_->optimizer_state.size();
+    if (offset_ >= total) return Finish(grpc::Status::OK);
+    // Segments never straddle the two vectors, so each is one copy from one of them.
+    const bool in_parameters = offset_ < parameters;
+    const std::vector<float>& from =
+        in_parameters ? checkpoint_->parameters : checkpoint_->optimizer_state;
+    const uint64_t begin = in_parameters ? offset_ : offset_ - parameters;
+    const uint64_t count = std::min<uint64_t>(kSegmentElements, from.size() - begin);
+    out_.set_step(checkpoint_->step);
+    out_.set_parameters(parameters);
+    out_.set_state_elements(total);
+    out_.set_offset(offset_);
+    out_.set_payload(reinterpret_cast<const char*>(from.data() + begin), count * sizeof(float));
+    offset_ += count;
+    StartWrite(&out_);
+  }
+
+  const std::shared_ptr<const Checkpoint> checkpoint_;
+  uint64_t offset_ = 0;
+  proto::CheckpointSegment out_;
+};
+
+class Refused final : public grpc::ServerWriteReactor<proto::CheckpointSegment> {
+ public:
+  explicit Refused(const grpc::Status& status) { Finish(status); }
+  void OnDone() override { delete this; }
+};
+
+class RefusedRead final : public grpc::ServerReadReactor<proto::CheckpointSegment> {
+ public:
+  explicit RefusedRead(const grpc::Status& status) { Finish(status); }
+  void OnDone() override { delete this; }
+};
+
+}  // namespace
+
+grpc::ServerReadReactor<proto::CheckpointSegment>* ControllerService::PutCheckpoint(
+    grpc::CallbackServerContext* context, proto::CheckpointReply* reply) {
+  if (keeper_ == nullptr) return new RefusedRead(NoCheckpoints());
+  return new PutReactor(context, *this, *keeper_, reply);
+}
+
+grpc::ServerWriteReactor<proto::CheckpointSegment>* ControllerService::GetCheckpoint(
+    grpc::CallbackServerContext* /*context*/, const proto::CheckpointRequest* request) {
+  if (keeper_ == nullptr) return new Refused(NoCheckpoints());
+  if (absl::Status member = CheckMember(membership_, request->member_id(), false); !member.ok()) {
+    return new Refused(ToGrpcStatus(member));
+  }
+  std::shared_ptr<const Checkpoint> newest = keeper_->newest();
+  if (newest == nullptr || newest->step != request->step()) {
+    return new Refused(grpc::Status(
+        grpc::StatusCode::NOT_FOUND,
+        absl::StrCat("the controller holds no checkpoint of step ", request->step(),
+                     newest == nullptr ? ""
+                                       : absl::StrCat(" (its newest is step ", newest->step,
+                                                      "); take the latest assignment"))));
+  }
+  return new GetReactor(std::move(newest));
+}
+
+}  // namespace ringside::server

@@ -1,0 +1,150 @@
+// Durable state through the Controller service over real gRPC in one process: only rank 0 of the
+// current generation may upload, every size is checked, what is read back is bit-identical, the
+// keeper writes it to its directory, and a controller reopened on that directory resumes from
+// the newest intact checkpoint (a damaged newer one is skipped and named).
+#include <stdlib.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "common/grpc_util.h"
+#include "control/checkpoint_keeper.h"
+#include "control/controller_client.h"
+#include "control/controller_service.h"
+#include "gtest/gtest.h"
+
+namespace ringside::server {
+namespace {
+
+constexpr CheckpointShape kShape{/*parameters=*/300000, /*optimizer_state=*/600001};
+
+std::vector<float> Ramp(size_t size, float start) {
+  std::vector<float> values(size);
+  for (size_t i = 0; i < size; ++i) values[i] = start + 0.25f * static_cast<float>(i % 1000);
+  return values;
+}
+
+class DurableStateTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    char dir_template[] = "/tmp/ringside-durable-XXXXXX";
+    dir_ = mkdtemp(dir_template);
+    MembershipConfig config;
+    config.workers = 2;
+    config.join_token = "s3cret";
+    config.heartbeat_timeout = absl::Seconds(60);  // nobody expires during a test
+    membership_ = std::make_unique<Membership>(config);
+    auto keeper = CheckpointKeeper::Open(dir_, "job-a", kShape, nullptr, log_);
+    ASSERT_TRUE(keeper.ok()) << keeper.status();
+    keeper_ = *std::move(keeper);
+    service_ = std::make_unique<ControllerService>(*membership_, proto::JobSpec(),
+                                                   absl::Seconds(60), log_);
+    service_->EnableCheckpoints(keeper_.get(), /*every=*/10);
+    auto server = StartServer("127.0.0.1:0", {service_.get()});
+    ASSERT_TRUE(server.ok()) << server.status();
+    server_ = *std::move(server);
+    for (const char* address : {"worker-a.test:7000", "worker-b.test:7000"}) {
+      ControllerClientOptions options;
+      options.controller = "127.0.0.1:" + std::to_string(server_.port);
+      options.join_token = "s3cret";
+      options.address = address;
+      auto client = ControllerClient::Connect(options);
+      ASSERT_TRUE(client.ok()) << client.status();
+      clients_.push_back(*std::move(client));
+    }
+    auto assignment = clients_[0]->WaitForAssignment(0, absl::Now() + absl::Seconds(30));
+    ASSERT_TRUE(assignment.ok()) << assignment.status();
+    ASSERT_EQ(assignment->rank(), 0);
+    EXPECT_EQ(assignment->checkpoint_every(), 10u);
+  }
+
+  void TearDown() override {
+    clients_.clear();
+    server_ = StartedServer();
+    service_.reset();
+    keeper_.reset();
+    std::filesystem::remove_all(dir_);
+  }
+
+  std::string dir_;
+  std::ostringstream log_;
+  std::unique_ptr<Membership> membership_;
+  std::unique_ptr<CheckpointKeeper> keeper_;
+  std::unique_ptr<ControllerService> service_;
+  StartedServer server_;
+  std::vector<std::unique_ptr<ControllerClient>> clients_;  // rank 0, rank 1
+};
+
+TEST_F(DurableStateTest, OnlyRankZeroUploadsAndWhatIsReadBackIsBitIdentical) {
+  const std::vector<float> params = Ramp(kShape.parameters, 1.0f);
+  const std::vector<float> moments = Ramp(kShape.optimizer_state, -3.0f);
+  EXPECT_EQ(clients_[1]->PutCheckpoint(10, params, moments).code(),
+            absl::StatusCode::kPermissionDenied);
+  EXPECT_EQ(clients_[0]->PutCheckpoint(10, Ramp(5, 0), moments).code(),
+            absl::StatusCode::kInvalidArgument)
+      << "sizes are the job's";
+  EXPECT_EQ(keeper_->newest_step(), 0u) << "a refused upload stores nothing";
+  ASSERT_TRUE(clients_[0]->PutCheckpoint(10, params, moments).ok());
+  EXPECT_EQ(clients_[0]->PutCheckpoint(10, params, moments).code(),
+            absl::StatusCode::kFailedPrecondition)
+      << "not newer";
+
+  std::vector<float> read_params(kShape.parameters), read_moments(kShape.optimizer_state);
+  ASSERT_TRUE(clients_[1]
+                  ->GetCheckpoint(10, absl::MakeSpan(read_params), absl::MakeSpan(read_moments))
+                  .ok());
+  EXPECT_EQ(read_params, params);
+  EXPECT_EQ(read_moments, moments);
+  EXPECT_EQ(clients_[1]
+                ->GetCheckpoint(20, absl::MakeSpan(read_params), absl::MakeSpan(read_moments))
+                .code(),
+            absl::StatusCode::kNotFound);
+  std::vector<float> too_short(7);
+  EXPECT_EQ(clients_[1]
+                ->GetCheckpoint(10, absl::MakeSpan(too_short), absl::MakeSpan(read_moments))
+                .code(),
+            absl::StatusCode::kInternal)
+      << "a checkpoint that does not fit is refused, not copied";
+}
+
+TEST_F(DurableStateTest, AReopenedKeeperResumesFromTheNewestIntactCheckpoint) {
+  const std::vector<float> moments = Ramp(kShape.optimizer_state, 0.5f);
+  for (uint64_t step : {10, 20, 30}) {
+    ASSERT_TRUE(clients_[0]->PutCheckpoint(step, Ramp(kShape.parameters, step), moments).ok());
+    keeper_->AwaitWritten();  // each one reaches the disk (the writer keeps only the newest)
+  }
+  keeper_->AwaitWritten();
+  std::ostringstream reopened_log;
+  {
+    auto reopened = CheckpointKeeper::Open(dir_, "job-a", kShape, nullptr, reopened_log);
+    ASSERT_TRUE(reopened.ok()) << reopened.status();
+    EXPECT_EQ((*reopened)->newest_step(), 30u);
+    EXPECT_EQ((*reopened)->newest()->parameters, Ramp(kShape.parameters, 30));
+  }
+
+  // The newest file damaged in its middle: the one before it is used, and the log names both.
+  const std::string newest = dir_ + "/checkpoint-00000000000000000030.ckpt";
+  {
+    std::fstream file(newest, std::ios::in | std::ios::out | std::ios::binary);
+    ASSERT_TRUE(file.good()) << newest;
+    file.seekp(4096);
+    file.put('\x7f');
+  }
+  auto fallback = CheckpointKeeper::Open(dir_, "job-a", kShape, nullptr, reopened_log);
+  ASSERT_TRUE(fallback.ok()) << fallback.status();
+  EXPECT_EQ((*fallback)->newest_step(), 20u);
+  EXPECT_EQ((*fallback)->newest()->parameters, Ramp(kShape.parameters, 20));
+  EXPECT_NE(reopened_log.str().find("skipping a damaged checkpoint"), std::string::npos);
+  EXPECT_NE(reopened_log.str().find(newest), std::string::npos) << reopened_log.str();
+
+  auto other_job = CheckpointKeeper::Open(dir_, "job-b", kShape, nullptr, reopened_log);
+  EXPECT_EQ(other_job.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_NE(other_job.status().message().find("another job"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace ringside::server
