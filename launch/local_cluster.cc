@@ -257,7 +257,7 @@ absl::Status LocalCluster::RestartIfDue(ClusterProcess& server, absl::Time now) 
     }
     // The first restart at once; then doubling waits (capped), as an orchestrator backs off.
     const absl::Duration backoff =
-        made == 0 ? absl::ZeroDuration() : options_.restart_backoff * (1 << std::min(made - 1, 5));
+        made == 0 ? absl::ZeroDuration() : options_.restart_backoff * (1 << std::min(made - 1, 4));
     server.restart_due = now + backoff;
   }
   if (now < *server.restart_due) return absl::OkStatus();

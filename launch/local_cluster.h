@@ -56,11 +56,13 @@ struct LocalClusterOptions {
   bool restart_servers = false;
   // The crash-loop guard of those restarts: a server restarted `max_restarts` times within
   // `restart_window` that dies again is given up on. A restart waits `restart_backoff` times
-  // 2^(k-1) after the death, k being the restarts already made within the window (the first
-  // is at once), so a process that dies on start is not respawned in a tight loop.
+  // 2^(k-1) (at most 16 times) after the death, k being the restarts already made within the
+  // window (the first is at once): a process that dies on start is not respawned in a tight
+  // loop, and a cause that clears by itself (a replacement shard refused while the controller
+  // still holds its predecessor's registration, up to a heartbeat timeout) gets time to clear.
   int max_restarts = 5;
   absl::Duration restart_window = absl::Minutes(1);
-  absl::Duration restart_backoff = absl::Milliseconds(250);
+  absl::Duration restart_backoff = absl::Seconds(1);
 };
 
 struct ClusterProcess {
