@@ -4,10 +4,16 @@
 //            run goes on with the survivors; a controller or shard that dies stops everything
 //            (non-zero exit naming it). Every child is stopped by PID, also on SIGINT/SIGTERM.
 //   up       starts a local cluster and keeps it until SIGINT/SIGTERM, printing every
-//            process's metrics URL (and writing them to --ready_file).
+//            process's metrics URL (and writing them to --ready_file). Like an orchestrator it
+//            restarts a controller or shard that dies, with the same command line at the same
+//            address, says so, and gives up (non-zero exit naming it) on a crash loop; a worker
+//            that dies is reported and the others go on.
+// Both pass --checkpoint_dir and --checkpoint_every to the controller; compare gives each of
+// its clusters its own subdirectory (see CompareCheckpointDir).
 #ifndef RINGSIDE_CLI_COMMANDS_H_
 #define RINGSIDE_CLI_COMMANDS_H_
 
+#include <cstdint>
 #include <ostream>
 #include <string>
 #include <vector>
@@ -26,6 +32,10 @@ struct ClusterFlags {
   int ps_shards = 2;
   absl::Duration heartbeat_timeout = absl::Seconds(2);
   std::string work_dir;  // empty: a fresh temporary directory, removed at the end
+  // The controller's durable directory (empty: none) and its checkpoint interval in steps
+  // (0: none); ringside-controller's --checkpoint_dir and --checkpoint_every.
+  std::string checkpoint_dir;
+  int64_t checkpoint_every = 0;
 };
 
 struct CompareOptions {
@@ -41,6 +51,11 @@ struct UpOptions {
   worker::TrainingOptions job;
   std::string ready_file;
 };
+
+// The checkpoint directory of compare's cluster for its `job`-th job (0-based, in the order the
+// jobs run) in `mode`: <checkpoint_dir>/job-<job + 1>-<mode>, so no cluster resumes another's
+// state. Empty when checkpoint_dir is.
+std::string CompareCheckpointDir(const std::string& checkpoint_dir, int job, SyncMode mode);
 
 absl::Status RunCompare(const CompareOptions& options, const TerminationSignals& signals,
                         std::ostream& out);

@@ -96,9 +96,10 @@ absl::Status MeasureTraffic(LocalCluster& cluster, SyncMode mode, const JobConfi
   return absl::OkStatus();
 }
 
-absl::StatusOr<ModeRun> RunMode(const CompareOptions& options, const worker::TrainingOptions& job,
-                                const JobConfig& config, SyncMode mode,
-                                const TerminationSignals& signals, std::ostream& out) {
+absl::StatusOr<ModeRun> RunMode(const CompareOptions& options, int job_index,
+                                const worker::TrainingOptions& job, const JobConfig& config,
+                                SyncMode mode, const TerminationSignals& signals,
+                                std::ostream& out) {
   ASSIGN_OR_RETURN(TempDir dir, TempDir::Create("ringside-compare-"));
   LocalClusterOptions cluster_options;
   cluster_options.bin_dir = options.cluster.bin_dir;
@@ -108,6 +109,11 @@ absl::StatusOr<ModeRun> RunMode(const CompareOptions& options, const worker::Tra
   cluster_options.mode = mode;
   cluster_options.training = job;
   cluster_options.heartbeat_timeout = options.cluster.heartbeat_timeout;
+  // A controller or shard that dies fails the run (restart_servers stays off): a restart in the
+  // middle would skew the very timings and byte counts being compared.
+  cluster_options.checkpoint_dir =
+      CompareCheckpointDir(options.cluster.checkpoint_dir, job_index, mode);
+  cluster_options.checkpoint_every = options.cluster.checkpoint_every;
   ASSIGN_OR_RETURN(std::unique_ptr<LocalCluster> cluster, LocalCluster::Start(cluster_options));
   ModeRun run;
   run.report.mode = mode;
@@ -194,11 +200,17 @@ absl::StatusOr<ModeRun> RunMode(const CompareOptions& options, const worker::Tra
 
 }  // namespace
 
+std::string CompareCheckpointDir(const std::string& checkpoint_dir, int job, SyncMode mode) {
+  if (checkpoint_dir.empty()) return "";
+  return absl::StrCat(checkpoint_dir, "/job-", job + 1, "-", SyncModeName(mode));
+}
+
 absl::Status RunCompare(const CompareOptions& options, const TerminationSignals& signals,
                         std::ostream& out) {
   CompareReport report;
   absl::Status failed;  // the first mode that failed; the runs after it are not started
-  for (const worker::TrainingOptions& job : options.jobs) {
+  for (size_t job_index = 0; job_index < options.jobs.size(); ++job_index) {
+    const worker::TrainingOptions& job = options.jobs[job_index];
     if (!failed.ok()) break;
     ASSIGN_OR_RETURN(const worker::ModelSpec spec,
                      worker::ModelSpec::Parse(job.model, job.activation));
@@ -222,7 +234,8 @@ absl::Status RunCompare(const CompareOptions& options, const TerminationSignals&
         report_of_mode.failure = "not run: an earlier run failed";
         continue;
       }
-      absl::StatusOr<ModeRun> run = RunMode(options, job, config, mode, signals, out);
+      absl::StatusOr<ModeRun> run =
+          RunMode(options, static_cast<int>(job_index), job, config, mode, signals, out);
       if (!run.ok()) {
         if (run.status().code() == absl::StatusCode::kCancelled) return run.status();
         failed =

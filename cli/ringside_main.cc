@@ -12,6 +12,7 @@
 
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
+#include "absl/status/statusor.h"
 #include "cli/commands.h"
 #include "cli/health_check.h"
 #include "common/flags_usage.h"
@@ -33,6 +34,14 @@ ABSL_FLAG(std::string, json, "", "compare: write the results here as JSON");
 ABSL_FLAG(std::string, report, "", "compare: write a self-contained HTML report here");
 ABSL_FLAG(std::string, ready_file, "",
           "up: once running, write {controller, processes: [{name, pid, metrics_url}]} here");
+ABSL_FLAG(std::string, checkpoint_dir, "",
+          "compare/up: the controller's durable directory (ringside-controller --checkpoint_dir), "
+          "created if missing; compare gives each of its clusters its own subdirectory "
+          "DIR/job-<n>-<mode>, so none resumes another's state; empty: nothing survives a "
+          "controller restart");
+ABSL_FLAG(int64_t, checkpoint_every, 0,
+          "compare/up: the controller writes a checkpoint every this many steps (needs "
+          "--checkpoint_dir); 0: never");
 ABSL_FLAG(std::string, bin_dir, "",
           "compare/up: where ringside-controller, -ps and -worker are (default: next to this "
           "binary)");
@@ -70,13 +79,22 @@ std::string OwnDirectory(const char* argv0) {
   return self.substr(0, self.rfind('/'));
 }
 
-ringside::cli::ClusterFlags ClusterFromFlags(const char* argv0) {
+absl::StatusOr<ringside::cli::ClusterFlags> ClusterFromFlags(const char* argv0) {
   ringside::cli::ClusterFlags cluster;
   cluster.bin_dir =
       absl::GetFlag(FLAGS_bin_dir).empty() ? OwnDirectory(argv0) : absl::GetFlag(FLAGS_bin_dir);
   cluster.workers = absl::GetFlag(FLAGS_workers);
   cluster.ps_shards = absl::GetFlag(FLAGS_ps_shards);
   cluster.heartbeat_timeout = absl::GetFlag(FLAGS_heartbeat_timeout);
+  cluster.checkpoint_dir = absl::GetFlag(FLAGS_checkpoint_dir);
+  cluster.checkpoint_every = absl::GetFlag(FLAGS_checkpoint_every);
+  // Checked here, not by the controller, so a bad value fails at once naming the flag.
+  if (cluster.checkpoint_every < 0) {
+    return absl::InvalidArgumentError("--checkpoint_every must be >= 0");
+  }
+  if (cluster.checkpoint_every > 0 && cluster.checkpoint_dir.empty()) {
+    return absl::InvalidArgumentError("--checkpoint_every needs a --checkpoint_dir to write to");
+  }
   return cluster;
 }
 
@@ -113,10 +131,12 @@ int Run(int argc, char** argv, const std::vector<char*>& args,
     absl::StatusOr<ringside::worker::TrainingOptions> training =
         ringside::worker::TrainingOptionsFromFlags();
     if (!training.ok()) return Fail(std::string(training.status().message()));
+    absl::StatusOr<ringside::cli::ClusterFlags> cluster = ClusterFromFlags(argv[0]);
+    if (!cluster.ok()) return Fail(std::string(cluster.status().message()));
     absl::Status status;
     if (command == "compare") {
       ringside::cli::CompareOptions options;
-      options.cluster = ClusterFromFlags(argv[0]);
+      options.cluster = *cluster;
       bool model_given = false;
       for (int i = 1; i < argc; ++i) model_given |= std::strncmp(argv[i], "--model", 7) == 0;
       options.jobs = CompareJobs(*training, model_given);
@@ -125,7 +145,7 @@ int Run(int argc, char** argv, const std::vector<char*>& args,
       status = ringside::cli::RunCompare(options, signals, std::cout);
     } else {
       ringside::cli::UpOptions options;
-      options.cluster = ClusterFromFlags(argv[0]);
+      options.cluster = *cluster;
       absl::StatusOr<ringside::SyncMode> mode = ringside::ParseSyncMode(absl::GetFlag(FLAGS_mode));
       if (!mode.ok()) return Fail("--mode: " + std::string(mode.status().message()));
       options.mode = *mode;

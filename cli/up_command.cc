@@ -15,6 +15,24 @@ namespace ringside::cli {
 using launch::LocalCluster;
 using launch::LocalClusterOptions;
 
+namespace {
+
+// --ready_file: the controller's address and every process's name, pid and metrics URL; written
+// again after a restart, so it names every server's current pid.
+absl::Status WriteReadyFile(LocalCluster& cluster, const std::string& path) {
+  nlohmann::json processes = nlohmann::json::array();
+  for (auto& process : cluster.processes()) {
+    processes.push_back({{"name", process->name},
+                         {"pid", process->process.pid()},
+                         {"metrics_url", process->metrics_url()}});
+  }
+  const nlohmann::json ready = {{"controller", cluster.controller_address()},
+                                {"processes", processes}};
+  return WriteFileAtomically(path, ready.dump() + "\n");
+}
+
+}  // namespace
+
 absl::Status RunUp(const UpOptions& options, const TerminationSignals& signals, std::ostream& out) {
   std::unique_ptr<TempDir> temp;
   std::string dir = options.cluster.work_dir;
@@ -31,36 +49,40 @@ absl::Status RunUp(const UpOptions& options, const TerminationSignals& signals, 
   cluster_options.mode = options.mode;
   cluster_options.training = options.job;
   cluster_options.heartbeat_timeout = options.cluster.heartbeat_timeout;
+  cluster_options.checkpoint_dir = options.cluster.checkpoint_dir;
+  cluster_options.checkpoint_every = options.cluster.checkpoint_every;
+  cluster_options.restart_servers = true;  // what an orchestrator does for a pod that dies
   ASSIGN_OR_RETURN(std::unique_ptr<LocalCluster> cluster, LocalCluster::Start(cluster_options));
-  nlohmann::json processes = nlohmann::json::array();
   out << "ringside up: controller at " << cluster->controller_address() << ", logs in " << dir
       << "\n";
+  if (!options.cluster.checkpoint_dir.empty()) {
+    out << "  controller checkpoints in " << options.cluster.checkpoint_dir << "\n";
+  }
   for (auto& process : cluster->processes()) {
     out << "  " << process->name << " (pid " << process->process.pid() << ")  "
         << process->metrics_url() << "\n";
-    processes.push_back({{"name", process->name},
-                         {"pid", process->process.pid()},
-                         {"metrics_url", process->metrics_url()}});
   }
+  const std::string add_worker = absl::StrJoin(cluster->WorkerCommand("worker-added"), " ");
   out << "switch modes with: ringside ctl mode ring|ps --controller="
-      << cluster->controller_address()
-      << "\nadd a worker with: " << absl::StrJoin(cluster->WorkerCommand("worker-added"), " ")
-      << "\nCtrl-C stops every process.\n";
+      << cluster->controller_address() << "\nadd a worker with: " << add_worker
+      << "\na controller or shard that dies is restarted at its address; Ctrl-C stops every "
+         "process.\n";
   out.flush();
-  if (!options.ready_file.empty()) {
-    const nlohmann::json ready = {{"controller", cluster->controller_address()},
-                                  {"processes", processes}};
-    RETURN_IF_ERROR(WriteFileAtomically(options.ready_file, ready.dump() + "\n"));
-  }
+  if (!options.ready_file.empty()) RETURN_IF_ERROR(WriteReadyFile(*cluster, options.ready_file));
   while (!signals.WaitFor(absl::Milliseconds(200))) {
     // A lost worker is the elastic demo: the controller re-forms the ring without it.
     for (const std::string& lost : cluster->TakeLostWorkerReports()) {
-      out << "ringside up: lost " << lost << "; the others go on without it (add one with the "
-          << "command above)\n";
+      out << "ringside up: lost " << lost
+          << "; the others go on without it (add one with: " << add_worker << ")\n";
       out.flush();
     }
-    if (std::optional<std::string> dead = cluster->DeadChild()) {
-      return absl::AbortedError(absl::StrCat("a process of the cluster died: ", *dead));
+    // A lost controller or shard comes back at its address; a crash loop ends `up`.
+    RETURN_IF_ERROR(cluster->RestartDeadServers());
+    const std::vector<std::string> restarts = cluster->TakeRestartReports();
+    for (const std::string& restart : restarts) out << "ringside up: " << restart << "\n";
+    out.flush();
+    if (!restarts.empty() && !options.ready_file.empty()) {
+      RETURN_IF_ERROR(WriteReadyFile(*cluster, options.ready_file));
     }
   }
   cluster->Stop();

@@ -2,7 +2,11 @@
 
 #include <signal.h>
 
+#include <algorithm>
+#include <cstdio>
+#include <filesystem>
 #include <random>
+#include <system_error>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -10,6 +14,7 @@
 #include "common/file_util.h"
 #include "common/status_macros.h"
 #include "launch/await_file.h"
+#include "launch/free_port.h"
 
 namespace ringside::launch {
 namespace {
@@ -40,7 +45,26 @@ struct WorkerFiles {
   std::string ready, result, trace, params;
 };
 
+// How every child of the cluster is run: output to <dir>/<name>.log.
+SpawnOptions SpawnOptionsOf(const std::string& dir, const std::string& name,
+                            const std::vector<std::string>& argv) {
+  SpawnOptions spawn;
+  spawn.argv = argv;
+  spawn.log_path = absl::StrCat(dir, "/", name, ".log");
+  spawn.term_grace = absl::Seconds(5);
+  return spawn;
+}
+
 }  // namespace
+
+ClusterProcess::ClusterProcess(std::string name, Subprocess process,
+                               std::vector<std::string> command, std::string ready_file)
+    : name(std::move(name)),
+      process(std::move(process)),
+      command(std::move(command)),
+      ready_file(std::move(ready_file)) {}
+
+bool ClusterProcess::is_worker() const { return name.rfind("worker-", 0) == 0; }
 
 std::string ClusterProcess::metrics_url() const {
   return absl::StrCat("http://127.0.0.1:", metrics_port, "/metrics");
@@ -51,6 +75,22 @@ absl::StatusOr<std::unique_ptr<LocalCluster>> LocalCluster::Start(
   std::unique_ptr<LocalCluster> cluster(new LocalCluster(options));
   cluster->token_file_ = options.dir + "/join-token";
   RETURN_IF_ERROR(WriteFileAtomically(cluster->token_file_, RandomToken() + "\n"));
+  if (!options.checkpoint_dir.empty()) {
+    std::error_code error;
+    std::filesystem::create_directories(options.checkpoint_dir, error);
+    if (error) {
+      return absl::InvalidArgumentError(absl::StrCat("cannot create the checkpoint directory ",
+                                                     options.checkpoint_dir, ": ",
+                                                     error.message()));
+    }
+  }
+  // The listen and metrics ports of the controller and of every shard, distinct, fixed in their
+  // command lines: a restarted server must come back where the others (and Prometheus) look.
+  ASSIGN_OR_RETURN(const std::vector<int> ports, PickFreePorts(2 * (1 + options.ps_shards)));
+  auto add_addresses = [&ports](int server, std::vector<std::string>& argv) {
+    argv.push_back(absl::StrCat("--listen=127.0.0.1:", ports[2 * server]));
+    argv.push_back(absl::StrCat("--metrics_listen=127.0.0.1:", ports[2 * server + 1]));
+  };
 
   std::vector<std::string> argv = {
       options.bin_dir + "/ringside-controller",
@@ -59,31 +99,34 @@ absl::StatusOr<std::unique_ptr<LocalCluster>> LocalCluster::Start(
       absl::StrCat("--mode=", SyncModeName(options.mode)),
       "--join_token_file=" + cluster->token_file_,
       absl::StrCat("--heartbeat_timeout=", absl::FormatDuration(options.heartbeat_timeout)),
-      "--listen=127.0.0.1:0",
-      "--metrics_listen=127.0.0.1:0",
       "--ready_file=" + options.dir + "/controller.ready"};
+  add_addresses(0, argv);
+  if (!options.checkpoint_dir.empty()) argv.push_back("--checkpoint_dir=" + options.checkpoint_dir);
+  if (options.checkpoint_every > 0) {
+    argv.push_back(absl::StrCat("--checkpoint_every=", options.checkpoint_every));
+  }
   for (std::string& flag : JobFlags(options.training)) argv.push_back(std::move(flag));
-  ASSIGN_OR_RETURN(ClusterProcess * controller, cluster->Spawn("controller", std::move(argv)));
-  RETURN_IF_ERROR(cluster->AwaitReady(*controller, options.dir + "/controller.ready"));
+  ASSIGN_OR_RETURN(ClusterProcess * controller, cluster->Spawn("controller", std::move(argv),
+                                                               options.dir + "/controller.ready"));
+  RETURN_IF_ERROR(cluster->AwaitReady(*controller));
   cluster->controller_address_ = absl::StrCat("127.0.0.1:", controller->port);
 
-  std::vector<std::pair<ClusterProcess*, std::string>> starting;
+  std::vector<ClusterProcess*> starting;
   for (int s = 0; s < options.ps_shards; ++s) {
     const std::string name = absl::StrCat("ps-", s);
     const std::string ready = absl::StrCat(options.dir, "/", name, ".ready");
-    ASSIGN_OR_RETURN(
-        ClusterProcess * shard,
-        cluster->Spawn(
-            name, {options.bin_dir + "/ringside-ps", "--controller=" + cluster->controller_address_,
-                   "--join_token_file=" + cluster->token_file_, "--listen=127.0.0.1:0",
-                   "--metrics_listen=127.0.0.1:0", "--ready_file=" + ready}));
-    starting.emplace_back(shard, ready);
+    std::vector<std::string> shard_argv = {
+        options.bin_dir + "/ringside-ps", "--controller=" + cluster->controller_address_,
+        "--join_token_file=" + cluster->token_file_, "--ready_file=" + ready};
+    add_addresses(1 + s, shard_argv);
+    ASSIGN_OR_RETURN(ClusterProcess * shard, cluster->Spawn(name, std::move(shard_argv), ready));
+    starting.push_back(shard);
   }
   for (int w = 0; w < options.workers; ++w) {
     ASSIGN_OR_RETURN(ClusterProcess * worker, cluster->AddWorker());
     (void)worker;
   }
-  for (auto& [process, ready] : starting) RETURN_IF_ERROR(cluster->AwaitReady(*process, ready));
+  for (ClusterProcess* shard : starting) RETURN_IF_ERROR(cluster->AwaitReady(*shard));
   return cluster;
 }
 
@@ -117,29 +160,27 @@ absl::StatusOr<ClusterProcess*> LocalCluster::AddWorker(
   if (auto it = options_.flags_of_worker.find(index); it != options_.flags_of_worker.end()) {
     argv.insert(argv.end(), it->second.begin(), it->second.end());
   }
-  ASSIGN_OR_RETURN(ClusterProcess * worker, Spawn(name, std::move(argv)));
+  ASSIGN_OR_RETURN(ClusterProcess * worker, Spawn(name, std::move(argv), files.ready));
   worker->result_file = files.result;
   worker->trace_file = files.trace;
   worker->params_file = files.params;
-  RETURN_IF_ERROR(AwaitReady(*worker, files.ready));
+  RETURN_IF_ERROR(AwaitReady(*worker));
   return worker;
 }
 
-absl::StatusOr<ClusterProcess*> LocalCluster::Spawn(std::string name,
-                                                    std::vector<std::string> argv) {
-  SpawnOptions spawn;
-  spawn.argv = std::move(argv);
-  spawn.log_path = absl::StrCat(options_.dir, "/", name, ".log");
-  spawn.term_grace = absl::Seconds(5);
-  ASSIGN_OR_RETURN(Subprocess process, Subprocess::Spawn(spawn));
-  processes_.push_back(std::make_unique<ClusterProcess>(
-      ClusterProcess{std::move(name), std::move(process), 0, 0, {}, {}, {}, false}));
+absl::StatusOr<ClusterProcess*> LocalCluster::Spawn(std::string name, std::vector<std::string> argv,
+                                                    std::string ready_file) {
+  // A ready file left by an earlier process of that name would be taken for this one's.
+  std::remove(ready_file.c_str());
+  ASSIGN_OR_RETURN(Subprocess process, Subprocess::Spawn(SpawnOptionsOf(options_.dir, name, argv)));
+  processes_.push_back(std::make_unique<ClusterProcess>(std::move(name), std::move(process),
+                                                        std::move(argv), std::move(ready_file)));
   return processes_.back().get();
 }
 
-absl::Status LocalCluster::AwaitReady(ClusterProcess& process, const std::string& ready_file) {
-  ASSIGN_OR_RETURN(ReadyFile ready, AwaitReadyFile(process.process, ready_file, process.name,
-                                                   options_.start_timeout));
+absl::Status LocalCluster::AwaitReady(ClusterProcess& process) {
+  ASSIGN_OR_RETURN(ReadyFile ready, AwaitReadyFile(process.process, process.ready_file,
+                                                   process.name, options_.start_timeout));
   process.port = ready.port;
   process.metrics_port = ready.metrics_port;
   return absl::OkStatus();
@@ -148,7 +189,7 @@ absl::Status LocalCluster::AwaitReady(ClusterProcess& process, const std::string
 std::vector<ClusterProcess*> LocalCluster::workers() {
   std::vector<ClusterProcess*> workers;
   for (auto& process : processes_) {
-    if (process->name.rfind("worker-", 0) == 0) workers.push_back(process.get());
+    if (process->is_worker()) workers.push_back(process.get());
   }
   return workers;
 }
@@ -171,7 +212,8 @@ std::vector<std::string> LocalCluster::TakeLostWorkerReports() {
 
 std::optional<std::string> LocalCluster::DeadChild() {
   for (auto& process : processes_) {
-    if (process->expected_to_end || !process->process.Poll().has_value()) continue;
+    if (process->expected_to_end || (options_.restart_servers && !process->is_worker())) continue;
+    if (!process->process.Poll().has_value()) continue;
     return absl::StrCat(process->name, " (pid ", process->process.pid(),
                         ") ended: ", process->process.exit_status()->ToString(),
                         "; last lines of its log (", process->process.log_path(), "):\n",
@@ -180,11 +222,76 @@ std::optional<std::string> LocalCluster::DeadChild() {
   return std::nullopt;
 }
 
+absl::Status LocalCluster::RestartDeadServers() {
+  if (stopped_) return absl::OkStatus();
+  if (!gave_up_.ok()) return gave_up_;  // sticky: the window passing does not undo a crash loop
+  const absl::Time now = absl::Now();
+  for (auto& process : processes_) {
+    ClusterProcess& server = *process;
+    if (server.is_worker() || server.expected_to_end) continue;
+    if (server.process.running() && !server.process.Poll().has_value()) continue;
+    if (absl::Status status = RestartIfDue(server, now); !status.ok()) {
+      gave_up_ = status;
+      return status;
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status LocalCluster::RestartIfDue(ClusterProcess& server, absl::Time now) {
+  const ExitStatus ended = *server.process.exit_status();
+  const std::string address = absl::StrCat("127.0.0.1:", server.port);
+  if (!server.restart_due.has_value()) {  // a death not seen before
+    std::vector<absl::Time>& restarts = server.restarts;
+    restarts.erase(std::remove_if(restarts.begin(), restarts.end(),
+                                  [&](absl::Time t) { return t < now - options_.restart_window; }),
+                   restarts.end());
+    const int made = static_cast<int>(restarts.size());
+    if (made >= options_.max_restarts) {
+      return absl::AbortedError(absl::StrCat(
+          "gave up restarting ", server.name, " at ", address, ": it ended again (pid ",
+          server.process.pid(), ", ", ended.ToString(), ") after ", made, " restarts within ",
+          absl::FormatDuration(options_.restart_window),
+          " (a crash loop, or its port taken by another process); last lines of its log (",
+          server.process.log_path(), "):\n", TailOfFile(server.process.log_path(), 10)));
+    }
+    // The first restart at once; then doubling waits (capped), as an orchestrator backs off.
+    const absl::Duration backoff =
+        made == 0 ? absl::ZeroDuration() : options_.restart_backoff * (1 << std::min(made - 1, 4));
+    server.restart_due = now + backoff;
+  }
+  if (now < *server.restart_due) return absl::OkStatus();
+
+  // Keep the dead one's log for a post-mortem; the replacement starts a fresh one.
+  const pid_t dead_pid = server.process.pid();
+  const std::string kept_log = absl::StrCat(server.process.log_path(), ".", ++server.restarted);
+  std::rename(server.process.log_path().c_str(), kept_log.c_str());
+  std::remove(server.ready_file.c_str());
+  ASSIGN_OR_RETURN(Subprocess replacement,
+                   Subprocess::Spawn(SpawnOptionsOf(options_.dir, server.name, server.command)));
+  server.process = std::move(replacement);
+  server.restarts.push_back(now);
+  server.restart_due.reset();
+  unreported_restarts_.push_back(absl::StrCat(
+      server.name, " (pid ", dead_pid, ") ", ended.ToString(), "; restarted it as pid ",
+      server.process.pid(), " at ", address, " with the same command line (restart ",
+      server.restarts.size(), " of at most ", options_.max_restarts, " within ",
+      absl::FormatDuration(options_.restart_window), "; the old log is ", kept_log, ")"));
+  return absl::OkStatus();
+}
+
+std::vector<std::string> LocalCluster::TakeRestartReports() {
+  std::vector<std::string> reports;
+  reports.swap(unreported_restarts_);
+  return reports;
+}
+
 absl::StatusOr<std::vector<TrainResultFile>> LocalCluster::WaitForResults(
     absl::Duration timeout, const std::function<bool()>& stop) {
   const absl::Time deadline = absl::Now() + timeout;
   while (true) {
     CollectLostWorkers();
+    if (options_.restart_servers) RETURN_IF_ERROR(RestartDeadServers());
     if (std::optional<std::string> dead = DeadChild()) return absl::InternalError(*dead);
     std::vector<TrainResultFile> results;
     bool all = true;
@@ -219,18 +326,17 @@ absl::StatusOr<std::vector<TrainResultFile>> LocalCluster::WaitForResults(
 }
 
 void LocalCluster::Stop() {
+  stopped_ = true;  // nothing is restarted from now on
   // Workers first, so none sees its controller or shards vanish mid-step; in parallel.
   for (const bool workers_pass : {true, false}) {
     for (auto& process : processes_) {
-      const bool is_worker = process->name.rfind("worker-", 0) == 0;
-      if (is_worker == workers_pass && process->process.running()) {
+      if (process->is_worker() == workers_pass && process->process.running()) {
         process->expected_to_end = true;
         kill(process->process.pid(), SIGTERM);
       }
     }
     for (auto& process : processes_) {
-      const bool is_worker = process->name.rfind("worker-", 0) == 0;
-      if (is_worker == workers_pass) process->process.Kill();
+      if (process->is_worker() == workers_pass) process->process.Kill();
     }
   }
 }

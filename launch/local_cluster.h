@@ -3,14 +3,21 @@
 // fresh join token, and every log, ready, result, trace and parameter file in one directory.
 // What `ringside compare` and `ringside up` run, and what the elastic tests drive.
 //
+// The controller and the shards are given their ports explicitly (picked once, at Start), so
+// that one which dies can be restarted with the very same command line at the very same
+// address, as an orchestrator restarts a pod (RestartDeadServers). Workers bind port 0: a lost
+// worker is not restarted, the elastic job regroups without it.
+//
 // Every child is stopped by PID when the cluster is stopped or destroyed (SIGTERM, SIGKILL after
-// a grace), and gets SIGKILL if the thread that started it dies: start it from a thread that
-// lives as long as the cluster.
-// Thread-compatible. Errors: spawn failures, and DEADLINE_EXCEEDED or INTERNAL naming the
-// process (with its last log lines) when one does not come up or dies.
+// a grace), and gets SIGKILL if the thread that started it dies: start it (and call
+// RestartDeadServers and WaitForResults, which may start replacements) from a thread that lives
+// as long as the cluster.
+// Thread-compatible. Errors: spawn failures, DEADLINE_EXCEEDED or INTERNAL naming the process
+// (with its last log lines) when one does not come up or dies, and ABORTED for a crash loop.
 #ifndef RINGSIDE_LAUNCH_LOCAL_CLUSTER_H_
 #define RINGSIDE_LAUNCH_LOCAL_CLUSTER_H_
 
+#include <cstdint>
 #include <functional>
 #include <map>
 #include <memory>
@@ -40,18 +47,46 @@ struct LocalClusterOptions {
   std::vector<std::string> worker_flags;  // extra flags for every worker
   // Extra flags for the worker started i-th (tests: `--fault_at=...` for one of them).
   std::map<int, std::vector<std::string>> flags_of_worker;
+  // The controller's --checkpoint_dir (created when missing; empty: none) and
+  // --checkpoint_every (0: none).
+  std::string checkpoint_dir;
+  int64_t checkpoint_every = 0;
+  // Whether a controller or shard that ends without being asked to is restarted
+  // (RestartDeadServers, which WaitForResults then calls) instead of failing the cluster.
+  bool restart_servers = false;
+  // The crash-loop guard of those restarts: a server restarted `max_restarts` times within
+  // `restart_window` that dies again is given up on. A restart waits `restart_backoff` times
+  // 2^(k-1) (at most 16 times) after the death, k being the restarts already made within the
+  // window (the first is at once): a process that dies on start is not respawned in a tight
+  // loop, and a cause that clears by itself (a replacement shard refused while the controller
+  // still holds its predecessor's registration, up to a heartbeat timeout) gets time to clear.
+  int max_restarts = 5;
+  absl::Duration restart_window = absl::Minutes(1);
+  absl::Duration restart_backoff = absl::Seconds(1);
 };
 
 struct ClusterProcess {
-  std::string name;  // "controller", "ps-<i>", "worker-<i>" (i: start order; ranks may differ)
-  Subprocess process;
+  ClusterProcess(std::string name, Subprocess process, std::vector<std::string> command,
+                 std::string ready_file);
+
+  std::string name;    // "controller", "ps-<i>", "worker-<i>" (i: start order; ranks may differ)
+  Subprocess process;  // the current one: a restart replaces it
+  std::vector<std::string> command;  // its argv; a restart runs it again
+  std::string ready_file;            // where it writes {port, metrics_port} once serving
   int port = 0;
   int metrics_port = 0;
   std::string result_file;       // workers
   std::string trace_file;        // workers
   std::string params_file;       // workers
   bool expected_to_end = false;  // killed on purpose: not a failure
+  bool is_worker() const;
   std::string metrics_url() const;
+
+  // Servers under restart_servers: the restarts made within the window, and when the next one
+  // is due once a death has been seen (after its back-off).
+  std::vector<absl::Time> restarts;
+  std::optional<absl::Time> restart_due;
+  int restarted = 0;  // restarts ever made: names the kept logs <name>.log.<n>
 };
 
 class LocalCluster {
@@ -71,7 +106,21 @@ class LocalCluster {
   std::vector<std::string> WorkerCommand(const std::string& name) const;
 
   // A child that ended without being asked to: "<name> (pid P) <how it ended>; last lines: ...".
+  // Under restart_servers only workers count: a dead server is RestartDeadServers' business.
   std::optional<std::string> DeadChild();
+
+  // Restarts every controller or shard that ended without being asked to, with its own
+  // command line (so at its own address), once its back-off is over; the previous log is kept
+  // as <name>.log.<n> and the stale ready file removed, so the replacement writes it afresh.
+  // Non-blocking: call it in a loop. ABORTED naming the process and quoting its log when it is
+  // a crash loop (see LocalClusterOptions::max_restarts), and from then on: a replacement that
+  // cannot bind its port (taken meanwhile) ends at once and is retried like any crash, so a
+  // port taken for good ends here too. Each restart is reported once by TakeRestartReports().
+  // A no-op after Stop().
+  absl::Status RestartDeadServers();
+  // "<name> (pid P) <how it ended>; restarted as pid Q at ADDRESS ..." for every restart since
+  // the last call.
+  std::vector<std::string> TakeRestartReports();
 
   // Marks every worker that ended without being asked to as lost (expected_to_end); the elastic
   // job goes on without them. Each loss is reported once by TakeLostWorkerReports().
@@ -81,8 +130,8 @@ class LocalCluster {
 
   // Waits until every worker still running has written its result file; a worker that dies
   // meanwhile is lost (CollectLostWorkers), not a failure. Fails at once, naming the process,
-  // when the controller or a shard dies, or when no worker is left; `stop` (polled) cancels the
-  // wait (CANCELLED).
+  // when the controller or a shard dies (under restart_servers: when RestartDeadServers gives
+  // up), or when no worker is left; `stop` (polled) cancels the wait (CANCELLED).
   absl::StatusOr<std::vector<TrainResultFile>> WaitForResults(
       absl::Duration timeout, const std::function<bool()>& stop = nullptr);
 
@@ -91,14 +140,20 @@ class LocalCluster {
 
  private:
   explicit LocalCluster(LocalClusterOptions options) : options_(std::move(options)) {}
-  absl::StatusOr<ClusterProcess*> Spawn(std::string name, std::vector<std::string> argv);
-  absl::Status AwaitReady(ClusterProcess& process, const std::string& ready_file);
+  absl::StatusOr<ClusterProcess*> Spawn(std::string name, std::vector<std::string> argv,
+                                        std::string ready_file);
+  absl::Status AwaitReady(ClusterProcess& process);
+  // One dead server: gives up (crash loop), schedules its restart or, when due, restarts it.
+  absl::Status RestartIfDue(ClusterProcess& server, absl::Time now);
 
   LocalClusterOptions options_;
   std::string token_file_;
   std::string controller_address_;
   int next_worker_ = 0;
+  bool stopped_ = false;
+  absl::Status gave_up_;  // RestartDeadServers' crash-loop error, once there is one
   std::vector<std::string> unreported_losses_;
+  std::vector<std::string> unreported_restarts_;
   std::vector<std::unique_ptr<ClusterProcess>> processes_;
 };
 

@@ -2,6 +2,7 @@
 // must agree with the cost model, between the modes, and with Iris's expected accuracy.
 #include <signal.h>
 
+#include <filesystem>
 #include <functional>
 #include <map>
 #include <regex>
@@ -9,6 +10,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "cli/health_check.h"
 #include "common/cluster_files.h"
 #include "common/file_util.h"
 #include "gtest/gtest.h"
@@ -223,6 +225,103 @@ TEST(UpCommandTest, ALostWorkerIsReportedAndAnAddedOneJoinsAndTrains) {
   auto exit = up->Wait(absl::Seconds(60));
   ASSERT_TRUE(exit.ok());
   ExpectAllGone({{"controller", pids.at("controller")}, {"ps-0", pids.at("ps-0")}});
+}
+
+// `ringside up` restarts a controller that dies, at its address, and says so; its ready file
+// names the new pid.
+TEST(UpCommandTest, AKilledControllerIsRestartedAtItsAddressAndReported) {
+  auto dir = TempDir::Create("ringside-up-test-");
+  ASSERT_TRUE(dir.ok());
+  SpawnOptions spawn;
+  spawn.argv = {testing::BinDir() + "/ringside",
+                "up",
+                "--workers=2",
+                "--ps_shards=1",
+                "--model=4,16,3",
+                "--steps=100000000",
+                "--heartbeat_timeout=1s",
+                "--checkpoint_dir=" + dir->File("checkpoints"),
+                "--checkpoint_every=50",
+                "--ready_file=" + dir->File("up.json")};
+  spawn.log_path = dir->File("up.log");
+  auto up = Subprocess::Spawn(spawn);
+  ASSERT_TRUE(up.ok()) << up.status();
+  auto wait_for = [&](const std::function<bool()>& event, const std::string& what) {
+    const absl::Status seen = testing::PollUntil(event, absl::Seconds(120), [&] {
+      return up->Poll().has_value() ? std::optional<std::string>("ringside up exited")
+                                    : std::nullopt;
+    });
+    EXPECT_TRUE(seen.ok()) << "no " << what << ": " << seen.message() << "\n"
+                           << TailOfFile(spawn.log_path, 20);
+    return seen.ok();
+  };
+  auto controller_pid = [&]() -> pid_t {
+    const nlohmann::json ready =
+        nlohmann::json::parse(ReadFileToString(dir->File("up.json")).value_or(""), nullptr, false);
+    if (!ready.is_object()) return 0;
+    for (const nlohmann::json& process : ready["processes"]) {
+      if (process["name"] == "controller") return process["pid"].get<pid_t>();
+    }
+    return 0;
+  };
+  ASSERT_TRUE(wait_for([&] { return controller_pid() > 0; }, "ready file"));
+  const pid_t killed = controller_pid();
+  const nlohmann::json ready =
+      nlohmann::json::parse(ReadFileToString(dir->File("up.json")).value());
+  const std::string address = ready["controller"].get<std::string>();
+  EXPECT_TRUE(std::filesystem::is_directory(dir->File("checkpoints")));
+  ASSERT_EQ(kill(killed, SIGKILL), 0);
+
+  const std::string report = absl::StrCat("controller (pid ", killed, ") killed by signal 9");
+  ASSERT_TRUE(wait_for(
+      [&] {
+        const std::string log = ReadFileToString(spawn.log_path).value_or("");
+        const size_t at = log.find(report);
+        return at != std::string::npos && log.find("restarted it as pid", at) < log.find('\n', at);
+      },
+      "report of the restarted controller"));
+  ASSERT_TRUE(wait_for([&] { return controller_pid() > 0 && controller_pid() != killed; },
+                       "ready file naming the new controller"));
+  ASSERT_TRUE(wait_for([&] { return cli::CheckHealth(address, absl::Seconds(2)).ok(); },
+                       "SERVING controller at " + address));
+  EXPECT_TRUE(up->running()) << "ringside up must go on after restarting its controller";
+  const pid_t replacement = controller_pid();
+  kill(up->pid(), SIGTERM);
+  auto exit = up->Wait(absl::Seconds(60));
+  ASSERT_TRUE(exit.ok());
+  EXPECT_TRUE(exit->ok()) << exit->ToString() << "\n" << TailOfFile(spawn.log_path, 20);
+  ExpectAllGone({{"controller", replacement}});
+}
+
+// The checkpoint flags are listed by --help, and a bad combination fails at once naming them.
+TEST(UpCommandTest, CheckpointFlagsAreListedAndChecked) {
+  auto dir = TempDir::Create("ringside-up-test-");
+  ASSERT_TRUE(dir.ok());
+  SpawnOptions spawn;
+  spawn.argv = {testing::BinDir() + "/ringside", "--help"};
+  spawn.log_path = dir->File("help.log");
+  auto help = Subprocess::Spawn(spawn);
+  ASSERT_TRUE(help.ok()) << help.status();
+  ASSERT_TRUE(help->Wait(absl::Seconds(30)).ok());
+  const std::string usage = ReadFileToString(spawn.log_path).value_or("");
+  EXPECT_NE(usage.find("--checkpoint_dir"), std::string::npos) << usage;
+  EXPECT_NE(usage.find("--checkpoint_every"), std::string::npos) << usage;
+
+  for (const char* command : {"up", "compare"}) {
+    SCOPED_TRACE(command);
+    spawn.argv = {testing::BinDir() + "/ringside", command, "--checkpoint_every=5"};
+    spawn.log_path = dir->File(absl::StrCat(command, ".log"));
+    auto run = Subprocess::Spawn(spawn);
+    ASSERT_TRUE(run.ok()) << run.status();
+    auto exit = run->Wait(absl::Seconds(30));
+    ASSERT_TRUE(exit.ok());
+    EXPECT_EQ(exit->exit_code, 1);
+    EXPECT_NE(ReadFileToString(spawn.log_path)
+                  .value_or("")
+                  .find("--checkpoint_every needs a --checkpoint_dir"),
+              std::string::npos)
+        << TailOfFile(spawn.log_path, 5);
+  }
 }
 
 }  // namespace

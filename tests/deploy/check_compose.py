@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 """Consistency of the compose file as docker-compose resolved it (`docker-compose config` output
 on stdin) with deploy/prometheus/compose.yml: the services the README lists, a gRPC health check
-through `ringside health` on each daemon's own --listen port, the join token as a secret, every
-daemon scraped by Prometheus, Grafana provisioned. Prints one line per problem; exit 1 if any."""
+through `ringside health` on each daemon's own --listen port, the join token as a secret, the
+controller's --checkpoint_dir on a named volume, every daemon scraped by Prometheus, Grafana
+provisioned. Prints one line per problem; exit 1 if any."""
 import re
 import sys
 
@@ -46,6 +47,24 @@ def main(prometheus_config_path):
                 problems.append(f"{name}: --advertise={advertise}, want {name}:{port}")
             if flag(command, "controller") != "controller:7000":
                 problems.append(f"{name}: --controller is not controller:7000")
+    # The controller's durable state must outlive its container: on a declared named volume.
+    controller = services.get("controller", {})
+    checkpoint_dir = flag(controller.get("command") or [], "checkpoint_dir")
+    named = {}
+    for volume in controller.get("volumes", []):
+        if isinstance(volume, dict) and volume.get("type") == "volume":
+            named[volume["target"]] = volume["source"]
+        elif isinstance(volume, str) and not volume.startswith((".", "/")):
+            source, target = volume.split(":")[:2]
+            named[target] = source
+    on = [source for target, source in named.items()
+          if checkpoint_dir and (checkpoint_dir == target or checkpoint_dir.startswith(target + "/"))]
+    if not checkpoint_dir:
+        problems.append("controller: no --checkpoint_dir (its durable state)")
+    elif not on:
+        problems.append(f"controller: --checkpoint_dir={checkpoint_dir} is not on a named volume")
+    elif on[0] not in (compose.get("volumes") or {}):
+        problems.append(f"top-level volume {on[0]} (the controller's state) missing")
     if "join_token" not in (compose.get("secrets") or {}):
         problems.append("top-level secret join_token missing")
     with open(prometheus_config_path, encoding="utf-8") as f:

@@ -10,7 +10,9 @@ train.
 
 Host names become 127.0.0.1 and every (host, port) a free loopback port: compose service names
 (controller, ps-0, ...) and Kubernetes names (Service ringside-controller, pod DNS names such as
-ringside-ps-0.ringside-ps). Secrets become a temporary token file. Kubernetes arguments are
+ringside-ps-0.ringside-ps). Secrets become a temporary token file, and durable volumes (compose
+named volumes, Kubernetes PersistentVolumeClaims) a temporary directory each, wherever a flag
+names a path on them (the controller's --checkpoint_dir). Kubernetes arguments are
 expanded as the kubelet does ($(VAR) from env, envFrom ConfigMaps and the downward API's
 metadata.name). Then: every daemon's health check (compose healthcheck / Kubernetes gRPC
 readiness probe, through `ringside health`) passes, and every worker's ringside_steps_total
@@ -36,6 +38,7 @@ class Daemon:
     def __init__(self, name, argv, env=None):
         self.name, self.argv, self.env = name, list(argv), dict(env or {})
         self.health_port = None  # container port the health check asks
+        self.volumes = {}  # durable volumes: mount path in the container -> volume name
         self.process = None
 
 
@@ -71,6 +74,13 @@ def compose_daemons(path, token):
             sys.exit(f"{name}: health check is not `ringside health --address=...`: {test}")
         daemon.health_port = int(address.rsplit(":", 1)[1])
         daemon.argv = [a.replace("/run/secrets/join_token", token) for a in daemon.argv]
+        for volume in service.get("volumes", []):
+            if isinstance(volume, dict):  # long syntax
+                if volume.get("type") == "volume":
+                    daemon.volumes[volume["target"]] = volume["source"]
+            elif not volume.startswith((".", "/")):  # short syntax; a named volume, not a bind
+                source, target = volume.split(":")[:2]
+                daemon.volumes[target] = source
         daemons.append(daemon)
     # A service is reached by its own name inside the compose network.
     return daemons, {d.name: d for d in daemons}
@@ -105,6 +115,9 @@ def k8s_daemons(path, token):
                 mounts = {m["name"]: m["mountPath"] for m in container.get("volumeMounts", [])}
                 argv = [a.replace(mounts.get("join-token", "\0") + "/token", token) for a in argv]
                 daemon = Daemon(pod, argv)
+                for volume in spec["template"]["spec"].get("volumes", []):
+                    if "persistentVolumeClaim" in volume and volume["name"] in mounts:
+                        daemon.volumes[mounts[volume["name"]]] = volume["name"]
                 daemon.health_port = container["readinessProbe"]["grpc"]["port"]
                 daemons.append(daemon)
                 if workload["kind"] == "StatefulSet":
@@ -150,6 +163,16 @@ def localise(daemons, by_host):
         d.metrics = f"http://{address('127.0.0.1', metrics_port, d)}/metrics"
 
 
+def localise_volumes(daemons, workdir):
+    """Points every flag naming a path on a durable volume at a fresh local directory."""
+    for d in daemons:
+        for mount_path, volume in d.volumes.items():
+            local = os.path.join(workdir, f"{d.name}-{volume}")
+            os.makedirs(local, exist_ok=True)
+            d.argv = [re.sub(rf"^(--[a-z_]+=){re.escape(mount_path)}(?=/|$)",
+                             lambda m, local=local: m.group(1) + local, a) for a in d.argv]
+
+
 def scrape(url):
     try:
         with urllib.request.urlopen(url, timeout=2) as reply:
@@ -175,6 +198,7 @@ def main(kind, path, bin_dir):
             f.write("local-test-token\n")
         daemons, by_host = (compose_daemons if kind == "compose" else k8s_daemons)(path, token)
         localise(daemons, by_host)
+        localise_volumes(daemons, workdir)
         for d in daemons:
             program = os.path.join(bin_dir, d.argv[0])
             log = open(os.path.join(workdir, d.name + ".log"), "w", encoding="utf-8")

@@ -111,6 +111,36 @@ function checkJobMatchesReplicas(objects, file) {
   }
 }
 
+// The controller's --checkpoint_dir must be on a PersistentVolumeClaim rendered with it, and the
+// pod must set fsGroup, or the non-root user cannot write the volume.
+function checkDurableState(objects, file) {
+  const controller = objects.find(
+    (o) => o.kind === "Deployment" && o.metadata?.name?.startsWith("ringside-controller"));
+  if (!controller) return;
+  const pod = controller.spec?.template?.spec ?? {};
+  const name = `${file}: Deployment/${controller.metadata.name}`;
+  for (const container of pod.containers ?? []) {
+    const arg = (container.args ?? []).find((a) => a.startsWith("--checkpoint_dir="));
+    if (!arg) {
+      fail(`${name} container ${container.name}: no --checkpoint_dir (its durable state)`);
+      continue;
+    }
+    const dir = arg.slice("--checkpoint_dir=".length);
+    const mount = (container.volumeMounts ?? []).find(
+      (m) => dir === m.mountPath || dir.startsWith(`${m.mountPath}/`));
+    const volume = (pod.volumes ?? []).find((v) => v.name === mount?.name);
+    const claim = volume?.persistentVolumeClaim?.claimName;
+    if (!claim) {
+      fail(`${name}: --checkpoint_dir=${dir} is not on a PersistentVolumeClaim volume`);
+    } else if (!objects.some((o) => o.kind === "PersistentVolumeClaim" && o.metadata?.name === claim)) {
+      fail(`${name}: PersistentVolumeClaim ${claim} is not rendered with it`);
+    }
+  }
+  if (pod.securityContext?.fsGroup === undefined) {
+    fail(`${name}: no fsGroup, so the non-root user cannot write its state volume`);
+  }
+}
+
 async function checkKubernetes(files) {
   const typed = [];
   let imports = "";
@@ -150,6 +180,7 @@ async function checkKubernetes(files) {
       count++;
     }
     checkJobMatchesReplicas(objects, file);
+    checkDurableState(objects, file);
   }
   if (count === 0) fail(`${files.join(", ")}: no objects`);
   typeCheck(imports + typed.join(""), "kubernetes");
