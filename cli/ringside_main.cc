@@ -15,14 +15,18 @@
 #include "absl/status/statusor.h"
 #include "cli/commands.h"
 #include "cli/health_check.h"
+#include "common/auth.h"
 #include "common/flags_usage.h"
 #include "common/grpc_util.h"
 #include "common/net.h"
 #include "common/termination_signals.h"
+#include "control/job_spec.h"
 #include "model/training_flags.h"
 #include "proto/controller.grpc.pb.h"
 
 ABSL_FLAG(std::string, controller, "", "ctl: the controller's address HOST:PORT");
+ABSL_FLAG(std::string, operator_token_file, "",
+          "ctl: file holding the controller's operator token (its --operator_token_file)");
 ABSL_FLAG(std::string, address, "", "health: the daemon's gRPC address HOST:PORT");
 ABSL_FLAG(absl::Duration, timeout, absl::Seconds(10), "deadline of a ctl or health request");
 ABSL_FLAG(int, workers, 4, "compare/up: workers in the local cluster");
@@ -58,9 +62,13 @@ int SetMode(const std::string& mode) {
   if (absl::Status status = ringside::ParseHostPort(controller).status(); !status.ok()) {
     return Fail("--controller: " + std::string(status.message()));
   }
+  absl::StatusOr<std::string> token = ringside::server::ReadTokenFile(
+      absl::GetFlag(FLAGS_operator_token_file), "--operator_token_file");
+  if (!token.ok()) return Fail(std::string(token.status().message()));
   auto stub = ringside::proto::Controller::NewStub(ringside::MakeChannel(controller));
   grpc::ClientContext context;
   ringside::SetDeadline(context, absl::GetFlag(FLAGS_timeout));
+  context.AddMetadata(ringside::kOperatorTokenMetadata, *token);
   ringside::proto::ModeRequest request;
   request.set_mode(mode);
   ringside::proto::ModeReply reply;

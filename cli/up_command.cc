@@ -64,7 +64,9 @@ absl::Status RunUp(const UpOptions& options, const TerminationSignals& signals, 
   }
   const std::string add_worker = absl::StrJoin(cluster->WorkerCommand("worker-added"), " ");
   out << "switch modes with: ringside ctl mode ring|ps --controller="
-      << cluster->controller_address() << "\nadd a worker with: " << add_worker
+      << cluster->controller_address()
+      << " --operator_token_file=" << cluster->operator_token_file()
+      << "\nadd a worker with: " << add_worker
       << "\na controller or shard that dies is restarted at its address; Ctrl-C stops every "
          "process.\n";
   out.flush();

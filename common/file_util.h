@@ -14,7 +14,9 @@
 
 namespace ringside {
 
-absl::Status WriteFileAtomically(const std::string& path, absl::string_view contents);
+// `mode`: the file's permissions (0600 for secrets).
+absl::Status WriteFileAtomically(const std::string& path, absl::string_view contents,
+                                 unsigned mode = 0644);
 absl::StatusOr<std::string> ReadFileToString(const std::string& path);
 
 }  // namespace ringside

@@ -1,5 +1,7 @@
 #include "common/grpc_util.h"
 
+#include <algorithm>
+
 #include "absl/strings/str_cat.h"
 #include "grpcpp/create_channel.h"
 #include "grpcpp/health_check_service_interface.h"
@@ -94,6 +96,13 @@ absl::Status ValidateSegmentBytes(int64_t segment_bytes) {
   if (segment_bytes >= 4 && segment_bytes <= kMaxMessageBytes / 2) return absl::OkStatus();
   return absl::InvalidArgumentError(absl::StrCat("--segment_bytes=", segment_bytes,
                                                  " must be in [4, ", kMaxMessageBytes / 2, "]"));
+}
+
+std::string MetadataValue(const grpc::ServerContextBase& context, const char* key) {
+  const auto& metadata = context.client_metadata();
+  auto it = metadata.find(key);
+  if (it == metadata.end()) return "";
+  return std::string(it->second.data(), std::min<size_t>(it->second.size(), 256));
 }
 
 grpc::Status ToGrpcStatus(const absl::Status& status) {

@@ -15,6 +15,7 @@
 #include "grpcpp/client_context.h"
 #include "grpcpp/server.h"
 #include "grpcpp/server_builder.h"
+#include "grpcpp/server_context.h"
 
 namespace ringside {
 
@@ -52,6 +53,10 @@ struct StartedServer {
 };
 absl::StatusOr<StartedServer> StartServer(const std::string& listen,
                                           const std::vector<grpc::Service*>& services);
+
+// The first value of the call's metadata `key` (common/auth.h names them); empty when absent.
+// Values over 256 bytes are cut: no secret of ours is that long, and a peer's junk is bounded.
+std::string MetadataValue(const grpc::ServerContextBase& context, const char* key);
 
 grpc::Status ToGrpcStatus(const absl::Status& status);
 absl::Status FromGrpcStatus(const grpc::Status& status);

@@ -12,6 +12,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/grpc_util.h"
+#include "common/status_macros.h"
 #include "control/controller_service.h"
 
 namespace ringside::server {
@@ -61,10 +62,8 @@ class PutReactor final : public grpc::ServerReadReactor<proto::CheckpointSegment
   absl::Status Take() {
     const CheckpointShape& shape = keeper_.shape();
     if (!began_) {
-      if (absl::Status member = CheckMember(service_.membership(), segment_.member_id(), true);
-          !member.ok()) {
-        return member;
-      }
+      RETURN_IF_ERROR(service_.AuthenticateMember(*context_, segment_.member_id()));
+      RETURN_IF_ERROR(CheckMember(service_.membership(), segment_.member_id(), true));
       if (segment_.parameters() != shape.parameters ||
           segment_.state_elements() != shape.state_elements()) {
         return absl::InvalidArgumentError(
@@ -183,8 +182,11 @@ grpc::ServerReadReactor<proto::CheckpointSegment>* ControllerService::PutCheckpo
 }
 
 grpc::ServerWriteReactor<proto::CheckpointSegment>* ControllerService::GetCheckpoint(
-    grpc::CallbackServerContext* /*context*/, const proto::CheckpointRequest* request) {
+    grpc::CallbackServerContext* context, const proto::CheckpointRequest* request) {
   if (keeper_ == nullptr) return new Refused(NoCheckpoints());
+  if (absl::Status status = AuthenticateMember(*context, request->member_id()); !status.ok()) {
+    return new Refused(ToGrpcStatus(status));
+  }
   if (absl::Status member = CheckMember(membership_, request->member_id(), false); !member.ok()) {
     return new Refused(ToGrpcStatus(member));
   }

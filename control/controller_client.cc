@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "common/auth.h"
 #include "common/grpc_util.h"
 #include "common/status_macros.h"
 
@@ -26,6 +27,7 @@ absl::StatusOr<std::unique_ptr<ControllerClient>> ControllerClient::Connect(
   request.set_role(options.role);
   request.set_address(options.address);
   request.set_device(options.device);
+  request.set_member_credential(options.credential);
   proto::RegisterReply reply;
   const grpc::Status status = stub->Register(&context, request, &reply);
   if (!status.ok()) {
@@ -60,6 +62,10 @@ ControllerClient::~ControllerClient() {
   heartbeat_thread_.join();
 }
 
+void ControllerClient::Authenticate(grpc::ClientContext& context) const {
+  context.AddMetadata(kMemberCredentialMetadata, options_.credential);
+}
+
 bool ControllerClient::StoppingAfter(absl::Duration how_long) {
   absl::MutexLock lock(&mu_);
   auto stop = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return stopping_; };
@@ -71,6 +77,7 @@ grpc::Status ControllerClient::WatchOnce() {
   // No deadline: the watch lasts as long as the membership. Waits for a controller that is
   // restarting instead of failing at once.
   context.set_wait_for_ready(true);
+  Authenticate(context);
   {
     absl::MutexLock lock(&mu_);
     if (stopping_) return grpc::Status::CANCELLED;
@@ -132,6 +139,7 @@ void ControllerClient::HeartbeatLoop() {
     if (StoppingAfter(heartbeat_interval_)) return;
     grpc::ClientContext context;
     SetDeadline(context, std::min(options_.rpc_timeout, heartbeat_interval_ * 3));
+    Authenticate(context);
     proto::HeartbeatRequest request;
     request.set_member_id(member_id_);
     request.set_generation(latest_generation());
@@ -181,6 +189,7 @@ absl::Status ControllerClient::PutCheckpoint(uint64_t step, absl::Span<const flo
                                              absl::Span<const float> optimizer_state) {
   grpc::ClientContext context;
   SetDeadline(context, options_.checkpoint_timeout);
+  Authenticate(context);
   proto::CheckpointReply reply;
   std::unique_ptr<grpc::ClientWriter<proto::CheckpointSegment>> writer =
       stub_->PutCheckpoint(&context, &reply);
@@ -210,6 +219,7 @@ absl::Status ControllerClient::GetCheckpoint(uint64_t step, absl::Span<float> pa
   grpc::ClientContext context;
   SetDeadline(context, options_.checkpoint_timeout);
   context.set_wait_for_ready(true);  // a controller restarting is waited for
+  Authenticate(context);
   proto::CheckpointRequest request;
   request.set_member_id(member_id_);
   request.set_step(step);

@@ -36,6 +36,9 @@ struct ControllerClientOptions {
   std::string join_token;
   proto::Role role = proto::ROLE_WORKER;
   std::string address;  // what this member serves on, as others dial it
+  // This member's own secret (common/auth.h: RandomSecret), made before it serves anything so
+  // its services check link keys from their first call; registered with the controller.
+  std::string credential;
   std::string device = "cpu";
   absl::Duration register_timeout = absl::Seconds(60);  // the controller may start later
   absl::Duration rpc_timeout = absl::Seconds(10);
@@ -60,6 +63,7 @@ class ControllerClient {
   void set_completed_steps(uint64_t steps) { completed_steps_ = steps; }
   absl::Status failure() const;
   uint64_t member_id() const { return member_id_; }
+
   // Durable state (the controller's --checkpoint_dir): uploads the job's state after `step`
   // completed steps (rank 0, when the assignment asks for it), and reads the controller's
   // checkpoint of `step` back, checking it has exactly the sizes given. Each bounded by the rpc
@@ -75,6 +79,8 @@ class ControllerClient {
  private:
   ControllerClient(const ControllerClientOptions& options, uint64_t member_id,
                    absl::Duration heartbeat_interval, AssignmentCallback on_assignment);
+  // Every call after registration carries the member's credential.
+  void Authenticate(grpc::ClientContext& context) const;
   void WatchLoop();
   // One watch stream, until it ends; returns its status.
   grpc::Status WatchOnce();

@@ -4,6 +4,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "common/auth.h"
 #include "common/grpc_util.h"
 #include "common/net.h"
 
@@ -103,9 +104,27 @@ class WatchReactor final : public grpc::ServerWriteReactor<proto::Assignment> {
     for (const std::string& address : assignment.ring) out.add_ring(address);
     for (const std::string& address : assignment.shards) out.add_shards(address);
     *out.mutable_job() = service_.job();
+    AddLinkKeys(assignment, out);
     if (service_.checkpoints() != nullptr) {
       out.set_checkpoint_step(service_.checkpoints()->newest_step());
       out.set_checkpoint_every(service_.checkpoint_every());
+    }
+  }
+
+  // The keys this member presents in this generation: to its right neighbour's ring stream, to
+  // every shard's Step and, as rank 0, to every shard's Load (common/auth.h).
+  void AddLinkKeys(const MemberAssignment& assignment, proto::Assignment& out) const {
+    if (assignment.rank < 0) return;
+    const Membership& membership = service_.membership();
+    const int world = static_cast<int>(assignment.ring_ids.size());
+    const uint64_t right = assignment.ring_ids[(assignment.rank + 1) % world];
+    if (std::optional<std::string> credential = membership.CredentialOf(right)) {
+      out.set_ring_key(RingLinkKey(*credential, assignment.generation, assignment.rank));
+    }
+    for (uint64_t shard : assignment.shard_ids) {
+      const std::string credential = membership.CredentialOf(shard).value_or("");
+      out.add_shard_keys(ShardStepKey(credential, assignment.generation, assignment.rank));
+      if (assignment.rank == 0) out.add_load_keys(ShardLoadKey(credential, assignment.generation));
     }
   }
 
@@ -124,6 +143,13 @@ class WatchReactor final : public grpc::ServerWriteReactor<proto::Assignment> {
 
 namespace {
 
+// A watch refused before it starts (wrong credential): finishes at once.
+class RefusedWatch final : public grpc::ServerWriteReactor<proto::Assignment> {
+ public:
+  explicit RefusedWatch(const grpc::Status& status) { Finish(status); }
+  void OnDone() override { delete this; }
+};
+
 grpc::ServerUnaryReactor* Done(grpc::CallbackServerContext* context, const absl::Status& status) {
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
   reactor->Finish(ToGrpcStatus(status));
@@ -140,6 +166,21 @@ ControllerService::ControllerService(Membership& membership, proto::JobSpec job,
       log_(log) {}
 
 ControllerService::~ControllerService() = default;
+
+absl::Status ControllerService::AuthenticateMember(const grpc::ServerContextBase& context,
+                                                   uint64_t member) const {
+  const std::optional<std::string> credential = membership_.CredentialOf(member);
+  if (!credential.has_value()) {
+    return absl::NotFoundError(
+        absl::StrCat("member ", member, " is unknown or was dropped; register again"));
+  }
+  if (!SecretsEqual(MetadataValue(context, kMemberCredentialMetadata), *credential)) {
+    return absl::UnauthenticatedError(
+        absl::StrCat("wrong or missing credential for member ", member,
+                     "; a member presents the credential its registration returned"));
+  }
+  return absl::OkStatus();
+}
 
 void ControllerService::EnableCheckpoints(CheckpointKeeper* keeper, uint64_t every) {
   keeper_ = keeper;
@@ -170,8 +211,8 @@ grpc::ServerUnaryReactor* ControllerService::Register(grpc::CallbackServerContex
   }
   const MemberRole role =
       request->role() == proto::ROLE_WORKER ? MemberRole::kWorker : MemberRole::kShard;
-  absl::StatusOr<uint64_t> id =
-      membership_.Register(request->join_token(), role, request->address(), absl::Now());
+  absl::StatusOr<uint64_t> id = membership_.Register(
+      request->join_token(), role, request->address(), absl::Now(), request->member_credential());
   {
     absl::MutexLock lock(&log_mu_);
     if (id.ok()) {
@@ -192,7 +233,10 @@ grpc::ServerUnaryReactor* ControllerService::Register(grpc::CallbackServerContex
 }
 
 grpc::ServerWriteReactor<proto::Assignment>* ControllerService::Watch(
-    grpc::CallbackServerContext* /*context*/, const proto::WatchRequest* request) {
+    grpc::CallbackServerContext* context, const proto::WatchRequest* request) {
+  if (absl::Status status = AuthenticateMember(*context, request->member_id()); !status.ok()) {
+    return new RefusedWatch(ToGrpcStatus(status));
+  }
   std::shared_ptr<WatchReactor> reactor =
       WatchReactor::Start(std::make_shared<WatchReactor>(*this, request->member_id()));
   {
@@ -206,6 +250,9 @@ grpc::ServerWriteReactor<proto::Assignment>* ControllerService::Watch(
 grpc::ServerUnaryReactor* ControllerService::Heartbeat(grpc::CallbackServerContext* context,
                                                        const proto::HeartbeatRequest* request,
                                                        proto::HeartbeatReply* /*reply*/) {
+  if (absl::Status status = AuthenticateMember(*context, request->member_id()); !status.ok()) {
+    return Done(context, status);
+  }
   return Done(context,
               membership_.Heartbeat(request->member_id(), request->generation(), absl::Now()));
 }
@@ -213,6 +260,22 @@ grpc::ServerUnaryReactor* ControllerService::Heartbeat(grpc::CallbackServerConte
 grpc::ServerUnaryReactor* ControllerService::SetMode(grpc::CallbackServerContext* context,
                                                      const proto::ModeRequest* request,
                                                      proto::ModeReply* reply) {
+  if (operator_token_.empty()) {
+    return Done(context, absl::PermissionDeniedError(
+                             "this controller takes no mode switches: start it with "
+                             "--operator_token_file, and pass the same file to ringside ctl"));
+  }
+  if (!SecretsEqual(MetadataValue(*context, kOperatorTokenMetadata), operator_token_)) {
+    {
+      absl::MutexLock lock(&log_mu_);
+      log_ << "controller: refused a mode switch from " << QuoteForLog(context->peer())
+           << ": wrong or missing operator token\n";
+      log_.flush();
+    }
+    return Done(context,
+                absl::UnauthenticatedError("wrong or missing operator token; pass ringside ctl the "
+                                           "controller's --operator_token_file"));
+  }
   absl::StatusOr<SyncMode> mode = ParseSyncMode(request->mode());
   if (!mode.ok()) return Done(context, mode.status());
   absl::StatusOr<uint64_t> generation = membership_.SetMode(*mode);

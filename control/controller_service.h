@@ -29,6 +29,13 @@ class ControllerService final : public proto::Controller::CallbackService {
   // `every` steps, and the checkpoint RPCs are served (without a keeper they are UNIMPLEMENTED
   // with a hint). Call before serving; `keeper` must outlive the service.
   void EnableCheckpoints(CheckpointKeeper* keeper, uint64_t every);
+  // The token SetMode requires (ringside-controller --operator_token_file); empty: no mode
+  // switches at all (PERMISSION_DENIED). Call before serving.
+  void SetOperatorToken(std::string token) { operator_token_ = std::move(token); }
+
+  // OK when the call carries `member`'s credential (common/auth.h); UNAUTHENTICATED otherwise,
+  // saying which member and what to do.
+  absl::Status AuthenticateMember(const grpc::ServerContextBase& context, uint64_t member) const;
 
   // Pushes the current assignment to every watcher whose generation is out of date, and ends
   // the watch streams of members that are no longer members.
@@ -62,6 +69,7 @@ class ControllerService final : public proto::Controller::CallbackService {
   const absl::Duration heartbeat_timeout_;
   std::ostream& log_;
   CheckpointKeeper* keeper_ = nullptr;
+  std::string operator_token_;
   uint64_t checkpoint_every_ = 0;
   absl::Mutex mu_;
   std::vector<std::weak_ptr<WatchReactor>> watchers_ ABSL_GUARDED_BY(mu_);

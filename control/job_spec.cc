@@ -37,18 +37,19 @@ absl::StatusOr<worker::TrainingOptions> TrainingOptionsOf(const proto::JobSpec& 
   return training;
 }
 
-absl::StatusOr<std::string> ReadJoinToken(const std::string& path) {
+absl::StatusOr<std::string> ReadTokenFile(const std::string& path, absl::string_view flag) {
   if (path.empty()) {
-    return absl::InvalidArgumentError(
-        "--join_token_file: give the file holding the job's join token");
+    return absl::InvalidArgumentError(absl::StrCat(flag, ": give the file holding the token"));
   }
   absl::StatusOr<std::string> read = ReadFileToString(path);
-  if (!read.ok()) return Annotate(read.status(), "--join_token_file");
+  if (!read.ok()) return Annotate(read.status(), flag);
   const std::string token(absl::StripAsciiWhitespace(*read));
-  if (token.empty()) {
-    return absl::InvalidArgumentError(absl::StrCat("--join_token_file ", path, " is empty"));
-  }
+  if (token.empty()) return absl::InvalidArgumentError(absl::StrCat(flag, " ", path, " is empty"));
   return token;
+}
+
+absl::StatusOr<std::string> ReadJoinToken(const std::string& path) {
+  return ReadTokenFile(path, "--join_token_file");
 }
 
 absl::StatusOr<std::string> AdvertisedAddress(const std::string& advertise,

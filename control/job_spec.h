@@ -27,8 +27,10 @@ struct MemberOptions {
   absl::Duration register_timeout = absl::Seconds(60);
 };
 
-// The token in `path`, without surrounding whitespace; INVALID_ARGUMENT naming
-// --join_token_file when the path is empty or the file is missing or empty.
+// The token in `path`, without surrounding whitespace; INVALID_ARGUMENT naming `flag` when the
+// path is empty or the file is missing or empty.
+absl::StatusOr<std::string> ReadTokenFile(const std::string& path, absl::string_view flag);
+// ReadTokenFile for --join_token_file.
 absl::StatusOr<std::string> ReadJoinToken(const std::string& path);
 
 // The address other members dial: `advertise` if given, else `listen`'s host with the port the

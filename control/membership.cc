@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "absl/strings/str_cat.h"
+#include "common/auth.h"
 #include "common/net.h"
 #include "common/status_macros.h"
 
@@ -16,12 +17,14 @@ absl::string_view RoleName(MemberRole role) {
 }  // namespace
 
 absl::StatusOr<uint64_t> Membership::Register(absl::string_view token, MemberRole role,
-                                              const std::string& address, absl::Time now) {
+                                              const std::string& address, absl::Time now,
+                                              const std::string& credential) {
   if (config_.join_token.empty() || token != config_.join_token) {
     return absl::UnauthenticatedError(
         "wrong or missing join token; pass the controller's --join_token_file");
   }
   RETURN_IF_ERROR(ParseDialAddress(address).status());
+  RETURN_IF_ERROR(ValidateCredential(credential));
   absl::MutexLock lock(&mu_);
   const uint64_t id = next_id_++;
   ++version_;
@@ -30,12 +33,12 @@ absl::StatusOr<uint64_t> Membership::Register(absl::string_view token, MemberRol
     // The process serving this address was replaced: the newcomer takes the old one's place.
     const uint64_t old_id = it->first;
     members_.erase(it);
-    members_[id] = Member{role, address, now};
+    members_[id] = Member{role, address, now, credential};
     if (ReplaceInTopologyLocked(old_id, id)) ++topology_.generation;
     if (topology_.generation == 0) MaybeFormLocked();
     return id;
   }
-  members_[id] = Member{role, address, now};
+  members_[id] = Member{role, address, now, credential};
   if (topology_.generation == 0) {
     MaybeFormLocked();
   } else if (role == MemberRole::kWorker) {
@@ -146,10 +149,12 @@ std::optional<MemberAssignment> Membership::AssignmentOf(uint64_t member) const 
   for (size_t r = 0; r < topology_.workers.size(); ++r) {
     if (topology_.workers[r] == member) assignment.rank = static_cast<int>(r);
     assignment.ring.push_back(members_.at(topology_.workers[r]).address);
+    assignment.ring_ids.push_back(topology_.workers[r]);
   }
   for (size_t s = 0; s < topology_.shards.size(); ++s) {
     if (topology_.shards[s] == member) assignment.shard = static_cast<int>(s);
     assignment.shards.push_back(members_.at(topology_.shards[s]).address);
+    assignment.shard_ids.push_back(topology_.shards[s]);
   }
   if (assignment.rank < 0 && assignment.shard < 0) return std::nullopt;
   return assignment;
@@ -160,7 +165,7 @@ MembershipRecord Membership::Record() const {
   MembershipRecord record;
   record.next_id = next_id_;
   for (const auto& [id, member] : members_) {
-    record.members.push_back({id, member.role, member.address});
+    record.members.push_back({id, member.role, member.address, member.credential});
   }
   record.topology = topology_;
   return record;
@@ -175,7 +180,10 @@ absl::Status Membership::Restore(const MembershipRecord& record, absl::Time now)
     }
     RETURN_IF_ERROR(
         Annotate(ParseDialAddress(member.address).status(), absl::StrCat("member ", member.id)));
-    if (!members.emplace(member.id, Member{member.role, member.address, now}).second) {
+    RETURN_IF_ERROR(
+        Annotate(ValidateCredential(member.credential), absl::StrCat("member ", member.id)));
+    if (!members.emplace(member.id, Member{member.role, member.address, now, member.credential})
+             .second) {
       return absl::InvalidArgumentError(absl::StrCat("member id ", member.id, " appears twice"));
     }
   }
@@ -198,6 +206,13 @@ absl::Status Membership::Restore(const MembershipRecord& record, absl::Time now)
   topology_ = record.topology;
   ++version_;
   return absl::OkStatus();
+}
+
+std::optional<std::string> Membership::CredentialOf(uint64_t member) const {
+  absl::MutexLock lock(&mu_);
+  auto it = members_.find(member);
+  if (it == members_.end()) return std::nullopt;
+  return it->second.credential;
 }
 
 uint64_t Membership::version() const {

@@ -64,6 +64,8 @@ struct MemberAssignment {
   int shard = -1;                   // shards
   std::vector<std::string> ring;    // worker addresses in rank order
   std::vector<std::string> shards;  // shard addresses in shard order
+  std::vector<uint64_t> ring_ids;   // their member ids (link keys are made from them)
+  std::vector<uint64_t> shard_ids;
 };
 
 // What survives a controller restart (control/membership_record.h stores it).
@@ -72,6 +74,7 @@ struct MembershipRecord {
     uint64_t id = 0;
     MemberRole role = MemberRole::kWorker;
     std::string address;
+    std::string credential;  // the member's secret: it stays valid across a restart
   };
   uint64_t next_id = 1;
   std::vector<Member> members;  // id order
@@ -82,8 +85,10 @@ class Membership {
  public:
   explicit Membership(MembershipConfig config) : config_(std::move(config)) {}
 
+  // `credential` is the member's own secret (common/auth.h); INVALID_ARGUMENT unless it is one.
   absl::StatusOr<uint64_t> Register(absl::string_view token, MemberRole role,
-                                    const std::string& address, absl::Time now);
+                                    const std::string& address, absl::Time now,
+                                    const std::string& credential);
   absl::Status Heartbeat(uint64_t member, uint64_t generation, absl::Time now);
   // Drops silent members; returns the ids dropped.
   std::vector<uint64_t> Expire(absl::Time now);
@@ -95,6 +100,8 @@ class Membership {
   // late worker waiting for its generation, or a dropped member).
   std::optional<MemberAssignment> AssignmentOf(uint64_t member) const;
   bool IsMember(uint64_t member) const;
+  // The member's credential (common/auth.h) if `member` is a member; else nullopt.
+  std::optional<std::string> CredentialOf(uint64_t member) const;
 
   MembershipRecord Record() const;
   // Replaces the whole state with `record` (INVALID_ARGUMENT, changing nothing, when it does not
@@ -110,6 +117,7 @@ class Membership {
     MemberRole role;
     std::string address;
     absl::Time last_seen;
+    std::string credential;
   };
   void MaybeFormLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Replaces `old_id` by `new_id` wherever the topology names it; true if it did.

@@ -37,7 +37,9 @@ std::string MembershipRecordJson(const MembershipRecord& record) {
   for (const MembershipRecord::Member& member : record.members) {
     members.push_back({{"id", member.id},
                        {"role", member.role == MemberRole::kWorker ? "worker" : "shard"},
-                       {"address", member.address}});
+                       {"address", member.address},
+                       // The member's secret: the file is kept private (0600).
+                       {"credential", member.credential}});
   }
   const nlohmann::json json = {{"format", kFormat},
                                {"next_id", record.next_id},
@@ -74,22 +76,24 @@ absl::StatusOr<MembershipRecord> ParseMembershipRecord(absl::string_view text) {
   if (!members.is_array()) return absl::InvalidArgumentError("members is not a list");
   for (nlohmann::json& entry : members) {
     if (!entry.is_object() || !entry["id"].is_number_unsigned() || !entry["role"].is_string() ||
-        !entry["address"].is_string()) {
-      return absl::InvalidArgumentError("a member needs an id, a role and an address");
+        !entry["address"].is_string() || !entry["credential"].is_string()) {
+      return absl::InvalidArgumentError(
+          "a member needs an id, a role, an address and a credential");
     }
     const std::string role = entry["role"].get<std::string>();
     if (role != "worker" && role != "shard") {
       return absl::InvalidArgumentError("a member's role is \"worker\" or \"shard\"");
     }
-    record.members.push_back({entry["id"].get<uint64_t>(),
-                              role == "worker" ? MemberRole::kWorker : MemberRole::kShard,
-                              entry["address"].get<std::string>()});
+    record.members.push_back(
+        {entry["id"].get<uint64_t>(), role == "worker" ? MemberRole::kWorker : MemberRole::kShard,
+         entry["address"].get<std::string>(), entry["credential"].get<std::string>()});
   }
   return record;
 }
 
 absl::Status SaveMembershipRecord(const std::string& dir, const MembershipRecord& record) {
-  return WriteFileAtomically(MembershipRecordPath(dir), MembershipRecordJson(record));
+  // Private: the members' credentials are in it.
+  return WriteFileAtomically(MembershipRecordPath(dir), MembershipRecordJson(record), 0600);
 }
 
 absl::StatusOr<std::optional<MembershipRecord>> LoadMembershipRecord(const std::string& dir) {

@@ -42,6 +42,11 @@ absl::Status RunController(const ControllerOptions& options, const TerminationSi
         "--checkpoint_every must be >= 0, and > 0 only with a --checkpoint_dir to write to");
   }
   ASSIGN_OR_RETURN(const std::string token, ReadJoinToken(options.join_token_file));
+  std::string operator_token;
+  if (!options.operator_token_file.empty()) {
+    ASSIGN_OR_RETURN(operator_token,
+                     ReadTokenFile(options.operator_token_file, "--operator_token_file"));
+  }
   MembershipConfig config{options.workers, options.ps_shards, token, options.heartbeat_timeout,
                           options.mode};
   Membership membership(config);
@@ -73,6 +78,7 @@ absl::Status RunController(const ControllerOptions& options, const TerminationSi
   ASSIGN_OR_RETURN(std::unique_ptr<MetricsServer> metrics_server,
                    MetricsServer::Start(options.metrics_listen, registry));
   ControllerService service(membership, job, options.heartbeat_timeout, log);
+  service.SetOperatorToken(operator_token);
   if (checkpoints != nullptr) {
     service.EnableCheckpoints(checkpoints.get(), static_cast<uint64_t>(options.checkpoint_every));
   }

@@ -25,6 +25,7 @@ struct ControllerOptions {
   int ps_shards = 2;
   SyncMode mode = SyncMode::kRing;
   std::string join_token_file;
+  std::string operator_token_file;  // guards SetMode; empty: no mode switches
   absl::Duration heartbeat_timeout = absl::Seconds(10);
   std::string listen = "127.0.0.1:0";
   std::string metrics_listen = "127.0.0.1:0";

@@ -19,6 +19,8 @@ ABSL_FLAG(int, workers, kDefaults.workers, "workers the job waits for");
 ABSL_FLAG(int, ps_shards, kDefaults.ps_shards, "parameter-server shards the job waits for");
 ABSL_FLAG(std::string, mode, "ring", "initial synchronisation mode: ring or ps");
 ABSL_FLAG(std::string, join_token_file, "", "file holding the token members must present");
+ABSL_FLAG(std::string, operator_token_file, "",
+          "file holding the token `ringside ctl mode` must present; empty: no mode switches");
 ABSL_FLAG(absl::Duration, heartbeat_timeout, kDefaults.heartbeat_timeout,
           "a member silent for this long is dropped");
 ABSL_FLAG(std::string, listen, kDefaults.listen, "address to serve the Controller service on");
@@ -40,6 +42,7 @@ int main(int argc, char** argv) {
   options.workers = absl::GetFlag(FLAGS_workers);
   options.ps_shards = absl::GetFlag(FLAGS_ps_shards);
   options.join_token_file = absl::GetFlag(FLAGS_join_token_file);
+  options.operator_token_file = absl::GetFlag(FLAGS_operator_token_file);
   options.heartbeat_timeout = absl::GetFlag(FLAGS_heartbeat_timeout);
   options.listen = absl::GetFlag(FLAGS_listen);
   options.metrics_listen = absl::GetFlag(FLAGS_metrics_listen);

@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "common/auth.h"
 #include "common/cluster_files.h"
 #include "common/file_util.h"
 #include "common/grpc_util.h"
@@ -169,6 +170,13 @@ absl::Status RunShard(const ShardOptions& options, const TerminationSignals& sig
     ASSIGN_OR_RETURN(const ShardAssignment assignment, StaticAssignment(options));
     ASSIGN_OR_RETURN(range, Follow(assignment, metrics, service, factory, log));
   }
+  // An elastic shard's own secret (common/auth.h), set before anything is served: every Step and
+  // Load must then present the controller's link key from the first call on.
+  std::string credential;
+  if (elastic) {
+    ASSIGN_OR_RETURN(credential, RandomSecret());
+    service.SetMemberCredential(credential);
+  }
   ASSIGN_OR_RETURN(StartedServer server, StartServer(options.listen, {&service}));
   ASSIGN_OR_RETURN(const std::string address,
                    AdvertisedAddress(options.member.advertise, options.listen, server.port));
@@ -182,6 +190,7 @@ absl::Status RunShard(const ShardOptions& options, const TerminationSignals& sig
     client.join_token = token;
     client.role = proto::ROLE_PS;
     client.address = address;
+    client.credential = credential;
     client.register_timeout = options.member.register_timeout;
     ASSIGN_OR_RETURN(
         controller, ControllerClient::Connect(client, [&](const proto::Assignment& assignment) {

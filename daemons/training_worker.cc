@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "common/auth.h"
 #include "common/checksum.h"
 #include "common/cluster_files.h"
 #include "common/file_util.h"
@@ -136,9 +137,16 @@ absl::Status RunTrainingWorker(const WorkerOptions& options, const TerminationSi
   // The ring: an elastic member always has one (generation 0 until assigned: segments of the
   // first generation wait in the inbox); a static ring is --peers; a static ps cluster has none.
   std::string listen = options.listen;
+  // An elastic member's own secret (common/auth.h), set before anything is served, so its left
+  // neighbour must present the controller's link key from the first stream on.
+  std::string credential;
+  if (elastic) {
+    ASSIGN_OR_RETURN(credential, RandomSecret());
+  }
   if (elastic || options.mode == SyncMode::kRing) {
     worker.member =
         std::make_unique<ring::RingMember>(ring::RingTopology{0, 1, 0}, &worker.metrics);
+    worker.member->SetMemberCredential(credential);
     if (listen.empty()) listen = options.peers[options.rank];
   }
   std::string address;
@@ -175,6 +183,7 @@ absl::Status RunTrainingWorker(const WorkerOptions& options, const TerminationSi
     client.join_token = token;
     client.role = proto::ROLE_WORKER;
     client.address = address;
+    client.credential = credential;
     client.device = options.training.device;
     client.register_timeout = options.member.register_timeout;
     ASSIGN_OR_RETURN(controller, server::ControllerClient::Connect(

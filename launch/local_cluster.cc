@@ -74,7 +74,9 @@ absl::StatusOr<std::unique_ptr<LocalCluster>> LocalCluster::Start(
     const LocalClusterOptions& options) {
   std::unique_ptr<LocalCluster> cluster(new LocalCluster(options));
   cluster->token_file_ = options.dir + "/join-token";
-  RETURN_IF_ERROR(WriteFileAtomically(cluster->token_file_, RandomToken() + "\n"));
+  RETURN_IF_ERROR(WriteFileAtomically(cluster->token_file_, RandomToken() + "\n", 0600));
+  cluster->operator_token_file_ = options.dir + "/operator-token";
+  RETURN_IF_ERROR(WriteFileAtomically(cluster->operator_token_file_, RandomToken() + "\n", 0600));
   if (!options.checkpoint_dir.empty()) {
     std::error_code error;
     std::filesystem::create_directories(options.checkpoint_dir, error);
@@ -98,6 +100,7 @@ absl::StatusOr<std::unique_ptr<LocalCluster>> LocalCluster::Start(
       absl::StrCat("--ps_shards=", options.ps_shards),
       absl::StrCat("--mode=", SyncModeName(options.mode)),
       "--join_token_file=" + cluster->token_file_,
+      "--operator_token_file=" + cluster->operator_token_file_,
       absl::StrCat("--heartbeat_timeout=", absl::FormatDuration(options.heartbeat_timeout)),
       "--ready_file=" + options.dir + "/controller.ready"};
   add_addresses(0, argv);

@@ -96,6 +96,8 @@ class LocalCluster {
   ~LocalCluster();
 
   const std::string& controller_address() const { return controller_address_; }
+  // The controller's --operator_token_file: what `ringside ctl mode` needs to switch modes.
+  const std::string& operator_token_file() const { return operator_token_file_; }
   std::vector<std::unique_ptr<ClusterProcess>>& processes() { return processes_; }
   ClusterProcess& controller() { return *processes_[0]; }
   std::vector<ClusterProcess*> workers();
@@ -148,6 +150,7 @@ class LocalCluster {
 
   LocalClusterOptions options_;
   std::string token_file_;
+  std::string operator_token_file_;
   std::string controller_address_;
   int next_worker_ = 0;
   bool stopped_ = false;

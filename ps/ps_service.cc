@@ -7,7 +7,9 @@
 #include <utility>
 
 #include "absl/synchronization/mutex.h"
+#include "common/auth.h"
 #include "common/grpc_util.h"
+#include "common/metrics.h"
 #include "ps/ps_refusals.h"
 
 namespace ringside::server {
@@ -51,10 +53,12 @@ class StepReactor final : public grpc::ServerBidiReactor<proto::PsPush, proto::P
  public:
   using Hook = std::function<void(ParameterShardService::StepEvent, int worker)>;
 
-  StepReactor(grpc::CallbackServerContext* context,
+  StepReactor(grpc::CallbackServerContext* context, const ParameterShardService& service,
               std::shared_ptr<const ShardGeneration> generation, uint64_t segment_elements,
               Hook hook)
       : context_(context),
+        service_(service),
+        presented_key_(MetadataValue(*context, kLinkKeyMetadata)),
         generation_(std::move(generation)),
         state_(*generation_->state),
         metrics_(generation_->links),
@@ -84,8 +88,13 @@ class StepReactor final : public grpc::ServerBidiReactor<proto::PsPush, proto::P
     }
     absl::Status status;
     if (!began_) {
-      status = state_.BeginPush(push_.generation(), static_cast<int>(push_.worker_rank()),
-                                push_.step(), push_.range_elements());
+      // Before anything is stored: the push must be the assigned worker's of its generation.
+      status = service_.CheckStepKey(presented_key_, push_.generation(),
+                                     static_cast<int>(push_.worker_rank()));
+      if (status.ok()) {
+        status = state_.BeginPush(push_.generation(), static_cast<int>(push_.worker_rank()),
+                                  push_.step(), push_.range_elements());
+      }
       if (status.ok()) {
         began_ = true;
         worker_ = static_cast<int>(push_.worker_rank());
@@ -228,6 +237,8 @@ class StepReactor final : public grpc::ServerBidiReactor<proto::PsPush, proto::P
   }
 
   grpc::CallbackServerContext* const context_;
+  const ParameterShardService& service_;
+  const std::string presented_key_;  // the link key the worker presented (common/auth.h)
   const std::shared_ptr<const ShardGeneration> generation_;  // keeps state_ and metrics_ alive
   ShardState& state_;
   const ShardLinkMetrics& metrics_;
@@ -298,6 +309,33 @@ void ParameterShardService::Serve(ShardGeneration generation) {
   if (previous != nullptr) previous->state->Close();
 }
 
+void ParameterShardService::SetMemberCredential(std::string credential) {
+  absl::MutexLock lock(&mu_);
+  credential_ = std::move(credential);
+}
+
+absl::Status ParameterShardService::CheckStepKey(absl::string_view presented, uint64_t generation,
+                                                 int rank) const {
+  absl::MutexLock lock(&mu_);
+  if (credential_.empty() || SecretsEqual(presented, ShardStepKey(credential_, generation, rank))) {
+    return absl::OkStatus();
+  }
+  return absl::PermissionDeniedError(
+      absl::StrCat("the link key does not make this call ", WorkerName(rank), "'s of generation ",
+                   generation, "; only a member the controller assigned may push"));
+}
+
+absl::Status ParameterShardService::CheckLoadKey(absl::string_view presented,
+                                                 uint64_t generation) const {
+  absl::MutexLock lock(&mu_);
+  if (credential_.empty() || SecretsEqual(presented, ShardLoadKey(credential_, generation))) {
+    return absl::OkStatus();
+  }
+  return absl::PermissionDeniedError(
+      absl::StrCat("the link key does not make this call worker-0's of generation ", generation,
+                   "; only the member the controller designated may load or read a shard"));
+}
+
 void ParameterShardService::SetJob(ShardJob job) {
   absl::MutexLock lock(&mu_);
   job_ = std::move(job);
@@ -323,14 +361,20 @@ grpc::ServerBidiReactor<proto::PsPush, proto::PsRangeValues>* ParameterShardServ
     absl::MutexLock lock(&mu_);
     hook = step_hook_;
   }
-  return StepReactor::Start(std::make_shared<StepReactor>(context, std::move(generation),
+  return StepReactor::Start(std::make_shared<StepReactor>(context, *this, std::move(generation),
                                                           segment_elements_, std::move(hook)));
 }
 
 grpc::ServerWriteReactor<proto::PsRangeValues>* ParameterShardService::GetParameters(
-    grpc::CallbackServerContext* /*context*/, const proto::PsRangeRequest* /*request*/) {
+    grpc::CallbackServerContext* context, const proto::PsRangeRequest* /*request*/) {
   std::shared_ptr<const ShardGeneration> generation = current();
   if (generation == nullptr) return new RefusedWrite<proto::PsRangeValues>();
+  // The live model is the job's: only the generation's designated member reads it.
+  if (absl::Status status = CheckLoadKey(MetadataValue(*context, kLinkKeyMetadata),
+                                         generation->state->config().generation);
+      !status.ok()) {
+    return new RefusedWrite<proto::PsRangeValues>(ToGrpcStatus(status));
+  }
   // Parameters and step read together: a step being applied meanwhile cannot split them.
   return new ParametersReactor(generation->state->applied(), segment_elements_);
 }

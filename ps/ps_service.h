@@ -21,6 +21,7 @@
 #include <optional>
 #include <vector>
 
+#include "absl/strings/string_view.h"
 #include "absl/synchronization/mutex.h"
 #include "common/metrics.h"
 #include "common/optimizer.h"
@@ -89,6 +90,19 @@ class ParameterShardService final : public proto::ParameterShard::CallbackServic
   grpc::ServerReadReactor<proto::PsStateSegment>* Load(grpc::CallbackServerContext* context,
                                                        proto::PsLoadReply* reply) override;
 
+  // An elastic shard's credential (common/auth.h): from now on a Step must present the link key
+  // of its generation and worker rank, a Load (and GetParameters) rank 0's load key of its
+  // generation, as the controller gave them to the workers it assigned. Empty (a static shard):
+  // nothing is checked beyond mutual TLS.
+  // Set before serving: the credential is the shard's own, made before it registers.
+  void SetMemberCredential(std::string credential);
+  // PERMISSION_DENIED unless `presented` is the key for `generation` and `rank`.
+  absl::Status CheckStepKey(absl::string_view presented, uint64_t generation, int rank) const;
+  absl::Status CheckLoadKey(absl::string_view presented, uint64_t generation) const;
+
+  // Largest number of workers a Load may announce (every one gets a share buffer).
+  static constexpr uint32_t kMaxWorkers = 1 << 16;
+
   // Checks a Load's first segment against the job and the generation served; on success returns
   // the number of elements (parameters + optimiser state) to expect.
   absl::StatusOr<uint64_t> CheckLoad(const proto::PsStateSegment& first) const;
@@ -102,6 +116,7 @@ class ParameterShardService final : public proto::ParameterShard::CallbackServic
   std::shared_ptr<const ShardGeneration> current_ ABSL_GUARDED_BY(mu_);
   std::optional<ShardJob> job_ ABSL_GUARDED_BY(mu_);
   std::function<void(StepEvent, int)> step_hook_ ABSL_GUARDED_BY(mu_);
+  std::string credential_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace ringside::server

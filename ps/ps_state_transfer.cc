@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "common/auth.h"
 #include "common/grpc_util.h"
 #include "common/status_macros.h"
 #include "ps/ps_refusals.h"
@@ -54,6 +55,8 @@ class LoadReactor final : public grpc::ServerReadReactor<proto::PsStateSegment> 
  private:
   absl::Status Add() {
     if (!began_) {
+      RETURN_IF_ERROR(
+          service_.CheckLoadKey(MetadataValue(*context_, kLinkKeyMetadata), segment_.generation()));
       ASSIGN_OR_RETURN(const uint64_t elements, service_.CheckLoad(segment_));
       first_ = segment_;
       first_.clear_payload();
@@ -98,15 +101,17 @@ absl::StatusOr<uint64_t> ParameterShardService::CheckLoad(
                                                    ") but ", PsShardName(job_->shard), " owns [",
                                                    job_->range.begin, ", ", job_->range.end, ")"));
   }
-  if (first.workers() < 1) return absl::InvalidArgumentError("a generation needs workers >= 1");
+  if (first.workers() < 1 || first.workers() > kMaxWorkers) {
+    return absl::InvalidArgumentError(absl::StrCat("a generation of ", first.workers(),
+                                                   " workers; a shard takes 1 to ", kMaxWorkers));
+  }
   if (current_ != nullptr && first.generation() < current_->state->config().generation) {
     return absl::FailedPreconditionError(absl::StrCat("state for generation ", first.generation(),
                                                       " but the shard already serves ",
                                                       current_->state->config().generation));
   }
-  ASSIGN_OR_RETURN(const Optimizer optimizer,
-                   Optimizer::Create(job_->optimizer, job_->range.size()));
-  const uint64_t expected = job_->range.size() + optimizer.state_size();
+  const uint64_t expected =
+      job_->range.size() + Optimizer::StateSize(job_->optimizer.kind, job_->range.size());
   if (first.state_elements() != expected) {
     return absl::InvalidArgumentError(
         absl::StrCat("state of ", first.state_elements(), " elements; this shard's range and ",

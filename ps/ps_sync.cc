@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
+#include "common/auth.h"
 #include "common/grpc_util.h"
 #include "common/status_macros.h"
 
@@ -27,6 +28,9 @@ class PsSync::ShardCall final
         segment_elements_(std::max<uint64_t>(1, options.segment_bytes / sizeof(float))) {
     SetDeadline(context_, options.timeout);
     context_.set_wait_for_ready(true);  // a shard still starting up is waited for
+    if (static_cast<size_t>(shard) < options.keys.size()) {
+      context_.AddMetadata(kLinkKeyMetadata, options.keys[shard]);
+    }
     push_.set_generation(options.generation);
     push_.set_worker_rank(static_cast<uint32_t>(options.rank));
     push_.set_step(step);

@@ -33,6 +33,8 @@ struct PsSyncOptions {
   uint64_t generation = 1;
   int rank = 0;
   std::vector<std::string> shards;  // ParameterShard address of every shard, in shard order
+  // The link key this worker presents to each shard (common/auth.h); empty: none.
+  std::vector<std::string> keys;
   uint64_t segment_bytes = uint64_t{1} << 20;
   absl::Duration timeout = absl::Seconds(60);  // per step and shard
   // Test-only (train/fault_injection.h): when set, the other shards' pushes wait until this

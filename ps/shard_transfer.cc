@@ -4,6 +4,7 @@
 #include <memory>
 
 #include "absl/strings/str_cat.h"
+#include "common/auth.h"
 #include "common/grpc_util.h"
 #include "common/metrics.h"
 #include "common/optimizer.h"
@@ -29,6 +30,9 @@ absl::Status LoadShard(const ShardTransferOptions& options, int shard, const Ele
   auto stub = proto::ParameterShard::NewStub(MakeChannel(options.shards[shard]));
   grpc::ClientContext context;
   SetDeadline(context, options.timeout);
+  if (static_cast<size_t>(shard) < options.keys.size()) {
+    context.AddMetadata(kLinkKeyMetadata, options.keys[shard]);
+  }
   proto::PsLoadReply reply;
   auto writer = stub->Load(&context, &reply);
   proto::PsStateSegment segment;

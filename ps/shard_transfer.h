@@ -27,6 +27,7 @@ struct ShardTransferOptions {
   std::vector<std::string> shards;  // addresses in shard order
   uint64_t segment_bytes = uint64_t{1} << 20;
   absl::Duration timeout = absl::Seconds(60);  // per shard
+  std::vector<std::string> keys;               // load key per shard (common/auth.h); or none
 };
 
 // Hands every shard its range of `state` for `generation` with `workers` workers.

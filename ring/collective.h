@@ -24,9 +24,10 @@ class Collective {
   virtual ~Collective() = default;
 
   // A new generation: this member is `topology.rank` of the ring whose RingPeer addresses are
-  // `addresses` (by rank). Segments of older generations are dropped from now on.
-  virtual absl::Status Reconfigure(RingTopology topology,
-                                   const std::vector<std::string>& addresses) = 0;
+  // `addresses` (by rank). Segments of older generations are dropped from now on. `link_key`
+  // (common/auth.h) is what this member presents to its right neighbour; empty: none.
+  virtual absl::Status Reconfigure(RingTopology topology, const std::vector<std::string>& addresses,
+                                   const std::string& link_key) = 0;
 
   // One allreduce of `buffer` in the current generation (errors per RingAllreduce::Run).
   virtual absl::Status Allreduce(uint64_t collective, absl::Span<float> buffer,

@@ -6,7 +6,9 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
+#include "common/auth.h"
 #include "common/grpc_util.h"
+#include "common/metrics.h"
 #include "ring/segment_codec.h"
 
 namespace ringside::ring {
@@ -20,10 +22,21 @@ constexpr char kStreamMethod[] = "/ringside.proto.RingPeer/Stream";
 constexpr absl::Duration kCloseGrace = absl::Seconds(5);
 
 // One reactor per incoming stream; owns its message buffer and deletes itself in OnDone.
+//
+// With the receiver's member credential set (an elastic job), the stream must prove it is the
+// assigned left neighbour's of its generation: its link key (metadata, common/auth.h) is checked
+// against the first segment's generation and sender rank, and every later segment must keep
+// them. A stream that fails is refused (PERMISSION_DENIED) before anything reaches the inbox, so
+// it cannot fail the collective in progress.
 class StreamReactor final : public grpc::ServerReadReactor<grpc::ByteBuffer> {
  public:
-  StreamReactor(RingInbox& inbox, grpc::ByteBuffer* summary)
-      : inbox_(inbox), summary_(summary), stream_id_(inbox.OpenStream()) {
+  StreamReactor(RingInbox& inbox, grpc::ByteBuffer* summary, std::string credential,
+                std::string link_key)
+      : inbox_(inbox),
+        summary_(summary),
+        stream_id_(inbox.OpenStream()),
+        credential_(std::move(credential)),
+        link_key_(std::move(link_key)) {
     StartRead(&message_);
   }
 
@@ -40,6 +53,7 @@ class StreamReactor final : public grpc::ServerReadReactor<grpc::ByteBuffer> {
     }
     absl::StatusOr<Segment> segment = DecodeSegment(message_);
     absl::Status status = segment.status();
+    if (status.ok()) status = Authorize(segment->header);
     if (status.ok()) status = inbox_.Accept(*std::move(segment), stream_id_);
     if (!status.ok()) {
       Finish(ToGrpcStatus(status));
@@ -53,9 +67,32 @@ class StreamReactor final : public grpc::ServerReadReactor<grpc::ByteBuffer> {
   void OnDone() override { delete this; }
 
  private:
+  absl::Status Authorize(const SegmentHeader& header) {
+    if (credential_.empty()) return absl::OkStatus();  // a static ring: mutual TLS only
+    if (!authorized_) {
+      if (!SecretsEqual(link_key_,
+                        RingLinkKey(credential_, header.generation, header.sender_rank))) {
+        return absl::PermissionDeniedError(absl::StrCat(
+            "this stream's link key does not make it the link of ", WorkerName(header.sender_rank),
+            " in generation ", header.generation, " to this worker; refused"));
+      }
+      authorized_ = true;
+      generation_ = header.generation;
+      sender_rank_ = header.sender_rank;
+    } else if (header.generation != generation_ || header.sender_rank != sender_rank_) {
+      return absl::PermissionDeniedError("a ring stream carries one sender's one generation");
+    }
+    return absl::OkStatus();
+  }
+
   RingInbox& inbox_;
   grpc::ByteBuffer* summary_;
   const uint64_t stream_id_;
+  const std::string credential_;  // this receiver's; empty: no link keys checked
+  const std::string link_key_;    // what the sender presented
+  bool authorized_ = false;
+  uint64_t generation_ = 0;
+  int sender_rank_ = -1;
   grpc::ByteBuffer message_;
   uint64_t accepted_ = 0;
 };
@@ -64,23 +101,37 @@ class StreamReactor final : public grpc::ServerReadReactor<grpc::ByteBuffer> {
 
 grpc::ServerReadReactor<grpc::ByteBuffer>* RingPeerService::Stream(
     grpc::CallbackServerContext* context, grpc::ByteBuffer* summary) {
-  return new StreamReactor(inbox_, summary);
+  std::string credential;
+  {
+    absl::MutexLock lock(&mu_);
+    credential = credential_;
+  }
+  return new StreamReactor(inbox_, summary, std::move(credential),
+                           MetadataValue(*context, kLinkKeyMetadata));
+}
+
+void RingPeerService::SetMemberCredential(std::string credential) {
+  absl::MutexLock lock(&mu_);
+  credential_ = std::move(credential);
 }
 
 // The sender's state, shared with its streams so that a reaction finishing after the sender
 // stopped waiting for it still has a lock to release.
 struct RingStreamSender::Link {
   Link(std::string address, std::string peer_name,
-       std::function<void(const absl::Status&)> on_error, prometheus::Counter* wire)
+       std::function<void(const absl::Status&)> on_error, prometheus::Counter* wire,
+       std::string link_key)
       : address(std::move(address)),
         peer_name(std::move(peer_name)),
         on_error(std::move(on_error)),
-        wire(wire) {}
+        wire(wire),
+        link_key(std::move(link_key)) {}
 
   const std::string address;
   const std::string peer_name;
   const std::function<void(const absl::Status&)> on_error;
   prometheus::Counter* const wire;
+  const std::string link_key;  // presented on every stream; empty: none
 
   absl::Mutex mu;
   std::deque<grpc::ByteBuffer> queue ABSL_GUARDED_BY(mu);  // encoded segments, not yet written
@@ -104,6 +155,9 @@ class RingStreamSender::Stream final
  public:
   Stream(std::shared_ptr<Link> link, uint64_t epoch) : link(std::move(link)), epoch(epoch) {
     context_->set_wait_for_ready(true);  // a peer still starting up is waited for
+    if (!this->link->link_key.empty()) {
+      context_->AddMetadata(kLinkKeyMetadata, this->link->link_key);
+    }
   }
 
   ~Stream() override {
@@ -202,8 +256,9 @@ class RingStreamSender::Stream final
 
 RingStreamSender::RingStreamSender(std::string address, std::string peer_name,
                                    std::function<void(const absl::Status&)> on_error,
-                                   prometheus::Counter* wire)
-    : link_(std::make_shared<Link>(address, std::move(peer_name), std::move(on_error), wire)),
+                                   prometheus::Counter* wire, std::string link_key)
+    : link_(std::make_shared<Link>(address, std::move(peer_name), std::move(on_error), wire,
+                                   std::move(link_key))),
       stub_(MakeChannel(address)) {}
 
 RingStreamSender::~RingStreamSender() {
@@ -291,12 +346,14 @@ void RingStreamSender::Abandon() {
 }
 
 GrpcRingTransport::GrpcRingTransport(RingTopology topology, const std::string& right_address,
-                                     RingInbox& inbox, prometheus::Counter* wire_bytes)
+                                     RingInbox& inbox, prometheus::Counter* wire_bytes,
+                                     std::string link_key)
     : topology_(topology),
       inbox_(inbox),
       sender_(
           right_address, WorkerName(topology.right()),
-          [&inbox](const absl::Status& status) { inbox.Fail(status); }, wire_bytes) {}
+          [&inbox](const absl::Status& status) { inbox.Fail(status); }, wire_bytes,
+          std::move(link_key)) {}
 
 absl::Status GrpcRingTransport::Send(const SegmentHeader& header, absl::Span<const char> payload) {
   return sender_.Enqueue(EncodeSegment(header, payload));

@@ -17,6 +17,7 @@
 #include <memory>
 #include <string>
 
+#include "absl/synchronization/mutex.h"
 #include "common/metrics.h"
 #include "grpcpp/generic/generic_stub.h"
 #include "proto/ring.grpc.pb.h"
@@ -34,9 +35,14 @@ class RingPeerService final
   explicit RingPeerService(RingInbox& inbox) : inbox_(inbox) {}
   grpc::ServerReadReactor<grpc::ByteBuffer>* Stream(grpc::CallbackServerContext* context,
                                                     grpc::ByteBuffer* summary) override;
+  // An elastic member's credential (common/auth.h): streams opened from now on must present the
+  // link key the controller gave their sender. Empty (a static ring): none is checked.
+  void SetMemberCredential(std::string credential);
 
  private:
   RingInbox& inbox_;
+  absl::Mutex mu_;
+  std::string credential_ ABSL_GUARDED_BY(mu_);
 };
 
 // Owns the stream to one peer and its send queue. Runs no thread of its own: Enqueue() starts a
@@ -51,8 +57,10 @@ class RingStreamSender {
   // `on_error` runs on a gRPC callback thread when the stream fails (not when it is abandoned
   // or closed by this side); it must not block. `wire` counts serialized bytes
   // (ringside_link_wire_bytes_total); null is not counted.
+  // `link_key` (common/auth.h) is presented on every stream; empty: none.
   RingStreamSender(std::string address, std::string peer_name,
-                   std::function<void(const absl::Status&)> on_error, prometheus::Counter* wire);
+                   std::function<void(const absl::Status&)> on_error, prometheus::Counter* wire,
+                   std::string link_key = "");
   // Closes the stream gracefully (bounded waits for the queue to drain and the peer to answer,
   // then cancels) and returns once no reaction of any of its streams can run any more.
   ~RingStreamSender();
@@ -77,7 +85,7 @@ class GrpcRingTransport final : public RingTransport {
  public:
   // `inbox` is the one RingPeerService feeds; it must outlive this transport.
   GrpcRingTransport(RingTopology topology, const std::string& right_address, RingInbox& inbox,
-                    prometheus::Counter* wire_bytes);
+                    prometheus::Counter* wire_bytes, std::string link_key = "");
 
   const RingTopology& topology() const override { return topology_; }
   void BeginCollective(uint64_t collective) override { inbox_.BeginCollective(collective); }

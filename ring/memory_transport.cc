@@ -109,7 +109,8 @@ InMemoryRingMember::InMemoryRingMember(InMemoryRingNetwork& network, std::string
 InMemoryRingMember::~InMemoryRingMember() = default;
 
 absl::Status InMemoryRingMember::Reconfigure(RingTopology topology,
-                                             const std::vector<std::string>& addresses) {
+                                             const std::vector<std::string>& addresses,
+                                             const std::string& /*link_key*/) {
   RETURN_IF_ERROR(ValidateRing(topology, addresses));
   allreduce_.reset();
   link_.reset();

@@ -58,8 +58,9 @@ class InMemoryRingMember final : public Collective {
   InMemoryRingMember(InMemoryRingNetwork& network, std::string address);
   ~InMemoryRingMember() override;
 
-  absl::Status Reconfigure(RingTopology topology,
-                           const std::vector<std::string>& addresses) override;
+  // No link keys in memory: `link_key` is ignored (only real streams carry one).
+  absl::Status Reconfigure(RingTopology topology, const std::vector<std::string>& addresses,
+                           const std::string& link_key) override;
   absl::Status Allreduce(uint64_t collective, absl::Span<float> buffer,
                          const AllreduceOptions& options) override;
   void Supersede(uint64_t generation) override { inbox_.Supersede(generation); }

@@ -17,7 +17,8 @@ LinkReceiveMetrics RingMember::ReceiveMetrics() const {
                                SyncMode::kRing);
 }
 
-absl::Status RingMember::Connect(const std::vector<std::string>& addresses) {
+absl::Status RingMember::Connect(const std::vector<std::string>& addresses,
+                                 const std::string& link_key) {
   RETURN_IF_ERROR(ValidateRing(topology_, addresses));
   LinkSendMetrics send;
   if (metrics_ != nullptr && topology_.world > 1) {
@@ -27,17 +28,18 @@ absl::Status RingMember::Connect(const std::vector<std::string>& addresses) {
   allreduce_.reset();
   transport_.reset();
   transport_ = std::make_unique<GrpcRingTransport>(topology_, addresses[topology_.right()], inbox_,
-                                                   send.wire_bytes);
+                                                   send.wire_bytes, link_key);
   allreduce_ = std::make_unique<RingAllreduce>(*transport_, send);
   return absl::OkStatus();
 }
 
 absl::Status RingMember::Reconfigure(RingTopology topology,
-                                     const std::vector<std::string>& addresses) {
+                                     const std::vector<std::string>& addresses,
+                                     const std::string& link_key) {
   RETURN_IF_ERROR(ValidateTopology(topology));
   topology_ = topology;
   inbox_.SetTopology(topology, ReceiveMetrics());
-  return Connect(addresses);
+  return Connect(addresses, link_key);
 }
 
 absl::Status RingMember::Allreduce(uint64_t collective, absl::Span<float> buffer,

@@ -30,12 +30,18 @@ class RingMember final : public Collective {
 
   grpc::Service* service() { return &service_; }
 
-  // Opens the link to the right neighbour. `addresses[r]` is rank r's RingPeer address.
-  absl::Status Connect(const std::vector<std::string>& addresses);
+  // Opens the link to the right neighbour. `addresses[r]` is rank r's RingPeer address;
+  // `link_key` is presented on it (empty: none).
+  absl::Status Connect(const std::vector<std::string>& addresses, const std::string& link_key = "");
 
   // A new generation (membership change): the inbox restarts, the right neighbour may change.
-  absl::Status Reconfigure(RingTopology topology,
-                           const std::vector<std::string>& addresses) override;
+  absl::Status Reconfigure(RingTopology topology, const std::vector<std::string>& addresses,
+                           const std::string& link_key) override;
+
+  // An elastic member's credential: incoming streams must present their link key from now on.
+  void SetMemberCredential(std::string credential) {
+    service_.SetMemberCredential(std::move(credential));
+  }
 
   // The controller announced `generation`: a collective of an older one waiting for segments
   // fails at once with ABORTED (RingInbox::Supersede). Safe from any thread.

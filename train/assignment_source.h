@@ -35,6 +35,11 @@ struct GenerationAssignment {
   // (0: none), and every how many completed steps rank 0 uploads one (0: never).
   uint64_t checkpoint_step = 0;
   uint64_t checkpoint_every = 0;
+  // Link keys (common/auth.h) this worker presents in this generation: to its right neighbour,
+  // to each shard's Step, and (rank 0) to each shard's Load. Empty: none (a static cluster).
+  std::string ring_key;
+  std::vector<std::string> shard_keys;
+  std::vector<std::string> load_keys;
 };
 
 class AssignmentSource {

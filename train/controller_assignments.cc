@@ -17,6 +17,9 @@ absl::StatusOr<GenerationAssignment> GenerationAssignmentOf(const proto::Assignm
   ASSIGN_OR_RETURN(out.job, server::TrainingOptionsOf(assignment.job(), device));
   out.checkpoint_step = assignment.checkpoint_step();
   out.checkpoint_every = assignment.checkpoint_every();
+  out.ring_key = assignment.ring_key();
+  out.shard_keys.assign(assignment.shard_keys().begin(), assignment.shard_keys().end());
+  out.load_keys.assign(assignment.load_keys().begin(), assignment.load_keys().end());
   return out;
 }
 

@@ -167,14 +167,17 @@ absl::Status ElasticTrainer::Regroup(const GenerationAssignment& assignment) {
                      " a ring; only a fresh ps generation may have none"));
   }
   if (has_ring) {
-    RETURN_IF_ERROR(
-        ring_->Reconfigure(ring::RingTopology{generation, world, rank}, assignment.ring));
+    RETURN_IF_ERROR(ring_->Reconfigure(ring::RingTopology{generation, world, rank}, assignment.ring,
+                                       assignment.ring_key));
   }
   shards_ = assignment.shards;
+  shard_keys_ = assignment.shard_keys;
+  load_keys_ = assignment.load_keys;
   if (mode == SyncMode::kPs && shards_.empty()) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        "generation ", generation, " is in ps mode but has no shard left: waiting for a shard "
-        "to register (or for `ringside ctl mode ring`)"));
+    return absl::FailedPreconditionError(
+        absl::StrCat("generation ", generation,
+                     " is in ps mode but has no shard left: waiting for a shard "
+                     "to register (or for `ringside ctl mode ring`)"));
   }
   // A fresh start needs no regroup: everyone holds the initial parameters, the shards too.
   checkpoint_every_ = assignment.checkpoint_every;
@@ -189,6 +192,7 @@ absl::Status ElasticTrainer::Regroup(const GenerationAssignment& assignment) {
     ps.generation = generation;
     ps.rank = rank;
     ps.shards = shards_;
+    ps.keys = shard_keys_;
     ps.segment_bytes = options_.segment_bytes;
     ps.timeout = options_.timeout;
     if (options_.fault) {
@@ -224,8 +228,8 @@ absl::Status ElasticTrainer::LoadShardsForGeneration(uint64_t generation, int wo
   if (rank == 0) {
     if (LostAt("load")) return LostStatus();
     JobState state{static_cast<uint64_t>(completed_), parameters_, optimizer_->ExportState()};
-    const absl::Status status =
-        LoadShards({shards_, options_.segment_bytes, options_.timeout}, generation, world, state);
+    const absl::Status status = LoadShards(
+        {shards_, options_.segment_bytes, options_.timeout, load_keys_}, generation, world, state);
     if (!status.ok()) {
       log_ << WorkerName(rank) << ": " << status << "\n";
       loaded[0] = 1.0f;

@@ -135,6 +135,8 @@ class ElasticTrainer {
   SyncMode mode_ = SyncMode::kRing;
   WorkerSlot slot_;
   std::vector<std::string> shards_;
+  std::vector<std::string> shard_keys_;  // this generation's link keys (common/auth.h)
+  std::vector<std::string> load_keys_;
   std::unique_ptr<ParameterSync> sync_;
   GradientStats last_stats_;
   std::string lost_at_;  // the fault point this worker was lost at; empty: none

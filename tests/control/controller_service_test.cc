@@ -3,11 +3,18 @@
 
 #include <sstream>
 
+#include "common/auth.h"
 #include "common/grpc_util.h"
 #include "gtest/gtest.h"
 
 namespace ringside::server {
 namespace {
+
+// Each member's own secret, as a member makes it (common/auth.h).
+std::string CredentialOf(const std::string& address) {
+  return Hmac("test", address);  // 64 hex characters, distinct per member
+}
+constexpr char kOperatorToken[] = "operator-s3cret";
 
 class ControllerServiceTest : public ::testing::Test {
  protected:
@@ -20,6 +27,7 @@ class ControllerServiceTest : public ::testing::Test {
     proto::JobSpec job;
     job.set_model("4,16,3");
     service_ = std::make_unique<ControllerService>(*membership_, job, absl::Seconds(9), log_);
+    service_->SetOperatorToken(kOperatorToken);
     auto server = StartServer("127.0.0.1:0", {service_.get()});
     ASSERT_TRUE(server.ok()) << server.status();
     server_ = *std::move(server);
@@ -34,6 +42,7 @@ class ControllerServiceTest : public ::testing::Test {
     request.set_join_token(token);
     request.set_role(role);
     request.set_address(address);
+    request.set_member_credential(CredentialOf(address));
     proto::RegisterReply reply;
     const grpc::Status status = stub_->Register(&context, request, &reply);
     if (!status.ok()) return FromGrpcStatus(status);
@@ -60,6 +69,7 @@ TEST_F(ControllerServiceTest, WatchersLearnTheTopologyAndEveryModeChange) {
   ASSERT_TRUE(w0.ok()) << w0.status();
   grpc::ClientContext context;
   SetDeadline(context, absl::Seconds(20));
+  context.AddMetadata(kMemberCredentialMetadata, CredentialOf("worker-a.test:7000"));
   proto::WatchRequest request;
   request.set_member_id(*w0);
   auto watch = stub_->Watch(&context, request);
@@ -78,6 +88,7 @@ TEST_F(ControllerServiceTest, WatchersLearnTheTopologyAndEveryModeChange) {
   SetDeadline(mode_context, absl::Seconds(10));
   proto::ModeRequest mode;
   mode.set_mode("ps");
+  mode_context.AddMetadata(kOperatorTokenMetadata, kOperatorToken);
   proto::ModeReply mode_reply;
   ASSERT_TRUE(stub_->SetMode(&mode_context, mode, &mode_reply).ok());
   EXPECT_EQ(mode_reply.generation(), 2u);
@@ -96,6 +107,100 @@ TEST_F(ControllerServiceTest, WatchingAsAnUnknownMemberIsNotFound) {
   proto::Assignment assignment;
   EXPECT_FALSE(watch->Read(&assignment));
   EXPECT_EQ(watch->Finish().error_code(), grpc::StatusCode::NOT_FOUND);
+}
+
+// Issue 13: every controller RPC but Register needs a credential, and another member's will not
+// do: watching, heartbeating or switching modes as someone else is refused, and the job's
+// assignments (addresses, keys) are never handed to a stranger.
+TEST_F(ControllerServiceTest, EveryCallNeedsItsOwnCredential) {
+  auto w0 = Register("s3cret", proto::ROLE_WORKER, "worker-a.test:7000");
+  auto w1 = Register("s3cret", proto::ROLE_WORKER, "worker-b.test:7000");
+  auto s0 = Register("s3cret", proto::ROLE_PS, "shard-a.test:8000");
+  ASSERT_TRUE(w0.ok() && w1.ok() && s0.ok());
+  ASSERT_EQ(membership_->topology().generation, 1u);
+  auto watch_as = [&](uint64_t member, const std::string& credential) {
+    grpc::ClientContext context;
+    SetDeadline(context, absl::Seconds(10));
+    if (!credential.empty()) context.AddMetadata(kMemberCredentialMetadata, credential);
+    proto::WatchRequest request;
+    request.set_member_id(member);
+    auto watch = stub_->Watch(&context, request);
+    proto::Assignment assignment;
+    EXPECT_FALSE(watch->Read(&assignment)) << "an assignment leaked to a stranger";
+    return watch->Finish().error_code();
+  };
+  EXPECT_EQ(watch_as(*w0, ""), grpc::StatusCode::UNAUTHENTICATED);
+  EXPECT_EQ(watch_as(*w0, CredentialOf("worker-b.test:7000")), grpc::StatusCode::UNAUTHENTICATED);
+
+  auto heartbeat_as = [&](uint64_t member, const std::string& credential) {
+    grpc::ClientContext context;
+    SetDeadline(context, absl::Seconds(10));
+    if (!credential.empty()) context.AddMetadata(kMemberCredentialMetadata, credential);
+    proto::HeartbeatRequest request;
+    request.set_member_id(member);
+    request.set_generation(1);
+    proto::HeartbeatReply reply;
+    return stub_->Heartbeat(&context, request, &reply).error_code();
+  };
+  EXPECT_EQ(heartbeat_as(*w1, ""), grpc::StatusCode::UNAUTHENTICATED);
+  EXPECT_EQ(heartbeat_as(*w1, CredentialOf("worker-a.test:7000")),
+            grpc::StatusCode::UNAUTHENTICATED)
+      << "keeping another member alive";
+  EXPECT_EQ(heartbeat_as(*w1, CredentialOf("worker-b.test:7000")), grpc::StatusCode::OK);
+
+  auto set_mode = [&](const std::string& token) {
+    grpc::ClientContext context;
+    SetDeadline(context, absl::Seconds(10));
+    if (!token.empty()) context.AddMetadata(kOperatorTokenMetadata, token);
+    proto::ModeRequest request;
+    request.set_mode("ring");
+    proto::ModeReply reply;
+    return stub_->SetMode(&context, request, &reply).error_code();
+  };
+  EXPECT_EQ(set_mode(""), grpc::StatusCode::UNAUTHENTICATED);
+  EXPECT_EQ(set_mode(CredentialOf("worker-a.test:7000")), grpc::StatusCode::UNAUTHENTICATED)
+      << "a member is not an operator";
+  EXPECT_EQ(membership_->topology().generation, 1u) << "nothing switched";
+  EXPECT_NE(log_.str().find("refused a mode switch"), std::string::npos);
+  EXPECT_EQ(set_mode(kOperatorToken), grpc::StatusCode::OK);
+
+  // A registration must bring a credential of its own.
+  grpc::ClientContext context;
+  SetDeadline(context, absl::Seconds(10));
+  proto::RegisterRequest request;
+  request.set_join_token("s3cret");
+  request.set_role(proto::ROLE_WORKER);
+  request.set_address("worker-c.test:7000");
+  proto::RegisterReply reply;
+  EXPECT_EQ(stub_->Register(&context, request, &reply).error_code(),
+            grpc::StatusCode::INVALID_ARGUMENT);
+}
+
+// The link keys a watcher receives are the ones its callees will check: its right neighbour's
+// ring key and each shard's step key, made with their credentials; rank 0 also gets load keys.
+TEST_F(ControllerServiceTest, AssignmentsCarryTheKeysTheirCalleesCheck) {
+  auto w0 = Register("s3cret", proto::ROLE_WORKER, "worker-a.test:7000");
+  auto s0 = Register("s3cret", proto::ROLE_PS, "shard-a.test:8000");
+  auto w1 = Register("s3cret", proto::ROLE_WORKER, "worker-b.test:7000");
+  ASSERT_TRUE(w0.ok() && s0.ok() && w1.ok());
+  for (const auto& [member, address] :
+       {std::pair<uint64_t, std::string>{*w0, "worker-a.test:7000"}, {*w1, "worker-b.test:7000"}}) {
+    grpc::ClientContext context;
+    SetDeadline(context, absl::Seconds(10));
+    context.AddMetadata(kMemberCredentialMetadata, CredentialOf(address));
+    proto::WatchRequest request;
+    request.set_member_id(member);
+    auto watch = stub_->Watch(&context, request);
+    proto::Assignment assignment;
+    ASSERT_TRUE(watch->Read(&assignment));
+    const int rank = assignment.rank();
+    const std::string right = rank == 0 ? "worker-b.test:7000" : "worker-a.test:7000";
+    EXPECT_EQ(assignment.ring_key(), RingLinkKey(CredentialOf(right), 1, rank));
+    ASSERT_EQ(assignment.shard_keys_size(), 1);
+    EXPECT_EQ(assignment.shard_keys(0), ShardStepKey(CredentialOf("shard-a.test:8000"), 1, rank));
+    EXPECT_EQ(assignment.load_keys_size(), rank == 0 ? 1 : 0);
+    context.TryCancel();
+  }
 }
 
 }  // namespace

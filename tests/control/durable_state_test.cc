@@ -52,6 +52,7 @@ class DurableStateTest : public ::testing::Test {
       options.controller = "127.0.0.1:" + std::to_string(server_.port);
       options.join_token = "s3cret";
       options.address = address;
+      options.credential = std::string(32, address[7]);  // 'a' or 'b': each member its own
       auto client = ControllerClient::Connect(options);
       ASSERT_TRUE(client.ok()) << client.status();
       clients_.push_back(*std::move(client));

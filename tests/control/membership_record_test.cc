@@ -16,9 +16,10 @@ namespace {
 MembershipRecord SampleRecord() {
   MembershipRecord record;
   record.next_id = 9;
-  record.members = {{3, MemberRole::kWorker, "worker-a.test:7000"},
-                    {5, MemberRole::kShard, "shard-a.test:8000"},
-                    {8, MemberRole::kWorker, "[::1]:7001"}};
+  const std::string credential(40, 'x');
+  record.members = {{3, MemberRole::kWorker, "worker-a.test:7000", credential},
+                    {5, MemberRole::kShard, "shard-a.test:8000", credential},
+                    {8, MemberRole::kWorker, "[::1]:7001", credential}};
   record.topology = Topology{7, SyncMode::kPs, {8, 3}, {5}};
   return record;
 }
@@ -70,7 +71,8 @@ TEST(MembershipRecordTest, RefusesWhatIsNotARecord) {
                        "\"members\": []}"),
            std::string("{\"format\": \"ringside-membership/1\", \"next_id\": 2, \"generation\": "
                        "1, \"mode\": \"ring\", \"workers\": [], \"shards\": [], \"members\": "
-                       "[{\"id\": 1, \"role\": \"boss\", \"address\": \"a.test:1\"}]}"),
+                       "[{\"id\": 1, \"role\": \"boss\", \"address\": \"a.test:1\", "
+                       "\"credential\": \"cccccccccccccccccccccccccccccccccccc\"}]}"),
        }) {
     EXPECT_EQ(ParseMembershipRecord(text).status().code(), absl::StatusCode::kInvalidArgument)
         << text;

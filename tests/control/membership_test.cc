@@ -11,6 +11,9 @@
 namespace ringside::server {
 namespace {
 
+// A member's own secret (common/auth.h); its value does not matter to these rules.
+const std::string kCredential(32, 'k');
+
 const absl::Time kStart = absl::FromUnixSeconds(1000);
 
 MembershipConfig TwoWorkersOneShard() {
@@ -24,12 +27,15 @@ MembershipConfig TwoWorkersOneShard() {
 
 TEST(MembershipTest, FormsTheTopologyWhenTheWorldIsCompleteInRegistrationOrder) {
   Membership membership(TwoWorkersOneShard());
-  auto w0 = membership.Register("s3cret", MemberRole::kWorker, "worker-a.test:7000", kStart);
-  auto s0 = membership.Register("s3cret", MemberRole::kShard, "shard-a.test:8000", kStart);
+  auto w0 =
+      membership.Register("s3cret", MemberRole::kWorker, "worker-a.test:7000", kStart, kCredential);
+  auto s0 =
+      membership.Register("s3cret", MemberRole::kShard, "shard-a.test:8000", kStart, kCredential);
   ASSERT_TRUE(w0.ok() && s0.ok());
   EXPECT_EQ(membership.topology().generation, 0u);
   EXPECT_FALSE(membership.AssignmentOf(*w0).has_value()) << "no assignment before formation";
-  auto w1 = membership.Register("s3cret", MemberRole::kWorker, "worker-b.test:7000", kStart);
+  auto w1 =
+      membership.Register("s3cret", MemberRole::kWorker, "worker-b.test:7000", kStart, kCredential);
   ASSERT_TRUE(w1.ok());
   EXPECT_EQ(membership.topology().generation, 1u);
   auto a1 = membership.AssignmentOf(*w1);
@@ -42,25 +48,32 @@ TEST(MembershipTest, FormsTheTopologyWhenTheWorldIsCompleteInRegistrationOrder) 
 
 TEST(MembershipTest, RefusesBadMembershipInputAndGoesOn) {
   Membership membership(TwoWorkersOneShard());
-  EXPECT_EQ(membership.Register("wrong", MemberRole::kWorker, "worker-a.test:7000", kStart)
+  EXPECT_EQ(
+      membership.Register("wrong", MemberRole::kWorker, "worker-a.test:7000", kStart, kCredential)
+          .status()
+          .code(),
+      absl::StatusCode::kUnauthenticated);
+  EXPECT_EQ(membership.Register("", MemberRole::kWorker, "worker-a.test:7000", kStart, kCredential)
                 .status()
                 .code(),
             absl::StatusCode::kUnauthenticated);
-  EXPECT_EQ(
-      membership.Register("", MemberRole::kWorker, "worker-a.test:7000", kStart).status().code(),
-      absl::StatusCode::kUnauthenticated);
-  EXPECT_EQ(membership.Register("s3cret", MemberRole::kWorker, "nonsense", kStart).status().code(),
+  EXPECT_EQ(membership.Register("s3cret", MemberRole::kWorker, "nonsense", kStart, kCredential)
+                .status()
+                .code(),
             absl::StatusCode::kInvalidArgument);
   // Addresses others will dial: no port 0, no junk host, no whitespace (a leading space would
   // slip a duplicate past the check below), no control characters, no megabyte of text.
   for (const std::string& bad : std::vector<std::string>{
            "not a host!:0", "worker-x.test:0", "bad!host:7000", " worker-a.test:7000",
            "worker-a.test:7000\n", "a\nb:1", std::string(1 << 20, 'a') + ":1"}) {
-    EXPECT_EQ(membership.Register("s3cret", MemberRole::kWorker, bad, kStart).status().code(),
+    EXPECT_EQ(membership.Register("s3cret", MemberRole::kWorker, bad, kStart, kCredential)
+                  .status()
+                  .code(),
               absl::StatusCode::kInvalidArgument)
         << QuoteForLog(bad);
   }
-  auto w0 = membership.Register("s3cret", MemberRole::kWorker, "worker-a.test:7000", kStart);
+  auto w0 =
+      membership.Register("s3cret", MemberRole::kWorker, "worker-a.test:7000", kStart, kCredential);
   ASSERT_TRUE(w0.ok());
   EXPECT_EQ(membership.Heartbeat(999, 0, kStart).code(), absl::StatusCode::kNotFound);
   EXPECT_EQ(membership.Heartbeat(*w0, 7, kStart).code(), absl::StatusCode::kFailedPrecondition);
@@ -68,17 +81,23 @@ TEST(MembershipTest, RefusesBadMembershipInputAndGoesOn) {
             absl::StatusCode::kFailedPrecondition);
   // The job still forms and runs.
   ASSERT_TRUE(
-      membership.Register("s3cret", MemberRole::kWorker, "worker-b.test:7000", kStart).ok());
-  ASSERT_TRUE(membership.Register("s3cret", MemberRole::kShard, "shard-a.test:8000", kStart).ok());
+      membership.Register("s3cret", MemberRole::kWorker, "worker-b.test:7000", kStart, kCredential)
+          .ok());
+  ASSERT_TRUE(
+      membership.Register("s3cret", MemberRole::kShard, "shard-a.test:8000", kStart, kCredential)
+          .ok());
   EXPECT_EQ(membership.topology().generation, 1u);
   EXPECT_TRUE(membership.Heartbeat(*w0, 1, kStart).ok());
 }
 
 TEST(MembershipTest, AMemberThatNeverHeartbeatsIsDroppedAndTheTopologyReforms) {
   Membership membership(TwoWorkersOneShard());
-  auto w0 = membership.Register("s3cret", MemberRole::kWorker, "worker-a.test:7000", kStart);
-  auto w1 = membership.Register("s3cret", MemberRole::kWorker, "worker-b.test:7000", kStart);
-  auto s0 = membership.Register("s3cret", MemberRole::kShard, "shard-a.test:8000", kStart);
+  auto w0 =
+      membership.Register("s3cret", MemberRole::kWorker, "worker-a.test:7000", kStart, kCredential);
+  auto w1 =
+      membership.Register("s3cret", MemberRole::kWorker, "worker-b.test:7000", kStart, kCredential);
+  auto s0 =
+      membership.Register("s3cret", MemberRole::kShard, "shard-a.test:8000", kStart, kCredential);
   ASSERT_TRUE(w0.ok() && w1.ok() && s0.ok());
   const absl::Time later = kStart + absl::Seconds(4);
   ASSERT_TRUE(membership.Heartbeat(*w1, 1, later).ok());
@@ -98,10 +117,14 @@ TEST(MembershipTest, AMemberThatNeverHeartbeatsIsDroppedAndTheTopologyReforms) {
 TEST(MembershipTest, ALateWorkerAndAModeSwitchEachStartAGeneration) {
   Membership membership(TwoWorkersOneShard());
   for (const char* address : {"worker-a.test:7000", "worker-b.test:7000"}) {
-    ASSERT_TRUE(membership.Register("s3cret", MemberRole::kWorker, address, kStart).ok());
+    ASSERT_TRUE(
+        membership.Register("s3cret", MemberRole::kWorker, address, kStart, kCredential).ok());
   }
-  ASSERT_TRUE(membership.Register("s3cret", MemberRole::kShard, "shard-a.test:8000", kStart).ok());
-  auto late = membership.Register("s3cret", MemberRole::kWorker, "worker-c.test:7000", kStart);
+  ASSERT_TRUE(
+      membership.Register("s3cret", MemberRole::kShard, "shard-a.test:8000", kStart, kCredential)
+          .ok());
+  auto late =
+      membership.Register("s3cret", MemberRole::kWorker, "worker-c.test:7000", kStart, kCredential);
   ASSERT_TRUE(late.ok());
   EXPECT_EQ(membership.topology().generation, 2u);
   EXPECT_EQ(membership.AssignmentOf(*late)->rank, 2);
@@ -116,18 +139,22 @@ TEST(MembershipTest, ALateWorkerAndAModeSwitchEachStartAGeneration) {
 // is gone for good.
 TEST(MembershipTest, ARegistrationAtALiveMembersAddressReplacesIt) {
   Membership membership(TwoWorkersOneShard());
-  auto w0 = membership.Register("s3cret", MemberRole::kWorker, "worker-a.test:7000", kStart);
-  auto w0_again = membership.Register("s3cret", MemberRole::kWorker, "worker-a.test:7000", kStart);
+  auto w0 =
+      membership.Register("s3cret", MemberRole::kWorker, "worker-a.test:7000", kStart, kCredential);
+  auto w0_again =
+      membership.Register("s3cret", MemberRole::kWorker, "worker-a.test:7000", kStart, kCredential);
   ASSERT_TRUE(w0.ok() && w0_again.ok());
   EXPECT_FALSE(membership.IsMember(*w0));
   EXPECT_EQ(membership.topology().generation, 0u) << "one worker is still one worker";
-  auto w1 = membership.Register("s3cret", MemberRole::kWorker, "worker-b.test:7000", kStart);
-  auto s0 = membership.Register("s3cret", MemberRole::kShard, "shard-a.test:8000", kStart);
+  auto w1 =
+      membership.Register("s3cret", MemberRole::kWorker, "worker-b.test:7000", kStart, kCredential);
+  auto s0 =
+      membership.Register("s3cret", MemberRole::kShard, "shard-a.test:8000", kStart, kCredential);
   ASSERT_TRUE(w1.ok() && s0.ok());
   ASSERT_EQ(membership.topology().generation, 1u);
 
   auto s0_replacement =
-      membership.Register("s3cret", MemberRole::kShard, "shard-a.test:8000", kStart);
+      membership.Register("s3cret", MemberRole::kShard, "shard-a.test:8000", kStart, kCredential);
   ASSERT_TRUE(s0_replacement.ok());
   EXPECT_EQ(membership.topology().generation, 2u);
   EXPECT_EQ(membership.topology().shards, std::vector<uint64_t>{*s0_replacement});
@@ -136,7 +163,7 @@ TEST(MembershipTest, ARegistrationAtALiveMembersAddressReplacesIt) {
 
   // A worker's replacement keeps its rank; a shard at a worker's address is another member.
   auto w1_replacement =
-      membership.Register("s3cret", MemberRole::kWorker, "worker-b.test:7000", kStart);
+      membership.Register("s3cret", MemberRole::kWorker, "worker-b.test:7000", kStart, kCredential);
   ASSERT_TRUE(w1_replacement.ok());
   EXPECT_EQ(membership.topology().generation, 3u);
   EXPECT_EQ(membership.AssignmentOf(*w1_replacement)->rank, 1);
@@ -148,9 +175,11 @@ TEST(MembershipTest, ARegistrationAtALiveMembersAddressReplacesIt) {
 // refused whole.
 TEST(MembershipTest, ARestoredRecordCarriesOnWithoutGoingBackwards) {
   Membership before(TwoWorkersOneShard());
-  auto w0 = before.Register("s3cret", MemberRole::kWorker, "worker-a.test:7000", kStart);
-  auto w1 = before.Register("s3cret", MemberRole::kWorker, "worker-b.test:7000", kStart);
-  auto s0 = before.Register("s3cret", MemberRole::kShard, "shard-a.test:8000", kStart);
+  auto w0 =
+      before.Register("s3cret", MemberRole::kWorker, "worker-a.test:7000", kStart, kCredential);
+  auto w1 =
+      before.Register("s3cret", MemberRole::kWorker, "worker-b.test:7000", kStart, kCredential);
+  auto s0 = before.Register("s3cret", MemberRole::kShard, "shard-a.test:8000", kStart, kCredential);
   ASSERT_TRUE(w0.ok() && w1.ok() && s0.ok());
   ASSERT_TRUE(before.SetMode(SyncMode::kPs).ok());
   const uint64_t version = before.version();
@@ -165,7 +194,8 @@ TEST(MembershipTest, ARestoredRecordCarriesOnWithoutGoingBackwards) {
   EXPECT_EQ(after.AssignmentOf(*w1)->rank, 1);
   EXPECT_TRUE(after.Expire(restart + absl::Seconds(4)).empty()) << "seen at the restore";
   EXPECT_TRUE(after.Heartbeat(*s0, 2, restart).ok());
-  auto late = after.Register("s3cret", MemberRole::kWorker, "worker-c.test:7000", restart);
+  auto late =
+      after.Register("s3cret", MemberRole::kWorker, "worker-c.test:7000", restart, kCredential);
   ASSERT_TRUE(late.ok());
   EXPECT_GT(*late, *s0) << "ids are never reused";
   EXPECT_EQ(after.topology().generation, 3u);

@@ -5,6 +5,8 @@
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/strip.h"
+#include "common/auth.h"
 #include "common/file_util.h"
 #include "common/grpc_util.h"
 #include "gtest/gtest.h"
@@ -13,10 +15,12 @@
 
 namespace ringside::testing {
 
-void SetMode(const std::string& controller, SyncMode mode) {
-  auto stub = proto::Controller::NewStub(MakeChannel(controller));
+void SetMode(launch::LocalCluster& cluster, SyncMode mode) {
+  auto stub = proto::Controller::NewStub(MakeChannel(cluster.controller_address()));
   grpc::ClientContext context;
   SetDeadline(context, absl::Seconds(10));
+  const std::string token = ReadFileToString(cluster.operator_token_file()).value_or("");
+  context.AddMetadata(kOperatorTokenMetadata, std::string(absl::StripAsciiWhitespace(token)));
   proto::ModeRequest request;
   request.set_mode(std::string(SyncModeName(mode)));
   proto::ModeReply reply;

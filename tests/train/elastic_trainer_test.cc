@@ -38,6 +38,9 @@
 namespace ringside::worker {
 namespace {
 
+// A member's own secret (common/auth.h); its value does not matter to these rules.
+const std::string kCredential(32, 'k');
+
 using server::MemberRole;
 using server::Membership;
 using server::MembershipConfig;
@@ -55,7 +58,7 @@ class FakeController {
 
   uint64_t Register(MemberRole role, const std::string& address) {
     absl::MutexLock lock(&mu_);
-    auto id = membership_.Register(kToken, role, address, clock_);
+    auto id = membership_.Register(kToken, role, address, clock_, kCredential);
     EXPECT_TRUE(id.ok()) << id.status();
     return id.value_or(0);
   }
