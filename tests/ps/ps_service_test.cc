@@ -9,6 +9,7 @@
 
 #include "absl/synchronization/mutex.h"
 #include "absl/synchronization/notification.h"
+#include "common/auth.h"
 #include "common/grpc_util.h"
 #include "gtest/gtest.h"
 
@@ -43,10 +44,11 @@ class PsServiceTest : public ::testing::Test {
   // Pushes `share` (in segments of 100) as `worker` for `step`; with `cancel_after` >= 0, cancels
   // the stream after that many segments instead of finishing.
   StepReply Push(uint32_t worker, uint64_t step, const std::vector<float>& share,
-                 int cancel_after = -1, uint64_t generation = kGeneration,
-                 uint64_t range = kRange) {
+                 int cancel_after = -1, uint64_t generation = kGeneration, uint64_t range = kRange,
+                 const std::string& link_key = "") {
     grpc::ClientContext context;
     SetDeadline(context, absl::Seconds(20));
+    if (!link_key.empty()) context.AddMetadata(kLinkKeyMetadata, link_key);
     auto stream = stub_->Step(&context);
     int sent = 0;
     for (uint64_t offset = 0; offset < share.size(); offset += 100, ++sent) {
@@ -245,6 +247,73 @@ TEST_F(PsServiceTest, AWorkerCancellingAsItsReplyStartsEndsTheStreamOnce) {
     EXPECT_EQ(reply.sum, std::vector<float>(kRange, 2.0f));
   }
   EXPECT_EQ(*state_->parameters(), std::vector<float>(kRange, 95.0f));
+}
+
+// Issue 13: an elastic shard takes pushes only from the workers the controller assigned to its
+// generation, each as its own rank, and Load and GetParameters only from rank 0; a forged push
+// (1e30, say) or a junk Load changes nothing, and the honest workers' step goes through.
+TEST_F(PsServiceTest, OnlyAssignedWorkersMayPushLoadOrRead) {
+  const std::string credential = Hmac("ps-test", "shard-0");
+  service_->SetMemberCredential(credential);
+  service_->SetJob(
+      ShardJob{0, ElementRange{0, kRange}, OptimizerConfig{OptimizerKind::kSgd, 1.0f}});
+  const std::vector<float> forged(kRange, 1e30f);
+  EXPECT_EQ(Push(0, 0, forged).status.error_code(), grpc::StatusCode::PERMISSION_DENIED)
+      << "no key";
+  EXPECT_EQ(Push(0, 0, forged, -1, kGeneration, kRange, ShardStepKey(credential, kGeneration, 1))
+                .status.error_code(),
+            grpc::StatusCode::PERMISSION_DENIED)
+      << "worker 1's key, claiming rank 0";
+  EXPECT_EQ(Push(0, 0, forged, -1, kGeneration, kRange,
+                 ShardStepKey(Hmac("ps-test", "shard-1"), kGeneration, 0))
+                .status.error_code(),
+            grpc::StatusCode::PERMISSION_DENIED)
+      << "a key for another shard";
+
+  auto load = [&](uint32_t workers, const std::string& key) {
+    grpc::ClientContext context;
+    SetDeadline(context, absl::Seconds(10));
+    if (!key.empty()) context.AddMetadata(kLinkKeyMetadata, key);
+    proto::PsLoadReply reply;
+    auto writer = stub_->Load(&context, &reply);
+    proto::PsStateSegment segment;
+    segment.set_generation(kGeneration + 1);
+    segment.set_workers(workers);
+    segment.set_range_elements(kRange);
+    segment.set_state_elements(kRange + 1);
+    segment.set_payload(std::string((kRange + 1) * sizeof(float), '\x7f'));
+    writer->Write(segment);
+    writer->WritesDone();
+    return writer->Finish().error_code();
+  };
+  EXPECT_EQ(load(2, ""), grpc::StatusCode::PERMISSION_DENIED);
+  EXPECT_EQ(load(2, ShardStepKey(credential, kGeneration + 1, 0)),
+            grpc::StatusCode::PERMISSION_DENIED)
+      << "a step key is not a load key";
+  EXPECT_EQ(load(0x7fffffff, ShardLoadKey(credential, kGeneration + 1)),
+            grpc::StatusCode::INVALID_ARGUMENT)
+      << "a worker count that would allocate a share per worker is bounded";
+
+  grpc::ClientContext read_context;
+  SetDeadline(read_context, absl::Seconds(10));
+  auto reader = stub_->GetParameters(&read_context, proto::PsRangeRequest());
+  proto::PsRangeValues values;
+  EXPECT_FALSE(reader->Read(&values)) << "the live model leaked";
+  EXPECT_EQ(reader->Finish().error_code(), grpc::StatusCode::PERMISSION_DENIED);
+
+  EXPECT_EQ(*state_->parameters(), std::vector<float>(kRange, 100.0f)) << "nothing changed";
+  std::vector<StepReply> replies(2);
+  std::thread other([&] {
+    replies[1] = Push(1, 0, std::vector<float>(kRange, 2.0f), -1, kGeneration, kRange,
+                      ShardStepKey(credential, kGeneration, 1));
+  });
+  replies[0] = Push(0, 0, std::vector<float>(kRange, 1.0f), -1, kGeneration, kRange,
+                    ShardStepKey(credential, kGeneration, 0));
+  other.join();
+  for (const StepReply& reply : replies) {
+    ASSERT_TRUE(reply.status.ok()) << reply.status.error_message();
+    EXPECT_EQ(reply.sum, std::vector<float>(kRange, 3.0f));
+  }
 }
 
 }  // namespace

@@ -2,7 +2,9 @@
 // every kind of bad input from a rogue client.
 #include <memory>
 #include <thread>
+#include <tuple>
 
+#include "common/auth.h"
 #include "common/cost_model.h"
 #include "common/grpc_util.h"
 #include "gtest/gtest.h"
@@ -26,20 +28,29 @@ struct Node {
 
 class GrpcRingTest : public ::testing::Test {
  protected:
-  void StartRing(int world) {
+  // With `credentials`, every member checks link keys (an elastic job's ring, common/auth.h)
+  // and presents the one the controller would give it.
+  void StartRing(int world, bool credentials = false) {
     std::vector<std::string> addresses;
     for (int rank = 0; rank < world; ++rank) {
       auto node = std::make_unique<Node>();
       node->member = std::make_unique<RingMember>(RingTopology{1, world, rank}, &node->metrics);
+      if (credentials) node->member->SetMemberCredential(CredentialOf(rank));
       auto server = StartServer("127.0.0.1:0", {node->member->service()});
       ASSERT_TRUE(server.ok()) << server.status();
       node->server = *std::move(server);
       addresses.push_back("127.0.0.1:" + std::to_string(node->server.port));
       nodes_.push_back(std::move(node));
     }
-    for (auto& node : nodes_) ASSERT_TRUE(node->member->Connect(addresses).ok());
+    for (int rank = 0; rank < world; ++rank) {
+      const std::string key =
+          credentials ? RingLinkKey(CredentialOf((rank + 1) % world), 1, rank) : "";
+      ASSERT_TRUE(nodes_[rank]->member->Connect(addresses, key).ok());
+    }
     addresses_ = addresses;
   }
+
+  static std::string CredentialOf(int rank) { return Hmac("ring-test", std::to_string(rank)); }
 
   // Runs collective `collective` on the given ranks; returns their statuses.
   std::vector<absl::Status> RunOn(const std::vector<int>& ranks, uint64_t collective,
@@ -103,10 +114,11 @@ class GrpcRingTest : public ::testing::Test {
   // A client that is not part of the ring, writing hand-made segments to `rank`.
   // With `cancel_midway`, the stream is cancelled once `rank` has counted the segments' bytes.
   grpc::Status SendRogue(int rank, const std::vector<proto::RingSegment>& segments,
-                         bool cancel_midway = false) {
+                         bool cancel_midway = false, const std::string& link_key = "") {
     auto stub = proto::RingPeer::NewStub(MakeChannel(addresses_[rank]));
     grpc::ClientContext context;
     SetDeadline(context, absl::Seconds(10));
+    if (!link_key.empty()) context.AddMetadata(kLinkKeyMetadata, link_key);
     proto::RingStreamSummary summary;
     auto writer = stub->Stream(&context, &summary);
     for (const auto& segment : segments) {
@@ -177,6 +189,41 @@ TEST_F(GrpcRingTest, BadSegmentsGetPreciseStatusesAndThePeerKeepsServing) {
       << step_status.error_message();
   ExpectCorrectAllreduce(5, 40);
   ExpectCorrectAllreduce(6, 100001);
+}
+
+// Issue 13: in an elastic ring only the assigned left neighbour of a generation may stream to a
+// worker. A stranger, a member presenting another link's key, or one claiming another rank is
+// refused before anything reaches the inbox, during a collective too, which completes unharmed;
+// a far-future generation is not held either.
+TEST_F(GrpcRingTest, OnlyTheAssignedLeftNeighbourMayStreamAndOthersCannotFailTheCollective) {
+  StartRing(4, /*credentials=*/true);
+  ExpectCorrectAllreduce(1, 4000);
+  std::vector<std::vector<float>> buffers;
+  std::vector<absl::Status> statuses;
+  std::thread collective([&] { statuses = RunOn({0, 1, 2, 3}, 2, 1 << 20, &buffers); });
+  WaitForCounter(3, "ringside_link_received_bytes_total", "worker-2", "worker-3");
+  const std::string key_1_to_2 = RingLinkKey(CredentialOf(2), 1, 1);
+  for (const auto& [segment, key, who] :
+       std::vector<std::tuple<proto::RingSegment, std::string, std::string>>{
+           {Segment(1, 3), "", "no key"},
+           {Segment(1, 3), "0123456789abcdef", "a made-up key"},
+           {Segment(1, 3), RingLinkKey(CredentialOf(3), 1, 2), "the 2->3 link's key"},
+           {Segment(3, 3), key_1_to_2, "the right key, another sender rank"},
+       }) {
+    EXPECT_EQ(SendRogue(2, {segment}, false, key).error_code(), grpc::StatusCode::PERMISSION_DENIED)
+        << who;
+  }
+  proto::RingSegment far_future = Segment(1, 3);
+  far_future.set_generation(uint64_t{1} << 63);
+  EXPECT_EQ(SendRogue(2, {far_future}, false, key_1_to_2).error_code(),
+            grpc::StatusCode::PERMISSION_DENIED)
+      << "generation 1's key does not open generation 2^63";
+  collective.join();
+  for (int rank = 0; rank < 4; ++rank) {
+    ASSERT_TRUE(statuses[rank].ok()) << "rank " << rank << ": " << statuses[rank];
+    EXPECT_EQ(buffers[rank][12345], ExpectedSum(4, 12345));
+  }
+  ExpectCorrectAllreduce(4, 4000);
 }
 
 TEST_F(GrpcRingTest, ABadSegmentDuringACollectiveFailsEveryWorkerWithinTheDeadline) {
