@@ -177,8 +177,12 @@ absl::StatusOr<std::unique_ptr<MetricsServer>> MetricsServer::Start(
   if (!address.ok()) return Annotate(address.status(), "--metrics_listen");
   std::unique_ptr<prometheus::Exposer> exposer;
   try {
-    // civetweb wants host:port without brackets for IPv4; it throws when it cannot bind.
-    exposer = std::make_unique<prometheus::Exposer>(address->ToString());
+    // civetweb wants host:port without brackets for IPv4; it throws when it cannot bind. Its
+    // defaults (2 threads, 30 s read timeout) let two idle connections block every scrape for
+    // half a minute; more threads, and a short timeout that drops a connection which sends
+    // nothing, keep /metrics answering whatever a stranger holds open.
+    exposer = std::make_unique<prometheus::Exposer>(std::vector<std::string>{
+        "listening_ports", address->ToString(), "num_threads", "8", "request_timeout_ms", "2000"});
   } catch (const std::exception& e) {
     return absl::UnavailableError(
         absl::StrCat("cannot serve metrics on ", listen, ": ", e.what(), " (is the port in use?)"));

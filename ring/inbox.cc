@@ -20,9 +20,9 @@ void RingInbox::SetTopology(RingTopology topology, LinkReceiveMetrics metrics) {
   std::deque<std::pair<Segment, uint64_t>> held;
   held.swap(held_);
   for (auto& [segment, stream_id] : held) {
-    queued_bytes_ -= segment.payload.size();
+    held_bytes_ -= segment.payload.size();
     if (segment.header.generation > topology_.generation) {
-      queued_bytes_ += segment.payload.size();
+      held_bytes_ += segment.payload.size();
       held_.emplace_back(std::move(segment), stream_id);
     } else if (segment.header.generation == topology_.generation) {
       // A refusal now cannot reach the sender, whose stream was answered; its collective
@@ -140,9 +140,16 @@ void RingInbox::Advance(const SegmentHeader& h, uint64_t elements) {
 
 absl::Status RingInbox::Accept(Segment segment, uint64_t stream_id) {
   absl::MutexLock lock(&mu_);
-  if (segment.header.generation > topology_.generation &&
-      queued_bytes_ + segment.payload.size() <= options_.max_queued_bytes) {
-    queued_bytes_ += segment.payload.size();
+  if (segment.header.generation > topology_.generation) {
+    // Held apart from the current generation's queue, under a cap of its own: segments of a
+    // generation this worker has not reached can never starve the one it is in.
+    if (held_bytes_ + segment.payload.size() > options_.max_held_bytes) {
+      return absl::ResourceExhaustedError(absl::StrCat(
+          "receiver holds ", held_bytes_, " bytes of generations it has not reached (limit ",
+          options_.max_held_bytes, "); a segment of generation ", segment.header.generation,
+          " is refused while it is in generation ", topology_.generation));
+    }
+    held_bytes_ += segment.payload.size();
     held_.emplace_back(std::move(segment), stream_id);
     return absl::OkStatus();
   }

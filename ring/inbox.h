@@ -9,9 +9,13 @@
 // is refused.
 //
 // Generations: a segment of an older generation is refused; one of a newer generation is held
-// (within the queue limit) until SetTopology() reaches it, then validated as if it had just
-// arrived. A neighbour that adopts a new generation first is thus not turned away while this
-// worker finishes its step. Control segments (state hand-over) are not counted.
+// (within a byte cap of its own, apart from the current generation's queue) until SetTopology()
+// reaches it, then validated as if it had just arrived. Any newer generation, not only the next:
+// two membership changes in quick succession can put the neighbour two generations ahead, and
+// refusing it would fail its regroup. What bounds this is the cap and, in an elastic ring, the
+// stream's link key (ring/grpc_transport.h): only the controller's assigned neighbour of that
+// generation gets this far. A neighbour that adopts a new generation first is thus not turned away
+// while this worker finishes its step. Control segments (state hand-over) are not counted.
 //
 // Thread-safe. Accept() is called from gRPC reactor threads and never blocks; Next() blocks until
 // a segment, an error or its deadline.
@@ -38,6 +42,8 @@ struct RingInboxOptions {
   uint64_t max_total_elements = uint64_t{1} << 32;
   // Bytes that may wait unconsumed; a sender running further ahead gets RESOURCE_EXHAUSTED.
   uint64_t max_queued_bytes = uint64_t{1} << 30;
+  // Bytes of generations not reached yet that may be held (RESOURCE_EXHAUSTED beyond).
+  uint64_t max_held_bytes = uint64_t{256} << 20;
 };
 
 class RingInbox {
@@ -103,7 +109,8 @@ class RingInbox {
   std::deque<Segment> queue_ ABSL_GUARDED_BY(mu_);
   // Segments of newer generations, with their stream ids, in arrival order.
   std::deque<std::pair<Segment, uint64_t>> held_ ABSL_GUARDED_BY(mu_);
-  uint64_t queued_bytes_ ABSL_GUARDED_BY(mu_) = 0;  // queue_ and held_
+  uint64_t queued_bytes_ ABSL_GUARDED_BY(mu_) = 0;  // queue_
+  uint64_t held_bytes_ ABSL_GUARDED_BY(mu_) = 0;    // held_
   uint64_t superseded_by_ ABSL_GUARDED_BY(mu_) = 0;
   absl::Status error_ ABSL_GUARDED_BY(mu_);
   uint64_t latest_stream_ ABSL_GUARDED_BY(mu_) = 0;

@@ -1,6 +1,14 @@
 #include "common/metrics.h"
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <vector>
+
 #include "gtest/gtest.h"
+#include "launch/http_get.h"
 #include "prometheus/text_serializer.h"
 
 namespace ringside {
@@ -37,6 +45,32 @@ TEST(MetricsServerTest, ServesOnAFreePortAndRejectsBadAddress) {
   EXPECT_GT((*server)->port(), 0);
   EXPECT_EQ(MetricsServer::Start("nonsense", registry).status().code(),
             absl::StatusCode::kInvalidArgument);
+}
+
+// Issue 13: idle connections a stranger holds open must not block scraping. With civetweb's
+// defaults (2 threads, 30 s timeout) the scrape below waited half a minute and its 10 s
+// deadline failed it.
+TEST(MetricsServerTest, KeepsAnsweringScrapesWhileIdleConnectionsAreOpen) {
+  auto registry = std::make_shared<prometheus::Registry>();
+  Metrics metrics(registry);
+  metrics.WorldSize().Set(3);
+  auto server = MetricsServer::Start("127.0.0.1:0", registry);
+  ASSERT_TRUE(server.ok()) << server.status();
+  std::vector<int> idle;
+  for (int i = 0; i < 4; ++i) {
+    const int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    ASSERT_GE(fd, 0);
+    sockaddr_in address{};
+    address.sin_family = AF_INET;
+    address.sin_port = htons(static_cast<uint16_t>((*server)->port()));
+    inet_pton(AF_INET, "127.0.0.1", &address.sin_addr);
+    ASSERT_EQ(connect(fd, reinterpret_cast<const sockaddr*>(&address), sizeof(address)), 0);
+    idle.push_back(fd);  // connected, sending nothing
+  }
+  absl::StatusOr<std::string> scraped = HttpGet((*server)->port(), "/metrics", absl::Seconds(10));
+  ASSERT_TRUE(scraped.ok()) << scraped.status();
+  EXPECT_NE(scraped->find("ringside_world_size 3"), std::string::npos);
+  for (int fd : idle) close(fd);
 }
 
 }  // namespace

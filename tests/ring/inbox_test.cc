@@ -206,5 +206,28 @@ TEST(InboxLimitTest, ASenderTooFarAheadIsRefused) {
   EXPECT_EQ(inbox.Accept(std::move(second), stream).code(), absl::StatusCode::kResourceExhausted);
 }
 
+// Issue 13: segments of a generation not reached yet are held under their own cap, which can
+// never starve the current generation: at the cap a future segment is refused naming its
+// generation, and the current collective's segments still fit the queue.
+TEST(InboxLimitTest, HeldFutureSegmentsHaveTheirOwnCapAndNeverStarveTheCurrentGeneration) {
+  RingInboxOptions options;
+  options.max_queued_bytes = 50;
+  options.max_held_bytes = 80;
+  RingInbox inbox(RingTopology{kGeneration, kWorld, kRank}, options, LinkReceiveMetrics{});
+  const uint64_t stream = inbox.OpenStream();
+  for (int i = 0; i < 2; ++i) {
+    Segment future = FirstSegment(1);
+    future.header.generation = kGeneration + 1 + i;
+    ASSERT_TRUE(inbox.Accept(std::move(future), stream).ok()) << "40 bytes each fit twice";
+  }
+  Segment third = FirstSegment(1);
+  third.header.generation = uint64_t{1} << 63;
+  const absl::Status refused = inbox.Accept(std::move(third), stream);
+  EXPECT_EQ(refused.code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_NE(refused.message().find("generation 9223372036854775808"), std::string::npos) << refused;
+  const absl::Status current = inbox.Accept(FirstSegment(1), stream);
+  EXPECT_TRUE(current.ok()) << "the current generation's queue is untouched: " << current;
+}
+
 }  // namespace
 }  // namespace ringside::ring
