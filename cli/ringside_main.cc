@@ -3,6 +3,8 @@
 //   ringside up [flags]               a local cluster kept running for Prometheus/Grafana
 //   ringside ctl mode ring|ps --controller=HOST:PORT   a live mode switch
 //   ringside health --address=HOST:PORT                exit 0 when the gRPC health check serves
+// ctl and health need --tls_ca --tls_cert --tls_key or --insecure (common/security_flags.h);
+// compare and up make their own CA and certificates unless given --insecure.
 #include <unistd.h>
 
 #include <cstring>
@@ -18,6 +20,7 @@
 #include "common/flags_usage.h"
 #include "common/grpc_util.h"
 #include "common/net.h"
+#include "common/security_flags.h"
 #include "common/termination_signals.h"
 #include "model/training_flags.h"
 #include "proto/controller.grpc.pb.h"
@@ -53,12 +56,12 @@ int Fail(const std::string& message) {
   return 1;
 }
 
-int SetMode(const std::string& mode) {
+int SetMode(const std::string& mode, const ringside::TransportSecurity& security) {
   const std::string controller = absl::GetFlag(FLAGS_controller);
   if (absl::Status status = ringside::ParseHostPort(controller).status(); !status.ok()) {
     return Fail("--controller: " + std::string(status.message()));
   }
-  auto stub = ringside::proto::Controller::NewStub(ringside::MakeChannel(controller));
+  auto stub = ringside::proto::Controller::NewStub(ringside::MakeChannel(controller, security));
   grpc::ClientContext context;
   ringside::SetDeadline(context, absl::GetFlag(FLAGS_timeout));
   ringside::proto::ModeRequest request;
@@ -88,6 +91,15 @@ absl::StatusOr<ringside::cli::ClusterFlags> ClusterFromFlags(const char* argv0) 
   cluster.heartbeat_timeout = absl::GetFlag(FLAGS_heartbeat_timeout);
   cluster.checkpoint_dir = absl::GetFlag(FLAGS_checkpoint_dir);
   cluster.checkpoint_every = absl::GetFlag(FLAGS_checkpoint_every);
+  // The cluster's certificates are its own (a throw-away CA in its work directory): files given
+  // here would not be used, so they are refused rather than silently ignored.
+  const ringside::SecurityFlags security = ringside::SecurityFlagsFromCommandLine();
+  if (!security.tls.ca.empty() || !security.tls.cert.empty() || !security.tls.key.empty()) {
+    return absl::InvalidArgumentError(
+        "--tls_ca/--tls_cert/--tls_key are for ctl and health: compare and up make a throw-away "
+        "CA and certificates for their cluster (or run it plaintext with --insecure)");
+  }
+  cluster.tls = !security.insecure;
   // Checked here, not by the controller, so a bad value fails at once naming the flag.
   if (cluster.checkpoint_every < 0) {
     return absl::InvalidArgumentError("--checkpoint_every must be >= 0");
@@ -118,11 +130,15 @@ int Run(int argc, char** argv, const std::vector<char*>& args,
   if (command == "ctl" && args.size() == 4 && std::strcmp(args[2], "mode") == 0) {
     const std::string mode = args[3];
     if (mode != "ring" && mode != "ps") return Fail("mode must be ring or ps, not '" + mode + "'");
-    return SetMode(mode);
+    absl::StatusOr<ringside::TransportSecurity> security = ringside::TransportSecurityFromFlags();
+    if (!security.ok()) return Fail(std::string(security.status().message()));
+    return SetMode(mode, *security);
   }
   if (command == "health" && args.size() == 2) {
-    const absl::Status status =
-        ringside::cli::CheckHealth(absl::GetFlag(FLAGS_address), absl::GetFlag(FLAGS_timeout));
+    absl::StatusOr<ringside::TransportSecurity> security = ringside::TransportSecurityFromFlags();
+    if (!security.ok()) return Fail(std::string(security.status().message()));
+    const absl::Status status = ringside::cli::CheckHealth(absl::GetFlag(FLAGS_address),
+                                                           absl::GetFlag(FLAGS_timeout), *security);
     if (!status.ok()) return Fail(std::string(status.message()));
     std::cout << "SERVING\n";
     return 0;

@@ -169,10 +169,11 @@ absl::Status RunShard(const ShardOptions& options, const TerminationSignals& sig
     ASSIGN_OR_RETURN(const ShardAssignment assignment, StaticAssignment(options));
     ASSIGN_OR_RETURN(range, Follow(assignment, metrics, service, factory, log));
   }
-  ASSIGN_OR_RETURN(StartedServer server, StartServer(options.listen, {&service}));
+  ASSIGN_OR_RETURN(StartedServer server, StartServer(options.listen, {&service}, options.security));
   ASSIGN_OR_RETURN(const std::string address,
                    AdvertisedAddress(options.member.advertise, options.listen, server.port));
-  log << "ps: ParameterShard on " << address << ", metrics at " << metrics_server->url() << "\n";
+  log << "ps: ParameterShard on " << address << " (" << options.security.Describe()
+      << "), metrics at " << metrics_server->url() << "\n";
   log.flush();
   std::unique_ptr<ControllerClient> controller;
   if (elastic) {
@@ -183,6 +184,7 @@ absl::Status RunShard(const ShardOptions& options, const TerminationSignals& sig
     client.role = proto::ROLE_PS;
     client.address = address;
     client.register_timeout = options.member.register_timeout;
+    client.security = options.security;
     ASSIGN_OR_RETURN(
         controller, ControllerClient::Connect(client, [&](const proto::Assignment& assignment) {
           absl::StatusOr<ShardAssignment> next = ElasticAssignment(assignment, options);

@@ -6,6 +6,7 @@
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
 #include "common/flags_usage.h"
+#include "common/security_flags.h"
 #include "common/termination_signals.h"
 #include "daemons/ps_daemon.h"
 #include "model/training_flags.h"
@@ -58,9 +59,12 @@ int main(int argc, char** argv) {
   options.member.advertise = absl::GetFlag(FLAGS_advertise);
   absl::StatusOr<ringside::worker::TrainingOptions> training =
       ringside::worker::TrainingOptionsFromFlags();
+  absl::StatusOr<ringside::TransportSecurity> security = ringside::TransportSecurityFromFlags();
   absl::Status status = training.status();
+  if (status.ok()) status = security.status();
   if (status.ok()) {
     options.training = *std::move(training);
+    options.security = *std::move(security);
     status = ringside::server::RunShard(options, signals, std::cout);
   }
   if (!status.ok()) {

@@ -202,9 +202,9 @@ class RingStreamSender::Stream final
 
 RingStreamSender::RingStreamSender(std::string address, std::string peer_name,
                                    std::function<void(const absl::Status&)> on_error,
-                                   prometheus::Counter* wire)
+                                   prometheus::Counter* wire, const TransportSecurity& security)
     : link_(std::make_shared<Link>(address, std::move(peer_name), std::move(on_error), wire)),
-      stub_(MakeChannel(address)) {}
+      stub_(MakeChannel(address, security)) {}
 
 RingStreamSender::~RingStreamSender() {
   Link& link = *link_;
@@ -291,12 +291,13 @@ void RingStreamSender::Abandon() {
 }
 
 GrpcRingTransport::GrpcRingTransport(RingTopology topology, const std::string& right_address,
-                                     RingInbox& inbox, prometheus::Counter* wire_bytes)
+                                     RingInbox& inbox, prometheus::Counter* wire_bytes,
+                                     const TransportSecurity& security)
     : topology_(topology),
       inbox_(inbox),
       sender_(
           right_address, WorkerName(topology.right()),
-          [&inbox](const absl::Status& status) { inbox.Fail(status); }, wire_bytes) {}
+          [&inbox](const absl::Status& status) { inbox.Fail(status); }, wire_bytes, security) {}
 
 absl::Status GrpcRingTransport::Send(const SegmentHeader& header, absl::Span<const char> payload) {
   return sender_.Enqueue(EncodeSegment(header, payload));

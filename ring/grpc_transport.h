@@ -18,6 +18,7 @@
 #include <string>
 
 #include "common/metrics.h"
+#include "common/transport_security.h"
 #include "grpcpp/generic/generic_stub.h"
 #include "proto/ring.grpc.pb.h"
 #include "ring/inbox.h"
@@ -50,9 +51,10 @@ class RingStreamSender {
  public:
   // `on_error` runs on a gRPC callback thread when the stream fails (not when it is abandoned
   // or closed by this side); it must not block. `wire` counts serialized bytes
-  // (ringside_link_wire_bytes_total); null is not counted.
+  // (ringside_link_wire_bytes_total); null is not counted. `security`: the channel's.
   RingStreamSender(std::string address, std::string peer_name,
-                   std::function<void(const absl::Status&)> on_error, prometheus::Counter* wire);
+                   std::function<void(const absl::Status&)> on_error, prometheus::Counter* wire,
+                   const TransportSecurity& security);
   // Closes the stream gracefully (bounded waits for the queue to drain and the peer to answer,
   // then cancels) and returns once no reaction of any of its streams can run any more.
   ~RingStreamSender();
@@ -77,7 +79,7 @@ class GrpcRingTransport final : public RingTransport {
  public:
   // `inbox` is the one RingPeerService feeds; it must outlive this transport.
   GrpcRingTransport(RingTopology topology, const std::string& right_address, RingInbox& inbox,
-                    prometheus::Counter* wire_bytes);
+                    prometheus::Counter* wire_bytes, const TransportSecurity& security);
 
   const RingTopology& topology() const override { return topology_; }
   void BeginCollective(uint64_t collective) override { inbox_.BeginCollective(collective); }

@@ -172,9 +172,10 @@ absl::Status ElasticTrainer::Regroup(const GenerationAssignment& assignment) {
   }
   shards_ = assignment.shards;
   if (mode == SyncMode::kPs && shards_.empty()) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        "generation ", generation, " is in ps mode but has no shard left: waiting for a shard "
-        "to register (or for `ringside ctl mode ring`)"));
+    return absl::FailedPreconditionError(
+        absl::StrCat("generation ", generation,
+                     " is in ps mode but has no shard left: waiting for a shard "
+                     "to register (or for `ringside ctl mode ring`)"));
   }
   // A fresh start needs no regroup: everyone holds the initial parameters, the shards too.
   checkpoint_every_ = assignment.checkpoint_every;
@@ -191,6 +192,7 @@ absl::Status ElasticTrainer::Regroup(const GenerationAssignment& assignment) {
     ps.shards = shards_;
     ps.segment_bytes = options_.segment_bytes;
     ps.timeout = options_.timeout;
+    ps.security = options_.security;
     if (options_.fault) {
       ps.pushed_to_first_shard = [this](int64_t) { return LostAt("ps_push"); };
     }
@@ -225,7 +227,8 @@ absl::Status ElasticTrainer::LoadShardsForGeneration(uint64_t generation, int wo
     if (LostAt("load")) return LostStatus();
     JobState state{static_cast<uint64_t>(completed_), parameters_, optimizer_->ExportState()};
     const absl::Status status =
-        LoadShards({shards_, options_.segment_bytes, options_.timeout}, generation, world, state);
+        LoadShards({shards_, options_.segment_bytes, options_.timeout, options_.security},
+                   generation, world, state);
     if (!status.ok()) {
       log_ << WorkerName(rank) << ": " << status << "\n";
       loaded[0] = 1.0f;

@@ -204,7 +204,7 @@ TEST(DurableStateTest, MembersTrainOnWithoutTheControllerAndARestartedOneCarries
   EXPECT_NE(LogOf(c.controller()).find("resumed generation"), std::string::npos);
 
   // It runs the job as before: a mode switch after the restart works.
-  SetMode(c.controller_address(), SyncMode::kPs);
+  SetMode(c, SyncMode::kPs);
   ASSERT_TRUE(Eventually(
       c, [&] { return steps("ps") >= 20; }, true));
   EXPECT_GT(Metric(c.controller(), "ringside_generation"), generation);

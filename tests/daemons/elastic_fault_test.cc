@@ -74,8 +74,7 @@ void RunJobWithFault(const FaultCase& fault, const worker::TrainingOptions& trai
                  static_cast<size_t>(fault.switch_at);
         },
         absl::Seconds(120), /*workers_may_die=*/true));
-    SetMode(cluster.controller_address(),
-            fault.start == SyncMode::kRing ? SyncMode::kPs : SyncMode::kRing);
+    SetMode(cluster, fault.start == SyncMode::kRing ? SyncMode::kPs : SyncMode::kRing);
   }
   auto results = cluster.WaitForResults(absl::Seconds(180));
   ASSERT_TRUE(results.ok()) << results.status() << "\n" << ClusterLogs(cluster);
@@ -206,7 +205,7 @@ TEST(ElasticSwitchStormTest, ManySwitchesLeaveNoShardAhead) {
     const size_t steps = ReadStepTrace(watched.trace_file).lines.size();
     if (steps > seen) {
       seen = steps;
-      SetMode(cluster.controller_address(), next);
+      SetMode(cluster, next);
       next = next == SyncMode::kRing ? SyncMode::kPs : SyncMode::kRing;
       ++switches;
     }

@@ -71,11 +71,11 @@ TEST(ElasticClusterTest, SwitchesRingToPsAndBackWithTheSameParametersAndFallingL
   };
 
   ASSERT_TRUE(Eventually(c, [&] { return steps("ring") >= 10; }));
-  SetMode(c.controller_address(), SyncMode::kPs);
+  SetMode(c, SyncMode::kPs);
   ASSERT_TRUE(Eventually(c, [&] { return steps("ps") >= 10; }));
   const double ring_bytes_before_ps_ends = LinkBytes(*workers[0], "ring");
   const double ring_steps_at_switch = steps("ring");
-  SetMode(c.controller_address(), SyncMode::kRing);
+  SetMode(c, SyncMode::kRing);
   ASSERT_TRUE(Eventually(c, [&] { return steps("ring") >= ring_steps_at_switch + 10; }));
   const double ps_bytes_after = LinkBytes(*workers[0], "ps");
   const double shard_ps_bytes = Metric(shard, "ringside_steps_total", {{"mode", "ps"}});

@@ -13,8 +13,9 @@
 
 namespace ringside::testing {
 
-void SetMode(const std::string& controller, SyncMode mode) {
-  auto stub = proto::Controller::NewStub(MakeChannel(controller));
+void SetMode(launch::LocalCluster& cluster, SyncMode mode) {
+  auto stub = proto::Controller::NewStub(
+      MakeChannel(cluster.controller_address(), cluster.client_security()));
   grpc::ClientContext context;
   SetDeadline(context, absl::Seconds(10));
   proto::ModeRequest request;

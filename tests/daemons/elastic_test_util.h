@@ -14,8 +14,9 @@
 
 namespace ringside::testing {
 
-// Controller.SetMode; a failure is a test failure.
-void SetMode(const std::string& controller, SyncMode mode);
+// Controller.SetMode, as the cluster's operator (its client certificate under TLS); a failure
+// is a test failure.
+void SetMode(launch::LocalCluster& cluster, SyncMode mode);
 
 // A worker's --params_out file (raw float32); empty if it is missing.
 std::vector<float> ReadParams(const std::string& path);
