@@ -184,7 +184,9 @@ int main(int argc, char** argv) {
       "  compare  PS vs ring on a local cluster: table, --json, --report\n"
       "  up       a local cluster for Prometheus/Grafana until Ctrl-C\n"
       "  ctl mode switches a running job's mode at its next step boundary\n"
-      "  health   checks a daemon's gRPC health service (--address)");
+      "  health   checks a daemon's gRPC health service (--address)\n"
+      "ctl and health: --tls_ca=PEM --tls_cert=PEM --tls_key=PEM (mutual TLS) or --insecure;\n"
+      "compare and up make their own CA and certificates (or run plaintext with --insecure)");
   const std::vector<char*> args = absl::ParseCommandLine(argc, argv);
   // The boundary of every command: whatever escapes (a library's exception) becomes a clear
   // error and exit code 1, never an abort. Children are stopped by their owners' destructors.

@@ -35,7 +35,8 @@ ABSL_FLAG(int64_t, checkpoint_every, kDefaults.checkpoint_every,
 int main(int argc, char** argv) {
   ringside::TerminationSignals signals;
   ringside::ConfigureFlagsUsage(
-      "ringside-controller: assigns ranks, ring order, shard map and mode to a Ringside job.");
+      "ringside-controller: assigns ranks, ring order, shard map and mode to a Ringside job.\n"
+      "Every link: --tls_ca=PEM --tls_cert=PEM --tls_key=PEM (mutual TLS) or --insecure.");
   absl::ParseCommandLine(argc, argv);
   ringside::server::ControllerOptions options;
   options.workers = absl::GetFlag(FLAGS_workers);

@@ -43,7 +43,8 @@ int main(int argc, char** argv) {
       "ringside-ps: one parameter-server shard.\n"
       "Static: ringside-ps --shard=S --ps_shards=N --workers=W --listen=HOST:PORT "
       "(with the workers' --model, --seed, --optimizer, --lr)\n"
-      "Elastic: ringside-ps --controller=HOST:PORT --join_token_file=PATH --listen=HOST:PORT");
+      "Elastic: ringside-ps --controller=HOST:PORT --join_token_file=PATH --listen=HOST:PORT\n"
+      "Every link: --tls_ca=PEM --tls_cert=PEM --tls_key=PEM (mutual TLS) or --insecure");
   absl::ParseCommandLine(argc, argv);
   ringside::server::ShardOptions options;
   options.shard = absl::GetFlag(FLAGS_shard);

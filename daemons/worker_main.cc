@@ -121,7 +121,8 @@ int main(int argc, char** argv) {
       "Static ring: ringside-worker --rank=R --peers=HOST:PORT,HOST:PORT,...\n"
       "Static PS:   ringside-worker --mode=ps --rank=R --workers=N --ps=HOST:PORT,...\n"
       "Elastic:     ringside-worker --controller=HOST:PORT --join_token_file=PATH "
-      "--listen=HOST:PORT");
+      "--listen=HOST:PORT\n"
+      "Every link: --tls_ca=PEM --tls_cert=PEM --tls_key=PEM (mutual TLS) or --insecure");
   absl::ParseCommandLine(argc, argv);
   absl::StatusOr<ringside::worker::WorkerOptions> options = OptionsFromFlags();
   absl::Status status = options.status();
