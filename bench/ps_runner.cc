@@ -184,17 +184,19 @@ std::vector<std::string> PsShardArgv(const PsRunnerConfig& config, const PsCellS
                                      int shard, const std::string& ready_file) {
   // SGD with lr 1 on zero parameters keeps every value a small exact integer, which is what the
   // workers' check expects.
-  return {config.ps_binary,
-          absl::StrCat("--shard=", shard),
-          absl::StrCat("--ps_shards=", spec.shards),
-          absl::StrCat("--workers=", spec.workers),
-          "--listen=127.0.0.1:0",
-          "--metrics_listen=127.0.0.1:0",
-          absl::StrCat("--elements=", spec.elements),
-          "--optimizer=sgd",
-          "--lr=1",
-          absl::StrCat("--segment_bytes=", config.segment_bytes),
-          absl::StrCat("--ready_file=", ready_file)};
+  std::vector<std::string> argv = {config.ps_binary,
+                                   absl::StrCat("--shard=", shard),
+                                   absl::StrCat("--ps_shards=", spec.shards),
+                                   absl::StrCat("--workers=", spec.workers),
+                                   "--listen=127.0.0.1:0",
+                                   "--metrics_listen=127.0.0.1:0",
+                                   absl::StrCat("--elements=", spec.elements),
+                                   "--optimizer=sgd",
+                                   "--lr=1",
+                                   absl::StrCat("--segment_bytes=", config.segment_bytes),
+                                   absl::StrCat("--ready_file=", ready_file)};
+  argv.insert(argv.end(), config.security_flags.begin(), config.security_flags.end());
+  return argv;
 }
 
 std::vector<std::string> PsWorkerArgv(const PsRunnerConfig& config, const PsCellSpec& spec,
@@ -202,17 +204,19 @@ std::vector<std::string> PsWorkerArgv(const PsRunnerConfig& config, const PsCell
                                       const std::string& result_file) {
   std::vector<std::string> shards;
   for (int port : shard_ports) shards.push_back(absl::StrCat("127.0.0.1:", port));
-  return {config.rank_binary,
-          "ps-rank",
-          absl::StrCat("--rank=", rank),
-          absl::StrCat("--workers=", spec.workers),
-          absl::StrCat("--ps=", absl::StrJoin(shards, ",")),
-          absl::StrCat("--elements=", spec.elements),
-          absl::StrCat("--iters=", spec.iters),
-          absl::StrCat("--warmup=", spec.warmup),
-          absl::StrCat("--segment_bytes=", config.segment_bytes),
-          "--metrics_listen=127.0.0.1:0",
-          absl::StrCat("--result_file=", result_file)};
+  std::vector<std::string> argv = {config.rank_binary,
+                                   "ps-rank",
+                                   absl::StrCat("--rank=", rank),
+                                   absl::StrCat("--workers=", spec.workers),
+                                   absl::StrCat("--ps=", absl::StrJoin(shards, ",")),
+                                   absl::StrCat("--elements=", spec.elements),
+                                   absl::StrCat("--iters=", spec.iters),
+                                   absl::StrCat("--warmup=", spec.warmup),
+                                   absl::StrCat("--segment_bytes=", config.segment_bytes),
+                                   "--metrics_listen=127.0.0.1:0",
+                                   absl::StrCat("--result_file=", result_file)};
+  argv.insert(argv.end(), config.security_flags.begin(), config.security_flags.end());
+  return argv;
 }
 
 absl::StatusOr<int> ParseShardReady(absl::string_view text, const PsCellSpec& spec, int shard) {

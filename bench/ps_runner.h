@@ -44,6 +44,8 @@ struct PsRunnerConfig {
   // (grpc_shutdown joining an executor thread in a long epoll_wait); a clean exit is worth it.
   absl::Duration shard_term_grace = absl::Seconds(15);
   bool keep_temp = false;
+  // Security flags of every shard and rank: plaintext, like the ring benchmark's.
+  std::vector<std::string> security_flags = {"--insecure"};
 };
 
 struct PsCellSpec {

@@ -9,6 +9,7 @@
 #include "bench/bench_flags.h"
 #include "bench/commands.h"
 #include "bench/rank_jobs.h"
+#include "common/security_flags.h"
 #include "common/termination_signals.h"
 
 ABSL_FLAG(std::string, peers, "",
@@ -24,8 +25,11 @@ ABSL_FLAG(int, op_timeout_s, 60,
 namespace ringside::bench {
 namespace {
 
-RankJobOptions OptionsFromFlags() {
+absl::StatusOr<RankJobOptions> OptionsFromFlags() {
   RankJobOptions options;
+  absl::StatusOr<TransportSecurity> security = TransportSecurityFromFlags();
+  if (!security.ok()) return security.status();
+  options.security = *std::move(security);
   options.rank = absl::GetFlag(FLAGS_rank);
   options.peers = absl::StrSplit(absl::GetFlag(FLAGS_peers), ',', absl::SkipEmpty());
   options.shards = absl::StrSplit(absl::GetFlag(FLAGS_ps), ',', absl::SkipEmpty());
@@ -47,9 +51,13 @@ int RunRank(const char* name, const std::vector<std::string>& args,
     return 1;
   }
   TerminationSignals signals;
-  RankJobOptions options = OptionsFromFlags();
-  if (absl::GetFlag(FLAGS_linger)) options.linger_until = &signals.notification();
-  if (absl::Status status = run(options, std::cout); !status.ok()) {
+  absl::StatusOr<RankJobOptions> options = OptionsFromFlags();
+  if (!options.ok()) {
+    std::cerr << "ringside-bench " << name << ": " << options.status() << "\n";
+    return 1;
+  }
+  if (absl::GetFlag(FLAGS_linger)) options->linger_until = &signals.notification();
+  if (absl::Status status = run(*options, std::cout); !status.ok()) {
     std::cerr << "ringside-bench " << name << ": " << status << "\n";
     return 1;
   }

@@ -65,9 +65,9 @@ absl::Status RunRingRank(const RankJobOptions& options, std::ostream& log) {
   ASSIGN_OR_RETURN(std::unique_ptr<MetricsServer> metrics_server,
                    MetricsServer::Start(options.metrics_listen, registry));
   const ring::RingTopology topology{/*generation=*/1, world, options.rank};
-  ring::RingMember member(topology, &metrics);
+  ring::RingMember member(topology, &metrics, options.security);
   ASSIGN_OR_RETURN(StartedServer server,
-                   StartServer(options.peers[options.rank], {member.service()}));
+                   StartServer(options.peers[options.rank], {member.service()}, options.security));
   metrics.ExportMembership(world, /*generation=*/1, SyncMode::kRing);
   RETURN_IF_ERROR(member.Connect(options.peers));
 
@@ -102,6 +102,7 @@ absl::Status RunPsRank(const RankJobOptions& options, std::ostream& log) {
   ps.shards = options.shards;
   ps.segment_bytes = static_cast<uint64_t>(options.segment_bytes);
   ps.timeout = options.timeout;
+  ps.security = options.security;
   // The benchmark shards' optimiser (ringside-ps --elements): SGD with learning rate 1.
   ASSIGN_OR_RETURN(Optimizer optimizer,
                    Optimizer::Create(OptimizerConfig{OptimizerKind::kSgd, 1.0f},

@@ -20,6 +20,7 @@
 #include "absl/status/status.h"
 #include "absl/synchronization/notification.h"
 #include "absl/time/time.h"
+#include "common/transport_security.h"
 
 namespace ringside::bench {
 
@@ -37,6 +38,7 @@ struct RankJobOptions {
   std::string result_file;
   // Non-null: after the result file, keep serving /metrics until it is notified (--linger).
   const absl::Notification* linger_until = nullptr;
+  TransportSecurity security;  // of the RingPeer server and every channel
 };
 
 absl::Status RunRingRank(const RankJobOptions& options, std::ostream& log);

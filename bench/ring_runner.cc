@@ -136,16 +136,18 @@ std::vector<std::string> RingsideWorkerArgv(const RunnerConfig& config, const Ce
                                             const std::string& result_file) {
   std::vector<std::string> peers;
   for (int port : ports) peers.push_back(absl::StrCat("127.0.0.1:", port));
-  return {config.rank_binary,
-          "ring-rank",
-          absl::StrCat("--rank=", rank),
-          absl::StrCat("--peers=", absl::StrJoin(peers, ",")),
-          absl::StrCat("--elements=", spec.elements),
-          absl::StrCat("--iters=", spec.iters),
-          absl::StrCat("--warmup=", spec.warmup),
-          absl::StrCat("--segment_bytes=", config.segment_bytes),
-          "--metrics_listen=127.0.0.1:0",
-          absl::StrCat("--result_file=", result_file)};
+  std::vector<std::string> argv = {config.rank_binary,
+                                   "ring-rank",
+                                   absl::StrCat("--rank=", rank),
+                                   absl::StrCat("--peers=", absl::StrJoin(peers, ",")),
+                                   absl::StrCat("--elements=", spec.elements),
+                                   absl::StrCat("--iters=", spec.iters),
+                                   absl::StrCat("--warmup=", spec.warmup),
+                                   absl::StrCat("--segment_bytes=", config.segment_bytes),
+                                   "--metrics_listen=127.0.0.1:0",
+                                   absl::StrCat("--result_file=", result_file)};
+  argv.insert(argv.end(), config.security_flags.begin(), config.security_flags.end());
+  return argv;
 }
 
 std::vector<std::string> GlooRankArgv(const RunnerConfig& config, const CellSpec& spec, int rank,

@@ -45,6 +45,9 @@ struct RunnerConfig {
   absl::Duration timeout = absl::Seconds(120);      // for a whole cell
   absl::Duration gloo_timeout = absl::Seconds(30);  // per Gloo operation inside a rank
   bool keep_temp = false;
+  // Security flags of Ringside's ranks. Plaintext: Gloo's TCP transport has no TLS, so the
+  // comparison stays like for like (the cost of TLS: docs/benchmarks.md, `ringside compare`).
+  std::vector<std::string> security_flags = {"--insecure"};
 };
 
 struct CellSpec {

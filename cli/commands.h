@@ -36,6 +36,9 @@ struct ClusterFlags {
   // (0: none); ringside-controller's --checkpoint_dir and --checkpoint_every.
   std::string checkpoint_dir;
   int64_t checkpoint_every = 0;
+  // Mutual TLS on every link, with a throw-away CA and certificates in the work directory;
+  // false: plaintext (--insecure).
+  bool tls = true;
 };
 
 struct CompareOptions {

@@ -8,6 +8,7 @@
 #include <memory>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "cli/commands.h"
 #include "cli/compare_report.h"
 #include "cli/model_prediction.h"
@@ -114,6 +115,7 @@ absl::StatusOr<ModeRun> RunMode(const CompareOptions& options, int job_index,
   cluster_options.checkpoint_dir =
       CompareCheckpointDir(options.cluster.checkpoint_dir, job_index, mode);
   cluster_options.checkpoint_every = options.cluster.checkpoint_every;
+  cluster_options.tls = options.cluster.tls;
   ASSIGN_OR_RETURN(std::unique_ptr<LocalCluster> cluster, LocalCluster::Start(cluster_options));
   ModeRun run;
   run.report.mode = mode;
@@ -122,7 +124,8 @@ absl::StatusOr<ModeRun> RunMode(const CompareOptions& options, int job_index,
   for (auto& process : cluster->processes()) {
     out << " " << process->name << " (pid " << process->process.pid() << ")";
   }
-  out << "\n";
+  out << (options.cluster.tls ? ", mutual TLS" : ", plaintext (--insecure)")
+      << "; reach it with: " << absl::StrJoin(cluster->CtlCommand(mode), " ") << "\n";
   out.flush();
   PhaseProgress progress(phase, job.steps, isatty(STDOUT_FILENO) == 1, out);
   std::vector<TrainResultFile> results;

@@ -82,9 +82,9 @@ std::string ToString(const grpc::ByteBuffer& buffer) {
 }  // namespace
 
 absl::Status CheckHealth(const std::string& address, absl::Duration timeout,
-                         const std::string& service) {
+                         const TransportSecurity& security, const std::string& service) {
   if (absl::Status status = ParseHostPort(address).status(); !status.ok()) return status;
-  grpc::GenericStub stub(MakeChannel(address));
+  grpc::GenericStub stub(MakeChannel(address, security));
   grpc::ClientContext context;
   SetDeadline(context, timeout);
   const std::string request_bytes = EncodeRequest(service);

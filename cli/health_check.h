@@ -15,13 +15,15 @@
 
 #include "absl/status/status.h"
 #include "absl/time/time.h"
+#include "common/transport_security.h"
 
 namespace ringside::cli {
 
 // OK when the server at `address` reports SERVING for `service` ("" = the server as a whole)
-// within `timeout`.
+// within `timeout`, asked over `security` (a TLS server answers only a client with a
+// certificate from its CA: the health service is no way around it).
 absl::Status CheckHealth(const std::string& address, absl::Duration timeout,
-                         const std::string& service = "");
+                         const TransportSecurity& security, const std::string& service = "");
 
 }  // namespace ringside::cli
 

@@ -3,6 +3,8 @@
 //   ringside up [flags]               a local cluster kept running for Prometheus/Grafana
 //   ringside ctl mode ring|ps --controller=HOST:PORT   a live mode switch
 //   ringside health --address=HOST:PORT                exit 0 when the gRPC health check serves
+// ctl and health need --tls_ca --tls_cert --tls_key or --insecure (common/security_flags.h);
+// compare and up make their own CA and certificates unless given --insecure.
 #include <unistd.h>
 
 #include <cstring>
@@ -19,6 +21,7 @@
 #include "common/flags_usage.h"
 #include "common/grpc_util.h"
 #include "common/net.h"
+#include "common/security_flags.h"
 #include "common/termination_signals.h"
 #include "control/job_spec.h"
 #include "model/training_flags.h"
@@ -57,7 +60,7 @@ int Fail(const std::string& message) {
   return 1;
 }
 
-int SetMode(const std::string& mode) {
+int SetMode(const std::string& mode, const ringside::TransportSecurity& security) {
   const std::string controller = absl::GetFlag(FLAGS_controller);
   if (absl::Status status = ringside::ParseHostPort(controller).status(); !status.ok()) {
     return Fail("--controller: " + std::string(status.message()));
@@ -65,7 +68,7 @@ int SetMode(const std::string& mode) {
   absl::StatusOr<std::string> token = ringside::server::ReadTokenFile(
       absl::GetFlag(FLAGS_operator_token_file), "--operator_token_file");
   if (!token.ok()) return Fail(std::string(token.status().message()));
-  auto stub = ringside::proto::Controller::NewStub(ringside::MakeChannel(controller));
+  auto stub = ringside::proto::Controller::NewStub(ringside::MakeChannel(controller, security));
   grpc::ClientContext context;
   ringside::SetDeadline(context, absl::GetFlag(FLAGS_timeout));
   context.AddMetadata(ringside::kOperatorTokenMetadata, *token);
@@ -96,6 +99,15 @@ absl::StatusOr<ringside::cli::ClusterFlags> ClusterFromFlags(const char* argv0) 
   cluster.heartbeat_timeout = absl::GetFlag(FLAGS_heartbeat_timeout);
   cluster.checkpoint_dir = absl::GetFlag(FLAGS_checkpoint_dir);
   cluster.checkpoint_every = absl::GetFlag(FLAGS_checkpoint_every);
+  // The cluster's certificates are its own (a throw-away CA in its work directory): files given
+  // here would not be used, so they are refused rather than silently ignored.
+  const ringside::SecurityFlags security = ringside::SecurityFlagsFromCommandLine();
+  if (!security.tls.ca.empty() || !security.tls.cert.empty() || !security.tls.key.empty()) {
+    return absl::InvalidArgumentError(
+        "--tls_ca/--tls_cert/--tls_key are for ctl and health: compare and up make a throw-away "
+        "CA and certificates for their cluster (or run it plaintext with --insecure)");
+  }
+  cluster.tls = !security.insecure;
   // Checked here, not by the controller, so a bad value fails at once naming the flag.
   if (cluster.checkpoint_every < 0) {
     return absl::InvalidArgumentError("--checkpoint_every must be >= 0");
@@ -126,11 +138,15 @@ int Run(int argc, char** argv, const std::vector<char*>& args,
   if (command == "ctl" && args.size() == 4 && std::strcmp(args[2], "mode") == 0) {
     const std::string mode = args[3];
     if (mode != "ring" && mode != "ps") return Fail("mode must be ring or ps, not '" + mode + "'");
-    return SetMode(mode);
+    absl::StatusOr<ringside::TransportSecurity> security = ringside::TransportSecurityFromFlags();
+    if (!security.ok()) return Fail(std::string(security.status().message()));
+    return SetMode(mode, *security);
   }
   if (command == "health" && args.size() == 2) {
-    const absl::Status status =
-        ringside::cli::CheckHealth(absl::GetFlag(FLAGS_address), absl::GetFlag(FLAGS_timeout));
+    absl::StatusOr<ringside::TransportSecurity> security = ringside::TransportSecurityFromFlags();
+    if (!security.ok()) return Fail(std::string(security.status().message()));
+    const absl::Status status = ringside::cli::CheckHealth(absl::GetFlag(FLAGS_address),
+                                                           absl::GetFlag(FLAGS_timeout), *security);
     if (!status.ok()) return Fail(std::string(status.message()));
     std::cout << "SERVING\n";
     return 0;
@@ -176,7 +192,9 @@ int main(int argc, char** argv) {
       "  compare  PS vs ring on a local cluster: table, --json, --report\n"
       "  up       a local cluster for Prometheus/Grafana until Ctrl-C\n"
       "  ctl mode switches a running job's mode at its next step boundary\n"
-      "  health   checks a daemon's gRPC health service (--address)");
+      "  health   checks a daemon's gRPC health service (--address)\n"
+      "ctl and health: --tls_ca=PEM --tls_cert=PEM --tls_key=PEM (mutual TLS) or --insecure;\n"
+      "compare and up make their own CA and certificates (or run plaintext with --insecure)");
   const std::vector<char*> args = absl::ParseCommandLine(argc, argv);
   // The boundary of every command: whatever escapes (a library's exception) becomes a clear
   // error and exit code 1, never an abort. Children are stopped by their owners' destructors.

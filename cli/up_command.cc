@@ -26,7 +26,10 @@ absl::Status WriteReadyFile(LocalCluster& cluster, const std::string& path) {
                          {"pid", process->process.pid()},
                          {"metrics_url", process->metrics_url()}});
   }
+  // How a client reaches the cluster: ringside ctl/health's security flags (the operator's
+  // certificate, or --insecure).
   const nlohmann::json ready = {{"controller", cluster.controller_address()},
+                                {"client_flags", cluster.client_flags()},
                                 {"processes", processes}};
   return WriteFileAtomically(path, ready.dump() + "\n");
 }
@@ -52,8 +55,11 @@ absl::Status RunUp(const UpOptions& options, const TerminationSignals& signals, 
   cluster_options.checkpoint_dir = options.cluster.checkpoint_dir;
   cluster_options.checkpoint_every = options.cluster.checkpoint_every;
   cluster_options.restart_servers = true;  // what an orchestrator does for a pod that dies
+  cluster_options.tls = options.cluster.tls;
   ASSIGN_OR_RETURN(std::unique_ptr<LocalCluster> cluster, LocalCluster::Start(cluster_options));
   out << "ringside up: controller at " << cluster->controller_address() << ", logs in " << dir
+      << (options.cluster.tls ? ", mutual TLS (throw-away CA and certificates in " + dir + "/tls)"
+                              : ", plaintext (--insecure)")
       << "\n";
   if (!options.cluster.checkpoint_dir.empty()) {
     out << "  controller checkpoints in " << options.cluster.checkpoint_dir << "\n";
@@ -62,10 +68,11 @@ absl::Status RunUp(const UpOptions& options, const TerminationSignals& signals, 
     out << "  " << process->name << " (pid " << process->process.pid() << ")  "
         << process->metrics_url() << "\n";
   }
-  const std::string add_worker = absl::StrJoin(cluster->WorkerCommand("worker-added"), " ");
-  out << "switch modes with: ringside ctl mode ring|ps --controller="
-      << cluster->controller_address()
-      << " --operator_token_file=" << cluster->operator_token_file()
+  ASSIGN_OR_RETURN(const std::vector<std::string> worker_command,
+                   cluster->WorkerCommand("worker-added"));
+  const std::string add_worker = absl::StrJoin(worker_command, " ");
+  const SyncMode other = options.mode == SyncMode::kRing ? SyncMode::kPs : SyncMode::kRing;
+  out << "switch modes with: " << absl::StrJoin(cluster->CtlCommand(other), " ")
       << "\nadd a worker with: " << add_worker
       << "\na controller or shard that dies is restarted at its address; Ctrl-C stops every "
          "process.\n";

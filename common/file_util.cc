@@ -22,11 +22,11 @@ absl::Status ErrnoError(absl::string_view what, const std::string& path) {
 
 }  // namespace
 
-absl::Status WriteFileAtomically(const std::string& path, absl::string_view contents,
-                                 unsigned mode) {
+absl::Status WriteFileAtomically(const std::string& path, absl::string_view contents, mode_t mode) {
   const std::string temp = absl::StrCat(path, ".tmp.", getpid());
-  const int fd =
-      open(temp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, static_cast<mode_t>(mode));
+  // O_EXCL: a left-over temporary (of a crashed writer) could have looser permissions.
+  std::remove(temp.c_str());
+  const int fd = open(temp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, mode);
   if (fd < 0) return ErrnoError("create", temp);
   size_t written = 0;
   while (written < contents.size()) {

@@ -6,6 +6,8 @@
 #ifndef RINGSIDE_COMMON_FILE_UTIL_H_
 #define RINGSIDE_COMMON_FILE_UTIL_H_
 
+#include <sys/types.h>
+
 #include <string>
 
 #include "absl/status/status.h"
@@ -14,9 +16,10 @@
 
 namespace ringside {
 
-// `mode`: the file's permissions (0600 for secrets).
+// `mode`: the new file's permission bits (before the umask); 0600 for secrets such as keys,
+// which are never readable by others, not even for a moment.
 absl::Status WriteFileAtomically(const std::string& path, absl::string_view contents,
-                                 unsigned mode = 0644);
+                                 mode_t mode = 0644);
 absl::StatusOr<std::string> ReadFileToString(const std::string& path);
 
 }  // namespace ringside

@@ -25,9 +25,30 @@ constexpr IntArgument kThroughputArguments[] = {
     {GRPC_ARG_TCP_MAX_READ_CHUNK_SIZE, 4 << 20},
 };
 
+std::shared_ptr<grpc::ChannelCredentials> ChannelCredentials(const TransportSecurity& security) {
+  if (!security.is_tls()) return grpc::InsecureChannelCredentials();
+  grpc::SslCredentialsOptions options;
+  options.pem_root_certs = security.ca_pem();
+  options.pem_private_key = security.key_pem();
+  options.pem_cert_chain = security.cert_pem();
+  return grpc::SslCredentials(options);
+}
+
+std::shared_ptr<grpc::ServerCredentials> ServerCredentials(const TransportSecurity& security) {
+  if (!security.is_tls()) return grpc::InsecureServerCredentials();
+  // Mutual: a member is whoever holds a certificate from the job's CA, so a client without one
+  // never reaches a service (health included).
+  grpc::SslServerCredentialsOptions options(
+      GRPC_SSL_REQUEST_AND_REQUIRE_CLIENT_CERTIFICATE_AND_VERIFY);
+  options.pem_root_certs = security.ca_pem();
+  options.pem_key_cert_pairs.push_back({security.key_pem(), security.cert_pem()});
+  return grpc::SslServerCredentials(options);
+}
+
 }  // namespace
 
-std::shared_ptr<grpc::Channel> MakeChannel(const std::string& address) {
+std::shared_ptr<grpc::Channel> MakeChannel(const std::string& address,
+                                           const TransportSecurity& security) {
   grpc::ChannelArguments args;
   for (const IntArgument& argument : kThroughputArguments) {
     args.SetInt(argument.name, argument.value);
@@ -43,7 +64,7 @@ std::shared_ptr<grpc::Channel> MakeChannel(const std::string& address) {
   args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 100);
   // A private subchannel per channel: each peer link is its own TCP connection.
   args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
-  return grpc::CreateCustomChannel(address, grpc::InsecureChannelCredentials(), args);
+  return grpc::CreateCustomChannel(address, ChannelCredentials(security), args);
 }
 
 void SetDeadline(grpc::ClientContext& context, absl::Duration timeout) {
@@ -69,11 +90,12 @@ void StartedServer::Shutdown(absl::Duration grace) {
 }
 
 absl::StatusOr<StartedServer> StartServer(const std::string& listen,
-                                          const std::vector<grpc::Service*>& services) {
+                                          const std::vector<grpc::Service*>& services,
+                                          const TransportSecurity& security) {
   grpc::EnableDefaultHealthCheckService(true);
   grpc::ServerBuilder builder;
   int port = 0;
-  builder.AddListeningPort(listen, grpc::InsecureServerCredentials(), &port);
+  builder.AddListeningPort(listen, ServerCredentials(security), &port);
   builder.SetMaxReceiveMessageSize(kMaxMessageBytes);
   builder.SetMaxSendMessageSize(kMaxMessageBytes);
   builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS, 1);

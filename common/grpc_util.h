@@ -1,6 +1,7 @@
-// The one place gRPC channels and servers are created, so message limits, keepalive, TLS and
-// auth are a single change; and the conversions between absl::Status and grpc::Status (whose
-// codes are equal). Thread-safe.
+// The one place gRPC channels and servers are created, and the only place that turns a
+// TransportSecurity into gRPC credentials, so message limits, keepalive and TLS are a single
+// change; and the conversions between absl::Status and grpc::Status (whose codes are equal).
+// Thread-safe.
 #ifndef RINGSIDE_COMMON_GRPC_UTIL_H_
 #define RINGSIDE_COMMON_GRPC_UTIL_H_
 
@@ -11,6 +12,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "common/transport_security.h"
 #include "grpcpp/channel.h"
 #include "grpcpp/client_context.h"
 #include "grpcpp/server.h"
@@ -30,13 +32,18 @@ absl::Status ValidateSegmentBytes(int64_t segment_bytes);
 
 // A channel to `address` (HOST:PORT) with Ringside's limits and keepalive. Each call gets a
 // fresh channel (its own TCP connection), so two peers never share one HTTP/2 connection.
-std::shared_ptr<grpc::Channel> MakeChannel(const std::string& address);
+// Under mutual TLS it presents `security`'s certificate and accepts only a server whose
+// certificate chains to its CA and names HOST (a DNS or IP SAN).
+std::shared_ptr<grpc::Channel> MakeChannel(const std::string& address,
+                                           const TransportSecurity& security);
 
 // Sets a deadline `timeout` from now on `context`.
 void SetDeadline(grpc::ClientContext& context, absl::Duration timeout);
 
 // A started server listening on `listen` (HOST:PORT, port 0 = any free port) serving `services`
-// and the standard gRPC health service (grpc.health.v1.Health reports SERVING).
+// and the standard gRPC health service (grpc.health.v1.Health reports SERVING). Under mutual TLS
+// every call, health checks included, needs a client certificate that chains to the CA: the
+// handshake of a client without one, or with another CA's, fails (the client sees UNAVAILABLE).
 // Destroying it shuts the server down, cancelling calls still open after a short grace (gRPC's
 // own destructor would wait forever for a peer's long-lived stream to end).
 struct StartedServer {
@@ -52,7 +59,8 @@ struct StartedServer {
   int port = 0;
 };
 absl::StatusOr<StartedServer> StartServer(const std::string& listen,
-                                          const std::vector<grpc::Service*>& services);
+                                          const std::vector<grpc::Service*>& services,
+                                          const TransportSecurity& security);
 
 // The first value of the call's metadata `key` (common/auth.h names them); empty when absent.
 // Values over 256 bytes are cut: no secret of ours is that long, and a peer's junk is bounded.

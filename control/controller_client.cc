@@ -18,7 +18,7 @@ constexpr size_t kCheckpointSegmentElements = (size_t{1} << 20) / sizeof(float);
 
 absl::StatusOr<std::unique_ptr<ControllerClient>> ControllerClient::Connect(
     const ControllerClientOptions& options, AssignmentCallback on_assignment) {
-  auto stub = proto::Controller::NewStub(MakeChannel(options.controller));
+  auto stub = proto::Controller::NewStub(MakeChannel(options.controller, options.security));
   grpc::ClientContext context;
   SetDeadline(context, options.register_timeout);
   context.set_wait_for_ready(true);  // a controller still starting is waited for
@@ -47,7 +47,7 @@ ControllerClient::ControllerClient(const ControllerClientOptions& options, uint6
       member_id_(member_id),
       heartbeat_interval_(heartbeat_interval),
       on_assignment_(std::move(on_assignment)),
-      stub_(proto::Controller::NewStub(MakeChannel(options.controller))) {
+      stub_(proto::Controller::NewStub(MakeChannel(options.controller, options.security))) {
   watch_thread_ = std::thread([this] { WatchLoop(); });
   heartbeat_thread_ = std::thread([this] { HeartbeatLoop(); });
 }

@@ -27,6 +27,7 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "absl/types/span.h"
+#include "common/transport_security.h"
 #include "proto/controller.grpc.pb.h"
 
 namespace ringside::server {
@@ -43,6 +44,7 @@ struct ControllerClientOptions {
   absl::Duration register_timeout = absl::Seconds(60);  // the controller may start later
   absl::Duration rpc_timeout = absl::Seconds(10);
   absl::Duration checkpoint_timeout = absl::Seconds(60);  // one upload or download
+  TransportSecurity security;                             // of the channel to the controller
 };
 
 class ControllerClient {

@@ -82,11 +82,12 @@ absl::Status RunController(const ControllerOptions& options, const TerminationSi
   if (checkpoints != nullptr) {
     service.EnableCheckpoints(checkpoints.get(), static_cast<uint64_t>(options.checkpoint_every));
   }
-  ASSIGN_OR_RETURN(StartedServer server, StartServer(options.listen, {&service}));
+  ASSIGN_OR_RETURN(StartedServer server, StartServer(options.listen, {&service}, options.security));
   ExportTopology(membership.topology(), metrics);
   log << "controller: serving on " << ParseHostPort(options.listen)->host << ":" << server.port
-      << ", waiting for " << options.workers << " workers and " << options.ps_shards
-      << " shards, metrics at " << metrics_server->url() << "\n";
+      << " (" << options.security.Describe() << "), waiting for " << options.workers
+      << " workers and " << options.ps_shards << " shards, metrics at " << metrics_server->url()
+      << "\n";
   log.flush();
   if (!options.ready_file.empty()) {
     RETURN_IF_ERROR(WriteFileAtomically(

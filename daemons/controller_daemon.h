@@ -16,6 +16,7 @@
 #include "absl/time/time.h"
 #include "common/metrics.h"
 #include "common/termination_signals.h"
+#include "common/transport_security.h"
 #include "train/local_training.h"
 
 namespace ringside::server {
@@ -35,6 +36,7 @@ struct ControllerOptions {
   // controller resumes the job's members and generation numbering, and the job's checkpoints.
   std::string checkpoint_dir;
   int64_t checkpoint_every = 0;  // steps between checkpoints; 0: none (needs checkpoint_dir)
+  TransportSecurity security;    // of the Controller server
 };
 
 absl::Status RunController(const ControllerOptions& options, const TerminationSignals& signals,

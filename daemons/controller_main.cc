@@ -7,6 +7,7 @@
 #include "absl/flags/parse.h"
 #include "absl/strings/str_cat.h"
 #include "common/flags_usage.h"
+#include "common/security_flags.h"
 #include "common/termination_signals.h"
 #include "daemons/controller_daemon.h"
 #include "model/training_flags.h"
@@ -36,7 +37,8 @@ ABSL_FLAG(int64_t, checkpoint_every, kDefaults.checkpoint_every,
 int main(int argc, char** argv) {
   ringside::TerminationSignals signals;
   ringside::ConfigureFlagsUsage(
-      "ringside-controller: assigns ranks, ring order, shard map and mode to a Ringside job.");
+      "ringside-controller: assigns ranks, ring order, shard map and mode to a Ringside job.\n"
+      "Every link: --tls_ca=PEM --tls_cert=PEM --tls_key=PEM (mutual TLS) or --insecure.");
   absl::ParseCommandLine(argc, argv);
   ringside::server::ControllerOptions options;
   options.workers = absl::GetFlag(FLAGS_workers);
@@ -52,12 +54,15 @@ int main(int argc, char** argv) {
   absl::StatusOr<ringside::SyncMode> mode = ringside::ParseSyncMode(absl::GetFlag(FLAGS_mode));
   absl::StatusOr<ringside::worker::TrainingOptions> training =
       ringside::worker::TrainingOptionsFromFlags();
+  absl::StatusOr<ringside::TransportSecurity> security = ringside::TransportSecurityFromFlags();
   absl::Status status =
       mode.ok() ? training.status()
                 : absl::InvalidArgumentError(absl::StrCat("--mode: ", mode.status().message()));
+  if (status.ok()) status = security.status();
   if (status.ok()) {
     options.mode = *mode;
     options.training = *std::move(training);
+    options.security = *std::move(security);
     status = ringside::server::RunController(options, signals, std::cout);
   }
   if (!status.ok()) {

@@ -177,10 +177,11 @@ absl::Status RunShard(const ShardOptions& options, const TerminationSignals& sig
     ASSIGN_OR_RETURN(credential, RandomSecret());
     service.SetMemberCredential(credential);
   }
-  ASSIGN_OR_RETURN(StartedServer server, StartServer(options.listen, {&service}));
+  ASSIGN_OR_RETURN(StartedServer server, StartServer(options.listen, {&service}, options.security));
   ASSIGN_OR_RETURN(const std::string address,
                    AdvertisedAddress(options.member.advertise, options.listen, server.port));
-  log << "ps: ParameterShard on " << address << ", metrics at " << metrics_server->url() << "\n";
+  log << "ps: ParameterShard on " << address << " (" << options.security.Describe()
+      << "), metrics at " << metrics_server->url() << "\n";
   log.flush();
   std::unique_ptr<ControllerClient> controller;
   if (elastic) {
@@ -192,6 +193,7 @@ absl::Status RunShard(const ShardOptions& options, const TerminationSignals& sig
     client.address = address;
     client.credential = credential;
     client.register_timeout = options.member.register_timeout;
+    client.security = options.security;
     ASSIGN_OR_RETURN(
         controller, ControllerClient::Connect(client, [&](const proto::Assignment& assignment) {
           absl::StatusOr<ShardAssignment> next = ElasticAssignment(assignment, options);

@@ -16,6 +16,7 @@
 
 #include "absl/status/status.h"
 #include "common/termination_signals.h"
+#include "common/transport_security.h"
 #include "control/job_spec.h"
 #include "train/local_training.h"
 
@@ -30,9 +31,10 @@ struct ShardOptions {
   std::string metrics_listen = "127.0.0.1:0";
   int64_t segment_bytes = int64_t{1} << 20;
   worker::TrainingOptions training;  // model, activation, seed and optimiser are used
-  int64_t elements = 0;    // > 0: a benchmark shard of that many zero parameters, no model
-  std::string ready_file;  // written (JSON: ports) once serving; empty: none
-  MemberOptions member;    // elastic when member.controller is set
+  int64_t elements = 0;        // > 0: a benchmark shard of that many zero parameters, no model
+  std::string ready_file;      // written (JSON: ports) once serving; empty: none
+  MemberOptions member;        // elastic when member.controller is set
+  TransportSecurity security;  // of the server and of the channel to the controller
 };
 
 absl::Status ValidateShardOptions(const ShardOptions& options);

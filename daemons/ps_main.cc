@@ -6,6 +6,7 @@
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
 #include "common/flags_usage.h"
+#include "common/security_flags.h"
 #include "common/termination_signals.h"
 #include "daemons/ps_daemon.h"
 #include "model/training_flags.h"
@@ -42,7 +43,8 @@ int main(int argc, char** argv) {
       "ringside-ps: one parameter-server shard.\n"
       "Static: ringside-ps --shard=S --ps_shards=N --workers=W --listen=HOST:PORT "
       "(with the workers' --model, --seed, --optimizer, --lr)\n"
-      "Elastic: ringside-ps --controller=HOST:PORT --join_token_file=PATH --listen=HOST:PORT");
+      "Elastic: ringside-ps --controller=HOST:PORT --join_token_file=PATH --listen=HOST:PORT\n"
+      "Every link: --tls_ca=PEM --tls_cert=PEM --tls_key=PEM (mutual TLS) or --insecure");
   absl::ParseCommandLine(argc, argv);
   ringside::server::ShardOptions options;
   options.shard = absl::GetFlag(FLAGS_shard);
@@ -58,9 +60,12 @@ int main(int argc, char** argv) {
   options.member.advertise = absl::GetFlag(FLAGS_advertise);
   absl::StatusOr<ringside::worker::TrainingOptions> training =
       ringside::worker::TrainingOptionsFromFlags();
+  absl::StatusOr<ringside::TransportSecurity> security = ringside::TransportSecurityFromFlags();
   absl::Status status = training.status();
+  if (status.ok()) status = security.status();
   if (status.ok()) {
     options.training = *std::move(training);
+    options.security = *std::move(security);
     status = ringside::server::RunShard(options, signals, std::cout);
   }
   if (!status.ok()) {

@@ -144,8 +144,8 @@ absl::Status RunTrainingWorker(const WorkerOptions& options, const TerminationSi
     ASSIGN_OR_RETURN(credential, RandomSecret());
   }
   if (elastic || options.mode == SyncMode::kRing) {
-    worker.member =
-        std::make_unique<ring::RingMember>(ring::RingTopology{0, 1, 0}, &worker.metrics);
+    worker.member = std::make_unique<ring::RingMember>(ring::RingTopology{0, 1, 0}, &worker.metrics,
+                                                       options.security);
     worker.member->SetMemberCredential(credential);
     if (listen.empty()) listen = options.peers[options.rank];
   }
@@ -153,7 +153,7 @@ absl::Status RunTrainingWorker(const WorkerOptions& options, const TerminationSi
   if (!listen.empty()) {
     std::vector<grpc::Service*> services;
     if (worker.member != nullptr) services.push_back(worker.member->service());
-    ASSIGN_OR_RETURN(worker.server, StartServer(listen, services));
+    ASSIGN_OR_RETURN(worker.server, StartServer(listen, services, options.security));
     // Elastic peers dial what the controller hands out; a static cluster's addresses are the
     // command line's, so only an elastic member needs a dialable advertised address.
     if (elastic) {
@@ -186,13 +186,14 @@ absl::Status RunTrainingWorker(const WorkerOptions& options, const TerminationSi
     client.credential = credential;
     client.device = options.training.device;
     client.register_timeout = options.member.register_timeout;
+    client.security = options.security;
     ASSIGN_OR_RETURN(controller, server::ControllerClient::Connect(
                                      client, [&relay](const proto::Assignment& assignment) {
                                        relay.OnAssignment(assignment.generation());
                                      }));
-    log << "worker: RingPeer on " << address << ", registered with the controller at "
-        << client.controller << " as member " << controller->member_id() << ", metrics at "
-        << worker.metrics_server->url() << "\n";
+    log << "worker: RingPeer on " << address << " (" << options.security.Describe()
+        << "), registered with the controller at " << client.controller << " as member "
+        << controller->member_id() << ", metrics at " << worker.metrics_server->url() << "\n";
     assignments = std::make_unique<ControllerAssignments>(*controller, options.training.device);
   } else {
     log << WorkerName(options.rank) << ": static " << SyncModeName(options.mode) << " cluster, "
@@ -213,6 +214,7 @@ absl::Status RunTrainingWorker(const WorkerOptions& options, const TerminationSi
   training.segment_bytes = static_cast<uint64_t>(options.segment_bytes);
   training.timeout = options.timeout;
   training.regroup_timeout = options.regroup_timeout;
+  training.security = options.security;
   training.stay_after_finish = elastic;
   if (options.fault.has_value()) training.fault = KillSelfAt(*options.fault);
   ElasticTrainer trainer(*assignments, worker.member.get(), worker.metrics, training, log,

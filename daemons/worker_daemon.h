@@ -24,6 +24,7 @@
 #include "absl/time/time.h"
 #include "common/metrics.h"
 #include "common/termination_signals.h"
+#include "common/transport_security.h"
 #include "control/job_spec.h"
 #include "train/fault_injection.h"
 #include "train/local_training.h"
@@ -51,6 +52,8 @@ struct WorkerOptions {
   std::string ready_file;  // elastic: {port, metrics_port, address} once registered
   absl::Duration regroup_timeout = absl::Seconds(120);
   std::optional<FaultPlan> fault;  // test only: --fault_at
+  // Of every link: the RingPeer server, the ring stream, the shards, the controller.
+  TransportSecurity security;
 };
 
 // Workers in the job: the ring's peers, or --workers in ps mode.

@@ -11,6 +11,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "common/flags_usage.h"
+#include "common/security_flags.h"
 #include "common/termination_signals.h"
 #include "daemons/worker_daemon.h"
 #include "model/training_flags.h"
@@ -95,6 +96,9 @@ absl::StatusOr<ringside::worker::WorkerOptions> OptionsFromFlags() {
   options.trace_file = absl::GetFlag(FLAGS_trace_file);
   options.ready_file = absl::GetFlag(FLAGS_ready_file);
   options.regroup_timeout = absl::GetFlag(FLAGS_regroup_timeout);
+  absl::StatusOr<ringside::TransportSecurity> security = ringside::TransportSecurityFromFlags();
+  if (!security.ok()) return security.status();
+  options.security = *std::move(security);
   if (const std::string fault = absl::GetFlag(FLAGS_fault_at); !fault.empty()) {
     absl::StatusOr<ringside::worker::FaultPlan> plan = ringside::worker::ParseFaultPlan(fault);
     if (!plan.ok()) return plan.status();
@@ -117,7 +121,8 @@ int main(int argc, char** argv) {
       "Static ring: ringside-worker --rank=R --peers=HOST:PORT,HOST:PORT,...\n"
       "Static PS:   ringside-worker --mode=ps --rank=R --workers=N --ps=HOST:PORT,...\n"
       "Elastic:     ringside-worker --controller=HOST:PORT --join_token_file=PATH "
-      "--listen=HOST:PORT");
+      "--listen=HOST:PORT\n"
+      "Every link: --tls_ca=PEM --tls_cert=PEM --tls_key=PEM (mutual TLS) or --insecure");
   absl::ParseCommandLine(argc, argv);
   absl::StatusOr<ringside::worker::WorkerOptions> options = OptionsFromFlags();
   absl::Status status = options.status();

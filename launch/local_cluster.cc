@@ -73,6 +73,7 @@ std::string ClusterProcess::metrics_url() const {
 absl::StatusOr<std::unique_ptr<LocalCluster>> LocalCluster::Start(
     const LocalClusterOptions& options) {
   std::unique_ptr<LocalCluster> cluster(new LocalCluster(options));
+  RETURN_IF_ERROR(cluster->SetUpSecurity());
   cluster->token_file_ = options.dir + "/join-token";
   RETURN_IF_ERROR(WriteFileAtomically(cluster->token_file_, RandomToken() + "\n", 0600));
   cluster->operator_token_file_ = options.dir + "/operator-token";
@@ -104,6 +105,9 @@ absl::StatusOr<std::unique_ptr<LocalCluster>> LocalCluster::Start(
       absl::StrCat("--heartbeat_timeout=", absl::FormatDuration(options.heartbeat_timeout)),
       "--ready_file=" + options.dir + "/controller.ready"};
   add_addresses(0, argv);
+  ASSIGN_OR_RETURN(std::vector<std::string> controller_security,
+                   cluster->SecurityFlagsOf("controller"));
+  argv.insert(argv.end(), controller_security.begin(), controller_security.end());
   if (!options.checkpoint_dir.empty()) argv.push_back("--checkpoint_dir=" + options.checkpoint_dir);
   if (options.checkpoint_every > 0) {
     argv.push_back(absl::StrCat("--checkpoint_every=", options.checkpoint_every));
@@ -122,6 +126,8 @@ absl::StatusOr<std::unique_ptr<LocalCluster>> LocalCluster::Start(
         options.bin_dir + "/ringside-ps", "--controller=" + cluster->controller_address_,
         "--join_token_file=" + cluster->token_file_, "--ready_file=" + ready};
     add_addresses(1 + s, shard_argv);
+    ASSIGN_OR_RETURN(std::vector<std::string> security, cluster->SecurityFlagsOf(name));
+    shard_argv.insert(shard_argv.end(), security.begin(), security.end());
     ASSIGN_OR_RETURN(ClusterProcess * shard, cluster->Spawn(name, std::move(shard_argv), ready));
     starting.push_back(shard);
   }
@@ -135,7 +141,42 @@ absl::StatusOr<std::unique_ptr<LocalCluster>> LocalCluster::Start(
 
 LocalCluster::~LocalCluster() { Stop(); }
 
-std::vector<std::string> LocalCluster::WorkerCommand(const std::string& name) const {
+absl::Status LocalCluster::SetUpSecurity() {
+  if (!options_.tls) {
+    client_flags_ = {"--insecure"};
+    return absl::OkStatus();
+  }
+  const std::string dir = options_.dir + "/tls";
+  std::error_code error;
+  std::filesystem::create_directories(dir, error);
+  if (error) {
+    return absl::InternalError(absl::StrCat("cannot create ", dir, ": ", error.message()));
+  }
+  ASSIGN_OR_RETURN(authority_, CertificateAuthority::Create(dir));
+  ASSIGN_OR_RETURN(const TlsFiles operator_files, authority_->Issue("operator"));
+  ASSIGN_OR_RETURN(client_security_, TransportSecurity::LoadMutualTls(operator_files));
+  client_flags_ = CertificateAuthority::Flags(operator_files);
+  return absl::OkStatus();
+}
+
+std::vector<std::string> LocalCluster::CtlCommand(SyncMode mode) const {
+  std::vector<std::string> argv = {options_.bin_dir + "/ringside",
+                                   "ctl",
+                                   "mode",
+                                   std::string(SyncModeName(mode)),
+                                   "--controller=" + controller_address_,
+                                   "--operator_token_file=" + operator_token_file_};
+  argv.insert(argv.end(), client_flags_.begin(), client_flags_.end());
+  return argv;
+}
+
+absl::StatusOr<std::vector<std::string>> LocalCluster::SecurityFlagsOf(const std::string& name) {
+  if (!authority_.has_value()) return std::vector<std::string>{"--insecure"};
+  ASSIGN_OR_RETURN(const TlsFiles files, authority_->Issue(name));
+  return CertificateAuthority::Flags(files);
+}
+
+absl::StatusOr<std::vector<std::string>> LocalCluster::WorkerCommand(const std::string& name) {
   const WorkerFiles files(options_.dir, name);
   std::vector<std::string> argv = {
       options_.bin_dir + "/ringside-worker",
@@ -149,6 +190,8 @@ std::vector<std::string> LocalCluster::WorkerCommand(const std::string& name) co
       "--result_file=" + files.result,
       "--trace_file=" + files.trace,
       "--params_out=" + files.params};
+  ASSIGN_OR_RETURN(std::vector<std::string> security, SecurityFlagsOf(name));
+  argv.insert(argv.end(), security.begin(), security.end());
   for (const std::string& flag : options_.worker_flags) argv.push_back(flag);
   return argv;
 }
@@ -158,7 +201,7 @@ absl::StatusOr<ClusterProcess*> LocalCluster::AddWorker(
   const int index = next_worker_++;
   const std::string name = absl::StrCat("worker-", index);
   const WorkerFiles files(options_.dir, name);
-  std::vector<std::string> argv = WorkerCommand(name);
+  ASSIGN_OR_RETURN(std::vector<std::string> argv, WorkerCommand(name));
   argv.insert(argv.end(), extra_flags.begin(), extra_flags.end());
   if (auto it = options_.flags_of_worker.find(index); it != options_.flags_of_worker.end()) {
     argv.insert(argv.end(), it->second.begin(), it->second.end());

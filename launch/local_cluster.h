@@ -8,6 +8,10 @@
 // address, as an orchestrator restarts a pod (RestartDeadServers). Workers bind port 0: a lost
 // worker is not restarted, the elastic job regroups without it.
 //
+// Every link is mutual TLS unless `tls` is off: Start makes a throw-away CA in <dir>/tls and a
+// certificate per process (<name>.pem, <name>.key), plus one for an operator's `ringside ctl`
+// (operator.pem); the processes get --tls_ca/--tls_cert/--tls_key, or --insecure.
+//
 // Every child is stopped by PID when the cluster is stopped or destroyed (SIGTERM, SIGKILL after
 // a grace), and gets SIGKILL if the thread that started it dies: start it (and call
 // RestartDeadServers and WaitForResults, which may start replacements) from a thread that lives
@@ -29,6 +33,8 @@
 #include "absl/time/time.h"
 #include "common/cluster_files.h"
 #include "common/metrics.h"
+#include "common/transport_security.h"
+#include "launch/certificates.h"
 #include "launch/subprocess.h"
 #include "model/training_options.h"
 
@@ -63,6 +69,8 @@ struct LocalClusterOptions {
   int max_restarts = 5;
   absl::Duration restart_window = absl::Minutes(1);
   absl::Duration restart_backoff = absl::Seconds(1);
+  // Mutual TLS on every link (certificates made in <dir>/tls); false: plaintext (--insecure).
+  bool tls = true;
 };
 
 struct ClusterProcess {
@@ -98,14 +106,22 @@ class LocalCluster {
   const std::string& controller_address() const { return controller_address_; }
   // The controller's --operator_token_file: what `ringside ctl mode` needs to switch modes.
   const std::string& operator_token_file() const { return operator_token_file_; }
+  // What a client outside the cluster (`ringside ctl`, `ringside health`, a test) needs to reach
+  // it: the operator's certificate under TLS, plaintext otherwise; as a value and as flags.
+  const TransportSecurity& client_security() const { return client_security_; }
+  const std::vector<std::string>& client_flags() const { return client_flags_; }
+  // `ringside ctl mode <mode>` against this cluster's controller, with its operator token and
+  // client_flags().
+  std::vector<std::string> CtlCommand(SyncMode mode) const;
   std::vector<std::unique_ptr<ClusterProcess>>& processes() { return processes_; }
   ClusterProcess& controller() { return *processes_[0]; }
   std::vector<ClusterProcess*> workers();
 
   // Starts one more worker (it joins at the controller's next generation).
   absl::StatusOr<ClusterProcess*> AddWorker(const std::vector<std::string>& extra_flags = {});
-  // The command line AddWorker() runs, for a person adding a worker by hand.
-  std::vector<std::string> WorkerCommand(const std::string& name) const;
+  // The command line AddWorker() runs, for a person adding a worker by hand (under TLS this
+  // issues `name` its certificate).
+  absl::StatusOr<std::vector<std::string>> WorkerCommand(const std::string& name);
 
   // A child that ended without being asked to: "<name> (pid P) <how it ended>; last lines: ...".
   // Under restart_servers only workers count: a dead server is RestartDeadServers' business.
@@ -145,6 +161,10 @@ class LocalCluster {
   absl::StatusOr<ClusterProcess*> Spawn(std::string name, std::vector<std::string> argv,
                                         std::string ready_file);
   absl::Status AwaitReady(ClusterProcess& process);
+  // The security flags of the process `name`: its own certificate's, or --insecure.
+  absl::StatusOr<std::vector<std::string>> SecurityFlagsOf(const std::string& name);
+  // Makes the CA and the operator's certificate (TLS), or notes plaintext.
+  absl::Status SetUpSecurity();
   // One dead server: gives up (crash loop), schedules its restart or, when due, restarts it.
   absl::Status RestartIfDue(ClusterProcess& server, absl::Time now);
 
@@ -152,6 +172,9 @@ class LocalCluster {
   std::string token_file_;
   std::string operator_token_file_;
   std::string controller_address_;
+  std::optional<CertificateAuthority> authority_;  // under TLS
+  TransportSecurity client_security_;
+  std::vector<std::string> client_flags_;
   int next_worker_ = 0;
   bool stopped_ = false;
   absl::Status gave_up_;  // RestartDeadServers' crash-loop error, once there is one

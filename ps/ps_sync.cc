@@ -166,7 +166,7 @@ absl::StatusOr<std::unique_ptr<PsSync>> PsSync::Create(const PsSyncOptions& opti
     ShardLink link;
     link.address = options.shards[s];
     link.range = ranges[s];
-    link.stub = proto::ParameterShard::NewStub(MakeChannel(link.address));
+    link.stub = proto::ParameterShard::NewStub(MakeChannel(link.address, options.security));
     if (metrics != nullptr) {
       const std::string me = WorkerName(options.rank), shard = PsShardName(static_cast<int>(s));
       link.send = metrics->LinkSend(me, shard, SyncMode::kPs);

@@ -25,6 +25,7 @@
 #include "common/optimizer.h"
 #include "common/parameter_sync.h"
 #include "common/ranges.h"
+#include "common/transport_security.h"
 #include "proto/ps.grpc.pb.h"
 
 namespace ringside::worker {
@@ -37,6 +38,7 @@ struct PsSyncOptions {
   std::vector<std::string> keys;
   uint64_t segment_bytes = uint64_t{1} << 20;
   absl::Duration timeout = absl::Seconds(60);  // per step and shard
+  TransportSecurity security;                  // of the channels to the shards
   // Test-only (train/fault_injection.h): when set, the other shards' pushes wait until this
   // worker's share has reached shard 0, and this runs in between, on the thread calling Step().
   // Returning true means the worker is lost there: the sync cancels itself, pushing no more.

@@ -27,7 +27,7 @@ absl::Status LoadShard(const ShardTransferOptions& options, int shard, const Ele
       OptimizerStateRange(state.optimizer_state, state.parameters.size(), range.begin, range.end);
   sequence.insert(sequence.end(), optimizer.begin(), optimizer.end());
 
-  auto stub = proto::ParameterShard::NewStub(MakeChannel(options.shards[shard]));
+  auto stub = proto::ParameterShard::NewStub(MakeChannel(options.shards[shard], options.security));
   grpc::ClientContext context;
   SetDeadline(context, options.timeout);
   if (static_cast<size_t>(shard) < options.keys.size()) {

@@ -14,6 +14,7 @@
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "absl/types/span.h"
+#include "common/transport_security.h"
 
 namespace ringside::worker {
 
@@ -28,6 +29,7 @@ struct ShardTransferOptions {
   uint64_t segment_bytes = uint64_t{1} << 20;
   absl::Duration timeout = absl::Seconds(60);  // per shard
   std::vector<std::string> keys;               // load key per shard (common/auth.h); or none
+  TransportSecurity security;                  // of the channels to the shards
 };
 
 // Hands every shard its range of `state` for `generation` with `workers` workers.

@@ -256,10 +256,11 @@ class RingStreamSender::Stream final
 
 RingStreamSender::RingStreamSender(std::string address, std::string peer_name,
                                    std::function<void(const absl::Status&)> on_error,
-                                   prometheus::Counter* wire, std::string link_key)
+                                   prometheus::Counter* wire, const TransportSecurity& security,
+                                   std::string link_key)
     : link_(std::make_shared<Link>(address, std::move(peer_name), std::move(on_error), wire,
                                    std::move(link_key))),
-      stub_(MakeChannel(address)) {}
+      stub_(MakeChannel(address, security)) {}
 
 RingStreamSender::~RingStreamSender() {
   Link& link = *link_;
@@ -347,12 +348,12 @@ void RingStreamSender::Abandon() {
 
 GrpcRingTransport::GrpcRingTransport(RingTopology topology, const std::string& right_address,
                                      RingInbox& inbox, prometheus::Counter* wire_bytes,
-                                     std::string link_key)
+                                     const TransportSecurity& security, std::string link_key)
     : topology_(topology),
       inbox_(inbox),
       sender_(
           right_address, WorkerName(topology.right()),
-          [&inbox](const absl::Status& status) { inbox.Fail(status); }, wire_bytes,
+          [&inbox](const absl::Status& status) { inbox.Fail(status); }, wire_bytes, security,
           std::move(link_key)) {}
 
 absl::Status GrpcRingTransport::Send(const SegmentHeader& header, absl::Span<const char> payload) {

@@ -19,6 +19,7 @@
 
 #include "absl/synchronization/mutex.h"
 #include "common/metrics.h"
+#include "common/transport_security.h"
 #include "grpcpp/generic/generic_stub.h"
 #include "proto/ring.grpc.pb.h"
 #include "ring/inbox.h"
@@ -56,11 +57,11 @@ class RingStreamSender {
  public:
   // `on_error` runs on a gRPC callback thread when the stream fails (not when it is abandoned
   // or closed by this side); it must not block. `wire` counts serialized bytes
-  // (ringside_link_wire_bytes_total); null is not counted.
+  // (ringside_link_wire_bytes_total); null is not counted. `security`: the channel's.
   // `link_key` (common/auth.h) is presented on every stream; empty: none.
   RingStreamSender(std::string address, std::string peer_name,
                    std::function<void(const absl::Status&)> on_error, prometheus::Counter* wire,
-                   std::string link_key = "");
+                   const TransportSecurity& security, std::string link_key = "");
   // Closes the stream gracefully (bounded waits for the queue to drain and the peer to answer,
   // then cancels) and returns once no reaction of any of its streams can run any more.
   ~RingStreamSender();
@@ -85,7 +86,8 @@ class GrpcRingTransport final : public RingTransport {
  public:
   // `inbox` is the one RingPeerService feeds; it must outlive this transport.
   GrpcRingTransport(RingTopology topology, const std::string& right_address, RingInbox& inbox,
-                    prometheus::Counter* wire_bytes, std::string link_key = "");
+                    prometheus::Counter* wire_bytes, const TransportSecurity& security,
+                    std::string link_key = "");
 
   const RingTopology& topology() const override { return topology_; }
   void BeginCollective(uint64_t collective) override { inbox_.BeginCollective(collective); }

@@ -5,9 +5,11 @@
 
 namespace ringside::ring {
 
-RingMember::RingMember(RingTopology topology, Metrics* metrics, RingInboxOptions options)
+RingMember::RingMember(RingTopology topology, Metrics* metrics, TransportSecurity security,
+                       RingInboxOptions options)
     : topology_(topology),
       metrics_(metrics),
+      security_(std::move(security)),
       inbox_(topology, options, ReceiveMetrics()),
       service_(inbox_) {}
 
@@ -28,7 +30,7 @@ absl::Status RingMember::Connect(const std::vector<std::string>& addresses,
   allreduce_.reset();
   transport_.reset();
   transport_ = std::make_unique<GrpcRingTransport>(topology_, addresses[topology_.right()], inbox_,
-                                                   send.wire_bytes, link_key);
+                                                   send.wire_bytes, security_, link_key);
   allreduce_ = std::make_unique<RingAllreduce>(*transport_, send);
   return absl::OkStatus();
 }

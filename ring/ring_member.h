@@ -16,6 +16,7 @@
 #include "absl/status/status.h"
 #include "absl/types/span.h"
 #include "common/metrics.h"
+#include "common/transport_security.h"
 #include "ring/allreduce.h"
 #include "ring/collective.h"
 #include "ring/grpc_transport.h"
@@ -25,8 +26,10 @@ namespace ringside::ring {
 
 class RingMember final : public Collective {
  public:
-  // `metrics` may be null (nothing counted); otherwise it must outlive this object.
-  RingMember(RingTopology topology, Metrics* metrics, RingInboxOptions options = {});
+  // `metrics` may be null (nothing counted); otherwise it must outlive this object. `security`
+  // secures the stream to the right neighbour (the server carrying service() is the caller's).
+  RingMember(RingTopology topology, Metrics* metrics, TransportSecurity security,
+             RingInboxOptions options = {});
 
   grpc::Service* service() { return &service_; }
 
@@ -57,6 +60,7 @@ class RingMember final : public Collective {
 
   RingTopology topology_;
   Metrics* metrics_;
+  const TransportSecurity security_;
   RingInbox inbox_;
   RingPeerService service_;
   std::unique_ptr<GrpcRingTransport> transport_;

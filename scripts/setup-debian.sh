@@ -17,8 +17,9 @@ packages=(
   clang-format
   # the HTML report's browser test (tests/cli)
   chromium
-  # deploy checks (tests/deploy): promtool and a real Prometheus, yamllint, docker-compose config
-  prometheus yamllint docker-compose
+  # deploy checks (tests/deploy): promtool and a real Prometheus, yamllint, docker-compose config;
+  # openssl runs the deploy certificate scripts (deploy/tls/make-certs.sh)
+  prometheus yamllint docker-compose openssl
 )
 # Node.js runs the npm-based deploy checks; Debian's nodejs only where the machine has no node.
 command -v node >/dev/null || packages+=(nodejs npm)

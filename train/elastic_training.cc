@@ -195,6 +195,7 @@ absl::Status ElasticTrainer::Regroup(const GenerationAssignment& assignment) {
     ps.keys = shard_keys_;
     ps.segment_bytes = options_.segment_bytes;
     ps.timeout = options_.timeout;
+    ps.security = options_.security;
     if (options_.fault) {
       ps.pushed_to_first_shard = [this](int64_t) { return LostAt("ps_push"); };
     }
@@ -229,7 +230,8 @@ absl::Status ElasticTrainer::LoadShardsForGeneration(uint64_t generation, int wo
     if (LostAt("load")) return LostStatus();
     JobState state{static_cast<uint64_t>(completed_), parameters_, optimizer_->ExportState()};
     const absl::Status status = LoadShards(
-        {shards_, options_.segment_bytes, options_.timeout, load_keys_}, generation, world, state);
+        {shards_, options_.segment_bytes, options_.timeout, load_keys_, options_.security},
+        generation, world, state);
     if (!status.ok()) {
       log_ << WorkerName(rank) << ": " << status << "\n";
       loaded[0] = 1.0f;

@@ -41,6 +41,7 @@
 #include "absl/time/time.h"
 #include "common/metrics.h"
 #include "common/optimizer.h"
+#include "common/transport_security.h"
 #include "ps/ps_sync.h"
 #include "ring/collective.h"
 #include "train/assignment_source.h"
@@ -54,6 +55,7 @@ struct ElasticOptions {
   uint64_t segment_bytes = uint64_t{1} << 20;
   absl::Duration timeout = absl::Seconds(60);           // per collective, ps step or transfer
   absl::Duration regroup_timeout = absl::Seconds(120);  // for the next generation after a failure
+  TransportSecurity security;  // of the channels to the shards (the ring's is the member's)
   // Test-only (train/fault_injection.h); null: none. When it returns true the worker is lost
   // at that point: Run() returns ABORTED at once, with nothing more sent.
   FaultHook fault;

@@ -23,4 +23,31 @@ endforeach()
 if(violations)
   message(FATAL_ERROR "gRPC internals used (only gRPC's public API is allowed):\n${violations}")
 endif()
-message(STATUS "gRPC: public API only")
+
+# Channels, servers and their credentials are made in one place, common/grpc_util.cc, so transport
+# security (TLS) cannot be bypassed or built twice. Tests may build clients by hand (a client
+# without a certificate, to see it refused).
+set(factories "")
+foreach(folder IN LISTS folders)
+  if(folder STREQUAL "tests")
+    continue()
+  endif()
+  file(GLOB_RECURSE sources RELATIVE ${SOURCE_DIR}
+       ${SOURCE_DIR}/${folder}/*.h ${SOURCE_DIR}/${folder}/*.cc)
+  foreach(source IN LISTS sources)
+    if(source STREQUAL "common/grpc_util.cc")
+      continue()
+    endif()
+    file(STRINGS ${SOURCE_DIR}/${source} lines
+         REGEX "Credentials\\(|CreateChannel|CreateCustomChannel|ServerBuilder|AddListeningPort")
+    foreach(line IN LISTS lines)
+      string(STRIP "${line}" line)
+      string(APPEND factories "  ${source}: ${line}\n")
+    endforeach()
+  endforeach()
+endforeach()
+if(factories)
+  message(FATAL_ERROR "gRPC channels, servers or credentials made outside common/grpc_util.cc "
+                      "(use MakeChannel and StartServer with a TransportSecurity):\n${factories}")
+endif()
+message(STATUS "gRPC: public API only; channels, servers and credentials in common/grpc_util.cc")

@@ -4,7 +4,7 @@
 # file the real rank writes (without doing any allreduce). FAKE_WORKER_CHECK_OK=false reports a failed
 # value check; FAKE_WORKER_EXIT=N exits with N after printing an error.
 set -eu
-rank= peers= elements= iters= warmup= segment= metrics= result=
+rank= peers= elements= iters= warmup= segment= metrics= result= insecure=
 [ "${1:-}" = ring-rank ] || { echo "fake rank: the first argument is '${1:-}', not ring-rank" >&2; exit 2; }
 shift
 for arg in "$@"; do
@@ -17,10 +17,11 @@ for arg in "$@"; do
     --segment_bytes=*) segment=${arg#*=} ;;
     --metrics_listen=*) metrics=${arg#*=} ;;
     --result_file=*) result=${arg#*=} ;;
+    --insecure) insecure=yes ;;
     *) echo "fake rank: unknown flag $arg" >&2; exit 2 ;;
   esac
 done
-for name in rank peers elements iters warmup segment metrics result; do
+for name in rank peers elements iters warmup segment metrics result insecure; do
   eval "value=\$$name"
   if [ -z "$value" ]; then echo "fake rank: missing --$name" >&2; exit 2; fi
 done

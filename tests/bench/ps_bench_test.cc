@@ -58,7 +58,7 @@ TEST(PsRunnerTest, ShardArgv) {
               ElementsAre("/bin/ringside-ps", "--shard=1", "--ps_shards=2", "--workers=4",
                           "--listen=127.0.0.1:0", "--metrics_listen=127.0.0.1:0", "--elements=1000",
                           "--optimizer=sgd", "--lr=1", "--segment_bytes=65536",
-                          "--ready_file=/tmp/x/shard-1.ready.json"));
+                          "--ready_file=/tmp/x/shard-1.ready.json", "--insecure"));
 }
 
 TEST(PsRunnerTest, WorkerArgvListsShardsInOrder) {
@@ -67,7 +67,7 @@ TEST(PsRunnerTest, WorkerArgvListsShardsInOrder) {
       ElementsAre("/bin/ringside-bench", "ps-rank", "--rank=2", "--workers=4",
                   "--ps=127.0.0.1:5001,127.0.0.1:5003,127.0.0.1:5002", "--elements=1000",
                   "--iters=7", "--warmup=2", "--segment_bytes=65536",
-                  "--metrics_listen=127.0.0.1:0", "--result_file=/tmp/x/w.json"));
+                  "--metrics_listen=127.0.0.1:0", "--result_file=/tmp/x/w.json", "--insecure"));
 }
 
 TEST(PsRunnerTest, ReadyFileMustMatchTheShardMap) {

@@ -92,12 +92,12 @@ TEST(RunnerTest, RingsideRankArgvFollowsTheRankCli) {
   spec.elements = 256;
   spec.iters = 7;
   spec.warmup = 1;
-  EXPECT_THAT(
-      RingsideWorkerArgv(config, spec, 2, {5001, 5002, 5003}, "/tmp/r.json"),
-      ::testing::ElementsAre("/bin/ringside-bench", "ring-rank", "--rank=2",
-                             "--peers=127.0.0.1:5001,127.0.0.1:5002,127.0.0.1:5003",
-                             "--elements=256", "--iters=7", "--warmup=1", "--segment_bytes=4096",
-                             "--metrics_listen=127.0.0.1:0", "--result_file=/tmp/r.json"));
+  EXPECT_THAT(RingsideWorkerArgv(config, spec, 2, {5001, 5002, 5003}, "/tmp/r.json"),
+              ::testing::ElementsAre("/bin/ringside-bench", "ring-rank", "--rank=2",
+                                     "--peers=127.0.0.1:5001,127.0.0.1:5002,127.0.0.1:5003",
+                                     "--elements=256", "--iters=7", "--warmup=1",
+                                     "--segment_bytes=4096", "--metrics_listen=127.0.0.1:0",
+                                     "--result_file=/tmp/r.json", "--insecure"));
 }
 
 TEST(RunnerTest, GlooRankArgvReexecutesTheBench) {

@@ -9,10 +9,12 @@
 #include <string>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "cli/health_check.h"
 #include "common/cluster_files.h"
 #include "common/file_util.h"
+#include "common/security_flags.h"
 #include "gtest/gtest.h"
 #include "launch/subprocess.h"
 #include "launch/temp_dir.h"
@@ -23,6 +25,30 @@
 
 namespace ringside {
 namespace {
+
+// What `ringside up`'s ready file says a client needs to reach the cluster (client_flags: the
+// operator's certificate, or --insecure), as `ringside ctl` would read those flags.
+absl::StatusOr<TransportSecurity> ClientSecurity(const nlohmann::json& ready) {
+  SecurityFlags flags;
+  for (const nlohmann::json& flag : ready["client_flags"]) {
+    const std::string text = flag.get<std::string>();
+    const std::string value = text.substr(text.find('=') + 1);
+    if (text.rfind("--tls_ca=", 0) == 0) flags.tls.ca = value;
+    if (text.rfind("--tls_cert=", 0) == 0) flags.tls.cert = value;
+    if (text.rfind("--tls_key=", 0) == 0) flags.tls.key = value;
+    if (text == "--insecure") flags.insecure = true;
+  }
+  return ResolveSecurityFlags(flags);
+}
+
+// The command after `prefix` on a line of `log`, split into argv.
+std::vector<std::string> PrintedCommand(const std::string& log, const std::string& prefix) {
+  const size_t at = log.find(prefix);
+  if (at == std::string::npos) return {};
+  const std::string command =
+      log.substr(at + prefix.size(), log.find('\n', at) - at - prefix.size());
+  return absl::StrSplit(command, ' ', absl::SkipEmpty());
+}
 
 TEST(CompareCommandTest, MeasuredBytesMatchTheModelAndTheModesAgree) {
   auto dir = TempDir::Create("ringside-compare-test-");
@@ -201,13 +227,10 @@ TEST(UpCommandTest, ALostWorkerIsReportedAndAnAddedOneJoinsAndTrains) {
 
   // The command `ringside up` printed, run as a person would.
   const std::string log = ReadFileToString(spawn.log_path).value_or("");
-  const std::string prefix = "add a worker with: ";
-  const size_t at = log.find(prefix);
-  ASSERT_NE(at, std::string::npos) << log;
-  const std::string command =
-      log.substr(at + prefix.size(), log.find('\n', at) - at - prefix.size());
   SpawnOptions added;
-  added.argv = absl::StrSplit(command, ' ', absl::SkipEmpty());
+  added.argv = PrintedCommand(log, "add a worker with: ");
+  ASSERT_FALSE(added.argv.empty()) << log;
+  const std::string command = absl::StrJoin(added.argv, " ");
   added.log_path = dir->File("added.log");
   auto worker = Subprocess::Spawn(added);
   ASSERT_TRUE(worker.ok()) << worker.status();
@@ -220,6 +243,22 @@ TEST(UpCommandTest, ALostWorkerIsReportedAndAnAddedOneJoinsAndTrains) {
   ASSERT_TRUE(wait_for([&] { return ReadStepTrace(trace_file).lines.size() >= 3; },
                        "steps trained by the added worker"));
   EXPECT_TRUE(up->running()) << "ringside up must go on without the lost worker";
+
+  // The mode switch `ringside up` printed (over mutual TLS, with its operator certificate).
+  SpawnOptions ctl;
+  ctl.argv = PrintedCommand(log, "switch modes with: ");
+  ASSERT_FALSE(ctl.argv.empty()) << log;
+  EXPECT_NE(absl::StrJoin(ctl.argv, " ").find("--tls_cert="), std::string::npos)
+      << absl::StrJoin(ctl.argv, " ");
+  ctl.log_path = dir->File("ctl.log");
+  auto switched = Subprocess::Spawn(ctl);
+  ASSERT_TRUE(switched.ok()) << switched.status();
+  auto ctl_exit = switched->Wait(absl::Seconds(30));
+  ASSERT_TRUE(ctl_exit.ok());
+  EXPECT_TRUE(ctl_exit->ok()) << TailOfFile(ctl.log_path, 5);
+  EXPECT_NE(ReadFileToString(ctl.log_path).value_or("").find("mode ps from generation"),
+            std::string::npos)
+      << TailOfFile(ctl.log_path, 5);
   worker->Kill();
   kill(up->pid(), SIGTERM);
   auto exit = up->Wait(absl::Seconds(60));
@@ -269,6 +308,9 @@ TEST(UpCommandTest, AKilledControllerIsRestartedAtItsAddressAndReported) {
   const nlohmann::json ready =
       nlohmann::json::parse(ReadFileToString(dir->File("up.json")).value());
   const std::string address = ready["controller"].get<std::string>();
+  const absl::StatusOr<TransportSecurity> security = ClientSecurity(ready);
+  ASSERT_TRUE(security.ok()) << security.status();
+  EXPECT_TRUE(security->is_tls()) << "ringside up runs mutual TLS unless --insecure";
   EXPECT_TRUE(std::filesystem::is_directory(dir->File("checkpoints")));
   ASSERT_EQ(kill(killed, SIGKILL), 0);
 
@@ -282,7 +324,7 @@ TEST(UpCommandTest, AKilledControllerIsRestartedAtItsAddressAndReported) {
       "report of the restarted controller"));
   ASSERT_TRUE(wait_for([&] { return controller_pid() > 0 && controller_pid() != killed; },
                        "ready file naming the new controller"));
-  ASSERT_TRUE(wait_for([&] { return cli::CheckHealth(address, absl::Seconds(2)).ok(); },
+  ASSERT_TRUE(wait_for([&] { return cli::CheckHealth(address, absl::Seconds(2), *security).ok(); },
                        "SERVING controller at " + address));
   EXPECT_TRUE(up->running()) << "ringside up must go on after restarting its controller";
   const pid_t replacement = controller_pid();

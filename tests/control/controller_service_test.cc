@@ -28,10 +28,11 @@ class ControllerServiceTest : public ::testing::Test {
     job.set_model("4,16,3");
     service_ = std::make_unique<ControllerService>(*membership_, job, absl::Seconds(9), log_);
     service_->SetOperatorToken(kOperatorToken);
-    auto server = StartServer("127.0.0.1:0", {service_.get()});
+    auto server = StartServer("127.0.0.1:0", {service_.get()}, TransportSecurity());
     ASSERT_TRUE(server.ok()) << server.status();
     server_ = *std::move(server);
-    stub_ = proto::Controller::NewStub(MakeChannel("127.0.0.1:" + std::to_string(server_.port)));
+    stub_ = proto::Controller::NewStub(
+        MakeChannel("127.0.0.1:" + std::to_string(server_.port), TransportSecurity()));
   }
 
   absl::StatusOr<uint64_t> Register(const std::string& token, proto::Role role,

@@ -44,7 +44,7 @@ class DurableStateTest : public ::testing::Test {
     service_ = std::make_unique<ControllerService>(*membership_, proto::JobSpec(),
                                                    absl::Seconds(60), log_);
     service_->EnableCheckpoints(keeper_.get(), /*every=*/10);
-    auto server = StartServer("127.0.0.1:0", {service_.get()});
+    auto server = StartServer("127.0.0.1:0", {service_.get()}, TransportSecurity());
     ASSERT_TRUE(server.ok()) << server.status();
     server_ = *std::move(server);
     for (const char* address : {"worker-a.test:7000", "worker-b.test:7000"}) {

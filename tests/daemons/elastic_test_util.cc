@@ -16,7 +16,8 @@
 namespace ringside::testing {
 
 void SetMode(launch::LocalCluster& cluster, SyncMode mode) {
-  auto stub = proto::Controller::NewStub(MakeChannel(cluster.controller_address()));
+  auto stub = proto::Controller::NewStub(
+      MakeChannel(cluster.controller_address(), cluster.client_security()));
   grpc::ClientContext context;
   SetDeadline(context, absl::Seconds(10));
   const std::string token = ReadFileToString(cluster.operator_token_file()).value_or("");

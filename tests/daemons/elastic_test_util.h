@@ -14,7 +14,8 @@
 
 namespace ringside::testing {
 
-// Controller.SetMode with the cluster's operator token; a failure is a test failure.
+// Controller.SetMode, as the cluster's operator (its operator token, and its client certificate
+// under TLS); a failure is a test failure.
 void SetMode(launch::LocalCluster& cluster, SyncMode mode);
 
 // A worker's --params_out file (raw float32); empty if it is missing.

@@ -1,5 +1,6 @@
 // ringside-ps shards and ringside-worker processes on loopback: every PS link carries exactly
-// the cost model's bytes, and PS, ring and a single process end with the same parameters.
+// the cost model's bytes (over mutual TLS: encryption must not change the payload counted), and
+// PS, ring and a single process end with the same parameters.
 #include <cmath>
 #include <cstring>
 #include <string>
@@ -11,6 +12,7 @@
 #include "common/metrics.h"
 #include "common/ranges.h"
 #include "gtest/gtest.h"
+#include "launch/certificates.h"
 #include "launch/subprocess.h"
 #include "launch/temp_dir.h"
 #include "model/model_spec.h"
@@ -33,14 +35,28 @@ struct Shards {
   std::vector<Subprocess> processes;
   std::vector<std::string> addresses;
   std::vector<int> metrics_ports;
+  std::vector<std::string> worker_security;  // the workers' security flags
 };
 
 // Starts `count` shards for `workers` workers and waits until each has written its ready file.
-Shards StartShards(int count, int workers) {
+// Under `tls` shards and workers hold certificates of one throw-away CA; otherwise every
+// process runs --insecure.
+Shards StartShards(int count, int workers, bool tls = false) {
   Shards shards;
   auto dir = TempDir::Create("ringside-shards-");
   EXPECT_TRUE(dir.ok()) << dir.status();
   shards.dir = std::make_unique<TempDir>(*std::move(dir));
+  std::vector<std::string> shard_security = {"--insecure"};
+  shards.worker_security = {"--insecure"};
+  if (tls) {
+    auto authority = launch::CertificateAuthority::Create(shards.dir->path());
+    EXPECT_TRUE(authority.ok()) << authority.status();
+    auto shard_files = authority->Issue("shards");
+    auto worker_files = authority->Issue("workers");
+    EXPECT_TRUE(shard_files.ok() && worker_files.ok());
+    shard_security = launch::CertificateAuthority::Flags(*shard_files);
+    shards.worker_security = launch::CertificateAuthority::Flags(*worker_files);
+  }
   for (int s = 0; s < count; ++s) {
     SpawnOptions options;
     options.argv = {BinDir() + "/ringside-ps",
@@ -49,6 +65,7 @@ Shards StartShards(int count, int workers) {
                     absl::StrCat("--workers=", workers),
                     "--listen=127.0.0.1:0",
                     "--ready_file=" + shards.dir->File(absl::StrCat("ready-", s, ".json"))};
+    options.argv.insert(options.argv.end(), shard_security.begin(), shard_security.end());
     options.log_path = shards.dir->File(absl::StrCat("ps-", s, ".log"));
     options.term_grace = absl::Seconds(15);
     auto process = Subprocess::Spawn(options);
@@ -90,11 +107,15 @@ double RelativeDifference(const std::vector<float>& a, const std::vector<float>&
 
 TEST(PsProcessTest, FourWorkersTwoShardsCarryExactlyTheModelOnEveryLink) {
   constexpr int kWorkers = 4, kShards = 2, kSteps = 10;
-  Shards shards = StartShards(kShards, kWorkers);
-  auto workers = WorkerProcesses::Start(
-      kWorkers, {"--mode=ps", absl::StrCat("--workers=", kWorkers),
-                 "--ps=" + absl::StrJoin(shards.addresses, ","), absl::StrCat("--steps=", kSteps),
-                 "--device=cpu", "--linger"});
+  Shards shards = StartShards(kShards, kWorkers, /*tls=*/true);
+  std::vector<std::string> flags = {"--mode=ps",
+                                    absl::StrCat("--workers=", kWorkers),
+                                    "--ps=" + absl::StrJoin(shards.addresses, ","),
+                                    absl::StrCat("--steps=", kSteps),
+                                    "--device=cpu",
+                                    "--linger"};
+  flags.insert(flags.end(), shards.worker_security.begin(), shards.worker_security.end());
+  auto workers = WorkerProcesses::Start(kWorkers, flags);
   ASSERT_TRUE(workers.ok()) << workers.status();
   auto results = (*workers)->WaitForResults(absl::Seconds(120));
   ASSERT_TRUE(results.ok()) << results.status();

@@ -1,7 +1,8 @@
-// Issue 13 with real processes: a stranger who can reach every port of a running cluster (the
-// join token is not theirs, nor any member's credential or link key) tries each attack the issue
-// lists. Every call is refused with UNAUTHENTICATED or PERMISSION_DENIED, and the job finishes
-// with exactly the parameters of an undisturbed run.
+// Issue 13 with real processes: a stranger who can reach every port of a running cluster, and
+// even holds a certificate of the cluster's CA (the operator's: mutual TLS lets it connect), but
+// no join token, member credential or link key, tries each attack the issue lists. Every call is
+// refused with UNAUTHENTICATED or PERMISSION_DENIED, and the job finishes with exactly the
+// parameters of an undisturbed run.
 #include <map>
 #include <string>
 #include <vector>
@@ -73,7 +74,8 @@ TEST(SecurityProcessTest, AStrangerIsRefusedEverywhereAndTrainingIsUnaffected) {
   }));
   const uint64_t generation = static_cast<uint64_t>(Metric(c.controller(), "ringside_generation"));
 
-  auto controller = proto::Controller::NewStub(MakeChannel(c.controller_address()));
+  auto controller =
+      proto::Controller::NewStub(MakeChannel(c.controller_address(), c.client_security()));
   {  // Switching the job's mode without the operator token.
     grpc::ClientContext context;
     SetDeadline(context, absl::Seconds(10));
@@ -113,7 +115,7 @@ TEST(SecurityProcessTest, AStrangerIsRefusedEverywhereAndTrainingIsUnaffected) {
       if (process->name == name) shard = process.get();
     }
     ASSERT_NE(shard, nullptr);
-    auto stub = proto::ParameterShard::NewStub(MakeChannel(Address(*shard)));
+    auto stub = proto::ParameterShard::NewStub(MakeChannel(Address(*shard), c.client_security()));
     {  // A forged push as rank 0 with values that would poison the optimiser for good.
       grpc::ClientContext context;
       SetDeadline(context, absl::Seconds(10));
@@ -160,7 +162,7 @@ TEST(SecurityProcessTest, AStrangerIsRefusedEverywhereAndTrainingIsUnaffected) {
     // A ring segment of the current generation from a claimed neighbour, and a huge one of a
     // far-future generation: neither may fail a collective or be held.
     for (uint64_t claimed : {generation, uint64_t{1} << 63}) {
-      auto stub = proto::RingPeer::NewStub(MakeChannel(Address(*target)));
+      auto stub = proto::RingPeer::NewStub(MakeChannel(Address(*target), c.client_security()));
       grpc::ClientContext context;
       SetDeadline(context, absl::Seconds(10));
       proto::RingStreamSummary summary;

@@ -2,14 +2,45 @@
 """Consistency of the compose file as docker-compose resolved it (`docker-compose config` output
 on stdin) with deploy/prometheus/compose.yml: the services the README lists, a gRPC health check
 through `ringside health` on each daemon's own --listen port, the join token as a secret, the
-controller's --checkpoint_dir on a named volume, every daemon scraped by Prometheus, Grafana
-provisioned. Prints one line per problem; exit 1 if any."""
+controller's --checkpoint_dir on a named volume, mutual TLS on every daemon (the CA and the
+service's own certificate and key as secrets, the same flags in its health check), every daemon
+scraped by Prometheus, Grafana provisioned. Prints one line per problem; exit 1 if any."""
 import re
 import sys
 
 import yaml
 
 DAEMONS = ["controller", "ps-0", "ps-1", "worker-0", "worker-1", "worker-2", "worker-3"]
+TLS_FLAGS = ["--tls_ca=/run/secrets/tls_ca", "--tls_cert=/run/secrets/tls_cert",
+             "--tls_key=/run/secrets/tls_key"]
+
+
+def tls_problems(name, service, top_secrets):
+    """The daemon's TLS: its flags, the secrets behind them (its own certificate and key), and
+    the same flags in its health check."""
+    problems = []
+    command = service.get("command") or []
+    test = (service.get("healthcheck") or {}).get("test") or []
+    for f in TLS_FLAGS:
+        if f not in command:
+            problems.append(f"{name}: {f} missing (every link is mutual TLS)")
+        if f not in test:
+            problems.append(f"{name}: healthcheck lacks {f} (a TLS server answers no plaintext check)")
+    if "--insecure" in command:
+        problems.append(f"{name}: --insecure")
+    mounted = {}
+    for secret in service.get("secrets", []):
+        if isinstance(secret, dict):
+            mounted[secret.get("target", secret["source"])] = secret["source"]
+        else:
+            mounted[secret] = secret
+    for target, source in [("tls_ca", "tls_ca"), ("tls_cert", f"{name}_cert"),
+                           ("tls_key", f"{name}_key")]:
+        if mounted.get(target) != source:
+            problems.append(f"{name}: secret {target} is {mounted.get(target)}, want {source}")
+        if source not in top_secrets:
+            problems.append(f"top-level secret {source} missing")
+    return problems
 
 
 def flag(command, name):
@@ -41,6 +72,7 @@ def main(prometheus_config_path):
                 (s if isinstance(s, str) else s.get("source")) == "join_token"
                 for s in service.get("secrets", [])):
             problems.append(f"{name}: join token not read from the join_token secret")
+        problems += tls_problems(name, service, compose.get("secrets") or {})
         if name != "controller":
             advertise = flag(command, "advertise")
             if advertise != f"{name}:{port}":

@@ -35,9 +35,12 @@ yamllint)
 compose)
   need docker-compose
   # No engine needed: `config` parses, validates against the Compose schema and interpolates.
-  # The join token is the user's own file; a placeholder stands in for it.
+  # The join token is the user's own file; a placeholder stands in for it. The certificates come
+  # from the script the README names, as a user makes them.
+  need openssl
   cp -r "$deploy" "$tmp/deploy"
   echo placeholder >"$tmp/deploy/compose/join_token"
+  "$tmp/deploy/compose/make-certs.sh" >/dev/null 2>&1 || die "deploy/compose/make-certs.sh failed"
   (cd "$tmp/deploy/compose" && env -u RINGSIDE_MODE docker-compose -f docker-compose.yml config) \
     >"$tmp/resolved.yml"
   /usr/bin/env python3 "$tests/check_compose.py" "$deploy/prometheus/compose.yml" <"$tmp/resolved.yml"
@@ -77,13 +80,17 @@ Google Cloud CLI (kubectl 1.32). scripts/setup-debian.sh cannot install it."
   cp -r "$deploy/k8s" "$tmp/k8s"
   echo placeholder >"$tmp/k8s/base/join-token"
   rendered=()
-  for dir in base overlays/gpu overlays/prometheus-operator; do
+  for dir in base overlays/gpu overlays/prometheus-operator overlays/tls overlays/cert-manager; do
     out=$tmp/$(echo "$dir" | tr / -).yaml
     kubectl kustomize "$tmp/k8s/$dir" >"$out" || die "kubectl kustomize deploy/k8s/$dir failed"
     echo "rendered deploy/k8s/$dir: $(grep -c '^kind:' "$out") objects"
     rendered+=("$out")
   done
-  node "$tests/validate.mjs" k8s "${rendered[@]}"
+  # The Secrets deploy/k8s/make-certs.sh prints for overlays/tls are Kubernetes objects too.
+  need openssl
+  "$deploy/k8s/make-certs.sh" "$tmp/certs" >"$tmp/secrets.yaml" 2>/dev/null ||
+    die "deploy/k8s/make-certs.sh failed"
+  node "$tests/validate.mjs" k8s "${rendered[@]}" "$tmp/secrets.yaml"
   node "$tests/validate.mjs" same-rules "$deploy/prometheus/rules/ringside.rules.yml" \
     "$deploy/k8s/overlays/prometheus-operator/prometheusrule.yaml"
   ;;
@@ -94,8 +101,10 @@ compose-run | k8s-run)
   [ -n "${RINGSIDE_BIN_DIR:-}" ] || die "RINGSIDE_BIN_DIR (the built binaries) is not set"
   if [ "$check" = compose-run ]; then
     need docker-compose
+    need openssl
     cp -r "$deploy" "$tmp/deploy"
     echo placeholder >"$tmp/deploy/compose/join_token"
+    "$tmp/deploy/compose/make-certs.sh" >/dev/null 2>&1 || die "deploy/compose/make-certs.sh failed"
     for mode in ring ps; do  # the default job, and the same in parameter-server mode
       (cd "$tmp/deploy/compose" && RINGSIDE_MODE=$mode docker-compose -f docker-compose.yml config) \
         >"$tmp/resolved-$mode.yml"
@@ -105,10 +114,19 @@ compose-run | k8s-run)
     done
   else
     command -v kubectl >/dev/null || die "kubectl not found (see the kustomize check)"
+    need openssl
     cp -r "$deploy/k8s" "$tmp/k8s"
     echo placeholder >"$tmp/k8s/base/join-token"
     kubectl kustomize "$tmp/k8s/base" >"$tmp/base.yaml"
+    echo -n "base (plaintext): "
     /usr/bin/env python3 "$tests/run_deploy_locally.py" k8s "$tmp/base.yaml" "$RINGSIDE_BIN_DIR"
+    # overlays/tls with the Secrets of make-certs.sh, as a user without cert-manager runs it.
+    kubectl kustomize "$tmp/k8s/overlays/tls" >"$tmp/tls.yaml"
+    "$deploy/k8s/make-certs.sh" "$tmp/certs" >"$tmp/secrets.yaml" 2>/dev/null ||
+      die "deploy/k8s/make-certs.sh failed"
+    echo -n "overlays/tls (mutual TLS): "
+    /usr/bin/env python3 "$tests/run_deploy_locally.py" k8s "$tmp/tls.yaml" "$RINGSIDE_BIN_DIR" \
+      "$tmp/secrets.yaml"
   fi
   ;;
 

@@ -22,7 +22,8 @@ struct HealthServer {
 
 absl::StatusOr<std::unique_ptr<HealthServer>> StartHealthServer() {
   auto server = std::make_unique<HealthServer>();
-  absl::StatusOr<StartedServer> started = StartServer("127.0.0.1:0", {&server->unimplemented});
+  absl::StatusOr<StartedServer> started =
+      StartServer("127.0.0.1:0", {&server->unimplemented}, TransportSecurity());
   if (!started.ok()) return started.status();
   server->started = *std::move(started);
   return server;
@@ -31,16 +32,17 @@ absl::StatusOr<std::unique_ptr<HealthServer>> StartHealthServer() {
 TEST(HealthCheckTest, ServingServerIsHealthy) {
   auto server = StartHealthServer();
   ASSERT_TRUE(server.ok()) << server.status();
-  EXPECT_TRUE(
-      CheckHealth(absl::StrCat("127.0.0.1:", (*server)->started.port), absl::Seconds(5)).ok());
+  EXPECT_TRUE(CheckHealth(absl::StrCat("127.0.0.1:", (*server)->started.port), absl::Seconds(5),
+                          TransportSecurity())
+                  .ok());
 }
 
 TEST(HealthCheckTest, NotServingIsUnavailable) {
   auto server = StartHealthServer();
   ASSERT_TRUE(server.ok()) << server.status();
   (*server)->started.server->GetHealthCheckService()->SetServingStatus(false);
-  const absl::Status status =
-      CheckHealth(absl::StrCat("127.0.0.1:", (*server)->started.port), absl::Seconds(5));
+  const absl::Status status = CheckHealth(absl::StrCat("127.0.0.1:", (*server)->started.port),
+                                          absl::Seconds(5), TransportSecurity());
   EXPECT_EQ(status.code(), absl::StatusCode::kUnavailable) << status;
   EXPECT_NE(status.message().find("NOT_SERVING"), absl::string_view::npos) << status;
 }
@@ -49,7 +51,7 @@ TEST(HealthCheckTest, UnknownServiceIsNotFound) {
   auto server = StartHealthServer();
   ASSERT_TRUE(server.ok()) << server.status();
   const absl::Status status = CheckHealth(absl::StrCat("127.0.0.1:", (*server)->started.port),
-                                          absl::Seconds(5), "no.such.Service");
+                                          absl::Seconds(5), TransportSecurity(), "no.such.Service");
   EXPECT_EQ(status.code(), absl::StatusCode::kNotFound) << status;
 }
 
@@ -57,7 +59,8 @@ TEST(HealthCheckTest, NothingListeningFailsWithinTheTimeout) {
   absl::StatusOr<int> port = PickFreePort();  // free now, and nobody binds it
   ASSERT_TRUE(port.ok());
   const absl::Time start = absl::Now();
-  const absl::Status status = CheckHealth(absl::StrCat("127.0.0.1:", *port), absl::Seconds(2));
+  const absl::Status status =
+      CheckHealth(absl::StrCat("127.0.0.1:", *port), absl::Seconds(2), TransportSecurity());
   EXPECT_FALSE(status.ok());
   EXPECT_TRUE(status.code() == absl::StatusCode::kUnavailable ||
               status.code() == absl::StatusCode::kDeadlineExceeded)
@@ -66,7 +69,8 @@ TEST(HealthCheckTest, NothingListeningFailsWithinTheTimeout) {
 }
 
 TEST(HealthCheckTest, BadAddressIsInvalidArgument) {
-  EXPECT_EQ(CheckHealth("no-port", absl::Seconds(1)).code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(CheckHealth("no-port", absl::Seconds(1), TransportSecurity()).code(),
+            absl::StatusCode::kInvalidArgument);
 }
 
 }  // namespace

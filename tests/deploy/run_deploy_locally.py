@@ -6,18 +6,24 @@ be one the binaries accept, the addresses they advertise must reach each other, 
 train.
 
   run_deploy_locally.py compose RESOLVED.yml BIN_DIR   (`docker-compose config` output)
-  run_deploy_locally.py k8s RENDERED.yaml BIN_DIR      (`kubectl kustomize deploy/k8s/base`)
+  run_deploy_locally.py k8s RENDERED.yaml BIN_DIR [SECRETS.yaml]
+                                     (`kubectl kustomize deploy/k8s/base` or an overlay; SECRETS:
+                                     Secrets the overlay's pods mount, e.g. make-certs.sh's)
 
 Host names become 127.0.0.1 and every (host, port) a free loopback port: compose service names
 (controller, ps-0, ...) and Kubernetes names (Service ringside-controller, pod DNS names such as
-ringside-ps-0.ringside-ps). Secrets become a temporary token file, and durable volumes (compose
+ringside-ps-0.ringside-ps). The join token becomes a temporary token file; other secrets (the
+TLS certificates and keys) their files: compose file secrets where the compose file has them,
+Kubernetes Secrets written out from SECRETS.yaml; and durable volumes (compose
 named volumes, Kubernetes PersistentVolumeClaims) a temporary directory each, wherever a flag
 names a path on them (the controller's --checkpoint_dir). Kubernetes arguments are
 expanded as the kubelet does ($(VAR) from env, envFrom ConfigMaps and the downward API's
-metadata.name). Then: every daemon's health check (compose healthcheck / Kubernetes gRPC
-readiness probe, through `ringside health`) passes, and every worker's ringside_steps_total
+metadata.name). Then: every daemon's health check (compose healthcheck / Kubernetes readiness
+probe, through `ringside health`: a native gRPC probe speaks plaintext, an exec probe runs its
+own command with its TLS flags) passes, and every worker's ringside_steps_total
 grows. Processes are stopped by PID; the temporary folder is removed.
 """
+import base64
 import os
 import re
 import shutil
@@ -38,6 +44,8 @@ class Daemon:
     def __init__(self, name, argv, env=None):
         self.name, self.argv, self.env = name, list(argv), dict(env or {})
         self.health_port = None  # container port the health check asks
+        self.health_flags = []  # the health check's other flags (security), as in the file
+        self.files = {}  # path in the container -> local path (secrets)
         self.volumes = {}  # durable volumes: mount path in the container -> volume name
         self.process = None
 
@@ -73,7 +81,13 @@ def compose_daemons(path, token):
         if test[:3] != ["CMD", "ringside", "health"] or not address:
             sys.exit(f"{name}: health check is not `ringside health --address=...`: {test}")
         daemon.health_port = int(address.rsplit(":", 1)[1])
-        daemon.argv = [a.replace("/run/secrets/join_token", token) for a in daemon.argv]
+        daemon.health_flags = [a for a in test[3:] if not a.startswith(("--address=", "--timeout="))]
+        # File secrets are mounted at /run/secrets/<target>; `config` resolved their files.
+        for secret in service.get("secrets", []):
+            source = secret if isinstance(secret, str) else secret["source"]
+            target = source if isinstance(secret, str) else secret.get("target", source)
+            daemon.files[f"/run/secrets/{target}"] = compose["secrets"][source]["file"]
+        daemon.files["/run/secrets/join_token"] = token
         for volume in service.get("volumes", []):
             if isinstance(volume, dict):  # long syntax
                 if volume.get("type") == "volume":
@@ -92,7 +106,40 @@ def expand(text, env):
                   text)
 
 
-def k8s_daemons(path, token):
+def write_secrets(path, workdir):
+    """Writes every Secret of SECRETS.yaml as files, as the kubelet mounts them: name -> dir."""
+    if not path:
+        return {}
+    dirs = {}
+    for secret in yaml.safe_load_all(open(path, encoding="utf-8")):
+        if not secret or secret.get("kind") != "Secret":
+            continue
+        local = os.path.join(workdir, "secret-" + secret["metadata"]["name"])
+        os.makedirs(local, exist_ok=True)
+        for key, value in (secret.get("data") or {}).items():
+            with open(os.path.join(local, key), "wb") as f:
+                f.write(base64.b64decode(value))
+        dirs[secret["metadata"]["name"]] = local
+    return dirs
+
+
+def probe_check(container, daemon):
+    """The readiness probe as `ringside health`: a gRPC probe (plaintext), or an exec probe's own
+    `ringside health` command."""
+    probe = container["readinessProbe"]
+    if "grpc" in probe:
+        daemon.health_port, daemon.health_flags = probe["grpc"]["port"], ["--insecure"]
+        return
+    command = (probe.get("exec") or {}).get("command") or []
+    address = flag(command, "address")
+    if command[:2] != ["ringside", "health"] or not address:
+        sys.exit(f"{daemon.name}: readiness probe is neither gRPC nor `ringside health`: {probe}")
+    daemon.health_port = int(address.rsplit(":", 1)[1])
+    daemon.health_flags = [a for a in command[2:]
+                           if not a.startswith(("--address=", "--timeout="))]
+
+
+def k8s_daemons(path, token, secret_dirs):
     objects = [o for o in yaml.safe_load_all(open(path, encoding="utf-8")) if o]
     config_maps = {o["metadata"]["name"]: o.get("data", {}) for o in objects
                    if o["kind"] == "ConfigMap"}
@@ -118,7 +165,10 @@ def k8s_daemons(path, token):
                 for volume in spec["template"]["spec"].get("volumes", []):
                     if "persistentVolumeClaim" in volume and volume["name"] in mounts:
                         daemon.volumes[mounts[volume["name"]]] = volume["name"]
-                daemon.health_port = container["readinessProbe"]["grpc"]["port"]
+                    secret = (volume.get("secret") or {}).get("secretName")
+                    if volume["name"] in mounts and secret in secret_dirs:
+                        daemon.files[mounts[volume["name"]]] = secret_dirs[secret]
+                probe_check(container, daemon)
                 daemons.append(daemon)
                 if workload["kind"] == "StatefulSet":
                     by_host[f"{pod}.{spec['serviceName']}"] = daemon
@@ -163,6 +213,22 @@ def localise(daemons, by_host):
         d.metrics = f"http://{address('127.0.0.1', metrics_port, d)}/metrics"
 
 
+def localise_files(daemons):
+    """Points every flag naming a secret's file (or a file in a mounted Secret) at its local
+    copy, in the command line and in the health check."""
+    def local(arg, files):
+        m = re.match(r"^(--[a-z_]+=)(/.*)$", arg)
+        if not m:
+            return arg
+        for inside, outside in files.items():
+            if m.group(2) == inside or m.group(2).startswith(inside + "/"):
+                return m.group(1) + outside + m.group(2)[len(inside):]
+        return arg
+    for d in daemons:
+        d.argv = [local(a, d.files) for a in d.argv]
+        d.health_flags = [local(a, d.files) for a in d.health_flags]
+
+
 def localise_volumes(daemons, workdir):
     """Points every flag naming a path on a durable volume at a fresh local directory."""
     for d in daemons:
@@ -189,15 +255,19 @@ def steps(text):
     return total
 
 
-def main(kind, path, bin_dir):
+def main(kind, path, bin_dir, secrets=None):
     workdir = tempfile.mkdtemp(prefix="ringside-deploy-local-")
     daemons = []
     try:
         token = os.path.join(workdir, "join_token")
         with open(token, "w", encoding="utf-8") as f:
             f.write("local-test-token\n")
-        daemons, by_host = (compose_daemons if kind == "compose" else k8s_daemons)(path, token)
+        if kind == "compose":
+            daemons, by_host = compose_daemons(path, token)
+        else:
+            daemons, by_host = k8s_daemons(path, token, write_secrets(secrets, workdir))
         localise(daemons, by_host)
+        localise_files(daemons)
         localise_volumes(daemons, workdir)
         for d in daemons:
             program = os.path.join(bin_dir, d.argv[0])
@@ -216,8 +286,8 @@ def main(kind, path, bin_dir):
                     sys.exit(f"{d.name} exited with {d.process.returncode}: {' '.join(d.argv)}\n{tail}")
                 if d.name not in pending:
                     continue
-                check = subprocess.run([health, "health", f"--address={d.health}", "--timeout=2s"],
-                                       capture_output=True, text=True)
+                check = subprocess.run([health, "health", f"--address={d.health}", "--timeout=2s"]
+                                       + d.health_flags, capture_output=True, text=True)
                 if check.returncode != 0:
                     d.last_health = (check.stdout + check.stderr).strip()
                     if re.search(r"unknown command|Unknown command line flag", d.last_health):
@@ -253,6 +323,6 @@ def main(kind, path, bin_dir):
 
 
 if __name__ == "__main__":
-    if len(sys.argv) != 4 or sys.argv[1] not in ("compose", "k8s"):
-        sys.exit("usage: run_deploy_locally.py compose|k8s FILE BIN_DIR")
+    if len(sys.argv) not in (4, 5) or sys.argv[1] not in ("compose", "k8s"):
+        sys.exit("usage: run_deploy_locally.py compose|k8s FILE BIN_DIR [SECRETS.yaml]")
     sys.exit(main(*sys.argv[1:]))

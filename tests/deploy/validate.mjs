@@ -6,7 +6,9 @@
 //                                                 from the Kubernetes OpenAPI), then a
 //                                                 TypeScript type check of the same object
 //                                                 against the model's interface, which catches
-//                                                 misspelled keys the schema lets through
+//                                                 misspelled keys the schema lets through;
+//                                                 plus each daemon's transport security (see
+//                                                 checkTransportSecurity)
 //   node validate.mjs dashboard DASHBOARD.json   Grafana dashboard typed against @grafana/schema
 //                                                 (panel options and field config against each
 //                                                 panel plug-in's schema), plus the rules below
@@ -15,6 +17,7 @@
 //   node validate.mjs dockerfile Dockerfile      dockerfile-utils (syntax, instruction checks)
 //
 // Exit status 0 when everything passes; 1 with one line per problem otherwise.
+import { X509Certificate } from "node:crypto";
 import { readFileSync } from "node:fs";
 import { createRequire } from "node:module";
 import path from "node:path";
@@ -74,7 +77,20 @@ function modelModule(apiVersion, kind) {
   if (group === "monitoring.coreos.com") {
     return `@kubernetes-models/prometheus-operator/${group}/${version}/${kind}`;
   }
+  if (group === "cert-manager.io") return `@kubernetes-models/cert-manager/${group}/${version}/${kind}`;
   return group === "" ? `kubernetes-models/${version}/${kind}` : `kubernetes-models/${group}/${version}/${kind}`;
+}
+
+// A probe that asks the daemon's gRPC health service: Kubernetes' native gRPC probe (plaintext),
+// or `ringside health` on the container's own port with its own TLS flags (the native probe
+// speaks no TLS).
+function isHealthProbe(probe, container) {
+  if (probe?.grpc?.port) return true;
+  const command = probe?.exec?.command ?? [];
+  const tls = (container.args ?? []).filter((a) => a.startsWith("--tls_"));
+  return command[0] === "ringside" && command[1] === "health" &&
+    command.some((a) => /^--address=127\.0\.0\.1:\d+$/.test(a)) &&
+    tls.length === 3 && tls.every((flag) => command.includes(flag));
 }
 
 // What every workload must have: gRPC health probes (readiness and liveness), resource
@@ -90,7 +106,10 @@ function checkWorkloadPolicy(object, name) {
   for (const container of pod?.spec?.containers ?? []) {
     const where = `${name} container ${container.name}`;
     for (const probe of ["readinessProbe", "livenessProbe"]) {
-      if (!container[probe]?.grpc?.port) fail(`${where}: ${probe} is not a gRPC health probe`);
+      if (!isHealthProbe(container[probe], container)) {
+        fail(`${where}: ${probe} is neither a gRPC health probe nor \`ringside health\` with ` +
+             "the container's TLS flags");
+      }
     }
     const requests = container.resources?.requests ?? {};
     if (!requests.cpu || !requests.memory) fail(`${where}: no cpu and memory requests`);
@@ -102,6 +121,7 @@ function checkWorkloadPolicy(object, name) {
 function checkJobMatchesReplicas(objects, file) {
   const find = (kind, prefix) =>
     objects.find((o) => o.kind === kind && o.metadata?.name?.startsWith(prefix));
+  if (!objects.some((o) => o.kind === "StatefulSet")) return;  // e.g. make-certs.sh's Secrets
   const job = find("ConfigMap", "ringside-job")?.data ?? {};
   for (const [key, set] of [["RINGSIDE_WORKERS", "ringside-worker"], ["RINGSIDE_PS_SHARDS", "ringside-ps"]]) {
     const replicas = find("StatefulSet", set)?.spec?.replicas;
@@ -141,8 +161,78 @@ function checkDurableState(objects, file) {
   }
 }
 
+// Every daemon chooses its transport security explicitly: --insecure, or all three TLS flags
+// with each file on a mounted Secret. Returns the TLS Secrets each workload mounts, with the
+// host names its pods are dialled by (a Deployment: its Service's name; a StatefulSet's pods:
+// <pod>.<serviceName>), for checkTlsNames.
+function checkTransportSecurity(objects, file) {
+  const mounts = [];
+  for (const o of objects) {
+    if (!["Deployment", "StatefulSet"].includes(o.kind)) continue;
+    const pod = o.spec?.template?.spec ?? {};
+    const name = `${file}: ${o.kind}/${o.metadata?.name}`;
+    for (const container of pod.containers ?? []) {
+      const args = container.args ?? [];
+      const tls = ["--tls_ca=", "--tls_cert=", "--tls_key="].map((f) => args.find((a) => a.startsWith(f)));
+      const insecure = args.includes("--insecure");
+      if (insecure === tls.some(Boolean) || (!insecure && !tls.every(Boolean))) {
+        fail(`${name}: pass either --insecure or all of --tls_ca, --tls_cert, --tls_key`);
+        continue;
+      }
+      if (insecure) continue;
+      for (const arg of tls) {
+        const path = arg.slice(arg.indexOf("=") + 1);
+        const mount = (container.volumeMounts ?? []).find((m) => path.startsWith(`${m.mountPath}/`));
+        const secret = (pod.volumes ?? []).find((v) => v.name === mount?.name)?.secret?.secretName;
+        if (!secret) {
+          fail(`${name}: ${arg} is not on a mounted Secret`);
+          continue;
+        }
+        const hosts = o.kind === "Deployment" ? [o.metadata.name] :
+          Array.from({ length: o.spec.replicas ?? 1 },
+                     (_, i) => `${o.metadata.name}-${i}.${o.spec.serviceName}`);
+        if (!mounts.some((m) => m.secret === secret)) mounts.push({ name, secret, hosts });
+      }
+    }
+  }
+  return mounts;
+}
+
+// gRPC checks the dialled host against the server's certificate, so the certificate behind each
+// mounted TLS Secret must name every host the workload's pods are dialled by, and 127.0.0.1 (the
+// probes). The certificate is a cert-manager Certificate rendered with the workload, or, for a
+// Secret made by deploy/k8s/make-certs.sh, the tls.crt in it.
+function checkTlsNames(mounts, objects, allObjects, file) {
+  for (const { name, secret, hosts } of mounts) {
+    const certificate = objects.find((o) => o.kind === "Certificate" && o.spec?.secretName === secret);
+    const made = allObjects.find((o) => o.kind === "Secret" && o.metadata?.name === secret);
+    let names;
+    if (certificate) {
+      names = [...(certificate.spec.dnsNames ?? []), ...(certificate.spec.ipAddresses ?? [])];
+      const usages = certificate.spec.usages ?? [];
+      for (const usage of ["server auth", "client auth"]) {
+        if (!usages.includes(usage)) fail(`${file}: Certificate ${certificate.metadata.name} lacks usage ${usage}`);
+      }
+    } else if (made?.data?.["tls.crt"]) {
+      const pem = Buffer.from(made.data["tls.crt"], "base64").toString();
+      names = (new X509Certificate(pem).subjectAltName ?? "").split(", ")
+        .map((n) => n.replace(/^(DNS|IP Address):/, ""));
+      if (!made.data["ca.crt"]) fail(`Secret ${secret}: no ca.crt`);
+    } else {
+      // overlays/tls: its Secrets come from make-certs.sh, checked where they are given.
+      if (!allObjects.some((o) => o.kind === "Secret" && o.type === "kubernetes.io/tls")) continue;
+      fail(`${name}: no Certificate or Secret makes ${secret}`);
+      continue;
+    }
+    for (const host of [...hosts, "127.0.0.1"]) {
+      if (!names.includes(host)) fail(`${name}: the certificate in ${secret} does not name ${host}`);
+    }
+  }
+}
+
 async function checkKubernetes(files) {
   const typed = [];
+  const perFile = [];
   let imports = "";
   let count = 0;
   for (const file of files) {
@@ -181,6 +271,11 @@ async function checkKubernetes(files) {
     }
     checkJobMatchesReplicas(objects, file);
     checkDurableState(objects, file);
+    perFile.push({ file, objects });
+  }
+  const allObjects = perFile.flatMap((f) => f.objects);
+  for (const { file, objects } of perFile) {
+    checkTlsNames(checkTransportSecurity(objects, file), objects, allObjects, file);
   }
   if (count === 0) fail(`${files.join(", ")}: no objects`);
   typeCheck(imports + typed.join(""), "kubernetes");

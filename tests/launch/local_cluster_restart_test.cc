@@ -70,7 +70,7 @@ void ExpectRestartedAtTheSameAddress(LocalCluster& cluster, ClusterProcess& serv
   const std::string address = absl::StrCat("127.0.0.1:", port);
   const pid_t killed = server.process.pid();
   ASSERT_GT(port, 0);
-  ASSERT_TRUE(cli::CheckHealth(address, absl::Seconds(10)).ok());
+  ASSERT_TRUE(cli::CheckHealth(address, absl::Seconds(10), cluster.client_security()).ok());
   ASSERT_EQ(kill(killed, SIGKILL), 0);
 
   // Other members may die of the loss and be restarted too: find this one's report.
@@ -103,7 +103,7 @@ void ExpectRestartedAtTheSameAddress(LocalCluster& cluster, ClusterProcess& serv
                          << Logs(cluster);
   absl::Status health;
   seen = RestartingUntil(cluster, [&] {
-    health = cli::CheckHealth(address, absl::Seconds(2));
+    health = cli::CheckHealth(address, absl::Seconds(2), cluster.client_security());
     return health.ok();
   });
   EXPECT_TRUE(seen.ok()) << "the health check at " << address

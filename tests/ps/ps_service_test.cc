@@ -34,11 +34,11 @@ class PsServiceTest : public ::testing::Test {
     state_ = *std::move(state);
     service_ = std::make_unique<ParameterShardService>(256);
     service_->Serve(ShardGeneration{state_, ShardLinkMetrics{}});
-    auto server = StartServer("127.0.0.1:0", {service_.get()});
+    auto server = StartServer("127.0.0.1:0", {service_.get()}, TransportSecurity());
     ASSERT_TRUE(server.ok()) << server.status();
     server_ = *std::move(server);
-    stub_ =
-        proto::ParameterShard::NewStub(MakeChannel("127.0.0.1:" + std::to_string(server_.port)));
+    stub_ = proto::ParameterShard::NewStub(
+        MakeChannel("127.0.0.1:" + std::to_string(server_.port), TransportSecurity()));
   }
 
   // Pushes `share` (in segments of 100) as `worker` for `step`; with `cancel_after` >= 0, cancels

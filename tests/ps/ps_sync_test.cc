@@ -60,7 +60,7 @@ class PsSyncTest : public ::testing::Test {
       ASSERT_TRUE(state.ok()) << state.status();
       services_.push_back(std::make_unique<server::ParameterShardService>(kSegmentBytes));
       services_.back()->Serve(server::ShardGeneration{*std::move(state), {}});
-      auto started = StartServer("127.0.0.1:0", {services_.back().get()});
+      auto started = StartServer("127.0.0.1:0", {services_.back().get()}, TransportSecurity());
       ASSERT_TRUE(started.ok()) << started.status();
       addresses_.push_back("127.0.0.1:" + std::to_string(started->port));
       servers_.push_back(*std::move(started));

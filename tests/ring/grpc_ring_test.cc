@@ -34,9 +34,10 @@ class GrpcRingTest : public ::testing::Test {
     std::vector<std::string> addresses;
     for (int rank = 0; rank < world; ++rank) {
       auto node = std::make_unique<Node>();
-      node->member = std::make_unique<RingMember>(RingTopology{1, world, rank}, &node->metrics);
+      node->member = std::make_unique<RingMember>(RingTopology{1, world, rank}, &node->metrics,
+                                                  TransportSecurity());
       if (credentials) node->member->SetMemberCredential(CredentialOf(rank));
-      auto server = StartServer("127.0.0.1:0", {node->member->service()});
+      auto server = StartServer("127.0.0.1:0", {node->member->service()}, TransportSecurity());
       ASSERT_TRUE(server.ok()) << server.status();
       node->server = *std::move(server);
       addresses.push_back("127.0.0.1:" + std::to_string(node->server.port));
@@ -115,7 +116,7 @@ class GrpcRingTest : public ::testing::Test {
   // With `cancel_midway`, the stream is cancelled once `rank` has counted the segments' bytes.
   grpc::Status SendRogue(int rank, const std::vector<proto::RingSegment>& segments,
                          bool cancel_midway = false, const std::string& link_key = "") {
-    auto stub = proto::RingPeer::NewStub(MakeChannel(addresses_[rank]));
+    auto stub = proto::RingPeer::NewStub(MakeChannel(addresses_[rank], TransportSecurity()));
     grpc::ClientContext context;
     SetDeadline(context, absl::Seconds(10));
     if (!link_key.empty()) context.AddMetadata(kLinkKeyMetadata, link_key);

@@ -1,5 +1,6 @@
 #include "tests/support/worker_processes.h"
 
+#include <algorithm>
 #include <cstdlib>
 
 #include "absl/strings/str_cat.h"
@@ -30,6 +31,9 @@ absl::StatusOr<std::unique_ptr<WorkerProcesses>> WorkerProcesses::Start(
   ASSIGN_OR_RETURN(const std::vector<int> ports, PickFreePorts(world));
   std::vector<std::string> peers;
   for (int port : ports) peers.push_back(absl::StrCat("127.0.0.1:", port));
+  const bool has_security = std::any_of(flags.begin(), flags.end(), [](const std::string& flag) {
+    return flag.rfind("--tls_", 0) == 0 || flag == "--insecure";
+  });
   for (int rank = 0; rank < world; ++rank) {
     SpawnOptions options;
     options.argv = {BinDir() + "/" + program[0]};
@@ -39,6 +43,7 @@ absl::StatusOr<std::unique_ptr<WorkerProcesses>> WorkerProcesses::Start(
         {absl::StrCat("--rank=", rank), absl::StrCat("--peers=", absl::StrJoin(peers, ",")),
          absl::StrCat("--result_file=", workers->ResultFile(rank))});
     options.argv.insert(options.argv.end(), flags.begin(), flags.end());
+    if (!has_security) options.argv.push_back("--insecure");
     if (auto it = flags_of_rank.find(rank); it != flags_of_rank.end()) {
       options.argv.insert(options.argv.end(), it->second.begin(), it->second.end());
     }

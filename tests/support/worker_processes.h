@@ -22,6 +22,7 @@ class WorkerProcesses {
  public:
   // Starts `world` processes of `program` (a binary in RINGSIDE_BIN_DIR, then its leading
   // arguments) with `--rank --peers --result_file` plus `flags`, plus `flags_of_rank[r]` on r.
+  // Plaintext (--insecure is added) unless `flags` has --tls_* (or --insecure) of its own.
   static absl::StatusOr<std::unique_ptr<WorkerProcesses>> Start(
       int world, const std::vector<std::string>& flags,
       const std::vector<std::string>& program = {"ringside-worker"},

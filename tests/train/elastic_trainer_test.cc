@@ -178,7 +178,7 @@ class InProcessShards {
     for (int shard = 0; shard < count; ++shard) {
       services_.push_back(std::make_unique<server::ParameterShardService>(/*segment_bytes=*/4096));
       services_.back()->SetJob(server::ShardJob{shard, ranges[shard], job.optimizer});
-      auto server = StartServer("127.0.0.1:0", {services_.back().get()});
+      auto server = StartServer("127.0.0.1:0", {services_.back().get()}, TransportSecurity());
       EXPECT_TRUE(server.ok()) << server.status();
       addresses_.push_back(absl::StrCat("127.0.0.1:", server->port));
       servers_.push_back(std::move(*server));
