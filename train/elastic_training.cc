@@ -172,9 +172,10 @@ absl::Status ElasticTrainer::Regroup(const GenerationAssignment& assignment) {
   }
   shards_ = assignment.shards;
   if (mode == SyncMode::kPs && shards_.empty()) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        "generation ", generation, " is in ps mode but has no shard left: waiting for a shard "
-        "to register (or for `ringside ctl mode ring`)"));
+    return absl::FailedPreconditionError(
+        absl::StrCat("generation ", generation,
+                     " is in ps mode but has no shard left: waiting for a shard "
+                     "to register (or for `ringside ctl mode ring`)"));
   }
   // A fresh start needs no regroup: everyone holds the initial parameters, the shards too.
   checkpoint_every_ = assignment.checkpoint_every;
