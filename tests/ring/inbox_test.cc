@@ -197,13 +197,40 @@ TEST(InboxCountingTest, ControlSegmentsAreNotCountedAsTrainingTraffic) {
 
 TEST(InboxLimitTest, ASenderTooFarAheadIsRefused) {
   RingInboxOptions options;
-  options.max_queued_bytes = 50;
+  options.max_queued_bytes = 40 + kQueuedSegmentOverheadBytes + 10;
   RingInbox inbox(RingTopology{kGeneration, kWorld, kRank}, options, LinkReceiveMetrics{});
   const uint64_t stream = inbox.OpenStream();
   const absl::Status status = inbox.Accept(FirstSegment(1), stream);  // 40 bytes fit
   ASSERT_TRUE(status.ok()) << status;
+  EXPECT_EQ(inbox.queued_bytes(), 40 + kQueuedSegmentOverheadBytes);
   Segment second = FirstSegment(2);
   EXPECT_EQ(inbox.Accept(std::move(second), stream).code(), absl::StatusCode::kResourceExhausted);
+  ASSERT_TRUE(inbox.Next(1, absl::Now() + absl::Seconds(1)).ok());
+  EXPECT_EQ(inbox.queued_bytes(), 0u);
+}
+
+// Found by fuzz/ring_segment_fuzzer: empty segments of a newer generation were held without
+// bound (the limit counted payload bytes only), so a sender could pile them up forever.
+TEST(InboxLimitTest, EmptySegmentsOfANewerGenerationCountAgainstTheLimit) {
+  RingInboxOptions options;
+  options.max_queued_bytes = 4 * kQueuedSegmentOverheadBytes;
+  RingInbox inbox(RingTopology{kGeneration, kWorld, kRank}, options, LinkReceiveMetrics{});
+  const uint64_t stream = inbox.OpenStream();
+  inbox.BeginCollective(1);
+  int held = 0;
+  absl::Status status;
+  for (int i = 0; i < 100 && status.ok(); ++i) {
+    Segment empty = FirstSegment(1, 0);
+    empty.header.generation = kGeneration + 1;
+    status = inbox.Accept(std::move(empty), stream);
+    if (status.ok()) ++held;
+  }
+  EXPECT_EQ(held, 4);
+  EXPECT_EQ(status.code(), absl::StatusCode::kResourceExhausted) << status;
+  EXPECT_LE(inbox.queued_bytes(), options.max_queued_bytes);
+  EXPECT_EQ(inbox.Next(1, absl::InfinitePast()).status().code(),
+            absl::StatusCode::kResourceExhausted)
+      << "a neighbour too far ahead fails the collective in progress";
 }
 
 }  // namespace
