@@ -60,6 +60,7 @@ ExternalProject_Add(ringside_fuzz
   SOURCE_DIR ${PROJECT_SOURCE_DIR}/fuzz
   BINARY_DIR ${CMAKE_BINARY_DIR}/fuzz
   CMAKE_ARGS -DCMAKE_C_COMPILER=${RINGSIDE_CLANG} -DCMAKE_CXX_COMPILER=${RINGSIDE_CLANGXX}
+             -DRINGSIDE_WERROR=${RINGSIDE_WERROR}
   # Its own build knows what changed; the main build cannot see into it, so it always asks.
   BUILD_ALWAYS ON
   INSTALL_COMMAND "")
