@@ -1,6 +1,8 @@
 #include "control/membership.h"
 
 #include <algorithm>
+#include <limits>
+#include <set>
 
 #include "absl/strings/str_cat.h"
 #include "common/auth.h"
@@ -26,6 +28,13 @@ absl::StatusOr<uint64_t> Membership::Register(absl::string_view token, MemberRol
   RETURN_IF_ERROR(ParseDialAddress(address).status());
   RETURN_IF_ERROR(ValidateCredential(credential));
   absl::MutexLock lock(&mu_);
+  // Ids are never reused: wrapping around would hand out 0 and then the ids of live members
+  // (reachable only from a record whose next_id is near the end).
+  if (next_id_ == std::numeric_limits<uint64_t>::max()) {
+    return absl::ResourceExhaustedError(
+        "no member id left (the next one would wrap around); start the controller without its "
+        "membership record");
+  }
   const uint64_t id = next_id_++;
   ++version_;
   for (auto it = members_.begin(); it != members_.end(); ++it) {
@@ -172,6 +181,13 @@ MembershipRecord Membership::Record() const {
 }
 
 absl::Status Membership::Restore(const MembershipRecord& record, absl::Time now) {
+  if (record.next_id == 0) {
+    return absl::InvalidArgumentError("next id 0: member ids start at 1");
+  }
+  if (record.topology.generation > kMaxGeneration) {
+    return absl::InvalidArgumentError(absl::StrCat("generation ", record.topology.generation,
+                                                   " is past the last one, ", kMaxGeneration));
+  }
   std::map<uint64_t, Member> members;
   for (const MembershipRecord::Member& member : record.members) {
     if (member.id == 0 || member.id >= record.next_id) {
@@ -187,8 +203,13 @@ absl::Status Membership::Restore(const MembershipRecord& record, absl::Time now)
       return absl::InvalidArgumentError(absl::StrCat("member id ", member.id, " appears twice"));
     }
   }
+  std::set<uint64_t> named;  // a member has one place in the topology
   auto check = [&](const std::vector<uint64_t>& ids, MemberRole role) -> absl::Status {
     for (uint64_t id : ids) {
+      if (!named.insert(id).second) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("the topology names member ", id, " more than once"));
+      }
       auto it = members.find(id);
       if (it == members.end() || it->second.role != role) {
         return absl::InvalidArgumentError(absl::StrCat("the topology names member ", id, " as a ",

@@ -41,6 +41,11 @@ namespace ringside::server {
 
 enum class MemberRole { kWorker, kShard };
 
+// Generations stay below 2^32: ring collective numbers are (generation << 32) + n
+// (train/elastic_training.h). Restore refuses a record past it, which no controller writes (it
+// would take four billion membership changes) and whose numbering would wrap around to 0.
+inline constexpr uint64_t kMaxGeneration = (uint64_t{1} << 32) - 1;
+
 struct MembershipConfig {
   int workers = 1;    // workers the first topology waits for
   int ps_shards = 0;  // shards it waits for (0: ring only)
@@ -86,6 +91,7 @@ class Membership {
   explicit Membership(MembershipConfig config) : config_(std::move(config)) {}
 
   // `credential` is the member's own secret (common/auth.h); INVALID_ARGUMENT unless it is one.
+  // RESOURCE_EXHAUSTED once every id is used (only a restored record can get that far).
   absl::StatusOr<uint64_t> Register(absl::string_view token, MemberRole role,
                                     const std::string& address, absl::Time now,
                                     const std::string& credential);
@@ -105,7 +111,8 @@ class Membership {
 
   MembershipRecord Record() const;
   // Replaces the whole state with `record` (INVALID_ARGUMENT, changing nothing, when it does not
-  // hold together: unknown ids in the topology, duplicate ids, a role that does not fit).
+  // hold together: unknown ids in the topology, duplicate ids among the members or in the
+  // topology, a role that does not fit).
   absl::Status Restore(const MembershipRecord& record, absl::Time now);
   // Bumped by every change to Record().
   uint64_t version() const;

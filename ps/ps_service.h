@@ -57,6 +57,10 @@ struct ShardMetricsFactory {
   ShardStepMetrics steps;
 };
 
+// The most workers a Load may announce. Far above any real job; a shard keeps per-worker state
+// (a share, link counters), so a corrupt or hostile `workers` must not size it.
+inline constexpr uint32_t kMaxLoadWorkers = 1 << 16;
+
 class ParameterShardService final : public proto::ParameterShard::CallbackService {
  public:
   // `segment_bytes`: largest segment sent back.
@@ -100,16 +104,19 @@ class ParameterShardService final : public proto::ParameterShard::CallbackServic
   absl::Status CheckStepKey(absl::string_view presented, uint64_t generation, int rank) const;
   absl::Status CheckLoadKey(absl::string_view presented, uint64_t generation) const;
 
-  // Largest number of workers a Load may announce (every one gets a share buffer).
-  static constexpr uint32_t kMaxWorkers = 1 << 16;
-
   // Checks a Load's first segment against the job and the generation served; on success returns
-  // the number of elements (parameters + optimiser state) to expect.
+  // the number of elements (parameters + optimiser state) to expect. Workers above
+  // kMaxLoadWorkers are refused before anything is allocated for them.
   absl::StatusOr<uint64_t> CheckLoad(const proto::PsStateSegment& first) const;
-  // Restores the loaded state as a new generation and serves it.
+  // Restores the loaded state (`first`'s header, `sequence` of the size CheckLoad gave) as a
+  // new generation and serves it. CheckLoad's refusal, or FAILED_PRECONDITION, when the job or
+  // the generation served changed meanwhile so that the state no longer fits; nothing changes.
   absl::Status FinishLoad(const proto::PsStateSegment& first, std::vector<float> sequence);
 
  private:
+  absl::StatusOr<uint64_t> CheckLoadLocked(const proto::PsStateSegment& first) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+
   const uint64_t segment_elements_;
   const ShardMetricsFactory metrics_;
   mutable absl::Mutex mu_;
@@ -117,6 +124,29 @@ class ParameterShardService final : public proto::ParameterShard::CallbackServic
   std::optional<ShardJob> job_ ABSL_GUARDED_BY(mu_);
   std::function<void(StepEvent, int)> step_hook_ ABSL_GUARDED_BY(mu_);
   std::string credential_ ABSL_GUARDED_BY(mu_);
+};
+
+// One Load stream's state as its segments arrive, what the Load reactor does without gRPC: the
+// first segment is checked (CheckLoad) and sizes the sequence, every later one must carry the
+// same header and continue the sequence, and on the half-close Finish checks that the sequence
+// is complete and hands it to FinishLoad. Nothing changes on the shard before that.
+// Thread-compatible.
+class StateLoad {
+ public:
+  explicit StateLoad(ParameterShardService& service) : service_(service) {}
+
+  // INVALID_ARGUMENT (or CheckLoad's refusal) for a segment that does not fit; the load is
+  // over then.
+  absl::Status Add(const proto::PsStateSegment& segment);
+  // INVALID_ARGUMENT when incomplete; else FinishLoad's status.
+  absl::Status Finish();
+
+ private:
+  ParameterShardService& service_;
+  proto::PsStateSegment first_;  // the transfer's header fields
+  bool began_ = false;
+  std::vector<float> sequence_;
+  uint64_t received_ = 0;
 };
 
 }  // namespace ringside::server

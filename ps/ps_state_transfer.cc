@@ -25,7 +25,7 @@ bool SameTransfer(const proto::PsStateSegment& a, const proto::PsStateSegment& b
 class LoadReactor final : public grpc::ServerReadReactor<proto::PsStateSegment> {
  public:
   LoadReactor(grpc::CallbackServerContext* context, ParameterShardService& service)
-      : context_(context), service_(service) {
+      : context_(context), service_(service), load_(service) {
     StartRead(&segment_);
   }
 
@@ -33,16 +33,19 @@ class LoadReactor final : public grpc::ServerReadReactor<proto::PsStateSegment> 
     if (!ok) {
       if (context_->IsCancelled()) {
         Finish(grpc::Status(grpc::StatusCode::CANCELLED, "load cancelled; nothing changed"));
-      } else if (!began_ || received_ != sequence_.size()) {
-        Finish(grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
-                            absl::StrCat("incomplete state: ", received_, " of ", sequence_.size(),
-                                         " elements; nothing changed")));
       } else {
-        Finish(ToGrpcStatus(service_.FinishLoad(first_, std::move(sequence_))));
+        Finish(ToGrpcStatus(load_.Finish()));
       }
       return;
     }
-    absl::Status status = Add();
+    // Before anything is stored: the load must be the designated member's of its generation.
+    absl::Status status;
+    if (!checked_key_) {
+      status =
+          service_.CheckLoadKey(MetadataValue(*context_, kLinkKeyMetadata), segment_.generation());
+      checked_key_ = true;
+    }
+    if (status.ok()) status = load_.Add(segment_);
     if (!status.ok()) {
       Finish(ToGrpcStatus(status));
       return;
@@ -53,37 +56,11 @@ class LoadReactor final : public grpc::ServerReadReactor<proto::PsStateSegment> 
   void OnDone() override { delete this; }
 
  private:
-  absl::Status Add() {
-    if (!began_) {
-      RETURN_IF_ERROR(
-          service_.CheckLoadKey(MetadataValue(*context_, kLinkKeyMetadata), segment_.generation()));
-      ASSIGN_OR_RETURN(const uint64_t elements, service_.CheckLoad(segment_));
-      first_ = segment_;
-      first_.clear_payload();
-      sequence_.resize(elements);
-      began_ = true;
-    } else if (!SameTransfer(first_, segment_)) {
-      return absl::InvalidArgumentError("a load stream carries one state; a segment changed it");
-    }
-    const std::string& payload = segment_.payload();
-    if (payload.size() % sizeof(float) != 0 || segment_.offset() != received_ ||
-        payload.size() / sizeof(float) > sequence_.size() - received_) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("state segment of ", payload.size(), " bytes at offset ", segment_.offset(),
-                       " does not continue the state at ", received_, " of ", sequence_.size()));
-    }
-    if (!payload.empty()) std::memcpy(sequence_.data() + received_, payload.data(), payload.size());
-    received_ += payload.size() / sizeof(float);
-    return absl::OkStatus();
-  }
-
   grpc::CallbackServerContext* const context_;
-  ParameterShardService& service_;
+  const ParameterShardService& service_;
+  bool checked_key_ = false;  // on the first segment (StateLoad keeps the generation unchanged)
+  StateLoad load_;
   proto::PsStateSegment segment_;
-  proto::PsStateSegment first_;  // the transfer's header fields
-  bool began_ = false;
-  std::vector<float> sequence_;
-  uint64_t received_ = 0;
 };
 
 }  // namespace
@@ -91,6 +68,11 @@ class LoadReactor final : public grpc::ServerReadReactor<proto::PsStateSegment> 
 absl::StatusOr<uint64_t> ParameterShardService::CheckLoad(
     const proto::PsStateSegment& first) const {
   absl::MutexLock lock(&mu_);
+  return CheckLoadLocked(first);
+}
+
+absl::StatusOr<uint64_t> ParameterShardService::CheckLoadLocked(
+    const proto::PsStateSegment& first) const {
   if (!job_.has_value()) {
     return absl::FailedPreconditionError(
         "this shard has no assignment from the controller yet, so it cannot check the state");
@@ -101,9 +83,9 @@ absl::StatusOr<uint64_t> ParameterShardService::CheckLoad(
                                                    ") but ", PsShardName(job_->shard), " owns [",
                                                    job_->range.begin, ", ", job_->range.end, ")"));
   }
-  if (first.workers() < 1 || first.workers() > kMaxWorkers) {
-    return absl::InvalidArgumentError(absl::StrCat("a generation of ", first.workers(),
-                                                   " workers; a shard takes 1 to ", kMaxWorkers));
+  if (first.workers() < 1 || first.workers() > kMaxLoadWorkers) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "a generation of ", first.workers(), " workers; a shard takes 1 to ", kMaxLoadWorkers));
   }
   if (current_ != nullptr && first.generation() < current_->state->config().generation) {
     return absl::FailedPreconditionError(absl::StrCat("state for generation ", first.generation(),
@@ -122,15 +104,21 @@ absl::StatusOr<uint64_t> ParameterShardService::CheckLoad(
 
 absl::Status ParameterShardService::FinishLoad(const proto::PsStateSegment& first,
                                                std::vector<float> sequence) {
+  // The job and the generation served may have changed while the state streamed in (the
+  // controller's next assignment, another worker's Load): the state is checked against both
+  // again before it is cut up, and once more when it replaces the generation served. The first
+  // check passing means the sequence has the size the current job takes: CheckLoad sized it by
+  // the same header.
   ShardJob job;
   {
     absl::MutexLock lock(&mu_);
+    RETURN_IF_ERROR(CheckLoadLocked(first).status());
     job = *job_;
   }
   const auto range_end = sequence.begin() + static_cast<ptrdiff_t>(job.range.size());
   const std::vector<float> optimizer_state(range_end, sequence.end());
   sequence.erase(range_end, sequence.end());
-  const int workers = static_cast<int>(first.workers());
+  const int workers = static_cast<int>(first.workers());  // at most kMaxLoadWorkers
   ASSIGN_OR_RETURN(
       std::unique_ptr<ShardState> state,
       ShardState::Restore(ShardConfig{first.generation(), workers, job.shard}, first.step(),
@@ -138,8 +126,50 @@ absl::Status ParameterShardService::FinishLoad(const proto::PsStateSegment& firs
   ShardGeneration generation;
   generation.state = std::move(state);
   if (metrics_.links) generation.links = metrics_.links(job.shard, workers);
-  Serve(std::move(generation));
+  std::shared_ptr<const ShardGeneration> previous;
+  {
+    absl::MutexLock lock(&mu_);
+    RETURN_IF_ERROR(CheckLoadLocked(first).status());
+    if (job_->shard != job.shard) {
+      return absl::FailedPreconditionError(
+          absl::StrCat("the shard became ", PsShardName(job_->shard), " during a load for ",
+                       PsShardName(job.shard), "; nothing changed"));
+    }
+    previous =
+        std::exchange(current_, std::make_shared<const ShardGeneration>(std::move(generation)));
+  }
+  if (previous != nullptr) previous->state->Close();
   return absl::OkStatus();
+}
+
+absl::Status StateLoad::Add(const proto::PsStateSegment& segment) {
+  if (!began_) {
+    ASSIGN_OR_RETURN(const uint64_t elements, service_.CheckLoad(segment));
+    first_ = segment;
+    first_.clear_payload();
+    sequence_.resize(elements);
+    began_ = true;
+  } else if (!SameTransfer(first_, segment)) {
+    return absl::InvalidArgumentError("a load stream carries one state; a segment changed it");
+  }
+  const std::string& payload = segment.payload();
+  if (payload.size() % sizeof(float) != 0 || segment.offset() != received_ ||
+      payload.size() / sizeof(float) > sequence_.size() - received_) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("state segment of ", payload.size(), " bytes at offset ", segment.offset(),
+                     " does not continue the state at ", received_, " of ", sequence_.size()));
+  }
+  if (!payload.empty()) std::memcpy(sequence_.data() + received_, payload.data(), payload.size());
+  received_ += payload.size() / sizeof(float);
+  return absl::OkStatus();
+}
+
+absl::Status StateLoad::Finish() {
+  if (!began_ || received_ != sequence_.size()) {
+    return absl::InvalidArgumentError(absl::StrCat("incomplete state: ", received_, " of ",
+                                                   sequence_.size(), " elements; nothing changed"));
+  }
+  return service_.FinishLoad(first_, std::move(sequence_));
 }
 
 grpc::ServerReadReactor<proto::PsStateSegment>* ParameterShardService::Load(

@@ -6,6 +6,13 @@
 #include "absl/strings/str_cat.h"
 
 namespace ringside::ring {
+namespace {
+
+uint64_t QueuedCost(const Segment& segment) {
+  return segment.payload.size() + kQueuedSegmentOverheadBytes;
+}
+
+}  // namespace
 
 RingInbox::RingInbox(RingTopology topology, RingInboxOptions options, LinkReceiveMetrics metrics)
     : options_(options), topology_(topology), metrics_(metrics) {}
@@ -15,14 +22,14 @@ void RingInbox::SetTopology(RingTopology topology, LinkReceiveMetrics metrics) {
   topology_ = topology;
   metrics_ = metrics;
   expected_ = Position{};
-  for (const Segment& segment : queue_) queued_bytes_ -= segment.payload.size();
+  for (const Segment& segment : queue_) queued_bytes_ -= QueuedCost(segment);
   queue_.clear();
   std::deque<std::pair<Segment, uint64_t>> held;
   held.swap(held_);
   for (auto& [segment, stream_id] : held) {
-    held_bytes_ -= segment.payload.size();
+    held_bytes_ -= QueuedCost(segment);
     if (segment.header.generation > topology_.generation) {
-      held_bytes_ += segment.payload.size();
+      held_bytes_ += QueuedCost(segment);
       held_.emplace_back(std::move(segment), stream_id);
     } else if (segment.header.generation == topology_.generation) {
       // A refusal now cannot reach the sender, whose stream was answered; its collective
@@ -143,26 +150,30 @@ absl::Status RingInbox::Accept(Segment segment, uint64_t stream_id) {
   if (segment.header.generation > topology_.generation) {
     // Held apart from the current generation's queue, under a cap of its own: segments of a
     // generation this worker has not reached can never starve the one it is in.
-    if (held_bytes_ + segment.payload.size() > options_.max_held_bytes) {
+    if (held_bytes_ + QueuedCost(segment) > options_.max_held_bytes) {
       return absl::ResourceExhaustedError(absl::StrCat(
           "receiver holds ", held_bytes_, " bytes of generations it has not reached (limit ",
           options_.max_held_bytes, "); a segment of generation ", segment.header.generation,
           " is refused while it is in generation ", topology_.generation));
     }
-    held_bytes_ += segment.payload.size();
+    held_bytes_ += QueuedCost(segment);
     held_.emplace_back(std::move(segment), stream_id);
     return absl::OkStatus();
   }
   return AcceptCurrent(std::move(segment), stream_id);
 }
 
+absl::Status RingInbox::QueueFull() const {
+  return absl::ResourceExhaustedError(
+      absl::StrCat("receiver has ", queued_bytes_, " bytes queued; the sender ", LeftName(),
+                   " is too far ahead (limit ", options_.max_queued_bytes, ")"));
+}
+
 absl::Status RingInbox::AcceptCurrent(Segment segment, uint64_t stream_id) {
   const SegmentHeader& h = segment.header;
   absl::Status status = Validate(h, segment.payload.size());
-  if (status.ok() && queued_bytes_ + segment.payload.size() > options_.max_queued_bytes) {
-    status = absl::ResourceExhaustedError(
-        absl::StrCat("receiver has ", queued_bytes_, " bytes queued; the sender ", LeftName(),
-                     " is too far ahead (limit ", options_.max_queued_bytes, ")"));
+  if (status.ok() && queued_bytes_ + QueuedCost(segment) > options_.max_queued_bytes) {
+    status = QueueFull();
   }
   if (!status.ok()) {
     // A left-over of an older generation (a former neighbour still flushing) is refused without
@@ -177,7 +188,7 @@ absl::Status RingInbox::AcceptCurrent(Segment segment, uint64_t stream_id) {
   const uint64_t elements = segment.payload.size() / ElementSize(h.dtype);
   Advance(h, elements);
   if (metrics_.bytes != nullptr && !h.control) metrics_.bytes->Increment(segment.payload.size());
-  queued_bytes_ += segment.payload.size();
+  queued_bytes_ += QueuedCost(segment);
   queue_.push_back(std::move(segment));
   return absl::OkStatus();
 }
@@ -194,7 +205,7 @@ void RingInbox::BeginCollective(uint64_t collective) {
   absl::MutexLock lock(&mu_);
   error_ = absl::OkStatus();
   while (!queue_.empty() && queue_.front().header.collective < collective) {
-    queued_bytes_ -= queue_.front().payload.size();
+    queued_bytes_ -= QueuedCost(queue_.front());
     queue_.pop_front();
   }
   if (expected_.collective < collective) expected_ = Position{true, collective, 0, 0, 0};
@@ -230,10 +241,15 @@ absl::StatusOr<Segment> RingInbox::Next(uint64_t collective, absl::Time deadline
     }
     Segment segment = std::move(queue_.front());
     queue_.pop_front();
-    queued_bytes_ -= segment.payload.size();
+    queued_bytes_ -= QueuedCost(segment);
     if (front_collective < collective) continue;  // left over from an abandoned collective
     return segment;
   }
+}
+
+uint64_t RingInbox::queued_bytes() const {
+  absl::MutexLock lock(&mu_);
+  return queued_bytes_;
 }
 
 }  // namespace ringside::ring

@@ -37,10 +37,16 @@
 
 namespace ringside::ring {
 
+// What a waiting segment costs beyond its payload (its queue entry, the payload's list of pieces
+// and their owner), charged with the payload against max_queued_bytes: an empty segment takes
+// memory too, and a sender must not be able to pile up empty ones without bound.
+inline constexpr uint64_t kQueuedSegmentOverheadBytes = 128;
+
 struct RingInboxOptions {
   // Largest buffer (in elements) a sender may announce; larger is INVALID_ARGUMENT.
   uint64_t max_total_elements = uint64_t{1} << 32;
-  // Bytes that may wait unconsumed; a sender running further ahead gets RESOURCE_EXHAUSTED.
+  // Bytes that may wait unconsumed, each segment's payload plus kQueuedSegmentOverheadBytes; a
+  // sender running further ahead gets RESOURCE_EXHAUSTED.
   uint64_t max_queued_bytes = uint64_t{1} << 30;
   // Bytes of generations not reached yet that may be held (RESOURCE_EXHAUSTED beyond).
   uint64_t max_held_bytes = uint64_t{256} << 20;
@@ -81,6 +87,9 @@ class RingInbox {
   // The next segment of `collective` in schedule order, or the first error, or DEADLINE_EXCEEDED.
   absl::StatusOr<Segment> Next(uint64_t collective, absl::Time deadline);
 
+  // What waits unconsumed (queued and held segments), as charged against max_queued_bytes.
+  uint64_t queued_bytes() const;
+
  private:
   // Where the next segment from the left neighbour must be in the schedule.
   struct Position {
@@ -97,6 +106,7 @@ class RingInbox {
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void Advance(const SegmentHeader& header, uint64_t elements) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   std::string LeftName() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  absl::Status QueueFull() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);  // RESOURCE_EXHAUSTED
   // Validates, counts and queues a segment of the current generation.
   absl::Status AcceptCurrent(Segment segment, uint64_t stream_id)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -109,8 +119,8 @@ class RingInbox {
   std::deque<Segment> queue_ ABSL_GUARDED_BY(mu_);
   // Segments of newer generations, with their stream ids, in arrival order.
   std::deque<std::pair<Segment, uint64_t>> held_ ABSL_GUARDED_BY(mu_);
-  uint64_t queued_bytes_ ABSL_GUARDED_BY(mu_) = 0;  // queue_
-  uint64_t held_bytes_ ABSL_GUARDED_BY(mu_) = 0;    // held_
+  uint64_t queued_bytes_ ABSL_GUARDED_BY(mu_) = 0;  // queue_, by QueuedCost()
+  uint64_t held_bytes_ ABSL_GUARDED_BY(mu_) = 0;    // held_, by QueuedCost()
   uint64_t superseded_by_ ABSL_GUARDED_BY(mu_) = 0;
   absl::Status error_ ABSL_GUARDED_BY(mu_);
   uint64_t latest_stream_ ABSL_GUARDED_BY(mu_) = 0;

@@ -45,6 +45,19 @@ absl::Status Malformed(absl::string_view what) {
   return absl::InvalidArgumentError(absl::StrCat("malformed RingSegment: ", what));
 }
 
+// A tag or a length as protobuf's parser reads them: a varint of at most 5 bytes within 32 bits.
+// CodedInputStream's ReadTag and ReadVarint32 take up to 10 bytes and drop the high bits, which
+// would accept messages protobuf refuses.
+bool ReadShortVarint32(CodedInputStream& input, uint32_t* value) {
+  const int start = input.CurrentPosition();
+  uint64_t wide = 0;
+  if (!input.ReadVarint64(&wide) || input.CurrentPosition() - start > 5 || wide > UINT32_MAX) {
+    return false;
+  }
+  *value = static_cast<uint32_t>(wide);
+  return true;
+}
+
 }  // namespace
 
 namespace {
@@ -82,10 +95,19 @@ absl::StatusOr<Segment> DecodeSegment(grpc::ByteBuffer& message) {
   input.SetTotalBytesLimit(static_cast<int>(std::min<size_t>(message.Length(), INT32_MAX)));
   Segment segment;
   SegmentHeader& h = segment.header;
+  // An absent field is zero, as protobuf parses it (proto3 never sends a zero): a dtype left out
+  // is DType::kInvalid, which the inbox refuses, not SegmentHeader's default of float32.
+  h.dtype = DType::kInvalid;
   int64_t payload_start = -1;
   uint64_t payload_size = 0;
-  while (uint32_t tag = input.ReadTag()) {
+  // Every byte belongs to a field, as protobuf requires: a tag cut short, too long, zero or of
+  // field number 0 is malformed wherever it is (a loop on ReadTag() would end there instead).
+  const int64_t message_length = static_cast<int64_t>(message.Length());
+  while (input.CurrentPosition() < message_length) {
+    uint32_t tag = 0;
+    if (!ReadShortVarint32(input, &tag)) return Malformed("truncated or overlong tag");
     const int field = static_cast<int>(tag >> 3);
+    if (field == 0) return Malformed(absl::StrCat("tag ", tag, " has field number 0"));
     const uint32_t wire = tag & 7;
     if (wire == kWireVarint && ((field >= 1 && field <= 8) || field == kControlField)) {
       uint64_t value = 0;
@@ -121,7 +143,8 @@ absl::StatusOr<Segment> DecodeSegment(grpc::ByteBuffer& message) {
       }
     } else if (wire == kWireLength && field == kPayloadField) {
       uint32_t length = 0;
-      if (!input.ReadVarint32(&length)) return Malformed("truncated payload length");
+      if (!ReadShortVarint32(input, &length))
+        return Malformed("truncated or overlong payload length");
       payload_start = input.CurrentPosition();
       payload_size = length;
       if (!input.Skip(static_cast<int>(length))) return Malformed("payload shorter than declared");
@@ -130,7 +153,7 @@ absl::StatusOr<Segment> DecodeSegment(grpc::ByteBuffer& message) {
       if (!input.ReadVarint64(&ignored)) return Malformed("truncated varint");
     } else if (wire == kWireLength) {
       uint32_t length = 0;
-      if (!input.ReadVarint32(&length) || !input.Skip(static_cast<int>(length))) {
+      if (!ReadShortVarint32(input, &length) || !input.Skip(static_cast<int>(length))) {
         return Malformed("truncated length-delimited field");
       }
     } else if (wire == kWireFixed64 || wire == kWireFixed32) {
@@ -138,9 +161,6 @@ absl::StatusOr<Segment> DecodeSegment(grpc::ByteBuffer& message) {
     } else {
       return Malformed(absl::StrCat("unsupported wire type ", wire, " of field ", field));
     }
-  }
-  if (static_cast<size_t>(input.CurrentPosition()) != message.Length()) {
-    return Malformed("a zero tag before the end of the message");
   }
   std::vector<absl::string_view> pieces;
   if (payload_start >= 0 && payload_size > 0) {

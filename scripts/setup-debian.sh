@@ -15,6 +15,8 @@ packages=(
   curl procps iproute2
   # the formatting check (tests/architecture): .clang-format is the project's style
   clang-format
+  # the fuzz targets (fuzz/): clang, and its libFuzzer and sanitizer runtimes
+  clang libclang-rt-14-dev
   # the HTML report's browser test (tests/cli)
   chromium
   # deploy checks (tests/deploy): promtool and a real Prometheus, yamllint, docker-compose config;

@@ -15,7 +15,7 @@ set(allowed_daemons "common;proto;model;ring;ps;control;train")
 set(allowed_cli     "common;proto;model;ring;ps;control;train;launch")
 set(allowed_bench   "common;proto;model;ring;ps;control;train;launch")
 set(folders common model ring ps control train launch daemons cli bench)
-set(project_folders ${folders} proto tests)
+set(project_folders ${folders} proto tests fuzz)  # tests/ and fuzz/ may include anything
 
 set(violations "")
 foreach(folder IN LISTS folders)

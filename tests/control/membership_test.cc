@@ -212,5 +212,45 @@ TEST(MembershipTest, ARestoredRecordCarriesOnWithoutGoingBackwards) {
   EXPECT_EQ(after.topology().generation, 3u) << "a refused record changes nothing";
 }
 
+// Found by fuzz/membership_fuzzer: records the controller took, and what followed.
+TEST(MembershipTest, ARecordThatCannotCarryOnIsRefused) {
+  Membership before(TwoWorkersOneShard());
+  auto w0 =
+      before.Register("s3cret", MemberRole::kWorker, "worker-a.test:7000", kStart, kCredential);
+  auto w1 =
+      before.Register("s3cret", MemberRole::kWorker, "worker-b.test:7000", kStart, kCredential);
+  auto s0 = before.Register("s3cret", MemberRole::kShard, "shard-a.test:8000", kStart, kCredential);
+  ASSERT_TRUE(w0.ok() && w1.ok() && s0.ok());
+  Membership after(TwoWorkersOneShard());
+
+  MembershipRecord broken = before.Record();
+  broken.topology.workers.push_back(*w0);  // a ring with one member in two places
+  EXPECT_EQ(after.Restore(broken, kStart).code(), absl::StatusCode::kInvalidArgument);
+  broken = MembershipRecord{};
+  broken.next_id = 0;  // the next registration got id 0, which no record restores
+  EXPECT_EQ(after.Restore(broken, kStart).code(), absl::StatusCode::kInvalidArgument);
+  broken = before.Record();
+  broken.topology.generation = kMaxGeneration + 1;  // the next generation wrapped around to 0
+  EXPECT_EQ(after.Restore(broken, kStart).code(), absl::StatusCode::kInvalidArgument);
+  broken.topology.generation = kMaxGeneration;
+  EXPECT_TRUE(after.Restore(broken, kStart).ok());
+}
+
+TEST(MembershipTest, IdsAreNeverReusedEvenAtTheEnd) {
+  Membership membership(TwoWorkersOneShard());
+  MembershipRecord record;
+  record.next_id = ~uint64_t{0} - 1;
+  ASSERT_TRUE(membership.Restore(record, kStart).ok());
+  auto last =
+      membership.Register("s3cret", MemberRole::kWorker, "worker-a.test:7000", kStart, kCredential);
+  ASSERT_TRUE(last.ok()) << last.status();
+  EXPECT_EQ(*last, ~uint64_t{0} - 1);
+  auto none =
+      membership.Register("s3cret", MemberRole::kWorker, "worker-b.test:7000", kStart, kCredential);
+  EXPECT_EQ(none.status().code(), absl::StatusCode::kResourceExhausted) << none.status();
+  EXPECT_TRUE(Membership(TwoWorkersOneShard()).Restore(membership.Record(), kStart).ok())
+      << "what the controller saves still restores";
+}
+
 }  // namespace
 }  // namespace ringside::server

@@ -197,13 +197,40 @@ TEST(InboxCountingTest, ControlSegmentsAreNotCountedAsTrainingTraffic) {
 
 TEST(InboxLimitTest, ASenderTooFarAheadIsRefused) {
   RingInboxOptions options;
-  options.max_queued_bytes = 50;
+  options.max_queued_bytes = 40 + kQueuedSegmentOverheadBytes + 10;
   RingInbox inbox(RingTopology{kGeneration, kWorld, kRank}, options, LinkReceiveMetrics{});
   const uint64_t stream = inbox.OpenStream();
   const absl::Status status = inbox.Accept(FirstSegment(1), stream);  // 40 bytes fit
   ASSERT_TRUE(status.ok()) << status;
+  EXPECT_EQ(inbox.queued_bytes(), 40 + kQueuedSegmentOverheadBytes);
   Segment second = FirstSegment(2);
   EXPECT_EQ(inbox.Accept(std::move(second), stream).code(), absl::StatusCode::kResourceExhausted);
+  ASSERT_TRUE(inbox.Next(1, absl::Now() + absl::Seconds(1)).ok());
+  EXPECT_EQ(inbox.queued_bytes(), 0u);
+}
+
+// Found by fuzz/ring_segment_fuzzer: empty segments of a newer generation were held without
+// bound (the limit counted payload bytes only), so a sender could pile them up forever.
+TEST(InboxLimitTest, EmptySegmentsOfANewerGenerationCountAgainstTheLimit) {
+  RingInboxOptions options;
+  options.max_held_bytes = 4 * kQueuedSegmentOverheadBytes;
+  RingInbox inbox(RingTopology{kGeneration, kWorld, kRank}, options, LinkReceiveMetrics{});
+  const uint64_t stream = inbox.OpenStream();
+  inbox.BeginCollective(1);
+  int held = 0;
+  absl::Status status;
+  for (int i = 0; i < 100 && status.ok(); ++i) {
+    Segment empty = FirstSegment(1, 0);
+    empty.header.generation = kGeneration + 1;
+    status = inbox.Accept(std::move(empty), stream);
+    if (status.ok()) ++held;
+  }
+  EXPECT_EQ(held, 4);
+  EXPECT_EQ(status.code(), absl::StatusCode::kResourceExhausted) << status;
+  EXPECT_EQ(inbox.queued_bytes(), 0u) << "held apart from the current generation's queue";
+  EXPECT_EQ(inbox.Next(1, absl::InfinitePast()).status().code(),
+            absl::StatusCode::kDeadlineExceeded)
+      << "a refused future segment does not fail the collective in progress";
 }
 
 // Issue 13: segments of a generation not reached yet are held under their own cap, which can
@@ -211,14 +238,14 @@ TEST(InboxLimitTest, ASenderTooFarAheadIsRefused) {
 // generation, and the current collective's segments still fit the queue.
 TEST(InboxLimitTest, HeldFutureSegmentsHaveTheirOwnCapAndNeverStarveTheCurrentGeneration) {
   RingInboxOptions options;
-  options.max_queued_bytes = 50;
-  options.max_held_bytes = 80;
+  options.max_queued_bytes = 40 + kQueuedSegmentOverheadBytes;  // one 40-byte segment
+  options.max_held_bytes = 2 * (40 + kQueuedSegmentOverheadBytes);
   RingInbox inbox(RingTopology{kGeneration, kWorld, kRank}, options, LinkReceiveMetrics{});
   const uint64_t stream = inbox.OpenStream();
   for (int i = 0; i < 2; ++i) {
     Segment future = FirstSegment(1);
     future.header.generation = kGeneration + 1 + i;
-    ASSERT_TRUE(inbox.Accept(std::move(future), stream).ok()) << "40 bytes each fit twice";
+    ASSERT_TRUE(inbox.Accept(std::move(future), stream).ok()) << "two fit the held cap";
   }
   Segment third = FirstSegment(1);
   third.header.generation = uint64_t{1} << 63;

@@ -4,6 +4,7 @@
 
 #include <vector>
 
+#include "absl/strings/escaping.h"
 #include "gtest/gtest.h"
 #include "proto/ring.pb.h"
 #include "ring/reduce.h"
@@ -90,6 +91,30 @@ TEST(SegmentCodecTest, RejectsTruncatedAndGarbledMessages) {
   EXPECT_EQ(DecodeSegment(truncated).status().code(), absl::StatusCode::kInvalidArgument);
   grpc::ByteBuffer garbled = SplitBuffer(std::string("\x4f\xff\xff", 3), {});
   EXPECT_EQ(DecodeSegment(garbled).status().code(), absl::StatusCode::kInvalidArgument);
+}
+
+// Found by fuzz/ring_segment_fuzzer: the decoder took messages protobuf refuses (a zero tag at
+// the end, a tag cut short, field number 0, a tag or length over 5 bytes), and read a segment
+// without dtype as float32 where protobuf reads 0, DType::kInvalid.
+TEST(SegmentCodecTest, DecodesOnlyWhatProtobufParsesAndAsItParsesIt) {
+  proto::RingSegment message;
+  message.set_step(1);
+  message.set_payload(std::string(8, 'x'));
+  const std::string wire = message.SerializeAsString();
+  for (const std::string& bad :
+       {wire + std::string("\x00", 1), wire + "\xff", std::string("\x02\x00", 2),
+        std::string("\xa0\x80\x80\x80\x80\x00\x01", 7),
+        std::string("\x4a\x81\x80\x80\x80\x80\x00x", 8)}) {
+    proto::RingSegment parsed;
+    EXPECT_FALSE(parsed.ParseFromString(bad)) << absl::CHexEscape(bad);
+    grpc::ByteBuffer buffer = SplitBuffer(bad, {});
+    EXPECT_EQ(DecodeSegment(buffer).status().code(), absl::StatusCode::kInvalidArgument)
+        << absl::CHexEscape(bad);
+  }
+  grpc::ByteBuffer no_dtype = SplitBuffer(wire, {});
+  absl::StatusOr<Segment> segment = DecodeSegment(no_dtype);
+  ASSERT_TRUE(segment.ok()) << segment.status();
+  EXPECT_EQ(segment->header.dtype, DType::kInvalid);
 }
 
 }  // namespace

@@ -1,0 +1,229 @@
+// A parameter-server shard's push validation under arbitrary call sequences: BeginPush,
+// AddSegment, FinishPush and AbandonPush on a ShardState (ps/shard_state.h) with ranks, steps,
+// offsets, range lengths and payloads taken from the input, as the Step streams of misbehaving
+// or dying workers would make them.
+//
+// Checks, besides the sanitizers: every call is answered as a plain model of the rules says (so
+// nothing out of sequence, ragged or too long is ever accepted, and a refused push changes
+// nothing); the applied step count never runs ahead of the steps completed by every worker and
+// reaches it within seconds (a hang is a failure); and each applied step's sum is exactly the
+// complete shares in rank order, never a part of one.
+#include <cmath>
+#include <cstring>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/synchronization/notification.h"
+#include "absl/time/time.h"
+#include "common/optimizer.h"
+#include "fuzz/fuzz_input.h"
+#include "ps/shard_state.h"
+
+namespace ringside::fuzz {
+namespace {
+
+using server::ShardState;
+
+constexpr uint64_t kGeneration = 5;
+
+// The rules of shard_state.h, written out plainly.
+struct Model {
+  enum class Push { kIdle, kPushing, kDone };
+  struct Share {
+    Push state = Push::kIdle;
+    uint64_t received = 0;
+    std::vector<float> values;
+  };
+  int workers = 1;
+  uint64_t range = 0;
+  uint64_t collecting = 0;  // the step being collected
+  bool closed = false;
+  std::vector<Share> shares;
+  std::vector<std::vector<float>> sums;  // of the steps completed here, in order
+
+  bool ValidWorker(int worker) const { return worker >= 0 && worker < workers; }
+
+  absl::StatusCode Begin(uint64_t generation, int worker, uint64_t step, uint64_t elements) {
+    if (generation != kGeneration) return absl::StatusCode::kFailedPrecondition;
+    if (!ValidWorker(worker) || elements != range) return absl::StatusCode::kInvalidArgument;
+    if (closed || step != collecting) return absl::StatusCode::kFailedPrecondition;
+    Share& share = shares[worker];
+    if (share.state != Push::kIdle) return absl::StatusCode::kAlreadyExists;
+    share = Share{Push::kPushing, 0, std::vector<float>(range)};
+    return absl::StatusCode::kOk;
+  }
+
+  absl::StatusCode Add(int worker, uint64_t step, uint64_t offset, const std::string& payload) {
+    if (!ValidWorker(worker)) return absl::StatusCode::kInvalidArgument;
+    if (closed || step != collecting) return absl::StatusCode::kFailedPrecondition;
+    Share& share = shares[worker];
+    if (share.state != Push::kPushing) return absl::StatusCode::kFailedPrecondition;
+    const uint64_t count = payload.size() / sizeof(float);
+    if (payload.size() % sizeof(float) != 0 || offset != share.received || count > range - offset) {
+      return absl::StatusCode::kInvalidArgument;
+    }
+    if (count > 0) std::memcpy(share.values.data() + offset, payload.data(), payload.size());
+    share.received += count;
+    return absl::StatusCode::kOk;
+  }
+
+  absl::StatusCode Finish(int worker, uint64_t step) {
+    if (!ValidWorker(worker)) return absl::StatusCode::kInvalidArgument;
+    if (closed || step != collecting) return absl::StatusCode::kFailedPrecondition;
+    Share& share = shares[worker];
+    if (share.state != Push::kPushing || share.received != range) {
+      return absl::StatusCode::kInvalidArgument;
+    }
+    share.state = Push::kDone;
+    for (const Share& other : shares) {
+      if (other.state != Push::kDone) return absl::StatusCode::kOk;
+    }
+    std::vector<float> sum = shares[0].values;  // rank order, as the shard sums
+    for (size_t w = 1; w < shares.size(); ++w) {
+      for (uint64_t i = 0; i < range; ++i) sum[i] += shares[w].values[i];
+    }
+    sums.push_back(std::move(sum));
+    for (Share& done : shares) done = Share{};
+    ++collecting;
+    return absl::StatusCode::kOk;
+  }
+
+  void Abandon(int worker, uint64_t step) {
+    if (!ValidWorker(worker) || step != collecting) return;
+    if (shares[worker].state == Push::kPushing) shares[worker] = Share{};
+  }
+};
+
+bool SameFloats(const std::vector<float>& a, const std::vector<float>& b) {
+  if (a.size() != b.size()) return false;
+  for (size_t i = 0; i < a.size(); ++i) {
+    // The same additions in the same order; NaN payloads may differ with vectorisation.
+    if (!(a[i] == b[i] || (std::isnan(a[i]) && std::isnan(b[i])) ||
+          std::memcmp(&a[i], &b[i], sizeof(float)) == 0)) {
+      return false;
+    }
+  }
+  return true;
+}
+
+void CheckCode(absl::StatusCode expected, const absl::Status& status, const char* call) {
+  FUZZ_CHECK(status.code() == expected, "%s: the rules say %s, the shard says %s", call,
+             absl::StatusCodeToString(expected).c_str(), status.ToString().c_str());
+}
+
+// Every step completed in the model is applied within seconds, with exactly the model's sum.
+void CheckApplied(ShardState& state, const Model& model, uint64_t first_step) {
+  const uint64_t completed = model.sums.size();
+  const uint64_t applied = state.current_step();
+  FUZZ_CHECK(applied >= first_step && applied <= first_step + completed,
+             "%lu steps applied, %lu completed from step %lu", applied, completed, first_step);
+  if (completed == 0 || model.closed) return;
+  const uint64_t last = first_step + completed - 1;
+  absl::Notification done;
+  server::Values sum;
+  state.WhenApplied(last, [&](server::Values values) {
+    sum = std::move(values);
+    done.Notify();
+  });
+  FUZZ_CHECK(done.WaitForNotificationWithTimeout(absl::Seconds(5)),
+             "step %lu, completed by every worker, not applied after 5 s", last);
+  FUZZ_CHECK(state.current_step() == first_step + completed, "%lu steps applied, expected %lu",
+             state.current_step(), first_step + completed);
+  FUZZ_CHECK(sum != nullptr && SameFloats(*sum, model.sums.back()),
+             "step %lu's sum is not the sum of its complete shares", last);
+}
+
+}  // namespace
+}  // namespace ringside::fuzz
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  using namespace ringside;
+  using namespace ringside::fuzz;
+  namespace op = ps_push_ops;
+  FuzzReader in(data, size);
+  Model model;
+  model.workers = 1 + in.Byte() % 3;
+  model.range = in.Byte() % 9;
+  const uint64_t first_step = in.Byte() % 4;
+  model.collecting = first_step;
+  model.shares.resize(model.workers);
+
+  OptimizerConfig sgd;
+  sgd.learning_rate = 0.5f;
+  const std::vector<float> initial(model.range, 1.0f);
+  // A restored shard (first_step > 0) goes through the same rules from its step on.
+  absl::StatusOr<std::unique_ptr<ShardState>> created =
+      first_step == 0 ? ShardState::Create({kGeneration, model.workers, 0}, initial, sgd)
+                      : ShardState::Restore({kGeneration, model.workers, 0}, first_step, initial,
+                                            {static_cast<float>(first_step)}, sgd);
+  FUZZ_CHECK(created.ok(), "%s", created.status().ToString().c_str());
+  ShardState& state = **created;
+
+  // A worker rank (one past each end too) and a step near the one being collected.
+  auto worker = [&] { return static_cast<int>(in.Byte() % (model.workers + 2)) - 1; };
+  auto step = [&] {
+    const uint64_t delta = in.Byte() % 4;
+    return delta == 0 && model.collecting > 0 ? model.collecting - 1 : model.collecting + delta / 3;
+  };
+  uint64_t applied_before = state.current_step();
+  while (!in.empty()) {
+    switch (in.Byte() % op::kCount) {
+      case op::kBegin: {
+        const int w = worker();
+        const uint64_t s = step();
+        const uint8_t range = in.Byte();
+        const uint64_t elements = range < 224 ? model.range : range % 16;
+        const uint64_t generation = in.Byte() < 240 ? kGeneration : kGeneration - 1;
+        const absl::StatusCode expected = model.Begin(generation, w, s, elements);
+        CheckCode(expected, state.BeginPush(generation, w, s, elements), "BeginPush");
+        break;
+      }
+      case op::kAdd: {
+        const int w = worker();
+        const uint64_t s = step();
+        const uint8_t at = in.Byte();
+        const bool valid = model.ValidWorker(w);
+        // Mostly where the share continues, sometimes anywhere.
+        const uint64_t offset =
+            at < 200 && valid ? model.shares[w].received : (at < 250 ? at % 12 : ~uint64_t{0});
+        const std::string payload = in.Bytes(in.Byte() % 40);
+        const absl::StatusCode expected = model.Add(w, s, offset, payload);
+        CheckCode(expected, state.AddSegment(w, s, offset, payload), "AddSegment");
+        break;
+      }
+      case op::kFinish: {
+        const int w = worker();
+        const uint64_t s = step();
+        const absl::StatusCode expected = model.Finish(w, s);
+        CheckCode(expected, state.FinishPush(w, s), "FinishPush");
+        break;
+      }
+      case op::kAbandon: {
+        const int w = worker();
+        const uint64_t s = step();
+        model.Abandon(w, s);
+        state.AbandonPush(w, s);
+        break;
+      }
+      case op::kWait:
+        CheckApplied(state, model, first_step);
+        break;
+      case op::kClose:
+        if (in.Byte() % 4 == 0) {
+          CheckApplied(state, model, first_step);  // what completed before still counts
+          model.closed = true;
+          state.Close();
+        }
+        break;
+    }
+    const uint64_t applied = state.current_step();
+    FUZZ_CHECK(applied >= applied_before && applied <= first_step + model.sums.size(),
+               "applied steps went from %lu to %lu with %lu completed", applied_before, applied,
+               model.sums.size());
+    applied_before = applied;
+  }
+  CheckApplied(state, model, first_step);
+  return 0;
+}
