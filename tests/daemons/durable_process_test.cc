@@ -25,18 +25,9 @@
 namespace ringside {
 namespace {
 
-using testing::FindSample;
 using testing::MaxRelativeDifference;
 using testing::ReadParams;
 using testing::SetMode;
-
-// -1 while the process does not answer (a controller being restarted, say).
-double Metric(const launch::ClusterProcess& process, const std::string& name,
-              const std::map<std::string, std::string>& labels = {}) {
-  absl::StatusOr<std::vector<Sample>> samples = FetchMetrics(process.metrics_port);
-  if (!samples.ok()) return -1;
-  return FindSample(*samples, name, labels).value_or(-1);
-}
 
 worker::TrainingOptions SmallJob(int64_t steps) {
   worker::TrainingOptions training;
@@ -121,7 +112,9 @@ TEST(DurableStateTest, AShardKilledAndReplacedAtItsAddressLosesNothing) {
   ASSERT_TRUE(cluster.ok()) << cluster.status();
   launch::LocalCluster& c = **cluster;
   launch::ClusterProcess& worker = *c.workers()[0];
-  auto ps_steps = [&] { return Metric(worker, "ringside_steps_total", {{"mode", "ps"}}); };
+  auto ps_steps = [&] {
+    return testing::MetricOf(worker, "ringside_steps_total", {{"mode", "ps"}});
+  };
   ASSERT_TRUE(Eventually(
       c, [&] { return ps_steps() >= 40; }, true));
 
@@ -142,7 +135,7 @@ TEST(DurableStateTest, AShardKilledAndReplacedAtItsAddressLosesNothing) {
       c,
       [&] {
         return ps_steps() >= steps_at_kill + 40 &&
-               Metric(shard, "ringside_steps_total", {{"mode", "ps"}}) > 0;
+               testing::MetricOf(shard, "ringside_steps_total", {{"mode", "ps"}}) > 0;
       },
       true));
   ExpectTheUninterruptedResult(c, training);
@@ -156,7 +149,9 @@ TEST(DurableStateTest, AShardKilledWithNoReplacementLeavesTheJobOnTheOthers) {
   ASSERT_TRUE(cluster.ok()) << cluster.status();
   launch::LocalCluster& c = **cluster;
   launch::ClusterProcess& worker = *c.workers()[0];
-  auto ps_steps = [&] { return Metric(worker, "ringside_steps_total", {{"mode", "ps"}}); };
+  auto ps_steps = [&] {
+    return testing::MetricOf(worker, "ringside_steps_total", {{"mode", "ps"}});
+  };
   ASSERT_TRUE(Eventually(c, [&] { return ps_steps() >= 40; }));
 
   launch::ClusterProcess& shard = Named(c, "ps-0");
@@ -182,10 +177,10 @@ TEST(DurableStateTest, MembersTrainOnWithoutTheControllerAndARestartedOneCarries
   launch::LocalCluster& c = **cluster;
   launch::ClusterProcess& worker = *c.workers()[0];
   auto steps = [&](const std::string& mode) {
-    return Metric(worker, "ringside_steps_total", {{"mode", mode}});
+    return testing::MetricOf(worker, "ringside_steps_total", {{"mode", mode}});
   };
   ASSERT_TRUE(Eventually(c, [&] { return steps("ring") >= 40; }));
-  const double generation = Metric(c.controller(), "ringside_generation");
+  const double generation = testing::MetricOf(c.controller(), "ringside_generation");
   ASSERT_GE(generation, 1);
 
   // No controller: the members keep training their generation.
@@ -198,8 +193,9 @@ TEST(DurableStateTest, MembersTrainOnWithoutTheControllerAndARestartedOneCarries
   // The same command line at the same address: it restores its membership record.
   controller.expected_to_end = false;
   ASSERT_TRUE(Eventually(
-      c, [&] { return Metric(c.controller(), "ringside_generation") >= generation; }, true));
-  EXPECT_EQ(Metric(c.controller(), "ringside_generation"), generation)
+      c, [&] { return testing::MetricOf(c.controller(), "ringside_generation") >= generation; },
+      true));
+  EXPECT_EQ(testing::MetricOf(c.controller(), "ringside_generation"), generation)
       << "the numbering goes on: nobody re-registered";
   EXPECT_NE(LogOf(c.controller()).find("resumed generation"), std::string::npos);
 
@@ -207,7 +203,7 @@ TEST(DurableStateTest, MembersTrainOnWithoutTheControllerAndARestartedOneCarries
   SetMode(c, SyncMode::kPs);
   ASSERT_TRUE(Eventually(
       c, [&] { return steps("ps") >= 20; }, true));
-  EXPECT_GT(Metric(c.controller(), "ringside_generation"), generation);
+  EXPECT_GT(testing::MetricOf(c.controller(), "ringside_generation"), generation);
   ExpectTheUninterruptedResult(c, training);
 }
 
@@ -225,7 +221,8 @@ std::vector<std::string> TrainUntilCheckpointedAndStop(const std::string& dir,
   if (!cluster.ok()) return {};
   launch::LocalCluster& c = **cluster;
   EXPECT_TRUE(Eventually(c, [&] {
-    return Metric(c.controller(), "ringside_checkpoints_total", {{"what", "written"}}) >= 2;
+    return testing::MetricOf(c.controller(), "ringside_checkpoints_total", {{"what", "written"}}) >=
+           2;
   }));
   c.Stop();
   auto store = CheckpointStore::Open(state);

@@ -10,6 +10,7 @@
 #include "common/file_util.h"
 #include "common/grpc_util.h"
 #include "gtest/gtest.h"
+#include "launch/prometheus_text.h"
 #include "proto/controller.grpc.pb.h"
 #include "tests/support/poll.h"
 
@@ -27,6 +28,13 @@ void SetMode(launch::LocalCluster& cluster, SyncMode mode) {
   proto::ModeReply reply;
   const grpc::Status status = stub->SetMode(&context, request, &reply);
   EXPECT_TRUE(status.ok()) << status.error_message();
+}
+
+double MetricOf(const launch::ClusterProcess& process, const std::string& name,
+                const std::map<std::string, std::string>& labels) {
+  absl::StatusOr<std::vector<Sample>> samples = FetchMetrics(process.metrics_port);
+  if (!samples.ok()) return -1;
+  return FindSample(*samples, name, labels).value_or(-1);
 }
 
 std::vector<float> ReadParams(const std::string& path) {

@@ -4,6 +4,7 @@
 #define RINGSIDE_TESTS_DAEMONS_ELASTIC_TEST_UTIL_H_
 
 #include <functional>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -17,6 +18,11 @@ namespace ringside::testing {
 // Controller.SetMode, as the cluster's operator (its operator token, and its client certificate
 // under TLS); a failure is a test failure.
 void SetMode(launch::LocalCluster& cluster, SyncMode mode);
+
+// A metric sample of a process of the cluster; -1 while it does not answer (a server being
+// restarted, say) or lacks the sample: never a test failure by itself.
+double MetricOf(const launch::ClusterProcess& process, const std::string& name,
+                const std::map<std::string, std::string>& labels = {});
 
 // A worker's --params_out file (raw float32); empty if it is missing.
 std::vector<float> ReadParams(const std::string& path);

@@ -26,13 +26,6 @@ namespace {
 using testing::MaxRelativeDifference;
 using testing::ReadParams;
 
-double Metric(const launch::ClusterProcess& process, const std::string& name,
-              const std::map<std::string, std::string>& labels = {}) {
-  absl::StatusOr<std::vector<Sample>> samples = FetchMetrics(process.metrics_port);
-  if (!samples.ok()) return -1;
-  return FindSample(*samples, name, labels).value_or(-1);
-}
-
 std::string Address(const launch::ClusterProcess& process) {
   return absl::StrCat("127.0.0.1:", process.port);
 }
@@ -70,9 +63,10 @@ TEST(SecurityProcessTest, AStrangerIsRefusedEverywhereAndTrainingIsUnaffected) {
   launch::LocalCluster& c = **cluster;
   launch::ClusterProcess& worker = *c.workers()[0];
   ASSERT_TRUE(testing::Eventually(c, [&] {
-    return Metric(worker, "ringside_steps_total", {{"mode", "ps"}}) >= 20;
+    return testing::MetricOf(worker, "ringside_steps_total", {{"mode", "ps"}}) >= 20;
   }));
-  const uint64_t generation = static_cast<uint64_t>(Metric(c.controller(), "ringside_generation"));
+  const uint64_t generation =
+      static_cast<uint64_t>(testing::MetricOf(c.controller(), "ringside_generation"));
 
   auto controller =
       proto::Controller::NewStub(MakeChannel(c.controller_address(), c.client_security()));
@@ -183,7 +177,7 @@ TEST(SecurityProcessTest, AStrangerIsRefusedEverywhereAndTrainingIsUnaffected) {
   auto results = c.WaitForResults(absl::Seconds(180));
   ASSERT_TRUE(results.ok()) << results.status() << "\n" << testing::ClusterLogs(c);
   ASSERT_EQ(results->size(), 3u);
-  EXPECT_EQ(Metric(c.controller(), "ringside_generation"), generation)
+  EXPECT_EQ(testing::MetricOf(c.controller(), "ringside_generation"), generation)
       << "nobody was dropped, added or switched";
   auto reference = worker::TrainLocally(training);
   ASSERT_TRUE(reference.ok()) << reference.status();
