@@ -40,6 +40,7 @@ compose)
   need openssl
   cp -r "$deploy" "$tmp/deploy"
   echo placeholder >"$tmp/deploy/compose/join_token"
+  echo placeholder >"$tmp/deploy/compose/operator_token"
   "$tmp/deploy/compose/make-certs.sh" >/dev/null 2>&1 || die "deploy/compose/make-certs.sh failed"
   (cd "$tmp/deploy/compose" && env -u RINGSIDE_MODE docker-compose -f docker-compose.yml config) \
     >"$tmp/resolved.yml"
@@ -79,6 +80,7 @@ Google Cloud CLI (kubectl 1.32). scripts/setup-debian.sh cannot install it."
   # The join token is the user's own file (git-ignored); a placeholder stands in for it.
   cp -r "$deploy/k8s" "$tmp/k8s"
   echo placeholder >"$tmp/k8s/base/join-token"
+  echo placeholder >"$tmp/k8s/base/operator-token"
   rendered=()
   for dir in base overlays/gpu overlays/prometheus-operator overlays/tls overlays/cert-manager; do
     out=$tmp/$(echo "$dir" | tr / -).yaml
@@ -104,6 +106,7 @@ compose-run | k8s-run)
     need openssl
     cp -r "$deploy" "$tmp/deploy"
     echo placeholder >"$tmp/deploy/compose/join_token"
+    echo placeholder >"$tmp/deploy/compose/operator_token"
     "$tmp/deploy/compose/make-certs.sh" >/dev/null 2>&1 || die "deploy/compose/make-certs.sh failed"
     for mode in ring ps; do  # the default job, and the same in parameter-server mode
       (cd "$tmp/deploy/compose" && RINGSIDE_MODE=$mode docker-compose -f docker-compose.yml config) \
@@ -117,6 +120,7 @@ compose-run | k8s-run)
     need openssl
     cp -r "$deploy/k8s" "$tmp/k8s"
     echo placeholder >"$tmp/k8s/base/join-token"
+    echo placeholder >"$tmp/k8s/base/operator-token"
     kubectl kustomize "$tmp/k8s/base" >"$tmp/base.yaml"
     echo -n "base (plaintext): "
     /usr/bin/env python3 "$tests/run_deploy_locally.py" k8s "$tmp/base.yaml" "$RINGSIDE_BIN_DIR"

@@ -88,6 +88,7 @@ def compose_daemons(path, token):
             target = source if isinstance(secret, str) else secret.get("target", source)
             daemon.files[f"/run/secrets/{target}"] = compose["secrets"][source]["file"]
         daemon.files["/run/secrets/join_token"] = token
+        daemon.files["/run/secrets/operator_token"] = token  # any token file will do here
         for volume in service.get("volumes", []):
             if isinstance(volume, dict):  # long syntax
                 if volume.get("type") == "volume":
@@ -160,7 +161,8 @@ def k8s_daemons(path, token, secret_dirs):
                     env[variable["name"]] = pod if field == "metadata.name" else variable.get("value", "")
                 argv = [expand(a, env) for a in container.get("command", []) + container.get("args", [])]
                 mounts = {m["name"]: m["mountPath"] for m in container.get("volumeMounts", [])}
-                argv = [a.replace(mounts.get("join-token", "\0") + "/token", token) for a in argv]
+                for secret in ("join-token", "operator-token"):  # any token file will do here
+                    argv = [a.replace(mounts.get(secret, "\0") + "/token", token) for a in argv]
                 daemon = Daemon(pod, argv)
                 for volume in spec["template"]["spec"].get("volumes", []):
                     if "persistentVolumeClaim" in volume and volume["name"] in mounts:
