@@ -207,16 +207,23 @@ TEST(DurableStateTest, MembersTrainOnWithoutTheControllerAndARestartedOneCarries
   ExpectTheUninterruptedResult(c, training);
 }
 
+// A ring job of 3 workers in `dir` (created) whose controller checkpoints into `state` every 50
+// steps: the first cluster and the one resuming it run the very same command lines.
+launch::LocalClusterOptions CheckpointingOptions(const std::string& dir, const std::string& state,
+                                                 const worker::TrainingOptions& training) {
+  std::filesystem::create_directories(dir);
+  launch::LocalClusterOptions options = Options(dir, 3, 0, SyncMode::kRing, training);
+  options.checkpoint_dir = state;
+  options.checkpoint_every = 50;
+  return options;
+}
+
 // Trains a first cluster until the controller has written two checkpoints, stops every
 // process, and returns the checkpoints left in `state`, newest first.
 std::vector<std::string> TrainUntilCheckpointedAndStop(const std::string& dir,
                                                        const std::string& state,
                                                        const worker::TrainingOptions& training) {
-  std::filesystem::create_directories(dir);
-  launch::LocalClusterOptions options = Options(dir, 3, 0, SyncMode::kRing, training);
-  options.checkpoint_dir = state;
-  options.checkpoint_every = 50;
-  auto cluster = launch::LocalCluster::Start(options);
+  auto cluster = launch::LocalCluster::Start(CheckpointingOptions(dir, state, training));
   EXPECT_TRUE(cluster.ok()) << cluster.status();
   if (!cluster.ok()) return {};
   launch::LocalCluster& c = **cluster;
@@ -241,11 +248,7 @@ uint64_t StepOf(const std::string& checkpoint_path) {
 void ResumeAndExpectTheUninterruptedResult(const std::string& dir, const std::string& state,
                                            const worker::TrainingOptions& training, uint64_t step,
                                            const std::string& controller_says = "") {
-  std::filesystem::create_directories(dir);
-  launch::LocalClusterOptions options = Options(dir, 3, 0, SyncMode::kRing, training);
-  options.checkpoint_dir = state;
-  options.checkpoint_every = 50;
-  auto cluster = launch::LocalCluster::Start(options);
+  auto cluster = launch::LocalCluster::Start(CheckpointingOptions(dir, state, training));
   ASSERT_TRUE(cluster.ok()) << cluster.status();
   ExpectTheUninterruptedResult(**cluster, training);
   bool resumed = false;
