@@ -30,3 +30,10 @@ ABSL_FLAG(std::string, rank_binary, "",
 ABSL_FLAG(int, rank, -1, "ring-rank, ps-rank, gloo-rank (internal): this process's rank");
 ABSL_FLAG(std::string, result_file, "",
           "ring-rank, ps-rank, gloo-rank (internal): where to write the JSON result");
+ABSL_FLAG(int64_t, batch_size, 0,
+          "compute: rows per gradient computation (0: 128); train: the global batch, split across "
+          "the workers (0: 64)");
+ABSL_FLAG(uint64_t, seed, 1, "compute, train: seed for parameters and synthetic data");
+ABSL_FLAG(int, ps_shards, 0,
+          "ps: parameter-server shards for a single run (0: sweep --shard_counts); train: the "
+          "shards of the ps mode (0: 2)");

@@ -27,5 +27,8 @@ ABSL_DECLARE_FLAG(int64_t, segment_bytes);
 ABSL_DECLARE_FLAG(std::string, rank_binary);
 ABSL_DECLARE_FLAG(int, rank);
 ABSL_DECLARE_FLAG(std::string, result_file);
+ABSL_DECLARE_FLAG(int64_t, batch_size);
+ABSL_DECLARE_FLAG(uint64_t, seed);
+ABSL_DECLARE_FLAG(int, ps_shards);
 
 #endif  // RINGSIDE_BENCH_BENCH_FLAGS_H_

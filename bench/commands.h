@@ -24,6 +24,8 @@ int RunRingCommand(const std::vector<std::string>& args);
 int RunPsCommand(const std::vector<std::string>& args);
 // compute: samples/second of MLP gradient computation on CPU and (where present) CUDA.
 int RunComputeCommand(const std::vector<std::string>& args);
+// train: samples/s of the whole training loop, both modes, beside PyTorch DDP when installed.
+int RunTrainCommand(const std::vector<std::string>& args);
 // gloo-rank (hidden): one Gloo rank process, started by `ring`.
 int RunGlooRankCommand(const std::vector<std::string>& args);
 // ring-rank, ps-rank (hidden): one of Ringside's ranks, started by `ring` and `ps`.

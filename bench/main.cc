@@ -22,6 +22,9 @@ constexpr Command kCommands[] = {
      &ringside::bench::RunPsCommand},
     {"compute", "samples/s of MLP gradients on CPU and CUDA for 4,16,3 and 784,1024,1024,10", false,
      &ringside::bench::RunComputeCommand},
+    {"train",
+     "samples/s of the whole training step, ring and ps, vs PyTorch DDP over Gloo (if installed)",
+     false, &ringside::bench::RunTrainCommand},
     {"gloo-rank", "one Gloo rank process (started by `ring`)", true,
      &ringside::bench::RunGlooRankCommand},
     {"ring-rank", "one Ringside ring rank process (started by `ring` and `ps`)", true,
@@ -46,7 +49,7 @@ int main(int argc, char** argv) {
   ringside::ConfigureFlagsUsage(UsageMessage());
   const std::vector<char*> positional = absl::ParseCommandLine(argc, argv);
   if (positional.size() < 2) {
-    std::cerr << "ringside-bench: missing command (ring, ps, compute); see --help\n";
+    std::cerr << "ringside-bench: missing command (ring, ps, compute, train); see --help\n";
     return 1;
   }
   const std::vector<std::string> args(positional.begin() + 2, positional.end());
@@ -54,6 +57,6 @@ int main(int argc, char** argv) {
     if (std::strcmp(command.name, positional[1]) == 0) return command.run(args);
   }
   std::cerr << "ringside-bench: unknown command '" << positional[1]
-            << "' (expected ring, ps or compute); see --help\n";
+            << "' (expected ring, ps, compute or train); see --help\n";
   return 1;
 }

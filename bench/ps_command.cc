@@ -19,9 +19,6 @@
 #include "bench/ring_runner.h"
 #include "common/grpc_util.h"
 
-ABSL_FLAG(int, ps_shards, 0,
-          "ps: number of parameter-server shards for a single run; 0: use "
-          "--shard_counts");
 ABSL_FLAG(ringside::bench::IntList, shard_counts, (ringside::bench::IntList{{1, 2, 4}}),
           "ps: comma-separated shard counts to sweep when --ps_shards is 0");
 ABSL_FLAG(std::string, ps_binary, "",

@@ -198,6 +198,11 @@ absl::StatusOr<ModeRun> RunMode(const CompareOptions& options, int job_index,
   run.parameters.resize(params.size() / sizeof(float));
   std::memcpy(run.parameters.data(), params.data(), params.size());
   cluster->Stop();
+  // After Stop every child is reaped, so each peak is final (the kernel's, not a sample).
+  for (auto& process : cluster->processes()) {
+    const std::optional<ExitStatus>& status = process->process.exit_status();
+    run.report.processes.push_back({process->name, status ? status->peak_rss_bytes : 0});
+  }
   return run;
 }
 

@@ -35,6 +35,14 @@ json LinksJson(const std::vector<LinkTraffic>& links) {
   return out;
 }
 
+json ProcessesJson(const std::vector<ProcessMemory>& processes) {
+  json out = json::array();
+  for (const ProcessMemory& p : processes) {
+    out.push_back({{"name", p.name}, {"peak_rss_bytes", p.peak_rss_bytes}});
+  }
+  return out;
+}
+
 json ModeJson(const ModeReport& m) {
   return {
       {"mode", std::string(SyncModeName(m.mode))},
@@ -58,6 +66,7 @@ json ModeJson(const ModeReport& m) {
       {"final_world", m.final_world},
       {"links", LinksJson(m.links)},
       {"events", m.events},
+      {"processes", ProcessesJson(m.processes)},
   };
 }
 

@@ -35,6 +35,12 @@ struct PhaseSeconds {
   double compute = 0, sync = 0, update = 0;
 };
 
+// One process of the run's cluster and its peak resident memory (ru_maxrss when it was reaped).
+struct ProcessMemory {
+  std::string name;  // node name: "controller", "ps-0", "worker-2"
+  int64_t peak_rss_bytes = 0;
+};
+
 struct ModeReport {
   SyncMode mode = SyncMode::kRing;
   bool completed = false;  // false: the run failed; `failure` says why
@@ -55,6 +61,7 @@ struct ModeReport {
   std::vector<LinkTraffic> links;
   int final_world = 0;              // workers at the end (fewer if one was lost)
   std::vector<std::string> events;  // e.g. "worker-3 exited (killed) at ~step 40; continued..."
+  std::vector<ProcessMemory> processes;  // every process the run started, in start order
 };
 
 struct JobConfig {

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "cli/format_units.h"
@@ -56,6 +57,15 @@ TableRow Row(const JobComparison& job, std::string label, F value) {
   row.ring = job.ring.completed ? value(job.ring) : kMissing;
   row.ps = job.ps.completed ? value(job.ps) : kMissing;
   return row;
+}
+
+// The largest peak resident memory among the processes whose name starts with `prefix`.
+std::string LargestPeakRss(const ModeReport& mode, absl::string_view prefix) {
+  int64_t largest = 0;
+  for (const ProcessMemory& p : mode.processes) {
+    if (absl::StartsWith(p.name, prefix)) largest = std::max(largest, p.peak_rss_bytes);
+  }
+  return largest > 0 ? HumanBytes(static_cast<double>(largest)) : std::string(kMissing);
 }
 
 std::string ParityText(const JobComparison& job) {
@@ -115,6 +125,12 @@ std::vector<TableRow> ComparisonRows(const JobComparison& job) {
   rows.push_back(
       Row(job, "final loss", [](const ModeReport& m) { return ShortNumber(m.final_loss); }));
   rows.push_back(Row(job, "accuracy", [](const ModeReport& m) { return Percent(m.accuracy); }));
+  rows.push_back(Row(job, "peak RSS, largest worker",
+                     [](const ModeReport& m) { return LargestPeakRss(m, "worker-"); }));
+  rows.push_back(Row(job, "peak RSS, largest shard",
+                     [](const ModeReport& m) { return LargestPeakRss(m, "ps-"); }));
+  rows.push_back(Row(job, "peak RSS, controller",
+                     [](const ModeReport& m) { return LargestPeakRss(m, "controller"); }));
   rows.push_back({"final params parity", ParityText(job), "", true});
   return rows;
 }

@@ -6,6 +6,7 @@
 #include <signal.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -228,13 +229,15 @@ void Subprocess::Reset() {
 std::optional<ExitStatus> Subprocess::Poll() {
   if (!running()) return exit_status_;
   int status = 0;
+  struct rusage usage {};
   pid_t r;
   do {
-    r = waitpid(pid_, &status, WNOHANG);
+    r = wait4(pid_, &status, WNOHANG, &usage);
   } while (r < 0 && errno == EINTR);
   if (r == 0) return std::nullopt;
   // r < 0 (ECHILD) means someone else reaped it: record an unknown status rather than spin.
   exit_status_ = r == pid_ ? FromWaitStatus(status) : ExitStatus{};
+  if (r == pid_) exit_status_->peak_rss_bytes = int64_t{usage.ru_maxrss} * 1024;  // KiB on Linux
   if (pidfd_ >= 0) {
     close(pidfd_);
     pidfd_ = -1;

@@ -19,6 +19,7 @@
 
 #include <sys/types.h>
 
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <vector>
@@ -34,6 +35,9 @@ namespace ringside {
 struct ExitStatus {
   int exit_code = -1;  // from exit()/return of main, or -1 when killed by a signal
   int signal = 0;      // terminating signal, or 0 when the child exited
+  // The child's peak resident memory (the kernel's ru_maxrss at reaping), 0 when unknown. What
+  // `ringside compare` reports per process, measured without sampling.
+  int64_t peak_rss_bytes = 0;
   bool ok() const { return signal == 0 && exit_code == 0; }
   std::string ToString() const;  // "exit code 3", "killed by signal 9 (Killed)"
 };

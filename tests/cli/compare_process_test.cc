@@ -83,6 +83,14 @@ TEST(CompareCommandTest, MeasuredBytesMatchTheModelAndTheModesAgree) {
     EXPECT_GE(m["accuracy"].get<double>(), 0.95);
     EXPECT_GT(m["busiest_node"]["bytes_per_step"].get<double>(), 0);
     EXPECT_GT(m["step_seconds"]["p95"].get<double>(), 0);
+    // Every process of the run, each with the peak the kernel measured (any live process
+    // touches more than 1 MiB: its libraries alone do).
+    std::vector<std::string> names;
+    for (const nlohmann::json& p : m["processes"]) {
+      names.push_back(p["name"]);
+      EXPECT_GT(p["peak_rss_bytes"].get<int64_t>(), int64_t{1} << 20) << p.dump();
+    }
+    EXPECT_EQ(absl::StrJoin(names, ","), "controller,ps-0,ps-1,worker-0,worker-1,worker-2");
   }
   // Relative to the largest parameter: the two modes sum the same shares in different orders.
   ASSERT_TRUE(json["parity"]["max_rel_param_diff"].is_number());

@@ -50,6 +50,22 @@ TEST(SubprocessTest, TrueExitsWithZero) {
   EXPECT_TRUE(IsReaped(process.pid()));
 }
 
+// The peak resident memory comes from the kernel at reaping: a shell that holds a 48 MiB string
+// reports at least that much, /bin/true far less.
+TEST(SubprocessTest, ReportsPeakResidentMemory) {
+  Subprocess big =
+      SpawnOrDie({"/bin/sh", "-c", "x=$(head -c 50331648 /dev/zero | tr '\\0' x); echo ${#x}"});
+  Subprocess small = SpawnOrDie({"/bin/true"});
+  absl::StatusOr<ExitStatus> big_status = big.Wait(absl::Seconds(60));
+  absl::StatusOr<ExitStatus> small_status = small.Wait(absl::Seconds(60));
+  ASSERT_TRUE(big_status.ok()) << big_status.status();
+  ASSERT_TRUE(small_status.ok()) << small_status.status();
+  EXPECT_TRUE(big_status->ok()) << big_status->ToString();
+  EXPECT_GE(big_status->peak_rss_bytes, int64_t{48} << 20);
+  EXPECT_GT(small_status->peak_rss_bytes, 0);
+  EXPECT_LT(small_status->peak_rss_bytes, int64_t{16} << 20);
+}
+
 TEST(SubprocessTest, ReportsExitCode) {
   Subprocess process = SpawnOrDie({"/bin/sh", "-c", "exit 3"});
   absl::StatusOr<ExitStatus> status = process.Wait(absl::Seconds(30));
