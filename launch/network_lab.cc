@@ -65,6 +65,12 @@ int OwnerOf(const std::string& netns) {
   return pid;
 }
 
+// The management device of the lab tagged rslab-<pid>-<hex>: rsl<pid mod 100000><hex> (at most
+// 12 characters, under IFNAMSIZ), so a stale lab's can be found from its namespaces' names.
+std::string ManagementDeviceOf(int pid, const std::string& hex) {
+  return absl::StrCat("rsl", pid % 100000, hex);
+}
+
 std::vector<std::string> LabNamespaces() {
   std::vector<std::string> names;
   std::error_code error;
@@ -154,8 +160,9 @@ absl::Status NetworkLab::PickSubnet() {
 absl::Status NetworkLab::Build(const NetworkLabOptions& options) {
   std::random_device device;
   const unsigned suffix = device() & 0xffff;
-  tag_ = absl::StrFormat("%s%d-%04x", kPrefix, getpid(), suffix);
-  management_device_ = absl::StrFormat("rsl%d%04x", getpid() % 100000, suffix);  // <= 12 chars
+  const std::string hex = absl::StrFormat("%04x", suffix);
+  tag_ = absl::StrCat(kPrefix, getpid(), "-", hex);
+  management_device_ = ManagementDeviceOf(getpid(), hex);
   rate_ = options.rate;
   // tbf's bucket: 1 ms at the rate, but at least ~10 full-size frames, so the shaper itself is
   // not what holds a link below its rate; small next to a step's payload (the test accounts
@@ -237,8 +244,13 @@ std::vector<std::string> NetworkLab::ExecPrefix(const LabHost& host) const {
 
 absl::Status NetworkLab::Destroy() {
   absl::Status first;
-  // Hosts first, the switch (holding the management link's peer) last; a namespace's veth ends
-  // take their peers with them.
+  // The management link first, explicitly: a deleted namespace's devices go away only when the
+  // kernel gets round to destroying it (asynchronously), and this one is in the root namespace,
+  // visible to everyone until then. Deleting one end of a veth removes both at once.
+  if (!namespaces_.empty() && access(("/sys/class/net/" + management_device_).c_str(), F_OK) == 0) {
+    first = Run({"ip", "link", "del", management_device_}, "removing " + management_device_);
+  }
+  // Then the hosts, and the switch last.
   for (auto it = namespaces_.rbegin(); it != namespaces_.rend(); ++it) {
     absl::Status status = Run({"ip", "netns", "del", *it}, "removing namespace " + *it);
     if (first.ok() && !status.ok()) first = status;
@@ -257,7 +269,22 @@ absl::StatusOr<std::vector<std::string>> NetworkLab::RemoveStaleLabs() {
   absl::Status first;
   ASSIGN_OR_RETURN(TempDir dir, TempDir::Create("ringside-lab-cleanup-"));
   for (const std::string& name : LabNamespaces()) {
-    if (ProcessAlive(OwnerOf(name))) continue;
+    const int owner = OwnerOf(name);
+    if (ProcessAlive(owner)) continue;
+    // rslab-<pid>-<hex>-sw holds the peer of the lab's management device: remove that first
+    // (see Destroy).
+    const std::string switch_suffix = absl::StrCat("-", kSwitch);
+    if (name.size() > switch_suffix.size() &&
+        name.compare(name.size() - switch_suffix.size(), switch_suffix.size(), switch_suffix) ==
+            0) {
+      const std::vector<std::string> parts = absl::StrSplit(name, '-');  // rslab pid hex sw
+      const std::string device = ManagementDeviceOf(owner, parts[2]);
+      if (access(("/sys/class/net/" + device).c_str(), F_OK) == 0) {
+        absl::Status status =
+            RunTool({"ip", "link", "del", device}, dir.File("del.log"), "removing stale " + device);
+        if (!status.ok() && first.ok()) first = status;
+      }
+    }
     absl::Status status =
         RunTool({"ip", "netns", "del", name}, dir.File("del.log"), "removing stale " + name);
     if (status.ok()) {
