@@ -68,7 +68,7 @@ struct JobConfig {
   int64_t parameters = 0, steps = 0, batch_size = 0;
   uint64_t seed = 0;
   int element_bytes = 4;         // float32: what the cost model multiplies element counts by
-  std::string link_rate;         // `ringside lab --link_rate` as given; empty on loopback
+  std::string link_rate = {};    // `ringside lab --link_rate` as given; empty on loopback
   int64_t link_burst_bytes = 0;  // the lab shapers' tbf burst
 };
 
