@@ -162,6 +162,11 @@ int Run(int argc, char** argv, const std::vector<char*>& args,
     const absl::Status status = ringside::cli::RunLabCleanup(std::cout);
     return status.ok() ? 0 : Fail(status.ToString());
   }
+  if ((command == "compare" || command == "up") &&
+      (!absl::GetFlag(FLAGS_link_rate).empty() || absl::GetFlag(FLAGS_cleanup))) {
+    // Taken silently, they would let a user believe the links were shaped.
+    return Fail("--link_rate and --cleanup are for `ringside lab`, not " + command);
+  }
   if ((command == "compare" || command == "up" || command == "lab") && args.size() == 2) {
     absl::StatusOr<ringside::worker::TrainingOptions> training =
         ringside::worker::TrainingOptionsFromFlags();

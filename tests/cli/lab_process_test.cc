@@ -230,6 +230,17 @@ TEST(LabCommandTest, BadRateOrMissingRateFailsAtOnce) {
     EXPECT_NE(log.find("--link_rate"), std::string::npos) << log;
     EXPECT_TRUE(NetworkLab::NamespacesOf(process->pid()).empty());
   }
+  // compare would run unshaped: it refuses the lab's flag rather than ignore it.
+  SpawnOptions spawn;
+  spawn.argv = {testing::BinDir() + "/ringside", "compare", "--link_rate=100mbit"};
+  spawn.log_path = dir->File("compare.log");
+  auto process = Subprocess::Spawn(spawn);
+  ASSERT_TRUE(process.ok()) << process.status();
+  auto exit = process->Wait(absl::Seconds(30));
+  ASSERT_TRUE(exit.ok()) << exit.status();
+  EXPECT_EQ(exit->exit_code, 1);
+  EXPECT_NE(ReadFileToString(spawn.log_path).value_or("").find("`ringside lab`"),
+            std::string::npos);
 }
 
 // Without root the command says so at once (setpriv drops to nobody).
