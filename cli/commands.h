@@ -3,6 +3,8 @@
 //            (table on stdout, --json, --report HTML). A worker that dies is reported and the
 //            run goes on with the survivors; a controller or shard that dies stops everything
 //            (non-zero exit naming it). Every child is stopped by PID, also on SIGINT/SIGTERM.
+//   lab      compare, with every process in its own network namespace on links shaped to
+//            --link_rate, and the cost model's sync-time bound at that rate per mode.
 //   up       starts a local cluster and keeps it until SIGINT/SIGTERM, printing every
 //            process's metrics URL (and writing them to --ready_file). Like an orchestrator it
 //            restarts a controller or shard that dies, with the same command line at the same
@@ -14,14 +16,17 @@
 #define RINGSIDE_CLI_COMMANDS_H_
 
 #include <cstdint>
+#include <optional>
 #include <ostream>
 #include <string>
 #include <vector>
 
 #include "absl/status/status.h"
 #include "absl/time/time.h"
+#include "common/link_rate.h"
 #include "common/metrics.h"
 #include "common/termination_signals.h"
+#include "launch/local_cluster.h"
 #include "train/local_training.h"
 
 namespace ringside::cli {
@@ -46,6 +51,11 @@ struct CompareOptions {
   std::vector<worker::TrainingOptions> jobs;
   std::string json_file;
   std::string report_file;
+  // `ringside lab`: where each process runs (its own network namespace) and the rate of every
+  // link, which gives each mode its bound_seconds_per_step. Unset: loopback, no bound.
+  launch::HostOf host_of;
+  std::optional<LinkRate> link_rate;
+  int64_t link_burst_bytes = 0;  // the shapers' tbf burst (launch/network_lab.h)
 };
 
 struct UpOptions {
@@ -63,6 +73,14 @@ std::string CompareCheckpointDir(const std::string& checkpoint_dir, int job, Syn
 absl::Status RunCompare(const CompareOptions& options, const TerminationSignals& signals,
                         std::ostream& out);
 absl::Status RunUp(const UpOptions& options, const TerminationSignals& signals, std::ostream& out);
+
+// `ringside lab` (cli/lab_command.cc): RunCompare with every process in its own network
+// namespace on links shaped to options.link_rate (required), after removing the namespaces of
+// labs whose owner is gone; the lab is removed on every exit path. FAILED_PRECONDITION naming
+// what is missing when the lab cannot be built here (not root, no iproute2, no tbf, ...).
+absl::Status RunLab(CompareOptions options, const TerminationSignals& signals, std::ostream& out);
+// `ringside lab --cleanup`: removes the namespaces of labs whose owning process is gone.
+absl::Status RunLabCleanup(std::ostream& out);
 
 }  // namespace ringside::cli
 

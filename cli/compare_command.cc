@@ -14,6 +14,7 @@
 #include "cli/model_prediction.h"
 #include "cli/progress.h"
 #include "cli/report_html.h"
+#include "common/cost_model.h"
 #include "common/file_util.h"
 #include "common/status_macros.h"
 #include "launch/local_cluster.h"
@@ -45,7 +46,8 @@ absl::Status MeasureTraffic(LocalCluster& cluster, SyncMode mode, const JobConfi
   std::vector<Sample> all;
   for (auto& process : cluster.processes()) {
     if (!process->process.running()) continue;
-    ASSIGN_OR_RETURN(std::vector<Sample> samples, FetchMetrics(process->metrics_port));
+    ASSIGN_OR_RETURN(std::vector<Sample> samples,
+                     FetchMetrics(process->host, process->metrics_port));
     all.insert(all.end(), samples.begin(), samples.end());
   }
   const double steps = std::max<double>(1, report.steps);
@@ -116,6 +118,7 @@ absl::StatusOr<ModeRun> RunMode(const CompareOptions& options, int job_index,
       CompareCheckpointDir(options.cluster.checkpoint_dir, job_index, mode);
   cluster_options.checkpoint_every = options.cluster.checkpoint_every;
   cluster_options.tls = options.cluster.tls;
+  cluster_options.host_of = options.host_of;
   ASSIGN_OR_RETURN(std::unique_ptr<LocalCluster> cluster, LocalCluster::Start(cluster_options));
   ModeRun run;
   run.report.mode = mode;
@@ -156,7 +159,7 @@ absl::StatusOr<ModeRun> RunMode(const CompareOptions& options, int job_index,
     }
     for (ClusterProcess* w : cluster->workers()) {
       if (w->expected_to_end) continue;
-      absl::StatusOr<std::vector<Sample>> samples = FetchMetrics(w->metrics_port);
+      absl::StatusOr<std::vector<Sample>> samples = FetchMetrics(w->host, w->metrics_port);
       if (!samples.ok()) break;
       const std::string label(SyncModeName(mode));
       progress.Update(FindSample(*samples, "ringside_steps_total", {{"mode", label}}).value_or(0),
@@ -182,15 +185,20 @@ absl::StatusOr<ModeRun> RunMode(const CompareOptions& options, int job_index,
   run.report.final_loss = result.final_loss;
   run.report.accuracy = result.accuracy;
   RETURN_IF_ERROR(MeasureTraffic(*cluster, mode, config, run.report));
-  std::vector<double> seconds;
+  std::vector<double> seconds, sync_seconds;
   const StepTrace trace = ReadStepTrace(first->trace_file);
-  for (const StepTraceLine& line : trace.lines) seconds.push_back(line.seconds);
+  for (const StepTraceLine& line : trace.lines) {
+    seconds.push_back(line.seconds);
+    sync_seconds.push_back(line.sync_seconds);
+  }
   if (trace.unreadable > 0) {
     run.report.events.push_back(absl::StrCat(first->name, "'s step trace had ", trace.unreadable,
                                              " unreadable lines; they are left out"));
   }
   run.report.step_p50 = Percentile(seconds, 0.5);
   run.report.step_p95 = Percentile(seconds, 0.95);
+  run.report.sync_p50 = Percentile(sync_seconds, 0.5);
+  run.report.sync_min = Percentile(sync_seconds, 0);
   double total = 0;
   for (double s : seconds) total += s;
   if (total > 0) run.report.samples_per_second = job.batch_size * seconds.size() / total;
@@ -234,6 +242,10 @@ absl::Status RunCompare(const CompareOptions& options, const TerminationSignals&
     config.steps = job.steps;
     config.batch_size = job.batch_size;
     config.seed = job.seed;
+    if (options.link_rate.has_value()) {
+      config.link_rate = options.link_rate->text;
+      config.link_burst_bytes = options.link_burst_bytes;
+    }
     std::vector<float> ring_params, ps_params;
     for (SyncMode mode : {SyncMode::kPs, SyncMode::kRing}) {
       ModeReport& report_of_mode = mode == SyncMode::kRing ? comparison.ring : comparison.ps;
@@ -254,6 +266,11 @@ absl::Status RunCompare(const CompareOptions& options, const TerminationSignals&
         continue;
       }
       report_of_mode = run->report;
+      if (options.link_rate.has_value()) {  // ringside lab: the links' bound on the sync
+        report_of_mode.bound_seconds_per_step = SyncBoundSeconds(
+            mode, static_cast<uint64_t>(config.parameters), report_of_mode.final_world,
+            config.ps_shards, config.element_bytes, options.link_rate->bytes_per_second());
+      }
       (mode == SyncMode::kRing ? ring_params : ps_params) = std::move(run->parameters);
     }
     if (!ring_params.empty() && ring_params.size() == ps_params.size()) {

@@ -11,17 +11,22 @@ namespace {
 using nlohmann::json;
 
 json ConfigJson(const JobConfig& c) {
-  return {{"workers", c.workers},
-          {"ps_shards", c.ps_shards},
-          {"model", c.model},
-          {"data", c.data},
-          {"optimizer", c.optimizer},
-          {"device", c.device},
-          {"parameters", c.parameters},
-          {"steps", c.steps},
-          {"batch_size", c.batch_size},
-          {"seed", c.seed},
-          {"element_bytes", c.element_bytes}};
+  json out = {{"workers", c.workers},
+              {"ps_shards", c.ps_shards},
+              {"model", c.model},
+              {"data", c.data},
+              {"optimizer", c.optimizer},
+              {"device", c.device},
+              {"parameters", c.parameters},
+              {"steps", c.steps},
+              {"batch_size", c.batch_size},
+              {"seed", c.seed},
+              {"element_bytes", c.element_bytes}};
+  if (!c.link_rate.empty()) {  // ringside lab
+    out["link_rate"] = c.link_rate;
+    out["link_burst_bytes"] = c.link_burst_bytes;
+  }
+  return out;
 }
 
 json LinksJson(const std::vector<LinkTraffic>& links) {
@@ -44,7 +49,7 @@ json ProcessesJson(const std::vector<ProcessMemory>& processes) {
 }
 
 json ModeJson(const ModeReport& m) {
-  return {
+  json out = {
       {"mode", std::string(SyncModeName(m.mode))},
       {"completed", m.completed},
       {"failure", m.failure},
@@ -67,7 +72,15 @@ json ModeJson(const ModeReport& m) {
       {"links", LinksJson(m.links)},
       {"events", m.events},
       {"processes", ProcessesJson(m.processes)},
+      {"sync_seconds", {{"p50", m.sync_p50}, {"min", m.sync_min}}},
   };
+  // ringside lab: the cost model's sync time at the link rate, and how far above it the
+  // measured median is (1.0: the link is used at its full rate).
+  if (m.bound_seconds_per_step > 0) {
+    out["bound_seconds_per_step"] = m.bound_seconds_per_step;
+    out["sync_over_bound"] = m.sync_p50 / m.bound_seconds_per_step;
+  }
+  return out;
 }
 
 json ParityJson(const JobComparison& job) {

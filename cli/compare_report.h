@@ -54,6 +54,11 @@ struct ModeReport {
   std::string busiest_node;  // e.g. "ps-0" (ingress) or "worker-0" (ring link)
   double busiest_node_bytes_per_step = 0, busiest_node_expected_bytes_per_step = 0;
   double step_p50 = 0, step_p95 = 0;  // seconds per whole step
+  // worker-0's sync phase per step (its step trace): median and fastest, in seconds.
+  double sync_p50 = 0, sync_min = 0;
+  // `ringside lab`: the cost model's sync time per step at the link rate (common/cost_model.h,
+  // SyncBoundSeconds); 0 outside the lab.
+  double bound_seconds_per_step = 0;
   PhaseSeconds phases;
   double sync_share = 0;  // sync / (compute + sync + update)
   double samples_per_second = 0;
@@ -69,7 +74,9 @@ struct JobConfig {
   std::string model, data, optimizer, device;
   int64_t parameters = 0, steps = 0, batch_size = 0;
   uint64_t seed = 0;
-  int element_bytes = 4;  // float32: what the cost model multiplies element counts by
+  int element_bytes = 4;         // float32: what the cost model multiplies element counts by
+  std::string link_rate = {};    // `ringside lab --link_rate` as given; empty on loopback
+  int64_t link_burst_bytes = 0;  // the lab shapers' tbf burst
 };
 
 struct JobComparison {

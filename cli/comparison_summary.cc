@@ -85,7 +85,8 @@ std::string VerdictDetails(const JobComparison& job) {
 std::string JobTitle(const JobConfig& c) {
   return absl::StrCat(c.model, " on ", c.data, ", ", c.optimizer, ", batch ", c.batch_size, ", ",
                       c.steps, " steps, seed ", c.seed, ", ", c.device, "; ", c.workers,
-                      " workers, ", c.ps_shards, " PS shards");
+                      " workers, ", c.ps_shards, " PS shards",
+                      c.link_rate.empty() ? "" : "; every link shaped to " + c.link_rate);
 }
 
 std::vector<TableRow> ComparisonRows(const JobComparison& job) {
@@ -120,6 +121,15 @@ std::vector<TableRow> ComparisonRows(const JobComparison& job) {
   rows.push_back(Row(job, "compute/sync/update",
                      [](const ModeReport& m) { return PhaseBreakdown(m.phases); }));
   rows.push_back(Row(job, "sync share", [](const ModeReport& m) { return Percent(m.sync_share); }));
+  if (!c.link_rate.empty()) {  // ringside lab: the measured sync against the links' bound
+    rows.push_back(Row(job, "sync p50 (measured)",
+                       [](const ModeReport& m) { return HumanSeconds(m.sync_p50); }));
+    rows.push_back(Row(job, "  bound at " + c.link_rate,
+                       [](const ModeReport& m) { return HumanSeconds(m.bound_seconds_per_step); }));
+    rows.push_back(Row(job, "  measured/bound", [](const ModeReport& m) {
+      return Ratio(m.sync_p50, m.bound_seconds_per_step);
+    }));
+  }
   rows.push_back(
       Row(job, "samples/s", [](const ModeReport& m) { return ShortNumber(m.samples_per_second); }));
   rows.push_back(

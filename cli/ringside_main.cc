@@ -1,5 +1,7 @@
 // ringside: the user's command.
 //   ringside compare [flags]          PS vs ring on a local cluster, side by side (cli/commands.h)
+//   ringside lab --link_rate=RATE     compare on shaped links, one network namespace per process
+//   ringside lab --cleanup            removes namespaces left by lab runs that were killed
 //   ringside up [flags]               a local cluster kept running for Prometheus/Grafana
 //   ringside ctl mode ring|ps --controller=HOST:PORT   a live mode switch
 //   ringside health --address=HOST:PORT                exit 0 when the gRPC health check serves
@@ -20,6 +22,7 @@
 #include "common/auth.h"
 #include "common/flags_usage.h"
 #include "common/grpc_util.h"
+#include "common/link_rate.h"
 #include "common/net.h"
 #include "common/security_flags.h"
 #include "common/termination_signals.h"
@@ -49,6 +52,10 @@ ABSL_FLAG(std::string, checkpoint_dir, "",
 ABSL_FLAG(int64_t, checkpoint_every, 0,
           "compare/up: the controller writes a checkpoint every this many steps (needs "
           "--checkpoint_dir); 0: never");
+ABSL_FLAG(std::string, link_rate, "",
+          "lab: the rate of every host's link, each way, in tc syntax (100mbit, 1gbit, 500kbit)");
+ABSL_FLAG(bool, cleanup, false,
+          "lab: only remove the network namespaces of lab runs whose process is gone, and exit");
 ABSL_FLAG(std::string, bin_dir, "",
           "compare/up: where ringside-controller, -ps and -worker are (default: next to this "
           "binary)");
@@ -151,14 +158,23 @@ int Run(int argc, char** argv, const std::vector<char*>& args,
     std::cout << "SERVING\n";
     return 0;
   }
-  if ((command == "compare" || command == "up") && args.size() == 2) {
+  if (command == "lab" && args.size() == 2 && absl::GetFlag(FLAGS_cleanup)) {
+    const absl::Status status = ringside::cli::RunLabCleanup(std::cout);
+    return status.ok() ? 0 : Fail(status.ToString());
+  }
+  if ((command == "compare" || command == "up") &&
+      (!absl::GetFlag(FLAGS_link_rate).empty() || absl::GetFlag(FLAGS_cleanup))) {
+    // Taken silently, they would let a user believe the links were shaped.
+    return Fail("--link_rate and --cleanup are for `ringside lab`, not " + command);
+  }
+  if ((command == "compare" || command == "up" || command == "lab") && args.size() == 2) {
     absl::StatusOr<ringside::worker::TrainingOptions> training =
         ringside::worker::TrainingOptionsFromFlags();
     if (!training.ok()) return Fail(std::string(training.status().message()));
     absl::StatusOr<ringside::cli::ClusterFlags> cluster = ClusterFromFlags(argv[0]);
     if (!cluster.ok()) return Fail(std::string(cluster.status().message()));
     absl::Status status;
-    if (command == "compare") {
+    if (command == "compare" || command == "lab") {
       ringside::cli::CompareOptions options;
       options.cluster = *cluster;
       bool model_given = false;
@@ -166,7 +182,18 @@ int Run(int argc, char** argv, const std::vector<char*>& args,
       options.jobs = CompareJobs(*training, model_given);
       options.json_file = absl::GetFlag(FLAGS_json);
       options.report_file = absl::GetFlag(FLAGS_report);
-      status = ringside::cli::RunCompare(options, signals, std::cout);
+      if (command == "lab") {
+        absl::StatusOr<ringside::LinkRate> rate =
+            ringside::ParseLinkRate(absl::GetFlag(FLAGS_link_rate));
+        if (absl::GetFlag(FLAGS_link_rate).empty()) {
+          return Fail("lab needs --link_rate=RATE, e.g. --link_rate=100mbit");
+        }
+        if (!rate.ok()) return Fail("--link_rate: " + std::string(rate.status().message()));
+        options.link_rate = *rate;
+        status = ringside::cli::RunLab(options, signals, std::cout);
+      } else {
+        status = ringside::cli::RunCompare(options, signals, std::cout);
+      }
     } else {
       ringside::cli::UpOptions options;
       options.cluster = *cluster;
@@ -180,7 +207,7 @@ int Run(int argc, char** argv, const std::vector<char*>& args,
     if (!status.ok()) return Fail(status.ToString());
     return 0;
   }
-  return Fail("unknown command; see --help (compare, up, ctl mode ring|ps, health)");
+  return Fail("unknown command; see --help (compare, lab, up, ctl mode ring|ps, health)");
 }
 
 }  // namespace
@@ -188,8 +215,10 @@ int Run(int argc, char** argv, const std::vector<char*>& args,
 int main(int argc, char** argv) {
   ringside::TerminationSignals signals;
   ringside::ConfigureFlagsUsage(
-      "usage: ringside compare|up|ctl mode ring|ps|health [flags]\n"
+      "usage: ringside compare|lab|up|ctl mode ring|ps|health [flags]\n"
       "  compare  PS vs ring on a local cluster: table, --json, --report\n"
+      "  lab      compare with each process in its own network namespace, links shaped to\n"
+      "           --link_rate (root; tbf), and the cost model's sync bound; --cleanup\n"
       "  up       a local cluster for Prometheus/Grafana until Ctrl-C\n"
       "  ctl mode switches a running job's mode at its next step boundary\n"
       "  health   checks a daemon's gRPC health service (--address)\n"

@@ -43,9 +43,17 @@ absl::StatusOr<ReadyFile> ParseReadyFile(absl::string_view text) {
 }
 
 std::string StepTraceLineText(const StepTraceLine& line) {
-  return json{{"step", line.step},       {"generation", line.generation}, {"mode", line.mode},
-              {"rank", line.rank},       {"world", line.world},           {"loss", line.loss},
-              {"seconds", line.seconds}, {"checksum", line.checksum}}
+  return json{{"step", line.step},
+              {"generation", line.generation},
+              {"mode", line.mode},
+              {"rank", line.rank},
+              {"world", line.world},
+              {"loss", line.loss},
+              {"seconds", line.seconds},
+              {"checksum", line.checksum},
+              {"compute_seconds", line.compute_seconds},
+              {"sync_seconds", line.sync_seconds},
+              {"update_seconds", line.update_seconds}}
       .dump();
 }
 
@@ -60,6 +68,9 @@ absl::StatusOr<StepTraceLine> ParseStepTraceLine(absl::string_view text) {
   fields.Read("loss", line.loss);
   fields.Read("seconds", line.seconds);
   fields.Read("checksum", line.checksum);
+  fields.Read("compute_seconds", line.compute_seconds, /*required=*/false);
+  fields.Read("sync_seconds", line.sync_seconds, /*required=*/false);
+  fields.Read("update_seconds", line.update_seconds, /*required=*/false);
   if (!fields.status().ok()) return fields.status();
   return line;
 }

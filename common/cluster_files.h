@@ -40,6 +40,9 @@ struct StepTraceLine {
   double loss = 0;
   double seconds = 0;
   std::string checksum;  // FNV-1a of the parameters after the step
+  // The step's phases as `ringside_step_seconds` times them (0 in traces written before they
+  // were recorded): the lab compares every step's sync with the bandwidth bound.
+  double compute_seconds = 0, sync_seconds = 0, update_seconds = 0;
 };
 std::string StepTraceLineText(const StepTraceLine& line);  // one line, no newline
 absl::StatusOr<StepTraceLine> ParseStepTraceLine(absl::string_view text);

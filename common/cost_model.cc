@@ -58,4 +58,20 @@ BusiestNode PsBusiestNode(uint64_t elements, int workers, int shards) {
   return {WorkerName(0), elements};
 }
 
+uint64_t BusiestLinkElements(SyncMode mode, uint64_t elements, int workers, int shards) {
+  if (workers < 1) return 0;
+  if (mode == SyncMode::kRing) return RingBusiestNode(elements, workers).elements;
+  if (shards < 1) return 0;
+  // PsBusiestNode already takes the larger of the fullest shard's ingress and a worker's K; a
+  // shard's egress equals its ingress, so that is the busiest direction of any link.
+  return PsBusiestNode(elements, workers, shards).elements;
+}
+
+double SyncBoundSeconds(SyncMode mode, uint64_t elements, int workers, int shards,
+                        int element_bytes, double bytes_per_second) {
+  if (bytes_per_second <= 0) return 0;
+  return static_cast<double>(BusiestLinkElements(mode, elements, workers, shards)) * element_bytes /
+         bytes_per_second;
+}
+
 }  // namespace ringside

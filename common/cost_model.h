@@ -14,6 +14,8 @@
 #include <cstdint>
 #include <string>
 
+#include "common/metrics.h"
+
 namespace ringside {
 
 // Elements rank `rank` of `world` sends to its right neighbour in one ring allreduce of
@@ -42,6 +44,21 @@ BusiestNode PsBusiestNode(uint64_t elements, int workers, int shards);
 
 // N·|largest range|: what the fullest shard receives per step.
 uint64_t PsLargestShardIngress(uint64_t elements, int workers, int shards);
+
+// The bandwidth bound of one step's sync when every node's egress and its ingress are each
+// limited to the same rate (full duplex, as `ringside lab` shapes them): no step can move its
+// payload faster than the busiest direction of the busiest node allows.
+// - ring: the largest RingElementsSentByRank, about 2(N-1)K/N (a rank sends it on its egress,
+//   its right neighbour receives it on its ingress);
+// - ps: the largest of a shard's ingress N·|largest range| (its egress carries the same back)
+//   and a worker's K (sent, and received back); with one worker, K.
+// Elements in one direction of that node's link per step; 0 with no workers (or no shards, ps).
+uint64_t BusiestLinkElements(SyncMode mode, uint64_t elements, int workers, int shards);
+
+// BusiestLinkElements · `element_bytes` ÷ `bytes_per_second`: the cost model's sync time per
+// step at that rate (`bound_seconds_per_step`). 0 when the rate is not positive.
+double SyncBoundSeconds(SyncMode mode, uint64_t elements, int workers, int shards,
+                        int element_bytes, double bytes_per_second);
 
 }  // namespace ringside
 

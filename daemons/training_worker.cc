@@ -66,7 +66,8 @@ StepTraceSink TraceTo(std::ofstream& out) {
   return [&out](const StepTrace& step) {
     out << StepTraceLineText({step.step, step.generation, std::string(SyncModeName(step.mode)),
                               step.slot.rank, step.slot.world, step.loss, step.seconds,
-                              Fnv1aHex(step.parameters)})
+                              Fnv1aHex(step.parameters), step.phases.compute, step.phases.sync,
+                              step.phases.update})
         << "\n";
     out.flush();
   };

@@ -129,7 +129,8 @@ absl::StatusOr<CertificateAuthority> CertificateAuthority::Create(const std::str
 }
 
 absl::StatusOr<TlsFiles> CertificateAuthority::Issue(
-    const std::string& name, const std::vector<std::string>& dns_names) const {
+    const std::string& name, const std::vector<std::string>& dns_names,
+    const std::vector<std::string>& ip_addresses) const {
   // The CA is kept as PEM (a copyable value); parsing it back is cheap next to a key generation.
   Owned<BIO> cert_bio(BIO_new_mem_buf(cert_pem_.data(), static_cast<int>(cert_pem_.size())));
   Owned<BIO> key_bio(BIO_new_mem_buf(key_pem_.data(), static_cast<int>(key_pem_.size())));
@@ -139,6 +140,7 @@ absl::StatusOr<TlsFiles> CertificateAuthority::Issue(
 
   std::vector<std::string> names = {"IP:127.0.0.1", "IP:::1", "DNS:localhost"};
   for (const std::string& dns : dns_names) names.push_back("DNS:" + dns);
+  for (const std::string& ip : ip_addresses) names.push_back("IP:" + ip);
   ASSIGN_OR_RETURN(Owned<EVP_PKEY> key, NewKey());
   ASSIGN_OR_RETURN(Owned<X509> cert,
                    MakeCertificate(key.get(), name, ca.get(), ca_key.get(), validity_,

@@ -5,7 +5,8 @@
 // Every certificate it issues serves both ends of a link (extended key usage serverAuth and
 // clientAuth: a member is a server to some peers and a client of others) and names the loopback
 // addresses a local process is dialled by (IP:127.0.0.1, IP:::1, DNS:localhost) plus any extra
-// DNS names. The CA's key never leaves memory, so nobody can issue more once the owner is gone.
+// DNS names and IP addresses (a lab host's address in its network namespace). The CA's key never
+// leaves memory, so nobody can issue more once the owner is gone.
 //
 // Keys are written 0600, certificates 0644. Thread-compatible (a copy may be used from another
 // thread). Errors: INTERNAL when OpenSSL fails, the file errors of common/file_util.h.
@@ -33,7 +34,8 @@ class CertificateAuthority {
   // A key and a certificate for `name` (its common name), signed by this CA, written to
   // `dir`/<name>.pem and `dir`/<name>.key. The paths, with the CA's, ready for the flags.
   absl::StatusOr<TlsFiles> Issue(const std::string& name,
-                                 const std::vector<std::string>& dns_names = {}) const;
+                                 const std::vector<std::string>& dns_names = {},
+                                 const std::vector<std::string>& ip_addresses = {}) const;
 
   const std::string& ca_file() const { return ca_file_; }
   // "--tls_ca=... --tls_cert=... --tls_key=..." of `files`, as one argv entry each.

@@ -15,22 +15,29 @@
 namespace ringside {
 
 absl::StatusOr<std::string> HttpGet(int port, const std::string& path, absl::Duration timeout) {
+  return HttpGet("127.0.0.1", port, path, timeout);
+}
+
+absl::StatusOr<std::string> HttpGet(const std::string& host, int port, const std::string& path,
+                                    absl::Duration timeout) {
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_port = htons(static_cast<uint16_t>(port));
+  if (inet_pton(AF_INET, host.c_str(), &address.sin_addr) != 1) {
+    return absl::InvalidArgumentError(absl::StrCat("'", host, "' is not an IPv4 address"));
+  }
   const int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
   if (fd < 0) return absl::InternalError(absl::StrCat("socket: ", std::strerror(errno)));
   const timeval tv = absl::ToTimeval(timeout);
   setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
   setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
-  sockaddr_in address{};
-  address.sin_family = AF_INET;
-  address.sin_port = htons(static_cast<uint16_t>(port));
-  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
   std::string response;
   absl::Status status;
   if (connect(fd, reinterpret_cast<const sockaddr*>(&address), sizeof(address)) != 0) {
-    status =
-        absl::UnavailableError(absl::StrCat("connect to port ", port, ": ", std::strerror(errno)));
+    status = absl::UnavailableError(
+        absl::StrCat("connect to ", host, ":", port, ": ", std::strerror(errno)));
   } else {
-    const std::string request = absl::StrCat("GET ", path, " HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n");
+    const std::string request = absl::StrCat("GET ", path, " HTTP/1.0\r\nHost: ", host, "\r\n\r\n");
     if (send(fd, request.data(), request.size(), MSG_NOSIGNAL) !=
         static_cast<ssize_t>(request.size())) {
       status = absl::UnavailableError(absl::StrCat("send: ", std::strerror(errno)));

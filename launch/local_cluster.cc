@@ -67,7 +67,12 @@ ClusterProcess::ClusterProcess(std::string name, Subprocess process,
 bool ClusterProcess::is_worker() const { return name.rfind("worker-", 0) == 0; }
 
 std::string ClusterProcess::metrics_url() const {
-  return absl::StrCat("http://127.0.0.1:", metrics_port, "/metrics");
+  return absl::StrCat("http://", host, ":", metrics_port, "/metrics");
+}
+
+ProcessHost LocalCluster::HostOfProcess(const std::string& name) const {
+  if (!options_.host_of) return {};
+  return options_.host_of(name).value_or(ProcessHost{});
 }
 
 absl::StatusOr<std::unique_ptr<LocalCluster>> LocalCluster::Start(
@@ -90,9 +95,11 @@ absl::StatusOr<std::unique_ptr<LocalCluster>> LocalCluster::Start(
   // The listen and metrics ports of the controller and of every shard, distinct, fixed in their
   // command lines: a restarted server must come back where the others (and Prometheus) look.
   ASSIGN_OR_RETURN(const std::vector<int> ports, PickFreePorts(2 * (1 + options.ps_shards)));
-  auto add_addresses = [&ports](int server, std::vector<std::string>& argv) {
-    argv.push_back(absl::StrCat("--listen=127.0.0.1:", ports[2 * server]));
-    argv.push_back(absl::StrCat("--metrics_listen=127.0.0.1:", ports[2 * server + 1]));
+  auto add_addresses = [&ports, &cluster](int server, const std::string& name,
+                                          std::vector<std::string>& argv) {
+    const std::string host = cluster->HostOfProcess(name).address;
+    argv.push_back(absl::StrCat("--listen=", host, ":", ports[2 * server]));
+    argv.push_back(absl::StrCat("--metrics_listen=", host, ":", ports[2 * server + 1]));
   };
 
   std::vector<std::string> argv = {
@@ -104,7 +111,7 @@ absl::StatusOr<std::unique_ptr<LocalCluster>> LocalCluster::Start(
       "--operator_token_file=" + cluster->operator_token_file_,
       absl::StrCat("--heartbeat_timeout=", absl::FormatDuration(options.heartbeat_timeout)),
       "--ready_file=" + options.dir + "/controller.ready"};
-  add_addresses(0, argv);
+  add_addresses(0, "controller", argv);
   ASSIGN_OR_RETURN(std::vector<std::string> controller_security,
                    cluster->SecurityFlagsOf("controller"));
   argv.insert(argv.end(), controller_security.begin(), controller_security.end());
@@ -116,7 +123,7 @@ absl::StatusOr<std::unique_ptr<LocalCluster>> LocalCluster::Start(
   ASSIGN_OR_RETURN(ClusterProcess * controller, cluster->Spawn("controller", std::move(argv),
                                                                options.dir + "/controller.ready"));
   RETURN_IF_ERROR(cluster->AwaitReady(*controller));
-  cluster->controller_address_ = absl::StrCat("127.0.0.1:", controller->port);
+  cluster->controller_address_ = absl::StrCat(controller->host, ":", controller->port);
 
   std::vector<ClusterProcess*> starting;
   for (int s = 0; s < options.ps_shards; ++s) {
@@ -125,7 +132,7 @@ absl::StatusOr<std::unique_ptr<LocalCluster>> LocalCluster::Start(
     std::vector<std::string> shard_argv = {
         options.bin_dir + "/ringside-ps", "--controller=" + cluster->controller_address_,
         "--join_token_file=" + cluster->token_file_, "--ready_file=" + ready};
-    add_addresses(1 + s, shard_argv);
+    add_addresses(1 + s, name, shard_argv);
     ASSIGN_OR_RETURN(std::vector<std::string> security, cluster->SecurityFlagsOf(name));
     shard_argv.insert(shard_argv.end(), security.begin(), security.end());
     ASSIGN_OR_RETURN(ClusterProcess * shard, cluster->Spawn(name, std::move(shard_argv), ready));
@@ -172,7 +179,10 @@ std::vector<std::string> LocalCluster::CtlCommand(SyncMode mode) const {
 
 absl::StatusOr<std::vector<std::string>> LocalCluster::SecurityFlagsOf(const std::string& name) {
   if (!authority_.has_value()) return std::vector<std::string>{"--insecure"};
-  ASSIGN_OR_RETURN(const TlsFiles files, authority_->Issue(name));
+  const std::string address = HostOfProcess(name).address;
+  std::vector<std::string> addresses;
+  if (address != "127.0.0.1") addresses.push_back(address);  // loopback is always named
+  ASSIGN_OR_RETURN(const TlsFiles files, authority_->Issue(name, {}, addresses));
   return CertificateAuthority::Flags(files);
 }
 
@@ -182,8 +192,8 @@ absl::StatusOr<std::vector<std::string>> LocalCluster::WorkerCommand(const std::
       options_.bin_dir + "/ringside-worker",
       "--controller=" + controller_address_,
       "--join_token_file=" + token_file_,
-      "--listen=127.0.0.1:0",
-      "--metrics_listen=127.0.0.1:0",
+      "--listen=" + HostOfProcess(name).address + ":0",
+      "--metrics_listen=" + HostOfProcess(name).address + ":0",
       "--device=" + options_.training.device,
       absl::StrCat("--timeout=", absl::FormatDuration(options_.collective_timeout)),
       "--ready_file=" + files.ready,
@@ -218,9 +228,14 @@ absl::StatusOr<ClusterProcess*> LocalCluster::Spawn(std::string name, std::vecto
                                                     std::string ready_file) {
   // A ready file left by an earlier process of that name would be taken for this one's.
   std::remove(ready_file.c_str());
+  // The prefix is part of the command, so a restart comes back on the same host.
+  ProcessHost host = HostOfProcess(name);
+  host.exec_prefix.insert(host.exec_prefix.end(), argv.begin(), argv.end());
+  argv = std::move(host.exec_prefix);
   ASSIGN_OR_RETURN(Subprocess process, Subprocess::Spawn(SpawnOptionsOf(options_.dir, name, argv)));
   processes_.push_back(std::make_unique<ClusterProcess>(std::move(name), std::move(process),
                                                         std::move(argv), std::move(ready_file)));
+  processes_.back()->host = host.address;
   return processes_.back().get();
 }
 
@@ -286,7 +301,7 @@ absl::Status LocalCluster::RestartDeadServers() {
 
 absl::Status LocalCluster::RestartIfDue(ClusterProcess& server, absl::Time now) {
   const ExitStatus ended = *server.process.exit_status();
-  const std::string address = absl::StrCat("127.0.0.1:", server.port);
+  const std::string address = absl::StrCat(server.host, ":", server.port);
   if (!server.restart_due.has_value()) {  // a death not seen before
     std::vector<absl::Time>& restarts = server.restarts;
     restarts.erase(std::remove_if(restarts.begin(), restarts.end(),

@@ -40,6 +40,15 @@
 
 namespace ringside::launch {
 
+// Where one process of the cluster runs: the address it listens on and is dialled at, and the
+// argv prefix that puts it there (e.g. `ip netns exec NS` for a lab host, launch/network_lab.h).
+struct ProcessHost {
+  std::string address = "127.0.0.1";  // an IPv4 address; also in its certificate
+  std::vector<std::string> exec_prefix;
+};
+// By process name ("controller", "ps-<i>", "worker-<i>"); nullopt: loopback, here.
+using HostOf = std::function<std::optional<ProcessHost>(const std::string& name)>;
+
 struct LocalClusterOptions {
   std::string bin_dir;  // where ringside-controller, -ps and -worker are
   std::string dir;      // an existing directory for the cluster's files
@@ -71,6 +80,9 @@ struct LocalClusterOptions {
   absl::Duration restart_backoff = absl::Seconds(1);
   // Mutual TLS on every link (certificates made in <dir>/tls); false: plaintext (--insecure).
   bool tls = true;
+  // Where each process runs (`ringside lab`: each in its own network namespace); null: every
+  // one on 127.0.0.1 here. The caller's own process must be able to reach every address.
+  HostOf host_of;
 };
 
 struct ClusterProcess {
@@ -81,6 +93,7 @@ struct ClusterProcess {
   Subprocess process;  // the current one: a restart replaces it
   std::vector<std::string> command;  // its argv; a restart runs it again
   std::string ready_file;            // where it writes {port, metrics_port} once serving
+  std::string host = "127.0.0.1";    // the address it listens on (ProcessHost::address)
   int port = 0;
   int metrics_port = 0;
   std::string result_file;       // workers
@@ -163,6 +176,7 @@ class LocalCluster {
   absl::Status AwaitReady(ClusterProcess& process);
   // The security flags of the process `name`: its own certificate's, or --insecure.
   absl::StatusOr<std::vector<std::string>> SecurityFlagsOf(const std::string& name);
+  ProcessHost HostOfProcess(const std::string& name) const;  // options_.host_of's, or loopback
   // Makes the CA and the operator's certificate (TLS), or notes plaintext.
   absl::Status SetUpSecurity();
   // One dead server: gives up (crash loop), schedules its restart or, when due, restarts it.

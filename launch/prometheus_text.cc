@@ -46,7 +46,11 @@ absl::StatusOr<std::vector<Sample>> ParsePrometheusText(const std::string& text)
 }
 
 absl::StatusOr<std::vector<Sample>> FetchMetrics(int port) {
-  absl::StatusOr<std::string> text = HttpGet(port, "/metrics");
+  return FetchMetrics("127.0.0.1", port);
+}
+
+absl::StatusOr<std::vector<Sample>> FetchMetrics(const std::string& host, int port) {
+  absl::StatusOr<std::string> text = HttpGet(host, port, "/metrics");
   if (!text.ok()) return text.status();
   return ParsePrometheusText(*text);
 }

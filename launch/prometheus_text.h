@@ -23,6 +23,8 @@ struct Sample {
 absl::StatusOr<std::vector<Sample>> ParsePrometheusText(const std::string& text);
 // GETs http://127.0.0.1:`port`/metrics and parses it.
 absl::StatusOr<std::vector<Sample>> FetchMetrics(int port);
+// GETs http://`host`:`port`/metrics (host: an IPv4 address, e.g. a lab host's) and parses it.
+absl::StatusOr<std::vector<Sample>> FetchMetrics(const std::string& host, int port);
 // The value of the first sample named `name` whose labels include all of `labels`.
 std::optional<double> FindSample(const std::vector<Sample>& samples, const std::string& name,
                                  const std::map<std::string, std::string>& labels);

@@ -79,7 +79,8 @@ void RecordStep(Metrics* metrics, SyncMode mode, absl::Duration compute, const S
 absl::StatusOr<GradientStats> TrainStep(TrainingJob& job, int64_t step, WorkerSlot slot,
                                         ParameterSync& sync, absl::Span<float> params,
                                         absl::Span<float> gradient, Metrics* metrics,
-                                        const std::function<absl::Status()>& before_sync) {
+                                        const std::function<absl::Status()>& before_sync,
+                                        StepPhases* phases) {
   const absl::Time start = absl::Now();
   ASSIGN_OR_RETURN(const GradientStats stats, job.ComputeShare(step, slot, params, gradient));
   const absl::Duration compute = absl::Now() - start;
@@ -87,6 +88,10 @@ absl::StatusOr<GradientStats> TrainStep(TrainingJob& job, int64_t step, WorkerSl
   absl::StatusOr<SyncTiming> timing = sync.Step(step, gradient, params);
   if (!timing.ok()) return Annotate(timing.status(), absl::StrCat("training step ", step));
   RecordStep(metrics, sync.mode(), compute, *timing, stats);
+  if (phases != nullptr) {
+    *phases = {absl::ToDoubleSeconds(compute), absl::ToDoubleSeconds(timing->sync),
+               absl::ToDoubleSeconds(timing->update)};
+  }
   return stats;
 }
 

@@ -77,10 +77,15 @@ class TrainingJob {
 // gradient share of step `step` at `params`, then `before_sync` (may be null; an error abandons
 // the step before anything is sent), then the sync (on success `params` hold step `step`'s
 // result), then the step's metrics. Errors are annotated with the step.
+// `phases` (may be null) receives the seconds of the phases the metrics record.
+struct StepPhases {
+  double compute = 0, sync = 0, update = 0;
+};
 absl::StatusOr<GradientStats> TrainStep(TrainingJob& job, int64_t step, WorkerSlot slot,
                                         ParameterSync& sync, absl::Span<float> params,
                                         absl::Span<float> gradient, Metrics* metrics,
-                                        const std::function<absl::Status()>& before_sync = nullptr);
+                                        const std::function<absl::Status()>& before_sync = nullptr,
+                                        StepPhases* phases = nullptr);
 
 // Runs options.steps steps (or until `observer` returns false). `metrics` may be null; else the
 // step-time histograms, steps and loss of the sync's mode are recorded.

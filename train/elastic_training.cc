@@ -314,17 +314,20 @@ absl::Status ElasticTrainer::SaveCheckpointIfDue() {
 
 absl::Status ElasticTrainer::Step() {
   const absl::Time start = absl::Now();
-  ASSIGN_OR_RETURN(last_stats_,
-                   TrainStep(*job_, completed_, slot_, *sync_, absl::MakeSpan(parameters_),
-                             absl::MakeSpan(gradient_), &metrics_, [&]() -> absl::Status {
-                               if (mode_ == SyncMode::kRing && LostAt("ring_step")) {
-                                 return LostStatus();
-                               }
-                               return absl::OkStatus();
-                             }));
+  StepPhases phases;
+  ASSIGN_OR_RETURN(last_stats_, TrainStep(
+                                    *job_, completed_, slot_, *sync_, absl::MakeSpan(parameters_),
+                                    absl::MakeSpan(gradient_), &metrics_,
+                                    [&]() -> absl::Status {
+                                      if (mode_ == SyncMode::kRing && LostAt("ring_step")) {
+                                        return LostStatus();
+                                      }
+                                      return absl::OkStatus();
+                                    },
+                                    &phases));
   if (trace_) {
     trace_(StepTrace{completed_, generation_, mode_, slot_, last_stats_.mean_loss,
-                     absl::ToDoubleSeconds(absl::Now() - start), parameters_});
+                     absl::ToDoubleSeconds(absl::Now() - start), parameters_, phases});
   }
   ++completed_;
   assignments_.ReportCompletedSteps(static_cast<uint64_t>(completed_));

@@ -80,6 +80,7 @@ struct StepTrace {
   double loss = 0;
   double seconds = 0;  // the whole step: compute, sync and update
   absl::Span<const float> parameters;
+  StepPhases phases;  // what `ringside_step_seconds` recorded for it
 };
 using StepTraceSink = std::function<void(const StepTrace&)>;
 

@@ -78,3 +78,47 @@ TEST(BusiestNodeTest, RingIsTheReceiverOfTheLargestSender) {
 
 }  // namespace
 }  // namespace ringside
+
+namespace ringside {
+namespace {
+
+// 784,1024,1024,10: the communication-heavy model.
+constexpr uint64_t kHeavy = 784 * 1024 + 1024 + 1024 * 1024 + 1024 + 1024 * 10 + 10;
+
+TEST(SyncBoundTest, RingIsTwoNMinusOneOverNTimesKBytesOverRate) {
+  const double rate = 100e6 / 8;  // 100mbit in bytes per second
+  for (int workers : {2, 3, 4, 8}) {
+    const uint64_t elements = 1000 * 840;  // divisible by every world here
+    const double bytes = 2.0 * (workers - 1) / workers * elements * 4;
+    EXPECT_DOUBLE_EQ(SyncBoundSeconds(SyncMode::kRing, elements, workers, 0, 4, rate), bytes / rate)
+        << workers << " workers";
+  }
+  // 4 workers on the heavy model at 100mbit: 2·3/4·K·4 bytes ÷ 12.5 MB/s.
+  EXPECT_NEAR(SyncBoundSeconds(SyncMode::kRing, kHeavy, 4, 2, 4, 12.5e6), 1.5 * kHeavy * 4 / 12.5e6,
+              1e-6);
+  // One worker syncs nothing.
+  EXPECT_EQ(SyncBoundSeconds(SyncMode::kRing, kHeavy, 1, 0, 4, 12.5e6), 0);
+}
+
+TEST(SyncBoundTest, PsIsTheBusiestOfShardIngressShardEgressAndWorkerK) {
+  // 4 workers, 2 shards: a shard receives N·K/S = 2K, more than a worker's K.
+  EXPECT_EQ(BusiestLinkElements(SyncMode::kPs, 1000, 4, 2), 2000u);
+  // 2 workers, 4 shards: a shard receives K/2, a worker K: the worker's link is the limit.
+  EXPECT_EQ(BusiestLinkElements(SyncMode::kPs, 1000, 2, 4), 1000u);
+  // Uneven ranges: the fullest shard (ceil) counts.
+  EXPECT_EQ(BusiestLinkElements(SyncMode::kPs, 1001, 4, 2), 4u * 501);
+  // One worker: its K, whatever the shards.
+  EXPECT_EQ(BusiestLinkElements(SyncMode::kPs, 1000, 1, 1), 1000u);
+  EXPECT_NEAR(SyncBoundSeconds(SyncMode::kPs, kHeavy, 4, 2, 4, 12.5e6),
+              4.0 * ((kHeavy + 1) / 2) * 4 / 12.5e6, 1e-9);
+}
+
+TEST(SyncBoundTest, DegenerateInputsGiveZeroNotNonsense) {
+  EXPECT_EQ(SyncBoundSeconds(SyncMode::kPs, 1000, 0, 2, 4, 1e6), 0);
+  EXPECT_EQ(SyncBoundSeconds(SyncMode::kPs, 1000, 4, 0, 4, 1e6), 0);
+  EXPECT_EQ(SyncBoundSeconds(SyncMode::kRing, 1000, 4, 0, 4, 0), 0);
+  EXPECT_EQ(SyncBoundSeconds(SyncMode::kRing, 1000, 4, 0, 4, -1), 0);
+}
+
+}  // namespace
+}  // namespace ringside

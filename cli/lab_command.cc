@@ -1,0 +1,86 @@
+// `ringside lab`: `ringside compare` with every process of each cluster in its own network
+// namespace, on links shaped to --link_rate in both directions (launch/network_lab.h), and the
+// cost model's bandwidth bound beside the measured sync time.
+#include <unistd.h>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "cli/commands.h"
+#include "common/status_macros.h"
+#include "launch/network_lab.h"
+
+namespace ringside::cli {
+namespace {
+
+using launch::LabHost;
+using launch::NetworkLab;
+
+// Stale labs first: a run killed with SIGKILL could not remove its own.
+absl::Status RemoveStale(std::ostream& out) {
+  ASSIGN_OR_RETURN(const std::vector<std::string> removed, NetworkLab::RemoveStaleLabs());
+  if (!removed.empty()) {
+    out << "lab: removed " << removed.size()
+        << " namespaces left by runs that are gone: " << absl::StrJoin(removed, ", ") << "\n";
+  }
+  return absl::OkStatus();
+}
+
+// One host per process the clusters start: the controller, every shard and every worker.
+std::vector<std::string> HostNames(const ClusterFlags& cluster) {
+  std::vector<std::string> names = {"controller"};
+  for (int s = 0; s < cluster.ps_shards; ++s) names.push_back(absl::StrCat("ps-", s));
+  for (int w = 0; w < cluster.workers; ++w) names.push_back(absl::StrCat("worker-", w));
+  return names;
+}
+
+}  // namespace
+
+absl::Status RunLab(CompareOptions options, const TerminationSignals& signals, std::ostream& out) {
+  if (!options.link_rate.has_value()) {
+    return absl::InvalidArgumentError("ringside lab needs --link_rate=RATE (e.g. 100mbit)");
+  }
+  RETURN_IF_ERROR(NetworkLab::CheckPrerequisites());
+  RETURN_IF_ERROR(RemoveStale(out));
+  launch::NetworkLabOptions lab_options;
+  lab_options.hosts = HostNames(options.cluster);
+  lab_options.rate = *options.link_rate;
+  ASSIGN_OR_RETURN(std::unique_ptr<NetworkLab> lab, NetworkLab::Create(lab_options));
+  out << "lab " << lab->tag() << ": " << lab->hosts().size()
+      << " hosts, each in its own network namespace on a bridge, every link shaped to "
+      << options.link_rate->text << " each way (tbf, burst " << lab->burst_bytes()
+      << " B); ringside reaches them through " << lab->management_device() << ":";
+  for (const LabHost& host : lab->hosts()) out << " " << host.name << "=" << host.address;
+  out << "\n";
+  out.flush();
+  if (signals.received()) return absl::CancelledError("stopped by a signal; the lab is removed");
+  options.link_burst_bytes = lab->burst_bytes();
+  const NetworkLab* hosts = lab.get();
+  options.host_of = [hosts](const std::string& name) -> std::optional<launch::ProcessHost> {
+    const LabHost* host = hosts->host(name);
+    if (host == nullptr) return std::nullopt;  // not a lab process: stays here on loopback
+    return launch::ProcessHost{host->address, hosts->ExecPrefix(*host)};
+  };
+  const absl::Status compared = RunCompare(options, signals, out);
+  // Removed here to report a failure; the destructor would remove it as silently.
+  const absl::Status removed = lab->Destroy();
+  if (!removed.ok()) {
+    out << "lab: could not remove everything: " << removed.message()
+        << "; `ringside lab --cleanup` retries once this process is gone\n";
+  }
+  RETURN_IF_ERROR(compared);
+  return removed;
+}
+
+absl::Status RunLabCleanup(std::ostream& out) {
+  RETURN_IF_ERROR(NetworkLab::CheckPrerequisites());
+  ASSIGN_OR_RETURN(const std::vector<std::string> removed, NetworkLab::RemoveStaleLabs());
+  out << "lab: removed " << removed.size() << " stale namespaces"
+      << (removed.empty() ? "" : ": " + absl::StrJoin(removed, ", ")) << "\n";
+  return absl::OkStatus();
+}
+
+}  // namespace ringside::cli

@@ -1,0 +1,269 @@
+// `ringside lab` end to end, as root: the real binary builds its namespaces and shaped links,
+// runs both modes, and its JSON must agree with the cost model (bytes exactly, the bound's
+// formula) and with physics (no step syncs faster than its bytes can cross a shaped link). The
+// lab must be gone after a normal exit and after SIGTERM mid-run; after SIGKILL,
+// `ringside lab --cleanup` removes it. Fails (never skips) where the lab cannot be built,
+// with the command's own message saying what is missing.
+#include <signal.h>
+#include <unistd.h>
+
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "common/file_util.h"
+#include "gtest/gtest.h"
+#include "launch/network_lab.h"
+#include "launch/subprocess.h"
+#include "launch/temp_dir.h"
+#include "nlohmann/json.hpp"
+#include "tests/support/poll.h"
+#include "tests/support/worker_processes.h"
+
+namespace ringside {
+namespace {
+
+using launch::NetworkLab;
+
+constexpr double kRateBitsPerSecond = 20e6;  // --link_rate=20mbit
+constexpr double kRate = kRateBitsPerSecond / 8;
+constexpr int kSteps = 6;
+
+// A small model whose sync is measurable at 20mbit: K = 50,890 parameters (203,560 B), so a
+// ring step of 2 workers moves ~204 KB each way (~81 ms) and a PS step with one shard ~407 KB
+// into the shard (~163 ms), against a tbf burst of 16 KiB.
+std::vector<std::string> LabCommand(const TempDir& dir, int steps) {
+  return {testing::BinDir() + "/ringside",
+          "lab",
+          "--link_rate=20mbit",
+          "--workers=2",
+          "--ps_shards=1",
+          "--model=784,64,10",
+          "--data=synthetic:256",
+          "--batch_size=32",
+          absl::StrCat("--steps=", steps),
+          "--json=" + dir.File("lab.json"),
+          "--report=" + dir.File("lab.html")};
+}
+
+absl::StatusOr<Subprocess> StartLab(const TempDir& dir, int steps) {
+  SpawnOptions spawn;
+  spawn.argv = LabCommand(dir, steps);
+  spawn.log_path = dir.File("lab.log");
+  spawn.term_grace = absl::Seconds(30);  // its own clean-up must have time to run
+  return Subprocess::Spawn(spawn);
+}
+
+// The management device `ringside lab` printed ("... through rslNNNN: ...").
+std::string ManagementDevice(const std::string& log) {
+  const std::string marker = " through ";
+  const size_t at = log.find(marker);
+  if (at == std::string::npos) return "";
+  const size_t start = at + marker.size();
+  return log.substr(start, log.find(':', start) - start);
+}
+
+bool DeviceExists(const std::string& name) {
+  return !name.empty() && access(("/sys/class/net/" + name).c_str(), F_OK) == 0;
+}
+
+TEST(LabCommandTest, SyncRespectsTheLinkAndBytesMatchTheModel) {
+  auto dir = TempDir::Create("ringside-lab-test-");
+  ASSERT_TRUE(dir.ok());
+  auto lab = StartLab(*dir, kSteps);
+  ASSERT_TRUE(lab.ok()) << lab.status();
+  const int pid = lab->pid();
+  auto exit = lab->Wait(absl::Seconds(300));
+  const std::string log = ReadFileToString(dir->File("lab.log")).value_or("");
+  ASSERT_TRUE(exit.ok()) << exit.status() << "\n" << log;
+  ASSERT_TRUE(exit->ok()) << exit->ToString() << " (the lab needs root, iproute2 and tbf)\n" << log;
+
+  // Gone after a normal exit: namespaces (and with them every veth and qdisc) and the
+  // management link in this namespace.
+  EXPECT_TRUE(NetworkLab::NamespacesOf(pid).empty());
+  const std::string device = ManagementDevice(log);
+  ASSERT_FALSE(device.empty()) << "no management device printed:\n" << log;
+  EXPECT_FALSE(DeviceExists(device)) << device << " outlived the lab";
+
+  const nlohmann::json json =
+      nlohmann::json::parse(ReadFileToString(dir->File("lab.json")).value());
+  const nlohmann::json& config = json["config"];
+  EXPECT_EQ(config["link_rate"], "20mbit");
+  const double elements = config["parameters"].get<double>();
+  ASSERT_EQ(elements, static_cast<double>(784 * 64 + 64 + 64 * 10 + 10));
+  const double burst = config["link_burst_bytes"].get<double>();
+  ASSERT_GT(burst, 0);
+  ASSERT_LT(burst, 0.2 * elements * 4) << "a burst this large would hide the shaping";
+
+  struct Expected {
+    const char* mode;
+    double bound_bytes;  // the busiest direction of the busiest node per step (cost model)
+    // What must cross worker-0's ingress after its sync starts, each step: what the shards or
+    // its left neighbour send back depends on its own data. Ring: the N-1 reduced chunks of
+    // the allgather ((N-1)K/N); PS: its K parameters' worth of summed gradient.
+    double after_own_start_bytes;
+    // What crosses worker-0's ingress per step at all, and how much of step 1's could have
+    // arrived before worker-0 began (ring: the left neighbour's first N-1 chunks).
+    double ingress_bytes, early_bytes;
+  };
+  const double k_bytes = elements * 4;
+  for (const Expected& e : {Expected{"ring", k_bytes, k_bytes / 2, k_bytes, k_bytes / 2},
+                            Expected{"ps", 2 * k_bytes, k_bytes, k_bytes, 0}}) {
+    SCOPED_TRACE(e.mode);
+    const nlohmann::json& m = json["modes"][e.mode];
+    ASSERT_TRUE(m["completed"].get<bool>()) << m["failure"];
+    ASSERT_EQ(m["steps"], kSteps);
+    // The link counters still follow the cost model exactly, namespaces or not.
+    EXPECT_EQ(m["bytes_per_worker_per_step"]["measured"],
+              m["bytes_per_worker_per_step"]["expected"]);
+    ASSERT_FALSE(m["links"].empty());
+    for (const nlohmann::json& link : m["links"]) {
+      EXPECT_EQ(link["bytes_per_step"], link["expected_bytes_per_step"])
+          << link["src"] << " -> " << link["dst"];
+    }
+    // The bound is the cost model's formula at the rate.
+    const double bound = m["bound_seconds_per_step"].get<double>();
+    EXPECT_NEAR(bound, e.bound_bytes / kRate, 1e-9);
+    EXPECT_NEAR(m["sync_over_bound"].get<double>(), m["sync_seconds"]["p50"].get<double>() / bound,
+                1e-9);
+    // Every step: what must cross worker-0's shaped ingress after its sync began takes at
+    // least its bytes ÷ rate, less one tbf burst (the two shapers of a path are in series, so
+    // one burst is all a path can borrow).
+    const double min_sync = m["sync_seconds"]["min"].get<double>();
+    EXPECT_GE(min_sync, (e.after_own_start_bytes - burst) / kRate)
+        << "a step synced faster than its payload can cross a " << config["link_rate"]
+        << " link: is the shaping in effect?";
+    // The whole run: every step's payload into worker-0 crossed its ingress between the start
+    // of step 1 (less what may have arrived before it) and the end of the last step.
+    const double run_seconds =
+        kSteps * config["batch_size"].get<double>() / m["samples_per_second"].get<double>();
+    EXPECT_GE(run_seconds, (kSteps * e.ingress_bytes - e.early_bytes - burst) / kRate);
+  }
+  // The report shows the bound beside the measurement.
+  const std::string html = ReadFileToString(dir->File("lab.html")).value_or("");
+  EXPECT_NE(html.find("bound at 20mbit"), std::string::npos);
+  EXPECT_NE(html.find("measured/bound"), std::string::npos);
+}
+
+TEST(LabCommandTest, SigtermMidRunRemovesTheLab) {
+  auto dir = TempDir::Create("ringside-lab-test-");
+  ASSERT_TRUE(dir.ok());
+  auto lab = StartLab(*dir, 100000);  // runs until stopped
+  ASSERT_TRUE(lab.ok()) << lab.status();
+  const int pid = lab->pid();
+  const std::string log_path = dir->File("lab.log");
+  // Mid-run: the lab is built and the first cluster's processes are running in it.
+  const absl::Status started = testing::PollUntil(
+      [&] {
+        return ReadFileToString(log_path).value_or("").find(" ps: started") != std::string::npos;
+      },
+      absl::Seconds(120),
+      [&]() -> std::optional<std::string> {
+        if (!lab->Poll().has_value()) return std::nullopt;
+        return "ringside lab ended early: " + TailOfFile(log_path, 20);
+      });
+  ASSERT_TRUE(started.ok()) << started << "\n" << TailOfFile(log_path, 20);
+  const std::string device = ManagementDevice(ReadFileToString(log_path).value_or(""));
+  ASSERT_FALSE(NetworkLab::NamespacesOf(pid).empty());
+  ASSERT_TRUE(DeviceExists(device)) << device;
+
+  ASSERT_EQ(kill(pid, SIGTERM), 0);
+  auto exit = lab->Wait(absl::Seconds(60));
+  ASSERT_TRUE(exit.ok()) << exit.status();
+  EXPECT_FALSE(exit->ok()) << "a stopped run is not a success";
+  EXPECT_EQ(exit->signal, 0) << "it must exit by itself, not die of the signal";
+  EXPECT_TRUE(NetworkLab::NamespacesOf(pid).empty()) << TailOfFile(log_path, 20);
+  EXPECT_FALSE(DeviceExists(device)) << device << " outlived the lab";
+}
+
+TEST(LabCommandTest, CleanupRemovesWhatAKilledRunLeft) {
+  auto dir = TempDir::Create("ringside-lab-test-");
+  ASSERT_TRUE(dir.ok());
+  auto lab = StartLab(*dir, 100000);
+  ASSERT_TRUE(lab.ok()) << lab.status();
+  const int pid = lab->pid();
+  const std::string log_path = dir->File("lab.log");
+  const absl::Status built = testing::PollUntil(
+      [&] { return !ManagementDevice(ReadFileToString(log_path).value_or("")).empty(); },
+      absl::Seconds(120),
+      [&]() -> std::optional<std::string> {
+        if (!lab->Poll().has_value()) return std::nullopt;
+        return "ringside lab ended early: " + TailOfFile(log_path, 20);
+      });
+  ASSERT_TRUE(built.ok()) << built << "\n" << TailOfFile(log_path, 20);
+  const std::string device = ManagementDevice(ReadFileToString(log_path).value_or(""));
+  ASSERT_EQ(kill(pid, SIGKILL), 0);
+  ASSERT_TRUE(lab->Wait(absl::Seconds(30)).ok());
+  // SIGKILL leaves the namespaces behind (nothing in the process could run).
+  ASSERT_FALSE(NetworkLab::NamespacesOf(pid).empty());
+
+  SpawnOptions spawn;
+  spawn.argv = {testing::BinDir() + "/ringside", "lab", "--cleanup"};
+  spawn.log_path = dir->File("cleanup.log");
+  auto cleanup = Subprocess::Spawn(spawn);
+  ASSERT_TRUE(cleanup.ok()) << cleanup.status();
+  auto exit = cleanup->Wait(absl::Seconds(60));
+  ASSERT_TRUE(exit.ok() && exit->ok()) << TailOfFile(spawn.log_path, 20);
+  EXPECT_TRUE(NetworkLab::NamespacesOf(pid).empty()) << TailOfFile(spawn.log_path, 20);
+  EXPECT_FALSE(DeviceExists(device)) << device << " outlived the cleanup";
+  EXPECT_NE(ReadFileToString(spawn.log_path).value_or("").find(absl::StrCat("rslab-", pid)),
+            std::string::npos)
+      << "the cleanup names what it removed";
+}
+
+// Bad input fails at once, naming the flag, before anything is built.
+TEST(LabCommandTest, BadRateOrMissingRateFailsAtOnce) {
+  auto dir = TempDir::Create("ringside-lab-test-");
+  ASSERT_TRUE(dir.ok());
+  for (const std::vector<std::string>& flags :
+       {std::vector<std::string>{"--link_rate=fast"}, std::vector<std::string>{}}) {
+    SpawnOptions spawn;
+    spawn.argv = {testing::BinDir() + "/ringside", "lab"};
+    spawn.argv.insert(spawn.argv.end(), flags.begin(), flags.end());
+    spawn.log_path = dir->File("bad.log");
+    auto process = Subprocess::Spawn(spawn);
+    ASSERT_TRUE(process.ok()) << process.status();
+    auto exit = process->Wait(absl::Seconds(30));
+    ASSERT_TRUE(exit.ok()) << exit.status();
+    EXPECT_EQ(exit->exit_code, 1);
+    const std::string log = ReadFileToString(spawn.log_path).value_or("");
+    EXPECT_NE(log.find("--link_rate"), std::string::npos) << log;
+    EXPECT_TRUE(NetworkLab::NamespacesOf(process->pid()).empty());
+  }
+  // compare would run unshaped: it refuses the lab's flag rather than ignore it.
+  SpawnOptions spawn;
+  spawn.argv = {testing::BinDir() + "/ringside", "compare", "--link_rate=100mbit"};
+  spawn.log_path = dir->File("compare.log");
+  auto process = Subprocess::Spawn(spawn);
+  ASSERT_TRUE(process.ok()) << process.status();
+  auto exit = process->Wait(absl::Seconds(30));
+  ASSERT_TRUE(exit.ok()) << exit.status();
+  EXPECT_EQ(exit->exit_code, 1);
+  EXPECT_NE(ReadFileToString(spawn.log_path).value_or("").find("`ringside lab`"),
+            std::string::npos);
+}
+
+// Without root the command says so at once (setpriv drops to nobody).
+TEST(LabCommandTest, WithoutRootItSaysWhatIsMissing) {
+  auto dir = TempDir::Create("ringside-lab-test-");
+  ASSERT_TRUE(dir.ok());
+  SpawnOptions spawn;
+  spawn.argv = {"/usr/bin/setpriv",
+                "--reuid=65534",
+                "--regid=65534",
+                "--clear-groups",
+                testing::BinDir() + "/ringside",
+                "lab",
+                "--link_rate=20mbit"};
+  spawn.log_path = dir->File("nonroot.log");
+  auto process = Subprocess::Spawn(spawn);
+  ASSERT_TRUE(process.ok()) << process.status() << " (setpriv is in util-linux)";
+  auto exit = process->Wait(absl::Seconds(30));
+  ASSERT_TRUE(exit.ok()) << exit.status();
+  const std::string log = ReadFileToString(spawn.log_path).value_or("");
+  EXPECT_EQ(exit->exit_code, 1) << log;
+  EXPECT_NE(log.find("must run as root"), std::string::npos) << log;
+}
+
+}  // namespace
+}  // namespace ringside
