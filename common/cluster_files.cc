@@ -43,9 +43,15 @@ absl::StatusOr<ReadyFile> ParseReadyFile(absl::string_view text) {
 }
 
 std::string StepTraceLineText(const StepTraceLine& line) {
-  return json{{"step", line.step},       {"generation", line.generation}, {"mode", line.mode},
-              {"rank", line.rank},       {"world", line.world},           {"loss", line.loss},
-              {"seconds", line.seconds}, {"checksum", line.checksum}}
+  return json{{"step", line.step},
+              {"generation", line.generation},
+              {"mode", line.mode},
+              {"rank", line.rank},
+              {"world", line.world},
+              {"loss", line.loss},
+              {"seconds", line.seconds},
+              {"checksum", line.checksum},
+              {"unix_seconds", line.unix_seconds}}
       .dump();
 }
 
@@ -60,6 +66,7 @@ absl::StatusOr<StepTraceLine> ParseStepTraceLine(absl::string_view text) {
   fields.Read("loss", line.loss);
   fields.Read("seconds", line.seconds);
   fields.Read("checksum", line.checksum);
+  fields.Read("unix_seconds", line.unix_seconds, /*required=*/false);
   if (!fields.status().ok()) return fields.status();
   return line;
 }

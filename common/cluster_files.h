@@ -40,6 +40,9 @@ struct StepTraceLine {
   double loss = 0;
   double seconds = 0;
   std::string checksum;  // FNV-1a of the parameters after the step
+  // When the step ended, seconds since the Unix epoch (`ringside compare`'s loss over time).
+  // Optional in the file (0: not recorded, as in traces written before it existed).
+  double unix_seconds = 0;
 };
 std::string StepTraceLineText(const StepTraceLine& line);  // one line, no newline
 absl::StatusOr<StepTraceLine> ParseStepTraceLine(absl::string_view text);

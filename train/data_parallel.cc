@@ -79,14 +79,18 @@ void RecordStep(Metrics* metrics, SyncMode mode, absl::Duration compute, const S
 absl::StatusOr<GradientStats> TrainStep(TrainingJob& job, int64_t step, WorkerSlot slot,
                                         ParameterSync& sync, absl::Span<float> params,
                                         absl::Span<float> gradient, Metrics* metrics,
-                                        const std::function<absl::Status()>& before_sync) {
+                                        const std::function<absl::Status()>& before_sync,
+                                        StepTiming* timing) {
   const absl::Time start = absl::Now();
   ASSIGN_OR_RETURN(const GradientStats stats, job.ComputeShare(step, slot, params, gradient));
-  const absl::Duration compute = absl::Now() - start;
   if (before_sync) RETURN_IF_ERROR(before_sync());
-  absl::StatusOr<SyncTiming> timing = sync.Step(step, gradient, params);
-  if (!timing.ok()) return Annotate(timing.status(), absl::StrCat("training step ", step));
-  RecordStep(metrics, sync.mode(), compute, *timing, stats);
+  const absl::Duration compute = absl::Now() - start;
+  absl::StatusOr<SyncTiming> sync_timing = sync.Step(step, gradient, params);
+  if (!sync_timing.ok()) {
+    return Annotate(sync_timing.status(), absl::StrCat("training step ", step));
+  }
+  RecordStep(metrics, sync.mode(), compute, *sync_timing, stats);
+  if (timing != nullptr) *timing = {start, compute, sync_timing->sync, sync_timing->update};
   return stats;
 }
 
