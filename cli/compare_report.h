@@ -35,6 +35,33 @@ struct PhaseSeconds {
   double compute = 0, sync = 0, update = 0;
 };
 
+// One step's loss on the first worker, `seconds` after its cluster was started (process
+// start-up and the first regroup included: wall-clock time to a loss, as a user waits for it).
+struct LossPoint {
+  double seconds = 0;
+  int64_t step = 0;
+  double loss = 0;
+};
+
+// One cluster size of a `--workers=1,2,4,8` sweep (cli/scaling_sweep.h fills the efficiency
+// and the model).
+struct ScalingPoint {
+  int workers = 0, ps_shards = 0;
+  bool completed = false;
+  double samples_per_second = 0;
+  // samples/s(N) ÷ (N/N0 × samples/s(N0)), N0 the sweep's baseline (1 when swept); 0 when not
+  // completed.
+  double efficiency = 0;
+  double step_p50 = 0;
+  PhaseSeconds phases;  // measured means
+  // compute + sync + update means: what the model is compared with (samples/s is batch ÷ it).
+  double step_mean = 0;
+  // The model's step time at N: compute(N0)·N0/N + update(N0) + the busiest node's bytes at N ÷
+  // `model_bytes_per_second` of the mode's sweep.
+  PhaseSeconds model;
+  double model_step_seconds = 0;
+};
+
 struct ModeReport {
   SyncMode mode = SyncMode::kRing;
   bool completed = false;  // false: the run failed; `failure` says why
@@ -55,7 +82,17 @@ struct ModeReport {
   std::vector<LinkTraffic> links;
   int final_world = 0;              // workers at the end (fewer if one was lost)
   std::vector<std::string> events;  // e.g. "worker-3 exited (killed) at ~step 40; continued..."
+  std::vector<LossPoint> loss_over_time;  // at most kMaxLossPoints, evenly thinned
+  // A sweep's points in sweep order (empty: no sweep); the rest of this report is one of them.
+  std::vector<ScalingPoint> scaling;
+  int scaling_baseline_workers = 0;
+  // The bandwidth the sweep's model divides bytes by: the link rate where one is set, else
+  // calibrated at the smallest swept N with traffic (sync time ÷ bytes); 0: none.
+  double model_bytes_per_second = 0;
+  int model_calibrated_at = 0;  // the N calibrated at; 0: a link rate was given
 };
+
+inline constexpr size_t kMaxLossPoints = 400;
 
 struct JobConfig {
   int workers = 0, ps_shards = 0;
