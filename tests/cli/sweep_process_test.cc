@@ -40,41 +40,15 @@ std::pair<absl::Status, std::string> RunCompare(const TempDir& dir,
   return {exit->ok() ? absl::OkStatus() : absl::InternalError(exit->ToString()), log};
 }
 
-class SweepTest : public ::testing::Test {
- protected:
-  // One sweep for every test here: four clusters are the expensive part.
-  static void SetUpTestSuite() {
-    dir_ = new TempDir(TempDir::Create("ringside-sweep-test-").value());
-    auto [status, log] = RunCompare(
-        *dir_, {"--model=4,16,3", absl::StrCat("--steps=", kSteps), "--workers=2,1",
-                "--ps_shards=1", "--insecure", "--json=" + dir_->File("out.json"),
-                "--report=" + dir_->File("out.html"), "--timeline=" + dir_->File("timeline.json")});
-    status_ = new absl::Status(status);
-    log_ = new std::string(log);
-  }
-  static void TearDownTestSuite() {
-    delete dir_;
-    delete status_;
-    delete log_;
-  }
-  void SetUp() override { ASSERT_TRUE(status_->ok()) << *status_ << "\n" << *log_; }
+json ReadJson(const TempDir& dir, const std::string& name) {
+  const json doc = json::parse(ReadFileToString(dir.File(name)).value_or(""), nullptr, false);
+  EXPECT_TRUE(doc.is_object()) << name << " is not a JSON object";
+  return doc;
+}
 
-  static json ReadJson(const std::string& name) {
-    const json doc = json::parse(ReadFileToString(dir_->File(name)).value_or(""), nullptr, false);
-    EXPECT_TRUE(doc.is_object()) << name << " is not a JSON object";
-    return doc;
-  }
-
-  static TempDir* dir_;
-  static absl::Status* status_;
-  static std::string* log_;
-};
-TempDir* SweepTest::dir_ = nullptr;
-absl::Status* SweepTest::status_ = nullptr;
-std::string* SweepTest::log_ = nullptr;
-
-TEST_F(SweepTest, JsonHasOneScalingRecordPerWorkerCount) {
-  const json doc = ReadJson("out.json");
+void ExpectOneScalingRecordPerWorkerCount(const TempDir& dir) {
+  SCOPED_TRACE("scaling records");
+  const json doc = ReadJson(dir, "out.json");
   // The contract's fields describe the largest size.
   EXPECT_EQ(doc["config"]["workers"], 2);
   for (const char* mode : {"ring", "ps"}) {
@@ -111,8 +85,9 @@ TEST_F(SweepTest, JsonHasOneScalingRecordPerWorkerCount) {
   }
 }
 
-TEST_F(SweepTest, JsonHasLossOverTimeForBothModes) {
-  const json doc = ReadJson("out.json");
+void ExpectLossOverTimeForBothModes(const TempDir& dir) {
+  SCOPED_TRACE("loss over time");
+  const json doc = ReadJson(dir, "out.json");
   for (const char* mode : {"ring", "ps"}) {
     SCOPED_TRACE(mode);
     const json& loss = doc["modes"][mode]["loss_over_time"];
@@ -127,8 +102,8 @@ TEST_F(SweepTest, JsonHasLossOverTimeForBothModes) {
   }
 }
 
-TEST_F(SweepTest, ReportHasAScalingChartPerModeAndTheLossChart) {
-  const std::string html = ReadFileToString(dir_->File("out.html")).value_or("");
+void ExpectAScalingChartPerModeAndTheLossChart(const TempDir& dir) {
+  const std::string html = ReadFileToString(dir.File("out.html")).value_or("");
   for (const char* id : {"scaling-ring-job0", "scaling-ps-s1-job0", "loss-time-job0"}) {
     EXPECT_NE(html.find(absl::StrCat("id=\"", id, "\"")), std::string::npos) << id;
   }
@@ -137,8 +112,9 @@ TEST_F(SweepTest, ReportHasAScalingChartPerModeAndTheLossChart) {
 
 // The trace: Chrome's format, one process per worker of each cluster, and per step the
 // phases back to back adding up to the step, which is the step time the worker measured.
-TEST_F(SweepTest, TimelineIsAChromeTraceWhosePhasesAddUpToTheSteps) {
-  const json trace = ReadJson("timeline.json");
+void ExpectATraceWhosePhasesAddUpToTheSteps(const TempDir& dir) {
+  SCOPED_TRACE("timeline");
+  const json trace = ReadJson(dir, "timeline.json");
   ASSERT_TRUE(trace["traceEvents"].is_array());
   std::map<int, std::string> names;
   // (pid, step) -> lane -> (ts, dur)
@@ -193,7 +169,7 @@ TEST_F(SweepTest, TimelineIsAChromeTraceWhosePhasesAddUpToTheSteps) {
   // The step time each worker measured is the one compare read for its p50: one of the ring
   // N=2 workers (compare reads the first that survived) has a median step equal to the JSON's
   // p50, within the microsecond rounding of three phases.
-  const double p50 = ReadJson("out.json")["modes"]["ring"]["step_seconds"]["p50"];
+  const double p50 = ReadJson(dir, "out.json")["modes"]["ring"]["step_seconds"]["p50"];
   bool matched = false;
   for (const auto& [pid, name] : names) {
     if (name.rfind("ring N=2", 0) != 0) continue;
@@ -203,6 +179,21 @@ TEST_F(SweepTest, TimelineIsAChromeTraceWhosePhasesAddUpToTheSteps) {
     matched |= std::abs(sorted[index] - p50 * 1e6) <= 2.0;
   }
   EXPECT_TRUE(matched) << "no ring N=2 worker's median step is the JSON's p50 " << p50;
+}
+
+// One sweep (four small clusters, the expensive part) checked four ways.
+TEST(SweepTest, JsonReportAndTimelineOfASweep) {
+  auto dir = TempDir::Create("ringside-sweep-test-");
+  ASSERT_TRUE(dir.ok()) << dir.status();
+  auto [status, log] = RunCompare(
+      *dir, {"--model=4,16,3", absl::StrCat("--steps=", kSteps), "--workers=2,1", "--ps_shards=1",
+             "--insecure", "--json=" + dir->File("out.json"), "--report=" + dir->File("out.html"),
+             "--timeline=" + dir->File("timeline.json")});
+  ASSERT_TRUE(status.ok()) << status << "\n" << log;
+  ExpectOneScalingRecordPerWorkerCount(*dir);
+  ExpectLossOverTimeForBothModes(*dir);
+  ExpectAScalingChartPerModeAndTheLossChart(*dir);
+  ExpectATraceWhosePhasesAddUpToTheSteps(*dir);
 }
 
 TEST(SweepFlagsTest, BadListsFailAtOnceNamingTheFlag) {
