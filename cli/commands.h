@@ -56,6 +56,15 @@ struct CompareOptions {
   launch::HostOf host_of;
   std::optional<LinkRate> link_rate;
   int64_t link_burst_bytes = 0;  // the shapers' tbf burst (launch/network_lab.h)
+  // A scaling sweep (cli/scaling_sweep.h) when either lists more than one count: every job runs
+  // on one cluster per worker count (ring) and per (workers, shards) pair (ps). Empty: the
+  // cluster's one size.
+  std::vector<int> worker_counts;
+  std::vector<int> shard_counts;
+  // Chrome trace / Perfetto JSON of every worker's steps and regroups in every cluster run
+  // (train/timeline.h); empty: none.
+  std::string timeline_file;
+  int64_t timeline_capacity = 4096;  // events kept per worker (ringside-worker's flag)
 };
 
 struct UpOptions {

@@ -11,9 +11,11 @@
 #include "absl/strings/str_join.h"
 #include "cli/commands.h"
 #include "cli/compare_report.h"
+#include "cli/compare_run.h"
 #include "cli/model_prediction.h"
 #include "cli/progress.h"
 #include "cli/report_html.h"
+#include "cli/scaling_sweep.h"
 #include "common/cost_model.h"
 #include "common/file_util.h"
 #include "common/status_macros.h"
@@ -32,7 +34,57 @@ namespace {
 struct ModeRun {
   ModeReport report;
   std::vector<float> parameters;
+  std::vector<worker::TimelineProcess> timeline;
 };
+
+// The first worker's loss at every step, against seconds since the cluster was started,
+// thinned evenly to at most kMaxLossPoints (the last step always kept).
+std::vector<LossPoint> LossOverTime(const StepTrace& trace, absl::Time cluster_start) {
+  std::vector<LossPoint> points;
+  const double origin = absl::ToDoubleSeconds(cluster_start - absl::UnixEpoch());
+  for (const StepTraceLine& line : trace.lines) {
+    if (line.unix_seconds > 0) points.push_back({line.unix_seconds - origin, line.step, line.loss});
+  }
+  if (points.size() <= kMaxLossPoints) return points;
+  std::vector<LossPoint> thinned;
+  const double stride = static_cast<double>(points.size() - 1) / (kMaxLossPoints - 1);
+  for (size_t i = 0; i < kMaxLossPoints; ++i) {
+    thinned.push_back(points[static_cast<size_t>(std::lround(i * stride))]);
+  }
+  return thinned;
+}
+
+std::string TimelinePath(const std::string& dir, int worker) {
+  return absl::StrCat(dir, "/worker-", worker, ".timeline.json");
+}
+
+// Every worker's timeline file (written before its result file, so complete by now), each
+// process named "<mode> N=<n>[ S=<s>] <model>: worker-<rank>". A missing or unreadable file is
+// an event of the run, not a failure of it.
+std::vector<worker::TimelineProcess> ReadTimelines(const std::string& dir, int workers,
+                                                   SyncMode mode, ClusterShape shape,
+                                                   const std::string& model,
+                                                   std::vector<std::string>& events) {
+  std::vector<worker::TimelineProcess> out;
+  for (int i = 0; i < workers; ++i) {
+    absl::StatusOr<std::string> text = ReadFileToString(TimelinePath(dir, i));
+    absl::StatusOr<std::vector<worker::TimelineProcess>> processes =
+        text.ok() ? worker::ParseChromeTrace(*text)
+                  : absl::StatusOr<std::vector<worker::TimelineProcess>>(text.status());
+    if (!processes.ok()) {
+      events.push_back(
+          absl::StrCat("worker-", i, "'s timeline is left out: ", processes.status().message()));
+      continue;
+    }
+    for (worker::TimelineProcess& process : *processes) {
+      process.name = absl::StrCat(SyncModeName(mode), " N=", shape.workers,
+                                  mode == SyncMode::kPs ? absl::StrCat(" S=", shape.ps_shards) : "",
+                                  " ", model, ": ", process.name);
+      out.push_back(std::move(process));
+    }
+  }
+  return out;
+}
 
 double Percentile(std::vector<double> values, double q) {
   if (values.empty()) return 0;
@@ -101,14 +153,21 @@ absl::Status MeasureTraffic(LocalCluster& cluster, SyncMode mode, const JobConfi
 
 absl::StatusOr<ModeRun> RunMode(const CompareOptions& options, int job_index,
                                 const worker::TrainingOptions& job, const JobConfig& config,
-                                SyncMode mode, const TerminationSignals& signals,
-                                std::ostream& out) {
+                                ClusterShape shape, SyncMode mode, bool with_timeline,
+                                const TerminationSignals& signals, std::ostream& out) {
   ASSIGN_OR_RETURN(TempDir dir, TempDir::Create("ringside-compare-"));
   LocalClusterOptions cluster_options;
   cluster_options.bin_dir = options.cluster.bin_dir;
   cluster_options.dir = dir.path();
-  cluster_options.workers = options.cluster.workers;
-  cluster_options.ps_shards = options.cluster.ps_shards;
+  cluster_options.workers = shape.workers;
+  cluster_options.ps_shards = shape.ps_shards;
+  if (with_timeline) {
+    for (int i = 0; i < shape.workers; ++i) {
+      cluster_options.flags_of_worker[i] = {
+          "--timeline_file=" + TimelinePath(dir.path(), i),
+          absl::StrCat("--timeline_capacity=", options.timeline_capacity)};
+    }
+  }
   cluster_options.mode = mode;
   cluster_options.training = job;
   cluster_options.heartbeat_timeout = options.cluster.heartbeat_timeout;
@@ -116,13 +175,19 @@ absl::StatusOr<ModeRun> RunMode(const CompareOptions& options, int job_index,
   // middle would skew the very timings and byte counts being compared.
   cluster_options.checkpoint_dir =
       CompareCheckpointDir(options.cluster.checkpoint_dir, job_index, mode);
+  if (shape.swept && !cluster_options.checkpoint_dir.empty()) {
+    absl::StrAppend(&cluster_options.checkpoint_dir, "-n", shape.workers, "-s", shape.ps_shards);
+  }
   cluster_options.checkpoint_every = options.cluster.checkpoint_every;
   cluster_options.tls = options.cluster.tls;
   cluster_options.host_of = options.host_of;
+  const absl::Time cluster_start = absl::Now();
   ASSIGN_OR_RETURN(std::unique_ptr<LocalCluster> cluster, LocalCluster::Start(cluster_options));
   ModeRun run;
   run.report.mode = mode;
-  const std::string phase = absl::StrCat(job.model, " ", SyncModeName(mode));
+  const std::string phase =
+      absl::StrCat(job.model, " ", SyncModeName(mode),
+                   shape.swept ? absl::StrCat(" N=", shape.workers, " S=", shape.ps_shards) : "");
   out << phase << ": started";
   for (auto& process : cluster->processes()) {
     out << " " << process->name << " (pid " << process->process.pid() << ")";
@@ -195,6 +260,11 @@ absl::StatusOr<ModeRun> RunMode(const CompareOptions& options, int job_index,
     run.report.events.push_back(absl::StrCat(first->name, "'s step trace had ", trace.unreadable,
                                              " unreadable lines; they are left out"));
   }
+  run.report.loss_over_time = LossOverTime(trace, cluster_start);
+  if (with_timeline) {
+    run.timeline =
+        ReadTimelines(dir.path(), shape.workers, mode, shape, job.model, run.report.events);
+  }
   run.report.step_p50 = Percentile(seconds, 0.5);
   run.report.step_p95 = Percentile(seconds, 0.95);
   run.report.sync_p50 = Percentile(sync_seconds, 0.5);
@@ -221,70 +291,120 @@ std::string CompareCheckpointDir(const std::string& checkpoint_dir, int job, Syn
   return absl::StrCat(checkpoint_dir, "/job-", job + 1, "-", SyncModeName(mode));
 }
 
+absl::StatusOr<JobConfig> JobConfigOf(const worker::TrainingOptions& job, ClusterShape shape) {
+  ASSIGN_OR_RETURN(const worker::ModelSpec spec,
+                   worker::ModelSpec::Parse(job.model, job.activation));
+  JobConfig config;
+  config.workers = shape.workers;
+  config.ps_shards = shape.ps_shards;
+  config.model = job.model;
+  config.data = job.data;
+  config.optimizer = std::string(OptimizerName(job.optimizer.kind));
+  config.device = job.device;
+  config.parameters = static_cast<int64_t>(spec.parameter_count());
+  config.steps = job.steps;
+  config.batch_size = job.batch_size;
+  config.seed = job.seed;
+  return config;
+}
+
+absl::StatusOr<JobComparison> RunJobComparison(
+    const CompareOptions& options, int job_index, const worker::TrainingOptions& job,
+    ClusterShape shape, const std::vector<SyncMode>& modes, const TerminationSignals& signals,
+    std::ostream& out, absl::Status& failed, std::vector<worker::TimelineProcess>* timeline) {
+  JobComparison comparison;
+  ASSIGN_OR_RETURN(comparison.config, JobConfigOf(job, shape));
+  if (options.link_rate.has_value()) {
+    comparison.config.link_rate = options.link_rate->text;
+    comparison.config.link_burst_bytes = options.link_burst_bytes;
+  }
+  comparison.ring.mode = SyncMode::kRing;
+  comparison.ps.mode = SyncMode::kPs;
+  comparison.ring.failure = comparison.ps.failure = "not run";
+  std::vector<float> ring_params, ps_params;
+  for (SyncMode mode : modes) {
+    ModeReport& report_of_mode = mode == SyncMode::kRing ? comparison.ring : comparison.ps;
+    if (!failed.ok()) {
+      report_of_mode.failure = "not run: an earlier run failed";
+      continue;
+    }
+    absl::StatusOr<ModeRun> run = RunMode(options, job_index, job, comparison.config, shape, mode,
+                                          timeline != nullptr, signals, out);
+    if (!run.ok()) {
+      if (run.status().code() == absl::StatusCode::kCancelled) return run.status();
+      failed = Annotate(run.status(), absl::StrCat(job.model, " in ", SyncModeName(mode), " mode"));
+      report_of_mode.failure = std::string(failed.message());
+      out << "\n"
+          << job.model << " " << SyncModeName(mode) << ": failed: " << failed.message() << "\n";
+      continue;
+    }
+    report_of_mode = run->report;
+    if (options.link_rate.has_value()) {  // ringside lab: the links' bound on the sync
+      const JobConfig& config = comparison.config;
+      report_of_mode.bound_seconds_per_step = SyncBoundSeconds(
+          mode, static_cast<uint64_t>(config.parameters), report_of_mode.final_world,
+          config.ps_shards, config.element_bytes, options.link_rate->bytes_per_second());
+    }
+    (mode == SyncMode::kRing ? ring_params : ps_params) = std::move(run->parameters);
+    if (timeline != nullptr) {
+      // pid = 1000 × the cluster's ordinal + rank: unique in the merged file, rank readable.
+      const int cluster = timeline->empty() ? 0 : timeline->back().pid / 1000 + 1;
+      for (worker::TimelineProcess& process : run->timeline) {
+        process.pid += 1000 * cluster;
+        timeline->push_back(std::move(process));
+      }
+    }
+  }
+  if (!ring_params.empty() && ring_params.size() == ps_params.size()) {
+    double diff = 0, scale = 0;
+    for (size_t i = 0; i < ring_params.size(); ++i) {
+      diff = std::max(diff, std::abs(double{ring_params[i]} - ps_params[i]));
+      scale = std::max(scale, std::abs(double{ring_params[i]}));
+    }
+    comparison.parity_checked = true;
+    comparison.max_abs_param_diff = diff;
+    comparison.max_rel_param_diff = scale > 0 ? diff / scale : diff;
+  }
+  return comparison;
+}
+
 absl::Status RunCompare(const CompareOptions& options, const TerminationSignals& signals,
                         std::ostream& out) {
+  if (!options.timeline_file.empty()) {
+    // Checked before any cluster runs, not after minutes of them.
+    const size_t slash = options.timeline_file.rfind('/');
+    const std::string parent = slash == std::string::npos
+                                   ? "."
+                                   : options.timeline_file.substr(0, std::max<size_t>(slash, 1));
+    if (access(parent.c_str(), W_OK) != 0) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--timeline=", options.timeline_file, ": cannot write into ", parent,
+                       " (create the directory or pick another path)"));
+    }
+  }
   CompareReport report;
+  std::vector<worker::TimelineProcess> timeline;
+  std::vector<worker::TimelineProcess>* timeline_sink =
+      options.timeline_file.empty() ? nullptr : &timeline;
+  const bool sweep = IsSweep(options);
   absl::Status failed;  // the first mode that failed; the runs after it are not started
   for (size_t job_index = 0; job_index < options.jobs.size(); ++job_index) {
     const worker::TrainingOptions& job = options.jobs[job_index];
     if (!failed.ok()) break;
-    ASSIGN_OR_RETURN(const worker::ModelSpec spec,
-                     worker::ModelSpec::Parse(job.model, job.activation));
     JobComparison comparison;
-    JobConfig& config = comparison.config;
-    config.workers = options.cluster.workers;
-    config.ps_shards = options.cluster.ps_shards;
-    config.model = job.model;
-    config.data = job.data;
-    config.optimizer = std::string(OptimizerName(job.optimizer.kind));
-    config.device = job.device;
-    config.parameters = static_cast<int64_t>(spec.parameter_count());
-    config.steps = job.steps;
-    config.batch_size = job.batch_size;
-    config.seed = job.seed;
-    if (options.link_rate.has_value()) {
-      config.link_rate = options.link_rate->text;
-      config.link_burst_bytes = options.link_burst_bytes;
-    }
-    std::vector<float> ring_params, ps_params;
-    for (SyncMode mode : {SyncMode::kPs, SyncMode::kRing}) {
-      ModeReport& report_of_mode = mode == SyncMode::kRing ? comparison.ring : comparison.ps;
-      report_of_mode.mode = mode;
-      if (!failed.ok()) {
-        report_of_mode.failure = "not run: an earlier run failed";
-        continue;
-      }
-      absl::StatusOr<ModeRun> run =
-          RunMode(options, static_cast<int>(job_index), job, config, mode, signals, out);
-      if (!run.ok()) {
-        if (run.status().code() == absl::StatusCode::kCancelled) return run.status();
-        failed =
-            Annotate(run.status(), absl::StrCat(job.model, " in ", SyncModeName(mode), " mode"));
-        report_of_mode.failure = std::string(failed.message());
-        out << "\n"
-            << job.model << " " << SyncModeName(mode) << ": failed: " << failed.message() << "\n";
-        continue;
-      }
-      report_of_mode = run->report;
-      if (options.link_rate.has_value()) {  // ringside lab: the links' bound on the sync
-        report_of_mode.bound_seconds_per_step = SyncBoundSeconds(
-            mode, static_cast<uint64_t>(config.parameters), report_of_mode.final_world,
-            config.ps_shards, config.element_bytes, options.link_rate->bytes_per_second());
-      }
-      (mode == SyncMode::kRing ? ring_params : ps_params) = std::move(run->parameters);
-    }
-    if (!ring_params.empty() && ring_params.size() == ps_params.size()) {
-      double diff = 0, scale = 0;
-      for (size_t i = 0; i < ring_params.size(); ++i) {
-        diff = std::max(diff, std::abs(double{ring_params[i]} - ps_params[i]));
-        scale = std::max(scale, std::abs(double{ring_params[i]}));
-      }
-      comparison.parity_checked = true;
-      comparison.max_abs_param_diff = diff;
-      comparison.max_rel_param_diff = scale > 0 ? diff / scale : diff;
+    if (sweep) {
+      ASSIGN_OR_RETURN(comparison, RunScalingSweep(options, static_cast<int>(job_index), signals,
+                                                   out, failed, timeline_sink));
+    } else {
+      ASSIGN_OR_RETURN(
+          comparison,
+          RunJobComparison(options, static_cast<int>(job_index), job,
+                           {options.cluster.workers, options.cluster.ps_shards},
+                           {SyncMode::kPs, SyncMode::kRing}, signals, out, failed, timeline_sink));
     }
     out << "\n";
     PrintComparisonTable(comparison, out);
+    if (sweep) PrintScalingTable(comparison, out);
     out.flush();
     report.jobs.push_back(std::move(comparison));
   }
@@ -295,6 +415,11 @@ absl::Status RunCompare(const CompareOptions& options, const TerminationSignals&
   if (!options.report_file.empty()) {
     RETURN_IF_ERROR(WriteHtmlReportFile(report, options.report_file));
     out << "report: " << options.report_file << "\n";
+  }
+  if (timeline_sink != nullptr) {
+    RETURN_IF_ERROR(Annotate(WriteMergedTimeline(timeline, options.timeline_file), "--timeline"));
+    out << "timeline: " << options.timeline_file << " (" << timeline.size()
+        << " worker processes; open in ui.perfetto.dev or chrome://tracing)\n";
   }
   return failed;
 }

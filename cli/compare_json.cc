@@ -83,6 +83,50 @@ json ModeJson(const ModeReport& m) {
   return out;
 }
 
+json PhasesJson(const PhaseSeconds& p) {
+  return {{"compute", p.compute}, {"sync", p.sync}, {"update", p.update}};
+}
+
+json LossJson(const std::vector<LossPoint>& points) {
+  json out = json::array();
+  for (const LossPoint& p : points) {
+    out.push_back({{"seconds", p.seconds}, {"step", p.step}, {"loss", p.loss}});
+  }
+  return out;
+}
+
+// docs/contract.md's `scaling[]` (workers, samples_per_second, efficiency) and what the report
+// draws beside them.
+json ScalingJson(const std::vector<ScalingPoint>& points) {
+  json out = json::array();
+  for (const ScalingPoint& p : points) {
+    out.push_back(
+        {{"workers", p.workers},
+         {"ps_shards", p.ps_shards},
+         {"completed", p.completed},
+         {"samples_per_second", p.samples_per_second},
+         {"efficiency", p.efficiency},
+         {"step_seconds_p50", p.step_p50},
+         {"step_seconds_mean", p.step_mean},
+         {"phase_seconds", PhasesJson(p.phases)},
+         {"model",
+          {{"step_seconds", p.model_step_seconds}, {"phase_seconds", PhasesJson(p.model)}}}});
+  }
+  return out;
+}
+
+// Loss over time, and a sweep's points: added to ModeJson's object.
+json WithTimeAndScaling(json out, const ModeReport& m) {
+  out["loss_over_time"] = LossJson(m.loss_over_time);
+  if (!m.scaling.empty()) {
+    out["scaling"] = ScalingJson(m.scaling);
+    out["scaling_baseline_workers"] = m.scaling_baseline_workers;
+    out["scaling_model"] = {{"bytes_per_second", m.model_bytes_per_second},
+                            {"calibrated_at_workers", m.model_calibrated_at}};
+  }
+  return out;
+}
+
 json ParityJson(const JobComparison& job) {
   if (!job.parity_checked) {
     return {{"checked", false}, {"max_abs_param_diff", nullptr}, {"max_rel_param_diff", nullptr}};
@@ -111,7 +155,9 @@ json WinnerJson(const JobComparison& job) {
 
 json JobJson(const JobComparison& job) {
   return {{"config", ConfigJson(job.config)},
-          {"modes", {{"ring", ModeJson(job.ring)}, {"ps", ModeJson(job.ps)}}},
+          {"modes",
+           {{"ring", WithTimeAndScaling(ModeJson(job.ring), job.ring)},
+            {"ps", WithTimeAndScaling(ModeJson(job.ps), job.ps)}}},
           {"parity", ParityJson(job)},
           {"winner", WinnerJson(job)}};
 }

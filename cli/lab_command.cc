@@ -3,6 +3,7 @@
 // cost model's bandwidth bound beside the measured sync time.
 #include <unistd.h>
 
+#include <algorithm>
 #include <memory>
 #include <string>
 #include <vector>
@@ -30,10 +31,14 @@ absl::Status RemoveStale(std::ostream& out) {
 }
 
 // One host per process the clusters start: the controller, every shard and every worker.
-std::vector<std::string> HostNames(const ClusterFlags& cluster) {
+// One host per process of the largest cluster the run starts (a sweep's clusters reuse them).
+std::vector<std::string> HostNames(const CompareOptions& options) {
+  int workers = options.cluster.workers, shards = options.cluster.ps_shards;
+  for (int n : options.worker_counts) workers = std::max(workers, n);
+  for (int s : options.shard_counts) shards = std::max(shards, s);
   std::vector<std::string> names = {"controller"};
-  for (int s = 0; s < cluster.ps_shards; ++s) names.push_back(absl::StrCat("ps-", s));
-  for (int w = 0; w < cluster.workers; ++w) names.push_back(absl::StrCat("worker-", w));
+  for (int s = 0; s < shards; ++s) names.push_back(absl::StrCat("ps-", s));
+  for (int w = 0; w < workers; ++w) names.push_back(absl::StrCat("worker-", w));
   return names;
 }
 
@@ -46,7 +51,7 @@ absl::Status RunLab(CompareOptions options, const TerminationSignals& signals, s
   RETURN_IF_ERROR(NetworkLab::CheckPrerequisites());
   RETURN_IF_ERROR(RemoveStale(out));
   launch::NetworkLabOptions lab_options;
-  lab_options.hosts = HostNames(options.cluster);
+  lab_options.hosts = HostNames(options);
   lab_options.rate = *options.link_rate;
   ASSIGN_OR_RETURN(std::unique_ptr<NetworkLab> lab, NetworkLab::Create(lab_options));
   out << "lab " << lab->tag() << ": " << lab->hosts().size()

@@ -2,7 +2,8 @@
 // - LinkBytesChart: bytes per step on every link of one mode, measured next to the model;
 // - PhaseChart: mean step time of each mode, stacked by phase (compute, sync, update);
 // - ModelCurveChart: the cost model's bytes per worker (or per busiest node) per step for
-//   N = 2..1024 in both modes, for the job's K and S, with the measured points on it.
+//   N = 2..1024 in both modes, for the job's K and S, with the measured points on it;
+// - ScalingChart, LossOverTimeChart: a sweep's step times, and loss over wall-clock time.
 // A chart with nothing to draw (a failed mode) still renders, with a "no data" note and no
 // marks. Pure; thread-safe.
 #ifndef RINGSIDE_CLI_REPORT_CHARTS_H_
@@ -22,6 +23,11 @@ std::string LinkBytesChart(const ModeReport& mode, const std::string& id);
 std::string PhaseChart(const JobComparison& job, const std::string& id);
 std::string ModelCurveChart(const JobComparison& job, ModelQuantity quantity,
                             const std::string& id);
+// A sweep's step time (p50, compute, sync) against N for one mode at `ps_shards` shards, with
+// the model's step time (cli/scaling_sweep.h) drawn over it (cli/scaling_chart.cc).
+std::string ScalingChart(const ModeReport& mode, int ps_shards, const std::string& id);
+// Each mode's first-worker loss against seconds since its cluster started.
+std::string LossOverTimeChart(const JobComparison& job, const std::string& id);
 
 }  // namespace ringside::cli
 

@@ -1,9 +1,14 @@
 #include "cli/report_html.h"
 
+#include <algorithm>
+#include <thread>
+#include <vector>
+
 #include "absl/strings/str_cat.h"
 #include "cli/comparison_summary.h"
 #include "cli/format_units.h"
 #include "cli/report_charts.h"
+#include "cli/scaling_sweep.h"
 #include "common/file_util.h"
 
 namespace ringside::cli {
@@ -49,6 +54,30 @@ std::string ComparisonTableHtml(const JobComparison& job) {
 
 std::string Figure(const std::string& svg) { return absl::StrCat("<figure>", svg, "</figure>\n"); }
 
+// A sweep's charts (one per mode, and per further shard count) and what they show.
+std::string ScalingSection(const JobComparison& job, const std::string& suffix) {
+  if (job.ring.scaling.empty() && job.ps.scaling.empty()) return "";
+  std::string html = "<h3>Scaling</h3>\n<div class=\"model\">\n";
+  for (const ModeReport* mode : {&job.ring, &job.ps}) {
+    for (const std::string& line :
+         ScalingExplanation(*mode, static_cast<int>(std::thread::hardware_concurrency()))) {
+      absl::StrAppend(&html, "<p>", HtmlEscape(line), "</p>\n");
+    }
+  }
+  html += "</div>\n<div class=\"charts\">\n";
+  html += Figure(ScalingChart(job.ring, job.config.ps_shards, "scaling-ring-" + suffix));
+  std::vector<int> shards;
+  for (const ScalingPoint& p : job.ps.scaling) {
+    if (std::find(shards.begin(), shards.end(), p.ps_shards) == shards.end()) {
+      shards.push_back(p.ps_shards);
+    }
+  }
+  for (int s : shards) {
+    html += Figure(ScalingChart(job.ps, s, absl::StrCat("scaling-ps-s", s, "-", suffix)));
+  }
+  return html + "</div>\n";
+}
+
 std::string JobSection(const JobComparison& job, size_t index) {
   const std::string suffix = absl::StrCat("job", index);
   std::string html =
@@ -75,7 +104,10 @@ std::string JobSection(const JobComparison& job, size_t index) {
   html += Figure(PhaseChart(job, "phases-" + suffix));
   html += Figure(ModelCurveChart(job, ModelQuantity::kPerWorker, "model-worker-" + suffix));
   html += Figure(ModelCurveChart(job, ModelQuantity::kBusiestNode, "model-busiest-" + suffix));
-  return html + "</div>\n</section>\n";
+  html += Figure(LossOverTimeChart(job, "loss-time-" + suffix));
+  html += "</div>\n";
+  html += ScalingSection(job, suffix);
+  return html + "</section>\n";
 }
 
 }  // namespace

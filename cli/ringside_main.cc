@@ -17,14 +17,17 @@
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
 #include "absl/status/statusor.h"
+#include "absl/strings/match.h"
 #include "cli/commands.h"
 #include "cli/health_check.h"
+#include "cli/scaling_sweep.h"
 #include "common/auth.h"
 #include "common/flags_usage.h"
 #include "common/grpc_util.h"
 #include "common/link_rate.h"
 #include "common/net.h"
 #include "common/security_flags.h"
+#include "common/status_macros.h"
 #include "common/termination_signals.h"
 #include "control/job_spec.h"
 #include "model/training_flags.h"
@@ -35,8 +38,19 @@ ABSL_FLAG(std::string, operator_token_file, "",
           "ctl: file holding the controller's operator token (its --operator_token_file)");
 ABSL_FLAG(std::string, address, "", "health: the daemon's gRPC address HOST:PORT");
 ABSL_FLAG(absl::Duration, timeout, absl::Seconds(10), "deadline of a ctl or health request");
-ABSL_FLAG(int, workers, 4, "compare/up: workers in the local cluster");
-ABSL_FLAG(int, ps_shards, 2, "compare/up: parameter-server shards in the local cluster");
+ABSL_FLAG(std::string, workers, "4",
+          "compare/up: workers in the local cluster; compare: a list such as 1,2,4,8 sweeps them "
+          "(one cluster per count), reporting samples/s, scaling efficiency and step time "
+          "against the model");
+ABSL_FLAG(std::string, ps_shards, "2",
+          "compare/up: parameter-server shards in the local cluster; compare: a list such as 1,2 "
+          "sweeps ps mode over them too");
+ABSL_FLAG(std::string, timeline, "",
+          "compare: write a Chrome trace / Perfetto JSON of every worker's steps (compute, sync, "
+          "update) and regroups in every cluster here");
+ABSL_FLAG(int64_t, timeline_capacity, 4096,
+          "compare: events each worker keeps for --timeline (4 per step; older ones are dropped "
+          "and counted)");
 ABSL_FLAG(std::string, mode, "ring", "up: the mode the cluster starts in (ring or ps)");
 ABSL_FLAG(absl::Duration, heartbeat_timeout, absl::Seconds(2),
           "compare/up: the controller drops a worker silent for this long");
@@ -101,8 +115,14 @@ absl::StatusOr<ringside::cli::ClusterFlags> ClusterFromFlags(const char* argv0) 
   ringside::cli::ClusterFlags cluster;
   cluster.bin_dir =
       absl::GetFlag(FLAGS_bin_dir).empty() ? OwnDirectory(argv0) : absl::GetFlag(FLAGS_bin_dir);
-  cluster.workers = absl::GetFlag(FLAGS_workers);
-  cluster.ps_shards = absl::GetFlag(FLAGS_ps_shards);
+  // A list sweeps (compare only); the cluster's own size is the list's largest.
+  ASSIGN_OR_RETURN(const std::vector<int> workers,
+                   ringside::cli::ParseCountList("--workers", absl::GetFlag(FLAGS_workers), 1024));
+  ASSIGN_OR_RETURN(
+      const std::vector<int> shards,
+      ringside::cli::ParseCountList("--ps_shards", absl::GetFlag(FLAGS_ps_shards), 1024));
+  cluster.workers = workers.back();
+  cluster.ps_shards = shards.front();
   cluster.heartbeat_timeout = absl::GetFlag(FLAGS_heartbeat_timeout);
   cluster.checkpoint_dir = absl::GetFlag(FLAGS_checkpoint_dir);
   cluster.checkpoint_every = absl::GetFlag(FLAGS_checkpoint_every);
@@ -182,6 +202,16 @@ int Run(int argc, char** argv, const std::vector<char*>& args,
       options.jobs = CompareJobs(*training, model_given);
       options.json_file = absl::GetFlag(FLAGS_json);
       options.report_file = absl::GetFlag(FLAGS_report);
+      // Validated in ClusterFromFlags already.
+      options.worker_counts =
+          *ringside::cli::ParseCountList("--workers", absl::GetFlag(FLAGS_workers), 1024);
+      options.shard_counts =
+          *ringside::cli::ParseCountList("--ps_shards", absl::GetFlag(FLAGS_ps_shards), 1024);
+      options.timeline_file = absl::GetFlag(FLAGS_timeline);
+      options.timeline_capacity = absl::GetFlag(FLAGS_timeline_capacity);
+      if (options.timeline_capacity < 4 || options.timeline_capacity > 1'000'000) {
+        return Fail("--timeline_capacity: keep between 4 (one step) and 1000000 events");
+      }
       if (command == "lab") {
         absl::StatusOr<ringside::LinkRate> rate =
             ringside::ParseLinkRate(absl::GetFlag(FLAGS_link_rate));
@@ -196,6 +226,10 @@ int Run(int argc, char** argv, const std::vector<char*>& args,
       }
     } else {
       ringside::cli::UpOptions options;
+      if (absl::StrContains(absl::GetFlag(FLAGS_workers), ',') ||
+          absl::StrContains(absl::GetFlag(FLAGS_ps_shards), ',')) {
+        return Fail("--workers/--ps_shards: up runs one cluster; a list sweeps only in compare");
+      }
       options.cluster = *cluster;
       absl::StatusOr<ringside::SyncMode> mode = ringside::ParseSyncMode(absl::GetFlag(FLAGS_mode));
       if (!mode.ok()) return Fail("--mode: " + std::string(mode.status().message()));

@@ -53,7 +53,8 @@ std::string StepTraceLineText(const StepTraceLine& line) {
               {"checksum", line.checksum},
               {"compute_seconds", line.compute_seconds},
               {"sync_seconds", line.sync_seconds},
-              {"update_seconds", line.update_seconds}}
+              {"update_seconds", line.update_seconds},
+              {"unix_seconds", line.unix_seconds}}
       .dump();
 }
 
@@ -71,6 +72,7 @@ absl::StatusOr<StepTraceLine> ParseStepTraceLine(absl::string_view text) {
   fields.Read("compute_seconds", line.compute_seconds, /*required=*/false);
   fields.Read("sync_seconds", line.sync_seconds, /*required=*/false);
   fields.Read("update_seconds", line.update_seconds, /*required=*/false);
+  fields.Read("unix_seconds", line.unix_seconds, /*required=*/false);
   if (!fields.status().ok()) return fields.status();
   return line;
 }

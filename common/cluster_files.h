@@ -43,6 +43,9 @@ struct StepTraceLine {
   // The step's phases as `ringside_step_seconds` times them (0 in traces written before they
   // were recorded): the lab compares every step's sync with the bandwidth bound.
   double compute_seconds = 0, sync_seconds = 0, update_seconds = 0;
+  // When the step ended, seconds since the Unix epoch (`ringside compare`'s loss over time).
+  // Optional in the file (0: not recorded, as in traces written before it existed).
+  double unix_seconds = 0;
 };
 std::string StepTraceLineText(const StepTraceLine& line);  // one line, no newline
 absl::StatusOr<StepTraceLine> ParseStepTraceLine(absl::string_view text);

@@ -19,6 +19,7 @@
 #include "ring/ring_member.h"
 #include "train/controller_assignments.h"
 #include "train/elastic_training.h"
+#include "train/timeline.h"
 
 namespace ringside::worker {
 namespace {
@@ -62,14 +63,61 @@ class SupersedeRelay {
   ElasticTrainer* trainer_ ABSL_GUARDED_BY(mu_) = nullptr;
 };
 
-StepTraceSink TraceTo(std::ofstream& out) {
-  return [&out](const StepTrace& step) {
-    out << StepTraceLineText({step.step, step.generation, std::string(SyncModeName(step.mode)),
-                              step.slot.rank, step.slot.world, step.loss, step.seconds,
-                              Fnv1aHex(step.parameters), step.phases.compute, step.phases.sync,
-                              step.phases.update})
-        << "\n";
-    out.flush();
+// The worker's timeline and where it goes; written on the training thread only.
+class TimelineWriter {
+ public:
+  static constexpr absl::Duration kEvery = absl::Seconds(2);
+
+  static absl::StatusOr<std::unique_ptr<TimelineWriter>> Create(const WorkerOptions& options) {
+    if (options.timeline_file.empty()) return std::unique_ptr<TimelineWriter>();
+    if (options.timeline_capacity < 4 || options.timeline_capacity > 1'000'000) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--timeline_capacity=", options.timeline_capacity,
+                       ": keep between 4 (one step) and 1000000 events"));
+    }
+    auto writer = std::unique_ptr<TimelineWriter>(new TimelineWriter(options));
+    // At once, so a path that cannot be written fails the start, naming the flag.
+    RETURN_IF_ERROR(Annotate(writer->Write(), "--timeline_file"));
+    return writer;
+  }
+  Timeline* timeline() { return &timeline_; }
+  absl::Status Write() {
+    last_ = absl::Now();
+    return WriteWorkerTimeline(timeline_, rank_, path_);
+  }
+  void WriteIfDue(int rank, std::ostream& log) {
+    rank_ = rank;
+    if (absl::Now() - last_ < kEvery) return;
+    if (absl::Status status = Write(); !status.ok()) {
+      log << WorkerName(rank) << ": --timeline_file not written: " << status << "\n";
+    }
+  }
+  void set_rank(int rank) { rank_ = rank; }
+
+ private:
+  explicit TimelineWriter(const WorkerOptions& options)
+      : path_(options.timeline_file),
+        timeline_(static_cast<size_t>(options.timeline_capacity)),
+        rank_(options.rank) {}
+  const std::string path_;
+  Timeline timeline_;
+  int rank_;
+  absl::Time last_ = absl::InfinitePast();
+};
+
+StepTraceSink TraceTo(std::ofstream* out, TimelineWriter* timeline, std::ostream& log) {
+  if (out == nullptr && timeline == nullptr) return nullptr;
+  return [out, timeline, &log](const StepTrace& step) {
+    if (timeline != nullptr) timeline->WriteIfDue(step.slot.rank, log);
+    if (out == nullptr) return;
+    *out << StepTraceLineText(
+                {step.step, step.generation, std::string(SyncModeName(step.mode)), step.slot.rank,
+                 step.slot.world, step.loss, step.seconds, Fnv1aHex(step.parameters),
+                 absl::ToDoubleSeconds(step.timing.compute),
+                 absl::ToDoubleSeconds(step.timing.sync), absl::ToDoubleSeconds(step.timing.update),
+                 absl::ToDoubleSeconds(step.end - absl::UnixEpoch())})
+         << "\n";
+    out->flush();
   };
 }
 
@@ -173,6 +221,8 @@ absl::Status RunTrainingWorker(const WorkerOptions& options, const TerminationSi
     }
   }
 
+  ASSIGN_OR_RETURN(std::unique_ptr<TimelineWriter> timeline, TimelineWriter::Create(options));
+
   SupersedeRelay relay;
   std::unique_ptr<server::ControllerClient> controller;
   std::unique_ptr<AssignmentSource> assignments;
@@ -218,15 +268,26 @@ absl::Status RunTrainingWorker(const WorkerOptions& options, const TerminationSi
   training.security = options.security;
   training.stay_after_finish = elastic;
   if (options.fault.has_value()) training.fault = KillSelfAt(*options.fault);
+  if (timeline != nullptr) training.timeline = timeline->timeline();
   ElasticTrainer trainer(*assignments, worker.member.get(), worker.metrics, training, log,
-                         trace.is_open() ? TraceTo(trace) : nullptr);
+                         TraceTo(trace.is_open() ? &trace : nullptr, timeline.get(), log));
   relay.Attach(&trainer);
   bool finished = false;
   const absl::Status status = trainer.Run(signals.notification(), [&](const ElasticResult& result) {
     finished = true;
+    // Before the result file: whoever waits for results finds the whole job's timeline.
+    if (timeline != nullptr) {
+      timeline->set_rank(result.slot.rank);
+      RETURN_IF_ERROR(Annotate(timeline->Write(), "--timeline_file"));
+    }
     return ReportResult(options, result, worker.metrics_server->port(), elastic, log);
   });
   relay.Attach(nullptr);
+  if (timeline != nullptr) {  // regroups after the job, too
+    if (absl::Status written = timeline->Write(); !written.ok()) {
+      log << "worker: --timeline_file not written at exit: " << written << "\n";
+    }
+  }
   RETURN_IF_ERROR(status);
   if (elastic) return absl::OkStatus();
   if (!finished) return absl::CancelledError("stopped by a signal before the job ended");

@@ -49,7 +49,11 @@ struct WorkerOptions {
   // the listen addresses and the timeouts; the worker stays after the job until a signal.
   server::MemberOptions member;
   std::string trace_file;  // one JSON line per completed step; empty: none
-  std::string ready_file;  // elastic: {port, metrics_port, address} once registered
+  // Chrome trace JSON of every step's phases and every regroup (train/timeline.h), written
+  // atomically at start, every few seconds, when the job is done and at exit; empty: none.
+  std::string timeline_file;
+  int64_t timeline_capacity = 4096;  // events kept (4 per step); older ones are dropped
+  std::string ready_file;            // elastic: {port, metrics_port, address} once registered
   absl::Duration regroup_timeout = absl::Seconds(120);
   std::optional<FaultPlan> fault;  // test only: --fault_at
   // Of every link: the RingPeer server, the ring stream, the shards, the controller.

@@ -49,6 +49,12 @@ ABSL_FLAG(std::string, advertise, "",
 ABSL_FLAG(std::string, trace_file, "",
           "elastic: append one JSON line per completed step (step, generation, mode, rank, world, "
           "loss, parameters checksum)");
+ABSL_FLAG(std::string, timeline_file, "",
+          "write a Chrome trace / Perfetto JSON of every step's phases (compute, sync, update) "
+          "and every regroup here, atomically: at start, every few seconds, when the job is done "
+          "and at exit");
+ABSL_FLAG(int64_t, timeline_capacity, 4096,
+          "--timeline_file keeps the newest this many events (4 per step), dropping older ones");
 ABSL_FLAG(std::string, ready_file, "",
           "elastic: once registered, write {port, metrics_port, address} here as JSON");
 ABSL_FLAG(absl::Duration, regroup_timeout, kDefaults.regroup_timeout,
@@ -94,6 +100,8 @@ absl::StatusOr<ringside::worker::WorkerOptions> OptionsFromFlags() {
   options.member.join_token_file = absl::GetFlag(FLAGS_join_token_file);
   options.member.advertise = absl::GetFlag(FLAGS_advertise);
   options.trace_file = absl::GetFlag(FLAGS_trace_file);
+  options.timeline_file = absl::GetFlag(FLAGS_timeline_file);
+  options.timeline_capacity = absl::GetFlag(FLAGS_timeline_capacity);
   options.ready_file = absl::GetFlag(FLAGS_ready_file);
   options.regroup_timeout = absl::GetFlag(FLAGS_regroup_timeout);
   absl::StatusOr<ringside::TransportSecurity> security = ringside::TransportSecurityFromFlags();

@@ -80,18 +80,17 @@ absl::StatusOr<GradientStats> TrainStep(TrainingJob& job, int64_t step, WorkerSl
                                         ParameterSync& sync, absl::Span<float> params,
                                         absl::Span<float> gradient, Metrics* metrics,
                                         const std::function<absl::Status()>& before_sync,
-                                        StepPhases* phases) {
+                                        StepTiming* timing) {
   const absl::Time start = absl::Now();
   ASSIGN_OR_RETURN(const GradientStats stats, job.ComputeShare(step, slot, params, gradient));
-  const absl::Duration compute = absl::Now() - start;
   if (before_sync) RETURN_IF_ERROR(before_sync());
-  absl::StatusOr<SyncTiming> timing = sync.Step(step, gradient, params);
-  if (!timing.ok()) return Annotate(timing.status(), absl::StrCat("training step ", step));
-  RecordStep(metrics, sync.mode(), compute, *timing, stats);
-  if (phases != nullptr) {
-    *phases = {absl::ToDoubleSeconds(compute), absl::ToDoubleSeconds(timing->sync),
-               absl::ToDoubleSeconds(timing->update)};
+  const absl::Duration compute = absl::Now() - start;
+  absl::StatusOr<SyncTiming> sync_timing = sync.Step(step, gradient, params);
+  if (!sync_timing.ok()) {
+    return Annotate(sync_timing.status(), absl::StrCat("training step ", step));
   }
+  RecordStep(metrics, sync.mode(), compute, *sync_timing, stats);
+  if (timing != nullptr) *timing = {start, compute, sync_timing->sync, sync_timing->update};
   return stats;
 }
 

@@ -23,6 +23,7 @@
 #include "train/batching.h"
 #include "train/dataset.h"
 #include "train/local_training.h"
+#include "train/timeline.h"
 
 namespace ringside::worker {
 
@@ -76,16 +77,14 @@ class TrainingJob {
 // One step of the loop, for this and every other trainer (train/elastic_training.h): the slot's
 // gradient share of step `step` at `params`, then `before_sync` (may be null; an error abandons
 // the step before anything is sent), then the sync (on success `params` hold step `step`'s
-// result), then the step's metrics. Errors are annotated with the step.
-// `phases` (may be null) receives the seconds of the phases the metrics record.
-struct StepPhases {
-  double compute = 0, sync = 0, update = 0;
-};
+// result), then the step's metrics. Errors are annotated with the step. `timing` (may be null)
+// receives the phases the metrics recorded; `before_sync` counts as compute, so the phases
+// cover the whole step back to back.
 absl::StatusOr<GradientStats> TrainStep(TrainingJob& job, int64_t step, WorkerSlot slot,
                                         ParameterSync& sync, absl::Span<float> params,
                                         absl::Span<float> gradient, Metrics* metrics,
                                         const std::function<absl::Status()>& before_sync = nullptr,
-                                        StepPhases* phases = nullptr);
+                                        StepTiming* timing = nullptr);
 
 // Runs options.steps steps (or until `observer` returns false). `metrics` may be null; else the
 // step-time histograms, steps and loss of the sync's mode are recorded.

@@ -81,10 +81,15 @@ absl::Status ElasticTrainer::Run(const absl::Notification& stop, const FinishedC
     absl::StatusOr<GenerationAssignment> newer =
         assignments_.WaitForNewer(generation_, absl::Now());
     if (newer.ok()) {
+      const absl::Time regroup_start = absl::Now();
       absl::Status status =
           newer->rank < 0
               ? absl::FailedPreconditionError("this worker has no rank in the generation")
               : Regroup(*newer);
+      if (options_.timeline != nullptr) {
+        options_.timeline->RecordRegroup(completed_, newer->generation, newer->mode, regroup_start,
+                                         absl::Now() - regroup_start);
+      }
       if (!lost_at_.empty()) return LostStatus();
       if (!status.ok()) RETURN_IF_ERROR(AwaitNewGeneration(newer->generation, status, stop));
       continue;  // a newer generation may have come during the regroup: adopt it before a step
@@ -313,8 +318,7 @@ absl::Status ElasticTrainer::SaveCheckpointIfDue() {
 }
 
 absl::Status ElasticTrainer::Step() {
-  const absl::Time start = absl::Now();
-  StepPhases phases;
+  StepTiming timing;
   ASSIGN_OR_RETURN(last_stats_, TrainStep(
                                     *job_, completed_, slot_, *sync_, absl::MakeSpan(parameters_),
                                     absl::MakeSpan(gradient_), &metrics_,
@@ -324,10 +328,16 @@ absl::Status ElasticTrainer::Step() {
                                       }
                                       return absl::OkStatus();
                                     },
-                                    &phases));
+                                    &timing));
+  // The trace's step time is the phases' sum, as the step-time histograms and the timeline
+  // have it, so the three never disagree about a step.
+  if (options_.timeline != nullptr) {
+    options_.timeline->RecordStep(completed_, generation_, mode_, timing);
+  }
   if (trace_) {
     trace_(StepTrace{completed_, generation_, mode_, slot_, last_stats_.mean_loss,
-                     absl::ToDoubleSeconds(absl::Now() - start), parameters_, phases});
+                     absl::ToDoubleSeconds(timing.total()), timing.start + timing.total(),
+                     parameters_, timing});
   }
   ++completed_;
   assignments_.ReportCompletedSteps(static_cast<uint64_t>(completed_));

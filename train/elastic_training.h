@@ -47,6 +47,7 @@
 #include "train/assignment_source.h"
 #include "train/data_parallel.h"
 #include "train/fault_injection.h"
+#include "train/timeline.h"
 
 namespace ringside::worker {
 
@@ -62,6 +63,9 @@ struct ElasticOptions {
   // After the job's last step: stay a member (elastic: later generations still regroup, so a
   // late joiner receives the final state), or return from Run() (a static cluster).
   bool stay_after_finish = true;
+  // Records every step's phases and every regroup (train/timeline.h); null: none. Must outlive
+  // the trainer.
+  Timeline* timeline = nullptr;
 };
 
 struct ElasticResult {
@@ -78,9 +82,10 @@ struct StepTrace {
   SyncMode mode = SyncMode::kRing;
   WorkerSlot slot;
   double loss = 0;
-  double seconds = 0;  // the whole step: compute, sync and update
+  double seconds = 0;  // the whole step: compute, sync and update (StepTiming::total)
+  absl::Time end;      // when the step ended (its start + seconds)
   absl::Span<const float> parameters;
-  StepPhases phases;  // what `ringside_step_seconds` recorded for it
+  StepTiming timing;  // its phases, as `ringside_step_seconds` recorded them
 };
 using StepTraceSink = std::function<void(const StepTrace&)>;
 

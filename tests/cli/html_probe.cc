@@ -6,8 +6,8 @@ namespace ringside::cli::testing {
 
 std::vector<std::string> ChartIds(int index) {
   const std::string job = absl::StrCat("job", index);
-  return {"links-ring-" + job, "links-ps-" + job, "phases-" + job, "model-worker-" + job,
-          "model-busiest-" + job};
+  return {"links-ring-" + job,   "links-ps-" + job,      "phases-" + job,
+          "model-worker-" + job, "model-busiest-" + job, "loss-time-" + job};
 }
 
 std::string SvgById(const std::string& html, const std::string& id) {

@@ -27,10 +27,10 @@ TEST(ReportHtmlTest, IsOneSelfContainedPage) {
   EXPECT_EQ(html.rfind("<!DOCTYPE html>", 0), 0u);
   EXPECT_THAT(html, HasSubstr("<meta charset=\"utf-8\">"));
   EXPECT_THAT(html, HasSubstr("</html>"));
-  // The only URLs are the SVG namespace names, one per chart (5 per job).
+  // The only URLs are the SVG namespace names, one per chart (6 per job).
   const std::string xmlns = "xmlns=\"http://www.w3.org/2000/svg\"";
-  EXPECT_EQ(CountOccurrences(html, xmlns), 10);
-  EXPECT_EQ(CountOccurrences(html, "http://"), 10);
+  EXPECT_EQ(CountOccurrences(html, xmlns), 12);
+  EXPECT_EQ(CountOccurrences(html, "http://"), 12);
   EXPECT_EQ(CountOccurrences(html, "https://"), 0);
   for (const char* fetcher : {"<script", "<link", "<img", "<iframe", "@import", "url(", "src="}) {
     EXPECT_THAT(html, Not(HasSubstr(fetcher))) << fetcher;

@@ -64,6 +64,9 @@ JobComparison SyntheticJob() {
   job.ps.samples_per_second = 180.5;
   job.ps.final_loss = 0.3412;
   job.ps.accuracy = 0.912;
+  // Loss against seconds since each cluster started: the ring reaches the same loss sooner.
+  job.ring.loss_over_time = {{2.0, 0, 2.31}, {6.2, 20, 0.92}, {10.5, 49, 0.3412}};
+  job.ps.loss_over_time = {{2.4, 0, 2.31}, {9.4, 20, 0.92}, {17.7, 49, 0.3412}};
 
   job.parity_checked = true;
   job.max_abs_param_diff = 2.4e-7;
@@ -100,6 +103,8 @@ JobComparison IrisJobWithLostWorker() {
   job.ps.samples_per_second = 20000;
   job.ps.final_loss = 0.0571;
   job.ps.accuracy = 0.9733;
+  job.ring.loss_over_time = {{1.1, 0, 1.10}, {1.3, 100, 0.21}, {1.5, 199, 0.0571}};
+  job.ps.loss_over_time = {{1.2, 0, 1.10}, {1.4, 100, 0.21}, {1.6, 199, 0.0571}};
 
   job.parity_checked = true;
   job.max_abs_param_diff = 1.2e-7;

@@ -1,0 +1,171 @@
+// The scaling sweep's arithmetic (efficiency, the model, its calibration), its flag parsing,
+// and what the JSON and the HTML report make of it. Pure: hand-built points.
+#include "cli/scaling_sweep.h"
+
+#include <string>
+#include <vector>
+
+#include "cli/report_charts.h"
+#include "cli/report_html.h"
+#include "gtest/gtest.h"
+#include "tests/cli/html_probe.h"
+#include "tests/cli/sample_report.h"
+
+namespace ringside::cli {
+namespace {
+
+using nlohmann::json;
+
+ScalingPoint Measured(int workers, int shards, double samples_per_second, double compute,
+                      double sync, double update) {
+  ScalingPoint p;
+  p.workers = workers;
+  p.ps_shards = shards;
+  p.completed = true;
+  p.samples_per_second = samples_per_second;
+  p.phases = {compute, sync, update};
+  p.step_p50 = p.step_mean = compute + sync + update;
+  return p;
+}
+
+// A ring sweep over N = 1, 2, 4, 8 of the sample's 784,1024,1024,10 job.
+JobComparison RingSweep() {
+  JobComparison job = testing::SyntheticJob();
+  job.ring.scaling = {
+      Measured(1, 2, 400, 0.150, 0, 0.010), Measured(2, 2, 500, 0.080, 0.040, 0.010),
+      Measured(4, 2, 600, 0.080, 0.060, 0.010), Measured(8, 2, 500, 0.070, 0.050, 0.010)};
+  FillScalingModel(job.ring, job.config, 0);
+  return job;
+}
+
+TEST(ScalingSweepTest, EfficiencyIsOneAtTheBaselineAndSamplesPerWorkerAfter) {
+  const JobComparison job = RingSweep();
+  const std::vector<ScalingPoint>& points = job.ring.scaling;
+  EXPECT_EQ(job.ring.scaling_baseline_workers, 1);
+  EXPECT_DOUBLE_EQ(points[0].efficiency, 1.0);
+  EXPECT_DOUBLE_EQ(points[1].efficiency, 500.0 / (2 * 400));
+  EXPECT_DOUBLE_EQ(points[3].efficiency, 500.0 / (8 * 400));
+}
+
+TEST(ScalingSweepTest, WithoutOneTheSmallestCountIsTheBaseline) {
+  JobComparison job = testing::SyntheticJob();
+  job.ring.scaling = {Measured(2, 2, 500, 0.08, 0.04, 0.01), Measured(4, 2, 800, 0.04, 0.05, 0.01)};
+  FillScalingModel(job.ring, job.config, 0);
+  EXPECT_EQ(job.ring.scaling_baseline_workers, 2);
+  EXPECT_DOUBLE_EQ(job.ring.scaling[0].efficiency, 1.0);
+  EXPECT_DOUBLE_EQ(job.ring.scaling[1].efficiency, 800.0 / (2 * 500));
+  const std::vector<std::string> lines = ScalingExplanation(job.ring, 2);
+  ASSERT_FALSE(lines.empty());
+  EXPECT_NE(lines[0].find("1 was not swept"), std::string::npos) << lines[0];
+}
+
+TEST(ScalingSweepTest, TheModelScalesComputeAsOneOverNAndCalibratesTheSyncOnce) {
+  const JobComparison job = RingSweep();
+  // N = 1 has no ring traffic: calibrated at N = 2, bytes ÷ sync time.
+  EXPECT_EQ(job.ring.model_calibrated_at, 2);
+  const double bytes_at_2 = 2.0 * 1 / 2 * 1863690 * 4;  // 2(N-1)/N·K·4
+  EXPECT_NEAR(job.ring.model_bytes_per_second, bytes_at_2 / 0.040, 1e-6 * bytes_at_2 / 0.040);
+  const ScalingPoint& at8 = job.ring.scaling[3];
+  EXPECT_DOUBLE_EQ(at8.model.compute, 0.150 / 8);
+  EXPECT_DOUBLE_EQ(at8.model.update, 0.010);
+  // 2(N-1)/N grows from 1 at N = 2 to 1.75 at N = 8 (chunk sizes make it inexact).
+  EXPECT_NEAR(at8.model.sync, 0.040 * 1.75, 0.040 * 1.75 * 1e-5);
+  EXPECT_DOUBLE_EQ(at8.model_step_seconds, at8.model.compute + at8.model.sync + at8.model.update);
+  // A link rate, where one is known, replaces the calibration.
+  JobComparison lab = RingSweep();
+  FillScalingModel(lab.ring, lab.config, 12.5e6);
+  EXPECT_EQ(lab.ring.model_calibrated_at, 0);
+  EXPECT_NEAR(lab.ring.scaling[1].model.sync, bytes_at_2 / 12.5e6, 1e-9);
+}
+
+TEST(ScalingSweepTest, ExplainsWhereComputeStopsShrinking) {
+  const std::vector<std::string> lines = ScalingExplanation(RingSweep().ring, 2);
+  ASSERT_EQ(lines.size(), 2u);
+  EXPECT_NE(lines[1].find("part at N = 4"), std::string::npos) << lines[1];
+  EXPECT_NE(lines[1].find("share 2 cores"), std::string::npos) << lines[1];
+  EXPECT_NE(lines[1].find("CPU contention"), std::string::npos) << lines[1];
+}
+
+TEST(ScalingSweepTest, PsShardCountsHaveBaselinesOfTheirOwn) {
+  JobComparison job = testing::SyntheticJob();
+  job.ps.scaling = {Measured(1, 1, 300, 0.15, 0.02, 0.01), Measured(2, 1, 400, 0.08, 0.06, 0.01),
+                    Measured(1, 2, 320, 0.15, 0.02, 0.01), Measured(2, 2, 480, 0.08, 0.04, 0.01)};
+  FillScalingModel(job.ps, job.config, 0);
+  EXPECT_DOUBLE_EQ(job.ps.scaling[0].efficiency, 1.0);
+  EXPECT_DOUBLE_EQ(job.ps.scaling[2].efficiency, 1.0);
+  EXPECT_DOUBLE_EQ(job.ps.scaling[3].efficiency, 480.0 / (2 * 320));
+  // A ps worker sends K even alone: calibrated at N = 1 (busiest node: the worker, K·4 bytes).
+  EXPECT_EQ(job.ps.model_calibrated_at, 1);
+}
+
+TEST(ScalingSweepTest, AFailedSizeHasNoEfficiencyAndIsNotTheBaseline) {
+  JobComparison job = testing::SyntheticJob();
+  ScalingPoint failed;
+  failed.workers = 1;
+  failed.ps_shards = 2;
+  job.ring.scaling = {failed, Measured(2, 2, 500, 0.08, 0.04, 0.01)};
+  FillScalingModel(job.ring, job.config, 0);
+  EXPECT_EQ(job.ring.scaling_baseline_workers, 2);
+  EXPECT_EQ(job.ring.scaling[0].efficiency, 0);
+}
+
+TEST(ScalingSweepTest, ParsesCountLists) {
+  EXPECT_EQ(ParseCountList("--workers", "4", 1024).value(), std::vector<int>{4});
+  EXPECT_EQ(ParseCountList("--workers", "8,1,2,4", 1024).value(), (std::vector<int>{1, 2, 4, 8}));
+  for (const char* bad : {"", "0", "1,,2", "a", "2,2", "-1", "1.5", "2000"}) {
+    absl::StatusOr<std::vector<int>> parsed = ParseCountList("--workers", bad, 1024);
+    ASSERT_FALSE(parsed.ok()) << bad;
+    EXPECT_NE(parsed.status().message().find("--workers"), std::string::npos);
+  }
+}
+
+TEST(ScalingSweepTest, JsonHasOneScalingRecordPerSizeOnlyWhenSwept) {
+  CompareReport report;
+  report.jobs.push_back(RingSweep());
+  const json doc = CompareJson(report);
+  const json& scaling = doc["modes"]["ring"]["scaling"];
+  ASSERT_EQ(scaling.size(), 4u);
+  for (size_t i = 0; i < scaling.size(); ++i) {
+    EXPECT_EQ(scaling[i]["workers"], report.jobs[0].ring.scaling[i].workers);
+    EXPECT_TRUE(scaling[i]["samples_per_second"].is_number());
+    EXPECT_TRUE(scaling[i]["efficiency"].is_number());
+    EXPECT_TRUE(scaling[i]["model"]["step_seconds"].is_number());
+  }
+  EXPECT_EQ(scaling[0]["efficiency"], 1.0);
+  EXPECT_EQ(doc["modes"]["ring"]["scaling_baseline_workers"], 1);
+  // No sweep, no scaling: the JSON of a single size keeps its shape.
+  EXPECT_FALSE(doc["modes"]["ps"].contains("scaling"));
+  EXPECT_FALSE(CompareJson(testing::SampleReport())["modes"]["ring"].contains("scaling"));
+}
+
+TEST(ScalingSweepTest, TheReportDrawsOneChartPerModeWithTheModel) {
+  CompareReport report;
+  report.jobs.push_back(RingSweep());
+  const std::string html = RenderHtmlReport(report);
+  EXPECT_NE(html.find("id=\"scaling-ring-job0\""), std::string::npos);
+  const std::string chart = ScalingChart(report.jobs[0].ring, 2, "c");
+  // Four sizes: a step, compute, sync and model mark at each, and their lines.
+  EXPECT_EQ(testing::CountOccurrences(chart, "class=\"mark step\""), 4 + 1);
+  EXPECT_EQ(testing::CountOccurrences(chart, "class=\"mark model\""), 4 + 1);
+  EXPECT_NE(html.find("CPU contention"), std::string::npos);
+  // No ps sweep was given: its chart says so instead of drawing nothing silently.
+  EXPECT_NE(ScalingChart(report.jobs[0].ps, 2, "p").find("no data"), std::string::npos);
+}
+
+TEST(ScalingSweepTest, TheLossChartDrawsBothModes) {
+  JobComparison job = testing::SyntheticJob();
+  job.ring.loss_over_time = {{1.0, 0, 2.3}, {2.0, 1, 1.5}, {3.0, 2, 0.9}};
+  job.ps.loss_over_time = {{1.5, 0, 2.3}, {3.5, 1, 1.5}};
+  const std::string chart = LossOverTimeChart(job, "loss");
+  EXPECT_EQ(testing::CountOccurrences(chart, "class=\"mark loss ring\""), 1);
+  EXPECT_EQ(testing::CountOccurrences(chart, "class=\"mark loss ps\""), 1);
+  CompareReport report;
+  report.jobs.push_back(job);
+  const json doc = CompareJson(report);
+  ASSERT_EQ(doc["modes"]["ring"]["loss_over_time"].size(), 3u);
+  EXPECT_EQ(doc["modes"]["ring"]["loss_over_time"][2]["seconds"], 3.0);
+  EXPECT_EQ(doc["modes"]["ps"]["loss_over_time"][1]["loss"], 1.5);
+}
+
+}  // namespace
+}  // namespace ringside::cli
