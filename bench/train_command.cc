@@ -28,9 +28,12 @@ ABSL_FLAG(int64_t, steps, 50, "train: steps per run and mode");
 ABSL_FLAG(int64_t, rows, 2048, "train: synthetic rows (each worker's data set)");
 ABSL_FLAG(int, runs, 3, "train: runs; each runs every implementation once");
 ABSL_FLAG(std::string, torch, "auto",
-          "train: PyTorch DDP baseline: auto (when python3 can import torch), on (required), off");
+          "train: PyTorch DDP baseline: auto (when --python can import torch), on (required), off");
 ABSL_FLAG(std::string, torch_script, RINGSIDE_BENCH_DDP_SCRIPT,
           "train: the PyTorch DDP script (bench/ddp_train.py)");
+// Debian's python3-torch installs for the system interpreter, which a PATH python3 (pyenv, a
+// virtual environment) need not be.
+ABSL_FLAG(std::string, python, "/usr/bin/python3", "train: the Python that runs the DDP script");
 ABSL_FLAG(
     bool, tls, false,
     "train: run Ringside's clusters with mutual TLS (default plaintext, as the DDP baseline)");
@@ -116,7 +119,7 @@ absl::StatusOr<TrainResult> RunTorch(const TrainJob& job, int run, const TempDir
                                      const std::string& script, absl::Duration timeout) {
   const std::string out = dir.File(absl::StrCat("ddp-", run, ".log"));
   RETURN_IF_ERROR(
-      RunToEnd({"/usr/bin/env", "python3", script, absl::StrCat("--workers=", job.workers),
+      RunToEnd({absl::GetFlag(FLAGS_python), script, absl::StrCat("--workers=", job.workers),
                 "--model=" + job.model, absl::StrCat("--batch_size=", job.batch_size),
                 absl::StrCat("--steps=", job.steps), absl::StrCat("--rows=", job.rows),
                 absl::StrCat("--seed=", job.seed)},
@@ -136,7 +139,7 @@ absl::StatusOr<TrainResult> RunTorch(const TrainJob& job, int run, const TempDir
 
 // Whether python3 can import torch (the probe's output is kept in the work directory).
 bool TorchImportable(const TempDir& dir) {
-  return RunToEnd({"/usr/bin/env", "python3", "-c", "import torch"}, dir.File("torch-probe.log"),
+  return RunToEnd({absl::GetFlag(FLAGS_python), "-c", "import torch"}, dir.File("torch-probe.log"),
                   absl::Seconds(120))
       .ok();
 }
@@ -218,7 +221,8 @@ int RunTrainCommand(const std::vector<std::string>& args) {
   if (torch == "auto") {
     with_torch = TorchImportable(*dir);
     if (!with_torch) {
-      std::cerr << "ringside-bench train: no PyTorch baseline: python3 cannot import torch "
+      std::cerr << "ringside-bench train: no PyTorch baseline: " << absl::GetFlag(FLAGS_python)
+                << " cannot import torch "
                    "(apt-get install python3-torch to add it)\n";
     }
   }

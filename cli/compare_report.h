@@ -39,103 +39,105 @@ struct PhaseSeconds {
 struct ProcessMemory {
   std::string name;  // node name: "controller", "ps-0", "worker-2"
   int64_t peak_rss_bytes = 0;
-  // One step's loss on the first worker, `seconds` after its cluster was started (process
-  // start-up and the first regroup included: wall-clock time to a loss, as a user waits for it).
-  struct LossPoint {
-    double seconds = 0;
-    int64_t step = 0;
-    double loss = 0;
-  };
+};
 
-  // One cluster size of a `--workers=1,2,4,8` sweep (cli/scaling_sweep.h fills the efficiency
-  // and the model).
-  struct ScalingPoint {
-    int workers = 0, ps_shards = 0;
-    bool completed = false;
-    double samples_per_second = 0;
-    // samples/s(N) ÷ (N/N0 × samples/s(N0)), N0 the sweep's baseline (1 when swept); 0 when not
-    // completed.
-    double efficiency = 0;
-    double step_p50 = 0;
-    PhaseSeconds phases;  // measured means
-    // compute + sync + update means: what the model is compared with (samples/s is batch ÷ it).
-    double step_mean = 0;
-    // The model's step time at N: compute(N0)·N0/N + update(N0) + the busiest node's bytes at N ÷
-    // `model_bytes_per_second` of the mode's sweep.
-    PhaseSeconds model;
-    double model_step_seconds = 0;
-  };
+// One step's loss on the first worker, `seconds` after its cluster was started (process
+// start-up and the first regroup included: wall-clock time to a loss, as a user waits for it).
+struct LossPoint {
+  double seconds = 0;
+  int64_t step = 0;
+  double loss = 0;
+};
 
-  struct ModeReport {
-    SyncMode mode = SyncMode::kRing;
-    bool completed = false;  // false: the run failed; `failure` says why
-    std::string failure;
-    int64_t steps = 0;
-    // Sent by one worker per step.
-    double bytes_per_worker_per_step = 0, expected_bytes_per_worker_per_step = 0;
-    // The node with the most payload arriving per step: in ps mode a shard (N·|range s|), or a
-    // worker when S > N; in ring mode a worker, whose incoming ring link carries ~2(N-1)K/N.
-    // (cli/model_prediction.h computes the model's figure and name.)
-    std::string busiest_node;  // e.g. "ps-0" (ingress) or "worker-0" (ring link)
-    double busiest_node_bytes_per_step = 0, busiest_node_expected_bytes_per_step = 0;
-    double step_p50 = 0, step_p95 = 0;  // seconds per whole step
-    // worker-0's sync phase per step (its step trace): median and fastest, in seconds.
-    double sync_p50 = 0, sync_min = 0;
-    // `ringside lab`: the cost model's sync time per step at the link rate (common/cost_model.h,
-    // SyncBoundSeconds); 0 outside the lab.
-    double bound_seconds_per_step = 0;
-    PhaseSeconds phases;
-    double sync_share = 0;  // sync / (compute + sync + update)
-    double samples_per_second = 0;
-    double final_loss = 0, accuracy = 0;  // accuracy in [0, 1]
-    std::vector<LinkTraffic> links;
-    int final_world = 0;              // workers at the end (fewer if one was lost)
-    std::vector<std::string> events;  // e.g. "worker-3 exited (killed) at ~step 40; continued..."
-    std::vector<ProcessMemory> processes;   // every process the run started, in start order
-    std::vector<LossPoint> loss_over_time;  // at most kMaxLossPoints, evenly thinned
-    // A sweep's points in sweep order (empty: no sweep); the rest of this report is one of them.
-    std::vector<ScalingPoint> scaling;
-    int scaling_baseline_workers = 0;
-    // The bandwidth the sweep's model divides bytes by: the link rate where one is set, else
-    // calibrated at the smallest swept N with traffic (sync time ÷ bytes); 0: none.
-    double model_bytes_per_second = 0;
-    int model_calibrated_at = 0;  // the N calibrated at; 0: a link rate was given
-  };
+// One cluster size of a `--workers=1,2,4,8` sweep (cli/scaling_sweep.h fills the efficiency
+// and the model).
+struct ScalingPoint {
+  int workers = 0, ps_shards = 0;
+  bool completed = false;
+  double samples_per_second = 0;
+  // samples/s(N) ÷ (N/N0 × samples/s(N0)), N0 the sweep's baseline (1 when swept); 0 when not
+  // completed.
+  double efficiency = 0;
+  double step_p50 = 0;
+  PhaseSeconds phases;  // measured means
+  // compute + sync + update means: what the model is compared with (samples/s is batch ÷ it).
+  double step_mean = 0;
+  // The model's step time at N: compute(N0)·N0/N + update(N0) + the busiest node's bytes at N ÷
+  // `model_bytes_per_second` of the mode's sweep.
+  PhaseSeconds model;
+  double model_step_seconds = 0;
+};
 
-  inline constexpr size_t kMaxLossPoints = 400;
+struct ModeReport {
+  SyncMode mode = SyncMode::kRing;
+  bool completed = false;  // false: the run failed; `failure` says why
+  std::string failure;
+  int64_t steps = 0;
+  // Sent by one worker per step.
+  double bytes_per_worker_per_step = 0, expected_bytes_per_worker_per_step = 0;
+  // The node with the most payload arriving per step: in ps mode a shard (N·|range s|), or a
+  // worker when S > N; in ring mode a worker, whose incoming ring link carries ~2(N-1)K/N.
+  // (cli/model_prediction.h computes the model's figure and name.)
+  std::string busiest_node;  // e.g. "ps-0" (ingress) or "worker-0" (ring link)
+  double busiest_node_bytes_per_step = 0, busiest_node_expected_bytes_per_step = 0;
+  double step_p50 = 0, step_p95 = 0;  // seconds per whole step
+  // worker-0's sync phase per step (its step trace): median and fastest, in seconds.
+  double sync_p50 = 0, sync_min = 0;
+  // `ringside lab`: the cost model's sync time per step at the link rate (common/cost_model.h,
+  // SyncBoundSeconds); 0 outside the lab.
+  double bound_seconds_per_step = 0;
+  PhaseSeconds phases;
+  double sync_share = 0;  // sync / (compute + sync + update)
+  double samples_per_second = 0;
+  double final_loss = 0, accuracy = 0;  // accuracy in [0, 1]
+  std::vector<LinkTraffic> links;
+  int final_world = 0;              // workers at the end (fewer if one was lost)
+  std::vector<std::string> events;  // e.g. "worker-3 exited (killed) at ~step 40; continued..."
+  std::vector<ProcessMemory> processes;   // every process the run started, in start order
+  std::vector<LossPoint> loss_over_time;  // at most kMaxLossPoints, evenly thinned
+  // A sweep's points in sweep order (empty: no sweep); the rest of this report is one of them.
+  std::vector<ScalingPoint> scaling;
+  int scaling_baseline_workers = 0;
+  // The bandwidth the sweep's model divides bytes by: the link rate where one is set, else
+  // calibrated at the smallest swept N with traffic (sync time ÷ bytes); 0: none.
+  double model_bytes_per_second = 0;
+  int model_calibrated_at = 0;  // the N calibrated at; 0: a link rate was given
+};
 
-  struct JobConfig {
-    int workers = 0, ps_shards = 0;
-    std::string model, data, optimizer, device;
-    int64_t parameters = 0, steps = 0, batch_size = 0;
-    uint64_t seed = 0;
-    int element_bytes = 4;         // float32: what the cost model multiplies element counts by
-    std::string link_rate = {};    // `ringside lab --link_rate` as given; empty on loopback
-    int64_t link_burst_bytes = 0;  // the lab shapers' tbf burst
-  };
+inline constexpr size_t kMaxLossPoints = 400;
 
-  struct JobComparison {
-    JobConfig config;
-    ModeReport ring, ps;
-    double max_abs_param_diff = 0, max_rel_param_diff = 0;
-    bool parity_checked = false;
-  };
+struct JobConfig {
+  int workers = 0, ps_shards = 0;
+  std::string model, data, optimizer, device;
+  int64_t parameters = 0, steps = 0, batch_size = 0;
+  uint64_t seed = 0;
+  int element_bytes = 4;         // float32: what the cost model multiplies element counts by
+  std::string link_rate = {};    // `ringside lab --link_rate` as given; empty on loopback
+  int64_t link_burst_bytes = 0;  // the lab shapers' tbf burst
+};
 
-  struct CompareReport {
-    std::vector<JobComparison> jobs;
-  };
+struct JobComparison {
+  JobConfig config;
+  ModeReport ring, ps;
+  double max_abs_param_diff = 0, max_rel_param_diff = 0;
+  bool parity_checked = false;
+};
 
-  // The side-by-side table of one job, the winner line and the cost model's explanation with this
-  // job's numbers, then its events. UTF-8 box drawing, no colours.
-  void PrintComparisonTable(const JobComparison& job, std::ostream& out);
+struct CompareReport {
+  std::vector<JobComparison> jobs;
+};
 
-  // docs/contract.md's `ringside compare --json`: `config`, `modes.ring`, `modes.ps`, `parity` and
-  // `winner` describe jobs[0] at the top level, and `jobs` holds the same object for every job.
-  nlohmann::json CompareJson(const CompareReport& report);
-  nlohmann::json JobJson(const JobComparison& job);
+// The side-by-side table of one job, the winner line and the cost model's explanation with this
+// job's numbers, then its events. UTF-8 box drawing, no colours.
+void PrintComparisonTable(const JobComparison& job, std::ostream& out);
 
-  // CompareJson(report) pretty-printed, written atomically.
-  absl::Status WriteCompareJsonFile(const CompareReport& report, const std::string& path);
+// docs/contract.md's `ringside compare --json`: `config`, `modes.ring`, `modes.ps`, `parity` and
+// `winner` describe jobs[0] at the top level, and `jobs` holds the same object for every job.
+nlohmann::json CompareJson(const CompareReport& report);
+nlohmann::json JobJson(const JobComparison& job);
+
+// CompareJson(report) pretty-printed, written atomically.
+absl::Status WriteCompareJsonFile(const CompareReport& report, const std::string& path);
 
 }  // namespace ringside::cli
 
