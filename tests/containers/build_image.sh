@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
 # ctest fixture container_image: checks that Podman can run a container here, makes the local
-# Debian base image (deploy/podman/make-base-image.sh) and builds deploy/docker/Dockerfile (the
-# CPU image) as RINGSIDE_TEST_IMAGE. Podman's layer cache makes a rebuild of unchanged sources
+# Debian base image (deploy/podman/make-base-image.sh), builds deploy/docker/Dockerfile (the
+# CPU image) as RINGSIDE_TEST_IMAGE and deploy/prometheus/Dockerfile (Prometheus from Debian's
+# package, for the compose cluster) as RINGSIDE_TEST_PROMETHEUS_IMAGE. Podman's layer cache makes a rebuild of unchanged sources
 # cheap; the build's long log is kept in a file and only its tail is shown on failure.
 source "$(dirname "$0")/lib.sh"
 set_budget "${RINGSIDE_CONTAINER_BUDGET:-1500}"
 [ -n "${RINGSIDE_TEST_IMAGE:-}" ] || die "RINGSIDE_TEST_IMAGE is not set"
+[ -n "${RINGSIDE_TEST_PROMETHEUS_IMAGE:-}" ] || die "RINGSIDE_TEST_PROMETHEUS_IMAGE is not set"
 
 "$SOURCE_DIR/deploy/podman/make-base-image.sh" 2>"$work/base.log" ||
   { tail -n 30 "$work/base.log" >&2; die "could not make the local debian:12 base image"; }
@@ -34,4 +36,13 @@ limit_mb=${RINGSIDE_IMAGE_LIMIT_MB:-400}
   die "the runtime image is $((size / 1000000)) MB, over $limit_mb MB: did a build tool reach it?"
 podman run --rm --network=none "$RINGSIDE_TEST_IMAGE" sh -c 'command -v c++ cmake' &&
   die "the runtime image holds a compiler or cmake"
+
+start=$SECONDS
+podman build --pull=never --layers -f "$SOURCE_DIR/deploy/prometheus/Dockerfile" \
+    -t "$RINGSIDE_TEST_PROMETHEUS_IMAGE" "$SOURCE_DIR/deploy/prometheus" >"$work/prom.log" 2>&1 ||
+  { tail -n 30 "$work/prom.log" >&2; die "podman build of deploy/prometheus/Dockerfile failed"; }
+version=$(podman run --rm --network=none "$RINGSIDE_TEST_PROMETHEUS_IMAGE" --version 2>&1 | head -n1)
+grep -q '^prometheus, version 2\.' <<<"$version" ||
+  die "$RINGSIDE_TEST_PROMETHEUS_IMAGE --version printed '$version'"
+note "built $RINGSIDE_TEST_PROMETHEUS_IMAGE in $((SECONDS - start)) s: $version"
 echo "container_image: ok"

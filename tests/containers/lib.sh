@@ -9,7 +9,11 @@
 
 set -euo pipefail
 test_name=$(basename "$0" .sh)
-die() { echo "$test_name: FAIL: $*" >&2; exit 1; }
+die() {
+  echo "$test_name: FAIL: $*" >&2
+  [ -z "${diagnose:-}" ] || eval "$diagnose" >&2 || true  # what the test says about its state
+  exit 1
+}
 note() { echo "$test_name: $*" >&2; }
 
 [ -n "${SOURCE_DIR:-}" ] || die "SOURCE_DIR (the repository) is not set"
@@ -29,8 +33,9 @@ cleanups=()
 on_exit() { cleanups+=("$*"); }
 run_cleanups() {
   local status=$?
+  set +e # every cleanup runs, whatever the one before it returned
   trap - EXIT TERM INT
-  [ -n "${watchdog_pid:-}" ] && kill "$watchdog_pid" 2>/dev/null
+  [ -z "${watchdog_pid:-}" ] || kill "$watchdog_pid" 2>/dev/null
   local i
   for ((i = ${#cleanups[@]} - 1; i >= 0; i--)); do
     eval "${cleanups[i]}" >/dev/null 2>&1 || note "cleanup failed: ${cleanups[i]}"
