@@ -22,6 +22,11 @@ packages=(
   # deploy checks (tests/deploy): promtool and a real Prometheus, yamllint, docker-compose config;
   # openssl runs the deploy certificate scripts (deploy/tls/make-certs.sh)
   prometheus yamllint docker-compose openssl
+  # container tests (tests/containers): Podman with runc, its bridge networks with name
+  # resolution (netavark, aardvark-dns), the pods' init (catatonit), and debootstrap for the
+  # local debian:12 base image (deploy/podman/make-base-image.sh); named explicitly because this
+  # script installs without recommended packages
+  podman buildah podman-compose runc netavark aardvark-dns catatonit debootstrap
 )
 # Node.js runs the npm-based deploy checks; Debian's nodejs only where the machine has no node.
 command -v node >/dev/null || packages+=(nodejs npm)

@@ -144,8 +144,8 @@ dockerfile)
   node "$tests/validate.mjs" dockerfile "$deploy/docker/Dockerfile"
   node "$tests/node_modules/dockerfilelint/bin/dockerfilelint" -c "$tests" \
     "$deploy/docker/Dockerfile"
-  # No engine here to build the image: check instead that its runtime stage installs every
-  # shared library the binaries built here link against.
+  # Offline (tests/containers builds and runs the image for real): its runtime stage installs
+  # every shared library the binaries built here link against.
   [ -n "${RINGSIDE_BIN_DIR:-}" ] || die "RINGSIDE_BIN_DIR (the built binaries) is not set"
   /usr/bin/env python3 "$tests/check_image_libraries.py" "$RINGSIDE_BIN_DIR" \
     "$deploy/docker/Dockerfile"
