@@ -101,6 +101,11 @@ absl::StatusOr<std::vector<TrainResult>> RunRingside(const TrainJob& job, int ru
   if (json.is_discarded()) return absl::InternalError("ringside compare wrote unreadable JSON");
   std::vector<TrainResult> results;
   for (const char* mode : {"ring", "ps"}) {
+    if (!json.contains("modes") || !json["modes"].contains(mode) ||
+        !json["modes"][mode].contains("step_seconds")) {
+      return absl::InternalError(absl::StrCat("ringside compare's JSON has no modes.", mode,
+                                              ".step_seconds: ", json_path));
+    }
     const nlohmann::json& m = json["modes"][mode];
     TrainResult result{absl::StrCat("ringside-", mode), run, m.value("samples_per_second", 0.0),
                        m["step_seconds"].value("p50", 0.0)};
