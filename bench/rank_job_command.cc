@@ -9,6 +9,7 @@
 #include "bench/bench_flags.h"
 #include "bench/commands.h"
 #include "bench/rank_jobs.h"
+#include "common/allocator_tuning.h"
 #include "common/security_flags.h"
 #include "common/termination_signals.h"
 
@@ -66,11 +67,14 @@ int RunRank(const char* name, const std::vector<std::string>& args,
 
 }  // namespace
 
+// The ranks stand in for ringside-worker, so they stream segments with its allocator settings.
 int RunRingRankCommand(const std::vector<std::string>& args) {
+  TuneAllocatorForSegmentStreams();
   return RunRank("ring-rank", args, &RunRingRank);
 }
 
 int RunPsRankCommand(const std::vector<std::string>& args) {
+  TuneAllocatorForSegmentStreams();
   return RunRank("ps-rank", args, &RunPsRank);
 }
 

@@ -1,6 +1,5 @@
 // ringside-worker: one worker daemon. Flags become WorkerOptions; daemons/worker_daemon.h does
 // the rest.
-#include <malloc.h>
 
 #include <iostream>
 #include <string>
@@ -10,6 +9,7 @@
 #include "absl/flags/parse.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "common/allocator_tuning.h"
 #include "common/flags_usage.h"
 #include "common/security_flags.h"
 #include "common/termination_signals.h"
@@ -119,11 +119,7 @@ absl::StatusOr<ringside::worker::WorkerOptions> OptionsFromFlags() {
 
 int main(int argc, char** argv) {
   ringside::TerminationSignals signals;
-  // Segments of up to a few MiB are allocated and freed continuously; glibc would otherwise
-  // serve them with mmap or hand freed heap back to the kernel, and every reuse would page-fault
-  // in fresh zeroed memory (measured: a third of the ring's throughput).
-  mallopt(M_MMAP_THRESHOLD, 64 << 20);
-  mallopt(M_TRIM_THRESHOLD, 512 << 20);
+  ringside::TuneAllocatorForSegmentStreams();
   ringside::ConfigureFlagsUsage(
       "ringside-worker: computes gradients and synchronises them over a ring or shards.\n"
       "Static ring: ringside-worker --rank=R --peers=HOST:PORT,HOST:PORT,...\n"
