@@ -40,20 +40,6 @@ worker::TrainingOptions SmallJob(int64_t steps) {
   return training;
 }
 
-launch::LocalClusterOptions Options(const std::string& dir, int workers, int shards, SyncMode mode,
-                                    worker::TrainingOptions training) {
-  launch::LocalClusterOptions options;
-  options.bin_dir = testing::BinDir();
-  options.dir = dir;
-  options.workers = workers;
-  options.ps_shards = shards;
-  options.mode = mode;
-  options.training = std::move(training);
-  options.heartbeat_timeout = absl::Seconds(1);
-  options.collective_timeout = absl::Seconds(10);
-  return options;
-}
-
 launch::ClusterProcess& Named(launch::LocalCluster& cluster, const std::string& name) {
   for (auto& process : cluster.processes()) {
     if (process->name == name) return *process;
@@ -106,7 +92,8 @@ TEST(DurableStateTest, AShardKilledAndReplacedAtItsAddressLosesNothing) {
   auto dir = TempDir::Create("ringside-durable-");
   ASSERT_TRUE(dir.ok());
   const worker::TrainingOptions training = SmallJob(600);
-  launch::LocalClusterOptions options = Options(dir->path(), 3, 2, SyncMode::kPs, training);
+  launch::LocalClusterOptions options =
+      testing::ClusterOptions(dir->path(), 3, 2, SyncMode::kPs, training);
   options.restart_servers = true;
   auto cluster = launch::LocalCluster::Start(options);
   ASSERT_TRUE(cluster.ok()) << cluster.status();
@@ -145,7 +132,8 @@ TEST(DurableStateTest, AShardKilledWithNoReplacementLeavesTheJobOnTheOthers) {
   auto dir = TempDir::Create("ringside-durable-");
   ASSERT_TRUE(dir.ok());
   const worker::TrainingOptions training = SmallJob(600);
-  auto cluster = launch::LocalCluster::Start(Options(dir->path(), 3, 2, SyncMode::kPs, training));
+  auto cluster = launch::LocalCluster::Start(
+      testing::ClusterOptions(dir->path(), 3, 2, SyncMode::kPs, training));
   ASSERT_TRUE(cluster.ok()) << cluster.status();
   launch::LocalCluster& c = **cluster;
   launch::ClusterProcess& worker = *c.workers()[0];
@@ -169,7 +157,8 @@ TEST(DurableStateTest, MembersTrainOnWithoutTheControllerAndARestartedOneCarries
   auto dir = TempDir::Create("ringside-durable-");
   ASSERT_TRUE(dir.ok());
   const worker::TrainingOptions training = SmallJob(1500);
-  launch::LocalClusterOptions options = Options(dir->path(), 3, 1, SyncMode::kRing, training);
+  launch::LocalClusterOptions options =
+      testing::ClusterOptions(dir->path(), 3, 1, SyncMode::kRing, training);
   options.checkpoint_dir = dir->path() + "/state";
   options.restart_servers = true;
   auto cluster = launch::LocalCluster::Start(options);
@@ -212,7 +201,8 @@ TEST(DurableStateTest, MembersTrainOnWithoutTheControllerAndARestartedOneCarries
 launch::LocalClusterOptions CheckpointingOptions(const std::string& dir, const std::string& state,
                                                  const worker::TrainingOptions& training) {
   std::filesystem::create_directories(dir);
-  launch::LocalClusterOptions options = Options(dir, 3, 0, SyncMode::kRing, training);
+  launch::LocalClusterOptions options =
+      testing::ClusterOptions(dir, 3, 0, SyncMode::kRing, training);
   options.checkpoint_dir = state;
   options.checkpoint_every = 50;
   return options;

@@ -49,14 +49,8 @@ void RunJobWithFault(const FaultCase& fault, const worker::TrainingOptions& trai
                             " shard(s), switch at step ", fault.switch_at));
   auto dir = TempDir::Create("ringside-fault-");
   ASSERT_TRUE(dir.ok());
-  launch::LocalClusterOptions options;
-  options.bin_dir = testing::BinDir();
-  options.dir = dir->path();
-  options.workers = 3;
-  options.ps_shards = fault.shards;
-  options.mode = fault.start;
-  options.training = training;
-  options.heartbeat_timeout = absl::Seconds(1);
+  launch::LocalClusterOptions options =
+      testing::ClusterOptions(dir->path(), 3, fault.shards, fault.start, training);
   options.collective_timeout = absl::Seconds(20);
   options.flags_of_worker[fault.victim] = {"--fault_at=" + fault.fault};
   auto started = launch::LocalCluster::Start(options);
@@ -181,14 +175,8 @@ TEST(ElasticSwitchStormTest, ManySwitchesLeaveNoShardAhead) {
   auto dir = TempDir::Create("ringside-storm-");
   ASSERT_TRUE(dir.ok());
   const worker::TrainingOptions training = SmallJob(80);
-  launch::LocalClusterOptions options;
-  options.bin_dir = testing::BinDir();
-  options.dir = dir->path();
-  options.workers = 3;
-  options.ps_shards = 2;
-  options.mode = SyncMode::kPs;
-  options.training = training;
-  options.heartbeat_timeout = absl::Seconds(1);
+  launch::LocalClusterOptions options =
+      testing::ClusterOptions(dir->path(), 3, 2, SyncMode::kPs, training);
   options.collective_timeout = absl::Seconds(20);
   auto started = launch::LocalCluster::Start(options);
   ASSERT_TRUE(started.ok()) << started.status();

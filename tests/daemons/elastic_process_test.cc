@@ -40,19 +40,6 @@ double LinkBytes(const launch::ClusterProcess& process, const std::string& mode)
                     {{"mode", mode}});
 }
 
-launch::LocalClusterOptions Options(const TempDir& dir, int workers, int shards,
-                                    worker::TrainingOptions training) {
-  launch::LocalClusterOptions options;
-  options.bin_dir = testing::BinDir();
-  options.dir = dir.path();
-  options.workers = workers;
-  options.ps_shards = shards;
-  options.training = std::move(training);
-  options.heartbeat_timeout = absl::Seconds(1);
-  options.collective_timeout = absl::Seconds(10);
-  return options;
-}
-
 TEST(ElasticClusterTest, SwitchesRingToPsAndBackWithTheSameParametersAndFallingLoss) {
   auto dir = TempDir::Create("ringside-elastic-");
   ASSERT_TRUE(dir.ok());
@@ -61,7 +48,8 @@ TEST(ElasticClusterTest, SwitchesRingToPsAndBackWithTheSameParametersAndFallingL
   training.data = "synthetic:4096";
   training.batch_size = 64;
   training.steps = 100000;  // long enough; the test stops the cluster
-  auto cluster = launch::LocalCluster::Start(Options(*dir, 4, 2, training));
+  auto cluster = launch::LocalCluster::Start(
+      testing::ClusterOptions(dir->path(), 4, 2, SyncMode::kRing, training));
   ASSERT_TRUE(cluster.ok()) << cluster.status();
   launch::LocalCluster& c = **cluster;
   const std::vector<launch::ClusterProcess*> workers = c.workers();
@@ -133,7 +121,8 @@ TEST(ElasticClusterTest, SurvivesAKilledWorkerAndAdmitsALateOneMatchingTheRefere
   training.data = "synthetic:2048";
   training.batch_size = 64;
   training.steps = 1200;
-  auto cluster = launch::LocalCluster::Start(Options(*dir, 4, 0, training));
+  auto cluster = launch::LocalCluster::Start(
+      testing::ClusterOptions(dir->path(), 4, 0, SyncMode::kRing, training));
   ASSERT_TRUE(cluster.ok()) << cluster.status();
   launch::LocalCluster& c = **cluster;
   std::vector<launch::ClusterProcess*> workers = c.workers();

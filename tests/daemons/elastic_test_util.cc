@@ -13,8 +13,23 @@
 #include "launch/prometheus_text.h"
 #include "proto/controller.grpc.pb.h"
 #include "tests/support/poll.h"
+#include "tests/support/worker_processes.h"
 
 namespace ringside::testing {
+
+launch::LocalClusterOptions ClusterOptions(const std::string& dir, int workers, int shards,
+                                           SyncMode mode, worker::TrainingOptions training) {
+  launch::LocalClusterOptions options;
+  options.bin_dir = BinDir();
+  options.dir = dir;
+  options.workers = workers;
+  options.ps_shards = shards;
+  options.mode = mode;
+  options.training = std::move(training);
+  options.heartbeat_timeout = absl::Seconds(1);
+  options.collective_timeout = absl::Seconds(10);
+  return options;
+}
 
 void SetMode(launch::LocalCluster& cluster, SyncMode mode) {
   auto stub = proto::Controller::NewStub(

@@ -15,6 +15,11 @@
 
 namespace ringside::testing {
 
+// A local cluster of `workers` and `shards` in `dir` starting in `mode`, with the short heartbeat
+// timeout and collective deadline the process tests share (losses are noticed within seconds).
+launch::LocalClusterOptions ClusterOptions(const std::string& dir, int workers, int shards,
+                                           SyncMode mode, worker::TrainingOptions training);
+
 // Controller.SetMode, as the cluster's operator (its operator token, and its client certificate
 // under TLS); a failure is a test failure.
 void SetMode(launch::LocalCluster& cluster, SyncMode mode);

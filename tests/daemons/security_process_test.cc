@@ -49,16 +49,8 @@ TEST(SecurityProcessTest, AStrangerIsRefusedEverywhereAndTrainingIsUnaffected) {
   training.optimizer.kind = OptimizerKind::kAdam;
   training.optimizer.learning_rate = 0.01f;
   training.steps = 800;
-  launch::LocalClusterOptions options;
-  options.bin_dir = testing::BinDir();
-  options.dir = dir->path();
-  options.workers = 3;
-  options.ps_shards = 2;
-  options.mode = SyncMode::kPs;
-  options.training = training;
-  options.heartbeat_timeout = absl::Seconds(1);
-  options.collective_timeout = absl::Seconds(10);
-  auto cluster = launch::LocalCluster::Start(options);
+  auto cluster = launch::LocalCluster::Start(
+      testing::ClusterOptions(dir->path(), 3, 2, SyncMode::kPs, training));
   ASSERT_TRUE(cluster.ok()) << cluster.status();
   launch::LocalCluster& c = **cluster;
   launch::ClusterProcess& worker = *c.workers()[0];
