@@ -26,7 +26,10 @@ packages=(
   # resolution (netavark, aardvark-dns), the pods' init (catatonit), and debootstrap for the
   # local debian:12 base image (deploy/podman/make-base-image.sh); named explicitly because this
   # script installs without recommended packages
-  podman buildah podman-compose runc netavark aardvark-dns catatonit debootstrap
+  # netavark calls iptables at run time without depending on it: every container network needs it
+  podman buildah podman-compose runc netavark aardvark-dns catatonit debootstrap iptables
+  # the real data set of the heavy job (--data=fashion-mnist): Fashion-MNIST's IDX files
+  dataset-fashion-mnist
 )
 # Node.js runs the npm-based deploy checks; Debian's nodejs only where the machine has no node.
 command -v node >/dev/null || packages+=(nodejs npm)
