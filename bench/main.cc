@@ -46,7 +46,9 @@ std::string UsageMessage() {
 }  // namespace
 
 int main(int argc, char** argv) {
-  ringside::ConfigureFlagsUsage(UsageMessage());
+  const std::string usage = UsageMessage();
+  ringside::ConfigureFlagsUsage(usage);
+  if (ringside::PrintHelpIfAsked(argc, argv, usage, std::cout)) return 0;
   const std::vector<char*> positional = absl::ParseCommandLine(argc, argv);
   if (positional.size() < 2) {
     std::cerr << "ringside-bench: missing command (ring, ps, compute, train); see --help\n";

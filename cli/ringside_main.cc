@@ -9,11 +9,13 @@
 // compare and up make their own CA and certificates unless given --insecure.
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstring>
 #include <iostream>
 #include <string>
 #include <vector>
 
+#include "absl/flags/commandlineflag.h"
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
 #include "absl/status/statusor.h"
@@ -75,6 +77,76 @@ ABSL_FLAG(std::string, bin_dir, "",
           "binary)");
 
 namespace {
+
+// What `ringside --help` says; `ringside COMMAND --help` gives the command's own usage and flags.
+constexpr char kUsage[] =
+    "usage: ringside compare|lab|up|ctl mode ring|ps|health [flags]\n"
+    "  compare  PS vs ring on a local cluster: table, --json, --report\n"
+    "  lab      compare with each process in its own network namespace, links shaped to\n"
+    "           --link_rate (root; tbf), and the cost model's sync bound; --cleanup\n"
+    "  up       a local cluster for Prometheus/Grafana until Ctrl-C\n"
+    "  ctl mode switches a running job's mode at its next step boundary\n"
+    "  health   checks a daemon's gRPC health service (--address)\n"
+    "ctl and health: --tls_ca=PEM --tls_cert=PEM --tls_key=PEM (mutual TLS) or --insecure;\n"
+    "compare and up make their own CA and certificates (or run plaintext with --insecure).\n"
+    "`ringside COMMAND --help` lists that command's flags; --helpfull lists every flag.";
+
+// A subcommand's usage and the flags it reads: its own (cli/ringside_main.cc), and the job's
+// (model/training_flags.cc) when `training`.
+struct Subcommand {
+  const char* name;
+  const char* usage;
+  std::vector<absl::string_view> flags;
+  bool training;
+};
+
+const std::vector<absl::string_view> kClusterFlags = {
+    "workers",          "ps_shards", "heartbeat_timeout", "checkpoint_dir",
+    "checkpoint_every", "bin_dir",   "insecure"};
+const std::vector<absl::string_view> kClientFlags = {"timeout", "tls_ca", "tls_cert", "tls_key",
+                                                     "insecure"};
+
+std::vector<absl::string_view> Join(std::vector<absl::string_view> a,
+                                    const std::vector<absl::string_view>& b) {
+  a.insert(a.end(), b.begin(), b.end());
+  return a;
+}
+
+const Subcommand kSubcommands[] = {
+    {"compare",
+     "usage: ringside compare [flags]\n"
+     "Runs the same job(s) on a local cluster (controller, shards, workers on loopback) in ps "
+     "mode and in ring mode, and prints the side-by-side table; --json and --report write it.",
+     Join(kClusterFlags, {"json", "report", "timeline", "timeline_capacity"}), true},
+    {"lab",
+     "usage: ringside lab --link_rate=RATE [flags]   (root)\n"
+     "       ringside lab --cleanup\n"
+     "compare with every process in its own network namespace on links shaped to --link_rate, "
+     "and the cost model's sync-time bound at that rate per mode.",
+     Join(kClusterFlags,
+          {"json", "report", "timeline", "timeline_capacity", "link_rate", "cleanup"}),
+     true},
+    {"up",
+     "usage: ringside up [flags]\n"
+     "Starts a local cluster and keeps it running until Ctrl-C, printing every process's "
+     "metrics URL (and writing them, with the flags `ringside ctl` needs, to --ready_file).",
+     Join(kClusterFlags, {"mode", "ready_file"}), true},
+    {"ctl",
+     "usage: ringside ctl mode ring|ps --controller=HOST:PORT --operator_token_file=PATH "
+     "(--tls_ca=PEM --tls_cert=PEM --tls_key=PEM | --insecure)\n"
+     "Switches a running job's mode at its next step boundary.",
+     Join(kClientFlags, {"controller", "operator_token_file"}), false},
+    {"health",
+     "usage: ringside health --address=HOST:PORT (--tls_ca=PEM --tls_cert=PEM --tls_key=PEM | "
+     "--insecure)\n"
+     "Exits 0 when the daemon's gRPC health service answers SERVING.",
+     Join(kClientFlags, {"address"}), false},
+};
+
+bool TakesFlag(const Subcommand& command, const absl::CommandLineFlag& flag) {
+  if (command.training && absl::StrContains(flag.Filename(), "training_flags")) return true;
+  return std::find(command.flags.begin(), command.flags.end(), flag.Name()) != command.flags.end();
+}
 
 int Fail(const std::string& message) {
   std::cerr << "ringside: " << message << "\n";
@@ -248,16 +320,19 @@ int Run(int argc, char** argv, const std::vector<char*>& args,
 
 int main(int argc, char** argv) {
   ringside::TerminationSignals signals;
-  ringside::ConfigureFlagsUsage(
-      "usage: ringside compare|lab|up|ctl mode ring|ps|health [flags]\n"
-      "  compare  PS vs ring on a local cluster: table, --json, --report\n"
-      "  lab      compare with each process in its own network namespace, links shaped to\n"
-      "           --link_rate (root; tbf), and the cost model's sync bound; --cleanup\n"
-      "  up       a local cluster for Prometheus/Grafana until Ctrl-C\n"
-      "  ctl mode switches a running job's mode at its next step boundary\n"
-      "  health   checks a daemon's gRPC health service (--address)\n"
-      "ctl and health: --tls_ca=PEM --tls_cert=PEM --tls_key=PEM (mutual TLS) or --insecure;\n"
-      "compare and up make their own CA and certificates (or run plaintext with --insecure)");
+  ringside::ConfigureFlagsUsage(kUsage);
+  if (argc > 1 && argv[1][0] != '-') {
+    // `ringside COMMAND --help`: that command's usage and flags.
+    for (const Subcommand& command : kSubcommands) {
+      if (std::strcmp(argv[1], command.name) == 0 &&
+          ringside::PrintHelpIfAsked(
+              argc, argv, command.usage, std::cout,
+              [&](const absl::CommandLineFlag& flag) { return TakesFlag(command, flag); })) {
+        return 0;
+      }
+    }
+  }
+  if (ringside::PrintHelpIfAsked(argc, argv, kUsage, std::cout)) return 0;
   const std::vector<char*> args = absl::ParseCommandLine(argc, argv);
   // The boundary of every command: whatever escapes (a library's exception) becomes a clear
   // error and exit code 1, never an abort. Children are stopped by their owners' destructors.

@@ -34,11 +34,14 @@ ABSL_FLAG(std::string, checkpoint_dir, "",
 ABSL_FLAG(int64_t, checkpoint_every, kDefaults.checkpoint_every,
           "write a checkpoint of the job every this many steps (needs --checkpoint_dir); 0: never");
 
+constexpr char kUsage[] =
+    "ringside-controller: assigns ranks, ring order, shard map and mode to a Ringside job.\n"
+    "Every link: --tls_ca=PEM --tls_cert=PEM --tls_key=PEM (mutual TLS) or --insecure.";
+
 int main(int argc, char** argv) {
   ringside::TerminationSignals signals;
-  ringside::ConfigureFlagsUsage(
-      "ringside-controller: assigns ranks, ring order, shard map and mode to a Ringside job.\n"
-      "Every link: --tls_ca=PEM --tls_cert=PEM --tls_key=PEM (mutual TLS) or --insecure.");
+  ringside::ConfigureFlagsUsage(kUsage);
+  if (ringside::PrintHelpIfAsked(argc, argv, kUsage, std::cout)) return 0;
   absl::ParseCommandLine(argc, argv);
   ringside::server::ControllerOptions options;
   options.workers = absl::GetFlag(FLAGS_workers);

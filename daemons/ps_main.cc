@@ -37,14 +37,17 @@ ABSL_FLAG(std::string, advertise, "",
 ABSL_FLAG(std::string, ready_file, "",
           "once serving, write {port, metrics_port, range_begin, range_end} here as JSON");
 
+constexpr char kUsage[] =
+    "ringside-ps: one parameter-server shard.\n"
+    "Static: ringside-ps --shard=S --ps_shards=N --workers=W --listen=HOST:PORT "
+    "(with the workers' --model, --seed, --optimizer, --lr)\n"
+    "Elastic: ringside-ps --controller=HOST:PORT --join_token_file=PATH --listen=HOST:PORT\n"
+    "Every link: --tls_ca=PEM --tls_cert=PEM --tls_key=PEM (mutual TLS) or --insecure";
+
 int main(int argc, char** argv) {
   ringside::TerminationSignals signals;
-  ringside::ConfigureFlagsUsage(
-      "ringside-ps: one parameter-server shard.\n"
-      "Static: ringside-ps --shard=S --ps_shards=N --workers=W --listen=HOST:PORT "
-      "(with the workers' --model, --seed, --optimizer, --lr)\n"
-      "Elastic: ringside-ps --controller=HOST:PORT --join_token_file=PATH --listen=HOST:PORT\n"
-      "Every link: --tls_ca=PEM --tls_cert=PEM --tls_key=PEM (mutual TLS) or --insecure");
+  ringside::ConfigureFlagsUsage(kUsage);
+  if (ringside::PrintHelpIfAsked(argc, argv, kUsage, std::cout)) return 0;
   absl::ParseCommandLine(argc, argv);
   ringside::server::ShardOptions options;
   options.shard = absl::GetFlag(FLAGS_shard);

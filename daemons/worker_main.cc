@@ -117,16 +117,19 @@ absl::StatusOr<ringside::worker::WorkerOptions> OptionsFromFlags() {
 
 }  // namespace
 
+constexpr char kUsage[] =
+    "ringside-worker: computes gradients and synchronises them over a ring or shards.\n"
+    "Static ring: ringside-worker --rank=R --peers=HOST:PORT,HOST:PORT,...\n"
+    "Static PS:   ringside-worker --mode=ps --rank=R --workers=N --ps=HOST:PORT,...\n"
+    "Elastic:     ringside-worker --controller=HOST:PORT --join_token_file=PATH "
+    "--listen=HOST:PORT\n"
+    "Every link: --tls_ca=PEM --tls_cert=PEM --tls_key=PEM (mutual TLS) or --insecure";
+
 int main(int argc, char** argv) {
   ringside::TerminationSignals signals;
   ringside::TuneAllocatorForSegmentStreams();
-  ringside::ConfigureFlagsUsage(
-      "ringside-worker: computes gradients and synchronises them over a ring or shards.\n"
-      "Static ring: ringside-worker --rank=R --peers=HOST:PORT,HOST:PORT,...\n"
-      "Static PS:   ringside-worker --mode=ps --rank=R --workers=N --ps=HOST:PORT,...\n"
-      "Elastic:     ringside-worker --controller=HOST:PORT --join_token_file=PATH "
-      "--listen=HOST:PORT\n"
-      "Every link: --tls_ca=PEM --tls_cert=PEM --tls_key=PEM (mutual TLS) or --insecure");
+  ringside::ConfigureFlagsUsage(kUsage);
+  if (ringside::PrintHelpIfAsked(argc, argv, kUsage, std::cout)) return 0;
   absl::ParseCommandLine(argc, argv);
   absl::StatusOr<ringside::worker::WorkerOptions> options = OptionsFromFlags();
   absl::Status status = options.status();

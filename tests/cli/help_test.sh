@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# Every binary's --help and every `ringside` subcommand's --help: exit 0, the command's own
+# flags listed with their defaults, and nothing that belongs elsewhere (another subcommand's
+# flags, test-only flags).  Usage: help_test.sh BIN_DIR
+set -uo pipefail
+bin=$1
+failures=0
+fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
+
+# expect_help "COMMAND..." "FLAGS IT MUST LIST" "FLAGS IT MUST NOT LIST"
+expect_help() {
+  local command=$1 must=$2 must_not=$3 out code
+  out=$($bin/$command --help 2>&1); code=$?
+  [ "$code" -eq 0 ] || fail "'$command --help' exited $code"
+  for flag in $must; do
+    grep -q -- "^  --$flag=" <<<"$out" || fail "'$command --help' does not list --$flag"
+  done
+  for flag in $must_not; do
+    grep -q -- "^  --$flag=" <<<"$out" && fail "'$command --help' lists --$flag"
+  done
+  echo "ok: $command --help ($(grep -c '^  --' <<<"$out") flags)"
+}
+
+expect_help "ringside" "" "fault_at"
+expect_help "ringside compare" "workers ps_shards json report model data steps lr insecure" \
+  "link_rate cleanup address controller ready_file fault_at"
+expect_help "ringside lab" "link_rate cleanup workers json model" "address ready_file controller"
+expect_help "ringside up" "workers mode ready_file model insecure" "link_rate json address"
+expect_help "ringside ctl mode" "controller operator_token_file tls_ca tls_cert tls_key insecure" \
+  "workers model link_rate address"
+expect_help "ringside health" "address timeout tls_ca insecure" "controller workers model"
+expect_help "ringside-controller" "workers ps_shards join_token_file operator_token_file" ""
+expect_help "ringside-ps" "shard ps_shards listen controller" ""
+expect_help "ringside-worker" "rank peers mode controller model" "fault_at"
+expect_help "ringside-bench" "" ""
+# --helpfull lists every flag of the binary, test-only ones too, and exits 0.
+out=$($bin/ringside-worker --helpfull 2>&1) || fail "'ringside-worker --helpfull' exited $?"
+grep -q -- "^  --fault_at=" <<<"$out" || fail "'ringside-worker --helpfull' does not list --fault_at"
+out=$($bin/ringside lab --helpfull 2>&1) || fail "'ringside lab --helpfull' exited $?"
+grep -q -- "^  --address=" <<<"$out" || fail "'ringside --helpfull' does not list every flag"
+
+echo "help checks: $failures failures"
+[ "$failures" -eq 0 ]
