@@ -17,8 +17,8 @@ using launch::LocalClusterOptions;
 
 namespace {
 
-// --ready_file: the controller's address and every process's name, pid and metrics URL; written
-// again after a restart, so it names every server's current pid.
+// --ready_file: the controller's address, the flags a client needs, and every process's name,
+// pid and metrics URL; written again after a restart, so it names every server's current pid.
 absl::Status WriteReadyFile(LocalCluster& cluster, const std::string& path) {
   nlohmann::json processes = nlohmann::json::array();
   for (auto& process : cluster.processes()) {
@@ -26,10 +26,12 @@ absl::Status WriteReadyFile(LocalCluster& cluster, const std::string& path) {
                          {"pid", process->process.pid()},
                          {"metrics_url", process->metrics_url()}});
   }
-  // How a client reaches the cluster: ringside ctl/health's security flags (the operator's
-  // certificate, or --insecure).
+  // How a client reaches the cluster: every flag `ringside ctl` and `health` need besides
+  // --controller/--address (the operator's certificate or --insecure, and the operator token).
+  std::vector<std::string> client_flags = cluster.client_flags();
+  client_flags.push_back("--operator_token_file=" + cluster.operator_token_file());
   const nlohmann::json ready = {{"controller", cluster.controller_address()},
-                                {"client_flags", cluster.client_flags()},
+                                {"client_flags", client_flags},
                                 {"processes", processes}};
   return WriteFileAtomically(path, ready.dump() + "\n");
 }

@@ -2,6 +2,7 @@
 // must agree with the cost model, between the modes, and with Iris's expected accuracy.
 #include <signal.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <functional>
 #include <map>
@@ -252,10 +253,20 @@ TEST(UpCommandTest, ALostWorkerIsReportedAndAnAddedOneJoinsAndTrains) {
                        "steps trained by the added worker"));
   EXPECT_TRUE(up->running()) << "ringside up must go on without the lost worker";
 
-  // The mode switch `ringside up` printed (over mutual TLS, with its operator certificate).
+  // A script that knows only the ready file switches modes: its controller and client_flags
+  // are every flag `ringside ctl` needs (mutual TLS with the operator's certificate, and the
+  // operator token). The command `ringside up` printed says the same.
   SpawnOptions ctl;
-  ctl.argv = PrintedCommand(log, "switch modes with: ");
-  ASSERT_FALSE(ctl.argv.empty()) << log;
+  ctl.argv = {testing::BinDir() + "/ringside", "ctl", "mode", "ps",
+              "--controller=" + ready["controller"].get<std::string>()};
+  for (const nlohmann::json& flag : ready["client_flags"]) ctl.argv.push_back(flag);
+  std::vector<std::string> printed = PrintedCommand(log, "switch modes with: ");
+  std::vector<std::string> from_ready(ctl.argv.begin() + 1, ctl.argv.end());
+  ASSERT_GT(printed.size(), 1u) << log;
+  printed.erase(printed.begin());  // the binary's path as printed
+  std::sort(printed.begin(), printed.end());
+  std::sort(from_ready.begin(), from_ready.end());
+  EXPECT_EQ(absl::StrJoin(from_ready, " "), absl::StrJoin(printed, " "));
   EXPECT_NE(absl::StrJoin(ctl.argv, " ").find("--tls_cert="), std::string::npos)
       << absl::StrJoin(ctl.argv, " ");
   ctl.log_path = dir->File("ctl.log");
