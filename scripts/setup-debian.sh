@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Installs the Debian 12 packages Ringside needs to build and test. Idempotent: prints nothing
 # and touches nothing when every package is already present. Needs root (or sudo) only when
-# something is missing.
+# something is missing. Every program a test calls is listed in scripts/runtime-requirements.txt,
+# and scripts/check-runtime.sh --owners checks that this list provides it (a ctest);
+# scripts/check-fresh-root.sh runs this script in a fresh Debian 12 root and checks again there.
 set -euo pipefail
 
 packages=(
@@ -12,7 +14,7 @@ packages=(
   libopenblas-dev nlohmann-json3-dev
   libssl-dev
   libgloo-dev
-  curl procps iproute2
+  curl procps iproute2 util-linux python3 python3-yaml gzip
   # the formatting check (tests/architecture): .clang-format is the project's style
   clang-format
   # the fuzz targets (fuzz/): clang, and its libFuzzer and sanitizer runtimes
@@ -32,7 +34,13 @@ packages=(
   dataset-fashion-mnist
 )
 # Node.js runs the npm-based deploy checks; Debian's nodejs only where the machine has no node.
-command -v node >/dev/null || packages+=(nodejs npm)
+node_packages=(nodejs npm)
+# --list: every package this script may install, one a line (scripts/check-runtime.sh reads it).
+if [ "${1:-}" = --list ]; then
+  printf '%s\n' "${packages[@]}" "${node_packages[@]}"
+  exit 0
+fi
+command -v node >/dev/null || packages+=("${node_packages[@]}")
 packages+=(${RINGSIDE_EXTRA_PACKAGES:-})
 
 missing=()
@@ -51,7 +59,15 @@ npm_ci() {
   want=$(sha256sum "$npm_dir/package-lock.json" | cut -d' ' -f1)
   [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ] && return 0
   echo "setup: npm ci in tests/deploy (deploy checks)" >&2
-  (cd "$npm_dir" && npm ci --silent --no-audit --no-fund >/dev/null)
+  local log
+  log=$(mktemp)
+  if ! (cd "$npm_dir" && npm ci --no-audit --no-fund >"$log" 2>&1); then
+    echo "setup: npm ci in tests/deploy failed; its last lines:" >&2
+    tail -20 "$log" | sed 's/^/  /' >&2
+    rm -f "$log"
+    return 1
+  fi
+  rm -f "$log"
   echo "$want" >"$stamp"
 }
 

@@ -38,7 +38,7 @@ wait_for 30 "podman system service answering on $socket" \
   curl -sf --unix-socket "$socket" http://podman/_ping
 
 project=ringside-ct-$run_id
-prometheus_port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+prometheus_port=$(/usr/bin/python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
 export DOCKER_HOST=unix://$socket COMPOSE_PROJECT_NAME=$project
 export RINGSIDE_IMAGE=$RINGSIDE_TEST_IMAGE PROMETHEUS_IMAGE=$RINGSIDE_TEST_PROMETHEUS_IMAGE
 export PROMETHEUS_PORT=$prometheus_port RINGSIDE_MODE=ring
@@ -95,7 +95,7 @@ wait_for 900 "every service's health check healthy (${services[*]})" all_healthy
 note "every health check healthy: ${services[*]}"
 
 url=http://127.0.0.1:$prometheus_port
-prom() { python3 "$checks" "$url" "$@"; }
+prom() { /usr/bin/python3 "$checks" "$url" "$@"; }
 prom targets 7 300 >/dev/null
 note "Prometheus: 7 targets (controller, ps-0, ps-1, worker-0..3), every one up"
 

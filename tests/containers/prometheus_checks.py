@@ -1,4 +1,4 @@
-#!/usr/bin/env python3
+#!/usr/bin/python3
 """What the container tests ask a real Prometheus through its HTTP API, each check waiting for
 the state it names until a deadline and then failing with what was not reached:
 

@@ -1,4 +1,4 @@
-#!/usr/bin/env python3
+#!/usr/bin/python3
 """Consistency of the compose file as docker-compose resolved it (`docker-compose config` output
 on stdin) with deploy/prometheus/compose.yml: the services the README lists, a gRPC health check
 through `ringside health` on each daemon's own --listen port, the join token as a secret, the

@@ -44,7 +44,7 @@ compose)
   "$tmp/deploy/compose/make-certs.sh" >/dev/null 2>&1 || die "deploy/compose/make-certs.sh failed"
   (cd "$tmp/deploy/compose" && env -u RINGSIDE_MODE docker-compose -f docker-compose.yml config) \
     >"$tmp/resolved.yml"
-  /usr/bin/env python3 "$tests/check_compose.py" "$deploy/prometheus/compose.yml" <"$tmp/resolved.yml"
+  /usr/bin/python3 "$tests/check_compose.py" "$deploy/prometheus/compose.yml" <"$tmp/resolved.yml"
   echo "compose: ok ($(grep -c '^  [a-z]' "$tmp/resolved.yml" || true) top-level entries resolved)"
   ;;
 
@@ -112,7 +112,7 @@ compose-run | k8s-run)
       (cd "$tmp/deploy/compose" && RINGSIDE_MODE=$mode docker-compose -f docker-compose.yml config) \
         >"$tmp/resolved-$mode.yml"
       echo -n "RINGSIDE_MODE=$mode: "
-      /usr/bin/env python3 "$tests/run_deploy_locally.py" compose "$tmp/resolved-$mode.yml" \
+      /usr/bin/python3 "$tests/run_deploy_locally.py" compose "$tmp/resolved-$mode.yml" \
         "$RINGSIDE_BIN_DIR"
     done
   else
@@ -123,13 +123,13 @@ compose-run | k8s-run)
     echo placeholder >"$tmp/k8s/base/operator-token"
     kubectl kustomize "$tmp/k8s/base" >"$tmp/base.yaml"
     echo -n "base (plaintext): "
-    /usr/bin/env python3 "$tests/run_deploy_locally.py" k8s "$tmp/base.yaml" "$RINGSIDE_BIN_DIR"
+    /usr/bin/python3 "$tests/run_deploy_locally.py" k8s "$tmp/base.yaml" "$RINGSIDE_BIN_DIR"
     # overlays/tls with the Secrets of make-certs.sh, as a user without cert-manager runs it.
     kubectl kustomize "$tmp/k8s/overlays/tls" >"$tmp/tls.yaml"
     "$deploy/k8s/make-certs.sh" "$tmp/certs" >"$tmp/secrets.yaml" 2>/dev/null ||
       die "deploy/k8s/make-certs.sh failed"
     echo -n "overlays/tls (mutual TLS): "
-    /usr/bin/env python3 "$tests/run_deploy_locally.py" k8s "$tmp/tls.yaml" "$RINGSIDE_BIN_DIR" \
+    /usr/bin/python3 "$tests/run_deploy_locally.py" k8s "$tmp/tls.yaml" "$RINGSIDE_BIN_DIR" \
       "$tmp/secrets.yaml"
   fi
   ;;
@@ -147,7 +147,7 @@ dockerfile)
   # Offline (tests/containers builds and runs the image for real): its runtime stage installs
   # every shared library the binaries built here link against.
   [ -n "${RINGSIDE_BIN_DIR:-}" ] || die "RINGSIDE_BIN_DIR (the built binaries) is not set"
-  /usr/bin/env python3 "$tests/check_image_libraries.py" "$RINGSIDE_BIN_DIR" \
+  /usr/bin/python3 "$tests/check_image_libraries.py" "$RINGSIDE_BIN_DIR" \
     "$deploy/docker/Dockerfile"
   ;;
 

@@ -1,4 +1,4 @@
-#!/usr/bin/env python3
+#!/usr/bin/python3
 """The Dockerfile's runtime stage installs every shared library the binaries need: each library
 that `ldd` resolves for the built ringside binaries belongs to a Debian package that is either in
 the runtime stage's `apt-get install` list, a dependency of one (closure over this machine's

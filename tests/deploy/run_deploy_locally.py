@@ -1,4 +1,4 @@
-#!/usr/bin/env python3
+#!/usr/bin/python3
 """Runs the daemons of a deploy file as local processes, exactly with the command lines the file
 gives them, and checks that they form a training cluster. No Docker engine or Kubernetes
 cluster exists here, so this is the closest real run of those files: every flag they pass must
