@@ -115,30 +115,30 @@ std::vector<absl::string_view> Join(std::vector<absl::string_view> a,
 const Subcommand kSubcommands[] = {
     {"compare",
      "usage: ringside compare [flags]\n"
-     "Runs the same job(s) on a local cluster (controller, shards, workers on loopback) in ps "
+     "Runs the same job(s) on a local cluster (controller, shards, workers on loopback) in ps\n"
      "mode and in ring mode, and prints the side-by-side table; --json and --report write it.",
      Join(kClusterFlags, {"json", "report", "timeline", "timeline_capacity"}), true},
     {"lab",
      "usage: ringside lab --link_rate=RATE [flags]   (root)\n"
      "       ringside lab --cleanup\n"
-     "compare with every process in its own network namespace on links shaped to --link_rate, "
+     "compare with every process in its own network namespace on links shaped to --link_rate,\n"
      "and the cost model's sync-time bound at that rate per mode.",
      Join(kClusterFlags,
           {"json", "report", "timeline", "timeline_capacity", "link_rate", "cleanup"}),
      true},
     {"up",
      "usage: ringside up [flags]\n"
-     "Starts a local cluster and keeps it running until Ctrl-C, printing every process's "
+     "Starts a local cluster and keeps it running until Ctrl-C, printing every process's\n"
      "metrics URL (and writing them, with the flags `ringside ctl` needs, to --ready_file).",
      Join(kClusterFlags, {"mode", "ready_file"}), true},
     {"ctl",
-     "usage: ringside ctl mode ring|ps --controller=HOST:PORT --operator_token_file=PATH "
-     "(--tls_ca=PEM --tls_cert=PEM --tls_key=PEM | --insecure)\n"
+     "usage: ringside ctl mode ring|ps --controller=HOST:PORT --operator_token_file=PATH\n"
+     "         (--tls_ca=PEM --tls_cert=PEM --tls_key=PEM | --insecure)\n"
      "Switches a running job's mode at its next step boundary.",
      Join(kClientFlags, {"controller", "operator_token_file"}), false},
     {"health",
-     "usage: ringside health --address=HOST:PORT (--tls_ca=PEM --tls_cert=PEM --tls_key=PEM | "
-     "--insecure)\n"
+     "usage: ringside health --address=HOST:PORT\n"
+     "         (--tls_ca=PEM --tls_cert=PEM --tls_key=PEM | --insecure)\n"
      "Exits 0 when the daemon's gRPC health service answers SERVING.",
      Join(kClientFlags, {"address"}), false},
 };
