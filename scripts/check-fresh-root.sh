@@ -38,13 +38,21 @@ rm -f "$root.debootstrap.log"
 mkdir -p "$root/src"
 git -C "$repo" ls-files -z | (cd "$repo" && xargs -0 cp --parents -t "$root/src")
 cp /etc/resolv.conf "$root/etc/resolv.conf"
+# The root trusts what this machine trusts (a TLS-inspecting proxy's CA, say), so its package
+# clients reach the registries as this machine's do; ca-certificates picks these up when the
+# set-up installs it. Node reads only its own roots unless told otherwise.
+mkdir -p "$root/usr/local/share/ca-certificates"
+cp /usr/local/share/ca-certificates/*.crt "$root/usr/local/share/ca-certificates/" 2>/dev/null || true
+node_ca=()
+[ -n "${NODE_EXTRA_CA_CERTS:-}" ] && node_ca=(NODE_EXTRA_CA_CERTS=/etc/ssl/certs/ca-certificates.crt)
 for fs in proc sys dev; do
   mount --bind "/$fs" "$root/$fs"
   mounts+=("$root/$fs")
 done
 
 echo "check-fresh-root: scripts/setup-debian.sh in the fresh root" >&2
-chroot "$root" env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin HOME=/root bash /src/scripts/setup-debian.sh
+chroot "$root" env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin HOME=/root "${node_ca[@]}" \
+  bash /src/scripts/setup-debian.sh
 echo "check-fresh-root: scripts/check-runtime.sh --owners in the fresh root" >&2
 chroot "$root" env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin HOME=/root \
   bash /src/scripts/check-runtime.sh --owners
