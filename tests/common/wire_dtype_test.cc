@@ -1,0 +1,132 @@
+// The 16-bit wire encodings against reference values: IEEE 754 half and bfloat16, rounding to
+// nearest even, subnormals, infinities, NaN, and the buffer functions' exact sizes.
+#include "common/wire_dtype.h"
+
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <limits>
+#include <vector>
+
+#include "gtest/gtest.h"
+
+namespace ringside {
+namespace {
+
+TEST(WireDtypeTest, NamesAndSizes) {
+  for (const char* name : {"fp32", "fp16", "bf16"}) {
+    const absl::StatusOr<WireDtype> dtype = ParseWireDtype(name);
+    ASSERT_TRUE(dtype.ok()) << name;
+    EXPECT_EQ(WireDtypeName(*dtype), name);
+  }
+  EXPECT_FALSE(ParseWireDtype("fp8").ok());
+  EXPECT_FALSE(ParseWireDtype("").ok());
+  EXPECT_EQ(WireBytesPerElement(WireDtype::kFp32), 4u);
+  EXPECT_EQ(WireBytesPerElement(WireDtype::kFp16), 2u);
+  EXPECT_EQ(WireBytesPerElement(WireDtype::kBf16), 2u);
+}
+
+TEST(WireDtypeTest, Fp16ReferenceValues) {
+  struct Case {
+    float value;
+    uint16_t bits;
+  };
+  const float inf = std::numeric_limits<float>::infinity();
+  for (const Case& c : std::vector<Case>{
+           {0.0f, 0x0000},
+           {-0.0f, 0x8000},
+           {1.0f, 0x3c00},
+           {-2.0f, 0xc000},
+           {0.5f, 0x3800},
+           {65504.0f, 0x7bff},  // the largest finite half
+           {65519.0f, 0x7bff},  // below the midpoint to infinity
+           {65520.0f, 0x7c00},  // the midpoint: ties to even, infinity
+           {1e6f, 0x7c00},      // overflow
+           {-1e6f, 0xfc00},
+           {inf, 0x7c00},
+           {-inf, 0xfc00},
+           {std::ldexp(1.0f, -14), 0x0400},         // the smallest normal
+           {std::ldexp(1.0f, -24), 0x0001},         // the smallest subnormal
+           {std::ldexp(1.0f, -25), 0x0000},         // half of it: ties to even, zero
+           {std::ldexp(3.0f, -26), 0x0001},         // three quarters of it: rounds up
+           {std::ldexp(1023.0f, -24), 0x03ff},      // the largest subnormal
+           {1.0f + std::ldexp(1.0f, -11), 0x3c00},  // a tie between 1 and 1+2^-10: even
+           {1.0f + std::ldexp(3.0f, -11), 0x3c02},  // a tie between odd and even: even, up
+       }) {
+    EXPECT_EQ(FloatToFp16(c.value), c.bits) << c.value;
+  }
+  EXPECT_EQ(Fp16ToFloat(0x7bff), 65504.0f);
+  EXPECT_EQ(Fp16ToFloat(0x0001), std::ldexp(1.0f, -24));
+  EXPECT_EQ(Fp16ToFloat(0x03ff), std::ldexp(1023.0f, -24));
+  EXPECT_EQ(Fp16ToFloat(0xfc00), -inf);
+  EXPECT_TRUE(std::signbit(Fp16ToFloat(0x8000)));
+  EXPECT_TRUE(std::isnan(Fp16ToFloat(FloatToFp16(std::nanf("")))));
+  EXPECT_TRUE(std::isnan(Fp16ToFloat(0x7c01)));  // a signalling NaN decodes to NaN
+}
+
+TEST(WireDtypeTest, EveryFp16ValueRoundTripsExactly) {
+  for (uint32_t bits = 0; bits <= 0xffff; ++bits) {
+    const float value = Fp16ToFloat(static_cast<uint16_t>(bits));
+    if (std::isnan(value)) continue;
+    EXPECT_EQ(FloatToFp16(value), bits) << std::hex << bits;
+  }
+}
+
+TEST(WireDtypeTest, Bf16ReferenceValues) {
+  const float inf = std::numeric_limits<float>::infinity();
+  EXPECT_EQ(FloatToBf16(1.0f), 0x3f80);
+  EXPECT_EQ(FloatToBf16(-2.0f), 0xc000);
+  EXPECT_EQ(FloatToBf16(1.0f + std::ldexp(1.0f, -8)), 0x3f80);  // tie: even, down
+  EXPECT_EQ(FloatToBf16(1.0f + std::ldexp(3.0f, -8)), 0x3f82);  // tie: even, up
+  EXPECT_EQ(FloatToBf16(1.0f + std::ldexp(1.0f, -8) + std::ldexp(1.0f, -20)), 0x3f81);
+  EXPECT_EQ(FloatToBf16(std::numeric_limits<float>::max()), 0x7f80);  // rounds to infinity
+  EXPECT_EQ(FloatToBf16(inf), 0x7f80);
+  EXPECT_EQ(FloatToBf16(-inf), 0xff80);
+  EXPECT_EQ(FloatToBf16(std::numeric_limits<float>::denorm_min()), 0x0000);
+  EXPECT_EQ(FloatToBf16(std::ldexp(1.0f, -133)), 0x0001);  // a bf16 subnormal
+  EXPECT_EQ(Bf16ToFloat(0x0001), std::ldexp(1.0f, -133));
+  EXPECT_TRUE(std::isnan(Bf16ToFloat(FloatToBf16(std::nanf("")))));
+  // A NaN whose payload sits in the low bits only must not round to infinity.
+  uint32_t low_nan_bits = 0x7f800001;
+  float low_nan;
+  std::memcpy(&low_nan, &low_nan_bits, sizeof(low_nan));
+  EXPECT_TRUE(std::isnan(Bf16ToFloat(FloatToBf16(low_nan))));
+  for (uint32_t bits = 0; bits <= 0xffff; ++bits) {
+    const float value = Bf16ToFloat(static_cast<uint16_t>(bits));
+    if (std::isnan(value)) continue;
+    EXPECT_EQ(FloatToBf16(value), bits) << std::hex << bits;
+  }
+}
+
+TEST(WireDtypeTest, BuffersAtOddSizesEncodeDecodeAndAddInFloat32) {
+  for (const WireDtype dtype : {WireDtype::kFp32, WireDtype::kFp16, WireDtype::kBf16}) {
+    SCOPED_TRACE(WireDtypeName(dtype));
+    for (const size_t n : {size_t{0}, size_t{1}, size_t{7}, size_t{1001}}) {
+      std::vector<float> values(n);
+      for (size_t i = 0; i < n; ++i) values[i] = 0.25f * static_cast<float>(i % 64) - 3.0f;
+      // One guard byte past the end: nothing may be written there.
+      std::vector<char> wire(n * WireBytesPerElement(dtype) + 1, '\x5a');
+      EncodeWire(dtype, values, wire.data());
+      EXPECT_EQ(wire.back(), '\x5a');
+      std::vector<float> decoded(n, -1.0f);
+      DecodeWire(dtype, wire.data(), absl::MakeSpan(decoded));
+      // Quarter steps from -3 to 12.75 are exact in all three types (bf16 keeps 8 bits).
+      EXPECT_EQ(decoded, values);
+      std::vector<float> sum(n, 1.0f);
+      DecodeAddWire(dtype, wire.data(), absl::MakeSpan(sum));
+      for (size_t i = 0; i < n; ++i) ASSERT_EQ(sum[i], values[i] + 1.0f) << i;
+    }
+  }
+}
+
+TEST(WireDtypeTest, NonFiniteValuesAreCounted) {
+  const float inf = std::numeric_limits<float>::infinity();
+  EXPECT_EQ(CountNonFinite(std::vector<float>{1.0f, 2.0f}), 0u);
+  EXPECT_EQ(CountNonFinite(std::vector<float>{std::nanf(""), 1.0f, -inf, inf}), 3u);
+  // fp16 overflow of a sum shows as infinities: the reason to pre-divide before encoding.
+  EXPECT_EQ(CountNonFinite(std::vector<float>{Fp16ToFloat(FloatToFp16(65504.0f * 4))}), 1u);
+  EXPECT_EQ(CountNonFinite(std::vector<float>{Fp16ToFloat(FloatToFp16(65504.0f * 4 / 4))}), 0u);
+}
+
+}  // namespace
+}  // namespace ringside
