@@ -24,6 +24,16 @@ render=$work/render
   --suffix="$run_id" --image="ringside=$RINGSIDE_TEST_IMAGE" 2>"$work/render.log" ||
   { cat "$work/render.log" >&2; die "deploy/k8s/podman/render.py failed on the base"; }
 
+# What it does not apply it refuses, rather than render something else: a patch, say.
+cp -r "$work/base" "$work/patched"
+printf 'patches:\n  - path: worker-patch.yaml\n' >>"$work/patched/kustomization.yaml"
+if /usr/bin/python3 "$SOURCE_DIR/deploy/k8s/podman/render.py" "$work/patched" "$work/refused" \
+    --suffix="$run_id" >"$work/refused.log" 2>&1; then
+  die "render.py rendered a base with a patch it does not apply"
+fi
+grep -q "does not apply: \['patches'\]" "$work/refused.log" ||
+  die "render.py refused a patched base without naming the field: $(cat "$work/refused.log")"
+
 # pods.tsv: one line per container (see render.py).
 declare -a files aliases pods components containers ready_ports metrics_ports
 while IFS=$'\t' read -r file alias pod component _ container ready metrics; do
@@ -39,10 +49,11 @@ containers; job.env asks for $shards shards and $workers workers"
 
 net=ringside-kube-$run_id
 make_network "$net"
-# Everything kube play makes carries the run's suffix: pods (their containers go with them),
-# the claim's volume, the emptyDir volumes (named after their pods).
+# Everything kube play makes carries the run's suffix: pods (their containers go with them;
+# killed at once, a graceful stop proves nothing here and a worker mid-step can take its
+# collective deadline to stop), the claim's volume, the emptyDir volumes (named after their pods).
 on_exit 'podman volume ls -q --filter "name=$run_id" | xargs -r podman volume rm -f'
-on_exit 'podman pod ls -q --filter "name=$run_id" | xargs -r podman pod rm -f -t 3'
+on_exit 'podman pod ls -q --filter "name=$run_id" | xargs -r podman pod rm -f -t 0'
 
 show_state() {
   local pod

@@ -95,7 +95,8 @@ wait_for() {
   local seconds=$1 what=$2
   shift 2
   local deadline=$((SECONDS + seconds))
-  until "$@" >"$work/last-try.log" 2>&1; do
+  # In a subshell: a TERM (the budget, ctest) then finds the shell's own stderr, not this log.
+  until ("$@") >"$work/last-try.log" 2>&1; do
     if ((SECONDS >= deadline)); then
       tail -n 20 "$work/last-try.log" >&2
       die "not reached within $seconds s: $what"
