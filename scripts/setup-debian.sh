@@ -28,6 +28,9 @@ packages=(
   # script installs without recommended packages
   # netavark calls iptables at run time without depending on it: every container network needs it
   podman buildah podman-compose runc netavark aardvark-dns catatonit debootstrap iptables
+  # the Kubernetes base rendered for `podman kube play` (deploy/k8s/podman/render.py) and the
+  # deploy checks' Python scripts read YAML; named, not left to docker-compose's dependencies
+  python3-yaml
   # the real data set of the heavy job (--data=fashion-mnist): Fashion-MNIST's IDX files
   dataset-fashion-mnist
 )
