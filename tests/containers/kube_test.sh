@@ -13,7 +13,8 @@ set_budget "${RINGSIDE_CONTAINER_BUDGET:-840}"
 require_image
 command -v curl >/dev/null || die "curl not found: run scripts/setup-debian.sh (as root)"
 /usr/bin/python3 -c 'import yaml' 2>/dev/null ||
-  die "Debian's python3-yaml is missing (render.py reads the base with it): run scripts/setup-debian.sh"
+  die "Debian's python3-yaml is missing (render.py reads the base with it): \
+run scripts/setup-debian.sh"
 
 # The user's steps from the README, in a copy: the tokens beside the kustomization.
 cp -r "$SOURCE_DIR/deploy/k8s/base" "$work/base"
@@ -42,8 +43,13 @@ while IFS=$'\t' read -r file alias pod component _ container ready metrics; do
 done <"$render/pods.tsv"
 job_value() { sed -n "s/^$1=//p" "$work/base/job.env"; }
 workers=$(job_value RINGSIDE_WORKERS) shards=$(job_value RINGSIDE_PS_SHARDS)
-count() { local n=0 c; for c in "${components[@]}"; do [ "$c" = "$1" ] && n=$((n + 1)); done; echo $n; }
-[ "$(count worker)" = "$workers" ] && [ "$(count ps)" = "$shards" ] && [ "$(count controller)" = 1 ] ||
+count() {
+  local n=0 c
+  for c in "${components[@]}"; do [ "$c" = "$1" ] && n=$((n + 1)); done
+  echo $n
+}
+[ "$(count worker)" = "$workers" ] && [ "$(count ps)" = "$shards" ] &&
+  [ "$(count controller)" = 1 ] ||
   die "rendered $(count controller) controller, $(count ps) shard and $(count worker) worker \
 containers; job.env asks for $shards shards and $workers workers"
 
@@ -94,7 +100,8 @@ wait_for 120 "every pod and container Running" all_running
 for container in "${containers[@]}"; do
   security=$(podman inspect --format '{{.Config.User}} {{.HostConfig.ReadonlyRootfs}}' "$container")
   [ "$security" = "10001:10001 true" ] ||
-    die "$container runs with user and read-only root '$security', not the manifests' '10001:10001 true'"
+    die "$container runs with user and read-only root '$security', not the manifests' \
+'10001:10001 true'"
 done
 note "every pod Running: $(printf '%s\n' "${pods[@]}" | sort -u | tr '\n' ' ')"
 
@@ -132,7 +139,8 @@ for i in "${!components[@]}"; do [ "${components[i]}" = controller ] && controll
 topology() {
   local line
   line=$(podman logs "${containers[controller]}" 2>&1 | grep 'controller: generation ' | tail -n1)
-  grep -q ", $workers workers, $shards shards, mode " <<<"$line" || { echo "last: $line"; return 1; }
+  grep -q ", $workers workers, $shards shards, mode " <<<"$line" ||
+    { echo "last: $line"; return 1; }
 }
 wait_for 300 "the controller's topology with $workers workers and $shards shards" topology
 registered=$(podman logs "${containers[controller]}" 2>&1 | grep 'controller: member .* registered')
