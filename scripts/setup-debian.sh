@@ -14,7 +14,7 @@ packages=(
   libopenblas-dev nlohmann-json3-dev
   libssl-dev
   libgloo-dev
-  curl procps iproute2 util-linux python3 python3-yaml gzip
+  curl procps iproute2 util-linux python3 gzip
   # the formatting check (tests/architecture): .clang-format is the project's style
   clang-format
   # the fuzz targets (fuzz/): clang, and its libFuzzer and sanitizer runtimes
@@ -30,6 +30,9 @@ packages=(
   # script installs without recommended packages
   # netavark calls iptables at run time without depending on it: every container network needs it
   podman buildah podman-compose runc netavark aardvark-dns catatonit debootstrap iptables
+  # the Kubernetes base rendered for `podman kube play` (deploy/k8s/podman/render.py) and the
+  # deploy checks' Python scripts read YAML; named, not left to docker-compose's dependencies
+  python3-yaml
   # the real data set of the heavy job (--data=fashion-mnist): Fashion-MNIST's IDX files
   dataset-fashion-mnist
 )

@@ -25,6 +25,32 @@ podman-compose, debootstrap and runc"
   die "these tests run Podman as root (its netavark bridge networks need it; rootless Podman \
 on Debian 12 needs subuid ranges this project does not set up): run as root"
 
+# What Podman runs without depending on it as a package, named before a container fails with a
+# bare "No such file or directory": the OCI runtime containers.conf names (runc), conmon, the
+# network helpers netavark and aardvark-dns (in Podman's helper directories, not on PATH), the
+# iptables netavark calls at run time, and catatonit, the init of the pause image that every
+# pod's infra container runs (podman kube play builds that image locally from it).
+podman_preflight() {
+  local missing=() program dir found
+  for program in runc conmon iptables; do
+    command -v "$program" >/dev/null || missing+=("$program (not on PATH)")
+  done
+  for program in netavark aardvark-dns catatonit; do
+    found=
+    for dir in /usr/local/libexec/podman /usr/local/lib/podman /usr/libexec/podman \
+               /usr/lib/podman; do
+      [ -x "$dir/$program" ] && found=$dir/$program
+    done
+    [ -n "$found" ] || command -v "$program" >/dev/null ||
+      missing+=("$program (not in /usr/lib/podman, /usr/libexec/podman or on PATH)")
+  done
+  ((${#missing[@]} == 0)) ||
+    die "Podman cannot run containers here without: $(IFS=';'; echo "${missing[*]}"). \
+Run scripts/setup-debian.sh (as root), which installs runc, conmon (with podman), netavark, \
+aardvark-dns, catatonit and iptables"
+}
+podman_preflight
+
 # A suffix unique to this run: every container, network, volume and project name carries it.
 run_id=$(head -c 6 /dev/urandom | od -An -tx1 | tr -d ' \n')
 work=$(mktemp -d "/tmp/ringside-$test_name.XXXXXX")
@@ -69,7 +95,8 @@ wait_for() {
   local seconds=$1 what=$2
   shift 2
   local deadline=$((SECONDS + seconds))
-  until "$@" >"$work/last-try.log" 2>&1; do
+  # In a subshell: a TERM (the budget, ctest) then finds the shell's own stderr, not this log.
+  until ("$@") >"$work/last-try.log" 2>&1; do
     if ((SECONDS >= deadline)); then
       tail -n 20 "$work/last-try.log" >&2
       die "not reached within $seconds s: $what"

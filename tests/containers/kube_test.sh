@@ -1,0 +1,174 @@
+#!/usr/bin/env bash
+# Kubernetes as far as Podman goes (issue 23, point 5): the base (deploy/k8s/base), rendered by
+# deploy/k8s/podman/render.py into what Debian 12's `podman kube play` runs (the controller's
+# Deployment and its claim as they are, each StatefulSet replica as a Pod, the Services' names
+# as network aliases, the Secrets as files; see that script for every change and why), played
+# with the built image on a network of this run's own. Checked, each by observing state: every
+# pod and container Running with the manifests' user and read-only root, every readiness
+# probe's check (`ringside health` on its port) SERVING, the controller's topology holding
+# every shard and worker of job.env with each member's advertised pod DNS name registered, its
+# ringside_world_size equal to the workers, and every worker's ringside_steps_total growing.
+source "$(dirname "$0")/lib.sh"
+set_budget "${RINGSIDE_CONTAINER_BUDGET:-840}"
+require_image
+command -v curl >/dev/null || die "curl not found: run scripts/setup-debian.sh (as root)"
+/usr/bin/python3 -c 'import yaml' 2>/dev/null ||
+  die "Debian's python3-yaml is missing (render.py reads the base with it): \
+run scripts/setup-debian.sh"
+
+# The user's steps from the README, in a copy: the tokens beside the kustomization.
+cp -r "$SOURCE_DIR/deploy/k8s/base" "$work/base"
+head -c 32 /dev/urandom | base64 >"$work/base/join-token"
+head -c 32 /dev/urandom | base64 >"$work/base/operator-token"
+render=$work/render
+/usr/bin/python3 "$SOURCE_DIR/deploy/k8s/podman/render.py" "$work/base" "$render" \
+  --suffix="$run_id" --image="ringside=$RINGSIDE_TEST_IMAGE" 2>"$work/render.log" ||
+  { cat "$work/render.log" >&2; die "deploy/k8s/podman/render.py failed on the base"; }
+
+# What it does not apply it refuses, rather than render something else: a patch, say.
+cp -r "$work/base" "$work/patched"
+printf 'patches:\n  - path: worker-patch.yaml\n' >>"$work/patched/kustomization.yaml"
+if /usr/bin/python3 "$SOURCE_DIR/deploy/k8s/podman/render.py" "$work/patched" "$work/refused" \
+    --suffix="$run_id" >"$work/refused.log" 2>&1; then
+  die "render.py rendered a base with a patch it does not apply"
+fi
+grep -q "does not apply: \['patches'\]" "$work/refused.log" ||
+  die "render.py refused a patched base without naming the field: $(cat "$work/refused.log")"
+
+# pods.tsv: one line per container (see render.py).
+declare -a files aliases pods components containers ready_ports metrics_ports
+while IFS=$'\t' read -r file alias pod component _ container ready metrics; do
+  files+=("$file") aliases+=("$alias") pods+=("$pod") components+=("$component")
+  containers+=("$container") ready_ports+=("$ready") metrics_ports+=("$metrics")
+done <"$render/pods.tsv"
+job_value() { sed -n "s/^$1=//p" "$work/base/job.env"; }
+workers=$(job_value RINGSIDE_WORKERS) shards=$(job_value RINGSIDE_PS_SHARDS)
+count() {
+  local n=0 c
+  for c in "${components[@]}"; do [ "$c" = "$1" ] && n=$((n + 1)); done
+  echo $n
+}
+[ "$(count worker)" = "$workers" ] && [ "$(count ps)" = "$shards" ] &&
+  [ "$(count controller)" = 1 ] ||
+  die "rendered $(count controller) controller, $(count ps) shard and $(count worker) worker \
+containers; job.env asks for $shards shards and $workers workers"
+
+net=ringside-kube-$run_id
+make_network "$net"
+# Everything kube play makes carries the run's suffix: pods (their containers go with them;
+# killed at once, a graceful stop proves nothing here and a worker mid-step can take its
+# collective deadline to stop), the claim's volume, the emptyDir volumes (named after their pods).
+on_exit 'podman volume ls -q --filter "name=$run_id" | xargs -r podman volume rm -f'
+on_exit 'podman pod ls -q --filter "name=$run_id" | xargs -r podman pod rm -f -t 0'
+
+show_state() {
+  local pod
+  for pod in $(printf '%s\n' "${pods[@]}" | sort -u); do
+    podman pod inspect --format "--- pod $pod: {{.State}}" "$pod" 2>&1
+  done
+  local i
+  for i in "${!containers[@]}"; do
+    podman inspect --format '--- {{.Name}}: {{.State.Status}} (exit {{.State.ExitCode}})' \
+      "${containers[i]}" 2>&1
+    podman logs --tail 8 "${containers[i]}" 2>&1 | sed 's/^/    /'
+  done
+}
+diagnose=show_state
+
+start=$SECONDS
+for file in $(printf '%s\n' "${files[@]}" | sort -u); do
+  for i in "${!files[@]}"; do [ "${files[i]}" = "$file" ] && alias=${aliases[i]}; done
+  podman kube play --network "$net:alias=${alias//,/,alias=}" "$render/$file" \
+    >"$work/play.log" 2>&1 ||
+    { cat "$work/play.log" >&2; die "podman kube play $file failed"; }
+done
+note "played $(printf '%s\n' "${files[@]}" | sort -u | wc -l) files in $((SECONDS - start)) s \
+on network $net"
+
+all_running() {
+  local pod i state
+  for pod in $(printf '%s\n' "${pods[@]}" | sort -u); do
+    state=$(podman pod inspect --format '{{.State}}' "$pod") || return 1
+    [ "$state" = Running ] || { echo "pod $pod: $state"; return 1; }
+  done
+  for i in "${!containers[@]}"; do
+    state=$(podman inspect --format '{{.State.Status}}' "${containers[i]}") || return 1
+    [ "$state" = running ] || { echo "${containers[i]}: $state"; return 1; }
+  done
+}
+wait_for 120 "every pod and container Running" all_running
+for container in "${containers[@]}"; do
+  security=$(podman inspect --format '{{.Config.User}} {{.HostConfig.ReadonlyRootfs}}' "$container")
+  [ "$security" = "10001:10001 true" ] ||
+    die "$container runs with user and read-only root '$security', not the manifests' \
+'10001:10001 true'"
+done
+note "every pod Running: $(printf '%s\n' "${pods[@]}" | sort -u | tr '\n' ' ')"
+
+# The readiness probes' check (Podman 4.3 ignores gRPC probes): plaintext gRPC health on the
+# probe's port, from inside the container as the kubelet's probe would reach it.
+all_ready() {
+  local i answer
+  for i in "${!containers[@]}"; do
+    answer=$(podman exec "${containers[i]}" ringside health \
+      --address="127.0.0.1:${ready_ports[i]}" --insecure --timeout=2s 2>&1) || true
+    [ "$answer" = SERVING ] || { echo "${containers[i]}: $answer"; return 1; }
+  done
+}
+wait_for 300 "every readiness probe's check (ringside health) SERVING" all_ready
+note "every readiness check SERVING"
+
+# Metrics as Prometheus would scrape them: the pod's address on the network, the annotated port.
+pod_ip() {
+  local infra
+  infra=$(podman pod inspect --format '{{.InfraContainerID}}' "$1") &&
+    podman inspect --format "{{(index .NetworkSettings.Networks \"$net\").IPAddress}}" "$infra"
+}
+metric() { # metric INDEX NAME: the sum of NAME's series at container INDEX
+  local ip
+  ip=$(pod_ip "${pods[$1]}") || return 1
+  curl -sf -m 5 "http://$ip:${metrics_ports[$1]}/metrics" |
+    awk -v name="$2" '$1 == name || index($1, name "{") == 1 { s += $NF; n++ }
+                      END { if (!n) exit 1; printf "%d\n", s }'
+}
+controller=
+for i in "${!components[@]}"; do [ "${components[i]}" = controller ] && controller=$i; done
+
+# The controller sees every member: its current topology holds job.env's shards and workers,
+# each member registered under its pod DNS name, and its world size is the workers'.
+topology() {
+  local line
+  line=$(podman logs "${containers[controller]}" 2>&1 | grep 'controller: generation ' | tail -n1)
+  grep -q ", $workers workers, $shards shards, mode " <<<"$line" ||
+    { echo "last: $line"; return 1; }
+}
+wait_for 300 "the controller's topology with $workers workers and $shards shards" topology
+registered=$(podman logs "${containers[controller]}" 2>&1 | grep 'controller: member .* registered')
+for i in "${!components[@]}"; do
+  [ "${components[i]}" = controller ] && continue
+  dns=${aliases[i]##*,} # the pod's own name under its headless Service
+  grep -qF "registered (\"$dns:${ready_ports[i]}\"" <<<"$registered" ||
+    die "the controller has no member registered as $dns:${ready_ports[i]}: $registered"
+done
+world() { [ "$(metric "$controller" ringside_world_size)" = "$workers" ]; }
+wait_for 120 "the controller's ringside_world_size at $workers" world
+note "the controller sees $workers workers and $shards shards, each by its pod DNS name"
+
+# Training: every worker's step counter moves past where it is now.
+declare -A before
+for i in "${!components[@]}"; do
+  [ "${components[i]}" = worker ] || continue
+  wait_for 300 "${pods[i]} reports ringside_steps_total" metric "$i" ringside_steps_total
+  before[$i]=$(metric "$i" ringside_steps_total)
+done
+advanced() {
+  local now
+  now=$(metric "$1" ringside_steps_total) || return 1
+  ((now > ${before[$1]}))
+}
+for i in "${!before[@]}"; do
+  wait_for 180 "${pods[i]}'s ringside_steps_total above ${before[$i]}" advanced "$i"
+done
+note "every worker trains (ringside_steps_total grows: $(for i in "${!before[@]}"; do
+  printf '%s ' "${pods[i]%-"$run_id"}=$(metric "$i" ringside_steps_total)"; done))"
+echo "container_kube: ok ($((SECONDS - start)) s from the first play)"
