@@ -28,8 +28,9 @@ packages=(
   # script installs without recommended packages
   # netavark calls iptables at run time without depending on it: every container network needs it
   podman buildah podman-compose runc netavark aardvark-dns catatonit debootstrap iptables
-  # the real data set of the heavy job (--data=fashion-mnist): Fashion-MNIST's IDX files
-  dataset-fashion-mnist
+  # the real data set of the heavy job (--data=fashion-mnist): Fashion-MNIST's IDX files, gzipped
+  # (read through zlib, which gRPC and protobuf depend on too)
+  dataset-fashion-mnist zlib1g-dev
 )
 # Node.js runs the npm-based deploy checks; Debian's nodejs only where the machine has no node.
 command -v node >/dev/null || packages+=(nodejs npm)
