@@ -133,9 +133,11 @@ absl::StatusOr<TrainResult> RunTorch(const TrainJob& job, int run, const TempDir
   RETURN_IF_ERROR(RunToEnd(argv, out, timeout));
   ASSIGN_OR_RETURN(const std::string text, ReadFileToString(out));
   // The JSON is the last line; torch may print warnings before it.
-  const size_t line = text.rfind('{');
+  const size_t end = text.find_last_not_of("\n");
+  const size_t line = end == std::string::npos ? 0 : text.rfind('\n', end);
   const nlohmann::json json = nlohmann::json::parse(
-      line == std::string::npos ? "" : text.substr(line), nullptr, /*allow_exceptions=*/false);
+      end == std::string::npos ? "" : text.substr(line == std::string::npos ? 0 : line + 1),
+      nullptr, /*allow_exceptions=*/false);
   if (json.is_discarded()) {
     return absl::InternalError(
         absl::StrCat("ddp_train.py printed no result:\n", TailOfFile(out, 8)));

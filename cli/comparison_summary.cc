@@ -290,7 +290,8 @@ std::vector<std::string> AccuracyExplanation(const JobComparison& job) {
       "the whole held-out test set every ",
       c.eval_every,
       " steps and after the last, on a thread of its own at low priority: the evaluation's time "
-      "is in no step's phases and not in samples/s."));
+      "is in no step's phases and not in samples/s, though it shares the machine's cores with the "
+      "training."));
   lines.push_back(absl::StrCat(
       "Time to ", TargetText(c),
       " is defined on what was measured: the wall-clock time from the cluster's first step to the "

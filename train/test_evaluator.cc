@@ -4,6 +4,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -37,8 +38,15 @@ absl::StatusOr<std::unique_ptr<TestEvaluator>> TestEvaluator::Create(const Model
 
 TestEvaluator::TestEvaluator(const Dataset& test, std::unique_ptr<GradientComputer> computer,
                              Sink sink, Options options)
-    : test_(test), computer_(std::move(computer)), sink_(std::move(sink)), options_(options) {
+    : test_(test),
+      computer_(std::move(computer)),
+      sink_(std::move(sink)),
+      options_(options),
+      capacity_(std::max<size_t>(
+          1, options.max_waiting_bytes /
+                 std::max<size_t>(1, computer_->spec().parameter_count() * sizeof(float)))) {
   thread_ = std::thread([this] { Loop(); });
+  reader_thread_ = std::thread([this] { ReaderLoop(); });
 }
 
 TestEvaluator::~TestEvaluator() {
@@ -46,6 +54,7 @@ TestEvaluator::~TestEvaluator() {
     absl::MutexLock lock(&mu_);
     stopping_ = true;
   }
+  reader_thread_.join();
   thread_.join();
 }
 
@@ -67,19 +76,31 @@ void TestEvaluator::SubmitShardRead(int64_t completed, ShardReader reader) {
   Request request;
   request.completed = completed;
   request.reader = std::move(reader);
-  Submit(std::move(request));
+  absl::MutexLock lock(&mu_);
+  if (pending_read_.has_value()) ++dropped_;
+  pending_read_ = std::move(request);
 }
 
 void TestEvaluator::Submit(Request request) {
   absl::MutexLock lock(&mu_);
-  if (pending_.has_value()) ++dropped_;
-  pending_ = std::move(request);
+  SubmitLocked(std::move(request));
+}
+
+void TestEvaluator::SubmitLocked(Request request) {
+  if (pending_.size() >= capacity_) {
+    // Full: the newest waiting one makes way, so the earliest points (when an accuracy was first
+    // reached) and the last (the final parameters) are kept.
+    ++dropped_;
+    pending_.back() = std::move(request);
+    return;
+  }
+  pending_.push_back(std::move(request));
 }
 
 void TestEvaluator::Drain() {
   absl::MutexLock lock(&mu_);
   auto idle = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-    return stopping_ || (!pending_.has_value() && !busy_);
+    return stopping_ || (!pending_read_.has_value() && !reading_ && pending_.empty() && !busy_);
   };
   mu_.Await(absl::Condition(&idle));
 }
@@ -102,13 +123,12 @@ void TestEvaluator::Loop() {
     Request request;
     {
       absl::MutexLock lock(&mu_);
-      auto work = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-        return stopping_ || pending_.has_value();
-      };
+      auto work = [this]()
+                      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return stopping_ || !pending_.empty(); };
       mu_.Await(absl::Condition(&work));
       if (stopping_) return;
-      request = *std::move(pending_);
-      pending_.reset();
+      request = std::move(pending_.front());
+      pending_.pop_front();
       busy_ = true;
     }
     absl::StatusOr<std::optional<EvaluationLine>> point = Evaluate(request);
@@ -127,16 +147,46 @@ void TestEvaluator::Loop() {
   }
 }
 
+void TestEvaluator::ReaderLoop() {
+  while (true) {
+    Request request;
+    {
+      absl::MutexLock lock(&mu_);
+      auto work = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+        return stopping_ || pending_read_.has_value();
+      };
+      mu_.Await(absl::Condition(&work));
+      if (stopping_) return;
+      request = *std::move(pending_read_);
+      pending_read_.reset();
+      reading_ = true;
+    }
+    const absl::Time start = absl::Now();
+    absl::StatusOr<int64_t> step = ParametersOf(request);
+    request.read_time = absl::Now() - start;
+    absl::MutexLock lock(&mu_);
+    reading_ = false;
+    if (!step.ok()) {
+      ++failures_.count;
+      failures_.last = step.status();
+      continue;
+    }
+    request.completed = *step;
+    request.reader = nullptr;
+    SubmitLocked(std::move(request));  // a snapshot of the shards now
+  }
+}
+
 absl::StatusOr<std::optional<EvaluationLine>> TestEvaluator::Evaluate(Request& request) {
   const absl::Time start = absl::Now();
-  ASSIGN_OR_RETURN(const int64_t step, ParametersOf(request));
+  const int64_t step = request.completed;
   // A ps read can find the shards where the previous one did (the trainer submitted again
   // before they moved on): that point is already there.
   if (last_step_.has_value() && step <= *last_step_) return std::nullopt;
   ASSIGN_OR_RETURN(
       const Evaluation evaluation,
       EvaluateInChunks(*computer_, request.params, test_.AllRows(), options_.chunk_rows));
-  const absl::Duration took = absl::Now() - start;
+  const absl::Duration took = absl::Now() - start + request.read_time;
   ASSIGN_OR_RETURN(const auto when_and_loss, WhenAndLossOf(step));
   EvaluationLine point;
   point.step = step;
@@ -149,7 +199,6 @@ absl::StatusOr<std::optional<EvaluationLine>> TestEvaluator::Evaluate(Request& r
 }
 
 absl::StatusOr<int64_t> TestEvaluator::ParametersOf(Request& request) {
-  if (!request.reader) return request.completed;
   absl::Status last;
   for (int attempt = 0; attempt < options_.read_attempts; ++attempt) {
     absl::StatusOr<ShardParameters> read = request.reader();

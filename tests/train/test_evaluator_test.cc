@@ -1,7 +1,9 @@
 // The test evaluator on its own: snapshots evaluated exactly as one direct evaluation, points
-// timed from the first step, a waiting evaluation replaced by a newer one, ps reads retried
-// while the shards straddle a step and labelled with the step they held, failures counted.
-// Readers stand in for the shards; they block on notifications, never on clocks.
+// timed from the first step, snapshots waiting in order (the newest making way when the room is
+// full), ps reads done at once
+// (not behind an evaluation), retried while the shards straddle a step and labelled with the step
+// they held, failures counted. Readers stand in for the shards; readers and the sink block on
+// notifications, never on clocks.
 #include "train/test_evaluator.h"
 
 #include <atomic>
@@ -26,6 +28,11 @@ class TestEvaluatorTest : public ::testing::Test {
     auto evaluator = TestEvaluator::Create(
         spec_, test_, "cpu",
         [this](const EvaluationLine& point) {
+          if (hold_first_point_) {
+            hold_first_point_ = false;
+            in_sink_.Notify();
+            release_sink_.WaitForNotification();
+          }
           absl::MutexLock lock(&mu_);
           points_.push_back(point);
         },
@@ -52,6 +59,10 @@ class TestEvaluatorTest : public ::testing::Test {
   const absl::Time origin_;
   absl::Mutex mu_;
   std::vector<EvaluationLine> points_ ABSL_GUARDED_BY(mu_);
+  // Set before the first submission: the sink holds the compute thread at the first point until
+  // release_sink_, so the test knows the evaluator is busy.
+  bool hold_first_point_ = false;  // the compute thread's once submitted
+  absl::Notification in_sink_, release_sink_;
 };
 
 TEST_F(TestEvaluatorTest, ASnapshotIsEvaluatedOnTheWholeTestSetAndTimedFromTheFirstStep) {
@@ -79,26 +90,62 @@ TEST_F(TestEvaluatorTest, ASnapshotIsEvaluatedOnTheWholeTestSetAndTimedFromTheFi
   EXPECT_EQ(evaluator->failures().count, 0);
 }
 
-TEST_F(TestEvaluatorTest, AWaitingEvaluationIsReplacedByANewerOne) {
+TEST_F(TestEvaluatorTest, SnapshotsWaitInOrderWhileTheEvaluatorIsBusy) {
+  hold_first_point_ = true;
+  auto evaluator = Make();  // 64 MiB of a 112-parameter model: room for every one
+  const std::vector<float> params = InitialParameters(spec_, 1);
+  for (int64_t step = 1; step <= 40; ++step) Ended(*evaluator, step, 1);
+  evaluator->SubmitSnapshot(10, params);
+  in_sink_.WaitForNotification();  // the evaluator is busy with step 10
+  for (int64_t step : {20, 30, 40}) evaluator->SubmitSnapshot(step, params);
+  release_sink_.Notify();
+  evaluator->Drain();
+  std::vector<int64_t> steps;
+  for (const EvaluationLine& point : Points()) steps.push_back(point.step);
+  EXPECT_EQ(steps, (std::vector<int64_t>{10, 20, 30, 40}));
+  EXPECT_EQ(evaluator->dropped(), 0);
+}
+
+TEST_F(TestEvaluatorTest, WhenTheWaitingRoomIsFullTheNewestWaitingOneMakesWay) {
+  hold_first_point_ = true;
+  TestEvaluator::Options options;
+  options.max_waiting_bytes = 2 * spec_.parameter_count() * sizeof(float);  // two snapshots
+  auto evaluator = Make(options);
+  const std::vector<float> params = InitialParameters(spec_, 1);
+  for (int64_t step = 1; step <= 40; ++step) Ended(*evaluator, step, 1);
+  evaluator->SubmitSnapshot(10, params);
+  in_sink_.WaitForNotification();
+  for (int64_t step : {20, 30, 40}) evaluator->SubmitSnapshot(step, params);  // 40 replaces 30
+  release_sink_.Notify();
+  evaluator->Drain();
+  std::vector<int64_t> steps;
+  for (const EvaluationLine& point : Points()) steps.push_back(point.step);
+  EXPECT_EQ(steps, (std::vector<int64_t>{10, 20, 40})) << "the first and the last are kept";
+  EXPECT_EQ(evaluator->dropped(), 1);
+}
+
+// The shards are read when the evaluation is due, not when the evaluator is free again: a read
+// waiting behind an evaluation would find the shards steps later.
+TEST_F(TestEvaluatorTest, AShardReadIsNotQueuedBehindAnEvaluation) {
+  hold_first_point_ = true;
   auto evaluator = Make();
-  absl::Notification reading, release;
   const std::vector<float> params = InitialParameters(spec_, 1);
   for (int64_t step = 1; step <= 30; ++step) Ended(*evaluator, step, 1);
-  evaluator->SubmitShardRead(10, [&]() -> absl::StatusOr<ShardParameters> {
-    reading.Notify();
-    release.WaitForNotification();
-    return ShardParameters{10, params};
+  evaluator->SubmitSnapshot(10, params);
+  in_sink_.WaitForNotification();  // the compute thread is held at step 10's point
+  absl::Notification read;
+  evaluator->SubmitShardRead(20, [&]() -> absl::StatusOr<ShardParameters> {
+    read.Notify();
+    return ShardParameters{21, params};
   });
-  reading.WaitForNotification();  // the evaluator is busy with step 10
-  evaluator->SubmitSnapshot(20, params);
-  evaluator->SubmitSnapshot(30, params);  // replaces 20, which never started
-  release.Notify();
+  read.WaitForNotification();  // while the compute thread is still held
+  release_sink_.Notify();
   evaluator->Drain();
   const std::vector<EvaluationLine> points = Points();
   ASSERT_EQ(points.size(), 2u);
   EXPECT_EQ(points[0].step, 10);
-  EXPECT_EQ(points[1].step, 30);
-  EXPECT_EQ(evaluator->dropped(), 1);
+  EXPECT_EQ(points[1].step, 21);
+  EXPECT_DOUBLE_EQ(points[1].seconds, 21.0);
 }
 
 TEST_F(TestEvaluatorTest, AShardReadThatStraddlesAStepIsReadAgainAndTakesTheShardsStep) {
