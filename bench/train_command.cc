@@ -179,8 +179,10 @@ absl::StatusOr<TrainJob> JobFromFlags() {
         absl::StrCat("--data=", data, ": want synthetic, fashion-mnist or fashion-mnist:DIR"));
   }
   if (spec->kind == worker::DataSpec::Kind::kFashionMnist) {
-    if (absl::Status files = worker::CheckDataSpec(job.data); !files.ok()) {
-      return absl::InvalidArgumentError(absl::StrCat("--data: ", files.message()));
+    absl::StatusOr<worker::ModelSpec> model = worker::ModelSpec::Parse(job.model, "tanh");
+    if (!model.ok()) return Annotate(model.status(), "--model");
+    if (absl::Status fits = worker::CheckDataFitsModel(job.data, *model); !fits.ok()) {
+      return absl::InvalidArgumentError(absl::StrCat("--data: ", fits.message()));
     }
     job.fashion_dir = spec->directory;
   }

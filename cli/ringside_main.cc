@@ -179,10 +179,16 @@ std::vector<ringside::worker::TrainingOptions> CompareJobs(
   return {heavy, iris};
 }
 
-// A data set the jobs name must be there before any cluster starts, not fail in every worker.
+// A data set the jobs name must be there, and fit their models, before any cluster starts, not
+// fail in every worker.
 absl::Status CheckJobData(const std::vector<ringside::worker::TrainingOptions>& jobs) {
   for (const ringside::worker::TrainingOptions& job : jobs) {
-    if (absl::Status status = ringside::worker::CheckDataSpec(job.data); !status.ok()) {
+    absl::StatusOr<ringside::worker::ModelSpec> model =
+        ringside::worker::ModelSpec::Parse(job.model, job.activation);
+    // A bad --model is the comparison's own first error, named as such.
+    const absl::Status status = model.ok() ? ringside::worker::CheckDataFitsModel(job.data, *model)
+                                           : ringside::worker::CheckDataSpec(job.data);
+    if (!status.ok()) {
       return absl::Status(status.code(), absl::StrCat("--data: ", status.message()));
     }
   }

@@ -172,6 +172,27 @@ void Standardize(Dataset& data) {
 
 namespace {
 
+absl::Status CheckModelFits(const ModelSpec& model, const Dataset& data);
+
+}  // namespace
+
+absl::Status CheckDataFitsModel(absl::string_view text, const ModelSpec& model) {
+  ASSIGN_OR_RETURN(const DataSpec spec, ParseDataSpec(text));
+  switch (spec.kind) {
+    case DataSpec::Kind::kFashionMnist:
+      return CheckFashionMnistFitsModel(spec.directory, model);
+    case DataSpec::Kind::kIris: {
+      ASSIGN_OR_RETURN(const Dataset iris, ParseCsvDataset(IrisCsv(), "iris"));
+      return CheckModelFits(model, iris);
+    }
+    case DataSpec::Kind::kSynthetic:
+      return absl::OkStatus();
+  }
+  return absl::OkStatus();
+}
+
+namespace {
+
 absl::Status CheckModelFits(const ModelSpec& model, const Dataset& data) {
   if (model.inputs() == data.features && model.classes() == data.classes) return absl::OkStatus();
   return absl::InvalidArgumentError(absl::StrCat(

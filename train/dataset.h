@@ -64,6 +64,9 @@ absl::StatusOr<DataSpec> ParseDataSpec(absl::string_view text);
 // ParseDataSpec, and for Fashion-MNIST that its directory holds the four files (without reading
 // them): what a command checks before it starts processes that would load the data.
 absl::Status CheckDataSpec(absl::string_view text);
+// CheckDataSpec, and that `model` fits the data (Fashion-MNIST: from the images' header alone;
+// synthetic data fits any model).
+absl::Status CheckDataFitsModel(absl::string_view text, const ModelSpec& model);
 
 // A header line, then rows of numeric features with the class name in the last column. Classes
 // are numbered by first appearance. Not standardised.

@@ -75,6 +75,18 @@ absl::Status CheckFashionMnistFiles(const std::string& directory) {
       kFashionMnistDefaultDir, ")"));
 }
 
+absl::Status CheckFashionMnistFitsModel(const std::string& directory, const ModelSpec& model) {
+  RETURN_IF_ERROR(CheckFashionMnistFiles(directory));
+  ASSIGN_OR_RETURN(const IdxImages header, ReadIdxImagesHeader(FileOf(directory, kFiles[0])));
+  if (model.inputs() == header.pixels_per_image() && model.classes() == kFashionMnistClasses) {
+    return absl::OkStatus();
+  }
+  return absl::InvalidArgumentError(absl::StrCat(
+      "model ", model.ToString(), " does not fit fashion-mnist (", header.pixels_per_image(),
+      " inputs, ", kFashionMnistClasses, " classes): use a model like ", header.pixels_per_image(),
+      ",16,", kFashionMnistClasses));
+}
+
 absl::StatusOr<DataSplits> LoadFashionMnist(const std::string& directory) {
   RETURN_IF_ERROR(CheckFashionMnistFiles(directory));
   DataSplits splits;

@@ -24,6 +24,10 @@ inline constexpr int kFashionMnistClasses = 10;
 // OK when `directory` holds the four files (gzipped or not); nothing is read.
 absl::Status CheckFashionMnistFiles(const std::string& directory);
 
+// OK when `model` fits the images in `directory` (inputs = pixels per image, 10 classes), read
+// from the training images' header alone; INVALID_ARGUMENT naming a model that would.
+absl::Status CheckFashionMnistFitsModel(const std::string& directory, const ModelSpec& model);
+
 // Both splits, named "fashion-mnist" (the test set "fashion-mnist test").
 absl::StatusOr<DataSplits> LoadFashionMnist(const std::string& directory);
 

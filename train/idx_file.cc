@@ -153,6 +153,16 @@ absl::StatusOr<IdxImages> ReadIdxImages(const std::string& path, uint64_t max_pi
   return images;
 }
 
+absl::StatusOr<IdxImages> ReadIdxImagesHeader(const std::string& path) {
+  ASSIGN_OR_RETURN(GzipInput input, GzipInput::Open(path));
+  ASSIGN_OR_RETURN(const std::vector<uint32_t> sizes, ReadHeader(input, path, kIdxImagesMagic, 3));
+  IdxImages images;
+  images.count = sizes[0];
+  images.rows = static_cast<int>(std::min<uint32_t>(sizes[1], std::numeric_limits<int>::max()));
+  images.columns = static_cast<int>(std::min<uint32_t>(sizes[2], std::numeric_limits<int>::max()));
+  return images;
+}
+
 absl::StatusOr<std::vector<uint8_t>> ReadIdxLabels(const std::string& path, uint64_t max_count) {
   ASSIGN_OR_RETURN(GzipInput input, GzipInput::Open(path));
   ASSIGN_OR_RETURN(const std::vector<uint32_t> sizes, ReadHeader(input, path, kIdxLabelsMagic, 1));

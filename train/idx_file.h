@@ -33,6 +33,9 @@ struct IdxImages {
 
 // At most `max_pixels` pixel bytes in all.
 absl::StatusOr<IdxImages> ReadIdxImages(const std::string& path, uint64_t max_pixels);
+// The header alone (count, rows, columns; no pixels): what a command checks before it starts
+// processes that will read the whole file.
+absl::StatusOr<IdxImages> ReadIdxImagesHeader(const std::string& path);
 // At most `max_count` labels.
 absl::StatusOr<std::vector<uint8_t>> ReadIdxLabels(const std::string& path, uint64_t max_count);
 

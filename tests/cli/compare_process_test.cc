@@ -173,11 +173,14 @@ TEST(CompareCommandTest, TimesEachModeToATestAccuracyOnFashionMnist) {
       << TailOfFile(spawn.log_path, 40);
 }
 
-// Bad accuracy flags and a data directory without the four files fail at once, naming what is
-// wrong, before any cluster starts.
+// Bad accuracy flags, a data directory without the four files and a model that does not fit the
+// images fail at once, naming what is wrong, before any cluster starts.
 TEST(CompareCommandTest, BadAccuracyFlagsAndMissingDataFailBeforeAnyClusterStarts) {
   auto dir = TempDir::Create("ringside-compare-test-");
   ASSERT_TRUE(dir.ok());
+  const std::string data = dir->File("data");
+  ASSERT_EQ(mkdir(data.c_str(), 0755), 0);
+  ASSERT_TRUE(testing::WriteTinyFashionMnist(data, 20, 10));
   const std::vector<std::pair<std::string, std::string>> cases = {
       {"--eval_every=0", "--eval_every=0"},
       {"--eval_every=-5", "--eval_every=-5"},
@@ -185,6 +188,7 @@ TEST(CompareCommandTest, BadAccuracyFlagsAndMissingDataFailBeforeAnyClusterStart
       {"--target_accuracy=1.5", "--target_accuracy=1.5"},
       {"--data=fashion-mnist:" + dir->path(), "train-images-idx3-ubyte.gz"},
       {"--data=fashion-mnist:", "fashion-mnist:DIR"},
+      {"--data=fashion-mnist:" + data, "use a model like 20,16,10"},  // the default 784,...,10
   };
   for (const auto& [flag, named] : cases) {
     SCOPED_TRACE(flag);

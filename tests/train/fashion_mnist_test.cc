@@ -229,6 +229,14 @@ TEST_F(IdxFileTest, AModelThatDoesNotFitIsRefused) {
   splits = LoadDataSplits(spec, *ModelSpec::Parse("20,16,10", "tanh"), 1);
   ASSERT_TRUE(splits.ok()) << splits.status();
   EXPECT_EQ(splits->train.name, "fashion-mnist:" + dir_->path());
+  // The same answer from the header alone, before anything is loaded.
+  const std::string text = "fashion-mnist:" + dir_->path();
+  EXPECT_TRUE(CheckDataFitsModel(text, *ModelSpec::Parse("20,16,10", "tanh")).ok());
+  EXPECT_THAT(CheckDataFitsModel(text, *ModelSpec::Parse("784,16,10", "tanh")).message(),
+              HasSubstr("use a model like 20,16,10"));
+  EXPECT_THAT(CheckDataFitsModel("iris", *ModelSpec::Parse("20,16,10", "tanh")).message(),
+              HasSubstr("use a model like 4,16,3"));
+  EXPECT_TRUE(CheckDataFitsModel("synthetic:10", *ModelSpec::Parse("20,16,10", "tanh")).ok());
 }
 
 // As with any data set, N workers' slices of a step's global batch cover it exactly, and their
