@@ -347,8 +347,9 @@ void ElasticTrainer::FinishEvaluations() {
   const int64_t dropped = evaluator_->dropped();
   if (failures.count == 0 && dropped == 0) return;
   log_ << WorkerName(slot_.rank) << ": test evaluations: " << dropped
-       << " skipped (the evaluator was still busy with an earlier one), " << failures.count
-       << " failed"
+       << " skipped (snapshots beyond the waiting room, or a shard read of a step already "
+          "evaluated), "
+       << failures.count << " failed"
        << (failures.count > 0 ? absl::StrCat(" (last: ", failures.last.message(), ")")
                               : std::string())
        << "\n";
