@@ -1,11 +1,14 @@
 // ringside-bench train: samples/s of the whole training loop (compute, sync, update) in both of
 // Ringside's modes, beside PyTorch's DistributedDataParallel over Gloo on the same job when
-// Debian's python3-torch is installed, with the ratios measured within each run.
+// Debian's python3-torch is installed, with the ratios measured within each run. On data with a
+// held-out test set (--data=fashion-mnist) also each system's test accuracy at equal steps and
+// its seconds to --target_accuracy.
 //
 // Each run starts `ringside compare` on the job (the product's own path: real daemons, one
-// cluster per mode, samples/s from worker-0's step trace) and then bench/ddp_train.py with the
-// same model, global batch, steps, rows and optimiser. The runs alternate implementations so
-// a machine that gets busier during the sweep skews each ratio less than it skews the columns.
+// cluster per mode, samples/s from worker-0's step trace, test accuracy from its evaluator) and
+// then bench/ddp_train.py with the same model (tanh), initial-weight scale, data, global batch,
+// steps, Adam and learning rate. The runs alternate implementations so a machine that gets
+// busier during the sweep skews each ratio less than it skews the columns.
 #include <algorithm>
 #include <iostream>
 #include <string>
@@ -17,15 +20,23 @@
 #include "bench/bench_flags.h"
 #include "bench/commands.h"
 #include "bench/rank_processes.h"
+#include "bench/train_report.h"
 #include "common/file_util.h"
 #include "common/status_macros.h"
 #include "launch/subprocess.h"
 #include "launch/temp_dir.h"
 #include "nlohmann/json.hpp"
+#include "train/dataset.h"
 
 ABSL_FLAG(std::string, model, "784,1024,1024,10", "train: the MLP's layer list");
 ABSL_FLAG(int64_t, steps, 50, "train: steps per run and mode");
 ABSL_FLAG(int64_t, rows, 2048, "train: synthetic rows (each worker's data set)");
+ABSL_FLAG(std::string, data, "synthetic",
+          "train: synthetic (--rows rows), fashion-mnist or fashion-mnist:DIR (test accuracy and "
+          "time to --target_accuracy too)");
+ABSL_FLAG(double, lr, 0, "train: Adam's learning rate; 0: 0.001 on fashion-mnist, else 0.01");
+ABSL_FLAG(int64_t, eval_every, 25, "train: evaluate test accuracy every this many steps");
+ABSL_FLAG(double, target_accuracy, 0.75, "train: the test accuracy timed to, in (0, 1]");
 ABSL_FLAG(int, runs, 3, "train: runs; each runs every implementation once");
 ABSL_FLAG(std::string, torch, "auto",
           "train: PyTorch DDP baseline: auto (when --python can import torch), on (required), off");
@@ -43,18 +54,13 @@ namespace {
 
 struct TrainJob {
   std::string model;
+  std::string data;         // as ringside compare's --data: synthetic:ROWS, fashion-mnist[:DIR]
+  std::string fashion_dir;  // fashion-mnist's directory; empty for synthetic data
   int workers = 4, ps_shards = 2;
-  int64_t steps = 50, rows = 2048, batch_size = 64;
+  int64_t steps = 50, rows = 2048, batch_size = 64, eval_every = 25;
+  double lr = 0.01, target_accuracy = 0.75;
   uint64_t seed = 1;
   bool tls = false;
-};
-
-// One implementation's figures in one run.
-struct TrainResult {
-  std::string implementation;  // "ringside-ring", "ringside-ps", "pytorch-ddp-gloo"
-  int run = 0;
-  double samples_per_second = 0, step_p50 = 0;
-  int64_t peak_rss_bytes = 0;  // the largest worker's (Ringside only)
 };
 
 std::string BinDir() {
@@ -86,7 +92,10 @@ absl::StatusOr<std::vector<TrainResult>> RunRingside(const TrainJob& job, int ru
   std::vector<std::string> argv = {BinDir() + "/ringside",
                                    "compare",
                                    "--model=" + job.model,
-                                   absl::StrCat("--data=synthetic:", job.rows),
+                                   "--data=" + job.data,
+                                   absl::StrCat("--lr=", job.lr),
+                                   absl::StrCat("--eval_every=", job.eval_every),
+                                   absl::StrCat("--target_accuracy=", job.target_accuracy),
                                    absl::StrCat("--steps=", job.steps),
                                    absl::StrCat("--batch_size=", job.batch_size),
                                    absl::StrCat("--workers=", job.workers),
@@ -99,47 +108,41 @@ absl::StatusOr<std::vector<TrainResult>> RunRingside(const TrainJob& job, int ru
   ASSIGN_OR_RETURN(const std::string text, ReadFileToString(json_path));
   const nlohmann::json json = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
   if (json.is_discarded()) return absl::InternalError("ringside compare wrote unreadable JSON");
-  std::vector<TrainResult> results;
-  for (const char* mode : {"ring", "ps"}) {
-    if (!json.contains("modes") || !json["modes"].contains(mode) ||
-        !json["modes"][mode].contains("step_seconds")) {
-      return absl::InternalError(absl::StrCat("ringside compare's JSON has no modes.", mode,
-                                              ".step_seconds: ", json_path));
-    }
-    const nlohmann::json& m = json["modes"][mode];
-    TrainResult result{absl::StrCat("ringside-", mode), run, m.value("samples_per_second", 0.0),
-                       m["step_seconds"].value("p50", 0.0)};
-    for (const nlohmann::json& p : m.value("processes", nlohmann::json::array())) {
-      if (p.value("name", "").rfind("worker-", 0) == 0) {
-        result.peak_rss_bytes =
-            std::max(result.peak_rss_bytes, p.value("peak_rss_bytes", int64_t{0}));
-      }
-    }
-    results.push_back(result);
-  }
+  absl::StatusOr<std::vector<TrainResult>> results = RingsideResults(json, run);
+  if (!results.ok()) return Annotate(results.status(), json_path);
   return results;
 }
 
 absl::StatusOr<TrainResult> RunTorch(const TrainJob& job, int run, const TempDir& dir,
                                      const std::string& script, absl::Duration timeout) {
   const std::string out = dir.File(absl::StrCat("ddp-", run, ".log"));
-  RETURN_IF_ERROR(
-      RunToEnd({absl::GetFlag(FLAGS_python), script, absl::StrCat("--workers=", job.workers),
-                "--model=" + job.model, absl::StrCat("--batch_size=", job.batch_size),
-                absl::StrCat("--steps=", job.steps), absl::StrCat("--rows=", job.rows),
-                absl::StrCat("--seed=", job.seed)},
-               out, timeout));
+  std::vector<std::string> argv = {absl::GetFlag(FLAGS_python),
+                                   script,
+                                   absl::StrCat("--workers=", job.workers),
+                                   "--model=" + job.model,
+                                   absl::StrCat("--batch_size=", job.batch_size),
+                                   absl::StrCat("--steps=", job.steps),
+                                   absl::StrCat("--rows=", job.rows),
+                                   absl::StrCat("--lr=", job.lr),
+                                   absl::StrCat("--seed=", job.seed)};
+  if (!job.fashion_dir.empty()) {
+    argv.push_back("--fashion_mnist=" + job.fashion_dir);
+    argv.push_back(absl::StrCat("--eval_every=", job.eval_every));
+    argv.push_back(absl::StrCat("--target_accuracy=", job.target_accuracy));
+  }
+  RETURN_IF_ERROR(RunToEnd(argv, out, timeout));
   ASSIGN_OR_RETURN(const std::string text, ReadFileToString(out));
   // The JSON is the last line; torch may print warnings before it.
-  const size_t line = text.rfind('{');
+  const size_t end = text.find_last_not_of("\n");
+  const size_t line = end == std::string::npos ? 0 : text.rfind('\n', end);
   const nlohmann::json json = nlohmann::json::parse(
-      line == std::string::npos ? "" : text.substr(line), nullptr, /*allow_exceptions=*/false);
+      end == std::string::npos ? "" : text.substr(line == std::string::npos ? 0 : line + 1),
+      nullptr, /*allow_exceptions=*/false);
   if (json.is_discarded()) {
     return absl::InternalError(
         absl::StrCat("ddp_train.py printed no result:\n", TailOfFile(out, 8)));
   }
-  return TrainResult{"pytorch-ddp-gloo", run, json.value("samples_per_second", 0.0),
-                     json.value("step_seconds_p50", 0.0)};
+  return TorchResult(json, run);
 }
 
 // Whether python3 can import torch (the probe's output is kept in the work directory).
@@ -149,53 +152,8 @@ bool TorchImportable(const TempDir& dir) {
       .ok();
 }
 
-double Median(std::vector<double> values) {
-  if (values.empty()) return 0;
-  std::sort(values.begin(), values.end());
-  const size_t n = values.size();
-  return n % 2 ? values[n / 2] : (values[n / 2 - 1] + values[n / 2]) / 2;
-}
-
-std::string Table(const std::vector<TrainResult>& results, int runs) {
-  std::string out = absl::StrFormat("%-18s %4s %12s %12s %14s\n", "implementation", "run",
-                                    "samples/s", "step p50", "worker RSS");
-  for (const TrainResult& r : results) {
-    out += absl::StrFormat("%-18s %4d %12.1f %10.2fms %12s\n", r.implementation, r.run,
-                           r.samples_per_second, r.step_p50 * 1e3,
-                           r.peak_rss_bytes > 0
-                               ? absl::StrFormat("%.1f MiB", r.peak_rss_bytes / 1048576.0)
-                               : std::string("-"));
-  }
-  // Ratios within each run, then their median and range over the runs.
-  auto ratio_line = [&](const std::string& ours, const std::string& base) {
-    std::vector<double> ratios;
-    for (int run = 1; run <= runs; ++run) {
-      double a = 0, b = 0;
-      for (const TrainResult& r : results) {
-        if (r.run != run) continue;
-        if (r.implementation == ours) a = r.samples_per_second;
-        if (r.implementation == base) b = r.samples_per_second;
-      }
-      if (a > 0 && b > 0) ratios.push_back(a / b);
-    }
-    if (ratios.empty()) return std::string();
-    const auto [low, high] = std::minmax_element(ratios.begin(), ratios.end());
-    return absl::StrFormat("samples/s %s / %s: median %.3f (range %.3f-%.3f over %d runs)\n", ours,
-                           base, Median(ratios), *low, *high, ratios.size());
-  };
-  out += ratio_line("ringside-ring", "pytorch-ddp-gloo");
-  out += ratio_line("ringside-ps", "pytorch-ddp-gloo");
-  out += ratio_line("ringside-ps", "ringside-ring");
-  return out;
-}
-
-}  // namespace
-
-int RunTrainCommand(const std::vector<std::string>& args) {
-  if (!args.empty()) {
-    std::cerr << "ringside-bench train: unexpected argument '" << args[0] << "'\n";
-    return 1;
-  }
+// The job the flags describe; INVALID_ARGUMENT naming the flag.
+absl::StatusOr<TrainJob> JobFromFlags() {
   TrainJob job;
   job.model = absl::GetFlag(FLAGS_model);
   job.workers = absl::GetFlag(FLAGS_workers) > 0 ? absl::GetFlag(FLAGS_workers) : 4;
@@ -205,11 +163,78 @@ int RunTrainCommand(const std::vector<std::string>& args) {
   job.batch_size = absl::GetFlag(FLAGS_batch_size) > 0 ? absl::GetFlag(FLAGS_batch_size) : 64;
   job.seed = absl::GetFlag(FLAGS_seed);
   job.tls = absl::GetFlag(FLAGS_tls);
+  job.eval_every = absl::GetFlag(FLAGS_eval_every);
+  job.target_accuracy = absl::GetFlag(FLAGS_target_accuracy);
+  if (job.steps < 1 || job.batch_size % job.workers != 0) {
+    return absl::InvalidArgumentError("need --steps >= 1 and --batch_size a multiple of --workers");
+  }
+  if (job.eval_every < 1 || !(job.target_accuracy > 0 && job.target_accuracy <= 1)) {
+    return absl::InvalidArgumentError("need --eval_every >= 1 and --target_accuracy in (0, 1]");
+  }
+  const std::string data = absl::GetFlag(FLAGS_data);
+  job.data = data == "synthetic" ? absl::StrCat("synthetic:", job.rows) : data;
+  absl::StatusOr<worker::DataSpec> spec = worker::ParseDataSpec(job.data);
+  if (!spec.ok() || spec->kind == worker::DataSpec::Kind::kIris) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--data=", data, ": want synthetic, fashion-mnist or fashion-mnist:DIR"));
+  }
+  if (spec->kind == worker::DataSpec::Kind::kFashionMnist) {
+    absl::StatusOr<worker::ModelSpec> model = worker::ModelSpec::Parse(job.model, "tanh");
+    if (!model.ok()) return Annotate(model.status(), "--model");
+    if (absl::Status fits = worker::CheckDataFitsModel(job.data, *model); !fits.ok()) {
+      return absl::InvalidArgumentError(absl::StrCat("--data: ", fits.message()));
+    }
+    job.fashion_dir = spec->directory;
+  }
+  const double lr = absl::GetFlag(FLAGS_lr);
+  if (lr < 0) return absl::InvalidArgumentError("--lr must be positive (0: the data's default)");
+  job.lr = lr > 0 ? lr : (job.fashion_dir.empty() ? 0.01 : 0.001);
+  return job;
+}
+
+// Runs every implementation `runs` times, alternating; false when any run failed.
+bool RunAll(const TrainJob& job, int runs, bool with_torch, const TempDir& dir,
+            std::vector<TrainResult>& results) {
+  const absl::Duration timeout = absl::Seconds(absl::GetFlag(FLAGS_timeout_s));
+  bool all_ok = true;
+  struct Outcome {  // what RunWithProgress reports
+    absl::Status status;
+  };
+  for (int run = 1; run <= runs; ++run) {
+    RunWithProgress(run, runs, absl::StrCat("run ", run, ": ringside compare"), [&] {
+      absl::StatusOr<std::vector<TrainResult>> ours = RunRingside(job, run, dir, timeout);
+      if (ours.ok()) results.insert(results.end(), ours->begin(), ours->end());
+      if (!ours.ok()) std::cerr << "\n  " << ours.status().message() << "\n";
+      all_ok &= ours.ok();
+      return Outcome{ours.status()};
+    });
+    if (!with_torch) continue;
+    RunWithProgress(run, runs, absl::StrCat("run ", run, ": PyTorch DDP"), [&] {
+      absl::StatusOr<TrainResult> theirs =
+          RunTorch(job, run, dir, absl::GetFlag(FLAGS_torch_script), timeout);
+      if (theirs.ok()) results.push_back(*theirs);
+      if (!theirs.ok()) std::cerr << "\n  " << theirs.status().message() << "\n";
+      all_ok &= theirs.ok();
+      return Outcome{theirs.status()};
+    });
+  }
+  return all_ok;
+}
+
+}  // namespace
+
+int RunTrainCommand(const std::vector<std::string>& args) {
+  if (!args.empty()) {
+    std::cerr << "ringside-bench train: unexpected argument '" << args[0] << "'\n";
+    return 1;
+  }
+  const absl::StatusOr<TrainJob> job = JobFromFlags();
   const int runs = absl::GetFlag(FLAGS_runs);
   const std::string torch = absl::GetFlag(FLAGS_torch);
-  if (runs < 1 || job.steps < 1 || job.batch_size % job.workers != 0) {
-    std::cerr << "ringside-bench train: need --runs >= 1, --steps >= 1 and "
-                 "--batch_size a multiple of --workers\n";
+  if (!job.ok() || runs < 1) {
+    std::cerr << "ringside-bench train: "
+              << (job.ok() ? std::string("need --runs >= 1") : std::string(job.status().message()))
+              << "\n";
     return 1;
   }
   if (torch != "auto" && torch != "on" && torch != "off") {
@@ -231,53 +256,20 @@ int RunTrainCommand(const std::vector<std::string>& args) {
                    "(apt-get install python3-torch to add it)\n";
     }
   }
-  const absl::Duration timeout = absl::Seconds(absl::GetFlag(FLAGS_timeout_s));
   std::vector<TrainResult> results;
-  bool all_ok = true;
-  struct Outcome {  // what RunWithProgress reports
-    absl::Status status;
-  };
-  for (int run = 1; run <= runs; ++run) {
-    RunWithProgress(run, runs, absl::StrCat("run ", run, ": ringside compare"), [&] {
-      absl::StatusOr<std::vector<TrainResult>> ours = RunRingside(job, run, *dir, timeout);
-      if (ours.ok()) results.insert(results.end(), ours->begin(), ours->end());
-      if (!ours.ok()) std::cerr << "\n  " << ours.status().message() << "\n";
-      all_ok &= ours.ok();
-      return Outcome{ours.status()};
-    });
-    if (!with_torch) continue;
-    RunWithProgress(run, runs, absl::StrCat("run ", run, ": PyTorch DDP"), [&] {
-      absl::StatusOr<TrainResult> theirs =
-          RunTorch(job, run, *dir, absl::GetFlag(FLAGS_torch_script), timeout);
-      if (theirs.ok()) results.push_back(*theirs);
-      if (!theirs.ok()) std::cerr << "\n  " << theirs.status().message() << "\n";
-      all_ok &= theirs.ok();
-      return Outcome{theirs.status()};
-    });
-  }
-  nlohmann::json records = nlohmann::json::array();
-  for (const TrainResult& r : results) {
-    records.push_back({{"implementation", r.implementation},
-                       {"run", r.run},
-                       {"model", job.model},
-                       {"workers", job.workers},
-                       {"ps_shards", job.ps_shards},
-                       {"batch_size", job.batch_size},
-                       {"steps", job.steps},
-                       {"samples_per_second", r.samples_per_second},
-                       {"step_seconds_p50", r.step_p50},
-                       {"peak_rss_bytes", r.peak_rss_bytes}});
-  }
+  const bool all_ok = RunAll(*job, runs, with_torch, *dir, results);
+  const TrainTitle title{
+      job->model, job->data, job->workers,         job->ps_shards, job->batch_size,
+      job->steps, job->lr,   job->target_accuracy, job->tls,       !job->fashion_dir.empty()};
   const nlohmann::json json = {
       {"benchmark", "train"},
       {"units",
        {{"samples_per_second", "global batch x steps / summed step seconds (worker-0 / rank 0)"},
-        {"peak_rss_bytes", "the largest worker's peak resident memory (Ringside only; else 0)"}}},
-      {"records", std::move(records)}};
-  const std::string title = absl::StrFormat(
-      "train: %s, global batch %d, Adam, %d steps, %d workers, %d PS shards, %s\n", job.model,
-      job.batch_size, job.steps, job.workers, job.ps_shards, job.tls ? "mutual TLS" : "plaintext");
-  return FinishSweep("train", title + Table(results, runs), all_ok, absl::GetFlag(FLAGS_json),
+        {"peak_rss_bytes", "the largest worker's peak resident memory (Ringside only; else 0)"},
+        {"seconds_to_target",
+         "from the first step to the end of the first step evaluated at or above the target"}}},
+      {"records", TrainRecords(title, results)}};
+  return FinishSweep("train", TrainTable(title, results, runs), all_ok, absl::GetFlag(FLAGS_json),
                      json);
 }
 

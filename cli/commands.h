@@ -46,6 +46,10 @@ struct ClusterFlags {
   bool tls = true;
 };
 
+// `ringside compare --target_accuracy`'s default: what both modes reach on Fashion-MNIST within
+// the default heavy job's steps (README, Compare).
+inline constexpr double kDefaultTargetAccuracy = 0.75;
+
 struct CompareOptions {
   ClusterFlags cluster;
   std::vector<worker::TrainingOptions> jobs;
@@ -65,6 +69,8 @@ struct CompareOptions {
   // (train/timeline.h); empty: none.
   std::string timeline_file;
   int64_t timeline_capacity = 4096;  // events kept per worker (ringside-worker's flag)
+  // The test accuracy each mode is timed to (data with a held-out test set), in (0, 1].
+  double target_accuracy = kDefaultTargetAccuracy;
 };
 
 struct UpOptions {

@@ -9,6 +9,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "cli/accuracy_summary.h"
 #include "cli/commands.h"
 #include "cli/compare_report.h"
 #include "cli/compare_run.h"
@@ -23,6 +24,7 @@
 #include "launch/prometheus_text.h"
 #include "launch/temp_dir.h"
 #include "model/model_spec.h"
+#include "train/dataset.h"
 
 namespace ringside::cli {
 
@@ -261,6 +263,9 @@ absl::StatusOr<ModeRun> RunMode(const CompareOptions& options, int job_index,
                                              " unreadable lines; they are left out"));
   }
   run.report.loss_over_time = LossOverTime(trace, cluster_start);
+  std::vector<std::string> eval_files;  // lost workers' too: one may have been rank 0 a while
+  for (ClusterProcess* w : cluster->workers()) eval_files.push_back(w->eval_file);
+  ReadAccuracyOverTime(eval_files, options.target_accuracy, run.report);
   if (with_timeline) {
     run.timeline =
         ReadTimelines(dir.path(), shape.workers, mode, shape, job.model, run.report.events);
@@ -305,6 +310,9 @@ absl::StatusOr<JobConfig> JobConfigOf(const worker::TrainingOptions& job, Cluste
   config.steps = job.steps;
   config.batch_size = job.batch_size;
   config.seed = job.seed;
+  const absl::StatusOr<worker::DataSpec> data = worker::ParseDataSpec(job.data);
+  config.has_test_set = data.ok() && data->kind == worker::DataSpec::Kind::kFashionMnist;
+  config.eval_every = job.eval_every;
   return config;
 }
 
@@ -314,6 +322,7 @@ absl::StatusOr<JobComparison> RunJobComparison(
     std::ostream& out, absl::Status& failed, std::vector<worker::TimelineProcess>* timeline) {
   JobComparison comparison;
   ASSIGN_OR_RETURN(comparison.config, JobConfigOf(job, shape));
+  comparison.config.target_accuracy = options.target_accuracy;
   if (options.link_rate.has_value()) {
     comparison.config.link_rate = options.link_rate->text;
     comparison.config.link_burst_bytes = options.link_burst_bytes;

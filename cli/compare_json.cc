@@ -21,7 +21,10 @@ json ConfigJson(const JobConfig& c) {
               {"steps", c.steps},
               {"batch_size", c.batch_size},
               {"seed", c.seed},
-              {"element_bytes", c.element_bytes}};
+              {"element_bytes", c.element_bytes},
+              {"test_set", c.has_test_set},
+              {"eval_every", c.eval_every},
+              {"target_accuracy", c.target_accuracy}};
   if (!c.link_rate.empty()) {  // ringside lab
     out["link_rate"] = c.link_rate;
     out["link_burst_bytes"] = c.link_burst_bytes;
@@ -115,9 +118,33 @@ json ScalingJson(const std::vector<ScalingPoint>& points) {
   return out;
 }
 
-// Loss over time, and a sweep's points: added to ModeJson's object.
+template <typename T>
+json NumberOrNull(const std::optional<T>& value) {
+  return value.has_value() ? json(*value) : json(nullptr);
+}
+
+json AccuracyJson(const std::vector<AccuracyPoint>& points) {
+  json out = json::array();
+  for (const AccuracyPoint& p : points) {
+    out.push_back({{"step", p.step},
+                   {"seconds", p.seconds},
+                   {"test_accuracy", p.test_accuracy},
+                   {"loss", p.loss}});
+  }
+  return out;
+}
+
+// Loss and test accuracy over time, and a sweep's points: added to ModeJson's object. The
+// accuracy figures are null where nothing was measured (no test set) or the target not reached.
 json WithTimeAndScaling(json out, const ModeReport& m) {
   out["loss_over_time"] = LossJson(m.loss_over_time);
+  out["test_accuracy"] = NumberOrNull(m.test_accuracy);
+  out["test_accuracy_recent_mean"] = NumberOrNull(m.test_accuracy_recent);
+  out["recent_evaluations"] = m.recent_evaluations;
+  out["seconds_to_target"] = NumberOrNull(m.seconds_to_target);
+  out["steps_to_target"] = NumberOrNull(m.steps_to_target);
+  out["accuracy_over_time"] = AccuracyJson(m.accuracy_over_time);
+  out["eval_seconds_mean"] = m.eval_seconds_mean;
   if (!m.scaling.empty()) {
     out["scaling"] = ScalingJson(m.scaling);
     out["scaling_baseline_workers"] = m.scaling_baseline_workers;

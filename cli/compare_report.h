@@ -14,6 +14,7 @@
 #define RINGSIDE_CLI_COMPARE_REPORT_H_
 
 #include <cstdint>
+#include <optional>
 #include <ostream>
 #include <string>
 #include <vector>
@@ -47,6 +48,16 @@ struct LossPoint {
   double seconds = 0;
   int64_t step = 0;
   double loss = 0;
+};
+
+// One evaluation of the job's parameters on the data's held-out test set by rank 0's evaluator
+// (train/test_evaluator.h), `seconds` after the cluster's first step began (when the evaluated
+// step ended; the evaluation itself runs off the training path).
+struct AccuracyPoint {
+  int64_t step = 0;  // steps the evaluated parameters had completed (0: the initial ones)
+  double seconds = 0;
+  double test_accuracy = 0;  // in [0, 1]
+  double loss = 0;           // the training loss of that step (rank 0's batch)
 };
 
 // One cluster size of a `--workers=1,2,4,8` sweep (cli/scaling_sweep.h fills the efficiency
@@ -95,6 +106,19 @@ struct ModeReport {
   std::vector<std::string> events;  // e.g. "worker-3 exited (killed) at ~step 40; continued..."
   std::vector<ProcessMemory> processes;   // every process the run started, in start order
   std::vector<LossPoint> loss_over_time;  // at most kMaxLossPoints, evenly thinned
+  // Data with a held-out test set only: every evaluation, in step order, and one evaluation's
+  // mean own time (on the evaluator's thread, in no step's phases nor in samples/s).
+  std::vector<AccuracyPoint> accuracy_over_time;
+  double eval_seconds_mean = 0;
+  // What the evaluations give (cli/accuracy_summary.h; unset: nothing measured). A single
+  // evaluation is noisy by a few points at small batches, hence the mean of the last few.
+  std::optional<double> test_accuracy;         // the last evaluation's: the final parameters'
+  std::optional<double> test_accuracy_recent;  // mean of the last `recent_evaluations`
+  int recent_evaluations = 0;
+  // The first evaluation at or above the job's target accuracy: when its step ended (seconds
+  // since the first step) and that step. Unset: not reached (or not measured).
+  std::optional<double> seconds_to_target;
+  std::optional<int64_t> steps_to_target;
   // A sweep's points in sweep order (empty: no sweep); the rest of this report is one of them.
   std::vector<ScalingPoint> scaling;
   int scaling_baseline_workers = 0;
@@ -114,6 +138,11 @@ struct JobConfig {
   int element_bytes = 4;         // float32: what the cost model multiplies element counts by
   std::string link_rate = {};    // `ringside lab --link_rate` as given; empty on loopback
   int64_t link_burst_bytes = 0;  // the lab shapers' tbf burst
+  // The data has a held-out test set (Fashion-MNIST): rank 0 evaluates on it every
+  // `eval_every` steps, and `target_accuracy` (in (0, 1]) is the accuracy timed to.
+  bool has_test_set = false;
+  int64_t eval_every = 0;
+  double target_accuracy = 0;
 };
 
 struct JobComparison {

@@ -111,6 +111,7 @@ void PrintComparisonTable(const JobComparison& job, std::ostream& out) {
   for (size_t i = 0; i < model.size(); ++i) {
     out << Wrapped(model[i], i == 0 ? "" : "  ", i == 0 ? "  " : "    ");
   }
+  for (const std::string& line : AccuracyExplanation(job)) out << Wrapped(line, "", "  ");
   const std::vector<std::string> events = EventLines(job);
   if (!events.empty()) {
     out << "Events:\n";

@@ -6,6 +6,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "cli/accuracy_summary.h"
 #include "cli/format_units.h"
 #include "cli/model_prediction.h"
 
@@ -74,6 +75,29 @@ std::string ParityText(const JobComparison& job) {
                       ShortNumber(job.max_rel_param_diff));
 }
 
+std::string TestAccuracyText(const ModeReport& m) {
+  return Percent(m.test_accuracy.value_or(m.accuracy));
+}
+
+std::string RecentAccuracyText(const ModeReport& m) {
+  if (!m.test_accuracy_recent.has_value()) return "not measured";
+  return absl::StrCat(Percent(*m.test_accuracy_recent), " (last ", m.recent_evaluations, ")");
+}
+
+std::string TimeToTargetText(const ModeReport& m) {
+  if (m.accuracy_over_time.empty()) return "not measured";
+  if (!m.seconds_to_target.has_value()) {
+    return absl::StrCat("not reached in ", WithThousands(m.steps), " steps");
+  }
+  return absl::StrCat(HumanSeconds(*m.seconds_to_target), ", step ",
+                      WithThousands(m.steps_to_target.value_or(0)));
+}
+
+std::string EvaluationText(const ModeReport& m) {
+  if (m.accuracy_over_time.empty()) return "none";
+  return absl::StrCat(m.accuracy_over_time.size(), " \u00d7 ", HumanSeconds(m.eval_seconds_mean));
+}
+
 std::string VerdictDetails(const JobComparison& job) {
   return absl::StrCat("samples/s ring ", ShortNumber(job.ring.samples_per_second), " vs ps ",
                       ShortNumber(job.ps.samples_per_second), "; step p50 ring ",
@@ -134,7 +158,15 @@ std::vector<TableRow> ComparisonRows(const JobComparison& job) {
       Row(job, "samples/s", [](const ModeReport& m) { return ShortNumber(m.samples_per_second); }));
   rows.push_back(
       Row(job, "final loss", [](const ModeReport& m) { return ShortNumber(m.final_loss); }));
-  rows.push_back(Row(job, "accuracy", [](const ModeReport& m) { return Percent(m.accuracy); }));
+  if (c.has_test_set) {
+    rows.push_back(Row(job, "test accuracy, final", TestAccuracyText));
+    rows.push_back(Row(job, "  mean of last evaluations", RecentAccuracyText));
+    rows.push_back(
+        Row(job, absl::StrCat("time to ", TargetText(c), " test accuracy"), TimeToTargetText));
+    rows.push_back(Row(job, "evaluations (off the step)", EvaluationText));
+  } else {
+    rows.push_back(Row(job, "accuracy", [](const ModeReport& m) { return Percent(m.accuracy); }));
+  }
   rows.push_back(Row(job, "peak RSS, largest worker",
                      [](const ModeReport& m) { return LargestPeakRss(m, "worker-"); }));
   rows.push_back(Row(job, "peak RSS, largest shard",
@@ -145,20 +177,64 @@ std::vector<TableRow> ComparisonRows(const JobComparison& job) {
   return rows;
 }
 
-Verdict DecideWinner(const JobComparison& job) {
+std::string TargetText(const JobConfig& config) {
+  return absl::StrFormat("%g%%", config.target_accuracy * 100);
+}
+
+namespace {
+
+// Both reached the target: the sooner wins.
+Verdict ByTimeToTarget(const JobComparison& job) {
   Verdict verdict;
-  for (const ModeReport* mode : {&job.ring, &job.ps}) {
-    if (!mode->completed) {
-      verdict.line = absl::StrCat("No winner: the ", SyncModeName(mode->mode), " run failed (",
-                                  mode->failure.empty() ? "no reason given" : mode->failure, ").");
-      return verdict;
-    }
+  const double ring = *job.ring.seconds_to_target, ps = *job.ps.seconds_to_target;
+  verdict.basis = "seconds_to_target";
+  verdict.winner = ring <= ps ? SyncMode::kRing : SyncMode::kPs;
+  verdict.ratio = std::max(ring, ps) / std::min(ring, ps);
+  const std::string target = TargetText(job.config);
+  const std::string details =
+      absl::StrCat("ring ", HumanSeconds(ring), " at step ",
+                   WithThousands(*job.ring.steps_to_target), ", ps ", HumanSeconds(ps), " at step ",
+                   WithThousands(*job.ps.steps_to_target), "; ", VerdictDetails(job));
+  if (verdict.ratio - 1 <= kTieTolerance) {
+    verdict.outcome = Outcome::kTie;
+    verdict.line = absl::StrFormat(
+        "A tie on this run: ring and ps reached %s test accuracy within %.0f%% of each other's "
+        "time (%s).",
+        target, kTieTolerance * 100, details);
+    return verdict;
   }
-  // Throughput of each mode, higher is better: samples/s, or 1/p50 when a rate is missing.
+  verdict.outcome = Outcome::kWinner;
+  const SyncMode loser = verdict.winner == SyncMode::kRing ? SyncMode::kPs : SyncMode::kRing;
+  verdict.line = absl::StrFormat(
+      "Winner on this run: %s, reaching %s test accuracy %.2f\u00d7 as soon as %s (%s).",
+      SyncModeName(verdict.winner), target, verdict.ratio, SyncModeName(loser), details);
+  return verdict;
+}
+
+// Where the data has a test set but not both modes reached the target: which did.
+std::string TargetNote(const JobComparison& job) {
+  if (!job.config.has_test_set) return "";
+  const std::string target = TargetText(job.config);
+  const bool ring = job.ring.seconds_to_target.has_value();
+  const bool ps = job.ps.seconds_to_target.has_value();
+  if (!ring && !ps) {
+    return absl::StrCat(" Neither mode reached ", target, " test accuracy within ",
+                        WithThousands(job.config.steps), " steps.");
+  }
+  const ModeReport& reached = ring ? job.ring : job.ps;
+  return absl::StrCat(" Only ", SyncModeName(reached.mode), " reached ", target, " test accuracy (",
+                      HumanSeconds(*reached.seconds_to_target), ", step ",
+                      WithThousands(reached.steps_to_target.value_or(0)), ").");
+}
+
+// By throughput: samples/s, or 1/p50 when a rate is missing.
+Verdict ByThroughput(const JobComparison& job) {
+  Verdict verdict;
   double ring = job.ring.samples_per_second, ps = job.ps.samples_per_second;
   verdict.basis = "samples_per_second";
   if (ring <= 0 || ps <= 0) {
     if (job.ring.step_p50 <= 0 || job.ps.step_p50 <= 0) {
+      verdict.basis.clear();
       verdict.line = "No winner: neither samples/s nor step times were measured for both modes.";
       return verdict;
     }
@@ -182,6 +258,48 @@ Verdict DecideWinner(const JobComparison& job) {
                                  SyncModeName(verdict.winner), verdict.ratio, what,
                                  SyncModeName(loser), VerdictDetails(job));
   return verdict;
+}
+
+}  // namespace
+
+Verdict DecideWinner(const JobComparison& job) {
+  for (const ModeReport* mode : {&job.ring, &job.ps}) {
+    if (!mode->completed) {
+      Verdict verdict;
+      verdict.line = absl::StrCat("No winner: the ", SyncModeName(mode->mode), " run failed (",
+                                  mode->failure.empty() ? "no reason given" : mode->failure, ").");
+      return verdict;
+    }
+  }
+  // Time to target needs both times, and both above zero to make a ratio (a target the initial
+  // parameters already meet is no race).
+  if (job.ring.seconds_to_target.value_or(0) > 0 && job.ps.seconds_to_target.value_or(0) > 0) {
+    return ByTimeToTarget(job);
+  }
+  Verdict verdict = ByThroughput(job);
+  verdict.line += TargetNote(job);
+  return verdict;
+}
+
+std::vector<std::string> AccuracyExplanation(const JobComparison& job) {
+  const JobConfig& c = job.config;
+  std::vector<std::string> lines;
+  if (!c.has_test_set) return lines;
+  lines.push_back(absl::StrCat(
+      "Test accuracy: worker-0 evaluates the job's parameters (in ps mode the shards' own copy) on "
+      "the whole held-out test set every ",
+      c.eval_every,
+      " steps and after the last, on a thread of its own at low priority: the evaluation's time "
+      "is in no step's phases and not in samples/s, though it shares the machine's cores with the "
+      "training."));
+  lines.push_back(absl::StrCat(
+      "Time to ", TargetText(c),
+      " is defined on what was measured: the wall-clock time from the cluster's first step to the "
+      "end of the step whose parameters were the first evaluated at or above ",
+      TargetText(c), ", so it is resolved to ", c.eval_every,
+      " steps. One evaluation is noisy by a few points at this batch size: the mean of the last ",
+      kRecentEvaluations, " evaluations is the steadier figure of where each mode ended."));
+  return lines;
 }
 
 std::vector<std::string> ModelExplanation(const JobComparison& job) {

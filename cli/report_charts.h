@@ -3,7 +3,8 @@
 // - PhaseChart: mean step time of each mode, stacked by phase (compute, sync, update);
 // - ModelCurveChart: the cost model's bytes per worker (or per busiest node) per step for
 //   N = 2..1024 in both modes, for the job's K and S, with the measured points on it;
-// - ScalingChart, LossOverTimeChart: a sweep's step times, and loss over wall-clock time.
+// - ScalingChart, LossOverTimeChart: a sweep's step times, and loss over wall-clock time;
+// - AccuracyOverTimeChart: test accuracy over wall-clock time, with the target accuracy.
 // A chart with nothing to draw (a failed mode) still renders, with a "no data" note and no
 // marks. Pure; thread-safe.
 #ifndef RINGSIDE_CLI_REPORT_CHARTS_H_
@@ -28,6 +29,9 @@ std::string ModelCurveChart(const JobComparison& job, ModelQuantity quantity,
 std::string ScalingChart(const ModeReport& mode, int ps_shards, const std::string& id);
 // Each mode's first-worker loss against seconds since its cluster started.
 std::string LossOverTimeChart(const JobComparison& job, const std::string& id);
+// Each mode's test accuracy against seconds since its cluster's first step, a point per
+// evaluation, with the job's target accuracy drawn across (cli/accuracy_chart.cc).
+std::string AccuracyOverTimeChart(const JobComparison& job, const std::string& id);
 
 }  // namespace ringside::cli
 

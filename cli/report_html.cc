@@ -78,6 +78,17 @@ std::string ScalingSection(const JobComparison& job, const std::string& suffix) 
   return html + "</div>\n";
 }
 
+// Test accuracy against time and what the time to target means (data with a test set only).
+std::string AccuracySection(const JobComparison& job, const std::string& suffix) {
+  const std::vector<std::string> lines = AccuracyExplanation(job);
+  if (lines.empty()) return "";
+  std::string html = "<h3>Test accuracy and time to target</h3>\n<div class=\"model\">\n";
+  for (const std::string& line : lines) absl::StrAppend(&html, "<p>", HtmlEscape(line), "</p>\n");
+  html += "</div>\n<div class=\"charts\">\n";
+  html += Figure(AccuracyOverTimeChart(job, "accuracy-time-" + suffix));
+  return html + "</div>\n";
+}
+
 std::string JobSection(const JobComparison& job, size_t index) {
   const std::string suffix = absl::StrCat("job", index);
   std::string html =
@@ -106,6 +117,7 @@ std::string JobSection(const JobComparison& job, size_t index) {
   html += Figure(ModelCurveChart(job, ModelQuantity::kBusiestNode, "model-busiest-" + suffix));
   html += Figure(LossOverTimeChart(job, "loss-time-" + suffix));
   html += "</div>\n";
+  html += AccuracySection(job, suffix);
   html += ScalingSection(job, suffix);
   return html + "</section>\n";
 }

@@ -91,6 +91,48 @@ StepTrace ReadStepTrace(const std::string& path) {
   return trace;
 }
 
+std::string EvaluationLineText(const EvaluationLine& line) {
+  return json{{"step", line.step},
+              {"seconds", line.seconds},
+              {"test_accuracy", line.test_accuracy},
+              {"test_loss", line.test_loss},
+              {"loss", line.loss},
+              {"eval_seconds", line.eval_seconds}}
+      .dump();
+}
+
+absl::StatusOr<EvaluationLine> ParseEvaluationLine(absl::string_view text) {
+  EvaluationLine line;
+  JsonFields fields(text, "evaluation line");
+  fields.Read("step", line.step);
+  fields.Read("seconds", line.seconds);
+  fields.Read("test_accuracy", line.test_accuracy);
+  fields.Read("test_loss", line.test_loss);
+  fields.Read("loss", line.loss);
+  fields.Read("eval_seconds", line.eval_seconds);
+  if (!fields.status().ok()) return fields.status();
+  if (line.step < 0 || !(line.test_accuracy >= 0 && line.test_accuracy <= 1)) {
+    return absl::InvalidArgumentError(absl::StrCat("evaluation line: step ", line.step,
+                                                   " or test_accuracy ", line.test_accuracy,
+                                                   " out of range"));
+  }
+  return line;
+}
+
+Evaluations ReadEvaluations(const std::string& path) {
+  Evaluations evaluations;
+  std::ifstream in(path);
+  for (std::string text; std::getline(in, text);) {
+    absl::StatusOr<EvaluationLine> line = ParseEvaluationLine(text);
+    if (line.ok()) {
+      evaluations.lines.push_back(*std::move(line));
+    } else {
+      ++evaluations.unreadable;
+    }
+  }
+  return evaluations;
+}
+
 std::string TrainResultText(const TrainResultFile& result) {
   return json{{"rank", result.rank},
               {"world", result.world},

@@ -6,6 +6,7 @@
 //   ready file    every daemon, once serving: {"port", "metrics_port", "address"?,
 //                 "range_begin"?, "range_end"?}
 //   step trace    elastic workers, one JSON line per completed step
+//   evaluations   rank 0's test evaluator, one JSON line per evaluation (train/test_evaluator.h)
 //   result file   workers, when their job is done (the train job's fields; benchmark jobs write
 //                 common/rank_result.h's format)
 #ifndef RINGSIDE_COMMON_CLUSTER_FILES_H_
@@ -57,6 +58,25 @@ struct StepTrace {
   int unreadable = 0;
 };
 StepTrace ReadStepTrace(const std::string& path);
+
+// One evaluation of the job's parameters on the held-out test set.
+struct EvaluationLine {
+  int64_t step = 0;    // steps completed when the parameters were taken (0: the initial ones)
+  double seconds = 0;  // when that step ended, seconds since the worker's first step began
+  double test_accuracy = 0, test_loss = 0;  // on the whole test set
+  double loss = 0;          // the training loss of that step (the worker's batch); 0 at step 0
+  double eval_seconds = 0;  // the evaluation's own time: reading the parameters, forward passes
+};
+std::string EvaluationLineText(const EvaluationLine& line);  // one line, no newline
+absl::StatusOr<EvaluationLine> ParseEvaluationLine(absl::string_view text);
+
+// A whole evaluations file, read like a step trace (unreadable lines counted and skipped, a
+// missing file: no lines).
+struct Evaluations {
+  std::vector<EvaluationLine> lines;
+  int unreadable = 0;
+};
+Evaluations ReadEvaluations(const std::string& path);
 
 struct TrainResultFile {
   int rank = 0;

@@ -18,6 +18,7 @@ proto::JobSpec JobSpecOf(const worker::TrainingOptions& training) {
   job.set_lr(training.optimizer.learning_rate);
   job.set_optimizer(std::string(OptimizerName(training.optimizer.kind)));
   job.set_seed(training.seed);
+  job.set_eval_every(training.eval_every);
   return job;
 }
 
@@ -33,6 +34,11 @@ absl::StatusOr<worker::TrainingOptions> TrainingOptionsOf(const proto::JobSpec& 
   training.optimizer.learning_rate = static_cast<float>(job.lr());
   RETURN_IF_ERROR(Annotate(ValidateOptimizerConfig(training.optimizer), "the controller's job"));
   training.seed = job.seed();
+  if (job.eval_every() < 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("the controller's job: eval_every ", job.eval_every(), " is negative"));
+  }
+  if (job.eval_every() > 0) training.eval_every = job.eval_every();
   training.device = device;
   return training;
 }

@@ -222,6 +222,15 @@ absl::Status RunTrainingWorker(const WorkerOptions& options, const TerminationSi
   }
 
   ASSIGN_OR_RETURN(std::unique_ptr<TimelineWriter> timeline, TimelineWriter::Create(options));
+  // Written on the evaluator's thread only; outlives the trainer, which owns that thread.
+  std::ofstream evaluations;
+  if (!options.eval_file.empty()) {
+    evaluations.open(options.eval_file, std::ios::app);
+    if (!evaluations) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--eval_file: cannot open ", options.eval_file, " for appending"));
+    }
+  }
 
   SupersedeRelay relay;
   std::unique_ptr<server::ControllerClient> controller;
@@ -269,6 +278,12 @@ absl::Status RunTrainingWorker(const WorkerOptions& options, const TerminationSi
   training.stay_after_finish = elastic;
   if (options.fault.has_value()) training.fault = KillSelfAt(*options.fault);
   if (timeline != nullptr) training.timeline = timeline->timeline();
+  if (evaluations.is_open()) {
+    training.evaluations = [&evaluations](const EvaluationLine& point) {
+      evaluations << EvaluationLineText(point) << "\n";
+      evaluations.flush();
+    };
+  }
   ElasticTrainer trainer(*assignments, worker.member.get(), worker.metrics, training, log,
                          TraceTo(trace.is_open() ? &trace : nullptr, timeline.get(), log));
   relay.Attach(&trainer);

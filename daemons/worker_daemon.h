@@ -49,6 +49,9 @@ struct WorkerOptions {
   // the listen addresses and the timeouts; the worker stays after the job until a signal.
   server::MemberOptions member;
   std::string trace_file;  // one JSON line per completed step; empty: none
+  // While rank 0, one JSON line per test evaluation (common/cluster_files.h's EvaluationLine,
+  // every `training.eval_every` steps, on data with a test set); empty: no evaluation.
+  std::string eval_file;
   // Chrome trace JSON of every step's phases and every regroup (train/timeline.h), written
   // atomically at start, every few seconds, when the job is done and at exit; empty: none.
   std::string timeline_file;

@@ -49,6 +49,10 @@ ABSL_FLAG(std::string, advertise, "",
 ABSL_FLAG(std::string, trace_file, "",
           "elastic: append one JSON line per completed step (step, generation, mode, rank, world, "
           "loss, parameters checksum)");
+ABSL_FLAG(std::string, eval_file, "",
+          "while rank 0, evaluate the job on the data's held-out test set (fashion-mnist) every "
+          "--eval_every steps, off the training path, and append one JSON line per evaluation "
+          "(step, seconds, test_accuracy, test_loss, loss, eval_seconds) here; empty: none");
 ABSL_FLAG(std::string, timeline_file, "",
           "write a Chrome trace / Perfetto JSON of every step's phases (compute, sync, update) "
           "and every regroup here, atomically: at start, every few seconds, when the job is done "
@@ -100,6 +104,7 @@ absl::StatusOr<ringside::worker::WorkerOptions> OptionsFromFlags() {
   options.member.join_token_file = absl::GetFlag(FLAGS_join_token_file);
   options.member.advertise = absl::GetFlag(FLAGS_advertise);
   options.trace_file = absl::GetFlag(FLAGS_trace_file);
+  options.eval_file = absl::GetFlag(FLAGS_eval_file);
   options.timeline_file = absl::GetFlag(FLAGS_timeline_file);
   options.timeline_capacity = absl::GetFlag(FLAGS_timeline_capacity);
   options.ready_file = absl::GetFlag(FLAGS_ready_file);

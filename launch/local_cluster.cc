@@ -29,6 +29,7 @@ std::vector<std::string> JobFlags(const worker::TrainingOptions& training) {
           "--activation=" + training.activation,
           "--data=" + training.data,
           absl::StrCat("--steps=", training.steps),
+          absl::StrCat("--eval_every=", training.eval_every),
           absl::StrCat("--batch_size=", training.batch_size),
           absl::StrCat("--lr=", training.optimizer.learning_rate),
           absl::StrCat("--optimizer=", OptimizerName(training.optimizer.kind)),
@@ -41,8 +42,9 @@ struct WorkerFiles {
       : ready(absl::StrCat(dir, "/", name, ".ready")),
         result(absl::StrCat(dir, "/", name, ".result.json")),
         trace(absl::StrCat(dir, "/", name, ".trace.jsonl")),
+        evaluations(absl::StrCat(dir, "/", name, ".eval.jsonl")),
         params(absl::StrCat(dir, "/", name, ".params")) {}
-  std::string ready, result, trace, params;
+  std::string ready, result, trace, evaluations, params;
 };
 
 // How every child of the cluster is run: output to <dir>/<name>.log.
@@ -199,6 +201,7 @@ absl::StatusOr<std::vector<std::string>> LocalCluster::WorkerCommand(const std::
       "--ready_file=" + files.ready,
       "--result_file=" + files.result,
       "--trace_file=" + files.trace,
+      "--eval_file=" + files.evaluations,
       "--params_out=" + files.params};
   ASSIGN_OR_RETURN(std::vector<std::string> security, SecurityFlagsOf(name));
   argv.insert(argv.end(), security.begin(), security.end());
@@ -219,6 +222,7 @@ absl::StatusOr<ClusterProcess*> LocalCluster::AddWorker(
   ASSIGN_OR_RETURN(ClusterProcess * worker, Spawn(name, std::move(argv), files.ready));
   worker->result_file = files.result;
   worker->trace_file = files.trace;
+  worker->eval_file = files.evaluations;
   worker->params_file = files.params;
   RETURN_IF_ERROR(AwaitReady(*worker));
   return worker;

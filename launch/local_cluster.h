@@ -1,6 +1,7 @@
 // A Ringside cluster as local processes on loopback: one ringside-controller, S ringside-ps
 // shards and N ringside-worker daemons following it, with free ports picked at run time, a
-// fresh join token, and every log, ready, result, trace and parameter file in one directory.
+// fresh join token, and every log, ready, result, trace, evaluations and parameter file in one
+// directory.
 // What `ringside compare` and `ringside up` run, and what the elastic tests drive.
 //
 // The controller and the shards are given their ports explicitly (picked once, at Start), so
@@ -98,6 +99,7 @@ struct ClusterProcess {
   int metrics_port = 0;
   std::string result_file;       // workers
   std::string trace_file;        // workers
+  std::string eval_file;         // workers: test evaluations while rank 0
   std::string params_file;       // workers
   bool expected_to_end = false;  // killed on purpose: not a failure
   bool is_worker() const;

@@ -14,8 +14,13 @@ ABSL_FLAG(std::string, model, kTraining.model,
           "MLP layer sizes, Spark ML style (inputs,...,classes)");
 ABSL_FLAG(std::string, activation, kTraining.activation,
           "hidden activation: sigmoid, tanh, relu, leaky_relu, elu, swish, softplus");
-ABSL_FLAG(std::string, data, kTraining.data, "iris or synthetic:ROWS");
+ABSL_FLAG(std::string, data, kTraining.data,
+          "iris, synthetic:ROWS, fashion-mnist (Debian's dataset-fashion-mnist) or "
+          "fashion-mnist:DIR (a directory with its four IDX files)");
 ABSL_FLAG(int64_t, steps, kTraining.steps, "training steps");
+ABSL_FLAG(int64_t, eval_every, kTraining.eval_every,
+          "evaluate test accuracy on the data's held-out test set (fashion-mnist) every this many "
+          "steps, off the training path");
 ABSL_FLAG(int64_t, batch_size, kTraining.batch_size, "global batch size (split across workers)");
 ABSL_FLAG(double, lr, 0.01, "learning rate");
 ABSL_FLAG(std::string, optimizer, "adam", "sgd, momentum or adam");
@@ -30,6 +35,11 @@ absl::StatusOr<TrainingOptions> TrainingOptionsFromFlags() {
   training.activation = absl::GetFlag(FLAGS_activation);
   training.data = absl::GetFlag(FLAGS_data);
   training.steps = absl::GetFlag(FLAGS_steps);
+  training.eval_every = absl::GetFlag(FLAGS_eval_every);
+  if (training.eval_every <= 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--eval_every=", training.eval_every, ": must be at least 1 step"));
+  }
   training.batch_size = absl::GetFlag(FLAGS_batch_size);
   training.seed = absl::GetFlag(FLAGS_seed);
   training.device = absl::GetFlag(FLAGS_device);

@@ -1,6 +1,6 @@
 // The job flags every daemon that takes part in training shares (--model, --activation, --data,
-// --steps, --batch_size, --lr, --optimizer, --seed, --device), defined once so the worker and
-// the parameter-server shard cannot disagree on names or defaults.
+// --steps, --eval_every, --batch_size, --lr, --optimizer, --seed, --device), defined once so the
+// worker and the parameter-server shard cannot disagree on names or defaults.
 #ifndef RINGSIDE_MODEL_TRAINING_FLAGS_H_
 #define RINGSIDE_MODEL_TRAINING_FLAGS_H_
 
@@ -9,7 +9,8 @@
 
 namespace ringside::worker {
 
-// The flags' values; INVALID_ARGUMENT naming the flag for a bad optimiser or learning rate.
+// The flags' values; INVALID_ARGUMENT naming the flag for a bad optimiser, learning rate or
+// --eval_every.
 absl::StatusOr<TrainingOptions> TrainingOptionsFromFlags();
 
 }  // namespace ringside::worker

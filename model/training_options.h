@@ -18,7 +18,11 @@ struct TrainingOptions {
   std::string activation = "tanh";
   std::string data = "iris";  // --data
   int64_t steps = 200;        // --steps
-  int64_t batch_size = 32;    // --batch_size (global: split across workers)
+  // --eval_every: rank 0 evaluates the parameters on the data's held-out test set after every
+  // this many steps (and after the last), off the step's critical path (train/test_evaluator.h);
+  // data without a test set (Iris, synthetic) is not evaluated.
+  int64_t eval_every = 25;
+  int64_t batch_size = 32;  // --batch_size (global: split across workers)
   OptimizerConfig optimizer = {OptimizerKind::kAdam, /*learning_rate=*/0.01f};
   uint64_t seed = 1;           // --seed: parameters, synthetic data, batch order
   std::string device = "cpu";  // --device

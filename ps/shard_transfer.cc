@@ -1,7 +1,9 @@
 #include "ps/shard_transfer.h"
 
 #include <algorithm>
+#include <cstring>
 #include <memory>
+#include <optional>
 
 #include "absl/strings/str_cat.h"
 #include "common/auth.h"
@@ -56,7 +58,69 @@ absl::Status LoadShard(const ShardTransferOptions& options, int shard, const Ele
   return absl::OkStatus();
 }
 
+// Shard `shard`'s range into `out` (already sized K); the step it holds.
+absl::StatusOr<uint64_t> ReadShard(const ShardTransferOptions& options, int shard,
+                                   const ElementRange& range, absl::Span<float> out) {
+  auto stub = proto::ParameterShard::NewStub(MakeChannel(options.shards[shard], options.security));
+  grpc::ClientContext context;
+  SetDeadline(context, options.timeout);
+  if (static_cast<size_t>(shard) < options.keys.size()) {
+    context.AddMetadata(kLinkKeyMetadata, options.keys[shard]);
+  }
+  auto reader = stub->GetParameters(&context, proto::PsRangeRequest());
+  proto::PsRangeValues segment;
+  uint64_t received = 0;
+  std::optional<uint64_t> step;
+  absl::Status bad;
+  while (bad.ok() && reader->Read(&segment)) {
+    const uint64_t count = segment.payload().size() / sizeof(float);
+    if (segment.range_elements() != range.size() || segment.offset() != received ||
+        segment.payload().size() % sizeof(float) != 0 || count > range.size() - received ||
+        (step.has_value() && *step != segment.step())) {
+      bad = absl::InvalidArgumentError(absl::StrCat(
+          PsShardName(shard), "'s parameters do not fit its range of ", range.size(),
+          " elements: a segment at offset ", segment.offset(), " of ", segment.range_elements(),
+          " with ", segment.payload().size(), " payload bytes after ", received));
+      context.TryCancel();
+      break;
+    }
+    step = segment.step();
+    if (count > 0) {
+      std::memcpy(out.data() + range.begin + received, segment.payload().data(),
+                  count * sizeof(float));
+    }
+    received += count;
+  }
+  const grpc::Status status = reader->Finish();
+  RETURN_IF_ERROR(bad);
+  if (!status.ok()) return ShardError(status, shard, "reading the parameters of");
+  if (received != range.size() || !step.has_value()) {
+    return absl::InvalidArgumentError(absl::StrCat(PsShardName(shard), " sent ", received,
+                                                   " of its ", range.size(), " parameters"));
+  }
+  return *step;
+}
+
 }  // namespace
+
+absl::StatusOr<ShardParameters> ReadShardParameters(const ShardTransferOptions& options,
+                                                    uint64_t parameter_count) {
+  const std::vector<ElementRange> ranges =
+      EvenRanges(parameter_count, static_cast<int>(options.shards.size()));
+  ShardParameters read;
+  read.parameters.resize(parameter_count);
+  for (size_t s = 0; s < options.shards.size(); ++s) {
+    ASSIGN_OR_RETURN(const uint64_t step, ReadShard(options, static_cast<int>(s), ranges[s],
+                                                    absl::MakeSpan(read.parameters)));
+    if (s > 0 && step != read.step) {
+      return absl::AbortedError(absl::StrCat(PsShardName(0), " held step ", read.step, ", ",
+                                             PsShardName(static_cast<int>(s)), " step ", step,
+                                             " when read"));
+    }
+    read.step = step;
+  }
+  return read;
+}
 
 absl::Status LoadShards(const ShardTransferOptions& options, uint64_t generation, int workers,
                         const JobState& state) {

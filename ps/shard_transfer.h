@@ -1,8 +1,9 @@
 // The worker's side of the shards' state hand-over (ParameterShard.Load in proto/ps.proto): an
 // elastic job's parameters and optimiser state moved onto the shards when a ps-mode generation
-// begins. Nothing ever moves back: every worker holds the whole state in ps mode too. The shard
-// map is EvenRanges(K, S), as everywhere. Not training traffic: nothing is counted in the link
-// metrics.
+// begins. Nothing moves back for training: every worker holds the whole state in ps mode too.
+// The one reader of the shards' live model (GetParameters) is rank 0's test evaluator
+// (train/test_evaluator.h). The shard map is EvenRanges(K, S), as everywhere. Not training
+// traffic: nothing is counted in the link metrics.
 // Thread-compatible. Errors: a shard's gRPC status annotated with the shard.
 #ifndef RINGSIDE_PS_SHARD_TRANSFER_H_
 #define RINGSIDE_PS_SHARD_TRANSFER_H_
@@ -35,6 +36,18 @@ struct ShardTransferOptions {
 // Hands every shard its range of `state` for `generation` with `workers` workers.
 absl::Status LoadShards(const ShardTransferOptions& options, uint64_t generation, int workers,
                         const JobState& state);
+
+// The shards' live parameters, joined: every shard's range as GetParameters streams it (the
+// load keys, when given, authorise the reads), and the steps applied to them.
+struct ShardParameters {
+  uint64_t step = 0;
+  std::vector<float> parameters;  // K
+};
+// Reads every shard once, in shard order. ABORTED when the shards hold different steps (one
+// applied a step the other had not yet when read: read again); INVALID_ARGUMENT when a reply does
+// not cover its range of `parameter_count` exactly; a shard's gRPC status annotated with it.
+absl::StatusOr<ShardParameters> ReadShardParameters(const ShardTransferOptions& options,
+                                                    uint64_t parameter_count);
 
 }  // namespace ringside::worker
 

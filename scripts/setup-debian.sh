@@ -33,8 +33,9 @@ packages=(
   # the Kubernetes base rendered for `podman kube play` (deploy/k8s/podman/render.py) and the
   # deploy checks' Python scripts read YAML; named, not left to docker-compose's dependencies
   python3-yaml
-  # the real data set of the heavy job (--data=fashion-mnist): Fashion-MNIST's IDX files
-  dataset-fashion-mnist
+  # the real data set of the heavy job (--data=fashion-mnist): Fashion-MNIST's IDX files, gzipped
+  # (read through zlib, which gRPC and protobuf depend on too)
+  dataset-fashion-mnist zlib1g-dev
 )
 # Node.js runs the npm-based deploy checks; Debian's nodejs only where the machine has no node.
 node_packages=(nodejs npm)

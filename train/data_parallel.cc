@@ -24,20 +24,21 @@ absl::StatusOr<SyncTiming> LocalSync::Step(int64_t /*step*/, absl::Span<float> g
   return SyncTiming{absl::ZeroDuration(), absl::Now() - start};
 }
 
-TrainingJob::TrainingJob(TrainingOptions options, ModelSpec spec, Dataset data,
+TrainingJob::TrainingJob(TrainingOptions options, ModelSpec spec, DataSplits data,
                          BatchSchedule schedule, std::unique_ptr<GradientComputer> computer)
     : options_(std::move(options)),
       spec_(std::move(spec)),
-      data_(std::move(data)),
+      data_(std::move(data.train)),
+      test_(std::move(data.test)),
       schedule_(std::move(schedule)),
       computer_(std::move(computer)) {}
 
 absl::StatusOr<std::unique_ptr<TrainingJob>> TrainingJob::Create(const TrainingOptions& options) {
   ASSIGN_OR_RETURN(ModelSpec spec, ModelSpec::Parse(options.model, options.activation));
   ASSIGN_OR_RETURN(const DataSpec data_spec, ParseDataSpec(options.data));
-  ASSIGN_OR_RETURN(Dataset data, LoadDataset(data_spec, spec, options.seed));
+  ASSIGN_OR_RETURN(DataSplits data, LoadDataSplits(data_spec, spec, options.seed));
   ASSIGN_OR_RETURN(BatchSchedule schedule,
-                   BatchSchedule::Create(data.rows(), options.batch_size, options.seed));
+                   BatchSchedule::Create(data.train.rows(), options.batch_size, options.seed));
   ASSIGN_OR_RETURN(std::unique_ptr<GradientComputer> computer,
                    MakeGradientComputer(options.device, spec));
   return std::unique_ptr<TrainingJob>(new TrainingJob(options, std::move(spec), std::move(data),
@@ -58,7 +59,7 @@ absl::StatusOr<GradientStats> TrainingJob::ComputeShare(int64_t step, WorkerSlot
 }
 
 absl::StatusOr<Evaluation> TrainingJob::Evaluate(absl::Span<const float> params) {
-  return computer_->Evaluate(params, data_.AllRows(), {});
+  return EvaluateInChunks(*computer_, params, test_.rows() > 0 ? test_.AllRows() : data_.AllRows());
 }
 
 namespace {

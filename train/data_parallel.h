@@ -53,22 +53,28 @@ class TrainingJob {
   static absl::StatusOr<std::unique_ptr<TrainingJob>> Create(const TrainingOptions& options);
 
   const TrainingOptions& options() const { return options_; }
+  const ModelSpec& spec() const { return spec_; }
   size_t parameter_count() const { return spec_.parameter_count(); }
+  // The data's held-out test set; no rows when it has none. Lives as long as the job.
+  const Dataset& test_set() const { return test_; }
   std::vector<float> InitialParameters() const;
   // The slot's share of step `step`'s gradient, normalised by the global batch (so the sum over
   // the world's shares is the global mean gradient).
   absl::StatusOr<GradientStats> ComputeShare(int64_t step, WorkerSlot slot,
                                              absl::Span<const float> params,
                                              absl::Span<float> gradient);
+  // Loss and accuracy of `params` on the held-out test set where the data has one, else on the
+  // whole training set (in pieces: see EvaluateInChunks).
   absl::StatusOr<Evaluation> Evaluate(absl::Span<const float> params);
 
  private:
-  TrainingJob(TrainingOptions options, ModelSpec spec, Dataset data, BatchSchedule schedule,
+  TrainingJob(TrainingOptions options, ModelSpec spec, DataSplits data, BatchSchedule schedule,
               std::unique_ptr<GradientComputer> computer);
 
   TrainingOptions options_;
   ModelSpec spec_;
   Dataset data_;
+  Dataset test_;
   BatchSchedule schedule_;
   std::unique_ptr<GradientComputer> computer_;
   OwnedBatch batch_;

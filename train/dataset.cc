@@ -11,11 +11,13 @@
 #include "absl/strings/str_split.h"
 #include "common/status_macros.h"
 #include "model/counter_rng.h"
+#include "train/fashion_mnist.h"
 
 namespace ringside::worker {
 namespace {
 
 constexpr absl::string_view kSyntheticPrefix = "synthetic:";
+constexpr absl::string_view kFashionMnist = "fashion-mnist";
 
 // One CSV data line into `data`; `line_number` is 1-based for messages.
 absl::Status ParseCsvRow(absl::string_view line, int line_number, int columns, Dataset& data) {
@@ -45,23 +47,52 @@ absl::Status ParseCsvRow(absl::string_view line, int line_number, int columns, D
 }  // namespace
 
 std::string DataSpec::ToString() const {
-  return kind == Kind::kIris ? std::string("iris") : absl::StrCat(kSyntheticPrefix, rows);
+  switch (kind) {
+    case Kind::kIris:
+      return "iris";
+    case Kind::kSynthetic:
+      return absl::StrCat(kSyntheticPrefix, rows);
+    case Kind::kFashionMnist:
+      return directory == kFashionMnistDefaultDir ? std::string(kFashionMnist)
+                                                  : absl::StrCat(kFashionMnist, ":", directory);
+  }
+  return "";
 }
 
 absl::StatusOr<DataSpec> ParseDataSpec(absl::string_view text) {
-  if (text == "iris") return DataSpec{DataSpec::Kind::kIris, 0};
+  if (text == "iris") return DataSpec{DataSpec::Kind::kIris, 0, ""};
   if (absl::StartsWith(text, kSyntheticPrefix)) {
     int64_t rows = 0;
     if (absl::SimpleAtoi(text.substr(kSyntheticPrefix.size()), &rows) && rows >= 1 &&
         rows <= kMaxSyntheticRows) {
-      return DataSpec{DataSpec::Kind::kSynthetic, rows};
+      return DataSpec{DataSpec::Kind::kSynthetic, rows, ""};
     }
     return absl::InvalidArgumentError(absl::StrCat("bad data '", text, "': ROWS in synthetic:ROWS",
                                                    " must be an integer in [1, ", kMaxSyntheticRows,
                                                    "]"));
   }
-  return absl::InvalidArgumentError(
-      absl::StrCat("unknown data '", text, "' (want iris or synthetic:ROWS)"));
+  if (text == kFashionMnist) {
+    return DataSpec{DataSpec::Kind::kFashionMnist, 0, kFashionMnistDefaultDir};
+  }
+  if (absl::StartsWith(text, kFashionMnist) && text.size() > kFashionMnist.size() &&
+      text[kFashionMnist.size()] == ':') {
+    const absl::string_view directory = text.substr(kFashionMnist.size() + 1);
+    if (directory.empty()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("bad data '", text, "': give the directory, fashion-mnist:DIR"));
+    }
+    return DataSpec{DataSpec::Kind::kFashionMnist, 0, std::string(directory)};
+  }
+  return absl::InvalidArgumentError(absl::StrCat(
+      "unknown data '", text, "' (want iris, synthetic:ROWS, fashion-mnist or fashion-mnist:DIR)"));
+}
+
+absl::Status CheckDataSpec(absl::string_view text) {
+  ASSIGN_OR_RETURN(const DataSpec spec, ParseDataSpec(text));
+  if (spec.kind == DataSpec::Kind::kFashionMnist) {
+    return CheckFashionMnistFiles(spec.directory);
+  }
+  return absl::OkStatus();
 }
 
 absl::StatusOr<Dataset> ParseCsvDataset(absl::string_view csv, absl::string_view name) {
@@ -139,15 +170,63 @@ void Standardize(Dataset& data) {
   }
 }
 
+namespace {
+
+absl::Status CheckModelFits(const ModelSpec& model, const Dataset& data);
+
+}  // namespace
+
+absl::Status CheckDataFitsModel(absl::string_view text, const ModelSpec& model) {
+  ASSIGN_OR_RETURN(const DataSpec spec, ParseDataSpec(text));
+  switch (spec.kind) {
+    case DataSpec::Kind::kFashionMnist:
+      return CheckFashionMnistFitsModel(spec.directory, model);
+    case DataSpec::Kind::kIris: {
+      ASSIGN_OR_RETURN(const Dataset iris, ParseCsvDataset(IrisCsv(), "iris"));
+      return CheckModelFits(model, iris);
+    }
+    case DataSpec::Kind::kSynthetic:
+      return absl::OkStatus();
+  }
+  return absl::OkStatus();
+}
+
+namespace {
+
+absl::Status CheckModelFits(const ModelSpec& model, const Dataset& data) {
+  if (model.inputs() == data.features && model.classes() == data.classes) return absl::OkStatus();
+  return absl::InvalidArgumentError(absl::StrCat(
+      "model ", model.ToString(), " does not fit ", data.name, " (", data.features, " inputs, ",
+      data.classes, " classes): use a model like ", data.features, ",16,", data.classes));
+}
+
+}  // namespace
+
+absl::StatusOr<DataSplits> LoadDataSplits(const DataSpec& spec, const ModelSpec& model,
+                                          uint64_t seed) {
+  if (spec.kind == DataSpec::Kind::kFashionMnist) {
+    ASSIGN_OR_RETURN(DataSplits splits, LoadFashionMnist(spec.directory));
+    if (spec.directory != kFashionMnistDefaultDir) {
+      splits.train.name = spec.ToString();
+      splits.test.name = absl::StrCat(spec.ToString(), " test");
+    }
+    RETURN_IF_ERROR(CheckModelFits(model, splits.train));
+    return splits;
+  }
+  DataSplits splits;
+  ASSIGN_OR_RETURN(splits.train, LoadDataset(spec, model, seed));
+  return splits;
+}
+
 absl::StatusOr<Dataset> LoadDataset(const DataSpec& spec, const ModelSpec& model, uint64_t seed) {
   Dataset data;
+  if (spec.kind == DataSpec::Kind::kFashionMnist) {
+    ASSIGN_OR_RETURN(DataSplits splits, LoadDataSplits(spec, model, seed));
+    return std::move(splits.train);
+  }
   if (spec.kind == DataSpec::Kind::kIris) {
     ASSIGN_OR_RETURN(data, ParseCsvDataset(IrisCsv(), "iris"));
-    if (model.inputs() != data.features || model.classes() != data.classes) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "model ", model.ToString(), " does not fit iris (", data.features, " inputs, ",
-          data.classes, " classes): use a model like ", data.features, ",16,", data.classes));
-    }
+    RETURN_IF_ERROR(CheckModelFits(model, data));
   } else {
     if (spec.rows < 1 || spec.rows > kMaxSyntheticRows) {
       return absl::InvalidArgumentError(

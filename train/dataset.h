@@ -1,12 +1,15 @@
 // Training data: the Iris data set (data/iris.csv, embedded into the library at build time) and a
-// seeded synthetic generator of Gaussian clusters, both z-scored per feature. Selected with
-// `--data=iris|synthetic:ROWS`; the model's first and last layer sizes must fit (Iris: 4 inputs,
-// 3 classes; synthetic: any, taken from the model).
+// seeded synthetic generator of Gaussian clusters, both z-scored per feature, and Fashion-MNIST
+// (train/fashion_mnist.h: IDX files read from a directory, pixels scaled to [0, 1], with its
+// held-out test set). Selected with `--data=iris|synthetic:ROWS|fashion-mnist[:DIR]`; the model's
+// first and last layer sizes must fit (Iris: 4 inputs, 3 classes; synthetic: any, taken from the
+// model; Fashion-MNIST: 784 inputs, 10 classes).
 //
 // Ownership: a Dataset owns its rows; Batch views into it live as long as it does.
 // Thread-safety: Datasets are plain values, safe to read from many threads; the functions are
-// pure (the synthetic generator depends only on its arguments). Errors: INVALID_ARGUMENT for bad
-// specs, malformed CSV and a model that does not fit the data.
+// pure (the synthetic generator depends only on its arguments) apart from reading Fashion-MNIST's
+// files. Errors: INVALID_ARGUMENT for bad specs, malformed CSV or IDX files and a model that does
+// not fit the data; NOT_FOUND naming a missing file.
 #ifndef RINGSIDE_TRAIN_DATASET_H_
 #define RINGSIDE_TRAIN_DATASET_H_
 
@@ -36,15 +39,34 @@ struct Dataset {
   Batch AllRows() const { return {x, y}; }
 };
 
+// A data set's training rows and, where it has one, its held-out test set (Fashion-MNIST's
+// 10,000 images). Iris and synthetic data have none: `test` has no rows.
+struct DataSplits {
+  Dataset train;
+  Dataset test;
+  bool has_test() const { return test.rows() > 0; }
+};
+
+inline constexpr char kFashionMnistDefaultDir[] = "/usr/share/datasets/fashion-mnist";
+
 struct DataSpec {
-  enum class Kind { kIris, kSynthetic };
+  enum class Kind { kIris, kSynthetic, kFashionMnist };
   Kind kind = Kind::kIris;
-  int64_t rows = 0;  // kSynthetic only, in [1, kMaxSyntheticRows]
+  int64_t rows = 0;            // kSynthetic only, in [1, kMaxSyntheticRows]
+  std::string directory = {};  // kFashionMnist only: where its four IDX files are
   std::string ToString() const;
 };
 
-// "iris" | "synthetic:ROWS"; else INVALID_ARGUMENT.
+// "iris" | "synthetic:ROWS" | "fashion-mnist" (Debian's dataset-fashion-mnist, in
+// kFashionMnistDefaultDir) | "fashion-mnist:DIR"; else INVALID_ARGUMENT.
 absl::StatusOr<DataSpec> ParseDataSpec(absl::string_view text);
+
+// ParseDataSpec, and for Fashion-MNIST that its directory holds the four files (without reading
+// them): what a command checks before it starts processes that would load the data.
+absl::Status CheckDataSpec(absl::string_view text);
+// CheckDataSpec, and that `model` fits the data (Fashion-MNIST: from the images' header alone;
+// synthetic data fits any model).
+absl::Status CheckDataFitsModel(absl::string_view text, const ModelSpec& model);
 
 // A header line, then rows of numeric features with the class name in the last column. Classes
 // are numbered by first appearance. Not standardised.
@@ -62,8 +84,12 @@ Dataset MakeSyntheticDataset(int64_t rows, int features, int classes, uint64_t s
 // becomes 0). Statistics in double, so the result is deterministic.
 void Standardize(Dataset& data);
 
-// The data set named by `spec`, standardised, checked against the model's input and class
-// counts. `seed` drives the synthetic generator only.
+// The data set named by `spec` (Iris and synthetic data standardised, Fashion-MNIST's pixels in
+// [0, 1]) with its test set, checked against the model's input and class counts. `seed` drives
+// the synthetic generator only.
+absl::StatusOr<DataSplits> LoadDataSplits(const DataSpec& spec, const ModelSpec& model,
+                                          uint64_t seed);
+// LoadDataSplits' training rows.
 absl::StatusOr<Dataset> LoadDataset(const DataSpec& spec, const ModelSpec& model, uint64_t seed);
 
 }  // namespace ringside::worker

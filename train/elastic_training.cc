@@ -69,6 +69,10 @@ absl::Status ElasticTrainer::Run(const absl::Notification& stop, const FinishedC
   RETURN_IF_ERROR(first.status());
   const TrainingOptions training = first->job;
   ASSIGN_OR_RETURN(job_, TrainingJob::Create(training));
+  if (options_.evaluations && job_->test_set().rows() > 0) {
+    ASSIGN_OR_RETURN(evaluator_, TestEvaluator::Create(job_->spec(), job_->test_set(),
+                                                       training.device, options_.evaluations));
+  }
   ASSIGN_OR_RETURN(Optimizer optimizer,
                    Optimizer::Create(training.optimizer, job_->parameter_count()));
   optimizer_ = std::make_unique<Optimizer>(std::move(optimizer));
@@ -103,6 +107,7 @@ absl::Status ElasticTrainer::Run(const absl::Notification& stop, const FinishedC
       continue;
     }
     if (!reported) {
+      FinishEvaluations();
       ASSIGN_OR_RETURN(const ElasticResult result, Result());
       RETURN_IF_ERROR(finished(result));
       reported = true;
@@ -317,7 +322,42 @@ absl::Status ElasticTrainer::SaveCheckpointIfDue() {
   return absl::OkStatus();
 }
 
+void ElasticTrainer::EvaluateIfDue() {
+  if (evaluator_ == nullptr || slot_.rank != 0 || completed_ == last_evaluated_) return;
+  const TrainingOptions& job = job_->options();
+  if (completed_ % job.eval_every != 0 && completed_ != job.steps) return;
+  last_evaluated_ = completed_;
+  if (mode_ == SyncMode::kPs) {
+    // The shards' own copy, read on the evaluator's thread: this one goes on training.
+    ShardTransferOptions read{shards_, options_.segment_bytes, options_.timeout, load_keys_,
+                              options_.security};
+    evaluator_->SubmitShardRead(completed_,
+                                [read = std::move(read), count = job_->parameter_count()] {
+                                  return ReadShardParameters(read, count);
+                                });
+  } else {
+    evaluator_->SubmitSnapshot(completed_, parameters_);
+  }
+}
+
+void ElasticTrainer::FinishEvaluations() {
+  if (evaluator_ == nullptr) return;
+  evaluator_->Drain();
+  const TestEvaluator::Failures failures = evaluator_->failures();
+  const int64_t dropped = evaluator_->dropped();
+  if (failures.count == 0 && dropped == 0) return;
+  log_ << WorkerName(slot_.rank) << ": test evaluations: " << dropped
+       << " skipped (snapshots beyond the waiting room, or a shard read of a step already "
+          "evaluated), "
+       << failures.count << " failed"
+       << (failures.count > 0 ? absl::StrCat(" (last: ", failures.last.message(), ")")
+                              : std::string())
+       << "\n";
+  log_.flush();
+}
+
 absl::Status ElasticTrainer::Step() {
+  if (completed_ == 0) EvaluateIfDue();  // the initial parameters: the curve's first point
   StepTiming timing;
   ASSIGN_OR_RETURN(last_stats_, TrainStep(
                                     *job_, completed_, slot_, *sync_, absl::MakeSpan(parameters_),
@@ -340,6 +380,11 @@ absl::Status ElasticTrainer::Step() {
                      parameters_, timing});
   }
   ++completed_;
+  if (evaluator_ != nullptr) {
+    evaluator_->StepEnded(completed_, timing.start, timing.start + timing.total(),
+                          last_stats_.mean_loss);
+    EvaluateIfDue();
+  }
   assignments_.ReportCompletedSteps(static_cast<uint64_t>(completed_));
   // A checkpoint that cannot be stored costs durability, not the step: say so and go on.
   if (absl::Status saved = SaveCheckpointIfDue(); !saved.ok()) {

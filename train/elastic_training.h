@@ -47,6 +47,7 @@
 #include "train/assignment_source.h"
 #include "train/data_parallel.h"
 #include "train/fault_injection.h"
+#include "train/test_evaluator.h"
 #include "train/timeline.h"
 
 namespace ringside::worker {
@@ -66,6 +67,10 @@ struct ElasticOptions {
   // Records every step's phases and every regroup (train/timeline.h); null: none. Must outlive
   // the trainer.
   Timeline* timeline = nullptr;
+  // While this worker is rank 0 it evaluates the job's parameters on the data's held-out test
+  // set every `eval_every` steps (train/test_evaluator.h: the shards' parameters in ps mode) and
+  // hands each point here, on the evaluator's thread. Null, or data without a test set: none.
+  TestEvaluator::Sink evaluations;
 };
 
 struct ElasticResult {
@@ -117,6 +122,10 @@ class ElasticTrainer {
   absl::Status SaveCheckpointIfDue();
   absl::Status LoadShardsForGeneration(uint64_t generation, int world, int rank);
   absl::Status Step();
+  // Rank 0: submits the parameters after completed_ steps to the evaluator when they are due.
+  void EvaluateIfDue();
+  // Waits for the evaluator's last points and logs what it dropped or failed.
+  void FinishEvaluations();
   absl::StatusOr<ElasticResult> Result();
   // Waits for a generation newer than the one that failed; `why` is logged.
   absl::Status AwaitNewGeneration(uint64_t failed, const absl::Status& why,
@@ -134,7 +143,9 @@ class ElasticTrainer {
   const StepTraceSink trace_;
 
   std::unique_ptr<TrainingJob> job_;
-  std::unique_ptr<Optimizer> optimizer_;  // the job's, in either mode
+  std::unique_ptr<TestEvaluator> evaluator_;  // reads job_'s test set: declared after it
+  int64_t last_evaluated_ = -1;               // completed_ when last submitted
+  std::unique_ptr<Optimizer> optimizer_;      // the job's, in either mode
   std::vector<float> parameters_;
   std::vector<float> gradient_;
   int64_t completed_ = 0;

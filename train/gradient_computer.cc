@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "absl/strings/str_cat.h"
+#include "common/status_macros.h"
 
 namespace ringside::worker {
 
@@ -64,6 +65,30 @@ GradientStats EmptyBatchGradient(const ModelSpec& spec, absl::Span<float> gradie
     options.on_layer_ready(l, spec.layer_range(l));
   }
   return GradientStats{};
+}
+
+absl::StatusOr<Evaluation> EvaluateInChunks(GradientComputer& computer,
+                                            absl::Span<const float> params, const Batch& batch,
+                                            int64_t chunk_rows) {
+  chunk_rows = std::max<int64_t>(1, chunk_rows);
+  RETURN_IF_ERROR(ValidateEvaluateCall(computer.spec(), params, batch, {}));
+  const int64_t inputs = computer.spec().inputs();
+  Evaluation total;
+  double loss_sum = 0;
+  for (int64_t begin = 0; begin < batch.rows(); begin += chunk_rows) {
+    const int64_t rows = std::min(chunk_rows, batch.rows() - begin);
+    const Batch piece{batch.features.subspan(begin * inputs, rows * inputs),
+                      batch.labels.subspan(begin, rows)};
+    ASSIGN_OR_RETURN(const Evaluation part, computer.Evaluate(params, piece, {}));
+    loss_sum += part.mean_loss * part.rows;
+    total.rows += part.rows;
+    total.correct += part.correct;
+  }
+  if (total.rows > 0) {
+    total.mean_loss = loss_sum / total.rows;
+    total.accuracy = static_cast<double>(total.correct) / total.rows;
+  }
+  return total;
 }
 
 }  // namespace ringside::worker

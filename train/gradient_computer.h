@@ -93,6 +93,12 @@ absl::Status ValidateEvaluateCall(const ModelSpec& spec, absl::Span<const float>
 absl::Status ValidateGradientCall(const ModelSpec& spec, absl::Span<const float> params,
                                   const Batch& batch, absl::Span<const float> gradient,
                                   const GradientOptions& options);
+// `computer.Evaluate` over `batch` in pieces of at most `chunk_rows` rows (>= 1), summed: the
+// same figures as one call, with scratch memory for one piece only (a forward pass over 10,000
+// rows of a 1024-wide model would hold hundreds of MiB of activations).
+absl::StatusOr<Evaluation> EvaluateInChunks(GradientComputer& computer,
+                                            absl::Span<const float> params, const Batch& batch,
+                                            int64_t chunk_rows = 1024);
 // The result for an empty batch: zero gradient, every layer reported ready in backprop order.
 GradientStats EmptyBatchGradient(const ModelSpec& spec, absl::Span<float> gradient,
                                  const GradientOptions& options);

@@ -1,6 +1,7 @@
 // `ringside compare` end to end: the real binary starts its clusters, and its JSON
 // must agree with the cost model, between the modes, and with Iris's expected accuracy.
 #include <signal.h>
+#include <sys/stat.h>
 
 #include <algorithm>
 #include <filesystem>
@@ -20,6 +21,7 @@
 #include "launch/subprocess.h"
 #include "launch/temp_dir.h"
 #include "nlohmann/json.hpp"
+#include "tests/support/idx_files.h"
 #include "tests/support/poll.h"
 #include "tests/support/prometheus_text.h"
 #include "tests/support/worker_processes.h"
@@ -98,6 +100,111 @@ TEST(CompareCommandTest, MeasuredBytesMatchTheModelAndTheModesAgree) {
   EXPECT_LE(json["parity"]["max_rel_param_diff"].get<double>(), 1e-5);
   EXPECT_GE(json["parity"]["max_abs_param_diff"].get<double>(), 0.0);
   EXPECT_GT(ReadFileToString(dir->File("out.html")).value().size(), 1000u);
+}
+
+// Real data end to end: Fashion-MNIST's IDX files (a small set the test writes) through both
+// modes; worker-0's evaluations become each mode's test accuracy over time and time to target.
+TEST(CompareCommandTest, TimesEachModeToATestAccuracyOnFashionMnist) {
+  auto dir = TempDir::Create("ringside-compare-test-");
+  ASSERT_TRUE(dir.ok());
+  const std::string data = dir->File("data");
+  ASSERT_EQ(mkdir(data.c_str(), 0755), 0);
+  ASSERT_TRUE(testing::WriteTinyFashionMnist(data, 200, 50));
+  SpawnOptions spawn;
+  spawn.argv = {testing::BinDir() + "/ringside",
+                "compare",
+                "--model=20,32,10",
+                "--data=fashion-mnist:" + data,
+                "--steps=40",
+                "--eval_every=10",
+                "--batch_size=16",
+                "--workers=2",
+                "--ps_shards=2",
+                "--target_accuracy=0.5",
+                "--json=" + dir->File("out.json"),
+                "--report=" + dir->File("out.html")};
+  spawn.log_path = dir->File("compare.log");
+  auto process = Subprocess::Spawn(spawn);
+  ASSERT_TRUE(process.ok()) << process.status();
+  auto exit = process->Wait(absl::Seconds(240));
+  ASSERT_TRUE(exit.ok() && exit->ok()) << TailOfFile(spawn.log_path, 30);
+
+  const nlohmann::json json =
+      nlohmann::json::parse(ReadFileToString(dir->File("out.json")).value());
+  EXPECT_EQ(json["config"]["test_set"], true);
+  EXPECT_EQ(json["config"]["eval_every"], 10);
+  EXPECT_EQ(json["config"]["target_accuracy"], 0.5);
+  for (const char* mode : {"ring", "ps"}) {
+    SCOPED_TRACE(mode);
+    const nlohmann::json& m = json["modes"][mode];
+    const nlohmann::json& points = m["accuracy_over_time"];
+    ASSERT_FALSE(points.empty()) << m.dump();
+    nlohmann::json first_at_target;
+    for (size_t i = 0; i < points.size(); ++i) {
+      const nlohmann::json& p = points[i];
+      EXPECT_LE(p["step"].get<int64_t>(), 40);
+      if (std::string(mode) == "ring") {
+        EXPECT_EQ(p["step"].get<int64_t>() % 10, 0) << p.dump();
+      }
+      if (i > 0) {
+        EXPECT_GT(p["step"], points[i - 1]["step"]);
+        EXPECT_GE(p["seconds"].get<double>(), points[i - 1]["seconds"].get<double>());
+      }
+      if (first_at_target.is_null() && p["test_accuracy"].get<double>() >= 0.5) {
+        first_at_target = p;
+      }
+    }
+    EXPECT_EQ(points.back()["step"], 40) << "the final parameters are evaluated";
+    EXPECT_EQ(m["test_accuracy"], points.back()["test_accuracy"]);
+    EXPECT_DOUBLE_EQ(m["test_accuracy"].get<double>(), m["accuracy"].get<double>())
+        << "the result's accuracy is on the test set too, for the same parameters";
+    EXPECT_GT(m["test_accuracy"].get<double>(), 0.5) << "a learnable set; chance is 10%";
+    if (first_at_target.is_null()) {
+      EXPECT_TRUE(m["seconds_to_target"].is_null());
+    } else {
+      EXPECT_EQ(m["seconds_to_target"], first_at_target["seconds"]);
+      EXPECT_EQ(m["steps_to_target"], first_at_target["step"]);
+    }
+    EXPECT_GT(m["eval_seconds_mean"].get<double>(), 0);
+  }
+  const std::string html = ReadFileToString(dir->File("out.html")).value();
+  EXPECT_NE(html.find("id=\"accuracy-time-job0\""), std::string::npos);
+  EXPECT_NE(ReadFileToString(spawn.log_path).value().find("time to 50% test accuracy"),
+            std::string::npos)
+      << TailOfFile(spawn.log_path, 40);
+}
+
+// Bad accuracy flags, a data directory without the four files and a model that does not fit the
+// images fail at once, naming what is wrong, before any cluster starts.
+TEST(CompareCommandTest, BadAccuracyFlagsAndMissingDataFailBeforeAnyClusterStarts) {
+  auto dir = TempDir::Create("ringside-compare-test-");
+  ASSERT_TRUE(dir.ok());
+  const std::string data = dir->File("data");
+  ASSERT_EQ(mkdir(data.c_str(), 0755), 0);
+  ASSERT_TRUE(testing::WriteTinyFashionMnist(data, 20, 10));
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"--eval_every=0", "--eval_every=0"},
+      {"--eval_every=-5", "--eval_every=-5"},
+      {"--target_accuracy=0", "--target_accuracy=0"},
+      {"--target_accuracy=1.5", "--target_accuracy=1.5"},
+      {"--data=fashion-mnist:" + dir->path(), "train-images-idx3-ubyte.gz"},
+      {"--data=fashion-mnist:", "fashion-mnist:DIR"},
+      {"--data=fashion-mnist:" + data, "use a model like 20,16,10"},  // the default 784,...,10
+  };
+  for (const auto& [flag, named] : cases) {
+    SCOPED_TRACE(flag);
+    SpawnOptions spawn;
+    spawn.argv = {testing::BinDir() + "/ringside", "compare", flag};
+    spawn.log_path = dir->File("bad.log");
+    auto process = Subprocess::Spawn(spawn);
+    ASSERT_TRUE(process.ok()) << process.status();
+    auto exit = process->Wait(absl::Seconds(60));
+    ASSERT_TRUE(exit.ok()) << exit.status();
+    EXPECT_EQ(exit->exit_code, 1);
+    const std::string log = ReadFileToString(spawn.log_path).value_or("");
+    EXPECT_NE(log.find(named), std::string::npos) << log;
+    EXPECT_EQ(log.find("started"), std::string::npos) << "a cluster was started: " << log;
+  }
 }
 
 // A running `ringside compare` and the children it reports starting.

@@ -39,5 +39,13 @@ grep -q -- "^  --fault_at=" <<<"$out" || fail "'ringside-worker --helpfull' does
 out=$($bin/ringside lab --helpfull 2>&1) || fail "'ringside lab --helpfull' exited $?"
 grep -q -- "^  --address=" <<<"$out" || fail "'ringside --helpfull' does not list every flag"
 
+# Every flag of `ringside` belongs to some subcommand's --help (a new flag left out of all of
+# them would be invisible).
+all=$($bin/ringside --helpfull | grep -o '^  --[a-z0-9_]*' | sort -u)
+shown=$(for c in compare lab up "ctl mode" health; do $bin/ringside $c --help; done |
+        grep -o '^  --[a-z0-9_]*' | sort -u)
+missing=$(comm -23 <(echo "$all") <(echo "$shown") | tr -d ' ' | tr '\n' ' ')
+[ -z "$missing" ] || fail "no ringside subcommand's --help lists: $missing"
+
 echo "help checks: $failures failures"
 [ "$failures" -eq 0 ]

@@ -114,4 +114,32 @@ JobComparison IrisJobWithLostWorker() {
 
 CompareReport SampleReport() { return {{SyntheticJob(), IrisJobWithLostWorker()}}; }
 
+JobComparison FashionMnistJob() {
+  JobComparison job = SyntheticJob();
+  job.config.data = "fashion-mnist";
+  job.config.steps = 300;
+  job.config.has_test_set = true;
+  job.config.eval_every = 25;
+  job.config.target_accuracy = 0.75;
+  job.ring.steps = job.ps.steps = 300;
+  // Every 25 steps; the ring's steps are faster, so it reaches each accuracy sooner.
+  const double accuracy[] = {0.09, 0.55, 0.66, 0.71, 0.73, 0.74, 0.76,
+                             0.74, 0.78, 0.77, 0.80, 0.79, 0.81};
+  for (int i = 0; i <= 12; ++i) {
+    const int64_t step = 25 * i;
+    job.ring.accuracy_over_time.push_back({step, 2.0 * i, accuracy[i], 2.3 / (1 + i)});
+    job.ps.accuracy_over_time.push_back({step, 20.0 / 6 * i, accuracy[i], 2.3 / (1 + i)});
+  }
+  job.ring.eval_seconds_mean = 1.25;
+  job.ps.eval_seconds_mean = 1.5;
+  job.ring.test_accuracy = job.ps.test_accuracy = 0.81;
+  job.ring.accuracy = job.ps.accuracy = 0.81;
+  job.ring.test_accuracy_recent = job.ps.test_accuracy_recent = 0.79;
+  job.ring.recent_evaluations = job.ps.recent_evaluations = 5;
+  job.ring.seconds_to_target = 12.0;
+  job.ps.seconds_to_target = 20.0;
+  job.ring.steps_to_target = job.ps.steps_to_target = 150;
+  return job;
+}
+
 }  // namespace ringside::cli::testing

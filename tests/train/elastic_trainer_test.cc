@@ -25,10 +25,12 @@
 #include "common/ranges.h"
 #include "control/membership.h"
 #include "gtest/gtest.h"
+#include "launch/temp_dir.h"
 #include "model/model_spec.h"
 #include "prometheus/registry.h"
 #include "ps/ps_service.h"
 #include "ring/memory_transport.h"
+#include "tests/support/idx_files.h"
 #include "tests/support/parameters.h"
 #include "train/assignment_source.h"
 #include "train/elastic_training.h"
@@ -355,6 +357,117 @@ INSTANTIATE_TEST_SUITE_P(
         FaultCase{"FirstRankMidPsStepBetweenShards", "ps_push", 3, 0, SyncMode::kPs, 3, -1},
         FaultCase{"AfterASwitchMidPsStep", "ps_push", 8, 2, SyncMode::kRing, 2, 5}),
     [](const ::testing::TestParamInfo<FaultCase>& info) { return info.param.name; });
+
+// Rank 0, and only rank 0, evaluates the job on the held-out test set every eval_every steps and
+// after the last: in ring mode its own snapshot at each step boundary, in ps mode the shards'
+// parameters (read with GetParameters while the job goes on). The last point is the final
+// parameters' test accuracy, as the result reports it.
+class ElasticTrainerEvaluationTest : public ::testing::TestWithParam<SyncMode> {};
+
+TEST_P(ElasticTrainerEvaluationTest, RankZeroEvaluatesEveryFewStepsAndAfterTheLast) {
+  const SyncMode mode = GetParam();
+  auto dir = TempDir::Create("ringside-elastic-eval-");
+  ASSERT_TRUE(dir.ok()) << dir.status();
+  ASSERT_TRUE(ringside::testing::WriteTinyFashionMnist(dir->path(), 64, 40));
+  TrainingOptions job;
+  job.model = "20,16,10";
+  job.data = "fashion-mnist:" + dir->path();
+  job.batch_size = 16;
+  job.steps = 10;
+  job.eval_every = 4;
+  constexpr int kWorkers = 2;
+  MembershipConfig config;
+  config.workers = kWorkers;
+  config.ps_shards = 2;
+  config.join_token = kToken;
+  config.heartbeat_timeout = absl::Seconds(10);
+  config.mode = mode;
+  FakeController controller(config, job);
+  ring::InMemoryRingNetwork network;
+  InProcessShards shards(2, job);
+  absl::Mutex mu;
+  std::vector<std::vector<EvaluationLine>> points(kWorkers);
+  std::vector<std::unique_ptr<TrainerThread>> workers;
+  for (int i = 0; i < kWorkers; ++i) {
+    auto worker = std::make_unique<TrainerThread>();
+    worker->address = absl::StrCat("in-memory:", i + 1);
+    worker->member = controller.Register(MemberRole::kWorker, worker->address);
+    worker->source = std::make_unique<FakeController::Source>(controller, worker->member);
+    worker->metrics = std::make_unique<Metrics>(std::make_shared<prometheus::Registry>());
+    ElasticOptions options;
+    options.segment_bytes = 4096;
+    options.evaluations = [&mu, &points, i](const EvaluationLine& point) {
+      absl::MutexLock lock(&mu);
+      points[i].push_back(point);
+    };
+    worker->trainer = std::make_unique<ElasticTrainer>(
+        *worker->source, &network.Join(worker->address), *worker->metrics, options, worker->log);
+    controller.Watch(worker->trainer.get());
+    workers.push_back(std::move(worker));
+  }
+  for (const std::string& address : shards.addresses()) {
+    controller.Register(MemberRole::kShard, address);
+  }
+  absl::Notification stop;
+  int finished = 0;
+  std::vector<std::thread> threads;
+  for (auto& worker : workers) {
+    threads.emplace_back([&, worker = worker.get()] {
+      worker->status = worker->trainer->Run(stop, [&](const ElasticResult& result) {
+        worker->result = result;
+        absl::MutexLock lock(&mu);
+        ++finished;
+        return absl::OkStatus();
+      });
+    });
+  }
+  {
+    absl::MutexLock lock(&mu);
+    auto all_done = [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu) { return finished == kWorkers; };
+    // An event, not a timing: the limit only turns a hang into a report.
+    EXPECT_TRUE(mu.AwaitWithTimeout(absl::Condition(&all_done), absl::Minutes(5)));
+  }
+  stop.Notify();
+  for (std::thread& thread : threads) thread.join();
+
+  absl::MutexLock lock(&mu);
+  for (int i = 0; i < kWorkers; ++i) {
+    ASSERT_TRUE(workers[i]->result.has_value()) << workers[i]->log.str();
+    SCOPED_TRACE(absl::StrCat("worker ", i, " (rank ", workers[i]->result->slot.rank,
+                              "): ", workers[i]->log.str()));
+    if (workers[i]->result->slot.rank != 0) {
+      EXPECT_TRUE(points[i].empty()) << "only rank 0 evaluates";
+      continue;
+    }
+    const std::vector<EvaluationLine>& mine = points[i];
+    ASSERT_FALSE(mine.empty());
+    std::vector<int64_t> steps;
+    for (size_t p = 0; p < mine.size(); ++p) {
+      steps.push_back(mine[p].step);
+      if (p > 0) {
+        EXPECT_GT(mine[p].step, mine[p - 1].step);
+        EXPECT_GE(mine[p].seconds, mine[p - 1].seconds);
+      }
+    }
+    if (mode == SyncMode::kRing) {
+      // Snapshots at every due step, all waiting their turn (this model's are tiny).
+      EXPECT_EQ(steps, (std::vector<int64_t>{0, 4, 8, 10}));
+    } else {
+      // The steps the shards held when read: the job moves on meanwhile, and a read waiting
+      // while another reads gives way to a newer one.
+      for (int64_t step : steps) EXPECT_LE(step, 10);
+    }
+    EXPECT_EQ(mine.back().step, 10);
+    EXPECT_DOUBLE_EQ(mine.back().test_accuracy, workers[i]->result->training.final_eval.accuracy);
+    EXPECT_EQ(workers[i]->result->training.final_eval.rows, 40) << "the test set's rows";
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(BothModes, ElasticTrainerEvaluationTest,
+                         ::testing::Values(SyncMode::kRing, SyncMode::kPs),
+                         [](const ::testing::TestParamInfo<SyncMode>& info) {
+                           return std::string(SyncModeName(info.param));
+                         });
 
 // Seeded chaos in one process: many short jobs, each losing a worker at a random protocol point
 // and step, some with a mode switch. RINGSIDE_CHAOS_SEED replays a run.

@@ -1,0 +1,108 @@
+// AccuracyOverTimeChart (declared in report_charts.h): both modes' test accuracy against
+// wall-clock time, the target accuracy across, and where each mode first reached it.
+#include <algorithm>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "cli/comparison_summary.h"
+#include "cli/format_units.h"
+#include "cli/report_charts.h"
+#include "cli/svg_chart.h"
+
+namespace ringside::cli {
+namespace {
+
+constexpr double kWidth = 580, kHeight = 380, kLeft = 64, kRight = 24, kTop = 56, kBottom = 50;
+
+const char* ModeColor(SyncMode mode) { return mode == SyncMode::kRing ? kRingColor : kPsColor; }
+
+// One mode's evaluations: a line through them, a mark on each, and a dashed drop line where it
+// first reached the target.
+void DrawMode(SvgCanvas& svg, const Scale& x, const Scale& y, const ModeReport& mode,
+              const std::string& target) {
+  const std::string name(SyncModeName(mode.mode));
+  const char* color = ModeColor(mode.mode);
+  std::vector<std::pair<double, double>> pixels;
+  for (const AccuracyPoint& p : mode.accuracy_over_time) {
+    pixels.emplace_back(x(p.seconds), y(p.test_accuracy));
+  }
+  if (pixels.size() > 1) {
+    svg.Curve(pixels, color, "accuracy " + name,
+              absl::StrCat(name, ": test accuracy ",
+                           Percent(mode.accuracy_over_time.back().test_accuracy), " at ",
+                           HumanSeconds(mode.accuracy_over_time.back().seconds)));
+  }
+  for (size_t i = 0; i < pixels.size(); ++i) {
+    const AccuracyPoint& p = mode.accuracy_over_time[i];
+    svg.Point(pixels[i].first, pixels[i].second, 2.5, color, "evaluation " + name,
+              absl::StrCat(name, ": ", Percent(p.test_accuracy), " test accuracy at ",
+                           HumanSeconds(p.seconds), " (step ", WithThousands(p.step),
+                           ", training loss ", ShortNumber(p.loss), ")"));
+  }
+  if (mode.seconds_to_target.has_value()) {
+    const double at = x(*mode.seconds_to_target);
+    svg.Line(at, y(0), at, y(1), color, /*dashed=*/true);
+    svg.Text(at + 3, y(1) + 12 + (mode.mode == SyncMode::kRing ? 0 : 14),
+             absl::StrCat(name, " ", target, " at ", HumanSeconds(*mode.seconds_to_target)),
+             "start", 10);
+  }
+}
+
+}  // namespace
+
+std::string AccuracyOverTimeChart(const JobComparison& job, const std::string& id) {
+  const std::string title = "Test accuracy against wall-clock time, both modes";
+  SvgCanvas svg(id, kWidth, kHeight, title);
+  svg.Text(8, 18, title, "start", 14, true);
+  double t_max = 0;
+  for (const ModeReport* mode : {&job.ring, &job.ps}) {
+    for (const AccuracyPoint& p : mode->accuracy_over_time) t_max = std::max(t_max, p.seconds);
+  }
+  if (!(t_max > 0)) {
+    svg.Text(kWidth / 2, kHeight / 2,
+             job.config.has_test_set ? "no data: no evaluation was recorded"
+                                     : "no data: this data set has no held-out test set",
+             "middle");
+    return svg.Finish();
+  }
+  const std::string target = TargetText(job.config);
+  svg.Text(8, 38,
+           absl::StrCat("worker-0's evaluations on the test set; seconds since the cluster's "
+                        "first step; target ",
+                        target),
+           "start", 11);
+  const double right = kWidth - kRight, bottom = kHeight - kBottom;
+  const std::vector<double> x_ticks = LinearTicks(t_max, 6);
+  const Scale x{0, x_ticks.back(), kLeft, right, false};
+  const Scale y{0, 1, bottom, kTop, false};
+  for (int i = 0; i <= 5; ++i) {
+    const double share = i / 5.0;
+    svg.Line(kLeft, y(share), right, y(share), kGridColor);
+    svg.Text(kLeft - 6, y(share) + 4, absl::StrCat(i * 20, "%"), "end", 11);
+  }
+  for (double t : x_ticks) {
+    svg.Line(x(t), kTop, x(t), bottom, kGridColor);
+    svg.Text(x(t), bottom + 16, absl::StrCat(ShortNumber(t), " s"), "middle", 11);
+  }
+  svg.Line(kLeft, kTop, kLeft, bottom, kInkColor);
+  svg.Line(kLeft, bottom, right, bottom, kInkColor);
+  svg.Text((kLeft + right) / 2, bottom + 34, "wall-clock seconds since the first step", "middle",
+           12);
+  // The target across the plot.
+  svg.Line(kLeft, y(job.config.target_accuracy), right, y(job.config.target_accuracy), kInkColor,
+           /*dashed=*/true);
+  svg.Text(right - 4, y(job.config.target_accuracy) - 5, "target " + target, "end", 11);
+  for (const ModeReport* mode : {&job.ring, &job.ps}) DrawMode(svg, x, y, *mode, target);
+  // Bottom right: where accuracy curves, rising from the bottom left, leave room.
+  double legend = right - 110;
+  for (const ModeReport* mode : {&job.ring, &job.ps}) {
+    const std::string name(SyncModeName(mode->mode));
+    svg.Swatch(legend, bottom - 22, ModeColor(mode->mode));
+    svg.Text(legend + 17, bottom - 12, name, "start", 11);
+    legend += 20 + 7.0 * static_cast<double>(name.size()) + 20;
+  }
+  return svg.Finish();
+}
+
+}  // namespace ringside::cli

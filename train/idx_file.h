@@ -1,0 +1,44 @@
+// IDX files, the format MNIST and Fashion-MNIST are distributed in: a big-endian header -- the
+// magic number 0x00000800 + dimensions (0x00000803 for images: count, rows, columns;
+// 0x00000801 for labels: count), then one uint32 per dimension -- followed by exactly the
+// product of the dimensions in unsigned bytes. The files are usually gzipped; they are read
+// through zlib, which passes an uncompressed file through unchanged.
+//
+// Everything read is checked before it sizes anything: the magic number, every dimension >= 1,
+// the payload no larger than the caller's limit (a corrupt header cannot allocate gigabytes),
+// and the file holding exactly the header's count -- a file cut short, a gzip stream cut short
+// or corrupt, and a file with bytes past the payload are all INVALID_ARGUMENT naming the file.
+// A missing file is NOT_FOUND naming it. Never a crash, never a read past what was read.
+// Thread-safe (no shared state).
+#ifndef RINGSIDE_TRAIN_IDX_FILE_H_
+#define RINGSIDE_TRAIN_IDX_FILE_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+
+namespace ringside::worker {
+
+inline constexpr uint32_t kIdxImagesMagic = 0x00000803;
+inline constexpr uint32_t kIdxLabelsMagic = 0x00000801;
+
+struct IdxImages {
+  int64_t count = 0;
+  int rows = 0, columns = 0;
+  std::vector<uint8_t> pixels;  // count * rows * columns, image after image, row-major
+  int64_t pixels_per_image() const { return int64_t{rows} * columns; }
+};
+
+// At most `max_pixels` pixel bytes in all.
+absl::StatusOr<IdxImages> ReadIdxImages(const std::string& path, uint64_t max_pixels);
+// The header alone (count, rows, columns; no pixels): what a command checks before it starts
+// processes that will read the whole file.
+absl::StatusOr<IdxImages> ReadIdxImagesHeader(const std::string& path);
+// At most `max_count` labels.
+absl::StatusOr<std::vector<uint8_t>> ReadIdxLabels(const std::string& path, uint64_t max_count);
+
+}  // namespace ringside::worker
+
+#endif  // RINGSIDE_TRAIN_IDX_FILE_H_
