@@ -122,14 +122,15 @@ const Subcommand kSubcommands[] = {
      "usage: ringside compare [flags]\n"
      "Runs the same job(s) on a local cluster (controller, shards, workers on loopback) in ps\n"
      "mode and in ring mode, and prints the side-by-side table; --json and --report write it.",
-     Join(kClusterFlags, {"json", "report", "timeline", "timeline_capacity", "target_accuracy"}), true},
+     Join(kClusterFlags, {"json", "report", "timeline", "timeline_capacity", "target_accuracy"}),
+     true},
     {"lab",
      "usage: ringside lab --link_rate=RATE [flags]   (root)\n"
      "       ringside lab --cleanup\n"
      "compare with every process in its own network namespace on links shaped to --link_rate,\n"
      "and the cost model's sync-time bound at that rate per mode.",
-     Join(kClusterFlags,
-          {"json", "report", "timeline", "timeline_capacity", "target_accuracy", "link_rate", "cleanup"}),
+     Join(kClusterFlags, {"json", "report", "timeline", "timeline_capacity", "target_accuracy",
+                          "link_rate", "cleanup"}),
      true},
     {"up",
      "usage: ringside up [flags]\n"
