@@ -15,7 +15,7 @@
 namespace ringside::server {
 namespace {
 
-// Streams a range of values in segments: the step's sum (Step) or the parameters (GetParameters).
+// Streams a range of values in segments: the parameters (GetParameters).
 class RangeWriter {
  public:
   RangeWriter(Values values, uint64_t step, uint64_t segment_elements)
@@ -43,13 +43,53 @@ class RangeWriter {
   bool done_ = false;
 };
 
-// One Step stream. Its reactions (gRPC's callback threads) read the share and write the reply's
-// later segments; the reply's first write is started by the state's WhenApplied callback, off any
-// reaction, and may race with a reaction that ends the stream (the worker cancelling). A reaction
-// keeps the call alive while it runs; off a reaction only a call that nobody has finished is
-// alive, so every Finish goes through FinishOnce, which leaves it to the replying thread while
-// that one is starting its write.
-class StepReactor final : public grpc::ServerBidiReactor<proto::PsPush, proto::PsRangeValues> {
+// Streams a step's sum as it becomes final (ShardState::WhenSummed): segments of at most
+// `segment_elements` from the part known so far; an empty range gets one empty segment.
+class SumWriter {
+ public:
+  SumWriter(uint64_t step, uint64_t range_elements, uint64_t segment_elements)
+      : step_(step), range_elements_(range_elements), segment_elements_(segment_elements) {}
+
+  // More of the sum is final: [0, end) of `sum`.
+  void Known(Values sum, uint64_t end) {
+    sum_ = std::move(sum);
+    known_ = end;
+  }
+  // The next segment of the known part into `out`; false when there is none (yet).
+  bool Next(proto::PsRangeValues& out) {
+    if (sent_ == known_ && (wrote_any_ || known_ != range_elements_)) return false;
+    const uint64_t count = std::min<uint64_t>(segment_elements_, known_ - sent_);
+    out.set_step(step_);
+    out.set_offset(sent_);
+    out.set_range_elements(range_elements_);
+    out.set_payload(reinterpret_cast<const char*>(sum_->data() + sent_), count * sizeof(float));
+    sent_ += count;
+    wrote_any_ = true;
+    return true;
+  }
+  bool done() const { return wrote_any_ && sent_ == range_elements_; }
+  uint64_t sent() const { return sent_; }
+
+ private:
+  const uint64_t step_;
+  const uint64_t range_elements_;
+  const uint64_t segment_elements_;
+  Values sum_;
+  uint64_t known_ = 0;
+  uint64_t sent_ = 0;
+  bool wrote_any_ = false;
+};
+
+// One Step stream. Its reactions (gRPC's callback threads) read the share while the reply
+// streams back: a part of the step's sum is written as soon as the shard's applier has made it
+// final, so pushes and replies overlap. One write is in flight at a time; when the writer has
+// sent everything known it asks the state for more (WhenSummed), and that answer, on the
+// applier's thread, off any reaction, starts the next write, and may race with a reaction that
+// ends the stream (the worker cancelling). A reaction keeps the call alive while it runs; off a
+// reaction only a call that nobody has finished is alive, so every Finish goes through
+// FinishOnce, which leaves it to the writing thread while that one is starting its write.
+class StepReactor final : public grpc::ServerBidiReactor<proto::PsPush, proto::PsRangeValues>,
+                          public std::enable_shared_from_this<StepReactor> {
  public:
   using Hook = std::function<void(ParameterShardService::StepEvent, int worker)>;
 
@@ -65,7 +105,8 @@ class StepReactor final : public grpc::ServerBidiReactor<proto::PsPush, proto::P
         segment_elements_(segment_elements),
         hook_(std::move(hook)) {}
 
-  // Holds itself until OnDone (WhenApplied callbacks may outlive the call), then starts reading.
+  // Holds itself until OnDone, then starts reading. The state's answers hold it only weakly (a
+  // waiter of a step that never completes must not keep it), and touch it only before OnDone.
   static StepReactor* Start(std::shared_ptr<StepReactor> reactor) {
     StepReactor* raw = reactor.get();
     {
@@ -79,41 +120,27 @@ class StepReactor final : public grpc::ServerBidiReactor<proto::PsPush, proto::P
   void OnReadDone(bool ok) override {
     if (!ok) {
       if (context_->IsCancelled()) {  // the worker went away mid-push
-        if (began_) state_.AbandonPush(worker_, step_);
         FinishOnce(grpc::Status(grpc::StatusCode::CANCELLED, "push cancelled by the worker"));
+        if (began_) state_.AbandonPush(worker_, step_);
       } else {
         CompletePush();
       }
       return;
     }
-    absl::Status status;
-    if (!began_) {
-      // Before anything is stored: the push must be the assigned worker's of its generation.
-      status = service_.CheckStepKey(presented_key_, push_.generation(),
-                                     static_cast<int>(push_.worker_rank()));
-      if (status.ok()) {
-        status = state_.BeginPush(push_.generation(), static_cast<int>(push_.worker_rank()),
-                                  push_.step(), push_.range_elements());
-      }
-      if (status.ok()) {
-        began_ = true;
-        worker_ = static_cast<int>(push_.worker_rank());
-        step_ = push_.step();
-      }
-    } else if (push_.worker_rank() != static_cast<uint32_t>(worker_) || push_.step() != step_ ||
-               push_.generation() != state_.config().generation) {
-      status = absl::InvalidArgumentError("a push stream carries one worker's share of one step");
-    }
+    const bool first = !began_;
+    absl::Status status = first ? Begin() : CheckSameStream();
     if (status.ok()) status = state_.AddSegment(worker_, step_, push_.offset(), push_.payload());
     if (!status.ok()) {
-      if (began_) state_.AbandonPush(worker_, step_);
+      // Finished first: if abandoning loses the step, this stream says why it ended itself.
       FinishOnce(ToGrpcStatus(status));
+      if (began_) state_.AbandonPush(worker_, step_);
       return;
     }
     if (static_cast<size_t>(worker_) < metrics_.from_worker.size() &&
         metrics_.from_worker[worker_].bytes != nullptr) {
       metrics_.from_worker[worker_].bytes->Increment(static_cast<double>(push_.payload().size()));
     }
+    if (first) WaitForSum(0);  // the reply streams from now on, as the sum becomes final
     StartRead(&push_);
   }
 
@@ -127,7 +154,7 @@ class StepReactor final : public grpc::ServerBidiReactor<proto::PsPush, proto::P
   }
 
   void OnCancel() override {
-    // Waiting for the step with the worker gone: the share stays counted (it was complete).
+    // The worker is gone: a complete share still counts, a partial one is abandoned (OnReadDone).
     FinishOnce(grpc::Status(grpc::StatusCode::CANCELLED, "worker cancelled the step"));
   }
 
@@ -139,6 +166,31 @@ class StepReactor final : public grpc::ServerBidiReactor<proto::PsPush, proto::P
   }
 
  private:
+  // The first segment opens the worker's share, once the push is the assigned worker's.
+  absl::Status Begin() {
+    absl::Status status = service_.CheckStepKey(presented_key_, push_.generation(),
+                                                static_cast<int>(push_.worker_rank()));
+    if (status.ok()) {
+      status = state_.BeginPush(push_.generation(), static_cast<int>(push_.worker_rank()),
+                                push_.step(), push_.range_elements());
+    }
+    if (!status.ok()) return status;
+    began_ = true;
+    worker_ = static_cast<int>(push_.worker_rank());
+    step_ = push_.step();
+    absl::MutexLock lock(&mu_);
+    writer_.emplace(step_, state_.range_elements(), segment_elements_);
+    return absl::OkStatus();
+  }
+
+  absl::Status CheckSameStream() const {
+    if (push_.worker_rank() != static_cast<uint32_t>(worker_) || push_.step() != step_ ||
+        push_.generation() != state_.config().generation) {
+      return absl::InvalidArgumentError("a push stream carries one worker's share of one step");
+    }
+    return absl::OkStatus();
+  }
+
   void CompletePush() {
     if (!began_) {
       FinishOnce(grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "no gradient was pushed"));
@@ -146,33 +198,39 @@ class StepReactor final : public grpc::ServerBidiReactor<proto::PsPush, proto::P
     }
     absl::Status status = state_.FinishPush(worker_, step_);
     if (!status.ok()) {
-      state_.AbandonPush(worker_, step_);
       FinishOnce(ToGrpcStatus(status));
+      state_.AbandonPush(worker_, step_);
       return;
     }
-    std::shared_ptr<StepReactor> self;
-    {
-      absl::MutexLock lock(&mu_);
-      self = self_;
-    }
-    state_.WhenApplied(step_, [self](Values values) { self->StartWriting(std::move(values)); });
+    if (hook_) hook_(ParameterShardService::StepEvent::kPushed, worker_);
   }
 
-  void StartWriting(Values values) {
-    if (values == nullptr) {
-      FinishOnce(grpc::Status(grpc::StatusCode::ABORTED,
-                              "the shard moved to a new generation before this step was applied; "
-                              "take the latest assignment from the controller"));
+  // Asks for more of the sum than the `after` elements written; the answer may come at once,
+  // on this thread.
+  void WaitForSum(uint64_t after) {
+    state_.WhenSummed(step_, after, [weak = weak_from_this()](Summed summed) {
+      if (std::shared_ptr<StepReactor> self = weak.lock()) self->OnSummed(std::move(summed));
+    });
+  }
+
+  // More of the sum is final (or the step will never be answered): starts the next write, on
+  // whatever thread the state answers.
+  void OnSummed(Summed summed) {
+    if (summed.sum == nullptr) {
+      FinishOnce(ToGrpcStatus(summed.ended));
       return;
     }
+    bool first;
     {
       absl::MutexLock lock(&mu_);
       if (finished_) return;
-      writer_.emplace(std::move(values), step_, segment_elements_);
-      writer_->Next(out_);  // there is always a first segment
-      starting_reply_ = true;
+      writer_->Known(std::move(summed.sum), summed.end);
+      if (!writer_->Next(out_)) return;  // nothing new: cannot happen, WhenSummed said more
+      first = !reply_started_;
+      reply_started_ = true;
+      starting_write_ = true;
     }
-    if (static_cast<size_t>(worker_) < metrics_.to_worker.size() &&
+    if (first && static_cast<size_t>(worker_) < metrics_.to_worker.size() &&
         metrics_.to_worker[worker_].expected_bytes != nullptr) {
       metrics_.to_worker[worker_].expected_bytes->Increment(
           static_cast<double>(state_.range_elements() * sizeof(float)));
@@ -184,7 +242,7 @@ class StepReactor final : public grpc::ServerBidiReactor<proto::PsPush, proto::P
     std::optional<grpc::Status> deferred;
     {
       absl::MutexLock lock(&mu_);
-      starting_reply_ = false;
+      starting_write_ = false;
       deferred = std::exchange(deferred_finish_, std::nullopt);
     }
     // The write started above keeps the call alive until its OnWriteDone, and no one else will
@@ -195,17 +253,29 @@ class StepReactor final : public grpc::ServerBidiReactor<proto::PsPush, proto::P
   // Only from OnWriteDone, a reaction, which keeps the call alive while it runs. gRPC calls
   // happen outside the lock: a reaction may run on this thread.
   void WriteNext() {
-    bool more;
+    enum { kWrite, kWait, kFinish } next;
+    uint64_t sent;
     {
       absl::MutexLock lock(&mu_);
       if (finished_) return;
-      more = writer_->Next(out_);
-      if (!more) finished_ = true;
+      if (writer_->done()) {
+        finished_ = true;
+        next = kFinish;
+      } else {
+        next = writer_->Next(out_) ? kWrite : kWait;
+      }
+      sent = writer_->sent();
     }
-    if (more) {
-      StartWrite(&out_);
-    } else {
-      Finish(grpc::Status::OK);
+    switch (next) {
+      case kWrite:
+        StartWrite(&out_);
+        return;
+      case kWait:
+        WaitForSum(sent);
+        return;
+      case kFinish:
+        Finish(grpc::Status::OK);
+        return;
     }
   }
 
@@ -218,15 +288,15 @@ class StepReactor final : public grpc::ServerBidiReactor<proto::PsPush, proto::P
 
   // The stream's one Finish. Once it is called, gRPC may end the call (OnDone) as soon as no
   // operation is outstanding, and the stream must not be touched again; so while another thread
-  // is starting the reply (StartWriting, not a reaction), the Finish is left to that thread, to
-  // call once its StartWrite has been issued.
+  // is starting a write (OnSummed, not a reaction), the Finish is left to that thread, to call
+  // once its StartWrite has been issued.
   void FinishOnce(const grpc::Status& status) {
     bool deferred;
     {
       absl::MutexLock lock(&mu_);
       if (finished_) return;
       finished_ = true;
-      deferred = starting_reply_;
+      deferred = starting_write_;
       if (deferred) deferred_finish_ = status;
     }
     if (deferred) {
@@ -244,15 +314,18 @@ class StepReactor final : public grpc::ServerBidiReactor<proto::PsPush, proto::P
   const ShardLinkMetrics& metrics_;
   const uint64_t segment_elements_;
   proto::PsPush push_;
-  bool began_ = false;  // read-side state: touched only by OnReadDone
+  // Read-side state: touched only by OnReadDone; worker_ and step_ are set before the first
+  // WhenSummed, which the write side follows.
+  bool began_ = false;
   int worker_ = 0;
   uint64_t step_ = 0;
 
   absl::Mutex mu_;
   bool finished_ ABSL_GUARDED_BY(mu_) = false;
-  std::optional<RangeWriter> writer_ ABSL_GUARDED_BY(mu_);
-  // StartWriting is starting the reply off a reaction; a Finish wanted meanwhile waits here.
-  bool starting_reply_ ABSL_GUARDED_BY(mu_) = false;
+  std::optional<SumWriter> writer_ ABSL_GUARDED_BY(mu_);
+  bool reply_started_ ABSL_GUARDED_BY(mu_) = false;
+  // OnSummed is starting a write off a reaction; a Finish wanted meanwhile waits here.
+  bool starting_write_ ABSL_GUARDED_BY(mu_) = false;
   std::optional<grpc::Status> deferred_finish_ ABSL_GUARDED_BY(mu_);
   proto::PsRangeValues out_;  // the write in flight; one at a time
   std::shared_ptr<StepReactor> self_ ABSL_GUARDED_BY(mu_);
