@@ -4,10 +4,11 @@
 // or dying workers would make them.
 //
 // Checks, besides the sanitizers: every call is answered as a plain model of the rules says (so
-// nothing out of sequence, ragged or too long is ever accepted, and a refused push changes
-// nothing); the applied step count never runs ahead of the steps completed by every worker and
-// reaches it within seconds (a hang is a failure); and each applied step's sum is exactly the
-// complete shares in rank order, never a part of one.
+// nothing out of sequence, ragged or too long is ever accepted, a refused push changes nothing,
+// and a share abandoned after part of its step was summed loses the step); the applied step
+// count never runs ahead of the steps completed by every worker and reaches it within seconds (a
+// hang is a failure); and each applied step's sum is exactly the complete shares in rank order,
+// summed segment by segment as the shares arrive, never a part of one.
 #include <algorithm>
 #include <cmath>
 #include <cstring>
