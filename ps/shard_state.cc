@@ -134,9 +134,13 @@ absl::Status ShardState::BeginPush(uint64_t generation, int worker, uint64_t ste
     buffers_ = std::exchange(spare_, nullptr);
     if (buffers_ == nullptr) {
       buffers_ = std::make_shared<StepShares>();
-      buffers_->shares.assign(shares_.size(), std::vector<float>(range_elements_));
+      buffers_->shares.resize(shares_.size());
     }
   }
+  // A share's buffer is sized by its worker's first push, so a generation announcing many
+  // workers allocates only for those that push. The applier reads no share before every worker
+  // began, and then never this vector's size again while this step is collected.
+  buffers_->shares[worker].resize(range_elements_);
   share.state = PushState::kPushing;
   share.received = 0;
   if (first_push_ == absl::InfinitePast()) first_push_ = absl::Now();
