@@ -1,9 +1,10 @@
 // The ParameterShard gRPC service (proto/ps.proto says the protocol). One small reactor per Step
-// stream: it validates and stores segments as they are read and, at the same time, streams the
-// step's sum back as the shard makes each part of it final (ShardState: a part is summed once
-// every worker's share covers it), so a step's pushes and replies overlap on the link. A stream
-// cancelled before its share is complete abandons it (ShardState says what that costs the step);
-// a worker whose whole share arrived and then disappears still counts for the step.
+// stream (ps_step_stream.cc): it validates and stores segments as they are read and, at the same
+// time, streams the step's sum back as the shard makes each part of it final (ShardState: a part
+// is summed once every worker's share covers it), so a step's pushes and replies overlap on the
+// link. A stream cancelled before its share is complete abandons it (ShardState says what that
+// costs the step); a worker whose whole share arrived and then disappears still counts for the
+// step.
 //
 // What the shard serves is one ShardGeneration at a time. A static shard (ringside-ps --workers)
 // is given its only one at start; an elastic shard (--controller) learns the job's shape from the
