@@ -12,6 +12,7 @@
 #include "common/auth.h"
 #include "common/grpc_util.h"
 #include "gtest/gtest.h"
+#include "prometheus/registry.h"
 
 namespace ringside::server {
 namespace {
@@ -262,8 +263,21 @@ TEST_F(PsServiceTest, AWorkerCancellingAsItsReplyStartsEndsTheStreamOnce) {
 // Issue 26: a shard answers each segment as soon as every worker's share covers it. Worker 1
 // pushes 3 of its 10 segments and, without pushing more, reads the sum of those elements back
 // (it would wait for its deadline if the shard answered only whole steps); then it pushes the
-// rest and both workers get the whole sum.
+// rest and both workers get the whole sum. The shard's link counters carry exactly the range
+// each way (the cost model), however the reply was cut.
 TEST_F(PsServiceTest, RepliesStreamWhileTheSharesAreStillArriving) {
+  Metrics metrics(std::make_shared<prometheus::Registry>());
+  ShardLinkMetrics links;
+  for (int w = 0; w < 2; ++w) {
+    links.from_worker.push_back(metrics.LinkReceive(WorkerName(w), PsShardName(0), SyncMode::kPs));
+    links.to_worker.push_back(metrics.LinkSend(PsShardName(0), WorkerName(w), SyncMode::kPs));
+  }
+  auto counted =
+      ShardState::Create(ShardConfig{kGeneration, 2, 0}, std::vector<float>(kRange, 100.0f),
+                         {OptimizerKind::kSgd, 1.0f});
+  ASSERT_TRUE(counted.ok()) << counted.status();
+  state_ = *std::move(counted);
+  service_->Serve(ShardGeneration{state_, links});
   StepReply worker0;
   std::thread full([&] { worker0 = Push(0, 0, std::vector<float>(kRange, 1.0f)); });
   grpc::ClientContext context;
@@ -303,6 +317,12 @@ TEST_F(PsServiceTest, RepliesStreamWhileTheSharesAreStillArriving) {
   EXPECT_EQ(sum, std::vector<float>(kRange, 3.0f));
   EXPECT_EQ(worker0.sum, std::vector<float>(kRange, 3.0f));
   EXPECT_EQ(*state_->parameters(), std::vector<float>(kRange, 97.0f));
+  for (int w = 0; w < 2; ++w) {
+    EXPECT_EQ(links.from_worker[w].bytes->Value(), kRange * 4.0) << WorkerName(w);
+    EXPECT_EQ(links.to_worker[w].bytes->Value(), kRange * 4.0) << WorkerName(w);
+    EXPECT_EQ(links.to_worker[w].expected_bytes->Value(), kRange * 4.0) << WorkerName(w);
+    EXPECT_GE(links.to_worker[w].messages->Value(), (kRange + 63) / 64) << "at most 256 bytes each";
+  }
 }
 
 // A worker lost after part of the step was summed with its share: the step cannot complete on
