@@ -27,7 +27,7 @@
 // segment without the lock, so pushes, reads and Close() never wait for the arithmetic; it then
 // publishes the progress (and, at the step's last segment, the new parameters) in one short
 // critical section. Shares of step t+1 may be collected while step t's tail is applied (two sets
-// of share buffers alternate, so steady training allocates only each step's sum). Callbacks
+// of share buffers alternate, so steady training allocates no share buffer). Callbacks
 // registered with WhenApplied or WhenSummed run outside the lock on the applier thread (or on the
 // caller's, when the answer is already known or the state closed). One of them may drop the last
 // reference to the state: the destructor then runs on the applier thread and lets it end by
