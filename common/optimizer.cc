@@ -71,34 +71,54 @@ absl::Status Optimizer::Step(absl::Span<float> params, absl::Span<const float> g
                                                    params.size(), " parameters and ", grads.size(),
                                                    " gradients"));
   }
+  BeginStep();
+  return StepPiece(0, params, grads);
+}
+
+void Optimizer::BeginStep() {
   ++steps_;
+  if (config_.kind == OptimizerKind::kAdam) {
+    beta1_power_ *= config_.beta1;
+    beta2_power_ *= config_.beta2;
+  }
+}
+
+absl::Status Optimizer::StepPiece(size_t begin, absl::Span<float> params,
+                                  absl::Span<const float> grads) {
+  const size_t count = params.size();
+  if (grads.size() != count || begin > size_ || count > size_ - begin) {
+    return absl::InvalidArgumentError(absl::StrCat("a piece of ", params.size(), " parameters and ",
+                                                   grads.size(), " gradients at ", begin,
+                                                   " does not fit an optimizer of ", size_));
+  }
   const float lr = config_.learning_rate;
   switch (config_.kind) {
     case OptimizerKind::kSgd:
-      for (size_t i = 0; i < size_; ++i) params[i] -= lr * grads[i];
+      for (size_t i = 0; i < count; ++i) params[i] -= lr * grads[i];
       break;
     case OptimizerKind::kMomentum: {
       const float mu = config_.momentum;
-      for (size_t i = 0; i < size_; ++i) {
-        first_[i] = mu * first_[i] + grads[i];
-        params[i] -= lr * first_[i];
+      float* first = first_.data() + begin;
+      for (size_t i = 0; i < count; ++i) {
+        first[i] = mu * first[i] + grads[i];
+        params[i] -= lr * first[i];
       }
       break;
     }
     case OptimizerKind::kAdam: {
-      beta1_power_ *= config_.beta1;
-      beta2_power_ *= config_.beta2;
       // Per-step scalars in double, rounded once to float: identical on every range split.
       const double root_bias2 = std::sqrt(1.0 - beta2_power_);
       const float step_size = static_cast<float>(lr * root_bias2 / (1.0 - beta1_power_));
       const float eps = static_cast<float>(config_.epsilon * root_bias2);
       const float b1 = config_.beta1, b2 = config_.beta2;
       const float c1 = 1.0f - b1, c2 = 1.0f - b2;
-      for (size_t i = 0; i < size_; ++i) {
+      float* first = first_.data() + begin;
+      float* second = second_.data() + begin;
+      for (size_t i = 0; i < count; ++i) {
         const float g = grads[i];
-        first_[i] = b1 * first_[i] + c1 * g;
-        second_[i] = b2 * second_[i] + c2 * (g * g);
-        params[i] -= step_size * first_[i] / (std::sqrt(second_[i]) + eps);
+        first[i] = b1 * first[i] + c1 * g;
+        second[i] = b2 * second[i] + c2 * (g * g);
+        params[i] -= step_size * first[i] / (std::sqrt(second[i]) + eps);
       }
       break;
     }

@@ -59,6 +59,16 @@ class Optimizer {
   //             eps_t = eps * sqrt(1 - b2^t)  (Kingma & Ba's update with eps on the unbiased v)
   absl::Status Step(absl::Span<float> params, absl::Span<const float> grads);
 
+  // The same update in pieces, as a parameter-server shard applies a step segment by segment
+  // while the segments arrive: BeginStep() once (it counts the step), then StepPiece for pieces
+  // of [0, size()) in any order, every element once. Bit-identical to Step() on the whole range
+  // (every update is elementwise and the step's scalars depend only on the step count).
+  // StepPiece: INVALID_ARGUMENT, nothing changed, unless both spans have the same size and
+  // [begin, begin + size) lies within [0, size()). A step begun and not covered leaves the
+  // optimiser half-updated: its owner discards it.
+  void BeginStep();
+  absl::Status StepPiece(size_t begin, absl::Span<float> params, absl::Span<const float> grads);
+
   // The whole optimiser state as floats, [steps, first moments..., second moments...] (what
   // the kind keeps), so it can travel with the parameters (an elastic job re-syncs both when its
   // membership changes). ImportState takes what ExportState of the same config and size gave;

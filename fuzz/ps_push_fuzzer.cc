@@ -4,10 +4,12 @@
 // or dying workers would make them.
 //
 // Checks, besides the sanitizers: every call is answered as a plain model of the rules says (so
-// nothing out of sequence, ragged or too long is ever accepted, and a refused push changes
-// nothing); the applied step count never runs ahead of the steps completed by every worker and
-// reaches it within seconds (a hang is a failure); and each applied step's sum is exactly the
-// complete shares in rank order, never a part of one.
+// nothing out of sequence, ragged or too long is ever accepted, a refused push changes nothing,
+// and a share abandoned after part of its step was summed loses the step); the applied step
+// count never runs ahead of the steps completed by every worker and reaches it within seconds (a
+// hang is a failure); and each applied step's sum is exactly the complete shares in rank order,
+// summed segment by segment as the shares arrive, never a part of one.
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <memory>
@@ -28,7 +30,9 @@ using server::ShardState;
 
 constexpr uint64_t kGeneration = 5;
 
-// The rules of shard_state.h, written out plainly.
+// The rules of shard_state.h, written out plainly. A step completes once every share holds
+// every element (the half-close only confirms it); a share abandoned after part of its step was
+// summed (every share covered it) loses the step.
 struct Model {
   enum class Push { kIdle, kPushing, kDone };
   struct Share {
@@ -39,16 +43,23 @@ struct Model {
   int workers = 1;
   uint64_t range = 0;
   uint64_t collecting = 0;  // the step being collected
+  uint64_t handed = 0;      // elements of it every share holds (summed)
+  bool lost = false;
   bool closed = false;
   std::vector<Share> shares;
   std::vector<std::vector<float>> sums;  // of the steps completed here, in order
 
   bool ValidWorker(int worker) const { return worker >= 0 && worker < workers; }
 
+  absl::StatusCode CheckStep(uint64_t step) const {
+    if (closed || step != collecting) return absl::StatusCode::kFailedPrecondition;
+    return lost ? absl::StatusCode::kAborted : absl::StatusCode::kOk;
+  }
+
   absl::StatusCode Begin(uint64_t generation, int worker, uint64_t step, uint64_t elements) {
     if (generation != kGeneration) return absl::StatusCode::kFailedPrecondition;
     if (!ValidWorker(worker) || elements != range) return absl::StatusCode::kInvalidArgument;
-    if (closed || step != collecting) return absl::StatusCode::kFailedPrecondition;
+    if (absl::StatusCode code = CheckStep(step); code != absl::StatusCode::kOk) return code;
     Share& share = shares[worker];
     if (share.state != Push::kIdle) return absl::StatusCode::kAlreadyExists;
     share = Share{Push::kPushing, 0, std::vector<float>(range)};
@@ -57,7 +68,7 @@ struct Model {
 
   absl::StatusCode Add(int worker, uint64_t step, uint64_t offset, const std::string& payload) {
     if (!ValidWorker(worker)) return absl::StatusCode::kInvalidArgument;
-    if (closed || step != collecting) return absl::StatusCode::kFailedPrecondition;
+    if (absl::StatusCode code = CheckStep(step); code != absl::StatusCode::kOk) return code;
     Share& share = shares[worker];
     if (share.state != Push::kPushing) return absl::StatusCode::kFailedPrecondition;
     const uint64_t count = payload.size() / sizeof(float);
@@ -66,20 +77,32 @@ struct Model {
     }
     if (count > 0) std::memcpy(share.values.data() + offset, payload.data(), payload.size());
     share.received += count;
+    Advance();
     return absl::StatusCode::kOk;
   }
 
   absl::StatusCode Finish(int worker, uint64_t step) {
     if (!ValidWorker(worker)) return absl::StatusCode::kInvalidArgument;
-    if (closed || step != collecting) return absl::StatusCode::kFailedPrecondition;
+    if (step < collecting) return absl::StatusCode::kOk;  // complete: every share was
+    if (absl::StatusCode code = CheckStep(step); code != absl::StatusCode::kOk) return code;
     Share& share = shares[worker];
     if (share.state != Push::kPushing || share.received != range) {
       return absl::StatusCode::kInvalidArgument;
     }
     share.state = Push::kDone;
-    for (const Share& other : shares) {
-      if (other.state != Push::kDone) return absl::StatusCode::kOk;
+    Advance();
+    return absl::StatusCode::kOk;
+  }
+
+  void Advance() {
+    uint64_t ready = range;
+    bool all_began = true;
+    for (const Share& share : shares) {
+      ready = std::min(ready, share.received);
+      all_began = all_began && share.state != Push::kIdle;
     }
+    handed = std::max(handed, ready);
+    if (!all_began || ready != range) return;
     std::vector<float> sum = shares[0].values;  // rank order, as the shard sums
     for (size_t w = 1; w < shares.size(); ++w) {
       for (uint64_t i = 0; i < range; ++i) sum[i] += shares[w].values[i];
@@ -87,12 +110,18 @@ struct Model {
     sums.push_back(std::move(sum));
     for (Share& done : shares) done = Share{};
     ++collecting;
-    return absl::StatusCode::kOk;
+    handed = 0;
   }
 
   void Abandon(int worker, uint64_t step) {
-    if (!ValidWorker(worker) || step != collecting) return;
-    if (shares[worker].state == Push::kPushing) shares[worker] = Share{};
+    if (!ValidWorker(worker) || step != collecting || lost) return;
+    Share& share = shares[worker];
+    if (share.state == Push::kIdle || share.received == range) return;
+    if (handed == 0) {
+      share = Share{};
+    } else {
+      lost = true;
+    }
   }
 };
 

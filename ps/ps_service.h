@@ -1,17 +1,20 @@
 // The ParameterShard gRPC service (proto/ps.proto says the protocol). One small reactor per Step
-// stream: it validates and stores segments as they are read, completes the worker's share on
-// half-close, and streams the updated range back once the step is applied. A stream cancelled
-// before its share is complete abandons it (nothing half-applied); a worker that has pushed and
-// then disappears still counts for the step.
+// stream (ps_step_stream.cc): it validates and stores segments as they are read and, at the same
+// time, streams the step's sum back as the shard makes each part of it final (ShardState: a part
+// is summed once every worker's share covers it), so a step's pushes and replies overlap on the
+// link. A stream cancelled before its share is complete abandons it (ShardState says what that
+// costs the step); a worker whose whole share arrived and then disappears still counts for the
+// step.
 //
 // What the shard serves is one ShardGeneration at a time. A static shard (ringside-ps --workers)
 // is given its only one at start; an elastic shard (--controller) learns the job's shape from the
 // controller (SetJob) and gets each generation's state from a worker's Load, which replaces the
 // generation whole: steps still waiting on the old one end ABORTED, never half-applied.
-// Thread-safe; reactors never block and do no step's arithmetic: the push that completes a step
-// hands it to the generation's ShardState applier thread, which applies it and starts the
-// replies (WhenApplied). Replacing a generation closes its state without waiting for a step
-// being applied; whoever drops the state's last reference waits for that one step at most.
+// Thread-safe; reactors never block and do no step's arithmetic: the push that completes a
+// segment of every share hands it to the generation's ShardState applier thread, which applies
+// it and starts the replies' next writes (WhenSummed). Replacing a generation closes its state
+// without waiting for a segment being applied; whoever drops the state's last reference waits
+// for that one segment at most.
 #ifndef RINGSIDE_PS_PS_SERVICE_H_
 #define RINGSIDE_PS_PS_SERVICE_H_
 
@@ -76,9 +79,11 @@ class ParameterShardService final : public proto::ParameterShard::CallbackServic
   // Test-only: what a Step stream's reactor does, reported to the hook as it happens (on the
   // thread doing it) by the streams opened after the hook is set.
   enum class StepEvent {
-    // The step is applied and its reply is about to be started by the state's callback, which
-    // is not a gRPC reaction (the applier thread, or whoever closes the state).
+    // More of the step's sum is final and a write of it is about to be started by the state's
+    // callback, which is not a gRPC reaction (the applier thread, or whoever closes the state).
     kReplyStarting,
+    // The worker half-closed and its share is complete (FinishPush accepted it).
+    kPushed,
     // The stream ended (cancelled, say) while that reply was being started: its Finish waits
     // for the reply's first write to be issued, so the call cannot be over before that.
     kFinishDeferred,

@@ -11,11 +11,12 @@
 namespace ringside::worker {
 
 // One shard's part of one step: a ParameterShard.Step stream as a gRPC callback reactor. It
-// writes the share in segments, one write in flight, half-closes, and reads the step's summed
-// range back over the share (the shard answers only once every share is complete, this one's
-// included, so nothing still to be sent is overwritten), all from gRPC's callback threads; the
-// thread running Step() only starts it and waits for its end. The deadline and Cancel() end it
-// through its context.
+// writes the share in segments, one write in flight, half-closes, and meanwhile reads the step's
+// summed range back over the share as the shard streams it (the shard answers an element only
+// once every share holds it, this one's included, so the reply overwrites only elements already
+// copied into a message sent; the writes read further on, never the same elements), all from
+// gRPC's callback threads; the thread running Step() only starts it and waits for its end. The
+// deadline and Cancel() end it through its context.
 class PsSync::ShardCall final
     : public grpc::ClientBidiReactor<proto::PsPush, proto::PsRangeValues> {
  public:

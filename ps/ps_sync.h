@@ -2,7 +2,9 @@
 // every shard its range of the gradient share and gets the step's summed gradient for that range
 // back, all shards in parallel, over one bidirectional ParameterShard.Step stream per shard and
 // step (proto/ps.proto: a single round trip, and the wait for the slowest worker is the stream's
-// own wait under its deadline). Large ranges travel in segments. The worker then applies the
+// own wait under its deadline). Large ranges travel in segments, and the shard answers each part
+// of the sum as soon as every worker's share covers it, so the reply streams back while the
+// share is still being pushed (both directions of the link at once). The worker then applies the
 // job's optimiser to the sum, exactly as every shard does to its range, so it holds the whole
 // job's state (parameters and optimiser) and a lost shard loses nothing.
 // Threads: none of its own. Each stream is a gRPC callback reactor (ClientBidiReactor) driven by

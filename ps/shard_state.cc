@@ -1,6 +1,8 @@
 #include "ps/shard_state.h"
 
+#include <algorithm>
 #include <cstring>
+#include <limits>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -53,7 +55,7 @@ ShardState::~ShardState() {
   {
     absl::MutexLock lock(&mu_);
     stopping_ = true;
-    step_complete_.Signal();
+    segment_ready_.Signal();
   }
   if (std::this_thread::get_id() == applier_.get_id()) {
     // A callback the applier ran dropped the last reference: the applier cannot join itself, so
@@ -66,13 +68,13 @@ ShardState::~ShardState() {
 }
 
 void ShardState::Close() {
-  Waiters waiters;
+  std::vector<std::pair<std::function<void(Summed)>, Summed>> ready;
   {
     absl::MutexLock lock(&mu_);
     closed_ = true;
-    waiters.swap(waiters_);
+    ready = ReadyLocked();  // a closed state answers every waiter
   }
-  for (auto& waiter : waiters) waiter.second(nullptr);
+  for (auto& [done, summed] : ready) done(std::move(summed));
 }
 
 absl::Status ShardState::CheckWorker(int worker) const {
@@ -94,7 +96,15 @@ absl::Status ShardState::CheckStep(uint64_t step) const {
         absl::StrCat(PsShardName(config_.shard), " is collecting step ", collecting_, ", not step ",
                      step, step < collecting_ ? " (already applied)" : " (ahead of the others)"));
   }
+  if (lost_) return LostStatus();
   return absl::OkStatus();
+}
+
+absl::Status ShardState::LostStatus() const {
+  return absl::AbortedError(absl::StrCat(
+      "step ", collecting_, " is lost on ", PsShardName(config_.shard), ": ",
+      WorkerName(lost_worker_), " left it after part of it was summed; generation ",
+      config_.generation, " must regroup (take the latest assignment from the controller)"));
 }
 
 absl::Status ShardState::BeginPush(uint64_t generation, int worker, uint64_t step,
@@ -119,10 +129,20 @@ absl::Status ShardState::BeginPush(uint64_t generation, int worker, uint64_t ste
         absl::StrCat("worker ", worker, " already ",
                      share.state == PushState::kDone ? "pushed" : "is pushing", " step ", step));
   }
+  if (buffers_ == nullptr) {
+    // The set the applier finished with two steps ago; a new one only while it still reads it.
+    buffers_ = std::exchange(spare_, nullptr);
+    if (buffers_ == nullptr) {
+      buffers_ = std::make_shared<StepShares>();
+      buffers_->shares.resize(shares_.size());
+    }
+  }
+  // A share's buffer is sized by its worker's first push, so a generation announcing many
+  // workers allocates only for those that push. The applier reads no share before every worker
+  // began, and then never this vector's size again while this step is collected.
+  buffers_->shares[worker].resize(range_elements_);
   share.state = PushState::kPushing;
   share.received = 0;
-  // Allocates only while the applier still holds this worker's buffer of the previous step.
-  share.values.resize(range_elements_);
   if (first_push_ == absl::InfinitePast()) first_push_ = absl::Now();
   return absl::OkStatus();
 }
@@ -147,14 +167,19 @@ absl::Status ShardState::AddSegment(int worker, uint64_t step, uint64_t offset,
         "segment [", offset, ", ", offset + count, ") does not continue worker ", worker,
         "'s share at ", share.received, " within a range of ", range_elements_));
   }
-  if (count > 0) std::memcpy(share.values.data() + offset, payload.data(), payload.size());
+  if (count > 0) {
+    std::memcpy(buffers_->shares[worker].data() + offset, payload.data(), payload.size());
+  }
   share.received += count;
+  HandOverLocked();
   return absl::OkStatus();
 }
 
 absl::Status ShardState::FinishPush(int worker, uint64_t step) {
   RETURN_IF_ERROR(CheckWorker(worker));
   absl::MutexLock lock(&mu_);
+  // Complete here: every share of it was, this one included.
+  if (step < collecting_) return absl::OkStatus();
   RETURN_IF_ERROR(CheckStep(step));
   WorkerShare& share = shares_[worker];
   if (share.state != PushState::kPushing || share.received != range_elements_) {
@@ -163,114 +188,195 @@ absl::Status ShardState::FinishPush(int worker, uint64_t step) {
                                                    range_elements_, " elements"));
   }
   share.state = PushState::kDone;
-  for (const WorkerShare& other : shares_) {
-    if (other.state != PushState::kDone) return absl::OkStatus();
-  }
-  // The last share: hand the step over (the buffers move, nothing is copied) and start
-  // collecting the next one.
-  CompleteStep complete;
-  complete.step = collecting_;
-  complete.first_push = first_push_;
-  complete.last_push = absl::Now();
-  complete.shares.reserve(shares_.size());
-  for (WorkerShare& done : shares_) {
-    complete.shares.push_back(std::move(done.values));
-    done = WorkerShare{};
-  }
-  complete_.push_back(std::move(complete));
-  ++collecting_;
-  first_push_ = absl::InfinitePast();
-  step_complete_.Signal();
+  HandOverLocked();  // an empty range has no segment to complete it
   return absl::OkStatus();
+}
+
+void ShardState::HandOverLocked() {
+  // Every share holds [0, ready); the step is complete once every worker began and holds all.
+  uint64_t ready = range_elements_;
+  bool all_began = true;
+  for (const WorkerShare& share : shares_) {
+    ready = std::min(ready, share.received);
+    all_began = all_began && share.state != PushState::kIdle;
+  }
+  const bool complete = all_began && ready == range_elements_;
+  if (!complete && ready <= handed_) return;
+  Segment segment;
+  segment.step = collecting_;
+  segment.begin = handed_;
+  segment.end = ready;
+  segment.last = complete;
+  segment.shares = buffers_;
+  handed_ = ready;
+  if (complete) {
+    // The buffers go with the step; the next step's first push takes the spare set.
+    segment.first_push = first_push_;
+    segment.last_push = absl::Now();
+    buffers_.reset();
+    for (WorkerShare& share : shares_) share = WorkerShare{};
+    ++collecting_;
+    handed_ = 0;
+    first_push_ = absl::InfinitePast();
+  }
+  segments_.push_back(std::move(segment));
+  segment_ready_.Signal();
 }
 
 void ShardState::AbandonPush(int worker, uint64_t step) {
   if (!CheckWorker(worker).ok()) return;
-  absl::MutexLock lock(&mu_);
-  if (step != collecting_ || shares_[worker].state != PushState::kPushing) return;
-  shares_[worker].state = PushState::kIdle;
-  shares_[worker].received = 0;
+  std::vector<std::pair<std::function<void(Summed)>, Summed>> ready;
+  {
+    absl::MutexLock lock(&mu_);
+    WorkerShare& share = shares_[worker];
+    if (step != collecting_ || share.state == PushState::kIdle || lost_ ||
+        share.received == range_elements_) {
+      return;  // nothing open, or a complete share: it counts
+    }
+    if (handed_ == 0) {
+      share = WorkerShare{};  // nothing of the step summed yet: the push may be made again
+      return;
+    }
+    // Part of the step was summed with this share: the rest never can be.
+    lost_ = true;
+    lost_worker_ = worker;
+    ready = ReadyLocked();
+  }
+  for (auto& [done, summed] : ready) done(std::move(summed));
 }
 
 void ShardState::ApplyLoop() {
   bool destroyed = false;
   applier_destroyed_ = &destroyed;
   while (true) {
-    CompleteStep complete;
-    std::function<void(uint64_t)> hook;
+    Segment segment;
+    ApplyHook hook;
     {
       absl::MutexLock lock(&mu_);
-      while (!stopping_ && (complete_.empty() || closed_)) step_complete_.Wait(&mu_);
+      while (!stopping_ && (segments_.empty() || closed_)) segment_ready_.Wait(&mu_);
       if (stopping_) return;
-      complete = std::move(complete_.front());
-      complete_.pop_front();
+      segment = std::move(segments_.front());
+      segments_.pop_front();
       hook = apply_hook_;
     }
-    Published next = Apply(complete, hook);
-
-    Waiters ready;
-    const Values sum = next.sum;
-    {
-      absl::MutexLock lock(&mu_);
-      current_ = std::move(next);
-      // Shares not begun for the next step get their buffers back, so steady training
-      // allocates none.
-      for (size_t w = 0; w < shares_.size(); ++w) {
-        if (shares_[w].state == PushState::kIdle) shares_[w].values.swap(complete.shares[w]);
-      }
-      for (auto it = waiters_.begin(); it != waiters_.end();) {
-        if (it->first < current_.step) {
-          ready.push_back(std::move(*it));
-          it = waiters_.erase(it);
-        } else {
-          ++it;
-        }
-      }
-    }
-    if (metrics_.steps != nullptr) metrics_.steps->Increment();
-
-    for (auto& waiter : ready) waiter.second(sum);
-    ready.clear();  // may drop the last reference to this state (see ~ShardState)
+    Apply(segment, hook);
+    Publish(segment);
     if (destroyed) return;
   }
 }
 
-ShardState::Published ShardState::Apply(CompleteStep& complete,
-                                        const std::function<void(uint64_t)>& hook) {
+void ShardState::Apply(const Segment& segment, const ApplyHook& hook) {
   const absl::Time start = absl::Now();
-  if (metrics_.wait_seconds != nullptr) {
-    metrics_.wait_seconds->Observe(absl::ToDoubleSeconds(complete.last_push - complete.first_push));
+  if (sum_ == nullptr) {  // the step's first segment
+    sum_ = std::make_shared<std::vector<float>>(range_elements_);
+    optimizer_.BeginStep();
+    update_time_ = absl::ZeroDuration();
   }
-  std::vector<float>& sum = complete.shares[0];  // rank order: 0 + 1 + ... + (N-1)
-  for (size_t w = 1; w < complete.shares.size(); ++w) {
-    const std::vector<float>& values = complete.shares[w];
-    for (uint64_t i = 0; i < range_elements_; ++i) sum[i] += values[i];
+  // Rank order, element by element: ((0 + 1) + ...) + (N-1), the bits of a whole-range sum.
+  const std::vector<std::vector<float>>& shares = segment.shares->shares;
+  float* sum = sum_->data();
+  std::copy(shares[0].begin() + segment.begin, shares[0].begin() + segment.end,
+            sum + segment.begin);
+  for (size_t w = 1; w < shares.size(); ++w) {
+    const float* values = shares[w].data();
+    for (uint64_t i = segment.begin; i < segment.end; ++i) sum[i] += values[i];
   }
-  if (hook) hook(complete.step);
-  // Sizes match by construction, so the optimiser cannot refuse.
-  optimizer_.Step(absl::MakeSpan(values_), sum).IgnoreError();
-  Published next;
-  next.step = complete.step + 1;
-  next.values = std::make_shared<const std::vector<float>>(values_);
-  next.sum = std::make_shared<const std::vector<float>>(std::move(sum));
-  if (metrics_.update_seconds != nullptr) {
-    metrics_.update_seconds->Observe(absl::ToDoubleSeconds(absl::Now() - start));
+  if (hook) hook(segment.step, segment.begin, segment.end);
+  const uint64_t count = segment.end - segment.begin;
+  // The piece lies within the range by construction, so the optimiser cannot refuse.
+  optimizer_
+      .StepPiece(segment.begin, absl::MakeSpan(values_).subspan(segment.begin, count),
+                 absl::MakeConstSpan(*sum_).subspan(segment.begin, count))
+      .IgnoreError();
+  update_time_ += absl::Now() - start;
+}
+
+void ShardState::Publish(Segment& segment) {
+  std::vector<std::pair<std::function<void(Summed)>, Summed>> ready;
+  {
+    absl::MutexLock lock(&mu_);
+    if (segment.last) {
+      current_ = Published{segment.step + 1, std::make_shared<const std::vector<float>>(values_),
+                           std::move(sum_)};
+      sum_ = nullptr;
+      partial_ = Partial{};
+      spare_ = std::move(segment.shares);
+    } else {
+      partial_ = Partial{segment.step, sum_, segment.end};
+    }
+    ready = ReadyLocked();
   }
-  return next;
+  if (segment.last) {
+    if (metrics_.steps != nullptr) metrics_.steps->Increment();
+    if (metrics_.wait_seconds != nullptr) {
+      metrics_.wait_seconds->Observe(absl::ToDoubleSeconds(segment.last_push - segment.first_push));
+    }
+    if (metrics_.update_seconds != nullptr) {
+      metrics_.update_seconds->Observe(absl::ToDoubleSeconds(update_time_));
+    }
+  }
+  for (auto& [done, summed] : ready) done(std::move(summed));
+  // `ready` is cleared on return: that may drop the last reference to this state (see
+  // ~ShardState); the loop checks for it before touching anything.
+}
+
+std::optional<Summed> ShardState::AnswerLocked(const Waiter& waiter) const {
+  // A replaced generation answers nothing more as applied, even a step its applier finished.
+  if (closed_) {
+    return Summed{
+        nullptr, 0,
+        absl::AbortedError(absl::StrCat(
+            PsShardName(config_.shard), " moved to a new generation before step ", waiter.step,
+            " was answered; take the latest assignment from the controller"))};
+  }
+  if (waiter.step < current_.step) {
+    // A waiter's step is the one being collected or applied; an older one is not kept.
+    if (waiter.step + 1 == current_.step) return Summed{current_.sum, range_elements_, {}};
+    return Summed{nullptr, 0,
+                  absl::FailedPreconditionError(absl::StrCat(
+                      "step ", waiter.step, " is older than ", PsShardName(config_.shard),
+                      "'s last applied step ", current_.step - 1))};
+  }
+  if (lost_ && waiter.step >= collecting_) return Summed{nullptr, 0, LostStatus()};
+  if (partial_.sum != nullptr && partial_.step == waiter.step && partial_.end > waiter.after) {
+    return Summed{partial_.sum, partial_.end, {}};
+  }
+  return std::nullopt;
+}
+
+std::vector<std::pair<std::function<void(Summed)>, Summed>> ShardState::ReadyLocked() {
+  std::vector<std::pair<std::function<void(Summed)>, Summed>> ready;
+  for (auto it = waiters_.begin(); it != waiters_.end();) {
+    std::optional<Summed> answer = AnswerLocked(*it);
+    if (answer.has_value()) {
+      ready.emplace_back(std::move(it->done), *std::move(answer));
+      it = waiters_.erase(it);
+    } else {
+      ++it;
+    }
+  }
+  return ready;
+}
+
+void ShardState::WhenSummed(uint64_t step, uint64_t after, std::function<void(Summed)> done) {
+  std::optional<Summed> answer;
+  {
+    absl::MutexLock lock(&mu_);
+    Waiter waiter{step, after, std::move(done)};
+    answer = AnswerLocked(waiter);
+    if (!answer.has_value()) {
+      waiters_.push_back(std::move(waiter));
+      return;
+    }
+    done = std::move(waiter.done);
+  }
+  done(*std::move(answer));
 }
 
 void ShardState::WhenApplied(uint64_t step, std::function<void(Values)> done) {
-  Values sum;
-  {
-    absl::MutexLock lock(&mu_);
-    if (step >= current_.step && !closed_) {
-      waiters_.emplace_back(step, std::move(done));
-      return;
-    }
-    // A waiter's step is the one being collected or applied; an older one is not kept.
-    if (step + 1 == current_.step) sum = current_.sum;
-  }
-  done(sum);
+  // No partial sum is ever past the whole range: only the whole step (or its end) answers.
+  WhenSummed(step, std::numeric_limits<uint64_t>::max(),
+             [done = std::move(done)](Summed summed) { done(std::move(summed.sum)); });
 }
 
 ShardState::Applied ShardState::applied() const {
@@ -282,7 +388,7 @@ uint64_t ShardState::current_step() const { return applied().step; }
 
 Values ShardState::parameters() const { return applied().values; }
 
-void ShardState::SetApplyHookForTesting(std::function<void(uint64_t step)> hook) {
+void ShardState::SetApplyHookForTesting(ApplyHook hook) {
   absl::MutexLock lock(&mu_);
   apply_hook_ = std::move(hook);
 }

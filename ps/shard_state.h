@@ -1,30 +1,44 @@
 // One parameter-server shard's state machine, without any transport (ps_service.h adapts it to
 // gRPC). The shard owns a contiguous range of the flat parameter vector and the optimiser state
-// for it. Step t is applied whole or not at all: once every worker of the generation has pushed
-// a complete gradient share for step t, the shares are summed in rank order (deterministic,
-// whatever order they arrived in) and the shared optimiser (common/optimizer.h) updates the
-// range. Workers pre-scale their shares by the global batch size, so the sum is the mean
-// gradient of the global batch. The workers are answered with that sum: each applies the same
-// optimiser to it, so every worker holds the whole job's state and the shard's copy (the live
-// model, GetParameters) is never the only one: a lost shard loses nothing.
+// for it. Step t is summed, applied and answered segment by segment, streaming: as soon as every
+// worker of the generation has pushed the elements [b, e) of its share of step t, those elements
+// of the shares are summed in rank order (deterministic, whatever order they arrived in) and the
+// shared optimiser (common/optimizer.h, elementwise) updates [b, e) of the range; the workers are
+// answered with that part of the sum while the rest of the step is still arriving, so a step's
+// pushes and replies overlap on the shard's (full-duplex) link. The bits are those of summing and
+// updating the whole range at once. Workers pre-scale their shares by the global batch size, so
+// the sum is the mean gradient of the global batch. Each worker applies the same optimiser to the
+// sum, so every worker holds the whole job's state and the shard's copy (the live model,
+// GetParameters) is never the only one: a lost shard loses nothing.
+//
+// Whole or nothing. A share counts once every element of it has arrived (the half-close,
+// FinishPush, only confirms it). The step is complete, and the next one collected, when every
+// share is. Readers (parameters(), applied(), WhenApplied) see only whole steps. A push abandoned
+// before any part of its step was summed is forgotten and may be made again; one abandoned after
+// (a worker lost mid-step) loses the step on this shard: its remaining segments can never be
+// summed, every stream still waiting on it is answered ABORTED, it is never published, and the
+// generation must regroup (the regroup loads the shards from the most advanced worker, which
+// never applied the lost step).
 //
 // Threads. The push calls (BeginPush, AddSegment, FinishPush) run on the caller's thread, gRPC's
-// callback threads in the service, and only validate and copy: the pushing thread that completes
-// the last share of step t hands the step to the shard's applier thread (one, started by the
-// constructor and joined by the destructor) and returns at once. The applier sums, runs the
-// optimiser and makes the next parameters without the lock, so pushes, reads and Close() never
-// wait for a step's arithmetic; it then publishes the step in one short critical section, so
-// parameters() and applied() see the state before a step or after it, never half.
-// Shares of step t+1 may be collected while step t is applied. Callbacks registered with
-// WhenApplied run outside the lock on the applier thread (or on the caller's, when the step is
-// already applied or the state closed). One of them may drop the last reference to the state:
-// the destructor then runs on the applier thread and lets it end by itself.
+// callback threads in the service, and only validate and copy: the push that completes a segment
+// of every share hands it to the shard's applier thread (one, started by the constructor and
+// joined by the destructor) and returns at once. The applier sums, runs the optimiser on that
+// segment without the lock, so pushes, reads and Close() never wait for the arithmetic; it then
+// publishes the progress (and, at the step's last segment, the new parameters) in one short
+// critical section. Shares of step t+1 may be collected while step t's tail is applied (two sets
+// of share buffers alternate, so steady training allocates no share buffer). Callbacks
+// registered with WhenApplied or WhenSummed run outside the lock on the applier thread (or on the
+// caller's, when the answer is already known or the state closed). One of them may drop the last
+// reference to the state: the destructor then runs on the applier thread and lets it end by
+// itself.
 //
 // Thread-safe.
 // Errors: FAILED_PRECONDITION for a stale generation or a step that is not the current one;
-// INVALID_ARGUMENT for an unknown rank, a range length that does not match, a segment out of
-// sequence, ragged or too long, or an incomplete share; ALREADY_EXISTS for a second push of the
-// same step by the same worker. A refused push changes nothing.
+// ABORTED for a step lost on this shard (above); INVALID_ARGUMENT for an unknown rank, a range
+// length that does not match, a segment out of sequence, ragged or too long, or an incomplete
+// share; ALREADY_EXISTS for a second push of the same step by the same worker. A refused push
+// changes nothing.
 #ifndef RINGSIDE_PS_SHARD_STATE_H_
 #define RINGSIDE_PS_SHARD_STATE_H_
 
@@ -57,13 +71,22 @@ struct ShardConfig {
 
 // Null members are not recorded.
 struct ShardStepMetrics {
-  prometheus::Histogram* wait_seconds = nullptr;    // first push begun -> last push complete
-  prometheus::Histogram* update_seconds = nullptr;  // summing and the optimiser step
+  prometheus::Histogram* wait_seconds = nullptr;    // first push begun -> last share complete
+  prometheus::Histogram* update_seconds = nullptr;  // summing and the optimiser, all segments
   prometheus::Counter* steps = nullptr;
 };
 
 // Float32 values of the shard's range, shared with the replies that stream them.
 using Values = std::shared_ptr<const std::vector<float>>;
+
+// How far a step's sum is known: its elements [0, end) are final and will not change (the
+// applier writes only past `end`). `sum` is null when the step will never be answered here
+// (`ended` says why: the state closed, or the step lost on this shard).
+struct Summed {
+  Values sum;
+  uint64_t end = 0;
+  absl::Status ended;
+};
 
 class ShardState {
  public:
@@ -78,27 +101,34 @@ class ShardState {
       ShardConfig config, uint64_t step, std::vector<float> values,
       absl::Span<const float> optimizer_state, const OptimizerConfig& optimizer,
       ShardStepMetrics metrics = {});
-  // Stops the applier: a step handed over and not yet applied is dropped, one being applied is
-  // finished first (unless this runs on the applier thread itself, from a WhenApplied callback).
+  // Stops the applier: segments handed over and not yet applied are dropped, one being applied
+  // is finished first (unless this runs on the applier thread itself, from a callback).
   ~ShardState();
   ShardState(const ShardState&) = delete;
   ShardState& operator=(const ShardState&) = delete;
 
-  // The shard moves to another generation: every worker still waiting for a step is answered
-  // with nullptr parameters (its stream ends ABORTED), pushes are refused and no further step
-  // is applied. Does not wait for a step being applied.
+  // The shard moves to another generation: every waiter is answered with a null sum (its stream
+  // ends ABORTED), pushes are refused and nothing more is applied. Does not wait for a segment
+  // being applied.
   void Close();
 
   absl::Status BeginPush(uint64_t generation, int worker, uint64_t step, uint64_t range_elements);
+  // Stores a segment; the one that completes a segment of every share hands it to the applier.
   absl::Status AddSegment(int worker, uint64_t step, uint64_t offset, absl::string_view payload);
-  // The share is complete; the last worker's completion hands the step to the applier thread.
+  // The worker says its share is complete: INVALID_ARGUMENT unless every element has arrived.
+  // OK for a step already complete here (every share of it was).
   absl::Status FinishPush(int worker, uint64_t step);
-  // Forgets a push that will not be completed (its stream broke). No-op if none is open.
+  // Forgets a push that will not be completed (its stream broke); loses the step if part of it
+  // was summed already (see above). No-op if none is open or the share is complete.
   void AbandonPush(int worker, uint64_t step);
 
-  // Runs `done` with step `step`'s summed gradient once the step has been applied (nullptr once
-  // the state is closed).
+  // Runs `done` with step `step`'s summed gradient once the whole step has been applied
+  // (nullptr once the state is closed or the step lost).
   void WhenApplied(uint64_t step, std::function<void(Values)> done);
+  // Runs `done` once more than `after` elements of step `step`'s sum are final, or the whole
+  // step is applied (then `end` is the range's length), or the step will never be answered. A
+  // step older than the last applied one is answered with a null sum.
+  void WhenSummed(uint64_t step, uint64_t after, std::function<void(Summed)> done);
 
   // The parameters after `step` applied steps, read together.
   struct Applied {
@@ -111,65 +141,103 @@ class ShardState {
   uint64_t range_elements() const { return range_elements_; }
   const ShardConfig& config() const { return config_; }
 
-  // Test-only: runs on the applier thread for every step it applies, after the sum and before
-  // the optimiser step, without the lock (a test blocks it to hold a step half-applied).
-  void SetApplyHookForTesting(std::function<void(uint64_t step)> hook);
+  // Test-only: runs on the applier thread for every segment [begin, end) of a step it applies,
+  // after the segment is summed and before the optimiser updates it, without the lock (a test
+  // blocks it to hold a step half-applied).
+  using ApplyHook = std::function<void(uint64_t step, uint64_t begin, uint64_t end)>;
+  void SetApplyHookForTesting(ApplyHook hook);
 
  private:
   enum class PushState { kIdle, kPushing, kDone };
   struct WorkerShare {
     PushState state = PushState::kIdle;
     uint64_t received = 0;
-    std::vector<float> values;
   };
-  // A step whose shares are all complete, waiting for or being applied by the applier.
-  struct CompleteStep {
+  // One step's shares, by rank, as they arrive. Pushing threads write past each share's
+  // `received`, the applier reads below the handed-over prefix: never the same elements.
+  struct StepShares {
+    std::vector<std::vector<float>> shares;
+  };
+  // Elements [begin, end) of every share of `step` are in: the applier's next piece of work.
+  struct Segment {
     uint64_t step = 0;
-    std::vector<std::vector<float>> shares;  // by rank
-    absl::Time first_push;                   // first push begun
-    absl::Time last_push;                    // last push complete
+    uint64_t begin = 0;
+    uint64_t end = 0;
+    bool last = false;  // the step's last segment: every share is complete
+    std::shared_ptr<StepShares> shares;
+    absl::Time first_push;  // last: first push begun
+    absl::Time last_push;   // last: last share complete
   };
-  // A state as readers see it; immutable while published.
+  // A whole step as readers see it; immutable while published.
   struct Published {
     uint64_t step = 0;  // steps applied
     Values values;
     Values sum;  // the summed gradient of step `step - 1`; null before any step
   };
-  using Waiters = std::vector<std::pair<uint64_t, std::function<void(Values)>>>;
+  // The step the applier is part-way through: [0, end) of its sum is final.
+  struct Partial {
+    uint64_t step = 0;
+    Values sum;  // null when no step is part-way
+    uint64_t end = 0;
+  };
+  struct Waiter {
+    uint64_t step = 0;
+    uint64_t after = 0;
+    std::function<void(Summed)> done;
+  };
+  using Waiters = std::vector<Waiter>;
 
   ShardState(ShardConfig config, uint64_t step, std::vector<float> values, Optimizer optimizer,
              ShardStepMetrics metrics);
   absl::Status CheckWorker(int worker) const;
   absl::Status CheckStep(uint64_t step) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // The applier thread: waits for a complete step, applies it, publishes it, runs its callbacks.
+  // Hands the segment every share now covers to the applier; at the step's end, starts the
+  // next step.
+  void HandOverLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // What `waiter` is answered now, or nothing yet.
+  std::optional<Summed> AnswerLocked(const Waiter& waiter) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Removes and returns the waiters that have their answer now.
+  std::vector<std::pair<std::function<void(Summed)>, Summed>> ReadyLocked()
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  absl::Status LostStatus() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The applier thread: waits for a segment, applies it, publishes it, runs its callbacks.
   void ApplyLoop();
-  // Sums the shares in rank order and runs the optimiser on the applier's own copy, without
-  // the lock.
-  Published Apply(CompleteStep& complete, const std::function<void(uint64_t)>& hook);
+  // Sums the segment in rank order and runs the optimiser on it, on the applier's own copy,
+  // without the lock.
+  void Apply(const Segment& segment, const ApplyHook& hook);
+  void Publish(Segment& segment) ABSL_LOCKS_EXCLUDED(mu_);
 
   const ShardConfig config_;
   const uint64_t range_elements_;
   const ShardStepMetrics metrics_;
   mutable absl::Mutex mu_;
-  absl::CondVar step_complete_;  // signalled when complete_ gains a step, or on stopping_
+  absl::CondVar segment_ready_;  // signalled when segments_ gains one, or on stopping_
 
   // The collecting side: shares of step `collecting_`, filled by the pushing threads.
   uint64_t collecting_ ABSL_GUARDED_BY(mu_) = 0;
   std::vector<WorkerShare> shares_ ABSL_GUARDED_BY(mu_);
+  std::shared_ptr<StepShares> buffers_ ABSL_GUARDED_BY(mu_);  // null until the step's first push
+  std::shared_ptr<StepShares> spare_ ABSL_GUARDED_BY(mu_);    // a set the applier is done with
+  uint64_t handed_ ABSL_GUARDED_BY(mu_) = 0;  // elements of the step handed to the applier
+  bool lost_ ABSL_GUARDED_BY(mu_) = false;    // step collecting_ can never complete here
+  int lost_worker_ ABSL_GUARDED_BY(mu_) = 0;
   absl::Time first_push_ ABSL_GUARDED_BY(mu_) = absl::InfinitePast();
-  std::deque<CompleteStep> complete_ ABSL_GUARDED_BY(mu_);  // handed to the applier, in order
+  std::deque<Segment> segments_ ABSL_GUARDED_BY(mu_);  // handed to the applier, in order
 
-  // What readers see: the state after the last applied step.
+  // What readers see: the state after the last applied step, and the next step's progress.
   Published current_ ABSL_GUARDED_BY(mu_);
+  Partial partial_ ABSL_GUARDED_BY(mu_);
   Waiters waiters_ ABSL_GUARDED_BY(mu_);
   bool closed_ ABSL_GUARDED_BY(mu_) = false;
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
-  std::function<void(uint64_t)> apply_hook_ ABSL_GUARDED_BY(mu_);
+  ApplyHook apply_hook_ ABSL_GUARDED_BY(mu_);
 
   // The applier thread's alone once constructed: the working copy of the range and its
-  // optimiser (equal to current_ between steps).
+  // optimiser (equal to current_ between steps), and the sum of the step it is applying.
   Optimizer optimizer_;
   std::vector<float> values_;
+  std::shared_ptr<std::vector<float>> sum_;
+  absl::Duration update_time_;  // this step's arithmetic so far
   // Points at a flag on the applier's stack while it runs callbacks: the destructor, run there
   // by a callback that dropped the last reference, sets it so the loop returns at once.
   bool* applier_destroyed_ = nullptr;

@@ -60,6 +60,37 @@ TEST_P(OptimizerKindTest, RangeBySplitIsBitwiseEqualToWholeBuffer) {
   }
 }
 
+// A parameter-server shard applies each step in pieces as its segments arrive, in whatever
+// sizes; the parameters and the state must be the bits Step() gives on the whole.
+TEST_P(OptimizerKindTest, PiecesInAnyOrderAreBitwiseEqualToAWholeStep) {
+  constexpr size_t kSize = 1003;
+  const OptimizerConfig config = Config(GetParam(), 0.05f);
+  std::vector<float> whole = Values(kSize, 2);
+  std::vector<float> pieces = Values(kSize, 2);
+  auto whole_opt = Optimizer::Create(config, kSize);
+  auto piece_opt = Optimizer::Create(config, kSize);
+  ASSERT_TRUE(whole_opt.ok() && piece_opt.ok());
+  for (int step = 0; step < 5; ++step) {
+    const std::vector<float> grads = Values(kSize, 200 + step);
+    ASSERT_TRUE(whole_opt->Step(absl::MakeSpan(whole), grads).ok());
+    piece_opt->BeginStep();
+    // Uneven pieces, the last first: [600, 1003), [0, 1), [1, 600).
+    for (const ElementRange& r :
+         {ElementRange{600, kSize}, ElementRange{0, 1}, ElementRange{1, 600}}) {
+      ASSERT_TRUE(piece_opt
+                      ->StepPiece(r.begin, absl::MakeSpan(pieces).subspan(r.begin, r.size()),
+                                  absl::MakeConstSpan(grads).subspan(r.begin, r.size()))
+                      .ok());
+    }
+  }
+  EXPECT_EQ(std::memcmp(whole.data(), pieces.data(), kSize * sizeof(float)), 0);
+  EXPECT_EQ(whole_opt->ExportState(), piece_opt->ExportState());
+  std::vector<float> one(2);
+  EXPECT_EQ(piece_opt->StepPiece(kSize - 1, absl::MakeSpan(one), one).code(),
+            absl::StatusCode::kInvalidArgument)
+      << "a piece past the end";
+}
+
 INSTANTIATE_TEST_SUITE_P(All, OptimizerKindTest,
                          ::testing::Values(OptimizerKind::kSgd, OptimizerKind::kMomentum,
                                            OptimizerKind::kAdam),

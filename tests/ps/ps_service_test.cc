@@ -12,6 +12,7 @@
 #include "common/auth.h"
 #include "common/grpc_util.h"
 #include "gtest/gtest.h"
+#include "prometheus/registry.h"
 
 namespace ringside::server {
 namespace {
@@ -153,13 +154,15 @@ TEST_F(PsServiceTest, ANewGenerationIsServedWhileTheOldOneIsApplyingAStep) {
     absl::Notification applying, release;
   };
   auto held = std::make_shared<Held>();
-  state_->SetApplyHookForTesting([held](uint64_t) {
+  // Held at the step's last segment: every push is in, nothing of the step published yet.
+  state_->SetApplyHookForTesting([held](uint64_t, uint64_t, uint64_t end) {
+    if (end != kRange) return;
     held->applying.Notify();
     held->release.WaitForNotification();
   });
   std::vector<StepReply> old_replies;
   std::thread old_step([&] { old_replies = BothPush(0, 1.0f, 1.0f); });
-  held->applying.WaitForNotification();  // generation 4's step 0 is held half-applied
+  held->applying.WaitForNotification();  // generation 4's step 0 is held, not yet applied
 
   // A regroup's Load replaces the generation: it must not wait for that step.
   service_->Serve(ShardGeneration{*std::move(next), ShardLinkMetrics{}});
@@ -185,6 +188,7 @@ TEST_F(PsServiceTest, ANewGenerationIsServedWhileTheOldOneIsApplyingAStep) {
 TEST_F(PsServiceTest, AWorkerCancellingAsItsReplyStartsEndsTheStreamOnce) {
   constexpr int kCancelling = 0;
   struct Events {
+    absl::Notification pushed;    // worker 0's whole share is on the shard
     absl::Notification replying;  // worker 0's reply is about to be started
     absl::Mutex mu;
     absl::Notification finish_settled;  // its cancel's Finish deferred, or (the bug) done
@@ -194,6 +198,9 @@ TEST_F(PsServiceTest, AWorkerCancellingAsItsReplyStartsEndsTheStreamOnce) {
   service_->SetStepHookForTesting([events](ParameterShardService::StepEvent event, int worker) {
     if (worker != kCancelling) return;
     switch (event) {
+      case ParameterShardService::StepEvent::kPushed:
+        events->pushed.Notify();
+        return;
       case ParameterShardService::StepEvent::kReplyStarting:
         events->replying.Notify();
         // Holds the applier between deciding to write and writing until the cancel has ended
@@ -211,7 +218,7 @@ TEST_F(PsServiceTest, AWorkerCancellingAsItsReplyStartsEndsTheStreamOnce) {
   });
 
   StepReply other;
-  std::thread other_worker([&] { other = Push(1, 0, std::vector<float>(kRange, 2.0f)); });
+  std::thread other_worker;
   {
     grpc::ClientContext context;
     SetDeadline(context, absl::Seconds(20));
@@ -228,7 +235,11 @@ TEST_F(PsServiceTest, AWorkerCancellingAsItsReplyStartsEndsTheStreamOnce) {
       ASSERT_TRUE(stream->Write(push));
     }
     ASSERT_TRUE(stream->WritesDone());
-    events->replying.WaitForNotification();  // the step is applied; its reply is starting
+    // Worker 1 pushes once worker 0's share is whole on the shard, so that cancelling worker 0
+    // below cannot abandon a part of it (the step would be lost, not answered).
+    events->pushed.WaitForNotification();
+    other_worker = std::thread([&] { other = Push(1, 0, std::vector<float>(kRange, 2.0f)); });
+    events->replying.WaitForNotification();  // its first segment is summed; its reply starting
     context.TryCancel();
     proto::PsRangeValues ignored;
     while (stream->Read(&ignored)) {
@@ -247,6 +258,106 @@ TEST_F(PsServiceTest, AWorkerCancellingAsItsReplyStartsEndsTheStreamOnce) {
     EXPECT_EQ(reply.sum, std::vector<float>(kRange, 2.0f));
   }
   EXPECT_EQ(*state_->parameters(), std::vector<float>(kRange, 95.0f));
+}
+
+// Issue 26: a shard answers each segment as soon as every worker's share covers it. Worker 1
+// pushes 3 of its 10 segments and, without pushing more, reads the sum of those elements back
+// (it would wait for its deadline if the shard answered only whole steps); then it pushes the
+// rest and both workers get the whole sum. The shard's link counters carry exactly the range
+// each way (the cost model), however the reply was cut.
+TEST_F(PsServiceTest, RepliesStreamWhileTheSharesAreStillArriving) {
+  Metrics metrics(std::make_shared<prometheus::Registry>());
+  ShardLinkMetrics links;
+  for (int w = 0; w < 2; ++w) {
+    links.from_worker.push_back(metrics.LinkReceive(WorkerName(w), PsShardName(0), SyncMode::kPs));
+    links.to_worker.push_back(metrics.LinkSend(PsShardName(0), WorkerName(w), SyncMode::kPs));
+  }
+  auto counted =
+      ShardState::Create(ShardConfig{kGeneration, 2, 0}, std::vector<float>(kRange, 100.0f),
+                         {OptimizerKind::kSgd, 1.0f});
+  ASSERT_TRUE(counted.ok()) << counted.status();
+  state_ = *std::move(counted);
+  service_->Serve(ShardGeneration{state_, links});
+  StepReply worker0;
+  std::thread full([&] { worker0 = Push(0, 0, std::vector<float>(kRange, 1.0f)); });
+  grpc::ClientContext context;
+  SetDeadline(context, absl::Seconds(20));
+  auto stream = stub_->Step(&context);
+  const std::vector<float> share(kRange, 2.0f);
+  auto write = [&](uint64_t offset) {
+    proto::PsPush push;
+    push.set_generation(kGeneration);
+    push.set_worker_rank(1);
+    push.set_step(0);
+    push.set_offset(offset);
+    push.set_range_elements(kRange);
+    push.set_payload(reinterpret_cast<const char*>(share.data() + offset), 100 * 4);
+    return stream->Write(push);
+  };
+  for (uint64_t offset = 0; offset < 300; offset += 100) ASSERT_TRUE(write(offset));
+  std::vector<float> sum;
+  proto::PsRangeValues segment;
+  while (sum.size() < 300) {
+    ASSERT_TRUE(stream->Read(&segment)) << "the first 300 elements were never answered";
+    EXPECT_EQ(segment.offset(), sum.size());
+    const auto* values = reinterpret_cast<const float*>(segment.payload().data());
+    sum.insert(sum.end(), values, values + segment.payload().size() / 4);
+  }
+  EXPECT_EQ(sum.size(), 300u) << "answered past what every share holds";
+  EXPECT_EQ(state_->current_step(), 0u) << "the step is not applied before every share is in";
+  for (uint64_t offset = 300; offset < kRange; offset += 100) ASSERT_TRUE(write(offset));
+  ASSERT_TRUE(stream->WritesDone());
+  while (stream->Read(&segment)) {
+    const auto* values = reinterpret_cast<const float*>(segment.payload().data());
+    sum.insert(sum.end(), values, values + segment.payload().size() / 4);
+  }
+  ASSERT_TRUE(stream->Finish().ok());
+  full.join();
+  ASSERT_TRUE(worker0.status.ok()) << worker0.status.error_message();
+  EXPECT_EQ(sum, std::vector<float>(kRange, 3.0f));
+  EXPECT_EQ(worker0.sum, std::vector<float>(kRange, 3.0f));
+  EXPECT_EQ(*state_->parameters(), std::vector<float>(kRange, 97.0f));
+  for (int w = 0; w < 2; ++w) {
+    EXPECT_EQ(links.from_worker[w].bytes->Value(), kRange * 4.0) << WorkerName(w);
+    EXPECT_EQ(links.to_worker[w].bytes->Value(), kRange * 4.0) << WorkerName(w);
+    EXPECT_EQ(links.to_worker[w].expected_bytes->Value(), kRange * 4.0) << WorkerName(w);
+    EXPECT_GE(links.to_worker[w].messages->Value(), (kRange + 63) / 64) << "at most 256 bytes each";
+  }
+}
+
+// A worker lost after part of the step was summed with its share: the step cannot complete on
+// this shard; the other worker is answered ABORTED at once (not at its deadline), nothing of the
+// step is published, and a retry is refused: the generation must regroup.
+TEST_F(PsServiceTest, AWorkerLostMidStepAfterPartWasSummedAbortsTheStep) {
+  StepReply worker0;
+  std::thread full([&] { worker0 = Push(0, 0, std::vector<float>(kRange, 1.0f)); });
+  {
+    grpc::ClientContext context;
+    SetDeadline(context, absl::Seconds(20));
+    auto stream = stub_->Step(&context);
+    const std::vector<float> share(kRange, 2.0f);
+    proto::PsPush push;
+    push.set_generation(kGeneration);
+    push.set_worker_rank(1);
+    push.set_step(0);
+    push.set_offset(0);
+    push.set_range_elements(kRange);
+    push.set_payload(reinterpret_cast<const char*>(share.data()), 100 * 4);
+    ASSERT_TRUE(stream->Write(push));
+    proto::PsRangeValues segment;
+    ASSERT_TRUE(stream->Read(&segment)) << "part of the step is summed";
+    context.TryCancel();  // worker 1 vanishes with 100 of its 1000 elements pushed
+    while (stream->Read(&segment)) {
+    }
+    EXPECT_EQ(stream->Finish().error_code(), grpc::StatusCode::CANCELLED);
+  }
+  full.join();
+  EXPECT_EQ(worker0.status.error_code(), grpc::StatusCode::ABORTED)
+      << worker0.status.error_message();
+  EXPECT_EQ(state_->current_step(), 0u);
+  EXPECT_EQ(*state_->parameters(), std::vector<float>(kRange, 100.0f));
+  EXPECT_EQ(Push(1, 0, std::vector<float>(kRange, 2.0f)).status.error_code(),
+            grpc::StatusCode::ABORTED);
 }
 
 // Issue 13: an elastic shard takes pushes only from the workers the controller assigned to its

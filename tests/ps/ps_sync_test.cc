@@ -5,8 +5,10 @@
 
 #include <dirent.h>
 
+#include <cstring>
 #include <fstream>
 #include <memory>
+#include <random>
 #include <set>
 #include <string>
 #include <thread>
@@ -50,13 +52,17 @@ std::set<std::string> UnnamedThreads() {
 
 class PsSyncTest : public ::testing::Test {
  protected:
-  // kShards shards of generation `generation` for `workers` workers, every parameter at 100.
-  void StartShards(int workers, uint64_t generation = 1) {
+  // kShards shards of generation `generation` for `workers` workers, every parameter at 100
+  // (or `initial`) and SGD (or `optimizer`).
+  void StartShards(int workers, uint64_t generation = 1,
+                   OptimizerConfig optimizer = {OptimizerKind::kSgd, 1.0f},
+                   std::vector<float> initial = std::vector<float>(kParameters, 100.0f)) {
     const std::vector<ElementRange> ranges = EvenRanges(kParameters, kShards);
     for (int s = 0; s < kShards; ++s) {
-      auto state = server::ShardState::Create(server::ShardConfig{generation, workers, s},
-                                              std::vector<float>(ranges[s].size(), 100.0f),
-                                              OptimizerConfig{OptimizerKind::kSgd, 1.0f});
+      auto state = server::ShardState::Create(
+          server::ShardConfig{generation, workers, s},
+          std::vector<float>(initial.begin() + ranges[s].begin, initial.begin() + ranges[s].end),
+          optimizer);
       ASSERT_TRUE(state.ok()) << state.status();
       services_.push_back(std::make_unique<server::ParameterShardService>(kSegmentBytes));
       services_.back()->Serve(server::ShardGeneration{*std::move(state), {}});
@@ -106,6 +112,94 @@ TEST_F(PsSyncTest, StepsAgreeWithTheShardsAndEveryPayloadByteIsCounted) {
     EXPECT_EQ(up.expected_bytes->Value(), bytes) << PsShardName(s);
     EXPECT_EQ(up.messages->Value(), 6.0 * kSteps) << PsShardName(s);
     EXPECT_EQ(down.bytes->Value(), bytes) << PsShardName(s);
+  }
+}
+
+// Issue 26: shards sum and answer segment by segment. Three workers step together, each
+// pushing in its own segment size (so each shard's segments of every share interleave in
+// different cuts), Adam on the shards and on the workers: every worker's parameters and every
+// shard's range are the bits of one process summing whole gradients in rank order and stepping
+// the whole vector, and every link carries exactly the bytes of the cost model.
+TEST_F(PsSyncTest, StreamedStepsAreBitIdenticalToAWholeRangeReference) {
+  constexpr int kWorkers = 3;
+  constexpr int kSteps = 5;
+  const uint64_t segment_bytes[kWorkers] = {256, 40, 1000};
+  OptimizerConfig adam;
+  adam.kind = OptimizerKind::kAdam;
+  adam.learning_rate = 0.01f;
+  std::mt19937 random(2026);
+  std::uniform_real_distribution<float> unit(-1.0f, 1.0f);
+  std::vector<float> initial(kParameters);
+  for (float& value : initial) value = unit(random);
+  // gradients[step][worker], magnitudes 1e7 apart: another summation order changes the bits.
+  std::vector<std::vector<std::vector<float>>> gradients(kSteps);
+  for (auto& step : gradients) {
+    for (int w = 0; w < kWorkers; ++w) {
+      step.emplace_back(kParameters);
+      for (float& value : step.back()) value = unit(random) * (w == 1 ? 1.0f : 1e7f);
+    }
+  }
+  std::vector<float> expected = initial;
+  Optimizer reference = Optimizer::Create(adam, kParameters).value();
+  for (const auto& step : gradients) {
+    std::vector<float> sum = step[0];
+    for (int w = 1; w < kWorkers; ++w) {
+      for (uint64_t i = 0; i < kParameters; ++i) sum[i] += step[w][i];
+    }
+    ASSERT_TRUE(reference.Step(absl::MakeSpan(expected), sum).ok());
+  }
+
+  StartShards(kWorkers, 1, adam, initial);
+  std::vector<std::unique_ptr<Metrics>> metrics;
+  std::vector<std::vector<float>> params(kWorkers, initial);
+  std::vector<absl::Status> results(kWorkers);
+  std::vector<std::thread> workers;
+  for (int w = 0; w < kWorkers; ++w) {
+    metrics.push_back(std::make_unique<Metrics>(std::make_shared<prometheus::Registry>()));
+  }
+  for (int w = 0; w < kWorkers; ++w) {
+    workers.emplace_back([&, w] {
+      PsSyncOptions options = Options();
+      options.rank = w;
+      options.segment_bytes = segment_bytes[w];
+      Optimizer optimizer = Optimizer::Create(adam, kParameters).value();
+      auto sync = PsSync::Create(options, kParameters, optimizer, metrics[w].get());
+      if (!sync.ok()) {
+        results[w] = sync.status();
+        return;
+      }
+      for (int step = 0; step < kSteps && results[w].ok(); ++step) {
+        std::vector<float> gradient = gradients[step][w];
+        results[w] =
+            (*sync)->Step(step, absl::MakeSpan(gradient), absl::MakeSpan(params[w])).status();
+      }
+    });
+  }
+  for (std::thread& worker : workers) worker.join();
+
+  const std::vector<ElementRange> ranges = EvenRanges(kParameters, kShards);
+  for (int w = 0; w < kWorkers; ++w) {
+    ASSERT_TRUE(results[w].ok()) << WorkerName(w) << ": " << results[w];
+    EXPECT_EQ(std::memcmp(params[w].data(), expected.data(), kParameters * sizeof(float)), 0)
+        << WorkerName(w) << "'s parameters";
+    for (int s = 0; s < kShards; ++s) {
+      const double bytes = static_cast<double>(ranges[s].size() * sizeof(float) * kSteps);
+      const LinkSendMetrics up = metrics[w]->LinkSend(WorkerName(w), PsShardName(s), SyncMode::kPs);
+      const LinkReceiveMetrics down =
+          metrics[w]->LinkReceive(PsShardName(s), WorkerName(w), SyncMode::kPs);
+      EXPECT_EQ(up.bytes->Value(), bytes) << WorkerName(w) << " -> " << PsShardName(s);
+      EXPECT_EQ(up.expected_bytes->Value(), bytes) << WorkerName(w) << " -> " << PsShardName(s);
+      EXPECT_EQ(down.bytes->Value(), bytes) << PsShardName(s) << " -> " << WorkerName(w);
+    }
+  }
+  for (int s = 0; s < kShards; ++s) {
+    const server::ShardState::Applied applied = services_[s]->current()->state->applied();
+    EXPECT_EQ(applied.step, static_cast<uint64_t>(kSteps));
+    ASSERT_EQ(applied.values->size(), ranges[s].size());
+    EXPECT_EQ(std::memcmp(applied.values->data(), expected.data() + ranges[s].begin,
+                          ranges[s].size() * sizeof(float)),
+              0)
+        << PsShardName(s) << "'s range";
   }
 }
 

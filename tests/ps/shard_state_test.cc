@@ -1,8 +1,13 @@
 // The shard's state machine alone: whole-or-nothing steps, deterministic sums, every refusal,
-// and steps applied on the shard's own applier thread without holding pushes, reads or Close().
+// steps summed, applied and answered segment by segment as every share covers them (the bits of
+// a whole-range reference whatever the interleaving), a worker lost mid-step, and steps applied
+// on the shard's own applier thread without holding pushes, reads or Close().
 #include "ps/shard_state.h"
 
+#include <algorithm>
+#include <cstring>
 #include <memory>
+#include <random>
 #include <string>
 #include <thread>
 #include <vector>
@@ -30,6 +35,18 @@ std::vector<float> WaitApplied(ShardState& state, uint64_t step) {
   return values;
 }
 
+// Waits for WhenSummed's answer: more than `after` elements of `step`'s sum final, or the end.
+Summed WaitSummed(ShardState& state, uint64_t step, uint64_t after) {
+  absl::Notification answered;
+  Summed result;
+  state.WhenSummed(step, after, [&](Summed summed) {
+    result = std::move(summed);
+    answered.Notify();
+  });
+  answered.WaitForNotification();
+  return result;
+}
+
 // A test hook for the applier: records every step it applies and holds the applier in the
 // middle of step `held_step` (summed, optimiser not yet run) until released.
 class HeldApply {
@@ -37,8 +54,8 @@ class HeldApply {
   explicit HeldApply(uint64_t held_step = 0) : held_step_(held_step) {}
   ~HeldApply() { Release(); }
 
-  std::function<void(uint64_t)> Hook() {
-    return [this](uint64_t step) {
+  ShardState::ApplyHook Hook() {
+    return [this](uint64_t step, uint64_t /*begin*/, uint64_t /*end*/) {
       steps_.push_back(step);
       if (step != held_step_) return;
       applying_.Notify();
@@ -157,7 +174,8 @@ TEST_F(ShardStateTest, AppliesOnTheShardsOwnThreadNotThePushingOne) {
   std::thread::id optimiser_thread;
   std::thread::id callback_thread;
   absl::Notification applied;
-  state_->SetApplyHookForTesting([&](uint64_t) { optimiser_thread = std::this_thread::get_id(); });
+  state_->SetApplyHookForTesting(
+      [&](uint64_t, uint64_t, uint64_t) { optimiser_thread = std::this_thread::get_id(); });
   state_->WhenApplied(0, [&](Values) {
     callback_thread = std::this_thread::get_id();
     applied.Notify();
@@ -210,6 +228,143 @@ TEST_F(ShardStateTest, ClosingDuringAnApplyAnswersTheWaitersAndAppliesNothingMor
   EXPECT_EQ(held_.steps(), std::vector<uint64_t>{0});
 }
 
+TEST_F(ShardStateTest, AnswersEachSegmentOnceEveryShareCoversIt) {
+  auto created = ShardState::Create(ShardConfig{3, 2, 1}, {10, 20, 30, 40, 50, 60},
+                                    OptimizerConfig{OptimizerKind::kSgd, 1.0f});
+  ASSERT_TRUE(created.ok());
+  ShardState& state = **created;
+  ASSERT_TRUE(state.BeginPush(3, 1, 0, 6).ok());
+  ASSERT_TRUE(state.AddSegment(1, 0, 0, Bytes({1, 2})).ok());
+  ASSERT_TRUE(state.AddSegment(1, 0, 2, Bytes({3, 4})).ok());
+  bool early = false;
+  state.WhenSummed(0, 0, [&](Summed) { early = true; });
+  EXPECT_FALSE(early) << "nothing is summed before worker 0 pushed";
+  ASSERT_TRUE(state.BeginPush(3, 0, 0, 6).ok());
+  ASSERT_TRUE(state.AddSegment(0, 0, 0, Bytes({0.5f, 0.5f, 0.5f})).ok());
+
+  // Every share holds [0, 3) of worker 0 and [0, 4) of worker 1: [0, 3) is summed and final.
+  const Summed part = WaitSummed(state, 0, 0);
+  ASSERT_NE(part.sum, nullptr) << part.ended;
+  ASSERT_EQ(part.end, 3u);
+  EXPECT_EQ(std::vector<float>(part.sum->begin(), part.sum->begin() + 3),
+            (std::vector<float>{1.5f, 2.5f, 3.5f}));
+  EXPECT_TRUE(early) << "the first waiter is answered as soon as the segment is";
+  EXPECT_EQ(state.current_step(), 0u) << "readers see only whole steps";
+  EXPECT_EQ(*state.parameters(), (std::vector<float>{10, 20, 30, 40, 50, 60}));
+
+  ASSERT_TRUE(state.AddSegment(0, 0, 3, Bytes({0.5f, 0.5f, 0.5f})).ok());
+  ASSERT_TRUE(state.AddSegment(1, 0, 4, Bytes({5, 6})).ok());  // every share complete
+  const Summed rest = WaitSummed(state, 0, 3);
+  ASSERT_NE(rest.sum, nullptr) << rest.ended;
+  EXPECT_EQ(rest.end, 6u);
+  EXPECT_EQ(*rest.sum, (std::vector<float>{1.5f, 2.5f, 3.5f, 4.5f, 5.5f, 6.5f}));
+  EXPECT_EQ(WaitApplied(state, 0), *rest.sum);
+  EXPECT_EQ(*state.parameters(), (std::vector<float>{8.5f, 17.5f, 26.5f, 35.5f, 44.5f, 53.5f}));
+  // The half-closes come after the step is complete (the next one is being collected).
+  EXPECT_TRUE(state.FinishPush(0, 0).ok());
+  EXPECT_TRUE(state.FinishPush(1, 0).ok());
+  EXPECT_TRUE(state.BeginPush(3, 1, 1, 6).ok());
+}
+
+// Three workers push steps in segments of different sizes, interleaved in a different shuffled
+// order at every step; the sums and the parameters (Adam: state as well as parameters) must be
+// exactly the bits of one process summing whole shares in rank order and stepping whole.
+TEST(ShardStateStreamingTest, InterleavedSegmentsGiveTheWholeRangeReferenceBits) {
+  constexpr int kWorkers = 3;
+  constexpr uint64_t kRange = 97;
+  constexpr int kSteps = 6;
+  OptimizerConfig adam;
+  adam.kind = OptimizerKind::kAdam;
+  adam.learning_rate = 0.01f;
+  std::mt19937 random(12345);
+  std::uniform_real_distribution<float> unit(-1.0f, 1.0f);
+  std::vector<float> initial(kRange);
+  for (float& value : initial) value = unit(random);
+  auto created = ShardState::Create(ShardConfig{1, kWorkers, 0}, initial, adam);
+  ASSERT_TRUE(created.ok());
+  ShardState& state = **created;
+  Optimizer reference = Optimizer::Create(adam, kRange).value();
+  std::vector<float> expected = initial;
+
+  for (uint64_t step = 0; step < kSteps; ++step) {
+    // Magnitudes 1e7 apart: any other summation order changes the bits.
+    std::vector<std::vector<float>> shares(kWorkers, std::vector<float>(kRange));
+    for (int w = 0; w < kWorkers; ++w) {
+      for (float& value : shares[w]) value = unit(random) * (w == 1 ? 1.0f : 1e7f);
+    }
+    std::vector<float> sum = shares[0];
+    for (int w = 1; w < kWorkers; ++w) {
+      for (uint64_t i = 0; i < kRange; ++i) sum[i] += shares[w][i];
+    }
+    ASSERT_TRUE(reference.Step(absl::MakeSpan(expected), sum).ok());
+
+    // Worker w cuts its share in segments of 1 + (w + step) % 4 * 9 elements; the segments of
+    // all workers are pushed in a random order that keeps each worker's own sequence.
+    std::vector<uint64_t> sent(kWorkers, 0);
+    std::vector<int> order;
+    for (int w = 0; w < kWorkers; ++w) {
+      ASSERT_TRUE(state.BeginPush(1, w, step, kRange).ok());
+      const uint64_t size = 1 + (w + step) % 4 * 9;
+      for (uint64_t n = 0; n < (kRange + size - 1) / size; ++n) order.push_back(w);
+    }
+    std::shuffle(order.begin(), order.end(), random);
+    for (int w : order) {
+      const uint64_t size = 1 + (w + step) % 4 * 9;
+      const uint64_t count = std::min(size, kRange - sent[w]);
+      const std::vector<float> piece(shares[w].begin() + sent[w],
+                                     shares[w].begin() + sent[w] + count);
+      ASSERT_TRUE(state.AddSegment(w, step, sent[w], Bytes(piece)).ok());
+      sent[w] += count;
+    }
+    for (int w = 0; w < kWorkers; ++w) ASSERT_TRUE(state.FinishPush(w, step).ok());
+    const std::vector<float> answered = WaitApplied(state, step);
+    ASSERT_EQ(answered.size(), kRange);
+    EXPECT_EQ(std::memcmp(answered.data(), sum.data(), kRange * sizeof(float)), 0)
+        << "step " << step << "'s sum";
+    EXPECT_EQ(std::memcmp(state.parameters()->data(), expected.data(), kRange * sizeof(float)), 0)
+        << "parameters after step " << step;
+  }
+}
+
+TEST_F(ShardStateTest, AWorkerLostAfterPartOfTheStepWasSummedLosesTheStepHere) {
+  ASSERT_TRUE(state_->BeginPush(3, 0, 0, 3).ok());
+  ASSERT_TRUE(state_->AddSegment(0, 0, 0, Bytes({1, 1, 1})).ok());  // worker 0's whole share
+  ASSERT_TRUE(state_->BeginPush(3, 1, 0, 3).ok());
+  ASSERT_TRUE(state_->AddSegment(1, 0, 0, Bytes({2})).ok());  // [0, 1) of every share: summed
+  const Summed part = WaitSummed(*state_, 0, 0);
+  ASSERT_NE(part.sum, nullptr) << part.ended;
+  EXPECT_EQ(part.end, 1u);
+  EXPECT_EQ((*part.sum)[0], 3.0f);
+
+  Summed waiting;
+  bool answered = false;
+  state_->WhenSummed(0, 1, [&](Summed summed) {
+    waiting = std::move(summed);
+    answered = true;
+  });
+  state_->AbandonPush(1, 0);  // worker 1's stream broke mid-step
+  ASSERT_TRUE(answered) << "a stream waiting on the lost step is answered at once";
+  EXPECT_EQ(waiting.sum, nullptr);
+  EXPECT_EQ(waiting.ended.code(), absl::StatusCode::kAborted) << waiting.ended;
+  EXPECT_EQ(WaitApplied(*state_, 0), std::vector<float>{}) << "the lost step is never applied";
+
+  // Nothing of it is published, and it cannot be completed.
+  EXPECT_EQ(state_->current_step(), 0u);
+  EXPECT_EQ(*state_->parameters(), (std::vector<float>{10, 20, 30}));
+  EXPECT_EQ(state_->BeginPush(3, 1, 0, 3).code(), absl::StatusCode::kAborted);
+  EXPECT_EQ(state_->FinishPush(0, 0).code(), absl::StatusCode::kAborted);
+  EXPECT_EQ(state_->BeginPush(3, 0, 1, 3).code(), absl::StatusCode::kFailedPrecondition);
+}
+
+TEST_F(ShardStateTest, AShareCompleteBeforeItsStreamBrokeStillCounts) {
+  ASSERT_TRUE(state_->BeginPush(3, 0, 0, 3).ok());
+  ASSERT_TRUE(state_->AddSegment(0, 0, 0, Bytes({1, 1, 1})).ok());
+  state_->AbandonPush(0, 0);  // cancelled before its half-close: every element arrived
+  EXPECT_EQ(state_->BeginPush(3, 0, 0, 3).code(), absl::StatusCode::kAlreadyExists);
+  ASSERT_TRUE(Push(1, 0, {2, 2, 2}).ok());
+  EXPECT_EQ(WaitApplied(*state_, 0), (std::vector<float>{3, 3, 3}));
+}
+
 // A WhenApplied callback may hold the last reference to the state: the destructor then runs on
 // the applier thread, which cannot join itself.
 TEST(ShardStateLifetimeTest, TheLastReferenceMayBeDroppedByACallbackOnTheApplierThread) {
@@ -233,8 +388,8 @@ TEST(ShardStateLifetimeTest, TheLastReferenceMayBeDroppedByACallbackOnTheApplier
   std::shared_ptr<ShardState> state = *std::move(created);
 
   state->SetApplyHookForTesting(
-      [hold = held.Hook(),
-       tracker = std::make_shared<NotifyOnDestruction>(&destroyed)](uint64_t step) { hold(step); });
+      [hold = held.Hook(), tracker = std::make_shared<NotifyOnDestruction>(&destroyed)](
+          uint64_t step, uint64_t begin, uint64_t end) { hold(step, begin, end); });
   state->WhenApplied(
       0, [state, record = std::make_shared<RecordDestruction>(&destroyed_on)](Values) {});
   ASSERT_TRUE(state->BeginPush(1, 0, 0, 1).ok());

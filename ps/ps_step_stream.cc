@@ -1,0 +1,332 @@
+// The ParameterShard service's Step streams (ps_service.h): one reactor per worker, shard and
+// step that reads the worker's share and, at the same time, streams the step's sum back as the
+// shard's applier makes each part of it final.
+#include <algorithm>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <utility>
+
+#include "absl/synchronization/mutex.h"
+#include "common/auth.h"
+#include "common/grpc_util.h"
+#include "common/metrics.h"
+#include "ps/ps_refusals.h"
+#include "ps/ps_service.h"
+
+namespace ringside::server {
+namespace {
+
+// Streams a step's sum as it becomes final (ShardState::WhenSummed): segments of at most
+// `segment_elements` from the part known so far; an empty range gets one empty segment.
+class SumWriter {
+ public:
+  SumWriter(uint64_t step, uint64_t range_elements, uint64_t segment_elements)
+      : step_(step), range_elements_(range_elements), segment_elements_(segment_elements) {}
+
+  // More of the sum is final: [0, end) of `sum`.
+  void Known(Values sum, uint64_t end) {
+    sum_ = std::move(sum);
+    known_ = end;
+  }
+  // The next segment of the known part into `out`; false when there is none (yet).
+  bool Next(proto::PsRangeValues& out) {
+    if (sent_ == known_ && (wrote_any_ || known_ != range_elements_)) return false;
+    const uint64_t count = std::min<uint64_t>(segment_elements_, known_ - sent_);
+    out.set_step(step_);
+    out.set_offset(sent_);
+    out.set_range_elements(range_elements_);
+    out.set_payload(reinterpret_cast<const char*>(sum_->data() + sent_), count * sizeof(float));
+    sent_ += count;
+    wrote_any_ = true;
+    return true;
+  }
+  bool done() const { return wrote_any_ && sent_ == range_elements_; }
+  uint64_t sent() const { return sent_; }
+
+ private:
+  const uint64_t step_;
+  const uint64_t range_elements_;
+  const uint64_t segment_elements_;
+  Values sum_;
+  uint64_t known_ = 0;
+  uint64_t sent_ = 0;
+  bool wrote_any_ = false;
+};
+
+// One Step stream. Its reactions (gRPC's callback threads) read the share while the reply
+// streams back: a part of the step's sum is written as soon as the shard's applier has made it
+// final, so pushes and replies overlap. One write is in flight at a time; when the writer has
+// sent everything known it asks the state for more (WhenSummed), and that answer, on the
+// applier's thread, off any reaction, starts the next write, and may race with a reaction that
+// ends the stream (the worker cancelling). A reaction keeps the call alive while it runs; off a
+// reaction only a call that nobody has finished is alive, so every Finish goes through
+// FinishOnce, which leaves it to the writing thread while that one is starting its write.
+class StepReactor final : public grpc::ServerBidiReactor<proto::PsPush, proto::PsRangeValues>,
+                          public std::enable_shared_from_this<StepReactor> {
+ public:
+  using Hook = std::function<void(ParameterShardService::StepEvent, int worker)>;
+
+  StepReactor(grpc::CallbackServerContext* context, const ParameterShardService& service,
+              std::shared_ptr<const ShardGeneration> generation, uint64_t segment_elements,
+              Hook hook)
+      : context_(context),
+        service_(service),
+        presented_key_(MetadataValue(*context, kLinkKeyMetadata)),
+        generation_(std::move(generation)),
+        state_(*generation_->state),
+        metrics_(generation_->links),
+        segment_elements_(segment_elements),
+        hook_(std::move(hook)) {}
+
+  // Holds itself until OnDone, then starts reading. The state's answers hold it only weakly (a
+  // waiter of a step that never completes must not keep it), and touch it only before OnDone.
+  static StepReactor* Start(std::shared_ptr<StepReactor> reactor) {
+    StepReactor* raw = reactor.get();
+    {
+      absl::MutexLock lock(&raw->mu_);
+      raw->self_ = std::move(reactor);
+    }
+    raw->StartRead(&raw->push_);
+    return raw;
+  }
+
+  void OnReadDone(bool ok) override {
+    if (!ok) {
+      if (context_->IsCancelled()) {  // the worker went away mid-push
+        FinishOnce(grpc::Status(grpc::StatusCode::CANCELLED, "push cancelled by the worker"));
+        if (began_) state_.AbandonPush(worker_, step_);
+      } else {
+        CompletePush();
+      }
+      return;
+    }
+    const bool first = !began_;
+    absl::Status status = first ? Begin() : CheckSameStream();
+    if (status.ok()) status = state_.AddSegment(worker_, step_, push_.offset(), push_.payload());
+    if (!status.ok()) {
+      // Finished first: if abandoning loses the step, this stream says why it ended itself.
+      FinishOnce(ToGrpcStatus(status));
+      if (began_) state_.AbandonPush(worker_, step_);
+      return;
+    }
+    if (static_cast<size_t>(worker_) < metrics_.from_worker.size() &&
+        metrics_.from_worker[worker_].bytes != nullptr) {
+      metrics_.from_worker[worker_].bytes->Increment(static_cast<double>(push_.payload().size()));
+    }
+    if (first) WaitForSum(0);  // the reply streams from now on, as the sum becomes final
+    StartRead(&push_);
+  }
+
+  void OnWriteDone(bool ok) override {
+    if (!ok) {
+      FinishOnce(grpc::Status(grpc::StatusCode::UNAVAILABLE, "worker stopped reading"));
+      return;
+    }
+    CountSent();
+    WriteNext();
+  }
+
+  void OnCancel() override {
+    // The worker is gone: a complete share still counts, a partial one is abandoned (OnReadDone).
+    FinishOnce(grpc::Status(grpc::StatusCode::CANCELLED, "worker cancelled the step"));
+  }
+
+  void OnDone() override {
+    if (hook_) hook_(ParameterShardService::StepEvent::kDone, worker_);
+    std::shared_ptr<StepReactor> last;  // released after the lock: may delete this
+    absl::MutexLock lock(&mu_);
+    last = std::move(self_);
+  }
+
+ private:
+  // The first segment opens the worker's share, once the push is the assigned worker's.
+  absl::Status Begin() {
+    absl::Status status = service_.CheckStepKey(presented_key_, push_.generation(),
+                                                static_cast<int>(push_.worker_rank()));
+    if (status.ok()) {
+      status = state_.BeginPush(push_.generation(), static_cast<int>(push_.worker_rank()),
+                                push_.step(), push_.range_elements());
+    }
+    if (!status.ok()) return status;
+    began_ = true;
+    worker_ = static_cast<int>(push_.worker_rank());
+    step_ = push_.step();
+    absl::MutexLock lock(&mu_);
+    writer_.emplace(step_, state_.range_elements(), segment_elements_);
+    return absl::OkStatus();
+  }
+
+  absl::Status CheckSameStream() const {
+    if (push_.worker_rank() != static_cast<uint32_t>(worker_) || push_.step() != step_ ||
+        push_.generation() != state_.config().generation) {
+      return absl::InvalidArgumentError("a push stream carries one worker's share of one step");
+    }
+    return absl::OkStatus();
+  }
+
+  void CompletePush() {
+    if (!began_) {
+      FinishOnce(grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "no gradient was pushed"));
+      return;
+    }
+    absl::Status status = state_.FinishPush(worker_, step_);
+    if (!status.ok()) {
+      FinishOnce(ToGrpcStatus(status));
+      state_.AbandonPush(worker_, step_);
+      return;
+    }
+    if (hook_) hook_(ParameterShardService::StepEvent::kPushed, worker_);
+  }
+
+  // Asks for more of the sum than the `after` elements written; the answer may come at once,
+  // on this thread.
+  void WaitForSum(uint64_t after) {
+    state_.WhenSummed(step_, after, [weak = weak_from_this()](Summed summed) {
+      if (std::shared_ptr<StepReactor> self = weak.lock()) self->OnSummed(std::move(summed));
+    });
+  }
+
+  // More of the sum is final (or the step will never be answered): starts the next write, on
+  // whatever thread the state answers.
+  void OnSummed(Summed summed) {
+    if (summed.sum == nullptr) {
+      FinishOnce(ToGrpcStatus(summed.ended));
+      return;
+    }
+    bool first;
+    {
+      absl::MutexLock lock(&mu_);
+      if (finished_) return;
+      writer_->Known(std::move(summed.sum), summed.end);
+      if (!writer_->Next(out_)) return;  // nothing new: cannot happen, WhenSummed said more
+      first = !reply_started_;
+      reply_started_ = true;
+      starting_write_ = true;
+    }
+    if (first && static_cast<size_t>(worker_) < metrics_.to_worker.size() &&
+        metrics_.to_worker[worker_].expected_bytes != nullptr) {
+      metrics_.to_worker[worker_].expected_bytes->Increment(
+          static_cast<double>(state_.range_elements() * sizeof(float)));
+    }
+    if (hook_) hook_(ParameterShardService::StepEvent::kReplyStarting, worker_);
+    // Safe off a reaction: nobody has called Finish (finished_ was false, and a FinishOnce from
+    // now on leaves its Finish to this thread), so the call cannot be done yet.
+    StartWrite(&out_);
+    std::optional<grpc::Status> deferred;
+    {
+      absl::MutexLock lock(&mu_);
+      starting_write_ = false;
+      deferred = std::exchange(deferred_finish_, std::nullopt);
+    }
+    // The write started above keeps the call alive until its OnWriteDone, and no one else will
+    // call Finish, so this is the stream's one Finish, after which this thread touches no gRPC.
+    if (deferred.has_value()) Finish(*deferred);
+  }
+
+  // Only from OnWriteDone, a reaction, which keeps the call alive while it runs. gRPC calls
+  // happen outside the lock: a reaction may run on this thread.
+  void WriteNext() {
+    enum { kWrite, kWait, kFinish } next;
+    uint64_t sent;
+    {
+      absl::MutexLock lock(&mu_);
+      if (finished_) return;
+      if (writer_->done()) {
+        finished_ = true;
+        next = kFinish;
+      } else {
+        next = writer_->Next(out_) ? kWrite : kWait;
+      }
+      sent = writer_->sent();
+    }
+    switch (next) {
+      case kWrite:
+        StartWrite(&out_);
+        return;
+      case kWait:
+        WaitForSum(sent);
+        return;
+      case kFinish:
+        Finish(grpc::Status::OK);
+        return;
+    }
+  }
+
+  void CountSent() {
+    if (static_cast<size_t>(worker_) >= metrics_.to_worker.size()) return;
+    const LinkSendMetrics& link = metrics_.to_worker[worker_];
+    if (link.bytes != nullptr) link.bytes->Increment(static_cast<double>(out_.payload().size()));
+    if (link.messages != nullptr) link.messages->Increment();
+  }
+
+  // The stream's one Finish. Once it is called, gRPC may end the call (OnDone) as soon as no
+  // operation is outstanding, and the stream must not be touched again; so while another thread
+  // is starting a write (OnSummed, not a reaction), the Finish is left to that thread, to call
+  // once its StartWrite has been issued.
+  void FinishOnce(const grpc::Status& status) {
+    bool deferred;
+    {
+      absl::MutexLock lock(&mu_);
+      if (finished_) return;
+      finished_ = true;
+      deferred = starting_write_;
+      if (deferred) deferred_finish_ = status;
+    }
+    if (deferred) {
+      if (hook_) hook_(ParameterShardService::StepEvent::kFinishDeferred, worker_);
+      return;
+    }
+    Finish(status);
+  }
+
+  grpc::CallbackServerContext* const context_;
+  const ParameterShardService& service_;
+  const std::string presented_key_;  // the link key the worker presented (common/auth.h)
+  const std::shared_ptr<const ShardGeneration> generation_;  // keeps state_ and metrics_ alive
+  ShardState& state_;
+  const ShardLinkMetrics& metrics_;
+  const uint64_t segment_elements_;
+  proto::PsPush push_;
+  // Read-side state: touched only by OnReadDone; worker_ and step_ are set before the first
+  // WhenSummed, which the write side follows.
+  bool began_ = false;
+  int worker_ = 0;
+  uint64_t step_ = 0;
+
+  absl::Mutex mu_;
+  bool finished_ ABSL_GUARDED_BY(mu_) = false;
+  std::optional<SumWriter> writer_ ABSL_GUARDED_BY(mu_);
+  bool reply_started_ ABSL_GUARDED_BY(mu_) = false;
+  // OnSummed is starting a write off a reaction; a Finish wanted meanwhile waits here.
+  bool starting_write_ ABSL_GUARDED_BY(mu_) = false;
+  std::optional<grpc::Status> deferred_finish_ ABSL_GUARDED_BY(mu_);
+  proto::PsRangeValues out_;  // the write in flight; one at a time
+  std::shared_ptr<StepReactor> self_ ABSL_GUARDED_BY(mu_);
+  const Hook hook_;  // test-only
+};
+
+// A Step stream to a shard that has nothing to serve yet.
+class RefusedStep final : public grpc::ServerBidiReactor<proto::PsPush, proto::PsRangeValues> {
+ public:
+  RefusedStep() { Finish(NothingServed()); }
+  void OnDone() override { delete this; }
+};
+
+}  // namespace
+
+grpc::ServerBidiReactor<proto::PsPush, proto::PsRangeValues>* ParameterShardService::Step(
+    grpc::CallbackServerContext* context) {
+  std::shared_ptr<const ShardGeneration> generation = current();
+  if (generation == nullptr) return new RefusedStep();
+  StepReactor::Hook hook;
+  {
+    absl::MutexLock lock(&mu_);
+    hook = step_hook_;
+  }
+  return StepReactor::Start(std::make_shared<StepReactor>(context, *this, std::move(generation),
+                                                          segment_elements_, std::move(hook)));
+}
+
+}  // namespace ringside::server
