@@ -370,9 +370,7 @@ absl::StatusOr<std::vector<TrainResultFile>> LocalCluster::WaitForResults(
   while (true) {
     CollectLostWorkers();
     if (options_.restart_servers) RETURN_IF_ERROR(RestartDeadServers());
-    if (std::optional<ProcessEnd> dead = DeadChild()) {
-      return absl::InternalError(absl::StrCat(dead->Summary(), " ended\n", dead->Tail()));
-    }
+    if (std::optional<ProcessEnd> dead = DeadChild()) return absl::InternalError(dead->Describe());
     std::vector<TrainResultFile> results;
     bool all = true;
     int running = 0;
