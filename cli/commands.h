@@ -36,7 +36,9 @@ struct ClusterFlags {
   int workers = 4;
   int ps_shards = 2;
   absl::Duration heartbeat_timeout = absl::Seconds(2);
-  std::string work_dir;  // empty: a fresh temporary directory, removed at the end
+  // Empty: a fresh temporary directory, removed at the end unless a process of the cluster ended
+  // without being asked to (its log is kept there, and the path printed).
+  std::string work_dir;
   // The controller's durable directory (empty: none) and its checkpoint interval in steps
   // (0: none); ringside-controller's --checkpoint_dir and --checkpoint_every.
   std::string checkpoint_dir;

@@ -153,20 +153,34 @@ absl::Status MeasureTraffic(LocalCluster& cluster, SyncMode mode, const JobConfi
   return absl::OkStatus();
 }
 
-absl::StatusOr<ModeRun> RunMode(const CompareOptions& options, int job_index,
-                                const worker::TrainingOptions& job, const JobConfig& config,
-                                ClusterShape shape, SyncMode mode, bool with_timeline,
-                                const TerminationSignals& signals, std::ostream& out) {
-  ASSIGN_OR_RETURN(TempDir dir, TempDir::Create("ringside-compare-"));
+// What a process that ended without being asked to said last, for the report.
+ProcessFailure FailureOf(const launch::ProcessEnd& end) {
+  return ProcessFailure{end.name, end.pid, end.how, end.log, end.last_lines};
+}
+
+std::string PhaseName(const worker::TrainingOptions& job, ClusterShape shape, SyncMode mode) {
+  return absl::StrCat(
+      job.model, " ", SyncModeName(mode),
+      shape.swept ? absl::StrCat(" N=", shape.workers, " S=", shape.ps_shards) : "");
+}
+
+// One mode's cluster in `dir`, run to its end and measured. Every process that ends without
+// being asked to is printed with its log's last lines and added to `failures`, which the caller
+// keeps even when the run fails.
+absl::StatusOr<ModeRun> RunCluster(const std::string& dir, const CompareOptions& options,
+                                   int job_index, const worker::TrainingOptions& job,
+                                   const JobConfig& config, ClusterShape shape, SyncMode mode,
+                                   bool with_timeline, const TerminationSignals& signals,
+                                   std::ostream& out, std::vector<ProcessFailure>& failures) {
   LocalClusterOptions cluster_options;
   cluster_options.bin_dir = options.cluster.bin_dir;
-  cluster_options.dir = dir.path();
+  cluster_options.dir = dir;
   cluster_options.workers = shape.workers;
   cluster_options.ps_shards = shape.ps_shards;
   if (with_timeline) {
     for (int i = 0; i < shape.workers; ++i) {
       cluster_options.flags_of_worker[i] = {
-          "--timeline_file=" + TimelinePath(dir.path(), i),
+          "--timeline_file=" + TimelinePath(dir, i),
           absl::StrCat("--timeline_capacity=", options.timeline_capacity)};
     }
   }
@@ -187,9 +201,7 @@ absl::StatusOr<ModeRun> RunMode(const CompareOptions& options, int job_index,
   ASSIGN_OR_RETURN(std::unique_ptr<LocalCluster> cluster, LocalCluster::Start(cluster_options));
   ModeRun run;
   run.report.mode = mode;
-  const std::string phase =
-      absl::StrCat(job.model, " ", SyncModeName(mode),
-                   shape.swept ? absl::StrCat(" N=", shape.workers, " S=", shape.ps_shards) : "");
+  const std::string phase = PhaseName(job, shape, mode);
   out << phase << ": started";
   for (auto& process : cluster->processes()) {
     out << " " << process->name << " (pid " << process->process.pid() << ")";
@@ -200,17 +212,20 @@ absl::StatusOr<ModeRun> RunMode(const CompareOptions& options, int job_index,
   PhaseProgress progress(phase, job.steps, isatty(STDOUT_FILENO) == 1, out);
   std::vector<TrainResultFile> results;
   auto report_losses = [&] {
-    for (const std::string& lost : cluster->TakeLostWorkerReports()) {
-      run.report.events.push_back(absl::StrCat(lost, "; the others went on without it"));
+    for (const launch::ProcessEnd& lost : cluster->TakeLostWorkerReports()) {
+      run.report.events.push_back(absl::StrCat(lost.Summary(), "; the others went on without it"));
+      failures.push_back(FailureOf(lost));
       progress.Break();
-      out << phase << ": " << run.report.events.back() << "\n";
+      out << phase << ": " << run.report.events.back() << "\n" << lost.Tail() << "\n";
+      out.flush();
     }
   };
   while (true) {
     if (signals.received()) return absl::CancelledError("stopped by a signal; every child stopped");
     report_losses();
-    if (std::optional<std::string> dead = cluster->DeadChild()) {
-      return absl::AbortedError(absl::StrCat("a process of the cluster died: ", *dead));
+    if (std::optional<launch::ProcessEnd> dead = cluster->DeadChild()) {
+      failures.push_back(FailureOf(*dead));
+      return absl::AbortedError(absl::StrCat("a process of the cluster died: ", dead->Describe()));
     }
     absl::StatusOr<std::vector<TrainResultFile>> done =
         cluster->WaitForResults(absl::Milliseconds(200), [&] { return signals.received(); });
@@ -267,8 +282,7 @@ absl::StatusOr<ModeRun> RunMode(const CompareOptions& options, int job_index,
   for (ClusterProcess* w : cluster->workers()) eval_files.push_back(w->eval_file);
   ReadAccuracyOverTime(eval_files, options.target_accuracy, run.report);
   if (with_timeline) {
-    run.timeline =
-        ReadTimelines(dir.path(), shape.workers, mode, shape, job.model, run.report.events);
+    run.timeline = ReadTimelines(dir, shape.workers, mode, shape, job.model, run.report.events);
   }
   run.report.step_p50 = Percentile(seconds, 0.5);
   run.report.step_p95 = Percentile(seconds, 0.95);
@@ -285,6 +299,25 @@ absl::StatusOr<ModeRun> RunMode(const CompareOptions& options, int job_index,
   for (auto& process : cluster->processes()) {
     const std::optional<ExitStatus>& status = process->process.exit_status();
     run.report.processes.push_back({process->name, status ? status->peak_rss_bytes : 0});
+  }
+  return run;
+}
+
+// RunCluster in a fresh directory, which is kept, and named, when a process failed or the run
+// did (not when a signal stopped it): its logs are the post-mortem.
+absl::StatusOr<ModeRun> RunMode(const CompareOptions& options, int job_index,
+                                const worker::TrainingOptions& job, const JobConfig& config,
+                                ClusterShape shape, SyncMode mode, bool with_timeline,
+                                const TerminationSignals& signals, std::ostream& out,
+                                std::vector<ProcessFailure>& failures) {
+  ASSIGN_OR_RETURN(TempDir dir, TempDir::Create("ringside-compare-"));
+  absl::StatusOr<ModeRun> run = RunCluster(dir.path(), options, job_index, job, config, shape, mode,
+                                           with_timeline, signals, out, failures);
+  const bool cancelled = !run.ok() && run.status().code() == absl::StatusCode::kCancelled;
+  if (!cancelled && (!run.ok() || !failures.empty())) {
+    dir.Keep();
+    out << PhaseName(job, shape, mode) << ": the cluster's logs are kept in " << dir.path() << "\n";
+    out.flush();
   }
   return run;
 }
@@ -337,17 +370,20 @@ absl::StatusOr<JobComparison> RunJobComparison(
       report_of_mode.failure = "not run: an earlier run failed";
       continue;
     }
+    std::vector<ProcessFailure> failures;
     absl::StatusOr<ModeRun> run = RunMode(options, job_index, job, comparison.config, shape, mode,
-                                          timeline != nullptr, signals, out);
+                                          timeline != nullptr, signals, out, failures);
     if (!run.ok()) {
       if (run.status().code() == absl::StatusCode::kCancelled) return run.status();
       failed = Annotate(run.status(), absl::StrCat(job.model, " in ", SyncModeName(mode), " mode"));
       report_of_mode.failure = std::string(failed.message());
+      report_of_mode.process_failures = std::move(failures);
       out << "\n"
           << job.model << " " << SyncModeName(mode) << ": failed: " << failed.message() << "\n";
       continue;
     }
     report_of_mode = run->report;
+    report_of_mode.process_failures = std::move(failures);
     if (options.link_rate.has_value()) {  // ringside lab: the links' bound on the sync
       const JobConfig& config = comparison.config;
       report_of_mode.bound_seconds_per_step = SyncBoundSeconds(

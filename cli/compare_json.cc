@@ -51,6 +51,18 @@ json ProcessesJson(const std::vector<ProcessMemory>& processes) {
   return out;
 }
 
+json ProcessFailuresJson(const std::vector<ProcessFailure>& failures) {
+  json out = json::array();
+  for (const ProcessFailure& f : failures) {
+    out.push_back({{"name", f.name},
+                   {"pid", f.pid},
+                   {"exit", f.exit},
+                   {"log", f.log},
+                   {"last_lines", f.last_lines}});
+  }
+  return out;
+}
+
 json ModeJson(const ModeReport& m) {
   json out = {
       {"mode", std::string(SyncModeName(m.mode))},
@@ -75,6 +87,7 @@ json ModeJson(const ModeReport& m) {
       {"links", LinksJson(m.links)},
       {"events", m.events},
       {"processes", ProcessesJson(m.processes)},
+      {"process_failures", ProcessFailuresJson(m.process_failures)},
       {"sync_seconds", {{"p50", m.sync_p50}, {"min", m.sync_min}}},
   };
   // ringside lab: the cost model's sync time at the link rate, and how far above it the

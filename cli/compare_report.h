@@ -42,6 +42,17 @@ struct ProcessMemory {
   int64_t peak_rss_bytes = 0;
 };
 
+// A process of the run's cluster that ended without being asked to (a lost worker, a dead
+// shard or controller): how it ended and what its log said last, so the failure explains itself.
+// The cluster's directory, and so the log, is kept after such a run.
+struct ProcessFailure {
+  std::string name;  // node name: "worker-0"
+  int64_t pid = 0;
+  std::string exit;                     // "exit code 1", "killed by signal 9 (SIGKILL)"
+  std::string log;                      // the path of its whole log
+  std::vector<std::string> last_lines;  // its log's last lines, each quoted, escaped and cut
+};
+
 // One step's loss on the first worker, `seconds` after its cluster was started (process
 // start-up and the first regroup included: wall-clock time to a loss, as a user waits for it).
 struct LossPoint {
@@ -104,8 +115,9 @@ struct ModeReport {
   std::vector<LinkTraffic> links;
   int final_world = 0;              // workers at the end (fewer if one was lost)
   std::vector<std::string> events;  // e.g. "worker-3 exited (killed) at ~step 40; continued..."
-  std::vector<ProcessMemory> processes;   // every process the run started, in start order
-  std::vector<LossPoint> loss_over_time;  // at most kMaxLossPoints, evenly thinned
+  std::vector<ProcessMemory> processes;          // every process the run started, in start order
+  std::vector<ProcessFailure> process_failures;  // in the order they were seen (also if failed)
+  std::vector<LossPoint> loss_over_time;         // at most kMaxLossPoints, evenly thinned
   // Data with a held-out test set only: every evaluation, in step order, and one evaluation's
   // mean own time (on the evaluator's thread, in no step's phases nor in samples/s).
   std::vector<AccuracyPoint> accuracy_over_time;

@@ -77,6 +77,8 @@ absl::StatusOr<JobComparison> RunScalingSweep(const CompareOptions& options, int
                                       ? std::vector<int>{options.cluster.ps_shards}
                                       : options.shard_counts;
   std::vector<ScalingPoint> ring_points, ps_points;
+  // Of every size, not only the largest's, which the report describes.
+  std::vector<ProcessFailure> ring_failures, ps_failures;
   JobComparison largest;
   bool have_largest = false;
   for (int n : workers) {
@@ -89,8 +91,12 @@ absl::StatusOr<JobComparison> RunScalingSweep(const CompareOptions& options, int
       ASSIGN_OR_RETURN(JobComparison run, RunJobComparison(options, job_index, job, shape, modes,
                                                            signals, out, failed, timeline));
       ps_points.push_back(PointOf(run.ps, shape));
+      ps_failures.insert(ps_failures.end(), run.ps.process_failures.begin(),
+                         run.ps.process_failures.end());
       if (s == 0) {
         ring_points.push_back(PointOf(run.ring, shape));
+        ring_failures.insert(ring_failures.end(), run.ring.process_failures.begin(),
+                             run.ring.process_failures.end());
         largest = std::move(run);  // the largest N run so far, at the first shard count
         have_largest = true;
       }
@@ -99,6 +105,8 @@ absl::StatusOr<JobComparison> RunScalingSweep(const CompareOptions& options, int
   if (!have_largest) return absl::InternalError("the sweep ran no cluster");
   largest.ring.scaling = std::move(ring_points);
   largest.ps.scaling = std::move(ps_points);
+  largest.ring.process_failures = std::move(ring_failures);
+  largest.ps.process_failures = std::move(ps_failures);
   FillScalingModel(largest.ring, largest.config, 0);
   FillScalingModel(largest.ps, largest.config, 0);
   return largest;

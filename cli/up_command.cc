@@ -36,6 +36,34 @@ absl::Status WriteReadyFile(LocalCluster& cluster, const std::string& path) {
   return WriteFileAtomically(path, ready.dump() + "\n");
 }
 
+// Until a signal: reports every worker lost and every server restarted, each with the last lines
+// of its log, and sets `ended` when there was one. A crash loop ends it.
+absl::Status KeepRunning(LocalCluster& cluster, const UpOptions& options,
+                         const std::string& add_worker, const TerminationSignals& signals,
+                         std::ostream& out, bool& ended) {
+  while (!signals.WaitFor(absl::Milliseconds(200))) {
+    // A lost worker is the elastic demo: the controller re-forms the ring without it.
+    for (const launch::ProcessEnd& lost : cluster.TakeLostWorkerReports()) {
+      ended = true;
+      out << "ringside up: lost " << lost.Summary()
+          << "; the others go on without it (add one with: " << add_worker << ")\n"
+          << lost.Tail() << "\n";
+      out.flush();
+    }
+    // A lost controller or shard comes back at its address; a crash loop ends `up`.
+    const absl::Status restarted = cluster.RestartDeadServers();
+    const std::vector<std::string> restarts = cluster.TakeRestartReports();
+    ended = ended || !restarted.ok() || !restarts.empty();
+    RETURN_IF_ERROR(restarted);
+    for (const std::string& restart : restarts) out << "ringside up: " << restart << "\n";
+    out.flush();
+    if (!restarts.empty() && !options.ready_file.empty()) {
+      RETURN_IF_ERROR(WriteReadyFile(cluster, options.ready_file));
+    }
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 absl::Status RunUp(const UpOptions& options, const TerminationSignals& signals, std::ostream& out) {
@@ -58,7 +86,12 @@ absl::Status RunUp(const UpOptions& options, const TerminationSignals& signals, 
   cluster_options.checkpoint_every = options.cluster.checkpoint_every;
   cluster_options.restart_servers = true;  // what an orchestrator does for a pod that dies
   cluster_options.tls = options.cluster.tls;
-  ASSIGN_OR_RETURN(std::unique_ptr<LocalCluster> cluster, LocalCluster::Start(cluster_options));
+  absl::StatusOr<std::unique_ptr<LocalCluster>> started = LocalCluster::Start(cluster_options);
+  if (!started.ok()) {
+    if (temp != nullptr) temp->Keep();  // the error names a log in it
+    return started.status();
+  }
+  std::unique_ptr<LocalCluster> cluster = *std::move(started);
   out << "ringside up: controller at " << cluster->controller_address() << ", logs in " << dir
       << (options.cluster.tls ? ", mutual TLS (throw-away CA and certificates in " + dir + "/tls)"
                               : ", plaintext (--insecure)")
@@ -80,24 +113,16 @@ absl::Status RunUp(const UpOptions& options, const TerminationSignals& signals, 
          "process.\n";
   out.flush();
   if (!options.ready_file.empty()) RETURN_IF_ERROR(WriteReadyFile(*cluster, options.ready_file));
-  while (!signals.WaitFor(absl::Milliseconds(200))) {
-    // A lost worker is the elastic demo: the controller re-forms the ring without it.
-    for (const std::string& lost : cluster->TakeLostWorkerReports()) {
-      out << "ringside up: lost " << lost
-          << "; the others go on without it (add one with: " << add_worker << ")\n";
-      out.flush();
-    }
-    // A lost controller or shard comes back at its address; a crash loop ends `up`.
-    RETURN_IF_ERROR(cluster->RestartDeadServers());
-    const std::vector<std::string> restarts = cluster->TakeRestartReports();
-    for (const std::string& restart : restarts) out << "ringside up: " << restart << "\n";
-    out.flush();
-    if (!restarts.empty() && !options.ready_file.empty()) {
-      RETURN_IF_ERROR(WriteReadyFile(*cluster, options.ready_file));
-    }
-  }
+  // A process that ended without being asked to keeps the directory, and so its log, on disk.
+  bool ended = false;
+  const absl::Status status = KeepRunning(*cluster, options, add_worker, signals, out, ended);
   cluster->Stop();
-  return absl::OkStatus();
+  if (ended && temp != nullptr) {
+    temp->Keep();
+    out << "ringside up: the cluster's logs are kept in " << dir << "\n";
+    out.flush();
+  }
+  return status;
 }
 
 }  // namespace ringside::cli

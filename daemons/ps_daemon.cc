@@ -142,7 +142,7 @@ absl::StatusOr<ElementRange> Follow(const ShardAssignment& assignment, Metrics& 
     generation.links = factory.links(assignment.shard, assignment.workers);
     service.Serve(std::move(generation));
   } else {
-    service.SetJob(ShardJob{assignment.shard, range, assignment.optimizer});
+    service.SetJob(ShardJob{assignment.shard, range, assignment.optimizer, assignment.generation});
   }
   metrics.ExportMembership(assignment.workers, assignment.generation, assignment.mode);
   log << PsShardName(assignment.shard) << ": generation " << assignment.generation << ", "

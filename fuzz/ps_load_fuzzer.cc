@@ -33,6 +33,7 @@ ShardJob Job(uint64_t begin, uint64_t size, uint8_t kind) {
   job.shard = 0;
   job.range = {begin, begin + size};
   job.optimizer.kind = static_cast<OptimizerKind>(kind % 3);
+  job.generation = 255;  // every fuzzed header's generation (one byte) is assigned
   return job;
 }
 

@@ -47,6 +47,17 @@ struct WorkerFiles {
   std::string ready, result, trace, evaluations, params;
 };
 
+// How `process` ended (it has), and what its log (by default where it writes it) says last.
+ProcessEnd EndOf(const ClusterProcess& process, std::string log = "") {
+  ProcessEnd end;
+  end.name = process.name;
+  end.pid = process.process.pid();
+  end.how = process.process.exit_status()->ToString();
+  end.log = log.empty() ? process.process.log_path() : std::move(log);
+  end.last_lines = QuotedTailOfFile(end.log);
+  return end;
+}
+
 // How every child of the cluster is run: output to <dir>/<name>.log.
 SpawnOptions SpawnOptionsOf(const std::string& dir, const std::string& name,
                             const std::vector<std::string>& argv) {
@@ -58,6 +69,17 @@ SpawnOptions SpawnOptionsOf(const std::string& dir, const std::string& name,
 }
 
 }  // namespace
+
+std::string ProcessEnd::Summary() const { return absl::StrCat(name, " (pid ", pid, ") ", how); }
+
+std::string ProcessEnd::Tail() const {
+  if (last_lines.empty()) return absl::StrCat("  its log (", log, ") is empty or unreadable");
+  std::string tail = absl::StrCat("  last lines of its log (", log, "):");
+  for (const std::string& line : last_lines) absl::StrAppend(&tail, "\n    ", line);
+  return tail;
+}
+
+std::string ProcessEnd::Describe() const { return absl::StrCat(Summary(), "\n", Tail()); }
 
 ClusterProcess::ClusterProcess(std::string name, Subprocess process,
                                std::vector<std::string> command, std::string ready_file)
@@ -263,26 +285,21 @@ void LocalCluster::CollectLostWorkers() {
   for (ClusterProcess* worker : workers()) {
     if (worker->expected_to_end || !worker->process.Poll().has_value()) continue;
     worker->expected_to_end = true;
-    unreported_losses_.push_back(absl::StrCat(worker->name, " (pid ", worker->process.pid(), ") ",
-                                              worker->process.exit_status()->ToString()));
+    unreported_losses_.push_back(EndOf(*worker));
   }
 }
 
-std::vector<std::string> LocalCluster::TakeLostWorkerReports() {
+std::vector<ProcessEnd> LocalCluster::TakeLostWorkerReports() {
   CollectLostWorkers();
-  std::vector<std::string> reports;
+  std::vector<ProcessEnd> reports;
   reports.swap(unreported_losses_);
   return reports;
 }
 
-std::optional<std::string> LocalCluster::DeadChild() {
+std::optional<ProcessEnd> LocalCluster::DeadChild() {
   for (auto& process : processes_) {
     if (process->expected_to_end || (options_.restart_servers && !process->is_worker())) continue;
-    if (!process->process.Poll().has_value()) continue;
-    return absl::StrCat(process->name, " (pid ", process->process.pid(),
-                        ") ended: ", process->process.exit_status()->ToString(),
-                        "; last lines of its log (", process->process.log_path(), "):\n",
-                        TailOfFile(process->process.log_path(), 10));
+    if (process->process.Poll().has_value()) return EndOf(*process);
   }
   return std::nullopt;
 }
@@ -317,8 +334,7 @@ absl::Status LocalCluster::RestartIfDue(ClusterProcess& server, absl::Time now) 
           "gave up restarting ", server.name, " at ", address, ": it ended again (pid ",
           server.process.pid(), ", ", ended.ToString(), ") after ", made, " restarts within ",
           absl::FormatDuration(options_.restart_window),
-          " (a crash loop, or its port taken by another process); last lines of its log (",
-          server.process.log_path(), "):\n", TailOfFile(server.process.log_path(), 10)));
+          " (a crash loop, or its port taken by another process)\n", EndOf(server).Tail()));
     }
     // The first restart at once; then doubling waits (capped), as an orchestrator backs off.
     const absl::Duration backoff =
@@ -331,6 +347,7 @@ absl::Status LocalCluster::RestartIfDue(ClusterProcess& server, absl::Time now) 
   const pid_t dead_pid = server.process.pid();
   const std::string kept_log = absl::StrCat(server.process.log_path(), ".", ++server.restarted);
   std::rename(server.process.log_path().c_str(), kept_log.c_str());
+  const ProcessEnd dead = EndOf(server, kept_log);
   std::remove(server.ready_file.c_str());
   ASSIGN_OR_RETURN(Subprocess replacement,
                    Subprocess::Spawn(SpawnOptionsOf(options_.dir, server.name, server.command)));
@@ -341,7 +358,7 @@ absl::Status LocalCluster::RestartIfDue(ClusterProcess& server, absl::Time now) 
       server.name, " (pid ", dead_pid, ") ", ended.ToString(), "; restarted it as pid ",
       server.process.pid(), " at ", address, " with the same command line (restart ",
       server.restarts.size(), " of at most ", options_.max_restarts, " within ",
-      absl::FormatDuration(options_.restart_window), "; the old log is ", kept_log, ")"));
+      absl::FormatDuration(options_.restart_window), ")\n", dead.Tail()));
   return absl::OkStatus();
 }
 
@@ -357,7 +374,7 @@ absl::StatusOr<std::vector<TrainResultFile>> LocalCluster::WaitForResults(
   while (true) {
     CollectLostWorkers();
     if (options_.restart_servers) RETURN_IF_ERROR(RestartDeadServers());
-    if (std::optional<std::string> dead = DeadChild()) return absl::InternalError(*dead);
+    if (std::optional<ProcessEnd> dead = DeadChild()) return absl::InternalError(dead->Describe());
     std::vector<TrainResultFile> results;
     bool all = true;
     int running = 0;

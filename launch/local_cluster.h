@@ -17,6 +17,8 @@
 // a grace), and gets SIGKILL if the thread that started it dies: start it (and call
 // RestartDeadServers and WaitForResults, which may start replacements) from a thread that lives
 // as long as the cluster.
+// Every process that ends without being asked to is reported with the last lines of its log
+// (ProcessEnd), so that a failure explains itself; the logs stay in `dir`.
 // Thread-compatible. Errors: spawn failures, DEADLINE_EXCEEDED or INTERNAL naming the process
 // (with its last log lines) when one does not come up or dies, and ABORTED for a crash loop.
 #ifndef RINGSIDE_LAUNCH_LOCAL_CLUSTER_H_
@@ -112,6 +114,23 @@ struct ClusterProcess {
   int restarted = 0;  // restarts ever made: names the kept logs <name>.log.<n>
 };
 
+// A process of the cluster that ended without being asked to, and what it said last: what
+// `ringside compare`, `lab` and `up` print and report.
+struct ProcessEnd {
+  std::string name;  // "worker-0"
+  pid_t pid = 0;
+  std::string how;  // ExitStatus::ToString(): "exit code 1", "killed by signal 9 (SIGKILL)"
+  std::string log;  // its whole log
+  std::vector<std::string> last_lines;  // of its log, each quoted and cut (QuotedTailOfFile)
+
+  // "worker-0 (pid 123) exit code 1".
+  std::string Summary() const;
+  // "  last lines of its log (PATH):" and below it the last lines, one per line, indented.
+  std::string Tail() const;
+  // Summary(), then Tail() on the lines below.
+  std::string Describe() const;
+};
+
 class LocalCluster {
  public:
   // Starts the controller, then the shards and workers, and waits until each is serving.
@@ -138,9 +157,9 @@ class LocalCluster {
   // issues `name` its certificate).
   absl::StatusOr<std::vector<std::string>> WorkerCommand(const std::string& name);
 
-  // A child that ended without being asked to: "<name> (pid P) <how it ended>; last lines: ...".
+  // A child that ended without being asked to (the first found), with its log's last lines.
   // Under restart_servers only workers count: a dead server is RestartDeadServers' business.
-  std::optional<std::string> DeadChild();
+  std::optional<ProcessEnd> DeadChild();
 
   // Restarts every controller or shard that ended without being asked to, with its own
   // command line (so at its own address), once its back-off is over; the previous log is kept
@@ -152,14 +171,14 @@ class LocalCluster {
   // A no-op after Stop().
   absl::Status RestartDeadServers();
   // "<name> (pid P) <how it ended>; restarted as pid Q at ADDRESS ..." for every restart since
-  // the last call.
+  // the last call, followed by the dead one's ProcessEnd::Tail() on the lines below.
   std::vector<std::string> TakeRestartReports();
 
   // Marks every worker that ended without being asked to as lost (expected_to_end); the elastic
   // job goes on without them. Each loss is reported once by TakeLostWorkerReports().
   void CollectLostWorkers();
-  // "<name> (pid P) <how it ended>" for every worker lost since the last call.
-  std::vector<std::string> TakeLostWorkerReports();
+  // Every worker lost since the last call.
+  std::vector<ProcessEnd> TakeLostWorkerReports();
 
   // Waits until every worker still running has written its result file; a worker that dies
   // meanwhile is lost (CollectLostWorkers), not a failure. Fails at once, naming the process,
@@ -194,7 +213,7 @@ class LocalCluster {
   int next_worker_ = 0;
   bool stopped_ = false;
   absl::Status gave_up_;  // RestartDeadServers' crash-loop error, once there is one
-  std::vector<std::string> unreported_losses_;
+  std::vector<ProcessEnd> unreported_losses_;
   std::vector<std::string> unreported_restarts_;
   std::vector<std::unique_ptr<ClusterProcess>> processes_;
 };

@@ -21,6 +21,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
+#include "common/net.h"
 
 extern char** environ;
 
@@ -316,6 +317,16 @@ std::string TailOfFile(const std::string& path, int max_lines) {
     lines.erase(lines.begin(), lines.end() - max_lines);
   }
   return absl::StrJoin(lines, "\n");
+}
+
+std::vector<std::string> QuotedTailOfFile(const std::string& path, int max_lines,
+                                          size_t max_line_bytes) {
+  std::vector<std::string> lines;
+  for (absl::string_view line :
+       absl::StrSplit(TailOfFile(path, max_lines), '\n', absl::SkipWhitespace())) {
+    lines.push_back(QuoteForLog(line, max_line_bytes));
+  }
+  return lines;
 }
 
 }  // namespace ringside

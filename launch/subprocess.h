@@ -108,6 +108,14 @@ absl::Status WaitAll(absl::Span<Subprocess* const> processes, absl::Duration tim
 // The last `max_lines` lines of the file at `path` (empty if unreadable); for error messages.
 std::string TailOfFile(const std::string& path, int max_lines);
 
+// What a child's log says last, fit to print and to keep in a report: its last `max_lines`
+// non-blank lines, each quoted, escaped and cut to `max_line_bytes` (QuoteForLog), since a log
+// may hold anything. Empty when the log is unreadable or empty.
+inline constexpr int kLogTailLines = 20;
+inline constexpr size_t kLogTailLineBytes = 200;
+std::vector<std::string> QuotedTailOfFile(const std::string& path, int max_lines = kLogTailLines,
+                                          size_t max_line_bytes = kLogTailLineBytes);
+
 }  // namespace ringside
 
 #endif  // RINGSIDE_LAUNCH_SUBPROCESS_H_

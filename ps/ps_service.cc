@@ -114,14 +114,56 @@ absl::Status ParameterShardService::CheckLoadKey(absl::string_view presented,
 }
 
 void ParameterShardService::SetJob(ShardJob job) {
+  std::vector<std::function<void()>> ready;
+  {
+    absl::MutexLock lock(&mu_);
+    const uint64_t generation = job.generation;
+    job_ = std::move(job);
+    auto waiting = std::stable_partition(
+        assignment_waits_.begin(), assignment_waits_.end(),
+        [generation](const AssignmentWait& wait) { return wait.generation > generation; });
+    for (auto it = waiting; it != assignment_waits_.end(); ++it) {
+      ready.push_back(std::move(it->resume));
+    }
+    assignment_waits_.erase(waiting, assignment_waits_.end());
+  }
+  // Outside the lock: a resumed Load checks its first segment against the job just set.
+  for (const std::function<void()>& resume : ready) resume();
+}
+
+bool ParameterShardService::AwaitAssignment(uint64_t generation, const void* waiter,
+                                            std::function<void()> resume) {
   absl::MutexLock lock(&mu_);
-  job_ = std::move(job);
+  // A static shard serves a generation of its own and is never assigned a job: no wait.
+  const bool static_shard = !job_.has_value() && current_ != nullptr;
+  if (static_shard || (job_.has_value() && job_->generation >= generation)) return false;
+  assignment_waits_.push_back(AssignmentWait{waiter, generation, std::move(resume)});
+  return true;
+}
+
+bool ParameterShardService::CancelAssignmentWait(const void* waiter) {
+  absl::MutexLock lock(&mu_);
+  auto it = std::find_if(assignment_waits_.begin(), assignment_waits_.end(),
+                         [waiter](const AssignmentWait& wait) { return wait.waiter == waiter; });
+  if (it == assignment_waits_.end()) return false;
+  assignment_waits_.erase(it);
+  return true;
+}
+
+size_t ParameterShardService::loads_awaiting_assignment() const {
+  absl::MutexLock lock(&mu_);
+  return assignment_waits_.size();
 }
 
 void ParameterShardService::SetStepHookForTesting(
     std::function<void(StepEvent event, int worker)> hook) {
   absl::MutexLock lock(&mu_);
   step_hook_ = std::move(hook);
+}
+
+void ParameterShardService::SetLoadWaitHookForTesting(std::function<void(uint64_t)> hook) {
+  absl::MutexLock lock(&mu_);
+  load_wait_hook_ = std::move(hook);
 }
 
 std::shared_ptr<const ShardGeneration> ParameterShardService::current() const {

@@ -9,7 +9,10 @@
 // What the shard serves is one ShardGeneration at a time. A static shard (ringside-ps --workers)
 // is given its only one at start; an elastic shard (--controller) learns the job's shape from the
 // controller (SetJob) and gets each generation's state from a worker's Load, which replaces the
-// generation whole: steps still waiting on the old one end ABORTED, never half-applied.
+// generation whole: steps still waiting on the old one end ABORTED, never half-applied. The
+// worker and the shard learn of a generation on separate watch streams, in no set order, so a
+// Load of a generation the shard has no assignment of yet waits for it (within the Load's own
+// deadline, holding its first segment only) instead of being refused.
 // Thread-safe; reactors never block and do no step's arithmetic: the push that completes a
 // segment of every share hands it to the generation's ShardState applier thread, which applies
 // it and starts the replies' next writes (WhenSummed). Replacing a generation closes its state
@@ -51,6 +54,9 @@ struct ShardJob {
   int shard = 0;
   ElementRange range;  // of the flat parameter vector
   OptimizerConfig optimizer;
+  // The controller's generation that assigned it. A Load is checked only against the assignment
+  // of its own generation or a later one: an older one may have another shard map.
+  uint64_t generation = 0;
 };
 
 // Builds a generation's counters for the shard's index and its number of workers; null:
@@ -71,7 +77,8 @@ class ParameterShardService final : public proto::ParameterShard::CallbackServic
 
   // Serves `generation` from now on; the one it replaces is closed.
   void Serve(ShardGeneration generation);
-  // Elastic shards: the job Loads must fit.
+  // Elastic shards: the job Loads must fit. Resumes the Loads waiting for an assignment of
+  // `job.generation` or an earlier generation, on this thread.
   void SetJob(ShardJob job);
   // The generation served now; null before the first.
   std::shared_ptr<const ShardGeneration> current() const;
@@ -91,6 +98,9 @@ class ParameterShardService final : public proto::ParameterShard::CallbackServic
     kDone,
   };
   void SetStepHookForTesting(std::function<void(StepEvent event, int worker)> hook);
+  // Test-only: called (on a gRPC thread, holding no lock) by every Load stream opened after the
+  // hook is set that begins to wait for the shard's assignment of `generation`.
+  void SetLoadWaitHookForTesting(std::function<void(uint64_t generation)> hook);
 
   grpc::ServerBidiReactor<proto::PsPush, proto::PsRangeValues>* Step(
       grpc::CallbackServerContext* context) override;
@@ -118,7 +128,25 @@ class ParameterShardService final : public proto::ParameterShard::CallbackServic
   // the generation served changed meanwhile so that the state no longer fits; nothing changes.
   absl::Status FinishLoad(const proto::PsStateSegment& first, std::vector<float> sequence);
 
+  // A Load of `generation` (its key checked) before anything of it is stored: false when the
+  // shard has its assignment of that generation or a later one, or never will (a static shard,
+  // serving a generation of its own without a job; CheckLoad refuses the Load then). True: the
+  // Load must wait, and `resume` runs once, on the thread of the SetJob that brings such an
+  // assignment, unless CancelAssignmentWait(waiter) takes it back first. `waiter` names the
+  // wait (one per waiter).
+  bool AwaitAssignment(uint64_t generation, const void* waiter, std::function<void()> resume);
+  // True when the wait was still pending and is dropped: its `resume` will not run.
+  bool CancelAssignmentWait(const void* waiter);
+  // Loads waiting for an assignment now.
+  size_t loads_awaiting_assignment() const;
+
  private:
+  struct AssignmentWait {
+    const void* waiter;
+    uint64_t generation;
+    std::function<void()> resume;
+  };
+
   absl::StatusOr<uint64_t> CheckLoadLocked(const proto::PsStateSegment& first) const
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
@@ -128,6 +156,8 @@ class ParameterShardService final : public proto::ParameterShard::CallbackServic
   std::shared_ptr<const ShardGeneration> current_ ABSL_GUARDED_BY(mu_);
   std::optional<ShardJob> job_ ABSL_GUARDED_BY(mu_);
   std::function<void(StepEvent, int)> step_hook_ ABSL_GUARDED_BY(mu_);
+  std::function<void(uint64_t)> load_wait_hook_ ABSL_GUARDED_BY(mu_);
+  std::vector<AssignmentWait> assignment_waits_ ABSL_GUARDED_BY(mu_);
   std::string credential_ ABSL_GUARDED_BY(mu_);
 };
 

@@ -2,11 +2,13 @@
 // optimiser state onto the shards when a ps-mode generation begins.
 #include <algorithm>
 #include <cstring>
+#include <functional>
 #include <memory>
 #include <utility>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/synchronization/mutex.h"
 #include "common/auth.h"
 #include "common/grpc_util.h"
 #include "common/status_macros.h"
@@ -22,10 +24,18 @@ bool SameTransfer(const proto::PsStateSegment& a, const proto::PsStateSegment& b
          a.state_elements() == b.state_elements();
 }
 
+// One Load stream. Its first segment, once its key is checked, waits for the shard's own
+// assignment of the load's generation (ParameterShardService::AwaitAssignment) with no read
+// pending, so nothing of the stream is read or stored meanwhile; SetJob's thread resumes it, off
+// any reaction. Off a reaction only a call that nobody has finished is alive: the wait is taken
+// back by exactly one of Resume (the assignment came) and OnCancel (the worker or the deadline
+// ended the call), and whichever takes it makes the stream's next move.
 class LoadReactor final : public grpc::ServerReadReactor<proto::PsStateSegment> {
  public:
-  LoadReactor(grpc::CallbackServerContext* context, ParameterShardService& service)
-      : context_(context), service_(service), load_(service) {
+  using Hook = std::function<void(uint64_t generation)>;
+
+  LoadReactor(grpc::CallbackServerContext* context, ParameterShardService& service, Hook hook)
+      : context_(context), service_(service), load_(service), hook_(std::move(hook)) {
     StartRead(&segment_);
   }
 
@@ -38,29 +48,86 @@ class LoadReactor final : public grpc::ServerReadReactor<proto::PsStateSegment> 
       }
       return;
     }
-    // Before anything is stored: the load must be the designated member's of its generation.
-    absl::Status status;
     if (!checked_key_) {
-      status =
-          service_.CheckLoadKey(MetadataValue(*context_, kLinkKeyMetadata), segment_.generation());
+      // Before anything is stored: the load must be the designated member's of its generation.
       checked_key_ = true;
+      const absl::Status status =
+          service_.CheckLoadKey(MetadataValue(*context_, kLinkKeyMetadata), segment_.generation());
+      if (!status.ok()) {
+        Finish(ToGrpcStatus(status));
+        return;
+      }
+      // Read before the wait: a Resume on another thread may start reading into segment_. The
+      // reaction in progress keeps the call alive, so the hook may run after that Resume.
+      const uint64_t generation = segment_.generation();
+      if (AwaitAssignment(generation)) {
+        if (hook_) hook_(generation);
+        return;
+      }
     }
-    if (status.ok()) status = load_.Add(segment_);
-    if (!status.ok()) {
+    Continue();
+  }
+
+  void OnCancel() override {
+    {
+      absl::MutexLock lock(&mu_);
+      cancelled_ = true;
+      // Only a waiting load has no read pending, whose end would finish the stream.
+      if (!waiting_ || !service_.CancelAssignmentWait(this)) return;
+      waiting_ = false;
+    }
+    Finish(grpc::Status(grpc::StatusCode::CANCELLED,
+                        "load cancelled while the shard waited for its assignment of the "
+                        "generation; nothing changed"));
+  }
+
+  void OnDone() override { delete this; }
+
+ private:
+  // True when the stream now waits for the shard's assignment (Resume or OnCancel goes on).
+  bool AwaitAssignment(uint64_t generation) {
+    absl::MutexLock lock(&mu_);
+    if (cancelled_) return false;  // the read that Continue starts ends the stream
+    waiting_ = service_.AwaitAssignment(generation, this, [this] { Resume(); });
+    return waiting_;
+  }
+
+  // On SetJob's thread, the wait taken back by it: nobody has finished the call, and no
+  // reaction will while no read is pending, so the call is alive until this starts one.
+  void Resume() {
+    bool cancelled;
+    {
+      absl::MutexLock lock(&mu_);
+      waiting_ = false;
+      cancelled = cancelled_;
+    }
+    if (cancelled) {
+      Finish(grpc::Status(grpc::StatusCode::CANCELLED, "load cancelled; nothing changed"));
+      return;
+    }
+    Continue();
+  }
+
+  // The segment in hand into the load, then the next read; the last thing either caller does
+  // with the stream (a reaction may end it from then on).
+  void Continue() {
+    if (const absl::Status status = load_.Add(segment_); !status.ok()) {
       Finish(ToGrpcStatus(status));
       return;
     }
     StartRead(&segment_);
   }
 
-  void OnDone() override { delete this; }
-
- private:
   grpc::CallbackServerContext* const context_;
-  const ParameterShardService& service_;
+  ParameterShardService& service_;
   bool checked_key_ = false;  // on the first segment (StateLoad keeps the generation unchanged)
   StateLoad load_;
   proto::PsStateSegment segment_;
+  const Hook hook_;  // test-only
+
+  absl::Mutex mu_;
+  bool waiting_ ABSL_GUARDED_BY(mu_) = false;    // for the shard's assignment
+  bool cancelled_ ABSL_GUARDED_BY(mu_) = false;  // OnCancel has run
 };
 
 }  // namespace
@@ -76,6 +143,11 @@ absl::StatusOr<uint64_t> ParameterShardService::CheckLoadLocked(
   if (!job_.has_value()) {
     return absl::FailedPreconditionError(
         "this shard has no assignment from the controller yet, so it cannot check the state");
+  }
+  if (job_->generation < first.generation()) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "state for generation ", first.generation(), " but this shard's assignment is of ",
+        job_->generation, ", which may have another shard map"));
   }
   if (first.range_begin() != job_->range.begin || first.range_elements() != job_->range.size()) {
     return absl::InvalidArgumentError(absl::StrCat("state for range [", first.range_begin(), ", ",
@@ -174,7 +246,12 @@ absl::Status StateLoad::Finish() {
 
 grpc::ServerReadReactor<proto::PsStateSegment>* ParameterShardService::Load(
     grpc::CallbackServerContext* context, proto::PsLoadReply* /*reply*/) {
-  return new LoadReactor(context, *this);
+  LoadReactor::Hook hook;
+  {
+    absl::MutexLock lock(&mu_);
+    hook = load_wait_hook_;
+  }
+  return new LoadReactor(context, *this, std::move(hook));
 }
 
 }  // namespace ringside::server

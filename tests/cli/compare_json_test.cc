@@ -97,6 +97,29 @@ TEST(CompareJsonTest, UnmeasuredFiguresAreNullNotStrings) {
   EXPECT_TRUE(doc["winner"]["mode"].is_null());
 }
 
+// A process that ended without being asked to: how, where its whole log is, and its last lines
+// as printed (already quoted); none is an empty array, never a missing field.
+TEST(CompareJsonTest, ProcessFailuresSayHowAndWhereTheLogIs) {
+  CompareReport report = testing::SampleReport();
+  report.jobs[0].ps.process_failures.push_back(
+      ProcessFailure{"worker-0",
+                     4242,
+                     "exit code 1",
+                     "/tmp/ringside-compare-x/worker-0.log",
+                     {"\"worker-0: generation 1 failed at step 0\"", "\"ringside-worker: ...\""}});
+  const json doc = CompareJson(report);
+  const json& failures = doc["modes"]["ps"]["process_failures"];
+  ASSERT_EQ(failures.size(), 1u) << failures;
+  EXPECT_EQ(failures[0]["name"], "worker-0");
+  EXPECT_EQ(failures[0]["pid"], 4242);
+  EXPECT_EQ(failures[0]["exit"], "exit code 1");
+  EXPECT_EQ(failures[0]["log"], "/tmp/ringside-compare-x/worker-0.log");
+  ASSERT_EQ(failures[0]["last_lines"].size(), 2u);
+  EXPECT_EQ(failures[0]["last_lines"][0], "\"worker-0: generation 1 failed at step 0\"");
+  EXPECT_TRUE(doc["modes"]["ring"]["process_failures"].is_array());
+  EXPECT_TRUE(doc["modes"]["ring"]["process_failures"].empty());
+}
+
 TEST(CompareJsonTest, AnEmptyReportHasNoJobs) {
   const json doc = CompareJson({});
   EXPECT_EQ(doc, json({{"jobs", json::array()}}));

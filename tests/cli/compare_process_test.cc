@@ -244,6 +244,49 @@ void ExpectAllGone(const std::map<std::string, pid_t>& children) {
   }
 }
 
+// Issue 23: a process that ends is printed with the last lines of its log and kept in the JSON
+// (`process_failures`), and the cluster's directory, with that log, is kept and named. worker-1
+// wrote its registration line before compare printed its pid, so that line is in the tail.
+void ExpectTheLostWorkersLogQuotedAndKept(const nlohmann::json& mode, const std::string& output) {
+  const nlohmann::json& failures = mode["process_failures"];
+  ASSERT_EQ(failures.size(), 1u) << mode.dump(2);
+  const nlohmann::json& failure = failures[0];
+  EXPECT_EQ(failure["name"], "worker-1");
+  EXPECT_EQ(failure["exit"], "killed by signal 9 (SIGKILL)");
+  const std::string log = failure["log"].get<std::string>();
+  EXPECT_TRUE(std::filesystem::exists(log)) << log << " was not kept";
+  bool registered = false;
+  for (const nlohmann::json& line : failure["last_lines"]) {
+    const std::string text = line.get<std::string>();
+    EXPECT_EQ(text.front(), '"') << text;
+    registered |= text.find("registered with the controller") != std::string::npos;
+    EXPECT_NE(output.find("    " + text + "\n"), std::string::npos)
+        << "compare did not print " << text << ":\n"
+        << output;
+  }
+  EXPECT_TRUE(registered) << failure.dump(2);
+  EXPECT_NE(output.find("last lines of its log (" + log + "):"), std::string::npos) << output;
+  const std::string kept = std::filesystem::path(log).parent_path().string();
+  EXPECT_NE(output.find("the cluster's logs are kept in " + kept), std::string::npos) << output;
+  if (kept.find("ringside-compare-") != std::string::npos) {
+    std::filesystem::remove_all(kept);  // kept for a person; this test has read it
+  }
+}
+
+// Removes the cluster directories `ringside compare` or `up` kept after a process ended (and
+// named in its output).
+void RemoveKeptDirectories(const std::string& output) {
+  const std::string prefix = "the cluster's logs are kept in ";
+  for (size_t at = output.find(prefix); at != std::string::npos; at = output.find(prefix, at)) {
+    at += prefix.size();
+    const std::string kept = output.substr(at, output.find('\n', at) - at);
+    if (kept.find("ringside-compare-") != std::string::npos ||
+        kept.find("ringside-up-") != std::string::npos) {
+      std::filesystem::remove_all(kept);
+    }
+  }
+}
+
 TEST(CompareCommandTest, ALostWorkerIsReportedAndTheRunGoesOn) {
   auto dir = TempDir::Create("ringside-compare-test-");
   ASSERT_TRUE(dir.ok());
@@ -266,6 +309,8 @@ TEST(CompareCommandTest, ALostWorkerIsReportedAndTheRunGoesOn) {
   EXPECT_NE(ReadFileToString(compare.log).value().find("2 of 3 (1 lost)"), std::string::npos)
       << "the table says a worker was lost";
   ExpectAllGone(compare.children);
+  ExpectTheLostWorkersLogQuotedAndKept(json["modes"]["ps"],
+                                       ReadFileToString(compare.log).value_or(""));
 }
 
 TEST(CompareCommandTest, ALostControllerStopsEveryChildAndFailsNamingIt) {
@@ -278,9 +323,13 @@ TEST(CompareCommandTest, ALostControllerStopsEveryChildAndFailsNamingIt) {
   auto exit = compare.process.Wait(absl::Seconds(60));
   ASSERT_TRUE(exit.ok()) << "compare did not stop after its controller died";
   EXPECT_FALSE(exit->ok());
-  EXPECT_NE(ReadFileToString(compare.log).value().find("controller (pid"), std::string::npos)
-      << TailOfFile(compare.log, 20);
+  const std::string output = ReadFileToString(compare.log).value_or("");
+  EXPECT_NE(output.find("controller (pid"), std::string::npos) << TailOfFile(compare.log, 20);
+  // Its last words, and the directory that keeps its log.
+  EXPECT_NE(output.find("last lines of its log ("), std::string::npos) << output;
+  EXPECT_NE(output.find("the cluster's logs are kept in "), std::string::npos) << output;
   ExpectAllGone(compare.children);
+  RemoveKeptDirectories(output);
 }
 
 // `ringside up` keeps the cluster running when a worker dies, says so, and prints the command
@@ -339,6 +388,13 @@ TEST(UpCommandTest, ALostWorkerIsReportedAndAnAddedOneJoinsAndTrains) {
                std::string::npos;
       },
       "report of the lost worker"));
+  // With its log's last lines, quoted: its first line is written before its ready file.
+  ASSERT_TRUE(wait_for(
+      [&] {
+        return ReadFileToString(spawn.log_path).value_or("").find("    \"worker: RingPeer on ") !=
+               std::string::npos;
+      },
+      "the lost worker's last log lines"));
   ASSERT_TRUE(wait_for([&] { return controller("ringside_world_size") == 2; }, "world of 2"));
 
   // The command `ringside up` printed, run as a person would.
@@ -390,6 +446,9 @@ TEST(UpCommandTest, ALostWorkerIsReportedAndAnAddedOneJoinsAndTrains) {
   auto exit = up->Wait(absl::Seconds(60));
   ASSERT_TRUE(exit.ok());
   ExpectAllGone({{"controller", pids.at("controller")}, {"ps-0", pids.at("ps-0")}});
+  const std::string output = ReadFileToString(spawn.log_path).value_or("");
+  EXPECT_NE(output.find("the cluster's logs are kept in "), std::string::npos) << output;
+  RemoveKeptDirectories(output);
 }
 
 // `ringside up` restarts a controller that dies, at its address, and says so; its ready file
@@ -459,6 +518,9 @@ TEST(UpCommandTest, AKilledControllerIsRestartedAtItsAddressAndReported) {
   ASSERT_TRUE(exit.ok());
   EXPECT_TRUE(exit->ok()) << exit->ToString() << "\n" << TailOfFile(spawn.log_path, 20);
   ExpectAllGone({{"controller", replacement}});
+  const std::string output = ReadFileToString(spawn.log_path).value_or("");
+  EXPECT_NE(output.find("last lines of its log ("), std::string::npos) << output;
+  RemoveKeptDirectories(output);
 }
 
 // The checkpoint flags are listed by --help, and a bad combination fails at once naming them.

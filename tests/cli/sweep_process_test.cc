@@ -189,11 +189,18 @@ TEST(SweepTest, JsonReportAndTimelineOfASweep) {
       *dir, {"--model=4,16,3", absl::StrCat("--steps=", kSteps), "--workers=2,1", "--ps_shards=1",
              "--insecure", "--json=" + dir->File("out.json"), "--report=" + dir->File("out.html"),
              "--timeline=" + dir->File("timeline.json")});
+  // compare's output names any process that ended with its log's last lines, and the cluster
+  // directory it kept: shown, with this test's files kept, whenever a check below fails.
   ASSERT_TRUE(status.ok()) << status << "\n" << log;
   ExpectOneScalingRecordPerWorkerCount(*dir);
   ExpectLossOverTimeForBothModes(*dir);
   ExpectAScalingChartPerModeAndTheLossChart(*dir);
   ExpectATraceWhosePhasesAddUpToTheSteps(*dir);
+  if (HasFailure()) {
+    dir->Keep();
+    ADD_FAILURE() << "ringside compare's output (its files kept in " << dir->path() << "):\n"
+                  << log;
+  }
 }
 
 TEST(SweepFlagsTest, BadListsFailAtOnceNamingTheFlag) {

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <optional>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
@@ -69,9 +70,10 @@ std::string ClusterLogs(launch::LocalCluster& cluster) {
 
 bool Eventually(launch::LocalCluster& cluster, const std::function<bool()>& condition,
                 absl::Duration limit, bool workers_may_die) {
-  const absl::Status status = PollUntil(condition, limit, [&] {
+  const absl::Status status = PollUntil(condition, limit, [&]() -> std::optional<std::string> {
     if (workers_may_die) cluster.CollectLostWorkers();
-    return cluster.DeadChild();
+    if (std::optional<launch::ProcessEnd> dead = cluster.DeadChild()) return dead->Describe();
+    return std::nullopt;
   });
   if (status.ok()) return true;
   ADD_FAILURE() << status.message() << "; the logs end:\n" << ClusterLogs(cluster);

@@ -203,5 +203,28 @@ TEST(WaitAllTest, TimeoutKillsEverything) {
   EXPECT_TRUE(IsReaped(b.pid()));
 }
 
+// What a report prints of a child's log: its last lines, blank ones skipped, each quoted with
+// control characters escaped and cut, whatever the child wrote.
+TEST(QuotedTailOfFileTest, QuotesEscapesAndCutsTheLastLines) {
+  auto dir = TempDir::Create("ringside-tail-test-");
+  ASSERT_TRUE(dir.ok());
+  const std::string path = dir->File("child.log");
+  {
+    std::ofstream out(path);
+    for (int i = 0; i < 30; ++i) out << "line " << i << "\n";
+    out << "\n   \n";
+    out << "bell\a and tab\t\n";
+    out << std::string(500, 'x') << "\n";
+  }
+  const std::vector<std::string> tail = QuotedTailOfFile(path, 4, 10);
+  ASSERT_EQ(tail.size(), 4u) << ::testing::PrintToString(tail);
+  EXPECT_EQ(tail[0], "\"line 28\"");
+  EXPECT_EQ(tail[1], "\"line 29\"");
+  EXPECT_EQ(tail[2], "\"bell\\x07 and \"... (14 bytes)");
+  EXPECT_EQ(tail[3], "\"xxxxxxxxxx\"... (500 bytes)");
+  EXPECT_EQ(QuotedTailOfFile(path).size(), static_cast<size_t>(kLogTailLines));
+  EXPECT_TRUE(QuotedTailOfFile(dir->File("missing.log")).empty());
+}
+
 }  // namespace
 }  // namespace ringside

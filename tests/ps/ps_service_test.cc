@@ -366,8 +366,8 @@ TEST_F(PsServiceTest, AWorkerLostMidStepAfterPartWasSummedAbortsTheStep) {
 TEST_F(PsServiceTest, OnlyAssignedWorkersMayPushLoadOrRead) {
   const std::string credential = Hmac("ps-test", "shard-0");
   service_->SetMemberCredential(credential);
-  service_->SetJob(
-      ShardJob{0, ElementRange{0, kRange}, OptimizerConfig{OptimizerKind::kSgd, 1.0f}});
+  service_->SetJob(ShardJob{0, ElementRange{0, kRange}, OptimizerConfig{OptimizerKind::kSgd, 1.0f},
+                            kGeneration + 1});
   const std::vector<float> forged(kRange, 1e30f);
   EXPECT_EQ(Push(0, 0, forged).status.error_code(), grpc::StatusCode::PERMISSION_DENIED)
       << "no key";

@@ -11,10 +11,12 @@
 namespace ringside::server {
 namespace {
 
-// SGD over [10, 14): 4 parameters and the step count.
+// SGD over [10, 14): 4 parameters and the step count; assigned in generation 3, so loads of
+// generations up to 3 are checked against it.
 ShardJob Job(uint64_t begin = 10, uint64_t size = 4) {
   ShardJob job;
   job.range = {begin, begin + size};
+  job.generation = 3;
   return job;
 }
 
@@ -81,6 +83,20 @@ TEST(StateLoadTest, AnOlderGenerationFinishingLastIsRefused) {
   ASSERT_TRUE(newer.Finish().ok());
   EXPECT_EQ(older.Finish().code(), absl::StatusCode::kFailedPrecondition);
   EXPECT_EQ(service.current()->state->config().generation, 3u);
+}
+
+// A load is checked only against the assignment of its own generation or a later one: an older
+// one may have another shard map. (The Load reactor waits for it first: load_order_test.cc.)
+TEST(StateLoadTest, RefusesAGenerationTheShardHasNoAssignmentOf) {
+  ParameterShardService service(64);
+  service.SetJob(Job());
+  const absl::Status status = StateLoad(service).Add(Segment(4, 1, 0, {1, 2, 3, 4, 3}));
+  EXPECT_EQ(status.code(), absl::StatusCode::kFailedPrecondition) << status;
+  EXPECT_NE(status.message().find("generation 4"), absl::string_view::npos) << status;
+  EXPECT_TRUE(service.AwaitAssignment(4, &service, [] {})) << "a Load of it would wait";
+  EXPECT_FALSE(service.AwaitAssignment(3, &status, [] {})) << "generation 3 is assigned";
+  EXPECT_TRUE(service.CancelAssignmentWait(&service));
+  EXPECT_FALSE(service.CancelAssignmentWait(&service)) << "taken back once";
 }
 
 TEST(StateLoadTest, RefusesAnIncompleteOrChangedState) {

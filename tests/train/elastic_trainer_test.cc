@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
+#include <functional>
 #include <iostream>
 #include <memory>
 #include <random>
@@ -59,10 +60,22 @@ class FakeController {
       : membership_(std::move(config)), job_(std::move(job)) {}
 
   uint64_t Register(MemberRole role, const std::string& address) {
+    uint64_t id;
+    {
+      absl::MutexLock lock(&mu_);
+      auto registered = membership_.Register(kToken, role, address, clock_, kCredential);
+      EXPECT_TRUE(registered.ok()) << registered.status();
+      id = registered.value_or(0);
+    }
+    AssignShards();  // a registration may form generation 1
+    return id;
+  }
+
+  // Where the shards' assignments go, as their watch streams deliver them: every new
+  // generation's, when it forms. Unset: the test delivers them itself.
+  void WatchShards(std::function<void(uint64_t generation)> assign) {
     absl::MutexLock lock(&mu_);
-    auto id = membership_.Register(kToken, role, address, clock_, kCredential);
-    EXPECT_TRUE(id.ok()) << id.status();
-    return id.value_or(0);
+    assign_shards_ = std::move(assign);
   }
 
   void Watch(ElasticTrainer* trainer) {
@@ -158,7 +171,22 @@ class FakeController {
       trainers = trainers_;
       generation = membership_.topology().generation;
     }
+    AssignShards();
     for (ElasticTrainer* trainer : trainers) trainer->Supersede(generation);
+  }
+
+  // The current generation to the shards, once; outside the lock, like SupersedeAll.
+  void AssignShards() {
+    std::function<void(uint64_t)> assign;
+    uint64_t generation;
+    {
+      absl::MutexLock lock(&mu_);
+      generation = membership_.topology().generation;
+      if (!assign_shards_ || generation <= shards_assigned_) return;
+      shards_assigned_ = generation;
+      assign = assign_shards_;
+    }
+    assign(generation);
   }
 
   mutable absl::Mutex mu_;
@@ -168,18 +196,20 @@ class FakeController {
   std::vector<ElasticTrainer*> trainers_ ABSL_GUARDED_BY(mu_);
   int64_t switch_at_ ABSL_GUARDED_BY(mu_) = -1;
   SyncMode switch_to_ ABSL_GUARDED_BY(mu_) = SyncMode::kRing;
+  std::function<void(uint64_t)> assign_shards_ ABSL_GUARDED_BY(mu_);
+  uint64_t shards_assigned_ ABSL_GUARDED_BY(mu_) = 0;
 };
 
-// Parameter shards as gRPC services in this process, on loopback.
+// Parameter shards as gRPC services in this process, on loopback, assigned their jobs by the
+// test (Assign; no shard is ever lost here, so the shard map stays the same).
 class InProcessShards {
  public:
-  InProcessShards(int count, const TrainingOptions& job) {
+  InProcessShards(int count, const TrainingOptions& job) : job_(job) {
     const auto spec = ModelSpec::Parse(job.model, job.activation);
     EXPECT_TRUE(spec.ok()) << spec.status();
-    const std::vector<ElementRange> ranges = EvenRanges(spec->parameter_count(), count);
+    ranges_ = EvenRanges(spec->parameter_count(), count);
     for (int shard = 0; shard < count; ++shard) {
       services_.push_back(std::make_unique<server::ParameterShardService>(/*segment_bytes=*/4096));
-      services_.back()->SetJob(server::ShardJob{shard, ranges[shard], job.optimizer});
       auto server = StartServer("127.0.0.1:0", {services_.back().get()}, TransportSecurity());
       EXPECT_TRUE(server.ok()) << server.status();
       addresses_.push_back(absl::StrCat("127.0.0.1:", server->port));
@@ -187,8 +217,19 @@ class InProcessShards {
     }
   }
   const std::vector<std::string>& addresses() const { return addresses_; }
+  server::ParameterShardService& service(int shard) { return *services_[shard]; }
+
+  // What each shard's controller watch does with `generation`'s assignment.
+  void Assign(uint64_t generation) {
+    for (size_t shard = 0; shard < services_.size(); ++shard) {
+      services_[shard]->SetJob(
+          server::ShardJob{static_cast<int>(shard), ranges_[shard], job_.optimizer, generation});
+    }
+  }
 
  private:
+  const TrainingOptions job_;
+  std::vector<ElementRange> ranges_;
   std::vector<std::unique_ptr<server::ParameterShardService>> services_;
   std::vector<StartedServer> servers_;
   std::vector<std::string> addresses_;
@@ -247,6 +288,7 @@ void RunJobWithFault(const FaultCase& fault, const TrainingOptions& job) {
   }
   ring::InMemoryRingNetwork network;
   InProcessShards shards(fault.shards, job);
+  controller.WatchShards([&shards](uint64_t generation) { shards.Assign(generation); });
 
   std::vector<std::unique_ptr<TrainerThread>> workers;
   for (int i = 0; i < kWorkers; ++i) {
@@ -329,6 +371,89 @@ void RunJobWithFault(const FaultCase& fault, const TrainingOptions& job) {
   ASSERT_TRUE(workers[a]->result.has_value() && workers[b]->result.has_value());
   EXPECT_EQ(workers[a]->result->training.parameters, workers[b]->result->training.parameters)
       << "the survivors' parameters differ";
+}
+
+// Issue 23: a one-worker ps job whose rank 0 Loads the shard before the shard has its
+// assignment of the generation. Their watch streams deliver in no set order, and with one worker
+// the census and the state hand-over take no time, so this happened on a loaded machine. The
+// shard refused the Load, the regroup failed, and no new generation ever came to cure it: the
+// worker sat at step 0 for its whole --regroup_timeout, then exited 1. Here the shard's
+// assignment is delivered only once the shard says the Load waits for it.
+TEST(ElasticTrainerOrderTest, ALoadThatOutrunsTheShardsAssignmentStillTrains) {
+  const TrainingOptions job = SmallJob(6);
+  MembershipConfig config;
+  config.workers = 1;
+  config.ps_shards = 1;
+  config.join_token = kToken;
+  config.heartbeat_timeout = absl::Seconds(10);
+  config.mode = SyncMode::kPs;
+  FakeController controller(config, job);  // no WatchShards: the hook below assigns
+  ring::InMemoryRingNetwork network;
+  InProcessShards shards(1, job);
+  absl::Mutex mu;
+  std::optional<uint64_t> waited_for;  // the generation the shard's Load waited for
+  bool returned = false;               // Run ended (it must not before `stop`)
+  std::optional<ElasticResult> result;
+  shards.service(0).SetLoadWaitHookForTesting([&](uint64_t generation) {
+    absl::MutexLock lock(&mu);
+    waited_for = generation;
+  });
+  // The shard's watch stream, late: it delivers the assignment once the Load waits for it.
+  std::thread shard_watch([&] {
+    uint64_t generation;
+    {
+      absl::MutexLock lock(&mu);
+      auto due = [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu) { return waited_for || returned; };
+      mu.Await(absl::Condition(&due));
+      if (!waited_for) return;
+      generation = *waited_for;
+    }
+    shards.Assign(generation);
+  });
+
+  TrainerThread worker;
+  worker.address = "in-memory:1";
+  worker.member = controller.Register(MemberRole::kWorker, worker.address);
+  worker.source = std::make_unique<FakeController::Source>(controller, worker.member);
+  worker.metrics = std::make_unique<Metrics>(std::make_shared<prometheus::Registry>());
+  ElasticOptions options;
+  options.segment_bytes = 4096;
+  // Short, so that a refused Load ends the worker soon instead of stalling the test; the fixed
+  // path never waits for a generation.
+  options.regroup_timeout = absl::Seconds(2);
+  worker.trainer = std::make_unique<ElasticTrainer>(*worker.source, &network.Join(worker.address),
+                                                    *worker.metrics, options, worker.log);
+  controller.Watch(worker.trainer.get());
+  controller.Register(MemberRole::kShard, shards.addresses()[0]);
+  ASSERT_EQ(controller.generation(), 1u);
+
+  absl::Notification stop;
+  std::thread training([&] {
+    worker.status = worker.trainer->Run(stop, [&](const ElasticResult& done) {
+      absl::MutexLock lock(&mu);
+      result = done;
+      return absl::OkStatus();
+    });
+    absl::MutexLock lock(&mu);
+    returned = true;
+  });
+  {
+    absl::MutexLock lock(&mu);
+    auto ended = [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu) { return result || returned; };
+    mu.Await(absl::Condition(&ended));
+  }
+  stop.Notify();
+  training.join();
+  shard_watch.join();
+
+  SCOPED_TRACE(absl::StrCat("the worker's log:\n", worker.log.str()));
+  EXPECT_EQ(waited_for, std::optional<uint64_t>(1)) << "the Load did not wait for generation 1";
+  EXPECT_TRUE(worker.status.ok()) << worker.status;
+  ASSERT_TRUE(result.has_value()) << "the worker never finished its job";
+  EXPECT_EQ(result->training.steps, job.steps);
+  auto reference = TrainLocally(job);
+  ASSERT_TRUE(reference.ok()) << reference.status();
+  EXPECT_LT(MaxRelativeDifference(result->training.parameters, reference->parameters), 1e-5);
 }
 
 class ElasticTrainerFaultTest : public ::testing::TestWithParam<FaultCase> {};
