@@ -55,10 +55,10 @@ absl::StatusOr<uint64_t> Membership::Register(absl::string_view token, MemberRol
     break;
   }
   members_[id] = Member{role, address, now, credential};
-  if (topology_.generation == 0) {
-    MaybeFormLocked();
-  } else if (replaced.has_value() && ReplaceInTopologyLocked(*replaced, id)) {
+  if (replaced.has_value() && ReplaceInTopologyLocked(*replaced, id)) {
     NextGenerationLocked();  // same rank or shard index
+  } else if (topology_.generation == 0) {
+    MaybeFormLocked();
   } else {
     JoinLocked(id, role, address);
   }

@@ -358,6 +358,27 @@ TEST(MembershipTest, ARecordThatCannotCarryOnIsRefused) {
   EXPECT_TRUE(after.Restore(broken, kStart).ok());
 }
 
+// A record of generation 0 whose topology already names members (hand-edited): a registration
+// replacing one of them still takes its place, and the topology never names a member gone.
+TEST(MembershipTest, AReplacementTakesItsPlaceInARestoredTopologyOfGenerationZero) {
+  Membership before(TwoWorkersOneShard());
+  auto w0 =
+      before.Register("s3cret", MemberRole::kWorker, "worker-a.test:7000", kStart, kCredential);
+  auto w1 =
+      before.Register("s3cret", MemberRole::kWorker, "worker-b.test:7000", kStart, kCredential);
+  auto s0 = before.Register("s3cret", MemberRole::kShard, "shard-a.test:8000", kStart, kCredential);
+  ASSERT_TRUE(w0.ok() && w1.ok() && s0.ok());
+  MembershipRecord record = before.Record();
+  record.topology.generation = 0;
+  Membership after(TwoWorkersOneShard());
+  ASSERT_TRUE(after.Restore(record, kStart).ok());
+  auto replacement =
+      after.Register("s3cret", MemberRole::kWorker, "worker-a.test:7000", kStart, kCredential);
+  ASSERT_TRUE(replacement.ok());
+  EXPECT_EQ(after.topology().workers, (std::vector<uint64_t>{*replacement, *w1}));
+  EXPECT_EQ(after.topology().generation, 1u);
+}
+
 TEST(MembershipTest, IdsAreNeverReusedEvenAtTheEnd) {
   Membership membership(TwoWorkersOneShard());
   MembershipRecord record;
