@@ -14,40 +14,63 @@ namespace {
 
 constexpr size_t kCheckpointSegmentElements = (size_t{1} << 20) / sizeof(float);
 
+struct Registration {
+  uint64_t member_id = 0;
+  absl::Duration heartbeat_interval;
+};
+
+// One Register call under `context` (which the caller may cancel), waiting for a controller
+// that is still starting; the controller's status, annotated.
+absl::StatusOr<Registration> RegisterOnce(proto::Controller::Stub& stub,
+                                          const ControllerClientOptions& options,
+                                          const std::string& credential, uint64_t generation_seen,
+                                          grpc::ClientContext& context) {
+  SetDeadline(context, options.register_timeout);
+  context.set_wait_for_ready(true);
+  proto::RegisterRequest request;
+  request.set_join_token(options.join_token);
+  request.set_role(options.role);
+  request.set_address(options.address);
+  request.set_device(options.device);
+  request.set_member_credential(credential);
+  request.set_generation_seen(generation_seen);
+  proto::RegisterReply reply;
+  const grpc::Status status = stub.Register(&context, request, &reply);
+  if (!status.ok()) {
+    return Annotate(FromGrpcStatus(status),
+                    absl::StrCat("registering with the controller at ", options.controller));
+  }
+  return Registration{reply.member_id(),
+                      absl::Milliseconds(std::max<uint64_t>(10, reply.heartbeat_interval_ms()))};
+}
+
+// A controller that does not answer (yet): the member waits for it.
+bool Unanswered(absl::StatusCode code) {
+  return code == absl::StatusCode::kUnavailable || code == absl::StatusCode::kDeadlineExceeded ||
+         code == absl::StatusCode::kCancelled;
+}
+
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<ControllerClient>> ControllerClient::Connect(
     const ControllerClientOptions& options, AssignmentCallback on_assignment) {
   auto stub = proto::Controller::NewStub(MakeChannel(options.controller, options.security));
   grpc::ClientContext context;
-  SetDeadline(context, options.register_timeout);
-  context.set_wait_for_ready(true);  // a controller still starting is waited for
-  proto::RegisterRequest request;
-  request.set_join_token(options.join_token);
-  request.set_role(options.role);
-  request.set_address(options.address);
-  request.set_device(options.device);
-  request.set_member_credential(options.credential);
-  proto::RegisterReply reply;
-  const grpc::Status status = stub->Register(&context, request, &reply);
-  if (!status.ok()) {
-    return Annotate(FromGrpcStatus(status),
-                    absl::StrCat("registering with the controller at ", options.controller));
-  }
-  const absl::Duration interval =
-      absl::Milliseconds(std::max<uint64_t>(10, reply.heartbeat_interval_ms()));
-  return std::unique_ptr<ControllerClient>(
-      new ControllerClient(options, reply.member_id(), interval, std::move(on_assignment)));
+  ASSIGN_OR_RETURN(const Registration registration,
+                   RegisterOnce(*stub, options, options.credential, 0, context));
+  return std::unique_ptr<ControllerClient>(new ControllerClient(
+      options, registration.member_id, registration.heartbeat_interval, std::move(on_assignment)));
 }
 
 ControllerClient::ControllerClient(const ControllerClientOptions& options, uint64_t member_id,
                                    absl::Duration heartbeat_interval,
                                    AssignmentCallback on_assignment)
     : options_(options),
-      member_id_(member_id),
-      heartbeat_interval_(heartbeat_interval),
       on_assignment_(std::move(on_assignment)),
-      stub_(proto::Controller::NewStub(MakeChannel(options.controller, options.security))) {
+      stub_(proto::Controller::NewStub(MakeChannel(options.controller, options.security))),
+      member_id_(member_id),
+      credential_(options.credential),
+      heartbeat_interval_(heartbeat_interval) {
   watch_thread_ = std::thread([this] { WatchLoop(); });
   heartbeat_thread_ = std::thread([this] { HeartbeatLoop(); });
 }
@@ -57,13 +80,20 @@ ControllerClient::~ControllerClient() {
     absl::MutexLock lock(&mu_);
     stopping_ = true;
     if (watch_context_ != nullptr) watch_context_->TryCancel();
+    if (register_context_ != nullptr) register_context_->TryCancel();
   }
   watch_thread_.join();
   heartbeat_thread_.join();
 }
 
 void ControllerClient::Authenticate(grpc::ClientContext& context) const {
-  context.AddMetadata(kMemberCredentialMetadata, options_.credential);
+  absl::MutexLock lock(&mu_);
+  context.AddMetadata(kMemberCredentialMetadata, credential_);
+}
+
+absl::Duration ControllerClient::heartbeat_interval() const {
+  absl::MutexLock lock(&mu_);
+  return heartbeat_interval_;
 }
 
 bool ControllerClient::StoppingAfter(absl::Duration how_long) {
@@ -77,15 +107,15 @@ grpc::Status ControllerClient::WatchOnce() {
   // No deadline: the watch lasts as long as the membership. Waits for a controller that is
   // restarting instead of failing at once.
   context.set_wait_for_ready(true);
-  Authenticate(context);
+  proto::WatchRequest request;
   {
     absl::MutexLock lock(&mu_);
     if (stopping_) return grpc::Status::CANCELLED;
+    context.AddMetadata(kMemberCredentialMetadata, credential_);
+    request.set_member_id(member_id_);
     watch_context_ = &context;
     ++watch_streams_opened_;
   }
-  proto::WatchRequest request;
-  request.set_member_id(member_id_);
   std::unique_ptr<grpc::ClientReader<proto::Assignment>> reader = stub_->Watch(&context, request);
   proto::Assignment assignment;
   while (reader->Read(&assignment)) {
@@ -115,16 +145,26 @@ void ControllerClient::WatchLoop() {
       case grpc::StatusCode::DEADLINE_EXCEEDED:
       case grpc::StatusCode::UNKNOWN:
         // Not a spin: the next stream waits for the controller to be reachable again.
-        if (StoppingAfter(heartbeat_interval_)) return;
+        if (StoppingAfter(heartbeat_interval())) return;
         continue;
+      case grpc::StatusCode::UNAUTHENTICATED:
+        // Our credential does not match our id there: the id is someone else's at a controller
+        // that forgot us (restarted without its record; its ids start over). Not known, as
+        // NOT_FOUND; without registering again the member ends, as before.
+        if (!options_.install_credential) {
+          Fail(Annotate(FromGrpcStatus(status),
+                        absl::StrCat("the controller at ", options_.controller,
+                                     " refused this member's watch")));
+          return;
+        }
+        [[fallthrough]];
       case grpc::StatusCode::OK:
       case grpc::StatusCode::NOT_FOUND:
-        Fail(absl::NotFoundError(absl::StrCat(
-            "the controller at ", options_.controller, " ended this member's watch (",
-            status.ok() ? "this member was dropped" : status.error_message(),
-            "); this member is no longer part of the job (a controller restarted without its "
-            "--checkpoint_dir forgets its members)")));
-        return;
+        if (absl::Status again = RegisterAgain(status); !again.ok()) {
+          Fail(std::move(again));
+          return;
+        }
+        continue;
       default:
         Fail(
             Annotate(FromGrpcStatus(status), absl::StrCat("the controller at ", options_.controller,
@@ -134,25 +174,87 @@ void ControllerClient::WatchLoop() {
   }
 }
 
-void ControllerClient::HeartbeatLoop() {
+absl::Status ControllerClient::RegisterAgain(const grpc::Status& why) {
+  const std::string reason =
+      absl::StrCat("the controller at ", options_.controller, " ended this member's watch (",
+                   why.ok() ? "this member was dropped" : why.error_message(), ")");
+  if (!options_.install_credential) {
+    return absl::NotFoundError(absl::StrCat(reason, "; this member is no longer part of the job"));
+  }
+  ASSIGN_OR_RETURN(const std::string credential, RandomSecret());
+  // Before registering: from here on the member's services check keys made from the new
+  // credential only, so whoever still holds keys of the old registration is refused.
+  options_.install_credential(credential);
   while (true) {
-    if (StoppingAfter(heartbeat_interval_)) return;
     grpc::ClientContext context;
-    SetDeadline(context, std::min(options_.rpc_timeout, heartbeat_interval_ * 3));
-    Authenticate(context);
-    proto::HeartbeatRequest request;
+    {
+      absl::MutexLock lock(&mu_);
+      if (stopping_) return absl::OkStatus();
+      register_context_ = &context;
+    }
+    absl::StatusOr<Registration> registered =
+        RegisterOnce(*stub_, options_, credential, latest_generation(), context);
+    {
+      absl::MutexLock lock(&mu_);
+      register_context_ = nullptr;
+      if (registered.ok()) {
+        member_id_ = registered->member_id;
+        credential_ = credential;
+        heartbeat_interval_ = registered->heartbeat_interval;
+        ++registrations_;
+        return absl::OkStatus();
+      }
+    }
+    if (!Unanswered(registered.status().code())) {
+      return Annotate(registered.status(), absl::StrCat("registering again after ", reason));
+    }
+    if (StoppingAfter(heartbeat_interval())) return absl::OkStatus();
+  }
+}
+
+void ControllerClient::HeartbeatLoop() {
+  while (!StoppingAfter(heartbeat_interval())) {
+    if (options_.heartbeat_gate && !options_.heartbeat_gate()) continue;
+    const grpc::Status status = HeartbeatOnce();
+    if (status.ok()) {
+      absl::MutexLock lock(&mu_);
+      ++heartbeats_accepted_;
+    }
+  }
+}
+
+grpc::Status ControllerClient::HeartbeatOnce() {
+  grpc::ClientContext context;
+  SetDeadline(context, std::min(options_.rpc_timeout, heartbeat_interval() * 3));
+  proto::HeartbeatRequest request;
+  {
+    absl::MutexLock lock(&mu_);
+    context.AddMetadata(kMemberCredentialMetadata, credential_);
     request.set_member_id(member_id_);
-    request.set_generation(latest_generation());
-    request.set_completed_steps(completed_steps_);
-    proto::HeartbeatReply reply;
-    const grpc::Status status = stub_->Heartbeat(&context, request, &reply);
-    // FAILED_PRECONDITION: the generation moved on and the watch is about to say so;
-    // UNAVAILABLE: the controller may come back. Being dropped is final.
+  }
+  request.set_generation(latest_generation());
+  request.set_completed_steps(completed_steps_);
+  proto::HeartbeatReply reply;
+  const grpc::Status status = stub_->Heartbeat(&context, request, &reply);
+  // FAILED_PRECONDITION: the generation moved on and the watch is about to say so;
+  // UNAVAILABLE: the controller may come back. NOT_FOUND: this registration was dropped (or
+  // forgotten); UNAUTHENTICATED: forgotten, and the id is someone else's now.
+  if (!options_.install_credential) {
     if (status.error_code() == grpc::StatusCode::NOT_FOUND) {
       Fail(absl::NotFoundError(
           absl::StrCat("the controller dropped this member: ", status.error_message())));
     }
+    return status;
   }
+  if (status.error_code() != grpc::StatusCode::NOT_FOUND &&
+      status.error_code() != grpc::StatusCode::UNAUTHENTICATED) {
+    return status;
+  }
+  // The watch thread registers again once its stream ends: end it now if it still belongs to
+  // the registration just refused (the controller ends it too, but need not have yet).
+  absl::MutexLock lock(&mu_);
+  if (member_id_ == request.member_id() && watch_context_ != nullptr) watch_context_->TryCancel();
+  return status;
 }
 
 void ControllerClient::Fail(absl::Status status) {
@@ -194,7 +296,7 @@ absl::Status ControllerClient::PutCheckpoint(uint64_t step, absl::Span<const flo
   std::unique_ptr<grpc::ClientWriter<proto::CheckpointSegment>> writer =
       stub_->PutCheckpoint(&context, &reply);
   proto::CheckpointSegment segment;
-  segment.set_member_id(member_id_);
+  segment.set_member_id(member_id());
   segment.set_step(step);
   segment.set_parameters(parameters.size());
   segment.set_state_elements(parameters.size() + optimizer_state.size());
@@ -221,7 +323,7 @@ absl::Status ControllerClient::GetCheckpoint(uint64_t step, absl::Span<float> pa
   context.set_wait_for_ready(true);  // a controller restarting is waited for
   Authenticate(context);
   proto::CheckpointRequest request;
-  request.set_member_id(member_id_);
+  request.set_member_id(member_id());
   request.set_step(step);
   std::unique_ptr<grpc::ClientReader<proto::CheckpointSegment>> reader =
       stub_->GetCheckpoint(&context, request);
@@ -259,6 +361,21 @@ absl::Status ControllerClient::GetCheckpoint(uint64_t step, absl::Span<float> pa
                                             " elements of the checkpoint of step ", step));
   }
   return absl::OkStatus();
+}
+
+uint64_t ControllerClient::member_id() const {
+  absl::MutexLock lock(&mu_);
+  return member_id_;
+}
+
+int ControllerClient::registrations() const {
+  absl::MutexLock lock(&mu_);
+  return registrations_;
+}
+
+int ControllerClient::heartbeats_accepted() const {
+  absl::MutexLock lock(&mu_);
+  return heartbeats_accepted_;
 }
 
 int ControllerClient::watch_streams_opened() const {

@@ -5,12 +5,19 @@
 //
 // A lost controller is not the member's end: the member keeps its generation (training goes
 // on), the heartbeats keep trying, and the watch is reopened until the controller answers again
-// (a restarted controller with its membership record knows this member's id). Only a
-// controller that says this member is unknown or dropped (NOT_FOUND), or refuses it, ends it.
+// (a restarted controller with its membership record knows this member's id). A controller that
+// says this member is unknown or dropped (NOT_FOUND: it missed heartbeats while alive, say under
+// heavy load, or the controller was restarted without its record; UNAUTHENTICATED: such a
+// controller gave the member's old id to another) is answered by registering again, with a
+// fresh credential and the newest generation seen, when the member says how to install one
+// (ControllerClientOptions::install_credential); the member then gets a new id and its place
+// through the next generation, and keeps its latest assignment meanwhile. Only a controller that
+// refuses it ends the member.
 //
 // Thread-safe. Errors: Connect returns the registration's status (UNAUTHENTICATED for a wrong
 // token, DEADLINE_EXCEEDED when no controller answered); later, failure() says why the member
-// lost its membership (NOT_FOUND: dropped or unknown; PERMISSION_DENIED and the like).
+// lost its membership (the refused registration's status; NOT_FOUND when dropped and not
+// registering again; PERMISSION_DENIED and the like).
 #ifndef RINGSIDE_CONTROL_CONTROLLER_CLIENT_H_
 #define RINGSIDE_CONTROL_CONTROLLER_CLIENT_H_
 
@@ -45,6 +52,15 @@ struct ControllerClientOptions {
   absl::Duration rpc_timeout = absl::Seconds(10);
   absl::Duration checkpoint_timeout = absl::Seconds(60);  // one upload or download
   TransportSecurity security;                             // of the channel to the controller
+  // Registering again (see above): called on the watch thread with a fresh credential before
+  // the member registers again; from its return on, the member's services must check link keys
+  // with that credential only, so keys made from the old one stop working. Null: the member
+  // does not register again, and being dropped ends it (failure()).
+  std::function<void(const std::string& credential)> install_credential;
+  // Test-only: asked before each heartbeat; false withholds that one (the heartbeat thread
+  // carries on at its interval). A test closes it to have a live member dropped at a point it
+  // names rather than by timing. Null: every heartbeat is sent.
+  std::function<bool()> heartbeat_gate;
 };
 
 class ControllerClient {
@@ -64,7 +80,12 @@ class ControllerClient {
   // Reported with the next heartbeats.
   void set_completed_steps(uint64_t steps) { completed_steps_ = steps; }
   absl::Status failure() const;
-  uint64_t member_id() const { return member_id_; }
+  // The id of the latest registration (a member that registered again has a new one).
+  uint64_t member_id() const;
+  // Registrations that succeeded: 1, plus one each time the member registered again.
+  int registrations() const;
+  // Heartbeats the controller accepted (OK); tests wait on it.
+  int heartbeats_accepted() const;
 
   // Durable state (the controller's --checkpoint_dir): uploads the job's state after `step`
   // completed steps (rank 0, when the assignment asks for it), and reads the controller's
@@ -86,23 +107,36 @@ class ControllerClient {
   void WatchLoop();
   // One watch stream, until it ends; returns its status.
   grpc::Status WatchOnce();
+  // After the controller ended the watch with `why` (NOT_FOUND): a fresh credential, installed,
+  // then registrations until one succeeds (a controller that does not answer is waited for).
+  // OK once registered again, or when the client is stopping; else why the member is lost.
+  absl::Status RegisterAgain(const grpc::Status& why);
   void HeartbeatLoop();
+  // One heartbeat of the current registration; its status.
+  grpc::Status HeartbeatOnce();
   void Fail(absl::Status status);
+  absl::Duration heartbeat_interval() const;
   // Waits `how_long` unless the client is stopping; true when stopping.
   bool StoppingAfter(absl::Duration how_long);
 
   const ControllerClientOptions options_;
-  const uint64_t member_id_;
-  const absl::Duration heartbeat_interval_;
   const AssignmentCallback on_assignment_;
   std::unique_ptr<proto::Controller::Stub> stub_;
   std::atomic<uint64_t> completed_steps_{0};
 
   mutable absl::Mutex mu_;
+  // The current registration: it changes when the member registers again.
+  uint64_t member_id_ ABSL_GUARDED_BY(mu_);
+  std::string credential_ ABSL_GUARDED_BY(mu_);
+  absl::Duration heartbeat_interval_ ABSL_GUARDED_BY(mu_);
+  int registrations_ ABSL_GUARDED_BY(mu_) = 1;
+  int heartbeats_accepted_ ABSL_GUARDED_BY(mu_) = 0;
   std::optional<proto::Assignment> latest_ ABSL_GUARDED_BY(mu_);
   absl::Status failure_ ABSL_GUARDED_BY(mu_);
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
-  grpc::ClientContext* watch_context_ ABSL_GUARDED_BY(mu_) = nullptr;  // the stream open now
+  // The watch thread's call in flight (a watch stream or a registration), cancelled on stop.
+  grpc::ClientContext* watch_context_ ABSL_GUARDED_BY(mu_) = nullptr;
+  grpc::ClientContext* register_context_ ABSL_GUARDED_BY(mu_) = nullptr;
   int watch_streams_opened_ ABSL_GUARDED_BY(mu_) = 0;
   std::thread watch_thread_;
   std::thread heartbeat_thread_;

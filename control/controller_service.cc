@@ -211,13 +211,19 @@ grpc::ServerUnaryReactor* ControllerService::Register(grpc::CallbackServerContex
   }
   const MemberRole role =
       request->role() == proto::ROLE_WORKER ? MemberRole::kWorker : MemberRole::kShard;
-  absl::StatusOr<uint64_t> id = membership_.Register(
-      request->join_token(), role, request->address(), absl::Now(), request->member_credential());
+  absl::StatusOr<uint64_t> id =
+      membership_.Register(request->join_token(), role, request->address(), clock_(),
+                           request->member_credential(), request->generation_seen());
   {
     absl::MutexLock lock(&log_mu_);
     if (id.ok()) {
       log_ << "controller: member " << *id << " registered (" << QuoteForLog(request->address())
-           << ", " << QuoteForLog(request->device()) << ")\n";
+           << ", " << QuoteForLog(request->device());
+      // A member that has seen a generation registers again (dropped while alive, or forgotten).
+      if (request->generation_seen() > 0) {
+        log_ << ", again: it had seen generation " << request->generation_seen();
+      }
+      log_ << ")\n";
     } else {
       log_ << "controller: refused registration from " << context->peer() << " ("
            << QuoteForLog(request->address()) << "): " << id.status() << "\n";
@@ -254,7 +260,7 @@ grpc::ServerUnaryReactor* ControllerService::Heartbeat(grpc::CallbackServerConte
     return Done(context, status);
   }
   return Done(context,
-              membership_.Heartbeat(request->member_id(), request->generation(), absl::Now()));
+              membership_.Heartbeat(request->member_id(), request->generation(), clock_()));
 }
 
 grpc::ServerUnaryReactor* ControllerService::SetMode(grpc::CallbackServerContext* context,

@@ -5,6 +5,7 @@
 #ifndef RINGSIDE_CONTROL_CONTROLLER_SERVICE_H_
 #define RINGSIDE_CONTROL_CONTROLLER_SERVICE_H_
 
+#include <functional>
 #include <memory>
 #include <ostream>
 #include <vector>
@@ -32,6 +33,10 @@ class ControllerService final : public proto::Controller::CallbackService {
   // The token SetMode requires (ringside-controller --operator_token_file); empty: no mode
   // switches at all (PERMISSION_DENIED). Call before serving.
   void SetOperatorToken(std::string token) { operator_token_ = std::move(token); }
+  // The time registrations and heartbeats are stamped with (default absl::Now): tests pass a
+  // manual clock and drive Membership::Expire with it, so a member is dropped at a point they
+  // choose, not by timing. Call before serving.
+  void SetClock(std::function<absl::Time()> clock) { clock_ = std::move(clock); }
 
   // OK when the call carries `member`'s credential (common/auth.h); UNAUTHENTICATED otherwise,
   // saying which member and what to do.
@@ -71,6 +76,7 @@ class ControllerService final : public proto::Controller::CallbackService {
   CheckpointKeeper* keeper_ = nullptr;
   std::string operator_token_;
   uint64_t checkpoint_every_ = 0;
+  std::function<absl::Time()> clock_ = [] { return absl::Now(); };
   absl::Mutex mu_;
   std::vector<std::weak_ptr<WatchReactor>> watchers_ ABSL_GUARDED_BY(mu_);
   absl::Mutex log_mu_;

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <limits>
+#include <optional>
 #include <set>
 
 #include "absl/strings/str_cat.h"
@@ -20,13 +21,20 @@ absl::string_view RoleName(MemberRole role) {
 
 absl::StatusOr<uint64_t> Membership::Register(absl::string_view token, MemberRole role,
                                               const std::string& address, absl::Time now,
-                                              const std::string& credential) {
+                                              const std::string& credential,
+                                              uint64_t generation_seen) {
   if (config_.join_token.empty() || token != config_.join_token) {
     return absl::UnauthenticatedError(
         "wrong or missing join token; pass the controller's --join_token_file");
   }
   RETURN_IF_ERROR(ParseDialAddress(address).status());
   RETURN_IF_ERROR(ValidateCredential(credential));
+  if (generation_seen > kMaxReportedGeneration) {
+    return absl::InvalidArgumentError(absl::StrCat("generation ", generation_seen,
+                                                   " reported as seen is past the last one a "
+                                                   "member may report, ",
+                                                   kMaxReportedGeneration));
+  }
   absl::MutexLock lock(&mu_);
   // Ids are never reused: wrapping around would hand out 0 and then the ids of live members
   // (reachable only from a record whose next_id is near the end).
@@ -37,24 +45,57 @@ absl::StatusOr<uint64_t> Membership::Register(absl::string_view token, MemberRol
   }
   const uint64_t id = next_id_++;
   ++version_;
+  generation_floor_ = std::max(generation_floor_, generation_seen);
+  std::optional<uint64_t> replaced;
   for (auto it = members_.begin(); it != members_.end(); ++it) {
     if (it->second.role != role || it->second.address != address) continue;
     // The process serving this address was replaced: the newcomer takes the old one's place.
-    const uint64_t old_id = it->first;
+    replaced = it->first;
     members_.erase(it);
-    members_[id] = Member{role, address, now, credential};
-    if (ReplaceInTopologyLocked(old_id, id)) ++topology_.generation;
-    if (topology_.generation == 0) MaybeFormLocked();
-    return id;
+    break;
   }
   members_[id] = Member{role, address, now, credential};
-  if (topology_.generation == 0) {
+  if (replaced.has_value() && ReplaceInTopologyLocked(*replaced, id)) {
+    NextGenerationLocked();  // same rank or shard index
+  } else if (topology_.generation == 0) {
     MaybeFormLocked();
-  } else if (role == MemberRole::kWorker) {
-    topology_.workers.push_back(id);  // a late worker joins at the next generation
-    ++topology_.generation;
+  } else {
+    JoinLocked(id, role, address);
   }
   return id;
+}
+
+void Membership::JoinLocked(uint64_t id, MemberRole role, const std::string& address) {
+  if (role == MemberRole::kWorker) {
+    topology_.workers.push_back(id);  // a late worker joins at the next generation
+    NextGenerationLocked();
+    return;
+  }
+  std::set<std::string> held;  // the places a shard of the topology holds
+  for (uint64_t shard : topology_.shards) held.insert(members_.at(shard).address);
+  auto vacant = [&](const std::string& place) { return held.count(place) == 0; };
+  auto place = std::find(shard_places_.begin(), shard_places_.end(), address);
+  if (place == shard_places_.end())
+    place = std::find_if(shard_places_.begin(), shard_places_.end(), vacant);
+  if (place == shard_places_.end()) {
+    place = shard_places_.insert(shard_places_.end(), address);
+  } else {
+    *place = address;
+  }
+  // Its shard index: the places before it that a shard holds.
+  const auto index = std::count_if(shard_places_.begin(), place,
+                                   [&](const std::string& other) { return !vacant(other); });
+  topology_.shards.insert(topology_.shards.begin() + index, id);
+  NextGenerationLocked();
+}
+
+void Membership::NextGenerationLocked() {
+  topology_.generation = std::max(topology_.generation, generation_floor_) + 1;
+}
+
+void Membership::ResetShardPlacesLocked() {
+  shard_places_.clear();
+  for (uint64_t shard : topology_.shards) shard_places_.push_back(members_.at(shard).address);
 }
 
 bool Membership::ReplaceInTopologyLocked(uint64_t old_id, uint64_t new_id) {
@@ -81,7 +122,8 @@ void Membership::MaybeFormLocked() {
   }
   workers.resize(config_.workers);
   shards.resize(config_.ps_shards);
-  topology_ = Topology{1, config_.mode, workers, shards};
+  topology_ = Topology{generation_floor_ + 1, config_.mode, workers, shards};
+  ResetShardPlacesLocked();
 }
 
 absl::Status Membership::Heartbeat(uint64_t member, uint64_t generation, absl::Time now) {
@@ -121,7 +163,7 @@ std::vector<uint64_t> Membership::Expire(absl::Time now) {
       }
     }
   }
-  if (changed && topology_.generation > 0) ++topology_.generation;
+  if (changed && topology_.generation > 0) NextGenerationLocked();
   if (!dropped.empty()) ++version_;
   return dropped;
 }
@@ -136,7 +178,8 @@ absl::StatusOr<uint64_t> Membership::SetMode(SyncMode mode) {
   }
   topology_.mode = mode;
   ++version_;
-  return ++topology_.generation;
+  NextGenerationLocked();
+  return topology_.generation;
 }
 
 Topology Membership::topology() const {
@@ -225,6 +268,8 @@ absl::Status Membership::Restore(const MembershipRecord& record, absl::Time now)
   next_id_ = record.next_id;
   members_ = std::move(members);
   topology_ = record.topology;
+  generation_floor_ = 0;
+  ResetShardPlacesLocked();
   ++version_;
   return absl::OkStatus();
 }

@@ -10,8 +10,8 @@
 //  2. The first topology forms when `workers` workers and `ps_shards` shards have registered:
 //     generation 1, ranks and shard indices in registration order, ring order = rank order.
 //  3. Every member heartbeats with the generation it runs. Unknown (or dropped) member:
-//     NOT_FOUND; a generation that is not the current one: FAILED_PRECONDITION (the member must
-//     re-read its watch stream).
+//     NOT_FOUND, and it registers again (rule 8); a generation that is not the current one:
+//     FAILED_PRECONDITION (the member must re-read its watch stream).
 //  4. Expire(now) drops every member silent for longer than the heartbeat timeout, including
 //     one that registered and never heartbeated. Losing a member of the topology re-forms it
 //     among the survivors under a new generation (ranks stay in their old order).
@@ -22,6 +22,16 @@
 //     topology, the next id), and Restore() takes it back, counting every member as seen at the
 //     restore, so the generation numbering never goes backwards and members keep their ids.
 //     version() counts the changes to the record (not heartbeats), for whoever persists it.
+//  8. Registering again. A member that was dropped while alive (it missed heartbeats under
+//     load), or that a controller restarted without its record does not know, registers again
+//     like a newcomer: new id, new credential. A worker joins as a late one (rule 5). A shard
+//     registering after the topology formed joins the shard map at the place its address held
+//     (its old shard index, so it serves the range it served before), else at the first vacant
+//     place, else at a new last place; the shard map keeps its places' order. Places are not
+//     part of the record: after a restore a returning shard takes a vacant or new place.
+//     Each registration reports the newest generation the member has seen; every later
+//     generation is above it, so a controller that forgot its members never numbers backwards
+//     (members ignore a generation that is not newer than theirs).
 // Thread-safe.
 #ifndef RINGSIDE_CONTROL_MEMBERSHIP_H_
 #define RINGSIDE_CONTROL_MEMBERSHIP_H_
@@ -45,6 +55,9 @@ enum class MemberRole { kWorker, kShard };
 // (train/elastic_training.h). Restore refuses a record past it, which no controller writes (it
 // would take four billion membership changes) and whose numbering would wrap around to 0.
 inline constexpr uint64_t kMaxGeneration = (uint64_t{1} << 32) - 1;
+// The newest generation a registering member may report (rule 8): half the range, so at least
+// two billion membership changes are left after it. Above it: INVALID_ARGUMENT.
+inline constexpr uint64_t kMaxReportedGeneration = kMaxGeneration / 2;
 
 struct MembershipConfig {
   int workers = 1;    // workers the first topology waits for
@@ -92,9 +105,10 @@ class Membership {
 
   // `credential` is the member's own secret (common/auth.h); INVALID_ARGUMENT unless it is one.
   // RESOURCE_EXHAUSTED once every id is used (only a restored record can get that far).
+  // `generation_seen`: the newest generation the member has seen (0: none; rule 8).
   absl::StatusOr<uint64_t> Register(absl::string_view token, MemberRole role,
                                     const std::string& address, absl::Time now,
-                                    const std::string& credential);
+                                    const std::string& credential, uint64_t generation_seen = 0);
   absl::Status Heartbeat(uint64_t member, uint64_t generation, absl::Time now);
   // Drops silent members; returns the ids dropped.
   std::vector<uint64_t> Expire(absl::Time now);
@@ -127,6 +141,13 @@ class Membership {
     std::string credential;
   };
   void MaybeFormLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // A member registering after formation joins the topology (rules 5 and 8).
+  void JoinLocked(uint64_t id, MemberRole role, const std::string& address)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The next generation: above the current one and above every generation a member reported.
+  void NextGenerationLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The shard map's places are the topology's shards, in order (formation, restore).
+  void ResetShardPlacesLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Replaces `old_id` by `new_id` wherever the topology names it; true if it did.
   bool ReplaceInTopologyLocked(uint64_t old_id, uint64_t new_id) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
@@ -136,6 +157,11 @@ class Membership {
   std::map<uint64_t, Member> members_ ABSL_GUARDED_BY(mu_);  // id order = registration order
   Topology topology_ ABSL_GUARDED_BY(mu_);
   uint64_t version_ ABSL_GUARDED_BY(mu_) = 0;
+  // The newest generation a registering member reported (rule 8).
+  uint64_t generation_floor_ ABSL_GUARDED_BY(mu_) = 0;
+  // The shard map's places, each named by the address that held it last; a place whose address
+  // no shard of the topology holds is vacant (rule 8).
+  std::vector<std::string> shard_places_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace ringside::server

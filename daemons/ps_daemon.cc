@@ -194,6 +194,15 @@ absl::Status RunShard(const ShardOptions& options, const TerminationSignals& sig
     client.credential = credential;
     client.register_timeout = options.member.register_timeout;
     client.security = options.security;
+    // Dropped while alive (or forgotten by a controller restarted without its record): the
+    // shard registers again at its address with a fresh credential, gets its place in the shard
+    // map back, and the next regroup loads the job's state into it.
+    client.install_credential = [&service, &log](const std::string& fresh) {
+      service.SetMemberCredential(fresh);
+      log << "ps: the controller no longer knows this shard; registering again with a fresh "
+             "credential\n";
+      log.flush();
+    };
     ASSIGN_OR_RETURN(
         controller, ControllerClient::Connect(client, [&](const proto::Assignment& assignment) {
           absl::StatusOr<ShardAssignment> next = ElasticAssignment(assignment, options);

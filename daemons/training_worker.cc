@@ -247,6 +247,15 @@ absl::Status RunTrainingWorker(const WorkerOptions& options, const TerminationSi
     client.device = options.training.device;
     client.register_timeout = options.member.register_timeout;
     client.security = options.security;
+    // Dropped while alive (or forgotten by a controller restarted without its record): the
+    // worker registers again with a fresh credential and rejoins at the next generation, as a
+    // late joiner does; it keeps its state meanwhile, and the regroup's census weighs it.
+    client.install_credential = [ring = worker.member.get(), &log](const std::string& fresh) {
+      ring->SetMemberCredential(fresh);
+      log << "worker: the controller no longer knows this worker; registering again with a "
+             "fresh credential\n";
+      log.flush();
+    };
     ASSIGN_OR_RETURN(controller, server::ControllerClient::Connect(
                                      client, [&relay](const proto::Assignment& assignment) {
                                        relay.OnAssignment(assignment.generation());

@@ -108,6 +108,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       }
       case op::kRoundTrip: {  // a controller restart with its own record
         const server::MembershipRecord before = membership.Record();
+        // Past the last generation (reached from a record restored at the limit) a restart
+        // refuses the record, saying why: allowed, as membership_check.h says.
+        if (before.topology.generation > server::kMaxGeneration) break;
         absl::StatusOr<server::MembershipRecord> read =
             server::ParseMembershipRecord(server::MembershipRecordJson(before));
         FUZZ_CHECK(read.ok(), "the record does not read back: %s",

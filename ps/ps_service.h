@@ -113,7 +113,8 @@ class ParameterShardService final : public proto::ParameterShard::CallbackServic
   // of its generation and worker rank, a Load (and GetParameters) rank 0's load key of its
   // generation, as the controller gave them to the workers it assigned. Empty (a static shard):
   // nothing is checked beyond mutual TLS.
-  // Set before serving: the credential is the shard's own, made before it registers.
+  // Set before serving: the credential is the shard's own, made before it registers; set again
+  // (a fresh one) before it registers again, so keys made from the old one are refused.
   void SetMemberCredential(std::string credential);
   // PERMISSION_DENIED unless `presented` is the key for `generation` and `rank`.
   absl::Status CheckStepKey(absl::string_view presented, uint64_t generation, int rank) const;

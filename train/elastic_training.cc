@@ -239,9 +239,7 @@ absl::Status ElasticTrainer::LoadShardsForGeneration(uint64_t generation, int wo
   if (rank == 0) {
     if (LostAt("load")) return LostStatus();
     JobState state{static_cast<uint64_t>(completed_), parameters_, optimizer_->ExportState()};
-    const absl::Status status = LoadShards(
-        {shards_, options_.segment_bytes, options_.timeout, load_keys_, options_.security},
-        generation, world, state);
+    const absl::Status status = LoadShardsOnceAssigned(generation, world, state);
     if (!status.ok()) {
       log_ << WorkerName(rank) << ": " << status << "\n";
       loaded[0] = 1.0f;
@@ -254,6 +252,39 @@ absl::Status ElasticTrainer::LoadShardsForGeneration(uint64_t generation, int wo
     return absl::UnavailableError("worker-0 could not load the shards for this generation");
   }
   return absl::OkStatus();
+}
+
+absl::Status ElasticTrainer::LoadShardsOnceAssigned(uint64_t generation, int world,
+                                                    const JobState& state) {
+  const ShardTransferOptions transfer{shards_, options_.segment_bytes, options_.timeout, load_keys_,
+                                      options_.security};
+  // Half the collective deadline: the others wait for the barrier behind this load within it.
+  const absl::Time deadline = absl::Now() + options_.timeout / 2;
+  constexpr absl::Duration kFirstPause = absl::Milliseconds(5);
+  absl::Duration pause = kFirstPause;
+  while (true) {
+    const absl::Status status = LoadShards(transfer, generation, world, state);
+    // A shard learns this generation on its own watch stream, so a load can reach it first: it
+    // has no job yet (FAILED_PRECONDITION), still the previous generation's range
+    // (INVALID_ARGUMENT), or is restarting (UNAVAILABLE). Loading again is harmless (the same
+    // state for the same generation; nobody pushes before the barrier), so it is retried until
+    // the shards take it, a newer generation supersedes this one, or the deadline passes.
+    const bool lagging = status.code() == absl::StatusCode::kFailedPrecondition ||
+                         status.code() == absl::StatusCode::kInvalidArgument ||
+                         status.code() == absl::StatusCode::kUnavailable;
+    if (status.ok() || !lagging || absl::Now() + pause > deadline) return status;
+    {
+      absl::MutexLock lock(&ps_mu_);
+      if (superseded_by_ > generation) return status;
+    }
+    if (pause == kFirstPause) {
+      log_ << WorkerName(0) << ": " << status.message() << "; loading the shards again until they "
+           << "take generation " << generation << "\n";
+      log_.flush();
+    }
+    absl::SleepFor(pause);
+    pause = std::min(2 * pause, absl::Milliseconds(200));
+  }
 }
 
 absl::Status ElasticTrainer::AgreeOnState(uint64_t generation, int world, int rank,

@@ -43,6 +43,7 @@
 #include "common/optimizer.h"
 #include "common/transport_security.h"
 #include "ps/ps_sync.h"
+#include "ps/shard_transfer.h"
 #include "ring/collective.h"
 #include "train/assignment_source.h"
 #include "train/data_parallel.h"
@@ -121,6 +122,8 @@ class ElasticTrainer {
   // Rank 0, every `checkpoint_every_` completed steps: the job's state to the assignment source.
   absl::Status SaveCheckpointIfDue();
   absl::Status LoadShardsForGeneration(uint64_t generation, int world, int rank);
+  // Rank 0's load, retried while a shard has not taken this generation's assignment yet.
+  absl::Status LoadShardsOnceAssigned(uint64_t generation, int world, const JobState& state);
   absl::Status Step();
   // Rank 0: submits the parameters after completed_ steps to the evaluator when they are due.
   void EvaluateIfDue();

@@ -1,11 +1,18 @@
-// The Controller service over real gRPC in one process: tokens, watch streams and mode changes.
+// The Controller service over real gRPC in one process: tokens, watch streams and mode changes;
+// and members (real ControllerClients) that the controller dropped while they were alive, or
+// forgot in a restart without its record, registering again.
 #include "control/controller_service.h"
 
+#include <atomic>
 #include <sstream>
+#include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "common/auth.h"
 #include "common/grpc_util.h"
+#include "control/controller_client.h"
 #include "gtest/gtest.h"
+#include "tests/support/poll.h"
 
 namespace ringside::server {
 namespace {
@@ -202,6 +209,180 @@ TEST_F(ControllerServiceTest, AssignmentsCarryTheKeysTheirCalleesCheck) {
     EXPECT_EQ(assignment.load_keys_size(), rank == 0 ? 1 : 0);
     context.TryCancel();
   }
+}
+
+// Issue 23: members registering again. A controller on loopback whose registrations and
+// heartbeats are stamped with a manual clock, so a test drops a member by withholding its
+// heartbeats (the client's test gate) and expiring at a time every other member heartbeated at.
+class ControllerRegisterAgainTest : public ::testing::Test {
+ protected:
+  static constexpr absl::Duration kTimeout = absl::Milliseconds(150);  // heartbeats' pace only
+
+  // One member's client with the test's handles on it.
+  struct Member {
+    std::atomic<bool> silent{false};
+    std::atomic<int> withheld{0};
+    std::vector<std::string> credentials;  // the installed ones, written on the watch thread
+    std::unique_ptr<ControllerClient> client;
+  };
+
+  // `prepare` runs on the membership before anything is served.
+  void StartController(int workers, int port = 0,
+                       const std::function<void(Membership&)>& prepare = nullptr) {
+    MembershipConfig config;
+    config.workers = workers;
+    config.ps_shards = 0;
+    config.join_token = "s3cret";
+    config.heartbeat_timeout = kTimeout;
+    membership_ = std::make_unique<Membership>(config);
+    log_ = std::make_unique<std::ostringstream>();
+    service_ = std::make_unique<ControllerService>(*membership_, proto::JobSpec(), kTimeout, *log_);
+    service_->SetClock([this] { return Now(); });
+    service_->SetOperatorToken(kOperatorToken);
+    if (prepare) prepare(*membership_);
+    auto server =
+        StartServer(absl::StrCat("127.0.0.1:", port), {service_.get()}, TransportSecurity());
+    ASSERT_TRUE(server.ok()) << server.status();
+    server_ = *std::move(server);
+  }
+
+  // Registers `member` at `address`; with `register_again`, it registers again when dropped.
+  void Connect(Member& member, const std::string& address, bool register_again) {
+    ControllerClientOptions options;
+    options.controller = absl::StrCat("127.0.0.1:", server_.port);
+    options.join_token = "s3cret";
+    options.address = address;
+    options.credential = RandomSecret().value();
+    options.register_timeout = absl::Seconds(30);
+    options.heartbeat_gate = [&member] {
+      if (!member.silent) return true;
+      ++member.withheld;
+      return false;
+    };
+    if (register_again) {
+      options.install_credential = [&member](const std::string& fresh) {
+        member.credentials.push_back(fresh);
+      };
+    }
+    member.credentials.push_back(options.credential);
+    auto client = ControllerClient::Connect(options);
+    ASSERT_TRUE(client.ok()) << client.status();
+    member.client = *std::move(client);
+  }
+
+  absl::Time Now() {
+    absl::MutexLock lock(&clock_mu_);
+    return now_;
+  }
+
+  bool Eventually(const std::function<bool()>& event) {
+    const absl::Status status = testing::PollUntil(event, absl::Minutes(1));
+    EXPECT_TRUE(status.ok()) << status << "; the controller's log:\n" << log_->str();
+    return status.ok();
+  }
+
+  // A heartbeat as `member` with `credential`, straight to the controller.
+  grpc::StatusCode HeartbeatAs(uint64_t member, const std::string& credential) {
+    auto stub = proto::Controller::NewStub(
+        MakeChannel(absl::StrCat("127.0.0.1:", server_.port), TransportSecurity()));
+    grpc::ClientContext context;
+    SetDeadline(context, absl::Seconds(10));
+    context.AddMetadata(kMemberCredentialMetadata, credential);
+    proto::HeartbeatRequest request;
+    request.set_member_id(member);
+    request.set_generation(membership_->topology().generation);
+    proto::HeartbeatReply reply;
+    return stub->Heartbeat(&context, request, &reply).error_code();
+  }
+
+  absl::Mutex clock_mu_;
+  absl::Time now_ ABSL_GUARDED_BY(clock_mu_) = absl::FromUnixSeconds(1000);
+  std::unique_ptr<std::ostringstream> log_;
+  std::unique_ptr<Membership> membership_;
+  std::unique_ptr<ControllerService> service_;
+  StartedServer server_;
+};
+
+TEST_F(ControllerRegisterAgainTest, ADroppedLiveMemberRegistersAgainWithAFreshCredential) {
+  ASSERT_NO_FATAL_FAILURE(StartController(/*workers=*/2));
+  Member rejoins, ends;
+  ASSERT_NO_FATAL_FAILURE(Connect(rejoins, "worker-a.test:7000", /*register_again=*/true));
+  ASSERT_NO_FATAL_FAILURE(Connect(ends, "worker-b.test:7000", /*register_again=*/false));
+  ASSERT_TRUE(Eventually([&] { return rejoins.client->latest_generation() == 1; }));
+  const uint64_t old_id = rejoins.client->member_id();
+
+  // Both go silent; once each has withheld a heartbeat none of theirs is in flight, and the
+  // clock passes the timeout.
+  rejoins.silent = ends.silent = true;
+  ASSERT_TRUE(Eventually([&] { return rejoins.withheld > 0 && ends.withheld > 0; }));
+  {
+    absl::MutexLock lock(&clock_mu_);
+    now_ += 2 * kTimeout;
+  }
+  EXPECT_EQ(membership_->Expire(Now()).size(), 2u);
+  service_->Notify();
+
+  // One registers again (a new id, a fresh credential, the next generation as the last rank);
+  // the other, which does not, ends as before.
+  ASSERT_TRUE(Eventually([&] {
+    return rejoins.client->registrations() == 2 && rejoins.client->latest_generation() == 3 &&
+           !ends.client->failure().ok();
+  }));
+  EXPECT_EQ(ends.client->failure().code(), absl::StatusCode::kNotFound) << ends.client->failure();
+  EXPECT_TRUE(rejoins.client->failure().ok()) << rejoins.client->failure();
+  const uint64_t new_id = rejoins.client->member_id();
+  EXPECT_NE(new_id, old_id);
+  EXPECT_EQ(rejoins.client->latest()->rank(), 0);
+  ASSERT_EQ(rejoins.credentials.size(), 2u) << "one fresh credential installed";
+  EXPECT_NE(rejoins.credentials[1], rejoins.credentials[0]);
+  EXPECT_EQ(membership_->CredentialOf(new_id), rejoins.credentials[1]);
+  EXPECT_EQ(HeartbeatAs(old_id, rejoins.credentials[0]), grpc::StatusCode::NOT_FOUND);
+  EXPECT_EQ(HeartbeatAs(new_id, rejoins.credentials[0]), grpc::StatusCode::UNAUTHENTICATED)
+      << "the old credential does not stand for the new registration";
+  rejoins.silent = false;
+  const int accepted = rejoins.client->heartbeats_accepted();
+  EXPECT_TRUE(Eventually([&] { return rejoins.client->heartbeats_accepted() > accepted; }))
+      << "the new registration heartbeats";
+  EXPECT_NE(log_->str().find("again: it had seen generation 1"), std::string::npos) << log_->str();
+}
+
+// The choice for a controller restarted without its record: its members register again too,
+// reporting the newest generation they saw, and the new controller numbers above it (the job's
+// state is the workers', which the next regroup agrees on). Its ids start over, so one member's
+// old id is now someone else's: that watch is refused UNAUTHENTICATED, which is answered the
+// same way.
+TEST_F(ControllerRegisterAgainTest,
+       AControllerRestartedWithoutItsRecordIsJoinedAgainAboveTheOldNumbers) {
+  ASSERT_NO_FATAL_FAILURE(StartController(/*workers=*/2));
+  Member a, b;
+  ASSERT_NO_FATAL_FAILURE(Connect(a, "worker-a.test:7000", /*register_again=*/true));
+  ASSERT_NO_FATAL_FAILURE(Connect(b, "worker-b.test:7000", /*register_again=*/true));
+  ASSERT_EQ(a.client->member_id(), 1u);
+  ASSERT_TRUE(membership_->SetMode(SyncMode::kRing).ok());  // generation 2
+  service_->Notify();
+  ASSERT_TRUE(Eventually(
+      [&] { return a.client->latest_generation() == 2 && b.client->latest_generation() == 2; }));
+
+  const int port = server_.port;
+  server_ = StartedServer();  // shut down
+  service_.reset();
+  // A fresh membership at the same address, where id 1 is already another member's.
+  ASSERT_NO_FATAL_FAILURE(StartController(/*workers=*/3, port, [](Membership& fresh) {
+    const auto stranger = fresh.Register("s3cret", MemberRole::kWorker, "worker-c.test:7000",
+                                         absl::FromUnixSeconds(1000), CredentialOf("c"));
+    ASSERT_EQ(stranger.value_or(0), 1u);
+  }));
+  ASSERT_TRUE(Eventually(
+      [&] { return a.client->latest_generation() == 3 && b.client->latest_generation() == 3; }));
+  for (Member* member : {&a, &b}) {
+    EXPECT_EQ(member->client->registrations(), 2);
+    EXPECT_TRUE(member->client->failure().ok()) << member->client->failure();
+  }
+  EXPECT_EQ(membership_->topology().generation, 3u);
+  EXPECT_EQ(membership_->topology().workers.size(), 3u);
+  EXPECT_NE(log_->str().find("again: it had seen generation 2"), std::string::npos) << log_->str();
+  a.client.reset();
+  b.client.reset();
 }
 
 }  // namespace

@@ -170,6 +170,129 @@ TEST(MembershipTest, ARegistrationAtALiveMembersAddressReplacesIt) {
   EXPECT_EQ(membership.topology().workers.size(), 2u);
 }
 
+MembershipConfig TwoWorkersThreeShards() {
+  MembershipConfig config = TwoWorkersOneShard();
+  config.ps_shards = 3;
+  return config;
+}
+
+// Every member but `silent` heartbeats at `now` (past the heartbeat timeout of `silent`'s last
+// heartbeat), and the expiry at `now` drops exactly `silent`.
+void DropWhileAlive(Membership& membership, uint64_t silent, absl::Time now) {
+  const Topology topology = membership.topology();
+  for (const std::vector<uint64_t>* list : {&topology.workers, &topology.shards}) {
+    for (uint64_t id : *list) {
+      if (id == silent) continue;
+      ASSERT_TRUE(membership.Heartbeat(id, topology.generation, now).ok());
+    }
+  }
+  ASSERT_EQ(membership.Expire(now), std::vector<uint64_t>{silent});
+}
+
+// Issue 23: a shard dropped while alive registers again at its address and gets its shard index
+// back (so the range it served); a new shard takes the first vacant place, then new last ones.
+TEST(MembershipTest, AShardDroppedWhileAliveRegistersAgainAtItsPlace) {
+  Membership membership(TwoWorkersThreeShards());
+  const std::vector<std::string> addresses = {"shard-a.test:8000", "shard-b.test:8000",
+                                              "shard-c.test:8000"};
+  std::vector<uint64_t> shards;
+  for (const char* worker : {"worker-a.test:7000", "worker-b.test:7000"}) {
+    ASSERT_TRUE(
+        membership.Register("s3cret", MemberRole::kWorker, worker, kStart, kCredential).ok());
+  }
+  for (const std::string& address : addresses) {
+    auto id = membership.Register("s3cret", MemberRole::kShard, address, kStart, kCredential);
+    ASSERT_TRUE(id.ok());
+    shards.push_back(*id);
+  }
+  ASSERT_EQ(membership.topology().generation, 1u);
+
+  ASSERT_NO_FATAL_FAILURE(DropWhileAlive(membership, shards[1], kStart + absl::Seconds(10)));
+  EXPECT_EQ(membership.topology().generation, 2u);
+  EXPECT_EQ(membership.topology().shards, (std::vector<uint64_t>{shards[0], shards[2]}));
+  EXPECT_EQ(membership.AssignmentOf(shards[2])->shard, 1) << "two shards: EvenRanges(K, 2)";
+
+  const std::string fresh(40, 'f');
+  auto again = membership.Register("s3cret", MemberRole::kShard, addresses[1],
+                                   kStart + absl::Seconds(11), fresh, /*generation_seen=*/1);
+  ASSERT_TRUE(again.ok()) << again.status();
+  EXPECT_NE(*again, shards[1]) << "a new id";
+  EXPECT_EQ(membership.topology().generation, 3u);
+  EXPECT_EQ(membership.topology().shards, (std::vector<uint64_t>{shards[0], *again, shards[2]}));
+  EXPECT_EQ(membership.AssignmentOf(*again)->shard, 1) << "its old index, so its old range";
+  EXPECT_EQ(membership.AssignmentOf(shards[2])->shard, 2);
+  EXPECT_EQ(membership.CredentialOf(*again), fresh);
+  EXPECT_EQ(membership.Heartbeat(shards[1], 3, kStart).code(), absl::StatusCode::kNotFound)
+      << "the old id stays dropped";
+
+  // Another process at a new address fills a vacant place; with none vacant, a new last one.
+  ASSERT_NO_FATAL_FAILURE(DropWhileAlive(membership, shards[0], kStart + absl::Seconds(30)));
+  auto newcomer = membership.Register("s3cret", MemberRole::kShard, "shard-d.test:8000",
+                                      kStart + absl::Seconds(31), kCredential);
+  ASSERT_TRUE(newcomer.ok());
+  EXPECT_EQ(membership.AssignmentOf(*newcomer)->shard, 0);
+  auto extra = membership.Register("s3cret", MemberRole::kShard, "shard-e.test:8000",
+                                   kStart + absl::Seconds(31), kCredential);
+  ASSERT_TRUE(extra.ok());
+  EXPECT_EQ(membership.topology().shards,
+            (std::vector<uint64_t>{*newcomer, *again, shards[2], *extra}));
+  EXPECT_EQ(membership.topology().generation, 6u);
+}
+
+// A worker dropped while alive registers again and joins as a late worker does: the last rank.
+TEST(MembershipTest, AWorkerDroppedWhileAliveRegistersAgainAsTheLastRank) {
+  Membership membership(TwoWorkersOneShard());
+  auto w0 =
+      membership.Register("s3cret", MemberRole::kWorker, "worker-a.test:7000", kStart, kCredential);
+  auto w1 =
+      membership.Register("s3cret", MemberRole::kWorker, "worker-b.test:7000", kStart, kCredential);
+  auto s0 =
+      membership.Register("s3cret", MemberRole::kShard, "shard-a.test:8000", kStart, kCredential);
+  ASSERT_TRUE(w0.ok() && w1.ok() && s0.ok());
+  ASSERT_NO_FATAL_FAILURE(DropWhileAlive(membership, *w0, kStart + absl::Seconds(10)));
+  EXPECT_EQ(membership.AssignmentOf(*w1)->rank, 0);
+  auto again = membership.Register("s3cret", MemberRole::kWorker, "worker-a.test:7000",
+                                   kStart + absl::Seconds(11), kCredential, 1);
+  ASSERT_TRUE(again.ok());
+  EXPECT_EQ(membership.topology().generation, 3u);
+  EXPECT_EQ(membership.topology().workers, (std::vector<uint64_t>{*w1, *again}));
+  EXPECT_EQ(membership.AssignmentOf(*again)->rank, 1);
+  EXPECT_FALSE(membership.IsMember(*w0));
+}
+
+// A controller restarted without its record learns from the members registering again how far
+// the numbering had gone, and numbers every later generation above it; a generation past what a
+// member may report is refused, changing nothing.
+TEST(MembershipTest, GenerationsGoOnAboveWhatRegisteringMembersHaveSeen) {
+  Membership membership(TwoWorkersOneShard());
+  EXPECT_EQ(membership
+                .Register("s3cret", MemberRole::kWorker, "worker-x.test:7000", kStart, kCredential,
+                          kMaxReportedGeneration + 1)
+                .status()
+                .code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_FALSE(membership.IsMember(1)) << "nothing registered";
+  ASSERT_TRUE(
+      membership
+          .Register("s3cret", MemberRole::kWorker, "worker-a.test:7000", kStart, kCredential, 7)
+          .ok());
+  ASSERT_TRUE(
+      membership.Register("s3cret", MemberRole::kShard, "shard-a.test:8000", kStart, kCredential, 9)
+          .ok());
+  ASSERT_TRUE(
+      membership.Register("s3cret", MemberRole::kWorker, "worker-b.test:7000", kStart, kCredential)
+          .ok());
+  EXPECT_EQ(membership.topology().generation, 10u) << "formed above every generation seen";
+  ASSERT_TRUE(
+      membership
+          .Register("s3cret", MemberRole::kWorker, "worker-c.test:7000", kStart, kCredential, 20)
+          .ok());
+  EXPECT_EQ(membership.topology().generation, 21u);
+  auto generation = membership.SetMode(SyncMode::kPs);
+  ASSERT_TRUE(generation.ok());
+  EXPECT_EQ(*generation, 22u);
+}
+
 // What a restarted controller reads back: the same members, ids, topology and numbering, with
 // every member counted as seen at the restore; and a record that does not hold together is
 // refused whole.
@@ -234,6 +357,27 @@ TEST(MembershipTest, ARecordThatCannotCarryOnIsRefused) {
   EXPECT_EQ(after.Restore(broken, kStart).code(), absl::StatusCode::kInvalidArgument);
   broken.topology.generation = kMaxGeneration;
   EXPECT_TRUE(after.Restore(broken, kStart).ok());
+}
+
+// A record of generation 0 whose topology already names members (hand-edited): a registration
+// replacing one of them still takes its place, and the topology never names a member gone.
+TEST(MembershipTest, AReplacementTakesItsPlaceInARestoredTopologyOfGenerationZero) {
+  Membership before(TwoWorkersOneShard());
+  auto w0 =
+      before.Register("s3cret", MemberRole::kWorker, "worker-a.test:7000", kStart, kCredential);
+  auto w1 =
+      before.Register("s3cret", MemberRole::kWorker, "worker-b.test:7000", kStart, kCredential);
+  auto s0 = before.Register("s3cret", MemberRole::kShard, "shard-a.test:8000", kStart, kCredential);
+  ASSERT_TRUE(w0.ok() && w1.ok() && s0.ok());
+  MembershipRecord record = before.Record();
+  record.topology.generation = 0;
+  Membership after(TwoWorkersOneShard());
+  ASSERT_TRUE(after.Restore(record, kStart).ok());
+  auto replacement =
+      after.Register("s3cret", MemberRole::kWorker, "worker-a.test:7000", kStart, kCredential);
+  ASSERT_TRUE(replacement.ok());
+  EXPECT_EQ(after.topology().workers, (std::vector<uint64_t>{*replacement, *w1}));
+  EXPECT_EQ(after.topology().generation, 1u);
 }
 
 TEST(MembershipTest, IdsAreNeverReusedEvenAtTheEnd) {

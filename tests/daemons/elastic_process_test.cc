@@ -1,10 +1,14 @@
 // Elastic jobs as real processes on loopback (launch/local_cluster.h): a controller, shards and
-// workers with no static flags; live mode switches; a worker killed with SIGKILL; a late joiner.
+// workers with no static flags; live mode switches; a worker killed with SIGKILL; a late joiner;
+// a worker and a shard stopped (SIGSTOP) until the controller dropped them, then continued.
+#include <signal.h>
+
 #include <fstream>
 #include <map>
 #include <string>
 #include <vector>
 
+#include "absl/cleanup/cleanup.h"
 #include "absl/strings/str_cat.h"
 #include "common/file_util.h"
 #include "gtest/gtest.h"
@@ -156,6 +160,103 @@ TEST(ElasticClusterTest, SurvivesAKilledWorkerAndAdmitsALateOneMatchingTheRefere
   const std::vector<float> params = ReadParams((*joiner)->params_file);
   ASSERT_EQ(params.size(), reference->parameters.size());
   EXPECT_LT(MaxRelativeDifference(params, reference->parameters), 1e-5);
+}
+
+std::string LogOf(const launch::ClusterProcess& process) {
+  return ReadFileToString(process.process.log_path()).value_or("");
+}
+
+// The member id the controller gave `process` at its first registration ("... as member N").
+std::string MemberIdOf(const launch::ClusterProcess& process) {
+  const std::string log = LogOf(process);
+  const size_t at = log.find(" as member ");
+  if (at == std::string::npos) return "";
+  const size_t begin = at + std::string(" as member ").size();
+  return log.substr(begin, log.find_first_not_of("0123456789", begin) - begin);
+}
+
+// The shard name of the newest "ps-<i>: generation" line of a shard's log.
+std::string LastShardName(const launch::ClusterProcess& process) {
+  const std::string log = LogOf(process);
+  const size_t at = log.rfind(": generation ");
+  if (at == std::string::npos) return "";
+  const size_t line = log.rfind('\n', at);
+  const size_t begin = line == std::string::npos ? 0 : line + 1;
+  return log.substr(begin, at - begin);
+}
+
+// Stops `process` (SIGSTOP: alive, silent) until the controller drops it, then continues it.
+// What a process descheduled under heavy load looks like to the controller, with the drop
+// observed in the controller's log rather than waited for.
+void SilenceUntilDropped(launch::LocalCluster& cluster, launch::ClusterProcess& process) {
+  const std::string id = MemberIdOf(process);
+  ASSERT_FALSE(id.empty()) << LogOf(process);
+  ASSERT_EQ(kill(process.process.pid(), SIGSTOP), 0);
+  absl::Cleanup resume = [&] { kill(process.process.pid(), SIGCONT); };
+  // The drop, and then the generation without it (logged once its metrics are exported).
+  ASSERT_TRUE(Eventually(cluster, [&] {
+    const std::string log = LogOf(cluster.controller());
+    const size_t dropped = log.find(absl::StrCat("dropped member ", id, " "));
+    return dropped != std::string::npos &&
+           log.find("controller: generation", dropped) != std::string::npos;
+  }));
+}
+
+// Issue 23: a live worker and a live shard that missed their heartbeats (stopped past the
+// controller's timeout) register again with fresh credentials and rejoin the job, the shard at
+// its old index, and the job ends on every worker with the reference parameters.
+TEST(ElasticClusterTest, ALiveWorkerAndShardDroppedRegisterAgainMatchingTheReference) {
+  auto dir = TempDir::Create("ringside-elastic-");
+  ASSERT_TRUE(dir.ok());
+  worker::TrainingOptions training;
+  training.model = "32,128,10";
+  training.data = "synthetic:2048";
+  training.batch_size = 64;
+  training.steps = 1500;
+  auto cluster = launch::LocalCluster::Start(
+      testing::ClusterOptions(dir->path(), 3, 2, SyncMode::kPs, training));
+  ASSERT_TRUE(cluster.ok()) << cluster.status();
+  launch::LocalCluster& c = **cluster;
+  std::vector<launch::ClusterProcess*> workers = c.workers();
+  launch::ClusterProcess* shard = nullptr;
+  for (auto& process : c.processes()) {
+    if (process->name == "ps-1") shard = process.get();
+  }
+  ASSERT_NE(shard, nullptr);
+  ASSERT_TRUE(Eventually(c, [&] {
+    return Metric(*workers[0], "ringside_steps_total", {{"mode", "ps"}}) >= 30;
+  }));
+
+  ASSERT_NO_FATAL_FAILURE(SilenceUntilDropped(c, *workers[2]));
+  ASSERT_TRUE(Eventually(c, [&] {
+    return LogOf(*workers[2]).find("registering again") != std::string::npos &&
+           testing::MetricOf(c.controller(), "ringside_world_size") == 3;
+  })) << "the worker is back";
+
+  const std::string index_before = LastShardName(*shard);
+  ASSERT_NO_FATAL_FAILURE(SilenceUntilDropped(c, *shard));
+  // Registering again comes after the drop's generation, so the shard follows the controller's
+  // generation again only once it is back.
+  ASSERT_TRUE(Eventually(c, [&] {
+    return LogOf(*shard).find("registering again") != std::string::npos &&
+           testing::MetricOf(*shard, "ringside_generation") ==
+               testing::MetricOf(c.controller(), "ringside_generation");
+  })) << "the shard is back";
+  EXPECT_EQ(LastShardName(*shard), index_before) << "at its old index:\n" << LogOf(*shard);
+
+  auto results = c.WaitForResults(absl::Seconds(180));
+  ASSERT_TRUE(results.ok()) << results.status() << "\n" << testing::ClusterLogs(c);
+  ASSERT_EQ(results->size(), 3u);
+  for (const TrainResultFile& result : *results) {
+    EXPECT_EQ(result.steps, training.steps);
+    EXPECT_EQ(result.checksum, (*results)[0].checksum) << "workers disagree";
+  }
+  auto reference = worker::TrainLocally(training);
+  ASSERT_TRUE(reference.ok()) << reference.status();
+  const std::vector<float> params = ReadParams(workers[2]->params_file);
+  ASSERT_EQ(params.size(), reference->parameters.size());
+  EXPECT_LT(MaxRelativeDifference(params, reference->parameters), 1e-5);
+  EXPECT_NE(LogOf(c.controller()).find("again: it had seen generation"), std::string::npos);
 }
 
 }  // namespace
