@@ -150,6 +150,8 @@ struct ShardMember {
   // load reaches it first.
   std::atomic<bool> hold_next_job{false};
   Hold job_hold;
+  // A Load reached this shard before its assignment of the Load's generation and waits for it.
+  std::atomic<bool> load_waited{false};
 };
 
 struct WorkerMember {
@@ -308,7 +310,7 @@ void ElasticRejoinTest::AddShard(int index) {
     if (a.shard() < 0 || a.shard() >= a.shards_size()) return;
     const ElementRange range = EvenRanges(parameters, a.shards_size())[a.shard()];
     if (raw->hold_next_job.exchange(false)) raw->job_hold.Pass();
-    raw->service->SetJob(server::ShardJob{a.shard(), range, optimizer});
+    raw->service->SetJob(server::ShardJob{a.shard(), range, optimizer, a.generation()});
   };
   auto client = ControllerClient::Connect(options, follow);
   ASSERT_TRUE(client.ok()) << "shard " << index << ": " << client.status();
@@ -496,6 +498,8 @@ TEST_P(ElasticRejoinTest, ALiveMemberDroppedRegistersAgainAndTheJobMatchesTheRef
     }
     ASSERT_NE(lagging, nullptr);
     lagging->hold_next_job = true;  // its next assignment is the rejoin's
+    lagging->service->SetLoadWaitHookForTesting(
+        [lagging](uint64_t) { lagging->load_waited = true; });
   }
   drop_hold_.Release();
   // The survivors train on without the victims, unless no shard is left for ps mode.
@@ -523,9 +527,12 @@ TEST_P(ElasticRejoinTest, ALiveMemberDroppedRegistersAgainAndTheJobMatchesTheRef
   if (lagging != nullptr) {
     ASSERT_TRUE(Wait(
         [&] {
-          return workers_[0]->log_text.str().find("loading the shards again") != std::string::npos;
+          // The lagging shard either holds the Load until its assignment comes (it waits) or
+          // refused it, and the loader loads again: both must end in the same state.
+          return lagging->load_waited ||
+                 workers_[0]->log_text.str().find("loading the shards again") != std::string::npos;
         },
-        "the loader refused by the lagging shard"));
+        "the loader's Load held or refused by the lagging shard"));
     lagging->job_hold.Release();
   }
   {
