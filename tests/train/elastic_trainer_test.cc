@@ -510,6 +510,7 @@ TEST_P(ElasticTrainerEvaluationTest, RankZeroEvaluatesEveryFewStepsAndAfterTheLa
   FakeController controller(config, job);
   ring::InMemoryRingNetwork network;
   InProcessShards shards(2, job);
+  controller.WatchShards([&shards](uint64_t generation) { shards.Assign(generation); });
   absl::Mutex mu;
   std::vector<std::vector<EvaluationLine>> points(kWorkers);
   std::vector<std::unique_ptr<TrainerThread>> workers;
