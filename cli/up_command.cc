@@ -28,10 +28,8 @@ absl::Status WriteReadyFile(LocalCluster& cluster, const std::string& path) {
   }
   // How a client reaches the cluster: every flag `ringside ctl` and `health` need besides
   // --controller/--address (the operator's certificate or --insecure, and the operator token).
-  std::vector<std::string> client_flags = cluster.client_flags();
-  client_flags.push_back("--operator_token_file=" + cluster.operator_token_file());
   const nlohmann::json ready = {{"controller", cluster.controller_address()},
-                                {"client_flags", client_flags},
+                                {"client_flags", cluster.CtlFlags()},
                                 {"processes", processes}};
   return WriteFileAtomically(path, ready.dump() + "\n");
 }

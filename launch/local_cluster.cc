@@ -190,14 +190,18 @@ absl::Status LocalCluster::SetUpSecurity() {
   return absl::OkStatus();
 }
 
+std::vector<std::string> LocalCluster::CtlFlags() const {
+  std::vector<std::string> flags = {"--operator_token_file=" + operator_token_file_};
+  flags.insert(flags.end(), client_flags_.begin(), client_flags_.end());
+  return flags;
+}
+
 std::vector<std::string> LocalCluster::CtlCommand(SyncMode mode) const {
-  std::vector<std::string> argv = {options_.bin_dir + "/ringside",
-                                   "ctl",
-                                   "mode",
+  std::vector<std::string> argv = {options_.bin_dir + "/ringside", "ctl", "mode",
                                    std::string(SyncModeName(mode)),
-                                   "--controller=" + controller_address_,
-                                   "--operator_token_file=" + operator_token_file_};
-  argv.insert(argv.end(), client_flags_.begin(), client_flags_.end());
+                                   "--controller=" + controller_address_};
+  const std::vector<std::string> flags = CtlFlags();
+  argv.insert(argv.end(), flags.begin(), flags.end());
   return argv;
 }
 

@@ -144,8 +144,10 @@ class LocalCluster {
   // it: the operator's certificate under TLS, plaintext otherwise; as a value and as flags.
   const TransportSecurity& client_security() const { return client_security_; }
   const std::vector<std::string>& client_flags() const { return client_flags_; }
-  // `ringside ctl mode <mode>` against this cluster's controller, with its operator token and
-  // client_flags().
+  // Every flag `ringside ctl` needs besides --controller: the operator token and
+  // client_flags() (what `ringside up --ready_file` lists as client_flags).
+  std::vector<std::string> CtlFlags() const;
+  // `ringside ctl mode <mode>` against this cluster's controller, with CtlFlags().
   std::vector<std::string> CtlCommand(SyncMode mode) const;
   std::vector<std::unique_ptr<ClusterProcess>>& processes() { return processes_; }
   ClusterProcess& controller() { return *processes_[0]; }
