@@ -254,10 +254,13 @@ absl::Status ElasticTrainer::LoadShardsForGeneration(uint64_t generation, int wo
   return absl::OkStatus();
 }
 
+ShardTransferOptions ElasticTrainer::ShardTransfer() const {
+  return {shards_, options_.segment_bytes, options_.timeout, load_keys_, options_.security};
+}
+
 absl::Status ElasticTrainer::LoadShardsOnceAssigned(uint64_t generation, int world,
                                                     const JobState& state) {
-  const ShardTransferOptions transfer{shards_, options_.segment_bytes, options_.timeout, load_keys_,
-                                      options_.security};
+  const ShardTransferOptions transfer = ShardTransfer();
   // Half the collective deadline: the others wait for the barrier behind this load within it.
   const absl::Time deadline = absl::Now() + options_.timeout / 2;
   constexpr absl::Duration kFirstPause = absl::Milliseconds(5);
@@ -360,10 +363,8 @@ void ElasticTrainer::EvaluateIfDue() {
   last_evaluated_ = completed_;
   if (mode_ == SyncMode::kPs) {
     // The shards' own copy, read on the evaluator's thread: this one goes on training.
-    ShardTransferOptions read{shards_, options_.segment_bytes, options_.timeout, load_keys_,
-                              options_.security};
     evaluator_->SubmitShardRead(completed_,
-                                [read = std::move(read), count = job_->parameter_count()] {
+                                [read = ShardTransfer(), count = job_->parameter_count()] {
                                   return ReadShardParameters(read, count);
                                 });
   } else {

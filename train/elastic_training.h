@@ -124,6 +124,8 @@ class ElasticTrainer {
   absl::Status LoadShardsForGeneration(uint64_t generation, int world, int rank);
   // Rank 0's load, retried while a shard has not taken this generation's assignment yet.
   absl::Status LoadShardsOnceAssigned(uint64_t generation, int world, const JobState& state);
+  // How rank 0 reaches this generation's shards: for its loads and its test evaluator's reads.
+  ShardTransferOptions ShardTransfer() const;
   absl::Status Step();
   // Rank 0: submits the parameters after completed_ steps to the evaluator when they are due.
   void EvaluateIfDue();
