@@ -6,23 +6,23 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "common/model_spec.h"
 #include "common/status_macros.h"
-#include "model/model_spec.h"
-#include "train/batching.h"
-#include "train/dataset.h"
-#include "train/device.h"
+#include "worker/batching.h"
+#include "worker/dataset.h"
+#include "worker/device.h"
 
 namespace ringside::bench {
 namespace {
 
+using ModelSpec;
 using worker::GradientComputer;
-using worker::ModelSpec;
 
 // Times ComputeGradient on one fixed batch until min_seconds have passed (at least one step).
 absl::Status Measure(const ComputeBenchOptions& options, const ModelSpec& spec,
                      const worker::Dataset& data, GradientComputer& computer,
                      ComputeBenchRecord& record) {
-  const std::vector<float> params = worker::InitialParameters(spec, options.seed);
+  const std::vector<float> params = InitialParameters(spec, options.seed);
   std::vector<float> gradient(spec.parameter_count());
   std::vector<int64_t> rows(options.batch_size);
   for (int64_t i = 0; i < options.batch_size; ++i) rows[i] = i % data.rows();

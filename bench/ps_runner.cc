@@ -24,10 +24,10 @@
 namespace ringside::bench {
 namespace {
 
-std::string ShardReadyPath(const TempDir& dir, int shard) {
+std::string ShardReadyPath(const launch::TempDir& dir, int shard) {
   return dir.File(absl::StrCat("shard-", shard, ".ready.json"));
 }
-std::string WorkerResultFile(const TempDir& dir, int rank) {
+std::string WorkerResultFile(const launch::TempDir& dir, int rank) {
   return dir.File(absl::StrCat("worker-", rank, ".json"));
 }
 
@@ -39,24 +39,27 @@ absl::Status CheckExecutable(const std::string& path, absl::string_view name) {
 }
 
 // Waits for every shard's ready file (launch/await_file.h) under one deadline.
-absl::StatusOr<std::vector<int>> WaitForShards(std::vector<Subprocess>& shards, const TempDir& dir,
-                                               const PsCellSpec& spec, absl::Duration timeout) {
+absl::StatusOr<std::vector<int>> WaitForShards(std::vector<launch::Subprocess>& shards,
+                                               const launch::TempDir& dir, const PsCellSpec& spec,
+                                               absl::Duration timeout) {
   const absl::Time deadline = absl::Now() + timeout;
   std::vector<int> ports;
   for (size_t s = 0; s < shards.size(); ++s) {
     const int shard = static_cast<int>(s);
-    ASSIGN_OR_RETURN(std::string text,
-                     AwaitFileFrom(shards[s], ShardReadyPath(dir, shard), absl::StrCat("shard ", s),
-                                   std::max(deadline - absl::Now(), absl::ZeroDuration()),
-                                   /*log_lines=*/5));
+    ASSIGN_OR_RETURN(
+        std::string text,
+        launch::AwaitFileFrom(shards[s], ShardReadyPath(dir, shard), absl::StrCat("shard ", s),
+                              std::max(deadline - absl::Now(), absl::ZeroDuration()),
+                              /*log_lines=*/5));
     ASSIGN_OR_RETURN(ports.emplace_back(), ParseShardReady(text, spec, shard));
   }
   return ports;
 }
 
 // Runs the workers of a cell against its ready shards and reads their results.
-absl::Status RunWorkers(const PsRunnerConfig& config, const PsCellSpec& spec, const TempDir& dir,
-                        const std::vector<int>& shard_ports, PsCellResult* result) {
+absl::Status RunWorkers(const PsRunnerConfig& config, const PsCellSpec& spec,
+                        const launch::TempDir& dir, const std::vector<int>& shard_ports,
+                        PsCellResult* result) {
   std::vector<std::vector<std::string>> argvs;
   std::vector<std::string> result_files;
   for (int rank = 0; rank < spec.workers; ++rank) {
@@ -71,12 +74,12 @@ absl::Status RunWorkers(const PsRunnerConfig& config, const PsCellSpec& spec, co
 // Signals every shard first and then reaps them one by one, so the cell waits for the slowest
 // shard's shutdown rather than for the sum (ringside-ps can take seconds to leave gRPC's
 // shutdown). A second SIGTERM from Kill() is harmless to a daemon already stopping.
-void StopShards(std::vector<Subprocess>& shards) {
-  for (Subprocess& shard : shards) {
+void StopShards(std::vector<launch::Subprocess>& shards) {
+  for (launch::Subprocess& shard : shards) {
     if (shard.running()) kill(shard.pid(), SIGTERM);
   }
   for (size_t s = 0; s < shards.size(); ++s) {
-    const ExitStatus exit = shards[s].Kill();
+    const launch::ExitStatus exit = shards[s].Kill();
     // The workers' results are complete and checked by now: a shard that stops badly is
     // reported, but does not fail the cell.
     if (!exit.ok()) {
@@ -90,20 +93,20 @@ absl::Status RunPsCellProcesses(const PsRunnerConfig& config, const PsCellSpec& 
                                 PsCellResult* result) {
   RETURN_IF_ERROR(CheckExecutable(config.ps_binary, "ringside-ps"));
   RETURN_IF_ERROR(CheckExecutable(config.rank_binary, "ringside-bench"));
-  ASSIGN_OR_RETURN(TempDir dir, TempDir::Create("ringside-ps-bench-"));
+  ASSIGN_OR_RETURN(launch::TempDir dir, launch::TempDir::Create("ringside-ps-bench-"));
   if (config.keep_temp) {
     dir.Keep();
     std::cerr << "ringside-bench: keeping " << dir.path() << "\n";
   }
   // Declared after `dir` so that the shards are gone before their directory is removed.
-  std::vector<Subprocess> shards;
+  std::vector<launch::Subprocess> shards;
   absl::Status status;
   for (int s = 0; s < spec.shards && status.ok(); ++s) {
-    SpawnOptions options;
+    launch::SpawnOptions options;
     options.argv = PsShardArgv(config, spec, s, ShardReadyPath(dir, s));
     options.log_path = dir.File(absl::StrCat("shard-", s, ".log"));
     options.term_grace = config.shard_term_grace;
-    absl::StatusOr<Subprocess> process = Subprocess::Spawn(options);
+    absl::StatusOr<launch::Subprocess> process = launch::Subprocess::Spawn(options);
     status = process.status();
     if (process.ok()) shards.push_back(*std::move(process));
   }

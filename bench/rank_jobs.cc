@@ -14,8 +14,9 @@
 #include "common/rank_result.h"
 #include "common/status_macros.h"
 #include "prometheus/registry.h"
-#include "ps/ps_sync.h"
 #include "ring/ring_member.h"
+#include "server/ps/ps_client.h"
+#include "worker/parameter_sync.h"
 
 namespace ringside::bench {
 namespace {
@@ -97,7 +98,7 @@ absl::Status RunPsRank(const RankJobOptions& options, std::ostream& log) {
   ASSIGN_OR_RETURN(std::unique_ptr<MetricsServer> metrics_server,
                    MetricsServer::Start(options.metrics_listen, registry));
   metrics.ExportMembership(options.workers, /*generation=*/1, SyncMode::kPs);
-  worker::PsSyncOptions ps;
+  server::PsClientOptions ps;
   ps.rank = options.rank;
   ps.shards = options.shards;
   ps.segment_bytes = static_cast<uint64_t>(options.segment_bytes);
@@ -107,9 +108,11 @@ absl::Status RunPsRank(const RankJobOptions& options, std::ostream& log) {
   ASSIGN_OR_RETURN(Optimizer optimizer,
                    Optimizer::Create(OptimizerConfig{OptimizerKind::kSgd, 1.0f},
                                      static_cast<size_t>(options.elements)));
-  ASSIGN_OR_RETURN(
-      std::unique_ptr<worker::PsSync> sync,
-      worker::PsSync::Create(ps, static_cast<uint64_t>(options.elements), optimizer, &metrics));
+  ASSIGN_OR_RETURN(std::unique_ptr<server::PsClient> client,
+                   server::PsClient::Create(ps, static_cast<uint64_t>(options.elements), &metrics));
+  worker::SumThenUpdate sync(
+      SyncMode::kPs, [&client](int64_t step, absl::Span<float> g) { return client->Sum(step, g); },
+      optimizer);
   std::vector<float> gradient(static_cast<size_t>(options.elements));
   std::vector<float> params(gradient.size());
   std::vector<double> seconds;
@@ -117,7 +120,7 @@ absl::Status RunPsRank(const RankJobOptions& options, std::ostream& log) {
   for (int it = 0; it < options.warmup + options.iters; ++it) {
     FillForRank(options.rank, absl::MakeSpan(gradient));  // the last step left the sum there
     const absl::Time start = absl::Now();
-    RETURN_IF_ERROR(sync->Step(it, absl::MakeSpan(gradient), absl::MakeSpan(params)).status());
+    RETURN_IF_ERROR(sync.Step(it, absl::MakeSpan(gradient), absl::MakeSpan(params)).status());
     if (it >= options.warmup) seconds.push_back(absl::ToDoubleSeconds(absl::Now() - start));
     // Benchmark shards start at zero and apply SGD with lr 1: after step `it` every parameter is
     // exactly -(it + 1) times the sum of the pushed fills (small integers, exact in float32).

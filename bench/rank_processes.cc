@@ -11,19 +11,19 @@ namespace ringside::bench {
 
 absl::StatusOr<std::vector<RankResult>> RunRankProcesses(
     const std::vector<std::vector<std::string>>& argvs,
-    const std::vector<std::string>& result_files, const TempDir& dir, const std::string& log_prefix,
-    absl::Duration timeout) {
-  std::vector<Subprocess> processes;
+    const std::vector<std::string>& result_files, const launch::TempDir& dir,
+    const std::string& log_prefix, absl::Duration timeout) {
+  std::vector<launch::Subprocess> processes;
   for (size_t rank = 0; rank < argvs.size(); ++rank) {
-    SpawnOptions options;
+    launch::SpawnOptions options;
     options.argv = argvs[rank];
     options.log_path = dir.File(absl::StrCat(log_prefix, "-", rank, ".log"));
-    ASSIGN_OR_RETURN(Subprocess process, Subprocess::Spawn(options));
+    ASSIGN_OR_RETURN(launch::Subprocess process, launch::Subprocess::Spawn(options));
     processes.push_back(std::move(process));
   }
-  std::vector<Subprocess*> pointers;
-  for (Subprocess& process : processes) pointers.push_back(&process);
-  RETURN_IF_ERROR(WaitAll(pointers, timeout));
+  std::vector<launch::Subprocess*> pointers;
+  for (launch::Subprocess& process : processes) pointers.push_back(&process);
+  RETURN_IF_ERROR(launch::WaitAll(pointers, timeout));
   std::vector<RankResult> ranks;
   for (const std::string& file : result_files) {
     ASSIGN_OR_RETURN(RankResult rank_result, ReadRankResult(file));

@@ -24,8 +24,8 @@ namespace ringside::bench {
 // Rank r runs `argvs[r]`, logs to dir/<log_prefix>-r.log and writes `result_files[r]`.
 absl::StatusOr<std::vector<RankResult>> RunRankProcesses(
     const std::vector<std::vector<std::string>>& argvs,
-    const std::vector<std::string>& result_files, const TempDir& dir, const std::string& log_prefix,
-    absl::Duration timeout);
+    const std::vector<std::string>& result_files, const launch::TempDir& dir,
+    const std::string& log_prefix, absl::Duration timeout);
 
 // The path of the running executable (/proc/self/exe).
 absl::StatusOr<std::string> SelfExecutable();

@@ -26,14 +26,14 @@ constexpr Implementation kAllImplementations[] = {Implementation::kRingside,
 // Rank argv for every rank of the cell, or why the cell cannot start.
 absl::StatusOr<std::vector<std::vector<std::string>>> BuildArgvs(const RunnerConfig& config,
                                                                  const CellSpec& spec,
-                                                                 const TempDir& dir) {
+                                                                 const launch::TempDir& dir) {
   std::vector<std::vector<std::string>> argvs;
   if (spec.implementation == Implementation::kRingside) {
     if (access(config.rank_binary.c_str(), X_OK) != 0) {
       return absl::NotFoundError(absl::StrCat("no executable rank binary at ", config.rank_binary,
                                               " (--rank_binary=PATH, or leave it empty)"));
     }
-    ASSIGN_OR_RETURN(const std::vector<int> ports, PickFreePorts(spec.world));
+    ASSIGN_OR_RETURN(const std::vector<int> ports, launch::PickFreePorts(spec.world));
     for (int rank = 0; rank < spec.world; ++rank) {
       argvs.push_back(RingsideWorkerArgv(config, spec, rank, ports,
                                          dir.File(absl::StrCat("rank-", rank, ".json"))));
@@ -57,7 +57,7 @@ absl::StatusOr<std::vector<std::vector<std::string>>> BuildArgvs(const RunnerCon
 
 absl::Status RunCellProcesses(const RunnerConfig& config, const CellSpec& spec,
                               CellResult* result) {
-  ASSIGN_OR_RETURN(TempDir dir, TempDir::Create("ringside-bench-"));
+  ASSIGN_OR_RETURN(launch::TempDir dir, launch::TempDir::Create("ringside-bench-"));
   if (config.keep_temp) {
     dir.Keep();
     std::cerr << "ringside-bench: keeping " << dir.path() << "\n";

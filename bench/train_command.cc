@@ -26,7 +26,7 @@
 #include "launch/subprocess.h"
 #include "launch/temp_dir.h"
 #include "nlohmann/json.hpp"
-#include "train/dataset.h"
+#include "worker/dataset.h"
 
 ABSL_FLAG(std::string, model, "784,1024,1024,10", "train: the MLP's layer list");
 ABSL_FLAG(int64_t, steps, 50, "train: steps per run and mode");
@@ -72,22 +72,23 @@ std::string BinDir() {
 // Runs `argv` to completion within `timeout`; its output goes to `log`.
 absl::Status RunToEnd(std::vector<std::string> argv, const std::string& log,
                       absl::Duration timeout) {
-  SpawnOptions spawn;
+  launch::SpawnOptions spawn;
   spawn.argv = std::move(argv);
   spawn.log_path = log;
-  absl::StatusOr<Subprocess> process = Subprocess::Spawn(spawn);
+  absl::StatusOr<launch::Subprocess> process = launch::Subprocess::Spawn(spawn);
   if (!process.ok()) return process.status();
-  absl::StatusOr<ExitStatus> exit = process->Wait(timeout);
+  absl::StatusOr<launch::ExitStatus> exit = process->Wait(timeout);
   if (!exit.ok()) return exit.status();
   if (!exit->ok()) {
     return absl::InternalError(absl::StrCat("'", spawn.argv[0], "' ended with ", exit->ToString(),
-                                            "; its log ends with:\n", TailOfFile(log, 8)));
+                                            "; its log ends with:\n", launch::TailOfFile(log, 8)));
   }
   return absl::OkStatus();
 }
 
 absl::StatusOr<std::vector<TrainResult>> RunRingside(const TrainJob& job, int run,
-                                                     const TempDir& dir, absl::Duration timeout) {
+                                                     const launch::TempDir& dir,
+                                                     absl::Duration timeout) {
   const std::string json_path = dir.File(absl::StrCat("compare-", run, ".json"));
   std::vector<std::string> argv = {BinDir() + "/ringside",
                                    "compare",
@@ -113,7 +114,7 @@ absl::StatusOr<std::vector<TrainResult>> RunRingside(const TrainJob& job, int ru
   return results;
 }
 
-absl::StatusOr<TrainResult> RunTorch(const TrainJob& job, int run, const TempDir& dir,
+absl::StatusOr<TrainResult> RunTorch(const TrainJob& job, int run, const launch::TempDir& dir,
                                      const std::string& script, absl::Duration timeout) {
   const std::string out = dir.File(absl::StrCat("ddp-", run, ".log"));
   std::vector<std::string> argv = {absl::GetFlag(FLAGS_python),
@@ -140,13 +141,13 @@ absl::StatusOr<TrainResult> RunTorch(const TrainJob& job, int run, const TempDir
       nullptr, /*allow_exceptions=*/false);
   if (json.is_discarded()) {
     return absl::InternalError(
-        absl::StrCat("ddp_train.py printed no result:\n", TailOfFile(out, 8)));
+        absl::StrCat("ddp_train.py printed no result:\n", launch::TailOfFile(out, 8)));
   }
   return TorchResult(json, run);
 }
 
 // Whether python3 can import torch (the probe's output is kept in the work directory).
-bool TorchImportable(const TempDir& dir) {
+bool TorchImportable(const launch::TempDir& dir) {
   return RunToEnd({absl::GetFlag(FLAGS_python), "-c", "import torch"}, dir.File("torch-probe.log"),
                   absl::Seconds(120))
       .ok();
@@ -179,7 +180,7 @@ absl::StatusOr<TrainJob> JobFromFlags() {
         absl::StrCat("--data=", data, ": want synthetic, fashion-mnist or fashion-mnist:DIR"));
   }
   if (spec->kind == worker::DataSpec::Kind::kFashionMnist) {
-    absl::StatusOr<worker::ModelSpec> model = worker::ModelSpec::Parse(job.model, "tanh");
+    absl::StatusOr<ModelSpec> model = ModelSpec::Parse(job.model, "tanh");
     if (!model.ok()) return Annotate(model.status(), "--model");
     if (absl::Status fits = worker::CheckDataFitsModel(job.data, *model); !fits.ok()) {
       return absl::InvalidArgumentError(absl::StrCat("--data: ", fits.message()));
@@ -193,7 +194,7 @@ absl::StatusOr<TrainJob> JobFromFlags() {
 }
 
 // Runs every implementation `runs` times, alternating; false when any run failed.
-bool RunAll(const TrainJob& job, int runs, bool with_torch, const TempDir& dir,
+bool RunAll(const TrainJob& job, int runs, bool with_torch, const launch::TempDir& dir,
             std::vector<TrainResult>& results) {
   const absl::Duration timeout = absl::Seconds(absl::GetFlag(FLAGS_timeout_s));
   bool all_ok = true;
@@ -241,7 +242,7 @@ int RunTrainCommand(const std::vector<std::string>& args) {
     std::cerr << "ringside-bench train: --torch must be auto, on or off, not '" << torch << "'\n";
     return 1;
   }
-  absl::StatusOr<TempDir> dir = TempDir::Create("ringside-bench-train-");
+  absl::StatusOr<launch::TempDir> dir = launch::TempDir::Create("ringside-bench-train-");
   if (!dir.ok()) {
     std::cerr << "ringside-bench train: " << dir.status().message() << "\n";
     return 1;

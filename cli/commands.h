@@ -27,7 +27,7 @@
 #include "common/metrics.h"
 #include "common/termination_signals.h"
 #include "launch/local_cluster.h"
-#include "train/local_training.h"
+#include "worker/local_training.h"
 
 namespace ringside::cli {
 
@@ -54,7 +54,7 @@ inline constexpr double kDefaultTargetAccuracy = 0.75;
 
 struct CompareOptions {
   ClusterFlags cluster;
-  std::vector<worker::TrainingOptions> jobs;
+  std::vector<TrainingOptions> jobs;
   std::string json_file;
   std::string report_file;
   // `ringside lab`: where each process runs (its own network namespace) and the rate of every
@@ -68,7 +68,7 @@ struct CompareOptions {
   std::vector<int> worker_counts;
   std::vector<int> shard_counts;
   // Chrome trace / Perfetto JSON of every worker's steps and regroups in every cluster run
-  // (train/timeline.h); empty: none.
+  // (worker/timeline.h); empty: none.
   std::string timeline_file;
   int64_t timeline_capacity = 4096;  // events kept per worker (ringside-worker's flag)
   // The test accuracy each mode is timed to (data with a held-out test set), in (0, 1].
@@ -78,7 +78,7 @@ struct CompareOptions {
 struct UpOptions {
   ClusterFlags cluster;
   SyncMode mode = SyncMode::kRing;
-  worker::TrainingOptions job;
+  TrainingOptions job;
   std::string ready_file;
 };
 

@@ -19,12 +19,12 @@
 #include "cli/scaling_sweep.h"
 #include "common/cost_model.h"
 #include "common/file_util.h"
+#include "common/model_spec.h"
 #include "common/status_macros.h"
 #include "launch/local_cluster.h"
 #include "launch/prometheus_text.h"
 #include "launch/temp_dir.h"
-#include "model/model_spec.h"
-#include "train/dataset.h"
+#include "worker/dataset.h"
 
 namespace ringside::cli {
 
@@ -97,17 +97,17 @@ double Percentile(std::vector<double> values, double q) {
 // Fills the traffic figures of `report` from every process's /metrics.
 absl::Status MeasureTraffic(LocalCluster& cluster, SyncMode mode, const JobConfig& config,
                             ModeReport& report) {
-  std::vector<Sample> all;
+  std::vector<launch::Sample> all;
   for (auto& process : cluster.processes()) {
     if (!process->process.running()) continue;
-    ASSIGN_OR_RETURN(std::vector<Sample> samples,
-                     FetchMetrics(process->host, process->metrics_port));
+    ASSIGN_OR_RETURN(std::vector<launch::Sample> samples,
+                     launch::FetchMetrics(process->host, process->metrics_port));
     all.insert(all.end(), samples.begin(), samples.end());
   }
   const double steps = std::max<double>(1, report.steps);
   std::map<std::pair<std::string, std::string>, LinkTraffic> links;
   std::map<std::string, double> sent, received;
-  for (const Sample& s : all) {
+  for (const launch::Sample& s : all) {
     if (!s.labels.count("mode") || s.labels.at("mode") != SyncModeName(mode)) continue;
     const std::string src = s.labels.count("src") ? s.labels.at("src") : "";
     const std::string dst = s.labels.count("dst") ? s.labels.at("dst") : "";
@@ -139,7 +139,7 @@ absl::Status MeasureTraffic(LocalCluster& cluster, SyncMode mode, const JobConfi
   report.busiest_node_expected_bytes_per_step = model.busiest_node;
   const std::string label(SyncModeName(mode));
   auto phase_sum = [&](const std::string& name, const std::string& phase) {
-    return SumSamples(all, name, {{"phase", phase}, {"mode", label}});
+    return launch::SumSamples(all, name, {{"phase", phase}, {"mode", label}});
   };
   const double compute = phase_sum("ringside_step_seconds_sum", "compute");
   const double sync = phase_sum("ringside_step_seconds_sum", "sync");
@@ -158,7 +158,7 @@ ProcessFailure FailureOf(const launch::ProcessEnd& end) {
   return ProcessFailure{end.name, end.pid, end.how, end.log, end.last_lines};
 }
 
-std::string PhaseName(const worker::TrainingOptions& job, ClusterShape shape, SyncMode mode) {
+std::string PhaseName(const TrainingOptions& job, ClusterShape shape, SyncMode mode) {
   return absl::StrCat(
       job.model, " ", SyncModeName(mode),
       shape.swept ? absl::StrCat(" N=", shape.workers, " S=", shape.ps_shards) : "");
@@ -168,7 +168,7 @@ std::string PhaseName(const worker::TrainingOptions& job, ClusterShape shape, Sy
 // being asked to is printed with its log's last lines and added to `failures`, which the caller
 // keeps even when the run fails.
 absl::StatusOr<ModeRun> RunCluster(const std::string& dir, const CompareOptions& options,
-                                   int job_index, const worker::TrainingOptions& job,
+                                   int job_index, const TrainingOptions& job,
                                    const JobConfig& config, ClusterShape shape, SyncMode mode,
                                    bool with_timeline, const TerminationSignals& signals,
                                    std::ostream& out, std::vector<ProcessFailure>& failures) {
@@ -241,11 +241,13 @@ absl::StatusOr<ModeRun> RunCluster(const std::string& dir, const CompareOptions&
     }
     for (ClusterProcess* w : cluster->workers()) {
       if (w->expected_to_end) continue;
-      absl::StatusOr<std::vector<Sample>> samples = FetchMetrics(w->host, w->metrics_port);
+      absl::StatusOr<std::vector<launch::Sample>> samples =
+          launch::FetchMetrics(w->host, w->metrics_port);
       if (!samples.ok()) break;
       const std::string label(SyncModeName(mode));
-      progress.Update(FindSample(*samples, "ringside_steps_total", {{"mode", label}}).value_or(0),
-                      SumSamples(*samples, "ringside_link_bytes_total", {{"mode", label}}));
+      progress.Update(
+          launch::FindSample(*samples, "ringside_steps_total", {{"mode", label}}).value_or(0),
+          launch::SumSamples(*samples, "ringside_link_bytes_total", {{"mode", label}}));
       break;
     }
   }
@@ -297,7 +299,7 @@ absl::StatusOr<ModeRun> RunCluster(const std::string& dir, const CompareOptions&
   cluster->Stop();
   // After Stop every child is reaped, so each peak is final (the kernel's, not a sample).
   for (auto& process : cluster->processes()) {
-    const std::optional<ExitStatus>& status = process->process.exit_status();
+    const std::optional<launch::ExitStatus>& status = process->process.exit_status();
     run.report.processes.push_back({process->name, status ? status->peak_rss_bytes : 0});
   }
   return run;
@@ -306,11 +308,11 @@ absl::StatusOr<ModeRun> RunCluster(const std::string& dir, const CompareOptions&
 // RunCluster in a fresh directory, which is kept, and named, when a process failed or the run
 // did (not when a signal stopped it): its logs are the post-mortem.
 absl::StatusOr<ModeRun> RunMode(const CompareOptions& options, int job_index,
-                                const worker::TrainingOptions& job, const JobConfig& config,
+                                const TrainingOptions& job, const JobConfig& config,
                                 ClusterShape shape, SyncMode mode, bool with_timeline,
                                 const TerminationSignals& signals, std::ostream& out,
                                 std::vector<ProcessFailure>& failures) {
-  ASSIGN_OR_RETURN(TempDir dir, TempDir::Create("ringside-compare-"));
+  ASSIGN_OR_RETURN(launch::TempDir dir, launch::TempDir::Create("ringside-compare-"));
   absl::StatusOr<ModeRun> run = RunCluster(dir.path(), options, job_index, job, config, shape, mode,
                                            with_timeline, signals, out, failures);
   const bool cancelled = !run.ok() && run.status().code() == absl::StatusCode::kCancelled;
@@ -329,9 +331,8 @@ std::string CompareCheckpointDir(const std::string& checkpoint_dir, int job, Syn
   return absl::StrCat(checkpoint_dir, "/job-", job + 1, "-", SyncModeName(mode));
 }
 
-absl::StatusOr<JobConfig> JobConfigOf(const worker::TrainingOptions& job, ClusterShape shape) {
-  ASSIGN_OR_RETURN(const worker::ModelSpec spec,
-                   worker::ModelSpec::Parse(job.model, job.activation));
+absl::StatusOr<JobConfig> JobConfigOf(const TrainingOptions& job, ClusterShape shape) {
+  ASSIGN_OR_RETURN(const ModelSpec spec, ModelSpec::Parse(job.model, job.activation));
   JobConfig config;
   config.workers = shape.workers;
   config.ps_shards = shape.ps_shards;
@@ -349,10 +350,12 @@ absl::StatusOr<JobConfig> JobConfigOf(const worker::TrainingOptions& job, Cluste
   return config;
 }
 
-absl::StatusOr<JobComparison> RunJobComparison(
-    const CompareOptions& options, int job_index, const worker::TrainingOptions& job,
-    ClusterShape shape, const std::vector<SyncMode>& modes, const TerminationSignals& signals,
-    std::ostream& out, absl::Status& failed, std::vector<worker::TimelineProcess>* timeline) {
+absl::StatusOr<JobComparison> RunJobComparison(const CompareOptions& options, int job_index,
+                                               const TrainingOptions& job, ClusterShape shape,
+                                               const std::vector<SyncMode>& modes,
+                                               const TerminationSignals& signals, std::ostream& out,
+                                               absl::Status& failed,
+                                               std::vector<worker::TimelineProcess>* timeline) {
   JobComparison comparison;
   ASSIGN_OR_RETURN(comparison.config, JobConfigOf(job, shape));
   comparison.config.target_accuracy = options.target_accuracy;
@@ -434,7 +437,7 @@ absl::Status RunCompare(const CompareOptions& options, const TerminationSignals&
   const bool sweep = IsSweep(options);
   absl::Status failed;  // the first mode that failed; the runs after it are not started
   for (size_t job_index = 0; job_index < options.jobs.size(); ++job_index) {
-    const worker::TrainingOptions& job = options.jobs[job_index];
+    const TrainingOptions& job = options.jobs[job_index];
     if (!failed.ok()) break;
     JobComparison comparison;
     if (sweep) {

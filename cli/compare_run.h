@@ -10,7 +10,7 @@
 #include "absl/status/statusor.h"
 #include "cli/commands.h"
 #include "cli/compare_report.h"
-#include "train/timeline.h"
+#include "worker/timeline.h"
 
 namespace ringside::cli {
 
@@ -23,17 +23,19 @@ struct ClusterShape {
 };
 
 // The job's configuration as the reports print it, for a cluster of `shape`.
-absl::StatusOr<JobConfig> JobConfigOf(const worker::TrainingOptions& job, ClusterShape shape);
+absl::StatusOr<JobConfig> JobConfigOf(const TrainingOptions& job, ClusterShape shape);
 
 // Runs `job` once per mode in `modes`, in that order, each on a fresh cluster of `shape`, and
 // fills their reports (and the parity when both ran). A mode that fails is recorded in its
 // report and in `failed` (the first failure); the modes after it are not run. A signal returns
 // CANCELLED. With `timeline` non-null every worker writes a timeline, appended there named by
 // mode, size and job (pids still the ranks: the caller renumbers).
-absl::StatusOr<JobComparison> RunJobComparison(
-    const CompareOptions& options, int job_index, const worker::TrainingOptions& job,
-    ClusterShape shape, const std::vector<SyncMode>& modes, const TerminationSignals& signals,
-    std::ostream& out, absl::Status& failed, std::vector<worker::TimelineProcess>* timeline);
+absl::StatusOr<JobComparison> RunJobComparison(const CompareOptions& options, int job_index,
+                                               const TrainingOptions& job, ClusterShape shape,
+                                               const std::vector<SyncMode>& modes,
+                                               const TerminationSignals& signals, std::ostream& out,
+                                               absl::Status& failed,
+                                               std::vector<worker::TimelineProcess>* timeline);
 
 // Every cluster's worker timelines as one Chrome trace at `path` (atomically), times shifted
 // so the first event is at 0.

@@ -69,7 +69,7 @@ absl::StatusOr<JobComparison> RunScalingSweep(const CompareOptions& options, int
                                               const TerminationSignals& signals, std::ostream& out,
                                               absl::Status& failed,
                                               std::vector<worker::TimelineProcess>* timeline) {
-  const worker::TrainingOptions& job = options.jobs[job_index];
+  const TrainingOptions& job = options.jobs[job_index];
   const std::vector<int> workers = options.worker_counts.empty()
                                        ? std::vector<int>{options.cluster.workers}
                                        : options.worker_counts;

@@ -65,11 +65,11 @@ absl::Status KeepRunning(LocalCluster& cluster, const UpOptions& options,
 }  // namespace
 
 absl::Status RunUp(const UpOptions& options, const TerminationSignals& signals, std::ostream& out) {
-  std::unique_ptr<TempDir> temp;
+  std::unique_ptr<launch::TempDir> temp;
   std::string dir = options.cluster.work_dir;
   if (dir.empty()) {
-    ASSIGN_OR_RETURN(TempDir made, TempDir::Create("ringside-up-"));
-    temp = std::make_unique<TempDir>(std::move(made));
+    ASSIGN_OR_RETURN(launch::TempDir made, launch::TempDir::Create("ringside-up-"));
+    temp = std::make_unique<launch::TempDir>(std::move(made));
     dir = temp->path();
   }
   LocalClusterOptions cluster_options;

@@ -1,7 +1,7 @@
 // Hidden-layer activations and their derivatives, shared by the CPU path and the CUDA kernels so
 // both compute the same formulas. Header-only; pure functions; thread-safe.
-#ifndef RINGSIDE_MODEL_ACTIVATION_H_
-#define RINGSIDE_MODEL_ACTIVATION_H_
+#ifndef RINGSIDE_COMMON_ACTIVATION_H_
+#define RINGSIDE_COMMON_ACTIVATION_H_
 
 #include <math.h>
 
@@ -11,7 +11,7 @@
 #define RINGSIDE_HOST_DEVICE
 #endif
 
-namespace ringside::worker {
+namespace ringside {
 
 enum class Activation : int {
   kSigmoid,
@@ -73,6 +73,6 @@ RINGSIDE_HOST_DEVICE inline float ActivateDerivative(Activation a, float x, floa
   return 1.0f;
 }
 
-}  // namespace ringside::worker
+}  // namespace ringside
 
-#endif  // RINGSIDE_MODEL_ACTIVATION_H_
+#endif  // RINGSIDE_COMMON_ACTIVATION_H_

@@ -2,12 +2,12 @@
 // parameter initialisation, synthetic data and batch shuffles are bit-identical in every process
 // and on every platform, whatever order values are drawn in. Built on SplitMix64's finaliser
 // (Steele, Lea & Flood 2014). Header-only; thread-safe (no state). Not cryptographic.
-#ifndef RINGSIDE_MODEL_COUNTER_RNG_H_
-#define RINGSIDE_MODEL_COUNTER_RNG_H_
+#ifndef RINGSIDE_COMMON_COUNTER_RNG_H_
+#define RINGSIDE_COMMON_COUNTER_RNG_H_
 
 #include <cstdint>
 
-namespace ringside::worker {
+namespace ringside {
 
 // Streams keep unrelated uses of one seed independent.
 enum class RngStream : uint64_t {
@@ -51,6 +51,6 @@ inline double CounterNormal(uint64_t seed, RngStream stream, uint64_t index) {
   return sum - 6.0;
 }
 
-}  // namespace ringside::worker
+}  // namespace ringside
 
-#endif  // RINGSIDE_MODEL_COUNTER_RNG_H_
+#endif  // RINGSIDE_COMMON_COUNTER_RNG_H_

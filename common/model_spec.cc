@@ -1,4 +1,4 @@
-#include "model/model_spec.h"
+#include "common/model_spec.h"
 
 #include <algorithm>
 #include <cmath>
@@ -9,9 +9,9 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
-#include "model/counter_rng.h"
+#include "common/counter_rng.h"
 
-namespace ringside::worker {
+namespace ringside {
 namespace {
 
 constexpr struct {
@@ -192,4 +192,4 @@ std::vector<float> InitialParameters(const ModelSpec& spec, uint64_t seed) {
   return params;
 }
 
-}  // namespace ringside::worker
+}  // namespace ringside

@@ -12,8 +12,8 @@
 //
 // ModelSpec is an immutable value: copyable, thread-safe to share. Parsers and Create return
 // INVALID_ARGUMENT with a message naming the bad part; nothing aborts on user input.
-#ifndef RINGSIDE_MODEL_MODEL_SPEC_H_
-#define RINGSIDE_MODEL_MODEL_SPEC_H_
+#ifndef RINGSIDE_COMMON_MODEL_SPEC_H_
+#define RINGSIDE_COMMON_MODEL_SPEC_H_
 
 #include <cstdint>
 #include <string>
@@ -23,10 +23,10 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "absl/types/span.h"
+#include "common/activation.h"
 #include "common/ranges.h"
-#include "model/activation.h"
 
-namespace ringside::worker {
+namespace ringside {
 
 inline constexpr int kMaxLayers = 64;                   // entries in the layer list
 inline constexpr int kMaxLayerWidth = 1 << 20;          // units in one layer
@@ -103,6 +103,6 @@ std::vector<GradientBucket> BackpropBuckets(const ModelSpec& spec, uint64_t min_
 absl::Status InitializeParameters(const ModelSpec& spec, uint64_t seed, absl::Span<float> params);
 std::vector<float> InitialParameters(const ModelSpec& spec, uint64_t seed);
 
-}  // namespace ringside::worker
+}  // namespace ringside
 
-#endif  // RINGSIDE_MODEL_MODEL_SPEC_H_
+#endif  // RINGSIDE_COMMON_MODEL_SPEC_H_

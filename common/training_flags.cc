@@ -1,4 +1,4 @@
-#include "model/training_flags.h"
+#include "common/training_flags.h"
 
 #include <string>
 
@@ -7,7 +7,7 @@
 #include "common/optimizer.h"
 
 namespace {
-const ringside::worker::TrainingOptions kTraining;
+const TrainingOptions kTraining;
 }  // namespace
 
 ABSL_FLAG(std::string, model, kTraining.model,
@@ -27,7 +27,7 @@ ABSL_FLAG(std::string, optimizer, "adam", "sgd, momentum or adam");
 ABSL_FLAG(uint64_t, seed, kTraining.seed, "seed of parameters, synthetic data and batch order");
 ABSL_FLAG(std::string, device, "auto", "auto, cpu or cuda[:i]");
 
-namespace ringside::worker {
+namespace ringside {
 
 absl::StatusOr<TrainingOptions> TrainingOptionsFromFlags() {
   TrainingOptions training;
@@ -55,4 +55,4 @@ absl::StatusOr<TrainingOptions> TrainingOptionsFromFlags() {
   return training;
 }
 
-}  // namespace ringside::worker
+}  // namespace ringside

@@ -2,15 +2,15 @@
 // with the defaults used unless a flag says otherwise. A plain struct shared by the controller
 // (which hands it out as proto::JobSpec), the shards (which need the model's size and the
 // optimiser) and the trainer, so none of them needs the others' code.
-#ifndef RINGSIDE_MODEL_TRAINING_OPTIONS_H_
-#define RINGSIDE_MODEL_TRAINING_OPTIONS_H_
+#ifndef RINGSIDE_COMMON_TRAINING_OPTIONS_H_
+#define RINGSIDE_COMMON_TRAINING_OPTIONS_H_
 
 #include <cstdint>
 #include <string>
 
 #include "common/optimizer.h"
 
-namespace ringside::worker {
+namespace ringside {
 
 // The defaults every Ringside command uses unless a flag says otherwise.
 struct TrainingOptions {
@@ -19,7 +19,7 @@ struct TrainingOptions {
   std::string data = "iris";  // --data
   int64_t steps = 200;        // --steps
   // --eval_every: rank 0 evaluates the parameters on the data's held-out test set after every
-  // this many steps (and after the last), off the step's critical path (train/test_evaluator.h);
+  // this many steps (and after the last), off the step's critical path (worker/test_evaluator.h);
   // data without a test set (Iris, synthetic) is not evaluated.
   int64_t eval_every = 25;
   int64_t batch_size = 32;  // --batch_size (global: split across workers)
@@ -28,6 +28,6 @@ struct TrainingOptions {
   std::string device = "cpu";  // --device
 };
 
-}  // namespace ringside::worker
+}  // namespace ringside
 
-#endif  // RINGSIDE_MODEL_TRAINING_OPTIONS_H_
+#endif  // RINGSIDE_COMMON_TRAINING_OPTIONS_H_

@@ -6,7 +6,7 @@
 #include "common/file_util.h"
 #include "common/status_macros.h"
 
-namespace ringside {
+namespace ringside::launch {
 namespace {
 
 // The last `lines` lines of `process`'s log, quoted, one per line below the message.
@@ -50,4 +50,4 @@ absl::StatusOr<ReadyFile> AwaitReadyFile(Subprocess& process, const std::string&
   return ready;
 }
 
-}  // namespace ringside
+}  // namespace ringside::launch

@@ -14,7 +14,7 @@
 #include "common/cluster_files.h"
 #include "launch/subprocess.h"
 
-namespace ringside {
+namespace ringside::launch {
 
 // The text of `path` once `process` (called `who` in errors) has written it. INTERNAL when the
 // process exits without writing it, DEADLINE_EXCEEDED after `timeout`; both quote the last
@@ -28,6 +28,6 @@ absl::StatusOr<std::string> AwaitFileFrom(Subprocess& process, const std::string
 absl::StatusOr<ReadyFile> AwaitReadyFile(Subprocess& process, const std::string& path,
                                          absl::string_view who, absl::Duration timeout);
 
-}  // namespace ringside
+}  // namespace ringside::launch
 
 #endif  // RINGSIDE_LAUNCH_AWAIT_FILE_H_

@@ -9,7 +9,7 @@
 
 #include "absl/strings/str_cat.h"
 
-namespace ringside {
+namespace ringside::launch {
 namespace {
 
 // An open socket bound to 127.0.0.1:0; closes on destruction.
@@ -69,4 +69,4 @@ absl::StatusOr<std::vector<int>> PickFreePorts(int count) {
   return ports;
 }
 
-}  // namespace ringside
+}  // namespace ringside::launch

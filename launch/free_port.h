@@ -12,7 +12,7 @@
 
 #include "absl/status/statusor.h"
 
-namespace ringside {
+namespace ringside::launch {
 
 // Binds 127.0.0.1:0, reads the port the kernel chose and closes the socket.
 absl::StatusOr<int> PickFreePort();
@@ -21,6 +21,6 @@ absl::StatusOr<int> PickFreePort();
 // kernel cannot hand out the same port twice.
 absl::StatusOr<std::vector<int>> PickFreePorts(int count);
 
-}  // namespace ringside
+}  // namespace ringside::launch
 
 #endif  // RINGSIDE_LAUNCH_FREE_PORT_H_

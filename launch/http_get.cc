@@ -12,7 +12,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 
-namespace ringside {
+namespace ringside::launch {
 
 absl::StatusOr<std::string> HttpGet(int port, const std::string& path, absl::Duration timeout) {
   return HttpGet("127.0.0.1", port, path, timeout);
@@ -63,4 +63,4 @@ absl::StatusOr<std::string> HttpGet(const std::string& host, int port, const std
   return response.substr(body + 4);
 }
 
-}  // namespace ringside
+}  // namespace ringside::launch

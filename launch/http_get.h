@@ -8,7 +8,7 @@
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 
-namespace ringside {
+namespace ringside::launch {
 
 // The body of http://127.0.0.1:`port``path`, or an error for a refused connection, a timeout or a
 // status other than 200.
@@ -18,6 +18,6 @@ absl::StatusOr<std::string> HttpGet(int port, const std::string& path,
 absl::StatusOr<std::string> HttpGet(const std::string& host, int port, const std::string& path,
                                     absl::Duration timeout = absl::Seconds(10));
 
-}  // namespace ringside
+}  // namespace ringside::launch
 
 #endif  // RINGSIDE_LAUNCH_HTTP_GET_H_

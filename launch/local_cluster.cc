@@ -24,7 +24,7 @@ std::string RandomToken() {
   return absl::StrFormat("%08x%08x%08x%08x", device(), device(), device(), device());
 }
 
-std::vector<std::string> JobFlags(const worker::TrainingOptions& training) {
+std::vector<std::string> JobFlags(const TrainingOptions& training) {
   return {"--model=" + training.model,
           "--activation=" + training.activation,
           "--data=" + training.data,

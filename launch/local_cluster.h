@@ -36,10 +36,10 @@
 #include "absl/time/time.h"
 #include "common/cluster_files.h"
 #include "common/metrics.h"
+#include "common/training_options.h"
 #include "common/transport_security.h"
 #include "launch/certificates.h"
 #include "launch/subprocess.h"
-#include "model/training_options.h"
 
 namespace ringside::launch {
 
@@ -58,7 +58,7 @@ struct LocalClusterOptions {
   int workers = 4;
   int ps_shards = 2;
   SyncMode mode = SyncMode::kRing;
-  worker::TrainingOptions training;
+  TrainingOptions training;
   absl::Duration heartbeat_timeout = absl::Seconds(2);
   absl::Duration collective_timeout = absl::Seconds(30);  // workers' --timeout
   absl::Duration start_timeout = absl::Seconds(60);

@@ -8,7 +8,7 @@
 #include "absl/strings/strip.h"
 #include "launch/http_get.h"
 
-namespace ringside {
+namespace ringside::launch {
 
 absl::StatusOr<std::vector<Sample>> ParsePrometheusText(const std::string& text) {
   std::vector<Sample> samples;
@@ -86,4 +86,4 @@ double SumSamples(const std::vector<Sample>& samples, const std::string& name,
   return sum;
 }
 
-}  // namespace ringside
+}  // namespace ringside::launch

@@ -11,7 +11,7 @@
 
 #include "absl/status/statusor.h"
 
-namespace ringside {
+namespace ringside::launch {
 
 struct Sample {
   std::string name;
@@ -34,6 +34,6 @@ std::optional<double> FindSample(const std::vector<Sample>& samples, const std::
 double SumSamples(const std::vector<Sample>& samples, const std::string& name,
                   const std::map<std::string, std::string>& labels);
 
-}  // namespace ringside
+}  // namespace ringside::launch
 
 #endif  // RINGSIDE_LAUNCH_PROMETHEUS_TEXT_H_

@@ -25,7 +25,7 @@
 
 extern char** environ;
 
-namespace ringside {
+namespace ringside::launch {
 namespace {
 
 ExitStatus FromWaitStatus(int status) {
@@ -329,4 +329,4 @@ std::vector<std::string> QuotedTailOfFile(const std::string& path, int max_lines
   return lines;
 }
 
-}  // namespace ringside
+}  // namespace ringside::launch

@@ -29,7 +29,7 @@
 #include "absl/time/time.h"
 #include "absl/types/span.h"
 
-namespace ringside {
+namespace ringside::launch {
 
 // How a child ended: exactly one of `exit_code` (>= 0) or `signal` (> 0) is set.
 struct ExitStatus {
@@ -116,6 +116,6 @@ inline constexpr size_t kLogTailLineBytes = 200;
 std::vector<std::string> QuotedTailOfFile(const std::string& path, int max_lines = kLogTailLines,
                                           size_t max_line_bytes = kLogTailLineBytes);
 
-}  // namespace ringside
+}  // namespace ringside::launch
 
 #endif  // RINGSIDE_LAUNCH_SUBPROCESS_H_

@@ -11,7 +11,7 @@
 
 #include "absl/strings/str_cat.h"
 
-namespace ringside {
+namespace ringside::launch {
 
 absl::StatusOr<TempDir> TempDir::Create(absl::string_view prefix) {
   const char* base = getenv("TMPDIR");
@@ -48,4 +48,4 @@ void TempDir::Remove() {
   path_.clear();
 }
 
-}  // namespace ringside
+}  // namespace ringside::launch

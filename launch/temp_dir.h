@@ -12,7 +12,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 
-namespace ringside {
+namespace ringside::launch {
 
 class TempDir {
  public:
@@ -39,6 +39,6 @@ class TempDir {
   bool keep_ = false;
 };
 
-}  // namespace ringside
+}  // namespace ringside::launch
 
 #endif  // RINGSIDE_LAUNCH_TEMP_DIR_H_

@@ -17,7 +17,7 @@ packages=(
   curl procps iproute2 util-linux python3 gzip
   # the formatting check (tests/architecture): .clang-format is the project's style
   clang-format
-  # the fuzz targets (fuzz/): clang, and its libFuzzer and sanitizer runtimes
+  # the fuzz targets (tests/fuzz/): clang, and its libFuzzer and sanitizer runtimes
   clang libclang-rt-14-dev
   # the HTML report's browser test (tests/cli)
   chromium

@@ -2,9 +2,9 @@
 // trainer needs nothing of the control protocol's messages. ControllerAssignments
 // (controller_assignments.h) adapts the controller's watch stream; FixedAssignment is a static
 // cluster's one generation; tests use a fake controller over the real membership rules
-// (control/membership.h) with trainers as threads.
-#ifndef RINGSIDE_TRAIN_ASSIGNMENT_SOURCE_H_
-#define RINGSIDE_TRAIN_ASSIGNMENT_SOURCE_H_
+// (server/controller/membership.h) with trainers as threads.
+#ifndef RINGSIDE_WORKER_ASSIGNMENT_SOURCE_H_
+#define RINGSIDE_WORKER_ASSIGNMENT_SOURCE_H_
 
 #include <cstdint>
 #include <string>
@@ -14,7 +14,7 @@
 #include "absl/time/time.h"
 #include "absl/types/span.h"
 #include "common/metrics.h"
-#include "model/training_options.h"
+#include "common/training_options.h"
 
 namespace ringside::worker {
 
@@ -90,4 +90,4 @@ class FixedAssignment final : public AssignmentSource {
 
 }  // namespace ringside::worker
 
-#endif  // RINGSIDE_TRAIN_ASSIGNMENT_SOURCE_H_
+#endif  // RINGSIDE_WORKER_ASSIGNMENT_SOURCE_H_

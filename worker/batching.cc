@@ -1,10 +1,10 @@
-#include "train/batching.h"
+#include "worker/batching.h"
 
 #include <algorithm>
 #include <cassert>
 
 #include "absl/strings/str_cat.h"
-#include "model/counter_rng.h"
+#include "common/counter_rng.h"
 
 namespace ringside::worker {
 namespace {

@@ -7,12 +7,12 @@
 // Worker r of N takes the r-th of EvenRanges(B, N) positions (sizes differ by at most one; with
 // B < N some workers get none). For the exact global mean gradient pass
 // normalizer_rows = global_batch() to GradientComputer::ComputeGradient and SUM the workers'
-// gradients (see train/gradient_computer.h).
+// gradients (see worker/gradient_computer.h).
 //
 // Everything here is pure and thread-safe; BatchSchedule is an immutable value.
 // Errors: Create returns INVALID_ARGUMENT for empty data or a batch size < 1 or > kMaxBatchRows.
-#ifndef RINGSIDE_TRAIN_BATCHING_H_
-#define RINGSIDE_TRAIN_BATCHING_H_
+#ifndef RINGSIDE_WORKER_BATCHING_H_
+#define RINGSIDE_WORKER_BATCHING_H_
 
 #include <cstdint>
 #include <vector>
@@ -20,8 +20,8 @@
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
 #include "common/ranges.h"
-#include "train/dataset.h"
-#include "train/gradient_computer.h"
+#include "worker/dataset.h"
+#include "worker/gradient_computer.h"
 
 namespace ringside::worker {
 
@@ -65,4 +65,4 @@ void GatherRows(const Dataset& data, absl::Span<const int64_t> rows, OwnedBatch&
 
 }  // namespace ringside::worker
 
-#endif  // RINGSIDE_TRAIN_BATCHING_H_
+#endif  // RINGSIDE_WORKER_BATCHING_H_

@@ -1,7 +1,7 @@
-#include "train/controller_assignments.h"
+#include "worker/controller_assignments.h"
 
 #include "common/status_macros.h"
-#include "control/job_spec.h"
+#include "server/controller/job_spec.h"
 
 namespace ringside::worker {
 

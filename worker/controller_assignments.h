@@ -1,13 +1,13 @@
 // The controller's watch stream as an AssignmentSource: each proto::Assignment the member's
 // ControllerClient holds, converted once into the trainer's plain struct (the job with this
 // worker's own device). Thread-safe as ControllerClient is.
-#ifndef RINGSIDE_TRAIN_CONTROLLER_ASSIGNMENTS_H_
-#define RINGSIDE_TRAIN_CONTROLLER_ASSIGNMENTS_H_
+#ifndef RINGSIDE_WORKER_CONTROLLER_ASSIGNMENTS_H_
+#define RINGSIDE_WORKER_CONTROLLER_ASSIGNMENTS_H_
 
 #include <string>
 
-#include "control/controller_client.h"
-#include "train/assignment_source.h"
+#include "server/controller/controller_client.h"
+#include "worker/assignment_source.h"
 
 namespace ringside::worker {
 
@@ -39,4 +39,4 @@ class ControllerAssignments final : public AssignmentSource {
 
 }  // namespace ringside::worker
 
-#endif  // RINGSIDE_TRAIN_CONTROLLER_ASSIGNMENTS_H_
+#endif  // RINGSIDE_WORKER_CONTROLLER_ASSIGNMENTS_H_

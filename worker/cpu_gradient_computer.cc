@@ -1,4 +1,4 @@
-#include "train/cpu_gradient_computer.h"
+#include "worker/cpu_gradient_computer.h"
 
 #include <cblas.h>
 

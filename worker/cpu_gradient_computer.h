@@ -1,14 +1,14 @@
 // CPU GradientComputer: OpenBLAS sgemm for the matrix products, plain loops for bias,
 // activations, softmax and cross-entropy. Contract, ownership and thread-safety as in
-// train/gradient_computer.h; scratch buffers grow to the largest batch seen and are reused.
+// worker/gradient_computer.h; scratch buffers grow to the largest batch seen and are reused.
 // OpenBLAS may use several threads inside one call (OPENBLAS_NUM_THREADS limits them).
-#ifndef RINGSIDE_TRAIN_CPU_GRADIENT_COMPUTER_H_
-#define RINGSIDE_TRAIN_CPU_GRADIENT_COMPUTER_H_
+#ifndef RINGSIDE_WORKER_CPU_GRADIENT_COMPUTER_H_
+#define RINGSIDE_WORKER_CPU_GRADIENT_COMPUTER_H_
 
 #include <string>
 #include <vector>
 
-#include "train/gradient_computer.h"
+#include "worker/gradient_computer.h"
 
 namespace ringside::worker {
 
@@ -45,4 +45,4 @@ class CpuGradientComputer final : public GradientComputer {
 
 }  // namespace ringside::worker
 
-#endif  // RINGSIDE_TRAIN_CPU_GRADIENT_COMPUTER_H_
+#endif  // RINGSIDE_WORKER_CPU_GRADIENT_COMPUTER_H_

@@ -7,14 +7,14 @@
 //
 // The plug-in exports one C symbol, kCudaBackendSymbol, returning this table. Both sides are
 // built from the same sources by the same compiler in one build, so C++ types may cross.
-#ifndef RINGSIDE_TRAIN_CUDA_BACKEND_H_
-#define RINGSIDE_TRAIN_CUDA_BACKEND_H_
+#ifndef RINGSIDE_WORKER_CUDA_BACKEND_H_
+#define RINGSIDE_WORKER_CUDA_BACKEND_H_
 
 #include <memory>
 
 #include "absl/status/statusor.h"
-#include "model/model_spec.h"
-#include "train/gradient_computer.h"
+#include "common/model_spec.h"
+#include "worker/gradient_computer.h"
 
 namespace ringside::worker {
 
@@ -32,4 +32,4 @@ struct CudaBackend {
 
 }  // namespace ringside::worker
 
-#endif  // RINGSIDE_TRAIN_CUDA_BACKEND_H_
+#endif  // RINGSIDE_WORKER_CUDA_BACKEND_H_

@@ -1,13 +1,13 @@
-#include "train/data_parallel.h"
+#include "worker/data_parallel.h"
 
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "common/model_spec.h"
 #include "common/status_macros.h"
-#include "model/model_spec.h"
-#include "train/batching.h"
-#include "train/dataset.h"
-#include "train/device.h"
+#include "worker/batching.h"
+#include "worker/dataset.h"
+#include "worker/device.h"
 
 namespace ringside::worker {
 
@@ -46,7 +46,7 @@ absl::StatusOr<std::unique_ptr<TrainingJob>> TrainingJob::Create(const TrainingO
 }
 
 std::vector<float> TrainingJob::InitialParameters() const {
-  return worker::InitialParameters(spec_, options_.seed);
+  return InitialParameters(spec_, options_.seed);
 }
 
 absl::StatusOr<GradientStats> TrainingJob::ComputeShare(int64_t step, WorkerSlot slot,

@@ -6,8 +6,8 @@
 // LocalSync, so there is one loop to trust.
 // Thread-compatible. Errors: option parsing (INVALID_ARGUMENT), device set-up, and whatever the
 // ParameterSync returns, annotated with the step.
-#ifndef RINGSIDE_TRAIN_DATA_PARALLEL_H_
-#define RINGSIDE_TRAIN_DATA_PARALLEL_H_
+#ifndef RINGSIDE_WORKER_DATA_PARALLEL_H_
+#define RINGSIDE_WORKER_DATA_PARALLEL_H_
 
 #include <cstdint>
 #include <functional>
@@ -17,13 +17,13 @@
 #include "absl/time/time.h"
 #include "absl/types/span.h"
 #include "common/metrics.h"
+#include "common/model_spec.h"
 #include "common/optimizer.h"
-#include "common/parameter_sync.h"
-#include "model/model_spec.h"
-#include "train/batching.h"
-#include "train/dataset.h"
-#include "train/local_training.h"
-#include "train/timeline.h"
+#include "worker/batching.h"
+#include "worker/dataset.h"
+#include "worker/local_training.h"
+#include "worker/parameter_sync.h"
+#include "worker/timeline.h"
 
 namespace ringside::worker {
 
@@ -80,7 +80,7 @@ class TrainingJob {
   OwnedBatch batch_;
 };
 
-// One step of the loop, for this and every other trainer (train/elastic_training.h): the slot's
+// One step of the loop, for this and every other trainer (worker/elastic_training.h): the slot's
 // gradient share of step `step` at `params`, then `before_sync` (may be null; an error abandons
 // the step before anything is sent), then the sync (on success `params` hold step `step`'s
 // result), then the step's metrics. Errors are annotated with the step. `timing` (may be null)
@@ -100,4 +100,4 @@ absl::StatusOr<TrainingResult> TrainDataParallel(const TrainingOptions& options,
 
 }  // namespace ringside::worker
 
-#endif  // RINGSIDE_TRAIN_DATA_PARALLEL_H_
+#endif  // RINGSIDE_WORKER_DATA_PARALLEL_H_

@@ -1,4 +1,4 @@
-#include "train/dataset.h"
+#include "worker/dataset.h"
 
 #include <algorithm>
 #include <cmath>
@@ -9,9 +9,9 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "common/counter_rng.h"
 #include "common/status_macros.h"
-#include "model/counter_rng.h"
-#include "train/fashion_mnist.h"
+#include "worker/fashion_mnist.h"
 
 namespace ringside::worker {
 namespace {

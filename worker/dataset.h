@@ -1,6 +1,6 @@
 // Training data: the Iris data set (data/iris.csv, embedded into the library at build time) and a
 // seeded synthetic generator of Gaussian clusters, both z-scored per feature, and Fashion-MNIST
-// (train/fashion_mnist.h: IDX files read from a directory, pixels scaled to [0, 1], with its
+// (worker/fashion_mnist.h: IDX files read from a directory, pixels scaled to [0, 1], with its
 // held-out test set). Selected with `--data=iris|synthetic:ROWS|fashion-mnist[:DIR]`; the model's
 // first and last layer sizes must fit (Iris: 4 inputs, 3 classes; synthetic: any, taken from the
 // model; Fashion-MNIST: 784 inputs, 10 classes).
@@ -10,8 +10,8 @@
 // pure (the synthetic generator depends only on its arguments) apart from reading Fashion-MNIST's
 // files. Errors: INVALID_ARGUMENT for bad specs, malformed CSV or IDX files and a model that does
 // not fit the data; NOT_FOUND naming a missing file.
-#ifndef RINGSIDE_TRAIN_DATASET_H_
-#define RINGSIDE_TRAIN_DATASET_H_
+#ifndef RINGSIDE_WORKER_DATASET_H_
+#define RINGSIDE_WORKER_DATASET_H_
 
 #include <cstdint>
 #include <string>
@@ -19,8 +19,8 @@
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
-#include "model/model_spec.h"
-#include "train/gradient_computer.h"
+#include "common/model_spec.h"
+#include "worker/gradient_computer.h"
 
 namespace ringside::worker {
 
@@ -94,4 +94,4 @@ absl::StatusOr<Dataset> LoadDataset(const DataSpec& spec, const ModelSpec& model
 
 }  // namespace ringside::worker
 
-#endif  // RINGSIDE_TRAIN_DATASET_H_
+#endif  // RINGSIDE_WORKER_DATASET_H_

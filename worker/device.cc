@@ -1,4 +1,4 @@
-#include "train/device.h"
+#include "worker/device.h"
 
 #include <dlfcn.h>
 #include <unistd.h>
@@ -11,8 +11,8 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
-#include "train/cpu_gradient_computer.h"
-#include "train/cuda_backend.h"
+#include "worker/cpu_gradient_computer.h"
+#include "worker/cuda_backend.h"
 
 // The only CUDA switch in the project: the plug-in exists only when CMake found CUDA.
 #if RINGSIDE_HAVE_CUDA

@@ -4,12 +4,12 @@
 //            time, UNAVAILABLE when this build has no CUDA support.
 //   auto     CUDA device 0 when cudaGetDeviceCount reports one at run time, else CPU.
 // This file's .cc holds the project's only `#if RINGSIDE_HAVE_CUDA` and loads the CUDA plug-in
-// (train/cuda_backend.h).
+// (worker/cuda_backend.h).
 //
 // Functions are thread-safe; computers they return are thread-compatible (one per thread).
 // Errors: INVALID_ARGUMENT for a malformed device string; see above for CUDA problems.
-#ifndef RINGSIDE_TRAIN_DEVICE_H_
-#define RINGSIDE_TRAIN_DEVICE_H_
+#ifndef RINGSIDE_WORKER_DEVICE_H_
+#define RINGSIDE_WORKER_DEVICE_H_
 
 #include <memory>
 #include <string>
@@ -17,8 +17,8 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
-#include "model/model_spec.h"
-#include "train/gradient_computer.h"
+#include "common/model_spec.h"
+#include "worker/gradient_computer.h"
 
 namespace ringside::worker {
 
@@ -45,4 +45,4 @@ absl::StatusOr<std::unique_ptr<GradientComputer>> MakeGradientComputer(absl::str
 
 }  // namespace ringside::worker
 
-#endif  // RINGSIDE_TRAIN_DEVICE_H_
+#endif  // RINGSIDE_WORKER_DEVICE_H_

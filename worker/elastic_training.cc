@@ -1,12 +1,11 @@
-#include "train/elastic_training.h"
+#include "worker/elastic_training.h"
 
 #include <algorithm>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
-#include "ps/shard_transfer.h"
-#include "ring/ring_sync.h"
+#include "server/ps/shard_transfer.h"
 
 namespace ringside::worker {
 namespace {
@@ -57,7 +56,7 @@ void ElasticTrainer::Supersede(uint64_t generation) {
   if (ring_ != nullptr) ring_->Supersede(generation);
   absl::MutexLock lock(&ps_mu_);
   superseded_by_ = std::max(superseded_by_, generation);
-  if (ps_sync_ != nullptr && ps_generation_ < generation) ps_sync_->Cancel();
+  if (ps_client_ != nullptr && ps_generation_ < generation) ps_client_->Cancel();
 }
 
 absl::Status ElasticTrainer::Run(const absl::Notification& stop, const FinishedCallback& finished) {
@@ -163,11 +162,11 @@ absl::Status ElasticTrainer::Regroup(const GenerationAssignment& assignment) {
   const SyncMode mode = assignment.mode;
   if (LostAt("assigned")) return LostStatus();
   if (generation_ != 0 && mode != mode_ && LostAt("switch")) return LostStatus();
+  sync_.reset();
   {
     absl::MutexLock lock(&ps_mu_);
-    ps_sync_ = nullptr;
+    ps_client_.reset();
   }
-  sync_.reset();
   const bool has_ring = !assignment.ring.empty();
   if (has_ring != (ring_ != nullptr) || (!has_ring && !assignment.fresh_start) ||
       (!has_ring && mode != SyncMode::kPs)) {
@@ -198,7 +197,7 @@ absl::Status ElasticTrainer::Regroup(const GenerationAssignment& assignment) {
   const uint64_t base = CollectiveBase(generation);
   if (mode == SyncMode::kPs) {
     if (!assignment.fresh_start) RETURN_IF_ERROR(LoadShardsForGeneration(generation, world, rank));
-    PsSyncOptions ps;
+    server::PsClientOptions ps;
     ps.generation = generation;
     ps.rank = rank;
     ps.shards = shards_;
@@ -209,18 +208,30 @@ absl::Status ElasticTrainer::Regroup(const GenerationAssignment& assignment) {
     if (options_.fault) {
       ps.pushed_to_first_shard = [this](int64_t) { return LostAt("ps_push"); };
     }
-    ASSIGN_OR_RETURN(std::unique_ptr<PsSync> ps_sync,
-                     PsSync::Create(ps, job_->parameter_count(), *optimizer_, &metrics_));
+    ASSIGN_OR_RETURN(std::unique_ptr<server::PsClient> ps_client,
+                     server::PsClient::Create(ps, job_->parameter_count(), &metrics_));
+    server::PsClient* client = ps_client.get();
+    sync_ = std::make_unique<SumThenUpdate>(
+        SyncMode::kPs, [client](int64_t step, absl::Span<float> g) { return client->Sum(step, g); },
+        *optimizer_);
     absl::MutexLock lock(&ps_mu_);
-    if (superseded_by_ > generation) ps_sync->Cancel();
-    ps_sync_ = ps_sync.get();
+    if (superseded_by_ > generation) ps_client->Cancel();
+    ps_client_ = std::move(ps_client);
     ps_generation_ = generation;
-    sync_ = std::move(ps_sync);
   } else {
     ring::AllreduceOptions allreduce;
     allreduce.segment_bytes = options_.segment_bytes;
     allreduce.timeout = options_.timeout;
-    sync_ = std::make_unique<RingSync>(*ring_, *optimizer_, allreduce, base + kFirstStepCollective);
+    allreduce.op = ring::ReduceOp::kSum;  // shares are pre-scaled by the global batch
+    // Step t's allreduce is collective `first + t`: every worker of the generation numbers alike.
+    const uint64_t first = base + kFirstStepCollective;
+    ring::Collective* ring = ring_;
+    sync_ = std::make_unique<SumThenUpdate>(
+        SyncMode::kRing,
+        [ring, allreduce, first](int64_t step, absl::Span<float> g) {
+          return ring->Allreduce(first + static_cast<uint64_t>(step), g, allreduce);
+        },
+        *optimizer_);
   }
   generation_ = generation;
   mode_ = mode;
@@ -238,7 +249,8 @@ absl::Status ElasticTrainer::LoadShardsForGeneration(uint64_t generation, int wo
   std::vector<float> loaded = {0.0f};
   if (rank == 0) {
     if (LostAt("load")) return LostStatus();
-    JobState state{static_cast<uint64_t>(completed_), parameters_, optimizer_->ExportState()};
+    server::JobState state{static_cast<uint64_t>(completed_), parameters_,
+                           optimizer_->ExportState()};
     const absl::Status status = LoadShardsOnceAssigned(generation, world, state);
     if (!status.ok()) {
       log_ << WorkerName(rank) << ": " << status << "\n";
@@ -254,19 +266,19 @@ absl::Status ElasticTrainer::LoadShardsForGeneration(uint64_t generation, int wo
   return absl::OkStatus();
 }
 
-ShardTransferOptions ElasticTrainer::ShardTransfer() const {
+server::ShardTransferOptions ElasticTrainer::ShardTransfer() const {
   return {shards_, options_.segment_bytes, options_.timeout, load_keys_, options_.security};
 }
 
 absl::Status ElasticTrainer::LoadShardsOnceAssigned(uint64_t generation, int world,
-                                                    const JobState& state) {
-  const ShardTransferOptions transfer = ShardTransfer();
+                                                    const server::JobState& state) {
+  const server::ShardTransferOptions transfer = ShardTransfer();
   // Half the collective deadline: the others wait for the barrier behind this load within it.
   const absl::Time deadline = absl::Now() + options_.timeout / 2;
   constexpr absl::Duration kFirstPause = absl::Milliseconds(5);
   absl::Duration pause = kFirstPause;
   while (true) {
-    const absl::Status status = LoadShards(transfer, generation, world, state);
+    const absl::Status status = server::LoadShards(transfer, generation, world, state);
     // A shard learns this generation on its own watch stream, so a load can reach it first: it
     // has no job yet (FAILED_PRECONDITION), still the previous generation's range
     // (INVALID_ARGUMENT), or is restarting (UNAVAILABLE). Loading again is harmless (the same
@@ -365,7 +377,7 @@ void ElasticTrainer::EvaluateIfDue() {
     // The shards' own copy, read on the evaluator's thread: this one goes on training.
     evaluator_->SubmitShardRead(completed_,
                                 [read = ShardTransfer(), count = job_->parameter_count()] {
-                                  return ReadShardParameters(read, count);
+                                  return server::ReadShardParameters(read, count);
                                 });
   } else {
     evaluator_->SubmitSnapshot(completed_, parameters_);

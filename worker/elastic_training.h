@@ -25,8 +25,8 @@
 // controller client's watch thread). Errors: the job's (bad model, data), a regroup that keeps
 // failing past `regroup_timeout`, the assignment source lost, or ABORTED when a fault hook
 // declares this worker lost (tests).
-#ifndef RINGSIDE_TRAIN_ELASTIC_TRAINING_H_
-#define RINGSIDE_TRAIN_ELASTIC_TRAINING_H_
+#ifndef RINGSIDE_WORKER_ELASTIC_TRAINING_H_
+#define RINGSIDE_WORKER_ELASTIC_TRAINING_H_
 
 #include <cstdint>
 #include <functional>
@@ -42,14 +42,14 @@
 #include "common/metrics.h"
 #include "common/optimizer.h"
 #include "common/transport_security.h"
-#include "ps/ps_sync.h"
-#include "ps/shard_transfer.h"
 #include "ring/collective.h"
-#include "train/assignment_source.h"
-#include "train/data_parallel.h"
-#include "train/fault_injection.h"
-#include "train/test_evaluator.h"
-#include "train/timeline.h"
+#include "server/ps/ps_client.h"
+#include "server/ps/shard_transfer.h"
+#include "worker/assignment_source.h"
+#include "worker/data_parallel.h"
+#include "worker/fault_injection.h"
+#include "worker/test_evaluator.h"
+#include "worker/timeline.h"
 
 namespace ringside::worker {
 
@@ -59,17 +59,17 @@ struct ElasticOptions {
   absl::Duration timeout = absl::Seconds(60);           // per collective, ps step or transfer
   absl::Duration regroup_timeout = absl::Seconds(120);  // for the next generation after a failure
   TransportSecurity security;  // of the channels to the shards (the ring's is the member's)
-  // Test-only (train/fault_injection.h); null: none. When it returns true the worker is lost
+  // Test-only (worker/fault_injection.h); null: none. When it returns true the worker is lost
   // at that point: Run() returns ABORTED at once, with nothing more sent.
   FaultHook fault;
   // After the job's last step: stay a member (elastic: later generations still regroup, so a
   // late joiner receives the final state), or return from Run() (a static cluster).
   bool stay_after_finish = true;
-  // Records every step's phases and every regroup (train/timeline.h); null: none. Must outlive
+  // Records every step's phases and every regroup (worker/timeline.h); null: none. Must outlive
   // the trainer.
   Timeline* timeline = nullptr;
   // While this worker is rank 0 it evaluates the job's parameters on the data's held-out test
-  // set every `eval_every` steps (train/test_evaluator.h: the shards' parameters in ps mode) and
+  // set every `eval_every` steps (worker/test_evaluator.h: the shards' parameters in ps mode) and
   // hands each point here, on the evaluator's thread. Null, or data without a test set: none.
   TestEvaluator::Sink evaluations;
 };
@@ -123,9 +123,10 @@ class ElasticTrainer {
   absl::Status SaveCheckpointIfDue();
   absl::Status LoadShardsForGeneration(uint64_t generation, int world, int rank);
   // Rank 0's load, retried while a shard has not taken this generation's assignment yet.
-  absl::Status LoadShardsOnceAssigned(uint64_t generation, int world, const JobState& state);
+  absl::Status LoadShardsOnceAssigned(uint64_t generation, int world,
+                                      const server::JobState& state);
   // How rank 0 reaches this generation's shards: for its loads and its test evaluator's reads.
-  ShardTransferOptions ShardTransfer() const;
+  server::ShardTransferOptions ShardTransfer() const;
   absl::Status Step();
   // Rank 0: submits the parameters after completed_ steps to the evaluator when they are due.
   void EvaluateIfDue();
@@ -166,7 +167,8 @@ class ElasticTrainer {
   std::string lost_at_;  // the fault point this worker was lost at; empty: none
 
   absl::Mutex ps_mu_;  // Supersede() runs on the controller client's thread
-  PsSync* ps_sync_ ABSL_GUARDED_BY(ps_mu_) = nullptr;
+  // This ps generation's client, which sync_ calls into; null in ring mode.
+  std::unique_ptr<server::PsClient> ps_client_ ABSL_GUARDED_BY(ps_mu_);
   uint64_t ps_generation_ ABSL_GUARDED_BY(ps_mu_) = 0;
   // The newest generation announced. Sticky, as in the ring inbox: a ps generation whose sync is
   // installed after its successor was announced starts cancelled.
@@ -175,4 +177,4 @@ class ElasticTrainer {
 
 }  // namespace ringside::worker
 
-#endif  // RINGSIDE_TRAIN_ELASTIC_TRAINING_H_
+#endif  // RINGSIDE_WORKER_ELASTIC_TRAINING_H_

@@ -1,4 +1,4 @@
-#include "train/fashion_mnist.h"
+#include "worker/fashion_mnist.h"
 
 #include <sys/stat.h>
 
@@ -7,7 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "common/status_macros.h"
-#include "train/idx_file.h"
+#include "worker/idx_file.h"
 
 namespace ringside::worker {
 namespace {

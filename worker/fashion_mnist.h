@@ -3,19 +3,19 @@
 // t10k-labels-idx1-ubyte (10,000 held-out test images), each gzipped (NAME.gz, as Debian's
 // dataset-fashion-mnist installs them) or not. Images are 28x28 greyscale, labels 0..9.
 //
-// Every file is checked as train/idx_file.h says; besides, images and labels must agree in
+// Every file is checked as worker/idx_file.h says; besides, images and labels must agree in
 // count, the training and test images in size, and every label must be one of the 10 classes.
 // Pixels become floats in [0, 1] (value / 255), not standardised: the scale PyTorch's ToTensor
 // gives, so the benchmark's DDP baseline trains on the same numbers.
 // Thread-safe. Errors: NOT_FOUND naming the directory and the missing files; INVALID_ARGUMENT
 // naming the file for anything malformed.
-#ifndef RINGSIDE_TRAIN_FASHION_MNIST_H_
-#define RINGSIDE_TRAIN_FASHION_MNIST_H_
+#ifndef RINGSIDE_WORKER_FASHION_MNIST_H_
+#define RINGSIDE_WORKER_FASHION_MNIST_H_
 
 #include <string>
 
 #include "absl/status/statusor.h"
-#include "train/dataset.h"
+#include "worker/dataset.h"
 
 namespace ringside::worker {
 
@@ -33,4 +33,4 @@ absl::StatusOr<DataSplits> LoadFashionMnist(const std::string& directory);
 
 }  // namespace ringside::worker
 
-#endif  // RINGSIDE_TRAIN_FASHION_MNIST_H_
+#endif  // RINGSIDE_WORKER_FASHION_MNIST_H_

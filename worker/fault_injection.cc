@@ -1,4 +1,4 @@
-#include "train/fault_injection.h"
+#include "worker/fault_injection.h"
 
 #include <signal.h>
 #include <unistd.h>

@@ -13,8 +13,8 @@
 //   barrier    ps mode: before the barrier that confirms the load
 //   ring_step  ring mode: the gradient is computed, the allreduce not begun
 //   ps_push    ps mode: this worker's share reached shard 0 but no other shard
-#ifndef RINGSIDE_TRAIN_FAULT_INJECTION_H_
-#define RINGSIDE_TRAIN_FAULT_INJECTION_H_
+#ifndef RINGSIDE_WORKER_FAULT_INJECTION_H_
+#define RINGSIDE_WORKER_FAULT_INJECTION_H_
 
 #include <cstdint>
 #include <functional>
@@ -50,4 +50,4 @@ FaultHook LoseAt(FaultPlan plan);
 
 }  // namespace ringside::worker
 
-#endif  // RINGSIDE_TRAIN_FAULT_INJECTION_H_
+#endif  // RINGSIDE_WORKER_FAULT_INJECTION_H_

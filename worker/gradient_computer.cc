@@ -1,4 +1,4 @@
-#include "train/gradient_computer.h"
+#include "worker/gradient_computer.h"
 
 #include <algorithm>
 

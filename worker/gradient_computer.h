@@ -1,6 +1,6 @@
 // The worker's compute interface: loss and flat gradient of the model for one batch, plus
 // evaluation. Implementations: CPU (BLAS, always built) and CUDA (cuBLAS + own kernels, built
-// when CMake finds CUDA); make one with MakeGradientComputer (train/device.h).
+// when CMake finds CUDA); make one with MakeGradientComputer (worker/device.h).
 //
 // Gradient scaling for data parallelism (the contract the sync layer relies on):
 //   ComputeGradient writes  g = (1 / normalizer_rows) * sum over the local rows of dloss_i/dparams.
@@ -15,8 +15,8 @@
 // Thread-safety: thread-compatible; one call at a time per instance (use one per worker thread).
 // Errors: INVALID_ARGUMENT for mismatched sizes or labels outside [0, classes); INTERNAL for a
 // device failure (CUDA error text included). No call aborts on bad input.
-#ifndef RINGSIDE_TRAIN_GRADIENT_COMPUTER_H_
-#define RINGSIDE_TRAIN_GRADIENT_COMPUTER_H_
+#ifndef RINGSIDE_WORKER_GRADIENT_COMPUTER_H_
+#define RINGSIDE_WORKER_GRADIENT_COMPUTER_H_
 
 #include <cstdint>
 #include <functional>
@@ -25,8 +25,8 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
+#include "common/model_spec.h"
 #include "common/ranges.h"
-#include "model/model_spec.h"
 
 namespace ringside::worker {
 
@@ -105,4 +105,4 @@ GradientStats EmptyBatchGradient(const ModelSpec& spec, absl::Span<float> gradie
 
 }  // namespace ringside::worker
 
-#endif  // RINGSIDE_TRAIN_GRADIENT_COMPUTER_H_
+#endif  // RINGSIDE_WORKER_GRADIENT_COMPUTER_H_

@@ -1,4 +1,4 @@
-#include "train/idx_file.h"
+#include "worker/idx_file.h"
 
 #include <zlib.h>
 

@@ -10,8 +10,8 @@
 // or corrupt, and a file with bytes past the payload are all INVALID_ARGUMENT naming the file.
 // A missing file is NOT_FOUND naming it. Never a crash, never a read past what was read.
 // Thread-safe (no shared state).
-#ifndef RINGSIDE_TRAIN_IDX_FILE_H_
-#define RINGSIDE_TRAIN_IDX_FILE_H_
+#ifndef RINGSIDE_WORKER_IDX_FILE_H_
+#define RINGSIDE_WORKER_IDX_FILE_H_
 
 #include <cstdint>
 #include <string>
@@ -41,4 +41,4 @@ absl::StatusOr<std::vector<uint8_t>> ReadIdxLabels(const std::string& path, uint
 
 }  // namespace ringside::worker
 
-#endif  // RINGSIDE_TRAIN_IDX_FILE_H_
+#endif  // RINGSIDE_WORKER_IDX_FILE_H_

@@ -1,8 +1,8 @@
-#include "train/local_training.h"
+#include "worker/local_training.h"
 
+#include "common/model_spec.h"
 #include "common/status_macros.h"
-#include "model/model_spec.h"
-#include "train/data_parallel.h"
+#include "worker/data_parallel.h"
 
 namespace ringside::worker {
 

@@ -4,8 +4,8 @@
 // flat buffer. Pure apart from the computer it creates; thread-compatible.
 // Errors: INVALID_ARGUMENT for bad options (parsers' messages), device errors as MakeGradient-
 // Computer reports them.
-#ifndef RINGSIDE_TRAIN_LOCAL_TRAINING_H_
-#define RINGSIDE_TRAIN_LOCAL_TRAINING_H_
+#ifndef RINGSIDE_WORKER_LOCAL_TRAINING_H_
+#define RINGSIDE_WORKER_LOCAL_TRAINING_H_
 
 #include <cstdint>
 #include <functional>
@@ -14,8 +14,8 @@
 
 #include "absl/status/statusor.h"
 #include "common/optimizer.h"
-#include "model/training_options.h"
-#include "train/gradient_computer.h"
+#include "common/training_options.h"
+#include "worker/gradient_computer.h"
 
 namespace ringside::worker {
 
@@ -36,4 +36,4 @@ absl::StatusOr<TrainingResult> TrainLocally(const TrainingOptions& options,
 
 }  // namespace ringside::worker
 
-#endif  // RINGSIDE_TRAIN_LOCAL_TRAINING_H_
+#endif  // RINGSIDE_WORKER_LOCAL_TRAINING_H_

@@ -1,15 +1,19 @@
-// The seam between the training loop (train/data_parallel.h) and the protocols that share
-// gradients (ring/ring_sync.h, ps/ps_sync.h): each protocol implements ParameterSync, the loop
-// calls it once per step. Kept here so the protocols need nothing of the trainer.
-#ifndef RINGSIDE_COMMON_PARAMETER_SYNC_H_
-#define RINGSIDE_COMMON_PARAMETER_SYNC_H_
+// The seam between the training loop (worker/data_parallel.h) and the protocols that share
+// gradients (ring/collective.h, server/ps/ps_client.h). A protocol only sums the workers' shares;
+// every worker then applies the job's optimiser to the same sum here, in one place, so the
+// parameters stay identical without being sent and neither protocol needs the optimiser.
+#ifndef RINGSIDE_WORKER_PARAMETER_SYNC_H_
+#define RINGSIDE_WORKER_PARAMETER_SYNC_H_
 
 #include <cstdint>
+#include <functional>
 
+#include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "absl/types/span.h"
 #include "common/metrics.h"
+#include "common/optimizer.h"
 
 namespace ringside::worker {
 
@@ -28,6 +32,27 @@ class ParameterSync {
                                           absl::Span<float> params) = 0;
 };
 
+// A protocol's part of a step: leaves the sum of every worker's share of step `step` in
+// `gradient` (a ring allreduce, or the shards' pushes and replies).
+using SumShares = std::function<absl::Status(int64_t step, absl::Span<float> gradient)>;
+
+// Ring and PS mode alike: the protocol sums, then this worker applies the optimiser to the sum.
+// Thread-compatible. Errors: the protocol's, or the optimiser's INVALID_ARGUMENT.
+class SumThenUpdate final : public ParameterSync {
+ public:
+  // `optimizer` (the worker's, whose state may move between generations) must outlive this.
+  SumThenUpdate(SyncMode mode, SumShares sum, Optimizer& optimizer)
+      : mode_(mode), sum_(std::move(sum)), optimizer_(optimizer) {}
+  SyncMode mode() const override { return mode_; }
+  absl::StatusOr<SyncTiming> Step(int64_t step, absl::Span<float> gradient,
+                                  absl::Span<float> params) override;
+
+ private:
+  SyncMode mode_;
+  SumShares sum_;
+  Optimizer& optimizer_;
+};
+
 }  // namespace ringside::worker
 
-#endif  // RINGSIDE_COMMON_PARAMETER_SYNC_H_
+#endif  // RINGSIDE_WORKER_PARAMETER_SYNC_H_

@@ -1,4 +1,4 @@
-#include "train/test_evaluator.h"
+#include "worker/test_evaluator.h"
 
 #include <sys/resource.h>
 #include <sys/syscall.h>
@@ -9,7 +9,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
-#include "train/device.h"
+#include "worker/device.h"
 
 namespace ringside::worker {
 namespace {

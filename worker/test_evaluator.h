@@ -27,8 +27,8 @@
 // Thread-safe: the trainer calls StepEnded/Submit*/Drain from its thread; the sink runs on the
 // evaluator's (compute) thread, one point at a time. An evaluation that fails (a shard unreachable,
 // the shards never agreeing on a step) is counted and its error kept (failures()), never fatal.
-#ifndef RINGSIDE_TRAIN_TEST_EVALUATOR_H_
-#define RINGSIDE_TRAIN_TEST_EVALUATOR_H_
+#ifndef RINGSIDE_WORKER_TEST_EVALUATOR_H_
+#define RINGSIDE_WORKER_TEST_EVALUATOR_H_
 
 #include <cstdint>
 #include <deque>
@@ -45,17 +45,18 @@
 #include "absl/time/time.h"
 #include "absl/types/span.h"
 #include "common/cluster_files.h"
-#include "ps/shard_transfer.h"
-#include "train/dataset.h"
-#include "train/gradient_computer.h"
+#include "server/ps/shard_transfer.h"
+#include "worker/dataset.h"
+#include "worker/gradient_computer.h"
 
 namespace ringside::worker {
 
 class TestEvaluator {
  public:
   using Sink = std::function<void(const EvaluationLine&)>;
-  // Reads the shards' parameters (ReadShardParameters with the generation's shards and keys).
-  using ShardReader = std::function<absl::StatusOr<ShardParameters>()>;
+  // Reads the shards' parameters (server::ReadShardParameters with the generation's shards and
+  // keys).
+  using ShardReader = std::function<absl::StatusOr<server::ShardParameters>()>;
 
   struct Options {
     // A ps read that finds the shards on different steps is tried this many times in all.
@@ -153,4 +154,4 @@ class TestEvaluator {
 
 }  // namespace ringside::worker
 
-#endif  // RINGSIDE_TRAIN_TEST_EVALUATOR_H_
+#endif  // RINGSIDE_WORKER_TEST_EVALUATOR_H_

@@ -1,4 +1,4 @@
-#include "train/timeline.h"
+#include "worker/timeline.h"
 
 #include <map>
 #include <utility>

@@ -18,8 +18,8 @@
 // Thread-safety: Timeline is thread-safe (the trainer records, the daemon writes). The free
 // functions are pure. Errors: ParseChromeTrace returns INVALID_ARGUMENT naming what is wrong,
 // never throws; the writer returns WriteFileAtomically's status.
-#ifndef RINGSIDE_TRAIN_TIMELINE_H_
-#define RINGSIDE_TRAIN_TIMELINE_H_
+#ifndef RINGSIDE_WORKER_TIMELINE_H_
+#define RINGSIDE_WORKER_TIMELINE_H_
 
 #include <cstdint>
 #include <deque>
@@ -47,7 +47,7 @@ struct TimelineEvent {
   SyncMode mode = SyncMode::kRing;
 };
 
-// The phases of one step as the step loop measured them (train/data_parallel.h's TrainStep):
+// The phases of one step as the step loop measured them (worker/data_parallel.h's TrainStep):
 // back to back from `start`; the step's time is their sum, as in ringside_step_seconds.
 struct StepTiming {
   absl::Time start;
@@ -100,4 +100,4 @@ absl::Status WriteWorkerTimeline(const Timeline& timeline, int rank, const std::
 
 }  // namespace ringside::worker
 
-#endif  // RINGSIDE_TRAIN_TIMELINE_H_
+#endif  // RINGSIDE_WORKER_TIMELINE_H_

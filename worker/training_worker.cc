@@ -1,4 +1,4 @@
-#include "daemons/training_worker.h"
+#include "worker/training_worker.h"
 
 #include <fstream>
 #include <memory>
@@ -14,12 +14,12 @@
 #include "common/metrics.h"
 #include "common/net.h"
 #include "common/status_macros.h"
-#include "control/controller_client.h"
 #include "prometheus/registry.h"
 #include "ring/ring_member.h"
-#include "train/controller_assignments.h"
-#include "train/elastic_training.h"
-#include "train/timeline.h"
+#include "server/controller/controller_client.h"
+#include "worker/controller_assignments.h"
+#include "worker/elastic_training.h"
+#include "worker/timeline.h"
 
 namespace ringside::worker {
 namespace {

@@ -1,14 +1,14 @@
-#include "daemons/worker_daemon.h"
+#include "worker/worker_daemon.h"
 
 #include <memory>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "common/grpc_util.h"
+#include "common/model_spec.h"
 #include "common/net.h"
 #include "common/status_macros.h"
-#include "daemons/training_worker.h"
-#include "model/model_spec.h"
+#include "worker/training_worker.h"
 
 namespace ringside::worker {
 

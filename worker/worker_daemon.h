@@ -2,17 +2,17 @@
 // join a static ring (--peers, like an MPI host list), run one job, report it, then exit or
 // linger until SIGINT/SIGTERM so its metrics can still be scraped.
 //
-// One job, training (train/elastic_training.h): over a static ring (--mode=ring --peers) or
+// One job, training (worker/elastic_training.h): over a static ring (--mode=ring --peers) or
 // static parameter-server shards (--mode=ps --ps), or, with --controller, the elastic job the
-// controller assigns; one lifecycle for all (daemons/training_worker.h). The benchmark ranks
+// controller assigns; one lifecycle for all (worker/training_worker.h). The benchmark ranks
 // are `ringside-bench ring-rank` and `ps-rank` (bench/rank_jobs.h).
 //
 // Result file (--result_file, written atomically): common/cluster_files.h's TrainResultFile.
 //
 // Errors: INVALID_ARGUMENT for options that do not fit together (message names the flag);
 // UNAVAILABLE when a port cannot be bound; otherwise the job's error. Thread-compatible.
-#ifndef RINGSIDE_DAEMONS_WORKER_DAEMON_H_
-#define RINGSIDE_DAEMONS_WORKER_DAEMON_H_
+#ifndef RINGSIDE_WORKER_WORKER_DAEMON_H_
+#define RINGSIDE_WORKER_WORKER_DAEMON_H_
 
 #include <cstdint>
 #include <optional>
@@ -25,9 +25,9 @@
 #include "common/metrics.h"
 #include "common/termination_signals.h"
 #include "common/transport_security.h"
-#include "control/job_spec.h"
-#include "train/fault_injection.h"
-#include "train/local_training.h"
+#include "server/controller/job_spec.h"
+#include "worker/fault_injection.h"
+#include "worker/local_training.h"
 
 namespace ringside::worker {
 
@@ -52,7 +52,7 @@ struct WorkerOptions {
   // While rank 0, one JSON line per test evaluation (common/cluster_files.h's EvaluationLine,
   // every `training.eval_every` steps, on data with a test set); empty: no evaluation.
   std::string eval_file;
-  // Chrome trace JSON of every step's phases and every regroup (train/timeline.h), written
+  // Chrome trace JSON of every step's phases and every regroup (worker/timeline.h), written
   // atomically at start, every few seconds, when the job is done and at exit; empty: none.
   std::string timeline_file;
   int64_t timeline_capacity = 4096;  // events kept (4 per step); older ones are dropped
@@ -75,4 +75,4 @@ absl::Status RunWorker(const WorkerOptions& options, const TerminationSignals& s
 
 }  // namespace ringside::worker
 
-#endif  // RINGSIDE_DAEMONS_WORKER_DAEMON_H_
+#endif  // RINGSIDE_WORKER_WORKER_DAEMON_H_

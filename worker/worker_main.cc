@@ -1,4 +1,4 @@
-// ringside-worker: one worker daemon. Flags become WorkerOptions; daemons/worker_daemon.h does
+// ringside-worker: one worker daemon. Flags become WorkerOptions; worker/worker_daemon.h does
 // the rest.
 
 #include <iostream>
@@ -13,8 +13,8 @@
 #include "common/flags_usage.h"
 #include "common/security_flags.h"
 #include "common/termination_signals.h"
-#include "daemons/worker_daemon.h"
-#include "model/training_flags.h"
+#include "common/training_flags.h"
+#include "worker/worker_daemon.h"
 
 namespace {
 const ringside::worker::WorkerOptions kDefaults;
@@ -65,7 +65,7 @@ ABSL_FLAG(absl::Duration, regroup_timeout, kDefaults.regroup_timeout,
           "elastic: after a failed step, how long to wait for the controller's next generation");
 ABSL_FLAG(std::string, fault_at, "",
           "test only: end this worker with SIGKILL at a named protocol point, POINT[@STEP] "
-          "(train/fault_injection.h lists the points)");
+          "(worker/fault_injection.h lists the points)");
 ABSL_FLAG(bool, linger, false,
           "after the job, keep serving metrics until SIGINT/SIGTERM (for scraping)");
 
@@ -93,8 +93,7 @@ absl::StatusOr<ringside::worker::WorkerOptions> OptionsFromFlags() {
   }
   options.segment_bytes = absl::GetFlag(FLAGS_segment_bytes);
   options.timeout = absl::GetFlag(FLAGS_timeout);
-  absl::StatusOr<ringside::worker::TrainingOptions> training =
-      ringside::worker::TrainingOptionsFromFlags();
+  absl::StatusOr<TrainingOptions> training = TrainingOptionsFromFlags();
   if (!training.ok()) return training.status();
   options.training = *std::move(training);
   options.result_file = absl::GetFlag(FLAGS_result_file);

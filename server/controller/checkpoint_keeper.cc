@@ -1,4 +1,4 @@
-#include "control/checkpoint_keeper.h"
+#include "server/controller/checkpoint_keeper.h"
 
 #include <utility>
 

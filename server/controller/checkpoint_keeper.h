@@ -8,8 +8,8 @@
 // would not fit.
 // Thread-safe. Errors: Open's (the store's, or FAILED_PRECONDITION for another job's
 // checkpoint); Accept's FAILED_PRECONDITION for a checkpoint not newer than the newest.
-#ifndef RINGSIDE_CONTROL_CHECKPOINT_KEEPER_H_
-#define RINGSIDE_CONTROL_CHECKPOINT_KEEPER_H_
+#ifndef RINGSIDE_SERVER_CONTROLLER_CHECKPOINT_KEEPER_H_
+#define RINGSIDE_SERVER_CONTROLLER_CHECKPOINT_KEEPER_H_
 
 #include <cstdint>
 #include <memory>
@@ -75,4 +75,4 @@ class CheckpointKeeper {
 
 }  // namespace ringside::server
 
-#endif  // RINGSIDE_CONTROL_CHECKPOINT_KEEPER_H_
+#endif  // RINGSIDE_SERVER_CONTROLLER_CHECKPOINT_KEEPER_H_

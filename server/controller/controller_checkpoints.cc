@@ -13,7 +13,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/grpc_util.h"
 #include "common/status_macros.h"
-#include "control/controller_service.h"
+#include "server/controller/controller_service.h"
 
 namespace ringside::server {
 namespace {

@@ -1,4 +1,4 @@
-#include "control/controller_client.h"
+#include "server/controller/controller_client.h"
 
 #include <algorithm>
 #include <cstring>

@@ -18,8 +18,8 @@
 // token, DEADLINE_EXCEEDED when no controller answered); later, failure() says why the member
 // lost its membership (the refused registration's status; NOT_FOUND when dropped and not
 // registering again; PERMISSION_DENIED and the like).
-#ifndef RINGSIDE_CONTROL_CONTROLLER_CLIENT_H_
-#define RINGSIDE_CONTROL_CONTROLLER_CLIENT_H_
+#ifndef RINGSIDE_SERVER_CONTROLLER_CONTROLLER_CLIENT_H_
+#define RINGSIDE_SERVER_CONTROLLER_CONTROLLER_CLIENT_H_
 
 #include <atomic>
 #include <cstdint>
@@ -144,4 +144,4 @@ class ControllerClient {
 
 }  // namespace ringside::server
 
-#endif  // RINGSIDE_CONTROL_CONTROLLER_CLIENT_H_
+#endif  // RINGSIDE_SERVER_CONTROLLER_CONTROLLER_CLIENT_H_

@@ -1,4 +1,4 @@
-#include "daemons/controller_daemon.h"
+#include "server/controller/controller_daemon.h"
 
 #include <algorithm>
 #include <memory>
@@ -8,16 +8,16 @@
 #include "common/cluster_files.h"
 #include "common/file_util.h"
 #include "common/grpc_util.h"
+#include "common/model_spec.h"
 #include "common/net.h"
 #include "common/optimizer.h"
 #include "common/status_macros.h"
-#include "control/checkpoint_keeper.h"
-#include "control/controller_service.h"
-#include "control/job_spec.h"
-#include "control/membership.h"
-#include "control/membership_record.h"
-#include "model/model_spec.h"
 #include "prometheus/registry.h"
+#include "server/controller/checkpoint_keeper.h"
+#include "server/controller/controller_service.h"
+#include "server/controller/job_spec.h"
+#include "server/controller/membership.h"
+#include "server/controller/membership_record.h"
 
 namespace ringside::server {
 namespace {
@@ -56,8 +56,8 @@ absl::Status RunController(const ControllerOptions& options, const TerminationSi
   const bool durable = !options.checkpoint_dir.empty();
   std::unique_ptr<CheckpointKeeper> checkpoints;
   if (durable) {
-    ASSIGN_OR_RETURN(const worker::ModelSpec model,
-                     worker::ModelSpec::Parse(options.training.model, options.training.activation));
+    ASSIGN_OR_RETURN(const ModelSpec model,
+                     ModelSpec::Parse(options.training.model, options.training.activation));
     const uint64_t parameters = model.parameter_count();
     const CheckpointShape shape{parameters,
                                 Optimizer::StateSize(options.training.optimizer.kind, parameters)};

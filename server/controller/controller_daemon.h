@@ -5,8 +5,8 @@
 // them); see docs/architecture.md.
 // Errors: INVALID_ARGUMENT for bad options (a missing or empty join token file among them);
 // UNAVAILABLE when a port cannot be bound.
-#ifndef RINGSIDE_DAEMONS_CONTROLLER_DAEMON_H_
-#define RINGSIDE_DAEMONS_CONTROLLER_DAEMON_H_
+#ifndef RINGSIDE_SERVER_CONTROLLER_CONTROLLER_DAEMON_H_
+#define RINGSIDE_SERVER_CONTROLLER_CONTROLLER_DAEMON_H_
 
 #include <cstdint>
 #include <ostream>
@@ -16,8 +16,8 @@
 #include "absl/time/time.h"
 #include "common/metrics.h"
 #include "common/termination_signals.h"
+#include "common/training_options.h"
 #include "common/transport_security.h"
-#include "train/local_training.h"
 
 namespace ringside::server {
 
@@ -31,7 +31,7 @@ struct ControllerOptions {
   std::string listen = "127.0.0.1:0";
   std::string metrics_listen = "127.0.0.1:0";
   std::string ready_file;  // written (JSON: ports) once serving; empty: none
-  worker::TrainingOptions training;
+  TrainingOptions training;
   // The controller's durable directory (empty: none): its membership record, so a restarted
   // controller resumes the job's members and generation numbering, and the job's checkpoints.
   std::string checkpoint_dir;
@@ -44,4 +44,4 @@ absl::Status RunController(const ControllerOptions& options, const TerminationSi
 
 }  // namespace ringside::server
 
-#endif  // RINGSIDE_DAEMONS_CONTROLLER_DAEMON_H_
+#endif  // RINGSIDE_SERVER_CONTROLLER_CONTROLLER_DAEMON_H_

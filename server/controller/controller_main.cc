@@ -1,5 +1,5 @@
 // ringside-controller: membership, topology and mode for a Ringside job. Flags become
-// ControllerOptions; daemons/controller_daemon.h does the rest.
+// ControllerOptions; server/controller/controller_daemon.h does the rest.
 #include <iostream>
 #include <string>
 
@@ -9,8 +9,8 @@
 #include "common/flags_usage.h"
 #include "common/security_flags.h"
 #include "common/termination_signals.h"
-#include "daemons/controller_daemon.h"
-#include "model/training_flags.h"
+#include "common/training_flags.h"
+#include "server/controller/controller_daemon.h"
 
 namespace {
 const ringside::server::ControllerOptions kDefaults;
@@ -55,8 +55,7 @@ int main(int argc, char** argv) {
   options.checkpoint_dir = absl::GetFlag(FLAGS_checkpoint_dir);
   options.checkpoint_every = absl::GetFlag(FLAGS_checkpoint_every);
   absl::StatusOr<ringside::SyncMode> mode = ringside::ParseSyncMode(absl::GetFlag(FLAGS_mode));
-  absl::StatusOr<ringside::worker::TrainingOptions> training =
-      ringside::worker::TrainingOptionsFromFlags();
+  absl::StatusOr<TrainingOptions> training = TrainingOptionsFromFlags();
   absl::StatusOr<ringside::TransportSecurity> security = ringside::TransportSecurityFromFlags();
   absl::Status status =
       mode.ok() ? training.status()

@@ -1,4 +1,4 @@
-#include "control/controller_service.h"
+#include "server/controller/controller_service.h"
 
 #include <optional>
 #include <utility>

@@ -2,8 +2,8 @@
 // streams are small reactors that push a member's assignment each time the generation changes;
 // Notify() (after any change: a registration, a mode switch, an expiry) wakes them.
 // Thread-safe; reactors never block.
-#ifndef RINGSIDE_CONTROL_CONTROLLER_SERVICE_H_
-#define RINGSIDE_CONTROL_CONTROLLER_SERVICE_H_
+#ifndef RINGSIDE_SERVER_CONTROLLER_CONTROLLER_SERVICE_H_
+#define RINGSIDE_SERVER_CONTROLLER_CONTROLLER_SERVICE_H_
 
 #include <functional>
 #include <memory>
@@ -11,9 +11,9 @@
 #include <vector>
 
 #include "absl/synchronization/mutex.h"
-#include "control/checkpoint_keeper.h"
-#include "control/membership.h"
 #include "proto/controller.grpc.pb.h"
+#include "server/controller/checkpoint_keeper.h"
+#include "server/controller/membership.h"
 
 namespace ringside::server {
 
@@ -84,4 +84,4 @@ class ControllerService final : public proto::Controller::CallbackService {
 
 }  // namespace ringside::server
 
-#endif  // RINGSIDE_CONTROL_CONTROLLER_SERVICE_H_
+#endif  // RINGSIDE_SERVER_CONTROLLER_CONTROLLER_SERVICE_H_

@@ -1,4 +1,4 @@
-#include "control/job_spec.h"
+#include "server/controller/job_spec.h"
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
@@ -8,7 +8,7 @@
 
 namespace ringside::server {
 
-proto::JobSpec JobSpecOf(const worker::TrainingOptions& training) {
+proto::JobSpec JobSpecOf(const TrainingOptions& training) {
   proto::JobSpec job;
   job.set_model(training.model);
   job.set_activation(training.activation);
@@ -22,9 +22,9 @@ proto::JobSpec JobSpecOf(const worker::TrainingOptions& training) {
   return job;
 }
 
-absl::StatusOr<worker::TrainingOptions> TrainingOptionsOf(const proto::JobSpec& job,
-                                                          const std::string& device) {
-  worker::TrainingOptions training;
+absl::StatusOr<TrainingOptions> TrainingOptionsOf(const proto::JobSpec& job,
+                                                  const std::string& device) {
+  TrainingOptions training;
   training.model = job.model();
   training.activation = job.activation();
   training.data = job.data();

@@ -1,23 +1,23 @@
 // The job as the controller hands it out (proto::JobSpec) and as a daemon runs it
-// (worker::TrainingOptions), and what every member of an elastic job needs besides: its join
+// (TrainingOptions), and what every member of an elastic job needs besides: its join
 // token and the address others dial. One conversion each way, so controller, shards and workers
 // cannot disagree on a field.
-#ifndef RINGSIDE_CONTROL_JOB_SPEC_H_
-#define RINGSIDE_CONTROL_JOB_SPEC_H_
+#ifndef RINGSIDE_SERVER_CONTROLLER_JOB_SPEC_H_
+#define RINGSIDE_SERVER_CONTROLLER_JOB_SPEC_H_
 
 #include <string>
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
-#include "model/training_options.h"
+#include "common/training_options.h"
 #include "proto/controller.pb.h"
 
 namespace ringside::server {
 
-proto::JobSpec JobSpecOf(const worker::TrainingOptions& training);
+proto::JobSpec JobSpecOf(const TrainingOptions& training);
 // INVALID_ARGUMENT for an unknown optimiser or a bad learning rate. `device` is the member's own.
-absl::StatusOr<worker::TrainingOptions> TrainingOptionsOf(const proto::JobSpec& job,
-                                                          const std::string& device);
+absl::StatusOr<TrainingOptions> TrainingOptionsOf(const proto::JobSpec& job,
+                                                  const std::string& device);
 
 // How a daemon joins an elastic job (--controller, --join_token_file, --advertise).
 struct MemberOptions {
@@ -41,4 +41,4 @@ absl::StatusOr<std::string> AdvertisedAddress(const std::string& advertise,
 
 }  // namespace ringside::server
 
-#endif  // RINGSIDE_CONTROL_JOB_SPEC_H_
+#endif  // RINGSIDE_SERVER_CONTROLLER_JOB_SPEC_H_

@@ -1,4 +1,4 @@
-#include "control/membership.h"
+#include "server/controller/membership.h"
 
 #include <algorithm>
 #include <limits>

@@ -33,8 +33,8 @@
 //     generation is above it, so a controller that forgot its members never numbers backwards
 //     (members ignore a generation that is not newer than theirs).
 // Thread-safe.
-#ifndef RINGSIDE_CONTROL_MEMBERSHIP_H_
-#define RINGSIDE_CONTROL_MEMBERSHIP_H_
+#ifndef RINGSIDE_SERVER_CONTROLLER_MEMBERSHIP_H_
+#define RINGSIDE_SERVER_CONTROLLER_MEMBERSHIP_H_
 
 #include <cstdint>
 #include <map>
@@ -52,7 +52,7 @@ namespace ringside::server {
 enum class MemberRole { kWorker, kShard };
 
 // Generations stay below 2^32: ring collective numbers are (generation << 32) + n
-// (train/elastic_training.h). Restore refuses a record past it, which no controller writes (it
+// (worker/elastic_training.h). Restore refuses a record past it, which no controller writes (it
 // would take four billion membership changes) and whose numbering would wrap around to 0.
 inline constexpr uint64_t kMaxGeneration = (uint64_t{1} << 32) - 1;
 // The newest generation a registering member may report (rule 8): half the range, so at least
@@ -86,7 +86,7 @@ struct MemberAssignment {
   std::vector<uint64_t> shard_ids;
 };
 
-// What survives a controller restart (control/membership_record.h stores it).
+// What survives a controller restart (server/controller/membership_record.h stores it).
 struct MembershipRecord {
   struct Member {
     uint64_t id = 0;
@@ -166,4 +166,4 @@ class Membership {
 
 }  // namespace ringside::server
 
-#endif  // RINGSIDE_CONTROL_MEMBERSHIP_H_
+#endif  // RINGSIDE_SERVER_CONTROLLER_MEMBERSHIP_H_

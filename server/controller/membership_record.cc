@@ -1,4 +1,4 @@
-#include "control/membership_record.h"
+#include "server/controller/membership_record.h"
 
 #include <sys/stat.h>
 

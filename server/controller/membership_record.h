@@ -4,15 +4,15 @@
 // after every change. JSON, because an operator may want to read it.
 // Errors: INVALID_ARGUMENT naming what does not hold together (the restored controller then
 // refuses to start: move the file aside to start afresh); INTERNAL for I/O.
-#ifndef RINGSIDE_CONTROL_MEMBERSHIP_RECORD_H_
-#define RINGSIDE_CONTROL_MEMBERSHIP_RECORD_H_
+#ifndef RINGSIDE_SERVER_CONTROLLER_MEMBERSHIP_RECORD_H_
+#define RINGSIDE_SERVER_CONTROLLER_MEMBERSHIP_RECORD_H_
 
 #include <optional>
 #include <string>
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
-#include "control/membership.h"
+#include "server/controller/membership.h"
 
 namespace ringside::server {
 
@@ -26,4 +26,4 @@ absl::StatusOr<std::optional<MembershipRecord>> LoadMembershipRecord(const std::
 
 }  // namespace ringside::server
 
-#endif  // RINGSIDE_CONTROL_MEMBERSHIP_RECORD_H_
+#endif  // RINGSIDE_SERVER_CONTROLLER_MEMBERSHIP_RECORD_H_

@@ -1,4 +1,4 @@
-#include "ps/ps_sync.h"
+#include "server/ps/ps_client.h"
 
 #include <algorithm>
 #include <cstring>
@@ -8,19 +8,19 @@
 #include "common/grpc_util.h"
 #include "common/status_macros.h"
 
-namespace ringside::worker {
+namespace ringside::server {
 
 // One shard's part of one step: a ParameterShard.Step stream as a gRPC callback reactor. It
 // writes the share in segments, one write in flight, half-closes, and meanwhile reads the step's
 // summed range back over the share as the shard streams it (the shard answers an element only
 // once every share holds it, this one's included, so the reply overwrites only elements already
 // copied into a message sent; the writes read further on, never the same elements), all from
-// gRPC's callback threads; the thread running Step() only starts it and waits for its end. The
+// gRPC's callback threads; the thread running Sum() only starts it and waits for its end. The
 // deadline and Cancel() end it through its context.
-class PsSync::ShardCall final
+class PsClient::ShardCall final
     : public grpc::ClientBidiReactor<proto::PsPush, proto::PsRangeValues> {
  public:
-  ShardCall(const PsSyncOptions& options, ShardLink& link, int shard, uint64_t step,
+  ShardCall(const PsClientOptions& options, ShardLink& link, int shard, uint64_t step,
             absl::Span<float> gradient)
       : link_(link),
         step_(step),
@@ -154,13 +154,12 @@ class PsSync::ShardCall final
   absl::Status result_ ABSL_GUARDED_BY(mu_);
 };
 
-absl::StatusOr<std::unique_ptr<PsSync>> PsSync::Create(const PsSyncOptions& options,
-                                                       uint64_t parameters, Optimizer& optimizer,
-                                                       Metrics* metrics) {
+absl::StatusOr<std::unique_ptr<PsClient>> PsClient::Create(const PsClientOptions& options,
+                                                           uint64_t parameters, Metrics* metrics) {
   if (options.shards.empty()) {
     return absl::InvalidArgumentError("--ps: give every shard's address, in shard order");
   }
-  std::unique_ptr<PsSync> sync(new PsSync(options, optimizer));
+  std::unique_ptr<PsClient> sync(new PsClient(options));
   const std::vector<ElementRange> ranges =
       EvenRanges(parameters, static_cast<int>(options.shards.size()));
   for (size_t s = 0; s < options.shards.size(); ++s) {
@@ -178,26 +177,24 @@ absl::StatusOr<std::unique_ptr<PsSync>> PsSync::Create(const PsSyncOptions& opti
   return sync;
 }
 
-void PsSync::Track(grpc::ClientContext& context) {
+void PsClient::Track(grpc::ClientContext& context) {
   absl::MutexLock lock(&mu_);
   in_flight_.insert(&context);
   if (cancelled_) context.TryCancel();  // before the call exists: it starts cancelled
 }
 
-void PsSync::Untrack(grpc::ClientContext& context) {
+void PsClient::Untrack(grpc::ClientContext& context) {
   absl::MutexLock lock(&mu_);
   in_flight_.erase(&context);
 }
 
-void PsSync::Cancel() {
+void PsClient::Cancel() {
   absl::MutexLock lock(&mu_);
   cancelled_ = true;
   for (grpc::ClientContext* context : in_flight_) context->TryCancel();
 }
 
-absl::StatusOr<SyncTiming> PsSync::Step(int64_t step, absl::Span<float> gradient,
-                                        absl::Span<float> params) {
-  const absl::Time start = absl::Now();
+absl::Status PsClient::Sum(int64_t step, absl::Span<float> gradient) {
   std::vector<std::unique_ptr<ShardCall>> calls;
   calls.reserve(links_.size());
   for (size_t s = 0; s < links_.size(); ++s) {
@@ -219,9 +216,7 @@ absl::StatusOr<SyncTiming> PsSync::Step(int64_t step, absl::Span<float> gradient
     Untrack(call->context());
   }
   for (const absl::Status& status : statuses) RETURN_IF_ERROR(status);
-  const absl::Time summed = absl::Now();
-  RETURN_IF_ERROR(optimizer_.Step(params, gradient));
-  return SyncTiming{summed - start, absl::Now() - summed};
+  return absl::OkStatus();
 }
 
-}  // namespace ringside::worker
+}  // namespace ringside::server

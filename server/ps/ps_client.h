@@ -1,19 +1,19 @@
-// Parameter-server mode of data-parallel training (worker side). Each step the worker pushes
+// The parameter-server protocol's worker side: each step the worker pushes
 // every shard its range of the gradient share and gets the step's summed gradient for that range
 // back, all shards in parallel, over one bidirectional ParameterShard.Step stream per shard and
 // step (proto/ps.proto: a single round trip, and the wait for the slowest worker is the stream's
 // own wait under its deadline). Large ranges travel in segments, and the shard answers each part
 // of the sum as soon as every worker's share covers it, so the reply streams back while the
-// share is still being pushed (both directions of the link at once). The worker then applies the
-// job's optimiser to the sum, exactly as every shard does to its range, so it holds the whole
-// job's state (parameters and optimiser) and a lost shard loses nothing.
+// share is still being pushed (both directions of the link at once). The trainer then applies the
+// job's optimiser to the sum (worker/parameter_sync.h), exactly as every shard does to its range,
+// so a worker holds the whole job's state and a lost shard loses nothing.
 // Threads: none of its own. Each stream is a gRPC callback reactor (ClientBidiReactor) driven by
 // gRPC's long-lived callback threads, which write the segments, read and copy the reply; the
-// thread calling Step() only starts the streams and waits for them to end.
+// thread calling Sum() only starts the streams and waits for them to end.
 // Thread-compatible (Cancel() is thread-safe). Errors: a shard's gRPC status, annotated with the
 // shard and step; a reply that does not cover the range exactly is INTERNAL.
-#ifndef RINGSIDE_PS_PS_SYNC_H_
-#define RINGSIDE_PS_PS_SYNC_H_
+#ifndef RINGSIDE_SERVER_PS_PS_CLIENT_H_
+#define RINGSIDE_SERVER_PS_PS_CLIENT_H_
 
 #include <functional>
 #include <memory>
@@ -21,18 +21,19 @@
 #include <string>
 #include <vector>
 
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
+#include "absl/types/span.h"
 #include "common/metrics.h"
-#include "common/optimizer.h"
-#include "common/parameter_sync.h"
 #include "common/ranges.h"
 #include "common/transport_security.h"
 #include "proto/ps.grpc.pb.h"
 
-namespace ringside::worker {
+namespace ringside::server {
 
-struct PsSyncOptions {
+struct PsClientOptions {
   uint64_t generation = 1;
   int rank = 0;
   std::vector<std::string> shards;  // ParameterShard address of every shard, in shard order
@@ -41,22 +42,20 @@ struct PsSyncOptions {
   uint64_t segment_bytes = uint64_t{1} << 20;
   absl::Duration timeout = absl::Seconds(60);  // per step and shard
   TransportSecurity security;                  // of the channels to the shards
-  // Test-only (train/fault_injection.h): when set, the other shards' pushes wait until this
-  // worker's share has reached shard 0, and this runs in between, on the thread calling Step().
+  // Test-only (worker/fault_injection.h): when set, the other shards' pushes wait until this
+  // worker's share has reached shard 0, and this runs in between, on the thread calling Sum().
   // Returning true means the worker is lost there: the sync cancels itself, pushing no more.
   std::function<bool(int64_t step)> pushed_to_first_shard;
 };
 
-class PsSync final : public ParameterSync {
+class PsClient final {
  public:
-  // `optimizer` (the job's, for all `parameters`) must outlive this object; `metrics` too
-  // unless null.
-  static absl::StatusOr<std::unique_ptr<PsSync>> Create(const PsSyncOptions& options,
-                                                        uint64_t parameters, Optimizer& optimizer,
-                                                        Metrics* metrics);
-  SyncMode mode() const override { return SyncMode::kPs; }
-  absl::StatusOr<SyncTiming> Step(int64_t step, absl::Span<float> gradient,
-                                  absl::Span<float> params) override;
+  // `metrics` must outlive this object unless null.
+  static absl::StatusOr<std::unique_ptr<PsClient>> Create(const PsClientOptions& options,
+                                                          uint64_t parameters, Metrics* metrics);
+  // Pushes this worker's share of step `step` and leaves the step's sum over all workers in
+  // `gradient` (each shard's range as it streams back).
+  absl::Status Sum(int64_t step, absl::Span<float> gradient);
 
   // Ends the step in flight, and every later one, with CANCELLED (the generation is over).
   // Safe from any thread.
@@ -72,20 +71,18 @@ class PsSync final : public ParameterSync {
   };
   class ShardCall;  // one shard's Step stream of one step (ps_sync.cc)
 
-  PsSync(PsSyncOptions options, Optimizer& optimizer)
-      : options_(std::move(options)), optimizer_(optimizer) {}
+  explicit PsClient(PsClientOptions options) : options_(std::move(options)) {}
   // While a call is tracked, Cancel() cancels it; one tracked after Cancel() starts cancelled.
   void Track(grpc::ClientContext& context);
   void Untrack(grpc::ClientContext& context);
 
-  PsSyncOptions options_;
-  Optimizer& optimizer_;
+  PsClientOptions options_;
   std::vector<ShardLink> links_;
   absl::Mutex mu_;
   std::set<grpc::ClientContext*> in_flight_ ABSL_GUARDED_BY(mu_);
   bool cancelled_ ABSL_GUARDED_BY(mu_) = false;
 };
 
-}  // namespace ringside::worker
+}  // namespace ringside::server
 
-#endif  // RINGSIDE_PS_PS_SYNC_H_
+#endif  // RINGSIDE_SERVER_PS_PS_CLIENT_H_

@@ -1,4 +1,4 @@
-#include "daemons/ps_daemon.h"
+#include "server/ps/ps_daemon.h"
 
 #include <memory>
 #include <vector>
@@ -9,14 +9,14 @@
 #include "common/file_util.h"
 #include "common/grpc_util.h"
 #include "common/metrics.h"
+#include "common/model_spec.h"
 #include "common/net.h"
 #include "common/ranges.h"
 #include "common/status_macros.h"
-#include "control/controller_client.h"
-#include "model/model_spec.h"
 #include "prometheus/registry.h"
-#include "ps/ps_service.h"
-#include "ps/shard_state.h"
+#include "server/controller/controller_client.h"
+#include "server/ps/ps_service.h"
+#include "server/ps/shard_state.h"
 
 namespace ringside::server {
 
@@ -34,7 +34,7 @@ absl::Status ValidateShardOptions(const ShardOptions& options) {
   RETURN_IF_ERROR(ValidateSegmentBytes(options.segment_bytes));
   if (options.elements < 0) return absl::InvalidArgumentError("--elements must be >= 0");
   if (options.elements > 0) return absl::OkStatus();
-  return worker::ModelSpec::Parse(options.training.model, options.training.activation).status();
+  return ModelSpec::Parse(options.training.model, options.training.activation).status();
 }
 
 namespace {
@@ -42,9 +42,9 @@ namespace {
 // The whole initial parameter vector: the model's, or zeros for a benchmark shard.
 absl::StatusOr<std::vector<float>> InitialVector(const ShardOptions& options) {
   if (options.elements > 0) return std::vector<float>(static_cast<size_t>(options.elements), 0.0f);
-  ASSIGN_OR_RETURN(const worker::ModelSpec spec,
-                   worker::ModelSpec::Parse(options.training.model, options.training.activation));
-  return worker::InitialParameters(spec, options.training.seed);
+  ASSIGN_OR_RETURN(const ModelSpec spec,
+                   ModelSpec::Parse(options.training.model, options.training.activation));
+  return InitialParameters(spec, options.training.seed);
 }
 
 }  // namespace
@@ -111,10 +111,9 @@ absl::StatusOr<ShardAssignment> ElasticAssignment(const proto::Assignment& assig
   if (assignment.shard() < 0) {
     return absl::InvalidArgumentError("the assignment gives this member no shard index");
   }
-  ASSIGN_OR_RETURN(const worker::TrainingOptions training,
+  ASSIGN_OR_RETURN(const TrainingOptions training,
                    TrainingOptionsOf(assignment.job(), options.training.device));
-  ASSIGN_OR_RETURN(const worker::ModelSpec spec,
-                   worker::ModelSpec::Parse(training.model, training.activation));
+  ASSIGN_OR_RETURN(const ModelSpec spec, ModelSpec::Parse(training.model, training.activation));
   ShardAssignment out;
   out.generation = assignment.generation();
   ASSIGN_OR_RETURN(out.mode, ParseSyncMode(assignment.mode()));

@@ -7,8 +7,8 @@
 //   Elastic (--controller): the shard registers, learns its index and the job from its
 //   assignment, and serves whatever state the workers Load for each ps-mode generation.
 // Errors: INVALID_ARGUMENT for options that do not fit together; UNAVAILABLE for a port.
-#ifndef RINGSIDE_DAEMONS_PS_DAEMON_H_
-#define RINGSIDE_DAEMONS_PS_DAEMON_H_
+#ifndef RINGSIDE_SERVER_PS_PS_DAEMON_H_
+#define RINGSIDE_SERVER_PS_PS_DAEMON_H_
 
 #include <cstdint>
 #include <ostream>
@@ -16,9 +16,9 @@
 
 #include "absl/status/status.h"
 #include "common/termination_signals.h"
+#include "common/training_options.h"
 #include "common/transport_security.h"
-#include "control/job_spec.h"
-#include "train/local_training.h"
+#include "server/controller/job_spec.h"
 
 namespace ringside::server {
 
@@ -30,7 +30,7 @@ struct ShardOptions {
   std::string listen = "127.0.0.1:0";
   std::string metrics_listen = "127.0.0.1:0";
   int64_t segment_bytes = int64_t{1} << 20;
-  worker::TrainingOptions training;  // model, activation, seed and optimiser are used
+  TrainingOptions training;    // model, activation, seed and optimiser are used
   int64_t elements = 0;        // > 0: a benchmark shard of that many zero parameters, no model
   std::string ready_file;      // written (JSON: ports) once serving; empty: none
   MemberOptions member;        // elastic when member.controller is set
@@ -43,4 +43,4 @@ absl::Status RunShard(const ShardOptions& options, const TerminationSignals& sig
 
 }  // namespace ringside::server
 
-#endif  // RINGSIDE_DAEMONS_PS_DAEMON_H_
+#endif  // RINGSIDE_SERVER_PS_PS_DAEMON_H_

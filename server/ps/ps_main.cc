@@ -1,4 +1,4 @@
-// ringside-ps: one parameter-server shard daemon. Flags become ShardOptions; daemons/ps_daemon.h
+// ringside-ps: one parameter-server shard daemon. Flags become ShardOptions; server/ps/ps_daemon.h
 // does the rest.
 #include <iostream>
 #include <string>
@@ -8,8 +8,8 @@
 #include "common/flags_usage.h"
 #include "common/security_flags.h"
 #include "common/termination_signals.h"
-#include "daemons/ps_daemon.h"
-#include "model/training_flags.h"
+#include "common/training_flags.h"
+#include "server/ps/ps_daemon.h"
 
 namespace {
 const ringside::server::ShardOptions kDefaults;
@@ -61,8 +61,7 @@ int main(int argc, char** argv) {
   options.member.controller = absl::GetFlag(FLAGS_controller);
   options.member.join_token_file = absl::GetFlag(FLAGS_join_token_file);
   options.member.advertise = absl::GetFlag(FLAGS_advertise);
-  absl::StatusOr<ringside::worker::TrainingOptions> training =
-      ringside::worker::TrainingOptionsFromFlags();
+  absl::StatusOr<TrainingOptions> training = TrainingOptionsFromFlags();
   absl::StatusOr<ringside::TransportSecurity> security = ringside::TransportSecurityFromFlags();
   absl::Status status = training.status();
   if (status.ok()) status = security.status();

@@ -1,7 +1,7 @@
 // Answers of a shard that has nothing to serve yet (an elastic shard before its first Load).
 // Internal to the ParameterShard service.
-#ifndef RINGSIDE_PS_PS_REFUSALS_H_
-#define RINGSIDE_PS_PS_REFUSALS_H_
+#ifndef RINGSIDE_SERVER_PS_PS_REFUSALS_H_
+#define RINGSIDE_SERVER_PS_PS_REFUSALS_H_
 
 #include "grpcpp/grpcpp.h"
 
@@ -22,4 +22,4 @@ class RefusedWrite final : public grpc::ServerWriteReactor<Message> {
 
 }  // namespace ringside::server
 
-#endif  // RINGSIDE_PS_PS_REFUSALS_H_
+#endif  // RINGSIDE_SERVER_PS_PS_REFUSALS_H_

@@ -1,4 +1,4 @@
-#include "ps/ps_service.h"
+#include "server/ps/ps_service.h"
 
 #include <algorithm>
 #include <functional>
@@ -10,7 +10,7 @@
 #include "common/auth.h"
 #include "common/grpc_util.h"
 #include "common/metrics.h"
-#include "ps/ps_refusals.h"
+#include "server/ps/ps_refusals.h"
 
 namespace ringside::server {
 namespace {

@@ -18,8 +18,8 @@
 // it and starts the replies' next writes (WhenSummed). Replacing a generation closes its state
 // without waiting for a segment being applied; whoever drops the state's last reference waits
 // for that one segment at most.
-#ifndef RINGSIDE_PS_PS_SERVICE_H_
-#define RINGSIDE_PS_PS_SERVICE_H_
+#ifndef RINGSIDE_SERVER_PS_PS_SERVICE_H_
+#define RINGSIDE_SERVER_PS_PS_SERVICE_H_
 
 #include <cstdint>
 #include <functional>
@@ -33,7 +33,7 @@
 #include "common/optimizer.h"
 #include "common/ranges.h"
 #include "proto/ps.grpc.pb.h"
-#include "ps/shard_state.h"
+#include "server/ps/shard_state.h"
 
 namespace ringside::server {
 
@@ -187,4 +187,4 @@ class StateLoad {
 
 }  // namespace ringside::server
 
-#endif  // RINGSIDE_PS_PS_SERVICE_H_
+#endif  // RINGSIDE_SERVER_PS_PS_SERVICE_H_

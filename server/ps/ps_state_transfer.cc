@@ -12,8 +12,8 @@
 #include "common/auth.h"
 #include "common/grpc_util.h"
 #include "common/status_macros.h"
-#include "ps/ps_refusals.h"
-#include "ps/ps_service.h"
+#include "server/ps/ps_refusals.h"
+#include "server/ps/ps_service.h"
 
 namespace ringside::server {
 namespace {

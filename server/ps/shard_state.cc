@@ -1,4 +1,4 @@
-#include "ps/shard_state.h"
+#include "server/ps/shard_state.h"
 
 #include <algorithm>
 #include <cstring>

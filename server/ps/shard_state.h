@@ -39,8 +39,8 @@
 // length that does not match, a segment out of sequence, ragged or too long, or an incomplete
 // share; ALREADY_EXISTS for a second push of the same step by the same worker. A refused push
 // changes nothing.
-#ifndef RINGSIDE_PS_SHARD_STATE_H_
-#define RINGSIDE_PS_SHARD_STATE_H_
+#ifndef RINGSIDE_SERVER_PS_SHARD_STATE_H_
+#define RINGSIDE_SERVER_PS_SHARD_STATE_H_
 
 #include <cstdint>
 #include <deque>
@@ -246,4 +246,4 @@ class ShardState {
 
 }  // namespace ringside::server
 
-#endif  // RINGSIDE_PS_SHARD_STATE_H_
+#endif  // RINGSIDE_SERVER_PS_SHARD_STATE_H_

@@ -1,4 +1,4 @@
-#include "ps/shard_transfer.h"
+#include "server/ps/shard_transfer.h"
 
 #include <algorithm>
 #include <cstring>
@@ -14,7 +14,7 @@
 #include "common/status_macros.h"
 #include "proto/ps.grpc.pb.h"
 
-namespace ringside::worker {
+namespace ringside::server {
 namespace {
 
 absl::Status ShardError(const grpc::Status& status, int shard, absl::string_view what) {
@@ -132,4 +132,4 @@ absl::Status LoadShards(const ShardTransferOptions& options, uint64_t generation
   return absl::OkStatus();
 }
 
-}  // namespace ringside::worker
+}  // namespace ringside::server

@@ -2,11 +2,11 @@
 // elastic job's parameters and optimiser state moved onto the shards when a ps-mode generation
 // begins. Nothing moves back for training: every worker holds the whole state in ps mode too.
 // The one reader of the shards' live model (GetParameters) is rank 0's test evaluator
-// (train/test_evaluator.h). The shard map is EvenRanges(K, S), as everywhere. Not training
+// (worker/test_evaluator.h). The shard map is EvenRanges(K, S), as everywhere. Not training
 // traffic: nothing is counted in the link metrics.
 // Thread-compatible. Errors: a shard's gRPC status annotated with the shard.
-#ifndef RINGSIDE_PS_SHARD_TRANSFER_H_
-#define RINGSIDE_PS_SHARD_TRANSFER_H_
+#ifndef RINGSIDE_SERVER_PS_SHARD_TRANSFER_H_
+#define RINGSIDE_SERVER_PS_SHARD_TRANSFER_H_
 
 #include <cstdint>
 #include <string>
@@ -17,7 +17,7 @@
 #include "absl/types/span.h"
 #include "common/transport_security.h"
 
-namespace ringside::worker {
+namespace ringside::server {
 
 struct JobState {
   uint64_t step = 0;                   // steps applied
@@ -49,6 +49,6 @@ struct ShardParameters {
 absl::StatusOr<ShardParameters> ReadShardParameters(const ShardTransferOptions& options,
                                                     uint64_t parameter_count);
 
-}  // namespace ringside::worker
+}  // namespace ringside::server
 
-#endif  // RINGSIDE_PS_SHARD_TRANSFER_H_
+#endif  // RINGSIDE_SERVER_PS_SHARD_TRANSFER_H_

@@ -5,7 +5,7 @@ set -u
 cd "$1" || exit 1
 command -v clang-format >/dev/null || {
   echo "FAIL: clang-format is missing; run scripts/setup-debian.sh (make test does)"; exit 1; }
-files=$(find common proto model ring ps control train launch daemons cli bench tests fuzz \
+files=$(find common proto ring server worker launch cli bench tests \
           -path tests/deploy/node_modules -prune -o \
           \( -name '*.h' -o -name '*.cc' -o -name '*.cu' \) -print | sort)
 # One clang-format for all files; it names each unformatted file in its "file:line:col:" lines.

@@ -8,11 +8,11 @@ for binary in "$@"; do
     echo "FAIL: $binary is missing; build it first (make build)"; status=1; continue
   fi
   if readelf -d "$binary" | grep -i 'NEEDED.*blas'; then
-    echo "FAIL: $binary links a BLAS library; it must not link the trainer (train/)"; status=1
+    echo "FAIL: $binary links a BLAS library; it must not link the trainer (worker/)"; status=1
   fi
   trainer_symbols=$(nm -C "$binary" | grep -c 'TrainDataParallel\|TrainingJob::\|ElasticTrainer::')
   if [ "$trainer_symbols" -ne 0 ]; then
-    echo "FAIL: $binary contains $trainer_symbols trainer symbols (train/ linked in)"; status=1
+    echo "FAIL: $binary contains $trainer_symbols trainer symbols (worker/ linked in)"; status=1
   fi
   [ $status -eq 0 ] && echo "ok: $binary links neither OpenBLAS nor the trainer"
 done

@@ -19,7 +19,7 @@
 namespace ringside {
 
 struct BenchRun {
-  ExitStatus exit;
+  launch::ExitStatus exit;
   std::string output;  // stdout and stderr
 };
 
@@ -31,25 +31,25 @@ class BenchProcessTest : public ::testing::Test {
     ASSERT_NE(bin_dir, nullptr) << "RINGSIDE_BIN_DIR is not set (run through ctest)";
     bin_dir_ = bin_dir;
     source_dir_ = source_dir != nullptr ? source_dir : "";
-    absl::StatusOr<TempDir> dir = TempDir::Create("bench-test-");
+    absl::StatusOr<launch::TempDir> dir = launch::TempDir::Create("bench-test-");
     ASSERT_TRUE(dir.ok()) << dir.status();
-    dir_ = std::make_unique<TempDir>(*std::move(dir));
+    dir_ = std::make_unique<launch::TempDir>(*std::move(dir));
   }
 
   // Runs `ringside-bench args...` to completion (5 minutes at most) with `env` added.
   BenchRun Run(const std::vector<std::string>& args, std::vector<std::string> env = {}) {
-    SpawnOptions options;
+    launch::SpawnOptions options;
     options.argv = {bin_dir_ + "/ringside-bench"};
     options.argv.insert(options.argv.end(), args.begin(), args.end());
     options.log_path = dir_->File(absl::StrCat("bench-", runs_++, ".log"));
     options.extra_env = std::move(env);
     BenchRun run;
-    absl::StatusOr<Subprocess> process = Subprocess::Spawn(options);
+    absl::StatusOr<launch::Subprocess> process = launch::Subprocess::Spawn(options);
     EXPECT_TRUE(process.ok()) << process.status();
     if (!process.ok()) return run;
-    absl::StatusOr<ExitStatus> exit = process->Wait(absl::Seconds(300));
+    absl::StatusOr<launch::ExitStatus> exit = process->Wait(absl::Seconds(300));
     EXPECT_TRUE(exit.ok()) << exit.status();
-    run.exit = exit.value_or(ExitStatus{});
+    run.exit = exit.value_or(launch::ExitStatus{});
     run.output = ReadFileToString(options.log_path).value_or("");
     return run;
   }
@@ -64,7 +64,7 @@ class BenchProcessTest : public ::testing::Test {
 
   std::string bin_dir_;
   std::string source_dir_;
-  std::unique_ptr<TempDir> dir_;
+  std::unique_ptr<launch::TempDir> dir_;
   int runs_ = 0;
 };
 

@@ -43,7 +43,7 @@ class GlooRankTest : public ::testing::TestWithParam<GlooAlgorithm> {
 };
 
 TEST_P(GlooRankTest, ThreeRanksReduceExactly) {
-  absl::StatusOr<TempDir> dir = TempDir::Create("gloo-rank-test-");
+  absl::StatusOr<launch::TempDir> dir = launch::TempDir::Create("gloo-rank-test-");
   ASSERT_TRUE(dir.ok());
   GlooRankOptions options;
   options.world = 3;
@@ -65,7 +65,7 @@ TEST_P(GlooRankTest, ThreeRanksReduceExactly) {
 }
 
 TEST_P(GlooRankTest, MissingPeerIsAnErrorNotAHang) {
-  absl::StatusOr<TempDir> dir = TempDir::Create("gloo-rank-test-");
+  absl::StatusOr<launch::TempDir> dir = launch::TempDir::Create("gloo-rank-test-");
   ASSERT_TRUE(dir.ok());
   GlooRankOptions options;
   options.rank = 0;

@@ -94,7 +94,7 @@ TEST(SummariseAccuracyTest, FinalRecentMeanAndTheFirstEvaluationAtTheTarget) {
 }
 
 TEST(ReadAccuracyOverTimeTest, ReadsEveryWorkersFileAndReportsCutLines) {
-  auto dir = TempDir::Create("ringside-accuracy-test-");
+  auto dir = launch::TempDir::Create("ringside-accuracy-test-");
   ASSERT_TRUE(dir.ok());
   {
     std::ofstream out(dir->File("worker-0.eval.jsonl"));

@@ -126,7 +126,7 @@ TEST(CompareJsonTest, AnEmptyReportHasNoJobs) {
 }
 
 TEST(CompareJsonTest, WritesAFileThatParsesBack) {
-  absl::StatusOr<TempDir> dir = TempDir::Create("compare-json-");
+  absl::StatusOr<launch::TempDir> dir = launch::TempDir::Create("compare-json-");
   ASSERT_TRUE(dir.ok()) << dir.status();
   CompareReport report = testing::SampleReport();
   report.jobs[0].ps.failure = "log line with a bad byte: \xff";  // not UTF-8: must not throw

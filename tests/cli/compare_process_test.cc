@@ -54,9 +54,9 @@ std::vector<std::string> PrintedCommand(const std::string& log, const std::strin
 }
 
 TEST(CompareCommandTest, MeasuredBytesMatchTheModelAndTheModesAgree) {
-  auto dir = TempDir::Create("ringside-compare-test-");
+  auto dir = launch::TempDir::Create("ringside-compare-test-");
   ASSERT_TRUE(dir.ok());
-  SpawnOptions spawn;
+  launch::SpawnOptions spawn;
   spawn.argv = {testing::BinDir() + "/ringside",
                 "compare",
                 "--model=4,16,3",
@@ -66,11 +66,11 @@ TEST(CompareCommandTest, MeasuredBytesMatchTheModelAndTheModesAgree) {
                 "--json=" + dir->File("out.json"),
                 "--report=" + dir->File("out.html")};
   spawn.log_path = dir->File("compare.log");
-  auto process = Subprocess::Spawn(spawn);
+  auto process = launch::Subprocess::Spawn(spawn);
   ASSERT_TRUE(process.ok()) << process.status();
   auto exit = process->Wait(absl::Seconds(240));
-  ASSERT_TRUE(exit.ok()) << exit.status() << "\n" << TailOfFile(spawn.log_path, 20);
-  ASSERT_TRUE(exit->ok()) << exit->ToString() << "\n" << TailOfFile(spawn.log_path, 20);
+  ASSERT_TRUE(exit.ok()) << exit.status() << "\n" << launch::TailOfFile(spawn.log_path, 20);
+  ASSERT_TRUE(exit->ok()) << exit->ToString() << "\n" << launch::TailOfFile(spawn.log_path, 20);
 
   const nlohmann::json json =
       nlohmann::json::parse(ReadFileToString(dir->File("out.json")).value());
@@ -105,12 +105,12 @@ TEST(CompareCommandTest, MeasuredBytesMatchTheModelAndTheModesAgree) {
 // Real data end to end: Fashion-MNIST's IDX files (a small set the test writes) through both
 // modes; worker-0's evaluations become each mode's test accuracy over time and time to target.
 TEST(CompareCommandTest, TimesEachModeToATestAccuracyOnFashionMnist) {
-  auto dir = TempDir::Create("ringside-compare-test-");
+  auto dir = launch::TempDir::Create("ringside-compare-test-");
   ASSERT_TRUE(dir.ok());
   const std::string data = dir->File("data");
   ASSERT_EQ(mkdir(data.c_str(), 0755), 0);
   ASSERT_TRUE(testing::WriteTinyFashionMnist(data, 200, 50));
-  SpawnOptions spawn;
+  launch::SpawnOptions spawn;
   spawn.argv = {testing::BinDir() + "/ringside",
                 "compare",
                 "--model=20,32,10",
@@ -124,10 +124,10 @@ TEST(CompareCommandTest, TimesEachModeToATestAccuracyOnFashionMnist) {
                 "--json=" + dir->File("out.json"),
                 "--report=" + dir->File("out.html")};
   spawn.log_path = dir->File("compare.log");
-  auto process = Subprocess::Spawn(spawn);
+  auto process = launch::Subprocess::Spawn(spawn);
   ASSERT_TRUE(process.ok()) << process.status();
   auto exit = process->Wait(absl::Seconds(240));
-  ASSERT_TRUE(exit.ok() && exit->ok()) << TailOfFile(spawn.log_path, 30);
+  ASSERT_TRUE(exit.ok() && exit->ok()) << launch::TailOfFile(spawn.log_path, 30);
 
   const nlohmann::json json =
       nlohmann::json::parse(ReadFileToString(dir->File("out.json")).value());
@@ -171,13 +171,13 @@ TEST(CompareCommandTest, TimesEachModeToATestAccuracyOnFashionMnist) {
   EXPECT_NE(html.find("id=\"accuracy-time-job0\""), std::string::npos);
   EXPECT_NE(ReadFileToString(spawn.log_path).value().find("time to 50% test accuracy"),
             std::string::npos)
-      << TailOfFile(spawn.log_path, 40);
+      << launch::TailOfFile(spawn.log_path, 40);
 }
 
 // Bad accuracy flags, a data directory without the four files and a model that does not fit the
 // images fail at once, naming what is wrong, before any cluster starts.
 TEST(CompareCommandTest, BadAccuracyFlagsAndMissingDataFailBeforeAnyClusterStarts) {
-  auto dir = TempDir::Create("ringside-compare-test-");
+  auto dir = launch::TempDir::Create("ringside-compare-test-");
   ASSERT_TRUE(dir.ok());
   const std::string data = dir->File("data");
   ASSERT_EQ(mkdir(data.c_str(), 0755), 0);
@@ -193,10 +193,10 @@ TEST(CompareCommandTest, BadAccuracyFlagsAndMissingDataFailBeforeAnyClusterStart
   };
   for (const auto& [flag, named] : cases) {
     SCOPED_TRACE(flag);
-    SpawnOptions spawn;
+    launch::SpawnOptions spawn;
     spawn.argv = {testing::BinDir() + "/ringside", "compare", flag};
     spawn.log_path = dir->File("bad.log");
-    auto process = Subprocess::Spawn(spawn);
+    auto process = launch::Subprocess::Spawn(spawn);
     ASSERT_TRUE(process.ok()) << process.status();
     auto exit = process->Wait(absl::Seconds(60));
     ASSERT_TRUE(exit.ok()) << exit.status();
@@ -209,17 +209,17 @@ TEST(CompareCommandTest, BadAccuracyFlagsAndMissingDataFailBeforeAnyClusterStart
 
 // A running `ringside compare` and the children it reports starting.
 struct RunningCompare {
-  Subprocess process;
+  launch::Subprocess process;
   std::string log;
   std::map<std::string, pid_t> children;  // of the first cluster it printed
 };
 
-RunningCompare StartCompare(const TempDir& dir, const std::vector<std::string>& flags) {
-  SpawnOptions spawn;
+RunningCompare StartCompare(const launch::TempDir& dir, const std::vector<std::string>& flags) {
+  launch::SpawnOptions spawn;
   spawn.argv = {testing::BinDir() + "/ringside", "compare"};
   spawn.argv.insert(spawn.argv.end(), flags.begin(), flags.end());
   spawn.log_path = dir.File("compare.log");
-  auto process = Subprocess::Spawn(spawn);
+  auto process = launch::Subprocess::Spawn(spawn);
   EXPECT_TRUE(process.ok()) << process.status();
   RunningCompare running{*std::move(process), spawn.log_path, {}};
   const std::regex child("(controller|ps-[0-9]+|worker-[0-9]+) \\(pid ([0-9]+)\\)");
@@ -234,7 +234,7 @@ RunningCompare StartCompare(const TempDir& dir, const std::vector<std::string>& 
     }
     absl::SleepFor(absl::Milliseconds(10));
   }
-  EXPECT_FALSE(running.children.empty()) << TailOfFile(running.log, 20);
+  EXPECT_FALSE(running.children.empty()) << launch::TailOfFile(running.log, 20);
   return running;
 }
 
@@ -288,18 +288,18 @@ void RemoveKeptDirectories(const std::string& output) {
 }
 
 TEST(CompareCommandTest, ALostWorkerIsReportedAndTheRunGoesOn) {
-  auto dir = TempDir::Create("ringside-compare-test-");
+  auto dir = launch::TempDir::Create("ringside-compare-test-");
   ASSERT_TRUE(dir.ok());
   RunningCompare compare =
       StartCompare(*dir, {"--model=64,256,10", "--data=synthetic:2048", "--steps=2000",
                           "--workers=3", "--ps_shards=1", "--json=" + dir->File("out.json")});
   ASSERT_TRUE(compare.children.count("worker-1"));
   // The kill lands wherever the cluster is (forming, regrouping or training): the run must go on
-  // whichever moment it is. The fault tests (tests/daemons/elastic_fault_test.cc) hit each
+  // whichever moment it is. The fault tests (tests/worker/elastic_fault_test.cc) hit each
   // protocol point on purpose.
   ASSERT_EQ(kill(compare.children["worker-1"], SIGKILL), 0);
   auto exit = compare.process.Wait(absl::Seconds(240));
-  ASSERT_TRUE(exit.ok() && exit->ok()) << TailOfFile(compare.log, 20);
+  ASSERT_TRUE(exit.ok() && exit->ok()) << launch::TailOfFile(compare.log, 20);
   const nlohmann::json json =
       nlohmann::json::parse(ReadFileToString(dir->File("out.json")).value());
   EXPECT_EQ(json["modes"]["ps"]["final_world"], 2);
@@ -314,7 +314,7 @@ TEST(CompareCommandTest, ALostWorkerIsReportedAndTheRunGoesOn) {
 }
 
 TEST(CompareCommandTest, ALostControllerStopsEveryChildAndFailsNamingIt) {
-  auto dir = TempDir::Create("ringside-compare-test-");
+  auto dir = launch::TempDir::Create("ringside-compare-test-");
   ASSERT_TRUE(dir.ok());
   RunningCompare compare = StartCompare(*dir, {"--model=64,256,10", "--data=synthetic:2048",
                                                "--steps=100000", "--workers=2", "--ps_shards=1"});
@@ -324,7 +324,8 @@ TEST(CompareCommandTest, ALostControllerStopsEveryChildAndFailsNamingIt) {
   ASSERT_TRUE(exit.ok()) << "compare did not stop after its controller died";
   EXPECT_FALSE(exit->ok());
   const std::string output = ReadFileToString(compare.log).value_or("");
-  EXPECT_NE(output.find("controller (pid"), std::string::npos) << TailOfFile(compare.log, 20);
+  EXPECT_NE(output.find("controller (pid"), std::string::npos)
+      << launch::TailOfFile(compare.log, 20);
   // Its last words, and the directory that keeps its log.
   EXPECT_NE(output.find("last lines of its log ("), std::string::npos) << output;
   EXPECT_NE(output.find("the cluster's logs are kept in "), std::string::npos) << output;
@@ -335,9 +336,9 @@ TEST(CompareCommandTest, ALostControllerStopsEveryChildAndFailsNamingIt) {
 // `ringside up` keeps the cluster running when a worker dies, says so, and prints the command
 // that adds a worker; the added worker joins and trains.
 TEST(UpCommandTest, ALostWorkerIsReportedAndAnAddedOneJoinsAndTrains) {
-  auto dir = TempDir::Create("ringside-up-test-");
+  auto dir = launch::TempDir::Create("ringside-up-test-");
   ASSERT_TRUE(dir.ok());
-  SpawnOptions spawn;
+  launch::SpawnOptions spawn;
   spawn.argv = {testing::BinDir() + "/ringside",
                 "up",
                 "--workers=3",
@@ -348,7 +349,7 @@ TEST(UpCommandTest, ALostWorkerIsReportedAndAnAddedOneJoinsAndTrains) {
                 "--heartbeat_timeout=1s",
                 "--ready_file=" + dir->File("up.json")};
   spawn.log_path = dir->File("up.log");
-  auto up = Subprocess::Spawn(spawn);
+  auto up = launch::Subprocess::Spawn(spawn);
   ASSERT_TRUE(up.ok()) << up.status();
   auto wait_for = [&](const std::function<bool()>& event, const std::string& what) {
     const absl::Status seen = testing::PollUntil(event, absl::Seconds(120), [&] {
@@ -356,7 +357,7 @@ TEST(UpCommandTest, ALostWorkerIsReportedAndAnAddedOneJoinsAndTrains) {
                                     : std::nullopt;
     });
     EXPECT_TRUE(seen.ok()) << "no " << what << ": " << seen.message() << "\n"
-                           << TailOfFile(spawn.log_path, 20);
+                           << launch::TailOfFile(spawn.log_path, 20);
     return seen.ok();
   };
   nlohmann::json ready;
@@ -378,7 +379,7 @@ TEST(UpCommandTest, ALostWorkerIsReportedAndAnAddedOneJoinsAndTrains) {
   }
   ASSERT_GT(controller_metrics, 0);
   auto controller = [&](const std::string& name) {
-    return FindSample(testing::ScrapeMetrics(controller_metrics), name, {}).value_or(-1);
+    return launch::FindSample(testing::ScrapeMetrics(controller_metrics), name, {}).value_or(-1);
   };
   ASSERT_TRUE(wait_for([&] { return controller("ringside_world_size") == 3; }, "world of 3"));
   ASSERT_EQ(kill(pids.at("worker-1"), SIGKILL), 0);
@@ -399,12 +400,12 @@ TEST(UpCommandTest, ALostWorkerIsReportedAndAnAddedOneJoinsAndTrains) {
 
   // The command `ringside up` printed, run as a person would.
   const std::string log = ReadFileToString(spawn.log_path).value_or("");
-  SpawnOptions added;
+  launch::SpawnOptions added;
   added.argv = PrintedCommand(log, "add a worker with: ");
   ASSERT_FALSE(added.argv.empty()) << log;
   const std::string command = absl::StrJoin(added.argv, " ");
   added.log_path = dir->File("added.log");
-  auto worker = Subprocess::Spawn(added);
+  auto worker = launch::Subprocess::Spawn(added);
   ASSERT_TRUE(worker.ok()) << worker.status();
   std::string trace_file;
   for (const std::string& arg : added.argv) {
@@ -419,7 +420,7 @@ TEST(UpCommandTest, ALostWorkerIsReportedAndAnAddedOneJoinsAndTrains) {
   // A script that knows only the ready file switches modes: its controller and client_flags
   // are every flag `ringside ctl` needs (mutual TLS with the operator's certificate, and the
   // operator token). The command `ringside up` printed says the same.
-  SpawnOptions ctl;
+  launch::SpawnOptions ctl;
   ctl.argv = {testing::BinDir() + "/ringside", "ctl", "mode", "ps",
               "--controller=" + ready["controller"].get<std::string>()};
   for (const nlohmann::json& flag : ready["client_flags"]) ctl.argv.push_back(flag);
@@ -433,14 +434,14 @@ TEST(UpCommandTest, ALostWorkerIsReportedAndAnAddedOneJoinsAndTrains) {
   EXPECT_NE(absl::StrJoin(ctl.argv, " ").find("--tls_cert="), std::string::npos)
       << absl::StrJoin(ctl.argv, " ");
   ctl.log_path = dir->File("ctl.log");
-  auto switched = Subprocess::Spawn(ctl);
+  auto switched = launch::Subprocess::Spawn(ctl);
   ASSERT_TRUE(switched.ok()) << switched.status();
   auto ctl_exit = switched->Wait(absl::Seconds(30));
   ASSERT_TRUE(ctl_exit.ok());
-  EXPECT_TRUE(ctl_exit->ok()) << TailOfFile(ctl.log_path, 5);
+  EXPECT_TRUE(ctl_exit->ok()) << launch::TailOfFile(ctl.log_path, 5);
   EXPECT_NE(ReadFileToString(ctl.log_path).value_or("").find("mode ps from generation"),
             std::string::npos)
-      << TailOfFile(ctl.log_path, 5);
+      << launch::TailOfFile(ctl.log_path, 5);
   worker->Kill();
   kill(up->pid(), SIGTERM);
   auto exit = up->Wait(absl::Seconds(60));
@@ -454,9 +455,9 @@ TEST(UpCommandTest, ALostWorkerIsReportedAndAnAddedOneJoinsAndTrains) {
 // `ringside up` restarts a controller that dies, at its address, and says so; its ready file
 // names the new pid.
 TEST(UpCommandTest, AKilledControllerIsRestartedAtItsAddressAndReported) {
-  auto dir = TempDir::Create("ringside-up-test-");
+  auto dir = launch::TempDir::Create("ringside-up-test-");
   ASSERT_TRUE(dir.ok());
-  SpawnOptions spawn;
+  launch::SpawnOptions spawn;
   spawn.argv = {testing::BinDir() + "/ringside",
                 "up",
                 "--workers=2",
@@ -468,7 +469,7 @@ TEST(UpCommandTest, AKilledControllerIsRestartedAtItsAddressAndReported) {
                 "--checkpoint_every=50",
                 "--ready_file=" + dir->File("up.json")};
   spawn.log_path = dir->File("up.log");
-  auto up = Subprocess::Spawn(spawn);
+  auto up = launch::Subprocess::Spawn(spawn);
   ASSERT_TRUE(up.ok()) << up.status();
   auto wait_for = [&](const std::function<bool()>& event, const std::string& what) {
     const absl::Status seen = testing::PollUntil(event, absl::Seconds(120), [&] {
@@ -476,7 +477,7 @@ TEST(UpCommandTest, AKilledControllerIsRestartedAtItsAddressAndReported) {
                                     : std::nullopt;
     });
     EXPECT_TRUE(seen.ok()) << "no " << what << ": " << seen.message() << "\n"
-                           << TailOfFile(spawn.log_path, 20);
+                           << launch::TailOfFile(spawn.log_path, 20);
     return seen.ok();
   };
   auto controller_pid = [&]() -> pid_t {
@@ -516,7 +517,7 @@ TEST(UpCommandTest, AKilledControllerIsRestartedAtItsAddressAndReported) {
   kill(up->pid(), SIGTERM);
   auto exit = up->Wait(absl::Seconds(60));
   ASSERT_TRUE(exit.ok());
-  EXPECT_TRUE(exit->ok()) << exit->ToString() << "\n" << TailOfFile(spawn.log_path, 20);
+  EXPECT_TRUE(exit->ok()) << exit->ToString() << "\n" << launch::TailOfFile(spawn.log_path, 20);
   ExpectAllGone({{"controller", replacement}});
   const std::string output = ReadFileToString(spawn.log_path).value_or("");
   EXPECT_NE(output.find("last lines of its log ("), std::string::npos) << output;
@@ -525,12 +526,12 @@ TEST(UpCommandTest, AKilledControllerIsRestartedAtItsAddressAndReported) {
 
 // The checkpoint flags are listed by --help, and a bad combination fails at once naming them.
 TEST(UpCommandTest, CheckpointFlagsAreListedAndChecked) {
-  auto dir = TempDir::Create("ringside-up-test-");
+  auto dir = launch::TempDir::Create("ringside-up-test-");
   ASSERT_TRUE(dir.ok());
-  SpawnOptions spawn;
+  launch::SpawnOptions spawn;
   spawn.argv = {testing::BinDir() + "/ringside", "--help"};
   spawn.log_path = dir->File("help.log");
-  auto help = Subprocess::Spawn(spawn);
+  auto help = launch::Subprocess::Spawn(spawn);
   ASSERT_TRUE(help.ok()) << help.status();
   ASSERT_TRUE(help->Wait(absl::Seconds(30)).ok());
   const std::string usage = ReadFileToString(spawn.log_path).value_or("");
@@ -541,7 +542,7 @@ TEST(UpCommandTest, CheckpointFlagsAreListedAndChecked) {
     SCOPED_TRACE(command);
     spawn.argv = {testing::BinDir() + "/ringside", command, "--checkpoint_every=5"};
     spawn.log_path = dir->File(absl::StrCat(command, ".log"));
-    auto run = Subprocess::Spawn(spawn);
+    auto run = launch::Subprocess::Spawn(spawn);
     ASSERT_TRUE(run.ok()) << run.status();
     auto exit = run->Wait(absl::Seconds(30));
     ASSERT_TRUE(exit.ok());
@@ -550,7 +551,7 @@ TEST(UpCommandTest, CheckpointFlagsAreListedAndChecked) {
                   .value_or("")
                   .find("--checkpoint_every needs a --checkpoint_dir"),
               std::string::npos)
-        << TailOfFile(spawn.log_path, 5);
+        << launch::TailOfFile(spawn.log_path, 5);
   }
 }
 

@@ -32,7 +32,7 @@ constexpr int kSteps = 6;
 // A small model whose sync is measurable at 20mbit: K = 50,890 parameters (203,560 B), so a
 // ring step of 2 workers moves ~204 KB each way (~81 ms) and a PS step with one shard ~407 KB
 // into the shard (~163 ms), against a tbf burst of 16 KiB.
-std::vector<std::string> LabCommand(const TempDir& dir, int steps) {
+std::vector<std::string> LabCommand(const launch::TempDir& dir, int steps) {
   return {testing::BinDir() + "/ringside",
           "lab",
           "--link_rate=20mbit",
@@ -46,12 +46,12 @@ std::vector<std::string> LabCommand(const TempDir& dir, int steps) {
           "--report=" + dir.File("lab.html")};
 }
 
-absl::StatusOr<Subprocess> StartLab(const TempDir& dir, int steps) {
-  SpawnOptions spawn;
+absl::StatusOr<launch::Subprocess> StartLab(const launch::TempDir& dir, int steps) {
+  launch::SpawnOptions spawn;
   spawn.argv = LabCommand(dir, steps);
   spawn.log_path = dir.File("lab.log");
   spawn.term_grace = absl::Seconds(30);  // its own clean-up must have time to run
-  return Subprocess::Spawn(spawn);
+  return launch::Subprocess::Spawn(spawn);
 }
 
 // The management device `ringside lab` printed ("... through rslNNNN: ...").
@@ -68,7 +68,7 @@ bool DeviceExists(const std::string& name) {
 }
 
 TEST(LabCommandTest, SyncRespectsTheLinkAndBytesMatchTheModel) {
-  auto dir = TempDir::Create("ringside-lab-test-");
+  auto dir = launch::TempDir::Create("ringside-lab-test-");
   ASSERT_TRUE(dir.ok());
   auto lab = StartLab(*dir, kSteps);
   ASSERT_TRUE(lab.ok()) << lab.status();
@@ -146,7 +146,7 @@ TEST(LabCommandTest, SyncRespectsTheLinkAndBytesMatchTheModel) {
 }
 
 TEST(LabCommandTest, SigtermMidRunRemovesTheLab) {
-  auto dir = TempDir::Create("ringside-lab-test-");
+  auto dir = launch::TempDir::Create("ringside-lab-test-");
   ASSERT_TRUE(dir.ok());
   auto lab = StartLab(*dir, 100000);  // runs until stopped
   ASSERT_TRUE(lab.ok()) << lab.status();
@@ -160,9 +160,9 @@ TEST(LabCommandTest, SigtermMidRunRemovesTheLab) {
       absl::Seconds(120),
       [&]() -> std::optional<std::string> {
         if (!lab->Poll().has_value()) return std::nullopt;
-        return "ringside lab ended early: " + TailOfFile(log_path, 20);
+        return "ringside lab ended early: " + launch::TailOfFile(log_path, 20);
       });
-  ASSERT_TRUE(started.ok()) << started << "\n" << TailOfFile(log_path, 20);
+  ASSERT_TRUE(started.ok()) << started << "\n" << launch::TailOfFile(log_path, 20);
   const std::string device = ManagementDevice(ReadFileToString(log_path).value_or(""));
   ASSERT_FALSE(NetworkLab::NamespacesOf(pid).empty());
   ASSERT_TRUE(DeviceExists(device)) << device;
@@ -172,12 +172,12 @@ TEST(LabCommandTest, SigtermMidRunRemovesTheLab) {
   ASSERT_TRUE(exit.ok()) << exit.status();
   EXPECT_FALSE(exit->ok()) << "a stopped run is not a success";
   EXPECT_EQ(exit->signal, 0) << "it must exit by itself, not die of the signal";
-  EXPECT_TRUE(NetworkLab::NamespacesOf(pid).empty()) << TailOfFile(log_path, 20);
+  EXPECT_TRUE(NetworkLab::NamespacesOf(pid).empty()) << launch::TailOfFile(log_path, 20);
   EXPECT_FALSE(DeviceExists(device)) << device << " outlived the lab";
 }
 
 TEST(LabCommandTest, CleanupRemovesWhatAKilledRunLeft) {
-  auto dir = TempDir::Create("ringside-lab-test-");
+  auto dir = launch::TempDir::Create("ringside-lab-test-");
   ASSERT_TRUE(dir.ok());
   auto lab = StartLab(*dir, 100000);
   ASSERT_TRUE(lab.ok()) << lab.status();
@@ -188,23 +188,23 @@ TEST(LabCommandTest, CleanupRemovesWhatAKilledRunLeft) {
       absl::Seconds(120),
       [&]() -> std::optional<std::string> {
         if (!lab->Poll().has_value()) return std::nullopt;
-        return "ringside lab ended early: " + TailOfFile(log_path, 20);
+        return "ringside lab ended early: " + launch::TailOfFile(log_path, 20);
       });
-  ASSERT_TRUE(built.ok()) << built << "\n" << TailOfFile(log_path, 20);
+  ASSERT_TRUE(built.ok()) << built << "\n" << launch::TailOfFile(log_path, 20);
   const std::string device = ManagementDevice(ReadFileToString(log_path).value_or(""));
   ASSERT_EQ(kill(pid, SIGKILL), 0);
   ASSERT_TRUE(lab->Wait(absl::Seconds(30)).ok());
   // SIGKILL leaves the namespaces behind (nothing in the process could run).
   ASSERT_FALSE(NetworkLab::NamespacesOf(pid).empty());
 
-  SpawnOptions spawn;
+  launch::SpawnOptions spawn;
   spawn.argv = {testing::BinDir() + "/ringside", "lab", "--cleanup"};
   spawn.log_path = dir->File("cleanup.log");
-  auto cleanup = Subprocess::Spawn(spawn);
+  auto cleanup = launch::Subprocess::Spawn(spawn);
   ASSERT_TRUE(cleanup.ok()) << cleanup.status();
   auto exit = cleanup->Wait(absl::Seconds(60));
-  ASSERT_TRUE(exit.ok() && exit->ok()) << TailOfFile(spawn.log_path, 20);
-  EXPECT_TRUE(NetworkLab::NamespacesOf(pid).empty()) << TailOfFile(spawn.log_path, 20);
+  ASSERT_TRUE(exit.ok() && exit->ok()) << launch::TailOfFile(spawn.log_path, 20);
+  EXPECT_TRUE(NetworkLab::NamespacesOf(pid).empty()) << launch::TailOfFile(spawn.log_path, 20);
   EXPECT_FALSE(DeviceExists(device)) << device << " outlived the cleanup";
   EXPECT_NE(ReadFileToString(spawn.log_path).value_or("").find(absl::StrCat("rslab-", pid)),
             std::string::npos)
@@ -213,15 +213,15 @@ TEST(LabCommandTest, CleanupRemovesWhatAKilledRunLeft) {
 
 // Bad input fails at once, naming the flag, before anything is built.
 TEST(LabCommandTest, BadRateOrMissingRateFailsAtOnce) {
-  auto dir = TempDir::Create("ringside-lab-test-");
+  auto dir = launch::TempDir::Create("ringside-lab-test-");
   ASSERT_TRUE(dir.ok());
   for (const std::vector<std::string>& flags :
        {std::vector<std::string>{"--link_rate=fast"}, std::vector<std::string>{}}) {
-    SpawnOptions spawn;
+    launch::SpawnOptions spawn;
     spawn.argv = {testing::BinDir() + "/ringside", "lab"};
     spawn.argv.insert(spawn.argv.end(), flags.begin(), flags.end());
     spawn.log_path = dir->File("bad.log");
-    auto process = Subprocess::Spawn(spawn);
+    auto process = launch::Subprocess::Spawn(spawn);
     ASSERT_TRUE(process.ok()) << process.status();
     auto exit = process->Wait(absl::Seconds(30));
     ASSERT_TRUE(exit.ok()) << exit.status();
@@ -231,10 +231,10 @@ TEST(LabCommandTest, BadRateOrMissingRateFailsAtOnce) {
     EXPECT_TRUE(NetworkLab::NamespacesOf(process->pid()).empty());
   }
   // compare would run unshaped: it refuses the lab's flag rather than ignore it.
-  SpawnOptions spawn;
+  launch::SpawnOptions spawn;
   spawn.argv = {testing::BinDir() + "/ringside", "compare", "--link_rate=100mbit"};
   spawn.log_path = dir->File("compare.log");
-  auto process = Subprocess::Spawn(spawn);
+  auto process = launch::Subprocess::Spawn(spawn);
   ASSERT_TRUE(process.ok()) << process.status();
   auto exit = process->Wait(absl::Seconds(30));
   ASSERT_TRUE(exit.ok()) << exit.status();
@@ -245,9 +245,9 @@ TEST(LabCommandTest, BadRateOrMissingRateFailsAtOnce) {
 
 // Without root the command says so at once (setpriv drops to nobody).
 TEST(LabCommandTest, WithoutRootItSaysWhatIsMissing) {
-  auto dir = TempDir::Create("ringside-lab-test-");
+  auto dir = launch::TempDir::Create("ringside-lab-test-");
   ASSERT_TRUE(dir.ok());
-  SpawnOptions spawn;
+  launch::SpawnOptions spawn;
   spawn.argv = {"/usr/bin/setpriv",
                 "--reuid=65534",
                 "--regid=65534",
@@ -256,7 +256,7 @@ TEST(LabCommandTest, WithoutRootItSaysWhatIsMissing) {
                 "lab",
                 "--link_rate=20mbit"};
   spawn.log_path = dir->File("nonroot.log");
-  auto process = Subprocess::Spawn(spawn);
+  auto process = launch::Subprocess::Spawn(spawn);
   ASSERT_TRUE(process.ok()) << process.status() << " (setpriv is in util-linux)";
   auto exit = process->Wait(absl::Seconds(30));
   ASSERT_TRUE(exit.ok()) << exit.status();

@@ -41,9 +41,9 @@ class ReportInChromiumTest : public ::testing::Test {
     ASSERT_EQ(access(kChromium, X_OK), 0)
         << kChromium << " is missing: run scripts/setup-debian.sh (as root), which installs "
         << "Debian's chromium package for this test";
-    absl::StatusOr<TempDir> dir = TempDir::Create("report-browser-");
+    absl::StatusOr<launch::TempDir> dir = launch::TempDir::Create("report-browser-");
     ASSERT_TRUE(dir.ok()) << dir.status();
-    dir_ = std::make_unique<TempDir>(*std::move(dir));
+    dir_ = std::make_unique<launch::TempDir>(*std::move(dir));
     ASSERT_TRUE(WriteHtmlReportFile(testing::SampleReport(), dir_->File("report.html")).ok());
   }
 
@@ -71,21 +71,21 @@ class ReportInChromiumTest : public ::testing::Test {
     for (const std::string& arg : argv) absl::StrAppend(&command, " ", ShellQuoted(arg));
     absl::StrAppend(&command, " >", ShellQuoted(stdout_file));
     const std::string home = dir_->File("home");
-    SpawnOptions options;
+    launch::SpawnOptions options;
     options.argv = {"/bin/sh", "-c", command};
     options.log_path = dir_->File("chromium-" + name + ".log");
     options.extra_env = {"HOME=" + home, "XDG_CONFIG_HOME=" + home, "XDG_CACHE_HOME=" + home};
-    absl::StatusOr<Subprocess> chromium = Subprocess::Spawn(options);
+    absl::StatusOr<launch::Subprocess> chromium = launch::Subprocess::Spawn(options);
     ASSERT_TRUE(chromium.ok()) << chromium.status();
     // About a second each on an idle 2-core machine; the bound only stops a hang.
-    absl::StatusOr<ExitStatus> exit = chromium->Wait(absl::Seconds(30));
+    absl::StatusOr<launch::ExitStatus> exit = chromium->Wait(absl::Seconds(30));
     ASSERT_TRUE(exit.ok()) << "chromium (" << name << ") did not finish: " << exit.status() << "\n"
-                           << TailOfFile(chromium->log_path(), 20);
+                           << launch::TailOfFile(chromium->log_path(), 20);
     ASSERT_TRUE(exit->ok()) << "chromium (" << name << ") " << exit->ToString() << "\n"
-                            << TailOfFile(chromium->log_path(), 20);
+                            << launch::TailOfFile(chromium->log_path(), 20);
   }
 
-  std::unique_ptr<TempDir> dir_;
+  std::unique_ptr<launch::TempDir> dir_;
 };
 
 TEST_F(ReportInChromiumTest, ScreenshotShowsTheCharts) {

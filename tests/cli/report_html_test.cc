@@ -138,7 +138,7 @@ TEST(ReportHtmlTest, UnusableFiguresDrawNothingRatherThanBadCoordinates) {
 }
 
 TEST(ReportHtmlTest, WritesTheFile) {
-  absl::StatusOr<TempDir> dir = TempDir::Create("report-html-");
+  absl::StatusOr<launch::TempDir> dir = launch::TempDir::Create("report-html-");
   ASSERT_TRUE(dir.ok()) << dir.status();
   const CompareReport report = testing::SampleReport();
   ASSERT_TRUE(WriteHtmlReportFile(report, dir->File("report.html")).ok());

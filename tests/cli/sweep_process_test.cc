@@ -26,13 +26,13 @@ using nlohmann::json;
 constexpr int kSteps = 12;
 
 // Runs `ringside compare` with `flags` to its end; the exit status and the log.
-std::pair<absl::Status, std::string> RunCompare(const TempDir& dir,
+std::pair<absl::Status, std::string> RunCompare(const launch::TempDir& dir,
                                                 const std::vector<std::string>& flags) {
-  SpawnOptions spawn;
+  launch::SpawnOptions spawn;
   spawn.argv = {testing::BinDir() + "/ringside", "compare"};
   spawn.argv.insert(spawn.argv.end(), flags.begin(), flags.end());
   spawn.log_path = dir.File("compare.log");
-  auto process = Subprocess::Spawn(spawn);
+  auto process = launch::Subprocess::Spawn(spawn);
   if (!process.ok()) return {process.status(), ""};
   auto exit = process->Wait(absl::Seconds(300));
   const std::string log = ReadFileToString(spawn.log_path).value_or("");
@@ -40,13 +40,13 @@ std::pair<absl::Status, std::string> RunCompare(const TempDir& dir,
   return {exit->ok() ? absl::OkStatus() : absl::InternalError(exit->ToString()), log};
 }
 
-json ReadJson(const TempDir& dir, const std::string& name) {
+json ReadJson(const launch::TempDir& dir, const std::string& name) {
   const json doc = json::parse(ReadFileToString(dir.File(name)).value_or(""), nullptr, false);
   EXPECT_TRUE(doc.is_object()) << name << " is not a JSON object";
   return doc;
 }
 
-void ExpectOneScalingRecordPerWorkerCount(const TempDir& dir) {
+void ExpectOneScalingRecordPerWorkerCount(const launch::TempDir& dir) {
   SCOPED_TRACE("scaling records");
   const json doc = ReadJson(dir, "out.json");
   // The contract's fields describe the largest size.
@@ -85,7 +85,7 @@ void ExpectOneScalingRecordPerWorkerCount(const TempDir& dir) {
   }
 }
 
-void ExpectLossOverTimeForBothModes(const TempDir& dir) {
+void ExpectLossOverTimeForBothModes(const launch::TempDir& dir) {
   SCOPED_TRACE("loss over time");
   const json doc = ReadJson(dir, "out.json");
   for (const char* mode : {"ring", "ps"}) {
@@ -102,7 +102,7 @@ void ExpectLossOverTimeForBothModes(const TempDir& dir) {
   }
 }
 
-void ExpectAScalingChartPerModeAndTheLossChart(const TempDir& dir) {
+void ExpectAScalingChartPerModeAndTheLossChart(const launch::TempDir& dir) {
   const std::string html = ReadFileToString(dir.File("out.html")).value_or("");
   for (const char* id : {"scaling-ring-job0", "scaling-ps-s1-job0", "loss-time-job0"}) {
     EXPECT_NE(html.find(absl::StrCat("id=\"", id, "\"")), std::string::npos) << id;
@@ -112,7 +112,7 @@ void ExpectAScalingChartPerModeAndTheLossChart(const TempDir& dir) {
 
 // The trace: Chrome's format, one process per worker of each cluster, and per step the
 // phases back to back adding up to the step, which is the step time the worker measured.
-void ExpectATraceWhosePhasesAddUpToTheSteps(const TempDir& dir) {
+void ExpectATraceWhosePhasesAddUpToTheSteps(const launch::TempDir& dir) {
   SCOPED_TRACE("timeline");
   const json trace = ReadJson(dir, "timeline.json");
   ASSERT_TRUE(trace["traceEvents"].is_array());
@@ -183,7 +183,7 @@ void ExpectATraceWhosePhasesAddUpToTheSteps(const TempDir& dir) {
 
 // One sweep (four small clusters, the expensive part) checked four ways.
 TEST(SweepTest, JsonReportAndTimelineOfASweep) {
-  auto dir = TempDir::Create("ringside-sweep-test-");
+  auto dir = launch::TempDir::Create("ringside-sweep-test-");
   ASSERT_TRUE(dir.ok()) << dir.status();
   auto [status, log] = RunCompare(
       *dir, {"--model=4,16,3", absl::StrCat("--steps=", kSteps), "--workers=2,1", "--ps_shards=1",
@@ -204,7 +204,7 @@ TEST(SweepTest, JsonReportAndTimelineOfASweep) {
 }
 
 TEST(SweepFlagsTest, BadListsFailAtOnceNamingTheFlag) {
-  auto dir = TempDir::Create("ringside-sweep-test-");
+  auto dir = launch::TempDir::Create("ringside-sweep-test-");
   ASSERT_TRUE(dir.ok());
   for (const std::vector<std::string>& flags : std::vector<std::vector<std::string>>{
            {"--workers=1,x"}, {"--workers=2,2"}, {"--ps_shards=0"}, {"--timeline_capacity=1"}}) {
@@ -214,10 +214,10 @@ TEST(SweepFlagsTest, BadListsFailAtOnceNamingTheFlag) {
     EXPECT_NE(log.find(flag), std::string::npos) << log;
     EXPECT_EQ(log.find("started"), std::string::npos) << "no cluster starts: " << log;
   }
-  SpawnOptions spawn;
+  launch::SpawnOptions spawn;
   spawn.argv = {testing::BinDir() + "/ringside", "up", "--workers=1,2", "--insecure"};
   spawn.log_path = dir->File("up.log");
-  auto up = Subprocess::Spawn(spawn);
+  auto up = launch::Subprocess::Spawn(spawn);
   ASSERT_TRUE(up.ok());
   auto exit = up->Wait(absl::Seconds(30));
   ASSERT_TRUE(exit.ok());

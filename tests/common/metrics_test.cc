@@ -67,7 +67,8 @@ TEST(MetricsServerTest, KeepsAnsweringScrapesWhileIdleConnectionsAreOpen) {
     ASSERT_EQ(connect(fd, reinterpret_cast<const sockaddr*>(&address), sizeof(address)), 0);
     idle.push_back(fd);  // connected, sending nothing
   }
-  absl::StatusOr<std::string> scraped = HttpGet((*server)->port(), "/metrics", absl::Seconds(10));
+  absl::StatusOr<std::string> scraped =
+      launch::HttpGet((*server)->port(), "/metrics", absl::Seconds(10));
   ASSERT_TRUE(scraped.ok()) << scraped.status();
   EXPECT_NE(scraped->find("ringside_world_size 3"), std::string::npos);
   for (int fd : idle) close(fd);

@@ -1,4 +1,4 @@
-#include "model/model_spec.h"
+#include "common/model_spec.h"
 
 #include <cmath>
 #include <cstring>

@@ -73,7 +73,7 @@ TEST(MedianTest, OddEvenEmpty) {
 }
 
 TEST(RankResultFileTest, RoundTripsAndRejectsMalformed) {
-  absl::StatusOr<TempDir> dir = TempDir::Create("rank-result-test-");
+  absl::StatusOr<launch::TempDir> dir = launch::TempDir::Create("rank-result-test-");
   ASSERT_TRUE(dir.ok());
   RankResult result;
   result.rank = 3;

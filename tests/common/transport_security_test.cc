@@ -48,9 +48,9 @@ grpc::StatusCode CheckOver(const std::shared_ptr<grpc::Channel>& channel) {
 class TransportSecurityTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    auto dir = TempDir::Create("ringside-tls-test-");
+    auto dir = launch::TempDir::Create("ringside-tls-test-");
     ASSERT_TRUE(dir.ok()) << dir.status();
-    dir_ = std::make_unique<TempDir>(*std::move(dir));
+    dir_ = std::make_unique<launch::TempDir>(*std::move(dir));
     ASSERT_TRUE(MakeAuthority("ours", ours_));
     ASSERT_TRUE(MakeAuthority("theirs", theirs_));
     auto server = ours_->Issue("server");
@@ -90,7 +90,7 @@ class TransportSecurityTest : public ::testing::Test {
     return grpc::CreateChannel(address_, grpc::SslCredentials(options));
   }
 
-  std::unique_ptr<TempDir> dir_;
+  std::unique_ptr<launch::TempDir> dir_;
   std::unique_ptr<CertificateAuthority> ours_, theirs_;
   TlsFiles server_files_, client_files_, stranger_files_;
   // gRPC adds its health service only to a server with a service of ours; it outlives server_.

@@ -56,7 +56,7 @@ TEST(HealthCheckTest, UnknownServiceIsNotFound) {
 }
 
 TEST(HealthCheckTest, NothingListeningFailsWithinTheTimeout) {
-  absl::StatusOr<int> port = PickFreePort();  // free now, and nobody binds it
+  absl::StatusOr<int> port = launch::PickFreePort();  // free now, and nobody binds it
   ASSERT_TRUE(port.ok());
   const absl::Time start = absl::Now();
   const absl::Status status =

@@ -94,14 +94,14 @@ std::string UrlEncode(absl::string_view text) {
 // Runs `command` through /bin/sh (for redirections), output to `log`; OK on exit code 0, else
 // the status names the command and carries the log's tail.
 absl::Status RunShell(const std::string& command, const std::string& log) {
-  SpawnOptions options;
+  launch::SpawnOptions options;
   options.argv = {"/bin/sh", "-c", command};
   options.log_path = log;
-  ASSIGN_OR_RETURN(Subprocess process, Subprocess::Spawn(options));
-  ASSIGN_OR_RETURN(ExitStatus status, process.Wait(absl::Seconds(60)));
+  ASSIGN_OR_RETURN(launch::Subprocess process, launch::Subprocess::Spawn(options));
+  ASSIGN_OR_RETURN(launch::ExitStatus status, process.Wait(absl::Seconds(60)));
   if (!status.ok()) {
     return absl::InternalError(
-        absl::StrCat("`", command, "`: ", status.ToString(), "\n", TailOfFile(log, 20)));
+        absl::StrCat("`", command, "`: ", status.ToString(), "\n", launch::TailOfFile(log, 20)));
   }
   return absl::OkStatus();
 }
@@ -109,22 +109,22 @@ absl::Status RunShell(const std::string& command, const std::string& log) {
 // One `ringside up` cluster and what its ready file says.
 struct Cluster {
   std::string mode;
-  Subprocess process;
+  launch::Subprocess process;
   json ready;
 };
 
-absl::StatusOr<Cluster> StartCluster(const TempDir& dir, const std::string& mode) {
+absl::StatusOr<Cluster> StartCluster(const launch::TempDir& dir, const std::string& mode) {
   const std::string ready_file = dir.File("ready-" + mode + ".json");
   std::vector<std::string> argv = {
       BinDir() + "/ringside", "up", "--workers=4", "--ps_shards=2", "--mode=" + mode,
       // Iris, small and fast: many steps in every scrape window.
       "--model=4,16,3", "--data=iris", "--steps=100000000", "--batch_size=32", "--optimizer=adam",
       "--lr=0.01", "--ready_file=" + ready_file};
-  SpawnOptions options;
+  launch::SpawnOptions options;
   options.argv = argv;
   options.log_path = dir.File("up-" + mode + ".log");
   options.term_grace = absl::Seconds(20);
-  ASSIGN_OR_RETURN(Subprocess process, Subprocess::Spawn(options));
+  ASSIGN_OR_RETURN(launch::Subprocess process, launch::Subprocess::Spawn(options));
   Cluster cluster{mode, std::move(process), {}};
   const absl::Time deadline = absl::Now() + absl::Seconds(60);
   while (true) {  // until the ready file holds the whole cluster
@@ -136,9 +136,9 @@ absl::StatusOr<Cluster> StartCluster(const TempDir& dir, const std::string& mode
       }
     }
     if (cluster.process.Poll().has_value() || absl::Now() > deadline) {
-      return absl::DeadlineExceededError(absl::StrCat("ringside up --mode=", mode,
-                                                      " wrote no ready file with its processes:\n",
-                                                      TailOfFile(cluster.process.log_path(), 20)));
+      return absl::DeadlineExceededError(
+          absl::StrCat("ringside up --mode=", mode, " wrote no ready file with its processes:\n",
+                       launch::TailOfFile(cluster.process.log_path(), 20)));
     }
     absl::SleepFor(absl::Milliseconds(100));  // polling a file: there is no event to wait on
   }
@@ -182,7 +182,7 @@ class PrometheusTest : public ::testing::Test {
 
   // GET /api/v1/<path> of the test's Prometheus, parsed; an error unless status is "success".
   static absl::StatusOr<json> Api(const std::string& path) {
-    ASSIGN_OR_RETURN(std::string body, HttpGet(prometheus_port_, "/api/v1/" + path));
+    ASSIGN_OR_RETURN(std::string body, launch::HttpGet(prometheus_port_, "/api/v1/" + path));
     json reply = json::parse(body, nullptr, false);
     if (!reply.is_object() || reply.value("status", "") != "success") {
       return absl::InternalError(absl::StrCat("/api/v1/", path, ": ", body.substr(0, 400)));
@@ -219,17 +219,17 @@ class PrometheusTest : public ::testing::Test {
   }
 
   static std::string* setup_error_;
-  static TempDir* dir_;
+  static launch::TempDir* dir_;
   static std::vector<Cluster*> clusters_;
-  static Subprocess* prometheus_;
+  static launch::Subprocess* prometheus_;
   static int prometheus_port_;
   static std::string promtool_;
 };
 
 std::string* PrometheusTest::setup_error_ = nullptr;
-TempDir* PrometheusTest::dir_ = nullptr;
+launch::TempDir* PrometheusTest::dir_ = nullptr;
 std::vector<Cluster*> PrometheusTest::clusters_;
-Subprocess* PrometheusTest::prometheus_ = nullptr;
+launch::Subprocess* PrometheusTest::prometheus_ = nullptr;
 int PrometheusTest::prometheus_port_ = 0;
 std::string PrometheusTest::promtool_;
 
@@ -240,8 +240,8 @@ absl::Status PrometheusTest::Start() {
   ASSIGN_OR_RETURN(promtool_, RequireTool("promtool", "prometheus package"));
   RETURN_IF_ERROR(RequireTool("prometheus", "prometheus package").status());
   RETURN_IF_ERROR(RequireTool("python3", "python3 package").status());
-  ASSIGN_OR_RETURN(TempDir dir, TempDir::Create("ringside-deploy-prometheus-"));
-  dir_ = new TempDir(std::move(dir));
+  ASSIGN_OR_RETURN(launch::TempDir dir, launch::TempDir::Create("ringside-deploy-prometheus-"));
+  dir_ = new launch::TempDir(std::move(dir));
   for (const std::string mode : {"ring", "ps"}) {
     ASSIGN_OR_RETURN(Cluster cluster, StartCluster(*dir_, mode));
     clusters_.push_back(new Cluster(std::move(cluster)));
@@ -273,19 +273,19 @@ absl::Status PrometheusTest::StartPrometheus() {
         "deploy/prometheus/local.yml: expected 5s intervals to shorten for the test");
   }
   RETURN_IF_ERROR(WriteFileAtomically(config_dir + "/local.yml", fast));
-  ASSIGN_OR_RETURN(prometheus_port_, PickFreePort());
-  SpawnOptions options;
+  ASSIGN_OR_RETURN(prometheus_port_, launch::PickFreePort());
+  launch::SpawnOptions options;
   options.argv = {*FindOnPath("prometheus"), "--config.file=" + config_dir + "/local.yml",
                   absl::StrCat("--web.listen-address=127.0.0.1:", prometheus_port_),
                   "--storage.tsdb.path=" + dir_->File("tsdb"), "--log.level=warn"};
   options.log_path = dir_->File("prometheus.log");
-  ASSIGN_OR_RETURN(Subprocess process, Subprocess::Spawn(options));
-  prometheus_ = new Subprocess(std::move(process));
+  ASSIGN_OR_RETURN(launch::Subprocess process, launch::Subprocess::Spawn(options));
+  prometheus_ = new launch::Subprocess(std::move(process));
   const absl::Time deadline = absl::Now() + absl::Seconds(30);
-  while (!HttpGet(prometheus_port_, "/-/ready", absl::Seconds(1)).ok()) {
+  while (!launch::HttpGet(prometheus_port_, "/-/ready", absl::Seconds(1)).ok()) {
     if (prometheus_->Poll().has_value() || absl::Now() > deadline) {
       return absl::UnavailableError("prometheus never became ready:\n" +
-                                    TailOfFile(prometheus_->log_path(), 20));
+                                    launch::TailOfFile(prometheus_->log_path(), 20));
     }
     absl::SleepFor(absl::Milliseconds(200));  // no readiness event to wait on
   }
@@ -315,7 +315,7 @@ TEST_F(PrometheusTest, MetricsOfEveryDaemonKindPassPromtool) {
       const std::string kind = name.substr(0, name.find('-'));
       absl::StatusOr<int> port = MetricsPort(process["metrics_url"]);
       ASSERT_TRUE(port.ok()) << port.status();
-      absl::StatusOr<std::string> text = HttpGet(*port, "/metrics");
+      absl::StatusOr<std::string> text = launch::HttpGet(*port, "/metrics");
       ASSERT_TRUE(text.ok()) << name << ": " << text.status();
       EXPECT_TRUE(absl::StrContains(*text, "ringside_")) << name << " exports no ringside_ metric";
       const std::string file = dir_->File(absl::StrCat(cluster->mode, "-", name, ".prom"));

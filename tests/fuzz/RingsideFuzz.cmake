@@ -1,5 +1,5 @@
-# The fuzz targets (fuzz/CMakeLists.txt) as part of the main build, and one ctest each (label
-# `fuzz`) that fuzzes the target for a few seconds from its checked-in corpus, fuzz/corpus/NAME.
+# The fuzz targets (tests/fuzz/CMakeLists.txt) as part of the main build, and one ctest each (label
+# `fuzz`) that fuzzes the target for a few seconds from its checked-in corpus, tests/fuzz/corpus/NAME.
 #
 # The targets are a second CMake project, configured with clang into build/fuzz and built with
 # everything else (ExternalProject): a CMake project has one C++ compiler, the main build's is
@@ -7,7 +7,7 @@
 # 12: packages clang and libclang-rt-14-dev, which scripts/setup-debian.sh installs), every fuzz
 # test is still registered and fails saying so: a missing fuzzer never passes silently.
 # -DRINGSIDE_FUZZ=OFF leaves the targets and their tests out on purpose.
-option(RINGSIDE_FUZZ "Build the libFuzzer targets (fuzz/) with clang and run them as tests" ON)
+option(RINGSIDE_FUZZ "Build the libFuzzer targets (tests/fuzz/) with clang and run them as tests" ON)
 set(RINGSIDE_FUZZERS ring_segment ps_push ps_load membership membership_record checkpoint)
 if(NOT RINGSIDE_FUZZ)
   message(STATUS "Ringside: fuzz targets off (RINGSIDE_FUZZ=OFF)")
@@ -57,7 +57,7 @@ message(STATUS "Ringside: fuzz targets with ${RINGSIDE_CLANGXX} in ${CMAKE_BINAR
 
 include(ExternalProject)
 ExternalProject_Add(ringside_fuzz
-  SOURCE_DIR ${PROJECT_SOURCE_DIR}/fuzz
+  SOURCE_DIR ${PROJECT_SOURCE_DIR}/tests/fuzz
   BINARY_DIR ${CMAKE_BINARY_DIR}/fuzz
   CMAKE_ARGS -DCMAKE_C_COMPILER=${RINGSIDE_CLANG} -DCMAKE_CXX_COMPILER=${RINGSIDE_CLANGXX}
              -DRINGSIDE_WERROR=${RINGSIDE_WERROR}
@@ -67,7 +67,7 @@ ExternalProject_Add(ringside_fuzz
 
 foreach(name ${RINGSIDE_FUZZERS})
   add_test(NAME fuzz_${name}
-           COMMAND ${PROJECT_SOURCE_DIR}/fuzz/run_fuzzer.sh ${CMAKE_BINARY_DIR}/fuzz/${name}_fuzzer
-                   ${PROJECT_SOURCE_DIR}/fuzz/corpus/${name} ${CMAKE_BINARY_DIR}/fuzz/runs/${name})
+           COMMAND ${PROJECT_SOURCE_DIR}/tests/fuzz/run_fuzzer.sh ${CMAKE_BINARY_DIR}/fuzz/${name}_fuzzer
+                   ${PROJECT_SOURCE_DIR}/tests/fuzz/corpus/${name} ${CMAKE_BINARY_DIR}/fuzz/runs/${name})
   set_tests_properties(fuzz_${name} PROPERTIES LABELS fuzz TIMEOUT 120)
 endforeach()

@@ -20,7 +20,7 @@
 #include "absl/strings/str_format.h"
 #include "common/checkpoint_store.h"
 #include "common/file_util.h"
-#include "fuzz/fuzz_input.h"
+#include "tests/fuzz/fuzz_input.h"
 
 namespace ringside::fuzz {
 namespace {

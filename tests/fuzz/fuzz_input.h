@@ -1,11 +1,11 @@
 // The byte formats the fuzz targets read, shared by the targets and make_seeds.cc (which writes
-// the checked-in corpus in fuzz/corpus/). A target reads its input front to back as a few
+// the checked-in corpus in tests/fuzz/corpus/). A target reads its input front to back as a few
 // configuration bytes and then a sequence of operations, each an op byte followed by its
 // arguments. Past the end every read yields zero, so every input means something and a mutation
 // of one byte changes one operation, not the meaning of everything after it (libFuzzer's own
 // FuzzedDataProvider reads integers from the back, which makes hand-written seeds unreadable).
-#ifndef RINGSIDE_FUZZ_FUZZ_INPUT_H_
-#define RINGSIDE_FUZZ_FUZZ_INPUT_H_
+#ifndef RINGSIDE_TESTS_FUZZ_FUZZ_INPUT_H_
+#define RINGSIDE_TESTS_FUZZ_FUZZ_INPUT_H_
 
 #include <cstddef>
 #include <cstdint>
@@ -143,4 +143,4 @@ constexpr uint8_t kDefaultLimits = 8;  // CheckpointLimits{} rather than small o
 
 }  // namespace ringside::fuzz
 
-#endif  // RINGSIDE_FUZZ_FUZZ_INPUT_H_
+#endif  // RINGSIDE_TESTS_FUZZ_FUZZ_INPUT_H_

@@ -1,8 +1,8 @@
-// Writes the seed corpus of every fuzz target (fuzz/corpus/<target>/) from real encodings, so
+// Writes the seed corpus of every fuzz target (tests/fuzz/corpus/<target>/) from real encodings, so
 // that fuzzing starts from inputs that go deep (whole collectives, complete pushes and loads,
 // formed memberships, intact checkpoints) and from the inputs of the bugs found so far. Run it
-// after changing an input format (fuzz/fuzz_input.h):
-//   build/fuzz/make_seeds fuzz/corpus
+// after changing an input format (tests/fuzz/fuzz_input.h):
+//   build/fuzz/make_seeds tests/fuzz/corpus
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
@@ -12,13 +12,13 @@
 #include "absl/strings/str_cat.h"
 #include "common/checkpoint_store.h"
 #include "common/file_util.h"
-#include "control/membership.h"
-#include "control/membership_record.h"
-#include "fuzz/fuzz_input.h"
 #include "grpcpp/support/byte_buffer.h"
 #include "proto/ps.pb.h"
 #include "proto/ring.pb.h"
 #include "ring/segment_codec.h"
+#include "server/controller/membership.h"
+#include "server/controller/membership_record.h"
+#include "tests/fuzz/fuzz_input.h"
 
 namespace ringside::fuzz {
 namespace {
@@ -392,7 +392,7 @@ void CheckpointSeeds() {
 
 int main(int argc, char** argv) {
   if (argc != 2) {
-    std::fprintf(stderr, "usage: make_seeds CORPUS_DIR (fuzz/corpus)\n");
+    std::fprintf(stderr, "usage: make_seeds CORPUS_DIR (tests/fuzz/corpus)\n");
     return 2;
   }
   ringside::fuzz::corpus_dir = argv[1];

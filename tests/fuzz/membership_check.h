@@ -1,15 +1,16 @@
-// What must hold of a controller's membership (control/membership.h) at any moment, whatever
-// calls or restored record led there; shared by membership_fuzzer and membership_record_fuzzer.
-#ifndef RINGSIDE_FUZZ_MEMBERSHIP_CHECK_H_
-#define RINGSIDE_FUZZ_MEMBERSHIP_CHECK_H_
+// What must hold of a controller's membership (server/controller/membership.h) at any moment,
+// whatever calls or restored record led there; shared by membership_fuzzer and
+// membership_record_fuzzer.
+#ifndef RINGSIDE_TESTS_FUZZ_MEMBERSHIP_CHECK_H_
+#define RINGSIDE_TESTS_FUZZ_MEMBERSHIP_CHECK_H_
 
 #include <map>
 #include <optional>
 #include <set>
 
-#include "control/membership.h"
-#include "control/membership_record.h"
-#include "fuzz/fuzz_input.h"
+#include "server/controller/membership.h"
+#include "server/controller/membership_record.h"
+#include "tests/fuzz/fuzz_input.h"
 
 namespace ringside::fuzz {
 
@@ -97,4 +98,4 @@ inline void CheckMembership(const server::Membership& membership, bool durable =
 
 }  // namespace ringside::fuzz
 
-#endif  // RINGSIDE_FUZZ_MEMBERSHIP_CHECK_H_
+#endif  // RINGSIDE_TESTS_FUZZ_MEMBERSHIP_CHECK_H_

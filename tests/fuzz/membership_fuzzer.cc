@@ -1,8 +1,8 @@
-// The controller's membership rules (control/membership.h) under arbitrary call sequences:
-// registrations (right and wrong tokens, repeated and malformed addresses), heartbeats of known
-// and unknown members at any generation, expiries as time passes, mode switches, and restarts
-// that restore the durable record, as saved, edited (a corrupt or hand-edited file) or parsed
-// from arbitrary JSON.
+// The controller's membership rules (server/controller/membership.h) under arbitrary call
+// sequences: registrations (right and wrong tokens, repeated and malformed addresses), heartbeats
+// of known and unknown members at any generation, expiries as time passes, mode switches, and
+// restarts that restore the durable record, as saved, edited (a corrupt or hand-edited file) or
+// parsed from arbitrary JSON.
 //
 // Checks, besides the sanitizers, after every call: membership_check.h's invariants (unique ids
 // below the next id, a topology naming each member once in its role, assignments matching it
@@ -16,10 +16,10 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/time.h"
-#include "control/membership.h"
-#include "control/membership_record.h"
-#include "fuzz/fuzz_input.h"
-#include "fuzz/membership_check.h"
+#include "server/controller/membership.h"
+#include "server/controller/membership_record.h"
+#include "tests/fuzz/fuzz_input.h"
+#include "tests/fuzz/membership_check.h"
 
 namespace ringside::fuzz {
 namespace {

@@ -1,5 +1,6 @@
-// The controller's membership record file (control/membership_record.h) as arbitrary text: what
-// a restarted controller reads from --checkpoint_dir, corrupt, truncated or edited by hand.
+// The controller's membership record file (server/controller/membership_record.h) as arbitrary
+// text: what a restarted controller reads from --checkpoint_dir, corrupt, truncated or edited by
+// hand.
 //
 // Checks, besides the sanitizers: parsing never throws (nlohmann's exceptions would end the
 // controller) and refuses with INVALID_ARGUMENT; a record that parses writes back to JSON that
@@ -11,10 +12,10 @@
 
 #include "absl/status/status.h"
 #include "absl/time/time.h"
-#include "control/membership.h"
-#include "control/membership_record.h"
-#include "fuzz/fuzz_input.h"
-#include "fuzz/membership_check.h"
+#include "server/controller/membership.h"
+#include "server/controller/membership_record.h"
+#include "tests/fuzz/fuzz_input.h"
+#include "tests/fuzz/membership_check.h"
 
 // A member's own secret (common/auth.h); its value does not matter to these rules.
 static const std::string kCredential(32, 'k');

@@ -1,7 +1,7 @@
 // A parameter-server shard's state hand-over (Load) under arbitrary streams: PsStateSegment
 // messages, either parsed from raw bytes or built to fit the shard with one field or another
-// wrong (huge `workers`, wrong sizes, offsets, steps), fed to a StateLoad (ps/ps_service.h: what
-// the Load reactor does, without gRPC) on a ParameterShardService, with the controller's new
+// wrong (huge `workers`, wrong sizes, offsets, steps), fed to a StateLoad (server/ps/ps_service.h:
+// what the Load reactor does, without gRPC) on a ParameterShardService, with the controller's new
 // assignments (SetJob) arriving between segments as they may.
 //
 // Checks, besides the sanitizers (and libFuzzer's -malloc_limit_mb: a header must never size an
@@ -16,10 +16,10 @@
 
 #include "absl/status/status.h"
 #include "common/optimizer.h"
-#include "fuzz/fuzz_input.h"
 #include "proto/ps.pb.h"
-#include "ps/ps_service.h"
-#include "ps/shard_state.h"
+#include "server/ps/ps_service.h"
+#include "server/ps/shard_state.h"
+#include "tests/fuzz/fuzz_input.h"
 
 namespace ringside::fuzz {
 namespace {

@@ -1,7 +1,7 @@
 // A parameter-server shard's push validation under arbitrary call sequences: BeginPush,
-// AddSegment, FinishPush and AbandonPush on a ShardState (ps/shard_state.h) with ranks, steps,
-// offsets, range lengths and payloads taken from the input, as the Step streams of misbehaving
-// or dying workers would make them.
+// AddSegment, FinishPush and AbandonPush on a ShardState (server/ps/shard_state.h) with ranks,
+// steps, offsets, range lengths and payloads taken from the input, as the Step streams of
+// misbehaving or dying workers would make them.
 //
 // Checks, besides the sanitizers: every call is answered as a plain model of the rules says (so
 // nothing out of sequence, ragged or too long is ever accepted, a refused push changes nothing,
@@ -20,8 +20,8 @@
 #include "absl/synchronization/notification.h"
 #include "absl/time/time.h"
 #include "common/optimizer.h"
-#include "fuzz/fuzz_input.h"
-#include "ps/shard_state.h"
+#include "server/ps/shard_state.h"
+#include "tests/fuzz/fuzz_input.h"
 
 namespace ringside::fuzz {
 namespace {

@@ -18,13 +18,13 @@
 
 #include "absl/status/status.h"
 #include "absl/time/time.h"
-#include "fuzz/fuzz_input.h"
 #include "grpcpp/support/byte_buffer.h"
 #include "grpcpp/support/slice.h"
 #include "proto/ring.pb.h"
 #include "ring/inbox.h"
 #include "ring/schedule.h"
 #include "ring/segment_codec.h"
+#include "tests/fuzz/fuzz_input.h"
 
 namespace ringside::fuzz {
 namespace {

@@ -11,7 +11,7 @@ if [ ! -x "$fuzzer" ]; then
   exit 1
 fi
 if [ -z "$(ls -A "$corpus" 2>/dev/null)" ]; then
-  echo "FAIL: no seed in $corpus (build/fuzz/make_seeds fuzz/corpus writes them)"
+  echo "FAIL: no seed in $corpus (build/fuzz/make_seeds tests/fuzz/corpus writes them)"
   exit 1
 fi
 rm -rf "$work"

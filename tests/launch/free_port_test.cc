@@ -27,7 +27,7 @@ bool CanBind(int port) {
 }
 
 TEST(PickFreePortTest, ReturnsABindablePort) {
-  absl::StatusOr<int> port = PickFreePort();
+  absl::StatusOr<int> port = launch::PickFreePort();
   ASSERT_TRUE(port.ok()) << port.status();
   EXPECT_GT(*port, 0);
   EXPECT_LT(*port, 65536);
@@ -35,18 +35,18 @@ TEST(PickFreePortTest, ReturnsABindablePort) {
 }
 
 TEST(PickFreePortTest, ManyPortsAreDistinct) {
-  absl::StatusOr<std::vector<int>> ports = PickFreePorts(16);
+  absl::StatusOr<std::vector<int>> ports = launch::PickFreePorts(16);
   ASSERT_TRUE(ports.ok()) << ports.status();
   ASSERT_EQ(ports->size(), 16u);
   EXPECT_EQ(std::set<int>(ports->begin(), ports->end()).size(), 16u);
-  EXPECT_TRUE(PickFreePorts(0)->empty());
-  EXPECT_FALSE(PickFreePorts(-1).ok());
+  EXPECT_TRUE(launch::PickFreePorts(0)->empty());
+  EXPECT_FALSE(launch::PickFreePorts(-1).ok());
 }
 
 TEST(TempDirTest, CreatesAndRemoves) {
   std::string path;
   {
-    absl::StatusOr<TempDir> dir = TempDir::Create("temp-dir-test-");
+    absl::StatusOr<launch::TempDir> dir = launch::TempDir::Create("temp-dir-test-");
     ASSERT_TRUE(dir.ok()) << dir.status();
     path = dir->path();
     EXPECT_TRUE(std::filesystem::is_directory(path));
@@ -59,7 +59,7 @@ TEST(TempDirTest, CreatesAndRemoves) {
 TEST(TempDirTest, KeepLeavesTheDirectory) {
   std::string path;
   {
-    absl::StatusOr<TempDir> dir = TempDir::Create("temp-dir-test-");
+    absl::StatusOr<launch::TempDir> dir = launch::TempDir::Create("temp-dir-test-");
     ASSERT_TRUE(dir.ok()) << dir.status();
     path = dir->path();
     dir->Keep();

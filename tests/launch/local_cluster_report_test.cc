@@ -29,7 +29,8 @@ using launch::ProcessEnd;
 // Only bounds a hang: every wait below ends on an event.
 constexpr absl::Duration kLimit = absl::Seconds(90);
 
-launch::LocalClusterOptions Options(const TempDir& dir, int workers, int shards, SyncMode mode) {
+launch::LocalClusterOptions Options(const launch::TempDir& dir, int workers, int shards,
+                                    SyncMode mode) {
   launch::LocalClusterOptions options;
   options.bin_dir = testing::BinDir();
   options.dir = dir.path();
@@ -50,7 +51,7 @@ bool AnyLineHas(const std::vector<std::string>& lines, const std::string& text) 
 
 void ExpectQuotedAndKept(const ProcessEnd& end) {
   ASSERT_FALSE(end.last_lines.empty()) << end.Describe();
-  EXPECT_LE(end.last_lines.size(), static_cast<size_t>(kLogTailLines));
+  EXPECT_LE(end.last_lines.size(), static_cast<size_t>(launch::kLogTailLines));
   for (const std::string& line : end.last_lines) {
     EXPECT_EQ(line.front(), '"') << line;
     EXPECT_EQ(line.find('\n'), std::string::npos) << line;
@@ -61,7 +62,7 @@ void ExpectQuotedAndKept(const ProcessEnd& end) {
 }
 
 TEST(LocalClusterReportTest, AWorkerThatFailsAtStartIsReportedWithItsLastLogLines) {
-  auto dir = TempDir::Create("ringside-report-test-");
+  auto dir = launch::TempDir::Create("ringside-report-test-");
   ASSERT_TRUE(dir.ok());
   launch::LocalClusterOptions options = Options(*dir, 1, 1, SyncMode::kPs);
   options.flags_of_worker[0] = {"--timeline_file=" + dir->File("t.json"), "--timeline_capacity=1"};
@@ -80,7 +81,7 @@ TEST(LocalClusterReportTest, AWorkerThatFailsAtStartIsReportedWithItsLastLogLine
 // The stall's way out: a regroup that fails (here: a ps generation with no shard) and no new
 // generation within --regroup_timeout end the worker with exit code 1. Its last line says why.
 TEST(LocalClusterReportTest, AWorkerThatExitsIsReportedWithItsLastLogLines) {
-  auto dir = TempDir::Create("ringside-report-test-");
+  auto dir = launch::TempDir::Create("ringside-report-test-");
   ASSERT_TRUE(dir.ok());
   launch::LocalClusterOptions options = Options(*dir, 1, 0, SyncMode::kPs);
   options.worker_flags = {"--regroup_timeout=100ms"};
@@ -104,7 +105,7 @@ TEST(LocalClusterReportTest, AWorkerThatExitsIsReportedWithItsLastLogLines) {
 }
 
 TEST(LocalClusterReportTest, AKilledShardIsReportedWithItsLastLogLines) {
-  auto dir = TempDir::Create("ringside-report-test-");
+  auto dir = launch::TempDir::Create("ringside-report-test-");
   ASSERT_TRUE(dir.ok());
   auto cluster = LocalCluster::Start(Options(*dir, 1, 1, SyncMode::kPs));
   ASSERT_TRUE(cluster.ok()) << cluster.status();
@@ -128,7 +129,7 @@ TEST(LocalClusterReportTest, AKilledShardIsReportedWithItsLastLogLines) {
 
 // `ringside up`'s restart report carries the dead server's last lines, from its kept log.
 TEST(LocalClusterReportTest, ARestartReportQuotesTheDeadServersKeptLog) {
-  auto dir = TempDir::Create("ringside-report-test-");
+  auto dir = launch::TempDir::Create("ringside-report-test-");
   ASSERT_TRUE(dir.ok());
   launch::LocalClusterOptions options = Options(*dir, 1, 1, SyncMode::kRing);
   options.restart_servers = true;

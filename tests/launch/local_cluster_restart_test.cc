@@ -31,7 +31,7 @@ using launch::LocalCluster;
 // Only bounds a hang: every wait below ends on an event.
 constexpr absl::Duration kLimit = absl::Seconds(90);
 
-launch::LocalClusterOptions Options(const TempDir& dir, int workers, int shards) {
+launch::LocalClusterOptions Options(const launch::TempDir& dir, int workers, int shards) {
   launch::LocalClusterOptions options;
   options.bin_dir = testing::BinDir();
   options.dir = dir.path();
@@ -57,7 +57,8 @@ absl::Status RestartingUntil(LocalCluster& cluster, const std::function<bool()>&
 std::string Logs(LocalCluster& cluster) {
   std::string logs;
   for (auto& process : cluster.processes()) {
-    logs += absl::StrCat("--- ", process->name, ":\n", TailOfFile(process->process.log_path(), 8));
+    logs += absl::StrCat("--- ", process->name, ":\n",
+                         launch::TailOfFile(process->process.log_path(), 8));
   }
   return logs;
 }
@@ -113,7 +114,7 @@ void ExpectRestartedAtTheSameAddress(LocalCluster& cluster, ClusterProcess& serv
 }
 
 TEST(LocalClusterRestartTest, AKilledControllerComesBackAtItsAddressWithItsCheckpointFlags) {
-  auto dir = TempDir::Create("ringside-restart-test-");
+  auto dir = launch::TempDir::Create("ringside-restart-test-");
   ASSERT_TRUE(dir.ok());
   launch::LocalClusterOptions options = Options(*dir, 2, 1);
   options.checkpoint_dir = dir->File("state/checkpoints");  // created by Start
@@ -133,7 +134,7 @@ TEST(LocalClusterRestartTest, AKilledControllerComesBackAtItsAddressWithItsCheck
 }
 
 TEST(LocalClusterRestartTest, AKilledShardComesBackAtItsAddress) {
-  auto dir = TempDir::Create("ringside-restart-test-");
+  auto dir = launch::TempDir::Create("ringside-restart-test-");
   ASSERT_TRUE(dir.ok());
   launch::LocalClusterOptions options = Options(*dir, 2, 2);
   // Until the controller forgets the killed shard (a heartbeat timeout), it may refuse a second
@@ -148,7 +149,7 @@ TEST(LocalClusterRestartTest, AKilledShardComesBackAtItsAddress) {
 }
 
 TEST(LocalClusterRestartTest, AControllerThatKeepsDyingIsGivenUpOnNamingIt) {
-  auto dir = TempDir::Create("ringside-restart-test-");
+  auto dir = launch::TempDir::Create("ringside-restart-test-");
   ASSERT_TRUE(dir.ok());
   launch::LocalClusterOptions options = Options(*dir, 1, 0);
   options.max_restarts = 3;

@@ -209,7 +209,7 @@ TEST(InboxLimitTest, ASenderTooFarAheadIsRefused) {
   EXPECT_EQ(inbox.queued_bytes(), 0u);
 }
 
-// Found by fuzz/ring_segment_fuzzer: empty segments of a newer generation were held without
+// Found by tests/fuzz/ring_segment_fuzzer: empty segments of a newer generation were held without
 // bound (the limit counted payload bytes only), so a sender could pile them up forever.
 TEST(InboxLimitTest, EmptySegmentsOfANewerGenerationCountAgainstTheLimit) {
   RingInboxOptions options;

@@ -93,8 +93,8 @@ TEST(SegmentCodecTest, RejectsTruncatedAndGarbledMessages) {
   EXPECT_EQ(DecodeSegment(garbled).status().code(), absl::StatusCode::kInvalidArgument);
 }
 
-// Found by fuzz/ring_segment_fuzzer: the decoder took messages protobuf refuses (a zero tag at
-// the end, a tag cut short, field number 0, a tag or length over 5 bytes), and read a segment
+// Found by tests/fuzz/ring_segment_fuzzer: the decoder took messages protobuf refuses (a zero tag
+// at the end, a tag cut short, field number 0, a tag or length over 5 bytes), and read a segment
 // without dtype as float32 where protobuf reads 0, DType::kInvalid.
 TEST(SegmentCodecTest, DecodesOnlyWhatProtobufParsesAndAsItParsesIt) {
   proto::RingSegment message;

@@ -17,10 +17,10 @@
 #include "gtest/gtest.h"
 #include "launch/local_cluster.h"
 #include "launch/temp_dir.h"
-#include "tests/daemons/elastic_test_util.h"
+#include "tests/support/elastic_test_util.h"
 #include "tests/support/prometheus_text.h"
 #include "tests/support/worker_processes.h"
-#include "train/local_training.h"
+#include "worker/local_training.h"
 
 namespace ringside {
 namespace {
@@ -29,8 +29,8 @@ using testing::MaxRelativeDifference;
 using testing::ReadParams;
 using testing::SetMode;
 
-worker::TrainingOptions SmallJob(int64_t steps) {
-  worker::TrainingOptions training;
+TrainingOptions SmallJob(int64_t steps) {
+  TrainingOptions training;
   training.model = "32,128,10";
   training.data = "synthetic:2048";
   training.batch_size = 64;
@@ -65,8 +65,7 @@ bool Eventually(launch::LocalCluster& cluster, const std::function<bool()>& cond
 }
 
 // Every worker finished the job with the same parameters, and they are the reference's.
-void ExpectTheUninterruptedResult(launch::LocalCluster& cluster,
-                                  const worker::TrainingOptions& training) {
+void ExpectTheUninterruptedResult(launch::LocalCluster& cluster, const TrainingOptions& training) {
   auto results = cluster.WaitForResults(absl::Seconds(180));
   ASSERT_TRUE(results.ok()) << results.status() << "\n" << testing::ClusterLogs(cluster);
   ASSERT_FALSE(results->empty());
@@ -89,9 +88,9 @@ std::string LogOf(const launch::ClusterProcess& process) {
 }
 
 TEST(DurableStateTest, AShardKilledAndReplacedAtItsAddressLosesNothing) {
-  auto dir = TempDir::Create("ringside-durable-");
+  auto dir = launch::TempDir::Create("ringside-durable-");
   ASSERT_TRUE(dir.ok());
-  const worker::TrainingOptions training = SmallJob(600);
+  const TrainingOptions training = SmallJob(600);
   launch::LocalClusterOptions options =
       testing::ClusterOptions(dir->path(), 3, 2, SyncMode::kPs, training);
   options.restart_servers = true;
@@ -129,9 +128,9 @@ TEST(DurableStateTest, AShardKilledAndReplacedAtItsAddressLosesNothing) {
 }
 
 TEST(DurableStateTest, AShardKilledWithNoReplacementLeavesTheJobOnTheOthers) {
-  auto dir = TempDir::Create("ringside-durable-");
+  auto dir = launch::TempDir::Create("ringside-durable-");
   ASSERT_TRUE(dir.ok());
-  const worker::TrainingOptions training = SmallJob(600);
+  const TrainingOptions training = SmallJob(600);
   auto cluster = launch::LocalCluster::Start(
       testing::ClusterOptions(dir->path(), 3, 2, SyncMode::kPs, training));
   ASSERT_TRUE(cluster.ok()) << cluster.status();
@@ -154,9 +153,9 @@ TEST(DurableStateTest, AShardKilledWithNoReplacementLeavesTheJobOnTheOthers) {
 }
 
 TEST(DurableStateTest, MembersTrainOnWithoutTheControllerAndARestartedOneCarriesOn) {
-  auto dir = TempDir::Create("ringside-durable-");
+  auto dir = launch::TempDir::Create("ringside-durable-");
   ASSERT_TRUE(dir.ok());
-  const worker::TrainingOptions training = SmallJob(1500);
+  const TrainingOptions training = SmallJob(1500);
   launch::LocalClusterOptions options =
       testing::ClusterOptions(dir->path(), 3, 1, SyncMode::kRing, training);
   options.checkpoint_dir = dir->path() + "/state";
@@ -199,7 +198,7 @@ TEST(DurableStateTest, MembersTrainOnWithoutTheControllerAndARestartedOneCarries
 // A ring job of 3 workers in `dir` (created) whose controller checkpoints into `state` every 50
 // steps: the first cluster and the one resuming it run the very same command lines.
 launch::LocalClusterOptions CheckpointingOptions(const std::string& dir, const std::string& state,
-                                                 const worker::TrainingOptions& training) {
+                                                 const TrainingOptions& training) {
   std::filesystem::create_directories(dir);
   launch::LocalClusterOptions options =
       testing::ClusterOptions(dir, 3, 0, SyncMode::kRing, training);
@@ -212,7 +211,7 @@ launch::LocalClusterOptions CheckpointingOptions(const std::string& dir, const s
 // process, and returns the checkpoints left in `state`, newest first.
 std::vector<std::string> TrainUntilCheckpointedAndStop(const std::string& dir,
                                                        const std::string& state,
-                                                       const worker::TrainingOptions& training) {
+                                                       const TrainingOptions& training) {
   auto cluster = launch::LocalCluster::Start(CheckpointingOptions(dir, state, training));
   EXPECT_TRUE(cluster.ok()) << cluster.status();
   if (!cluster.ok()) return {};
@@ -236,7 +235,7 @@ uint64_t StepOf(const std::string& checkpoint_path) {
 // The second cluster on the same directory: every worker starts at step 0, so the first
 // regroup resumes from the controller's checkpoint of `step`.
 void ResumeAndExpectTheUninterruptedResult(const std::string& dir, const std::string& state,
-                                           const worker::TrainingOptions& training, uint64_t step,
+                                           const TrainingOptions& training, uint64_t step,
                                            const std::string& controller_says = "") {
   auto cluster = launch::LocalCluster::Start(CheckpointingOptions(dir, state, training));
   ASSERT_TRUE(cluster.ok()) << cluster.status();
@@ -256,9 +255,9 @@ void ResumeAndExpectTheUninterruptedResult(const std::string& dir, const std::st
 }
 
 TEST(DurableStateTest, AWholeClusterStoppedResumesFromTheNewestCheckpoint) {
-  auto dir = TempDir::Create("ringside-durable-");
+  auto dir = launch::TempDir::Create("ringside-durable-");
   ASSERT_TRUE(dir.ok());
-  const worker::TrainingOptions training = SmallJob(2000);
+  const TrainingOptions training = SmallJob(2000);
   const std::string state = dir->path() + "/state";
   const std::vector<std::string> checkpoints =
       TrainUntilCheckpointedAndStop(dir->path() + "/first", state, training);
@@ -268,9 +267,9 @@ TEST(DurableStateTest, AWholeClusterStoppedResumesFromTheNewestCheckpoint) {
 }
 
 TEST(DurableStateTest, ACorruptNewestCheckpointIsSkippedForThePreviousOne) {
-  auto dir = TempDir::Create("ringside-durable-");
+  auto dir = launch::TempDir::Create("ringside-durable-");
   ASSERT_TRUE(dir.ok());
-  const worker::TrainingOptions training = SmallJob(2000);
+  const TrainingOptions training = SmallJob(2000);
   const std::string state = dir->path() + "/state";
   const std::vector<std::string> checkpoints =
       TrainUntilCheckpointedAndStop(dir->path() + "/first", state, training);

@@ -16,9 +16,9 @@
 #include "proto/controller.grpc.pb.h"
 #include "proto/ps.grpc.pb.h"
 #include "proto/ring.grpc.pb.h"
-#include "tests/daemons/elastic_test_util.h"
+#include "tests/support/elastic_test_util.h"
 #include "tests/support/worker_processes.h"
-#include "train/local_training.h"
+#include "worker/local_training.h"
 
 namespace ringside {
 namespace {
@@ -40,9 +40,9 @@ std::string Describe(const grpc::Status& status) {
 }
 
 TEST(SecurityProcessTest, AStrangerIsRefusedEverywhereAndTrainingIsUnaffected) {
-  auto dir = TempDir::Create("ringside-security-");
+  auto dir = launch::TempDir::Create("ringside-security-");
   ASSERT_TRUE(dir.ok());
-  worker::TrainingOptions training;
+  TrainingOptions training;
   training.model = "32,128,10";
   training.data = "synthetic:2048";
   training.batch_size = 64;

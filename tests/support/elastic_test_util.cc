@@ -1,4 +1,4 @@
-#include "tests/daemons/elastic_test_util.h"
+#include "tests/support/elastic_test_util.h"
 
 #include <algorithm>
 #include <cmath>
@@ -19,7 +19,7 @@
 namespace ringside::testing {
 
 launch::LocalClusterOptions ClusterOptions(const std::string& dir, int workers, int shards,
-                                           SyncMode mode, worker::TrainingOptions training) {
+                                           SyncMode mode, TrainingOptions training) {
   launch::LocalClusterOptions options;
   options.bin_dir = BinDir();
   options.dir = dir;
@@ -48,9 +48,9 @@ void SetMode(launch::LocalCluster& cluster, SyncMode mode) {
 
 double MetricOf(const launch::ClusterProcess& process, const std::string& name,
                 const std::map<std::string, std::string>& labels) {
-  absl::StatusOr<std::vector<Sample>> samples = FetchMetrics(process.metrics_port);
+  absl::StatusOr<std::vector<launch::Sample>> samples = launch::FetchMetrics(process.metrics_port);
   if (!samples.ok()) return -1;
-  return FindSample(*samples, name, labels).value_or(-1);
+  return launch::FindSample(*samples, name, labels).value_or(-1);
 }
 
 std::vector<float> ReadParams(const std::string& path) {
@@ -63,7 +63,8 @@ std::vector<float> ReadParams(const std::string& path) {
 std::string ClusterLogs(launch::LocalCluster& cluster) {
   std::string logs;
   for (auto& process : cluster.processes()) {
-    logs += absl::StrCat("--- ", process->name, ":\n", TailOfFile(process->process.log_path(), 8));
+    logs += absl::StrCat("--- ", process->name, ":\n",
+                         launch::TailOfFile(process->process.log_path(), 8));
   }
   return logs;
 }

@@ -1,7 +1,7 @@
 // What the elastic multi-process tests share: a mode switch through the controller, a worker's
 // parameters file, the comparison with the one-process reference, and waiting on a cluster.
-#ifndef RINGSIDE_TESTS_DAEMONS_ELASTIC_TEST_UTIL_H_
-#define RINGSIDE_TESTS_DAEMONS_ELASTIC_TEST_UTIL_H_
+#ifndef RINGSIDE_TESTS_SUPPORT_ELASTIC_TEST_UTIL_H_
+#define RINGSIDE_TESTS_SUPPORT_ELASTIC_TEST_UTIL_H_
 
 #include <functional>
 #include <map>
@@ -18,7 +18,7 @@ namespace ringside::testing {
 // A local cluster of `workers` and `shards` in `dir` starting in `mode`, with the short heartbeat
 // timeout and collective deadline the process tests share (losses are noticed within seconds).
 launch::LocalClusterOptions ClusterOptions(const std::string& dir, int workers, int shards,
-                                           SyncMode mode, worker::TrainingOptions training);
+                                           SyncMode mode, TrainingOptions training);
 
 // Controller.SetMode, as the cluster's operator (its operator token, and its client certificate
 // under TLS); a failure is a test failure.
@@ -42,4 +42,4 @@ bool Eventually(launch::LocalCluster& cluster, const std::function<bool()>& cond
 
 }  // namespace ringside::testing
 
-#endif  // RINGSIDE_TESTS_DAEMONS_ELASTIC_TEST_UTIL_H_
+#endif  // RINGSIDE_TESTS_SUPPORT_ELASTIC_TEST_UTIL_H_

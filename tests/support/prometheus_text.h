@@ -9,14 +9,14 @@
 
 namespace ringside::testing {
 
-using ::ringside::FindSample;
-using ::ringside::HttpGet;
-using ::ringside::ParsePrometheusText;
-using ::ringside::Sample;
+using ::ringside::launch::FindSample;
+using ::ringside::launch::HttpGet;
+using ::ringside::launch::ParsePrometheusText;
+using ::ringside::launch::Sample;
 
 // FetchMetrics(port); a failed fetch or parse is a test failure (gtest ADD_FAILURE, naming the
 // port) and gives no samples.
-std::vector<Sample> ScrapeMetrics(int port);
+std::vector<launch::Sample> ScrapeMetrics(int port);
 
 }  // namespace ringside::testing
 

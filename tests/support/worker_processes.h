@@ -34,15 +34,15 @@ class WorkerProcesses {
   // Waits for every process to exit with code 0.
   absl::Status WaitForExit(absl::Duration timeout);
 
-  Subprocess& process(int rank) { return processes_[rank]; }
-  const TempDir& dir() const { return *dir_; }
+  launch::Subprocess& process(int rank) { return processes_[rank]; }
+  const launch::TempDir& dir() const { return *dir_; }
 
  private:
-  WorkerProcesses(std::unique_ptr<TempDir> dir) : dir_(std::move(dir)) {}
+  WorkerProcesses(std::unique_ptr<launch::TempDir> dir) : dir_(std::move(dir)) {}
   std::string ResultFile(int rank) const;
 
-  std::unique_ptr<TempDir> dir_;
-  std::vector<Subprocess> processes_;
+  std::unique_ptr<launch::TempDir> dir_;
+  std::vector<launch::Subprocess> processes_;
 };
 
 std::string BinDir();

@@ -1,4 +1,4 @@
-#include "train/batching.h"
+#include "worker/batching.h"
 
 #include <algorithm>
 #include <set>

@@ -3,8 +3,8 @@
 #include <cmath>
 
 #include "gtest/gtest.h"
-#include "tests/train/test_util.h"
-#include "train/device.h"
+#include "tests/worker/test_util.h"
+#include "worker/device.h"
 
 namespace ringside::worker {
 namespace {

@@ -6,9 +6,9 @@
 
 #include "common/optimizer.h"
 #include "gtest/gtest.h"
-#include "train/batching.h"
-#include "train/dataset.h"
-#include "train/device.h"
+#include "worker/batching.h"
+#include "worker/dataset.h"
+#include "worker/device.h"
 
 namespace ringside::worker {
 namespace {

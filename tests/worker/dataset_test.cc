@@ -1,4 +1,4 @@
-#include "train/dataset.h"
+#include "worker/dataset.h"
 
 #include <cmath>
 #include <cstring>

@@ -1,4 +1,4 @@
-#include "train/device.h"
+#include "worker/device.h"
 
 #include "gtest/gtest.h"
 

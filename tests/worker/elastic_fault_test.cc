@@ -1,4 +1,4 @@
-// Faults at named protocol points (train/fault_injection.h), and a seeded chaos run: a worker
+// Faults at named protocol points (worker/fault_injection.h), and a seeded chaos run: a worker
 // ends itself with SIGKILL at an exact moment of the elastic protocol, and the survivors must
 // finish the job with identical parameters equal to one process training the same steps.
 // Nothing here waits for a moment by sleeping: faults fire at protocol points, mode switches
@@ -17,9 +17,9 @@
 #include "gtest/gtest.h"
 #include "launch/local_cluster.h"
 #include "launch/temp_dir.h"
-#include "tests/daemons/elastic_test_util.h"
+#include "tests/support/elastic_test_util.h"
 #include "tests/support/worker_processes.h"
-#include "train/local_training.h"
+#include "worker/local_training.h"
 
 namespace ringside {
 namespace {
@@ -44,11 +44,11 @@ void PrintTo(const FaultCase& fault, std::ostream* out) { *out << fault.name; }
 std::string CaseName(const ::testing::TestParamInfo<FaultCase>& info) { return info.param.name; }
 
 // Runs one job with the fault, and checks every survivor against the one-process reference.
-void RunJobWithFault(const FaultCase& fault, const worker::TrainingOptions& training) {
+void RunJobWithFault(const FaultCase& fault, const TrainingOptions& training) {
   SCOPED_TRACE(absl::StrCat(fault.name, ": --fault_at=", fault.fault, " on worker-", fault.victim,
                             ", starting in ", SyncModeName(fault.start), " mode, ", fault.shards,
                             " shard(s), switch at step ", fault.switch_at));
-  auto dir = TempDir::Create("ringside-fault-");
+  auto dir = launch::TempDir::Create("ringside-fault-");
   ASSERT_TRUE(dir.ok());
   launch::LocalClusterOptions options =
       testing::ClusterOptions(dir->path(), 3, fault.shards, fault.start, training);
@@ -94,8 +94,8 @@ void RunJobWithFault(const FaultCase& fault, const worker::TrainingOptions& trai
   cluster.Stop();
 }
 
-worker::TrainingOptions SmallJob(int64_t steps) {
-  worker::TrainingOptions training;
+TrainingOptions SmallJob(int64_t steps) {
+  TrainingOptions training;
   training.model = "16,64,4";
   training.data = "synthetic:512";
   training.batch_size = 32;
@@ -173,9 +173,9 @@ TEST(ElasticChaosTest, RandomFaultsNeverStallOrDivergeTheJob) {
 // step has completed): every switch cancels the pushes in flight, which may leave a step applied
 // on one shard only. Every shard must stay consistent, and the job must end equal to one process.
 TEST(ElasticSwitchStormTest, ManySwitchesLeaveNoShardAhead) {
-  auto dir = TempDir::Create("ringside-storm-");
+  auto dir = launch::TempDir::Create("ringside-storm-");
   ASSERT_TRUE(dir.ok());
-  const worker::TrainingOptions training = SmallJob(80);
+  const TrainingOptions training = SmallJob(80);
   launch::LocalClusterOptions options =
       testing::ClusterOptions(dir->path(), 3, 2, SyncMode::kPs, training);
   options.collective_timeout = absl::Seconds(20);

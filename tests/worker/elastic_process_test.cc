@@ -14,10 +14,10 @@
 #include "gtest/gtest.h"
 #include "launch/local_cluster.h"
 #include "launch/temp_dir.h"
-#include "tests/daemons/elastic_test_util.h"
+#include "tests/support/elastic_test_util.h"
 #include "tests/support/prometheus_text.h"
 #include "tests/support/worker_processes.h"
-#include "train/local_training.h"
+#include "worker/local_training.h"
 
 namespace ringside {
 namespace {
@@ -35,19 +35,19 @@ std::vector<TraceLine> ReadTrace(const std::string& path) { return ReadStepTrace
 
 double Metric(const launch::ClusterProcess& process, const std::string& name,
               const std::map<std::string, std::string>& labels = {}) {
-  return FindSample(ScrapeMetrics(process.metrics_port), name, labels).value_or(-1);
+  return launch::FindSample(ScrapeMetrics(process.metrics_port), name, labels).value_or(-1);
 }
 
 // Every payload byte a node sent in `mode`, over all its links.
 double LinkBytes(const launch::ClusterProcess& process, const std::string& mode) {
-  return SumSamples(ScrapeMetrics(process.metrics_port), "ringside_link_bytes_total",
-                    {{"mode", mode}});
+  return launch::SumSamples(ScrapeMetrics(process.metrics_port), "ringside_link_bytes_total",
+                            {{"mode", mode}});
 }
 
 TEST(ElasticClusterTest, SwitchesRingToPsAndBackWithTheSameParametersAndFallingLoss) {
-  auto dir = TempDir::Create("ringside-elastic-");
+  auto dir = launch::TempDir::Create("ringside-elastic-");
   ASSERT_TRUE(dir.ok());
-  worker::TrainingOptions training;
+  TrainingOptions training;
   training.model = "64,256,256,10";
   training.data = "synthetic:4096";
   training.batch_size = 64;
@@ -118,9 +118,9 @@ TEST(ElasticClusterTest, SwitchesRingToPsAndBackWithTheSameParametersAndFallingL
 }
 
 TEST(ElasticClusterTest, SurvivesAKilledWorkerAndAdmitsALateOneMatchingTheReference) {
-  auto dir = TempDir::Create("ringside-elastic-");
+  auto dir = launch::TempDir::Create("ringside-elastic-");
   ASSERT_TRUE(dir.ok());
-  worker::TrainingOptions training;
+  TrainingOptions training;
   training.model = "32,128,10";
   training.data = "synthetic:2048";
   training.batch_size = 64;
@@ -206,9 +206,9 @@ void SilenceUntilDropped(launch::LocalCluster& cluster, launch::ClusterProcess& 
 // controller's timeout) register again with fresh credentials and rejoin the job, the shard at
 // its old index, and the job ends on every worker with the reference parameters.
 TEST(ElasticClusterTest, ALiveWorkerAndShardDroppedRegisterAgainMatchingTheReference) {
-  auto dir = TempDir::Create("ringside-elastic-");
+  auto dir = launch::TempDir::Create("ringside-elastic-");
   ASSERT_TRUE(dir.ok());
-  worker::TrainingOptions training;
+  TrainingOptions training;
   training.model = "32,128,10";
   training.data = "synthetic:2048";
   training.batch_size = 64;

@@ -1,8 +1,8 @@
 // The elastic trainer in one process: three trainers as threads over an in-memory ring network,
 // real ParameterShard services on loopback, and a fake controller over the real membership
-// rules (control/membership.h) with a manual clock. A worker is lost at each named point of the
-// protocol (train/fault_injection.h: the trainer stops there as if killed; the test then cuts
-// its ring links and expires it from the membership, as the heartbeat timeout would), and the
+// rules (server/controller/membership.h) with a manual clock. A worker is lost at each named point
+// of the protocol (worker/fault_injection.h: the trainer stops there as if killed; the test then
+// cuts its ring links and expires it from the membership, as the heartbeat timeout would), and the
 // survivors must finish with identical parameters equal to one process training the same
 // steps. Nothing waits on a clock: faults fire at protocol points, the mode switch fires when a
 // trainer reports a step count, and the end is every survivor's finished callback.
@@ -23,20 +23,20 @@
 #include "absl/synchronization/notification.h"
 #include "common/grpc_util.h"
 #include "common/metrics.h"
+#include "common/model_spec.h"
 #include "common/ranges.h"
-#include "control/membership.h"
 #include "gtest/gtest.h"
 #include "launch/temp_dir.h"
-#include "model/model_spec.h"
 #include "prometheus/registry.h"
-#include "ps/ps_service.h"
 #include "ring/memory_transport.h"
+#include "server/controller/membership.h"
+#include "server/ps/ps_service.h"
 #include "tests/support/idx_files.h"
 #include "tests/support/parameters.h"
-#include "train/assignment_source.h"
-#include "train/elastic_training.h"
-#include "train/fault_injection.h"
-#include "train/local_training.h"
+#include "worker/assignment_source.h"
+#include "worker/elastic_training.h"
+#include "worker/fault_injection.h"
+#include "worker/local_training.h"
 
 namespace ringside::worker {
 namespace {
@@ -491,7 +491,7 @@ class ElasticTrainerEvaluationTest : public ::testing::TestWithParam<SyncMode> {
 
 TEST_P(ElasticTrainerEvaluationTest, RankZeroEvaluatesEveryFewStepsAndAfterTheLast) {
   const SyncMode mode = GetParam();
-  auto dir = TempDir::Create("ringside-elastic-eval-");
+  auto dir = launch::TempDir::Create("ringside-elastic-eval-");
   ASSERT_TRUE(dir.ok()) << dir.status();
   ASSERT_TRUE(ringside::testing::WriteTinyFashionMnist(dir->path(), 64, 40));
   TrainingOptions job;

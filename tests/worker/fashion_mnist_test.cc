@@ -3,7 +3,7 @@
 // would allocate gigabytes, a missing file, a label out of range) refused naming the file; the
 // `--data=fashion-mnist[:DIR]` spec; and the training set split across workers exactly as any
 // data set is.
-#include "train/fashion_mnist.h"
+#include "worker/fashion_mnist.h"
 
 #include <algorithm>
 #include <cmath>
@@ -16,11 +16,11 @@
 #include "gtest/gtest.h"
 #include "launch/temp_dir.h"
 #include "tests/support/idx_files.h"
-#include "train/batching.h"
-#include "train/data_parallel.h"
-#include "train/dataset.h"
-#include "train/device.h"
-#include "train/idx_file.h"
+#include "worker/batching.h"
+#include "worker/data_parallel.h"
+#include "worker/dataset.h"
+#include "worker/device.h"
+#include "worker/idx_file.h"
 
 namespace ringside::worker {
 namespace {
@@ -37,12 +37,12 @@ constexpr uint64_t kLimit = 1 << 20;
 class IdxFileTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    auto dir = TempDir::Create("ringside-idx-test-");
+    auto dir = launch::TempDir::Create("ringside-idx-test-");
     ASSERT_TRUE(dir.ok()) << dir.status();
     dir_.emplace(*std::move(dir));
   }
   std::string Path(const std::string& name) const { return dir_->File(name); }
-  std::optional<TempDir> dir_;
+  std::optional<launch::TempDir> dir_;
 };
 
 TEST_F(IdxFileTest, ReadsGzippedAndPlainFilesExactly) {

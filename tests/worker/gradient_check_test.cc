@@ -10,8 +10,8 @@
 #include <tuple>
 
 #include "gtest/gtest.h"
-#include "tests/train/test_util.h"
-#include "train/device.h"
+#include "tests/worker/test_util.h"
+#include "worker/device.h"
 
 namespace ringside::worker {
 

@@ -3,9 +3,9 @@
 #include <cstdio>
 
 #include "gtest/gtest.h"
-#include "train/dataset.h"
-#include "train/device.h"
-#include "train/local_training.h"
+#include "worker/dataset.h"
+#include "worker/device.h"
+#include "worker/local_training.h"
 
 namespace ringside::worker {
 namespace {

@@ -36,9 +36,9 @@ std::vector<Binary> Binaries() {
 class SecurityFlagsProcessTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    auto dir = TempDir::Create("ringside-security-flags-");
+    auto dir = launch::TempDir::Create("ringside-security-flags-");
     ASSERT_TRUE(dir.ok()) << dir.status();
-    dir_ = std::make_unique<TempDir>(*std::move(dir));
+    dir_ = std::make_unique<launch::TempDir>(*std::move(dir));
     auto authority = launch::CertificateAuthority::Create(dir_->path());
     ASSERT_TRUE(authority.ok()) << authority.status();
     auto files = authority->Issue("member");
@@ -51,11 +51,11 @@ class SecurityFlagsProcessTest : public ::testing::Test {
   // Runs `binary` with `flags`; expects exit code 1 and one line holding `expected`.
   void ExpectRefused(const Binary& binary, const std::vector<std::string>& flags,
                      const std::string& expected) {
-    SpawnOptions spawn;
+    launch::SpawnOptions spawn;
     spawn.argv = binary.argv;
     spawn.argv.insert(spawn.argv.end(), flags.begin(), flags.end());
     spawn.log_path = dir_->File("out.log");
-    auto process = Subprocess::Spawn(spawn);
+    auto process = launch::Subprocess::Spawn(spawn);
     ASSERT_TRUE(process.ok()) << process.status();
     auto exit = process->Wait(absl::Seconds(30));
     ASSERT_TRUE(exit.ok()) << binary.name << " did not stop";
@@ -68,7 +68,7 @@ class SecurityFlagsProcessTest : public ::testing::Test {
         << log;
   }
 
-  std::unique_ptr<TempDir> dir_;
+  std::unique_ptr<launch::TempDir> dir_;
   TlsFiles files_;
   std::string garbage_;
 };

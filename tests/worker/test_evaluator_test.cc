@@ -4,7 +4,7 @@
 // (not behind an evaluation), retried while the shards straddle a step and labelled with the step
 // they held, failures counted. Readers stand in for the shards; readers and the sink block on
 // notifications, never on clocks.
-#include "train/test_evaluator.h"
+#include "worker/test_evaluator.h"
 
 #include <atomic>
 #include <vector>
@@ -12,7 +12,7 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/synchronization/notification.h"
 #include "gtest/gtest.h"
-#include "train/device.h"
+#include "worker/device.h"
 
 namespace ringside::worker {
 namespace {

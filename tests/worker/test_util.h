@@ -1,15 +1,15 @@
 // Helpers shared by the worker compute tests: random batches and the CUDA skip reason.
-#ifndef RINGSIDE_TESTS_TRAIN_TEST_UTIL_H_
-#define RINGSIDE_TESTS_TRAIN_TEST_UTIL_H_
+#ifndef RINGSIDE_TESTS_WORKER_TEST_UTIL_H_
+#define RINGSIDE_TESTS_WORKER_TEST_UTIL_H_
 
 #include <cstdint>
 #include <optional>
 #include <string>
 
-#include "model/counter_rng.h"
-#include "model/model_spec.h"
-#include "train/batching.h"
-#include "train/device.h"
+#include "common/counter_rng.h"
+#include "common/model_spec.h"
+#include "worker/batching.h"
+#include "worker/device.h"
 
 namespace ringside::worker::testing {
 
@@ -35,4 +35,4 @@ inline std::optional<std::string> NoCudaReason() {
 
 }  // namespace ringside::worker::testing
 
-#endif  // RINGSIDE_TESTS_TRAIN_TEST_UTIL_H_
+#endif  // RINGSIDE_TESTS_WORKER_TEST_UTIL_H_

@@ -1,6 +1,6 @@
 // The worker's timeline: the ring buffer's bound, the phases of a step laid end to end and
 // adding up to the step, and the Chrome trace it writes (structure and a round trip).
-#include "train/timeline.h"
+#include "worker/timeline.h"
 
 #include <map>
 #include <string>

@@ -10,7 +10,7 @@
 #include "gtest/gtest.h"
 #include "tests/support/prometheus_text.h"
 #include "tests/support/worker_processes.h"
-#include "train/local_training.h"
+#include "worker/local_training.h"
 
 namespace ringside {
 namespace {
@@ -20,7 +20,7 @@ using testing::Sample;
 using testing::WorkerProcesses;
 
 TEST(WorkerProcessTest, FourWorkersTrainIrisToTheAccuracyOfOneProcess) {
-  worker::TrainingOptions options;  // the defaults: Iris, 4,16,3, 200 steps, batch 32
+  TrainingOptions options;  // the defaults: Iris, 4,16,3, 200 steps, batch 32
   options.device = "cpu";
   absl::StatusOr<worker::TrainingResult> single = worker::TrainLocally(options);
   ASSERT_TRUE(single.ok()) << single.status();

@@ -1,4 +1,4 @@
-#include "train/cuda/cuda_gradient_computer.h"
+#include "worker/cuda/cuda_gradient_computer.h"
 
 #include <algorithm>
 #include <string>
@@ -7,8 +7,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
-#include "train/cuda/cuda_util.h"
-#include "train/cuda/kernels.h"
+#include "worker/cuda/cuda_util.h"
+#include "worker/cuda/kernels.h"
 
 namespace ringside::worker {
 namespace {

@@ -1,6 +1,6 @@
-// The entry point of libringside_cuda.so (see train/cuda_backend.h).
-#include "train/cuda/cuda_gradient_computer.h"
-#include "train/cuda_backend.h"
+// The entry point of libringside_cuda.so (see worker/cuda_backend.h).
+#include "worker/cuda/cuda_gradient_computer.h"
+#include "worker/cuda_backend.h"
 
 extern "C" __attribute__((visibility("default"))) const ringside::worker::CudaBackend*
 ringside_cuda_backend() {

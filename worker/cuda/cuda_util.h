@@ -3,8 +3,8 @@
 // Ownership: each owner frees its resource in its destructor (errors there are ignored: a
 // destructor cannot report them and the context may already be gone); move-only.
 // Thread-compatible.
-#ifndef RINGSIDE_TRAIN_CUDA_CUDA_UTIL_H_
-#define RINGSIDE_TRAIN_CUDA_CUDA_UTIL_H_
+#ifndef RINGSIDE_WORKER_CUDA_CUDA_UTIL_H_
+#define RINGSIDE_WORKER_CUDA_CUDA_UTIL_H_
 
 #include <cublas_v2.h>
 #include <cuda_runtime_api.h>
@@ -112,4 +112,4 @@ class CublasHandle {
 #define RINGSIDE_CUBLAS_RETURN_IF_ERROR(expr) \
   RETURN_IF_ERROR(::ringside::worker::cuda::CublasStatus((expr), #expr))
 
-#endif  // RINGSIDE_TRAIN_CUDA_CUDA_UTIL_H_
+#endif  // RINGSIDE_WORKER_CUDA_CUDA_UTIL_H_

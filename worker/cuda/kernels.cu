@@ -1,5 +1,5 @@
 // Element-wise and row-wise kernels of the CUDA gradient path; the matrix products are cuBLAS.
-#include "train/cuda/kernels.h"
+#include "worker/cuda/kernels.h"
 
 namespace ringside::worker::cuda {
 namespace {

@@ -1,14 +1,14 @@
-// Launchers for Ringside's CUDA kernels (train/cuda/kernels.cu). All pointers are device
+// Launchers for Ringside's CUDA kernels (worker/cuda/kernels.cu). All pointers are device
 // memory, matrices row-major; every launch is asynchronous on `stream` and returns the launch
 // error (cudaSuccess when queued). Thread-safe (no state).
-#ifndef RINGSIDE_TRAIN_CUDA_KERNELS_H_
-#define RINGSIDE_TRAIN_CUDA_KERNELS_H_
+#ifndef RINGSIDE_WORKER_CUDA_KERNELS_H_
+#define RINGSIDE_WORKER_CUDA_KERNELS_H_
 
 #include <cuda_runtime_api.h>
 
 #include <cstdint>
 
-#include "model/activation.h"
+#include "common/activation.h"
 
 namespace ringside::worker::cuda {
 
@@ -35,4 +35,4 @@ cudaError_t BiasGradient(const float* delta, int rows, int cols, float* db, cuda
 
 }  // namespace ringside::worker::cuda
 
-#endif  // RINGSIDE_TRAIN_CUDA_KERNELS_H_
+#endif  // RINGSIDE_WORKER_CUDA_KERNELS_H_

@@ -1,7 +1,7 @@
 // The Controller service over real gRPC in one process: tokens, watch streams and mode changes;
 // and members (real ControllerClients) that the controller dropped while they were alive, or
 // forgot in a restart without its record, registering again.
-#include "control/controller_service.h"
+#include "server/controller/controller_service.h"
 
 #include <atomic>
 #include <sstream>
@@ -10,8 +10,8 @@
 #include "absl/strings/str_cat.h"
 #include "common/auth.h"
 #include "common/grpc_util.h"
-#include "control/controller_client.h"
 #include "gtest/gtest.h"
+#include "server/controller/controller_client.h"
 #include "tests/support/poll.h"
 
 namespace ringside::server {

@@ -12,10 +12,10 @@
 #include <vector>
 
 #include "common/grpc_util.h"
-#include "control/checkpoint_keeper.h"
-#include "control/controller_client.h"
-#include "control/controller_service.h"
 #include "gtest/gtest.h"
+#include "server/controller/checkpoint_keeper.h"
+#include "server/controller/controller_client.h"
+#include "server/controller/controller_service.h"
 
 namespace ringside::server {
 namespace {

@@ -1,7 +1,7 @@
 // The job as the controller hands it out and as a member runs it: every field survives the
 // round trip (eval_every included), an old controller's job without eval_every runs with the
 // default, and a bad one is refused.
-#include "control/job_spec.h"
+#include "server/controller/job_spec.h"
 
 #include "gtest/gtest.h"
 
@@ -9,7 +9,7 @@ namespace ringside::server {
 namespace {
 
 TEST(JobSpecTest, EveryFieldSurvivesTheRoundTrip) {
-  worker::TrainingOptions job;
+  TrainingOptions job;
   job.model = "784,64,10";
   job.data = "fashion-mnist:/data/fm";
   job.steps = 321;
@@ -17,7 +17,7 @@ TEST(JobSpecTest, EveryFieldSurvivesTheRoundTrip) {
   job.batch_size = 48;
   job.optimizer = {OptimizerKind::kAdam, 0.001f};
   job.seed = 9;
-  absl::StatusOr<worker::TrainingOptions> back = TrainingOptionsOf(JobSpecOf(job), "cpu");
+  absl::StatusOr<TrainingOptions> back = TrainingOptionsOf(JobSpecOf(job), "cpu");
   ASSERT_TRUE(back.ok()) << back.status();
   EXPECT_EQ(back->model, job.model);
   EXPECT_EQ(back->data, job.data);
@@ -30,11 +30,11 @@ TEST(JobSpecTest, EveryFieldSurvivesTheRoundTrip) {
 }
 
 TEST(JobSpecTest, AJobWithoutEvalEveryRunsWithTheDefaultAndANegativeOneIsRefused) {
-  proto::JobSpec spec = JobSpecOf(worker::TrainingOptions());
+  proto::JobSpec spec = JobSpecOf(TrainingOptions());
   spec.clear_eval_every();  // a controller that predates the field
-  absl::StatusOr<worker::TrainingOptions> back = TrainingOptionsOf(spec, "cpu");
+  absl::StatusOr<TrainingOptions> back = TrainingOptionsOf(spec, "cpu");
   ASSERT_TRUE(back.ok()) << back.status();
-  EXPECT_EQ(back->eval_every, worker::TrainingOptions().eval_every);
+  EXPECT_EQ(back->eval_every, TrainingOptions().eval_every);
   spec.set_eval_every(-3);
   EXPECT_EQ(TrainingOptionsOf(spec, "cpu").status().code(), absl::StatusCode::kInvalidArgument);
 }

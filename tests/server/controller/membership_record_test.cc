@@ -1,6 +1,6 @@
 // The controller's membership record on disk: what is written reads back the same, and a file
 // that is not a record is refused with a message rather than half-restored.
-#include "control/membership_record.h"
+#include "server/controller/membership_record.h"
 
 #include <stdlib.h>
 #include <unistd.h>

@@ -1,6 +1,6 @@
 // The controller's membership rules with an injected clock: formation, every bad membership
 // input, failure and late joins. Addresses are only names here: nothing is bound or dialled.
-#include "control/membership.h"
+#include "server/controller/membership.h"
 
 #include <string>
 #include <vector>
@@ -335,7 +335,7 @@ TEST(MembershipTest, ARestoredRecordCarriesOnWithoutGoingBackwards) {
   EXPECT_EQ(after.topology().generation, 3u) << "a refused record changes nothing";
 }
 
-// Found by fuzz/membership_fuzzer: records the controller took, and what followed.
+// Found by tests/fuzz/membership_fuzzer: records the controller took, and what followed.
 TEST(MembershipTest, ARecordThatCannotCarryOnIsRefused) {
   Membership before(TwoWorkersOneShard());
   auto w0 =

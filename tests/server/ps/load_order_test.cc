@@ -18,8 +18,8 @@
 #include "common/grpc_util.h"
 #include "common/optimizer.h"
 #include "gtest/gtest.h"
-#include "ps/ps_service.h"
-#include "ps/shard_transfer.h"
+#include "server/ps/ps_service.h"
+#include "server/ps/shard_transfer.h"
 
 namespace ringside::server {
 namespace {
@@ -29,8 +29,8 @@ const OptimizerConfig kSgd{OptimizerKind::kSgd, 0.5f};
 
 // The job's state after `step` steps: `elements` parameters of `value` (the range of shard 0
 // of a map of that many parameters) and SGD's state.
-worker::JobState StateOf(uint64_t step, float value, uint64_t elements = kParameters) {
-  worker::JobState state;
+server::JobState StateOf(uint64_t step, float value, uint64_t elements = kParameters) {
+  server::JobState state;
   state.step = step;
   state.parameters.assign(elements, value);
   auto optimizer = Optimizer::Create(kSgd, elements);
@@ -64,18 +64,18 @@ class LoadOrderTest : public ::testing::Test {
     for (std::thread& load : loads_) load.join();
   }
 
-  // Rank 0's Load of `state` for `generation` (ps/shard_transfer.h, as the trainer sends it),
-  // started now on a thread; its status lands in statuses_[i], i the index returned.
-  size_t StartLoad(uint64_t generation, const worker::JobState& state) {
+  // Rank 0's Load of `state` for `generation` (server/ps/shard_transfer.h, as the trainer sends
+  // it), started now on a thread; its status lands in statuses_[i], i the index returned.
+  size_t StartLoad(uint64_t generation, const server::JobState& state) {
     absl::MutexLock lock(&mu_);
     const size_t index = statuses_.size();
     statuses_.emplace_back();
-    worker::ShardTransferOptions options;
+    server::ShardTransferOptions options;
     options.shards = {address_};
     options.segment_bytes = 256;
     options.timeout = absl::Seconds(30);  // only a hang's limit: every case ends by an event
     loads_.emplace_back([this, options, generation, state, index] {
-      const absl::Status status = worker::LoadShards(options, generation, /*workers=*/1, state);
+      const absl::Status status = server::LoadShards(options, generation, /*workers=*/1, state);
       absl::MutexLock lock(&mu_);
       statuses_[index] = status;
     });
@@ -216,9 +216,9 @@ TEST(StaticShardLoadTest, IsRefusedAtOnce) {
   service.SetLoadWaitHookForTesting([&waited](uint64_t) { waited = true; });
   auto server = StartServer("127.0.0.1:0", {&service}, TransportSecurity());
   ASSERT_TRUE(server.ok()) << server.status();
-  worker::ShardTransferOptions options;
+  server::ShardTransferOptions options;
   options.shards = {absl::StrCat("127.0.0.1:", server->port)};
-  const absl::Status status = worker::LoadShards(options, 2, 1, StateOf(0, 1.0f));
+  const absl::Status status = server::LoadShards(options, 2, 1, StateOf(0, 1.0f));
   EXPECT_EQ(status.code(), absl::StatusCode::kFailedPrecondition) << status;
   EXPECT_FALSE(waited);
 }

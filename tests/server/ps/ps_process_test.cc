@@ -10,15 +10,15 @@
 #include "absl/strings/str_join.h"
 #include "common/file_util.h"
 #include "common/metrics.h"
+#include "common/model_spec.h"
 #include "common/ranges.h"
 #include "gtest/gtest.h"
 #include "launch/certificates.h"
 #include "launch/subprocess.h"
 #include "launch/temp_dir.h"
-#include "model/model_spec.h"
 #include "tests/support/prometheus_text.h"
 #include "tests/support/worker_processes.h"
-#include "train/local_training.h"
+#include "worker/local_training.h"
 
 namespace ringside {
 namespace {
@@ -31,8 +31,8 @@ using testing::WorkerProcesses;
 constexpr uint64_t kIrisParameters = 4 * 16 + 16 + 16 * 3 + 3;  // the default 4,16,3 model
 
 struct Shards {
-  std::unique_ptr<TempDir> dir;
-  std::vector<Subprocess> processes;
+  std::unique_ptr<launch::TempDir> dir;
+  std::vector<launch::Subprocess> processes;
   std::vector<std::string> addresses;
   std::vector<int> metrics_ports;
   std::vector<std::string> worker_security;  // the workers' security flags
@@ -43,9 +43,9 @@ struct Shards {
 // process runs --insecure.
 Shards StartShards(int count, int workers, bool tls = false) {
   Shards shards;
-  auto dir = TempDir::Create("ringside-shards-");
+  auto dir = launch::TempDir::Create("ringside-shards-");
   EXPECT_TRUE(dir.ok()) << dir.status();
-  shards.dir = std::make_unique<TempDir>(*std::move(dir));
+  shards.dir = std::make_unique<launch::TempDir>(*std::move(dir));
   std::vector<std::string> shard_security = {"--insecure"};
   shards.worker_security = {"--insecure"};
   if (tls) {
@@ -58,7 +58,7 @@ Shards StartShards(int count, int workers, bool tls = false) {
     shards.worker_security = launch::CertificateAuthority::Flags(*worker_files);
   }
   for (int s = 0; s < count; ++s) {
-    SpawnOptions options;
+    launch::SpawnOptions options;
     options.argv = {BinDir() + "/ringside-ps",
                     absl::StrCat("--shard=", s),
                     absl::StrCat("--ps_shards=", count),
@@ -68,7 +68,7 @@ Shards StartShards(int count, int workers, bool tls = false) {
     options.argv.insert(options.argv.end(), shard_security.begin(), shard_security.end());
     options.log_path = shards.dir->File(absl::StrCat("ps-", s, ".log"));
     options.term_grace = absl::Seconds(15);
-    auto process = Subprocess::Spawn(options);
+    auto process = launch::Subprocess::Spawn(options);
     EXPECT_TRUE(process.ok()) << process.status();
     shards.processes.push_back(*std::move(process));
   }
@@ -78,7 +78,7 @@ Shards StartShards(int count, int workers, bool tls = false) {
     for (int i = 0; i < 500 && !(text = ReadFileToString(ready)).ok(); ++i) {
       absl::SleepFor(absl::Milliseconds(20));  // polling a file: there is no event to wait on
     }
-    EXPECT_TRUE(text.ok()) << TailOfFile(shards.processes[s].log_path(), 10);
+    EXPECT_TRUE(text.ok()) << launch::TailOfFile(shards.processes[s].log_path(), 10);
     const nlohmann::json json = nlohmann::json::parse(text.value_or("{}"), nullptr, false);
     shards.addresses.push_back(absl::StrCat("127.0.0.1:", json.value("port", 0)));
     shards.metrics_ports.push_back(json.value("metrics_port", 0));
@@ -124,39 +124,48 @@ TEST(PsProcessTest, FourWorkersTwoShardsCarryExactlyTheModelOnEveryLink) {
   for (int s = 0; s < kShards; ++s) {
     const std::string shard = PsShardName(s);
     const double per_link = static_cast<double>(ranges[s].size()) * 4 * kSteps;
-    const std::vector<Sample> shard_metrics = testing::ScrapeMetrics(shards.metrics_ports[s]);
+    const std::vector<launch::Sample> shard_metrics =
+        testing::ScrapeMetrics(shards.metrics_ports[s]);
     double ingress = 0;
     for (int r = 0; r < kWorkers; ++r) {
       const std::string worker = WorkerName(r);
-      const std::vector<Sample> worker_metrics =
+      const std::vector<launch::Sample> worker_metrics =
           testing::ScrapeMetrics((*results)[r].value("metrics_port", 0));
       const std::map<std::string, std::string> up = {
           {"src", worker}, {"dst", shard}, {"mode", "ps"}};
       const std::map<std::string, std::string> down = {
           {"src", shard}, {"dst", worker}, {"mode", "ps"}};
-      EXPECT_EQ(FindSample(worker_metrics, "ringside_link_bytes_total", up), per_link) << worker;
-      EXPECT_EQ(FindSample(worker_metrics, "ringside_link_expected_bytes_total", up), per_link);
-      EXPECT_EQ(FindSample(shard_metrics, "ringside_link_received_bytes_total", up), per_link);
-      EXPECT_EQ(FindSample(shard_metrics, "ringside_link_bytes_total", down), per_link) << shard;
-      EXPECT_EQ(FindSample(shard_metrics, "ringside_link_expected_bytes_total", down), per_link);
-      EXPECT_EQ(FindSample(worker_metrics, "ringside_link_received_bytes_total", down), per_link);
-      ingress += FindSample(shard_metrics, "ringside_link_received_bytes_total", up).value_or(0);
+      EXPECT_EQ(launch::FindSample(worker_metrics, "ringside_link_bytes_total", up), per_link)
+          << worker;
+      EXPECT_EQ(launch::FindSample(worker_metrics, "ringside_link_expected_bytes_total", up),
+                per_link);
+      EXPECT_EQ(launch::FindSample(shard_metrics, "ringside_link_received_bytes_total", up),
+                per_link);
+      EXPECT_EQ(launch::FindSample(shard_metrics, "ringside_link_bytes_total", down), per_link)
+          << shard;
+      EXPECT_EQ(launch::FindSample(shard_metrics, "ringside_link_expected_bytes_total", down),
+                per_link);
+      EXPECT_EQ(launch::FindSample(worker_metrics, "ringside_link_received_bytes_total", down),
+                per_link);
+      ingress +=
+          launch::FindSample(shard_metrics, "ringside_link_received_bytes_total", up).value_or(0);
     }
     EXPECT_EQ(ingress, kWorkers * per_link) << shard << " ingress: N * |range| * 4 per step";
-    EXPECT_EQ(FindSample(shard_metrics, "ringside_steps_total", {{"mode", "ps"}}), kSteps);
+    EXPECT_EQ(launch::FindSample(shard_metrics, "ringside_steps_total", {{"mode", "ps"}}), kSteps);
   }
   for (int r = 0; r < kWorkers; ++r) EXPECT_TRUE((*workers)->process(r).Kill().ok());
-  for (Subprocess& shard : shards.processes) EXPECT_TRUE(shard.Kill().ok()) << shard.log_path();
+  for (launch::Subprocess& shard : shards.processes)
+    EXPECT_TRUE(shard.Kill().ok()) << shard.log_path();
 }
 
 TEST(PsProcessTest, PsRingAndOneProcessEndWithTheSameParameters) {
   constexpr int kSteps = 20;
-  worker::TrainingOptions options;
+  TrainingOptions options;
   options.steps = kSteps;
   options.device = "cpu";
   absl::StatusOr<worker::TrainingResult> single = worker::TrainLocally(options);
   ASSERT_TRUE(single.ok()) << single.status();
-  auto dir = TempDir::Create("ringside-parity-");
+  auto dir = launch::TempDir::Create("ringside-parity-");
   ASSERT_TRUE(dir.ok());
 
   Shards shards = StartShards(2, 4);
@@ -178,10 +187,10 @@ TEST(PsProcessTest, PsRingAndOneProcessEndWithTheSameParameters) {
   EXPECT_LE(RelativeDifference(single->parameters, ring_values), 1e-5);
   EXPECT_LE(RelativeDifference(ring_values, ps_values), 1e-5);
   // The comparison means something only if training moved the parameters.
-  auto spec = worker::ModelSpec::Parse(options.model, options.activation);
+  auto spec = ModelSpec::Parse(options.model, options.activation);
   ASSERT_TRUE(spec.ok());
-  EXPECT_GT(RelativeDifference(worker::InitialParameters(*spec, options.seed), ps_values), 1e-2);
-  for (Subprocess& shard : shards.processes) EXPECT_TRUE(shard.Kill().ok());
+  EXPECT_GT(RelativeDifference(InitialParameters(*spec, options.seed), ps_values), 1e-2);
+  for (launch::Subprocess& shard : shards.processes) EXPECT_TRUE(shard.Kill().ok());
 }
 
 }  // namespace

@@ -1,7 +1,7 @@
 // The ParameterShard service over real gRPC (a server on port 0 in this process), driven by
 // hand-made clients: the happy path, every bad input, a worker that vanishes mid-step, and a
 // generation replaced while a step of it is being applied.
-#include "ps/ps_service.h"
+#include "server/ps/ps_service.h"
 
 #include <memory>
 #include <thread>

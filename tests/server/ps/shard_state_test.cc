@@ -2,7 +2,7 @@
 // steps summed, applied and answered segment by segment as every share covers them (the bits of
 // a whole-range reference whatever the interleaving), a worker lost mid-step, and steps applied
 // on the shard's own applier thread without holding pushes, reads or Close().
-#include "ps/shard_state.h"
+#include "server/ps/shard_state.h"
 
 #include <algorithm>
 #include <cstring>

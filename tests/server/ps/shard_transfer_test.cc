@@ -1,8 +1,8 @@
-// ReadShardParameters, the test evaluator's reader of the shards' live model, against real
+// server::ReadShardParameters, the test evaluator's reader of the shards' live model, against real
 // ParameterShard services on loopback: ranges joined in shard order with the step they hold,
 // shards on different steps refused as a straddled read, the load key presented, a reply that
 // does not fit its range refused.
-#include "ps/shard_transfer.h"
+#include "server/ps/shard_transfer.h"
 
 #include <memory>
 #include <vector>
@@ -12,7 +12,7 @@
 #include "common/ranges.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "ps/ps_service.h"
+#include "server/ps/ps_service.h"
 
 namespace ringside::worker {
 namespace {
@@ -49,14 +49,14 @@ class ShardReadTest : public ::testing::Test {
     options_.timeout = absl::Seconds(20);
   }
 
-  ShardTransferOptions options_;
+  server::ShardTransferOptions options_;
   std::vector<std::unique_ptr<server::ParameterShardService>> services_;
   std::vector<StartedServer> servers_;
 };
 
 TEST_F(ShardReadTest, JoinsTheRangesWithTheStepTheyHold) {
   ASSERT_NO_FATAL_FAILURE(Start({7, 7}));
-  absl::StatusOr<ShardParameters> read = ReadShardParameters(options_, kParameters);
+  absl::StatusOr<server::ShardParameters> read = server::ReadShardParameters(options_, kParameters);
   ASSERT_TRUE(read.ok()) << read.status();
   EXPECT_EQ(read->step, 7u);
   ASSERT_EQ(read->parameters.size(), kParameters);
@@ -66,7 +66,7 @@ TEST_F(ShardReadTest, JoinsTheRangesWithTheStepTheyHold) {
 
 TEST_F(ShardReadTest, ShardsOnDifferentStepsAreAStraddledRead) {
   ASSERT_NO_FATAL_FAILURE(Start({7, 8}));
-  absl::StatusOr<ShardParameters> read = ReadShardParameters(options_, kParameters);
+  absl::StatusOr<server::ShardParameters> read = server::ReadShardParameters(options_, kParameters);
   ASSERT_EQ(read.status().code(), absl::StatusCode::kAborted);
   EXPECT_THAT(read.status().message(), HasSubstr("ps-1 step 8"));
 }
@@ -74,18 +74,19 @@ TEST_F(ShardReadTest, ShardsOnDifferentStepsAreAStraddledRead) {
 TEST_F(ShardReadTest, AnElasticShardWantsRankZerosLoadKey) {
   const std::string credential = Hmac("shard-read-test", "shard");
   ASSERT_NO_FATAL_FAILURE(Start({2, 2}, credential));
-  absl::StatusOr<ShardParameters> read = ReadShardParameters(options_, kParameters);
+  absl::StatusOr<server::ShardParameters> read = server::ReadShardParameters(options_, kParameters);
   ASSERT_EQ(read.status().code(), absl::StatusCode::kPermissionDenied);
   EXPECT_THAT(read.status().message(), HasSubstr("ps-0"));
   options_.keys = {ShardLoadKey(credential, kGeneration), ShardLoadKey(credential, kGeneration)};
-  read = ReadShardParameters(options_, kParameters);
+  read = server::ReadShardParameters(options_, kParameters);
   ASSERT_TRUE(read.ok()) << read.status();
   EXPECT_EQ(read->step, 2u);
 }
 
 TEST_F(ShardReadTest, ARangeThatDoesNotFitIsRefused) {
   ASSERT_NO_FATAL_FAILURE(Start({1, 1}));
-  absl::StatusOr<ShardParameters> read = ReadShardParameters(options_, kParameters + 10);
+  absl::StatusOr<server::ShardParameters> read =
+      server::ReadShardParameters(options_, kParameters + 10);
   ASSERT_EQ(read.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(read.status().message(), HasSubstr("do not fit its range"));
 }

@@ -1,12 +1,12 @@
 // A Load stream's state hand-over as the reactor drives it (StateLoad), without gRPC: what it
-// serves, and the loads it refuses (found by fuzz/ps_load_fuzzer).
+// serves, and the loads it refuses (found by tests/fuzz/ps_load_fuzzer).
 #include <cstring>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "gtest/gtest.h"
-#include "ps/ps_service.h"
+#include "server/ps/ps_service.h"
 
 namespace ringside::server {
 namespace {

@@ -1,7 +1,7 @@
 // The worker's PS client against real shards over gRPC in this process: steps agree with the
 // shards, every payload byte is counted, no thread is started per step, Cancel() ends a step in
 // flight at once, and a shard's refusal comes back as the step's status.
-#include "ps/ps_sync.h"
+#include "server/ps/ps_client.h"
 
 #include <dirent.h>
 
@@ -16,11 +16,12 @@
 
 #include "absl/synchronization/notification.h"
 #include "common/grpc_util.h"
+#include "common/status_macros.h"
 #include "gtest/gtest.h"
 #include "prometheus/registry.h"
-#include "ps/ps_service.h"
+#include "server/ps/ps_service.h"
 
-namespace ringside::worker {
+namespace ringside::server {
 namespace {
 
 constexpr uint64_t kParameters = 1000;
@@ -29,7 +30,7 @@ constexpr uint64_t kSegmentBytes = 256;  // 64 elements: every shard's range tak
 
 // The threads of this process that carry the main thread's name. gRPC names its own threads
 // (executor, timers, event engine); a std::thread inherits its creator's name, so a thread
-// started by PsSync shows up here.
+// started by PsClient shows up here.
 std::set<std::string> UnnamedThreads() {
   std::set<std::string> threads;
   auto name = [](const std::string& tid) {
@@ -50,7 +51,15 @@ std::set<std::string> UnnamedThreads() {
   return threads;
 }
 
-class PsSyncTest : public ::testing::Test {
+// The trainer's use of a client (worker/parameter_sync.h): the shards' sum, then its own copy of
+// their optimiser applied to it.
+absl::Status SumAndApply(PsClient& client, Optimizer& optimizer, int64_t step,
+                         std::vector<float>& gradient, std::vector<float>& params) {
+  RETURN_IF_ERROR(client.Sum(step, absl::MakeSpan(gradient)));
+  return optimizer.Step(absl::MakeSpan(params), gradient);
+}
+
+class PsClientTest : public ::testing::Test {
  protected:
   // kShards shards of generation `generation` for `workers` workers, every parameter at 100
   // (or `initial`) and SGD (or `optimizer`).
@@ -73,8 +82,8 @@ class PsSyncTest : public ::testing::Test {
     }
   }
 
-  PsSyncOptions Options() const {
-    PsSyncOptions options;
+  PsClientOptions Options() const {
+    PsClientOptions options;
     options.shards = addresses_;
     options.segment_bytes = kSegmentBytes;
     options.timeout = absl::Seconds(60);  // far beyond any test: reaching it is a failure
@@ -89,17 +98,17 @@ class PsSyncTest : public ::testing::Test {
   std::vector<std::string> addresses_;
 };
 
-TEST_F(PsSyncTest, StepsAgreeWithTheShardsAndEveryPayloadByteIsCounted) {
+TEST_F(PsClientTest, StepsAgreeWithTheShardsAndEveryPayloadByteIsCounted) {
   StartShards(/*workers=*/1);
   auto registry = std::make_shared<prometheus::Registry>();
   Metrics metrics(registry);
-  auto sync = PsSync::Create(Options(), kParameters, sgd_, &metrics);
+  auto sync = PsClient::Create(Options(), kParameters, &metrics);
   ASSERT_TRUE(sync.ok()) << sync.status();
   constexpr int kSteps = 20;
   std::vector<float> params(kParameters, 100.0f);
   for (int step = 0; step < kSteps; ++step) {
     std::vector<float> gradient(kParameters, 1.0f);
-    ASSERT_TRUE((*sync)->Step(step, absl::MakeSpan(gradient), absl::MakeSpan(params)).ok());
+    ASSERT_TRUE(SumAndApply(**sync, sgd_, step, gradient, params).ok());
     ASSERT_EQ(params, std::vector<float>(kParameters, 100.0f - (step + 1)));
   }
   const std::vector<ElementRange> ranges = EvenRanges(kParameters, kShards);
@@ -120,7 +129,7 @@ TEST_F(PsSyncTest, StepsAgreeWithTheShardsAndEveryPayloadByteIsCounted) {
 // different cuts), Adam on the shards and on the workers: every worker's parameters and every
 // shard's range are the bits of one process summing whole gradients in rank order and stepping
 // the whole vector, and every link carries exactly the bytes of the cost model.
-TEST_F(PsSyncTest, StreamedStepsAreBitIdenticalToAWholeRangeReference) {
+TEST_F(PsClientTest, StreamedStepsAreBitIdenticalToAWholeRangeReference) {
   constexpr int kWorkers = 3;
   constexpr int kSteps = 5;
   const uint64_t segment_bytes[kWorkers] = {256, 40, 1000};
@@ -159,19 +168,18 @@ TEST_F(PsSyncTest, StreamedStepsAreBitIdenticalToAWholeRangeReference) {
   }
   for (int w = 0; w < kWorkers; ++w) {
     workers.emplace_back([&, w] {
-      PsSyncOptions options = Options();
+      PsClientOptions options = Options();
       options.rank = w;
       options.segment_bytes = segment_bytes[w];
       Optimizer optimizer = Optimizer::Create(adam, kParameters).value();
-      auto sync = PsSync::Create(options, kParameters, optimizer, metrics[w].get());
+      auto sync = PsClient::Create(options, kParameters, metrics[w].get());
       if (!sync.ok()) {
         results[w] = sync.status();
         return;
       }
       for (int step = 0; step < kSteps && results[w].ok(); ++step) {
         std::vector<float> gradient = gradients[step][w];
-        results[w] =
-            (*sync)->Step(step, absl::MakeSpan(gradient), absl::MakeSpan(params[w])).status();
+        results[w] = SumAndApply(**sync, optimizer, step, gradient, params[w]);
       }
     });
   }
@@ -207,12 +215,12 @@ TEST_F(PsSyncTest, StreamedStepsAreBitIdenticalToAWholeRangeReference) {
 // threads are listed. A thread started per step would be a new one at every step, at least 20
 // in all. gRPC's pools may grow meanwhile, and a thread it has just started has not named itself
 // yet, so a few new ones may show up unnamed; fewer than one per step proves none is per step.
-TEST_F(PsSyncTest, StartsNoThreadPerStep) {
+TEST_F(PsClientTest, StartsNoThreadPerStep) {
   StartShards(/*workers=*/1);
   const std::set<std::string> before = UnnamedThreads();
   std::set<std::string> started;  // seen during a step and not before
   int steps = 0;
-  PsSyncOptions options = Options();
+  PsClientOptions options = Options();
   options.pushed_to_first_shard = [&](int64_t) {
     ++steps;
     for (const std::string& tid : UnnamedThreads()) {
@@ -220,13 +228,13 @@ TEST_F(PsSyncTest, StartsNoThreadPerStep) {
     }
     return false;
   };
-  auto sync = PsSync::Create(options, kParameters, sgd_, nullptr);
+  auto sync = PsClient::Create(options, kParameters, nullptr);
   ASSERT_TRUE(sync.ok()) << sync.status();
   constexpr int kSteps = 20;
   std::vector<float> params(kParameters, 100.0f);
   for (int step = 0; step < kSteps; ++step) {
     std::vector<float> gradient(kParameters, 1.0f);
-    ASSERT_TRUE((*sync)->Step(step, absl::MakeSpan(gradient), absl::MakeSpan(params)).ok());
+    ASSERT_TRUE(SumAndApply(**sync, sgd_, step, gradient, params).ok());
   }
   EXPECT_EQ(steps, kSteps);
   EXPECT_LT(started.size(), static_cast<size_t>(kSteps))
@@ -235,41 +243,37 @@ TEST_F(PsSyncTest, StartsNoThreadPerStep) {
 
 // Elastic regroups supersede a generation with Cancel(): a step waiting for a worker that is
 // gone must end at once (CANCELLED), not at its deadline, and so must every later one.
-TEST_F(PsSyncTest, CancelEndsTheStepInFlightAndEveryLaterOne) {
+TEST_F(PsClientTest, CancelEndsTheStepInFlightAndEveryLaterOne) {
   StartShards(/*workers=*/2);  // worker 1 never pushes: the step waits for it
   absl::Notification in_flight;
-  PsSyncOptions options = Options();
+  PsClientOptions options = Options();
   options.pushed_to_first_shard = [&](int64_t) {
     if (!in_flight.HasBeenNotified()) in_flight.Notify();
     return false;
   };
-  auto sync = PsSync::Create(options, kParameters, sgd_, nullptr);
+  auto sync = PsClient::Create(options, kParameters, nullptr);
   ASSERT_TRUE(sync.ok()) << sync.status();
   std::vector<float> params(kParameters, 100.0f);
   std::vector<float> gradient(kParameters, 1.0f);
   absl::Status status;
-  std::thread stepping([&] {
-    status = (*sync)->Step(0, absl::MakeSpan(gradient), absl::MakeSpan(params)).status();
-  });
+  std::thread stepping([&] { status = SumAndApply(**sync, sgd_, 0, gradient, params); });
   in_flight.WaitForNotification();  // shard 0 holds the share and waits for worker 1
   (*sync)->Cancel();                // from another thread, as the controller client's watch does
   stepping.join();
   EXPECT_EQ(status.code(), absl::StatusCode::kCancelled) << status;
   EXPECT_EQ(params, std::vector<float>(kParameters, 100.0f)) << "nothing half-applied";
 
-  const absl::Status later =
-      (*sync)->Step(0, absl::MakeSpan(gradient), absl::MakeSpan(params)).status();
+  const absl::Status later = SumAndApply(**sync, sgd_, 0, gradient, params);
   EXPECT_EQ(later.code(), absl::StatusCode::kCancelled) << later;
 }
 
-TEST_F(PsSyncTest, AShardsRefusalIsTheStepsStatusNamingShardAndStep) {
+TEST_F(PsClientTest, AShardsRefusalIsTheStepsStatusNamingShardAndStep) {
   StartShards(/*workers=*/1, /*generation=*/2);
-  auto sync = PsSync::Create(Options(), kParameters, sgd_, nullptr);  // generation 1: stale
+  auto sync = PsClient::Create(Options(), kParameters, nullptr);  // generation 1: stale
   ASSERT_TRUE(sync.ok()) << sync.status();
   std::vector<float> params(kParameters, 100.0f);
   std::vector<float> gradient(kParameters, 1.0f);
-  const absl::Status status =
-      (*sync)->Step(7, absl::MakeSpan(gradient), absl::MakeSpan(params)).status();
+  const absl::Status status = SumAndApply(**sync, sgd_, 7, gradient, params);
   EXPECT_EQ(status.code(), absl::StatusCode::kFailedPrecondition) << status;
   EXPECT_NE(status.message().find(PsShardName(0) + " (" + addresses_[0] + ") step 7"),
             std::string::npos)
@@ -277,4 +281,4 @@ TEST_F(PsSyncTest, AShardsRefusalIsTheStepsStatusNamingShardAndStep) {
 }
 
 }  // namespace
-}  // namespace ringside::worker
+}  // namespace ringside::server
