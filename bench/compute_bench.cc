@@ -15,7 +15,6 @@
 namespace ringside::bench {
 namespace {
 
-using ModelSpec;
 using worker::GradientComputer;
 
 // Times ComputeGradient on one fixed batch until min_seconds have passed (at least one step).

@@ -236,26 +236,26 @@ bool FlagGiven(int argc, char** argv, const char* name) {
 // compare's default jobs: a communication-heavy model (the sync cost dominates) on real data,
 // Fashion-MNIST, timed to a test accuracy, and Iris (small). Giving --model runs that one job
 // instead; --data=fashion-mnist:DIR and --lr apply to the heavy job too.
-std::vector<TrainingOptions> CompareJobs(const TrainingOptions& flags, int argc, char** argv) {
+std::vector<ringside::TrainingOptions> CompareJobs(const ringside::TrainingOptions& flags, int argc, char** argv) {
   if (FlagGiven(argc, argv, "--model")) return {flags};
   const bool fashion = flags.data.rfind("fashion-mnist", 0) == 0;
-  TrainingOptions heavy = flags;
+  ringside::TrainingOptions heavy = flags;
   heavy.model = "784,1024,1024,10";
   heavy.data = fashion ? flags.data : "fashion-mnist";
   heavy.steps = 200;
   heavy.batch_size = 64;
   // Adam at the project's default 0.01 diverges on this model and data; 0.001 learns.
   if (!FlagGiven(argc, argv, "--lr")) heavy.optimizer.learning_rate = 0.001f;
-  TrainingOptions iris = flags;
+  ringside::TrainingOptions iris = flags;
   if (fashion) iris.data = "iris";
   return {heavy, iris};
 }
 
 // A data set the jobs name must be there, and fit their models, before any cluster starts, not
 // fail in every worker.
-absl::Status CheckJobData(const std::vector<TrainingOptions>& jobs) {
-  for (const TrainingOptions& job : jobs) {
-    absl::StatusOr<ModelSpec> model = ModelSpec::Parse(job.model, job.activation);
+absl::Status CheckJobData(const std::vector<ringside::TrainingOptions>& jobs) {
+  for (const ringside::TrainingOptions& job : jobs) {
+    absl::StatusOr<ringside::ModelSpec> model = ringside::ModelSpec::Parse(job.model, job.activation);
     // A bad --model is the comparison's own first error, named as such.
     const absl::Status status = model.ok() ? ringside::worker::CheckDataFitsModel(job.data, *model)
                                            : ringside::worker::CheckDataSpec(job.data);
@@ -295,7 +295,7 @@ int Run(int argc, char** argv, const std::vector<char*>& args,
     return Fail("--link_rate and --cleanup are for `ringside lab`, not " + command);
   }
   if ((command == "compare" || command == "up" || command == "lab") && args.size() == 2) {
-    absl::StatusOr<TrainingOptions> training = TrainingOptionsFromFlags();
+    absl::StatusOr<ringside::TrainingOptions> training = ringside::TrainingOptionsFromFlags();
     if (!training.ok()) return Fail(std::string(training.status().message()));
     absl::StatusOr<ringside::cli::ClusterFlags> cluster = ClusterFromFlags(argv[0]);
     if (!cluster.ok()) return Fail(std::string(cluster.status().message()));

@@ -7,7 +7,7 @@
 #include "common/optimizer.h"
 
 namespace {
-const TrainingOptions kTraining;
+const ringside::TrainingOptions kTraining;
 }  // namespace
 
 ABSL_FLAG(std::string, model, kTraining.model,

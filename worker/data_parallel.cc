@@ -46,7 +46,7 @@ absl::StatusOr<std::unique_ptr<TrainingJob>> TrainingJob::Create(const TrainingO
 }
 
 std::vector<float> TrainingJob::InitialParameters() const {
-  return InitialParameters(spec_, options_.seed);
+  return ringside::InitialParameters(spec_, options_.seed);
 }
 
 absl::StatusOr<GradientStats> TrainingJob::ComputeShare(int64_t step, WorkerSlot slot,

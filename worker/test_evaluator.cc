@@ -201,7 +201,7 @@ absl::StatusOr<std::optional<EvaluationLine>> TestEvaluator::Evaluate(Request& r
 absl::StatusOr<int64_t> TestEvaluator::ParametersOf(Request& request) {
   absl::Status last;
   for (int attempt = 0; attempt < options_.read_attempts; ++attempt) {
-    absl::StatusOr<ShardParameters> read = request.reader();
+    absl::StatusOr<server::ShardParameters> read = request.reader();
     if (read.ok()) {
       request.params = std::move(read->parameters);
       return static_cast<int64_t>(read->step);

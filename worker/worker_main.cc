@@ -93,7 +93,7 @@ absl::StatusOr<ringside::worker::WorkerOptions> OptionsFromFlags() {
   }
   options.segment_bytes = absl::GetFlag(FLAGS_segment_bytes);
   options.timeout = absl::GetFlag(FLAGS_timeout);
-  absl::StatusOr<TrainingOptions> training = TrainingOptionsFromFlags();
+  absl::StatusOr<ringside::TrainingOptions> training = ringside::TrainingOptionsFromFlags();
   if (!training.ok()) return training.status();
   options.training = *std::move(training);
   options.result_file = absl::GetFlag(FLAGS_result_file);

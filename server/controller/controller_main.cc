@@ -55,7 +55,7 @@ int main(int argc, char** argv) {
   options.checkpoint_dir = absl::GetFlag(FLAGS_checkpoint_dir);
   options.checkpoint_every = absl::GetFlag(FLAGS_checkpoint_every);
   absl::StatusOr<ringside::SyncMode> mode = ringside::ParseSyncMode(absl::GetFlag(FLAGS_mode));
-  absl::StatusOr<TrainingOptions> training = TrainingOptionsFromFlags();
+  absl::StatusOr<ringside::TrainingOptions> training = ringside::TrainingOptionsFromFlags();
   absl::StatusOr<ringside::TransportSecurity> security = ringside::TransportSecurityFromFlags();
   absl::Status status =
       mode.ok() ? training.status()

@@ -61,7 +61,7 @@ int main(int argc, char** argv) {
   options.member.controller = absl::GetFlag(FLAGS_controller);
   options.member.join_token_file = absl::GetFlag(FLAGS_join_token_file);
   options.member.advertise = absl::GetFlag(FLAGS_advertise);
-  absl::StatusOr<TrainingOptions> training = TrainingOptionsFromFlags();
+  absl::StatusOr<ringside::TrainingOptions> training = ringside::TrainingOptionsFromFlags();
   absl::StatusOr<ringside::TransportSecurity> security = ringside::TransportSecurityFromFlags();
   absl::Status status = training.status();
   if (status.ok()) status = security.status();

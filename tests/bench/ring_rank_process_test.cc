@@ -29,7 +29,7 @@ TEST(RingRankProcessTest, FourRanksAllreduceAndEveryLinkCarriesExactlyTheModel) 
   auto results = (*workers)->WaitForResults(absl::Seconds(120));
   ASSERT_TRUE(results.ok()) << results.status();
 
-  std::vector<std::vector<Sample>> metrics;
+  std::vector<std::vector<launch::Sample>> metrics;
   for (int rank = 0; rank < kWorld; ++rank) {
     const nlohmann::json& result = (*results)[rank];
     EXPECT_TRUE(result.value("check_ok", false)) << result.dump();
@@ -44,18 +44,18 @@ TEST(RingRankProcessTest, FourRanksAllreduceAndEveryLinkCarriesExactlyTheModel) 
     // 2(N-1)/N * K * 4 bytes per allreduce; K is divisible by N here, so every chunk is K/N.
     const double theory = 2.0 * (kWorld - 1) / kWorld * kElements * 4 * kIters;
     EXPECT_EQ(4.0 * RingElementsSentByRank(kElements, kWorld, rank) * kIters, theory);
-    EXPECT_EQ(FindSample(metrics[rank], "ringside_link_bytes_total", link), theory) << rank;
-    EXPECT_EQ(FindSample(metrics[rank], "ringside_link_expected_bytes_total", link), theory);
-    EXPECT_EQ(FindSample(metrics[right], "ringside_link_received_bytes_total", link), theory);
-    EXPECT_GT(FindSample(metrics[rank], "ringside_link_messages_total", link).value_or(0), 0);
-    EXPECT_EQ(FindSample(metrics[rank], "ringside_world_size", {}), kWorld);
-    EXPECT_EQ(FindSample(metrics[rank], "ringside_mode_info", {{"mode", "ring"}}), 1);
+    EXPECT_EQ(launch::FindSample(metrics[rank], "ringside_link_bytes_total", link), theory) << rank;
+    EXPECT_EQ(launch::FindSample(metrics[rank], "ringside_link_expected_bytes_total", link), theory);
+    EXPECT_EQ(launch::FindSample(metrics[right], "ringside_link_received_bytes_total", link), theory);
+    EXPECT_GT(launch::FindSample(metrics[rank], "ringside_link_messages_total", link).value_or(0), 0);
+    EXPECT_EQ(launch::FindSample(metrics[rank], "ringside_world_size", {}), kWorld);
+    EXPECT_EQ(launch::FindSample(metrics[rank], "ringside_mode_info", {{"mode", "ring"}}), 1);
   }
   // SIGTERM by PID: a lingering worker stops cleanly.
   for (int rank = 0; rank < kWorld; ++rank) {
-    const ExitStatus exit = (*workers)->process(rank).Kill();
+    const launch::ExitStatus exit = (*workers)->process(rank).Kill();
     EXPECT_TRUE(exit.ok()) << "rank " << rank << ": " << exit.ToString() << "\n"
-                           << TailOfFile((*workers)->process(rank).log_path(), 5);
+                           << launch::TailOfFile((*workers)->process(rank).log_path(), 5);
   }
 }
 

@@ -48,7 +48,7 @@ namespace ringside {
 namespace {
 
 using nlohmann::json;
-using ringside::HttpGet;
+using ringside::launch::HttpGet;
 using testing::BinDir;
 
 std::string SourceDir() {

@@ -4,8 +4,8 @@
 
 namespace ringside::testing {
 
-std::vector<Sample> ScrapeMetrics(int port) {
-  absl::StatusOr<std::vector<Sample>> samples = FetchMetrics(port);
+std::vector<launch::Sample> ScrapeMetrics(int port) {
+  absl::StatusOr<std::vector<launch::Sample>> samples = launch::FetchMetrics(port);
   if (!samples.ok()) {
     ADD_FAILURE() << "scraping metrics on port " << port << ": " << samples.status();
     return {};

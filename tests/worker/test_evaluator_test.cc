@@ -134,9 +134,9 @@ TEST_F(TestEvaluatorTest, AShardReadIsNotQueuedBehindAnEvaluation) {
   evaluator->SubmitSnapshot(10, params);
   in_sink_.WaitForNotification();  // the compute thread is held at step 10's point
   absl::Notification read;
-  evaluator->SubmitShardRead(20, [&]() -> absl::StatusOr<ShardParameters> {
+  evaluator->SubmitShardRead(20, [&]() -> absl::StatusOr<server::ShardParameters> {
     read.Notify();
-    return ShardParameters{21, params};
+    return server::ShardParameters{21, params};
   });
   read.WaitForNotification();  // while the compute thread is still held
   release_sink_.Notify();
@@ -153,9 +153,9 @@ TEST_F(TestEvaluatorTest, AShardReadThatStraddlesAStepIsReadAgainAndTakesTheShar
   const std::vector<float> params = InitialParameters(spec_, 4);
   std::atomic<int> reads{0};
   for (int64_t step = 1; step <= 6; ++step) Ended(*evaluator, step, 0.1 * step);
-  evaluator->SubmitShardRead(5, [&]() -> absl::StatusOr<ShardParameters> {
+  evaluator->SubmitShardRead(5, [&]() -> absl::StatusOr<server::ShardParameters> {
     if (++reads < 3) return absl::AbortedError("ps-0 held step 5, ps-1 step 6");
-    return ShardParameters{6, params};
+    return server::ShardParameters{6, params};
   });
   evaluator->Drain();
   const std::vector<EvaluationLine> points = Points();
@@ -172,9 +172,9 @@ TEST_F(TestEvaluatorTest, APsPointWaitsForTheTrainerToReportTheShardsStep) {
   const std::vector<float> params = InitialParameters(spec_, 4);
   Ended(*evaluator, 1, 0.25);
   absl::Notification read;
-  evaluator->SubmitShardRead(1, [&]() -> absl::StatusOr<ShardParameters> {
+  evaluator->SubmitShardRead(1, [&]() -> absl::StatusOr<server::ShardParameters> {
     read.Notify();
-    return ShardParameters{2, params};  // the shards applied step 2 before worker-0 finished it
+    return server::ShardParameters{2, params};  // the shards applied step 2 before worker-0 finished it
   });
   read.WaitForNotification();
   Ended(*evaluator, 2, 0.125);
@@ -193,21 +193,21 @@ TEST_F(TestEvaluatorTest, FailuresAreCountedAndNeverFatal) {
   auto evaluator = Make(options);
   const std::vector<float> params = InitialParameters(spec_, 1);
   std::atomic<int> reads{0};
-  evaluator->SubmitShardRead(1, [&]() -> absl::StatusOr<ShardParameters> {
+  evaluator->SubmitShardRead(1, [&]() -> absl::StatusOr<server::ShardParameters> {
     ++reads;
     return absl::UnavailableError("ps-1 is gone");
   });
   evaluator->Drain();
   EXPECT_EQ(reads.load(), 1) << "only a straddled read is read again";
-  evaluator->SubmitShardRead(1, [&]() -> absl::StatusOr<ShardParameters> {
+  evaluator->SubmitShardRead(1, [&]() -> absl::StatusOr<server::ShardParameters> {
     ++reads;
     return absl::AbortedError("straddling");
   });
   evaluator->Drain();
   EXPECT_EQ(reads.load(), 5) << "1 + read_attempts";
   // The shards held a step this worker never reported (its step failed): no point.
-  evaluator->SubmitShardRead(1, [&]() -> absl::StatusOr<ShardParameters> {
-    return ShardParameters{9, params};
+  evaluator->SubmitShardRead(1, [&]() -> absl::StatusOr<server::ShardParameters> {
+    return server::ShardParameters{9, params};
   });
   evaluator->Drain();
   const TestEvaluator::Failures failures = evaluator->failures();

@@ -50,15 +50,15 @@ TEST(WorkerProcessTest, ALostWorkerEndsAStaticJobOnEverySurvivorWithTheReason) {
   auto workers = WorkerProcesses::Start(4, {"--job=train", "--steps=1000", "--timeout=3s"},
                                         {"ringside-worker"}, {{2, {"--fault_at=ring_step@5"}}});
   ASSERT_TRUE(workers.ok()) << workers.status();
-  absl::StatusOr<ExitStatus> victim = (*workers)->process(2).Wait(absl::Seconds(300));
+  absl::StatusOr<launch::ExitStatus> victim = (*workers)->process(2).Wait(absl::Seconds(300));
   ASSERT_TRUE(victim.ok()) << "worker 2 never reached ring_step@5";
   EXPECT_NE(victim->ToString().find("signal 9"), std::string::npos) << victim->ToString();
   for (int rank : {0, 1, 3}) {
-    Subprocess& process = (*workers)->process(rank);
-    absl::StatusOr<ExitStatus> exit = process.Wait(absl::Seconds(120));
-    ASSERT_TRUE(exit.ok()) << "rank " << rank << " hangs:\n" << TailOfFile(process.log_path(), 5);
-    EXPECT_EQ(exit->exit_code, 1) << TailOfFile(process.log_path(), 5);
-    const std::string log = TailOfFile(process.log_path(), 5);
+    launch::Subprocess& process = (*workers)->process(rank);
+    absl::StatusOr<launch::ExitStatus> exit = process.Wait(absl::Seconds(120));
+    ASSERT_TRUE(exit.ok()) << "rank " << rank << " hangs:\n" << launch::TailOfFile(process.log_path(), 5);
+    EXPECT_EQ(exit->exit_code, 1) << launch::TailOfFile(process.log_path(), 5);
+    const std::string log = launch::TailOfFile(process.log_path(), 5);
     EXPECT_NE(log.find("training step"), std::string::npos) << log;
     EXPECT_NE(log.find("a static cluster has no other generation"), std::string::npos) << log;
   }
@@ -67,11 +67,11 @@ TEST(WorkerProcessTest, ALostWorkerEndsAStaticJobOnEverySurvivorWithTheReason) {
 TEST(WorkerProcessTest, ABadFlagFailsAtStartNamingTheFlag) {
   auto workers = WorkerProcesses::Start(1, {"--rank=3"});  // overrides --rank=0
   ASSERT_TRUE(workers.ok()) << workers.status();
-  absl::StatusOr<ExitStatus> exit = (*workers)->process(0).Wait(absl::Seconds(30));
+  absl::StatusOr<launch::ExitStatus> exit = (*workers)->process(0).Wait(absl::Seconds(30));
   ASSERT_TRUE(exit.ok()) << exit.status();
   EXPECT_EQ(exit->exit_code, 1);
-  EXPECT_NE(TailOfFile((*workers)->process(0).log_path(), 5).find("--rank=3"), std::string::npos)
-      << TailOfFile((*workers)->process(0).log_path(), 5);
+  EXPECT_NE(launch::TailOfFile((*workers)->process(0).log_path(), 5).find("--rank=3"), std::string::npos)
+      << launch::TailOfFile((*workers)->process(0).log_path(), 5);
 }
 
 }  // namespace
