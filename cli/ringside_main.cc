@@ -236,7 +236,8 @@ bool FlagGiven(int argc, char** argv, const char* name) {
 // compare's default jobs: a communication-heavy model (the sync cost dominates) on real data,
 // Fashion-MNIST, timed to a test accuracy, and Iris (small). Giving --model runs that one job
 // instead; --data=fashion-mnist:DIR and --lr apply to the heavy job too.
-std::vector<ringside::TrainingOptions> CompareJobs(const ringside::TrainingOptions& flags, int argc, char** argv) {
+std::vector<ringside::TrainingOptions> CompareJobs(const ringside::TrainingOptions& flags, int argc,
+                                                   char** argv) {
   if (FlagGiven(argc, argv, "--model")) return {flags};
   const bool fashion = flags.data.rfind("fashion-mnist", 0) == 0;
   ringside::TrainingOptions heavy = flags;
@@ -255,7 +256,8 @@ std::vector<ringside::TrainingOptions> CompareJobs(const ringside::TrainingOptio
 // fail in every worker.
 absl::Status CheckJobData(const std::vector<ringside::TrainingOptions>& jobs) {
   for (const ringside::TrainingOptions& job : jobs) {
-    absl::StatusOr<ringside::ModelSpec> model = ringside::ModelSpec::Parse(job.model, job.activation);
+    absl::StatusOr<ringside::ModelSpec> model =
+        ringside::ModelSpec::Parse(job.model, job.activation);
     // A bad --model is the comparison's own first error, named as such.
     const absl::Status status = model.ok() ? ringside::worker::CheckDataFitsModel(job.data, *model)
                                            : ringside::worker::CheckDataSpec(job.data);

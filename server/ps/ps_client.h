@@ -69,7 +69,7 @@ class PsClient final {
     LinkSendMetrics send;
     LinkReceiveMetrics receive;
   };
-  class ShardCall;  // one shard's Step stream of one step (ps_sync.cc)
+  class ShardCall;  // one shard's Step stream of one step (ps_client.cc)
 
   explicit PsClient(PsClientOptions options) : options_(std::move(options)) {}
   // While a call is tracked, Cancel() cancels it; one tracked after Cancel() starts cancelled.

@@ -45,9 +45,12 @@ TEST(RingRankProcessTest, FourRanksAllreduceAndEveryLinkCarriesExactlyTheModel) 
     const double theory = 2.0 * (kWorld - 1) / kWorld * kElements * 4 * kIters;
     EXPECT_EQ(4.0 * RingElementsSentByRank(kElements, kWorld, rank) * kIters, theory);
     EXPECT_EQ(launch::FindSample(metrics[rank], "ringside_link_bytes_total", link), theory) << rank;
-    EXPECT_EQ(launch::FindSample(metrics[rank], "ringside_link_expected_bytes_total", link), theory);
-    EXPECT_EQ(launch::FindSample(metrics[right], "ringside_link_received_bytes_total", link), theory);
-    EXPECT_GT(launch::FindSample(metrics[rank], "ringside_link_messages_total", link).value_or(0), 0);
+    EXPECT_EQ(launch::FindSample(metrics[rank], "ringside_link_expected_bytes_total", link),
+              theory);
+    EXPECT_EQ(launch::FindSample(metrics[right], "ringside_link_received_bytes_total", link),
+              theory);
+    EXPECT_GT(launch::FindSample(metrics[rank], "ringside_link_messages_total", link).value_or(0),
+              0);
     EXPECT_EQ(launch::FindSample(metrics[rank], "ringside_world_size", {}), kWorld);
     EXPECT_EQ(launch::FindSample(metrics[rank], "ringside_mode_info", {{"mode", "ring"}}), 1);
   }

@@ -174,7 +174,8 @@ TEST_F(TestEvaluatorTest, APsPointWaitsForTheTrainerToReportTheShardsStep) {
   absl::Notification read;
   evaluator->SubmitShardRead(1, [&]() -> absl::StatusOr<server::ShardParameters> {
     read.Notify();
-    return server::ShardParameters{2, params};  // the shards applied step 2 before worker-0 finished it
+    return server::ShardParameters{
+        2, params};  // the shards applied step 2 before worker-0 finished it
   });
   read.WaitForNotification();
   Ended(*evaluator, 2, 0.125);

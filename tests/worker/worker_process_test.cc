@@ -56,7 +56,8 @@ TEST(WorkerProcessTest, ALostWorkerEndsAStaticJobOnEverySurvivorWithTheReason) {
   for (int rank : {0, 1, 3}) {
     launch::Subprocess& process = (*workers)->process(rank);
     absl::StatusOr<launch::ExitStatus> exit = process.Wait(absl::Seconds(120));
-    ASSERT_TRUE(exit.ok()) << "rank " << rank << " hangs:\n" << launch::TailOfFile(process.log_path(), 5);
+    ASSERT_TRUE(exit.ok()) << "rank " << rank << " hangs:\n"
+                           << launch::TailOfFile(process.log_path(), 5);
     EXPECT_EQ(exit->exit_code, 1) << launch::TailOfFile(process.log_path(), 5);
     const std::string log = launch::TailOfFile(process.log_path(), 5);
     EXPECT_NE(log.find("training step"), std::string::npos) << log;
@@ -70,7 +71,8 @@ TEST(WorkerProcessTest, ABadFlagFailsAtStartNamingTheFlag) {
   absl::StatusOr<launch::ExitStatus> exit = (*workers)->process(0).Wait(absl::Seconds(30));
   ASSERT_TRUE(exit.ok()) << exit.status();
   EXPECT_EQ(exit->exit_code, 1);
-  EXPECT_NE(launch::TailOfFile((*workers)->process(0).log_path(), 5).find("--rank=3"), std::string::npos)
+  EXPECT_NE(launch::TailOfFile((*workers)->process(0).log_path(), 5).find("--rank=3"),
+            std::string::npos)
       << launch::TailOfFile((*workers)->process(0).log_path(), 5);
 }
 
