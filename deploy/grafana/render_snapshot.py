@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Draws deploy/grafana/ringside.json's panels, in the dashboard's own grid, from the range
 results a real Prometheus returned for each panel query (no Grafana server is involved: Grafana is
-not packaged for Debian). The README's dashboard picture is made this way:
+not packaged for Debian). The dashboard picture in docs/deploy.md is made this way:
 
   RINGSIDE_BIN_DIR=$PWD/build/bin RINGSIDE_SOURCE_DIR=$PWD RINGSIDE_DASHBOARD_SNAPSHOT=/tmp/snap \\
     build/tests/deploy_prometheus_test --gtest_also_run_disabled_tests \\

@@ -16,7 +16,7 @@ command -v curl >/dev/null || die "curl not found: run scripts/setup-debian.sh (
   die "Debian's python3-yaml is missing (render.py reads the base with it): \
 run scripts/setup-debian.sh"
 
-# The user's steps from the README, in a copy: the tokens beside the kustomization.
+# The user's steps from docs/deploy.md, in a copy: the tokens beside the kustomization.
 cp -r "$SOURCE_DIR/deploy/k8s/base" "$work/base"
 head -c 32 /dev/urandom | base64 >"$work/base/join-token"
 head -c 32 /dev/urandom | base64 >"$work/base/operator-token"

@@ -1,6 +1,6 @@
 #!/usr/bin/python3
 """Consistency of the compose file as docker-compose resolved it (`docker-compose config` output
-on stdin) with deploy/prometheus/compose.yml: the services the README lists, a gRPC health check
+on stdin) with deploy/prometheus/compose.yml: the services docs/deploy.md lists, a gRPC health check
 through `ringside health` on each daemon's own --listen port, the join token as a secret, the
 controller's --checkpoint_dir on a named volume, mutual TLS on every daemon (the CA and the
 service's own certificate and key as secrets, the same flags in its health check), every daemon

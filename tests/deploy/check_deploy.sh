@@ -36,7 +36,7 @@ compose)
   need docker-compose
   # No engine needed: `config` parses, validates against the Compose schema and interpolates.
   # The join token is the user's own file; a placeholder stands in for it. The certificates come
-  # from the script the README names, as a user makes them.
+  # from the script docs/deploy.md names, as a user makes them.
   need openssl
   cp -r "$deploy" "$tmp/deploy"
   echo placeholder >"$tmp/deploy/compose/join_token"

@@ -10,7 +10,7 @@ beside it. No `kubectl` is needed: the kustomization's own fields (resources, la
 configMapGenerator, secretGenerator, images) are applied here, and any other field is refused
 with an error, so a base that grows a patch fails loudly instead of rendering something else.
 
-What Podman 4.3 cannot run, and what stands in for it (each also in the README, Deploy):
+What Podman 4.3 cannot run, and what stands in for it (each also in docs/deploy.md, Kubernetes):
   - StatefulSet: not a kind kube play knows. Each replica becomes a Pod of its own, with the
     name Kubernetes gives it (ringside-ps-0, ...) in the downward API's metadata.name.
   - Service: no such object. Its name, and a StatefulSet pod's DNS name (ringside-ps-0.ringside-ps
