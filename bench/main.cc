@@ -8,7 +8,7 @@
 #include "absl/flags/parse.h"
 #include "absl/strings/str_cat.h"
 #include "bench/commands.h"
-#include "common/flags_usage.h"
+#include "common/flags/flags_usage.h"
 
 namespace {
 

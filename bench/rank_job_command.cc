@@ -10,7 +10,7 @@
 #include "bench/commands.h"
 #include "bench/rank_jobs.h"
 #include "common/allocator_tuning.h"
-#include "common/security_flags.h"
+#include "common/flags/security_flags.h"
 #include "common/termination_signals.h"
 
 ABSL_FLAG(std::string, peers, "",

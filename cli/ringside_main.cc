@@ -5,7 +5,7 @@
 //   ringside up [flags]               a local cluster kept running for Prometheus/Grafana
 //   ringside ctl mode ring|ps --controller=HOST:PORT   a live mode switch
 //   ringside health --address=HOST:PORT                exit 0 when the gRPC health check serves
-// ctl and health need --tls_ca --tls_cert --tls_key or --insecure (common/security_flags.h);
+// ctl and health need --tls_ca --tls_cert --tls_key or --insecure (common/flags/security_flags.h);
 // compare and up make their own CA and certificates unless given --insecure.
 #include <unistd.h>
 
@@ -25,14 +25,14 @@
 #include "cli/health_check.h"
 #include "cli/scaling_sweep.h"
 #include "common/auth.h"
-#include "common/flags_usage.h"
+#include "common/flags/flags_usage.h"
+#include "common/flags/security_flags.h"
+#include "common/flags/training_flags.h"
 #include "common/grpc_util.h"
 #include "common/link_rate.h"
 #include "common/net.h"
-#include "common/security_flags.h"
 #include "common/status_macros.h"
 #include "common/termination_signals.h"
-#include "common/training_flags.h"
 #include "proto/controller.grpc.pb.h"
 #include "server/controller/job_spec.h"
 #include "worker/dataset.h"
@@ -97,7 +97,7 @@ constexpr char kUsage[] =
     "`ringside COMMAND --help` lists that command's flags; --helpfull lists every flag.";
 
 // A subcommand's usage and the flags it reads: its own (cli/ringside_main.cc), and the job's
-// (common/training_flags.cc) when `training`.
+// (common/flags/training_flags.cc) when `training`.
 struct Subcommand {
   const char* name;
   const char* usage;

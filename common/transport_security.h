@@ -1,8 +1,8 @@
 // How a process secures its gRPC links: explicit plaintext, or mutual TLS from three PEM files
 // (the CA that signs every member, this process's certificate and its private key). One value is
 // made at start from the flags (--tls_ca, --tls_cert, --tls_key or --insecure, see
-// security_flags.h) and handed, by value inside the option structs, to every place a channel or
-// server is made; common/grpc_util.cc alone turns it into gRPC credentials.
+// common/flags/security_flags.h) and handed, by value inside the option structs, to every place
+// a channel or server is made; common/grpc_util.cc alone turns it into gRPC credentials.
 //
 // Under mutual TLS a server requires a client certificate signed by the CA, and a channel
 // presents its own and checks the server's against the CA and the dialled host name (so a

@@ -10,10 +10,10 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "common/allocator_tuning.h"
-#include "common/flags_usage.h"
-#include "common/security_flags.h"
+#include "common/flags/flags_usage.h"
+#include "common/flags/security_flags.h"
+#include "common/flags/training_flags.h"
 #include "common/termination_signals.h"
-#include "common/training_flags.h"
 #include "worker/worker_daemon.h"
 
 namespace {

@@ -1,4 +1,4 @@
-#include "common/flags_usage.h"
+#include "common/flags/flags_usage.h"
 
 #include <algorithm>
 #include <vector>

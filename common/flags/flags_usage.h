@@ -6,8 +6,8 @@
 //   --helpfull  every Ringside flag of the binary, whatever the subcommand (what the docs check
 //               compares command lines against)
 // Flags whose help starts with "test only" are listed by --helpfull only.
-#ifndef RINGSIDE_COMMON_FLAGS_USAGE_H_
-#define RINGSIDE_COMMON_FLAGS_USAGE_H_
+#ifndef RINGSIDE_COMMON_FLAGS_FLAGS_USAGE_H_
+#define RINGSIDE_COMMON_FLAGS_FLAGS_USAGE_H_
 
 #include <functional>
 #include <ostream>
@@ -35,4 +35,4 @@ std::string FlagsHelp(const FlagFilter& shown, bool include_test_only);
 
 }  // namespace ringside
 
-#endif  // RINGSIDE_COMMON_FLAGS_USAGE_H_
+#endif  // RINGSIDE_COMMON_FLAGS_FLAGS_USAGE_H_

@@ -1,4 +1,4 @@
-#include "common/security_flags.h"
+#include "common/flags/security_flags.h"
 
 #include <string>
 #include <vector>

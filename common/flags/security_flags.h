@@ -4,8 +4,8 @@
 //   --insecure                                  plaintext, the explicit opt-out
 // Neither, some but not all three, or both are errors: a process never falls back to plaintext
 // because a flag was forgotten.
-#ifndef RINGSIDE_COMMON_SECURITY_FLAGS_H_
-#define RINGSIDE_COMMON_SECURITY_FLAGS_H_
+#ifndef RINGSIDE_COMMON_FLAGS_SECURITY_FLAGS_H_
+#define RINGSIDE_COMMON_FLAGS_SECURITY_FLAGS_H_
 
 #include "absl/status/statusor.h"
 #include "common/transport_security.h"
@@ -30,4 +30,4 @@ absl::StatusOr<TransportSecurity> TransportSecurityFromFlags();
 
 }  // namespace ringside
 
-#endif  // RINGSIDE_COMMON_SECURITY_FLAGS_H_
+#endif  // RINGSIDE_COMMON_FLAGS_SECURITY_FLAGS_H_

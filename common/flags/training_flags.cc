@@ -1,4 +1,4 @@
-#include "common/training_flags.h"
+#include "common/flags/training_flags.h"
 
 #include <string>
 

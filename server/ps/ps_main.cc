@@ -5,10 +5,10 @@
 
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
-#include "common/flags_usage.h"
-#include "common/security_flags.h"
+#include "common/flags/flags_usage.h"
+#include "common/flags/security_flags.h"
+#include "common/flags/training_flags.h"
 #include "common/termination_signals.h"
-#include "common/training_flags.h"
 #include "server/ps/ps_daemon.h"
 
 namespace {

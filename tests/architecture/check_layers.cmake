@@ -20,6 +20,18 @@ set(server_client_headers
     server/controller/controller_client.h server/controller/job_spec.h
     server/ps/ps_client.h server/ps/shard_transfer.h)
 
+# Flags live in binaries: common/flags/ (the flags several binaries share) is included, and
+# ABSL_FLAG used, only by a binary's own code: a *_main.cc, the `ringside` and `ringside-bench`
+# command code (cli/, bench/), common/flags/ itself (and tests/, which is not checked here).
+# Libraries take option structs.
+function(may_hold_flags source out)
+  if(source MATCHES "(^|/)[a-z_]+_main\\.cc$" OR source MATCHES "^(cli|bench|common/flags)/")
+    set(${out} TRUE PARENT_SCOPE)
+  else()
+    set(${out} FALSE PARENT_SCOPE)
+  endif()
+endfunction()
+
 # The node an include path or a source path belongs to.
 function(node_of path out)
   if(path MATCHES "^server/([a-z_]+)/")
@@ -37,9 +49,22 @@ foreach(node IN LISTS nodes)
        ${SOURCE_DIR}/${node}/*.h ${SOURCE_DIR}/${node}/*.cc ${SOURCE_DIR}/${node}/*.cu
        ${SOURCE_DIR}/${node}/*.in)
   foreach(source IN LISTS sources)
+    may_hold_flags("${source}" flags_allowed)
+    if(NOT flags_allowed)
+      file(STRINGS ${SOURCE_DIR}/${source} definitions REGEX "^ABSL_FLAG\\(")
+      foreach(line IN LISTS definitions)
+        string(APPEND violations "  ${source}: ${line} (flags live in binaries: define flags in a "
+                                 "*_main.cc or common/flags/, pass the library an options struct)\n")
+      endforeach()
+    endif()
     file(STRINGS ${SOURCE_DIR}/${source} includes REGEX "^#include \"[a-z_]+/")
     foreach(line IN LISTS includes)
       string(REGEX REPLACE "^#include \"([^\"]+)\".*" "\\1" included "${line}")
+      if(included MATCHES "^common/flags/" AND NOT flags_allowed)
+        string(APPEND violations "  ${source}: ${line} (flags live in binaries: only a *_main.cc, "
+                                 "cli/, bench/ and tests/ include common/flags/)\n")
+        continue()
+      endif()
       node_of("${included}" target)
       if(target STREQUAL node OR NOT target IN_LIST project_nodes)
         continue()
@@ -56,7 +81,8 @@ foreach(node IN LISTS nodes)
 endforeach()
 
 if(violations)
-  message(FATAL_ERROR "Layering broken: these includes point up or sideways "
-                      "(see docs/architecture.md, \"Folders and layers\"):\n${violations}")
+  message(FATAL_ERROR "Layering broken: these includes point up or sideways, or flags are "
+                      "defined outside a binary (see docs/architecture.md, \"Folders and "
+                      "layers\"):\n${violations}")
 endif()
-message(STATUS "Layering: every include points down")
+message(STATUS "Layering: every include points down; flags live in binaries")

@@ -16,7 +16,7 @@
 #include "cli/health_check.h"
 #include "common/cluster_files.h"
 #include "common/file_util.h"
-#include "common/security_flags.h"
+#include "common/flags/security_flags.h"
 #include "gtest/gtest.h"
 #include "launch/subprocess.h"
 #include "launch/temp_dir.h"

@@ -1,7 +1,7 @@
 // Mutual TLS as common/grpc_util.cc builds it, against a real server on loopback: the server
 // serves only a client whose certificate chains to its CA, and each way of not having one ends
 // the call with UNAVAILABLE (the handshake fails, no service is reached); and the flag checks of
-// common/security_flags.h, each with a one-line error naming the flag (and the file).
+// common/flags/security_flags.h, each with a one-line error naming the flag (and the file).
 #include "common/transport_security.h"
 
 #include <sys/stat.h>
@@ -12,8 +12,8 @@
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/notification.h"
 #include "common/file_util.h"
+#include "common/flags/security_flags.h"
 #include "common/grpc_util.h"
-#include "common/security_flags.h"
 #include "grpcpp/create_channel.h"
 #include "grpcpp/generic/generic_stub.h"
 #include "grpcpp/security/credentials.h"
