@@ -2,17 +2,32 @@
 // with the defaults used unless a flag says otherwise. A plain struct shared by the controller
 // (which hands it out as proto::JobSpec), the shards (which need the model's size and the
 // optimiser) and the trainer, so none of them needs the others' code.
+//
+// Beside it, its one description: a table with one row per setting (its flag's name, which is
+// also its proto::JobSpec field's, its help, and how to read and write it as a value). The flags
+// (common/flags/training_flags.cc, through Abseil's flag reflection), a child process's command
+// line (TrainingOptionsArgv) and the job spec (server/controller/job_spec.cc, through protobuf
+// reflection) are all produced from the table, so no one copies the struct field by field.
+// A new setting is a struct field and a row; tests/common/training_options_test.cc fails until
+// both exist. Pure; thread-safe (the table is immutable).
 #ifndef RINGSIDE_COMMON_TRAINING_OPTIONS_H_
 #define RINGSIDE_COMMON_TRAINING_OPTIONS_H_
 
 #include <cstdint>
+#include <optional>
 #include <string>
+#include <variant>
+#include <vector>
 
+#include "absl/status/status.h"
+#include "absl/strings/string_view.h"
+#include "absl/types/span.h"
 #include "common/optimizer.h"
 
 namespace ringside {
 
-// The defaults every Ringside command uses unless a flag says otherwise.
+// The defaults every Ringside command uses unless a flag says otherwise (the flags take theirs
+// from here: one default per setting).
 struct TrainingOptions {
   std::string model = "4,16,3";  // --model
   std::string activation = "tanh";
@@ -24,9 +39,48 @@ struct TrainingOptions {
   int64_t eval_every = 25;
   int64_t batch_size = 32;  // --batch_size (global: split across workers)
   OptimizerConfig optimizer = {OptimizerKind::kAdam, /*learning_rate=*/0.01f};
-  uint64_t seed = 1;           // --seed: parameters, synthetic data, batch order
-  std::string device = "cpu";  // --device
+  uint64_t seed = 1;  // --seed: parameters, synthetic data, batch order
+  // --device: auto (CUDA when a device is present, else CPU), cpu or cuda[:i]; each member's own.
+  std::string device = "auto";
 };
+
+// Whose a setting is: the job's (the controller hands it to every member in proto::JobSpec, in
+// the field of the setting's name) or each member's own (the device: never in the job spec).
+enum class TrainingOptionScope { kJob, kMember };
+
+// A setting's value as its flag and its JobSpec field carry it: the optimiser by name, the
+// learning rate as the struct's float (the JobSpec field is a double holding it exactly).
+using TrainingOptionValue = std::variant<std::string, int64_t, uint64_t, float>;
+
+// One row of the description.
+struct TrainingOption {
+  const char* name;  // --name; for kJob also the proto::JobSpec field's name
+  TrainingOptionScope scope;
+  const char* help;  // the flag's help
+  TrainingOptionValue (*get)(const TrainingOptions& options);
+  // Stores `value` (of the type get() returns) into `options`. INVALID_ARGUMENT with a bare
+  // message (the caller names where the value came from) when it is out of range or of another
+  // type.
+  absl::Status (*set)(const TrainingOptionValue& value, TrainingOptions& options);
+  // In a JobSpec, 0 stands for "not set" (from a controller that predates the field): the
+  // default stays.
+  bool zero_means_unset = false;
+};
+
+// Every setting, in the order command lines list them.
+absl::Span<const TrainingOption> TrainingOptionTable();
+
+// The row named `name` (without "--"), or null.
+const TrainingOption* FindTrainingOption(absl::string_view name);
+
+// `value` as a flag's text: a string as it is, an integer in decimal, a float in the fewest
+// significant digits (at most 9) that read back to the same float.
+std::string TrainingOptionText(const TrainingOptionValue& value);
+
+// "--name=text" for every setting of `options`, in table order; only those of `scope` when
+// given (a controller's command line takes the job's, a worker's its own).
+std::vector<std::string> TrainingOptionsArgv(
+    const TrainingOptions& options, std::optional<TrainingOptionScope> scope = std::nullopt);
 
 }  // namespace ringside
 

@@ -1,58 +1,69 @@
 #include "common/flags/training_flags.h"
 
 #include <string>
+#include <type_traits>
 
 #include "absl/flags/flag.h"
+#include "absl/flags/reflection.h"
 #include "absl/strings/str_cat.h"
 #include "common/optimizer.h"
 
 namespace {
-const ringside::TrainingOptions kTraining;
+
+// One default per setting: the struct's.
+const ringside::TrainingOptions kDefaults;
+
+// The help of the description's row `name` (every flag below has one).
+const char* Help(const char* name) { return ringside::FindTrainingOption(name)->help; }
+
 }  // namespace
 
-ABSL_FLAG(std::string, model, kTraining.model,
-          "MLP layer sizes, Spark ML style (inputs,...,classes)");
-ABSL_FLAG(std::string, activation, kTraining.activation,
-          "hidden activation: sigmoid, tanh, relu, leaky_relu, elu, swish, softplus");
-ABSL_FLAG(std::string, data, kTraining.data,
-          "iris, synthetic:ROWS, fashion-mnist (Debian's dataset-fashion-mnist) or "
-          "fashion-mnist:DIR (a directory with its four IDX files)");
-ABSL_FLAG(int64_t, steps, kTraining.steps, "training steps");
-ABSL_FLAG(int64_t, eval_every, kTraining.eval_every,
-          "evaluate test accuracy on the data's held-out test set (fashion-mnist) every this many "
-          "steps, off the training path");
-ABSL_FLAG(int64_t, batch_size, kTraining.batch_size, "global batch size (split across workers)");
-ABSL_FLAG(double, lr, 0.01, "learning rate");
-ABSL_FLAG(std::string, optimizer, "adam", "sgd, momentum or adam");
-ABSL_FLAG(uint64_t, seed, kTraining.seed, "seed of parameters, synthetic data and batch order");
-ABSL_FLAG(std::string, device, "auto", "auto, cpu or cuda[:i]");
+// One flag per row of the description (common/training_options.h), of the row's value type.
+ABSL_FLAG(std::string, model, kDefaults.model, Help("model"));
+ABSL_FLAG(std::string, activation, kDefaults.activation, Help("activation"));
+ABSL_FLAG(std::string, data, kDefaults.data, Help("data"));
+ABSL_FLAG(int64_t, steps, kDefaults.steps, Help("steps"));
+ABSL_FLAG(int64_t, eval_every, kDefaults.eval_every, Help("eval_every"));
+ABSL_FLAG(int64_t, batch_size, kDefaults.batch_size, Help("batch_size"));
+ABSL_FLAG(float, lr, kDefaults.optimizer.learning_rate, Help("lr"));
+ABSL_FLAG(std::string, optimizer, std::string(ringside::OptimizerName(kDefaults.optimizer.kind)),
+          Help("optimizer"));
+ABSL_FLAG(uint64_t, seed, kDefaults.seed, Help("seed"));
+ABSL_FLAG(std::string, device, kDefaults.device, Help("device"));
 
 namespace ringside {
+namespace {
+
+// The value of `flag` as the type `like` holds; nullopt when the flag is of another type.
+std::optional<TrainingOptionValue> FlagValue(const absl::CommandLineFlag& flag,
+                                             const TrainingOptionValue& like) {
+  return std::visit(
+      [&flag](const auto& typed) -> std::optional<TrainingOptionValue> {
+        using T = std::decay_t<decltype(typed)>;
+        if (absl::optional<T> value = flag.TryGet<T>()) return TrainingOptionValue(*value);
+        return std::nullopt;
+      },
+      like);
+}
+
+}  // namespace
 
 absl::StatusOr<TrainingOptions> TrainingOptionsFromFlags() {
-  TrainingOptions training;
-  training.model = absl::GetFlag(FLAGS_model);
-  training.activation = absl::GetFlag(FLAGS_activation);
-  training.data = absl::GetFlag(FLAGS_data);
-  training.steps = absl::GetFlag(FLAGS_steps);
-  training.eval_every = absl::GetFlag(FLAGS_eval_every);
-  if (training.eval_every <= 0) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("--eval_every=", training.eval_every, ": must be at least 1 step"));
+  TrainingOptions options;
+  for (const TrainingOption& option : TrainingOptionTable()) {
+    const absl::CommandLineFlag* flag = absl::FindCommandLineFlag(option.name);
+    std::optional<TrainingOptionValue> value;
+    if (flag != nullptr) value = FlagValue(*flag, option.get(options));
+    if (!value.has_value()) {
+      return absl::InternalError(
+          absl::StrCat("--", option.name, " is not defined as a flag of the setting's type"));
+    }
+    if (absl::Status status = option.set(*value, options); !status.ok()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--", option.name, "=", TrainingOptionText(*value), ": ", status.message()));
+    }
   }
-  training.batch_size = absl::GetFlag(FLAGS_batch_size);
-  training.seed = absl::GetFlag(FLAGS_seed);
-  training.device = absl::GetFlag(FLAGS_device);
-  absl::StatusOr<OptimizerKind> optimizer = ParseOptimizer(absl::GetFlag(FLAGS_optimizer));
-  if (!optimizer.ok()) {
-    return absl::InvalidArgumentError(absl::StrCat("--optimizer: ", optimizer.status().message()));
-  }
-  training.optimizer.kind = *optimizer;
-  training.optimizer.learning_rate = static_cast<float>(absl::GetFlag(FLAGS_lr));
-  if (absl::Status status = ValidateOptimizerConfig(training.optimizer); !status.ok()) {
-    return absl::InvalidArgumentError(absl::StrCat("--lr: ", status.message()));
-  }
-  return training;
+  return options;
 }
 
 }  // namespace ringside

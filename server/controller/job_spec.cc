@@ -1,5 +1,10 @@
 #include "server/controller/job_spec.h"
 
+#include <cstdio>
+#include <cstdlib>
+#include <variant>
+#include <vector>
+
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "common/file_util.h"
@@ -8,37 +13,108 @@
 
 namespace ringside::server {
 
+namespace {
+
+using google::protobuf::FieldDescriptor;
+
+// Whether a JobSpec field of `type` carries a setting whose values are like `like`.
+bool FieldCarries(FieldDescriptor::CppType type, const TrainingOptionValue& like) {
+  switch (type) {
+    case FieldDescriptor::CPPTYPE_STRING:
+      return std::holds_alternative<std::string>(like);
+    case FieldDescriptor::CPPTYPE_INT64:
+      return std::holds_alternative<int64_t>(like);
+    case FieldDescriptor::CPPTYPE_UINT64:
+      return std::holds_alternative<uint64_t>(like);
+    case FieldDescriptor::CPPTYPE_DOUBLE:
+      return std::holds_alternative<float>(like);
+    default:
+      return false;
+  }
+}
+
+void Write(const TrainingOptionValue& value, const FieldDescriptor& field, proto::JobSpec& job) {
+  const google::protobuf::Reflection& reflection = *job.GetReflection();
+  if (const auto* text = std::get_if<std::string>(&value)) {
+    reflection.SetString(&job, &field, *text);
+  } else if (const auto* signed_value = std::get_if<int64_t>(&value)) {
+    reflection.SetInt64(&job, &field, *signed_value);
+  } else if (const auto* unsigned_value = std::get_if<uint64_t>(&value)) {
+    reflection.SetUInt64(&job, &field, *unsigned_value);
+  } else {
+    reflection.SetDouble(&job, &field, std::get<float>(value));  // exact: a double holds a float
+  }
+}
+
+TrainingOptionValue Read(const proto::JobSpec& job, const FieldDescriptor& field) {
+  const google::protobuf::Reflection& reflection = *job.GetReflection();
+  switch (field.cpp_type()) {
+    case FieldDescriptor::CPPTYPE_STRING:
+      return reflection.GetString(job, &field);
+    case FieldDescriptor::CPPTYPE_INT64:
+      return reflection.GetInt64(job, &field);
+    case FieldDescriptor::CPPTYPE_UINT64:
+      return reflection.GetUInt64(job, &field);
+    default:  // CPPTYPE_DOUBLE: JobSpecFields() admits no other
+      return static_cast<float>(reflection.GetDouble(job, &field));
+  }
+}
+
+bool IsZero(const TrainingOptionValue& value) {
+  return std::visit([](const auto& v) { return v == std::decay_t<decltype(v)>(); }, value);
+}
+
+// A row of the description and the JobSpec field that carries it.
+struct JobSpecField {
+  const TrainingOption* option;
+  const FieldDescriptor* field;
+};
+
+// Every row of the job's scope with its field, in table order, looked up once. Aborts (a broken
+// invariant of the build, not an input) when a row has no singular JobSpec field of its name and
+// type: controller.proto and the description disagree (tests/server/controller/job_spec_test.cc
+// says so first).
+const std::vector<JobSpecField>& JobSpecFields() {
+  static const std::vector<JobSpecField>* const fields = [] {
+    auto* fields = new std::vector<JobSpecField>();
+    for (const TrainingOption& option : TrainingOptionTable()) {
+      if (option.scope != TrainingOptionScope::kJob) continue;
+      const FieldDescriptor* field = proto::JobSpec::descriptor()->FindFieldByName(option.name);
+      if (field == nullptr || field->is_repeated() ||
+          !FieldCarries(field->cpp_type(), option.get(TrainingOptions()))) {
+        std::fprintf(stderr, "proto::JobSpec has no singular field '%s' of the setting's type\n",
+                     option.name);
+        std::abort();
+      }
+      fields->push_back({&option, field});
+    }
+    return fields;
+  }();
+  return *fields;
+}
+
+}  // namespace
+
 proto::JobSpec JobSpecOf(const TrainingOptions& training) {
   proto::JobSpec job;
-  job.set_model(training.model);
-  job.set_activation(training.activation);
-  job.set_data(training.data);
-  job.set_steps(training.steps);
-  job.set_batch_size(training.batch_size);
-  job.set_lr(training.optimizer.learning_rate);
-  job.set_optimizer(std::string(OptimizerName(training.optimizer.kind)));
-  job.set_seed(training.seed);
-  job.set_eval_every(training.eval_every);
+  for (const JobSpecField& field : JobSpecFields()) {
+    Write(field.option->get(training), *field.field, job);
+  }
   return job;
 }
 
 absl::StatusOr<TrainingOptions> TrainingOptionsOf(const proto::JobSpec& job,
                                                   const std::string& device) {
   TrainingOptions training;
-  training.model = job.model();
-  training.activation = job.activation();
-  training.data = job.data();
-  training.steps = job.steps();
-  training.batch_size = job.batch_size();
-  ASSIGN_OR_RETURN(training.optimizer.kind, ParseOptimizer(job.optimizer()));
-  training.optimizer.learning_rate = static_cast<float>(job.lr());
-  RETURN_IF_ERROR(Annotate(ValidateOptimizerConfig(training.optimizer), "the controller's job"));
-  training.seed = job.seed();
-  if (job.eval_every() < 0) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("the controller's job: eval_every ", job.eval_every(), " is negative"));
+  for (const JobSpecField& field : JobSpecFields()) {
+    const TrainingOptionValue value = Read(job, *field.field);
+    if (field.option->zero_means_unset && IsZero(value)) continue;
+    if (absl::Status status = field.option->set(value, training); !status.ok()) {
+      return absl::InvalidArgumentError(absl::StrCat("the controller's job: ", field.option->name,
+                                                     "=", TrainingOptionText(value), ": ",
+                                                     status.message()));
+    }
   }
-  if (job.eval_every() > 0) training.eval_every = job.eval_every();
   training.device = device;
   return training;
 }

@@ -14,8 +14,13 @@
 
 namespace ringside::server {
 
+// Both conversions go through the options' description (common/training_options.h): every
+// row of the job's scope is the JobSpec field of its name, read and written through protobuf's
+// reflection, so a new setting needs a row and a field, not code here.
 proto::JobSpec JobSpecOf(const TrainingOptions& training);
-// INVALID_ARGUMENT for an unknown optimiser or a bad learning rate. `device` is the member's own.
+// INVALID_ARGUMENT "the controller's job: name=value: why" for a value out of range (an unknown
+// optimiser, a bad learning rate, a negative eval_every; 0 there means the default). `device` is
+// the member's own.
 absl::StatusOr<TrainingOptions> TrainingOptionsOf(const proto::JobSpec& job,
                                                   const std::string& device);
 

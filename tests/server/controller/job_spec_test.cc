@@ -1,9 +1,14 @@
 // The job as the controller hands it out and as a member runs it: every field survives the
 // round trip (eval_every included), an old controller's job without eval_every runs with the
-// default, and a bad one is refused.
+// default, a bad one is refused, the JobSpec fields and the options' description are the same
+// set, and the encoding is the one members of earlier versions read.
 #include "server/controller/job_spec.h"
 
+#include <set>
+#include <string>
+
 #include "gtest/gtest.h"
+#include "tests/support/training_options_sample.h"
 
 namespace ringside::server {
 namespace {
@@ -29,6 +34,41 @@ TEST(JobSpecTest, EveryFieldSurvivesTheRoundTrip) {
   EXPECT_EQ(back->device, "cpu");
 }
 
+// Every field changed, the device (the member's own) passed beside the job: a field the
+// description leaves out of the job spec comes back as its default.
+TEST(JobSpecTest, OptionsWithEveryFieldChangedSurviveTheJobSpec) {
+  const TrainingOptions sent = testing::NonDefaultTrainingOptions();
+  absl::StatusOr<TrainingOptions> back = TrainingOptionsOf(JobSpecOf(sent), sent.device);
+  ASSERT_TRUE(back.ok()) << back.status();
+  testing::ExpectSameTrainingOptions(*back, sent);
+}
+
+TEST(JobSpecTest, TheJobSpecsFieldsAreTheJobsRowsOfTheDescription) {
+  std::set<std::string> fields, rows;
+  const google::protobuf::Descriptor& spec = *proto::JobSpec::descriptor();
+  for (int i = 0; i < spec.field_count(); ++i) fields.insert(spec.field(i)->name());
+  for (const TrainingOption& option : TrainingOptionTable()) {
+    if (option.scope == TrainingOptionScope::kJob) rows.insert(option.name);
+  }
+  EXPECT_EQ(fields, rows);
+}
+
+// The bytes a member of an earlier version (which set each field by hand) reads.
+TEST(JobSpecTest, TheEncodingIsTheOneEarlierMembersRead) {
+  const TrainingOptions options = testing::NonDefaultTrainingOptions();
+  proto::JobSpec by_hand;
+  by_hand.set_model(options.model);
+  by_hand.set_activation(options.activation);
+  by_hand.set_data(options.data);
+  by_hand.set_steps(options.steps);
+  by_hand.set_batch_size(options.batch_size);
+  by_hand.set_lr(options.optimizer.learning_rate);
+  by_hand.set_optimizer("momentum");
+  by_hand.set_seed(options.seed);
+  by_hand.set_eval_every(options.eval_every);
+  EXPECT_EQ(JobSpecOf(options).SerializeAsString(), by_hand.SerializeAsString());
+}
+
 TEST(JobSpecTest, AJobWithoutEvalEveryRunsWithTheDefaultAndANegativeOneIsRefused) {
   proto::JobSpec spec = JobSpecOf(TrainingOptions());
   spec.clear_eval_every();  // a controller that predates the field
@@ -37,6 +77,21 @@ TEST(JobSpecTest, AJobWithoutEvalEveryRunsWithTheDefaultAndANegativeOneIsRefused
   EXPECT_EQ(back->eval_every, TrainingOptions().eval_every);
   spec.set_eval_every(-3);
   EXPECT_EQ(TrainingOptionsOf(spec, "cpu").status().code(), absl::StatusCode::kInvalidArgument);
+}
+
+TEST(JobSpecTest, ABadValueIsRefusedNamingTheField) {
+  proto::JobSpec spec = JobSpecOf(TrainingOptions());
+  spec.set_optimizer("lbfgs");
+  absl::StatusOr<TrainingOptions> back = TrainingOptionsOf(spec, "cpu");
+  EXPECT_EQ(back.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(back.status().message().find("the controller's job: optimizer=lbfgs"),
+            absl::string_view::npos)
+      << back.status();
+  spec = JobSpecOf(TrainingOptions());
+  spec.set_lr(0);
+  back = TrainingOptionsOf(spec, "cpu");
+  EXPECT_EQ(back.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(back.status().message().find("lr=0"), absl::string_view::npos) << back.status();
 }
 
 }  // namespace

@@ -1,0 +1,140 @@
+#include "common/training_options.h"
+
+#include <iterator>
+#include <type_traits>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "common/status_macros.h"
+
+namespace ringside {
+namespace {
+
+using Scope = TrainingOptionScope;
+using Value = TrainingOptionValue;
+
+// The alternatives of TrainingOptionValue, in order, as an error names them.
+constexpr const char* kTypeNames[] = {"text", "a signed integer", "an unsigned integer",
+                                      "a number"};
+static_assert(std::size(kTypeNames) == std::variant_size_v<Value>);
+
+template <typename T>
+absl::StatusOr<T> ValueAs(const Value& value) {
+  if (const T* typed = std::get_if<T>(&value)) return *typed;
+  return absl::InvalidArgumentError(
+      absl::StrCat("want ", kTypeNames[Value(T()).index()], ", not ", kTypeNames[value.index()]));
+}
+
+// A setting with no range of its own: any value of its type is stored.
+template <typename T>
+absl::Status Store(const Value& value, T& field) {
+  ASSIGN_OR_RETURN(field, ValueAs<T>(value));
+  return absl::OkStatus();
+}
+
+absl::Status SetEvalEvery(const Value& value, TrainingOptions& options) {
+  ASSIGN_OR_RETURN(const int64_t every, ValueAs<int64_t>(value));
+  if (every < 1) return absl::InvalidArgumentError("must be at least 1 step");
+  options.eval_every = every;
+  return absl::OkStatus();
+}
+
+absl::Status SetLearningRate(const Value& value, TrainingOptions& options) {
+  OptimizerConfig config = options.optimizer;
+  ASSIGN_OR_RETURN(config.learning_rate, ValueAs<float>(value));
+  RETURN_IF_ERROR(ValidateOptimizerConfig(config));
+  options.optimizer = config;
+  return absl::OkStatus();
+}
+
+absl::Status SetOptimizer(const Value& value, TrainingOptions& options) {
+  ASSIGN_OR_RETURN(const std::string name, ValueAs<std::string>(value));
+  ASSIGN_OR_RETURN(options.optimizer.kind, ParseOptimizer(name));
+  return absl::OkStatus();
+}
+
+// The rows. Help texts are what the flags' --help has always said.
+constexpr TrainingOption kTable[] = {
+    {"model", Scope::kJob, "MLP layer sizes, Spark ML style (inputs,...,classes)",
+     [](const TrainingOptions& o) -> Value { return o.model; },
+     [](const Value& v, TrainingOptions& o) { return Store(v, o.model); }},
+    {"activation", Scope::kJob,
+     "hidden activation: sigmoid, tanh, relu, leaky_relu, elu, swish, softplus",
+     [](const TrainingOptions& o) -> Value { return o.activation; },
+     [](const Value& v, TrainingOptions& o) { return Store(v, o.activation); }},
+    {"data", Scope::kJob,
+     "iris, synthetic:ROWS, fashion-mnist (Debian's dataset-fashion-mnist) or "
+     "fashion-mnist:DIR (a directory with its four IDX files)",
+     [](const TrainingOptions& o) -> Value { return o.data; },
+     [](const Value& v, TrainingOptions& o) { return Store(v, o.data); }},
+    {"steps", Scope::kJob, "training steps",
+     [](const TrainingOptions& o) -> Value { return o.steps; },
+     [](const Value& v, TrainingOptions& o) { return Store(v, o.steps); }},
+    {"eval_every", Scope::kJob,
+     "evaluate test accuracy on the data's held-out test set (fashion-mnist) every this many "
+     "steps, off the training path",
+     [](const TrainingOptions& o) -> Value { return o.eval_every; }, &SetEvalEvery,
+     /*zero_means_unset=*/true},
+    {"batch_size", Scope::kJob, "global batch size (split across workers)",
+     [](const TrainingOptions& o) -> Value { return o.batch_size; },
+     [](const Value& v, TrainingOptions& o) { return Store(v, o.batch_size); }},
+    {"lr", Scope::kJob, "learning rate",
+     [](const TrainingOptions& o) -> Value { return o.optimizer.learning_rate; }, &SetLearningRate},
+    {"optimizer", Scope::kJob, "sgd, momentum or adam",
+     [](const TrainingOptions& o) -> Value { return std::string(OptimizerName(o.optimizer.kind)); },
+     &SetOptimizer},
+    {"seed", Scope::kJob, "seed of parameters, synthetic data and batch order",
+     [](const TrainingOptions& o) -> Value { return o.seed; },
+     [](const Value& v, TrainingOptions& o) { return Store(v, o.seed); }},
+    {"device", Scope::kMember, "auto, cpu or cuda[:i]",
+     [](const TrainingOptions& o) -> Value { return o.device; },
+     [](const Value& v, TrainingOptions& o) { return Store(v, o.device); }},
+};
+
+std::string FloatText(float value) {
+  for (int digits = 6; digits < 9; ++digits) {
+    const std::string text = absl::StrFormat("%.*g", digits, value);
+    float back = 0;
+    if (absl::SimpleAtof(text, &back) && back == value) return text;
+  }
+  return absl::StrFormat("%.9g", value);  // always reads back (or is nan/inf)
+}
+
+}  // namespace
+
+absl::Span<const TrainingOption> TrainingOptionTable() { return kTable; }
+
+const TrainingOption* FindTrainingOption(absl::string_view name) {
+  for (const TrainingOption& option : kTable) {
+    if (name == option.name) return &option;
+  }
+  return nullptr;
+}
+
+std::string TrainingOptionText(const TrainingOptionValue& value) {
+  return std::visit(
+      [](const auto& v) -> std::string {
+        using T = std::decay_t<decltype(v)>;
+        if constexpr (std::is_same_v<T, std::string>) {
+          return v;
+        } else if constexpr (std::is_same_v<T, float>) {
+          return FloatText(v);
+        } else {
+          return absl::StrCat(v);
+        }
+      },
+      value);
+}
+
+std::vector<std::string> TrainingOptionsArgv(const TrainingOptions& options,
+                                             std::optional<TrainingOptionScope> scope) {
+  std::vector<std::string> argv;
+  for (const TrainingOption& option : kTable) {
+    if (scope.has_value() && option.scope != *scope) continue;
+    argv.push_back(absl::StrCat("--", option.name, "=", TrainingOptionText(option.get(options))));
+  }
+  return argv;
+}
+
+}  // namespace ringside

@@ -1,0 +1,121 @@
+// The training options' one description (common/training_options.h): it covers every field of
+// TrainingOptions (a value with every field changed survives a copy made row by row), each row
+// checks its range and type, and TrainingOptionsArgv writes one --name=value per row, in text
+// that reads back to the same value.
+#include "common/training_options.h"
+
+#include <algorithm>
+#include <cmath>
+#include <set>
+#include <string>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "gtest/gtest.h"
+#include "tests/support/training_options_sample.h"
+
+namespace ringside {
+namespace {
+
+using testing::ExpectSameTrainingOptions;
+using testing::NonDefaultTrainingOptions;
+
+TEST(TrainingOptionsTest, TheSampleChangesEveryField) {
+  const TrainingOptions defaults;
+  const auto& [model, activation, data, steps, eval_every, batch_size, optimizer, seed, device] =
+      NonDefaultTrainingOptions();
+  EXPECT_NE(model, defaults.model);
+  EXPECT_NE(activation, defaults.activation);
+  EXPECT_NE(data, defaults.data);
+  EXPECT_NE(steps, defaults.steps);
+  EXPECT_NE(eval_every, defaults.eval_every);
+  EXPECT_NE(batch_size, defaults.batch_size);
+  EXPECT_NE(optimizer.kind, defaults.optimizer.kind);
+  EXPECT_NE(optimizer.learning_rate, defaults.optimizer.learning_rate);
+  EXPECT_NE(seed, defaults.seed);
+  EXPECT_NE(device, defaults.device);
+}
+
+// A field missing from the table keeps its default in the copy and fails here.
+TEST(TrainingOptionsTest, ACopyMadeRowByRowHasEveryField) {
+  const TrainingOptions source = NonDefaultTrainingOptions();
+  TrainingOptions copy;
+  for (const TrainingOption& option : TrainingOptionTable()) {
+    SCOPED_TRACE(option.name);
+    ASSERT_TRUE(option.set(option.get(source), copy).ok());
+  }
+  ExpectSameTrainingOptions(copy, source);
+}
+
+TEST(TrainingOptionsTest, RowsHaveDistinctNamesHelpAndTheJobsScopeButTheDevice) {
+  std::set<std::string> names;
+  for (const TrainingOption& option : TrainingOptionTable()) {
+    EXPECT_TRUE(names.insert(option.name).second) << option.name << " twice";
+    EXPECT_NE(std::string(option.help), "") << option.name;
+    EXPECT_EQ(FindTrainingOption(option.name), &option);
+    EXPECT_EQ(option.scope, std::string(option.name) == "device" ? TrainingOptionScope::kMember
+                                                                 : TrainingOptionScope::kJob)
+        << option.name;
+  }
+  EXPECT_EQ(FindTrainingOption("--model"), nullptr);
+  EXPECT_EQ(FindTrainingOption("workers"), nullptr);
+}
+
+TEST(TrainingOptionsTest, RowsRefuseValuesOutOfRangeOrOfAnotherType) {
+  TrainingOptions options;
+  EXPECT_EQ(FindTrainingOption("eval_every")->set(int64_t{0}, options).code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(FindTrainingOption("lr")->set(0.0f, options).code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(FindTrainingOption("lr")->set(NAN, options).code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(FindTrainingOption("optimizer")->set(std::string("lbfgs"), options).code(),
+            absl::StatusCode::kInvalidArgument);
+  for (const TrainingOption& option : TrainingOptionTable()) {
+    SCOPED_TRACE(option.name);
+    // A value of each other type than the row's own.
+    const TrainingOptionValue own = option.get(options);
+    for (const TrainingOptionValue& other :
+         {TrainingOptionValue(std::string("1")), TrainingOptionValue(int64_t{1}),
+          TrainingOptionValue(uint64_t{1}), TrainingOptionValue(1.0f)}) {
+      if (other.index() == own.index()) continue;
+      EXPECT_EQ(option.set(other, options).code(), absl::StatusCode::kInvalidArgument);
+    }
+  }
+  ExpectSameTrainingOptions(options, TrainingOptions());  // nothing refused was stored
+}
+
+TEST(TrainingOptionsTest, ArgvHasOneFlagPerRowOfTheScopeAsked) {
+  const TrainingOptions options = NonDefaultTrainingOptions();
+  const std::vector<std::string> all = TrainingOptionsArgv(options);
+  ASSERT_EQ(all.size(), TrainingOptionTable().size());
+  for (size_t i = 0; i < all.size(); ++i) {
+    const TrainingOption& option = TrainingOptionTable()[i];
+    EXPECT_EQ(all[i],
+              absl::StrCat("--", option.name, "=", TrainingOptionText(option.get(options))));
+  }
+  EXPECT_EQ(TrainingOptionsArgv(options, TrainingOptionScope::kMember),
+            std::vector<std::string>{"--device=cuda:1"});
+  const std::vector<std::string> job = TrainingOptionsArgv(options, TrainingOptionScope::kJob);
+  EXPECT_EQ(job.size(), all.size() - 1);
+  EXPECT_EQ(std::count(job.begin(), job.end(), "--device=cuda:1"), 0);
+  EXPECT_EQ(std::count(job.begin(), job.end(), "--optimizer=momentum"), 1);
+  EXPECT_EQ(std::count(job.begin(), job.end(), "--seed=18446744073709551557"), 1);
+  EXPECT_EQ(std::count(job.begin(), job.end(), "--data=fashion-mnist:/data/fm"), 1);
+}
+
+TEST(TrainingOptionsTest, AFloatIsWrittenInTheFewestDigitsThatReadBack) {
+  EXPECT_EQ(TrainingOptionText(0.01f), "0.01");
+  EXPECT_EQ(TrainingOptionText(0.001f), "0.001");
+  EXPECT_EQ(TrainingOptionText(1.0f), "1");
+  for (const float value : {std::nextafter(0.1f, 1.0f), 3.14159274f, 1e-7f, 123456.789f}) {
+    const std::string text = TrainingOptionText(value);
+    float back = 0;
+    ASSERT_TRUE(absl::SimpleAtof(text, &back)) << text;
+    EXPECT_EQ(back, value) << text;
+  }
+  EXPECT_EQ(TrainingOptionText(int64_t{-3}), "-3");
+  EXPECT_EQ(TrainingOptionText(std::string("a b")), "a b");
+}
+
+}  // namespace
+}  // namespace ringside
