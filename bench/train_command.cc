@@ -23,6 +23,7 @@
 #include "bench/train_report.h"
 #include "common/file_util.h"
 #include "common/status_macros.h"
+#include "common/training_options.h"
 #include "launch/subprocess.h"
 #include "launch/temp_dir.h"
 #include "nlohmann/json.hpp"
@@ -86,24 +87,28 @@ absl::Status RunToEnd(std::vector<std::string> argv, const std::string& log,
   return absl::OkStatus();
 }
 
+// The job as `ringside compare` trains it (tanh and the device left at their defaults).
+TrainingOptions TrainingOf(const TrainJob& job) {
+  TrainingOptions training;
+  training.model = job.model;
+  training.data = job.data;
+  training.steps = job.steps;
+  training.eval_every = job.eval_every;
+  training.batch_size = job.batch_size;
+  training.optimizer = {OptimizerKind::kAdam, static_cast<float>(job.lr)};
+  training.seed = job.seed;
+  return training;
+}
+
 absl::StatusOr<std::vector<TrainResult>> RunRingside(const TrainJob& job, int run,
                                                      const launch::TempDir& dir,
                                                      absl::Duration timeout) {
   const std::string json_path = dir.File(absl::StrCat("compare-", run, ".json"));
-  std::vector<std::string> argv = {BinDir() + "/ringside",
-                                   "compare",
-                                   "--model=" + job.model,
-                                   "--data=" + job.data,
-                                   absl::StrCat("--lr=", job.lr),
-                                   absl::StrCat("--eval_every=", job.eval_every),
-                                   absl::StrCat("--target_accuracy=", job.target_accuracy),
-                                   absl::StrCat("--steps=", job.steps),
-                                   absl::StrCat("--batch_size=", job.batch_size),
-                                   absl::StrCat("--workers=", job.workers),
-                                   absl::StrCat("--ps_shards=", job.ps_shards),
-                                   absl::StrCat("--seed=", job.seed),
-                                   "--optimizer=adam",
-                                   "--json=" + json_path};
+  std::vector<std::string> argv = {BinDir() + "/ringside", "compare"};
+  for (std::string& flag : TrainingOptionsArgv(TrainingOf(job))) argv.push_back(std::move(flag));
+  argv.insert(argv.end(), {absl::StrCat("--target_accuracy=", job.target_accuracy),
+                           absl::StrCat("--workers=", job.workers),
+                           absl::StrCat("--ps_shards=", job.ps_shards), "--json=" + json_path});
   if (!job.tls) argv.push_back("--insecure");
   RETURN_IF_ERROR(RunToEnd(argv, dir.File(absl::StrCat("compare-", run, ".log")), timeout));
   ASSIGN_OR_RETURN(const std::string text, ReadFileToString(json_path));

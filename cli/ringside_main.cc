@@ -33,6 +33,7 @@
 #include "common/net.h"
 #include "common/status_macros.h"
 #include "common/termination_signals.h"
+#include "common/training_options.h"
 #include "proto/controller.grpc.pb.h"
 #include "server/controller/job_spec.h"
 #include "worker/dataset.h"
@@ -97,7 +98,7 @@ constexpr char kUsage[] =
     "`ringside COMMAND --help` lists that command's flags; --helpfull lists every flag.";
 
 // A subcommand's usage and the flags it reads: its own (cli/ringside_main.cc), and the job's
-// (common/flags/training_flags.cc) when `training`.
+// (every setting of common/training_options.h's description) when `training`.
 struct Subcommand {
   const char* name;
   const char* usage;
@@ -150,7 +151,7 @@ const Subcommand kSubcommands[] = {
 };
 
 bool TakesFlag(const Subcommand& command, const absl::CommandLineFlag& flag) {
-  if (command.training && absl::StrContains(flag.Filename(), "training_flags")) return true;
+  if (command.training && ringside::FindTrainingOption(flag.Name()) != nullptr) return true;
   return std::find(command.flags.begin(), command.flags.end(), flag.Name()) != command.flags.end();
 }
 

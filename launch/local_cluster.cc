@@ -24,18 +24,6 @@ std::string RandomToken() {
   return absl::StrFormat("%08x%08x%08x%08x", device(), device(), device(), device());
 }
 
-std::vector<std::string> JobFlags(const TrainingOptions& training) {
-  return {"--model=" + training.model,
-          "--activation=" + training.activation,
-          "--data=" + training.data,
-          absl::StrCat("--steps=", training.steps),
-          absl::StrCat("--eval_every=", training.eval_every),
-          absl::StrCat("--batch_size=", training.batch_size),
-          absl::StrCat("--lr=", training.optimizer.learning_rate),
-          absl::StrCat("--optimizer=", OptimizerName(training.optimizer.kind)),
-          absl::StrCat("--seed=", training.seed)};
-}
-
 // The files a worker named `name` writes into the cluster's directory.
 struct WorkerFiles {
   WorkerFiles(const std::string& dir, const std::string& name)
@@ -143,7 +131,9 @@ absl::StatusOr<std::unique_ptr<LocalCluster>> LocalCluster::Start(
   if (options.checkpoint_every > 0) {
     argv.push_back(absl::StrCat("--checkpoint_every=", options.checkpoint_every));
   }
-  for (std::string& flag : JobFlags(options.training)) argv.push_back(std::move(flag));
+  for (std::string& flag : TrainingOptionsArgv(options.training, TrainingOptionScope::kJob)) {
+    argv.push_back(std::move(flag));
+  }
   ASSIGN_OR_RETURN(ClusterProcess * controller, cluster->Spawn("controller", std::move(argv),
                                                                options.dir + "/controller.ready"));
   RETURN_IF_ERROR(cluster->AwaitReady(*controller));
@@ -222,13 +212,16 @@ absl::StatusOr<std::vector<std::string>> LocalCluster::WorkerCommand(const std::
       "--join_token_file=" + token_file_,
       "--listen=" + HostOfProcess(name).address + ":0",
       "--metrics_listen=" + HostOfProcess(name).address + ":0",
-      "--device=" + options_.training.device,
       absl::StrCat("--timeout=", absl::FormatDuration(options_.collective_timeout)),
       "--ready_file=" + files.ready,
       "--result_file=" + files.result,
       "--trace_file=" + files.trace,
       "--eval_file=" + files.evaluations,
       "--params_out=" + files.params};
+  // The job comes from the controller; the worker's own settings (--device) from here.
+  for (std::string& flag : TrainingOptionsArgv(options_.training, TrainingOptionScope::kMember)) {
+    argv.push_back(std::move(flag));
+  }
   ASSIGN_OR_RETURN(std::vector<std::string> security, SecurityFlagsOf(name));
   argv.insert(argv.end(), security.begin(), security.end());
   for (const std::string& flag : options_.worker_flags) argv.push_back(flag);
