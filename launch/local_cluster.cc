@@ -14,6 +14,7 @@
 #include "common/file_util.h"
 #include "common/status_macros.h"
 #include "launch/await_file.h"
+#include "launch/cluster_commands.h"
 #include "launch/free_port.h"
 
 namespace ringside::launch {
@@ -23,17 +24,6 @@ std::string RandomToken() {
   std::random_device device;
   return absl::StrFormat("%08x%08x%08x%08x", device(), device(), device(), device());
 }
-
-// The files a worker named `name` writes into the cluster's directory.
-struct WorkerFiles {
-  WorkerFiles(const std::string& dir, const std::string& name)
-      : ready(absl::StrCat(dir, "/", name, ".ready")),
-        result(absl::StrCat(dir, "/", name, ".result.json")),
-        trace(absl::StrCat(dir, "/", name, ".trace.jsonl")),
-        evaluations(absl::StrCat(dir, "/", name, ".eval.jsonl")),
-        params(absl::StrCat(dir, "/", name, ".params")) {}
-  std::string ready, result, trace, evaluations, params;
-};
 
 // How `process` ended (it has), and what its log (by default where it writes it) says last.
 ProcessEnd EndOf(const ClusterProcess& process, std::string log = "") {
@@ -54,6 +44,18 @@ SpawnOptions SpawnOptionsOf(const std::string& dir, const std::string& name,
   spawn.log_path = absl::StrCat(dir, "/", name, ".log");
   spawn.term_grace = absl::Seconds(5);
   return spawn;
+}
+
+// The controller's --checkpoint_dir, created when missing (nothing to do when empty).
+absl::Status MakeCheckpointDirectory(const std::string& dir) {
+  if (dir.empty()) return absl::OkStatus();
+  std::error_code error;
+  std::filesystem::create_directories(dir, error);
+  if (error) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("cannot create the checkpoint directory ", dir, ": ", error.message()));
+  }
+  return absl::OkStatus();
 }
 
 }  // namespace
@@ -91,73 +93,60 @@ absl::StatusOr<std::unique_ptr<LocalCluster>> LocalCluster::Start(
     const LocalClusterOptions& options) {
   std::unique_ptr<LocalCluster> cluster(new LocalCluster(options));
   RETURN_IF_ERROR(cluster->SetUpSecurity());
-  cluster->token_file_ = options.dir + "/join-token";
-  RETURN_IF_ERROR(WriteFileAtomically(cluster->token_file_, RandomToken() + "\n", 0600));
-  cluster->operator_token_file_ = options.dir + "/operator-token";
-  RETURN_IF_ERROR(WriteFileAtomically(cluster->operator_token_file_, RandomToken() + "\n", 0600));
-  if (!options.checkpoint_dir.empty()) {
-    std::error_code error;
-    std::filesystem::create_directories(options.checkpoint_dir, error);
-    if (error) {
-      return absl::InvalidArgumentError(absl::StrCat("cannot create the checkpoint directory ",
-                                                     options.checkpoint_dir, ": ",
-                                                     error.message()));
-    }
-  }
+  RETURN_IF_ERROR(cluster->WriteTokens());
+  RETURN_IF_ERROR(MakeCheckpointDirectory(options.checkpoint_dir));
   // The listen and metrics ports of the controller and of every shard, distinct, fixed in their
   // command lines: a restarted server must come back where the others (and Prometheus) look.
   ASSIGN_OR_RETURN(const std::vector<int> ports, PickFreePorts(2 * (1 + options.ps_shards)));
-  auto add_addresses = [&ports, &cluster](int server, const std::string& name,
-                                          std::vector<std::string>& argv) {
-    const std::string host = cluster->HostOfProcess(name).address;
-    argv.push_back(absl::StrCat("--listen=", host, ":", ports[2 * server]));
-    argv.push_back(absl::StrCat("--metrics_listen=", host, ":", ports[2 * server + 1]));
-  };
-
-  std::vector<std::string> argv = {
-      options.bin_dir + "/ringside-controller",
-      absl::StrCat("--workers=", options.workers),
-      absl::StrCat("--ps_shards=", options.ps_shards),
-      absl::StrCat("--mode=", SyncModeName(options.mode)),
-      "--join_token_file=" + cluster->token_file_,
-      "--operator_token_file=" + cluster->operator_token_file_,
-      absl::StrCat("--heartbeat_timeout=", absl::FormatDuration(options.heartbeat_timeout)),
-      "--ready_file=" + options.dir + "/controller.ready"};
-  add_addresses(0, "controller", argv);
-  ASSIGN_OR_RETURN(std::vector<std::string> controller_security,
-                   cluster->SecurityFlagsOf("controller"));
-  argv.insert(argv.end(), controller_security.begin(), controller_security.end());
-  if (!options.checkpoint_dir.empty()) argv.push_back("--checkpoint_dir=" + options.checkpoint_dir);
-  if (options.checkpoint_every > 0) {
-    argv.push_back(absl::StrCat("--checkpoint_every=", options.checkpoint_every));
-  }
-  for (std::string& flag : TrainingOptionsArgv(options.training, TrainingOptionScope::kJob)) {
-    argv.push_back(std::move(flag));
-  }
-  ASSIGN_OR_RETURN(ClusterProcess * controller, cluster->Spawn("controller", std::move(argv),
-                                                               options.dir + "/controller.ready"));
-  RETURN_IF_ERROR(cluster->AwaitReady(*controller));
-  cluster->controller_address_ = absl::StrCat(controller->host, ":", controller->port);
-
-  std::vector<ClusterProcess*> starting;
+  RETURN_IF_ERROR(cluster->StartController(ports[0], ports[1]));
+  std::vector<ClusterProcess*> shards;
   for (int s = 0; s < options.ps_shards; ++s) {
-    const std::string name = absl::StrCat("ps-", s);
-    const std::string ready = absl::StrCat(options.dir, "/", name, ".ready");
-    std::vector<std::string> shard_argv = {
-        options.bin_dir + "/ringside-ps", "--controller=" + cluster->controller_address_,
-        "--join_token_file=" + cluster->token_file_, "--ready_file=" + ready};
-    add_addresses(1 + s, name, shard_argv);
-    ASSIGN_OR_RETURN(std::vector<std::string> security, cluster->SecurityFlagsOf(name));
-    shard_argv.insert(shard_argv.end(), security.begin(), security.end());
-    ASSIGN_OR_RETURN(ClusterProcess * shard, cluster->Spawn(name, std::move(shard_argv), ready));
-    starting.push_back(shard);
+    ASSIGN_OR_RETURN(ClusterProcess * shard,
+                     cluster->SpawnShard(s, ports[2 * (1 + s)], ports[2 * (1 + s) + 1]));
+    shards.push_back(shard);
   }
-  for (int w = 0; w < options.workers; ++w) {
-    ASSIGN_OR_RETURN(ClusterProcess * worker, cluster->AddWorker());
-    (void)worker;
-  }
-  for (ClusterProcess* shard : starting) RETURN_IF_ERROR(cluster->AwaitReady(*shard));
+  // Workers register (and wait) while the shards come up.
+  for (int w = 0; w < options.workers; ++w) RETURN_IF_ERROR(cluster->AddWorker().status());
+  for (ClusterProcess* shard : shards) RETURN_IF_ERROR(cluster->AwaitReady(*shard));
   return cluster;
+}
+
+absl::Status LocalCluster::WriteTokens() {
+  token_file_ = options_.dir + "/join-token";
+  RETURN_IF_ERROR(WriteFileAtomically(token_file_, RandomToken() + "\n", 0600));
+  operator_token_file_ = options_.dir + "/operator-token";
+  return WriteFileAtomically(operator_token_file_, RandomToken() + "\n", 0600);
+}
+
+ClusterShared LocalCluster::Shared() const {
+  return {options_.bin_dir, token_file_, operator_token_file_, controller_address_};
+}
+
+absl::StatusOr<ProcessPlace> LocalCluster::PlaceOf(const std::string& name, int port,
+                                                   int metrics_port) {
+  ProcessPlace place;
+  place.host = HostOfProcess(name).address;
+  place.port = port;
+  place.metrics_port = metrics_port;
+  ASSIGN_OR_RETURN(place.security_flags, SecurityFlagsOf(name));
+  return place;
+}
+
+absl::Status LocalCluster::StartController(int port, int metrics_port) {
+  ASSIGN_OR_RETURN(const ProcessPlace place, PlaceOf("controller", port, metrics_port));
+  ASSIGN_OR_RETURN(ClusterProcess * controller,
+                   Spawn("controller", ControllerCommand(options_, Shared(), place),
+                         ReadyFileOf(options_.dir, "controller")));
+  RETURN_IF_ERROR(AwaitReady(*controller));
+  controller_address_ = absl::StrCat(controller->host, ":", controller->port);
+  return absl::OkStatus();
+}
+
+absl::StatusOr<ClusterProcess*> LocalCluster::SpawnShard(int index, int port, int metrics_port) {
+  const std::string name = absl::StrCat("ps-", index);
+  ASSIGN_OR_RETURN(const ProcessPlace place, PlaceOf(name, port, metrics_port));
+  return Spawn(name, ShardCommand(options_, Shared(), name, place),
+               ReadyFileOf(options_.dir, name));
 }
 
 LocalCluster::~LocalCluster() { Stop(); }
@@ -205,27 +194,8 @@ absl::StatusOr<std::vector<std::string>> LocalCluster::SecurityFlagsOf(const std
 }
 
 absl::StatusOr<std::vector<std::string>> LocalCluster::WorkerCommand(const std::string& name) {
-  const WorkerFiles files(options_.dir, name);
-  std::vector<std::string> argv = {
-      options_.bin_dir + "/ringside-worker",
-      "--controller=" + controller_address_,
-      "--join_token_file=" + token_file_,
-      "--listen=" + HostOfProcess(name).address + ":0",
-      "--metrics_listen=" + HostOfProcess(name).address + ":0",
-      absl::StrCat("--timeout=", absl::FormatDuration(options_.collective_timeout)),
-      "--ready_file=" + files.ready,
-      "--result_file=" + files.result,
-      "--trace_file=" + files.trace,
-      "--eval_file=" + files.evaluations,
-      "--params_out=" + files.params};
-  // The job comes from the controller; the worker's own settings (--device) from here.
-  for (std::string& flag : TrainingOptionsArgv(options_.training, TrainingOptionScope::kMember)) {
-    argv.push_back(std::move(flag));
-  }
-  ASSIGN_OR_RETURN(std::vector<std::string> security, SecurityFlagsOf(name));
-  argv.insert(argv.end(), security.begin(), security.end());
-  for (const std::string& flag : options_.worker_flags) argv.push_back(flag);
-  return argv;
+  ASSIGN_OR_RETURN(const ProcessPlace place, PlaceOf(name, 0, 0));  // workers bind any port
+  return launch::WorkerCommand(options_, Shared(), name, place);
 }
 
 absl::StatusOr<ClusterProcess*> LocalCluster::AddWorker(

@@ -52,6 +52,9 @@ struct ProcessHost {
 // By process name ("controller", "ps-<i>", "worker-<i>"); nullopt: loopback, here.
 using HostOf = std::function<std::optional<ProcessHost>(const std::string& name)>;
 
+struct ClusterShared;  // launch/cluster_commands.h
+struct ProcessPlace;
+
 struct LocalClusterOptions {
   std::string bin_dir;  // where ringside-controller, -ps and -worker are
   std::string dir;      // an existing directory for the cluster's files
@@ -200,6 +203,16 @@ class LocalCluster {
   // The security flags of the process `name`: its own certificate's, or --insecure.
   absl::StatusOr<std::vector<std::string>> SecurityFlagsOf(const std::string& name);
   ProcessHost HostOfProcess(const std::string& name) const;  // options_.host_of's, or loopback
+  // Writes the join and operator tokens into the cluster's directory.
+  absl::Status WriteTokens();
+  // What every process's command line shares (launch/cluster_commands.h).
+  ClusterShared Shared() const;
+  // Where the process `name` listens (its host, these ports) and its security flags.
+  absl::StatusOr<ProcessPlace> PlaceOf(const std::string& name, int port, int metrics_port);
+  // Starts the controller at these ports and waits until it serves.
+  absl::Status StartController(int port, int metrics_port);
+  // Starts shard `index` at these ports (not waiting for it).
+  absl::StatusOr<ClusterProcess*> SpawnShard(int index, int port, int metrics_port);
   // Makes the CA and the operator's certificate (TLS), or notes plaintext.
   absl::Status SetUpSecurity();
   // One dead server: gives up (crash loop), schedules its restart or, when due, restarts it.
