@@ -76,6 +76,10 @@ absl::Status RunToEnd(std::vector<std::string> argv, const std::string& log,
   launch::SpawnOptions spawn;
   spawn.argv = std::move(argv);
   spawn.log_path = log;
+  // One BLAS thread per process on both sides, as ddp_train.py gives torch: N workers share the
+  // machine's cores alike, and neither system oversubscribes them (each Ringside worker would
+  // otherwise start one OpenBLAS thread per core).
+  spawn.extra_env = {"OPENBLAS_NUM_THREADS=1", "OMP_NUM_THREADS=1"};
   absl::StatusOr<launch::Subprocess> process = launch::Subprocess::Spawn(spawn);
   if (!process.ok()) return process.status();
   absl::StatusOr<launch::ExitStatus> exit = process->Wait(timeout);
