@@ -1,16 +1,22 @@
-// ringside-worker's whole life, behind a thin main: serve metrics and the RingPeer service,
-// join a static ring (--peers, like an MPI host list), run one job, report it, then exit or
-// linger until SIGINT/SIGTERM so its metrics can still be scraped.
+// ringside-worker's whole life behind a thin main, one lifecycle for static and elastic clusters:
+// serve metrics (and RingPeer when the job has a ring), take generations from the controller
+// (--controller) or from the command line (a static cluster is one fresh generation that never
+// changes: FixedAssignment), train with the one trainer (worker/elastic_training.h), and write
+// the result file, parameters and step trace. An elastic worker then stays in the job
+// (heartbeating, serving metrics) until SIGINT/SIGTERM: leaving at once could cut a slower
+// peer's last collective short, and `ringside up` keeps a cluster between jobs. A static one
+// exits, or with --linger serves metrics until a signal so they can still be scraped.
 //
-// One job, training (worker/elastic_training.h): over a static ring (--mode=ring --peers) or
-// static parameter-server shards (--mode=ps --ps), or, with --controller, the elastic job the
-// controller assigns; one lifecycle for all (worker/training_worker.h). The benchmark ranks
-// are `ringside-bench ring-rank` and `ps-rank` (bench/rank_jobs.h).
+// One job, training: over a static ring (--mode=ring --peers, like an MPI host list), static
+// parameter-server shards (--mode=ps --ps), or, with --controller, the elastic job the
+// controller assigns. The benchmark ranks are `ringside-bench ring-rank` and `ps-rank`
+// (bench/rank_jobs.h).
 //
 // Result file (--result_file, written atomically): common/cluster_files.h's TrainResultFile.
 //
 // Errors: INVALID_ARGUMENT for options that do not fit together (message names the flag);
-// UNAVAILABLE when a port cannot be bound; otherwise the job's error. Thread-compatible.
+// UNAVAILABLE when a port cannot be bound; the registration's status; otherwise the job's error.
+// Thread-compatible.
 #ifndef RINGSIDE_WORKER_WORKER_DAEMON_H_
 #define RINGSIDE_WORKER_WORKER_DAEMON_H_
 
