@@ -37,8 +37,8 @@ struct RunningWorker {
 
 // Writes --params_out (raw float32) atomically (nothing when it is empty).
 absl::Status WriteParameters(const WorkerOptions& options, absl::Span<const float> parameters) {
-  if (options.params_out.empty()) return absl::OkStatus();
-  return WriteFileAtomically(options.params_out,
+  if (options.outputs.params_out.empty()) return absl::OkStatus();
+  return WriteFileAtomically(options.outputs.params_out,
                              absl::string_view(reinterpret_cast<const char*>(parameters.data()),
                                                parameters.size() * sizeof(float)));
 }
@@ -70,10 +70,10 @@ class TimelineWriter {
   static constexpr absl::Duration kEvery = absl::Seconds(2);
 
   static absl::StatusOr<std::unique_ptr<TimelineWriter>> Create(const WorkerOptions& options) {
-    if (options.timeline_file.empty()) return std::unique_ptr<TimelineWriter>();
-    if (options.timeline_capacity < 4 || options.timeline_capacity > 1'000'000) {
+    if (options.outputs.timeline_file.empty()) return std::unique_ptr<TimelineWriter>();
+    if (options.outputs.timeline_capacity < 4 || options.outputs.timeline_capacity > 1'000'000) {
       return absl::InvalidArgumentError(
-          absl::StrCat("--timeline_capacity=", options.timeline_capacity,
+          absl::StrCat("--timeline_capacity=", options.outputs.timeline_capacity,
                        ": keep between 4 (one step) and 1000000 events"));
     }
     auto writer = std::unique_ptr<TimelineWriter>(new TimelineWriter(options));
@@ -97,9 +97,9 @@ class TimelineWriter {
 
  private:
   explicit TimelineWriter(const WorkerOptions& options)
-      : path_(options.timeline_file),
-        timeline_(static_cast<size_t>(options.timeline_capacity)),
-        rank_(options.rank) {}
+      : path_(options.outputs.timeline_file),
+        timeline_(static_cast<size_t>(options.outputs.timeline_capacity)),
+        rank_(options.cluster.rank) {}
   const std::string path_;
   Timeline timeline_;
   int rank_;
@@ -130,7 +130,7 @@ absl::Status ReportResult(const WorkerOptions& options, const ElasticResult& res
       << ", " << result.slot.world << " workers); full data set: loss "
       << training.final_eval.mean_loss << ", accuracy " << training.final_eval.accuracy << "\n";
   RETURN_IF_ERROR(WriteParameters(options, training.parameters));
-  if (!options.result_file.empty()) {
+  if (!options.outputs.result_file.empty()) {
     TrainResultFile file;
     file.rank = result.slot.rank;
     file.world = result.slot.world;
@@ -142,7 +142,7 @@ absl::Status ReportResult(const WorkerOptions& options, const ElasticResult& res
     file.accuracy = training.final_eval.accuracy;
     file.checksum = Fnv1aHex(training.parameters);
     file.metrics_port = metrics_port;
-    RETURN_IF_ERROR(WriteFileAtomically(options.result_file, TrainResultText(file)));
+    RETURN_IF_ERROR(WriteFileAtomically(options.outputs.result_file, TrainResultText(file)));
   }
   if (elastic) log << name << ": job done; staying in the job until SIGINT/SIGTERM\n";
   log.flush();
@@ -153,24 +153,25 @@ absl::Status ReportResult(const WorkerOptions& options, const ElasticResult& res
 GenerationAssignment StaticAssignment(const WorkerOptions& options) {
   GenerationAssignment assignment;
   assignment.generation = 1;
-  assignment.mode = options.mode;
-  assignment.rank = options.rank;
-  assignment.world = WorldOf(options);
-  if (options.mode == SyncMode::kRing) assignment.ring = options.peers;
-  assignment.shards = options.ps;
+  assignment.mode = options.cluster.mode;
+  assignment.rank = options.cluster.rank;
+  assignment.world = WorldOf(options.cluster);
+  if (options.cluster.mode == SyncMode::kRing) assignment.ring = options.cluster.peers;
+  assignment.shards = options.cluster.ps;
   assignment.job = options.training;
   return assignment;
 }
 
 absl::Status ValidateElasticOptions(const WorkerOptions& options) {
-  RETURN_IF_ERROR(Annotate(ParseHostPort(options.member.controller).status(), "--controller"));
-  RETURN_IF_ERROR(server::ReadJoinToken(options.member.join_token_file).status());
+  RETURN_IF_ERROR(
+      Annotate(ParseHostPort(options.elastic.member.controller).status(), "--controller"));
+  RETURN_IF_ERROR(server::ReadJoinToken(options.elastic.member.join_token_file).status());
   if (options.listen.empty()) {
     return absl::InvalidArgumentError(
         "--listen: an elastic worker serves RingPeer for its ring neighbours; give HOST:PORT "
         "(port 0: any free port)");
   }
-  if (options.regroup_timeout <= absl::ZeroDuration()) {
+  if (options.elastic.regroup_timeout <= absl::ZeroDuration()) {
     return absl::InvalidArgumentError("--regroup_timeout must be positive");
   }
   return absl::OkStatus();
@@ -178,7 +179,7 @@ absl::Status ValidateElasticOptions(const WorkerOptions& options) {
 
 absl::Status RunTrainingWorker(const WorkerOptions& options, const TerminationSignals& signals,
                                std::ostream& log) {
-  const bool elastic = !options.member.controller.empty();
+  const bool elastic = !options.elastic.member.controller.empty();
   RunningWorker worker;
   ASSIGN_OR_RETURN(worker.metrics_server,
                    MetricsServer::Start(options.metrics_listen, worker.registry));
@@ -191,11 +192,11 @@ absl::Status RunTrainingWorker(const WorkerOptions& options, const TerminationSi
   if (elastic) {
     ASSIGN_OR_RETURN(credential, RandomSecret());
   }
-  if (elastic || options.mode == SyncMode::kRing) {
+  if (elastic || options.cluster.mode == SyncMode::kRing) {
     worker.member = std::make_unique<ring::RingMember>(ring::RingTopology{0, 1, 0}, &worker.metrics,
                                                        options.security);
     worker.member->SetMemberCredential(credential);
-    if (listen.empty()) listen = options.peers[options.rank];
+    if (listen.empty()) listen = options.cluster.peers[options.cluster.rank];
   }
   std::string address;
   if (!listen.empty()) {
@@ -205,29 +206,29 @@ absl::Status RunTrainingWorker(const WorkerOptions& options, const TerminationSi
     // Elastic peers dial what the controller hands out; a static cluster's addresses are the
     // command line's, so only an elastic member needs a dialable advertised address.
     if (elastic) {
-      ASSIGN_OR_RETURN(
-          address, server::AdvertisedAddress(options.member.advertise, listen, worker.server.port));
+      ASSIGN_OR_RETURN(address, server::AdvertisedAddress(options.elastic.member.advertise, listen,
+                                                          worker.server.port));
     } else {
       address = listen;
     }
   }
   std::ofstream trace;
-  if (!options.trace_file.empty()) {
-    trace.open(options.trace_file, std::ios::app);
+  if (!options.outputs.trace_file.empty()) {
+    trace.open(options.outputs.trace_file, std::ios::app);
     if (!trace) {
       return absl::InvalidArgumentError(
-          absl::StrCat("--trace_file: cannot open ", options.trace_file, " for appending"));
+          absl::StrCat("--trace_file: cannot open ", options.outputs.trace_file, " for appending"));
     }
   }
 
   ASSIGN_OR_RETURN(std::unique_ptr<TimelineWriter> timeline, TimelineWriter::Create(options));
   // Written on the evaluator's thread only; outlives the trainer, which owns that thread.
   std::ofstream evaluations;
-  if (!options.eval_file.empty()) {
-    evaluations.open(options.eval_file, std::ios::app);
+  if (!options.outputs.eval_file.empty()) {
+    evaluations.open(options.outputs.eval_file, std::ios::app);
     if (!evaluations) {
       return absl::InvalidArgumentError(
-          absl::StrCat("--eval_file: cannot open ", options.eval_file, " for appending"));
+          absl::StrCat("--eval_file: cannot open ", options.outputs.eval_file, " for appending"));
     }
   }
 
@@ -236,15 +237,15 @@ absl::Status RunTrainingWorker(const WorkerOptions& options, const TerminationSi
   std::unique_ptr<AssignmentSource> assignments;
   if (elastic) {
     ASSIGN_OR_RETURN(const std::string token,
-                     server::ReadJoinToken(options.member.join_token_file));
+                     server::ReadJoinToken(options.elastic.member.join_token_file));
     server::ControllerClientOptions client;
-    client.controller = options.member.controller;
+    client.controller = options.elastic.member.controller;
     client.join_token = token;
     client.role = proto::ROLE_WORKER;
     client.address = address;
     client.credential = credential;
     client.device = options.training.device;
-    client.register_timeout = options.member.register_timeout;
+    client.register_timeout = options.elastic.member.register_timeout;
     client.security = options.security;
     // Dropped while alive (or forgotten by a controller restarted without its record): the
     // worker registers again with a fresh credential and rejoins at the next generation, as a
@@ -264,16 +265,18 @@ absl::Status RunTrainingWorker(const WorkerOptions& options, const TerminationSi
         << controller->member_id() << ", metrics at " << worker.metrics_server->url() << "\n";
     assignments = std::make_unique<ControllerAssignments>(*controller, options.training.device);
   } else {
-    log << WorkerName(options.rank) << ": static " << SyncModeName(options.mode) << " cluster, "
+    log << WorkerName(options.cluster.rank) << ": static " << SyncModeName(options.cluster.mode)
+        << " cluster, "
         << (worker.member != nullptr ? absl::StrCat("RingPeer on ", address, ", ring of ")
-                                     : absl::StrCat(options.ps.size(), " shards, "))
-        << WorldOf(options) << " workers, metrics at " << worker.metrics_server->url() << "\n";
+                                     : absl::StrCat(options.cluster.ps.size(), " shards, "))
+        << WorldOf(options.cluster) << " workers, metrics at " << worker.metrics_server->url()
+        << "\n";
     assignments = std::make_unique<FixedAssignment>(StaticAssignment(options));
   }
   log.flush();
-  if (!options.ready_file.empty()) {
+  if (!options.outputs.ready_file.empty()) {
     RETURN_IF_ERROR(WriteFileAtomically(
-        options.ready_file,
+        options.outputs.ready_file,
         ReadyFileText({worker.server.port, worker.metrics_server->port(), address})));
   }
 
@@ -281,10 +284,10 @@ absl::Status RunTrainingWorker(const WorkerOptions& options, const TerminationSi
   training.device = options.training.device;
   training.segment_bytes = static_cast<uint64_t>(options.segment_bytes);
   training.timeout = options.timeout;
-  training.regroup_timeout = options.regroup_timeout;
+  training.regroup_timeout = options.elastic.regroup_timeout;
   training.security = options.security;
   training.stay_after_finish = elastic;
-  if (options.fault.has_value()) training.fault = KillSelfAt(*options.fault);
+  if (options.testing.fault.has_value()) training.fault = KillSelfAt(*options.testing.fault);
   if (timeline != nullptr) training.timeline = timeline->timeline();
   if (evaluations.is_open()) {
     training.evaluations = [&evaluations](const EvaluationLine& point) {
@@ -314,8 +317,8 @@ absl::Status RunTrainingWorker(const WorkerOptions& options, const TerminationSi
   RETURN_IF_ERROR(status);
   if (elastic) return absl::OkStatus();
   if (!finished) return absl::CancelledError("stopped by a signal before the job ended");
-  if (options.linger && !signals.received()) {
-    log << WorkerName(options.rank) << ": job done; serving metrics until SIGINT/SIGTERM\n";
+  if (options.cluster.linger && !signals.received()) {
+    log << WorkerName(options.cluster.rank) << ": job done; serving metrics until SIGINT/SIGTERM\n";
     log.flush();
     signals.Wait();
   }
@@ -324,8 +327,8 @@ absl::Status RunTrainingWorker(const WorkerOptions& options, const TerminationSi
 
 }  // namespace
 
-int WorldOf(const WorkerOptions& options) {
-  return options.mode == SyncMode::kRing ? static_cast<int>(options.peers.size()) : options.workers;
+int WorldOf(const StaticClusterOptions& cluster) {
+  return cluster.mode == SyncMode::kRing ? static_cast<int>(cluster.peers.size()) : cluster.workers;
 }
 
 absl::Status ValidateWorkerOptions(const WorkerOptions& options) {
@@ -335,9 +338,9 @@ absl::Status ValidateWorkerOptions(const WorkerOptions& options) {
   }
   if (options.training.steps < 1) return absl::InvalidArgumentError("--steps must be >= 1");
   RETURN_IF_ERROR(ModelSpec::Parse(options.training.model, options.training.activation).status());
-  if (!options.member.controller.empty()) return ValidateElasticOptions(options);
-  const bool ring = options.mode == SyncMode::kRing;
-  const std::vector<std::string>& addresses = ring ? options.peers : options.ps;
+  if (!options.elastic.member.controller.empty()) return ValidateElasticOptions(options);
+  const bool ring = options.cluster.mode == SyncMode::kRing;
+  const std::vector<std::string>& addresses = ring ? options.cluster.peers : options.cluster.ps;
   if (addresses.empty()) {
     return absl::InvalidArgumentError(
         ring ? "--peers: give every worker's RingPeer address, e.g. "
@@ -348,13 +351,13 @@ absl::Status ValidateWorkerOptions(const WorkerOptions& options) {
   for (const std::string& address : addresses) {
     RETURN_IF_ERROR(Annotate(ParseHostPort(address).status(), ring ? "--peers" : "--ps"));
   }
-  if (!ring && options.workers < 1) {
+  if (!ring && options.cluster.workers < 1) {
     return absl::InvalidArgumentError("--workers: ps mode needs the number of workers");
   }
-  const int world = WorldOf(options);
-  if (options.rank < 0 || options.rank >= world) {
+  const int world = WorldOf(options.cluster);
+  if (options.cluster.rank < 0 || options.cluster.rank >= world) {
     return absl::InvalidArgumentError(
-        absl::StrCat("--rank=", options.rank, " is not in [0, ", world, ")",
+        absl::StrCat("--rank=", options.cluster.rank, " is not in [0, ", world, ")",
                      ring ? ", the ranks --peers names" : ", the ranks --workers allows"));
   }
   return absl::OkStatus();

@@ -37,40 +37,67 @@
 
 namespace ringside::worker {
 
-struct WorkerOptions {
+// A static cluster's shape, from the command line (--mode, --rank, --peers, --ps, --workers).
+// Unused by an elastic worker: the controller assigns all of it.
+struct StaticClusterOptions {
   SyncMode mode = SyncMode::kRing;
   int rank = 0;
   std::vector<std::string> peers;  // ring: RingPeer address of every rank, HOST:PORT
   std::vector<std::string> ps;     // ps: ParameterShard address of every shard
   int workers = 0;                 // ps: workers in the job (ring: the number of peers)
-  std::string listen;              // ring: empty binds peers[rank]; ps: empty serves nothing
+  // After the job, serve metrics until SIGINT/SIGTERM (an elastic worker always stays).
+  bool linger = false;
+};
+
+// How the worker takes part in an elastic job; member.controller empty: a static cluster.
+struct ElasticWorkerOptions {
+  server::MemberOptions member;  // --controller, --join_token_file, --advertise
+  // After a failed step, how long to wait for the controller's next generation.
+  absl::Duration regroup_timeout = absl::Seconds(120);
+};
+
+// What the worker writes besides its log; each empty path: not written.
+struct WorkerOutputs {
+  std::string result_file;  // common/cluster_files.h's TrainResultFile, atomically
+  std::string params_out;   // final parameters, raw float32, atomically
+  std::string trace_file;   // one JSON line per completed step, appended
+  // While rank 0, one JSON line per test evaluation (common/cluster_files.h's EvaluationLine,
+  // every `training.eval_every` steps, on data with a test set), appended.
+  std::string eval_file;
+  // Chrome trace JSON of every step's phases and every regroup (worker/timeline.h), written
+  // atomically at start, every few seconds, when the job is done and at exit.
+  std::string timeline_file;
+  int64_t timeline_capacity = 4096;  // events kept (4 per step); older ones are dropped
+  // {port, metrics_port, address} once serving (elastic: once registered), atomically.
+  std::string ready_file;
+};
+
+// Test-only settings (tests drive the real binary through them; see worker/fault_injection.h).
+struct WorkerTestOptions {
+  std::optional<FaultPlan> fault;  // --fault_at: SIGKILL at a named protocol point
+};
+
+struct WorkerOptions {
+  // The job. An elastic worker takes it from the controller, all but training.device.
+  TrainingOptions training;
+  // Serving and links, in either kind of cluster.
+  // Where RingPeer is served. Empty: a static ring binds peers[rank], a static ps worker
+  // serves nothing; an elastic worker needs one.
+  std::string listen;
   std::string metrics_listen = "127.0.0.1:0";
   int64_t segment_bytes = int64_t{1} << 20;
   absl::Duration timeout = absl::Seconds(60);  // per collective, ps step or state transfer
-  TrainingOptions training;
-  std::string result_file;  // empty: none
-  std::string params_out;   // final parameters, raw float32
-  bool linger = false;
-  // Elastic (member.controller set): the controller assigns everything above but the device,
-  // the listen addresses and the timeouts; the worker stays after the job until a signal.
-  server::MemberOptions member;
-  std::string trace_file;  // one JSON line per completed step; empty: none
-  // While rank 0, one JSON line per test evaluation (common/cluster_files.h's EvaluationLine,
-  // every `training.eval_every` steps, on data with a test set); empty: no evaluation.
-  std::string eval_file;
-  // Chrome trace JSON of every step's phases and every regroup (worker/timeline.h), written
-  // atomically at start, every few seconds, when the job is done and at exit; empty: none.
-  std::string timeline_file;
-  int64_t timeline_capacity = 4096;  // events kept (4 per step); older ones are dropped
-  std::string ready_file;            // elastic: {port, metrics_port, address} once registered
-  absl::Duration regroup_timeout = absl::Seconds(120);
-  std::optional<FaultPlan> fault;  // test only: --fault_at
   // Of every link: the RingPeer server, the ring stream, the shards, the controller.
   TransportSecurity security;
+
+  StaticClusterOptions cluster;
+  ElasticWorkerOptions elastic;
+  WorkerOutputs outputs;
+  WorkerTestOptions testing;
 };
 
-// Workers in the job: the ring's peers, or --workers in ps mode.
-int WorldOf(const WorkerOptions& options);
+// Workers in a static cluster: the ring's peers, or --workers in ps mode.
+int WorldOf(const StaticClusterOptions& cluster);
 
 absl::Status ValidateWorkerOptions(const WorkerOptions& options);
 
