@@ -26,6 +26,7 @@
 #include <functional>
 #include <memory>
 #include <optional>
+#include <ostream>
 #include <string>
 #include <thread>
 
@@ -36,6 +37,7 @@
 #include "absl/types/span.h"
 #include "common/transport_security.h"
 #include "proto/controller.grpc.pb.h"
+#include "server/controller/job_spec.h"
 
 namespace ringside::server {
 
@@ -141,6 +143,31 @@ class ControllerClient {
   std::thread watch_thread_;
   std::thread heartbeat_thread_;
 };
+
+// A daemon's side of joining an elastic job, written once for every member (ringside-worker,
+// ringside-ps): what the daemon knows of itself, the rest coming from its MemberOptions.
+struct MemberRegistration {
+  proto::Role role = proto::ROLE_WORKER;
+  std::string address;     // what the member serves on, as others dial it (AdvertisedAddress)
+  std::string credential;  // ControllerClientOptions::credential: made before serving anything
+  std::string device = "cpu";
+  TransportSecurity security;  // of the channel to the controller
+  // ControllerClientOptions::install_credential: the member's services check link keys with the
+  // fresh credential from its return on. Null: the member does not register again.
+  std::function<void(const std::string& credential)> install_credential;
+};
+
+// The checks a daemon makes of its member flags before it starts anything: --controller is
+// HOST:PORT and --join_token_file holds a token (INVALID_ARGUMENT naming the flag otherwise).
+absl::Status ValidateMemberOptions(const MemberOptions& member);
+
+// Reads the join token, registers with the controller under `member.register_timeout`
+// (ControllerClient::Connect) and returns the connected client. Each time the member registers
+// again it says so on `log` ("worker: ..." or "ps: ..."), after the fresh credential is
+// installed. Errors: the token file's INVALID_ARGUMENT, or Connect's.
+absl::StatusOr<std::unique_ptr<ControllerClient>> RegisterMember(
+    const MemberOptions& member, MemberRegistration registration, std::ostream& log,
+    ControllerClient::AssignmentCallback on_assignment = nullptr);
 
 }  // namespace ringside::server
 
