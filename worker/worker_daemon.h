@@ -34,6 +34,7 @@
 #include "server/controller/job_spec.h"
 #include "worker/fault_injection.h"
 #include "worker/local_training.h"
+#include "worker/worker_outputs.h"
 
 namespace ringside::worker {
 
@@ -56,22 +57,6 @@ struct ElasticWorkerOptions {
   absl::Duration regroup_timeout = absl::Seconds(120);
 };
 
-// What the worker writes besides its log; each empty path: not written.
-struct WorkerOutputs {
-  std::string result_file;  // common/cluster_files.h's TrainResultFile, atomically
-  std::string params_out;   // final parameters, raw float32, atomically
-  std::string trace_file;   // one JSON line per completed step, appended
-  // While rank 0, one JSON line per test evaluation (common/cluster_files.h's EvaluationLine,
-  // every `training.eval_every` steps, on data with a test set), appended.
-  std::string eval_file;
-  // Chrome trace JSON of every step's phases and every regroup (worker/timeline.h), written
-  // atomically at start, every few seconds, when the job is done and at exit.
-  std::string timeline_file;
-  int64_t timeline_capacity = 4096;  // events kept (4 per step); older ones are dropped
-  // {port, metrics_port, address} once serving (elastic: once registered), atomically.
-  std::string ready_file;
-};
-
 // Test-only settings (tests drive the real binary through them; see worker/fault_injection.h).
 struct WorkerTestOptions {
   std::optional<FaultPlan> fault;  // --fault_at: SIGKILL at a named protocol point
@@ -80,9 +65,8 @@ struct WorkerTestOptions {
 struct WorkerOptions {
   // The job. An elastic worker takes it from the controller, all but training.device.
   TrainingOptions training;
-  // Serving and links, in either kind of cluster.
-  // Where RingPeer is served. Empty: a static ring binds peers[rank], a static ps worker
-  // serves nothing; an elastic worker needs one.
+  // Serving and links, in either kind of cluster. `listen`: where RingPeer is served. Empty: a
+  // static ring binds peers[rank], a static ps worker serves nothing; an elastic worker needs one.
   std::string listen;
   std::string metrics_listen = "127.0.0.1:0";
   int64_t segment_bytes = int64_t{1} << 20;
@@ -101,8 +85,9 @@ int WorldOf(const StaticClusterOptions& cluster);
 
 absl::Status ValidateWorkerOptions(const WorkerOptions& options);
 
-// Runs the worker until its job ends (and, with `linger`, until a termination signal).
-// Progress lines go to `log`.
+// Validates `options`, then runs the worker: a static one until its job ends (with
+// cluster.linger, until a termination signal after it), an elastic one until a termination
+// signal. Progress lines go to `log`.
 absl::Status RunWorker(const WorkerOptions& options, const TerminationSignals& signals,
                        std::ostream& log);
 
