@@ -4,7 +4,9 @@
 // Membership, topology and live mode changes are pushed to watchers (workers and shards follow
 // them); see docs/architecture.md.
 // Errors: INVALID_ARGUMENT for bad options (a missing or empty join token file among them);
-// UNAVAILABLE when a port cannot be bound.
+// UNAVAILABLE when a port cannot be bound; with a --checkpoint_dir, the checkpoint keeper's
+// errors (server/controller/checkpoint_keeper.h) and a membership record that cannot be read or
+// restored (annotated with its path).
 #ifndef RINGSIDE_SERVER_CONTROLLER_CONTROLLER_DAEMON_H_
 #define RINGSIDE_SERVER_CONTROLLER_CONTROLLER_DAEMON_H_
 
