@@ -61,7 +61,8 @@ struct ControllerClientOptions {
   std::function<void(const std::string& credential)> install_credential;
   // Test-only: asked before each heartbeat; false withholds that one (the heartbeat thread
   // carries on at its interval). A test closes it to have a live member dropped at a point it
-  // names rather than by timing. Null: every heartbeat is sent.
+  // names rather than by timing. Null: every heartbeat is sent. An option, not a setter in a
+  // test-only header, because the heartbeat thread starts inside Connect(); no daemon sets it.
   std::function<bool()> heartbeat_gate;
 };
 

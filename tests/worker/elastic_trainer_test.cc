@@ -41,6 +41,14 @@
 namespace ringside::worker {
 namespace {
 
+// The trainer stops at the plan's point as if killed (ElasticTrainer::Run returns ABORTED there,
+// sending nothing more); ringside-worker raises SIGKILL there instead (KillSelfAt).
+FaultHook LoseAt(FaultPlan plan) {
+  return [plan = std::move(plan)](absl::string_view point, int64_t completed) {
+    return plan.FiresAt(point, completed);
+  };
+}
+
 // A member's own secret (common/auth.h); its value does not matter to these rules.
 const std::string kCredential(32, 'k');
 
