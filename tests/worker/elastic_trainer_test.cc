@@ -33,6 +33,7 @@
 #include "server/ps/ps_service.h"
 #include "tests/support/idx_files.h"
 #include "tests/support/parameters.h"
+#include "tests/support/ps_test_hooks.h"
 #include "worker/assignment_source.h"
 #include "worker/elastic_training.h"
 #include "worker/fault_injection.h"
@@ -402,7 +403,7 @@ TEST(ElasticTrainerOrderTest, ALoadThatOutrunsTheShardsAssignmentStillTrains) {
   std::optional<uint64_t> waited_for;  // the generation the shard's Load waited for
   bool returned = false;               // Run ended (it must not before `stop`)
   std::optional<ElasticResult> result;
-  shards.service(0).SetLoadWaitHookForTesting([&](uint64_t generation) {
+  server::PsTestHooks::SetLoadWaitHook(shards.service(0), [&](uint64_t generation) {
     absl::MutexLock lock(&mu);
     waited_for = generation;
   });
