@@ -159,13 +159,15 @@ struct MemberRegistration {
 };
 
 // The checks a daemon makes of its member flags before it starts anything: --controller is
-// HOST:PORT and --join_token_file holds a token (INVALID_ARGUMENT naming the flag otherwise).
+// HOST:PORT (else INVALID_ARGUMENT) and --join_token_file holds a token (ReadJoinToken's error:
+// INVALID_ARGUMENT for no path or an empty file, the file's own error, e.g. NOT_FOUND, naming
+// the flag).
 absl::Status ValidateMemberOptions(const MemberOptions& member);
 
 // Reads the join token, registers with the controller under `member.register_timeout`
 // (ControllerClient::Connect) and returns the connected client. Each time the member registers
 // again it says so on `log` ("worker: ..." or "ps: ..."), after the fresh credential is
-// installed. Errors: the token file's INVALID_ARGUMENT, or Connect's.
+// installed. Errors: ReadJoinToken's (before anything is dialled), or Connect's.
 absl::StatusOr<std::unique_ptr<ControllerClient>> RegisterMember(
     const MemberOptions& member, MemberRegistration registration, std::ostream& log,
     ControllerClient::AssignmentCallback on_assignment = nullptr);
