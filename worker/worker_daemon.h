@@ -14,8 +14,10 @@
 //
 // Result file (--result_file, written atomically): common/cluster_files.h's TrainResultFile.
 //
-// Errors: INVALID_ARGUMENT for options that do not fit together (message names the flag);
-// UNAVAILABLE when a port cannot be bound; the registration's status; otherwise the job's error.
+// Errors: INVALID_ARGUMENT for options that do not fit together or an output file that cannot be
+// opened (the message names the flag; a join token file that cannot be read gives its own error);
+// UNAVAILABLE when a port cannot be bound; the registration's status; CANCELLED when a signal
+// stops a static worker before its job ends; otherwise the job's error.
 // Thread-compatible.
 #ifndef RINGSIDE_WORKER_WORKER_DAEMON_H_
 #define RINGSIDE_WORKER_WORKER_DAEMON_H_
