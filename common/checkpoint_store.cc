@@ -252,124 +252,273 @@ absl::StatusOr<std::vector<std::pair<uint64_t, std::string>>> ListCheckpoints(
   return found;
 }
 
+absl::Status Damaged(const std::string& path, absl::string_view why) {
+  return absl::DataLossError(absl::StrCat(path, ": ", why));
+}
+
+absl::Status Shrank(const std::string& path) {
+  return Damaged(path, "the file shrank while it was being read");
+}
+
+// After a failed read: errno is read first, before anything can allocate.
+absl::Status ReadError(const std::string& path) {
+  return ErrnoStatus(errno, "cannot read checkpoint", path);
+}
+
+// A header as read, its sizes not yet checked.
+struct Header {
+  unsigned char bytes[kHeaderBytes];
+  uint64_t step = 0;
+  uint64_t job_bytes = 0;
+  uint64_t parameter_count = 0;
+  uint64_t optimizer_count = 0;
+};
+
+// The magic and format version, and room for a header and a checksum in a file of `size`.
+absl::Status CheckMagic(const std::string& path, const Header& header, uint64_t size) {
+  if (size == 0) {
+    return Damaged(path, "empty (0 bytes): its writer died or the disk lost its contents");
+  }
+  if (size < kMagicBytes) {
+    return Damaged(path, absl::StrCat("truncated to ", size, " bytes, shorter than the ",
+                                      kMagicBytes, "-byte magic"));
+  }
+  const absl::string_view magic(reinterpret_cast<const char*>(header.bytes), kMagicBytes);
+  if (magic != absl::string_view(kMagic, kMagicBytes)) {
+    if (magic.substr(0, kVersionlessMagicBytes) ==
+        absl::string_view(kMagic, kVersionlessMagicBytes)) {
+      return Damaged(path, absl::StrCat("format version \"",
+                                        absl::CHexEscape(magic.substr(kVersionlessMagicBytes)),
+                                        "\" is not one this build reads (", kMagic,
+                                        "); load it with the release that wrote it"));
+    }
+    return Damaged(path, absl::StrCat("not a checkpoint: it does not start with ", kMagic));
+  }
+  if (size < kFixedBytes) {
+    return Damaged(path,
+                   absl::StrCat("truncated to ", size, " bytes, shorter than the ", kFixedBytes,
+                                " bytes of header and checksum every checkpoint has"));
+  }
+  return absl::OkStatus();
+}
+
+// Every size is bounded before anything is allocated: first by the limits, then by the file.
+absl::Status CheckSizes(const std::string& path, const Header& header, uint64_t size,
+                        const CheckpointLimits& limits) {
+  if (header.job_bytes > limits.max_job_bytes) {
+    return Damaged(path, absl::StrCat("header says the job spec has ", header.job_bytes,
+                                      " bytes, over the limit of ", limits.max_job_bytes,
+                                      " (CheckpointLimits::max_job_bytes; raise it if the file "
+                                      "is genuine)"));
+  }
+  if (header.parameter_count > limits.max_elements ||
+      header.optimizer_count > limits.max_elements - header.parameter_count) {
+    return Damaged(
+        path, absl::StrCat("header says ", header.parameter_count, " parameters and ",
+                           header.optimizer_count, " optimiser-state floats, over the limit of ",
+                           limits.max_elements,
+                           " in all (CheckpointLimits::max_elements; raise it if the "
+                           "file is genuine)"));
+  }
+  const uint64_t elements = header.parameter_count + header.optimizer_count;
+  const uint64_t room = std::numeric_limits<uint64_t>::max() - kFixedBytes - header.job_bytes;
+  if (elements > room / sizeof(float)) {
+    return Damaged(path, absl::StrCat("header sizes overflow: ", elements, " floats"));
+  }
+  const uint64_t expected = kFixedBytes + header.job_bytes + elements * sizeof(float);
+  if (size < expected) {
+    return Damaged(
+        path, absl::StrCat("truncated: its header says ", expected, " bytes, the file has ", size));
+  }
+  if (size > expected) {
+    return Damaged(path, absl::StrCat("has ", size, " bytes but its header says ", expected,
+                                      ": the sizes do not match the file's length"));
+  }
+  return absl::OkStatus();
+}
+
+// The header of the file `fd` of `size` bytes, checked against the limits and the file's length.
+absl::StatusOr<Header> ReadHeader(int fd, const std::string& path, uint64_t size,
+                                  const CheckpointLimits& limits) {
+  Header header;
+  const size_t header_bytes = static_cast<size_t>(std::min<uint64_t>(size, kHeaderBytes));
+  const ssize_t got = ReadAll(fd, header.bytes, header_bytes);
+  if (got < 0) return ReadError(path);
+  if (static_cast<size_t>(got) != header_bytes) return Shrank(path);
+  RETURN_IF_ERROR(CheckMagic(path, header, size));
+  header.step = LoadLe(header.bytes + 8, 8);
+  header.job_bytes = LoadLe(header.bytes + 16, 4);
+  header.parameter_count = LoadLe(header.bytes + 20, 8);
+  header.optimizer_count = LoadLe(header.bytes + 28, 8);
+  RETURN_IF_ERROR(CheckSizes(path, header, size, limits));
+  return header;
+}
+
+// Reads the rest of a file through the SHA-256 of everything before its checksum, a chunk at a
+// time while the bytes are still in cache.
+class DigestingReader {
+ public:
+  DigestingReader(int fd, const std::string& path, const Header& header) : fd_(fd), path_(path) {
+    digest_.Update(header.bytes, kHeaderBytes);
+  }
+  // Reads `bytes` into `out`.
+  absl::Status Read(void* out, uint64_t bytes) {
+    auto* at = static_cast<unsigned char*>(out);
+    while (bytes > 0) {
+      const size_t chunk = static_cast<size_t>(std::min<uint64_t>(bytes, kReadChunkBytes));
+      const ssize_t n = ReadAll(fd_, at, chunk);
+      if (n < 0) return ReadError(path_);
+      if (static_cast<size_t>(n) != chunk) return Shrank(path_);
+      digest_.Update(at, chunk);
+      at += chunk;
+      bytes -= chunk;
+    }
+    return absl::OkStatus();
+  }
+  // Reads the stored checksum and compares it with the digest of everything read.
+  absl::Status Verify() {
+    unsigned char computed[kDigestBytes];
+    RETURN_IF_ERROR(digest_.Finish(computed));
+    unsigned char stored[kDigestBytes];
+    const ssize_t stored_bytes = ReadAll(fd_, stored, kDigestBytes);
+    if (stored_bytes < 0) return ReadError(path_);
+    if (static_cast<size_t>(stored_bytes) != kDigestBytes) return Shrank(path_);
+    if (std::memcmp(computed, stored, kDigestBytes) != 0) {
+      return Damaged(path_,
+                     "SHA-256 checksum mismatch: the contents changed after they were written "
+                     "(disk or copy corruption)");
+    }
+    return absl::OkStatus();
+  }
+
+ private:
+  const int fd_;
+  const std::string& path_;
+  Sha256 digest_;
+};
+
 // Reads and verifies one file. DATA_LOSS ("PATH: why") when it is not an intact checkpoint of
 // `expected_step`; any other code is the system refusing to open or read it.
 absl::StatusOr<Checkpoint> ReadCheckpointFile(const std::string& path, uint64_t expected_step,
                                               const CheckpointLimits& limits) {
-  auto damaged = [&path](absl::string_view why) {
-    return absl::DataLossError(absl::StrCat(path, ": ", why));
-  };
   Fd fd(open(path.c_str(), O_RDONLY | O_CLOEXEC));
   if (fd.get() < 0) return ErrnoStatus(errno, "cannot open checkpoint", path);
   struct stat info;
   if (fstat(fd.get(), &info) != 0) {
     return ErrnoStatus(errno, "cannot inspect checkpoint", path);
   }
-  const uint64_t size = static_cast<uint64_t>(info.st_size);
-  const auto read_error = [&path] { return ErrnoStatus(errno, "cannot read checkpoint", path); };
-  const auto shrank = [&] { return damaged("the file shrank while it was being read"); };
-
-  unsigned char header[kHeaderBytes];
-  const size_t header_bytes = static_cast<size_t>(std::min<uint64_t>(size, kHeaderBytes));
-  const ssize_t got = ReadAll(fd.get(), header, header_bytes);
-  if (got < 0) return read_error();
-  if (static_cast<size_t>(got) != header_bytes) return shrank();
-  if (size == 0) {
-    return damaged("empty (0 bytes): its writer died or the disk lost its contents");
-  }
-  if (size < kMagicBytes) {
-    return damaged(absl::StrCat("truncated to ", size, " bytes, shorter than the ", kMagicBytes,
-                                "-byte magic"));
-  }
-  const absl::string_view magic(reinterpret_cast<const char*>(header), kMagicBytes);
-  if (magic != absl::string_view(kMagic, kMagicBytes)) {
-    if (magic.substr(0, kVersionlessMagicBytes) ==
-        absl::string_view(kMagic, kVersionlessMagicBytes)) {
-      return damaged(absl::StrCat(
-          "format version \"", absl::CHexEscape(magic.substr(kVersionlessMagicBytes)),
-          "\" is not one this build reads (", kMagic, "); load it with the release that wrote it"));
-    }
-    return damaged(absl::StrCat("not a checkpoint: it does not start with ", kMagic));
-  }
-  if (size < kFixedBytes) {
-    return damaged(absl::StrCat("truncated to ", size, " bytes, shorter than the ", kFixedBytes,
-                                " bytes of header and checksum every checkpoint has"));
-  }
-  const uint64_t step = LoadLe(header + 8, 8);
-  const uint64_t job_bytes = LoadLe(header + 16, 4);
-  const uint64_t parameter_count = LoadLe(header + 20, 8);
-  const uint64_t optimizer_count = LoadLe(header + 28, 8);
-
-  // Every size is bounded before anything is allocated: first by the limits, then by the file.
-  if (job_bytes > limits.max_job_bytes) {
-    return damaged(absl::StrCat("header says the job spec has ", job_bytes,
-                                " bytes, over the limit of ", limits.max_job_bytes,
-                                " (CheckpointLimits::max_job_bytes; raise it if the file is "
-                                "genuine)"));
-  }
-  if (parameter_count > limits.max_elements ||
-      optimizer_count > limits.max_elements - parameter_count) {
-    return damaged(absl::StrCat("header says ", parameter_count, " parameters and ",
-                                optimizer_count, " optimiser-state floats, over the limit of ",
-                                limits.max_elements,
-                                " in all (CheckpointLimits::max_elements; raise it if the file "
-                                "is genuine)"));
-  }
-  const uint64_t elements = parameter_count + optimizer_count;
-  const uint64_t room = std::numeric_limits<uint64_t>::max() - kFixedBytes - job_bytes;
-  if (elements > room / sizeof(float)) {
-    return damaged(absl::StrCat("header sizes overflow: ", elements, " floats"));
-  }
-  const uint64_t expected = kFixedBytes + job_bytes + elements * sizeof(float);
-  if (size < expected) {
-    return damaged(
-        absl::StrCat("truncated: its header says ", expected, " bytes, the file has ", size));
-  }
-  if (size > expected) {
-    return damaged(absl::StrCat("has ", size, " bytes but its header says ", expected,
-                                ": the sizes do not match the file's length"));
-  }
-
-  Sha256 digest;
-  digest.Update(header, kHeaderBytes);
-  // Reads `bytes` into `out`, a chunk at a time through the digest.
-  const auto read_payload = [&](void* out, uint64_t bytes) -> absl::Status {
-    auto* at = static_cast<unsigned char*>(out);
-    while (bytes > 0) {
-      const size_t chunk = static_cast<size_t>(std::min<uint64_t>(bytes, kReadChunkBytes));
-      const ssize_t n = ReadAll(fd.get(), at, chunk);
-      if (n < 0) return read_error();
-      if (static_cast<size_t>(n) != chunk) return shrank();
-      digest.Update(at, chunk);
-      at += chunk;
-      bytes -= chunk;
-    }
-    return absl::OkStatus();
-  };
+  ASSIGN_OR_RETURN(const Header header,
+                   ReadHeader(fd.get(), path, static_cast<uint64_t>(info.st_size), limits));
   Checkpoint checkpoint;
-  checkpoint.step = step;
-  checkpoint.job.resize(job_bytes);
-  checkpoint.parameters.resize(parameter_count);
-  checkpoint.optimizer_state.resize(optimizer_count);
-  RETURN_IF_ERROR(read_payload(checkpoint.job.data(), job_bytes));
-  RETURN_IF_ERROR(read_payload(checkpoint.parameters.data(), parameter_count * sizeof(float)));
-  RETURN_IF_ERROR(read_payload(checkpoint.optimizer_state.data(), optimizer_count * sizeof(float)));
-  unsigned char computed[kDigestBytes];
-  RETURN_IF_ERROR(digest.Finish(computed));
-  unsigned char stored[kDigestBytes];
-  const ssize_t stored_bytes = ReadAll(fd.get(), stored, kDigestBytes);
-  if (stored_bytes < 0) return read_error();
-  if (static_cast<size_t>(stored_bytes) != kDigestBytes) return shrank();
-  if (std::memcmp(computed, stored, kDigestBytes) != 0) {
-    return damaged(
-        "SHA-256 checksum mismatch: the contents changed after they were written (disk or copy "
-        "corruption)");
-  }
-  if (step != expected_step) {
-    return damaged(absl::StrCat("its header says step ", step, " but its name says step ",
+  checkpoint.step = header.step;
+  checkpoint.job.resize(header.job_bytes);
+  checkpoint.parameters.resize(header.parameter_count);
+  checkpoint.optimizer_state.resize(header.optimizer_count);
+  DigestingReader reader(fd.get(), path, header);
+  RETURN_IF_ERROR(reader.Read(checkpoint.job.data(), header.job_bytes));
+  RETURN_IF_ERROR(
+      reader.Read(checkpoint.parameters.data(), header.parameter_count * sizeof(float)));
+  RETURN_IF_ERROR(
+      reader.Read(checkpoint.optimizer_state.data(), header.optimizer_count * sizeof(float)));
+  RETURN_IF_ERROR(reader.Verify());
+  if (header.step != expected_step) {
+    return Damaged(path,
+                   absl::StrCat("its header says step ", header.step, " but its name says step ",
                                 expected_step, " (renamed by hand?)"));
   }
   return checkpoint;
+}
+
+// What a writer refuses: a checkpoint over the limits, which no store could read back.
+absl::Status CheckWritable(const Checkpoint& checkpoint, const CheckpointLimits& limits) {
+  const uint64_t job_bytes = checkpoint.job.size();
+  const uint64_t parameter_count = checkpoint.parameters.size();
+  const uint64_t optimizer_count = checkpoint.optimizer_state.size();
+  if (job_bytes > limits.max_job_bytes || job_bytes > std::numeric_limits<uint32_t>::max()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "checkpoint of step ", checkpoint.step, ": the job spec has ", job_bytes,
+        " bytes, over the limit of ", limits.max_job_bytes, " (CheckpointLimits::max_job_bytes)"));
+  }
+  if (parameter_count > limits.max_elements ||
+      optimizer_count > limits.max_elements - parameter_count) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "checkpoint of step ", checkpoint.step, ": ", parameter_count, " parameters and ",
+        optimizer_count, " optimiser-state floats, over the limit of ", limits.max_elements,
+        " in all (CheckpointLimits::max_elements); this store could not read it back"));
+  }
+  return absl::OkStatus();
+}
+
+// A write that failed: the temporary goes, and the status says no checkpoint was written.
+struct FailedWrite {
+  const std::string& dir;
+  const std::string& temporary;
+  uint64_t step;
+  // Takes the errno first: unlink() may overwrite it.
+  absl::Status operator()(int error, absl::string_view what) const {
+    unlink(temporary.c_str());
+    return ErrnoStatus(error, "cannot", what,
+                       absl::StrCat("no checkpoint of step ", step,
+                                    " was written; check the free space and permissions of ", dir));
+  }
+};
+
+// The whole file into `failed.temporary`, on disk before it gets its name: a crash leaves the old
+// checkpoint or this one, whole.
+absl::Status WriteTemporary(const Checkpoint& checkpoint, const FailedWrite& failed) {
+  const std::string& temporary = failed.temporary;
+  Fd fd(open(temporary.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644));
+  if (fd.get() < 0) {
+    const int error = errno;
+    return failed(error, absl::StrCat("create ", temporary));
+  }
+  unsigned char header[kHeaderBytes];
+  std::memcpy(header, kMagic, kMagicBytes);
+  StoreLe(checkpoint.step, 8, header + 8);
+  StoreLe(checkpoint.job.size(), 4, header + 16);
+  StoreLe(checkpoint.parameters.size(), 8, header + 20);
+  StoreLe(checkpoint.optimizer_state.size(), 8, header + 28);
+  Sha256 digest;
+  int error = 0;
+  const auto put = [&](const void* data, size_t bytes) {
+    if (error != 0) return;
+    digest.Update(data, bytes);
+    error = WriteAll(fd.get(), data, bytes);
+  };
+  put(header, kHeaderBytes);
+  put(checkpoint.job.data(), checkpoint.job.size());
+  put(checkpoint.parameters.data(), checkpoint.parameters.size() * sizeof(float));
+  put(checkpoint.optimizer_state.data(), checkpoint.optimizer_state.size() * sizeof(float));
+  if (error != 0) return failed(error, absl::StrCat("write ", temporary));
+  unsigned char computed[kDigestBytes];
+  if (absl::Status status = digest.Finish(computed); !status.ok()) {
+    unlink(temporary.c_str());
+    return status;
+  }
+  error = WriteAll(fd.get(), computed, kDigestBytes);
+  if (error != 0) return failed(error, absl::StrCat("write ", temporary));
+  if (fsync(fd.get()) != 0 || fd.Close() != 0) {
+    error = errno;
+    return failed(error, absl::StrCat("flush ", temporary, " to disk"));
+  }
+  return absl::OkStatus();
+}
+
+// Of the checkpoints older than `step`, the newest keep - 1 stay and the rest are deleted (and
+// added to `pruned`). Newer ones are left alone (CheckpointStore::Write says why).
+absl::Status PruneOlder(const std::string& dir, uint64_t step, int keep,
+                        std::vector<std::string>& pruned) {
+  ASSIGN_OR_RETURN(const auto existing, ListCheckpoints(dir));
+  int older_kept = 0;
+  for (const auto& [old_step, old_path] : existing) {
+    if (old_step >= step) continue;
+    if (++older_kept < keep) continue;
+    if (unlink(old_path.c_str()) != 0 && errno != ENOENT) {
+      return ErrnoStatus(errno, "cannot delete", old_path);
+    }
+    pruned.push_back(old_path);
+  }
+  return absl::OkStatus();
 }
 
 }  // namespace
@@ -398,73 +547,14 @@ absl::StatusOr<CheckpointStore> CheckpointStore::Open(std::string dir, int keep,
 }
 
 absl::StatusOr<WrittenCheckpoint> CheckpointStore::Write(const Checkpoint& checkpoint) const {
-  const uint64_t job_bytes = checkpoint.job.size();
-  const uint64_t parameter_count = checkpoint.parameters.size();
-  const uint64_t optimizer_count = checkpoint.optimizer_state.size();
-  if (job_bytes > limits_.max_job_bytes || job_bytes > std::numeric_limits<uint32_t>::max()) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "checkpoint of step ", checkpoint.step, ": the job spec has ", job_bytes,
-        " bytes, over the limit of ", limits_.max_job_bytes, " (CheckpointLimits::max_job_bytes)"));
-  }
-  if (parameter_count > limits_.max_elements ||
-      optimizer_count > limits_.max_elements - parameter_count) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "checkpoint of step ", checkpoint.step, ": ", parameter_count, " parameters and ",
-        optimizer_count, " optimiser-state floats, over the limit of ", limits_.max_elements,
-        " in all (CheckpointLimits::max_elements); this store could not read it back"));
-  }
-
+  RETURN_IF_ERROR(CheckWritable(checkpoint, limits_));
   static std::atomic<uint64_t> next_temporary{0};
   const std::string path = absl::StrCat(dir_, "/", CheckpointName(checkpoint.step));
   const std::string temporary =
       absl::StrCat(dir_, "/", kTempPrefix, absl::StrFormat("%020u", checkpoint.step), ".", getpid(),
                    ".", next_temporary.fetch_add(1), kTempSuffix);
-  // Takes the errno first: unlink() may overwrite it.
-  const auto failed = [&](int error, absl::string_view what) {
-    unlink(temporary.c_str());
-    return ErrnoStatus(
-        error, "cannot", what,
-        absl::StrCat("no checkpoint of step ", checkpoint.step,
-                     " was written; check the free space and permissions of ", dir_));
-  };
-
-  {
-    Fd fd(open(temporary.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644));
-    if (fd.get() < 0) {
-      const int error = errno;
-      return failed(error, absl::StrCat("create ", temporary));
-    }
-    unsigned char header[kHeaderBytes];
-    std::memcpy(header, kMagic, kMagicBytes);
-    StoreLe(checkpoint.step, 8, header + 8);
-    StoreLe(job_bytes, 4, header + 16);
-    StoreLe(parameter_count, 8, header + 20);
-    StoreLe(optimizer_count, 8, header + 28);
-    Sha256 digest;
-    int error = 0;
-    const auto put = [&](const void* data, size_t bytes) {
-      if (error != 0) return;
-      digest.Update(data, bytes);
-      error = WriteAll(fd.get(), data, bytes);
-    };
-    put(header, kHeaderBytes);
-    put(checkpoint.job.data(), checkpoint.job.size());
-    put(checkpoint.parameters.data(), checkpoint.parameters.size() * sizeof(float));
-    put(checkpoint.optimizer_state.data(), checkpoint.optimizer_state.size() * sizeof(float));
-    if (error != 0) return failed(error, absl::StrCat("write ", temporary));
-    unsigned char computed[kDigestBytes];
-    if (absl::Status status = digest.Finish(computed); !status.ok()) {
-      unlink(temporary.c_str());
-      return status;
-    }
-    error = WriteAll(fd.get(), computed, kDigestBytes);
-    if (error != 0) return failed(error, absl::StrCat("write ", temporary));
-    // On disk before it gets its name: a crash leaves the old checkpoint or this one, whole.
-    if (fsync(fd.get()) != 0 || fd.Close() != 0) {
-      error = errno;
-      return failed(error, absl::StrCat("flush ", temporary, " to disk"));
-    }
-  }
+  const FailedWrite failed{dir_, temporary, checkpoint.step};
+  RETURN_IF_ERROR(WriteTemporary(checkpoint, failed));
   if (rename(temporary.c_str(), path.c_str()) != 0) {
     const int error = errno;
     return failed(error, absl::StrCat("rename ", temporary, " to ", path));
@@ -476,21 +566,13 @@ absl::StatusOr<WrittenCheckpoint> CheckpointStore::Write(const Checkpoint& check
 
   WrittenCheckpoint written;
   written.path = path;
-  written.bytes = kFixedBytes + job_bytes + (parameter_count + optimizer_count) * sizeof(float);
+  written.bytes =
+      kFixedBytes + checkpoint.job.size() +
+      (checkpoint.parameters.size() + checkpoint.optimizer_state.size()) * sizeof(float);
   // A failure from here on leaves the new checkpoint durable: the message says so, and writing
   // the same step again is harmless.
-  const std::string durable = absl::StrCat("checkpoint ", path, " is written, but pruning failed");
-  absl::StatusOr<std::vector<std::pair<uint64_t, std::string>>> existing = ListCheckpoints(dir_);
-  if (!existing.ok()) return Annotate(existing.status(), durable);
-  int older_kept = 0;
-  for (const auto& [step, old_path] : *existing) {
-    if (step >= checkpoint.step) continue;
-    if (++older_kept < keep_) continue;
-    if (unlink(old_path.c_str()) != 0 && errno != ENOENT) {
-      return Annotate(ErrnoStatus(errno, "cannot delete", old_path), durable);
-    }
-    written.pruned.push_back(old_path);
-  }
+  RETURN_IF_ERROR(Annotate(PruneOlder(dir_, checkpoint.step, keep_, written.pruned),
+                           absl::StrCat("checkpoint ", path, " is written, but pruning failed")));
   return written;
 }
 

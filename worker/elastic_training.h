@@ -59,8 +59,9 @@ struct ElasticOptions {
   absl::Duration timeout = absl::Seconds(60);           // per collective, ps step or transfer
   absl::Duration regroup_timeout = absl::Seconds(120);  // for the next generation after a failure
   TransportSecurity security;  // of the channels to the shards (the ring's is the member's)
-  // Test-only (worker/fault_injection.h); null: none. When it returns true the worker is lost
-  // at that point: Run() returns ABORTED at once, with nothing more sent.
+  // Called at every fault point (worker/fault_injection.h): ringside-worker's --fault_at
+  // (KillSelfAt), or an in-process test's hook; null: none. When it returns true the worker is
+  // lost at that point: Run() returns ABORTED at once, with nothing more sent.
   FaultHook fault;
   // After the job's last step: stay a member (elastic: later generations still regroup, so a
   // late joiner receives the final state), or return from Run() (a static cluster).

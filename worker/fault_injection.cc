@@ -46,10 +46,4 @@ FaultHook KillSelfAt(FaultPlan plan) {
   };
 }
 
-FaultHook LoseAt(FaultPlan plan) {
-  return [plan = std::move(plan)](absl::string_view point, int64_t completed) {
-    return plan.FiresAt(point, completed);
-  };
-}
-
 }  // namespace ringside::worker

@@ -1,8 +1,12 @@
-// Test-only fault injection at named protocol points of an elastic worker, so tests can lose a
-// worker at an exact moment of the protocol instead of hoping a kill lands there
-// (`ringside-worker --fault_at=POINT[@STEP]`). The worker ends itself with SIGKILL, exactly as
-// `kill -9` would, the first time it reaches POINT having completed at least STEP steps; in
-// in-process tests the trainer stops there instead (LoseAt).
+// Fault injection at named protocol points of a worker, so tests can lose a worker at an exact
+// moment of the protocol instead of hoping a kill lands there (`ringside-worker
+// --fault_at=POINT[@STEP]`). The worker ends itself with SIGKILL, exactly as `kill -9` would, the
+// first time it reaches POINT having completed at least STEP steps. In-process tests pass their
+// own FaultHook (ElasticOptions::fault) that stops the trainer there instead.
+//
+// Why this is in the product rather than behind a test-only seam: the multi-process tests kill
+// the real binary, so the binary itself must reach the points. It costs one null check per point
+// when unused, and --fault_at is a test-only flag (hidden from --help).
 //
 // Points (docs/architecture.md lists what the survivors do at each):
 //   assigned   a generation was assigned; its regroup has not begun
@@ -43,10 +47,6 @@ using FaultHook = std::function<bool(absl::string_view point, int64_t completed)
 
 // A hook that raises SIGKILL in this process at the plan's point (it never returns true).
 FaultHook KillSelfAt(FaultPlan plan);
-
-// For trainers as threads in one process: returns true at the plan's point, so the trainer
-// stops there as if killed (its test then cuts its links and drops it from the membership).
-FaultHook LoseAt(FaultPlan plan);
 
 }  // namespace ringside::worker
 

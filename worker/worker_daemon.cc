@@ -1,19 +1,233 @@
 #include "worker/worker_daemon.h"
 
 #include <memory>
+#include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/synchronization/mutex.h"
+#include "common/auth.h"
+#include "common/cluster_files.h"
+#include "common/file_util.h"
 #include "common/grpc_util.h"
+#include "common/metrics.h"
 #include "common/model_spec.h"
 #include "common/net.h"
 #include "common/status_macros.h"
-#include "worker/training_worker.h"
+#include "prometheus/registry.h"
+#include "ring/ring_member.h"
+#include "server/controller/controller_client.h"
+#include "worker/assignment_source.h"
+#include "worker/controller_assignments.h"
+#include "worker/elastic_training.h"
 
 namespace ringside::worker {
+namespace {
 
-int WorldOf(const WorkerOptions& options) {
-  return options.mode == SyncMode::kRing ? static_cast<int>(options.peers.size()) : options.workers;
+bool IsElastic(const WorkerOptions& options) { return !options.elastic.member.controller.empty(); }
+
+// Who the watch thread tells about a superseded generation (the trainer exists only once the
+// first assignment is in).
+class SupersedeRelay {
+ public:
+  void Attach(ElasticTrainer* trainer) {
+    absl::MutexLock lock(&mu_);
+    trainer_ = trainer;
+  }
+  // Called on the watch thread for every assignment. Any new generation ends the old one's
+  // collective or ps step in flight: a peer that adopted the new generation at its step boundary
+  // will never join the old step, and waiting for the deadline would stall everyone.
+  void OnAssignment(uint64_t generation) {
+    absl::MutexLock lock(&mu_);
+    if (trainer_ != nullptr) trainer_->Supersede(generation);
+  }
+
+ private:
+  absl::Mutex mu_;
+  ElasticTrainer* trainer_ ABSL_GUARDED_BY(mu_) = nullptr;
+};
+
+// Everything a running worker owns. Members are destroyed in reverse order: the controller
+// client first (its threads call the relay and the ring member), then the gRPC server, before
+// the ring member whose service it runs.
+struct RunningWorker {
+  std::shared_ptr<prometheus::Registry> registry = std::make_shared<prometheus::Registry>();
+  Metrics metrics{registry};
+  std::unique_ptr<MetricsServer> metrics_server;
+  std::unique_ptr<ring::RingMember> member;  // none in a static ps cluster
+  StartedServer server;
+  std::string address;     // the RingPeer address others dial; empty when none is served
+  std::string credential;  // an elastic member's own secret (common/auth.h)
+  SupersedeRelay relay;
+  std::unique_ptr<server::ControllerClient> controller;  // elastic only
+  std::unique_ptr<AssignmentSource> assignments;
+};
+
+absl::Status ValidateElasticOptions(const WorkerOptions& options) {
+  RETURN_IF_ERROR(server::ValidateMemberOptions(options.elastic.member));
+  if (options.listen.empty()) {
+    return absl::InvalidArgumentError(
+        "--listen: an elastic worker serves RingPeer for its ring neighbours; give HOST:PORT "
+        "(port 0: any free port)");
+  }
+  if (options.elastic.regroup_timeout <= absl::ZeroDuration()) {
+    return absl::InvalidArgumentError("--regroup_timeout must be positive");
+  }
+  return absl::OkStatus();
+}
+
+// Metrics, and the ring: an elastic member always has one (generation 0 until assigned:
+// segments of the first generation wait in the inbox); a static ring is --peers; a static ps
+// cluster has none.
+absl::Status StartServing(const WorkerOptions& options, RunningWorker& worker) {
+  const bool elastic = IsElastic(options);
+  ASSIGN_OR_RETURN(worker.metrics_server,
+                   MetricsServer::Start(options.metrics_listen, worker.registry));
+  std::string listen = options.listen;
+  // Set before anything is served, so the left neighbour must present the controller's link key
+  // from the first stream on.
+  if (elastic) {
+    ASSIGN_OR_RETURN(worker.credential, RandomSecret());
+  }
+  if (elastic || options.cluster.mode == SyncMode::kRing) {
+    worker.member = std::make_unique<ring::RingMember>(ring::RingTopology{0, 1, 0}, &worker.metrics,
+                                                       options.security);
+    worker.member->SetMemberCredential(worker.credential);
+    if (listen.empty()) listen = options.cluster.peers[options.cluster.rank];
+  }
+  if (listen.empty()) return absl::OkStatus();
+  std::vector<grpc::Service*> services;
+  if (worker.member != nullptr) services.push_back(worker.member->service());
+  ASSIGN_OR_RETURN(worker.server, StartServer(listen, services, options.security));
+  // Elastic peers dial what the controller hands out; a static cluster's addresses are the
+  // command line's, so only an elastic member needs a dialable advertised address.
+  if (!elastic) {
+    worker.address = listen;
+    return absl::OkStatus();
+  }
+  ASSIGN_OR_RETURN(worker.address, server::AdvertisedAddress(options.elastic.member.advertise,
+                                                             listen, worker.server.port));
+  return absl::OkStatus();
+}
+
+// Registers with the controller; generations come from its watch stream.
+absl::Status JoinElasticJob(const WorkerOptions& options, RunningWorker& worker,
+                            std::ostream& log) {
+  server::MemberRegistration registration;
+  registration.role = proto::ROLE_WORKER;
+  registration.address = worker.address;
+  registration.credential = worker.credential;
+  registration.device = options.training.device;
+  registration.security = options.security;
+  // Registered again, the worker rejoins at the next generation, as a late joiner does; it
+  // keeps its state meanwhile, and the regroup's census weighs it.
+  registration.install_credential = [ring = worker.member.get()](const std::string& fresh) {
+    ring->SetMemberCredential(fresh);
+  };
+  SupersedeRelay& relay = worker.relay;
+  ASSIGN_OR_RETURN(worker.controller,
+                   server::RegisterMember(options.elastic.member, std::move(registration), log,
+                                          [&relay](const proto::Assignment& assignment) {
+                                            relay.OnAssignment(assignment.generation());
+                                          }));
+  log << "worker: RingPeer on " << worker.address << " (" << options.security.Describe()
+      << "), registered with the controller at " << options.elastic.member.controller
+      << " as member " << worker.controller->member_id() << ", metrics at "
+      << worker.metrics_server->url() << "\n";
+  worker.assignments =
+      std::make_unique<ControllerAssignments>(*worker.controller, options.training.device);
+  return absl::OkStatus();
+}
+
+// A static cluster's one generation, from the command line.
+GenerationAssignment StaticAssignment(const WorkerOptions& options) {
+  GenerationAssignment assignment;
+  assignment.generation = 1;
+  assignment.mode = options.cluster.mode;
+  assignment.rank = options.cluster.rank;
+  assignment.world = WorldOf(options.cluster);
+  if (options.cluster.mode == SyncMode::kRing) assignment.ring = options.cluster.peers;
+  assignment.shards = options.cluster.ps;
+  assignment.job = options.training;
+  return assignment;
+}
+
+// A static cluster: its one generation is the command line's.
+void FollowStaticCluster(const WorkerOptions& options, RunningWorker& worker, std::ostream& log) {
+  const StaticClusterOptions& cluster = options.cluster;
+  log << WorkerName(cluster.rank) << ": static " << SyncModeName(cluster.mode) << " cluster, "
+      << (worker.member != nullptr ? absl::StrCat("RingPeer on ", worker.address, ", ring of ")
+                                   : absl::StrCat(cluster.ps.size(), " shards, "))
+      << WorldOf(cluster) << " workers, metrics at " << worker.metrics_server->url() << "\n";
+  worker.assignments = std::make_unique<FixedAssignment>(StaticAssignment(options));
+}
+
+absl::Status WriteReadyFile(const WorkerOptions& options, const RunningWorker& worker) {
+  if (options.outputs.ready_file.empty()) return absl::OkStatus();
+  return WriteFileAtomically(
+      options.outputs.ready_file,
+      ReadyFileText({worker.server.port, worker.metrics_server->port(), worker.address}));
+}
+
+ElasticOptions TrainerOptions(const WorkerOptions& options, WorkerOutputFiles& outputs) {
+  ElasticOptions training;
+  training.device = options.training.device;
+  training.segment_bytes = static_cast<uint64_t>(options.segment_bytes);
+  training.timeout = options.timeout;
+  training.regroup_timeout = options.elastic.regroup_timeout;
+  training.security = options.security;
+  training.stay_after_finish = IsElastic(options);
+  if (options.testing.fault.has_value()) training.fault = KillSelfAt(*options.testing.fault);
+  training.timeline = outputs.timeline();
+  training.evaluations = outputs.EvaluationSink();
+  return training;
+}
+
+// The job is done: its timeline, the log line, the parameters and the result file.
+absl::Status ReportResult(const WorkerOptions& options, const ElasticResult& result,
+                          int metrics_port, WorkerOutputFiles& outputs, std::ostream& log) {
+  RETURN_IF_ERROR(outputs.WriteTimeline(result.slot.rank));
+  const std::string name = WorkerName(result.slot.rank);
+  const TrainingResult& training = result.training;
+  log << name << ": trained " << training.steps << " steps (generation " << result.generation
+      << ", " << result.slot.world << " workers); full data set: loss "
+      << training.final_eval.mean_loss << ", accuracy " << training.final_eval.accuracy << "\n";
+  RETURN_IF_ERROR(outputs.WriteResult(result, metrics_port));
+  if (IsElastic(options)) log << name << ": job done; staying in the job until SIGINT/SIGTERM\n";
+  log.flush();
+  return absl::OkStatus();
+}
+
+// Trains until the job is done (a static worker, then lingering if asked) or a signal arrives
+// (an elastic one).
+absl::Status Train(const WorkerOptions& options, RunningWorker& worker, WorkerOutputFiles& outputs,
+                   const TerminationSignals& signals, std::ostream& log) {
+  ElasticTrainer trainer(*worker.assignments, worker.member.get(), worker.metrics,
+                         TrainerOptions(options, outputs), log, outputs.TraceSink(log));
+  worker.relay.Attach(&trainer);
+  bool finished = false;
+  const absl::Status status = trainer.Run(signals.notification(), [&](const ElasticResult& result) {
+    finished = true;
+    return ReportResult(options, result, worker.metrics_server->port(), outputs, log);
+  });
+  worker.relay.Attach(nullptr);
+  outputs.WriteTimelineAtExit(log);  // regroups after the job, too
+  RETURN_IF_ERROR(status);
+  if (IsElastic(options)) return absl::OkStatus();
+  if (!finished) return absl::CancelledError("stopped by a signal before the job ended");
+  if (options.cluster.linger && !signals.received()) {
+    log << WorkerName(options.cluster.rank) << ": job done; serving metrics until SIGINT/SIGTERM\n";
+    log.flush();
+    signals.Wait();
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+int WorldOf(const StaticClusterOptions& cluster) {
+  return cluster.mode == SyncMode::kRing ? static_cast<int>(cluster.peers.size()) : cluster.workers;
 }
 
 absl::Status ValidateWorkerOptions(const WorkerOptions& options) {
@@ -23,9 +237,9 @@ absl::Status ValidateWorkerOptions(const WorkerOptions& options) {
   }
   if (options.training.steps < 1) return absl::InvalidArgumentError("--steps must be >= 1");
   RETURN_IF_ERROR(ModelSpec::Parse(options.training.model, options.training.activation).status());
-  if (!options.member.controller.empty()) return ValidateElasticOptions(options);
-  const bool ring = options.mode == SyncMode::kRing;
-  const std::vector<std::string>& addresses = ring ? options.peers : options.ps;
+  if (!options.elastic.member.controller.empty()) return ValidateElasticOptions(options);
+  const bool ring = options.cluster.mode == SyncMode::kRing;
+  const std::vector<std::string>& addresses = ring ? options.cluster.peers : options.cluster.ps;
   if (addresses.empty()) {
     return absl::InvalidArgumentError(
         ring ? "--peers: give every worker's RingPeer address, e.g. "
@@ -36,13 +250,13 @@ absl::Status ValidateWorkerOptions(const WorkerOptions& options) {
   for (const std::string& address : addresses) {
     RETURN_IF_ERROR(Annotate(ParseHostPort(address).status(), ring ? "--peers" : "--ps"));
   }
-  if (!ring && options.workers < 1) {
+  if (!ring && options.cluster.workers < 1) {
     return absl::InvalidArgumentError("--workers: ps mode needs the number of workers");
   }
-  const int world = WorldOf(options);
-  if (options.rank < 0 || options.rank >= world) {
+  const int world = WorldOf(options.cluster);
+  if (options.cluster.rank < 0 || options.cluster.rank >= world) {
     return absl::InvalidArgumentError(
-        absl::StrCat("--rank=", options.rank, " is not in [0, ", world, ")",
+        absl::StrCat("--rank=", options.cluster.rank, " is not in [0, ", world, ")",
                      ring ? ", the ranks --peers names" : ", the ranks --workers allows"));
   }
   return absl::OkStatus();
@@ -51,7 +265,18 @@ absl::Status ValidateWorkerOptions(const WorkerOptions& options) {
 absl::Status RunWorker(const WorkerOptions& options, const TerminationSignals& signals,
                        std::ostream& log) {
   RETURN_IF_ERROR(ValidateWorkerOptions(options));
-  return RunTrainingWorker(options, signals, log);
+  RunningWorker worker;
+  RETURN_IF_ERROR(StartServing(options, worker));
+  ASSIGN_OR_RETURN(std::unique_ptr<WorkerOutputFiles> outputs,
+                   WorkerOutputFiles::Open(options.outputs, options.cluster.rank));
+  if (IsElastic(options)) {
+    RETURN_IF_ERROR(JoinElasticJob(options, worker, log));
+  } else {
+    FollowStaticCluster(options, worker, log);
+  }
+  log.flush();
+  RETURN_IF_ERROR(WriteReadyFile(options, worker));
+  return Train(options, worker, *outputs, signals, log);
 }
 
 }  // namespace ringside::worker

@@ -21,11 +21,11 @@ const ringside::worker::WorkerOptions kDefaults;
 }  // namespace
 
 ABSL_FLAG(std::string, mode, "ring", "ring (static ring, --peers) or ps (static shards, --ps)");
-ABSL_FLAG(int, rank, kDefaults.rank, "this worker's rank (0-based)");
+ABSL_FLAG(int, rank, kDefaults.cluster.rank, "this worker's rank (0-based)");
 ABSL_FLAG(std::string, ps, "",
           "ps mode: every parameter-server shard's address HOST:PORT, comma-separated, in shard "
           "order");
-ABSL_FLAG(int, workers, 0, "ps mode: the number of workers in the job");
+ABSL_FLAG(int, workers, kDefaults.cluster.workers, "ps mode: the number of workers in the job");
 ABSL_FLAG(std::string, peers, "",
           "static ring: every worker's RingPeer address HOST:PORT, comma-separated, in rank "
           "order (the same list on every worker)");
@@ -37,7 +37,8 @@ ABSL_FLAG(std::string, job, "train",
 ABSL_FLAG(int64_t, segment_bytes, kDefaults.segment_bytes,
           "largest payload of one ring message; chunks are streamed in segments of this size");
 ABSL_FLAG(absl::Duration, timeout, kDefaults.timeout,
-          "deadline of one allreduce; a dead or stuck peer fails it after this");
+          "deadline of one allreduce, ps step or state transfer; a dead or stuck peer fails it "
+          "after this");
 ABSL_FLAG(std::string, result_file, "", "write the job's result here as JSON (atomically)");
 ABSL_FLAG(std::string, params_out, "", "train job: write the final parameters here (float32)");
 ABSL_FLAG(std::string, controller, "",
@@ -47,8 +48,8 @@ ABSL_FLAG(std::string, join_token_file, "", "elastic: file holding the job's joi
 ABSL_FLAG(std::string, advertise, "",
           "elastic: HOST:PORT the other workers dial (default: the --listen host and bound port)");
 ABSL_FLAG(std::string, trace_file, "",
-          "elastic: append one JSON line per completed step (step, generation, mode, rank, world, "
-          "loss, parameters checksum)");
+          "append one JSON line per completed step (step, generation, mode, rank, world, loss, "
+          "parameters checksum)");
 ABSL_FLAG(std::string, eval_file, "",
           "while rank 0, evaluate the job on the data's held-out test set (fashion-mnist) every "
           "--eval_every steps, off the training path, and append one JSON line per evaluation "
@@ -57,65 +58,103 @@ ABSL_FLAG(std::string, timeline_file, "",
           "write a Chrome trace / Perfetto JSON of every step's phases (compute, sync, update) "
           "and every regroup here, atomically: at start, every few seconds, when the job is done "
           "and at exit");
-ABSL_FLAG(int64_t, timeline_capacity, 4096,
+ABSL_FLAG(int64_t, timeline_capacity, kDefaults.outputs.timeline_capacity,
           "--timeline_file keeps the newest this many events (4 per step), dropping older ones");
 ABSL_FLAG(std::string, ready_file, "",
-          "elastic: once registered, write {port, metrics_port, address} here as JSON");
-ABSL_FLAG(absl::Duration, regroup_timeout, kDefaults.regroup_timeout,
+          "once serving (elastic: once registered), write {port, metrics_port, address} here as "
+          "JSON");
+ABSL_FLAG(absl::Duration, regroup_timeout, kDefaults.elastic.regroup_timeout,
           "elastic: after a failed step, how long to wait for the controller's next generation");
 ABSL_FLAG(std::string, fault_at, "",
           "test only: end this worker with SIGKILL at a named protocol point, POINT[@STEP] "
           "(worker/fault_injection.h lists the points)");
-ABSL_FLAG(bool, linger, false,
+ABSL_FLAG(bool, linger, kDefaults.cluster.linger,
           "after the job, keep serving metrics until SIGINT/SIGTERM (for scraping)");
 
 namespace {
 
-absl::StatusOr<ringside::worker::WorkerOptions> OptionsFromFlags() {
-  ringside::worker::WorkerOptions options;
+namespace worker = ringside::worker;
+
+absl::StatusOr<worker::StaticClusterOptions> StaticClusterFromFlags() {
+  worker::StaticClusterOptions cluster;
   absl::StatusOr<ringside::SyncMode> mode = ringside::ParseSyncMode(absl::GetFlag(FLAGS_mode));
-  if (!mode.ok())
+  if (!mode.ok()) {
     return absl::InvalidArgumentError(absl::StrCat("--mode: ", mode.status().message()));
-  options.mode = *mode;
-  options.ps = absl::StrSplit(absl::GetFlag(FLAGS_ps), ',', absl::SkipEmpty());
-  options.workers = absl::GetFlag(FLAGS_workers);
-  options.rank = absl::GetFlag(FLAGS_rank);
-  options.peers = absl::StrSplit(absl::GetFlag(FLAGS_peers), ',', absl::SkipEmpty());
+  }
+  cluster.mode = *mode;
+  cluster.ps = absl::StrSplit(absl::GetFlag(FLAGS_ps), ',', absl::SkipEmpty());
+  cluster.workers = absl::GetFlag(FLAGS_workers);
+  cluster.rank = absl::GetFlag(FLAGS_rank);
+  cluster.peers = absl::StrSplit(absl::GetFlag(FLAGS_peers), ',', absl::SkipEmpty());
+  cluster.linger = absl::GetFlag(FLAGS_linger);
+  return cluster;
+}
+
+// --job survives only to point users of the old benchmark jobs to their new place.
+absl::Status CheckJobFlag() {
+  const std::string job = absl::GetFlag(FLAGS_job);
+  if (job == "train") return absl::OkStatus();
+  if (job != "allreduce" && job != "pushpull") {
+    return absl::InvalidArgumentError(absl::StrCat("--job=", job, ": the only job is train"));
+  }
+  return absl::InvalidArgumentError(absl::StrCat(
+      "--job=", job, ": ringside-worker trains; the benchmark ranks moved to `ringside-bench ",
+      job == "pushpull" ? "ps-rank" : "ring-rank", "`"));
+}
+
+worker::ElasticWorkerOptions ElasticFromFlags() {
+  worker::ElasticWorkerOptions elastic;
+  elastic.member.controller = absl::GetFlag(FLAGS_controller);
+  elastic.member.join_token_file = absl::GetFlag(FLAGS_join_token_file);
+  elastic.member.advertise = absl::GetFlag(FLAGS_advertise);
+  elastic.regroup_timeout = absl::GetFlag(FLAGS_regroup_timeout);
+  return elastic;
+}
+
+worker::WorkerOutputs OutputsFromFlags() {
+  worker::WorkerOutputs outputs;
+  outputs.result_file = absl::GetFlag(FLAGS_result_file);
+  outputs.params_out = absl::GetFlag(FLAGS_params_out);
+  outputs.trace_file = absl::GetFlag(FLAGS_trace_file);
+  outputs.eval_file = absl::GetFlag(FLAGS_eval_file);
+  outputs.timeline_file = absl::GetFlag(FLAGS_timeline_file);
+  outputs.timeline_capacity = absl::GetFlag(FLAGS_timeline_capacity);
+  outputs.ready_file = absl::GetFlag(FLAGS_ready_file);
+  return outputs;
+}
+
+absl::StatusOr<worker::WorkerTestOptions> TestOptionsFromFlags() {
+  worker::WorkerTestOptions testing;
+  if (const std::string fault = absl::GetFlag(FLAGS_fault_at); !fault.empty()) {
+    absl::StatusOr<worker::FaultPlan> plan = worker::ParseFaultPlan(fault);
+    if (!plan.ok()) return plan.status();
+    testing.fault = *std::move(plan);
+  }
+  return testing;
+}
+
+// Each concern's flags in turn; the first bad flag is the error.
+absl::StatusOr<worker::WorkerOptions> OptionsFromFlags() {
+  worker::WorkerOptions options;
+  absl::StatusOr<worker::StaticClusterOptions> cluster = StaticClusterFromFlags();
+  if (!cluster.ok()) return cluster.status();
+  options.cluster = *std::move(cluster);
+  if (absl::Status job = CheckJobFlag(); !job.ok()) return job;
   options.listen = absl::GetFlag(FLAGS_listen);
   options.metrics_listen = absl::GetFlag(FLAGS_metrics_listen);
-  if (const std::string job = absl::GetFlag(FLAGS_job); job != "train") {
-    if (job != "allreduce" && job != "pushpull") {
-      return absl::InvalidArgumentError(absl::StrCat("--job=", job, ": the only job is train"));
-    }
-    return absl::InvalidArgumentError(absl::StrCat(
-        "--job=", job, ": ringside-worker trains; the benchmark ranks moved to `ringside-bench ",
-        job == "pushpull" ? "ps-rank" : "ring-rank", "`"));
-  }
   options.segment_bytes = absl::GetFlag(FLAGS_segment_bytes);
   options.timeout = absl::GetFlag(FLAGS_timeout);
   absl::StatusOr<ringside::TrainingOptions> training = ringside::TrainingOptionsFromFlags();
   if (!training.ok()) return training.status();
   options.training = *std::move(training);
-  options.result_file = absl::GetFlag(FLAGS_result_file);
-  options.params_out = absl::GetFlag(FLAGS_params_out);
-  options.linger = absl::GetFlag(FLAGS_linger);
-  options.member.controller = absl::GetFlag(FLAGS_controller);
-  options.member.join_token_file = absl::GetFlag(FLAGS_join_token_file);
-  options.member.advertise = absl::GetFlag(FLAGS_advertise);
-  options.trace_file = absl::GetFlag(FLAGS_trace_file);
-  options.eval_file = absl::GetFlag(FLAGS_eval_file);
-  options.timeline_file = absl::GetFlag(FLAGS_timeline_file);
-  options.timeline_capacity = absl::GetFlag(FLAGS_timeline_capacity);
-  options.ready_file = absl::GetFlag(FLAGS_ready_file);
-  options.regroup_timeout = absl::GetFlag(FLAGS_regroup_timeout);
+  options.elastic = ElasticFromFlags();
+  options.outputs = OutputsFromFlags();
   absl::StatusOr<ringside::TransportSecurity> security = ringside::TransportSecurityFromFlags();
   if (!security.ok()) return security.status();
   options.security = *std::move(security);
-  if (const std::string fault = absl::GetFlag(FLAGS_fault_at); !fault.empty()) {
-    absl::StatusOr<ringside::worker::FaultPlan> plan = ringside::worker::ParseFaultPlan(fault);
-    if (!plan.ok()) return plan.status();
-    options.fault = *std::move(plan);
-  }
+  absl::StatusOr<worker::WorkerTestOptions> testing = TestOptionsFromFlags();
+  if (!testing.ok()) return testing.status();
+  options.testing = *std::move(testing);
   return options;
 }
 

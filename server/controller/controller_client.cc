@@ -5,8 +5,10 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/string_view.h"
 #include "common/auth.h"
 #include "common/grpc_util.h"
+#include "common/net.h"
 #include "common/status_macros.h"
 
 namespace ringside::server {
@@ -42,6 +44,16 @@ absl::StatusOr<Registration> RegisterOnce(proto::Controller::Stub& stub,
   }
   return Registration{reply.member_id(),
                       absl::Milliseconds(std::max<uint64_t>(10, reply.heartbeat_interval_ms()))};
+}
+
+// What the member calls itself in its log, and what kind of member it is.
+struct MemberNames {
+  absl::string_view log_name;
+  absl::string_view kind;
+};
+
+MemberNames NamesOf(proto::Role role) {
+  return role == proto::ROLE_PS ? MemberNames{"ps", "shard"} : MemberNames{"worker", "worker"};
 }
 
 // A controller that does not answer (yet): the member waits for it.
@@ -386,6 +398,39 @@ int ControllerClient::watch_streams_opened() const {
 absl::Status ControllerClient::failure() const {
   absl::MutexLock lock(&mu_);
   return failure_;
+}
+
+absl::Status ValidateMemberOptions(const MemberOptions& member) {
+  RETURN_IF_ERROR(Annotate(ParseHostPort(member.controller).status(), "--controller"));
+  return ReadJoinToken(member.join_token_file).status();
+}
+
+absl::StatusOr<std::unique_ptr<ControllerClient>> RegisterMember(
+    const MemberOptions& member, MemberRegistration registration, std::ostream& log,
+    ControllerClient::AssignmentCallback on_assignment) {
+  ControllerClientOptions client;
+  ASSIGN_OR_RETURN(client.join_token, ReadJoinToken(member.join_token_file));
+  client.controller = member.controller;
+  client.register_timeout = member.register_timeout;
+  client.role = registration.role;
+  client.address = std::move(registration.address);
+  client.credential = std::move(registration.credential);
+  client.device = std::move(registration.device);
+  client.security = std::move(registration.security);
+  if (registration.install_credential) {
+    // Dropped while alive (or forgotten by a controller restarted without its record): the
+    // member registers again with a fresh credential and gets its place through the next
+    // generation (the class comment above says how).
+    client.install_credential = [install = std::move(registration.install_credential),
+                                 names = NamesOf(registration.role),
+                                 &log](const std::string& fresh) {
+      install(fresh);
+      log << names.log_name << ": the controller no longer knows this " << names.kind
+          << "; registering again with a fresh credential\n";
+      log.flush();
+    };
+  }
+  return ControllerClient::Connect(client, std::move(on_assignment));
 }
 
 }  // namespace ringside::server

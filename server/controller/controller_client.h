@@ -26,6 +26,7 @@
 #include <functional>
 #include <memory>
 #include <optional>
+#include <ostream>
 #include <string>
 #include <thread>
 
@@ -36,6 +37,7 @@
 #include "absl/types/span.h"
 #include "common/transport_security.h"
 #include "proto/controller.grpc.pb.h"
+#include "server/controller/job_spec.h"
 
 namespace ringside::server {
 
@@ -59,7 +61,8 @@ struct ControllerClientOptions {
   std::function<void(const std::string& credential)> install_credential;
   // Test-only: asked before each heartbeat; false withholds that one (the heartbeat thread
   // carries on at its interval). A test closes it to have a live member dropped at a point it
-  // names rather than by timing. Null: every heartbeat is sent.
+  // names rather than by timing. Null: every heartbeat is sent. An option, not a setter in a
+  // test-only header, because the heartbeat thread starts inside Connect(); no daemon sets it.
   std::function<bool()> heartbeat_gate;
 };
 
@@ -141,6 +144,33 @@ class ControllerClient {
   std::thread watch_thread_;
   std::thread heartbeat_thread_;
 };
+
+// A daemon's side of joining an elastic job, written once for every member (ringside-worker,
+// ringside-ps): what the daemon knows of itself, the rest coming from its MemberOptions.
+struct MemberRegistration {
+  proto::Role role = proto::ROLE_WORKER;
+  std::string address;     // what the member serves on, as others dial it (AdvertisedAddress)
+  std::string credential;  // ControllerClientOptions::credential: made before serving anything
+  std::string device = "cpu";
+  TransportSecurity security;  // of the channel to the controller
+  // ControllerClientOptions::install_credential: the member's services check link keys with the
+  // fresh credential from its return on. Null: the member does not register again.
+  std::function<void(const std::string& credential)> install_credential;
+};
+
+// The checks a daemon makes of its member flags before it starts anything: --controller is
+// HOST:PORT (else INVALID_ARGUMENT) and --join_token_file holds a token (ReadJoinToken's error:
+// INVALID_ARGUMENT for no path or an empty file, the file's own error, e.g. NOT_FOUND, naming
+// the flag).
+absl::Status ValidateMemberOptions(const MemberOptions& member);
+
+// Reads the join token, registers with the controller under `member.register_timeout`
+// (ControllerClient::Connect) and returns the connected client. Each time the member registers
+// again it says so on `log` ("worker: ..." or "ps: ..."), after the fresh credential is
+// installed. Errors: ReadJoinToken's (before anything is dialled), or Connect's.
+absl::StatusOr<std::unique_ptr<ControllerClient>> RegisterMember(
+    const MemberOptions& member, MemberRegistration registration, std::ostream& log,
+    ControllerClient::AssignmentCallback on_assignment = nullptr);
 
 }  // namespace ringside::server
 

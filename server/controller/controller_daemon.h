@@ -3,8 +3,11 @@
 // and export ringside_world_size, ringside_generation and ringside_mode_info.
 // Membership, topology and live mode changes are pushed to watchers (workers and shards follow
 // them); see docs/architecture.md.
-// Errors: INVALID_ARGUMENT for bad options (a missing or empty join token file among them);
-// UNAVAILABLE when a port cannot be bound.
+// Errors: INVALID_ARGUMENT for bad options (no join token file, or an empty one, among them);
+// a token file that cannot be read, its own error naming the flag (NOT_FOUND when missing);
+// UNAVAILABLE when a port cannot be bound; with a --checkpoint_dir, the checkpoint keeper's
+// errors (server/controller/checkpoint_keeper.h) and a membership record that cannot be read or
+// restored (annotated with its path).
 #ifndef RINGSIDE_SERVER_CONTROLLER_CONTROLLER_DAEMON_H_
 #define RINGSIDE_SERVER_CONTROLLER_CONTROLLER_DAEMON_H_
 

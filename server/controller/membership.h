@@ -103,16 +103,21 @@ class Membership {
  public:
   explicit Membership(MembershipConfig config) : config_(std::move(config)) {}
 
-  // `credential` is the member's own secret (common/auth.h); INVALID_ARGUMENT unless it is one.
-  // RESOURCE_EXHAUSTED once every id is used (only a restored record can get that far).
+  // UNAUTHENTICATED for a wrong token (rule 1). INVALID_ARGUMENT for an address others cannot
+  // dial, a `credential` that is not a member's own secret (common/auth.h), or a
+  // `generation_seen` above kMaxReportedGeneration. RESOURCE_EXHAUSTED once every id is used
+  // (only a restored record can get that far).
   // `generation_seen`: the newest generation the member has seen (0: none; rule 8).
   absl::StatusOr<uint64_t> Register(absl::string_view token, MemberRole role,
                                     const std::string& address, absl::Time now,
                                     const std::string& credential, uint64_t generation_seen = 0);
+  // NOT_FOUND for an unknown or dropped member, FAILED_PRECONDITION for a generation that is not
+  // the current one (rule 3).
   absl::Status Heartbeat(uint64_t member, uint64_t generation, absl::Time now);
   // Drops silent members; returns the ids dropped.
   std::vector<uint64_t> Expire(absl::Time now);
-  // INVALID_ARGUMENT before the topology has formed. Returns the new generation.
+  // Returns the new generation. FAILED_PRECONDITION, changing nothing, before the topology has
+  // formed, or for ps mode while the topology has no shard.
   absl::StatusOr<uint64_t> SetMode(SyncMode mode);
 
   Topology topology() const;

@@ -42,9 +42,11 @@ struct PsClientOptions {
   uint64_t segment_bytes = uint64_t{1} << 20;
   absl::Duration timeout = absl::Seconds(60);  // per step and shard
   TransportSecurity security;                  // of the channels to the shards
-  // Test-only (worker/fault_injection.h): when set, the other shards' pushes wait until this
-  // worker's share has reached shard 0, and this runs in between, on the thread calling Sum().
-  // Returning true means the worker is lost there: the sync cancels itself, pushing no more.
+  // The ps_push fault point (worker/fault_injection.h); null: none. When set, the other shards'
+  // pushes wait until this worker's share has reached shard 0, and this runs in between, on the
+  // thread calling Sum(). Returning true means the worker is lost there: the sync cancels itself,
+  // pushing no more. An option rather than a test-only seam because ringside-worker itself
+  // reaches it under --fault_at (the multi-process tests kill the real binary here).
   std::function<bool(int64_t step)> pushed_to_first_shard;
 };
 

@@ -26,10 +26,7 @@ absl::Status ValidateShardOptions(const ShardOptions& options) {
     return absl::InvalidArgumentError(absl::StrCat(
         "--shard=", options.shard, " is not in [0, --ps_shards=", options.ps_shards, ")"));
   }
-  if (!options.member.controller.empty()) {
-    RETURN_IF_ERROR(Annotate(ParseHostPort(options.member.controller).status(), "--controller"));
-    return ReadJoinToken(options.member.join_token_file).status();
-  }
+  if (!options.member.controller.empty()) return ValidateMemberOptions(options.member);
   if (options.workers < 1) return absl::InvalidArgumentError("--workers must be >= 1");
   RETURN_IF_ERROR(ValidateSegmentBytes(options.segment_bytes));
   if (options.elements < 0) return absl::InvalidArgumentError("--elements must be >= 0");
@@ -152,6 +149,23 @@ absl::StatusOr<ElementRange> Follow(const ShardAssignment& assignment, Metrics& 
   return range;
 }
 
+// An elastic shard follows every generation the controller assigns it, on the controller
+// client's watch thread; one it cannot serve is logged, and the next may fix it.
+ControllerClient::AssignmentCallback FollowAssignments(const ShardOptions& options,
+                                                       Metrics& metrics,
+                                                       ParameterShardService& service,
+                                                       const ShardMetricsFactory& factory,
+                                                       std::ostream& log) {
+  return [&options, &metrics, &service, &factory, &log](const proto::Assignment& assignment) {
+    absl::StatusOr<ShardAssignment> next = ElasticAssignment(assignment, options);
+    const absl::Status status =
+        next.ok() ? Follow(*next, metrics, service, factory, log).status() : next.status();
+    if (!status.ok()) {
+      log << "ps: cannot serve generation " << assignment.generation() << ": " << status << "\n";
+    }
+  };
+}
+
 }  // namespace
 
 absl::Status RunShard(const ShardOptions& options, const TerminationSignals& signals,
@@ -184,35 +198,20 @@ absl::Status RunShard(const ShardOptions& options, const TerminationSignals& sig
   log.flush();
   std::unique_ptr<ControllerClient> controller;
   if (elastic) {
-    ASSIGN_OR_RETURN(const std::string token, ReadJoinToken(options.member.join_token_file));
-    ControllerClientOptions client;
-    client.controller = options.member.controller;
-    client.join_token = token;
-    client.role = proto::ROLE_PS;
-    client.address = address;
-    client.credential = credential;
-    client.register_timeout = options.member.register_timeout;
-    client.security = options.security;
-    // Dropped while alive (or forgotten by a controller restarted without its record): the
-    // shard registers again at its address with a fresh credential, gets its place in the shard
-    // map back, and the next regroup loads the job's state into it.
-    client.install_credential = [&service, &log](const std::string& fresh) {
+    MemberRegistration registration;
+    registration.role = proto::ROLE_PS;
+    registration.address = address;
+    registration.credential = credential;
+    registration.security = options.security;
+    // Registered again, the shard gets its place in the shard map back at its address, and the
+    // next regroup loads the job's state into it.
+    registration.install_credential = [&service](const std::string& fresh) {
       service.SetMemberCredential(fresh);
-      log << "ps: the controller no longer knows this shard; registering again with a fresh "
-             "credential\n";
-      log.flush();
     };
-    ASSIGN_OR_RETURN(
-        controller, ControllerClient::Connect(client, [&](const proto::Assignment& assignment) {
-          absl::StatusOr<ShardAssignment> next = ElasticAssignment(assignment, options);
-          const absl::Status status =
-              next.ok() ? Follow(*next, metrics, service, factory, log).status() : next.status();
-          if (!status.ok()) {
-            log << "ps: cannot serve generation " << assignment.generation() << ": " << status
-                << "\n";
-          }
-        }));
-    log << "ps: registered with the controller at " << client.controller << " as member "
+    ASSIGN_OR_RETURN(controller,
+                     RegisterMember(options.member, std::move(registration), log,
+                                    FollowAssignments(options, metrics, service, factory, log)));
+    log << "ps: registered with the controller at " << options.member.controller << " as member "
         << controller->member_id() << "\n";
     log.flush();
   }

@@ -6,7 +6,10 @@
 //   job flags (--model, --activation, --seed), exactly as every worker does.
 //   Elastic (--controller): the shard registers, learns its index and the job from its
 //   assignment, and serves whatever state the workers Load for each ps-mode generation.
-// Errors: INVALID_ARGUMENT for options that do not fit together; UNAVAILABLE for a port.
+// Errors: INVALID_ARGUMENT for options that do not fit together (a join token file that cannot
+// be read gives its own error); UNAVAILABLE for a port; an elastic shard's registration status
+// (server/controller/controller_client.h: RegisterMember), then, once it runs, why it lost its
+// membership (ControllerClient::failure()).
 #ifndef RINGSIDE_SERVER_PS_PS_DAEMON_H_
 #define RINGSIDE_SERVER_PS_PS_DAEMON_H_
 

@@ -155,17 +155,6 @@ size_t ParameterShardService::loads_awaiting_assignment() const {
   return assignment_waits_.size();
 }
 
-void ParameterShardService::SetStepHookForTesting(
-    std::function<void(StepEvent event, int worker)> hook) {
-  absl::MutexLock lock(&mu_);
-  step_hook_ = std::move(hook);
-}
-
-void ParameterShardService::SetLoadWaitHookForTesting(std::function<void(uint64_t)> hook) {
-  absl::MutexLock lock(&mu_);
-  load_wait_hook_ = std::move(hook);
-}
-
 std::shared_ptr<const ShardGeneration> ParameterShardService::current() const {
   absl::MutexLock lock(&mu_);
   return current_;

@@ -83,8 +83,8 @@ class ParameterShardService final : public proto::ParameterShard::CallbackServic
   // The generation served now; null before the first.
   std::shared_ptr<const ShardGeneration> current() const;
 
-  // Test-only: what a Step stream's reactor does, reported to the hook as it happens (on the
-  // thread doing it) by the streams opened after the hook is set.
+  // What a Step stream's reactor does, reported as it happens (on the thread doing it) to the
+  // hook a test sets (tests/support/ps_test_hooks.h) by the streams opened after it is set.
   enum class StepEvent {
     // More of the step's sum is final and a write of it is about to be started by the state's
     // callback, which is not a gRPC reaction (the applier thread, or whoever closes the state).
@@ -97,10 +97,6 @@ class ParameterShardService final : public proto::ParameterShard::CallbackServic
     // OnDone: gRPC is done with the stream.
     kDone,
   };
-  void SetStepHookForTesting(std::function<void(StepEvent event, int worker)> hook);
-  // Test-only: called (on a gRPC thread, holding no lock) by every Load stream opened after the
-  // hook is set that begins to wait for the shard's assignment of `generation`.
-  void SetLoadWaitHookForTesting(std::function<void(uint64_t generation)> hook);
 
   grpc::ServerBidiReactor<proto::PsPush, proto::PsRangeValues>* Step(
       grpc::CallbackServerContext* context) override;
@@ -156,6 +152,9 @@ class ParameterShardService final : public proto::ParameterShard::CallbackServic
   mutable absl::Mutex mu_;
   std::shared_ptr<const ShardGeneration> current_ ABSL_GUARDED_BY(mu_);
   std::optional<ShardJob> job_ ABSL_GUARDED_BY(mu_);
+  // Set by tests only, through tests/support/ps_test_hooks.h (a friend), so that no production
+  // header offers them; null: nothing reported.
+  friend class PsTestHooks;
   std::function<void(StepEvent, int)> step_hook_ ABSL_GUARDED_BY(mu_);
   std::function<void(uint64_t)> load_wait_hook_ ABSL_GUARDED_BY(mu_);
   std::vector<AssignmentWait> assignment_waits_ ABSL_GUARDED_BY(mu_);

@@ -388,9 +388,4 @@ uint64_t ShardState::current_step() const { return applied().step; }
 
 Values ShardState::parameters() const { return applied().values; }
 
-void ShardState::SetApplyHookForTesting(ApplyHook hook) {
-  absl::MutexLock lock(&mu_);
-  apply_hook_ = std::move(hook);
-}
-
 }  // namespace ringside::server

@@ -141,13 +141,13 @@ class ShardState {
   uint64_t range_elements() const { return range_elements_; }
   const ShardConfig& config() const { return config_; }
 
-  // Test-only: runs on the applier thread for every segment [begin, end) of a step it applies,
-  // after the segment is summed and before the optimiser updates it, without the lock (a test
-  // blocks it to hold a step half-applied).
-  using ApplyHook = std::function<void(uint64_t step, uint64_t begin, uint64_t end)>;
-  void SetApplyHookForTesting(ApplyHook hook);
-
  private:
+  // Runs on the applier thread for every segment [begin, end) of a step it applies, after the
+  // segment is summed and before the optimiser updates it, without the lock. Set by tests only,
+  // through tests/support/ps_test_hooks.h (a friend), to hold a step half-applied; null: none.
+  using ApplyHook = std::function<void(uint64_t step, uint64_t begin, uint64_t end)>;
+  friend class PsTestHooks;
+
   enum class PushState { kIdle, kPushing, kDone };
   struct WorkerShare {
     PushState state = PushState::kIdle;

@@ -35,6 +35,7 @@
 #include "server/ps/ps_service.h"
 #include "tests/support/parameters.h"
 #include "tests/support/poll.h"
+#include "tests/support/ps_test_hooks.h"
 #include "worker/controller_assignments.h"
 #include "worker/elastic_training.h"
 #include "worker/local_training.h"
@@ -498,8 +499,8 @@ TEST_P(ElasticRejoinTest, ALiveMemberDroppedRegistersAgainAndTheJobMatchesTheRef
     }
     ASSERT_NE(lagging, nullptr);
     lagging->hold_next_job = true;  // its next assignment is the rejoin's
-    lagging->service->SetLoadWaitHookForTesting(
-        [lagging](uint64_t) { lagging->load_waited = true; });
+    server::PsTestHooks::SetLoadWaitHook(*lagging->service,
+                                         [lagging](uint64_t) { lagging->load_waited = true; });
   }
   drop_hold_.Release();
   // The survivors train on without the victims, unless no shard is left for ps mode.

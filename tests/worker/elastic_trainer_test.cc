@@ -33,6 +33,7 @@
 #include "server/ps/ps_service.h"
 #include "tests/support/idx_files.h"
 #include "tests/support/parameters.h"
+#include "tests/support/ps_test_hooks.h"
 #include "worker/assignment_source.h"
 #include "worker/elastic_training.h"
 #include "worker/fault_injection.h"
@@ -40,6 +41,14 @@
 
 namespace ringside::worker {
 namespace {
+
+// The trainer stops at the plan's point as if killed (ElasticTrainer::Run returns ABORTED there,
+// sending nothing more); ringside-worker raises SIGKILL there instead (KillSelfAt).
+FaultHook LoseAt(FaultPlan plan) {
+  return [plan = std::move(plan)](absl::string_view point, int64_t completed) {
+    return plan.FiresAt(point, completed);
+  };
+}
 
 // A member's own secret (common/auth.h); its value does not matter to these rules.
 const std::string kCredential(32, 'k');
@@ -394,7 +403,7 @@ TEST(ElasticTrainerOrderTest, ALoadThatOutrunsTheShardsAssignmentStillTrains) {
   std::optional<uint64_t> waited_for;  // the generation the shard's Load waited for
   bool returned = false;               // Run ended (it must not before `stop`)
   std::optional<ElasticResult> result;
-  shards.service(0).SetLoadWaitHookForTesting([&](uint64_t generation) {
+  server::PsTestHooks::SetLoadWaitHook(shards.service(0), [&](uint64_t generation) {
     absl::MutexLock lock(&mu);
     waited_for = generation;
   });

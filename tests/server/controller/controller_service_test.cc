@@ -7,10 +7,13 @@
 #include <sstream>
 #include <vector>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "common/auth.h"
+#include "common/file_util.h"
 #include "common/grpc_util.h"
 #include "gtest/gtest.h"
+#include "launch/temp_dir.h"
 #include "server/controller/controller_client.h"
 #include "tests/support/poll.h"
 
@@ -383,6 +386,90 @@ TEST_F(ControllerRegisterAgainTest,
   EXPECT_NE(log_->str().find("again: it had seen generation 2"), std::string::npos) << log_->str();
   a.client.reset();
   b.client.reset();
+}
+
+// The daemons' registration (ringside-worker, ringside-ps): RegisterMember reads the token file,
+// registers the member's role, address and credential, and, each time the member registers
+// again, installs the fresh credential and says so in the daemon's log under its own name.
+TEST_F(ControllerRegisterAgainTest, RegisterMemberJoinsAndLogsEachRegistrationAgain) {
+  ASSERT_NO_FATAL_FAILURE(StartController(/*workers=*/1));
+  absl::StatusOr<launch::TempDir> dir = launch::TempDir::Create("register-member-");
+  ASSERT_TRUE(dir.ok()) << dir.status();
+  MemberOptions member;
+  member.controller = absl::StrCat("127.0.0.1:", server_.port);
+  member.join_token_file = dir->File("join_token");
+  member.register_timeout = absl::Seconds(30);
+  ASSERT_TRUE(WriteFileAtomically(member.join_token_file, "s3cret\n").ok());
+  EXPECT_TRUE(ValidateMemberOptions(member).ok()) << ValidateMemberOptions(member);
+
+  struct Joined {
+    std::ostringstream log;
+    std::vector<std::string> installed;  // written on the watch thread before registering
+    std::unique_ptr<ControllerClient> client;
+  };
+  Joined worker, shard;
+  const auto join = [&](Joined& joined, proto::Role role, const std::string& address) {
+    MemberRegistration registration;
+    registration.role = role;
+    registration.address = address;
+    registration.credential = RandomSecret().value();
+    registration.install_credential = [&joined](const std::string& fresh) {
+      joined.installed.push_back(fresh);
+    };
+    absl::StatusOr<std::unique_ptr<ControllerClient>> client =
+        RegisterMember(member, std::move(registration), joined.log);
+    ASSERT_TRUE(client.ok()) << client.status();
+    joined.client = *std::move(client);
+  };
+  ASSERT_NO_FATAL_FAILURE(join(worker, proto::ROLE_WORKER, "worker-a.test:7000"));
+  ASSERT_NO_FATAL_FAILURE(join(shard, proto::ROLE_PS, "shard-a.test:8000"));
+  ASSERT_TRUE(Eventually([&] { return shard.client->latest().has_value(); }));
+  EXPECT_EQ(shard.client->latest()->shard(), 0) << "registered as a shard";
+  EXPECT_EQ(worker.client->latest()->rank(), 0) << "registered as a worker";
+
+  // A controller restarted without its record: both register again.
+  const int port = server_.port;
+  server_ = StartedServer();
+  service_.reset();
+  ASSERT_NO_FATAL_FAILURE(StartController(/*workers=*/1, port));
+  ASSERT_TRUE(Eventually(
+      [&] { return worker.client->registrations() == 2 && shard.client->registrations() == 2; }));
+  EXPECT_EQ(worker.installed.size(), 1u);
+  EXPECT_EQ(shard.installed.size(), 1u);
+  EXPECT_TRUE(absl::StrContains(worker.log.str(),
+                                "worker: the controller no longer knows this worker; registering "
+                                "again with a fresh credential\n"))
+      << worker.log.str();
+  EXPECT_TRUE(absl::StrContains(shard.log.str(),
+                                "ps: the controller no longer knows this shard; registering again "
+                                "with a fresh credential\n"))
+      << shard.log.str();
+  worker.client.reset();
+  shard.client.reset();
+}
+
+// Bad member flags are refused before anything is dialled, naming the flag.
+TEST(RegisterMemberTest, BadFlagsAreRefusedNamingTheFlag) {
+  absl::StatusOr<launch::TempDir> dir = launch::TempDir::Create("register-member-");
+  ASSERT_TRUE(dir.ok()) << dir.status();
+  MemberOptions member;
+  member.controller = "127.0.0.1:1";  // never dialled
+  member.join_token_file = dir->File("absent");
+  const absl::Status missing = ValidateMemberOptions(member);
+  EXPECT_EQ(missing.code(), absl::StatusCode::kNotFound) << missing;
+  EXPECT_TRUE(absl::StrContains(missing.message(), "--join_token_file")) << missing;
+  std::ostringstream log;
+  const absl::Status refused = RegisterMember(member, MemberRegistration(), log).status();
+  EXPECT_EQ(refused.code(), absl::StatusCode::kNotFound) << refused;
+  EXPECT_TRUE(absl::StrContains(refused.message(), "--join_token_file")) << refused;
+
+  member.join_token_file = "";
+  EXPECT_EQ(ValidateMemberOptions(member).code(), absl::StatusCode::kInvalidArgument);
+  member.controller = "no port";
+  const absl::Status bad = ValidateMemberOptions(member);
+  EXPECT_EQ(bad.code(), absl::StatusCode::kInvalidArgument) << bad;
+  EXPECT_TRUE(absl::StrContains(bad.message(), "--controller")) << bad;
+  EXPECT_TRUE(log.str().empty()) << log.str();
 }
 
 }  // namespace

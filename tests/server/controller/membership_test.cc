@@ -90,6 +90,26 @@ TEST(MembershipTest, RefusesBadMembershipInputAndGoesOn) {
   EXPECT_TRUE(membership.Heartbeat(*w0, 1, kStart).ok());
 }
 
+// A mode switch needs a formed topology, and ps mode a shard in it: otherwise the switch is
+// refused and the generation stays.
+TEST(MembershipTest, AModeSwitchToPsWithoutAShardIsRefused) {
+  MembershipConfig config = TwoWorkersOneShard();
+  config.ps_shards = 0;
+  Membership membership(config);
+  for (const std::string address : {"worker-a.test:7000", "worker-b.test:7000"}) {
+    ASSERT_TRUE(
+        membership.Register("s3cret", MemberRole::kWorker, address, kStart, kCredential).ok());
+  }
+  ASSERT_EQ(membership.topology().generation, 1u);
+  EXPECT_EQ(membership.SetMode(SyncMode::kPs).status().code(),
+            absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ(membership.topology().generation, 1u);
+  EXPECT_EQ(membership.topology().mode, SyncMode::kRing);
+  auto ring = membership.SetMode(SyncMode::kRing);
+  ASSERT_TRUE(ring.ok()) << ring.status();
+  EXPECT_EQ(*ring, 2u);
+}
+
 TEST(MembershipTest, AMemberThatNeverHeartbeatsIsDroppedAndTheTopologyReforms) {
   Membership membership(TwoWorkersOneShard());
   auto w0 =

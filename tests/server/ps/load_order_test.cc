@@ -20,6 +20,7 @@
 #include "gtest/gtest.h"
 #include "server/ps/ps_service.h"
 #include "server/ps/shard_transfer.h"
+#include "tests/support/ps_test_hooks.h"
 
 namespace ringside::server {
 namespace {
@@ -50,7 +51,7 @@ class LoadOrderTest : public ::testing::Test {
  protected:
   void SetUp() override {
     service_ = std::make_unique<ParameterShardService>(/*segment_bytes=*/256);
-    service_->SetLoadWaitHookForTesting([this](uint64_t generation) {
+    PsTestHooks::SetLoadWaitHook(*service_, [this](uint64_t generation) {
       absl::MutexLock lock(&mu_);
       waits_.push_back(generation);
     });
@@ -213,7 +214,7 @@ TEST(StaticShardLoadTest, IsRefusedAtOnce) {
   ASSERT_TRUE(state.ok()) << state.status();
   service.Serve(ShardGeneration{*std::move(state), ShardLinkMetrics{}});
   bool waited = false;
-  service.SetLoadWaitHookForTesting([&waited](uint64_t) { waited = true; });
+  PsTestHooks::SetLoadWaitHook(service, [&waited](uint64_t) { waited = true; });
   auto server = StartServer("127.0.0.1:0", {&service}, TransportSecurity());
   ASSERT_TRUE(server.ok()) << server.status();
   server::ShardTransferOptions options;

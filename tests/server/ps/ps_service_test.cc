@@ -13,6 +13,7 @@
 #include "common/grpc_util.h"
 #include "gtest/gtest.h"
 #include "prometheus/registry.h"
+#include "tests/support/ps_test_hooks.h"
 
 namespace ringside::server {
 namespace {
@@ -155,7 +156,7 @@ TEST_F(PsServiceTest, ANewGenerationIsServedWhileTheOldOneIsApplyingAStep) {
   };
   auto held = std::make_shared<Held>();
   // Held at the step's last segment: every push is in, nothing of the step published yet.
-  state_->SetApplyHookForTesting([held](uint64_t, uint64_t, uint64_t end) {
+  PsTestHooks::SetApplyHook(*state_, [held](uint64_t, uint64_t, uint64_t end) {
     if (end != kRange) return;
     held->applying.Notify();
     held->release.WaitForNotification();
@@ -195,23 +196,23 @@ TEST_F(PsServiceTest, AWorkerCancellingAsItsReplyStartsEndsTheStreamOnce) {
     absl::Notification done;            // worker 0's OnDone
   };
   auto events = std::make_shared<Events>();
-  service_->SetStepHookForTesting([events](ParameterShardService::StepEvent event, int worker) {
+  PsTestHooks::SetStepHook(*service_, [events](PsTestHooks::StepEvent event, int worker) {
     if (worker != kCancelling) return;
     switch (event) {
-      case ParameterShardService::StepEvent::kPushed:
+      case PsTestHooks::StepEvent::kPushed:
         events->pushed.Notify();
         return;
-      case ParameterShardService::StepEvent::kReplyStarting:
+      case PsTestHooks::StepEvent::kReplyStarting:
         events->replying.Notify();
         // Holds the applier between deciding to write and writing until the cancel has ended
         // the stream as far as it can.
         events->finish_settled.WaitForNotification();
         return;
-      case ParameterShardService::StepEvent::kFinishDeferred:
-      case ParameterShardService::StepEvent::kDone: {
+      case PsTestHooks::StepEvent::kFinishDeferred:
+      case PsTestHooks::StepEvent::kDone: {
         absl::MutexLock lock(&events->mu);
         if (!events->finish_settled.HasBeenNotified()) events->finish_settled.Notify();
-        if (event == ParameterShardService::StepEvent::kDone) events->done.Notify();
+        if (event == PsTestHooks::StepEvent::kDone) events->done.Notify();
         return;
       }
     }
@@ -252,7 +253,7 @@ TEST_F(PsServiceTest, AWorkerCancellingAsItsReplyStartsEndsTheStreamOnce) {
   EXPECT_EQ(other.sum, std::vector<float>(kRange, 3.0f));
 
   // The shard serves on: the cancelling worker's share counted, and the next step applies.
-  service_->SetStepHookForTesting(nullptr);
+  PsTestHooks::SetStepHook(*service_, nullptr);
   for (const StepReply& reply : BothPush(1, 1.0f, 1.0f)) {
     ASSERT_TRUE(reply.status.ok()) << reply.status.error_message();
     EXPECT_EQ(reply.sum, std::vector<float>(kRange, 2.0f));

@@ -14,6 +14,7 @@
 
 #include "absl/synchronization/notification.h"
 #include "gtest/gtest.h"
+#include "tests/support/ps_test_hooks.h"
 
 namespace ringside::server {
 namespace {
@@ -54,7 +55,7 @@ class HeldApply {
   explicit HeldApply(uint64_t held_step = 0) : held_step_(held_step) {}
   ~HeldApply() { Release(); }
 
-  ShardState::ApplyHook Hook() {
+  PsTestHooks::ApplyHook Hook() {
     return [this](uint64_t step, uint64_t /*begin*/, uint64_t /*end*/) {
       steps_.push_back(step);
       if (step != held_step_) return;
@@ -174,8 +175,9 @@ TEST_F(ShardStateTest, AppliesOnTheShardsOwnThreadNotThePushingOne) {
   std::thread::id optimiser_thread;
   std::thread::id callback_thread;
   absl::Notification applied;
-  state_->SetApplyHookForTesting(
-      [&](uint64_t, uint64_t, uint64_t) { optimiser_thread = std::this_thread::get_id(); });
+  PsTestHooks::SetApplyHook(*state_, [&](uint64_t, uint64_t, uint64_t) {
+    optimiser_thread = std::this_thread::get_id();
+  });
   state_->WhenApplied(0, [&](Values) {
     callback_thread = std::this_thread::get_id();
     applied.Notify();
@@ -189,7 +191,7 @@ TEST_F(ShardStateTest, AppliesOnTheShardsOwnThreadNotThePushingOne) {
 }
 
 TEST_F(ShardStateTest, PushesAndReadsDoNotWaitForAStepBeingApplied) {
-  state_->SetApplyHookForTesting(held_.Hook());
+  PsTestHooks::SetApplyHook(*state_, held_.Hook());
   ASSERT_TRUE(Push(1, 0, {1, 2, 3}).ok());
   ASSERT_TRUE(Push(0, 0, {0.5f, 0.5f, 0.5f}).ok()) << "the last push returns before the apply";
   held_.WaitUntilApplying();  // step 0 summed, its optimiser step not run: the applier is held
@@ -210,7 +212,7 @@ TEST_F(ShardStateTest, PushesAndReadsDoNotWaitForAStepBeingApplied) {
 }
 
 TEST_F(ShardStateTest, ClosingDuringAnApplyAnswersTheWaitersAndAppliesNothingMore) {
-  state_->SetApplyHookForTesting(held_.Hook());
+  PsTestHooks::SetApplyHook(*state_, held_.Hook());
   ASSERT_TRUE(Push(1, 0, {1, 1, 1}).ok());
   ASSERT_TRUE(Push(0, 0, {1, 1, 1}).ok());
   held_.WaitUntilApplying();
@@ -390,9 +392,9 @@ TEST(ShardStateLifetimeTest, TheLastReferenceMayBeDroppedByACallbackOnTheApplier
   ASSERT_TRUE(created.ok());
   std::shared_ptr<ShardState> state = *std::move(created);
 
-  state->SetApplyHookForTesting(
-      [hold = held.Hook(), tracker = std::make_shared<NotifyOnDestruction>(&destroyed)](
-          uint64_t step, uint64_t begin, uint64_t end) { hold(step, begin, end); });
+  PsTestHooks::SetApplyHook(
+      *state, [hold = held.Hook(), tracker = std::make_shared<NotifyOnDestruction>(&destroyed)](
+                  uint64_t step, uint64_t begin, uint64_t end) { hold(step, begin, end); });
   state->WhenApplied(
       0, [state, record = std::make_shared<RecordDestruction>(&destroyed_on)](Values) {});
   ASSERT_TRUE(state->BeginPush(1, 0, 0, 1).ok());
