@@ -49,7 +49,7 @@ struct ClusterFlags {
 };
 
 // `ringside compare --target_accuracy`'s default: what both modes reach on Fashion-MNIST within
-// the default heavy job's steps (README, Compare).
+// the default heavy job's steps (docs/compare.md).
 inline constexpr double kDefaultTargetAccuracy = 0.75;
 
 struct CompareOptions {

@@ -32,8 +32,9 @@ struct MemberOptions {
   absl::Duration register_timeout = absl::Seconds(60);
 };
 
-// The token in `path`, without surrounding whitespace; INVALID_ARGUMENT naming `flag` when the
-// path is empty or the file is missing or empty.
+// The token in `path`, without surrounding whitespace. INVALID_ARGUMENT naming `flag` when the
+// path or the file is empty; a file that cannot be read gives its own error (NOT_FOUND for a
+// missing one) annotated with `flag`.
 absl::StatusOr<std::string> ReadTokenFile(const std::string& path, absl::string_view flag);
 // ReadTokenFile for --join_token_file.
 absl::StatusOr<std::string> ReadJoinToken(const std::string& path);

@@ -8,7 +8,7 @@
 //
 // Its disabled test DashboardSnapshot (RINGSIDE_DASHBOARD_SNAPSHOT=DIR) lets the clusters run
 // for a minute plus RINGSIDE_DASHBOARD_SECONDS (default 120) and writes every dashboard query's
-// range result to DIR, from which deploy/grafana/render_snapshot.py draws the README's picture.
+// range result to DIR, from which deploy/grafana/render_snapshot.py draws docs/deploy.md's picture.
 //
 // Every process is stopped by PID (Subprocess), every temporary folder removed (TempDir).
 // Missing tools fail the test with a message naming scripts/setup-debian.sh.
@@ -416,7 +416,7 @@ TEST_F(PrometheusTest, MeasuredOverExpectedIsOneWithinOnePercent) {
   }
 }
 
-// Not a check, so disabled: the data for the README's dashboard picture. Run with
+// Not a check, so disabled: the data for docs/deploy.md's dashboard picture. Run with
 // RINGSIDE_DASHBOARD_SNAPSHOT=DIR and the flags --gtest_also_run_disabled_tests
 // --gtest_filter='*Snapshot*'.
 TEST_F(PrometheusTest, DISABLED_DashboardSnapshot) {
