@@ -7,11 +7,15 @@
 #include "common/auth.h"
 #include "common/grpc_util.h"
 #include "common/net.h"
+#include "common/reactor_writes.h"
 
 namespace ringside::server {
 
 // One member's watch stream. Holds itself (shared) until OnDone; the service keeps weak
-// references, so a finished stream simply disappears from Notify().
+// references, so a finished stream simply disappears from Notify(). Update() runs outside gRPC's
+// reactions too (on the thread that changed the membership), where gRPC does not keep the call
+// alive, so every write and the Finish go through ReactorWrites (common/reactor_writes.h): a
+// Finish from another thread waits until a write being started has been issued.
 class WatchReactor final : public grpc::ServerWriteReactor<proto::Assignment> {
  public:
   WatchReactor(const ControllerService& service, uint64_t member)
@@ -32,26 +36,17 @@ class WatchReactor final : public grpc::ServerWriteReactor<proto::Assignment> {
                               "this member was dropped (heartbeat timeout); register again"));
       return;
     }
-    {
-      absl::MutexLock lock(&mu_);
-      if (finished_) return;
+    writes_.StartWrite([&]() -> const proto::Assignment* {
+      mu_.AssertHeld();  // ReactorWrites runs it under the reactor's mutex
       if (!assignment.has_value() || assignment->generation <= sent_generation_ || writing_) {
         pending_ = writing_;  // re-check when the write in flight is done
-        return;
+        return nullptr;
       }
       writing_ = true;
-      starting_write_ = true;
       sent_generation_ = assignment->generation;
       Fill(*assignment, out_);
-    }
-    StartWrite(&out_);
-    std::optional<grpc::Status> deferred;
-    {
-      absl::MutexLock lock(&mu_);
-      starting_write_ = false;
-      deferred.swap(deferred_finish_);
-    }
-    if (deferred.has_value()) Finish(*deferred);
+      return &out_;
+    });
   }
 
   void OnWriteDone(bool ok) override {
@@ -78,22 +73,7 @@ class WatchReactor final : public grpc::ServerWriteReactor<proto::Assignment> {
   }
 
  private:
-  // Finishes the stream once. Update() runs outside gRPC's callbacks (on the thread that changed
-  // the membership), where gRPC does not keep the call alive: a Finish sent while it is between
-  // deciding to write and StartWrite() could let gRPC end the call (OnDone) under that write.
-  // So a Finish from another thread meanwhile is deferred until the write has started.
-  void FinishOnce(grpc::Status status) {
-    {
-      absl::MutexLock lock(&mu_);
-      if (finished_) return;
-      finished_ = true;
-      if (starting_write_) {
-        deferred_finish_ = std::move(status);
-        return;
-      }
-    }
-    Finish(status);
-  }
+  void FinishOnce(grpc::Status status) { writes_.Finish(std::move(status)); }
 
   void Fill(const MemberAssignment& assignment, proto::Assignment& out) const {
     out.Clear();
@@ -131,13 +111,11 @@ class WatchReactor final : public grpc::ServerWriteReactor<proto::Assignment> {
   const ControllerService& service_;
   const uint64_t member_;
   absl::Mutex mu_;
-  bool finished_ ABSL_GUARDED_BY(mu_) = false;
+  ReactorWrites<WatchReactor> writes_{*this, mu_};  // every write and the one Finish
   bool writing_ ABSL_GUARDED_BY(mu_) = false;
   bool pending_ ABSL_GUARDED_BY(mu_) = false;
-  bool starting_write_ ABSL_GUARDED_BY(mu_) = false;  // Update() is about to StartWrite()
-  std::optional<grpc::Status> deferred_finish_ ABSL_GUARDED_BY(mu_);
   uint64_t sent_generation_ ABSL_GUARDED_BY(mu_) = 0;
-  proto::Assignment out_;  // the write in flight
+  proto::Assignment out_;  // the write in flight: filled under mu_, read by gRPC until written
   std::shared_ptr<WatchReactor> self_ ABSL_GUARDED_BY(mu_);
 };
 

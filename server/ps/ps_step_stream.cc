@@ -12,6 +12,7 @@
 #include "common/auth.h"
 #include "common/grpc_util.h"
 #include "common/metrics.h"
+#include "common/reactor_writes.h"
 #include "server/ps/ps_refusals.h"
 #include "server/ps/ps_service.h"
 
@@ -60,9 +61,9 @@ class SumWriter {
 // final, so pushes and replies overlap. One write is in flight at a time; when the writer has
 // sent everything known it asks the state for more (WhenSummed), and that answer, on the
 // applier's thread, off any reaction, starts the next write, and may race with a reaction that
-// ends the stream (the worker cancelling). A reaction keeps the call alive while it runs; off a
-// reaction only a call that nobody has finished is alive, so every Finish goes through
-// FinishOnce, which leaves it to the writing thread while that one is starting its write.
+// ends the stream (the worker cancelling). So every write and the Finish go through
+// ReactorWrites (common/reactor_writes.h), which leaves a Finish to the writing thread while that
+// one is starting its write.
 class StepReactor final : public grpc::ServerBidiReactor<proto::PsPush, proto::PsRangeValues>,
                           public std::enable_shared_from_this<StepReactor> {
  public:
@@ -189,68 +190,55 @@ class StepReactor final : public grpc::ServerBidiReactor<proto::PsPush, proto::P
   }
 
   // More of the sum is final (or the step will never be answered): starts the next write, on
-  // whatever thread the state answers.
+  // whatever thread the state answers. Safe off a reaction: a write is started only on a stream
+  // nobody has finished, and a Finish wanted meanwhile waits for it (ReactorWrites).
   void OnSummed(Summed summed) {
     if (summed.sum == nullptr) {
       FinishOnce(ToGrpcStatus(summed.ended));
       return;
     }
-    bool first;
-    {
-      absl::MutexLock lock(&mu_);
-      if (finished_) return;
-      writer_->Known(std::move(summed.sum), summed.end);
-      if (!writer_->Next(out_)) return;  // nothing new: cannot happen, WhenSummed said more
-      first = !reply_started_;
-      reply_started_ = true;
-      starting_write_ = true;
-    }
-    if (first && static_cast<size_t>(worker_) < metrics_.to_worker.size() &&
-        metrics_.to_worker[worker_].expected_bytes != nullptr) {
-      metrics_.to_worker[worker_].expected_bytes->Increment(
-          static_cast<double>(state_.range_elements() * sizeof(float)));
-    }
-    if (hook_) hook_(ParameterShardService::StepEvent::kReplyStarting, worker_);
-    // Safe off a reaction: nobody has called Finish (finished_ was false, and a FinishOnce from
-    // now on leaves its Finish to this thread), so the call cannot be done yet.
-    StartWrite(&out_);
-    std::optional<grpc::Status> deferred;
-    {
-      absl::MutexLock lock(&mu_);
-      starting_write_ = false;
-      deferred = std::exchange(deferred_finish_, std::nullopt);
-    }
-    // The write started above keeps the call alive until its OnWriteDone, and no one else will
-    // call Finish, so this is the stream's one Finish, after which this thread touches no gRPC.
-    if (deferred.has_value()) Finish(*deferred);
+    bool first = false;
+    writes_.StartWrite(
+        [&]() -> const proto::PsRangeValues* {
+          mu_.AssertHeld();  // ReactorWrites runs it under the reactor's mutex
+          writer_->Known(std::move(summed.sum), summed.end);
+          // Nothing new cannot happen: WhenSummed said there is more.
+          if (!writer_->Next(out_)) return nullptr;
+          first = !std::exchange(reply_started_, true);
+          return &out_;
+        },
+        [&] {
+          if (first) CountExpected();
+          if (hook_) hook_(ParameterShardService::StepEvent::kReplyStarting, worker_);
+        });
   }
 
-  // Only from OnWriteDone, a reaction, which keeps the call alive while it runs. gRPC calls
-  // happen outside the lock: a reaction may run on this thread.
+  // Only from OnWriteDone: the next segment known, or a wait for more, or the end.
   void WriteNext() {
-    enum { kWrite, kWait, kFinish } next;
-    uint64_t sent;
-    {
-      absl::MutexLock lock(&mu_);
-      if (finished_) return;
-      if (writer_->done()) {
-        finished_ = true;
-        next = kFinish;
-      } else {
-        next = writer_->Next(out_) ? kWrite : kWait;
-      }
+    bool done = false, wait = false;
+    uint64_t sent = 0;
+    writes_.StartWrite([&]() -> const proto::PsRangeValues* {
+      mu_.AssertHeld();
+      done = writer_->done();
+      if (done) return nullptr;
+      if (writer_->Next(out_)) return &out_;
+      wait = true;
       sent = writer_->sent();
+      return nullptr;
+    });
+    if (done) {
+      FinishOnce(grpc::Status::OK);
+    } else if (wait) {
+      WaitForSum(sent);
     }
-    switch (next) {
-      case kWrite:
-        StartWrite(&out_);
-        return;
-      case kWait:
-        WaitForSum(sent);
-        return;
-      case kFinish:
-        Finish(grpc::Status::OK);
-        return;
+  }
+
+  // The reply's first write: the cost model's bytes for the link, once per step.
+  void CountExpected() {
+    if (static_cast<size_t>(worker_) >= metrics_.to_worker.size()) return;
+    prometheus::Counter* expected = metrics_.to_worker[worker_].expected_bytes;
+    if (expected != nullptr) {
+      expected->Increment(static_cast<double>(state_.range_elements() * sizeof(float)));
     }
   }
 
@@ -261,24 +249,11 @@ class StepReactor final : public grpc::ServerBidiReactor<proto::PsPush, proto::P
     if (link.messages != nullptr) link.messages->Increment();
   }
 
-  // The stream's one Finish. Once it is called, gRPC may end the call (OnDone) as soon as no
-  // operation is outstanding, and the stream must not be touched again; so while another thread
-  // is starting a write (OnSummed, not a reaction), the Finish is left to that thread, to call
-  // once its StartWrite has been issued.
+  // The stream's one Finish (ReactorWrites: left to a thread that is starting a write).
   void FinishOnce(const grpc::Status& status) {
-    bool deferred;
-    {
-      absl::MutexLock lock(&mu_);
-      if (finished_) return;
-      finished_ = true;
-      deferred = starting_write_;
-      if (deferred) deferred_finish_ = status;
+    if (writes_.Finish(status) == ReactorWrites<StepReactor>::Ending::kDeferred && hook_) {
+      hook_(ParameterShardService::StepEvent::kFinishDeferred, worker_);
     }
-    if (deferred) {
-      if (hook_) hook_(ParameterShardService::StepEvent::kFinishDeferred, worker_);
-      return;
-    }
-    Finish(status);
   }
 
   grpc::CallbackServerContext* const context_;
@@ -296,13 +271,10 @@ class StepReactor final : public grpc::ServerBidiReactor<proto::PsPush, proto::P
   uint64_t step_ = 0;
 
   absl::Mutex mu_;
-  bool finished_ ABSL_GUARDED_BY(mu_) = false;
+  ReactorWrites<StepReactor> writes_{*this, mu_};  // every write and the one Finish
   std::optional<SumWriter> writer_ ABSL_GUARDED_BY(mu_);
   bool reply_started_ ABSL_GUARDED_BY(mu_) = false;
-  // OnSummed is starting a write off a reaction; a Finish wanted meanwhile waits here.
-  bool starting_write_ ABSL_GUARDED_BY(mu_) = false;
-  std::optional<grpc::Status> deferred_finish_ ABSL_GUARDED_BY(mu_);
-  proto::PsRangeValues out_;  // the write in flight; one at a time
+  proto::PsRangeValues out_;  // the write in flight, one at a time: filled by prepare, under mu_
   std::shared_ptr<StepReactor> self_ ABSL_GUARDED_BY(mu_);
   const Hook hook_;  // test-only
 };
