@@ -193,6 +193,65 @@ TEST(PsReportTest, RowsTableAndJson) {
   EXPECT_THAT(records[5]["error"].get<std::string>(), HasSubstr("exited before it was ready"));
 }
 
+// The table and the JSON users read, byte for byte: a refactoring must not move a character.
+TEST(PsReportTest, TableAndJsonAreExactlyAsPublished) {
+  constexpr int64_t kK = 1 << 18;  // 1 MiB
+  std::vector<bench::CellResult> rings = {RingCell(2, kK, 0.0011), RingCell(4, kK, 0),
+                                          RingCell(2, 1000, 0.0000123)};
+  rings[1].status = absl::DeadlineExceededError("ring timed out");
+  rings[1].check_ok = false;
+  std::vector<PsCellResult> ps = {PsCell(2, 1, kK, 0.0031), PsCell(2, 3, kK, 2.25),
+                                  PsCell(4, 1, kK, 0.004), PsCell(4, 2, kK, 0)};
+  ps[1].check_ok = false;
+  ps[1].max_abs_error = 2;
+  ps[3].status = absl::InternalError("shard 1 exited before it was ready");
+  ps[3].check_ok = false;
+  const std::vector<PsReportRow> rows = bench::BuildPsRows(ps, rings);
+  EXPECT_EQ(
+      bench::FormatPsTable(rows),
+      "impl        N   S     size  iters    time/step ring time/op ps/ring busiest in/step check\n"
+      "ringside    2   -     1MiB      7     1.100 ms            -       -        1.00 MiB ok\n"
+      "ps          2   1     1MiB      7     3.100 ms     1.100 ms    2.82        2.00 MiB ok\n"
+      "ps          2   3     1MiB      7      2.250 s     1.100 ms 2045.45        1.00 MiB WRONG\n"
+      "ringside    4   -     1MiB      7            -            -       -        1.50 MiB ERROR\n"
+      "ps          4   1     1MiB      7     4.000 ms            -       -        4.00 MiB ok\n"
+      "ps          4   2     1MiB      7            -            -       -        2.00 MiB ERROR\n"
+      "ringside    2   -    4000B      7      12.3 us            -       -        3.91 KiB ok\n"
+      "errors:\n"
+      "  ringside N=4 1MiB: DEADLINE_EXCEEDED: ring timed out\n"
+      "  ps N=4 S=2 1MiB: INTERNAL: shard 1 exited before it was ready\n");
+  EXPECT_EQ(
+      bench::PsToJson(rows).dump(),
+      R"json({"benchmark":"ps","records":[{"busiest_node_bytes":1048576,"bytes":1048576,)json"
+      R"json("check_ok":true,"elements":262144,"implementation":"ringside","iters":7,)json"
+      R"json("max_abs_error":0.0,"seconds_per_op":0.0011,"workers":2},)json"
+      R"json({"busiest_node_bytes":2097152,"bytes":1048576,"check_ok":true,"elements":262144,)json"
+      R"json("implementation":"ps","iters":7,"max_abs_error":0.0,"ratio_to_ring":2.818181818181818,)json"
+      R"json("ring_seconds_per_op":0.0011,"seconds_per_op":0.0031,"shards":1,"workers":2},)json"
+      R"json({"busiest_node_bytes":1048576,"bytes":1048576,"check_ok":false,"elements":262144,)json"
+      R"json("implementation":"ps","iters":7,"max_abs_error":2.0,)json"
+      R"json("ratio_to_ring":2045.4545454545453,"ring_seconds_per_op":0.0011,"seconds_per_op":2.25,)json"
+      R"json("shards":3,"workers":2},)json"
+      R"json({"busiest_node_bytes":1572864,"bytes":1048576,"check_ok":false,"elements":262144,)json"
+      R"json("error":"DEADLINE_EXCEEDED: ring timed out","implementation":"ringside","iters":7,)json"
+      R"json("max_abs_error":0.0,"seconds_per_op":null,"workers":4},)json"
+      R"json({"busiest_node_bytes":4194304,"bytes":1048576,"check_ok":true,"elements":262144,)json"
+      R"json("implementation":"ps","iters":7,"max_abs_error":0.0,"ratio_to_ring":null,)json"
+      R"json("ring_seconds_per_op":null,"seconds_per_op":0.004,"shards":1,"workers":4},)json"
+      R"json({"busiest_node_bytes":2097152,"bytes":1048576,"check_ok":false,"elements":262144,)json"
+      R"json("error":"INTERNAL: shard 1 exited before it was ready","implementation":"ps",)json"
+      R"json("iters":7,"max_abs_error":0.0,"ratio_to_ring":null,"ring_seconds_per_op":null,)json"
+      R"json("seconds_per_op":null,"shards":2,"workers":4},)json"
+      R"json({"busiest_node_bytes":4000,"bytes":4000,"check_ok":true,"elements":1000,)json"
+      R"json("implementation":"ringside","iters":7,"max_abs_error":0.0,"seconds_per_op":1.23e-05,)json"
+      R"json("workers":2}],)json"
+      R"json("units":{"busiest_node_bytes":"analytic bytes into the busiest node per step: PS max(N)json"
+      R"json(*ceil(K/S), K)*4, ring 2(N-1)K/N*4",)json"
+      R"json("ratio_to_ring":"PS seconds_per_op / ring seconds_per_op for the same N and K",)json"
+      R"json("seconds_per_op":"seconds: PS, the slowest worker's median push-pull step; ring,)json"
+      R"json( the slowest rank's median allreduce"}})json");
+}
+
 #else  // RINGSIDE_PS_BENCH_PROCESSES
 
 using PsBenchProcessTest = BenchProcessTest;

@@ -76,6 +76,57 @@ TEST(BuildRowsTest, RatiosAgainstGlooRingOfTheSameCell) {
   EXPECT_THAT(records[4]["error"].get<std::string>(), HasSubstr("timed out"));
 }
 
+// The table and the JSON users read, byte for byte: a refactoring must not move a character.
+TEST(BuildRowsTest, TableAndJsonAreExactlyAsPublished) {
+  std::vector<CellResult> cells = {
+      Cell(Implementation::kRingside, 4, 1 << 20, 0.0012345),
+      Cell(Implementation::kGlooAllreduceRing, 4, 1 << 20, 0.0023),
+      Cell(Implementation::kGlooRingChunked, 4, 1 << 20, 1.5),
+      Cell(Implementation::kRingside, 2, 64 << 10, 0.0000421),
+  };
+  cells[2].check_ok = false;
+  cells[2].max_abs_error = 0.25;
+  cells.push_back(Cell(Implementation::kGlooAllreduceRing, 2, 64 << 10, 0));
+  cells.back().status = absl::DeadlineExceededError("timed out");
+  cells.back().check_ok = false;
+  const std::vector<ReportRow> rows = BuildRows(cells);
+  EXPECT_EQ(
+      FormatTable(rows),
+      "implementation         N     size  iters      time/op algbw GB/s busbw GB/s check  "
+      "busbw/gloo_ring\n"
+      "ringside               4     1MiB      5     1.234 ms      0.849      1.274 ok     1.86\n"
+      "gloo_allreduce_ring    4     1MiB      5     2.300 ms      0.456      0.684 ok     1.00\n"
+      "gloo_ring_chunked      4     1MiB      5      1.500 s      0.001      0.001 WRONG  0.00\n"
+      "ringside               2    64KiB      5      42.1 us      1.557      1.557 ok     -\n"
+      "gloo_allreduce_ring    2    64KiB      5            -          -          - ERROR  -\n"
+      "errors:\n"
+      "  gloo_allreduce_ring N=2 64KiB: DEADLINE_EXCEEDED: timed out\n");
+  EXPECT_EQ(
+      ToJson(rows).dump(),
+      R"json({"benchmark":"ring","records":[{"algbw":0.8493932766302147,"busbw":1.274089914945322,)json"
+      R"json("busbw_ratio_vs_gloo_allreduce_ring":1.8631024706358852,"bytes":1048576,)json"
+      R"json("check_ok":true,"elements":262144,"implementation":"ringside","iters":5,)json"
+      R"json("max_abs_error":0.0,"seconds_per_op":0.0012345,"shards":0,"workers":4},)json"
+      R"json({"algbw":0.4559026086956522,"busbw":0.6838539130434782,)json"
+      R"json("busbw_ratio_vs_gloo_allreduce_ring":1.0,"bytes":1048576,"check_ok":true,)json"
+      R"json("elements":262144,"implementation":"gloo_allreduce_ring","iters":5,)json"
+      R"json("max_abs_error":0.0,"seconds_per_op":0.0023,"shards":0,"workers":4},)json"
+      R"json({"algbw":0.0006990506666666666,"busbw":0.001048576,)json"
+      R"json("busbw_ratio_vs_gloo_allreduce_ring":0.0015333333333333336,"bytes":1048576,)json"
+      R"json("check_ok":false,"elements":262144,"implementation":"gloo_ring_chunked","iters":5,)json"
+      R"json("max_abs_error":0.25,"seconds_per_op":1.5,"shards":0,"workers":4},)json"
+      R"json({"algbw":1.5566745843230405,"busbw":1.5566745843230405,)json"
+      R"json("busbw_ratio_vs_gloo_allreduce_ring":null,"bytes":65536,"check_ok":true,)json"
+      R"json("elements":16384,"implementation":"ringside","iters":5,"max_abs_error":0.0,)json"
+      R"json("seconds_per_op":4.21e-05,"shards":0,"workers":2},)json"
+      R"json({"algbw":null,"busbw":null,"busbw_ratio_vs_gloo_allreduce_ring":null,"bytes":65536,)json"
+      R"json("check_ok":false,"elements":16384,"error":"DEADLINE_EXCEEDED: timed out",)json"
+      R"json("implementation":"gloo_allreduce_ring","iters":5,"max_abs_error":0.0,)json"
+      R"json("seconds_per_op":null,"shards":0,"workers":2}],)json"
+      R"json("units":{"algbw":"GB/s (1e9 bytes/s): bytes / seconds_per_op",)json"
+      R"json("busbw":"GB/s: algbw * 2(N-1)/N","seconds_per_op":"seconds (slowest rank's median)"}})json");
+}
+
 TEST(RunnerTest, DefaultItersScaleWithSize) {
   EXPECT_EQ(DefaultIters(4), 1000);
   EXPECT_EQ(DefaultIters(1 << 20), 512);
