@@ -14,6 +14,7 @@
 #include "bench/bench_flags.h"
 #include "bench/commands.h"
 #include "bench/flag_types.h"
+#include "bench/ps_report.h"
 #include "bench/ps_runner.h"
 #include "bench/rank_processes.h"
 #include "bench/ring_runner.h"
@@ -135,7 +136,7 @@ int RunPsCommand(const std::vector<std::string>& args) {
                                      (1 + options->shard_counts.size()));
   int index = 0;
   std::vector<CellResult> ring_cells;
-  std::vector<PsCellResult> ps_cells;
+  std::vector<CellResult> ps_cells;
   // The ring cell runs once per (N, K), right before the PS cells it is compared with, so they
   // share the machine's state of the moment.
   for (int world : options->worlds) {
@@ -143,7 +144,7 @@ int RunPsCommand(const std::vector<std::string>& args) {
       const int iters = options->iters > 0 ? options->iters : DefaultIters(bytes);
       CellSpec ring;
       ring.implementation = Implementation::kRingside;
-      ring.world = world;
+      ring.workers = world;
       ring.elements = bytes / 4;
       ring.iters = iters;
       ring.warmup = options->warmup;
@@ -152,7 +153,8 @@ int RunPsCommand(const std::vector<std::string>& args) {
           absl::StrFormat("ringside N=%d %s, %d iters", world, FormatByteSize(bytes), iters),
           [&] { return RunCell(options->ring, ring); }));
       for (int shards : options->shard_counts) {
-        PsCellSpec spec;
+        CellSpec spec;
+        spec.implementation = Implementation::kPs;
         spec.workers = world;
         spec.shards = shards;
         spec.elements = bytes / 4;
@@ -167,7 +169,7 @@ int RunPsCommand(const std::vector<std::string>& args) {
   }
   const std::vector<PsReportRow> rows = BuildPsRows(ps_cells, ring_cells);
   bool all_ok = true;
-  for (const PsReportRow& row : rows) all_ok = all_ok && row.ran && row.check_ok;
+  for (const PsReportRow& row : rows) all_ok = all_ok && row.cell.ran && row.cell.check_ok;
   return FinishSweep("ps", FormatPsTable(rows), all_ok, options->json_path, PsToJson(rows));
 }
 

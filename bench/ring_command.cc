@@ -90,7 +90,7 @@ std::vector<CellSpec> PlanCells(const RingCommandOptions& options) {
       for (Implementation implementation : options.implementations) {
         CellSpec spec;
         spec.implementation = implementation;
-        spec.world = world;
+        spec.workers = world;
         spec.elements = bytes / 4;
         spec.iters = options.iters > 0 ? options.iters : DefaultIters(bytes);
         spec.warmup = options.warmup;
@@ -119,13 +119,13 @@ int RunRingCommand(const std::vector<std::string>& args) {
     const CellSpec& spec = plan[i];
     cells.push_back(RunWithProgress(
         static_cast<int>(i + 1), static_cast<int>(plan.size()),
-        absl::StrFormat("%s N=%d %s, %d iters", ImplementationName(spec.implementation), spec.world,
-                        FormatByteSize(spec.bytes()), spec.iters),
+        absl::StrFormat("%s N=%d %s, %d iters", ImplementationName(spec.implementation),
+                        spec.workers, FormatByteSize(spec.bytes()), spec.iters),
         [&] { return RunCell(options->runner, spec); }));
   }
   const std::vector<ReportRow> rows = BuildRows(cells);
   bool all_ok = true;
-  for (const ReportRow& row : rows) all_ok = all_ok && row.ran && row.check_ok;
+  for (const ReportRow& row : rows) all_ok = all_ok && row.cell.ran && row.cell.check_ok;
   return FinishSweep("ring", FormatTable(rows), all_ok, options->json_path, ToJson(rows));
 }
 

@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "bench/ring_runner.h"
+#include "bench/cell.h"
 #include "nlohmann/json.hpp"
 
 namespace ringside::bench {
@@ -23,19 +23,10 @@ double AlgBandwidth(int64_t bytes, double seconds);
 double BusBandwidth(double algbw, int world);
 
 struct ReportRow {
-  std::string implementation;
-  int workers = 0;
-  int64_t bytes = 0;
-  int64_t elements = 0;
-  int iters = 0;
-  bool ran = false;  // the cell produced numbers (its status was OK)
-  double seconds_per_op = 0;
-  double algbw_gbps = 0;
+  CellRow cell;
+  double algbw_gbps = 0;  // 0 when the cell did not run
   double busbw_gbps = 0;
-  bool check_ok = false;
-  double max_abs_error = 0;
   std::optional<double> ratio_vs_gloo;  // busbw / busbw(gloo_allreduce_ring)
-  std::string error;                    // why the cell did not run; empty when it ran
 };
 
 std::vector<ReportRow> BuildRows(const std::vector<CellResult>& cells);

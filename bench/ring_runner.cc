@@ -19,9 +19,9 @@
 namespace ringside::bench {
 namespace {
 
-constexpr Implementation kAllImplementations[] = {Implementation::kRingside,
-                                                  Implementation::kGlooAllreduceRing,
-                                                  Implementation::kGlooRingChunked};
+constexpr Implementation kRingImplementations[] = {Implementation::kRingside,
+                                                   Implementation::kGlooAllreduceRing,
+                                                   Implementation::kGlooRingChunked};
 
 // Rank argv for every rank of the cell, or why the cell cannot start.
 absl::StatusOr<std::vector<std::vector<std::string>>> BuildArgvs(const RunnerConfig& config,
@@ -33,12 +33,16 @@ absl::StatusOr<std::vector<std::vector<std::string>>> BuildArgvs(const RunnerCon
       return absl::NotFoundError(absl::StrCat("no executable rank binary at ", config.rank_binary,
                                               " (--rank_binary=PATH, or leave it empty)"));
     }
-    ASSIGN_OR_RETURN(const std::vector<int> ports, launch::PickFreePorts(spec.world));
-    for (int rank = 0; rank < spec.world; ++rank) {
+    ASSIGN_OR_RETURN(const std::vector<int> ports, launch::PickFreePorts(spec.workers));
+    for (int rank = 0; rank < spec.workers; ++rank) {
       argvs.push_back(RingsideWorkerArgv(config, spec, rank, ports,
                                          dir.File(absl::StrCat("rank-", rank, ".json"))));
     }
     return argvs;
+  }
+  if (!IsGloo(spec.implementation)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(ImplementationName(spec.implementation), " is not a ring implementation"));
   }
   if (!HaveGloo()) {
     return absl::UnimplementedError("this ringside-bench was built without Gloo (libgloo-dev)");
@@ -48,7 +52,7 @@ absl::StatusOr<std::vector<std::vector<std::string>>> BuildArgvs(const RunnerCon
   if (!std::filesystem::create_directory(store_dir, error)) {
     return absl::InternalError(absl::StrCat("cannot create ", store_dir, ": ", error.message()));
   }
-  for (int rank = 0; rank < spec.world; ++rank) {
+  for (int rank = 0; rank < spec.workers; ++rank) {
     argvs.push_back(GlooRankArgv(config, spec, rank, store_dir,
                                  dir.File(absl::StrCat("rank-", rank, ".json"))));
   }
@@ -65,7 +69,7 @@ absl::Status RunCellProcesses(const RunnerConfig& config, const CellSpec& spec,
   ASSIGN_OR_RETURN(const std::vector<std::vector<std::string>> argvs,
                    BuildArgvs(config, spec, dir));
   std::vector<std::string> result_files;
-  for (int rank = 0; rank < spec.world; ++rank) {
+  for (int rank = 0; rank < spec.workers; ++rank) {
     result_files.push_back(dir.File(absl::StrCat("rank-", rank, ".json")));
   }
   ASSIGN_OR_RETURN(std::vector<RankResult> ranks,
@@ -75,28 +79,14 @@ absl::Status RunCellProcesses(const RunnerConfig& config, const CellSpec& spec,
 
 }  // namespace
 
-absl::string_view ImplementationName(Implementation implementation) {
-  switch (implementation) {
-    case Implementation::kRingside:
-      return "ringside";
-    case Implementation::kGlooAllreduceRing:
-      return "gloo_allreduce_ring";
-    case Implementation::kGlooRingChunked:
-      return "gloo_ring_chunked";
-  }
-  return "unknown";
-}
-
 absl::StatusOr<Implementation> ParseImplementation(absl::string_view text) {
-  for (Implementation implementation : kAllImplementations) {
+  for (Implementation implementation : kRingImplementations) {
     if (text == ImplementationName(implementation)) return implementation;
   }
   return absl::InvalidArgumentError(
       absl::StrCat("unknown implementation '", text,
                    "' (expected ringside, gloo_allreduce_ring or gloo_ring_chunked)"));
 }
-
-bool IsGloo(Implementation implementation) { return implementation != Implementation::kRingside; }
 
 bool AbslParseFlag(absl::string_view text, ImplementationList* out, std::string* error) {
   ImplementationList parsed;
@@ -159,7 +149,7 @@ std::vector<std::string> GlooRankArgv(const RunnerConfig& config, const CellSpec
   return {config.self_binary,
           "gloo-rank",
           absl::StrCat("--rank=", rank),
-          absl::StrCat("--world=", spec.world),
+          absl::StrCat("--world=", spec.workers),
           absl::StrCat("--store_dir=", store_dir),
           absl::StrCat("--algorithm=", GlooAlgorithmName(algorithm)),
           absl::StrCat("--elements=", spec.elements),
@@ -169,42 +159,9 @@ std::vector<std::string> GlooRankArgv(const RunnerConfig& config, const CellSpec
           absl::StrCat("--result_file=", result_file)};
 }
 
-absl::Status AggregateRanks(std::vector<RankResult> ranks, CellResult* cell) {
-  const CellSpec& spec = cell->spec;
-  if (static_cast<int>(ranks.size()) != spec.world) {
-    return absl::InternalError(
-        absl::StrCat("expected ", spec.world, " rank results, got ", ranks.size()));
-  }
-  cell->seconds_per_op = 0;
-  cell->check_ok = true;
-  cell->max_abs_error = 0;
-  for (size_t i = 0; i < ranks.size(); ++i) {
-    const RankResult& r = ranks[i];
-    if (r.rank != static_cast<int>(i) || r.world != spec.world || r.elements != spec.elements ||
-        r.iters != spec.iters) {
-      return absl::InternalError(absl::StrCat("rank ", i, " reported rank=", r.rank,
-                                              " world=", r.world, " elements=", r.elements,
-                                              " iters=", r.iters, "; expected world=", spec.world,
-                                              " elements=", spec.elements, " iters=", spec.iters));
-    }
-    if (!(r.seconds_per_op > 0)) {
-      return absl::InternalError(
-          absl::StrCat("rank ", i, " reported seconds_per_op=", r.seconds_per_op));
-    }
-    cell->seconds_per_op = std::max(cell->seconds_per_op, r.seconds_per_op);
-    cell->check_ok = cell->check_ok && r.check_ok;
-    cell->max_abs_error = std::max(cell->max_abs_error, r.max_abs_error);
-  }
-  cell->ranks = std::move(ranks);
-  return absl::OkStatus();
-}
-
 CellResult RunCell(const RunnerConfig& config, const CellSpec& spec) {
-  CellResult result;
-  result.spec = spec;
-  result.status = RunCellProcesses(config, spec, &result);
-  if (!result.status.ok()) result.check_ok = false;
-  return result;
+  return MeasureCell(spec,
+                     [&](CellResult* result) { return RunCellProcesses(config, spec, result); });
 }
 
 }  // namespace ringside::bench

@@ -1,5 +1,5 @@
 // Runs one cell of the ring benchmark: one implementation, one world size, one buffer size.
-// Starts `world` rank processes on loopback (Ringside's `ringside-bench ring-rank`
+// Starts `spec.workers` rank processes on loopback (Ringside's `ringside-bench ring-rank`
 // (bench/rank_jobs.h), or this binary re-executed as the hidden `gloo-rank` subcommand), waits for
 // all of them under a timeout, and reads their result files (rank_result.h). The slowest rank
 // bounds a collective, so a cell's time per op is the maximum over ranks.
@@ -8,8 +8,8 @@
 // removed afterwards unless `keep_temp`. Ports are picked at run time, never fixed.
 //
 // Errors: a cell that cannot run (missing worker binary, a rank that fails or times out, a
-// malformed result) is recorded in CellResult::status, with the failing rank's log tail, so a
-// sweep goes on with its other cells. Thread-compatible.
+// malformed result) is recorded in CellResult::status (bench/cell.h), with the failing rank's log
+// tail, so a sweep goes on with its other cells. Thread-compatible.
 #ifndef RINGSIDE_BENCH_RING_RUNNER_H_
 #define RINGSIDE_BENCH_RING_RUNNER_H_
 
@@ -21,15 +21,13 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
-#include "common/rank_result.h"
+#include "bench/cell.h"
 
 namespace ringside::bench {
 
-enum class Implementation { kRingside, kGlooAllreduceRing, kGlooRingChunked };
-// "ringside", "gloo_allreduce_ring", "gloo_ring_chunked".
-absl::string_view ImplementationName(Implementation implementation);
+// The ring benchmark's implementations by name ("ringside", "gloo_allreduce_ring",
+// "gloo_ring_chunked"); INVALID_ARGUMENT for any other (the PS is not one of them).
 absl::StatusOr<Implementation> ParseImplementation(absl::string_view text);
-bool IsGloo(Implementation implementation);
 
 // Flag type for --implementations=ringside,gloo_allreduce_ring,...
 struct ImplementationList {
@@ -50,24 +48,6 @@ struct RunnerConfig {
   std::vector<std::string> security_flags = {"--insecure"};
 };
 
-struct CellSpec {
-  Implementation implementation = Implementation::kRingside;
-  int world = 2;
-  int64_t elements = 0;  // float32 elements per allreduce
-  int iters = 1;
-  int warmup = 0;
-  int64_t bytes() const { return elements * 4; }
-};
-
-struct CellResult {
-  CellSpec spec;
-  absl::Status status;        // OK when every rank reported a result
-  double seconds_per_op = 0;  // max over ranks of each rank's seconds_per_op
-  bool check_ok = false;      // every rank's values were exact
-  double max_abs_error = 0;   // max over ranks
-  std::vector<RankResult> ranks;
-};
-
 // Timed iterations for a buffer of `bytes` when the user gave none: about 512 MiB of payload
 // per cell, clamped to [5, 1000], so small cells are not all start-up and large ones stay short.
 int DefaultIters(int64_t bytes);
@@ -79,10 +59,8 @@ std::vector<std::string> RingsideWorkerArgv(const RunnerConfig& config, const Ce
 std::vector<std::string> GlooRankArgv(const RunnerConfig& config, const CellSpec& spec, int rank,
                                       const std::string& store_dir, const std::string& result_file);
 
-// Checks the rank results of one cell and folds them into `cell` (max time, all checks).
-absl::Status AggregateRanks(std::vector<RankResult> ranks, CellResult* cell);
-
-// Runs the cell to completion (or failure, recorded in the result's status).
+// Runs a ring cell (Ringside's or a Gloo implementation) to completion, or failure, recorded in
+// the result's status.
 CellResult RunCell(const RunnerConfig& config, const CellSpec& spec);
 
 }  // namespace ringside::bench

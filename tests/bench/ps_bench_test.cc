@@ -16,8 +16,9 @@
 #include "nlohmann/json.hpp"
 
 #ifndef RINGSIDE_PS_BENCH_PROCESSES
+#include "bench/cell.h"
+#include "bench/ps_report.h"
 #include "bench/ps_runner.h"
-#include "bench/ring_runner.h"
 #else
 #include "tests/bench/bench_process_fixture.h"
 #endif
@@ -30,8 +31,8 @@ using ::testing::HasSubstr;
 
 #ifndef RINGSIDE_PS_BENCH_PROCESSES
 
-using bench::PsCellResult;
-using bench::PsCellSpec;
+using bench::CellResult;
+using bench::CellSpec;
 using bench::PsReportRow;
 using bench::PsRunnerConfig;
 
@@ -43,8 +44,9 @@ PsRunnerConfig Config() {
   return config;
 }
 
-PsCellSpec Spec(int workers, int shards, int64_t elements) {
-  PsCellSpec spec;
+CellSpec Spec(int workers, int shards, int64_t elements) {
+  CellSpec spec;
+  spec.implementation = bench::Implementation::kPs;
   spec.workers = workers;
   spec.shards = shards;
   spec.elements = elements;
@@ -71,7 +73,7 @@ TEST(PsRunnerTest, WorkerArgvListsShardsInOrder) {
 }
 
 TEST(PsRunnerTest, ReadyFileMustMatchTheShardMap) {
-  const PsCellSpec spec = Spec(2, 3, 10);  // EvenRanges(10, 3): [0,4) [4,7) [7,10)
+  const CellSpec spec = Spec(2, 3, 10);  // EvenRanges(10, 3): [0,4) [4,7) [7,10)
   absl::StatusOr<int> port = bench::ParseShardReady(
       R"({"port":4242,"metrics_port":1,"range_begin":4,"range_end":7})", spec, 1);
   ASSERT_TRUE(port.ok()) << port.status();
@@ -97,28 +99,28 @@ RankResult Worker(int rank, int world, double seconds, bool check_ok = true) {
 }
 
 TEST(PsRunnerTest, AggregateTakesTheSlowestWorkerAndAllChecks) {
-  PsCellResult cell;
+  CellResult cell;
   cell.spec = Spec(3, 2, 1000);
-  ASSERT_TRUE(bench::AggregatePsWorkers(
+  ASSERT_TRUE(bench::AggregateRanks(
                   {Worker(0, 3, 0.002), Worker(1, 3, 0.005, false), Worker(2, 3, 0.001)}, &cell)
                   .ok());
   EXPECT_DOUBLE_EQ(cell.seconds_per_op, 0.005);
   EXPECT_FALSE(cell.check_ok);
   EXPECT_EQ(cell.max_abs_error, 3);
-  EXPECT_EQ(cell.workers.size(), 3u);
+  EXPECT_EQ(cell.ranks.size(), 3u);
 
-  PsCellResult short_cell;
+  CellResult short_cell;
   short_cell.spec = Spec(3, 2, 1000);
-  EXPECT_FALSE(bench::AggregatePsWorkers({Worker(0, 3, 0.002)}, &short_cell).ok());
-  PsCellResult wrong_world;
+  EXPECT_FALSE(bench::AggregateRanks({Worker(0, 3, 0.002)}, &short_cell).ok());
+  CellResult wrong_world;
   wrong_world.spec = Spec(2, 1, 1000);
   EXPECT_FALSE(
-      bench::AggregatePsWorkers({Worker(0, 3, 0.002), Worker(1, 3, 0.002)}, &wrong_world).ok());
+      bench::AggregateRanks({Worker(0, 3, 0.002), Worker(1, 3, 0.002)}, &wrong_world).ok());
 }
 
-bench::CellResult RingCell(int world, int64_t elements, double seconds) {
-  bench::CellResult cell;
-  cell.spec.world = world;
+CellResult RingCell(int world, int64_t elements, double seconds) {
+  CellResult cell;
+  cell.spec.workers = world;
   cell.spec.elements = elements;
   cell.spec.iters = 7;
   cell.seconds_per_op = seconds;
@@ -126,8 +128,8 @@ bench::CellResult RingCell(int world, int64_t elements, double seconds) {
   return cell;
 }
 
-PsCellResult PsCell(int workers, int shards, int64_t elements, double seconds) {
-  PsCellResult cell;
+CellResult PsCell(int workers, int shards, int64_t elements, double seconds) {
+  CellResult cell;
   cell.spec = Spec(workers, shards, elements);
   cell.seconds_per_op = seconds;
   cell.check_ok = true;
@@ -136,30 +138,30 @@ PsCellResult PsCell(int workers, int shards, int64_t elements, double seconds) {
 
 TEST(PsReportTest, RowsTableAndJson) {
   constexpr int64_t kK = 1 << 18;  // 1 MiB
-  std::vector<bench::CellResult> rings = {RingCell(2, kK, 0.001), RingCell(4, kK, 0)};
+  std::vector<CellResult> rings = {RingCell(2, kK, 0.001), RingCell(4, kK, 0)};
   rings[1].status = absl::DeadlineExceededError("ring timed out");
   rings[1].check_ok = false;
-  std::vector<PsCellResult> ps = {PsCell(2, 1, kK, 0.003), PsCell(2, 2, kK, 0.002),
-                                  PsCell(4, 1, kK, 0.004), PsCell(4, 2, kK, 0)};
+  std::vector<CellResult> ps = {PsCell(2, 1, kK, 0.003), PsCell(2, 2, kK, 0.002),
+                                PsCell(4, 1, kK, 0.004), PsCell(4, 2, kK, 0)};
   ps[3].status = absl::InternalError("shard 1 exited before it was ready");
   ps[3].check_ok = false;
 
   const std::vector<PsReportRow> rows = bench::BuildPsRows(ps, rings);
   ASSERT_EQ(rows.size(), 6u);
-  EXPECT_EQ(rows[0].implementation, "ringside");
-  EXPECT_EQ(rows[0].workers, 2);
+  EXPECT_EQ(rows[0].cell.implementation, "ringside");
+  EXPECT_EQ(rows[0].cell.workers, 2);
   EXPECT_EQ(rows[0].busiest_node_bytes, kK * 4);
-  EXPECT_EQ(rows[1].implementation, "ps");
-  EXPECT_EQ(rows[1].shards, 1);
+  EXPECT_EQ(rows[1].cell.implementation, "ps");
+  EXPECT_EQ(rows[1].cell.shards, 1);
   EXPECT_EQ(rows[1].busiest_node_bytes, 2 * kK * 4);
   ASSERT_TRUE(rows[1].ratio_to_ring.has_value());
   EXPECT_DOUBLE_EQ(*rows[1].ratio_to_ring, 3.0);
   EXPECT_DOUBLE_EQ(*rows[1].ring_seconds_per_op, 0.001);
   EXPECT_DOUBLE_EQ(*rows[2].ratio_to_ring, 2.0);
-  EXPECT_FALSE(rows[3].ran);  // the N=4 ring failed: its row is kept, the PS rows get no ratio
-  EXPECT_TRUE(rows[4].ran);
+  EXPECT_FALSE(rows[3].cell.ran);  // the N=4 ring failed: its row is kept, the PS rows get no ratio
+  EXPECT_TRUE(rows[4].cell.ran);
   EXPECT_FALSE(rows[4].ratio_to_ring.has_value());
-  EXPECT_FALSE(rows[5].ran);
+  EXPECT_FALSE(rows[5].cell.ran);
 
   const std::string table = bench::FormatPsTable(rows);
   EXPECT_THAT(table, HasSubstr("ps/ring"));
@@ -196,12 +198,12 @@ TEST(PsReportTest, RowsTableAndJson) {
 // The table and the JSON users read, byte for byte: a refactoring must not move a character.
 TEST(PsReportTest, TableAndJsonAreExactlyAsPublished) {
   constexpr int64_t kK = 1 << 18;  // 1 MiB
-  std::vector<bench::CellResult> rings = {RingCell(2, kK, 0.0011), RingCell(4, kK, 0),
-                                          RingCell(2, 1000, 0.0000123)};
+  std::vector<CellResult> rings = {RingCell(2, kK, 0.0011), RingCell(4, kK, 0),
+                                   RingCell(2, 1000, 0.0000123)};
   rings[1].status = absl::DeadlineExceededError("ring timed out");
   rings[1].check_ok = false;
-  std::vector<PsCellResult> ps = {PsCell(2, 1, kK, 0.0031), PsCell(2, 3, kK, 2.25),
-                                  PsCell(4, 1, kK, 0.004), PsCell(4, 2, kK, 0)};
+  std::vector<CellResult> ps = {PsCell(2, 1, kK, 0.0031), PsCell(2, 3, kK, 2.25),
+                                PsCell(4, 1, kK, 0.004), PsCell(4, 2, kK, 0)};
   ps[1].check_ok = false;
   ps[1].max_abs_error = 2;
   ps[3].status = absl::InternalError("shard 1 exited before it was ready");

@@ -1,5 +1,6 @@
 #include "bench/ring_report.h"
 
+#include "bench/ps_runner.h"
 #include "bench/ring_runner.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -21,7 +22,7 @@ TEST(BandwidthTest, NcclTestsDefinitions) {
 CellResult Cell(Implementation implementation, int world, int64_t bytes, double seconds) {
   CellResult cell;
   cell.spec.implementation = implementation;
-  cell.spec.world = world;
+  cell.spec.workers = world;
   cell.spec.elements = bytes / 4;
   cell.spec.iters = 5;
   cell.seconds_per_op = seconds;
@@ -42,7 +43,7 @@ TEST(BuildRowsTest, RatiosAgainstGlooRingOfTheSameCell) {
 
   const std::vector<ReportRow> rows = BuildRows(cells);
   ASSERT_EQ(rows.size(), 5u);
-  EXPECT_EQ(rows[0].implementation, "ringside");
+  EXPECT_EQ(rows[0].cell.implementation, "ringside");
   EXPECT_DOUBLE_EQ(rows[0].algbw_gbps, (1 << 20) / 0.001 / 1e9);
   EXPECT_DOUBLE_EQ(rows[0].busbw_gbps, rows[0].algbw_gbps * 1.5);
   ASSERT_TRUE(rows[0].ratio_vs_gloo.has_value());
@@ -50,8 +51,8 @@ TEST(BuildRowsTest, RatiosAgainstGlooRingOfTheSameCell) {
   EXPECT_THAT(*rows[1].ratio_vs_gloo, DoubleNear(1.0, 1e-12));
   EXPECT_THAT(*rows[2].ratio_vs_gloo, DoubleNear(0.5, 1e-12));
   EXPECT_FALSE(rows[3].ratio_vs_gloo.has_value());
-  EXPECT_FALSE(rows[4].ran);
-  EXPECT_THAT(rows[4].error, HasSubstr("timed out"));
+  EXPECT_FALSE(rows[4].cell.ran);
+  EXPECT_THAT(rows[4].cell.error, HasSubstr("timed out"));
 
   const std::string table = FormatTable(rows);
   EXPECT_THAT(table, HasSubstr("gloo_ring_chunked"));
@@ -139,7 +140,7 @@ TEST(RunnerTest, RingsideRankArgvFollowsTheRankCli) {
   config.rank_binary = "/bin/ringside-bench";
   config.segment_bytes = 4096;
   CellSpec spec;
-  spec.world = 3;
+  spec.workers = 3;
   spec.elements = 256;
   spec.iters = 7;
   spec.warmup = 1;
@@ -157,7 +158,7 @@ TEST(RunnerTest, GlooRankArgvReexecutesTheBench) {
   config.gloo_timeout = absl::Seconds(9);
   CellSpec spec;
   spec.implementation = Implementation::kGlooRingChunked;
-  spec.world = 2;
+  spec.workers = 2;
   spec.elements = 16;
   spec.iters = 3;
   EXPECT_THAT(GlooRankArgv(config, spec, 1, "/tmp/store", "/tmp/r.json"),
@@ -165,6 +166,31 @@ TEST(RunnerTest, GlooRankArgvReexecutesTheBench) {
                                      "--store_dir=/tmp/store", "--algorithm=ring_chunked",
                                      "--elements=16", "--iters=3", "--warmup=0",
                                      "--gloo_timeout_s=9", "--result_file=/tmp/r.json"));
+}
+
+// One cell type serves both benchmarks; each runner refuses the other's cells before it starts
+// anything, and the ring's --implementations never names the PS.
+TEST(RunnerTest, EachRunnerRunsOnlyItsOwnCells) {
+  CellSpec ps;
+  ps.implementation = Implementation::kPs;
+  ps.shards = 1;
+  ps.elements = 8;
+  const CellResult cell = RunCell(RunnerConfig{}, ps);
+  EXPECT_EQ(cell.status.code(), absl::StatusCode::kInvalidArgument) << cell.status;
+  EXPECT_FALSE(cell.check_ok);
+  EXPECT_EQ(cell.spec.implementation, Implementation::kPs);
+
+  CellSpec ring;
+  ring.elements = 8;
+  const CellResult refused = RunPsCell(PsRunnerConfig{}, ring);
+  EXPECT_EQ(refused.status.code(), absl::StatusCode::kInvalidArgument) << refused.status;
+  EXPECT_THAT(refused.status.message(), HasSubstr("not a PS cell: ringside"));
+
+  EXPECT_FALSE(ParseImplementation("ps").ok());
+  EXPECT_EQ(ImplementationName(Implementation::kPs), "ps");
+  EXPECT_FALSE(IsGloo(Implementation::kPs));
+  EXPECT_FALSE(IsGloo(Implementation::kRingside));
+  EXPECT_TRUE(IsGloo(Implementation::kGlooRingChunked));
 }
 
 RankResult Rank(int rank, double seconds, bool ok) {
@@ -181,7 +207,7 @@ RankResult Rank(int rank, double seconds, bool ok) {
 
 TEST(RunnerTest, AggregateTakesTheSlowestRankAndAllChecks) {
   CellResult cell;
-  cell.spec.world = 2;
+  cell.spec.workers = 2;
   cell.spec.elements = 8;
   cell.spec.iters = 3;
   ASSERT_TRUE(AggregateRanks({Rank(0, 0.5, true), Rank(1, 0.75, true)}, &cell).ok());
