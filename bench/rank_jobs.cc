@@ -115,26 +115,20 @@ absl::Status RunPsRank(const RankJobOptions& options, std::ostream& log) {
       optimizer);
   std::vector<float> gradient(static_cast<size_t>(options.elements));
   std::vector<float> params(gradient.size());
-  std::vector<double> seconds;
-  RankResult result;
-  for (int it = 0; it < options.warmup + options.iters; ++it) {
-    FillForRank(options.rank, absl::MakeSpan(gradient));  // the last step left the sum there
-    const absl::Time start = absl::Now();
-    RETURN_IF_ERROR(sync.Step(it, absl::MakeSpan(gradient), absl::MakeSpan(params)).status());
-    if (it >= options.warmup) seconds.push_back(absl::ToDoubleSeconds(absl::Now() - start));
-    // Benchmark shards start at zero and apply SGD with lr 1: after step `it` every parameter is
-    // exactly -(it + 1) times the sum of the pushed fills (small integers, exact in float32).
-    result.max_abs_error =
-        std::max(result.max_abs_error,
-                 MaxAbsErrorOfScaledSum(options.workers, -static_cast<float>(it + 1), params));
-  }
-  result.rank = options.rank;
-  result.world = options.workers;
-  result.elements = options.elements;
-  result.iters = options.iters;
-  result.seconds_per_op = Median(seconds);
-  for (double s : seconds) result.seconds_total += s;
-  result.check_ok = result.max_abs_error == 0;
+  absl::Status failure;
+  // Each step refills the gradient (the last one left the sum there). Benchmark shards start at
+  // zero and apply SGD with lr 1: after step `it` every parameter is exactly -(it + 1) times the
+  // sum of the pushed fills (small integers, exact in float32).
+  const RankResult result = RunTimedSteps(
+      options.rank, options.workers, options.warmup, options.iters, absl::MakeSpan(gradient),
+      [&](int it) {
+        failure = sync.Step(it, absl::MakeSpan(gradient), absl::MakeSpan(params)).status();
+      },
+      [&](int it) {
+        return MaxAbsErrorOfScaledSum(options.workers, -static_cast<float>(it + 1), params);
+      },
+      [&] { return !failure.ok(); });
+  RETURN_IF_ERROR(failure);
   return Report(options, metrics_server->port(), result,
                 absl::StrCat("push-pull steps of ", options.elements, " floats over ",
                              options.shards.size(), " shards"),

@@ -100,15 +100,24 @@ double MaxAbsErrorOfScaledSum(int world, float scale, absl::Span<const float> da
 RankResult RunTimedIterations(int rank, int world, int warmup, int iters, absl::Span<float> data,
                               const std::function<void()>& allreduce,
                               const std::function<bool()>& stop) {
+  return RunTimedSteps(
+      rank, world, warmup, iters, data, [&allreduce](int) { allreduce(); },
+      [world, data](int) { return MaxAbsErrorOfSum(world, data); }, stop);
+}
+
+RankResult RunTimedSteps(int rank, int world, int warmup, int iters, absl::Span<float> data,
+                         const std::function<void(int it)>& step,
+                         const std::function<double(int it)>& max_error,
+                         const std::function<bool()>& stop) {
   std::vector<double> seconds;
   seconds.reserve(iters);
-  double max_error = 0;
+  double worst = 0;
   for (int it = 0; it < warmup + iters && !(stop && stop()); ++it) {
     FillForRank(rank, data);
     const auto start = std::chrono::steady_clock::now();
-    allreduce();
+    step(it);
     const auto end = std::chrono::steady_clock::now();
-    max_error = std::max(max_error, MaxAbsErrorOfSum(world, data));
+    worst = std::max(worst, max_error(it));
     if (it >= warmup) seconds.push_back(std::chrono::duration<double>(end - start).count());
   }
   RankResult result;
@@ -118,8 +127,8 @@ RankResult RunTimedIterations(int rank, int world, int warmup, int iters, absl::
   result.iters = iters;
   result.seconds_per_op = Median(seconds);
   for (double s : seconds) result.seconds_total += s;
-  result.max_abs_error = max_error;
-  result.check_ok = max_error == 0;
+  result.max_abs_error = worst;
+  result.check_ok = worst == 0;
   return result;
 }
 

@@ -65,6 +65,13 @@ double MaxAbsErrorOfScaledSum(int world, float scale, absl::Span<const float> da
 RankResult RunTimedIterations(int rank, int world, int warmup, int iters, absl::Span<float> data,
                               const std::function<void()>& allreduce,
                               const std::function<bool()>& stop = nullptr);
+// The same loop for ranks whose values are checked elsewhere than in `data` (a PS rank checks
+// the parameters it pulled): iteration `it` refills `data`, times `step(it)` and then asks
+// `max_error(it)` (untimed) for its check's largest error.
+RankResult RunTimedSteps(int rank, int world, int warmup, int iters, absl::Span<float> data,
+                         const std::function<void(int it)>& step,
+                         const std::function<double(int it)>& max_error,
+                         const std::function<bool()>& stop = nullptr);
 
 // Median of `values` (mean of the middle two for an even count); 0 for an empty span.
 double Median(absl::Span<const double> values);

@@ -66,6 +66,32 @@ TEST(RunTimedIterationsTest, DetectsAWrongSumInAnyIteration) {
   EXPECT_TRUE(std::isinf(MaxAbsErrorOfSum(2, data)));
 }
 
+// The loop a PS rank runs: its own check, asked after every step (warm-up included) with the
+// step's index, untimed; the data refilled before every step.
+TEST(RunTimedStepsTest, ChecksEveryStepWithItsIndex) {
+  std::vector<float> data(16);
+  std::vector<int> steps, checks;
+  const RankResult result = RunTimedSteps(
+      2, 4, 1, 3, absl::MakeSpan(data),
+      [&](int it) {
+        EXPECT_EQ(data[0], FillValue(2, 0)) << "refilled before step " << it;
+        steps.push_back(it);
+        data[0] = -1;
+      },
+      [&](int it) {
+        checks.push_back(it);
+        return it == 2 ? 0.25 : 0.0;
+      });
+  EXPECT_EQ(steps, (std::vector<int>{0, 1, 2, 3}));
+  EXPECT_EQ(checks, (std::vector<int>{0, 1, 2, 3}));
+  EXPECT_EQ(result.rank, 2);
+  EXPECT_EQ(result.world, 4);
+  EXPECT_EQ(result.elements, 16);
+  EXPECT_EQ(result.iters, 3);
+  EXPECT_FALSE(result.check_ok);
+  EXPECT_EQ(result.max_abs_error, 0.25);
+}
+
 TEST(MedianTest, OddEvenEmpty) {
   EXPECT_EQ(Median({3.0, 1.0, 2.0}), 2.0);
   EXPECT_EQ(Median({4.0, 1.0, 2.0, 3.0}), 2.5);
