@@ -1,6 +1,7 @@
 // The part of `ringside compare` that runs one job on local clusters and measures it
-// (cli/compare_command.cc), shared with the scaling sweep (cli/scaling_sweep.h), which runs it
-// once per cluster size. Not thread-safe (one cluster at a time: they share the machine).
+// (cli/compare_command.cc; one mode's cluster: cli/compare_mode.h), shared with the scaling
+// sweep (cli/scaling_sweep.h), which runs it once per cluster size. Not thread-safe (one cluster
+// at a time: they share the machine).
 #ifndef RINGSIDE_CLI_COMPARE_RUN_H_
 #define RINGSIDE_CLI_COMPARE_RUN_H_
 
@@ -22,20 +23,28 @@ struct ClusterShape {
   bool swept = false;
 };
 
+// What every cluster of one `ringside compare` shares. The references must outlive the runs.
+struct CompareSession {
+  const CompareOptions& options;
+  const TerminationSignals& signals;  // a signal stops the cluster running (CANCELLED)
+  std::ostream& out;                  // progress, lost processes, failures
+  // The first mode that failed; once set, no further cluster starts.
+  absl::Status& failed;
+  // Non-null (--timeline): every worker writes a timeline, appended here with its pid renumbered
+  // (1000 × the cluster's ordinal + rank) and named by mode, size and job.
+  std::vector<worker::TimelineProcess>* timeline = nullptr;
+};
+
 // The job's configuration as the reports print it, for a cluster of `shape`.
 absl::StatusOr<JobConfig> JobConfigOf(const TrainingOptions& job, ClusterShape shape);
 
-// Runs `job` once per mode in `modes`, in that order, each on a fresh cluster of `shape`, and
-// fills their reports (and the parity when both ran). A mode that fails is recorded in its
-// report and in `failed` (the first failure); the modes after it are not run. A signal returns
-// CANCELLED. With `timeline` non-null every worker writes a timeline, appended there named by
-// mode, size and job (pids still the ranks: the caller renumbers).
-absl::StatusOr<JobComparison> RunJobComparison(const CompareOptions& options, int job_index,
-                                               const TrainingOptions& job, ClusterShape shape,
-                                               const std::vector<SyncMode>& modes,
-                                               const TerminationSignals& signals, std::ostream& out,
-                                               absl::Status& failed,
-                                               std::vector<worker::TimelineProcess>* timeline);
+// Runs job `job_index` of the session's options once per mode in `modes`, in that order, each
+// on a fresh cluster of `shape`, and fills their reports (and the parity when both ran). A mode
+// that fails is recorded in its report and in `session.failed` (the first failure); the modes
+// after it are not run. A signal returns CANCELLED.
+absl::StatusOr<JobComparison> RunJobComparison(const CompareSession& session, int job_index,
+                                               ClusterShape shape,
+                                               const std::vector<SyncMode>& modes);
 
 // Every cluster's worker timelines as one Chrome trace at `path` (atomically), times shifted
 // so the first event is at 0.

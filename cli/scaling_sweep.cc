@@ -65,11 +65,8 @@ bool IsSweep(const CompareOptions& options) {
   return options.worker_counts.size() > 1 || options.shard_counts.size() > 1;
 }
 
-absl::StatusOr<JobComparison> RunScalingSweep(const CompareOptions& options, int job_index,
-                                              const TerminationSignals& signals, std::ostream& out,
-                                              absl::Status& failed,
-                                              std::vector<worker::TimelineProcess>* timeline) {
-  const TrainingOptions& job = options.jobs[job_index];
+absl::StatusOr<JobComparison> RunScalingSweep(const CompareSession& session, int job_index) {
+  const CompareOptions& options = session.options;
   const std::vector<int> workers = options.worker_counts.empty()
                                        ? std::vector<int>{options.cluster.workers}
                                        : options.worker_counts;
@@ -82,14 +79,13 @@ absl::StatusOr<JobComparison> RunScalingSweep(const CompareOptions& options, int
   JobComparison largest;
   bool have_largest = false;
   for (int n : workers) {
-    for (size_t s = 0; s < shards.size() && failed.ok(); ++s) {
+    for (size_t s = 0; s < shards.size() && session.failed.ok(); ++s) {
       const ClusterShape shape{n, shards[s], /*swept=*/true};
       // The ring does not use shards: it runs once per N, beside the first shard count.
       const std::vector<SyncMode> modes =
           s == 0 ? std::vector<SyncMode>{SyncMode::kPs, SyncMode::kRing}
                  : std::vector<SyncMode>{SyncMode::kPs};
-      ASSIGN_OR_RETURN(JobComparison run, RunJobComparison(options, job_index, job, shape, modes,
-                                                           signals, out, failed, timeline));
+      ASSIGN_OR_RETURN(JobComparison run, RunJobComparison(session, job_index, shape, modes));
       ps_points.push_back(PointOf(run.ps, shape));
       ps_failures.insert(ps_failures.end(), run.ps.process_failures.begin(),
                          run.ps.process_failures.end());

@@ -31,10 +31,8 @@ absl::StatusOr<std::vector<int>> ParseCountList(absl::string_view flag, absl::st
 // More than one worker count or shard count.
 bool IsSweep(const CompareOptions& options);
 
-absl::StatusOr<JobComparison> RunScalingSweep(const CompareOptions& options, int job_index,
-                                              const TerminationSignals& signals, std::ostream& out,
-                                              absl::Status& failed,
-                                              std::vector<worker::TimelineProcess>* timeline);
+// Job `job_index` of the session's options at every swept size (RunJobComparison).
+absl::StatusOr<JobComparison> RunScalingSweep(const CompareSession& session, int job_index);
 
 // Fills every point's efficiency and model, and the mode's baseline and bandwidth, from the
 // measured points (pure). Per shard count, the baseline N0 is the smallest completed N. The

@@ -1,0 +1,388 @@
+#include "cli/compare_mode.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "cli/accuracy_summary.h"
+#include "cli/model_prediction.h"
+#include "cli/progress.h"
+#include "common/cluster_files.h"
+#include "common/file_util.h"
+#include "common/status_macros.h"
+#include "launch/local_cluster.h"
+#include "launch/prometheus_text.h"
+#include "launch/temp_dir.h"
+
+namespace ringside::cli {
+
+using launch::ClusterProcess;
+using launch::LocalCluster;
+using launch::LocalClusterOptions;
+namespace {
+
+// The first worker's loss at every step, against seconds since the cluster was started,
+// thinned evenly to at most kMaxLossPoints (the last step always kept).
+std::vector<LossPoint> LossOverTime(const StepTrace& trace, absl::Time cluster_start) {
+  std::vector<LossPoint> points;
+  const double origin = absl::ToDoubleSeconds(cluster_start - absl::UnixEpoch());
+  for (const StepTraceLine& line : trace.lines) {
+    if (line.unix_seconds > 0) points.push_back({line.unix_seconds - origin, line.step, line.loss});
+  }
+  if (points.size() <= kMaxLossPoints) return points;
+  std::vector<LossPoint> thinned;
+  const double stride = static_cast<double>(points.size() - 1) / (kMaxLossPoints - 1);
+  for (size_t i = 0; i < kMaxLossPoints; ++i) {
+    thinned.push_back(points[static_cast<size_t>(std::lround(i * stride))]);
+  }
+  return thinned;
+}
+
+std::string TimelinePath(const std::string& dir, int worker) {
+  return absl::StrCat(dir, "/worker-", worker, ".timeline.json");
+}
+
+// Every worker's timeline file (written before its result file, so complete by now), each
+// process named "<mode> N=<n>[ S=<s>] <model>: worker-<rank>". A missing or unreadable file is
+// an event of the run, not a failure of it.
+std::vector<worker::TimelineProcess> ReadTimelines(const std::string& dir, int workers,
+                                                   SyncMode mode, ClusterShape shape,
+                                                   const std::string& model,
+                                                   std::vector<std::string>& events) {
+  std::vector<worker::TimelineProcess> out;
+  for (int i = 0; i < workers; ++i) {
+    absl::StatusOr<std::string> text = ReadFileToString(TimelinePath(dir, i));
+    absl::StatusOr<std::vector<worker::TimelineProcess>> processes =
+        text.ok() ? worker::ParseChromeTrace(*text)
+                  : absl::StatusOr<std::vector<worker::TimelineProcess>>(text.status());
+    if (!processes.ok()) {
+      events.push_back(
+          absl::StrCat("worker-", i, "'s timeline is left out: ", processes.status().message()));
+      continue;
+    }
+    for (worker::TimelineProcess& process : *processes) {
+      process.name = absl::StrCat(SyncModeName(mode), " N=", shape.workers,
+                                  mode == SyncMode::kPs ? absl::StrCat(" S=", shape.ps_shards) : "",
+                                  " ", model, ": ", process.name);
+      out.push_back(std::move(process));
+    }
+  }
+  return out;
+}
+
+double Percentile(std::vector<double> values, double q) {
+  if (values.empty()) return 0;
+  std::sort(values.begin(), values.end());
+  return values[std::min(values.size() - 1, static_cast<size_t>(q * (values.size() - 1) + 0.5))];
+}
+
+// Per-link bytes per step from every process's link counters of `mode`, and the busiest node
+// (the most received) beside the cost model's figures.
+void FillLinks(const std::vector<launch::Sample>& all, SyncMode mode, const JobConfig& config,
+               ModeReport& report) {
+  const double steps = std::max<double>(1, report.steps);
+  std::map<std::pair<std::string, std::string>, LinkTraffic> links;
+  std::map<std::string, double> sent, received;
+  for (const launch::Sample& s : all) {
+    if (!s.labels.count("mode") || s.labels.at("mode") != SyncModeName(mode)) continue;
+    const std::string src = s.labels.count("src") ? s.labels.at("src") : "";
+    const std::string dst = s.labels.count("dst") ? s.labels.at("dst") : "";
+    LinkTraffic& link = links[{src, dst}];
+    link.src = src;
+    link.dst = dst;
+    if (s.name == "ringside_link_bytes_total") {
+      link.bytes_per_step += s.value / steps;
+      sent[src] += s.value / steps;
+    } else if (s.name == "ringside_link_expected_bytes_total") {
+      link.expected_bytes_per_step += s.value / steps;
+    } else if (s.name == "ringside_link_received_bytes_total") {
+      received[dst] += s.value / steps;
+    }
+  }
+  for (auto& [key, link] : links) {
+    if (link.bytes_per_step > 0 || link.expected_bytes_per_step > 0) report.links.push_back(link);
+  }
+  report.bytes_per_worker_per_step = sent["worker-0"];
+  const ModelBytes model = PredictBytesPerStep(mode, config.parameters, report.final_world,
+                                               config.ps_shards, config.element_bytes);
+  report.expected_bytes_per_worker_per_step = model.per_worker;
+  auto busiest = std::max_element(received.begin(), received.end(),
+                                  [](const auto& a, const auto& b) { return a.second < b.second; });
+  if (busiest != received.end()) {
+    report.busiest_node = busiest->first;
+    report.busiest_node_bytes_per_step = busiest->second;
+  }
+  report.busiest_node_expected_bytes_per_step = model.busiest_node;
+}
+
+// Mean seconds per step in each phase, summed over the workers' step histograms of `mode`.
+void FillPhases(const std::vector<launch::Sample>& all, SyncMode mode, ModeReport& report) {
+  const std::string label(SyncModeName(mode));
+  auto phase_sum = [&](const std::string& name, const std::string& phase) {
+    return launch::SumSamples(all, name, {{"phase", phase}, {"mode", label}});
+  };
+  const double compute = phase_sum("ringside_step_seconds_sum", "compute");
+  const double sync = phase_sum("ringside_step_seconds_sum", "sync");
+  const double update = phase_sum("ringside_step_seconds_sum", "update");
+  const double count = phase_sum("ringside_step_seconds_count", "compute");
+  if (count > 0) {
+    report.phases = PhaseSeconds{compute / count, sync / count, update / count};
+    const double total = compute + sync + update;
+    report.sync_share = total > 0 ? sync / total : 0;
+  }
+}
+
+// Fills the traffic figures of `report` from every running process's /metrics.
+absl::Status MeasureTraffic(LocalCluster& cluster, SyncMode mode, const JobConfig& config,
+                            ModeReport& report) {
+  std::vector<launch::Sample> all;
+  for (auto& process : cluster.processes()) {
+    if (!process->process.running()) continue;
+    ASSIGN_OR_RETURN(std::vector<launch::Sample> samples,
+                     launch::FetchMetrics(process->host, process->metrics_port));
+    all.insert(all.end(), samples.begin(), samples.end());
+  }
+  FillLinks(all, mode, config, report);
+  FillPhases(all, mode, report);
+  return absl::OkStatus();
+}
+
+// What a process that ended without being asked to said last, for the report.
+ProcessFailure FailureOf(const launch::ProcessEnd& end) {
+  return ProcessFailure{end.name, end.pid, end.how, end.log, end.last_lines};
+}
+
+std::string PhaseName(const TrainingOptions& job, ClusterShape shape, SyncMode mode) {
+  return absl::StrCat(
+      job.model, " ", SyncModeName(mode),
+      shape.swept ? absl::StrCat(" N=", shape.workers, " S=", shape.ps_shards) : "");
+}
+
+// The local cluster of `spec` in `dir`. A controller or shard that dies fails the run
+// (restart_servers stays off): a restart in the middle would skew the very timings and byte
+// counts being compared.
+LocalClusterOptions ClusterOptionsOf(const ModeRunSpec& spec, const std::string& dir) {
+  const CompareOptions& options = spec.session.options;
+  LocalClusterOptions cluster_options;
+  cluster_options.bin_dir = options.cluster.bin_dir;
+  cluster_options.dir = dir;
+  cluster_options.workers = spec.shape.workers;
+  cluster_options.ps_shards = spec.shape.ps_shards;
+  if (spec.session.timeline != nullptr) {
+    for (int i = 0; i < spec.shape.workers; ++i) {
+      cluster_options.flags_of_worker[i] = {
+          "--timeline_file=" + TimelinePath(dir, i),
+          absl::StrCat("--timeline_capacity=", options.timeline_capacity)};
+    }
+  }
+  cluster_options.mode = spec.mode;
+  cluster_options.training = spec.job();
+  cluster_options.heartbeat_timeout = options.cluster.heartbeat_timeout;
+  cluster_options.checkpoint_dir =
+      CompareCheckpointDir(options.cluster.checkpoint_dir, spec.job_index, spec.mode);
+  if (spec.shape.swept && !cluster_options.checkpoint_dir.empty()) {
+    absl::StrAppend(&cluster_options.checkpoint_dir, "-n", spec.shape.workers, "-s",
+                    spec.shape.ps_shards);
+  }
+  cluster_options.checkpoint_every = options.cluster.checkpoint_every;
+  cluster_options.tls = options.cluster.tls;
+  cluster_options.host_of = options.host_of;
+  return cluster_options;
+}
+
+// "<phase>: started <process> (pid <pid>) ..., <transport>; reach it with: <ringside ctl ...>"
+void PrintStarted(const ModeRunSpec& spec, const std::string& phase, LocalCluster& cluster) {
+  std::ostream& out = spec.session.out;
+  out << phase << ": started";
+  for (auto& process : cluster.processes()) {
+    out << " " << process->name << " (pid " << process->process.pid() << ")";
+  }
+  out << (spec.session.options.cluster.tls ? ", mutual TLS" : ", plaintext (--insecure)")
+      << "; reach it with: " << absl::StrJoin(cluster.CtlCommand(spec.mode), " ") << "\n";
+  out.flush();
+}
+
+// Waits for a running cluster's result files. Every round (at most 200 ms) it reports the
+// workers lost meanwhile (the others go on without them), fails on a signal or a dead controller
+// or shard, and shows the first live worker's steps and bytes on the progress line.
+class ResultWait {
+ public:
+  ResultWait(const ModeRunSpec& spec, const std::string& phase, LocalCluster& cluster,
+             ModeReport& report, std::vector<ProcessFailure>& failures)
+      : spec_(spec),
+        phase_(phase),
+        cluster_(cluster),
+        report_(report),
+        failures_(failures),
+        progress_(phase, spec.job().steps, isatty(STDOUT_FILENO) == 1, spec.session.out) {}
+
+  absl::StatusOr<std::vector<TrainResultFile>> Run() {
+    const TerminationSignals& signals = spec_.session.signals;
+    while (true) {
+      if (signals.received())
+        return absl::CancelledError("stopped by a signal; every child stopped");
+      ReportLosses();
+      if (std::optional<launch::ProcessEnd> dead = cluster_.DeadChild()) {
+        failures_.push_back(FailureOf(*dead));
+        return absl::AbortedError(
+            absl::StrCat("a process of the cluster died: ", dead->Describe()));
+      }
+      absl::StatusOr<std::vector<TrainResultFile>> done =
+          cluster_.WaitForResults(absl::Milliseconds(200), [&] { return signals.received(); });
+      ReportLosses();  // found inside the wait
+      if (done.ok()) {
+        progress_.Break();
+        return done;
+      }
+      // INTERNAL: the controller or a shard died; the check above names it next time round.
+      if (done.status().code() != absl::StatusCode::kDeadlineExceeded &&
+          done.status().code() != absl::StatusCode::kInternal) {
+        return done.status();
+      }
+      ShowProgress();
+    }
+  }
+
+ private:
+  void ReportLosses() {
+    std::ostream& out = spec_.session.out;
+    for (const launch::ProcessEnd& lost : cluster_.TakeLostWorkerReports()) {
+      report_.events.push_back(absl::StrCat(lost.Summary(), "; the others went on without it"));
+      failures_.push_back(FailureOf(lost));
+      progress_.Break();
+      out << phase_ << ": " << report_.events.back() << "\n" << lost.Tail() << "\n";
+      out.flush();
+    }
+  }
+
+  // From the first worker still expected to run; nothing when its /metrics does not answer.
+  void ShowProgress() {
+    for (ClusterProcess* w : cluster_.workers()) {
+      if (w->expected_to_end) continue;
+      absl::StatusOr<std::vector<launch::Sample>> samples =
+          launch::FetchMetrics(w->host, w->metrics_port);
+      if (!samples.ok()) return;
+      const std::string label(SyncModeName(spec_.mode));
+      progress_.Update(
+          launch::FindSample(*samples, "ringside_steps_total", {{"mode", label}}).value_or(0),
+          launch::SumSamples(*samples, "ringside_link_bytes_total", {{"mode", label}}));
+      return;
+    }
+  }
+
+  const ModeRunSpec& spec_;
+  const std::string& phase_;
+  LocalCluster& cluster_;
+  ModeReport& report_;
+  std::vector<ProcessFailure>& failures_;
+  PhaseProgress progress_;
+};
+
+// The first worker still expected to run: its step trace and parameters are the run's.
+const ClusterProcess* FirstLiveWorker(LocalCluster& cluster) {
+  for (ClusterProcess* w : cluster.workers()) {
+    if (!w->expected_to_end) return w;
+  }
+  return nullptr;
+}
+
+// Step times and throughput from the first worker's step trace, and its loss over time.
+void FillStepFigures(const StepTrace& trace, const std::string& worker, int64_t batch_size,
+                     absl::Time cluster_start, ModeReport& report) {
+  std::vector<double> seconds, sync_seconds;
+  for (const StepTraceLine& line : trace.lines) {
+    seconds.push_back(line.seconds);
+    sync_seconds.push_back(line.sync_seconds);
+  }
+  if (trace.unreadable > 0) {
+    report.events.push_back(absl::StrCat(worker, "'s step trace had ", trace.unreadable,
+                                         " unreadable lines; they are left out"));
+  }
+  report.loss_over_time = LossOverTime(trace, cluster_start);
+  report.step_p50 = Percentile(seconds, 0.5);
+  report.step_p95 = Percentile(seconds, 0.95);
+  report.sync_p50 = Percentile(sync_seconds, 0.5);
+  report.sync_min = Percentile(sync_seconds, 0);
+  double total = 0;
+  for (double s : seconds) total += s;
+  if (total > 0) report.samples_per_second = batch_size * seconds.size() / total;
+}
+
+// Everything measured of a cluster whose workers reported `result`, while it still runs (its
+// /metrics are read). `first`: the first surviving worker.
+absl::Status Measure(const ModeRunSpec& spec, const std::string& dir, LocalCluster& cluster,
+                     const TrainResultFile& result, const ClusterProcess& first,
+                     absl::Time cluster_start, ModeRun& run) {
+  ModeReport& report = run.report;
+  report.completed = true;
+  report.steps = result.steps;
+  report.final_world = result.world;
+  report.final_loss = result.final_loss;
+  report.accuracy = result.accuracy;
+  RETURN_IF_ERROR(MeasureTraffic(cluster, spec.mode, spec.config, report));
+  FillStepFigures(ReadStepTrace(first.trace_file), first.name, spec.job().batch_size, cluster_start,
+                  report);
+  std::vector<std::string> eval_files;  // lost workers' too: one may have been rank 0 a while
+  for (ClusterProcess* w : cluster.workers()) eval_files.push_back(w->eval_file);
+  ReadAccuracyOverTime(eval_files, spec.session.options.target_accuracy, report);
+  if (spec.session.timeline != nullptr) {
+    run.timeline = ReadTimelines(dir, spec.shape.workers, spec.mode, spec.shape, spec.job().model,
+                                 report.events);
+  }
+  ASSIGN_OR_RETURN(const std::string params, ReadFileToString(first.params_file));
+  run.parameters.resize(params.size() / sizeof(float));
+  std::memcpy(run.parameters.data(), params.data(), params.size());
+  return absl::OkStatus();
+}
+
+// One mode's cluster in `dir`, run to its end, measured and stopped (RunMode says the rest).
+absl::StatusOr<ModeRun> RunCluster(const ModeRunSpec& spec, const std::string& dir,
+                                   std::vector<ProcessFailure>& failures) {
+  const LocalClusterOptions cluster_options = ClusterOptionsOf(spec, dir);
+  const absl::Time cluster_start = absl::Now();
+  ASSIGN_OR_RETURN(std::unique_ptr<LocalCluster> cluster, LocalCluster::Start(cluster_options));
+  ModeRun run;
+  run.report.mode = spec.mode;
+  const std::string phase = PhaseName(spec.job(), spec.shape, spec.mode);
+  PrintStarted(spec, phase, *cluster);
+  ASSIGN_OR_RETURN(const std::vector<TrainResultFile> results,
+                   ResultWait(spec, phase, *cluster, run.report, failures).Run());
+  const ClusterProcess* first = FirstLiveWorker(*cluster);
+  if (first == nullptr || results.empty()) {
+    return absl::UnavailableError("no worker survived to report a result");
+  }
+  RETURN_IF_ERROR(Measure(spec, dir, *cluster, results.front(), *first, cluster_start, run));
+  cluster->Stop();
+  // After Stop every child is reaped, so each peak is final (the kernel's, not a sample).
+  for (auto& process : cluster->processes()) {
+    const std::optional<launch::ExitStatus>& status = process->process.exit_status();
+    run.report.processes.push_back({process->name, status ? status->peak_rss_bytes : 0});
+  }
+  return run;
+}
+
+}  // namespace
+
+absl::StatusOr<ModeRun> RunMode(const ModeRunSpec& spec, std::vector<ProcessFailure>& failures) {
+  ASSIGN_OR_RETURN(launch::TempDir dir, launch::TempDir::Create("ringside-compare-"));
+  absl::StatusOr<ModeRun> run = RunCluster(spec, dir.path(), failures);
+  const bool cancelled = !run.ok() && run.status().code() == absl::StatusCode::kCancelled;
+  if (!cancelled && (!run.ok() || !failures.empty())) {
+    dir.Keep();
+    spec.session.out << PhaseName(spec.job(), spec.shape, spec.mode)
+                     << ": the cluster's logs are kept in " << dir.path() << "\n";
+    spec.session.out.flush();
+  }
+  return run;
+}
+
+}  // namespace ringside::cli

@@ -1,0 +1,45 @@
+// One mode's run in `ringside compare`: a fresh local cluster in a directory of its own, run to
+// its end while a progress line shows its steps and workers lost on the way are reported, then
+// measured from the processes' own /metrics, result files, step traces, evaluations and
+// timelines. RunJobComparison (cli/compare_run.h) runs it once per mode of a job and cluster
+// size. Not thread-safe: one cluster at a time (they share the machine).
+#ifndef RINGSIDE_CLI_COMPARE_MODE_H_
+#define RINGSIDE_CLI_COMPARE_MODE_H_
+
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "cli/compare_report.h"
+#include "cli/compare_run.h"
+#include "worker/timeline.h"
+
+namespace ringside::cli {
+
+// What one mode's run needs besides the session: which job, its configuration as the reports
+// print it, the cluster's size and the mode. The references must outlive the run.
+struct ModeRunSpec {
+  const CompareSession& session;
+  int job_index = 0;
+  const JobConfig& config;
+  ClusterShape shape;
+  SyncMode mode = SyncMode::kRing;
+
+  const TrainingOptions& job() const { return session.options.jobs[job_index]; }
+};
+
+struct ModeRun {
+  ModeReport report;
+  std::vector<float> parameters;                  // the first surviving worker's, at the end
+  std::vector<worker::TimelineProcess> timeline;  // with the session's timeline only
+};
+
+// Runs `spec` in a fresh directory, which is kept, and named, when a process failed or the run
+// did (not when a signal stopped it): its logs are the post-mortem. Every process that ends
+// without being asked to is printed with its log's last lines and added to `failures`, which
+// the caller keeps even when the run fails. CANCELLED: a signal stopped it (every child
+// stopped); ABORTED: the controller or a shard died; UNAVAILABLE: no worker survived to report.
+absl::StatusOr<ModeRun> RunMode(const ModeRunSpec& spec, std::vector<ProcessFailure>& failures);
+
+}  // namespace ringside::cli
+
+#endif  // RINGSIDE_CLI_COMPARE_MODE_H_
