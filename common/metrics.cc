@@ -149,6 +149,12 @@ prometheus::Histogram& Metrics::StepSeconds(SyncMode mode, StepPhase phase) {
       SecondsBuckets());
 }
 
+StepMetrics Metrics::Steps(SyncMode mode) {
+  return StepMetrics{&StepSeconds(mode, StepPhase::kCompute), &StepSeconds(mode, StepPhase::kSync),
+                     &StepSeconds(mode, StepPhase::kUpdate), &StepsTotal(mode),
+                     &TrainingLoss(mode)};
+}
+
 prometheus::Counter& Metrics::StepsTotal(SyncMode mode) {
   return steps_total_.Add({{"mode", std::string(SyncModeName(mode))}});
 }

@@ -3,8 +3,9 @@
 //
 // Ownership: `Metrics` owns nothing but references into the registry it is given; `main` builds
 // the registry (tests pass their own), so several nodes can live in one process. Components take
-// the small resolved structs (`LinkSendMetrics`, `LinkReceiveMetrics`) at set-up time and never
-// call Family::Add on the hot path. Thread-safe: prometheus-cpp metrics are atomic and
+// the small resolved structs (`LinkSendMetrics`, `LinkReceiveMetrics`, `StepMetrics`) at set-up
+// time and never call Family::Add on the hot path (per step, per message): Family::Add takes
+// the family's lock and hashes the labels. Thread-safe: prometheus-cpp metrics are atomic and
 // Family::Add is internally locked.
 #ifndef RINGSIDE_COMMON_METRICS_H_
 #define RINGSIDE_COMMON_METRICS_H_
@@ -46,6 +47,15 @@ struct LinkReceiveMetrics {
 
 enum class StepPhase { kCompute, kSync, kUpdate };
 
+// The step loop's series of one mode.
+struct StepMetrics {
+  prometheus::Histogram* compute = nullptr;  // ringside_step_seconds{phase="compute"}
+  prometheus::Histogram* sync = nullptr;     // ringside_step_seconds{phase="sync"}
+  prometheus::Histogram* update = nullptr;   // ringside_step_seconds{phase="update"}
+  prometheus::Counter* steps = nullptr;      // ringside_steps_total
+  prometheus::Gauge* loss = nullptr;         // ringside_training_loss
+};
+
 class Metrics {
  public:
   explicit Metrics(std::shared_ptr<prometheus::Registry> registry);
@@ -53,6 +63,9 @@ class Metrics {
   LinkSendMetrics LinkSend(absl::string_view src, absl::string_view dst, SyncMode mode);
   LinkReceiveMetrics LinkReceive(absl::string_view src, absl::string_view dst, SyncMode mode);
 
+  // Every series of the step loop of `mode` (creates them: see StepRecorder in
+  // worker/data_parallel.h for when).
+  StepMetrics Steps(SyncMode mode);
   prometheus::Histogram& StepSeconds(SyncMode mode, StepPhase phase);
   prometheus::Counter& StepsTotal(SyncMode mode);
   prometheus::Gauge& TrainingLoss(SyncMode mode);

@@ -62,24 +62,21 @@ absl::StatusOr<Evaluation> TrainingJob::Evaluate(absl::Span<const float> params)
   return EvaluateInChunks(*computer_, params, test_.rows() > 0 ? test_.AllRows() : data_.AllRows());
 }
 
-namespace {
-
-// Records one completed step's phases, count and loss under `mode` (no-op without metrics).
-void RecordStep(Metrics* metrics, SyncMode mode, absl::Duration compute, const SyncTiming& sync,
-                const GradientStats& stats) {
-  if (metrics == nullptr) return;
-  metrics->StepSeconds(mode, StepPhase::kCompute).Observe(absl::ToDoubleSeconds(compute));
-  metrics->StepSeconds(mode, StepPhase::kSync).Observe(absl::ToDoubleSeconds(sync.sync));
-  metrics->StepSeconds(mode, StepPhase::kUpdate).Observe(absl::ToDoubleSeconds(sync.update));
-  metrics->StepsTotal(mode).Increment();
-  metrics->TrainingLoss(mode).Set(stats.mean_loss);
+void StepRecorder::Record(SyncMode mode, absl::Duration compute, const SyncTiming& sync,
+                          double loss) {
+  if (metrics_ == nullptr) return;
+  std::optional<StepMetrics>& series = mode == SyncMode::kRing ? ring_ : ps_;
+  if (!series.has_value()) series = metrics_->Steps(mode);
+  series->compute->Observe(absl::ToDoubleSeconds(compute));
+  series->sync->Observe(absl::ToDoubleSeconds(sync.sync));
+  series->update->Observe(absl::ToDoubleSeconds(sync.update));
+  series->steps->Increment();
+  series->loss->Set(loss);
 }
-
-}  // namespace
 
 absl::StatusOr<GradientStats> TrainStep(TrainingJob& job, int64_t step, WorkerSlot slot,
                                         ParameterSync& sync, absl::Span<float> params,
-                                        absl::Span<float> gradient, Metrics* metrics,
+                                        absl::Span<float> gradient, StepRecorder* metrics,
                                         const std::function<absl::Status()>& before_sync,
                                         StepTiming* timing) {
   const absl::Time start = absl::Now();
@@ -90,7 +87,7 @@ absl::StatusOr<GradientStats> TrainStep(TrainingJob& job, int64_t step, WorkerSl
   if (!sync_timing.ok()) {
     return Annotate(sync_timing.status(), absl::StrCat("training step ", step));
   }
-  RecordStep(metrics, sync.mode(), compute, *sync_timing, stats);
+  if (metrics != nullptr) metrics->Record(sync.mode(), compute, *sync_timing, stats.mean_loss);
   if (timing != nullptr) *timing = {start, compute, sync_timing->sync, sync_timing->update};
   return stats;
 }
@@ -106,10 +103,11 @@ absl::StatusOr<TrainingResult> TrainDataParallel(const TrainingOptions& options,
   TrainingResult result;
   result.parameters = job->InitialParameters();
   std::vector<float> gradient(job->parameter_count());
+  StepRecorder step_metrics(metrics);
   for (int64_t step = 0; step < options.steps; ++step) {
     ASSIGN_OR_RETURN(result.last_step,
                      TrainStep(*job, step, slot, sync, absl::MakeSpan(result.parameters),
-                               absl::MakeSpan(gradient), metrics));
+                               absl::MakeSpan(gradient), &step_metrics));
     result.steps = step + 1;
     if (observer && !observer(step, result.last_step, result.parameters)) break;
   }

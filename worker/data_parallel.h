@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
@@ -44,6 +45,21 @@ class LocalSync final : public ParameterSync {
 struct WorkerSlot {
   int rank = 0;
   int world = 1;
+};
+
+// A trainer's step metrics, each mode's series resolved once (Metrics::Steps): the first time
+// that mode records a step, so a mode's series appear on /metrics when it first runs, as they
+// always have; every later step only updates atomics. Null `metrics`: records nothing.
+// Thread-compatible (the trainer's thread).
+class StepRecorder {
+ public:
+  explicit StepRecorder(Metrics* metrics) : metrics_(metrics) {}
+  // One completed step's phases, count and loss under `mode`.
+  void Record(SyncMode mode, absl::Duration compute, const SyncTiming& sync, double loss);
+
+ private:
+  Metrics* const metrics_;
+  std::optional<StepMetrics> ring_, ps_;
 };
 
 // One job's model, data, batch schedule and gradient computer: what every step needs, built
@@ -83,12 +99,13 @@ class TrainingJob {
 // One step of the loop, for this and every other trainer (worker/elastic_training.h): the slot's
 // gradient share of step `step` at `params`, then `before_sync` (may be null; an error abandons
 // the step before anything is sent), then the sync (on success `params` hold step `step`'s
-// result), then the step's metrics. Errors are annotated with the step. `timing` (may be null)
+// result), then the step's metrics (`metrics` may be null). Errors are annotated with the step.
+// `timing` (may be null)
 // receives the phases the metrics recorded; `before_sync` counts as compute, so the phases
 // cover the whole step back to back.
 absl::StatusOr<GradientStats> TrainStep(TrainingJob& job, int64_t step, WorkerSlot slot,
                                         ParameterSync& sync, absl::Span<float> params,
-                                        absl::Span<float> gradient, Metrics* metrics,
+                                        absl::Span<float> gradient, StepRecorder* metrics,
                                         const std::function<absl::Status()>& before_sync = nullptr,
                                         StepTiming* timing = nullptr);
 

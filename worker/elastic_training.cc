@@ -405,7 +405,7 @@ absl::Status ElasticTrainer::Step() {
   StepTiming timing;
   ASSIGN_OR_RETURN(last_stats_, TrainStep(
                                     *job_, completed_, slot_, *sync_, absl::MakeSpan(parameters_),
-                                    absl::MakeSpan(gradient_), &metrics_,
+                                    absl::MakeSpan(gradient_), &step_metrics_,
                                     [&]() -> absl::Status {
                                       if (mode_ == SyncMode::kRing && LostAt("ring_step")) {
                                         return LostStatus();

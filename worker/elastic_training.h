@@ -145,6 +145,7 @@ class ElasticTrainer {
   AssignmentSource& assignments_;
   ring::Collective* const ring_;
   Metrics& metrics_;
+  StepRecorder step_metrics_{&metrics_};  // per step: resolved once per mode
   const ElasticOptions options_;
   std::ostream& log_;
   const StepTraceSink trace_;

@@ -1,11 +1,15 @@
 // Data parallelism without a network: N workers compute their slices of the same global batch
 // with normalizer_rows = global batch size, the gradients are SUMMED (what the ring allreduce
 // and the PS do), and the result must equal one worker's mean gradient of the whole batch.
+#include "worker/data_parallel.h"
+
 #include <algorithm>
 #include <cmath>
 
+#include "common/metrics.h"
 #include "common/optimizer.h"
 #include "gtest/gtest.h"
+#include "prometheus/text_serializer.h"
 #include "worker/batching.h"
 #include "worker/dataset.h"
 #include "worker/device.h"
@@ -114,6 +118,40 @@ TEST(DataParallelTest, TrainingWithThreeWorkersTracksOneWorker) {
     max_diff = std::max(max_diff, std::fabs(static_cast<double>(single[i]) - parallel[i]));
   }
   EXPECT_LT(max_diff, 1e-5);
+}
+
+// The step metrics of a mode are made the first time that mode records a step (a worker that
+// never ran in ps mode exports no ps step series, as before) and only updated after that: the
+// handles a step uses are the ones resolved then.
+TEST(StepRecorderTest, ResolvesEachModeOnceAtItsFirstStep) {
+  auto registry = std::make_shared<prometheus::Registry>();
+  Metrics metrics(registry);
+  StepRecorder recorder(&metrics);
+  auto has = [&](const std::string& line) {
+    const std::string text = prometheus::TextSerializer().Serialize(registry->Collect());
+    return text.find(line) != std::string::npos;
+  };
+  EXPECT_FALSE(has("ringside_steps_total{"));
+  const SyncTiming timing{absl::Milliseconds(2), absl::Milliseconds(3)};
+  recorder.Record(SyncMode::kRing, absl::Milliseconds(1), timing, 0.5);
+  recorder.Record(SyncMode::kRing, absl::Milliseconds(1), timing, 0.25);
+  EXPECT_TRUE(has("ringside_steps_total{mode=\"ring\"} 2"));
+  EXPECT_TRUE(has("ringside_training_loss{mode=\"ring\"} 0.25"));
+  EXPECT_TRUE(has("ringside_step_seconds_count{mode=\"ring\",phase=\"sync\"} 2"));
+  EXPECT_TRUE(has("ringside_step_seconds_sum{mode=\"ring\",phase=\"update\"} 0.006"));
+  EXPECT_FALSE(has("mode=\"ps\""));
+
+  recorder.Record(SyncMode::kPs, absl::Milliseconds(1), timing, 1.5);
+  EXPECT_TRUE(has("ringside_steps_total{mode=\"ps\"} 1"));
+  EXPECT_TRUE(has("ringside_steps_total{mode=\"ring\"} 2"));
+  // Metrics::Steps hands out the very series the recorder updates.
+  EXPECT_EQ(metrics.Steps(SyncMode::kPs).steps->Value(), 1);
+  EXPECT_EQ(metrics.Steps(SyncMode::kRing).compute,
+            &metrics.StepSeconds(SyncMode::kRing, StepPhase::kCompute));
+
+  StepRecorder none(nullptr);
+  none.Record(SyncMode::kRing, absl::Milliseconds(1), timing, 0);  // records nothing
+  EXPECT_TRUE(has("ringside_steps_total{mode=\"ring\"} 2"));
 }
 
 }  // namespace
