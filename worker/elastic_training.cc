@@ -194,44 +194,11 @@ absl::Status ElasticTrainer::Regroup(const GenerationAssignment& assignment) {
     RETURN_IF_ERROR(AgreeOnState(generation, world, rank, assignment.checkpoint_step));
   }
 
-  const uint64_t base = CollectiveBase(generation);
   if (mode == SyncMode::kPs) {
     if (!assignment.fresh_start) RETURN_IF_ERROR(LoadShardsForGeneration(generation, world, rank));
-    server::PsClientOptions ps;
-    ps.generation = generation;
-    ps.rank = rank;
-    ps.shards = shards_;
-    ps.keys = shard_keys_;
-    ps.segment_bytes = options_.segment_bytes;
-    ps.timeout = options_.timeout;
-    ps.security = options_.security;
-    if (options_.fault) {
-      ps.pushed_to_first_shard = [this](int64_t) { return LostAt("ps_push"); };
-    }
-    ASSIGN_OR_RETURN(std::unique_ptr<server::PsClient> ps_client,
-                     server::PsClient::Create(ps, job_->parameter_count(), &metrics_));
-    server::PsClient* client = ps_client.get();
-    sync_ = std::make_unique<SumThenUpdate>(
-        SyncMode::kPs, [client](int64_t step, absl::Span<float> g) { return client->Sum(step, g); },
-        *optimizer_);
-    absl::MutexLock lock(&ps_mu_);
-    if (superseded_by_ > generation) ps_client->Cancel();
-    ps_client_ = std::move(ps_client);
-    ps_generation_ = generation;
+    RETURN_IF_ERROR(InstallPsSync(generation, rank));
   } else {
-    ring::AllreduceOptions allreduce;
-    allreduce.segment_bytes = options_.segment_bytes;
-    allreduce.timeout = options_.timeout;
-    allreduce.op = ring::ReduceOp::kSum;  // shares are pre-scaled by the global batch
-    // Step t's allreduce is collective `first + t`: every worker of the generation numbers alike.
-    const uint64_t first = base + kFirstStepCollective;
-    ring::Collective* ring = ring_;
-    sync_ = std::make_unique<SumThenUpdate>(
-        SyncMode::kRing,
-        [ring, allreduce, first](int64_t step, absl::Span<float> g) {
-          return ring->Allreduce(first + static_cast<uint64_t>(step), g, allreduce);
-        },
-        *optimizer_);
+    InstallRingSync(generation);
   }
   generation_ = generation;
   mode_ = mode;
@@ -241,6 +208,47 @@ absl::Status ElasticTrainer::Regroup(const GenerationAssignment& assignment) {
        << " mode, " << world << " workers, resuming at step " << completed_ << "\n";
   log_.flush();
   return absl::OkStatus();
+}
+
+absl::Status ElasticTrainer::InstallPsSync(uint64_t generation, int rank) {
+  server::PsClientOptions ps;
+  ps.generation = generation;
+  ps.rank = rank;
+  ps.shards = shards_;
+  ps.keys = shard_keys_;
+  ps.segment_bytes = options_.segment_bytes;
+  ps.timeout = options_.timeout;
+  ps.security = options_.security;
+  if (options_.fault) {
+    ps.pushed_to_first_shard = [this](int64_t) { return LostAt("ps_push"); };
+  }
+  ASSIGN_OR_RETURN(std::unique_ptr<server::PsClient> ps_client,
+                   server::PsClient::Create(ps, job_->parameter_count(), &metrics_));
+  server::PsClient* client = ps_client.get();
+  sync_ = std::make_unique<SumThenUpdate>(
+      SyncMode::kPs, [client](int64_t step, absl::Span<float> g) { return client->Sum(step, g); },
+      *optimizer_);
+  absl::MutexLock lock(&ps_mu_);
+  if (superseded_by_ > generation) ps_client->Cancel();
+  ps_client_ = std::move(ps_client);
+  ps_generation_ = generation;
+  return absl::OkStatus();
+}
+
+void ElasticTrainer::InstallRingSync(uint64_t generation) {
+  ring::AllreduceOptions allreduce;
+  allreduce.segment_bytes = options_.segment_bytes;
+  allreduce.timeout = options_.timeout;
+  allreduce.op = ring::ReduceOp::kSum;  // shares are pre-scaled by the global batch
+  // Step t's allreduce is collective `first + t`: every worker of the generation numbers alike.
+  const uint64_t first = CollectiveBase(generation) + kFirstStepCollective;
+  ring::Collective* ring = ring_;
+  sync_ = std::make_unique<SumThenUpdate>(
+      SyncMode::kRing,
+      [ring, allreduce, first](int64_t step, absl::Span<float> g) {
+        return ring->Allreduce(first + static_cast<uint64_t>(step), g, allreduce);
+      },
+      *optimizer_);
 }
 
 absl::Status ElasticTrainer::LoadShardsForGeneration(uint64_t generation, int world, int rank) {

@@ -123,6 +123,9 @@ class ElasticTrainer {
   // Rank 0, every `checkpoint_every_` completed steps: the job's state to the assignment source.
   absl::Status SaveCheckpointIfDue();
   absl::Status LoadShardsForGeneration(uint64_t generation, int world, int rank);
+  // This generation's sync: the shards' client (ps) or the ring's allreduce, then the optimiser.
+  absl::Status InstallPsSync(uint64_t generation, int rank);
+  void InstallRingSync(uint64_t generation);
   // Rank 0's load, retried while a shard has not taken this generation's assignment yet.
   absl::Status LoadShardsOnceAssigned(uint64_t generation, int world,
                                       const server::JobState& state);
