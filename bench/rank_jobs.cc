@@ -43,7 +43,7 @@ absl::Status Report(const RankJobOptions& options, int metrics_port, const RankR
       << (result.check_ok ? "values checked" : "WRONG VALUES") << "\n";
   nlohmann::json json = RankResultJson(result);
   json["metrics_port"] = metrics_port;
-  json["checksum"] = Fnv1aHex(final_values);
+  json["checksum"] = ChecksumHex(final_values);
   RETURN_IF_ERROR(WriteFileAtomically(options.result_file, json.dump() + "\n"));
   if (!result.check_ok) {
     return absl::InternalError(

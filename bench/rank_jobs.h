@@ -6,7 +6,7 @@
 //   ps-rank    times `iters` push-pull steps of `elements` floats against benchmark shards
 //              (ringside-ps --elements=K --optimizer=sgd --lr=1), every returned value checked.
 // Each serves /metrics (the per-link counters) and writes its RankResult JSON, plus
-// "metrics_port" and "checksum" (FNV-1a of its final buffer), to `result_file` atomically.
+// "metrics_port" and "checksum" (ChecksumHex of its final buffer), to `result_file` atomically.
 // Errors: INVALID_ARGUMENT for options that do not fit; the ring's or the shards' errors; a
 // failed value check is INTERNAL.
 #ifndef RINGSIDE_BENCH_RANK_JOBS_H_

@@ -40,7 +40,7 @@ struct StepTraceLine {
   int world = 0;
   double loss = 0;
   double seconds = 0;
-  std::string checksum;  // FNV-1a of the parameters after the step
+  std::string checksum;  // ChecksumHex (common/checksum.h) of the parameters after the step
   // The step's phases as `ringside_step_seconds` times them (0 in traces written before they
   // were recorded): the lab compares every step's sync with the bandwidth bound.
   double compute_seconds = 0, sync_seconds = 0, update_seconds = 0;

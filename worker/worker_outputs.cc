@@ -34,7 +34,7 @@ TrainResultFile ResultFileOf(const ElasticResult& result, int metrics_port) {
   file.parameters = static_cast<int64_t>(training.parameters.size());
   file.final_loss = training.final_eval.mean_loss;
   file.accuracy = training.final_eval.accuracy;
-  file.checksum = Fnv1aHex(training.parameters);
+  file.checksum = ChecksumHex(training.parameters);
   file.metrics_port = metrics_port;
   return file;
 }
@@ -116,7 +116,7 @@ StepTraceSink WorkerOutputFiles::TraceSink(std::ostream& log) {
     if (out == nullptr) return;
     *out << StepTraceLineText(
                 {step.step, step.generation, std::string(SyncModeName(step.mode)), step.slot.rank,
-                 step.slot.world, step.loss, step.seconds, Fnv1aHex(step.parameters),
+                 step.slot.world, step.loss, step.seconds, ChecksumHex(step.parameters),
                  absl::ToDoubleSeconds(step.timing.compute),
                  absl::ToDoubleSeconds(step.timing.sync), absl::ToDoubleSeconds(step.timing.update),
                  absl::ToDoubleSeconds(step.end - absl::UnixEpoch())})
