@@ -145,7 +145,8 @@ def worker(rank, args, port, queue):
         began = time.perf_counter()
         elapsed = 0.0 if first_start is None else began - first_start - eval_time
         accuracy = evaluate(torch, model.module, test)
-        eval_time += time.perf_counter() - began
+        if first_start is not None:  # the step-0 evaluation comes before the clock starts
+            eval_time += time.perf_counter() - began
         points.append({"step": step, "seconds": elapsed, "test_accuracy": accuracy,
                        "loss": loss})
 
