@@ -11,19 +11,6 @@
 
 namespace ringside::worker {
 
-absl::StatusOr<std::unique_ptr<LocalSync>> LocalSync::Create(const OptimizerConfig& config,
-                                                             size_t parameters) {
-  ASSIGN_OR_RETURN(Optimizer optimizer, Optimizer::Create(config, parameters));
-  return std::unique_ptr<LocalSync>(new LocalSync(std::move(optimizer)));
-}
-
-absl::StatusOr<SyncTiming> LocalSync::Step(int64_t /*step*/, absl::Span<float> gradient,
-                                           absl::Span<float> params) {
-  const absl::Time start = absl::Now();
-  RETURN_IF_ERROR(optimizer_.Step(params, gradient));
-  return SyncTiming{absl::ZeroDuration(), absl::Now() - start};
-}
-
 TrainingJob::TrainingJob(TrainingOptions options, ModelSpec spec, DataSplits data,
                          BatchSchedule schedule, std::unique_ptr<GradientComputer> computer)
     : options_(std::move(options)),

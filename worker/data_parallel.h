@@ -3,7 +3,7 @@
 // the gradient normalised by the *global* batch size (so the SUM over workers is the exact
 // global mean), and hands it to a ParameterSync, which turns it into the step's new parameters
 // -- the same on every worker. Single-process training is this loop with world = 1 and
-// LocalSync, so there is one loop to trust.
+// a SumThenUpdate whose sum is the share itself, so there is one loop to trust.
 // Thread-compatible. Errors: option parsing (INVALID_ARGUMENT), device set-up, and whatever the
 // ParameterSync returns, annotated with the step.
 #ifndef RINGSIDE_WORKER_DATA_PARALLEL_H_
@@ -27,20 +27,6 @@
 #include "worker/timeline.h"
 
 namespace ringside::worker {
-
-// world = 1: the gradient is already the global one; apply the optimiser.
-class LocalSync final : public ParameterSync {
- public:
-  static absl::StatusOr<std::unique_ptr<LocalSync>> Create(const OptimizerConfig& config,
-                                                           size_t parameters);
-  SyncMode mode() const override { return SyncMode::kRing; }
-  absl::StatusOr<SyncTiming> Step(int64_t step, absl::Span<float> gradient,
-                                  absl::Span<float> params) override;
-
- private:
-  explicit LocalSync(Optimizer optimizer) : optimizer_(std::move(optimizer)) {}
-  Optimizer optimizer_;
-};
 
 struct WorkerSlot {
   int rank = 0;
