@@ -217,6 +217,7 @@ absl::Status ElasticTrainer::InstallPsSync(uint64_t generation, int rank) {
   ps.shards = shards_;
   ps.keys = shard_keys_;
   ps.segment_bytes = options_.segment_bytes;
+  ps.window_bytes = options_.ps_window_bytes;
   ps.timeout = options_.timeout;
   ps.security = options_.security;
   if (options_.fault) {

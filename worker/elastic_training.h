@@ -56,6 +56,7 @@ namespace ringside::worker {
 struct ElasticOptions {
   std::string device = "cpu";
   uint64_t segment_bytes = uint64_t{1} << 20;
+  uint64_t ps_window_bytes = uint64_t{256} << 10;       // server::PsClientOptions::window_bytes
   absl::Duration timeout = absl::Seconds(60);           // per collective, ps step or transfer
   absl::Duration regroup_timeout = absl::Seconds(120);  // for the next generation after a failure
   TransportSecurity security;  // of the channels to the shards (the ring's is the member's)

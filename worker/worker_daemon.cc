@@ -174,6 +174,7 @@ ElasticOptions TrainerOptions(const WorkerOptions& options, WorkerOutputFiles& o
   ElasticOptions training;
   training.device = options.training.device;
   training.segment_bytes = static_cast<uint64_t>(options.segment_bytes);
+  training.ps_window_bytes = static_cast<uint64_t>(options.ps_window_bytes);
   training.timeout = options.timeout;
   training.regroup_timeout = options.elastic.regroup_timeout;
   training.security = options.security;
@@ -232,6 +233,10 @@ int WorldOf(const StaticClusterOptions& cluster) {
 
 absl::Status ValidateWorkerOptions(const WorkerOptions& options) {
   RETURN_IF_ERROR(ValidateSegmentBytes(options.segment_bytes));
+  if (options.ps_window_bytes < 16 || options.ps_window_bytes > (int64_t{1} << 30)) {
+    return absl::InvalidArgumentError(absl::StrCat("--ps_window_bytes=", options.ps_window_bytes,
+                                                   ": between 16 bytes and 1 GiB"));
+  }
   if (options.timeout <= absl::ZeroDuration()) {
     return absl::InvalidArgumentError("--timeout must be positive");
   }

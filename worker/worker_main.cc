@@ -36,6 +36,10 @@ ABSL_FLAG(std::string, job, "train",
           "train (the only job; the benchmark ranks are `ringside-bench ring-rank|ps-rank`)");
 ABSL_FLAG(int64_t, segment_bytes, kDefaults.segment_bytes,
           "largest payload of one ring message; chunks are streamed in segments of this size");
+ABSL_FLAG(int64_t, ps_window_bytes, kDefaults.ps_window_bytes,
+          "ps mode: how far this worker's pushes to a shard may run ahead of the sum it has "
+          "received back, so every worker's pushes share the shard's link evenly; pushes travel "
+          "in segments of a quarter of it (at most --segment_bytes)");
 ABSL_FLAG(absl::Duration, timeout, kDefaults.timeout,
           "deadline of one allreduce, ps step or state transfer; a dead or stuck peer fails it "
           "after this");
@@ -143,6 +147,7 @@ absl::StatusOr<worker::WorkerOptions> OptionsFromFlags() {
   options.listen = absl::GetFlag(FLAGS_listen);
   options.metrics_listen = absl::GetFlag(FLAGS_metrics_listen);
   options.segment_bytes = absl::GetFlag(FLAGS_segment_bytes);
+  options.ps_window_bytes = absl::GetFlag(FLAGS_ps_window_bytes);
   options.timeout = absl::GetFlag(FLAGS_timeout);
   absl::StatusOr<ringside::TrainingOptions> training = ringside::TrainingOptionsFromFlags();
   if (!training.ok()) return training.status();

@@ -9,6 +9,16 @@
 #include "common/status_macros.h"
 
 namespace ringside::server {
+namespace {
+
+// Pushes travel in segments of a quarter of the window (at most --segment_bytes): the shard sums
+// and answers at that grain, so the last part of the reply trails the last push by little.
+uint64_t PushSegmentElements(const PsClientOptions& options) {
+  const uint64_t bytes = std::min(options.segment_bytes, options.window_bytes / 4);
+  return std::max<uint64_t>(1, bytes / sizeof(float));
+}
+
+}  // namespace
 
 // One shard's part of one step: a ParameterShard.Step stream as a gRPC callback reactor. It
 // writes the share in segments, one write in flight, half-closes, and meanwhile reads the step's
@@ -23,10 +33,13 @@ class PsClient::ShardCall final
   ShardCall(const PsClientOptions& options, ShardLink& link, int shard, uint64_t step,
             absl::Span<float> gradient)
       : link_(link),
+        shard_(shard),
         step_(step),
         gradient_(gradient),
         where_(absl::StrCat(PsShardName(shard), " (", link.address, ") step ", step)),
-        segment_elements_(std::max<uint64_t>(1, options.segment_bytes / sizeof(float))) {
+        segment_elements_(PushSegmentElements(options)),
+        window_elements_(std::max<uint64_t>(1, options.window_bytes / sizeof(float))),
+        window_full_(options.window_full) {
     SetDeadline(context_, options.timeout);
     context_.set_wait_for_ready(true);  // a shard still starting up is waited for
     if (static_cast<size_t>(shard) < options.keys.size()) {
@@ -69,8 +82,21 @@ class PsClient::ShardCall final
       link_.send.bytes->Increment(static_cast<double>(writing_ * sizeof(float)));
     }
     if (link_.send.messages != nullptr) link_.send.messages->Increment();
-    written_ += writing_;
-    if (written_ < link_.range.size()) {
+    bool write = false;
+    {
+      absl::MutexLock lock(&window_mu_);
+      written_ += writing_;
+      if (written_ == link_.range.size()) {
+        write = false;
+      } else if (MayWrite()) {
+        write = true;
+      } else {
+        parked_ = true;  // the reply that lets it go on restarts it (OnReadDone)
+        if (window_full_) window_full_(shard_, written_, received_);
+        return;
+      }
+    }
+    if (write) {
       WriteSegment();
     } else {
       StartWritesDone();
@@ -86,32 +112,41 @@ class PsClient::ShardCall final
     if (!ok) return;  // the reply is over; OnDone follows
     const uint64_t size = link_.range.size();
     const uint64_t count = reply_.payload().size() / sizeof(float);
-    if (reply_.step() != step_ || reply_.range_elements() != size || reply_.offset() != received_ ||
-        reply_.payload().size() % sizeof(float) != 0 || count > size - received_) {
+    const uint64_t received = Received();  // only this reaction changes it
+    if (reply_.step() != step_ || reply_.range_elements() != size || reply_.offset() != received ||
+        reply_.payload().size() % sizeof(float) != 0 || count > size - received) {
       reply_error_ = absl::InternalError(absl::StrCat(
           "reply segment (step ", reply_.step(), ", offset ", reply_.offset(), ", ",
-          reply_.payload().size(), " bytes) does not continue the range at ", received_));
+          reply_.payload().size(), " bytes) does not continue the range at ", received));
       context_.TryCancel();
       return;
     }
-    std::memcpy(gradient_.data() + link_.range.begin + received_, reply_.payload().data(),
+    std::memcpy(gradient_.data() + link_.range.begin + received, reply_.payload().data(),
                 reply_.payload().size());
-    received_ += count;
     if (link_.receive.bytes != nullptr) {
       link_.receive.bytes->Increment(static_cast<double>(reply_.payload().size()));
     }
+    bool resume = false;
+    {
+      absl::MutexLock lock(&window_mu_);
+      received_ += count;
+      resume = parked_ && MayWrite();
+      if (resume) parked_ = false;
+    }
     StartRead(&reply_);
+    if (resume) WriteSegment();
   }
 
   // The last reaction: every other one has returned, so the fields they wrote are final here.
   void OnDone(const grpc::Status& status) override {
     absl::Status result;
+    const uint64_t received = Received();
     if (!reply_error_.ok()) {
       result = Annotate(reply_error_, where_);
     } else if (!status.ok()) {
       result = Annotate(FromGrpcStatus(status), where_);
-    } else if (received_ != link_.range.size()) {
-      result = absl::InternalError(absl::StrCat(where_, ": the shard returned ", received_, " of ",
+    } else if (received != link_.range.size()) {
+      result = absl::InternalError(absl::StrCat(where_, ": the shard returned ", received, " of ",
                                                 link_.range.size(), " summed values"));
     }
     absl::MutexLock lock(&mu_);  // Wait() may destroy this as soon as it is released
@@ -122,31 +157,53 @@ class PsClient::ShardCall final
  private:
   bool PushedOrDone() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return pushed_ || done_; }
 
+  // The next segment may go: this worker is fewer than window_elements_ ahead of the sum.
+  bool MayWrite() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(window_mu_) {
+    return written_ - received_ < window_elements_;
+  }
+
+  uint64_t Received() {
+    absl::MutexLock lock(&window_mu_);
+    return received_;
+  }
+
   void WriteSegment() {
-    writing_ = std::min(segment_elements_, link_.range.size() - written_);
-    push_.set_offset(written_);
-    push_.set_payload(
-        reinterpret_cast<const char*>(gradient_.data() + link_.range.begin + written_),
-        writing_ * sizeof(float));
+    uint64_t written = 0;
+    {
+      absl::MutexLock lock(&window_mu_);
+      written = written_;
+    }
+    writing_ = std::min(segment_elements_, link_.range.size() - written);
+    push_.set_offset(written);
+    push_.set_payload(reinterpret_cast<const char*>(gradient_.data() + link_.range.begin + written),
+                      writing_ * sizeof(float));
     StartWrite(&push_);
   }
 
   ShardLink& link_;
+  const int shard_;
   const uint64_t step_;
   const absl::Span<float> gradient_;  // the share out, then the sum in
   const std::string where_;
   const uint64_t segment_elements_;
   grpc::ClientContext context_;
 
-  // The write side: touched only by Start() and then OnWriteDone, one write at a time.
+  // The write side: one write at a time, started by Start(), OnWriteDone or (after a pause for
+  // the window) OnReadDone.
   proto::PsPush push_;
   uint64_t writing_ = 0;  // elements of the write in flight
-  uint64_t written_ = 0;
 
   // The read side: touched only by OnReadDone, then read by OnDone.
   proto::PsRangeValues reply_;
-  uint64_t received_ = 0;
   absl::Status reply_error_;
+
+  // The push window: how far the writes may run ahead of the sum received.
+  const uint64_t window_elements_;
+  const std::function<void(int, uint64_t, uint64_t)> window_full_;
+  absl::Mutex window_mu_;
+  uint64_t written_ ABSL_GUARDED_BY(window_mu_) = 0;
+  uint64_t received_ ABSL_GUARDED_BY(window_mu_) = 0;
+  bool parked_ ABSL_GUARDED_BY(window_mu_) = false;  // a write waits for the sum to catch up
 
   absl::Mutex mu_;
   bool pushed_ ABSL_GUARDED_BY(mu_) = false;

@@ -4,9 +4,10 @@
 // step (proto/ps.proto: a single round trip, and the wait for the slowest worker is the stream's
 // own wait under its deadline). Large ranges travel in segments, and the shard answers each part
 // of the sum as soon as every worker's share covers it, so the reply streams back while the
-// share is still being pushed (both directions of the link at once). The trainer then applies the
-// job's optimiser to the sum (worker/parameter_sync.h), exactly as every shard does to its range,
-// so a worker holds the whole job's state and a lost shard loses nothing.
+// share is still being pushed (both directions of the link at once); a worker's pushes stay
+// within a window of the sum it has back, so no worker's pushes crowd out another's. The trainer
+// then applies the job's optimiser to the sum (worker/parameter_sync.h), exactly as every shard
+// does to its range, so a worker holds the whole job's state and a lost shard loses nothing.
 // Threads: none of its own. Each stream is a gRPC callback reactor (ClientBidiReactor) driven by
 // gRPC's long-lived callback threads, which write the segments, read and copy the reply; the
 // thread calling Sum() only starts the streams and waits for them to end.
@@ -40,6 +41,14 @@ struct PsClientOptions {
   // The link key this worker presents to each shard (common/auth.h); empty: none.
   std::vector<std::string> keys;
   uint64_t segment_bytes = uint64_t{1} << 20;
+  // How far this worker's pushes to a shard may run ahead of the sum it has received back
+  // (--ps_window_bytes). The shard answers a part only once every worker has pushed it, so a
+  // worker far ahead only takes the shard's link from the slowest one, whose pushes the replies
+  // wait for: held within the window, the workers' pushes share the shard's ingress evenly and
+  // its egress carries the sum as fast as the pushes arrive. Pushes travel in segments of a
+  // quarter of it (at most segment_bytes). Too small for a link's bandwidth-delay product, it
+  // leaves the link idle: raise it for fast, distant links.
+  uint64_t window_bytes = uint64_t{256} << 10;
   absl::Duration timeout = absl::Seconds(60);  // per step and shard
   TransportSecurity security;                  // of the channels to the shards
   // The ps_push fault point (worker/fault_injection.h); null: none. When set, the other shards'
@@ -48,6 +57,9 @@ struct PsClientOptions {
   // pushing no more. An option rather than a test-only seam because ringside-worker itself
   // reaches it under --fault_at (the multi-process tests kill the real binary here).
   std::function<bool(int64_t step)> pushed_to_first_shard;
+  // Test observer, null in the daemons: a push to `shard` waits for the window, `written`
+  // elements pushed and `received` summed back. Runs on a gRPC callback thread, under a lock.
+  std::function<void(int shard, uint64_t written, uint64_t received)> window_full;
 };
 
 class PsClient final {

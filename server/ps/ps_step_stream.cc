@@ -154,8 +154,13 @@ class StepReactor final : public grpc::ServerBidiReactor<proto::PsPush, proto::P
     began_ = true;
     worker_ = static_cast<int>(push_.worker_rank());
     step_ = push_.step();
+    // Answered at the grain the worker pushes at (at most the shard's own segment): a large reply
+    // write would hold the shard's link for one worker while the others' pushes, which wait for
+    // their own replies (ps_client.h's window), leave the other direction idle.
+    // Never below 4 KiB: a peer's tiny first segment does not make the shard answer in crumbs.
+    const uint64_t pushed = std::max<uint64_t>(1024, push_.payload().size() / sizeof(float));
     absl::MutexLock lock(&mu_);
-    writer_.emplace(step_, state_.range_elements(), segment_elements_);
+    writer_.emplace(step_, state_.range_elements(), std::min(segment_elements_, pushed));
     return absl::OkStatus();
   }
 

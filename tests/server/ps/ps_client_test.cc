@@ -133,6 +133,7 @@ TEST_F(PsClientTest, StreamedStepsAreBitIdenticalToAWholeRangeReference) {
   constexpr int kWorkers = 3;
   constexpr int kSteps = 5;
   const uint64_t segment_bytes[kWorkers] = {256, 40, 1000};
+  const uint64_t window_bytes[kWorkers] = {uint64_t{1} << 20, 64, 1000};  // segments of 16, 250 B
   OptimizerConfig adam;
   adam.kind = OptimizerKind::kAdam;
   adam.learning_rate = 0.01f;
@@ -171,6 +172,7 @@ TEST_F(PsClientTest, StreamedStepsAreBitIdenticalToAWholeRangeReference) {
       PsClientOptions options = Options();
       options.rank = w;
       options.segment_bytes = segment_bytes[w];
+      options.window_bytes = window_bytes[w];
       Optimizer optimizer = Optimizer::Create(adam, kParameters).value();
       auto sync = PsClient::Create(options, kParameters, metrics[w].get());
       if (!sync.ok()) {
@@ -215,6 +217,72 @@ TEST_F(PsClientTest, StreamedStepsAreBitIdenticalToAWholeRangeReference) {
 // threads are listed. A thread started per step would be a new one at every step, at least 20
 // in all. gRPC's pools may grow meanwhile, and a thread it has just started has not named itself
 // yet, so a few new ones may show up unnamed; fewer than one per step proves none is per step.
+// A worker's pushes to a shard stop a window ahead of the sum it has back, and go on as the sum
+// arrives: with the other worker not yet pushing, no sum can come back, so worker 0 stops at
+// exactly one window on every shard; once worker 1 pushes, both finish with the exact sum.
+TEST_F(PsClientTest, PushesStopOneWindowAheadOfTheSumAndResumeAsItArrives) {
+  StartShards(/*workers=*/2);
+  constexpr uint64_t kWindowElements = 32;  // segments of 8: four pushed per window
+  struct Wait {
+    int shard;
+    uint64_t written, received;
+  };
+  absl::Mutex mu;
+  std::vector<Wait> waits;
+  absl::Notification every_shard_waits;
+  PsClientOptions first = Options();
+  first.window_bytes = kWindowElements * sizeof(float);
+  first.window_full = [&](int shard, uint64_t written, uint64_t received) {
+    absl::MutexLock lock(&mu);
+    waits.push_back({shard, written, received});
+    std::set<int> shards;
+    for (const Wait& wait : waits) shards.insert(wait.shard);
+    if (shards.size() == kShards && !every_shard_waits.HasBeenNotified()) {
+      every_shard_waits.Notify();
+    }
+  };
+  auto registry = std::make_shared<prometheus::Registry>();
+  Metrics metrics(registry);
+  auto worker0 = PsClient::Create(first, kParameters, &metrics);
+  ASSERT_TRUE(worker0.ok()) << worker0.status();
+  std::vector<float> gradient0(kParameters, 1.0f);
+  absl::Status result0;
+  std::thread pushing([&] { result0 = (*worker0)->Sum(0, absl::MakeSpan(gradient0)); });
+
+  // A failure guard, not a timed assertion: without the window worker 0 never waits.
+  const bool waited = every_shard_waits.WaitForNotificationWithTimeout(absl::Seconds(60));
+  {
+    absl::MutexLock lock(&mu);
+    EXPECT_TRUE(waited) << "worker 0 waited on " << waits.size() << " shard(s) only";
+    for (const Wait& wait : waits) {  // nothing can have come back yet
+      EXPECT_EQ(wait.written, kWindowElements) << PsShardName(wait.shard);
+      EXPECT_EQ(wait.received, 0u) << PsShardName(wait.shard);
+    }
+  }
+  PsClientOptions second = Options();
+  second.rank = 1;
+  auto worker1 = PsClient::Create(second, kParameters, nullptr);
+  ASSERT_TRUE(worker1.ok()) << worker1.status();
+  std::vector<float> gradient1(kParameters, 2.0f);
+  const absl::Status result1 = (*worker1)->Sum(0, absl::MakeSpan(gradient1));
+  pushing.join();
+
+  ASSERT_TRUE(result0.ok()) << result0;
+  ASSERT_TRUE(result1.ok()) << result1;
+  EXPECT_EQ(gradient0, std::vector<float>(kParameters, 3.0f));
+  EXPECT_EQ(gradient1, std::vector<float>(kParameters, 3.0f));
+  absl::MutexLock lock(&mu);
+  EXPECT_GT(waits.size(), static_cast<size_t>(kShards));  // it waited again after resuming
+  for (const Wait& wait : waits) {
+    EXPECT_EQ(wait.written - wait.received, kWindowElements) << PsShardName(wait.shard);
+  }
+  const std::vector<ElementRange> ranges = EvenRanges(kParameters, kShards);
+  for (int s = 0; s < kShards; ++s) {  // every element pushed once
+    EXPECT_EQ(metrics.LinkSend(WorkerName(0), PsShardName(s), SyncMode::kPs).bytes->Value(),
+              static_cast<double>(ranges[s].size() * sizeof(float)));
+  }
+}
+
 TEST_F(PsClientTest, StartsNoThreadPerStep) {
   StartShards(/*workers=*/1);
   const std::set<std::string> before = UnnamedThreads();
