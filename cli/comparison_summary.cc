@@ -326,6 +326,19 @@ std::vector<std::string> ModelExplanation(const JobComparison& job) {
       "As N grows a ring link stays below 2K while a shard's ingress grows as N\u00b7K/S: the "
       "PS's busiest node carries less only while N/S < 2(N\u22121)/N (here N/S = %.3g).",
       static_cast<double>(n) / std::max(s, 1)));
+  if (!c.link_rate.empty()) {  // ringside lab: what its bound rows are
+    lines.push_back(absl::StrFormat(
+        "The bound at %s is the busiest direction of the busiest node's link \u00f7 the rate "
+        "(every link is shaped to it each way, full duplex): ring, %s sends %s and receives as "
+        "much at once, %s; ps, %s receives %s, %s, while the other direction carries as much "
+        "at the same time: a shard answers each part as soon as every worker has pushed "
+        "it, so the reply trails the last push by one segment of every worker. A shard that "
+        "answered after the whole step would need twice that (%s).",
+        c.link_rate, ring.busiest_node_name, HumanBytes(ring.busiest_node),
+        HumanSeconds(job.ring.bound_seconds_per_step), ps.busiest_node_name,
+        HumanBytes(ps.busiest_node), HumanSeconds(job.ps.bound_seconds_per_step),
+        HumanSeconds(2 * job.ps.bound_seconds_per_step)));
+  }
   if (job.ring.completed && job.ps.completed) {
     lines.push_back(absl::StrCat("Measured share of a step spent synchronising: ring ",
                                  Percent(job.ring.sync_share), ", ps ", Percent(job.ps.sync_share),

@@ -89,6 +89,9 @@ TEST(LabCommandTest, SyncRespectsTheLinkAndBytesMatchTheModel) {
       nlohmann::json::parse(ReadFileToString(dir->File("lab.json")).value());
   const nlohmann::json& config = json["config"];
   EXPECT_EQ(config["link_rate"], "20mbit");
+  EXPECT_NE(log.find("The bound at 20mbit"), std::string::npos)
+      << "the report does not say what its bound is:\n"
+      << log;
   const double elements = config["parameters"].get<double>();
   ASSERT_EQ(elements, static_cast<double>(784 * 64 + 64 + 64 * 10 + 10));
   const double burst = config["link_burst_bytes"].get<double>();
