@@ -1,5 +1,7 @@
 #include "launch/cluster_commands.h"
 
+#include <algorithm>
+
 #include "absl/strings/str_cat.h"
 #include "common/training_options.h"
 
@@ -79,6 +81,10 @@ std::vector<std::string> WorkerCommand(const LocalClusterOptions& options,
   Append(TrainingOptionsArgv(options.training, TrainingOptionScope::kMember), argv);
   argv.insert(argv.end(), options.worker_flags.begin(), options.worker_flags.end());
   return argv;
+}
+
+int BlasThreadsPerWorker(int cores, int workers) {
+  return std::max(1, cores / std::max(1, workers));
 }
 
 }  // namespace ringside::launch

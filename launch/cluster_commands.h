@@ -64,6 +64,12 @@ std::vector<std::string> WorkerCommand(const LocalClusterOptions& options,
                                        const ClusterShared& shared, const std::string& name,
                                        const ProcessPlace& at);
 
+// The OpenBLAS threads each of `workers` workers on one machine gets: its `cores` shared out, at
+// least one. OpenBLAS otherwise starts a thread per core in every worker, and with more threads
+// than cores they spin in sched_yield waiting for each other (in a 4-worker `ringside compare`
+// on 2 cores, about a tenth of the machine's CPU went there).
+int BlasThreadsPerWorker(int cores, int workers);
+
 }  // namespace ringside::launch
 
 #endif  // RINGSIDE_LAUNCH_CLUSTER_COMMANDS_H_

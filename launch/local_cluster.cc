@@ -1,12 +1,15 @@
 #include "launch/local_cluster.h"
 
+#include <sched.h>
 #include <signal.h>
 
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <random>
 #include <system_error>
+#include <thread>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -36,13 +39,25 @@ ProcessEnd EndOf(const ClusterProcess& process, std::string log = "") {
   return end;
 }
 
-// How every child of the cluster is run: output to <dir>/<name>.log.
+// The cores this process may run on (its affinity: `taskset` narrows it).
+int UsableCores() {
+  cpu_set_t cpus;
+  if (sched_getaffinity(0, sizeof(cpus), &cpus) == 0) return CPU_COUNT(&cpus);
+  return static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+}
+
+// How every child of the cluster is run: output to <dir>/<name>.log; the cores shared out among
+// the workers' OpenBLAS threads (BlasThreadsPerWorker), unless the user's environment says.
 SpawnOptions SpawnOptionsOf(const std::string& dir, const std::string& name,
-                            const std::vector<std::string>& argv) {
+                            const std::vector<std::string>& argv, int workers) {
   SpawnOptions spawn;
   spawn.argv = argv;
   spawn.log_path = absl::StrCat(dir, "/", name, ".log");
   spawn.term_grace = absl::Seconds(5);
+  if (std::getenv("OPENBLAS_NUM_THREADS") == nullptr) {
+    spawn.extra_env.push_back(
+        absl::StrCat("OPENBLAS_NUM_THREADS=", BlasThreadsPerWorker(UsableCores(), workers)));
+  }
   return spawn;
 }
 
@@ -225,7 +240,8 @@ absl::StatusOr<ClusterProcess*> LocalCluster::Spawn(std::string name, std::vecto
   ProcessHost host = HostOfProcess(name);
   host.exec_prefix.insert(host.exec_prefix.end(), argv.begin(), argv.end());
   argv = std::move(host.exec_prefix);
-  ASSIGN_OR_RETURN(Subprocess process, Subprocess::Spawn(SpawnOptionsOf(options_.dir, name, argv)));
+  ASSIGN_OR_RETURN(Subprocess process,
+                   Subprocess::Spawn(SpawnOptionsOf(options_.dir, name, argv, options_.workers)));
   processes_.push_back(std::make_unique<ClusterProcess>(std::move(name), std::move(process),
                                                         std::move(argv), std::move(ready_file)));
   processes_.back()->host = host.address;
@@ -317,7 +333,8 @@ absl::Status LocalCluster::RestartIfDue(ClusterProcess& server, absl::Time now) 
   const ProcessEnd dead = EndOf(server, kept_log);
   std::remove(server.ready_file.c_str());
   ASSIGN_OR_RETURN(Subprocess replacement,
-                   Subprocess::Spawn(SpawnOptionsOf(options_.dir, server.name, server.command)));
+                   Subprocess::Spawn(SpawnOptionsOf(options_.dir, server.name, server.command,
+                                                    options_.workers)));
   server.process = std::move(replacement);
   server.restarts.push_back(now);
   server.restart_due.reset();

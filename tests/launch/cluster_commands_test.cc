@@ -83,6 +83,14 @@ ProcessPlace PlaceWithTls(int port) {
   return place;
 }
 
+TEST(ClusterCommandsTest, WorkersShareTheCoresForBlasAtLeastOneEach) {
+  EXPECT_EQ(BlasThreadsPerWorker(/*cores=*/2, /*workers=*/4), 1);
+  EXPECT_EQ(BlasThreadsPerWorker(16, 4), 4);
+  EXPECT_EQ(BlasThreadsPerWorker(16, 3), 5);
+  EXPECT_EQ(BlasThreadsPerWorker(8, 1), 8);
+  EXPECT_EQ(BlasThreadsPerWorker(1, 0), 1);
+}
+
 TEST(ClusterCommandsTest, TheControllersCommandNamesOnlyItsFlags) {
   absl::StatusOr<TempDir> dir = TempDir::Create("ringside-commands-test-");
   ASSERT_TRUE(dir.ok()) << dir.status();

@@ -2,10 +2,12 @@
 // comes back with the same command line at the same address, seen only from outside (its ready
 // file written again with the same port, the gRPC health service SERVING there); a process that
 // keeps dying is given up on with an error naming it.
+#include <sched.h>
 #include <signal.h>
 
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <functional>
 #include <string>
@@ -13,10 +15,12 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
 #include "cli/health_check.h"
 #include "common/cluster_files.h"
 #include "common/file_util.h"
 #include "gtest/gtest.h"
+#include "launch/cluster_commands.h"
 #include "launch/local_cluster.h"
 #include "launch/temp_dir.h"
 #include "tests/support/poll.h"
@@ -186,6 +190,29 @@ TEST(LocalClusterRestartTest, AControllerThatKeepsDyingIsGivenUpOnNamingIt) {
   EXPECT_FALSE(c.controller().process.running());
   EXPECT_EQ(c.RestartDeadServers(), gave_up) << "giving up is final";
   EXPECT_TRUE(c.TakeRestartReports().empty());
+}
+
+// Every worker is started with its share of the cores for OpenBLAS, or the value the user set.
+TEST(LocalClusterTest, WorkersShareTheCoresAmongTheirBlasThreads) {
+  auto dir = launch::TempDir::Create("ringside-blas-test-");
+  ASSERT_TRUE(dir.ok());
+  auto cluster = LocalCluster::Start(Options(*dir, 2, 1));
+  ASSERT_TRUE(cluster.ok()) << cluster.status();
+  cpu_set_t cpus;
+  ASSERT_EQ(sched_getaffinity(0, sizeof(cpus), &cpus), 0);
+  const char* user = std::getenv("OPENBLAS_NUM_THREADS");
+  const std::string expected = absl::StrCat(
+      "OPENBLAS_NUM_THREADS=", user != nullptr ? user
+                                               : absl::StrCat(launch::BlasThreadsPerWorker(
+                                                     CPU_COUNT(&cpus), /*workers=*/2)));
+  for (ClusterProcess* worker : (*cluster)->workers()) {
+    absl::StatusOr<std::string> environ =
+        ReadFileToString(absl::StrCat("/proc/", worker->process.pid(), "/environ"));
+    ASSERT_TRUE(environ.ok()) << environ.status();
+    const std::vector<std::string> entries = absl::StrSplit(*environ, '\0');
+    EXPECT_NE(std::find(entries.begin(), entries.end(), expected), entries.end())
+        << worker->name << " lacks " << expected;
+  }
 }
 
 }  // namespace
