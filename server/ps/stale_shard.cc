@@ -49,8 +49,15 @@ StaleShard::~StaleShard() {
     stopping_ = true;
     queued_.Signal();
   }
-  applier_.join();
   Close();  // answers pulls still waiting
+  if (std::this_thread::get_id() == applier_.get_id()) {
+    // A callback the applier ran dropped the last reference (a reactor holding the generation):
+    // the applier cannot join itself; it returns as soon as that callback is destroyed.
+    *applier_destroyed_ = true;
+    applier_.detach();
+  } else {
+    applier_.join();
+  }
 }
 
 void StaleShard::Close() {
@@ -147,6 +154,8 @@ void StaleShard::WhenMayStart(int worker, uint64_t step,
 }
 
 void StaleShard::ApplyLoop() {
+  bool destroyed = false;
+  applier_destroyed_ = &destroyed;
   while (true) {
     Update update;
     uint64_t version = 0;
@@ -171,15 +180,18 @@ void StaleShard::ApplyLoop() {
       metrics_.staleness->Observe(static_cast<double>(version - update.read_version));
     }
     if (metrics_.updates != nullptr) metrics_.updates->Increment();
-    Ready ready;
     {
-      absl::MutexLock lock(&mu_);
-      ++version_;
-      published_ = std::move(published);
-      completed_[update.worker] = update.step + 1;
-      ready = ReadyLocked();
-    }
-    for (auto& [done, answer] : ready) done(std::move(answer));
+      Ready ready;
+      {
+        absl::MutexLock lock(&mu_);
+        ++version_;
+        published_ = std::move(published);
+        completed_[update.worker] = update.step + 1;
+        ready = ReadyLocked();
+      }
+      for (auto& [done, answer] : ready) done(std::move(answer));
+    }  // the callbacks are destroyed here, and one may destroy this (see ~StaleShard)
+    if (destroyed) return;
     absl::MutexLock lock(&mu_);
     settled_ = std::max(settled_, version + 1);
   }

@@ -21,8 +21,8 @@
 // Errors: FAILED_PRECONDITION for a closed state or a push ahead of the worker's next step;
 // ALREADY_EXISTS for a step the worker already pushed; INVALID_ARGUMENT for an unknown rank, a
 // gradient of the wrong size, or a read version the shard has not reached.
-// Lifetime: callbacks given to WhenMayStart must not own the shard (its destructor joins the
-// applier thread they may run on).
+// Lifetime: a callback run on the applier thread may drop the last reference to the shard; the
+// destructor then lets the applier end by itself instead of joining it.
 #ifndef RINGSIDE_SERVER_PS_STALE_SHARD_H_
 #define RINGSIDE_SERVER_PS_STALE_SHARD_H_
 
@@ -151,6 +151,9 @@ class StaleShard {
   mutable absl::Mutex apply_mu_ ABSL_ACQUIRED_AFTER(mu_);
   Optimizer optimizer_ ABSL_GUARDED_BY(apply_mu_);
   std::vector<float> values_ ABSL_GUARDED_BY(apply_mu_);
+  // Points at a flag on the applier's stack while it runs: the destructor, run there by a
+  // callback that dropped the last reference, sets it so the loop returns at once.
+  bool* applier_destroyed_ = nullptr;
   std::thread applier_;  // last: starts once everything above is built
 };
 

@@ -138,5 +138,14 @@ TEST(StaleTrainingTest, AsyncOverTheShardServiceReachesTheAccuracy) {
   TrainAndExpectAccuracy(kAsyncStaleness, /*over_grpc=*/true);
 }
 
+// --straggler's arithmetic (benchmarks use it; no test depends on its sleep).
+TEST(StragglerTest, OnlyTheNamedRankWaitsFactorMinusOneTimesItsCompute) {
+  const Straggler straggler{2, 3.0f};
+  EXPECT_EQ(StragglerDelay(straggler, 2, absl::Milliseconds(10)), absl::Milliseconds(20));
+  EXPECT_EQ(StragglerDelay(straggler, 1, absl::Milliseconds(10)), absl::ZeroDuration());
+  EXPECT_EQ(StragglerDelay(Straggler{}, 0, absl::Milliseconds(10)), absl::ZeroDuration());
+  EXPECT_EQ(StragglerDelay(Straggler{2, 1.0f}, 2, absl::Milliseconds(10)), absl::ZeroDuration());
+}
+
 }  // namespace
 }  // namespace ringside::worker
