@@ -238,5 +238,40 @@ TEST(PsProcessTest, AsyncWorkersAndShardsTrainIrisAndCountEveryUpdate) {
   for (launch::Subprocess& shard : shards.processes) EXPECT_TRUE(shard.Kill().ok());
 }
 
+// --backup_workers=1 across processes, with a straggler to make late pushes likely (which ones
+// are dropped depends on timing; nothing asserted does): every step is applied once on every
+// shard, and every worker ends with the very same parameters, since each applies every step's
+// sum, dropped or not.
+TEST(PsProcessTest, BackupWorkersKeepEveryWorkerOnTheSameParameters) {
+  constexpr int kWorkers = 3, kShards = 2, kSteps = 30;
+  const std::vector<std::string> job = {"--backup_workers=1", "--straggler=worker-2:3",
+                                        absl::StrCat("--steps=", kSteps)};
+  Shards shards = StartShards(kShards, kWorkers, /*tls=*/false, job);
+  std::vector<std::string> flags = {"--mode=ps", absl::StrCat("--workers=", kWorkers),
+                                    "--ps=" + absl::StrJoin(shards.addresses, ","), "--device=cpu",
+                                    "--linger"};
+  flags.insert(flags.end(), job.begin(), job.end());
+  flags.insert(flags.end(), shards.worker_security.begin(), shards.worker_security.end());
+  auto workers = WorkerProcesses::Start(kWorkers, flags);
+  ASSERT_TRUE(workers.ok()) << workers.status();
+  auto results = (*workers)->WaitForResults(absl::Seconds(120));
+  ASSERT_TRUE(results.ok()) << results.status();
+  const std::string checksum = (*results)[0].value("checksum", std::string());
+  EXPECT_FALSE(checksum.empty());
+  for (int r = 0; r < kWorkers; ++r) {
+    EXPECT_EQ((*results)[r].value("steps", 0), kSteps);
+    EXPECT_EQ((*results)[r].value("checksum", std::string()), checksum) << WorkerName(r);
+  }
+  for (int s = 0; s < kShards; ++s) {
+    const std::vector<launch::Sample> shard_metrics =
+        testing::ScrapeMetrics(shards.metrics_ports[s]);
+    EXPECT_EQ(launch::FindSample(shard_metrics, "ringside_steps_total", {{"mode", "ps"}}), kSteps);
+    EXPECT_TRUE(
+        launch::FindSample(shard_metrics, "ringside_ps_dropped_pushes_total", {}).has_value());
+  }
+  for (int r = 0; r < kWorkers; ++r) EXPECT_TRUE((*workers)->process(r).Kill().ok());
+  for (launch::Subprocess& shard : shards.processes) EXPECT_TRUE(shard.Kill().ok());
+}
+
 }  // namespace
 }  // namespace ringside
