@@ -99,7 +99,7 @@ absl::Status StaleShard::Push(int worker, uint64_t step, uint64_t read_version,
     return absl::FailedPreconditionError(
         absl::StrCat("worker ", worker, " pushes step ", step, " before step ", accepted_[worker]));
   }
-  if (read_version > version_ + queue_.size()) {
+  if (read_version > version_) {  // a pull answers only versions applied
     return absl::InvalidArgumentError(absl::StrCat("read version ", read_version, " is beyond ",
                                                    PsShardName(config_.shard), "'s ", version_));
   }
