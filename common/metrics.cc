@@ -114,6 +114,17 @@ Metrics::Metrics(std::shared_ptr<prometheus::Registry> registry)
                            .Help("Time a parameter-server shard waited from the first to the "
                                  "last worker's gradient of a step.")
                            .Register(*registry_)),
+      ps_dropped_pushes_(BuildCounter()
+                             .Name("ringside_ps_dropped_pushes_total")
+                             .Help("Pushes a parameter-server shard with backup workers dropped: "
+                                   "late for a step already applied without them.")
+                             .Register(*registry_)),
+      ps_update_staleness_(BuildHistogram()
+                               .Name("ringside_ps_update_staleness")
+                               .Help("Staleness of each update a parameter-server shard applied "
+                                     "(--staleness >= 1 or async): updates applied to its range "
+                                     "between the worker's read of the parameters and this one.")
+                               .Register(*registry_)),
       checkpoint_bytes_(BuildCounter()
                             .Name("ringside_checkpoint_bytes_total")
                             .Help("Checkpoint bytes uploaded (worker), written or restored "
@@ -175,6 +186,13 @@ void Metrics::ExportMembership(int workers, uint64_t generation, SyncMode mode) 
 
 prometheus::Histogram& Metrics::PsWaitSeconds() {
   return ps_wait_seconds_.Add({}, SecondsBuckets());
+}
+
+prometheus::Counter& Metrics::PsDroppedPushes() { return ps_dropped_pushes_.Add({}); }
+
+prometheus::Histogram& Metrics::PsUpdateStaleness() {
+  return ps_update_staleness_.Add(
+      {}, prometheus::Histogram::BucketBoundaries{0, 1, 2, 4, 8, 16, 32, 64, 128, 256});
 }
 
 absl::StatusOr<std::unique_ptr<MetricsServer>> MetricsServer::Start(

@@ -76,6 +76,11 @@ class Metrics {
   void ExportMembership(int workers, uint64_t generation, SyncMode mode);
   // Parameter-server shard: time the shard waited between the first and last worker's push.
   prometheus::Histogram& PsWaitSeconds();
+  // Shard with backup workers: late pushes dropped (ringside_ps_dropped_pushes_total).
+  prometheus::Counter& PsDroppedPushes();
+  // Shard with --staleness >= 1 or async: each applied update's staleness, in updates
+  // (ringside_ps_update_staleness).
+  prometheus::Histogram& PsUpdateStaleness();
   // Durable state, not link payload: checkpoint bytes a worker uploaded or a controller wrote
   // (`what` = "uploaded" | "written" | "restored"), and how many.
   prometheus::Counter& CheckpointBytes(absl::string_view what);
@@ -97,6 +102,8 @@ class Metrics {
   prometheus::Family<prometheus::Gauge>& generation_;
   prometheus::Family<prometheus::Gauge>& mode_info_;
   prometheus::Family<prometheus::Histogram>& ps_wait_seconds_;
+  prometheus::Family<prometheus::Counter>& ps_dropped_pushes_;
+  prometheus::Family<prometheus::Histogram>& ps_update_staleness_;
   prometheus::Family<prometheus::Counter>& checkpoint_bytes_;
   prometheus::Family<prometheus::Counter>& checkpoints_;
 };

@@ -3,6 +3,7 @@
 #include <iterator>
 #include <type_traits>
 
+#include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -54,6 +55,28 @@ absl::Status SetOptimizer(const Value& value, TrainingOptions& options) {
   return absl::OkStatus();
 }
 
+absl::Status SetStaleness(const Value& value, TrainingOptions& options) {
+  ASSIGN_OR_RETURN(const std::string text, ValueAs<std::string>(value));
+  ASSIGN_OR_RETURN(options.staleness, ParseStaleness(text));
+  return absl::OkStatus();
+}
+
+absl::Status SetBackupWorkers(const Value& value, TrainingOptions& options) {
+  ASSIGN_OR_RETURN(const int64_t backup, ValueAs<int64_t>(value));
+  // The bound is the largest worker count a shard accepts (ps_state_transfer.cc).
+  if (backup < 0 || backup >= 65536) {
+    return absl::InvalidArgumentError("must be 0 or more, below the worker count");
+  }
+  options.backup_workers = backup;
+  return absl::OkStatus();
+}
+
+absl::Status SetStraggler(const Value& value, TrainingOptions& options) {
+  ASSIGN_OR_RETURN(const std::string text, ValueAs<std::string>(value));
+  ASSIGN_OR_RETURN(options.straggler, ParseStraggler(text));
+  return absl::OkStatus();
+}
+
 // The rows. Help texts are what the flags' --help has always said.
 constexpr TrainingOption kTable[] = {
     {"model", Scope::kJob, "MLP layer sizes, Spark ML style (inputs,...,classes)",
@@ -87,6 +110,20 @@ constexpr TrainingOption kTable[] = {
     {"seed", Scope::kJob, "seed of parameters, synthetic data and batch order",
      [](const TrainingOptions& o) -> Value { return o.seed; },
      [](const Value& v, TrainingOptions& o) { return Store(v, o.seed); }},
+    {"staleness", Scope::kJob,
+     "ps mode: 0 (synchronous steps), k (a worker may run up to k steps ahead of the slowest) "
+     "or async (never waits); shards apply each worker's gradient as it arrives unless 0",
+     [](const TrainingOptions& o) -> Value { return StalenessText(o.staleness); }, &SetStaleness,
+     /*zero_means_unset=*/true},
+    {"backup_workers", Scope::kJob,
+     "ps mode with --staleness=0: a step is applied once all but this many workers pushed it; "
+     "later pushes of the step are dropped",
+     [](const TrainingOptions& o) -> Value { return o.backup_workers; }, &SetBackupWorkers,
+     /*zero_means_unset=*/true},
+    {"straggler", Scope::kJob,
+     "worker-N:F makes the worker of rank N compute F times slower (benchmarks); empty: none",
+     [](const TrainingOptions& o) -> Value { return StragglerText(o.straggler); }, &SetStraggler,
+     /*zero_means_unset=*/true},
     {"device", Scope::kMember, "auto, cpu or cuda[:i]",
      [](const TrainingOptions& o) -> Value { return o.device; },
      [](const Value& v, TrainingOptions& o) { return Store(v, o.device); }},
@@ -125,6 +162,54 @@ std::string TrainingOptionText(const TrainingOptionValue& value) {
         }
       },
       value);
+}
+
+std::string StalenessText(int64_t staleness) {
+  return staleness == kAsyncStaleness ? "async" : absl::StrCat(staleness);
+}
+
+absl::StatusOr<int64_t> ParseStaleness(absl::string_view text) {
+  if (text == "async") return kAsyncStaleness;
+  int64_t staleness = 0;
+  if (!absl::SimpleAtoi(text, &staleness) || staleness < 0 || staleness > 1000000) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "staleness \"", text.substr(0, 32), "\" is not 0, a step count up to 1000000 or async"));
+  }
+  return staleness;
+}
+
+std::string StragglerText(const Straggler& straggler) {
+  if (straggler.worker < 0) return "";
+  return absl::StrCat("worker-", straggler.worker, ":", FloatText(straggler.factor));
+}
+
+absl::StatusOr<Straggler> ParseStraggler(absl::string_view text) {
+  if (text.empty()) return Straggler{};
+  const auto bad = [text] {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "straggler \"", text.substr(0, 32), "\" is not worker-N:F (rank N, factor 1 to 1000)"));
+  };
+  constexpr absl::string_view kPrefix = "worker-";
+  const size_t colon = text.find(':');
+  if (!absl::StartsWith(text, kPrefix) || colon == absl::string_view::npos) return bad();
+  Straggler straggler;
+  float factor = 0;
+  if (!absl::SimpleAtoi(text.substr(kPrefix.size(), colon - kPrefix.size()), &straggler.worker) ||
+      straggler.worker < 0 || !absl::SimpleAtof(text.substr(colon + 1), &factor) ||
+      !(factor >= 1 && factor <= 1000)) {
+    return bad();
+  }
+  straggler.factor = factor;
+  return straggler;
+}
+
+absl::Status CheckSyncSettings(const TrainingOptions& options) {
+  if (options.backup_workers > 0 && options.staleness != 0) {
+    return absl::InvalidArgumentError(absl::StrCat("--backup_workers=", options.backup_workers,
+                                                   " needs --staleness=0, not ",
+                                                   StalenessText(options.staleness)));
+  }
+  return absl::OkStatus();
 }
 
 std::vector<std::string> TrainingOptionsArgv(const TrainingOptions& options,

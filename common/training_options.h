@@ -20,11 +20,26 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "absl/types/span.h"
 #include "common/optimizer.h"
 
 namespace ringside {
+
+// --staleness=async: a worker never waits for the others (TrainingOptions::staleness).
+inline constexpr int64_t kAsyncStaleness = -1;
+
+// --straggler=worker-N:F: the worker of rank N computes F times slower (benchmarks only: it
+// sleeps (F - 1) times each step's compute time after computing). worker < 0: none.
+struct Straggler {
+  int worker = -1;
+  float factor = 1;
+  friend bool operator==(const Straggler& a, const Straggler& b) {
+    return a.worker == b.worker && a.factor == b.factor;
+  }
+  friend bool operator!=(const Straggler& a, const Straggler& b) { return !(a == b); }
+};
 
 // The defaults every Ringside command uses unless a flag says otherwise (the flags take theirs
 // from here: one default per setting).
@@ -40,6 +55,14 @@ struct TrainingOptions {
   int64_t batch_size = 32;  // --batch_size (global: split across workers)
   OptimizerConfig optimizer = {OptimizerKind::kAdam, /*learning_rate=*/0.01f};
   uint64_t seed = 1;  // --seed: parameters, synthetic data, batch order
+  // --staleness (parameter-server mode only; docs/architecture.md): 0, today's synchronous steps;
+  // k >= 1, a worker at step c may start it while the slowest worker has completed step c - k;
+  // kAsyncStaleness, never waits. Written "0", "k" or "async".
+  int64_t staleness = 0;
+  // --backup_workers=b (ps mode, staleness 0 only): a shard applies a step once N - b workers'
+  // pushes are in; later pushes of that step are dropped (counted), never applied.
+  int64_t backup_workers = 0;
+  Straggler straggler;  // --straggler
   // --device: auto (CUDA when a device is present, else CPU), cpu or cuda[:i]; each member's own.
   std::string device = "auto";
 };
@@ -79,6 +102,18 @@ std::string TrainingOptionText(const TrainingOptionValue& value);
 
 // "--name=text" for every setting of `options`, in table order; only those of `scope` when
 // given (a controller's command line takes the job's, a worker's its own).
+// "async", or the staleness in decimal; and back (INVALID_ARGUMENT for anything but "async" or an
+// integer in [0, 1000000]).
+std::string StalenessText(int64_t staleness);
+absl::StatusOr<int64_t> ParseStaleness(absl::string_view text);
+// "" (none) or "worker-N:F"; and back (INVALID_ARGUMENT unless N >= 0 and 1 <= F <= 1000).
+std::string StragglerText(const Straggler& straggler);
+absl::StatusOr<Straggler> ParseStraggler(absl::string_view text);
+
+// The settings that only make sense together: backup workers need staleness 0. (That b is below
+// the generation's worker count is checked where the count is known: the shard.)
+absl::Status CheckSyncSettings(const TrainingOptions& options);
+
 std::vector<std::string> TrainingOptionsArgv(
     const TrainingOptions& options, std::optional<TrainingOptionScope> scope = std::nullopt);
 

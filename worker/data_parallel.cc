@@ -3,6 +3,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
 #include "common/model_spec.h"
 #include "common/status_macros.h"
 #include "worker/batching.h"
@@ -21,6 +22,7 @@ TrainingJob::TrainingJob(TrainingOptions options, ModelSpec spec, DataSplits dat
       computer_(std::move(computer)) {}
 
 absl::StatusOr<std::unique_ptr<TrainingJob>> TrainingJob::Create(const TrainingOptions& options) {
+  RETURN_IF_ERROR(CheckSyncSettings(options));
   ASSIGN_OR_RETURN(ModelSpec spec, ModelSpec::Parse(options.model, options.activation));
   ASSIGN_OR_RETURN(const DataSpec data_spec, ParseDataSpec(options.data));
   ASSIGN_OR_RETURN(DataSplits data, LoadDataSplits(data_spec, spec, options.seed));
@@ -36,13 +38,24 @@ std::vector<float> TrainingJob::InitialParameters() const {
   return ringside::InitialParameters(spec_, options_.seed);
 }
 
+absl::Duration StragglerDelay(const Straggler& straggler, int rank, absl::Duration compute) {
+  if (straggler.worker != rank || straggler.factor <= 1) return absl::ZeroDuration();
+  return compute * static_cast<double>(straggler.factor - 1);
+}
+
 absl::StatusOr<GradientStats> TrainingJob::ComputeShare(int64_t step, WorkerSlot slot,
                                                         absl::Span<const float> params,
                                                         absl::Span<float> gradient) {
+  const absl::Time start = absl::Now();
   GatherRows(data_, schedule_.WorkerBatchRows(step, slot.rank, slot.world), batch_);
   GradientOptions gradient_options;
   gradient_options.normalizer_rows = schedule_.global_batch();
-  return computer_->ComputeGradient(params, batch_.view(), gradient, gradient_options);
+  absl::StatusOr<GradientStats> stats =
+      computer_->ComputeGradient(params, batch_.view(), gradient, gradient_options);
+  // An injected straggler, for benchmarks: the delay is part of the compute phase it slows.
+  const absl::Duration delay = StragglerDelay(options_.straggler, slot.rank, absl::Now() - start);
+  if (delay > absl::ZeroDuration()) absl::SleepFor(delay);
+  return stats;
 }
 
 absl::StatusOr<Evaluation> TrainingJob::Evaluate(absl::Span<const float> params) {

@@ -48,6 +48,10 @@ class StepRecorder {
   std::optional<StepMetrics> ring_, ps_;
 };
 
+// --straggler (benchmarks): how long the worker of `rank` waits after a step's compute of
+// `compute`, so that its compute takes `straggler.factor` times as long; zero for other ranks.
+absl::Duration StragglerDelay(const Straggler& straggler, int rank, absl::Duration compute);
+
 // One job's model, data, batch schedule and gradient computer: what every step needs, built
 // once per worker (a membership change only changes the WorkerSlot).
 class TrainingJob {
@@ -61,7 +65,8 @@ class TrainingJob {
   const Dataset& test_set() const { return test_; }
   std::vector<float> InitialParameters() const;
   // The slot's share of step `step`'s gradient, normalised by the global batch (so the sum over
-  // the world's shares is the global mean gradient).
+  // the world's shares is the global mean gradient). The straggler (options().straggler) then
+  // waits StragglerDelay.
   absl::StatusOr<GradientStats> ComputeShare(int64_t step, WorkerSlot slot,
                                              absl::Span<const float> params,
                                              absl::Span<float> gradient);

@@ -6,6 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
 #include "server/ps/shard_transfer.h"
+#include "worker/push_pull_sync.h"
 
 namespace ringside::worker {
 namespace {
@@ -57,6 +58,7 @@ void ElasticTrainer::Supersede(uint64_t generation) {
   absl::MutexLock lock(&ps_mu_);
   superseded_by_ = std::max(superseded_by_, generation);
   if (ps_client_ != nullptr && ps_generation_ < generation) ps_client_->Cancel();
+  if (stale_client_ != nullptr && ps_generation_ < generation) stale_client_->Cancel();
 }
 
 absl::Status ElasticTrainer::Run(const absl::Notification& stop, const FinishedCallback& finished) {
@@ -166,7 +168,19 @@ absl::Status ElasticTrainer::Regroup(const GenerationAssignment& assignment) {
   {
     absl::MutexLock lock(&ps_mu_);
     ps_client_.reset();
+    stale_client_.reset();  // after sync_, whose links use it
   }
+  // Under --staleness=k or async the shards hold the job's state and each worker only its last
+  // pull: a regroup would have to take the state from the shards (docs/architecture.md, "Bounded
+  // staleness and async"). Not built: refuse rather than lose or repeat updates.
+  if (stale_from_ >= 0 && completed_ > stale_from_) {
+    return absl::UnimplementedError(absl::StrCat(
+        "generation ", generation, ": a regroup after steps trained under --staleness=",
+        StalenessText(job_->options().staleness),
+        " is not built (the shards hold the state); restart the job from a checkpoint taken "
+        "before"));
+  }
+  stale_from_ = -1;
   const bool has_ring = !assignment.ring.empty();
   if (has_ring != (ring_ != nullptr) || (!has_ring && !assignment.fresh_start) ||
       (!has_ring && mode != SyncMode::kPs)) {
@@ -220,6 +234,7 @@ absl::Status ElasticTrainer::InstallPsSync(uint64_t generation, int rank) {
   ps.window_bytes = options_.ps_window_bytes;
   ps.timeout = options_.timeout;
   ps.security = options_.security;
+  if (job_->options().staleness != 0) return InstallStaleSync(ps, generation);
   if (options_.fault) {
     ps.pushed_to_first_shard = [this](int64_t) { return LostAt("ps_push"); };
   }
@@ -232,6 +247,19 @@ absl::Status ElasticTrainer::InstallPsSync(uint64_t generation, int rank) {
   absl::MutexLock lock(&ps_mu_);
   if (superseded_by_ > generation) ps_client->Cancel();
   ps_client_ = std::move(ps_client);
+  ps_generation_ = generation;
+  return absl::OkStatus();
+}
+
+absl::Status ElasticTrainer::InstallStaleSync(const server::PsClientOptions& ps,
+                                              uint64_t generation) {
+  ASSIGN_OR_RETURN(std::unique_ptr<server::StalePsClient> client,
+                   server::StalePsClient::Create(ps, job_->parameter_count(), &metrics_));
+  sync_ = std::make_unique<PushPullSync>(client->ranges(), client->Links());
+  stale_from_ = completed_;
+  absl::MutexLock lock(&ps_mu_);
+  if (superseded_by_ > generation) client->Cancel();
+  stale_client_ = std::move(client);
   ps_generation_ = generation;
   return absl::OkStatus();
 }
@@ -368,6 +396,10 @@ absl::Status ElasticTrainer::SaveCheckpointIfDue() {
       static_cast<uint64_t>(completed_) % checkpoint_every_ != 0) {
     return absl::OkStatus();
   }
+  // Under --staleness=k or async the job's state is the shards', not this worker's (its last
+  // pull, and an optimiser that has not run): no checkpoint rather than a wrong one
+  // (docs/architecture.md, "Bounded staleness and async").
+  if (stale_from_ >= 0) return absl::OkStatus();
   const std::vector<float> moments = optimizer_->ExportState();
   RETURN_IF_ERROR(
       assignments_.SaveCheckpoint(static_cast<uint64_t>(completed_), parameters_, moments));

@@ -45,6 +45,7 @@
 #include "ring/collective.h"
 #include "server/ps/ps_client.h"
 #include "server/ps/shard_transfer.h"
+#include "server/ps/stale_client.h"
 #include "worker/assignment_source.h"
 #include "worker/data_parallel.h"
 #include "worker/fault_injection.h"
@@ -126,6 +127,8 @@ class ElasticTrainer {
   absl::Status LoadShardsForGeneration(uint64_t generation, int world, int rank);
   // This generation's sync: the shards' client (ps) or the ring's allreduce, then the optimiser.
   absl::Status InstallPsSync(uint64_t generation, int rank);
+  // --staleness=k or async: pushes gradients to, and pulls parameters from, the shards.
+  absl::Status InstallStaleSync(const server::PsClientOptions& ps, uint64_t generation);
   void InstallRingSync(uint64_t generation);
   // Rank 0's load, retried while a shard has not taken this generation's assignment yet.
   absl::Status LoadShardsOnceAssigned(uint64_t generation, int world,
@@ -171,11 +174,16 @@ class ElasticTrainer {
   std::unique_ptr<ParameterSync> sync_;
   GradientStats last_stats_;
   std::string lost_at_;  // the fault point this worker was lost at; empty: none
+  // Completed steps when a generation under --staleness=k or async began; -1: none. Steps past
+  // it mean the shards, not the workers, hold the job's state.
+  int64_t stale_from_ = -1;
 
   absl::Mutex ps_mu_;  // Supersede() runs on the controller client's thread
   // This ps generation's client, which sync_ calls into; null in ring mode.
   std::unique_ptr<server::PsClient> ps_client_ ABSL_GUARDED_BY(ps_mu_);
   uint64_t ps_generation_ ABSL_GUARDED_BY(ps_mu_) = 0;
+  // The same under --staleness=k or async (sync_ is then a PushPullSync over its links).
+  std::unique_ptr<server::StalePsClient> stale_client_ ABSL_GUARDED_BY(ps_mu_);
   // The newest generation announced. Sticky, as in the ring inbox: a ps generation whose sync is
   // installed after its successor was announced starts cancelled.
   uint64_t superseded_by_ ABSL_GUARDED_BY(ps_mu_) = 0;

@@ -29,6 +29,9 @@ ABSL_FLAG(float, lr, kDefaults.optimizer.learning_rate, Help("lr"));
 ABSL_FLAG(std::string, optimizer, std::string(ringside::OptimizerName(kDefaults.optimizer.kind)),
           Help("optimizer"));
 ABSL_FLAG(uint64_t, seed, kDefaults.seed, Help("seed"));
+ABSL_FLAG(std::string, staleness, ringside::StalenessText(kDefaults.staleness), Help("staleness"));
+ABSL_FLAG(int64_t, backup_workers, kDefaults.backup_workers, Help("backup_workers"));
+ABSL_FLAG(std::string, straggler, ringside::StragglerText(kDefaults.straggler), Help("straggler"));
 ABSL_FLAG(std::string, device, kDefaults.device, Help("device"));
 
 namespace ringside {

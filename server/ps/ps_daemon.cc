@@ -62,6 +62,8 @@ ShardMetricsFactory MetricsFactoryOf(Metrics& metrics) {
   factory.steps.wait_seconds = &metrics.PsWaitSeconds();
   factory.steps.update_seconds = &metrics.StepSeconds(SyncMode::kPs, StepPhase::kUpdate);
   factory.steps.steps = &metrics.StepsTotal(SyncMode::kPs);
+  factory.steps.dropped_pushes = &metrics.PsDroppedPushes();
+  factory.stale.staleness = &metrics.PsUpdateStaleness();
   return factory;
 }
 
@@ -88,6 +90,8 @@ struct ShardAssignment {
   int workers = 1;
   uint64_t parameters = 0;  // of the whole model
   OptimizerConfig optimizer;
+  int64_t backup_workers = 0;
+  int64_t staleness = 0;
   std::optional<std::vector<float>> fresh_start;  // the whole initial vector
 };
 
@@ -98,6 +102,8 @@ absl::StatusOr<ShardAssignment> StaticAssignment(const ShardOptions& options) {
   assignment.shards = options.ps_shards;
   assignment.workers = options.workers;
   assignment.optimizer = options.training.optimizer;
+  assignment.backup_workers = options.training.backup_workers;
+  assignment.staleness = options.training.staleness;
   ASSIGN_OR_RETURN(assignment.fresh_start, InitialVector(options));
   assignment.parameters = assignment.fresh_start->size();
   return assignment;
@@ -119,6 +125,8 @@ absl::StatusOr<ShardAssignment> ElasticAssignment(const proto::Assignment& assig
   out.workers = assignment.ring_size();
   out.parameters = spec.parameter_count();
   out.optimizer = training.optimizer;
+  out.backup_workers = training.backup_workers;
+  out.staleness = training.staleness;
   return out;
 }
 
@@ -130,15 +138,24 @@ absl::StatusOr<ElementRange> Follow(const ShardAssignment& assignment, Metrics& 
   if (assignment.fresh_start.has_value()) {
     const std::vector<float>& all = *assignment.fresh_start;
     ShardGeneration generation;
-    ASSIGN_OR_RETURN(
-        generation.state,
-        ShardState::Create(ShardConfig{assignment.generation, assignment.workers, assignment.shard},
-                           {all.begin() + range.begin, all.begin() + range.end},
-                           assignment.optimizer, factory.steps));
+    ASSIGN_OR_RETURN(generation.state,
+                     ShardState::Create(ShardConfig{assignment.generation, assignment.workers,
+                                                    assignment.shard, assignment.backup_workers},
+                                        {all.begin() + range.begin, all.begin() + range.end},
+                                        assignment.optimizer, factory.steps));
+    if (assignment.staleness != 0) {
+      ASSIGN_OR_RETURN(
+          generation.stale,
+          StaleShard::Create(StaleShardConfig{assignment.generation, assignment.workers,
+                                              assignment.shard, assignment.staleness},
+                             {all.begin() + range.begin, all.begin() + range.end}, {},
+                             assignment.optimizer, factory.stale));
+    }
     generation.links = factory.links(assignment.shard, assignment.workers);
     service.Serve(std::move(generation));
   } else {
-    service.SetJob(ShardJob{assignment.shard, range, assignment.optimizer, assignment.generation});
+    service.SetJob(ShardJob{assignment.shard, range, assignment.optimizer, assignment.generation,
+                            assignment.backup_workers, assignment.staleness});
   }
   metrics.ExportMembership(assignment.workers, assignment.generation, assignment.mode);
   log << PsShardName(assignment.shard) << ": generation " << assignment.generation << ", "

@@ -84,6 +84,7 @@ void ParameterShardService::Serve(ShardGeneration generation) {
         std::exchange(current_, std::make_shared<const ShardGeneration>(std::move(generation)));
   }
   if (previous != nullptr) previous->state->Close();
+  if (previous != nullptr && previous->stale != nullptr) previous->stale->Close();
 }
 
 void ParameterShardService::SetMemberCredential(std::string credential) {
@@ -170,7 +171,13 @@ grpc::ServerWriteReactor<proto::PsRangeValues>* ParameterShardService::GetParame
       !status.ok()) {
     return new RefusedWrite<proto::PsRangeValues>(ToGrpcStatus(status));
   }
-  // Parameters and step read together: a step being applied meanwhile cannot split them.
+  // Parameters and step read together: a step being applied meanwhile cannot split them. Under
+  // staleness the step is the slowest worker's completed steps.
+  if (generation->stale != nullptr) {
+    const StaleRead read = generation->stale->Read();
+    return new ParametersReactor(ShardState::Applied{read.slowest_completed, read.values},
+                                 segment_elements_);
+  }
   return new ParametersReactor(generation->state->applied(), segment_elements_);
 }
 

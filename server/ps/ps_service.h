@@ -34,6 +34,7 @@
 #include "common/ranges.h"
 #include "proto/ps.grpc.pb.h"
 #include "server/ps/shard_state.h"
+#include "server/ps/stale_shard.h"
 
 namespace ringside::server {
 
@@ -47,6 +48,9 @@ struct ShardLinkMetrics {
 struct ShardGeneration {
   std::shared_ptr<ShardState> state;
   ShardLinkMetrics links;
+  // --staleness=k or async (ps_push_pull_stream.cc): the generation's authoritative state, which
+  // PushPull and GetParameters serve; `state` then only answers Step with refusals of its own.
+  std::shared_ptr<StaleShard> stale = nullptr;
 };
 
 // The job's shape as the shard map gives it: what a Load must fit.
@@ -57,6 +61,8 @@ struct ShardJob {
   // The controller's generation that assigned it. A Load is checked only against the assignment
   // of its own generation or a later one: an older one may have another shard map.
   uint64_t generation = 0;
+  int64_t backup_workers = 0;  // the job's (ShardConfig::backup_workers)
+  int64_t staleness = 0;       // the job's: not 0, a Load also makes a StaleShard
 };
 
 // Builds a generation's counters for the shard's index and its number of workers; null:
@@ -64,6 +70,7 @@ struct ShardJob {
 struct ShardMetricsFactory {
   std::function<ShardLinkMetrics(int shard, int workers)> links;
   ShardStepMetrics steps;
+  StaleShardMetrics stale;
 };
 
 // The most workers a Load may announce. Far above any real job; a shard keeps per-worker state
@@ -104,6 +111,10 @@ class ParameterShardService final : public proto::ParameterShard::CallbackServic
       grpc::CallbackServerContext* context, const proto::PsRangeRequest* request) override;
   grpc::ServerReadReactor<proto::PsStateSegment>* Load(grpc::CallbackServerContext* context,
                                                        proto::PsLoadReply* reply) override;
+  // Bounded staleness and async (ps_push_pull_stream.cc): FAILED_PRECONDITION from a generation
+  // without a StaleShard.
+  grpc::ServerBidiReactor<proto::PsGradientPush, proto::PsPulledValues>* PushPull(
+      grpc::CallbackServerContext* context) override;
 
   // An elastic shard's credential (common/auth.h): from now on a Step must present the link key
   // of its generation and worker rank, a Load (and GetParameters) rank 0's load key of its

@@ -22,8 +22,8 @@ using testing::NonDefaultTrainingOptions;
 
 TEST(TrainingOptionsTest, TheSampleChangesEveryField) {
   const TrainingOptions defaults;
-  const auto& [model, activation, data, steps, eval_every, batch_size, optimizer, seed, device] =
-      NonDefaultTrainingOptions();
+  const auto& [model, activation, data, steps, eval_every, batch_size, optimizer, seed, staleness,
+               backup_workers, straggler, device] = NonDefaultTrainingOptions();
   EXPECT_NE(model, defaults.model);
   EXPECT_NE(activation, defaults.activation);
   EXPECT_NE(data, defaults.data);
@@ -33,6 +33,9 @@ TEST(TrainingOptionsTest, TheSampleChangesEveryField) {
   EXPECT_NE(optimizer.kind, defaults.optimizer.kind);
   EXPECT_NE(optimizer.learning_rate, defaults.optimizer.learning_rate);
   EXPECT_NE(seed, defaults.seed);
+  EXPECT_NE(staleness, defaults.staleness);
+  EXPECT_NE(backup_workers, defaults.backup_workers);
+  EXPECT_NE(straggler, defaults.straggler);
   EXPECT_NE(device, defaults.device);
 }
 
@@ -115,6 +118,49 @@ TEST(TrainingOptionsTest, AFloatIsWrittenInTheFewestDigitsThatReadBack) {
   }
   EXPECT_EQ(TrainingOptionText(int64_t{-3}), "-3");
   EXPECT_EQ(TrainingOptionText(std::string("a b")), "a b");
+}
+
+TEST(TrainingOptionsTest, StalenessIsACountOrAsyncAndReadsBack) {
+  EXPECT_EQ(ParseStaleness("0").value(), 0);
+  EXPECT_EQ(ParseStaleness("2").value(), 2);
+  EXPECT_EQ(ParseStaleness("async").value(), kAsyncStaleness);
+  for (const char* bad : {"", "-1", "ASYNC", "2.5", "1000001", "two"}) {
+    EXPECT_EQ(ParseStaleness(bad).status().code(), absl::StatusCode::kInvalidArgument) << bad;
+  }
+  for (const int64_t staleness : {int64_t{0}, int64_t{5}, kAsyncStaleness}) {
+    EXPECT_EQ(ParseStaleness(StalenessText(staleness)).value(), staleness);
+  }
+  TrainingOptions options;
+  ASSERT_TRUE(FindTrainingOption("staleness")->set(std::string("async"), options).ok());
+  EXPECT_EQ(options.staleness, kAsyncStaleness);
+  EXPECT_EQ(TrainingOptionText(FindTrainingOption("staleness")->get(options)), "async");
+}
+
+TEST(TrainingOptionsTest, AStragglerNamesAWorkerAndAFactor) {
+  const Straggler straggler = ParseStraggler("worker-3:2.5").value();
+  EXPECT_EQ(straggler.worker, 3);
+  EXPECT_EQ(straggler.factor, 2.5f);
+  EXPECT_EQ(StragglerText(straggler), "worker-3:2.5");
+  EXPECT_EQ(ParseStraggler("").value(), Straggler{});
+  EXPECT_EQ(StragglerText(Straggler{}), "");
+  for (const char* bad : {"worker-1", "worker-:2", "ps-0:2", "worker--1:2", "worker-1:0.5",
+                          "worker-1:nan", "worker-1:1001", "worker-1:2x"}) {
+    EXPECT_EQ(ParseStraggler(bad).status().code(), absl::StatusCode::kInvalidArgument) << bad;
+  }
+}
+
+TEST(TrainingOptionsTest, BackupWorkersNeedSynchronousSteps) {
+  TrainingOptions options;
+  options.backup_workers = 1;
+  EXPECT_TRUE(CheckSyncSettings(options).ok());
+  options.staleness = 2;
+  EXPECT_EQ(CheckSyncSettings(options).code(), absl::StatusCode::kInvalidArgument);
+  options.staleness = kAsyncStaleness;
+  EXPECT_EQ(CheckSyncSettings(options).code(), absl::StatusCode::kInvalidArgument);
+  options.backup_workers = 0;
+  EXPECT_TRUE(CheckSyncSettings(options).ok());
+  EXPECT_EQ(FindTrainingOption("backup_workers")->set(int64_t{-1}, options).code(),
+            absl::StatusCode::kInvalidArgument);
 }
 
 }  // namespace

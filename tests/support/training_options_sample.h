@@ -16,7 +16,8 @@ namespace ringside::testing {
 
 inline TrainingOptions NonDefaultTrainingOptions() {
   TrainingOptions options;
-  auto& [model, activation, data, steps, eval_every, batch_size, optimizer, seed, device] = options;
+  auto& [model, activation, data, steps, eval_every, batch_size, optimizer, seed, staleness,
+         backup_workers, straggler, device] = options;
   model = "784,64,10";
   activation = "relu";
   data = "fashion-mnist:/data/fm";
@@ -27,6 +28,9 @@ inline TrainingOptions NonDefaultTrainingOptions() {
   optimizer.kind = OptimizerKind::kMomentum;
   optimizer.learning_rate = std::nextafter(0.1f, 1.0f);
   seed = 18446744073709551557u;  // beyond int64: the seed is unsigned all the way
+  staleness = 3;
+  backup_workers = 2;  // not valid with staleness 3 (CheckSyncSettings), but every row carries it
+  straggler = {2, 2.5f};
   device = "cuda:1";
   return options;
 }
@@ -34,8 +38,8 @@ inline TrainingOptions NonDefaultTrainingOptions() {
 // Every field of `actual` equals `expected`'s (the optimiser's fixed constants too).
 inline void ExpectSameTrainingOptions(const TrainingOptions& actual,
                                       const TrainingOptions& expected) {
-  const auto& [model, activation, data, steps, eval_every, batch_size, optimizer, seed, device] =
-      actual;
+  const auto& [model, activation, data, steps, eval_every, batch_size, optimizer, seed, staleness,
+               backup_workers, straggler, device] = actual;
   EXPECT_EQ(model, expected.model);
   EXPECT_EQ(activation, expected.activation);
   EXPECT_EQ(data, expected.data);
@@ -50,6 +54,9 @@ inline void ExpectSameTrainingOptions(const TrainingOptions& actual,
   EXPECT_EQ(beta2, expected.optimizer.beta2);
   EXPECT_EQ(epsilon, expected.optimizer.epsilon);
   EXPECT_EQ(seed, expected.seed);
+  EXPECT_EQ(staleness, expected.staleness);
+  EXPECT_EQ(backup_workers, expected.backup_workers);
+  EXPECT_EQ(straggler, expected.straggler);
   EXPECT_EQ(device, expected.device);
 }
 

@@ -36,6 +36,8 @@ class ControllerServiceTest : public ::testing::Test {
     membership_ = std::make_unique<Membership>(config);
     proto::JobSpec job;
     job.set_model("4,16,3");
+    job.set_staleness("2");  // the ps settings ride in every assignment, across mode switches
+    job.set_straggler("worker-1:3");
     service_ = std::make_unique<ControllerService>(*membership_, job, absl::Seconds(9), log_);
     service_->SetOperatorToken(kOperatorToken);
     auto server = StartServer("127.0.0.1:0", {service_.get()}, TransportSecurity());
@@ -94,6 +96,7 @@ TEST_F(ControllerServiceTest, WatchersLearnTheTopologyAndEveryModeChange) {
   ASSERT_EQ(assignment.ring_size(), 2);
   EXPECT_EQ(assignment.shards(0), "shard-a.test:8000");
   EXPECT_EQ(assignment.job().model(), "4,16,3");
+  EXPECT_EQ(assignment.job().staleness(), "2");
 
   grpc::ClientContext mode_context;
   SetDeadline(mode_context, absl::Seconds(10));
@@ -106,6 +109,8 @@ TEST_F(ControllerServiceTest, WatchersLearnTheTopologyAndEveryModeChange) {
   ASSERT_TRUE(watch->Read(&assignment));
   EXPECT_EQ(assignment.generation(), 2u);
   EXPECT_EQ(assignment.mode(), "ps");
+  EXPECT_EQ(assignment.job().staleness(), "2");
+  EXPECT_EQ(assignment.job().straggler(), "worker-1:3");
   context.TryCancel();
 }
 

@@ -66,6 +66,9 @@ TEST(JobSpecTest, TheEncodingIsTheOneEarlierMembersRead) {
   by_hand.set_optimizer("momentum");
   by_hand.set_seed(options.seed);
   by_hand.set_eval_every(options.eval_every);
+  by_hand.set_staleness("3");
+  by_hand.set_backup_workers(2);
+  by_hand.set_straggler("worker-2:2.5");
   EXPECT_EQ(JobSpecOf(options).SerializeAsString(), by_hand.SerializeAsString());
 }
 
@@ -77,6 +80,41 @@ TEST(JobSpecTest, AJobWithoutEvalEveryRunsWithTheDefaultAndANegativeOneIsRefused
   EXPECT_EQ(back->eval_every, TrainingOptions().eval_every);
   spec.set_eval_every(-3);
   EXPECT_EQ(TrainingOptionsOf(spec, "cpu").status().code(), absl::StatusCode::kInvalidArgument);
+}
+
+// The parameter server's settings travel in the job spec, so every member of every generation
+// (a restart, a mode switch: the controller hands out the same spec) runs the same ones; a
+// controller that predates them means synchronous steps without backups or straggler.
+TEST(JobSpecTest, TheSyncSettingsTravelAndAnEarlierControllerMeansSynchronous) {
+  TrainingOptions options;
+  options.staleness = kAsyncStaleness;
+  options.straggler = Straggler{1, 3.0f};
+  proto::JobSpec spec = JobSpecOf(options);
+  EXPECT_EQ(spec.staleness(), "async");
+  EXPECT_EQ(spec.straggler(), "worker-1:3");
+  absl::StatusOr<TrainingOptions> back = TrainingOptionsOf(spec, "cpu");
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_EQ(back->staleness, kAsyncStaleness);
+  EXPECT_EQ(back->straggler, (Straggler{1, 3.0f}));
+  options = TrainingOptions();
+  options.backup_workers = 1;
+  back = TrainingOptionsOf(JobSpecOf(options), "cpu");
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_EQ(back->backup_workers, 1);
+  EXPECT_EQ(back->staleness, 0);
+  spec.clear_staleness();
+  spec.clear_backup_workers();
+  spec.clear_straggler();
+  back = TrainingOptionsOf(spec, "cpu");
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_EQ(back->staleness, 0);
+  EXPECT_EQ(back->backup_workers, 0);
+  EXPECT_EQ(back->straggler, Straggler{});
+  spec.set_staleness("sometimes");
+  back = TrainingOptionsOf(spec, "cpu");
+  EXPECT_EQ(back.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(back.status().message().find("staleness=sometimes"), absl::string_view::npos)
+      << back.status();
 }
 
 TEST(JobSpecTest, ABadValueIsRefusedNamingTheField) {

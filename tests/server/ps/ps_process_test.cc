@@ -41,7 +41,8 @@ struct Shards {
 // Starts `count` shards for `workers` workers and waits until each has written its ready file.
 // Under `tls` shards and workers hold certificates of one throw-away CA; otherwise every
 // process runs --insecure.
-Shards StartShards(int count, int workers, bool tls = false) {
+Shards StartShards(int count, int workers, bool tls = false,
+                   const std::vector<std::string>& job_flags = {}) {
   Shards shards;
   auto dir = launch::TempDir::Create("ringside-shards-");
   EXPECT_TRUE(dir.ok()) << dir.status();
@@ -66,6 +67,7 @@ Shards StartShards(int count, int workers, bool tls = false) {
                     "--listen=127.0.0.1:0",
                     "--ready_file=" + shards.dir->File(absl::StrCat("ready-", s, ".json"))};
     options.argv.insert(options.argv.end(), shard_security.begin(), shard_security.end());
+    options.argv.insert(options.argv.end(), job_flags.begin(), job_flags.end());
     options.log_path = shards.dir->File(absl::StrCat("ps-", s, ".log"));
     options.term_grace = absl::Seconds(15);
     auto process = launch::Subprocess::Spawn(options);
@@ -190,6 +192,84 @@ TEST(PsProcessTest, PsRingAndOneProcessEndWithTheSameParameters) {
   auto spec = ModelSpec::Parse(options.model, options.activation);
   ASSERT_TRUE(spec.ok());
   EXPECT_GT(RelativeDifference(InitialParameters(*spec, options.seed), ps_values), 1e-2);
+  for (launch::Subprocess& shard : shards.processes) EXPECT_TRUE(shard.Kill().ok());
+}
+
+// --staleness=async across processes: the shards apply every push once (the staleness histogram
+// counts workers * steps updates), each link carries the cost model's bytes both ways (a pull
+// is the range's parameters, a push its gradient), and every worker reaches Iris's accuracy.
+TEST(PsProcessTest, AsyncWorkersAndShardsTrainIrisAndCountEveryUpdate) {
+  constexpr int kWorkers = 3, kShards = 2, kSteps = 200;
+  const std::vector<std::string> job = {"--staleness=async", absl::StrCat("--steps=", kSteps)};
+  Shards shards = StartShards(kShards, kWorkers, /*tls=*/false, job);
+  std::vector<std::string> flags = {"--mode=ps", absl::StrCat("--workers=", kWorkers),
+                                    "--ps=" + absl::StrJoin(shards.addresses, ","), "--device=cpu",
+                                    "--linger"};
+  flags.insert(flags.end(), job.begin(), job.end());
+  flags.insert(flags.end(), shards.worker_security.begin(), shards.worker_security.end());
+  auto workers = WorkerProcesses::Start(kWorkers, flags);
+  ASSERT_TRUE(workers.ok()) << workers.status();
+  auto results = (*workers)->WaitForResults(absl::Seconds(120));
+  ASSERT_TRUE(results.ok()) << results.status();
+  for (int r = 0; r < kWorkers; ++r) {
+    EXPECT_EQ((*results)[r].value("steps", 0), kSteps);
+    EXPECT_GE((*results)[r].value("accuracy", 0.0), 0.95) << WorkerName(r);
+  }
+  const std::vector<ElementRange> ranges = EvenRanges(kIrisParameters, kShards);
+  for (int s = 0; s < kShards; ++s) {
+    const std::vector<launch::Sample> shard_metrics =
+        testing::ScrapeMetrics(shards.metrics_ports[s]);
+    EXPECT_EQ(launch::FindSample(shard_metrics, "ringside_ps_update_staleness_count", {}),
+              kWorkers * kSteps);
+    const double per_link = static_cast<double>(ranges[s].size()) * 4 * kSteps;
+    for (int r = 0; r < kWorkers; ++r) {
+      const std::map<std::string, std::string> up = {
+          {"src", WorkerName(r)}, {"dst", PsShardName(s)}, {"mode", "ps"}};
+      const std::map<std::string, std::string> down = {
+          {"src", PsShardName(s)}, {"dst", WorkerName(r)}, {"mode", "ps"}};
+      EXPECT_EQ(launch::FindSample(shard_metrics, "ringside_link_received_bytes_total", up),
+                per_link);
+      EXPECT_EQ(launch::FindSample(shard_metrics, "ringside_link_bytes_total", down), per_link);
+      EXPECT_EQ(launch::FindSample(shard_metrics, "ringside_link_expected_bytes_total", down),
+                per_link);
+    }
+  }
+  for (int r = 0; r < kWorkers; ++r) EXPECT_TRUE((*workers)->process(r).Kill().ok());
+  for (launch::Subprocess& shard : shards.processes) EXPECT_TRUE(shard.Kill().ok());
+}
+
+// --backup_workers=1 across processes, with a straggler to make late pushes likely (which ones
+// are dropped depends on timing; nothing asserted does): every step is applied once on every
+// shard, and every worker ends with the very same parameters, since each applies every step's
+// sum, dropped or not.
+TEST(PsProcessTest, BackupWorkersKeepEveryWorkerOnTheSameParameters) {
+  constexpr int kWorkers = 3, kShards = 2, kSteps = 30;
+  const std::vector<std::string> job = {"--backup_workers=1", "--straggler=worker-2:3",
+                                        absl::StrCat("--steps=", kSteps)};
+  Shards shards = StartShards(kShards, kWorkers, /*tls=*/false, job);
+  std::vector<std::string> flags = {"--mode=ps", absl::StrCat("--workers=", kWorkers),
+                                    "--ps=" + absl::StrJoin(shards.addresses, ","), "--device=cpu",
+                                    "--linger"};
+  flags.insert(flags.end(), job.begin(), job.end());
+  flags.insert(flags.end(), shards.worker_security.begin(), shards.worker_security.end());
+  auto workers = WorkerProcesses::Start(kWorkers, flags);
+  ASSERT_TRUE(workers.ok()) << workers.status();
+  auto results = (*workers)->WaitForResults(absl::Seconds(120));
+  ASSERT_TRUE(results.ok()) << results.status();
+  const std::string checksum = (*results)[0].value("checksum", std::string());
+  EXPECT_FALSE(checksum.empty());
+  for (int r = 0; r < kWorkers; ++r) {
+    EXPECT_EQ((*results)[r].value("steps", 0), kSteps);
+    EXPECT_EQ((*results)[r].value("checksum", std::string()), checksum) << WorkerName(r);
+  }
+  for (int s = 0; s < kShards; ++s) {
+    const std::vector<launch::Sample> shard_metrics =
+        testing::ScrapeMetrics(shards.metrics_ports[s]);
+    EXPECT_EQ(launch::FindSample(shard_metrics, "ringside_steps_total", {{"mode", "ps"}}), kSteps);
+    EXPECT_TRUE(
+        launch::FindSample(shard_metrics, "ringside_ps_dropped_pushes_total", {}).has_value());
+  }
+  for (int r = 0; r < kWorkers; ++r) EXPECT_TRUE((*workers)->process(r).Kill().ok());
   for (launch::Subprocess& shard : shards.processes) EXPECT_TRUE(shard.Kill().ok());
 }
 

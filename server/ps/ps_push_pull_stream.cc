@@ -1,0 +1,259 @@
+// The ParameterShard service's PushPull streams (ps_service.h), bounded staleness and async: one
+// reactor per worker, shard and step that reads the worker's gradient share whole, hands it to
+// the generation's StaleShard, and once the shard lets the worker start its next step streams
+// the range's parameters back. The answer comes on the shard's applier thread, off any
+// reaction, and may race with a reaction that ends the stream (the worker cancelling): every
+// write and the Finish go through ReactorWrites (common/reactor_writes.h), as in Step's.
+#include <algorithm>
+#include <cstring>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/synchronization/mutex.h"
+#include "common/auth.h"
+#include "common/grpc_util.h"
+#include "common/reactor_writes.h"
+#include "common/status_macros.h"
+#include "server/ps/ps_refusals.h"
+#include "server/ps/ps_service.h"
+
+namespace ringside::server {
+namespace {
+
+using PushPullBase = grpc::ServerBidiReactor<proto::PsGradientPush, proto::PsPulledValues>;
+
+class PushPullReactor final : public PushPullBase,
+                              public std::enable_shared_from_this<PushPullReactor> {
+ public:
+  PushPullReactor(grpc::CallbackServerContext* context, const ParameterShardService& service,
+                  std::shared_ptr<const ShardGeneration> generation, uint64_t segment_elements)
+      : context_(context),
+        service_(service),
+        presented_key_(MetadataValue(*context, kLinkKeyMetadata)),
+        generation_(std::move(generation)),
+        shard_(*generation_->stale),
+        segment_elements_(segment_elements) {}
+
+  // Holds itself until OnDone, then starts reading. The shard's answer holds it only weakly.
+  static PushPullReactor* Start(std::shared_ptr<PushPullReactor> reactor) {
+    PushPullReactor* raw = reactor.get();
+    {
+      absl::MutexLock lock(&raw->mu_);
+      raw->self_ = std::move(reactor);
+    }
+    raw->StartRead(&raw->push_);
+    return raw;
+  }
+
+  void OnReadDone(bool ok) override {
+    if (!ok) {
+      if (context_->IsCancelled()) {
+        FinishOnce(grpc::Status(grpc::StatusCode::CANCELLED, "push cancelled by the worker"));
+      } else {
+        CompletePush();
+      }
+      return;
+    }
+    absl::Status status = began_ ? CheckSameStream() : Begin();
+    if (status.ok()) status = AddSegment();
+    if (!status.ok()) {
+      FinishOnce(ToGrpcStatus(status));
+      return;
+    }
+    StartRead(&push_);
+  }
+
+  void OnWriteDone(bool ok) override {
+    if (!ok) {
+      FinishOnce(grpc::Status(grpc::StatusCode::UNAVAILABLE, "worker stopped reading"));
+      return;
+    }
+    CountSent();
+    WriteNext();
+  }
+
+  void OnCancel() override {
+    FinishOnce(grpc::Status(grpc::StatusCode::CANCELLED, "worker cancelled the step"));
+  }
+
+  void OnDone() override {
+    std::shared_ptr<PushPullReactor> last;  // released after the lock: may delete this
+    absl::MutexLock lock(&mu_);
+    last = std::move(self_);
+  }
+
+ private:
+  // The first segment: the assigned worker's, of this generation and range. Sizes the share.
+  absl::Status Begin() {
+    const uint64_t generation = generation_->state->config().generation;
+    RETURN_IF_ERROR(service_.CheckStepKey(presented_key_, push_.generation(),
+                                          static_cast<int>(push_.worker_rank())));
+    if (push_.generation() != generation) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "generation ", push_.generation(), " is not this shard's current ", generation));
+    }
+    if (push_.worker_rank() >= static_cast<uint32_t>(generation_->state->config().workers)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("worker rank ", push_.worker_rank(), " is not in generation ", generation));
+    }
+    if (push_.range_elements() != shard_.range_elements()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("a push for a range of ", push_.range_elements(),
+                       " elements; this shard owns ", shard_.range_elements()));
+    }
+    began_ = true;
+    worker_ = static_cast<int>(push_.worker_rank());
+    step_ = push_.step();
+    read_version_ = push_.read_version();
+    gradient_.resize(shard_.range_elements());  // bounded by the shard's own range
+    return absl::OkStatus();
+  }
+
+  absl::Status CheckSameStream() const {
+    if (push_.worker_rank() != static_cast<uint32_t>(worker_) || push_.step() != step_ ||
+        push_.generation() != generation_->state->config().generation ||
+        push_.read_version() != read_version_ ||
+        push_.range_elements() != shard_.range_elements()) {
+      return absl::InvalidArgumentError("a push stream carries one worker's share of one step");
+    }
+    return absl::OkStatus();
+  }
+
+  absl::Status AddSegment() {
+    const std::string& payload = push_.payload();
+    const uint64_t count = payload.size() / sizeof(float);
+    if (payload.size() % sizeof(float) != 0 || push_.offset() != received_ ||
+        count > gradient_.size() - received_) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("segment of ", payload.size(), " bytes at ", push_.offset(),
+                       " does not continue the share at ", received_, " of ", gradient_.size()));
+    }
+    if (count > 0) std::memcpy(gradient_.data() + received_, payload.data(), payload.size());
+    received_ += count;
+    const ShardLinkMetrics& links = generation_->links;
+    if (static_cast<size_t>(worker_) < links.from_worker.size() &&
+        links.from_worker[worker_].bytes != nullptr) {
+      links.from_worker[worker_].bytes->Increment(static_cast<double>(payload.size()));
+    }
+    return absl::OkStatus();
+  }
+
+  // The half-close: the whole share is applied, then the pull waits for the staleness rule.
+  void CompletePush() {
+    if (!began_ || received_ != gradient_.size()) {
+      FinishOnce(grpc::Status(
+          grpc::StatusCode::INVALID_ARGUMENT,
+          absl::StrCat("incomplete share: ", received_, " of ", gradient_.size(), " elements")));
+      return;
+    }
+    if (absl::Status status = shard_.Push(worker_, step_, read_version_, std::move(gradient_));
+        !status.ok()) {
+      FinishOnce(ToGrpcStatus(status));
+      return;
+    }
+    shard_.WhenMayStart(worker_, step_ + 1,
+                        [weak = weak_from_this()](absl::StatusOr<StaleRead> read) {
+                          if (auto self = weak.lock()) self->OnMayStart(std::move(read));
+                        });
+  }
+
+  void OnMayStart(absl::StatusOr<StaleRead> read) {
+    if (!read.ok()) {
+      FinishOnce(ToGrpcStatus(read.status()));
+      return;
+    }
+    {
+      absl::MutexLock lock(&mu_);
+      read_ = *std::move(read);
+    }
+    WriteNext();
+  }
+
+  // The next segment of the parameters, or the end. Empty ranges get one empty segment.
+  void WriteNext() {
+    bool done = false;
+    writes_.StartWrite([&]() -> const proto::PsPulledValues* {
+      mu_.AssertHeld();
+      const std::vector<float>& values = *read_.values;
+      if (written_ > 0 && sent_ >= values.size()) {
+        done = true;
+        return nullptr;
+      }
+      const uint64_t count = std::min<uint64_t>(segment_elements_, values.size() - sent_);
+      out_.set_version(read_.version);
+      out_.set_slowest_completed(read_.slowest_completed);
+      out_.set_offset(sent_);
+      out_.set_range_elements(values.size());
+      out_.set_payload(reinterpret_cast<const char*>(values.data() + sent_), count * sizeof(float));
+      sent_ += count;
+      ++written_;
+      return &out_;
+    });
+    if (done) FinishOnce(grpc::Status::OK);
+  }
+
+  // Per write done; the first also counts the cost model's bytes (the range, once per step).
+  void CountSent() {
+    const ShardLinkMetrics& links = generation_->links;
+    if (static_cast<size_t>(worker_) >= links.to_worker.size()) return;
+    const LinkSendMetrics& link = links.to_worker[worker_];
+    if (link.bytes != nullptr) link.bytes->Increment(static_cast<double>(out_.payload().size()));
+    if (link.messages != nullptr) link.messages->Increment();
+    if (!counted_expected_ && link.expected_bytes != nullptr) {
+      link.expected_bytes->Increment(static_cast<double>(shard_.range_elements() * sizeof(float)));
+    }
+    counted_expected_ = true;
+  }
+
+  void FinishOnce(const grpc::Status& status) { writes_.Finish(status); }
+
+  grpc::CallbackServerContext* const context_;
+  const ParameterShardService& service_;
+  const std::string presented_key_;
+  const std::shared_ptr<const ShardGeneration> generation_;  // keeps shard_ alive
+  StaleShard& shard_;
+  const uint64_t segment_elements_;
+  proto::PsGradientPush push_;
+  // Read side: touched only by the reactions reading, in order, before the push is handed over.
+  bool began_ = false;
+  int worker_ = 0;
+  uint64_t step_ = 0;
+  uint64_t read_version_ = 0;
+  std::vector<float> gradient_;
+  uint64_t received_ = 0;
+
+  absl::Mutex mu_;
+  ReactorWrites<PushPullReactor> writes_{*this, mu_};
+  StaleRead read_ ABSL_GUARDED_BY(mu_);
+  uint64_t sent_ ABSL_GUARDED_BY(mu_) = 0;
+  uint64_t written_ ABSL_GUARDED_BY(mu_) = 0;
+  proto::PsPulledValues out_;      // the write in flight, filled under mu_
+  bool counted_expected_ = false;  // OnWriteDone's only
+  std::shared_ptr<PushPullReactor> self_ ABSL_GUARDED_BY(mu_);
+};
+
+class RefusedPushPull final : public PushPullBase {
+ public:
+  explicit RefusedPushPull(const grpc::Status& why) { Finish(why); }
+  void OnDone() override { delete this; }
+};
+
+}  // namespace
+
+grpc::ServerBidiReactor<proto::PsGradientPush, proto::PsPulledValues>*
+ParameterShardService::PushPull(grpc::CallbackServerContext* context) {
+  std::shared_ptr<const ShardGeneration> generation = current();
+  if (generation == nullptr) return new RefusedPushPull(NothingServed());
+  if (generation->stale == nullptr) {
+    return new RefusedPushPull(
+        grpc::Status(grpc::StatusCode::FAILED_PRECONDITION,
+                     "this shard's generation runs synchronous steps (--staleness=0): use Step"));
+  }
+  return PushPullReactor::Start(
+      std::make_shared<PushPullReactor>(context, *this, std::move(generation), segment_elements_));
+}
+
+}  // namespace ringside::server

@@ -1,0 +1,186 @@
+// A shard under bounded staleness or async (server/ps/stale_shard.h), in one process: a worker's
+// pull blocks exactly when it is more than s steps ahead of the slowest, and is released when
+// the slowest advances (a worker as a thread, the slowest driven by the test); async never
+// blocks; each push is one scaled optimiser step; staleness is recorded; every refusal. Nothing
+// waits on time: the test waits for the shard's own events (AwaitSettled: updates applied and
+// the pulls they released answered) before it asserts that a pull still waits.
+#include "server/ps/stale_shard.h"
+
+#include <atomic>
+#include <thread>
+#include <vector>
+
+#include "absl/synchronization/mutex.h"
+#include "absl/synchronization/notification.h"
+#include "gtest/gtest.h"
+#include "prometheus/histogram.h"
+
+namespace ringside::server {
+namespace {
+
+constexpr absl::Duration kDeadline = absl::Seconds(30);  // a hang fails, no result depends on it
+
+std::unique_ptr<StaleShard> MakeShard(int workers, int64_t staleness,
+                                      StaleShardMetrics metrics = {}, uint64_t completed = 0) {
+  auto created = StaleShard::Create(StaleShardConfig{1, workers, 0, staleness, completed},
+                                    std::vector<float>{0.0f}, {},
+                                    OptimizerConfig{OptimizerKind::kSgd, 1.0f}, metrics);
+  EXPECT_TRUE(created.ok()) << created.status();
+  return created.ok() ? std::move(*created) : nullptr;
+}
+
+// A pull's answer, delivered to the test's thread.
+struct Pull {
+  absl::Notification answered;
+  absl::StatusOr<StaleRead> read = absl::UnknownError("unanswered");
+};
+
+void Ask(StaleShard& shard, int worker, uint64_t step, Pull& pull) {
+  shard.WhenMayStart(worker, step, [&pull](absl::StatusOr<StaleRead> read) {
+    pull.read = std::move(read);
+    pull.answered.Notify();
+  });
+}
+
+// Worker 0 as a thread: pull step c, push step c, as far as the shard lets it, reporting each
+// step it is about to wait for.
+class WorkerThread {
+ public:
+  WorkerThread(StaleShard& shard, uint64_t steps) : shard_(shard) {
+    thread_ = std::thread([this, steps] {
+      for (uint64_t step = 0; step < steps; ++step) {
+        Pull pull;
+        {
+          absl::MutexLock lock(&mu_);
+          waiting_for_ = step;
+        }
+        Ask(shard_, 0, step, pull);
+        if (!pull.answered.WaitForNotificationWithTimeout(kDeadline) || !pull.read.ok()) return;
+        {
+          absl::MutexLock lock(&mu_);
+          started_ = step + 1;
+        }
+        if (!shard_.Push(0, step, pull.read->version, {1.0f}).ok()) return;
+      }
+    });
+  }
+  ~WorkerThread() { thread_.join(); }
+
+  // Waits until the thread waits for `step`'s pull.
+  bool WaitUntilWaitingFor(uint64_t step) {
+    absl::MutexLock lock(&mu_);
+    const auto reached = [this, step]()
+                             ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return waiting_for_ >= step; };
+    return mu_.AwaitWithTimeout(absl::Condition(&reached), kDeadline);
+  }
+  uint64_t started() {
+    absl::MutexLock lock(&mu_);
+    return started_;
+  }
+
+ private:
+  StaleShard& shard_;
+  absl::Mutex mu_;
+  uint64_t waiting_for_ ABSL_GUARDED_BY(mu_) = 0;
+  uint64_t started_ ABSL_GUARDED_BY(mu_) = 0;  // steps whose pull was answered
+  std::thread thread_;
+};
+
+TEST(StaleShardTest, AWorkerBlocksExactlyWhenMoreThanStalenessAheadAndIsReleasedByTheSlowest) {
+  for (const int64_t staleness : {1, 2, 3}) {
+    SCOPED_TRACE(staleness);
+    std::unique_ptr<StaleShard> shard = MakeShard(2, staleness);
+    const uint64_t s = static_cast<uint64_t>(staleness);
+    WorkerThread fast(*shard, /*steps=*/s + 3);
+    // Worker 1 has completed nothing: worker 0 starts steps 0..s and then waits for step s + 1.
+    ASSERT_TRUE(fast.WaitUntilWaitingFor(s + 1));
+    ASSERT_TRUE(shard->AwaitSettled(s + 1, kDeadline).ok());  // its push of step s is applied
+    EXPECT_EQ(fast.started(), s + 1);
+    EXPECT_EQ(shard->completed(0), s + 1);
+    // The slowest completes one step: worker 0 may run exactly one more.
+    ASSERT_TRUE(shard->Push(1, 0, 0, {0.0f}).ok());
+    ASSERT_TRUE(fast.WaitUntilWaitingFor(s + 2));
+    ASSERT_TRUE(shard->AwaitSettled(s + 3, kDeadline).ok());
+    EXPECT_EQ(fast.started(), s + 2);
+    ASSERT_TRUE(shard->Push(1, 1, 1, {0.0f}).ok());  // releases the last step
+    ASSERT_TRUE(shard->AwaitSettled(s + 5, kDeadline).ok());
+    EXPECT_EQ(shard->completed(0), s + 3);
+  }
+}
+
+TEST(StaleShardTest, APullWaitsForTheWorkersOwnPushes) {
+  std::unique_ptr<StaleShard> shard = MakeShard(1, kAsyncStaleness);
+  ASSERT_TRUE(shard->Push(0, 0, 0, {2.0f}).ok());
+  Pull pull;
+  Ask(*shard, 0, 1, pull);
+  ASSERT_TRUE(pull.answered.WaitForNotificationWithTimeout(kDeadline));
+  ASSERT_TRUE(pull.read.ok()) << pull.read.status();
+  EXPECT_EQ(pull.read->version, 1u);  // computed on parameters with its own step 0 in them
+  EXPECT_EQ(*pull.read->values, std::vector<float>{-2.0f});
+}
+
+TEST(StaleShardTest, AsyncNeverBlocksAndEachPushIsOneScaledStep) {
+  std::unique_ptr<StaleShard> shard = MakeShard(4, kAsyncStaleness);
+  for (uint64_t step = 0; step < 20; ++step) {
+    Pull pull;
+    Ask(*shard, 2, step, pull);
+    ASSERT_TRUE(pull.answered.WaitForNotificationWithTimeout(kDeadline)) << step;
+    ASSERT_TRUE(pull.read.ok());
+    EXPECT_EQ(pull.read->slowest_completed, 0u);
+    // A share of 0.25 from one of 4 workers: scaled by 4, stepped at lr 1/4: -0.25 each.
+    ASSERT_TRUE(shard->Push(2, step, pull.read->version, {0.25f}).ok());
+  }
+  ASSERT_TRUE(shard->AwaitSettled(20, kDeadline).ok());
+  EXPECT_EQ(*shard->Read().values, std::vector<float>{-5.0f});
+}
+
+TEST(StaleShardTest, EachUpdatesStalenessIsRecorded) {
+  prometheus::Histogram histogram({0, 1, 2, 4});
+  std::unique_ptr<StaleShard> shard = MakeShard(2, 2, StaleShardMetrics{&histogram, nullptr});
+  ASSERT_TRUE(shard->Push(0, 0, 0, {1.0f}).ok());  // applied at version 0: staleness 0
+  ASSERT_TRUE(shard->Push(1, 0, 0, {1.0f}).ok());  // read at 0, applied at 1: staleness 1
+  ASSERT_TRUE(shard->Push(0, 1, 0, {1.0f}).ok());  // read at 0, applied at 2: staleness 2
+  ASSERT_TRUE(shard->AwaitSettled(3, kDeadline).ok());
+  const prometheus::ClientMetric metric = histogram.Collect();
+  EXPECT_EQ(metric.histogram.sample_count, 3u);
+  EXPECT_EQ(metric.histogram.sample_sum, 3.0);
+}
+
+TEST(StaleShardTest, RefusesWhatDoesNotFit) {
+  std::unique_ptr<StaleShard> shard = MakeShard(2, 1);
+  EXPECT_EQ(shard->Push(2, 0, 0, {1.0f}).code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(shard->Push(-1, 0, 0, {1.0f}).code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(shard->Push(0, 0, 0, {1.0f, 2.0f}).code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(shard->Push(0, 1, 0, {1.0f}).code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ(shard->Push(0, 0, 5, {1.0f}).code(), absl::StatusCode::kInvalidArgument);
+  ASSERT_TRUE(shard->Push(0, 0, 0, {1.0f}).ok());
+  EXPECT_EQ(shard->Push(0, 0, 0, {1.0f}).code(), absl::StatusCode::kAlreadyExists);
+  EXPECT_EQ(StaleShard::Create(StaleShardConfig{1, 2, 0, 0, 0}, {0.0f}, {},
+                               OptimizerConfig{OptimizerKind::kSgd, 1.0f})
+                .status()
+                .code(),
+            absl::StatusCode::kInvalidArgument);
+}
+
+TEST(StaleShardTest, ClosingAnswersWaitingPullsAbortedAndRefusesPushes) {
+  std::unique_ptr<StaleShard> shard = MakeShard(2, 1);
+  Pull pull;
+  Ask(*shard, 0, 2, pull);  // needs its own steps 0 and 1 first
+  shard->Close();
+  ASSERT_TRUE(pull.answered.WaitForNotificationWithTimeout(kDeadline));
+  EXPECT_EQ(pull.read.status().code(), absl::StatusCode::kAborted);
+  EXPECT_EQ(shard->Push(0, 0, 0, {1.0f}).code(), absl::StatusCode::kFailedPrecondition);
+}
+
+TEST(StaleShardTest, ARegroupsCompletedStepsAreEveryonesStart) {
+  std::unique_ptr<StaleShard> shard = MakeShard(2, 1, {}, /*completed=*/40);
+  EXPECT_EQ(shard->Push(0, 0, 0, {1.0f}).code(), absl::StatusCode::kAlreadyExists);
+  ASSERT_TRUE(shard->Push(0, 40, 0, {1.0f}).ok());
+  Pull pull;
+  Ask(*shard, 0, 41, pull);  // one ahead of worker 1's 40: allowed with staleness 1
+  ASSERT_TRUE(pull.answered.WaitForNotificationWithTimeout(kDeadline));
+  EXPECT_TRUE(pull.read.ok());
+}
+
+}  // namespace
+}  // namespace ringside::server
