@@ -2,9 +2,11 @@
 
 #include <algorithm>
 #include <cassert>
+#include <numeric>
 
 #include "absl/strings/str_cat.h"
 #include "common/counter_rng.h"
+#include "common/status_macros.h"
 
 namespace ringside::worker {
 namespace {
@@ -78,10 +80,40 @@ void GatherRows(const Dataset& data, absl::Span<const int64_t> rows, OwnedBatch&
   out.features.resize(rows.size() * data.features);
   out.labels.resize(rows.size());
   for (size_t i = 0; i < rows.size(); ++i) {
-    const float* src = data.x.data() + rows[i] * data.features;
-    std::copy(src, src + data.features, out.features.begin() + i * data.features);
+    data.CopyFeatures(rows[i], out.features.data() + i * data.features);
     out.labels[i] = data.y[rows[i]];
   }
+}
+
+absl::StatusOr<Evaluation> EvaluateDataset(GradientComputer& computer,
+                                           absl::Span<const float> params, const Dataset& data,
+                                           int64_t chunk_rows) {
+  if (!data.HoldsEveryRow()) {
+    return absl::FailedPreconditionError(
+        absl::StrCat(data.name, " holds the features of ", data.stored_row_count(), " of its ",
+                     data.rows(), " rows: an evaluation needs them all"));
+  }
+  RETURN_IF_ERROR(ValidateEvaluateCall(computer.spec(), params, Batch{}, {}));
+  chunk_rows = std::max<int64_t>(1, chunk_rows);
+  std::vector<int64_t> rows;
+  OwnedBatch piece;
+  Evaluation total;
+  double loss_sum = 0;
+  // Summed as EvaluateInChunks sums its pieces, so the figures are the same bit for bit.
+  for (int64_t begin = 0; begin < data.rows(); begin += chunk_rows) {
+    rows.resize(static_cast<size_t>(std::min(chunk_rows, data.rows() - begin)));
+    std::iota(rows.begin(), rows.end(), begin);
+    GatherRows(data, rows, piece);
+    ASSIGN_OR_RETURN(const Evaluation part, computer.Evaluate(params, piece.view(), {}));
+    loss_sum += part.mean_loss * part.rows;
+    total.rows += part.rows;
+    total.correct += part.correct;
+  }
+  if (total.rows > 0) {
+    total.mean_loss = loss_sum / total.rows;
+    total.accuracy = static_cast<double>(total.correct) / total.rows;
+  }
+  return total;
 }
 
 }  // namespace ringside::worker

@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "absl/types/span.h"
 
 namespace ringside::worker {
 
@@ -33,6 +34,12 @@ struct IdxImages {
 
 // At most `max_pixels` pixel bytes in all.
 absl::StatusOr<IdxImages> ReadIdxImages(const std::string& path, uint64_t max_pixels);
+// ReadIdxImages keeping the images numbered in `keep` alone (ascending, distinct, each below the
+// file's count; else INVALID_ARGUMENT): `pixels` holds them in that order, `count` is the file's.
+// The whole file is still read and checked, a block of images at a time, so the memory is the
+// kept images' and one block's.
+absl::StatusOr<IdxImages> ReadIdxImageRows(const std::string& path, uint64_t max_pixels,
+                                           absl::Span<const int64_t> keep);
 // The header alone (count, rows, columns; no pixels): what a command checks before it starts
 // processes that will read the whole file.
 absl::StatusOr<IdxImages> ReadIdxImagesHeader(const std::string& path);
