@@ -66,9 +66,11 @@ struct OwnedBatch {
 void GatherRows(const Dataset& data, absl::Span<const int64_t> rows, OwnedBatch& out);
 
 // `computer.Evaluate` over every row of `data` in pieces of at most `chunk_rows` rows (>= 1),
-// each gathered as floats just before its pass: the figures EvaluateInChunks gives on the rows
-// as floats, bit for bit, with memory for one piece. FAILED_PRECONDITION when `data` does not
-// hold every row; else as EvaluateInChunks.
+// each gathered as floats just before its pass -- or, for a set that stores no row but names
+// its images file (Dataset::images_path), read from that file -- the figures EvaluateInChunks
+// gives on the rows as floats, bit for bit, with memory for one piece. FAILED_PRECONDITION when
+// `data` holds only some rows or its file no longer has its shape; the file's errors as
+// worker/idx_file.h says; else as EvaluateInChunks.
 absl::StatusOr<Evaluation> EvaluateDataset(GradientComputer& computer,
                                            absl::Span<const float> params, const Dataset& data,
                                            int64_t chunk_rows = 1024);

@@ -84,7 +84,7 @@ void Dataset::CopyFeatures(int64_t row, float* out) const {
   if (!pixels.empty()) {
     const uint8_t* src = pixels.data() + offset;
     // The same expression the floats were once stored with: bit-identical batches.
-    for (int j = 0; j < features; ++j) out[j] = src[j] / kByteFeatureScale;
+    for (int j = 0; j < features; ++j) out[j] = ByteFeature(src[j]);
     return;
   }
   std::copy(x.data() + offset, x.data() + offset + features, out);
@@ -259,7 +259,7 @@ absl::StatusOr<DataSplits> LoadDataSplits(const DataSpec& spec, const ModelSpec&
       ASSIGN_OR_RETURN(splits, LoadFashionMnist(spec.directory));
     } else {
       ASSIGN_OR_RETURN(splits.train, LoadFashionMnistTrainingRows(spec.directory, {}));
-      ASSIGN_OR_RETURN(splits.test, LoadFashionMnistTestSet(spec.directory));
+      ASSIGN_OR_RETURN(splits.test, LoadFashionMnistTestLabels(spec.directory));
     }
     NameFashionMnist(spec, splits.train, "");
     NameFashionMnist(spec, splits.test, " test");

@@ -36,6 +36,7 @@ inline constexpr uint64_t kMaxSyntheticValues = 1ull << 28;  // rows * features 
 
 // A byte feature b is the float b / kByteFeatureScale (Fashion-MNIST's pixels, in [0, 1]).
 inline constexpr float kByteFeatureScale = 255.0f;
+inline float ByteFeature(uint8_t b) { return b / kByteFeatureScale; }
 
 struct Dataset {
   std::string name;  // "iris", "synthetic:1000"
@@ -48,6 +49,10 @@ struct Dataset {
   // Whose features are stored: every row's in order when empty (nullopt), else these rows'
   // (ascending, distinct), in this order.
   std::optional<std::vector<int64_t>> stored_rows;
+  // Where every row's byte features can be read again, in row order (an IDX images file:
+  // worker/idx_file.h), for a set that stores none of them: EvaluateDataset reads it a piece at
+  // a time. Empty otherwise.
+  std::string images_path;
   std::vector<int32_t> y;                // every row's label, in [0, classes)
   std::vector<std::string> class_names;  // empty for synthetic data
 
@@ -111,9 +116,10 @@ Dataset MakeSyntheticDataset(int64_t rows, int features, int classes, uint64_t s
 // becomes 0). Statistics in double, so the result is deterministic.
 void Standardize(Dataset& data);
 
-// Which training rows' features LoadDataSplits keeps: every row's, or -- where they can be read
-// again, Fashion-MNIST from its files -- none (every image is still read and checked, every label
-// kept), leaving the rows some steps need to LoadTrainingRows. Iris and synthetic data are
+// Which rows' features LoadDataSplits keeps: every row's, or -- where they can be read again,
+// Fashion-MNIST from its files -- none (every image is still read and checked, every label
+// kept), leaving the training rows some steps need to LoadTrainingRows and the test set to be
+// read a piece at a time by each evaluation (Dataset::images_path). Iris and synthetic data are
 // generated whole and keep every row either way.
 enum class TrainingRows { kAll, kOnDemand };
 

@@ -131,4 +131,13 @@ absl::StatusOr<Dataset> LoadFashionMnistTestSet(const std::string& directory) {
                    std::nullopt);
 }
 
+absl::StatusOr<Dataset> LoadFashionMnistTestLabels(const std::string& directory) {
+  RETURN_IF_ERROR(CheckFashionMnistFiles(directory));
+  ASSIGN_OR_RETURN(Dataset data,
+                   LoadSplit(FileOf(directory, kFiles[2]), FileOf(directory, kFiles[3]),
+                             "fashion-mnist test", absl::Span<const int64_t>()));
+  data.images_path = FileOf(directory, kFiles[2]);
+  return data;
+}
+
 }  // namespace ringside::worker

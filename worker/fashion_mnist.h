@@ -39,6 +39,9 @@ absl::StatusOr<Dataset> LoadFashionMnistTrainingRows(const std::string& director
                                                      absl::Span<const int64_t> rows);
 // The test split alone, every row stored.
 absl::StatusOr<Dataset> LoadFashionMnistTestSet(const std::string& directory);
+// The test split's labels, its images read and checked but none stored: `images_path` names
+// their file, which EvaluateDataset reads a piece at a time.
+absl::StatusOr<Dataset> LoadFashionMnistTestLabels(const std::string& directory);
 
 }  // namespace ringside::worker
 

@@ -208,6 +208,45 @@ absl::StatusOr<IdxImages> ReadIdxImageRows(const std::string& path, uint64_t max
   return images;
 }
 
+struct IdxImageReader::File {
+  std::string path;
+  GzipInput input;
+};
+
+absl::StatusOr<IdxImageReader> IdxImageReader::Open(const std::string& path, uint64_t max_pixels) {
+  ASSIGN_OR_RETURN(GzipInput input, GzipInput::Open(path));
+  ASSIGN_OR_RETURN(IdxImages header, ReadImagesHeader(input, path, max_pixels));
+  return IdxImageReader(std::make_unique<File>(File{path, std::move(input)}), std::move(header));
+}
+
+IdxImageReader::IdxImageReader(std::unique_ptr<File> file, IdxImages header)
+    : file_(std::move(file)), header_(std::move(header)) {}
+IdxImageReader::IdxImageReader(IdxImageReader&&) noexcept = default;
+IdxImageReader& IdxImageReader::operator=(IdxImageReader&&) noexcept = default;
+IdxImageReader::~IdxImageReader() = default;
+
+absl::Status IdxImageReader::Next(int64_t images, uint8_t* out) {
+  if (images < 0 || images > header_.count - read_) {
+    return absl::InvalidArgumentError(absl::StrCat(file_->path, ": ", images, " images asked for, ",
+                                                   header_.count - read_, " left"));
+  }
+  const uint64_t bytes = static_cast<uint64_t>(images * header_.pixels_per_image());
+  RETURN_IF_ERROR(file_->input.ReadExactly(
+      out, bytes,
+      absl::StrCat("images ", read_, " to ", read_ + images - 1, " of ", header_.count, " (",
+                   header_.rows, "x", header_.columns, " pixels)")));
+  read_ += images;
+  return absl::OkStatus();
+}
+
+absl::Status IdxImageReader::Finish() {
+  if (read_ != header_.count) {
+    return absl::FailedPreconditionError(
+        absl::StrCat(file_->path, ": ", read_, " of ", header_.count, " images read"));
+  }
+  return file_->input.ExpectEnd(kImagesHeaderBytes + PayloadOf(header_));
+}
+
 absl::StatusOr<IdxImages> ReadIdxImagesHeader(const std::string& path) {
   ASSIGN_OR_RETURN(GzipInput input, GzipInput::Open(path));
   ASSIGN_OR_RETURN(const std::vector<uint32_t> sizes, ReadHeader(input, path, kIdxImagesMagic, 3));

@@ -14,6 +14,7 @@
 #define RINGSIDE_WORKER_IDX_FILE_H_
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -40,6 +41,32 @@ absl::StatusOr<IdxImages> ReadIdxImages(const std::string& path, uint64_t max_pi
 // kept images' and one block's.
 absl::StatusOr<IdxImages> ReadIdxImageRows(const std::string& path, uint64_t max_pixels,
                                            absl::Span<const int64_t> keep);
+// An images file read front to back a few images at a time, checked as ReadIdxImages checks it:
+// what an evaluation in pieces reads instead of holding a whole test set. Thread-compatible.
+class IdxImageReader {
+ public:
+  // The file opened and its header read (at most `max_pixels` pixel bytes in all).
+  static absl::StatusOr<IdxImageReader> Open(const std::string& path, uint64_t max_pixels);
+  IdxImageReader(IdxImageReader&&) noexcept;
+  IdxImageReader& operator=(IdxImageReader&&) noexcept;
+  ~IdxImageReader();
+
+  // count, rows and columns; no pixels.
+  const IdxImages& header() const { return header_; }
+  // The next `images` images into out[0, images * pixels_per_image()); INVALID_ARGUMENT past the
+  // count, or naming the file when it ends early or is corrupt.
+  absl::Status Next(int64_t images, uint8_t* out);
+  // OK once every image was read and nothing follows them (the gzip checksum included).
+  absl::Status Finish();
+
+ private:
+  struct File;
+  IdxImageReader(std::unique_ptr<File> file, IdxImages header);
+  std::unique_ptr<File> file_;
+  IdxImages header_;
+  int64_t read_ = 0;  // images read so far
+};
+
 // The header alone (count, rows, columns; no pixels): what a command checks before it starts
 // processes that will read the whole file.
 absl::StatusOr<IdxImages> ReadIdxImagesHeader(const std::string& path);

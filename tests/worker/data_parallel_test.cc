@@ -195,7 +195,10 @@ TEST(TrainingJobTest, AFashionMnistJobHoldsOnlyItsSlotsRows) {
   ASSERT_TRUE(job.ok()) << job.status();
   EXPECT_EQ((*job)->training_set().rows(), 300);
   EXPECT_EQ((*job)->training_set().stored_row_count(), 0);
-  EXPECT_EQ((*job)->test_set().stored_row_count(), 20);
+  // The test set: its labels alone; each evaluation reads the images file a piece at a time.
+  EXPECT_EQ((*job)->test_set().rows(), 20);
+  EXPECT_EQ((*job)->test_set().stored_row_count(), 0);
+  EXPECT_EQ((*job)->test_set().DataBytes(), 20 * sizeof(int32_t));
 
   const ModelSpec& spec = (*job)->spec();
   const DataSplits whole = *LoadDataSplits(*ParseDataSpec(options.data), spec, options.seed);
@@ -230,12 +233,25 @@ TEST(TrainingJobTest, AFashionMnistJobHoldsOnlyItsSlotsRows) {
             WindowRows(schedule, second, 3, 6, 20, kTrainingWindowBytes));
   for (int64_t step = 4; step < 6; ++step) expect_whole_sets_gradient(step, second);
 
-  // Its evaluation is the whole test set's.
+  // Its evaluation is the whole test set's, bit for bit.
   const Evaluation want = *EvaluateDataset(**computer, params, whole.test);
   const absl::StatusOr<Evaluation> got = (*job)->Evaluate(params);
   ASSERT_TRUE(got.ok()) << got.status();
   EXPECT_EQ(got->rows, 20);
+  EXPECT_EQ(got->correct, want.correct);
   EXPECT_EQ(got->mean_loss, want.mean_loss);
+  for (int64_t chunk : {1, 7, 20, 64}) {  // pieces of the same size as the whole set's
+    SCOPED_TRACE(chunk);
+    const Evaluation held = *EvaluateDataset(**computer, params, whole.test, chunk);
+    const absl::StatusOr<Evaluation> read =
+        EvaluateDataset(**computer, params, (*job)->test_set(), chunk);
+    ASSERT_TRUE(read.ok()) << read.status();
+    EXPECT_EQ(read->mean_loss, held.mean_loss);
+    EXPECT_EQ(read->correct, held.correct);
+  }
+  // A file that no longer has the test set's shape is refused, not misread.
+  ASSERT_TRUE(ringside::testing::WriteTinyFashionMnist(dir->path(), 300, 21));
+  EXPECT_EQ((*job)->Evaluate(params).status().code(), absl::StatusCode::kFailedPrecondition);
 }
 
 }  // namespace

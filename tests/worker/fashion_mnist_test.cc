@@ -172,6 +172,34 @@ TEST_F(IdxFileTest, ReadsOnlyTheImagesAskedForFromEveryBlock) {
   EXPECT_THAT(cut.status().message(), HasSubstr("truncated"));
 }
 
+// The reader gives the file's images piece by piece, exactly, and checks the whole file.
+TEST_F(IdxFileTest, TheReaderGivesTheImagesPieceByPiece) {
+  std::vector<uint8_t> pixels(7 * 6);
+  for (size_t i = 0; i < pixels.size(); ++i) pixels[i] = static_cast<uint8_t>(i * 5);
+  ASSERT_TRUE(WriteGzipFile(Path("images.gz"), IdxImagesBytes(7, 2, 3, pixels)));
+  absl::StatusOr<IdxImageReader> reader = IdxImageReader::Open(Path("images.gz"), kLimit);
+  ASSERT_TRUE(reader.ok()) << reader.status();
+  EXPECT_EQ(reader->header().count, 7);
+  EXPECT_EQ(reader->header().pixels_per_image(), 6);
+  std::vector<uint8_t> got(7 * 6);
+  ASSERT_TRUE(reader->Next(3, got.data()).ok());
+  EXPECT_EQ(reader->Finish().code(), absl::StatusCode::kFailedPrecondition);  // 4 unread
+  EXPECT_EQ(reader->Next(5, got.data() + 18).code(), absl::StatusCode::kInvalidArgument);
+  ASSERT_TRUE(reader->Next(4, got.data() + 18).ok());
+  EXPECT_EQ(got, pixels);
+  EXPECT_TRUE(reader->Finish().ok());
+
+  ASSERT_TRUE(WriteGzipFile(Path("long.gz"), IdxImagesBytes(1, 2, 3, std::vector<uint8_t>(7))));
+  reader = IdxImageReader::Open(Path("long.gz"), kLimit);
+  ASSERT_TRUE(reader.ok()) << reader.status();
+  ASSERT_TRUE(reader->Next(1, got.data()).ok());
+  EXPECT_THAT(reader->Finish().message(), HasSubstr("wrong size"));
+  ASSERT_TRUE(WriteGzipFile(Path("short.gz"), IdxImagesBytes(2, 2, 3, std::vector<uint8_t>(8))));
+  reader = IdxImageReader::Open(Path("short.gz"), kLimit);
+  ASSERT_TRUE(reader.ok()) << reader.status();
+  EXPECT_THAT(reader->Next(2, got.data()).message(), HasSubstr("truncated"));
+}
+
 // A training set loaded for some rows holds those rows' pixels alone (and every label), and
 // gives them as the same floats as the whole set does.
 TEST_F(IdxFileTest, TrainingRowsHoldOnlyTheRowsAskedFor) {
