@@ -60,7 +60,13 @@ std::vector<float> TrainingJob::InitialParameters() const {
 }
 
 absl::Status TrainingJob::PrepareRows(int64_t step, WorkerSlot slot) {
+  // A finished job (a regroup after the last step) runs no step that would use them.
+  if (step >= options_.steps) return absl::OkStatus();
   if (data_.Holds(schedule_.WorkerBatchRows(step, slot.rank, slot.world))) return absl::OkStatus();
+  return ReadWindow(step, slot);
+}
+
+absl::Status TrainingJob::ReadWindow(int64_t step, WorkerSlot slot) {
   const std::vector<int64_t> rows =
       WindowRows(schedule_, slot, step, options_.steps, data_.features, kTrainingWindowBytes);
   data_ = Dataset();  // the old window goes before the new one is read
@@ -72,7 +78,7 @@ absl::StatusOr<GradientStats> TrainingJob::ComputeShare(int64_t step, WorkerSlot
                                                         absl::Span<const float> params,
                                                         absl::Span<float> gradient) {
   const std::vector<int64_t> rows = schedule_.WorkerBatchRows(step, slot.rank, slot.world);
-  if (!data_.Holds(rows)) RETURN_IF_ERROR(PrepareRows(step, slot));
+  if (!data_.Holds(rows)) RETURN_IF_ERROR(ReadWindow(step, slot));
   GatherRows(data_, rows, batch_);
   GradientOptions gradient_options;
   gradient_options.normalizer_rows = schedule_.global_batch();

@@ -80,7 +80,8 @@ class TrainingJob {
   std::vector<float> InitialParameters() const;
   // Makes sure the rows of `slot`'s share of step `step` and of the steps after it (the window)
   // are held, reading them from the data's files when they are not: what a trainer calls where
-  // its slot changes (a regroup), so that the read is not in the step's compute time.
+  // its slot changes (a regroup), so that the read is not in the step's compute time. Nothing to
+  // do from the job's last step on.
   absl::Status PrepareRows(int64_t step, WorkerSlot slot);
   // The training set as held now (tests check which rows it keeps).
   const Dataset& training_set() const { return data_; }
@@ -95,6 +96,9 @@ class TrainingJob {
   absl::StatusOr<Evaluation> Evaluate(absl::Span<const float> params);
 
  private:
+  // Reads the window of `slot`'s rows from step `step` on in place of the one held.
+  absl::Status ReadWindow(int64_t step, WorkerSlot slot);
+
   TrainingJob(TrainingOptions options, ModelSpec spec, DataSpec data_spec, DataSplits data,
               BatchSchedule schedule, std::unique_ptr<GradientComputer> computer);
 

@@ -220,6 +220,8 @@ TEST(TrainingJobTest, AFashionMnistJobHoldsOnlyItsSlotsRows) {
   };
 
   const WorkerSlot first{1, 3};
+  ASSERT_TRUE((*job)->PrepareRows(6, first).ok());  // past the last step: nothing to read
+  EXPECT_EQ((*job)->training_set().stored_row_count(), 0);
   ASSERT_TRUE((*job)->PrepareRows(0, first).ok());
   const Dataset& held = (*job)->training_set();
   EXPECT_EQ(*held.stored_rows, WindowRows(schedule, first, 0, 6, 20, kTrainingWindowBytes));
