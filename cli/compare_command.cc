@@ -11,6 +11,7 @@
 #include "cli/compare_mode.h"
 #include "cli/compare_report.h"
 #include "cli/compare_run.h"
+#include "cli/model_prediction.h"
 #include "cli/report_html.h"
 #include "cli/scaling_sweep.h"
 #include "common/cost_model.h"
@@ -41,6 +42,10 @@ absl::StatusOr<JobConfig> JobConfigOf(const TrainingOptions& job, ClusterShape s
   const absl::StatusOr<worker::DataSpec> data = worker::ParseDataSpec(job.data);
   config.has_test_set = data.ok() && data->kind == worker::DataSpec::Kind::kFashionMnist;
   config.eval_every = job.eval_every;
+  const MemoryBound bound =
+      PredictMemoryBound(config.parameters, shape.ps_shards, job.optimizer.kind);
+  config.worker_memory_bound_bytes = bound.worker_bytes;
+  config.shard_memory_bound_bytes = bound.shard_bytes;
   return config;
 }
 

@@ -24,7 +24,9 @@ json ConfigJson(const JobConfig& c) {
               {"element_bytes", c.element_bytes},
               {"test_set", c.has_test_set},
               {"eval_every", c.eval_every},
-              {"target_accuracy", c.target_accuracy}};
+              {"target_accuracy", c.target_accuracy},
+              {"memory_bound_bytes",
+               {{"worker", c.worker_memory_bound_bytes}, {"shard", c.shard_memory_bound_bytes}}}};
   if (!c.link_rate.empty()) {  // ringside lab
     out["link_rate"] = c.link_rate;
     out["link_burst_bytes"] = c.link_burst_bytes;

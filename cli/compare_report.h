@@ -155,6 +155,8 @@ struct JobConfig {
   bool has_test_set = false;
   int64_t eval_every = 0;
   double target_accuracy = 0;
+  // Issue 26's memory goal for each process kind (cli/model_prediction.h, PredictMemoryBound).
+  int64_t worker_memory_bound_bytes = 0, shard_memory_bound_bytes = 0;
 };
 
 struct JobComparison {

@@ -61,12 +61,26 @@ TableRow Row(const JobComparison& job, std::string label, F value) {
 }
 
 // The largest peak resident memory among the processes whose name starts with `prefix`.
-std::string LargestPeakRss(const ModeReport& mode, absl::string_view prefix) {
+int64_t LargestPeak(const ModeReport& mode, absl::string_view prefix) {
   int64_t largest = 0;
   for (const ProcessMemory& p : mode.processes) {
     if (absl::StartsWith(p.name, prefix)) largest = std::max(largest, p.peak_rss_bytes);
   }
+  return largest;
+}
+
+std::string LargestPeakRss(const ModeReport& mode, absl::string_view prefix) {
+  const int64_t largest = LargestPeak(mode, prefix);
   return largest > 0 ? HumanBytes(static_cast<double>(largest)) : std::string(kMissing);
+}
+
+// "92.4 MiB, peak 1.31×": the memory goal and the largest peak against it.
+std::string MemoryBoundText(const ModeReport& mode, absl::string_view prefix, int64_t bound) {
+  if (bound <= 0) return kMissing;
+  const int64_t peak = LargestPeak(mode, prefix);
+  std::string text = HumanBytes(static_cast<double>(bound));
+  if (peak > 0) absl::StrAppend(&text, ", peak ", Ratio(peak, bound), "\u00d7");
+  return text;
 }
 
 std::string ParityText(const JobComparison& job) {
@@ -169,8 +183,14 @@ std::vector<TableRow> ComparisonRows(const JobComparison& job) {
   }
   rows.push_back(Row(job, "peak RSS, largest worker",
                      [](const ModeReport& m) { return LargestPeakRss(m, "worker-"); }));
+  rows.push_back(Row(job, "  bound: state + 64 MiB", [&](const ModeReport& m) {
+    return MemoryBoundText(m, "worker-", c.worker_memory_bound_bytes);
+  }));
   rows.push_back(Row(job, "peak RSS, largest shard",
                      [](const ModeReport& m) { return LargestPeakRss(m, "ps-"); }));
+  rows.push_back(Row(job, "  bound: range state + 64 MiB", [&](const ModeReport& m) {
+    return MemoryBoundText(m, "ps-", c.shard_memory_bound_bytes);
+  }));
   rows.push_back(Row(job, "peak RSS, controller",
                      [](const ModeReport& m) { return LargestPeakRss(m, "controller"); }));
   rows.push_back({"final params parity", ParityText(job), "", true});

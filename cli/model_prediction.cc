@@ -1,9 +1,11 @@
 #include "cli/model_prediction.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 
 #include "common/cost_model.h"
+#include "common/ranges.h"
 
 namespace ringside::cli {
 namespace {
@@ -36,6 +38,23 @@ ModelBytes PredictBytesPerStep(SyncMode mode, int64_t parameters, int workers, i
   if (mode == SyncMode::kRing) return PredictRing(elements, workers, element_bytes);
   if (ps_shards <= 0) return {};
   return PredictPs(elements, workers, ps_shards, element_bytes);
+}
+
+MemoryBound PredictMemoryBound(int64_t parameters, int ps_shards, OptimizerKind optimizer) {
+  const int64_t elements = std::max<int64_t>(0, parameters);
+  // Optimizer::StateSize counts a step counter besides the moments: the moments alone here.
+  const int64_t moments =
+      static_cast<int64_t>(Optimizer::StateSize(optimizer, static_cast<size_t>(elements))) - 1;
+  constexpr int64_t kFloat = sizeof(float);
+  MemoryBound bound;
+  bound.worker_bytes = (2 * elements + moments) * kFloat + kMemoryAllowanceBytes;
+  if (ps_shards >= 1) {
+    const int64_t range =
+        static_cast<int64_t>(EvenRanges(static_cast<uint64_t>(elements), ps_shards).front().size());
+    const int64_t range_moments = elements > 0 ? moments / elements * range : 0;
+    bound.shard_bytes = (range + range_moments) * kFloat + kMemoryAllowanceBytes;
+  }
+  return bound;
 }
 
 std::vector<int> WorkerCountsForCurve(int max_workers) {

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "common/metrics.h"
+#include "common/optimizer.h"
 
 namespace ringside::cli {
 
@@ -25,6 +26,18 @@ struct ModelBytes {
 // All zero when the job has no parameters or no workers.
 ModelBytes PredictBytesPerStep(SyncMode mode, int64_t parameters, int workers, int ps_shards,
                                int element_bytes);
+
+// Issue 26's memory goal, which the compare table sets beside each peak RSS: a worker holds the
+// model's parameters, its gradient and the optimiser's moments (float32 each: sgd none,
+// momentum one, adam two), a shard the parameters and moments of its range (the largest
+// range), each plus kMemoryAllowanceBytes for everything else -- code, libraries, data,
+// buffers -- an allowance that must not grow with the model.
+inline constexpr int64_t kMemoryAllowanceBytes = int64_t{64} << 20;
+struct MemoryBound {
+  int64_t worker_bytes = 0;
+  int64_t shard_bytes = 0;  // 0 without shards
+};
+MemoryBound PredictMemoryBound(int64_t parameters, int ps_shards, OptimizerKind optimizer);
 
 // Worker counts from 2 to `max_workers`, spaced evenly on a log axis (eight per doubling,
 // every integer while that is finer), for drawing the model as a curve.

@@ -2,9 +2,12 @@
 
 #include <algorithm>
 #include <cassert>
+#include <numeric>
 
 #include "absl/strings/str_cat.h"
 #include "common/counter_rng.h"
+#include "common/status_macros.h"
+#include "worker/idx_file.h"
 
 namespace ringside::worker {
 namespace {
@@ -78,10 +81,92 @@ void GatherRows(const Dataset& data, absl::Span<const int64_t> rows, OwnedBatch&
   out.features.resize(rows.size() * data.features);
   out.labels.resize(rows.size());
   for (size_t i = 0; i < rows.size(); ++i) {
-    const float* src = data.x.data() + rows[i] * data.features;
-    std::copy(src, src + data.features, out.features.begin() + i * data.features);
+    data.CopyFeatures(rows[i], out.features.data() + i * data.features);
     out.labels[i] = data.y[rows[i]];
   }
+}
+
+namespace {
+
+// Loss and accuracy summed over pieces as EvaluateInChunks sums them, so the figures are the same
+// bit for bit.
+class EvaluationSum {
+ public:
+  void Add(const Evaluation& part) {
+    loss_sum_ += part.mean_loss * part.rows;
+    total_.rows += part.rows;
+    total_.correct += part.correct;
+  }
+  Evaluation Total() const {
+    Evaluation total = total_;
+    if (total.rows > 0) {
+      total.mean_loss = loss_sum_ / total.rows;
+      total.accuracy = static_cast<double>(total.correct) / total.rows;
+    }
+    return total;
+  }
+
+ private:
+  Evaluation total_;
+  double loss_sum_ = 0;
+};
+
+// EvaluateDataset for a set whose rows are in its images file: the file is read front to back,
+// a piece at a time, and must still hold the set's rows of the set's size.
+absl::StatusOr<Evaluation> EvaluateFromFile(GradientComputer& computer,
+                                            absl::Span<const float> params, const Dataset& data,
+                                            int64_t chunk_rows) {
+  ASSIGN_OR_RETURN(IdxImageReader reader,
+                   IdxImageReader::Open(data.images_path, kMaxSyntheticValues));
+  if (reader.header().count != data.rows() || reader.header().pixels_per_image() != data.features) {
+    return absl::FailedPreconditionError(
+        absl::StrCat(data.images_path, " now holds ", reader.header().count, " images of ",
+                     reader.header().pixels_per_image(), " pixels, ", data.name, " had ",
+                     data.rows(), " of ", data.features));
+  }
+  std::vector<uint8_t> bytes;
+  OwnedBatch piece;
+  EvaluationSum sum;
+  for (int64_t begin = 0; begin < data.rows(); begin += chunk_rows) {
+    const int64_t rows = std::min(chunk_rows, data.rows() - begin);
+    bytes.resize(static_cast<size_t>(rows * data.features));
+    RETURN_IF_ERROR(reader.Next(rows, bytes.data()));
+    piece.features.resize(bytes.size());
+    std::transform(bytes.begin(), bytes.end(), piece.features.begin(), ByteFeature);
+    piece.labels.assign(data.y.begin() + begin, data.y.begin() + begin + rows);
+    ASSIGN_OR_RETURN(const Evaluation part, computer.Evaluate(params, piece.view(), {}));
+    sum.Add(part);
+  }
+  RETURN_IF_ERROR(reader.Finish());
+  return sum.Total();
+}
+
+}  // namespace
+
+absl::StatusOr<Evaluation> EvaluateDataset(GradientComputer& computer,
+                                           absl::Span<const float> params, const Dataset& data,
+                                           int64_t chunk_rows) {
+  RETURN_IF_ERROR(ValidateEvaluateCall(computer.spec(), params, Batch{}, {}));
+  chunk_rows = std::max<int64_t>(1, chunk_rows);
+  if (!data.HoldsEveryRow()) {
+    if (data.stored_row_count() == 0 && !data.images_path.empty()) {
+      return EvaluateFromFile(computer, params, data, chunk_rows);
+    }
+    return absl::FailedPreconditionError(
+        absl::StrCat(data.name, " holds the features of ", data.stored_row_count(), " of its ",
+                     data.rows(), " rows: an evaluation needs them all"));
+  }
+  std::vector<int64_t> rows;
+  OwnedBatch piece;
+  EvaluationSum sum;
+  for (int64_t begin = 0; begin < data.rows(); begin += chunk_rows) {
+    rows.resize(static_cast<size_t>(std::min(chunk_rows, data.rows() - begin)));
+    std::iota(rows.begin(), rows.end(), begin);
+    GatherRows(data, rows, piece);
+    ASSIGN_OR_RETURN(const Evaluation part, computer.Evaluate(params, piece.view(), {}));
+    sum.Add(part);
+  }
+  return sum.Total();
 }
 
 }  // namespace ringside::worker

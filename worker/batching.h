@@ -9,7 +9,8 @@
 // normalizer_rows = global_batch() to GradientComputer::ComputeGradient and SUM the workers'
 // gradients (see worker/gradient_computer.h).
 //
-// Everything here is pure and thread-safe; BatchSchedule is an immutable value.
+// Everything here is thread-safe and, apart from the computer EvaluateDataset calls, pure;
+// BatchSchedule is an immutable value.
 // Errors: Create returns INVALID_ARGUMENT for empty data or a batch size < 1 or > kMaxBatchRows.
 #ifndef RINGSIDE_WORKER_BATCHING_H_
 #define RINGSIDE_WORKER_BATCHING_H_
@@ -60,8 +61,19 @@ struct OwnedBatch {
   Batch view() const { return {features, labels}; }
 };
 
-// Fills `out` with the given rows of `data` (indices must be in [0, data.rows())).
+// Fills `out` with the given rows of `data` as floats (every one must be stored:
+// data.Holds(rows)).
 void GatherRows(const Dataset& data, absl::Span<const int64_t> rows, OwnedBatch& out);
+
+// `computer.Evaluate` over every row of `data` in pieces of at most `chunk_rows` rows (>= 1),
+// each gathered as floats just before its pass -- or, for a set that stores no row but names
+// its images file (Dataset::images_path), read from that file -- the figures EvaluateInChunks
+// gives on the rows as floats, bit for bit, with memory for one piece. FAILED_PRECONDITION when
+// `data` holds only some rows or its file no longer has its shape; the file's errors as
+// worker/idx_file.h says; else as EvaluateInChunks.
+absl::StatusOr<Evaluation> EvaluateDataset(GradientComputer& computer,
+                                           absl::Span<const float> params, const Dataset& data,
+                                           int64_t chunk_rows = 1024);
 
 }  // namespace ringside::worker
 

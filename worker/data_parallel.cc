@@ -1,5 +1,6 @@
 #include "worker/data_parallel.h"
 
+#include <algorithm>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -12,10 +13,30 @@
 
 namespace ringside::worker {
 
-TrainingJob::TrainingJob(TrainingOptions options, ModelSpec spec, DataSplits data,
-                         BatchSchedule schedule, std::unique_ptr<GradientComputer> computer)
+std::vector<int64_t> WindowRows(const BatchSchedule& schedule, WorkerSlot slot, int64_t first_step,
+                                int64_t last_step, int64_t row_bytes, int64_t max_bytes) {
+  const int64_t per_step =
+      static_cast<int64_t>(WorkerSlice(schedule.global_batch(), slot.rank, slot.world).size());
+  const int64_t affordable = max_bytes / std::max<int64_t>(1, per_step * row_bytes);
+  const int64_t steps =
+      std::clamp<int64_t>(affordable, 1, std::max<int64_t>(1, last_step - first_step));
+  std::vector<int64_t> rows;
+  rows.reserve(static_cast<size_t>(steps * per_step));
+  for (int64_t step = first_step; step < first_step + steps; ++step) {
+    const std::vector<int64_t> share = schedule.WorkerBatchRows(step, slot.rank, slot.world);
+    rows.insert(rows.end(), share.begin(), share.end());
+  }
+  std::sort(rows.begin(), rows.end());
+  rows.erase(std::unique(rows.begin(), rows.end()), rows.end());
+  return rows;
+}
+
+TrainingJob::TrainingJob(TrainingOptions options, ModelSpec spec, DataSpec data_spec,
+                         DataSplits data, BatchSchedule schedule,
+                         std::unique_ptr<GradientComputer> computer)
     : options_(std::move(options)),
       spec_(std::move(spec)),
+      data_spec_(std::move(data_spec)),
       data_(std::move(data.train)),
       test_(std::move(data.test)),
       schedule_(std::move(schedule)),
@@ -25,13 +46,15 @@ absl::StatusOr<std::unique_ptr<TrainingJob>> TrainingJob::Create(const TrainingO
   RETURN_IF_ERROR(CheckSyncSettings(options));
   ASSIGN_OR_RETURN(ModelSpec spec, ModelSpec::Parse(options.model, options.activation));
   ASSIGN_OR_RETURN(const DataSpec data_spec, ParseDataSpec(options.data));
-  ASSIGN_OR_RETURN(DataSplits data, LoadDataSplits(data_spec, spec, options.seed));
+  ASSIGN_OR_RETURN(DataSplits data,
+                   LoadDataSplits(data_spec, spec, options.seed, TrainingRows::kOnDemand));
   ASSIGN_OR_RETURN(BatchSchedule schedule,
                    BatchSchedule::Create(data.train.rows(), options.batch_size, options.seed));
   ASSIGN_OR_RETURN(std::unique_ptr<GradientComputer> computer,
                    MakeGradientComputer(options.device, spec));
-  return std::unique_ptr<TrainingJob>(new TrainingJob(options, std::move(spec), std::move(data),
-                                                      std::move(schedule), std::move(computer)));
+  return std::unique_ptr<TrainingJob>(new TrainingJob(options, std::move(spec), data_spec,
+                                                      std::move(data), std::move(schedule),
+                                                      std::move(computer)));
 }
 
 std::vector<float> TrainingJob::InitialParameters() const {
@@ -43,11 +66,28 @@ absl::Duration StragglerDelay(const Straggler& straggler, int rank, absl::Durati
   return compute * static_cast<double>(straggler.factor - 1);
 }
 
+absl::Status TrainingJob::PrepareRows(int64_t step, WorkerSlot slot) {
+  // A finished job (a regroup after the last step) runs no step that would use them.
+  if (step >= options_.steps) return absl::OkStatus();
+  if (data_.Holds(schedule_.WorkerBatchRows(step, slot.rank, slot.world))) return absl::OkStatus();
+  return ReadWindow(step, slot);
+}
+
+absl::Status TrainingJob::ReadWindow(int64_t step, WorkerSlot slot) {
+  const std::vector<int64_t> rows =
+      WindowRows(schedule_, slot, step, options_.steps, data_.features, kTrainingWindowBytes);
+  data_ = Dataset();  // the old window goes before the new one is read
+  ASSIGN_OR_RETURN(data_, LoadTrainingRows(data_spec_, spec_, options_.seed, rows));
+  return absl::OkStatus();
+}
+
 absl::StatusOr<GradientStats> TrainingJob::ComputeShare(int64_t step, WorkerSlot slot,
                                                         absl::Span<const float> params,
                                                         absl::Span<float> gradient) {
-  const absl::Time start = absl::Now();
-  GatherRows(data_, schedule_.WorkerBatchRows(step, slot.rank, slot.world), batch_);
+  const std::vector<int64_t> rows = schedule_.WorkerBatchRows(step, slot.rank, slot.world);
+  if (!data_.Holds(rows)) RETURN_IF_ERROR(ReadWindow(step, slot));
+  const absl::Time start = absl::Now();  // the straggler slows the compute, not the read
+  GatherRows(data_, rows, batch_);
   GradientOptions gradient_options;
   gradient_options.normalizer_rows = schedule_.global_batch();
   absl::StatusOr<GradientStats> stats =
@@ -59,7 +99,7 @@ absl::StatusOr<GradientStats> TrainingJob::ComputeShare(int64_t step, WorkerSlot
 }
 
 absl::StatusOr<Evaluation> TrainingJob::Evaluate(absl::Span<const float> params) {
-  return EvaluateInChunks(*computer_, params, test_.rows() > 0 ? test_.AllRows() : data_.AllRows());
+  return EvaluateDataset(*computer_, params, test_.rows() > 0 ? test_ : data_);
 }
 
 void StepRecorder::Record(SyncMode mode, absl::Duration compute, const SyncTiming& sync,
@@ -103,6 +143,7 @@ absl::StatusOr<TrainingResult> TrainDataParallel(const TrainingOptions& options,
   TrainingResult result;
   result.parameters = job->InitialParameters();
   std::vector<float> gradient(job->parameter_count());
+  RETURN_IF_ERROR(job->PrepareRows(0, slot));  // before the first step's clock starts
   StepRecorder step_metrics(metrics);
   for (int64_t step = 0; step < options.steps; ++step) {
     ASSIGN_OR_RETURN(result.last_step,

@@ -33,6 +33,18 @@ struct WorkerSlot {
   int world = 1;
 };
 
+// The most feature bytes of training rows a TrainingJob holds at once where it reads them on
+// demand: for the heavy compare job (200 steps, 16 rows of 784 bytes per worker and step) the
+// whole job's rows, 2.4 MiB, in one read; a longer job reads its files again every few hundred
+// steps (about a quarter of a second each).
+inline constexpr int64_t kTrainingWindowBytes = int64_t{8} << 20;
+
+// The rows `slot` uses in steps [first_step, ...): every step's share up to `last_step`
+// (exclusive; at least one step), fewer where they would pass `max_bytes` of `row_bytes` each;
+// ascending, distinct.
+std::vector<int64_t> WindowRows(const BatchSchedule& schedule, WorkerSlot slot, int64_t first_step,
+                                int64_t last_step, int64_t row_bytes, int64_t max_bytes);
+
 // A trainer's step metrics, each mode's series resolved once (Metrics::Steps): the first time
 // that mode records a step, so a mode's series appear on /metrics when it first runs, as they
 // always have; every later step only updates atomics. Null `metrics`: records nothing.
@@ -54,6 +66,12 @@ absl::Duration StragglerDelay(const Straggler& straggler, int rank, absl::Durati
 
 // One job's model, data, batch schedule and gradient computer: what every step needs, built
 // once per worker (a membership change only changes the WorkerSlot).
+//
+// Memory: where the training set can be read again (Fashion-MNIST), the job holds the features
+// of only the rows its slot's next steps use -- a window of at most kTrainingWindowBytes, from
+// the step asked for up to the job's last step -- and reads the next window from the files when
+// a step or a new slot falls outside it (PrepareRows), so a worker of N holds about 1/N of the
+// rows its job's steps touch, never the whole set. Every label stays. Other data is held whole.
 class TrainingJob {
  public:
   static absl::StatusOr<std::unique_ptr<TrainingJob>> Create(const TrainingOptions& options);
@@ -64,9 +82,16 @@ class TrainingJob {
   // The data's held-out test set; no rows when it has none. Lives as long as the job.
   const Dataset& test_set() const { return test_; }
   std::vector<float> InitialParameters() const;
+  // Makes sure the rows of `slot`'s share of step `step` and of the steps after it (the window)
+  // are held, reading them from the data's files when they are not: what a trainer calls where
+  // its slot changes (a regroup), so that the read is not in the step's compute time. Nothing to
+  // do from the job's last step on.
+  absl::Status PrepareRows(int64_t step, WorkerSlot slot);
+  // The training set as held now (tests check which rows it keeps).
+  const Dataset& training_set() const { return data_; }
   // The slot's share of step `step`'s gradient, normalised by the global batch (so the sum over
-  // the world's shares is the global mean gradient). The straggler (options().straggler) then
-  // waits StragglerDelay.
+  // the world's shares is the global mean gradient); PrepareRows first when the rows are not
+  // held. The straggler (options().straggler) then waits StragglerDelay.
   absl::StatusOr<GradientStats> ComputeShare(int64_t step, WorkerSlot slot,
                                              absl::Span<const float> params,
                                              absl::Span<float> gradient);
@@ -75,12 +100,16 @@ class TrainingJob {
   absl::StatusOr<Evaluation> Evaluate(absl::Span<const float> params);
 
  private:
-  TrainingJob(TrainingOptions options, ModelSpec spec, DataSplits data, BatchSchedule schedule,
-              std::unique_ptr<GradientComputer> computer);
+  // Reads the window of `slot`'s rows from step `step` on in place of the one held.
+  absl::Status ReadWindow(int64_t step, WorkerSlot slot);
+
+  TrainingJob(TrainingOptions options, ModelSpec spec, DataSpec data_spec, DataSplits data,
+              BatchSchedule schedule, std::unique_ptr<GradientComputer> computer);
 
   TrainingOptions options_;
   ModelSpec spec_;
-  Dataset data_;
+  DataSpec data_spec_;
+  Dataset data_;  // the training set: every row, or the window's (see the class comment)
   Dataset test_;
   BatchSchedule schedule_;
   std::unique_ptr<GradientComputer> computer_;

@@ -5,6 +5,11 @@
 // first and last layer sizes must fit (Iris: 4 inputs, 3 classes; synthetic: any, taken from the
 // model; Fashion-MNIST: 784 inputs, 10 classes).
 //
+// Memory: Fashion-MNIST keeps its pixels as bytes (a quarter of floats; GatherRows converts a
+// batch at a time to exactly the floats value / 255.0f), and a training set loaded with
+// TrainingRows::kOnDemand keeps the features of no rows until LoadTrainingRows fetches the rows
+// some steps need (worker/data_parallel.h keeps a window of them): every label stays.
+//
 // Ownership: a Dataset owns its rows; Batch views into it live as long as it does.
 // Thread-safety: Datasets are plain values, safe to read from many threads; the functions are
 // pure (the synthetic generator depends only on its arguments) apart from reading Fashion-MNIST's
@@ -14,11 +19,13 @@
 #define RINGSIDE_WORKER_DATASET_H_
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "absl/types/span.h"
 #include "common/model_spec.h"
 #include "worker/gradient_computer.h"
 
@@ -27,15 +34,40 @@ namespace ringside::worker {
 inline constexpr int64_t kMaxSyntheticRows = 10'000'000;
 inline constexpr uint64_t kMaxSyntheticValues = 1ull << 28;  // rows * features (1 GiB)
 
+// A byte feature b is the float b / kByteFeatureScale (Fashion-MNIST's pixels, in [0, 1]).
+inline constexpr float kByteFeatureScale = 255.0f;
+inline float ByteFeature(uint8_t b) { return b / kByteFeatureScale; }
+
 struct Dataset {
   std::string name;  // "iris", "synthetic:1000"
   int features = 0;
   int classes = 0;
-  std::vector<float> x;                  // rows() * features, row-major
-  std::vector<int32_t> y;                // labels in [0, classes)
+  // The stored rows' features, row-major, in one of two forms: floats in `x` (Iris, synthetic
+  // data) or bytes in `pixels` (Fashion-MNIST), the other empty.
+  std::vector<float> x;
+  std::vector<uint8_t> pixels;
+  // Whose features are stored: every row's in order when empty (nullopt), else these rows'
+  // (ascending, distinct), in this order.
+  std::optional<std::vector<int64_t>> stored_rows;
+  // Where every row's byte features can be read again, in row order (an IDX images file:
+  // worker/idx_file.h), for a set that stores none of them: EvaluateDataset reads it a piece at
+  // a time. Empty otherwise.
+  std::string images_path;
+  std::vector<int32_t> y;                // every row's label, in [0, classes)
   std::vector<std::string> class_names;  // empty for synthetic data
 
   int64_t rows() const { return static_cast<int64_t>(y.size()); }
+  // Rows whose features are stored.
+  int64_t stored_row_count() const;
+  // Bytes the features and labels take (what a loader's choices change).
+  size_t DataBytes() const;
+  // Whether the features of every one of `rows` are stored.
+  bool Holds(absl::Span<const int64_t> rows) const;
+  bool HoldsEveryRow() const { return stored_row_count() == this->rows(); }
+  // Row `row`'s features as floats into out[0, features). Requires Holds({row}).
+  void CopyFeatures(int64_t row, float* out) const;
+  // Every row as one batch view: float features with every row stored only (Iris, synthetic
+  // data); anything else goes through GatherRows or EvaluateDataset (worker/batching.h).
   Batch AllRows() const { return {x, y}; }
 };
 
@@ -84,11 +116,23 @@ Dataset MakeSyntheticDataset(int64_t rows, int features, int classes, uint64_t s
 // becomes 0). Statistics in double, so the result is deterministic.
 void Standardize(Dataset& data);
 
+// Which rows' features LoadDataSplits keeps: every row's, or -- where they can be read again,
+// Fashion-MNIST from its files -- none (every image is still read and checked, every label
+// kept), leaving the training rows some steps need to LoadTrainingRows and the test set to be
+// read a piece at a time by each evaluation (Dataset::images_path). Iris and synthetic data are
+// generated whole and keep every row either way.
+enum class TrainingRows { kAll, kOnDemand };
+
 // The data set named by `spec` (Iris and synthetic data standardised, Fashion-MNIST's pixels in
 // [0, 1]) with its test set, checked against the model's input and class counts. `seed` drives
 // the synthetic generator only.
 absl::StatusOr<DataSplits> LoadDataSplits(const DataSpec& spec, const ModelSpec& model,
-                                          uint64_t seed);
+                                          uint64_t seed, TrainingRows rows = TrainingRows::kAll);
+// The training set keeping the features of `rows` alone (ascending, distinct, each below the
+// training set's row count; else INVALID_ARGUMENT) where the data can be read again
+// (Fashion-MNIST); other data whole, as LoadDataset gives it.
+absl::StatusOr<Dataset> LoadTrainingRows(const DataSpec& spec, const ModelSpec& model,
+                                         uint64_t seed, absl::Span<const int64_t> rows);
 // LoadDataSplits' training rows.
 absl::StatusOr<Dataset> LoadDataset(const DataSpec& spec, const ModelSpec& model, uint64_t seed);
 

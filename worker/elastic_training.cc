@@ -214,6 +214,8 @@ absl::Status ElasticTrainer::Regroup(const GenerationAssignment& assignment) {
   } else {
     InstallRingSync(generation);
   }
+  // The new slot's training rows are read now, in the regroup, not in the next step's compute.
+  RETURN_IF_ERROR(job_->PrepareRows(completed_, WorkerSlot{rank, world}));
   generation_ = generation;
   mode_ = mode;
   slot_ = WorkerSlot{rank, world};

@@ -5,8 +5,9 @@
 //
 // Every file is checked as worker/idx_file.h says; besides, images and labels must agree in
 // count, the training and test images in size, and every label must be one of the 10 classes.
-// Pixels become floats in [0, 1] (value / 255), not standardised: the scale PyTorch's ToTensor
-// gives, so the benchmark's DDP baseline trains on the same numbers.
+// Pixels stay bytes (Dataset::pixels): each is the float value / 255 in [0, 1], not standardised
+// -- the scale PyTorch's ToTensor gives, so the benchmark's DDP baseline trains on the same
+// numbers -- converted a batch at a time.
 // Thread-safe. Errors: NOT_FOUND naming the directory and the missing files; INVALID_ARGUMENT
 // naming the file for anything malformed.
 #ifndef RINGSIDE_WORKER_FASHION_MNIST_H_
@@ -15,6 +16,7 @@
 #include <string>
 
 #include "absl/status/statusor.h"
+#include "absl/types/span.h"
 #include "worker/dataset.h"
 
 namespace ringside::worker {
@@ -28,8 +30,18 @@ absl::Status CheckFashionMnistFiles(const std::string& directory);
 // from the training images' header alone; INVALID_ARGUMENT naming a model that would.
 absl::Status CheckFashionMnistFitsModel(const std::string& directory, const ModelSpec& model);
 
-// Both splits, named "fashion-mnist" (the test set "fashion-mnist test").
+// Both splits, named "fashion-mnist" (the test set "fashion-mnist test"), every row stored.
 absl::StatusOr<DataSplits> LoadFashionMnist(const std::string& directory);
+// The training split with every label but the pixels of `rows` alone (ascending, distinct, each
+// below the image count; else INVALID_ARGUMENT): every image is read and checked, one block at a
+// time, so the memory is the kept rows' (empty `rows`: none, a check of the whole file).
+absl::StatusOr<Dataset> LoadFashionMnistTrainingRows(const std::string& directory,
+                                                     absl::Span<const int64_t> rows);
+// The test split alone, every row stored.
+absl::StatusOr<Dataset> LoadFashionMnistTestSet(const std::string& directory);
+// The test split's labels, its images read and checked but none stored: `images_path` names
+// their file, which EvaluateDataset reads a piece at a time.
+absl::StatusOr<Dataset> LoadFashionMnistTestLabels(const std::string& directory);
 
 }  // namespace ringside::worker
 

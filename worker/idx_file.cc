@@ -7,6 +7,7 @@
 #include <cstring>
 #include <limits>
 #include <utility>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -131,12 +132,18 @@ absl::StatusOr<uint64_t> PayloadBytes(const std::string& path, const std::vector
   return product;
 }
 
-}  // namespace
+constexpr uint64_t kImagesHeaderBytes = 16;          // magic, count, rows, columns
+constexpr uint64_t kBlockBytes = uint64_t{1} << 20;  // ReadIdxImageRows reads this much at once
 
-absl::StatusOr<IdxImages> ReadIdxImages(const std::string& path, uint64_t max_pixels) {
-  ASSIGN_OR_RETURN(GzipInput input, GzipInput::Open(path));
+uint64_t PayloadOf(const IdxImages& images) {
+  return static_cast<uint64_t>(images.count) * static_cast<uint64_t>(images.pixels_per_image());
+}
+
+// An images file's header, its payload no larger than `max_pixels`; no pixels yet.
+absl::StatusOr<IdxImages> ReadImagesHeader(GzipInput& input, const std::string& path,
+                                           uint64_t max_pixels) {
   ASSIGN_OR_RETURN(const std::vector<uint32_t> sizes, ReadHeader(input, path, kIdxImagesMagic, 3));
-  ASSIGN_OR_RETURN(const uint64_t bytes, PayloadBytes(path, sizes, max_pixels));
+  RETURN_IF_ERROR(PayloadBytes(path, sizes, max_pixels).status());
   if (sizes[1] > static_cast<uint32_t>(std::numeric_limits<int>::max()) ||
       sizes[2] > static_cast<uint32_t>(std::numeric_limits<int>::max())) {
     return absl::InvalidArgumentError(absl::StrCat(path, ": image size out of range"));
@@ -145,12 +152,99 @@ absl::StatusOr<IdxImages> ReadIdxImages(const std::string& path, uint64_t max_pi
   images.count = sizes[0];
   images.rows = static_cast<int>(sizes[1]);
   images.columns = static_cast<int>(sizes[2]);
+  return images;
+}
+
+// OK when `keep` is ascending, distinct and below `count`.
+absl::Status CheckKept(const std::string& path, absl::Span<const int64_t> keep, int64_t count) {
+  for (size_t i = 0; i < keep.size(); ++i) {
+    if (keep[i] < 0 || keep[i] >= count || (i > 0 && keep[i] <= keep[i - 1])) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(path, ": image ", keep[i], " (entry ", i, " of the images asked for) is ",
+                       keep[i] < 0 || keep[i] >= count ? absl::StrCat("not below ", count)
+                                                       : "not above the entry before it"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::StatusOr<IdxImages> ReadIdxImages(const std::string& path, uint64_t max_pixels) {
+  ASSIGN_OR_RETURN(GzipInput input, GzipInput::Open(path));
+  ASSIGN_OR_RETURN(IdxImages images, ReadImagesHeader(input, path, max_pixels));
+  const uint64_t bytes = PayloadOf(images);
   images.pixels.resize(bytes);
   RETURN_IF_ERROR(input.ReadExactly(
       images.pixels.data(), bytes,
       absl::StrCat(images.count, " images of ", images.rows, "x", images.columns, " pixels")));
-  RETURN_IF_ERROR(input.ExpectEnd(16 + bytes));
+  RETURN_IF_ERROR(input.ExpectEnd(kImagesHeaderBytes + bytes));
   return images;
+}
+
+absl::StatusOr<IdxImages> ReadIdxImageRows(const std::string& path, uint64_t max_pixels,
+                                           absl::Span<const int64_t> keep) {
+  ASSIGN_OR_RETURN(GzipInput input, GzipInput::Open(path));
+  ASSIGN_OR_RETURN(IdxImages images, ReadImagesHeader(input, path, max_pixels));
+  RETURN_IF_ERROR(CheckKept(path, keep, images.count));
+  const uint64_t image_bytes = static_cast<uint64_t>(images.pixels_per_image());
+  images.pixels.resize(keep.size() * image_bytes);
+  const int64_t block_images =
+      std::max<int64_t>(1, std::min<int64_t>(images.count, kBlockBytes / image_bytes));
+  std::vector<uint8_t> block(static_cast<size_t>(block_images * image_bytes));
+  size_t next = 0;  // the next entry of `keep`
+  for (int64_t first = 0; first < images.count; first += block_images) {
+    const int64_t n = std::min(block_images, images.count - first);
+    RETURN_IF_ERROR(input.ReadExactly(
+        block.data(), n * image_bytes,
+        absl::StrCat("images ", first, " to ", first + n - 1, " of ", images.count, " (",
+                     images.rows, "x", images.columns, " pixels)")));
+    for (; next < keep.size() && keep[next] < first + n; ++next) {
+      std::copy_n(block.data() + (keep[next] - first) * image_bytes, image_bytes,
+                  images.pixels.data() + next * image_bytes);
+    }
+  }
+  RETURN_IF_ERROR(input.ExpectEnd(kImagesHeaderBytes + PayloadOf(images)));
+  return images;
+}
+
+struct IdxImageReader::File {
+  std::string path;
+  GzipInput input;
+};
+
+absl::StatusOr<IdxImageReader> IdxImageReader::Open(const std::string& path, uint64_t max_pixels) {
+  ASSIGN_OR_RETURN(GzipInput input, GzipInput::Open(path));
+  ASSIGN_OR_RETURN(IdxImages header, ReadImagesHeader(input, path, max_pixels));
+  return IdxImageReader(std::make_unique<File>(File{path, std::move(input)}), std::move(header));
+}
+
+IdxImageReader::IdxImageReader(std::unique_ptr<File> file, IdxImages header)
+    : file_(std::move(file)), header_(std::move(header)) {}
+IdxImageReader::IdxImageReader(IdxImageReader&&) noexcept = default;
+IdxImageReader& IdxImageReader::operator=(IdxImageReader&&) noexcept = default;
+IdxImageReader::~IdxImageReader() = default;
+
+absl::Status IdxImageReader::Next(int64_t images, uint8_t* out) {
+  if (images < 0 || images > header_.count - read_) {
+    return absl::InvalidArgumentError(absl::StrCat(file_->path, ": ", images, " images asked for, ",
+                                                   header_.count - read_, " left"));
+  }
+  const uint64_t bytes = static_cast<uint64_t>(images * header_.pixels_per_image());
+  RETURN_IF_ERROR(file_->input.ReadExactly(
+      out, bytes,
+      absl::StrCat("images ", read_, " to ", read_ + images - 1, " of ", header_.count, " (",
+                   header_.rows, "x", header_.columns, " pixels)")));
+  read_ += images;
+  return absl::OkStatus();
+}
+
+absl::Status IdxImageReader::Finish() {
+  if (read_ != header_.count) {
+    return absl::FailedPreconditionError(
+        absl::StrCat(file_->path, ": ", read_, " of ", header_.count, " images read"));
+  }
+  return file_->input.ExpectEnd(kImagesHeaderBytes + PayloadOf(header_));
 }
 
 absl::StatusOr<IdxImages> ReadIdxImagesHeader(const std::string& path) {

@@ -14,10 +14,12 @@
 #define RINGSIDE_WORKER_IDX_FILE_H_
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "absl/types/span.h"
 
 namespace ringside::worker {
 
@@ -33,6 +35,38 @@ struct IdxImages {
 
 // At most `max_pixels` pixel bytes in all.
 absl::StatusOr<IdxImages> ReadIdxImages(const std::string& path, uint64_t max_pixels);
+// ReadIdxImages keeping the images numbered in `keep` alone (ascending, distinct, each below the
+// file's count; else INVALID_ARGUMENT): `pixels` holds them in that order, `count` is the file's.
+// The whole file is still read and checked, a block of images at a time, so the memory is the
+// kept images' and one block's.
+absl::StatusOr<IdxImages> ReadIdxImageRows(const std::string& path, uint64_t max_pixels,
+                                           absl::Span<const int64_t> keep);
+// An images file read front to back a few images at a time, checked as ReadIdxImages checks it:
+// what an evaluation in pieces reads instead of holding a whole test set. Thread-compatible.
+class IdxImageReader {
+ public:
+  // The file opened and its header read (at most `max_pixels` pixel bytes in all).
+  static absl::StatusOr<IdxImageReader> Open(const std::string& path, uint64_t max_pixels);
+  IdxImageReader(IdxImageReader&&) noexcept;
+  IdxImageReader& operator=(IdxImageReader&&) noexcept;
+  ~IdxImageReader();
+
+  // count, rows and columns; no pixels.
+  const IdxImages& header() const { return header_; }
+  // The next `images` images into out[0, images * pixels_per_image()); INVALID_ARGUMENT past the
+  // count, or naming the file when it ends early or is corrupt.
+  absl::Status Next(int64_t images, uint8_t* out);
+  // OK once every image was read and nothing follows them (the gzip checksum included).
+  absl::Status Finish();
+
+ private:
+  struct File;
+  IdxImageReader(std::unique_ptr<File> file, IdxImages header);
+  std::unique_ptr<File> file_;
+  IdxImages header_;
+  int64_t read_ = 0;  // images read so far
+};
+
 // The header alone (count, rows, columns; no pixels): what a command checks before it starts
 // processes that will read the whole file.
 absl::StatusOr<IdxImages> ReadIdxImagesHeader(const std::string& path);

@@ -9,6 +9,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
+#include "worker/batching.h"
 #include "worker/device.h"
 
 namespace ringside::worker {
@@ -183,9 +184,8 @@ absl::StatusOr<std::optional<EvaluationLine>> TestEvaluator::Evaluate(Request& r
   // A ps read can find the shards where the previous one did (the trainer submitted again
   // before they moved on): that point is already there.
   if (last_step_.has_value() && step <= *last_step_) return std::nullopt;
-  ASSIGN_OR_RETURN(
-      const Evaluation evaluation,
-      EvaluateInChunks(*computer_, request.params, test_.AllRows(), options_.chunk_rows));
+  ASSIGN_OR_RETURN(const Evaluation evaluation,
+                   EvaluateDataset(*computer_, request.params, test_, options_.chunk_rows));
   const absl::Duration took = absl::Now() - start + request.read_time;
   ASSIGN_OR_RETURN(const auto when_and_loss, WhenAndLossOf(step));
   EvaluationLine point;

@@ -5,6 +5,7 @@
 
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
+#include "common/allocator_tuning.h"
 #include "common/flags/flags_usage.h"
 #include "common/flags/security_flags.h"
 #include "common/flags/training_flags.h"
@@ -46,6 +47,9 @@ constexpr char kUsage[] =
 
 int main(int argc, char** argv) {
   ringside::TerminationSignals signals;
+  // The shard streams the same segments as the worker: the same allocator settings, so the PS's
+  // cost per byte is measured against the ring's on equal terms (issue 26, point 4).
+  ringside::TuneAllocatorForSegmentStreams();
   ringside::ConfigureFlagsUsage(kUsage);
   if (ringside::PrintHelpIfAsked(argc, argv, kUsage, std::cout)) return 0;
   absl::ParseCommandLine(argc, argv);

@@ -51,6 +51,8 @@ TEST(CompareJsonTest, TopLevelDescribesTheFirstJob) {
   EXPECT_EQ(doc["config"]["model"], "784,1024,1024,10");
   EXPECT_EQ(doc["config"]["parameters"], 1863690);
   EXPECT_EQ(doc["config"]["device"], "cpu");
+  EXPECT_EQ(doc["config"]["memory_bound_bytes"]["worker"], 96927904);
+  EXPECT_EQ(doc["config"]["memory_bound_bytes"]["shard"], 78291004);
   const json& ring = doc["modes"]["ring"];
   EXPECT_EQ(ring["mode"], "ring");
   EXPECT_EQ(ring["bytes_per_worker_per_step"]["measured"], 11182140.0);

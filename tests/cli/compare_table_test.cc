@@ -77,6 +77,18 @@ TEST(ComparisonTableTest, ShowsTimesThroughputAndAccuracy) {
   EXPECT_THAT(RowOf(table, "final params parity"), HasSubstr("max |\u0394| 2.40e-07"));
 }
 
+// Beside each peak RSS, the memory goal and the peak against it.
+TEST(ComparisonTableTest, ShowsPeakMemoryAgainstItsBound) {
+  const std::string table = Table(testing::SyntheticJob());
+  EXPECT_THAT(RowOf(table, "peak RSS, largest worker"), HasSubstr("126 MiB"));
+  const std::string worker = RowOf(table, "  bound: state + 64 MiB");
+  EXPECT_THAT(worker, HasSubstr("92.4 MiB, peak 1.363\u00d7"));  // ring: 126 MiB
+  EXPECT_THAT(worker, HasSubstr("92.4 MiB, peak 0.995\u00d7"));  // ps: 92 MiB
+  const std::string shard = RowOf(table, "  bound: range state + 64 MiB");
+  EXPECT_THAT(shard, HasSubstr("74.7 MiB, peak 0.268\u00d7"));  // ring: the idle shard, 20 MiB
+  EXPECT_THAT(shard, HasSubstr("74.7 MiB, peak 1.741\u00d7"));  // ps: 130 MiB
+}
+
 TEST(ComparisonTableTest, NamesTheWinnerAndExplainsWithTheModel) {
   const std::string table = Prose(Table(testing::SyntheticJob()));
   EXPECT_THAT(table, HasSubstr("Winner on this run: ring, 1.67\u00d7 the samples/s of ps"));

@@ -38,6 +38,20 @@ TEST(PredictBytesPerStepTest, NothingToSendForAnEmptyJob) {
   EXPECT_EQ(PredictBytesPerStep(SyncMode::kRing, 100, 1, 2, 4).per_worker, 0);
 }
 
+// The heavy compare job (K = 1,863,690, Adam, 2 shards): 4 K floats + 64 MiB for a worker
+// (92.4 MiB), 3 of the largest range's for a shard.
+TEST(PredictMemoryBoundTest, StatePlusSixtyFourMebibytes) {
+  const MemoryBound adam = PredictMemoryBound(1'863'690, 2, OptimizerKind::kAdam);
+  EXPECT_EQ(adam.worker_bytes, 4 * 1'863'690 * 4 + (int64_t{64} << 20));
+  EXPECT_EQ(adam.shard_bytes, 3 * 931'845 * 4 + (int64_t{64} << 20));
+  const MemoryBound odd = PredictMemoryBound(7, 2, OptimizerKind::kMomentum);  // ranges 4 and 3
+  EXPECT_EQ(odd.worker_bytes, 3 * 7 * 4 + kMemoryAllowanceBytes);
+  EXPECT_EQ(odd.shard_bytes, 2 * 4 * 4 + kMemoryAllowanceBytes);
+  const MemoryBound sgd = PredictMemoryBound(100, 0, OptimizerKind::kSgd);
+  EXPECT_EQ(sgd.worker_bytes, 2 * 100 * 4 + kMemoryAllowanceBytes);
+  EXPECT_EQ(sgd.shard_bytes, 0);
+}
+
 TEST(WorkerCountsForCurveTest, IncreasingFromTwoToTheMaximum) {
   const std::vector<int> counts = WorkerCountsForCurve(1024);
   ASSERT_GE(counts.size(), 40u);

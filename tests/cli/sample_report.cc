@@ -68,6 +68,16 @@ JobComparison SyntheticJob() {
   job.ring.loss_over_time = {{2.0, 0, 2.31}, {6.2, 20, 0.92}, {10.5, 49, 0.3412}};
   job.ps.loss_over_time = {{2.4, 0, 2.31}, {9.4, 20, 0.92}, {17.7, 49, 0.3412}};
 
+  // Memory: 4 K floats + 64 MiB = 96,929,200 B for a worker, 3 of K/2 + 64 MiB for a shard.
+  job.config.worker_memory_bound_bytes = 96927904;
+  job.config.shard_memory_bound_bytes = 78291004;
+  job.ring.processes = {{"controller", 21 << 20},
+                        {"ps-0", 20 << 20},
+                        {"worker-0", 120 << 20},
+                        {"worker-1", 126 << 20}};
+  job.ps.processes = {
+      {"controller", 21 << 20}, {"ps-0", 130 << 20}, {"ps-1", 110 << 20}, {"worker-0", 92 << 20}};
+
   job.parity_checked = true;
   job.max_abs_param_diff = 2.4e-7;
   job.max_rel_param_diff = 3.1e-7;

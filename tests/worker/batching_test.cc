@@ -1,9 +1,11 @@
 #include "worker/batching.h"
 
 #include <algorithm>
+#include <cmath>
 #include <set>
 
 #include "gtest/gtest.h"
+#include "worker/device.h"
 
 namespace ringside::worker {
 namespace {
@@ -75,6 +77,62 @@ TEST(GatherRowsTest, CopiesFeaturesAndLabels) {
   EXPECT_EQ(batch.features, (std::vector<float>{20, 21, 0, 1}));
   EXPECT_EQ(batch.labels, (std::vector<int32_t>{0, 0}));
   EXPECT_EQ(batch.view().rows(), 2);
+}
+
+// Byte features become exactly byte / 255.0f, the floats Fashion-MNIST was once stored as; a set
+// holding some rows finds each of them by its row number.
+TEST(GatherRowsTest, ConvertsBytesAndFindsStoredRows) {
+  Dataset data;
+  data.features = 2;
+  data.classes = 3;
+  data.pixels = {0, 1, 128, 255};
+  data.stored_rows = std::vector<int64_t>{1, 4};
+  data.y = {0, 1, 2, 0, 2};
+  ASSERT_TRUE(data.Holds({4, 1}));
+  ASSERT_FALSE(data.Holds({0}));
+  ASSERT_FALSE(data.Holds({5}));
+  OwnedBatch batch;
+  GatherRows(data, std::vector<int64_t>{4, 1, 4}, batch);
+  const float v128 = 128 / 255.0f, v255 = 255 / 255.0f, v1 = 1 / 255.0f;
+  EXPECT_EQ(batch.features, (std::vector<float>{v128, v255, 0.0f, v1, v128, v255}));
+  EXPECT_EQ(batch.labels, (std::vector<int32_t>{2, 1, 2}));
+}
+
+Dataset ByteCopy(const Dataset& floats) {
+  Dataset bytes = floats;
+  bytes.x.clear();
+  for (float v : floats.x) bytes.pixels.push_back(static_cast<uint8_t>(v));
+  return bytes;
+}
+
+// EvaluateDataset gathers a piece at a time and sums as EvaluateInChunks does: the same figures
+// bit for bit, on byte features too.
+TEST(EvaluateDatasetTest, GivesEvaluateInChunksFiguresExactly) {
+  const ModelSpec spec = *ModelSpec::Parse("6,12,4", "tanh");
+  Dataset floats = MakeSyntheticDataset(700, 6, 4, 5);
+  for (float& v : floats.x) v = std::round(std::clamp(v * 40 + 128, 0.0f, 255.0f));
+  const Dataset bytes = ByteCopy(floats);
+  for (float& v : floats.x) v /= 255.0f;
+  const std::vector<float> params = InitialParameters(spec, 2);
+  auto computer = MakeGradientComputer("cpu", spec);
+  ASSERT_TRUE(computer.ok());
+  for (int64_t chunk : {1, 256, 699, 5000}) {
+    SCOPED_TRACE(chunk);
+    const Evaluation want = *EvaluateInChunks(**computer, params, floats.AllRows(), chunk);
+    for (const Dataset* data : {static_cast<const Dataset*>(&floats), &bytes}) {
+      absl::StatusOr<Evaluation> got = EvaluateDataset(**computer, params, *data, chunk);
+      ASSERT_TRUE(got.ok()) << got.status();
+      EXPECT_EQ(got->rows, want.rows);
+      EXPECT_EQ(got->correct, want.correct);
+      EXPECT_EQ(got->mean_loss, want.mean_loss);
+      EXPECT_EQ(got->accuracy, want.accuracy);
+    }
+  }
+  Dataset some = bytes;
+  some.pixels.resize(6);
+  some.stored_rows = std::vector<int64_t>{3};
+  EXPECT_EQ(EvaluateDataset(**computer, params, some).status().code(),
+            absl::StatusCode::kFailedPrecondition);
 }
 
 }  // namespace

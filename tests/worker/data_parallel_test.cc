@@ -6,10 +6,13 @@
 #include <algorithm>
 #include <cmath>
 
+#include "absl/strings/str_cat.h"
 #include "common/metrics.h"
 #include "common/optimizer.h"
 #include "gtest/gtest.h"
+#include "launch/temp_dir.h"
 #include "prometheus/text_serializer.h"
+#include "tests/support/idx_files.h"
 #include "worker/batching.h"
 #include "worker/dataset.h"
 #include "worker/device.h"
@@ -152,6 +155,105 @@ TEST(StepRecorderTest, ResolvesEachModeOnceAtItsFirstStep) {
   StepRecorder none(nullptr);
   none.Record(SyncMode::kRing, absl::Milliseconds(1), timing, 0);  // records nothing
   EXPECT_TRUE(has("ringside_steps_total{mode=\"ring\"} 2"));
+}
+
+// The window: every row the slot's steps use, from the first step on, as far as the budget goes
+// (at least one step, at most the job's last).
+TEST(WindowRowsTest, CoverTheSlotsStepsWithinTheBudget) {
+  const BatchSchedule schedule = *BatchSchedule::Create(1000, 30, 4);
+  const WorkerSlot slot{1, 3};  // 10 rows a step
+  auto union_of = [&](int64_t first, int64_t last) {
+    std::vector<int64_t> rows;
+    for (int64_t step = first; step < last; ++step) {
+      for (int64_t row : schedule.WorkerBatchRows(step, slot.rank, slot.world)) rows.push_back(row);
+    }
+    std::sort(rows.begin(), rows.end());
+    rows.erase(std::unique(rows.begin(), rows.end()), rows.end());
+    return rows;
+  };
+  EXPECT_EQ(WindowRows(schedule, slot, 5, 100, 10, 1 << 20), union_of(5, 100));
+  EXPECT_EQ(WindowRows(schedule, slot, 5, 100, 10, 350), union_of(5, 8));  // 100 B a step
+  EXPECT_EQ(WindowRows(schedule, slot, 5, 100, 10, 0), union_of(5, 6));
+  EXPECT_EQ(WindowRows(schedule, slot, 7, 7, 10, 1 << 20), union_of(7, 8));
+  EXPECT_TRUE(WindowRows(schedule, WorkerSlot{40, 41}, 0, 10, 10, 1 << 20).empty());
+}
+
+// A Fashion-MNIST job holds the features of no row until a slot's rows are asked for, then those
+// of the rows its slot's steps use (a third of the job's, not the whole set), and another slot's
+// when the slot changes; every share's gradient is the one computed from the whole set, bit for
+// bit.
+TEST(TrainingJobTest, AFashionMnistJobHoldsOnlyItsSlotsRows) {
+  auto dir = launch::TempDir::Create("ringside-job-rows-");
+  ASSERT_TRUE(dir.ok()) << dir.status();
+  ASSERT_TRUE(ringside::testing::WriteTinyFashionMnist(dir->path(), 300, 20));
+  TrainingOptions options;
+  options.model = "20,8,10";
+  options.data = "fashion-mnist:" + dir->path();
+  options.batch_size = 12;
+  options.steps = 6;
+  auto job = TrainingJob::Create(options);
+  ASSERT_TRUE(job.ok()) << job.status();
+  EXPECT_EQ((*job)->training_set().rows(), 300);
+  EXPECT_EQ((*job)->training_set().stored_row_count(), 0);
+  // The test set: its labels alone; each evaluation reads the images file a piece at a time.
+  EXPECT_EQ((*job)->test_set().rows(), 20);
+  EXPECT_EQ((*job)->test_set().stored_row_count(), 0);
+  EXPECT_EQ((*job)->test_set().DataBytes(), 20 * sizeof(int32_t));
+
+  const ModelSpec& spec = (*job)->spec();
+  const DataSplits whole = *LoadDataSplits(*ParseDataSpec(options.data), spec, options.seed);
+  const BatchSchedule schedule = *BatchSchedule::Create(300, 12, options.seed);
+  auto computer = MakeGradientComputer("cpu", spec);
+  ASSERT_TRUE(computer.ok());
+  const std::vector<float> params = InitialParameters(spec, 9);
+  GradientOptions scaled;
+  scaled.normalizer_rows = 12;
+  auto expect_whole_sets_gradient = [&](int64_t step, WorkerSlot slot) {
+    SCOPED_TRACE(absl::StrCat("step ", step, ", rank ", slot.rank, " of ", slot.world));
+    std::vector<float> got(spec.parameter_count()), want(got.size());
+    ASSERT_TRUE((*job)->ComputeShare(step, slot, params, absl::MakeSpan(got)).ok());
+    OwnedBatch batch;
+    GatherRows(whole.train, schedule.WorkerBatchRows(step, slot.rank, slot.world), batch);
+    ASSERT_TRUE(
+        (*computer)->ComputeGradient(params, batch.view(), absl::MakeSpan(want), scaled).ok());
+    EXPECT_EQ(got, want);
+  };
+
+  const WorkerSlot first{1, 3};
+  ASSERT_TRUE((*job)->PrepareRows(6, first).ok());  // past the last step: nothing to read
+  EXPECT_EQ((*job)->training_set().stored_row_count(), 0);
+  ASSERT_TRUE((*job)->PrepareRows(0, first).ok());
+  const Dataset& held = (*job)->training_set();
+  EXPECT_EQ(*held.stored_rows, WindowRows(schedule, first, 0, 6, 20, kTrainingWindowBytes));
+  EXPECT_LE(held.stored_row_count(), 6 * 4);
+  EXPECT_EQ(held.pixels.size(), held.stored_rows->size() * 20);
+  for (int64_t step = 0; step < 6; ++step) expect_whole_sets_gradient(step, first);
+
+  const WorkerSlot second{0, 2};  // a regroup: the rest of the job in another slot
+  expect_whole_sets_gradient(3, second);
+  EXPECT_EQ(*(*job)->training_set().stored_rows,
+            WindowRows(schedule, second, 3, 6, 20, kTrainingWindowBytes));
+  for (int64_t step = 4; step < 6; ++step) expect_whole_sets_gradient(step, second);
+
+  // Its evaluation is the whole test set's, bit for bit.
+  const Evaluation want = *EvaluateDataset(**computer, params, whole.test);
+  const absl::StatusOr<Evaluation> got = (*job)->Evaluate(params);
+  ASSERT_TRUE(got.ok()) << got.status();
+  EXPECT_EQ(got->rows, 20);
+  EXPECT_EQ(got->correct, want.correct);
+  EXPECT_EQ(got->mean_loss, want.mean_loss);
+  for (int64_t chunk : {1, 7, 20, 64}) {  // pieces of the same size as the whole set's
+    SCOPED_TRACE(chunk);
+    const Evaluation held = *EvaluateDataset(**computer, params, whole.test, chunk);
+    const absl::StatusOr<Evaluation> read =
+        EvaluateDataset(**computer, params, (*job)->test_set(), chunk);
+    ASSERT_TRUE(read.ok()) << read.status();
+    EXPECT_EQ(read->mean_loss, held.mean_loss);
+    EXPECT_EQ(read->correct, held.correct);
+  }
+  // A file that no longer has the test set's shape is refused, not misread.
+  ASSERT_TRUE(ringside::testing::WriteTinyFashionMnist(dir->path(), 300, 21));
+  EXPECT_EQ((*job)->Evaluate(params).status().code(), absl::StatusCode::kFailedPrecondition);
 }
 
 }  // namespace

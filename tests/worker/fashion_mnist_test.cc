@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <numeric>
 #include <optional>
 #include <string>
 #include <vector>
@@ -136,6 +137,99 @@ TEST_F(IdxFileTest, AMissingFileIsNotFoundNamingIt) {
   EXPECT_THAT(labels.status().message(), HasSubstr(Path("absent.gz")));
 }
 
+// The file is read a block (1 MiB) at a time; the images asked for are kept, exactly, from
+// any block, and the rest is still read and checked.
+TEST_F(IdxFileTest, ReadsOnlyTheImagesAskedForFromEveryBlock) {
+  constexpr int kImages = 3000;  // 400 B each: three blocks
+  std::vector<uint8_t> pixels(kImages * 400);
+  for (size_t i = 0; i < pixels.size(); ++i) pixels[i] = static_cast<uint8_t>(i * 31 + i / 400);
+  ASSERT_TRUE(WriteGzipFile(Path("images.gz"), IdxImagesBytes(kImages, 20, 20, pixels)));
+  const std::vector<int64_t> keep = {0, 5, 2620, 2621, 2622, 2999};
+  absl::StatusOr<IdxImages> some = ReadIdxImageRows(Path("images.gz"), 1 << 22, keep);
+  ASSERT_TRUE(some.ok()) << some.status();
+  EXPECT_EQ(some->count, kImages);
+  ASSERT_EQ(some->pixels.size(), keep.size() * 400);
+  for (size_t k = 0; k < keep.size(); ++k) {
+    SCOPED_TRACE(keep[k]);
+    EXPECT_TRUE(std::equal(some->pixels.begin() + k * 400, some->pixels.begin() + (k + 1) * 400,
+                           pixels.begin() + keep[k] * 400));
+  }
+  absl::StatusOr<IdxImages> none = ReadIdxImageRows(Path("images.gz"), 1 << 22, {});
+  ASSERT_TRUE(none.ok()) << none.status();
+  EXPECT_TRUE(none->pixels.empty());
+
+  for (const std::vector<int64_t>& bad :
+       std::vector<std::vector<int64_t>>{{5, 5}, {7, 3}, {kImages}, {-1}}) {
+    absl::StatusOr<IdxImages> refused = ReadIdxImageRows(Path("images.gz"), 1 << 22, bad);
+    ASSERT_EQ(refused.status().code(), absl::StatusCode::kInvalidArgument) << bad[0];
+    EXPECT_THAT(refused.status().message(), HasSubstr(Path("images.gz")));
+  }
+  // A file cut short in its last block is refused though no image of that block is asked for.
+  pixels.resize(pixels.size() - 100);
+  ASSERT_TRUE(WriteGzipFile(Path("short.gz"), IdxImagesBytes(kImages, 20, 20, pixels)));
+  absl::StatusOr<IdxImages> cut = ReadIdxImageRows(Path("short.gz"), 1 << 22, {0});
+  ASSERT_EQ(cut.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(cut.status().message(), HasSubstr("truncated"));
+}
+
+// The reader gives the file's images piece by piece, exactly, and checks the whole file.
+TEST_F(IdxFileTest, TheReaderGivesTheImagesPieceByPiece) {
+  std::vector<uint8_t> pixels(7 * 6);
+  for (size_t i = 0; i < pixels.size(); ++i) pixels[i] = static_cast<uint8_t>(i * 5);
+  ASSERT_TRUE(WriteGzipFile(Path("images.gz"), IdxImagesBytes(7, 2, 3, pixels)));
+  absl::StatusOr<IdxImageReader> reader = IdxImageReader::Open(Path("images.gz"), kLimit);
+  ASSERT_TRUE(reader.ok()) << reader.status();
+  EXPECT_EQ(reader->header().count, 7);
+  EXPECT_EQ(reader->header().pixels_per_image(), 6);
+  std::vector<uint8_t> got(7 * 6);
+  ASSERT_TRUE(reader->Next(3, got.data()).ok());
+  EXPECT_EQ(reader->Finish().code(), absl::StatusCode::kFailedPrecondition);  // 4 unread
+  EXPECT_EQ(reader->Next(5, got.data() + 18).code(), absl::StatusCode::kInvalidArgument);
+  ASSERT_TRUE(reader->Next(4, got.data() + 18).ok());
+  EXPECT_EQ(got, pixels);
+  EXPECT_TRUE(reader->Finish().ok());
+
+  ASSERT_TRUE(WriteGzipFile(Path("long.gz"), IdxImagesBytes(1, 2, 3, std::vector<uint8_t>(7))));
+  reader = IdxImageReader::Open(Path("long.gz"), kLimit);
+  ASSERT_TRUE(reader.ok()) << reader.status();
+  ASSERT_TRUE(reader->Next(1, got.data()).ok());
+  EXPECT_THAT(reader->Finish().message(), HasSubstr("wrong size"));
+  ASSERT_TRUE(WriteGzipFile(Path("short.gz"), IdxImagesBytes(2, 2, 3, std::vector<uint8_t>(8))));
+  reader = IdxImageReader::Open(Path("short.gz"), kLimit);
+  ASSERT_TRUE(reader.ok()) << reader.status();
+  EXPECT_THAT(reader->Next(2, got.data()).message(), HasSubstr("truncated"));
+}
+
+// A training set loaded for some rows holds those rows' pixels alone (and every label), and
+// gives them as the same floats as the whole set does.
+TEST_F(IdxFileTest, TrainingRowsHoldOnlyTheRowsAskedFor) {
+  ASSERT_TRUE(WriteTinyFashionMnist(dir_->path(), 50, 10));
+  const std::vector<int64_t> rows = {3, 17, 42};
+  absl::StatusOr<Dataset> some = LoadFashionMnistTrainingRows(dir_->path(), rows);
+  ASSERT_TRUE(some.ok()) << some.status();
+  EXPECT_EQ(some->rows(), 50);
+  EXPECT_EQ(some->stored_row_count(), 3);
+  EXPECT_EQ(some->pixels.size(), 3u * 20);
+  EXPECT_EQ(some->DataBytes(), 3u * 20 + 50 * sizeof(int32_t) + 3 * sizeof(int64_t));
+  EXPECT_TRUE(some->Holds({42, 3}));
+  EXPECT_FALSE(some->Holds({3, 4}));
+  EXPECT_FALSE(some->HoldsEveryRow());
+  const DataSplits whole = *LoadFashionMnist(dir_->path());
+  OwnedBatch from_some, from_whole;
+  GatherRows(*some, std::vector<int64_t>{42, 3, 17, 3}, from_some);
+  GatherRows(whole.train, std::vector<int64_t>{42, 3, 17, 3}, from_whole);
+  EXPECT_EQ(from_some.features, from_whole.features);
+  EXPECT_EQ(from_some.labels, from_whole.labels);
+  EXPECT_EQ(some->y, whole.train.y);
+
+  absl::StatusOr<Dataset> none = LoadFashionMnistTrainingRows(dir_->path(), {});
+  ASSERT_TRUE(none.ok()) << none.status();
+  EXPECT_EQ(none->stored_row_count(), 0);
+  EXPECT_EQ(none->DataBytes(), 50 * sizeof(int32_t));
+  EXPECT_EQ(LoadFashionMnistTrainingRows(dir_->path(), std::vector<int64_t>{50}).status().code(),
+            absl::StatusCode::kInvalidArgument);
+}
+
 TEST_F(IdxFileTest, LoadsBothSplitsWithPixelsInZeroToOne) {
   ASSERT_TRUE(WriteTinyFashionMnist(dir_->path(), 30, 20));
   absl::StatusOr<DataSplits> splits = LoadFashionMnist(dir_->path());
@@ -147,8 +241,18 @@ TEST_F(IdxFileTest, LoadsBothSplitsWithPixelsInZeroToOne) {
   EXPECT_EQ(splits->train.classes, 10);
   EXPECT_EQ(splits->train.class_names[9], "Ankle boot");
   for (int64_t i = 0; i < splits->train.rows(); ++i) EXPECT_EQ(splits->train.y[i], i % 10);
+  // Pixels are kept as bytes, a quarter of floats, every row of both splits.
+  EXPECT_TRUE(splits->train.x.empty());
+  EXPECT_EQ(splits->train.pixels.size(), 30u * 20);
+  EXPECT_EQ(splits->test.pixels.size(), 20u * 20);
+  EXPECT_EQ(splits->train.DataBytes(), 30u * 20 + 30 * sizeof(int32_t));
+  EXPECT_TRUE(splits->train.HoldsEveryRow());
+  std::vector<int64_t> every(30);
+  std::iota(every.begin(), every.end(), 0);
+  OwnedBatch batch;
+  GatherRows(splits->train, every, batch);
   float low = 1, high = 0;
-  for (float v : splits->train.x) {
+  for (float v : batch.features) {
     low = std::min(low, v);
     high = std::max(high, v);
   }
@@ -165,7 +269,10 @@ TEST_F(IdxFileTest, ExactPixelScale) {
   ASSERT_TRUE(WritePlainFile(Path("t10k-labels-idx1-ubyte"), IdxLabelsBytes({0})));
   absl::StatusOr<DataSplits> splits = LoadFashionMnist(dir_->path());
   ASSERT_TRUE(splits.ok()) << splits.status();
-  EXPECT_EQ(splits->train.x, (std::vector<float>{0.0f, 0.2f, 1.0f}));
+  EXPECT_EQ(splits->train.pixels, (std::vector<uint8_t>{0, 51, 255}));
+  OwnedBatch batch;
+  GatherRows(splits->train, std::vector<int64_t>{0}, batch);
+  EXPECT_EQ(batch.features, (std::vector<float>{0.0f, 0.2f, 1.0f}));
   EXPECT_EQ(splits->train.y, (std::vector<int32_t>{4}));
 }
 
