@@ -23,6 +23,7 @@
 #include "absl/strings/string_view.h"
 #include "absl/types/span.h"
 #include "common/optimizer.h"
+#include "common/wire_dtype.h"
 
 namespace ringside {
 
@@ -40,6 +41,9 @@ struct TrainingOptions {
   int64_t batch_size = 32;  // --batch_size (global: split across workers)
   OptimizerConfig optimizer = {OptimizerKind::kAdam, /*learning_rate=*/0.01f};
   uint64_t seed = 1;  // --seed: parameters, synthetic data, batch order
+  // --wire_dtype: the element type gradients travel in, in both modes (sums stay float32;
+  // docs/architecture.md, "Gradients on the wire"). The job's, so every member agrees.
+  WireDtype wire_dtype = WireDtype::kFp32;
   // --device: auto (CUDA when a device is present, else CPU), cpu or cuda[:i]; each member's own.
   std::string device = "auto";
 };

@@ -22,7 +22,8 @@ using testing::NonDefaultTrainingOptions;
 
 TEST(TrainingOptionsTest, TheSampleChangesEveryField) {
   const TrainingOptions defaults;
-  const auto& [model, activation, data, steps, eval_every, batch_size, optimizer, seed, device] =
+  const auto& [model, activation, data, steps, eval_every, batch_size, optimizer, seed, wire_dtype,
+         device] =
       NonDefaultTrainingOptions();
   EXPECT_NE(model, defaults.model);
   EXPECT_NE(activation, defaults.activation);
@@ -33,6 +34,7 @@ TEST(TrainingOptionsTest, TheSampleChangesEveryField) {
   EXPECT_NE(optimizer.kind, defaults.optimizer.kind);
   EXPECT_NE(optimizer.learning_rate, defaults.optimizer.learning_rate);
   EXPECT_NE(seed, defaults.seed);
+  EXPECT_NE(wire_dtype, defaults.wire_dtype);
   EXPECT_NE(device, defaults.device);
 }
 
@@ -69,6 +71,8 @@ TEST(TrainingOptionsTest, RowsRefuseValuesOutOfRangeOrOfAnotherType) {
             absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(FindTrainingOption("lr")->set(NAN, options).code(), absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(FindTrainingOption("optimizer")->set(std::string("lbfgs"), options).code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(FindTrainingOption("wire_dtype")->set(std::string("fp8"), options).code(),
             absl::StatusCode::kInvalidArgument);
   for (const TrainingOption& option : TrainingOptionTable()) {
     SCOPED_TRACE(option.name);

@@ -16,7 +16,8 @@ namespace ringside::testing {
 
 inline TrainingOptions NonDefaultTrainingOptions() {
   TrainingOptions options;
-  auto& [model, activation, data, steps, eval_every, batch_size, optimizer, seed, device] = options;
+  auto& [model, activation, data, steps, eval_every, batch_size, optimizer, seed, wire_dtype,
+         device] = options;
   model = "784,64,10";
   activation = "relu";
   data = "fashion-mnist:/data/fm";
@@ -27,6 +28,7 @@ inline TrainingOptions NonDefaultTrainingOptions() {
   optimizer.kind = OptimizerKind::kMomentum;
   optimizer.learning_rate = std::nextafter(0.1f, 1.0f);
   seed = 18446744073709551557u;  // beyond int64: the seed is unsigned all the way
+  wire_dtype = WireDtype::kBf16;
   device = "cuda:1";
   return options;
 }
@@ -34,7 +36,8 @@ inline TrainingOptions NonDefaultTrainingOptions() {
 // Every field of `actual` equals `expected`'s (the optimiser's fixed constants too).
 inline void ExpectSameTrainingOptions(const TrainingOptions& actual,
                                       const TrainingOptions& expected) {
-  const auto& [model, activation, data, steps, eval_every, batch_size, optimizer, seed, device] =
+  const auto& [model, activation, data, steps, eval_every, batch_size, optimizer, seed, wire_dtype,
+         device] =
       actual;
   EXPECT_EQ(model, expected.model);
   EXPECT_EQ(activation, expected.activation);
@@ -50,6 +53,7 @@ inline void ExpectSameTrainingOptions(const TrainingOptions& actual,
   EXPECT_EQ(beta2, expected.optimizer.beta2);
   EXPECT_EQ(epsilon, expected.optimizer.epsilon);
   EXPECT_EQ(seed, expected.seed);
+  EXPECT_EQ(wire_dtype, expected.wire_dtype);
   EXPECT_EQ(device, expected.device);
 }
 
