@@ -29,6 +29,8 @@ ABSL_FLAG(float, lr, kDefaults.optimizer.learning_rate, Help("lr"));
 ABSL_FLAG(std::string, optimizer, std::string(ringside::OptimizerName(kDefaults.optimizer.kind)),
           Help("optimizer"));
 ABSL_FLAG(uint64_t, seed, kDefaults.seed, Help("seed"));
+ABSL_FLAG(std::string, wire_dtype, std::string(ringside::WireDtypeName(kDefaults.wire_dtype)),
+          Help("wire_dtype"));
 ABSL_FLAG(std::string, device, kDefaults.device, Help("device"));
 
 namespace ringside {
