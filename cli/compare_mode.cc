@@ -147,7 +147,8 @@ void FillWireError(const std::vector<launch::Sample>& all, SyncMode mode, ModeRe
   for (const launch::Sample& s : all) {
     if (!s.labels.count("mode") || s.labels.at("mode") != label) continue;
     if (s.name == "ringside_wire_error_samples_total") {
-      report.wire_error_samples = std::max(report.wire_error_samples, static_cast<int64_t>(s.value));
+      report.wire_error_samples =
+          std::max(report.wire_error_samples, static_cast<int64_t>(s.value));
     }
   }
   if (report.wire_error_samples == 0) return;

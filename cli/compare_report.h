@@ -82,7 +82,7 @@ struct ScalingPoint {
   double efficiency = 0;
   double step_p50 = 0;
   std::optional<double> wire_relative_error;  // ModeReport's at this N: how it grows with N
-  PhaseSeconds phases;  // measured means
+  PhaseSeconds phases;                        // measured means
   // compute + sync + update means: what the model is compared with (samples/s is batch ÷ it).
   double step_mean = 0;
   // The model's step time at N: compute(N0)·N0/N + update(N0) + the busiest node's bytes at N ÷
@@ -153,10 +153,10 @@ struct JobConfig {
   std::string model, data, optimizer, device;
   int64_t parameters = 0, steps = 0, batch_size = 0;
   uint64_t seed = 0;
-  int element_bytes = 4;         // of the wire dtype: what the cost model multiplies counts by
+  int element_bytes = 4;            // of the wire dtype: what the cost model multiplies counts by
   std::string wire_dtype = "fp32";  // --wire_dtype: how gradients travel (sums in float32)
-  std::string link_rate = {};    // `ringside lab --link_rate` as given; empty on loopback
-  int64_t link_burst_bytes = 0;  // the lab shapers' tbf burst
+  std::string link_rate = {};       // `ringside lab --link_rate` as given; empty on loopback
+  int64_t link_burst_bytes = 0;     // the lab shapers' tbf burst
   // The data has a held-out test set (Fashion-MNIST): rank 0 evaluates on it every
   // `eval_every` steps, and `target_accuracy` (in (0, 1]) is the accuracy timed to.
   bool has_test_set = false;

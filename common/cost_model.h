@@ -61,8 +61,9 @@ uint64_t PsLargestShardIngress(uint64_t elements, int workers, int shards);
 // Elements in one direction of that node's link per step; 0 with no workers (or no shards, ps).
 uint64_t BusiestLinkElements(SyncMode mode, uint64_t elements, int workers, int shards);
 
-// BusiestLinkElements · `element_bytes` (WireBytesPerElement of the job's wire dtype) ÷ `bytes_per_second`: the cost model's sync time per
-// step at that rate (`bound_seconds_per_step`). 0 when the rate is not positive.
+// BusiestLinkElements · `element_bytes` (WireBytesPerElement of the job's wire dtype) ÷
+// `bytes_per_second`: the cost model's sync time per step at that rate (`bound_seconds_per_step`).
+// 0 when the rate is not positive.
 double SyncBoundSeconds(SyncMode mode, uint64_t elements, int workers, int shards,
                         int element_bytes, double bytes_per_second);
 

@@ -55,10 +55,10 @@ absl::Status RingAllreduce::CheckFinite(uint64_t collective, absl::Span<const fl
                                         size_t own_non_finite) const {
   const size_t non_finite = CountNonFinite(result);
   if (non_finite == 0) return absl::OkStatus();
-  return absl::InvalidArgumentError(absl::StrCat(
-      "the sum of collective ", collective, " has ", non_finite, " of ", result.size(),
-      " values NaN or infinite (this worker's own share had ", own_non_finite,
-      "): a NaN gradient, or a sum beyond the wire dtype's range; it is not used"));
+  return absl::InvalidArgumentError(
+      absl::StrCat("the sum of collective ", collective, " has ", non_finite, " of ", result.size(),
+                   " values NaN or infinite (this worker's own share had ", own_non_finite,
+                   "): a NaN gradient, or a sum beyond the wire dtype's range; it is not used"));
 }
 
 absl::Status RingAllreduce::RunSteps(uint64_t collective, absl::Span<float> buffer,
@@ -104,8 +104,8 @@ absl::Status RingAllreduce::RunSteps(uint64_t collective, absl::Span<float> buff
     // Scale the one chunk this rank owns before allgather: every rank then copies the same
     // scaled values, so all ranks end bit-identical. (Shares divided for fp16 make the sum the
     // average already.)
-    receipt.scale = owned && options.op == ReduceOp::kAverage &&
-                    WireShareDivisor(wire, topology.world) == 1.0f;
+    receipt.scale =
+        owned && options.op == ReduceOp::kAverage && WireShareDivisor(wire, topology.world) == 1.0f;
     receipt.round = owned && wire != WireDtype::kFp32;
     if (step + 1 < schedule.steps()) {
       receipt.forward = header_of(step + 1);
@@ -149,10 +149,10 @@ absl::Status RingAllreduce::ReceiveChunk(uint64_t collective, const ChunkReceipt
     ASSIGN_OR_RETURN(Segment segment, transport_.Receive(collective, deadline));
     const SegmentHeader& h = segment.header;
     if (h.total_elements != total_elements || h.dtype != dtype) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "the left neighbour reduces ", h.total_elements, " ", DTypeName(h.dtype),
-          " elements but this worker ", total_elements, " ", DTypeName(dtype),
-          ": every rank must pass the same buffer length and type (--wire_dtype)"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("the left neighbour reduces ", h.total_elements, " ", DTypeName(h.dtype),
+                       " elements but this worker ", total_elements, " ", DTypeName(dtype),
+                       ": every rank must pass the same buffer length and type (--wire_dtype)"));
     }
     const uint64_t count = segment.payload.size() / width;
     if (h.step != receipt.step || h.chunk != receipt.chunk || h.offset != offset ||

@@ -65,10 +65,10 @@ class RingAllreduce {
   struct ChunkReceipt {
     int step = 0;
     int chunk = 0;
-    bool reduce = false;  // add into the buffer (scatter-reduce) or copy (allgather)
+    bool reduce = false;                // add into the buffer (scatter-reduce) or copy (allgather)
     WireDtype wire = WireDtype::kFp32;  // how the segments' values travel
-    bool scale = false;   // kAverage: divide by the world size once final
-    bool round = false;   // 16-bit wire: round this rank's final chunk to what it forwards
+    bool scale = false;                 // kAverage: divide by the world size once final
+    bool round = false;  // 16-bit wire: round this rank's final chunk to what it forwards
     std::optional<SegmentHeader> forward;  // send each final segment on as this (next) step
   };
 

@@ -232,9 +232,9 @@ absl::Status ElasticTrainer::InstallPsSync(uint64_t generation, int world, int r
                    server::PsClient::Create(ps, job_->parameter_count(), &metrics_));
   server::PsClient* client = ps_client.get();
   sync_ = std::make_unique<SumThenUpdate>(
-      SyncMode::kPs,
-      KeepingSampledShares(
-          [client](int64_t step, absl::Span<float> g) { return client->Sum(step, g); }),
+      SyncMode::kPs, KeepingSampledShares([client](int64_t step, absl::Span<float> g) {
+        return client->Sum(step, g);
+      }),
       *optimizer_);
   absl::MutexLock lock(&ps_mu_);
   if (superseded_by_ > generation) ps_client->Cancel();

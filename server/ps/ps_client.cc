@@ -92,15 +92,15 @@ class PsClient::ShardCall final
     if (!ok) return;  // the reply is over; OnDone follows
     const uint64_t size = link_.range.size();
     const uint64_t count = reply_.payload().size() / width_;
-    const uint32_t dtype = reply_.dtype() == 0 ? static_cast<uint32_t>(DType::kFloat32)
-                                               : reply_.dtype();
+    const uint32_t dtype =
+        reply_.dtype() == 0 ? static_cast<uint32_t>(DType::kFloat32) : reply_.dtype();
     if (reply_.step() != step_ || reply_.range_elements() != size || reply_.offset() != received_ ||
         dtype != static_cast<uint32_t>(DTypeOfWire(wire_)) ||
         reply_.payload().size() % width_ != 0 || count > size - received_) {
       reply_error_ = absl::InternalError(absl::StrCat(
           "reply segment (step ", reply_.step(), ", offset ", reply_.offset(), ", ",
-          reply_.payload().size(), " bytes of dtype ", dtype,
-          ") does not continue the range at ", received_, " in ", WireDtypeName(wire_)));
+          reply_.payload().size(), " bytes of dtype ", dtype, ") does not continue the range at ",
+          received_, " in ", WireDtypeName(wire_)));
       context_.TryCancel();
       return;
     }

@@ -48,7 +48,7 @@ struct PsClientOptions {
   std::vector<std::string> keys;
   uint64_t segment_bytes = uint64_t{1} << 20;
   WireDtype wire_dtype = WireDtype::kFp32;  // the job's --wire_dtype
-  int workers = 1;  // in the generation: fp16's divisor (WireShareDivisor)
+  int workers = 1;                          // in the generation: fp16's divisor (WireShareDivisor)
   absl::Duration timeout = absl::Seconds(60);  // per step and shard
   TransportSecurity security;                  // of the channels to the shards
   // The ps_push fault point (worker/fault_injection.h); null: none. When set, the other shards'

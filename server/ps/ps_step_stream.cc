@@ -11,10 +11,10 @@
 #include "absl/synchronization/mutex.h"
 #include "common/auth.h"
 #include "common/cost_model.h"
-#include "common/wire_dtype.h"
 #include "common/grpc_util.h"
 #include "common/metrics.h"
 #include "common/reactor_writes.h"
+#include "common/wire_dtype.h"
 #include "server/ps/ps_refusals.h"
 #include "server/ps/ps_service.h"
 

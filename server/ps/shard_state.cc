@@ -155,9 +155,10 @@ absl::Status ShardState::AgreeOnDtypeLocked(int worker, WireDtype dtype) {
   if (!any_began) {
     dtype_ = dtype;
   } else if (dtype != dtype_) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "worker ", worker, " pushes step ", collecting_, " as ", WireDtypeName(dtype),
-        " but the others as ", WireDtypeName(dtype_), "; every member must use the job's --wire_dtype"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("worker ", worker, " pushes step ", collecting_, " as ", WireDtypeName(dtype),
+                     " but the others as ", WireDtypeName(dtype_),
+                     "; every member must use the job's --wire_dtype"));
   }
   return absl::OkStatus();
 }
@@ -314,7 +315,8 @@ void ShardState::Apply(const Segment& segment, const ApplyHook& hook) {
     gradient = scaled_;
   }
   // The piece lies within the range by construction, so the optimiser cannot refuse.
-  optimizer_.StepPiece(segment.begin, absl::MakeSpan(values_).subspan(segment.begin, count), gradient)
+  optimizer_
+      .StepPiece(segment.begin, absl::MakeSpan(values_).subspan(segment.begin, count), gradient)
       .IgnoreError();
   update_time_ += absl::Now() - start;
 }

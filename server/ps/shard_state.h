@@ -123,7 +123,8 @@ class ShardState {
 
   absl::Status BeginPush(uint64_t generation, int worker, uint64_t step, uint64_t range_elements,
                          WireDtype dtype = WireDtype::kFp32);
-  // Stores a segment (elements of the step's wire dtype); the one that completes a segment of every share hands it to the applier.
+  // Stores a segment (elements of the step's wire dtype); the one that completes a segment of every
+  // share hands it to the applier.
   absl::Status AddSegment(int worker, uint64_t step, uint64_t offset, absl::string_view payload);
   // The worker says its share is complete: INVALID_ARGUMENT unless every element has arrived.
   // OK for a step already complete here (every share of it was).
@@ -173,7 +174,7 @@ class ShardState {
     uint64_t step = 0;
     uint64_t begin = 0;
     uint64_t end = 0;
-    bool last = false;  // the step's last segment: every share is complete
+    bool last = false;                   // the step's last segment: every share is complete
     WireDtype dtype = WireDtype::kFp32;  // how the step's values travel
     std::shared_ptr<StepShares> shares;
     absl::Time first_push;  // last: first push begun
@@ -252,7 +253,7 @@ class ShardState {
   Optimizer optimizer_;
   std::vector<float> values_;
   std::shared_ptr<std::vector<float>> sum_;
-  std::vector<float> scaled_;  // fp16: a segment's sum times the worker count, for the optimiser
+  std::vector<float> scaled_;   // fp16: a segment's sum times the worker count, for the optimiser
   absl::Duration update_time_;  // this step's arithmetic so far
   // Points at a flag on the applier's stack while it runs callbacks: the destructor, run there
   // by a callback that dropped the last reference, sets it so the loop returns at once.

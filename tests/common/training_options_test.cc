@@ -23,8 +23,7 @@ using testing::NonDefaultTrainingOptions;
 TEST(TrainingOptionsTest, TheSampleChangesEveryField) {
   const TrainingOptions defaults;
   const auto& [model, activation, data, steps, eval_every, batch_size, optimizer, seed, wire_dtype,
-         device] =
-      NonDefaultTrainingOptions();
+               device] = NonDefaultTrainingOptions();
   EXPECT_NE(model, defaults.model);
   EXPECT_NE(activation, defaults.activation);
   EXPECT_NE(data, defaults.data);

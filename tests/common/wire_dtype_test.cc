@@ -6,8 +6,8 @@
 #include <cstdint>
 #include <cstring>
 #include <limits>
-#include <vector>
 #include <string>
+#include <vector>
 
 #include "gtest/gtest.h"
 
@@ -136,8 +136,7 @@ TEST(WireDtypeTest, MessageElementTypesMapBothWaysAndUnknownOnesAreRefused) {
     ASSERT_TRUE(back.ok()) << back.status();
     EXPECT_EQ(*back, dtype);
   }
-  EXPECT_EQ(WireDtypeOfDType(DType::kInvalid).status().code(),
-            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(WireDtypeOfDType(DType::kInvalid).status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(WireDtypeOfDType(static_cast<DType>(77)).status().code(),
             absl::StatusCode::kInvalidArgument);
 }
@@ -179,8 +178,8 @@ TEST(WireDtypeTest, RelativeL2ErrorAgainstTheExactSum) {
                    0.5 / 5.0);
   EXPECT_EQ(RelativeL2Error(std::vector<float>{}, std::vector<float>{}), 0.0);
   EXPECT_TRUE(std::isinf(RelativeL2Error(std::vector<float>{1}, std::vector<float>{0})));
-  EXPECT_TRUE(std::isnan(RelativeL2Error(std::vector<float>{std::nanf("")},
-                                         std::vector<float>{1})));
+  EXPECT_TRUE(
+      std::isnan(RelativeL2Error(std::vector<float>{std::nanf("")}, std::vector<float>{1})));
 }
 
 }  // namespace

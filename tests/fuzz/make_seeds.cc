@@ -95,9 +95,9 @@ void RingSeeds() {
   const std::string no_dtype = message.SerializeAsString();
   FuzzWriter raw;
   raw.Byte(0).Byte(1).Byte(8).Byte(31);  // world 2, rank 1: left neighbour 0
-  for (const std::string& bytes : {codec, with_unknown, codec.substr(0, codec.size() - 3),
-                                   std::string("\x08\x01\x00", 3), no_dtype, fp16_codec,
-                                   bf16_codec}) {
+  for (const std::string& bytes :
+       {codec, with_unknown, codec.substr(0, codec.size() - 3), std::string("\x08\x01\x00", 3),
+        no_dtype, fp16_codec, bf16_codec}) {
     raw.Byte(op::kRawMessage).Uint(bytes.size(), 2).Bytes(bytes).Byte(5).Byte(11);
     raw.Byte(op::kNext);
   }

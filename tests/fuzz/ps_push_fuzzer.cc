@@ -50,7 +50,7 @@ struct Model {
   bool closed = false;
   std::vector<Share> shares;
   std::vector<std::vector<float>> sums;  // of the steps completed here, in order
-  WireDtype dtype = WireDtype::kFp32;      // of the step collected: its first push's
+  WireDtype dtype = WireDtype::kFp32;    // of the step collected: its first push's
 
   bool ValidWorker(int worker) const { return worker >= 0 && worker < workers; }
 

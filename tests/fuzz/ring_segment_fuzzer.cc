@@ -109,8 +109,8 @@ struct Sender {
     const uint64_t chunk_size = ring::ChunkRanges(total_elements, topology.world)[chunk].size();
     const uint64_t elements = std::min(max_elements, chunk_size - offset);
     Segment segment;
-    segment.header = SegmentHeader{generation, collective,     left,  step, chunk, offset,
-                                   total_elements, dtype, false};
+    segment.header = SegmentHeader{generation, collective,     left,  step, chunk,
+                                   offset,     total_elements, dtype, false};
     segment.payload = ring::SegmentPayload(std::string(elements * ElementSize(dtype), '\x3f'));
     if (advance) {
       offset += elements;

@@ -37,8 +37,7 @@ inline TrainingOptions NonDefaultTrainingOptions() {
 inline void ExpectSameTrainingOptions(const TrainingOptions& actual,
                                       const TrainingOptions& expected) {
   const auto& [model, activation, data, steps, eval_every, batch_size, optimizer, seed, wire_dtype,
-         device] =
-      actual;
+               device] = actual;
   EXPECT_EQ(model, expected.model);
   EXPECT_EQ(activation, expected.activation);
   EXPECT_EQ(data, expected.data);

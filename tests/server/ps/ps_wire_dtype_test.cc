@@ -183,8 +183,8 @@ TEST_F(PsWireDtypeTest, Fp16SumsBeyond65504AreGuardedByDividingByN) {
   }
   const OptimizerConfig sgd{OptimizerKind::kSgd, 1e-6f};
   StartShards(kWorkers, sgd, std::vector<float>(kParameters, 0.0f));
-  const Workers run = RunWorkers(WireDtype::kFp16, sgd, std::vector<float>(kParameters, 0.0f),
-                                 gradients);
+  const Workers run =
+      RunWorkers(WireDtype::kFp16, sgd, std::vector<float>(kParameters, 0.0f), gradients);
   for (int w = 0; w < kWorkers; ++w) ASSERT_TRUE(run.statuses[w].ok()) << run.statuses[w];
   for (uint64_t i = 0; i < kParameters; ++i) {
     const double exact = 4.0 * gradients[0][0][i];
