@@ -81,9 +81,11 @@ void RingSeeds() {
   const std::string codec = Flat(encoded);
   ring::SegmentHeader half_header = header;
   half_header.dtype = DType::kFloat16;
-  const std::string fp16_codec = Flat(ring::EncodeSegment(half_header, std::string(8, '\x01')));
+  grpc::ByteBuffer fp16_encoded = ring::EncodeSegment(half_header, std::string(8, '\x01'));
+  const std::string fp16_codec = Flat(fp16_encoded);
   half_header.dtype = DType::kBFloat16;
-  const std::string bf16_codec = Flat(ring::EncodeSegment(half_header, std::string(8, '\x01')));
+  grpc::ByteBuffer bf16_encoded = ring::EncodeSegment(half_header, std::string(8, '\x01'));
+  const std::string bf16_codec = Flat(bf16_encoded);
   proto::RingSegment message;
   message.set_generation(1);
   message.set_collective(1);
