@@ -39,6 +39,8 @@ absl::StatusOr<JobConfig> JobConfigOf(const TrainingOptions& job, ClusterShape s
   config.steps = job.steps;
   config.batch_size = job.batch_size;
   config.seed = job.seed;
+  config.wire_dtype = std::string(WireDtypeName(job.wire_dtype));
+  config.element_bytes = static_cast<int>(WireBytesPerElement(job.wire_dtype));
   const absl::StatusOr<worker::DataSpec> data = worker::ParseDataSpec(job.data);
   config.has_test_set = data.ok() && data->kind == worker::DataSpec::Kind::kFashionMnist;
   config.eval_every = job.eval_every;

@@ -22,6 +22,7 @@ json ConfigJson(const JobConfig& c) {
               {"batch_size", c.batch_size},
               {"seed", c.seed},
               {"element_bytes", c.element_bytes},
+              {"wire_dtype", c.wire_dtype},
               {"test_set", c.has_test_set},
               {"eval_every", c.eval_every},
               {"target_accuracy", c.target_accuracy},
@@ -91,6 +92,9 @@ json ModeJson(const ModeReport& m) {
       {"processes", ProcessesJson(m.processes)},
       {"process_failures", ProcessFailuresJson(m.process_failures)},
       {"sync_seconds", {{"p50", m.sync_p50}, {"min", m.sync_min}}},
+      {"wire_relative_error",
+       m.wire_relative_error.has_value() ? json(*m.wire_relative_error) : json(nullptr)},
+      {"wire_error_samples", m.wire_error_samples},
   };
   // ringside lab: the cost model's sync time at the link rate, and how far above it the
   // measured median is (1.0: the link is used at its full rate).
@@ -125,6 +129,8 @@ json ScalingJson(const std::vector<ScalingPoint>& points) {
          {"samples_per_second", p.samples_per_second},
          {"efficiency", p.efficiency},
          {"step_seconds_p50", p.step_p50},
+         {"wire_relative_error",
+          p.wire_relative_error.has_value() ? json(*p.wire_relative_error) : json(nullptr)},
          {"step_seconds_mean", p.step_mean},
          {"phase_seconds", PhasesJson(p.phases)},
          {"model",

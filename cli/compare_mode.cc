@@ -141,6 +141,26 @@ void FillPhases(const std::vector<launch::Sample>& all, SyncMode mode, ModeRepor
   }
 }
 
+// The wire dtype's sampled error (ring/wire_error.h): the largest any worker saw in `mode`.
+void FillWireError(const std::vector<launch::Sample>& all, SyncMode mode, ModeReport& report) {
+  const std::string label(SyncModeName(mode));
+  for (const launch::Sample& s : all) {
+    if (!s.labels.count("mode") || s.labels.at("mode") != label) continue;
+    if (s.name == "ringside_wire_error_samples_total") {
+      report.wire_error_samples =
+          std::max(report.wire_error_samples, static_cast<int64_t>(s.value));
+    }
+  }
+  if (report.wire_error_samples == 0) return;
+  for (const launch::Sample& s : all) {
+    if (s.name != "ringside_wire_relative_error" || !s.labels.count("mode") ||
+        s.labels.at("mode") != label) {
+      continue;
+    }
+    report.wire_relative_error = std::max(report.wire_relative_error.value_or(0), s.value);
+  }
+}
+
 // Fills the traffic figures of `report` from every running process's /metrics.
 absl::Status MeasureTraffic(LocalCluster& cluster, SyncMode mode, const JobConfig& config,
                             ModeReport& report) {
@@ -153,6 +173,7 @@ absl::Status MeasureTraffic(LocalCluster& cluster, SyncMode mode, const JobConfi
   }
   FillLinks(all, mode, config, report);
   FillPhases(all, mode, report);
+  FillWireError(all, mode, report);
   return absl::OkStatus();
 }
 

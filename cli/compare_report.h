@@ -81,7 +81,8 @@ struct ScalingPoint {
   // completed.
   double efficiency = 0;
   double step_p50 = 0;
-  PhaseSeconds phases;  // measured means
+  std::optional<double> wire_relative_error;  // ModeReport's at this N: how it grows with N
+  PhaseSeconds phases;                        // measured means
   // compute + sync + update means: what the model is compared with (samples/s is batch ÷ it).
   double step_mean = 0;
   // The model's step time at N: compute(N0)·N0/N + update(N0) + the busiest node's bytes at N ÷
@@ -112,6 +113,11 @@ struct ModeReport {
   double sync_share = 0;  // sync / (compute + sync + update)
   double samples_per_second = 0;
   double final_loss = 0, accuracy = 0;  // accuracy in [0, 1]
+  // A 16-bit wire dtype's error (ring/wire_error.h): the largest relative L2 error of a sampled
+  // step's synchronised gradient against the exact float32 sum of the same shares, over every
+  // worker; unset when nothing was sampled (fp32 on the wire, or no ring to sum on).
+  std::optional<double> wire_relative_error;
+  int64_t wire_error_samples = 0;  // steps sampled (worker-0's count)
   std::vector<LinkTraffic> links;
   int final_world = 0;              // workers at the end (fewer if one was lost)
   std::vector<std::string> events;  // e.g. "worker-3 exited (killed) at ~step 40; continued..."
@@ -147,9 +153,10 @@ struct JobConfig {
   std::string model, data, optimizer, device;
   int64_t parameters = 0, steps = 0, batch_size = 0;
   uint64_t seed = 0;
-  int element_bytes = 4;         // float32: what the cost model multiplies element counts by
-  std::string link_rate = {};    // `ringside lab --link_rate` as given; empty on loopback
-  int64_t link_burst_bytes = 0;  // the lab shapers' tbf burst
+  int element_bytes = 4;            // of the wire dtype: what the cost model multiplies counts by
+  std::string wire_dtype = "fp32";  // --wire_dtype: how gradients travel (sums in float32)
+  std::string link_rate = {};       // `ringside lab --link_rate` as given; empty on loopback
+  int64_t link_burst_bytes = 0;     // the lab shapers' tbf burst
   // The data has a held-out test set (Fashion-MNIST): rank 0 evaluates on it every
   // `eval_every` steps, and `target_accuracy` (in (0, 1]) is the accuracy timed to.
   bool has_test_set = false;

@@ -60,6 +60,14 @@ TableRow Row(const JobComparison& job, std::string label, F value) {
   return row;
 }
 
+// The sampled relative error of the synchronised gradient against the exact float32 sum.
+std::string WireErrorText(const JobConfig& c, const ModeReport& m) {
+  if (c.wire_dtype == "fp32") return "exact (fp32)";
+  if (!m.wire_relative_error.has_value()) return "not measured";
+  return absl::StrCat(absl::StrFormat("%.2e", *m.wire_relative_error), " (max of ",
+                      m.wire_error_samples, " steps)");
+}
+
 // The largest peak resident memory among the processes whose name starts with `prefix`.
 int64_t LargestPeak(const ModeReport& mode, absl::string_view prefix) {
   int64_t largest = 0;
@@ -159,6 +167,8 @@ std::vector<TableRow> ComparisonRows(const JobComparison& job) {
   rows.push_back(Row(job, "compute/sync/update",
                      [](const ModeReport& m) { return PhaseBreakdown(m.phases); }));
   rows.push_back(Row(job, "sync share", [](const ModeReport& m) { return Percent(m.sync_share); }));
+  rows.push_back(Row(job, "gradient error (" + c.wire_dtype + " wire)",
+                     [&](const ModeReport& m) { return WireErrorText(c, m); }));
   if (!c.link_rate.empty()) {  // ringside lab: the measured sync against the links' bound
     rows.push_back(Row(job, "sync p50 (measured)",
                        [](const ModeReport& m) { return HumanSeconds(m.sync_p50); }));

@@ -23,6 +23,7 @@ ScalingPoint PointOf(const ModeReport& report, ClusterShape shape) {
   point.completed = report.completed && report.samples_per_second > 0;
   point.samples_per_second = report.samples_per_second;
   point.step_p50 = report.step_p50;
+  point.wire_relative_error = report.wire_relative_error;
   point.phases = report.phases;
   point.step_mean = report.phases.compute + report.phases.sync + report.phases.update;
   return point;

@@ -15,6 +15,14 @@ uint64_t PsElementsPerShardLink(uint64_t elements, int shards, int shard) {
   return EvenRanges(elements, shards)[shard].size();
 }
 
+uint64_t RingBytesSentByRank(uint64_t elements, int world, int rank, WireDtype dtype) {
+  return RingElementsSentByRank(elements, world, rank) * WireBytesPerElement(dtype);
+}
+
+uint64_t PsBytesPerShardLink(uint64_t elements, int shards, int shard, WireDtype dtype) {
+  return PsElementsPerShardLink(elements, shards, shard) * WireBytesPerElement(dtype);
+}
+
 BusiestNode RingBusiestNode(uint64_t elements, int world) {
   int busiest_sender = 0;
   uint64_t most = 0;

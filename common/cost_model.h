@@ -15,6 +15,7 @@
 #include <string>
 
 #include "common/metrics.h"
+#include "common/wire_dtype.h"
 
 namespace ringside {
 
@@ -24,6 +25,11 @@ uint64_t RingElementsSentByRank(uint64_t elements, int world, int rank);
 
 // Elements worker -> shard `shard` (and back) carry per step with `shards` shards.
 uint64_t PsElementsPerShardLink(uint64_t elements, int shards, int shard);
+
+// The same links in bytes, for gradients travelling as `dtype` (--wire_dtype): every element
+// takes WireBytesPerElement(dtype) bytes, so fp16 and bf16 halve every link's payload exactly.
+uint64_t RingBytesSentByRank(uint64_t elements, int world, int rank, WireDtype dtype);
+uint64_t PsBytesPerShardLink(uint64_t elements, int shards, int shard, WireDtype dtype);
 
 // The node with the most payload arriving per step: the one prediction the compare table, the
 // HTML report and `ringside-bench ps` quote.
@@ -55,8 +61,9 @@ uint64_t PsLargestShardIngress(uint64_t elements, int workers, int shards);
 // Elements in one direction of that node's link per step; 0 with no workers (or no shards, ps).
 uint64_t BusiestLinkElements(SyncMode mode, uint64_t elements, int workers, int shards);
 
-// BusiestLinkElements · `element_bytes` ÷ `bytes_per_second`: the cost model's sync time per
-// step at that rate (`bound_seconds_per_step`). 0 when the rate is not positive.
+// BusiestLinkElements · `element_bytes` (WireBytesPerElement of the job's wire dtype) ÷
+// `bytes_per_second`: the cost model's sync time per step at that rate (`bound_seconds_per_step`).
+// 0 when the rate is not positive.
 double SyncBoundSeconds(SyncMode mode, uint64_t elements, int workers, int shards,
                         int element_bytes, double bytes_per_second);
 

@@ -133,7 +133,35 @@ Metrics::Metrics(std::shared_ptr<prometheus::Registry> registry)
       checkpoints_(BuildCounter()
                        .Name("ringside_checkpoints_total")
                        .Help("Checkpoints uploaded (worker), written or restored (controller).")
-                       .Register(*registry_)) {}
+                       .Register(*registry_)),
+      wire_dtype_info_(BuildGauge()
+                           .Name("ringside_wire_dtype_info")
+                           .Help("1 for the element type gradients travel in (--wire_dtype), "
+                                 "0 for the others.")
+                           .Register(*registry_)),
+      wire_relative_error_(BuildGauge()
+                               .Name("ringside_wire_relative_error")
+                               .Help("Largest relative L2 error of a sampled step's synchronised "
+                                     "gradient against the exact float32 sum of the same shares.")
+                               .Register(*registry_)),
+      wire_error_samples_(BuildCounter()
+                              .Name("ringside_wire_error_samples_total")
+                              .Help("Steps whose wire error was measured.")
+                              .Register(*registry_)) {}
+
+void Metrics::ExportWireDtype(WireDtype dtype) {
+  for (WireDtype each : {WireDtype::kFp32, WireDtype::kFp16, WireDtype::kBf16}) {
+    wire_dtype_info_.Add({{"dtype", std::string(WireDtypeName(each))}}).Set(each == dtype ? 1 : 0);
+  }
+}
+
+prometheus::Gauge& Metrics::WireRelativeError(SyncMode mode) {
+  return wire_relative_error_.Add({{"mode", std::string(SyncModeName(mode))}});
+}
+
+prometheus::Counter& Metrics::WireErrorSamples(SyncMode mode) {
+  return wire_error_samples_.Add({{"mode", std::string(SyncModeName(mode))}});
+}
 
 prometheus::Counter& Metrics::CheckpointBytes(absl::string_view what) {
   return checkpoint_bytes_.Add({{"what", std::string(what)}});

@@ -15,6 +15,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "common/wire_dtype.h"
 #include "prometheus/counter.h"
 #include "prometheus/exposer.h"
 #include "prometheus/family.h"
@@ -85,6 +86,14 @@ class Metrics {
   // (`what` = "uploaded" | "written" | "restored"), and how many.
   prometheus::Counter& CheckpointBytes(absl::string_view what);
   prometheus::Counter& Checkpoints(absl::string_view what);
+  // The wire dtype (common/wire_dtype.h): ringside_wire_dtype_info{dtype} 1 for `dtype`, 0 for
+  // the others.
+  void ExportWireDtype(WireDtype dtype);
+  // ringside_wire_relative_error{mode}: the largest relative error of a sampled step's
+  // synchronised gradient (ring/wire_error.h); ringside_wire_error_samples_total{mode}: how many
+  // steps were sampled.
+  prometheus::Gauge& WireRelativeError(SyncMode mode);
+  prometheus::Counter& WireErrorSamples(SyncMode mode);
 
   const std::shared_ptr<prometheus::Registry>& registry() const { return registry_; }
 
@@ -106,6 +115,9 @@ class Metrics {
   prometheus::Family<prometheus::Histogram>& ps_update_staleness_;
   prometheus::Family<prometheus::Counter>& checkpoint_bytes_;
   prometheus::Family<prometheus::Counter>& checkpoints_;
+  prometheus::Family<prometheus::Gauge>& wire_dtype_info_;
+  prometheus::Family<prometheus::Gauge>& wire_relative_error_;
+  prometheus::Family<prometheus::Counter>& wire_error_samples_;
 };
 
 // Serves a registry as Prometheus text at http://HOST:PORT/metrics. Owns the HTTP server.

@@ -77,6 +77,12 @@ absl::Status SetStraggler(const Value& value, TrainingOptions& options) {
   return absl::OkStatus();
 }
 
+absl::Status SetWireDtype(const Value& value, TrainingOptions& options) {
+  ASSIGN_OR_RETURN(const std::string name, ValueAs<std::string>(value));
+  ASSIGN_OR_RETURN(options.wire_dtype, ParseWireDtype(name));
+  return absl::OkStatus();
+}
+
 // The rows. Help texts are what the flags' --help has always said.
 constexpr TrainingOption kTable[] = {
     {"model", Scope::kJob, "MLP layer sizes, Spark ML style (inputs,...,classes)",
@@ -124,6 +130,10 @@ constexpr TrainingOption kTable[] = {
      "worker-N:F makes the worker of rank N compute F times slower (benchmarks); empty: none",
      [](const TrainingOptions& o) -> Value { return StragglerText(o.straggler); }, &SetStraggler,
      /*zero_means_unset=*/true},
+    {"wire_dtype", Scope::kJob,
+     "element type of gradients on the wire, both modes: fp32, fp16 or bf16 (sums in fp32)",
+     [](const TrainingOptions& o) -> Value { return std::string(WireDtypeName(o.wire_dtype)); },
+     &SetWireDtype, /*zero_means_unset=*/true},
     {"device", Scope::kMember, "auto, cpu or cuda[:i]",
      [](const TrainingOptions& o) -> Value { return o.device; },
      [](const Value& v, TrainingOptions& o) { return Store(v, o.device); }},

@@ -24,6 +24,7 @@
 #include "absl/strings/string_view.h"
 #include "absl/types/span.h"
 #include "common/optimizer.h"
+#include "common/wire_dtype.h"
 
 namespace ringside {
 
@@ -63,6 +64,9 @@ struct TrainingOptions {
   // pushes are in; later pushes of that step are dropped (counted), never applied.
   int64_t backup_workers = 0;
   Straggler straggler;  // --straggler
+  // --wire_dtype: the element type gradients travel in, in both modes (sums stay float32;
+  // docs/architecture.md, "Gradients on the wire"). The job's, so every member agrees.
+  WireDtype wire_dtype = WireDtype::kFp32;
   // --device: auto (CUDA when a device is present, else CPU), cpu or cuda[:i]; each member's own.
   std::string device = "auto";
 };

@@ -1,7 +1,11 @@
 #include "common/wire_dtype.h"
 
+#include <cassert>
 #include <cmath>
 #include <cstring>
+#include <limits>
+
+#include "absl/strings/str_cat.h"
 
 namespace ringside {
 namespace {
@@ -150,6 +154,73 @@ void DecodeAddWire(WireDtype dtype, const char* wire, absl::Span<float> sum) {
       for (size_t i = 0; i < sum.size(); ++i) sum[i] += Bf16ToFloat(Load16(wire, i));
       return;
   }
+}
+
+DType DTypeOfWire(WireDtype dtype) {
+  switch (dtype) {
+    case WireDtype::kFp16:
+      return DType::kFloat16;
+    case WireDtype::kBf16:
+      return DType::kBFloat16;
+    case WireDtype::kFp32:
+      break;
+  }
+  return DType::kFloat32;
+}
+
+absl::StatusOr<WireDtype> WireDtypeOfDType(DType dtype) {
+  switch (dtype) {
+    case DType::kFloat32:
+      return WireDtype::kFp32;
+    case DType::kFloat16:
+      return WireDtype::kFp16;
+    case DType::kBFloat16:
+      return WireDtype::kBf16;
+    default:
+      break;
+  }
+  return absl::InvalidArgumentError(absl::StrCat("element type ", static_cast<uint32_t>(dtype),
+                                                 " is not float32, float16 or bfloat16"));
+}
+
+float WireShareDivisor(WireDtype dtype, int workers) {
+  return dtype == WireDtype::kFp16 && workers > 1 ? static_cast<float>(workers) : 1.0f;
+}
+
+void DivideShare(absl::Span<float> values, float divisor) {
+  if (divisor == 1.0f) return;
+  for (float& value : values) value /= divisor;
+}
+
+void MultiplySum(absl::Span<float> values, float multiplier) {
+  if (multiplier == 1.0f) return;
+  for (float& value : values) value *= multiplier;
+}
+
+void RoundToWire(WireDtype dtype, absl::Span<float> values) {
+  switch (dtype) {
+    case WireDtype::kFp16:
+      for (float& value : values) value = Fp16ToFloat(FloatToFp16(value));
+      return;
+    case WireDtype::kBf16:
+      for (float& value : values) value = Bf16ToFloat(FloatToBf16(value));
+      return;
+    case WireDtype::kFp32:
+      return;
+  }
+}
+
+double RelativeL2Error(absl::Span<const float> got, absl::Span<const float> exact) {
+  assert(got.size() == exact.size());
+  double error = 0, norm = 0;
+  for (size_t i = 0; i < exact.size(); ++i) {
+    const double difference = static_cast<double>(got[i]) - exact[i];
+    error += difference * difference;
+    norm += static_cast<double>(exact[i]) * exact[i];
+  }
+  if (error == 0) return 0;
+  if (norm == 0) return std::numeric_limits<double>::infinity();
+  return std::sqrt(error / norm);
 }
 
 size_t CountNonFinite(absl::Span<const float> values) {

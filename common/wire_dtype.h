@@ -18,6 +18,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "absl/types/span.h"
+#include "common/dtype.h"
 
 namespace ringside {
 
@@ -40,6 +41,30 @@ void EncodeWire(WireDtype dtype, absl::Span<const float> values, char* wire);
 void DecodeWire(WireDtype dtype, const char* wire, absl::Span<float> out);
 // `wire` decoded and added to `sum`, in float32: a ring hop's reduction, a shard's sum.
 void DecodeAddWire(WireDtype dtype, const char* wire, absl::Span<float> sum);
+
+// The element type a message names for values in `dtype` (a ring segment's, a push's `dtype`),
+// and back: INVALID_ARGUMENT for a type that is not a wire dtype (DType::kInvalid, or a value
+// read from the network that names none).
+DType DTypeOfWire(WireDtype dtype);
+absl::StatusOr<WireDtype> WireDtypeOfDType(DType dtype);
+
+// The guard against fp16 overflow (fp16's largest finite value is 65504): with N workers each
+// share is divided by N before it is encoded and the decoded sum multiplied by N again (as
+// DDP's fp16 compress hook divides by the world size), so every value on the wire, partial sums
+// included, is at most the largest share's magnitude. N for fp16; 1 for fp32 and bf16, which
+// have float32's range (and so no extra rounding, nor any change to fp32's bits).
+float WireShareDivisor(WireDtype dtype, int workers);
+// values[i] /= divisor, and values[i] *= multiplier: nothing when the factor is 1.
+void DivideShare(absl::Span<float> values, float divisor);
+void MultiplySum(absl::Span<float> values, float multiplier);
+
+// Rounds `values` in place to what `dtype` carries (decode(encode(v))); nothing for fp32. A
+// rank that keeps a value it also sends rounds its own copy, so it holds what the others decode.
+void RoundToWire(WireDtype dtype, absl::Span<float> values);
+
+// ||got - exact||_2 / ||exact||_2 in double (0 when both are zero; infinity when only `exact`
+// is). The sizes must agree (a broken invariant otherwise).
+double RelativeL2Error(absl::Span<const float> got, absl::Span<const float> exact);
 
 // How many of `values` are NaN or infinite: a gradient with any is reported, never summed into
 // the model silently.

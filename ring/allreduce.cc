@@ -27,11 +27,22 @@ absl::Status RingAllreduce::Run(uint64_t collective, absl::Span<float> buffer,
   const absl::Time deadline = absl::Now() + options.timeout;
   transport_.BeginCollective(collective);
   counting_ = options.control ? LinkSendMetrics{} : metrics_;
+  const WireDtype wire = options.wire_dtype;
   if (counting_.expected_bytes != nullptr) {
     counting_.expected_bytes->Increment(static_cast<double>(
-        RingElementsSentByRank(buffer.size(), topology.world, topology.rank) * kElementBytes));
+        RingBytesSentByRank(buffer.size(), topology.world, topology.rank, wire)));
   }
+  // fp16's guard against overflow: every rank divides its share by N and multiplies the result
+  // back, the same arithmetic on the same bits everywhere (fp32 and bf16: nothing at all).
+  const float divisor = WireShareDivisor(wire, topology.world);
+  const size_t own_non_finite = wire == WireDtype::kFp32 ? 0 : CountNonFinite(buffer);
+  DivideShare(buffer, divisor);
   absl::Status status = RunSteps(collective, buffer, options, deadline);
+  if (status.ok() && wire != WireDtype::kFp32) {
+    // kAverage over divided shares is the average already.
+    MultiplySum(buffer, options.op == ReduceOp::kSum ? divisor : 1.0f);
+    status = CheckFinite(collective, buffer, own_non_finite);
+  }
   if (!status.ok()) {
     transport_.AbandonCollective(status);
     return Annotate(status,
@@ -40,12 +51,24 @@ absl::Status RingAllreduce::Run(uint64_t collective, absl::Span<float> buffer,
   return absl::OkStatus();
 }
 
+absl::Status RingAllreduce::CheckFinite(uint64_t collective, absl::Span<const float> result,
+                                        size_t own_non_finite) const {
+  const size_t non_finite = CountNonFinite(result);
+  if (non_finite == 0) return absl::OkStatus();
+  return absl::InvalidArgumentError(
+      absl::StrCat("the sum of collective ", collective, " has ", non_finite, " of ", result.size(),
+                   " values NaN or infinite (this worker's own share had ", own_non_finite,
+                   "): a NaN gradient, or a sum beyond the wire dtype's range; it is not used"));
+}
+
 absl::Status RingAllreduce::RunSteps(uint64_t collective, absl::Span<float> buffer,
                                      const AllreduceOptions& options, absl::Time deadline) {
   const RingTopology& topology = transport_.topology();
   const RingSchedule schedule(topology.world, topology.rank);
   const auto chunks = ChunkRanges(buffer.size(), topology.world);
-  const uint64_t segment_elements = std::max<uint64_t>(1, options.segment_bytes / kElementBytes);
+  const WireDtype wire = options.wire_dtype;
+  const uint64_t segment_elements =
+      std::max<uint64_t>(1, options.segment_bytes / WireBytesPerElement(wire));
   auto header_of = [&](int step) {
     SegmentHeader header;
     header.generation = topology.generation;
@@ -54,7 +77,7 @@ absl::Status RingAllreduce::RunSteps(uint64_t collective, absl::Span<float> buff
     header.step = step;
     header.chunk = schedule.Step(step).send_chunk;
     header.total_elements = buffer.size();
-    header.dtype = DType::kFloat32;
+    header.dtype = DTypeOfWire(wire);
     header.control = options.control;
     return header;
   };
@@ -66,7 +89,7 @@ absl::Status RingAllreduce::RunSteps(uint64_t collective, absl::Span<float> buff
   const absl::Span<float> first_chunk = ChunkOf(buffer, chunks[first.chunk]);
   do {
     const uint64_t count = std::min<uint64_t>(segment_elements, first_chunk.size() - offset);
-    RETURN_IF_ERROR(SendSegment(first, offset, first_chunk.subspan(offset, count)));
+    RETURN_IF_ERROR(SendSegment(first, offset, first_chunk.subspan(offset, count), wire));
     offset += count;
   } while (offset < first_chunk.size());
 
@@ -76,9 +99,14 @@ absl::Status RingAllreduce::RunSteps(uint64_t collective, absl::Span<float> buff
     receipt.step = step;
     receipt.chunk = plan.receive_chunk;
     receipt.reduce = plan.reduce;
+    receipt.wire = wire;
+    const bool owned = step == topology.world - 2;  // the chunk this rank completes
     // Scale the one chunk this rank owns before allgather: every rank then copies the same
-    // scaled values, so all ranks end bit-identical.
-    receipt.scale = step == topology.world - 2 && options.op == ReduceOp::kAverage;
+    // scaled values, so all ranks end bit-identical. (Shares divided for fp16 make the sum the
+    // average already.)
+    receipt.scale =
+        owned && options.op == ReduceOp::kAverage && WireShareDivisor(wire, topology.world) == 1.0f;
+    receipt.round = owned && wire != WireDtype::kFp32;
     if (step + 1 < schedule.steps()) {
       receipt.forward = header_of(step + 1);
       if (receipt.forward->chunk != plan.receive_chunk) {
@@ -92,13 +120,20 @@ absl::Status RingAllreduce::RunSteps(uint64_t collective, absl::Span<float> buff
 }
 
 absl::Status RingAllreduce::SendSegment(const SegmentHeader& header, uint64_t offset,
-                                        absl::Span<const float> values) {
+                                        absl::Span<const float> values, WireDtype dtype) {
   SegmentHeader segment_header = header;
   segment_header.offset = offset;
-  const char* bytes = reinterpret_cast<const char*>(values.data());
-  RETURN_IF_ERROR(
-      transport_.Send(segment_header, absl::MakeConstSpan(bytes, values.size() * kElementBytes)));
-  if (counting_.bytes != nullptr) counting_.bytes->Increment(values.size() * kElementBytes);
+  absl::Span<const char> payload;
+  if (dtype == WireDtype::kFp32) {
+    payload = absl::MakeConstSpan(reinterpret_cast<const char*>(values.data()),
+                                  values.size() * kElementBytes);
+  } else {
+    encoded_.resize(values.size() * WireBytesPerElement(dtype));
+    EncodeWire(dtype, values, encoded_.data());
+    payload = encoded_;
+  }
+  RETURN_IF_ERROR(transport_.Send(segment_header, payload));
+  if (counting_.bytes != nullptr) counting_.bytes->Increment(static_cast<double>(payload.size()));
   if (counting_.messages != nullptr) counting_.messages->Increment();
   return absl::OkStatus();
 }
@@ -107,18 +142,19 @@ absl::Status RingAllreduce::ReceiveChunk(uint64_t collective, const ChunkReceipt
                                          uint64_t total_elements, absl::Span<float> chunk,
                                          absl::Time deadline) {
   const int world = transport_.topology().world;
+  const DType dtype = DTypeOfWire(receipt.wire);
+  const size_t width = WireBytesPerElement(receipt.wire);
   uint64_t offset = 0;
   do {
     ASSIGN_OR_RETURN(Segment segment, transport_.Receive(collective, deadline));
     const SegmentHeader& h = segment.header;
-    if (h.total_elements != total_elements || h.dtype != DType::kFloat32) {
-      return absl::InvalidArgumentError(absl::StrCat("the left neighbour reduces ",
-                                                     h.total_elements, " ", DTypeName(h.dtype),
-                                                     " elements but this worker ", total_elements,
-                                                     " float32: every rank must pass the "
-                                                     "same buffer length and type"));
+    if (h.total_elements != total_elements || h.dtype != dtype) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("the left neighbour reduces ", h.total_elements, " ", DTypeName(h.dtype),
+                       " elements but this worker ", total_elements, " ", DTypeName(dtype),
+                       ": every rank must pass the same buffer length and type (--wire_dtype)"));
     }
-    const uint64_t count = segment.payload.size() / kElementBytes;
+    const uint64_t count = segment.payload.size() / width;
     if (h.step != receipt.step || h.chunk != receipt.chunk || h.offset != offset ||
         count > chunk.size() - offset) {
       return absl::InternalError(absl::StrCat(
@@ -126,10 +162,14 @@ absl::Status RingAllreduce::ReceiveChunk(uint64_t collective, const ChunkReceipt
           " while expecting step ", receipt.step, " chunk ", receipt.chunk, " offset ", offset));
     }
     float* dst = chunk.data() + offset;
-    ApplyFloat32Pieces(dst, segment.payload.pieces(), /*add=*/receipt.reduce);
+    ApplyWirePieces(receipt.wire, dst, segment.payload.pieces(), /*add=*/receipt.reduce);
     if (receipt.scale) ScaleFloat32(dst, count, 1.0f / static_cast<float>(world));
+    // The completed chunk's own copy is rounded to what its allgather sends (and every other
+    // rank decodes), so all ranks end with the same bits.
+    if (receipt.round) RoundToWire(receipt.wire, absl::MakeSpan(dst, count));
     if (receipt.forward.has_value()) {
-      RETURN_IF_ERROR(SendSegment(*receipt.forward, offset, absl::MakeConstSpan(dst, count)));
+      RETURN_IF_ERROR(
+          SendSegment(*receipt.forward, offset, absl::MakeConstSpan(dst, count), receipt.wire));
     }
     offset += count;
   } while (offset < chunk.size());

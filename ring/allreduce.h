@@ -2,6 +2,15 @@
 // schedule.h) over any RingTransport. Each chunk travels in segments of at most
 // `segment_bytes`, so the reduction of one segment overlaps the arrival of the next.
 //
+// Values travel as `wire_dtype` (common/wire_dtype.h) and are summed in float32: each
+// scatter-reduce hop decodes, adds in float32 and encodes the partial sum again (rounded once
+// per hop: N-1 times for the last); the rank that completes a chunk rounds its own copy to the
+// wire type before the allgather forwards it unchanged, so every rank ends with the same bits.
+// fp16 pre-divides the shares by N and multiplies the result back (WireShareDivisor). With a
+// 16-bit wire dtype a result holding a NaN or an infinity (a NaN gradient, or beyond fp16's
+// range even after the division) fails the collective with INVALID_ARGUMENT on every rank (each
+// says how many its own share had): it is never summed into a model silently.
+//
 // Not thread-safe: one collective at a time per instance. Errors: a failed collective returns
 // its cause (DEADLINE_EXCEEDED, UNAVAILABLE, INVALID_ARGUMENT, ...) prefixed with the collective
 // and step; the buffer is then partly reduced and must not be used. The transport is told to
@@ -11,12 +20,14 @@
 
 #include <cstdint>
 #include <optional>
+#include <string>
 #include <vector>
 
 #include "absl/status/status.h"
 #include "absl/time/time.h"
 #include "absl/types/span.h"
 #include "common/metrics.h"
+#include "common/wire_dtype.h"
 #include "ring/transport.h"
 
 namespace ringside::ring {
@@ -29,6 +40,8 @@ struct AllreduceOptions {
   // The whole collective must finish within this; a dead or slow peer fails it, never hangs it.
   absl::Duration timeout = absl::Seconds(60);
   ReduceOp op = ReduceOp::kSum;
+  // The element type on the wire; the buffer is float32 whatever it is. fp32: today's bits.
+  WireDtype wire_dtype = WireDtype::kFp32;
   // A state hand-over, not a training step: sent marked as control and not counted in the link
   // payload counters (proto/ring.proto).
   bool control = false;
@@ -52,19 +65,25 @@ class RingAllreduce {
   struct ChunkReceipt {
     int step = 0;
     int chunk = 0;
-    bool reduce = false;  // add into the buffer (scatter-reduce) or copy (allgather)
-    bool scale = false;   // kAverage: divide by the world size once final
+    bool reduce = false;                // add into the buffer (scatter-reduce) or copy (allgather)
+    WireDtype wire = WireDtype::kFp32;  // how the segments' values travel
+    bool scale = false;                 // kAverage: divide by the world size once final
+    bool round = false;  // 16-bit wire: round this rank's final chunk to what it forwards
     std::optional<SegmentHeader> forward;  // send each final segment on as this (next) step
   };
 
   absl::Status SendSegment(const SegmentHeader& header, uint64_t offset,
-                           absl::Span<const float> values);
+                           absl::Span<const float> values, WireDtype dtype);
+  // 16-bit wire: the result must be finite (see above); `own_non_finite` counts this rank's.
+  absl::Status CheckFinite(uint64_t collective, absl::Span<const float> result,
+                           size_t own_non_finite) const;
   absl::Status ReceiveChunk(uint64_t collective, const ChunkReceipt& receipt,
                             uint64_t total_elements, absl::Span<float> chunk, absl::Time deadline);
 
   RingTransport& transport_;
   LinkSendMetrics metrics_;
   LinkSendMetrics counting_;  // metrics_, or none for a control collective
+  std::string encoded_;       // a 16-bit segment's payload, reused
 };
 
 }  // namespace ringside::ring

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "absl/strings/string_view.h"
+#include "common/wire_dtype.h"
 
 namespace ringside::ring {
 
@@ -52,6 +53,43 @@ inline void ApplyFloat32Pieces(float* dst, const std::vector<absl::string_view>&
     dst += whole;
     carried = left - whole * sizeof(float);
     std::memcpy(carry, bytes + whole * sizeof(float), carried);
+  }
+}
+
+// The same for elements of any wire dtype (common/wire_dtype.h), decoded to float32: dst +=
+// decode(payload) when `add` (a ring hop's reduction, in float32), else dst = decode(payload).
+// float32 takes ApplyFloat32Pieces, whose bits every fp32 test pins.
+inline void ApplyWirePieces(WireDtype dtype, float* dst,
+                            const std::vector<absl::string_view>& pieces, bool add) {
+  if (dtype == WireDtype::kFp32) return ApplyFloat32Pieces(dst, pieces, add);
+  const size_t width = WireBytesPerElement(dtype);
+  auto apply = [dtype, add](float* out, const char* bytes, size_t count) {
+    if (add) {
+      DecodeAddWire(dtype, bytes, absl::MakeSpan(out, count));
+    } else {
+      DecodeWire(dtype, bytes, absl::MakeSpan(out, count));
+    }
+  };
+  char carry[sizeof(float)];
+  size_t carried = 0;
+  for (absl::string_view piece : pieces) {
+    const char* bytes = piece.data();
+    size_t left = piece.size();
+    if (carried > 0) {
+      const size_t take = std::min(width - carried, left);
+      std::memcpy(carry + carried, bytes, take);
+      carried += take;
+      bytes += take;
+      left -= take;
+      if (carried < width) continue;
+      apply(dst++, carry, 1);
+      carried = 0;
+    }
+    const size_t whole = left / width;
+    apply(dst, bytes, whole);
+    dst += whole;
+    carried = left - whole * width;
+    std::memcpy(carry, bytes + whole * width, carried);
   }
 }
 

@@ -11,7 +11,9 @@
 namespace ringside::worker {
 namespace {
 
-// Collective numbers within a generation: the regroup's, then one per training step.
+// Collective numbers within a generation: the regroup's, then two per training step: step t's
+// allreduce is kFirstStepCollective + 2t, and the sampled wire error's exact sum after it
+// (ring/wire_error.h) + 1, so every ring collective's number is above the one before.
 constexpr uint64_t kCensusCollective = 1;
 constexpr uint64_t kStateCollective = 2;
 constexpr uint64_t kLoadedCollective = 3;
@@ -70,6 +72,8 @@ absl::Status ElasticTrainer::Run(const absl::Notification& stop, const FinishedC
   RETURN_IF_ERROR(first.status());
   const TrainingOptions training = first->job;
   ASSIGN_OR_RETURN(job_, TrainingJob::Create(training));
+  wire_dtype_ = training.wire_dtype;
+  metrics_.ExportWireDtype(wire_dtype_);
   if (options_.evaluations && job_->test_set().rows() > 0) {
     ASSIGN_OR_RETURN(evaluator_, TestEvaluator::Create(job_->spec(), job_->test_set(),
                                                        training.device, options_.evaluations));
@@ -210,7 +214,7 @@ absl::Status ElasticTrainer::Regroup(const GenerationAssignment& assignment) {
 
   if (mode == SyncMode::kPs) {
     if (!assignment.fresh_start) RETURN_IF_ERROR(LoadShardsForGeneration(generation, world, rank));
-    RETURN_IF_ERROR(InstallPsSync(generation, rank));
+    RETURN_IF_ERROR(InstallPsSync(generation, world, rank));
   } else {
     InstallRingSync(generation);
   }
@@ -226,10 +230,12 @@ absl::Status ElasticTrainer::Regroup(const GenerationAssignment& assignment) {
   return absl::OkStatus();
 }
 
-absl::Status ElasticTrainer::InstallPsSync(uint64_t generation, int rank) {
+absl::Status ElasticTrainer::InstallPsSync(uint64_t generation, int world, int rank) {
   server::PsClientOptions ps;
   ps.generation = generation;
   ps.rank = rank;
+  ps.workers = world;
+  ps.wire_dtype = wire_dtype_;
   ps.shards = shards_;
   ps.keys = shard_keys_;
   ps.segment_bytes = options_.segment_bytes;
@@ -244,7 +250,9 @@ absl::Status ElasticTrainer::InstallPsSync(uint64_t generation, int rank) {
                    server::PsClient::Create(ps, job_->parameter_count(), &metrics_));
   server::PsClient* client = ps_client.get();
   sync_ = std::make_unique<SumThenUpdate>(
-      SyncMode::kPs, [client](int64_t step, absl::Span<float> g) { return client->Sum(step, g); },
+      SyncMode::kPs, KeepingSampledShares([client](int64_t step, absl::Span<float> g) {
+        return client->Sum(step, g);
+      }),
       *optimizer_);
   absl::MutexLock lock(&ps_mu_);
   if (superseded_by_ > generation) ps_client->Cancel();
@@ -271,15 +279,41 @@ void ElasticTrainer::InstallRingSync(uint64_t generation) {
   allreduce.segment_bytes = options_.segment_bytes;
   allreduce.timeout = options_.timeout;
   allreduce.op = ring::ReduceOp::kSum;  // shares are pre-scaled by the global batch
-  // Step t's allreduce is collective `first + t`: every worker of the generation numbers alike.
+  allreduce.wire_dtype = wire_dtype_;
+  // Step t's allreduce is collective `first + 2t`: every worker of the generation numbers alike.
   const uint64_t first = CollectiveBase(generation) + kFirstStepCollective;
   ring::Collective* ring = ring_;
   sync_ = std::make_unique<SumThenUpdate>(
       SyncMode::kRing,
-      [ring, allreduce, first](int64_t step, absl::Span<float> g) {
-        return ring->Allreduce(first + static_cast<uint64_t>(step), g, allreduce);
-      },
+      KeepingSampledShares([ring, allreduce, first](int64_t step, absl::Span<float> g) {
+        return ring->Allreduce(first + 2 * static_cast<uint64_t>(step), g, allreduce);
+      }),
       *optimizer_);
+}
+
+SumShares ElasticTrainer::KeepingSampledShares(SumShares sum) {
+  // Without a ring (a static ps cluster) there is no way to the exact sum: nothing is sampled.
+  if (ring_ == nullptr) return sum;
+  return [this, sum = std::move(sum)](int64_t step, absl::Span<float> g) {
+    if (ring::WireErrorProbe::Due(wire_dtype_, step)) wire_error_.Keep(g);
+    return sum(step, g);
+  };
+}
+
+absl::Status ElasticTrainer::MeasureWireError(int64_t step) {
+  if (!ring::WireErrorProbe::Due(wire_dtype_, step) || !wire_error_.holds_share()) {
+    return absl::OkStatus();
+  }
+  const uint64_t collective =
+      CollectiveBase(generation_) + kFirstStepCollective + 2 * static_cast<uint64_t>(step) + 1;
+  // gradient_ holds the sum the step applied (the optimiser reads it, never writes it).
+  ASSIGN_OR_RETURN(const double error,
+                   wire_error_.Measure(*ring_, collective, gradient_, ControlOptions()));
+  double& largest = wire_error_max_[mode_ == SyncMode::kRing ? 0 : 1];
+  largest = std::max(largest, error);
+  metrics_.WireRelativeError(mode_).Set(largest);
+  metrics_.WireErrorSamples(mode_).Increment();
+  return absl::OkStatus();
 }
 
 absl::Status ElasticTrainer::LoadShardsForGeneration(uint64_t generation, int world, int rank) {
@@ -445,6 +479,8 @@ void ElasticTrainer::FinishEvaluations() {
 
 absl::Status ElasticTrainer::Step() {
   if (completed_ == 0) EvaluateIfDue();  // the initial parameters: the curve's first point
+  const int64_t step = completed_;
+  wire_error_.Forget();  // a share kept by a step that failed
   StepTiming timing;
   ASSIGN_OR_RETURN(last_stats_, TrainStep(
                                     *job_, completed_, slot_, *sync_, absl::MakeSpan(parameters_),
@@ -479,7 +515,9 @@ absl::Status ElasticTrainer::Step() {
          << " not stored: " << saved << "\n";
     log_.flush();
   }
-  return absl::OkStatus();
+  // Sampled steps only, outside the step's phases: the step is complete whatever comes of it
+  // (a failure here is a broken ring, which the next generation mends).
+  return MeasureWireError(step);
 }
 
 }  // namespace ringside::worker

@@ -43,6 +43,7 @@
 #include "common/optimizer.h"
 #include "common/transport_security.h"
 #include "ring/collective.h"
+#include "ring/wire_error.h"
 #include "server/ps/ps_client.h"
 #include "server/ps/shard_transfer.h"
 #include "server/ps/stale_client.h"
@@ -126,10 +127,14 @@ class ElasticTrainer {
   absl::Status SaveCheckpointIfDue();
   absl::Status LoadShardsForGeneration(uint64_t generation, int world, int rank);
   // This generation's sync: the shards' client (ps) or the ring's allreduce, then the optimiser.
-  absl::Status InstallPsSync(uint64_t generation, int rank);
   // --staleness=k or async: pushes gradients to, and pulls parameters from, the shards.
   absl::Status InstallStaleSync(const server::PsClientOptions& ps, uint64_t generation);
+  absl::Status InstallPsSync(uint64_t generation, int world, int rank);
   void InstallRingSync(uint64_t generation);
+  // A protocol's sum, keeping this worker's share first on steps whose wire error is sampled.
+  SumShares KeepingSampledShares(SumShares sum);
+  // After a sampled step: its wire error (ring/wire_error.h) into the metrics.
+  absl::Status MeasureWireError(int64_t step);
   // Rank 0's load, retried while a shard has not taken this generation's assignment yet.
   absl::Status LoadShardsOnceAssigned(uint64_t generation, int world,
                                       const server::JobState& state);
@@ -172,6 +177,9 @@ class ElasticTrainer {
   std::vector<std::string> shard_keys_;  // this generation's link keys (common/auth.h)
   std::vector<std::string> load_keys_;
   std::unique_ptr<ParameterSync> sync_;
+  WireDtype wire_dtype_ = WireDtype::kFp32;  // the job's
+  ring::WireErrorProbe wire_error_;
+  double wire_error_max_[2] = {0, 0};  // by SyncMode: what ringside_wire_relative_error shows
   GradientStats last_stats_;
   std::string lost_at_;  // the fault point this worker was lost at; empty: none
   // Completed steps when a generation under --staleness=k or async began; -1: none. Steps past

@@ -32,6 +32,8 @@ ABSL_FLAG(uint64_t, seed, kDefaults.seed, Help("seed"));
 ABSL_FLAG(std::string, staleness, ringside::StalenessText(kDefaults.staleness), Help("staleness"));
 ABSL_FLAG(int64_t, backup_workers, kDefaults.backup_workers, Help("backup_workers"));
 ABSL_FLAG(std::string, straggler, ringside::StragglerText(kDefaults.straggler), Help("straggler"));
+ABSL_FLAG(std::string, wire_dtype, std::string(ringside::WireDtypeName(kDefaults.wire_dtype)),
+          Help("wire_dtype"));
 ABSL_FLAG(std::string, device, kDefaults.device, Help("device"));
 
 namespace ringside {

@@ -5,6 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/auth.h"
+#include "common/cost_model.h"
 #include "common/grpc_util.h"
 #include "common/status_macros.h"
 
@@ -15,7 +16,7 @@ namespace {
 // and answers at that grain, so the last part of the reply trails the last push by little.
 uint64_t PushSegmentElements(const PsClientOptions& options) {
   const uint64_t bytes = std::min(options.segment_bytes, options.window_bytes / 4);
-  return std::max<uint64_t>(1, bytes / sizeof(float));
+  return std::max<uint64_t>(1, bytes / WireBytesPerElement(options.wire_dtype));
 }
 
 }  // namespace
@@ -37,8 +38,10 @@ class PsClient::ShardCall final
         step_(step),
         gradient_(gradient),
         where_(absl::StrCat(PsShardName(shard), " (", link.address, ") step ", step)),
+        wire_(options.wire_dtype),
+        width_(WireBytesPerElement(options.wire_dtype)),
         segment_elements_(PushSegmentElements(options)),
-        window_elements_(std::max<uint64_t>(1, options.window_bytes / sizeof(float))),
+        window_elements_(std::max<uint64_t>(1, options.window_bytes / width_)),
         window_full_(options.window_full) {
     SetDeadline(context_, options.timeout);
     context_.set_wait_for_ready(true);  // a shard still starting up is waited for
@@ -49,6 +52,8 @@ class PsClient::ShardCall final
     push_.set_worker_rank(static_cast<uint32_t>(options.rank));
     push_.set_step(step);
     push_.set_range_elements(link.range.size());
+    // fp32 pushes leave the field out, as before it existed: the same bytes as ever.
+    if (wire_ != WireDtype::kFp32) push_.set_dtype(static_cast<uint32_t>(DTypeOfWire(wire_)));
   }
 
   grpc::ClientContext& context() { return context_; }
@@ -56,7 +61,8 @@ class PsClient::ShardCall final
   void Start() {
     link_.stub->async()->Step(&context_, this);
     if (link_.send.expected_bytes != nullptr) {
-      link_.send.expected_bytes->Increment(static_cast<double>(link_.range.size() * sizeof(float)));
+      link_.send.expected_bytes->Increment(
+          static_cast<double>(PsBytesPerShardLink(link_.range.size(), 1, 0, wire_)));
     }
     WriteSegment();  // an empty range still sends one (empty) segment
     StartRead(&reply_);
@@ -79,7 +85,7 @@ class PsClient::ShardCall final
   void OnWriteDone(bool ok) override {
     if (!ok) return;  // the shard ended the stream: its status (OnDone) says why
     if (link_.send.bytes != nullptr) {
-      link_.send.bytes->Increment(static_cast<double>(writing_ * sizeof(float)));
+      link_.send.bytes->Increment(static_cast<double>(writing_ * width_));
     }
     if (link_.send.messages != nullptr) link_.send.messages->Increment();
     bool write = false;
@@ -111,18 +117,22 @@ class PsClient::ShardCall final
   void OnReadDone(bool ok) override {
     if (!ok) return;  // the reply is over; OnDone follows
     const uint64_t size = link_.range.size();
-    const uint64_t count = reply_.payload().size() / sizeof(float);
+    const uint64_t count = reply_.payload().size() / width_;
     const uint64_t received = Received();  // only this reaction changes it
+    const uint32_t dtype =
+        reply_.dtype() == 0 ? static_cast<uint32_t>(DType::kFloat32) : reply_.dtype();
     if (reply_.step() != step_ || reply_.range_elements() != size || reply_.offset() != received ||
-        reply_.payload().size() % sizeof(float) != 0 || count > size - received) {
+        dtype != static_cast<uint32_t>(DTypeOfWire(wire_)) ||
+        reply_.payload().size() % width_ != 0 || count > size - received) {
       reply_error_ = absl::InternalError(absl::StrCat(
           "reply segment (step ", reply_.step(), ", offset ", reply_.offset(), ", ",
-          reply_.payload().size(), " bytes) does not continue the range at ", received));
+          reply_.payload().size(), " bytes of dtype ", dtype, ") does not continue the range at ",
+          received, " in ", WireDtypeName(wire_)));
       context_.TryCancel();
       return;
     }
-    std::memcpy(gradient_.data() + link_.range.begin + received, reply_.payload().data(),
-                reply_.payload().size());
+    DecodeWire(wire_, reply_.payload().data(),
+               gradient_.subspan(link_.range.begin + received, count));
     if (link_.receive.bytes != nullptr) {
       link_.receive.bytes->Increment(static_cast<double>(reply_.payload().size()));
     }
@@ -175,8 +185,14 @@ class PsClient::ShardCall final
     }
     writing_ = std::min(segment_elements_, link_.range.size() - written);
     push_.set_offset(written);
-    push_.set_payload(reinterpret_cast<const char*>(gradient_.data() + link_.range.begin + written),
-                      writing_ * sizeof(float));
+    const absl::Span<const float> values = gradient_.subspan(link_.range.begin + written, writing_);
+    if (wire_ == WireDtype::kFp32) {
+      push_.set_payload(reinterpret_cast<const char*>(values.data()), writing_ * sizeof(float));
+    } else {
+      std::string* payload = push_.mutable_payload();
+      payload->resize(writing_ * width_);
+      EncodeWire(wire_, values, payload->data());
+    }
     StartWrite(&push_);
   }
 
@@ -185,6 +201,8 @@ class PsClient::ShardCall final
   const uint64_t step_;
   const absl::Span<float> gradient_;  // the share out, then the sum in
   const std::string where_;
+  const WireDtype wire_;
+  const size_t width_;  // bytes per element on the wire
   const uint64_t segment_elements_;
   grpc::ClientContext context_;
 
@@ -252,6 +270,22 @@ void PsClient::Cancel() {
 }
 
 absl::Status PsClient::Sum(int64_t step, absl::Span<float> gradient) {
+  const WireDtype wire = options_.wire_dtype;
+  const float divisor = WireShareDivisor(wire, options_.workers);
+  const size_t own_non_finite = wire == WireDtype::kFp32 ? 0 : CountNonFinite(gradient);
+  DivideShare(gradient, divisor);  // fp16's guard against overflow (fp32, bf16: nothing)
+  RETURN_IF_ERROR(Exchange(step, gradient));
+  if (wire == WireDtype::kFp32) return absl::OkStatus();
+  MultiplySum(gradient, divisor);
+  const size_t non_finite = CountNonFinite(gradient);
+  if (non_finite == 0) return absl::OkStatus();
+  return absl::InvalidArgumentError(absl::StrCat(
+      "the shards' sum of step ", step, " has ", non_finite, " of ", gradient.size(),
+      " values NaN or infinite (", WorkerName(options_.rank), "'s own share had ", own_non_finite,
+      "): a NaN gradient, or a sum beyond the wire dtype's range; it is not used"));
+}
+
+absl::Status PsClient::Exchange(int64_t step, absl::Span<float> gradient) {
   std::vector<std::unique_ptr<ShardCall>> calls;
   calls.reserve(links_.size());
   for (size_t s = 0; s < links_.size(); ++s) {

@@ -11,8 +11,14 @@
 // Threads: none of its own. Each stream is a gRPC callback reactor (ClientBidiReactor) driven by
 // gRPC's long-lived callback threads, which write the segments, read and copy the reply; the
 // thread calling Sum() only starts the streams and waits for them to end.
+// Gradients travel as `wire_dtype` (common/wire_dtype.h) both ways: the share is encoded for the
+// push, the shard sums the decoded shares in float32 and encodes the sum once for the reply (two
+// roundings per value whatever N is). fp16 divides the share by N before encoding and
+// multiplies the decoded sum back (WireShareDivisor), as the shard does for its own optimiser.
 // Thread-compatible (Cancel() is thread-safe). Errors: a shard's gRPC status, annotated with the
-// shard and step; a reply that does not cover the range exactly is INTERNAL.
+// shard and step; a reply that does not cover the range exactly, or in another dtype, is
+// INTERNAL; with a 16-bit wire dtype a sum holding a NaN or an infinity is INVALID_ARGUMENT
+// (never handed to the optimiser).
 #ifndef RINGSIDE_SERVER_PS_PS_CLIENT_H_
 #define RINGSIDE_SERVER_PS_PS_CLIENT_H_
 
@@ -30,6 +36,7 @@
 #include "common/metrics.h"
 #include "common/ranges.h"
 #include "common/transport_security.h"
+#include "common/wire_dtype.h"
 #include "proto/ps.grpc.pb.h"
 
 namespace ringside::server {
@@ -49,6 +56,8 @@ struct PsClientOptions {
   // quarter of it (at most segment_bytes). Too small for a link's bandwidth-delay product, it
   // leaves the link idle: raise it for fast, distant links.
   uint64_t window_bytes = uint64_t{256} << 10;
+  WireDtype wire_dtype = WireDtype::kFp32;  // the job's --wire_dtype
+  int workers = 1;                          // in the generation: fp16's divisor (WireShareDivisor)
   absl::Duration timeout = absl::Seconds(60);  // per step and shard
   TransportSecurity security;                  // of the channels to the shards
   // The ps_push fault point (worker/fault_injection.h); null: none. When set, the other shards'
@@ -86,6 +95,8 @@ class PsClient final {
   class ShardCall;  // one shard's Step stream of one step (ps_client.cc)
 
   explicit PsClient(PsClientOptions options) : options_(std::move(options)) {}
+  // One step's streams, every shard at once: the share (as the wire carries it) out, the sum in.
+  absl::Status Exchange(int64_t step, absl::Span<float> gradient);
   // While a call is tracked, Cancel() cancels it; one tracked after Cancel() starts cancelled.
   void Track(grpc::ClientContext& context);
   void Untrack(grpc::ClientContext& context);

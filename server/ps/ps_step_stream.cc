@@ -10,9 +10,11 @@
 
 #include "absl/synchronization/mutex.h"
 #include "common/auth.h"
+#include "common/cost_model.h"
 #include "common/grpc_util.h"
 #include "common/metrics.h"
 #include "common/reactor_writes.h"
+#include "common/wire_dtype.h"
 #include "server/ps/ps_refusals.h"
 #include "server/ps/ps_service.h"
 
@@ -23,8 +25,12 @@ namespace {
 // `segment_elements` from the part known so far; an empty range gets one empty segment.
 class SumWriter {
  public:
-  SumWriter(uint64_t step, uint64_t range_elements, uint64_t segment_elements)
-      : step_(step), range_elements_(range_elements), segment_elements_(segment_elements) {}
+  // The sum's values are rounded to `dtype` already (ShardState): encoding them is exact.
+  SumWriter(uint64_t step, uint64_t range_elements, uint64_t segment_elements, WireDtype dtype)
+      : step_(step),
+        range_elements_(range_elements),
+        segment_elements_(segment_elements),
+        dtype_(dtype) {}
 
   // More of the sum is final: [0, end) of `sum`.
   void Known(Values sum, uint64_t end) {
@@ -38,7 +44,14 @@ class SumWriter {
     out.set_step(step_);
     out.set_offset(sent_);
     out.set_range_elements(range_elements_);
-    out.set_payload(reinterpret_cast<const char*>(sum_->data() + sent_), count * sizeof(float));
+    if (dtype_ == WireDtype::kFp32) {
+      out.set_payload(reinterpret_cast<const char*>(sum_->data() + sent_), count * sizeof(float));
+    } else {
+      out.set_dtype(static_cast<uint32_t>(DTypeOfWire(dtype_)));
+      std::string* payload = out.mutable_payload();
+      payload->resize(count * WireBytesPerElement(dtype_));
+      EncodeWire(dtype_, absl::MakeConstSpan(*sum_).subspan(sent_, count), payload->data());
+    }
     sent_ += count;
     wrote_any_ = true;
     return true;
@@ -50,11 +63,18 @@ class SumWriter {
   const uint64_t step_;
   const uint64_t range_elements_;
   const uint64_t segment_elements_;
+  const WireDtype dtype_;
   Values sum_;
   uint64_t known_ = 0;
   uint64_t sent_ = 0;
   bool wrote_any_ = false;
 };
+
+// A push's wire dtype: absent (0) is float32, as before the field existed.
+absl::StatusOr<WireDtype> PushDtype(const proto::PsPush& push) {
+  if (push.dtype() == 0) return WireDtype::kFp32;
+  return WireDtypeOfDType(static_cast<DType>(push.dtype()));
+}
 
 // One Step stream. Its reactions (gRPC's callback threads) read the share while the reply
 // streams back: a part of the step's sum is written as soon as the shard's applier has made it
@@ -146,21 +166,27 @@ class StepReactor final : public grpc::ServerBidiReactor<proto::PsPush, proto::P
   absl::Status Begin() {
     absl::Status status = service_.CheckStepKey(presented_key_, push_.generation(),
                                                 static_cast<int>(push_.worker_rank()));
+    absl::StatusOr<WireDtype> dtype = PushDtype(push_);
+    if (status.ok()) status = dtype.status();
     if (status.ok()) {
       status = state_.BeginPush(push_.generation(), static_cast<int>(push_.worker_rank()),
-                                push_.step(), push_.range_elements());
+                                push_.step(), push_.range_elements(), *dtype);
     }
     if (!status.ok()) return status;
     began_ = true;
     worker_ = static_cast<int>(push_.worker_rank());
     step_ = push_.step();
-    // Answered at the grain the worker pushes at (at most the shard's own segment): a large reply
-    // write would hold the shard's link for one worker while the others' pushes, which wait for
-    // their own replies (ps_client.h's window), leave the other direction idle.
-    // Never below 4 KiB: a peer's tiny first segment does not make the shard answer in crumbs.
-    const uint64_t pushed = std::max<uint64_t>(1024, push_.payload().size() / sizeof(float));
+    wire_ = *dtype;
+    // Answered at the grain the worker pushes at, in elements (at most the shard's own segment,
+    // as many bytes per message as fp32's): a large reply write would hold the shard's link for
+    // one worker while the others' pushes, which wait for their own replies (ps_client.h's
+    // window), leave the other direction idle. Never below 1024 elements: a peer's tiny first
+    // segment does not make the shard answer in crumbs.
+    const uint64_t width = WireBytesPerElement(wire_);
+    const uint64_t largest = std::max<uint64_t>(1, segment_elements_ * sizeof(float) / width);
+    const uint64_t pushed = std::max<uint64_t>(1024, push_.payload().size() / width);
     absl::MutexLock lock(&mu_);
-    writer_.emplace(step_, state_.range_elements(), std::min(segment_elements_, pushed));
+    writer_.emplace(step_, state_.range_elements(), std::min(largest, pushed), wire_);
     return absl::OkStatus();
   }
 
@@ -168,6 +194,10 @@ class StepReactor final : public grpc::ServerBidiReactor<proto::PsPush, proto::P
     if (push_.worker_rank() != static_cast<uint32_t>(worker_) || push_.step() != step_ ||
         push_.generation() != state_.config().generation) {
       return absl::InvalidArgumentError("a push stream carries one worker's share of one step");
+    }
+    absl::StatusOr<WireDtype> dtype = PushDtype(push_);
+    if (!dtype.ok() || *dtype != wire_) {
+      return absl::InvalidArgumentError("a push stream carries its share in one dtype");
     }
     return absl::OkStatus();
   }
@@ -246,7 +276,8 @@ class StepReactor final : public grpc::ServerBidiReactor<proto::PsPush, proto::P
     if (static_cast<size_t>(worker_) >= metrics_.to_worker.size()) return;
     prometheus::Counter* expected = metrics_.to_worker[worker_].expected_bytes;
     if (expected != nullptr) {
-      expected->Increment(static_cast<double>(state_.range_elements() * sizeof(float)));
+      expected->Increment(
+          static_cast<double>(PsBytesPerShardLink(state_.range_elements(), 1, 0, wire_)));
     }
   }
 
@@ -277,6 +308,7 @@ class StepReactor final : public grpc::ServerBidiReactor<proto::PsPush, proto::P
   bool began_ = false;
   int worker_ = 0;
   uint64_t step_ = 0;
+  WireDtype wire_ = WireDtype::kFp32;  // the share's, and so the reply's
 
   absl::Mutex mu_;
   ReactorWrites<StepReactor> writes_{*this, mu_};  // every write and the one Finish

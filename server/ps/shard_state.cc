@@ -125,7 +125,7 @@ absl::Status ShardState::LostStatus() const {
 }
 
 absl::Status ShardState::BeginPush(uint64_t generation, int worker, uint64_t step,
-                                   uint64_t range_elements) {
+                                   uint64_t range_elements, WireDtype dtype) {
   if (generation != config_.generation) {
     return absl::FailedPreconditionError(absl::StrCat("generation ", generation, " is not ",
                                                       PsShardName(config_.shard), "'s current ",
@@ -144,6 +144,7 @@ absl::Status ShardState::BeginPush(uint64_t generation, int worker, uint64_t ste
   }
   RETURN_IF_ERROR(CheckStep(step));
   WorkerShare& share = shares_[worker];
+  RETURN_IF_ERROR(AgreeOnDtypeLocked(worker, dtype));
   if (share.state != PushState::kIdle) {
     return absl::AlreadyExistsError(
         absl::StrCat("worker ", worker, " already ",
@@ -168,6 +169,21 @@ absl::Status ShardState::BeginPush(uint64_t generation, int worker, uint64_t ste
   return absl::OkStatus();
 }
 
+absl::Status ShardState::AgreeOnDtypeLocked(int worker, WireDtype dtype) {
+  const bool any_began = std::any_of(shares_.begin(), shares_.end(), [](const WorkerShare& share) {
+    return share.state != PushState::kIdle;
+  });
+  if (!any_began) {
+    dtype_ = dtype;
+  } else if (dtype != dtype_) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("worker ", worker, " pushes step ", collecting_, " as ", WireDtypeName(dtype),
+                     " but the others as ", WireDtypeName(dtype_),
+                     "; every member must use the job's --wire_dtype"));
+  }
+  return absl::OkStatus();
+}
+
 absl::Status ShardState::AddSegment(int worker, uint64_t step, uint64_t offset,
                                     absl::string_view payload) {
   RETURN_IF_ERROR(CheckWorker(worker));
@@ -187,18 +203,21 @@ absl::Status ShardState::AddSegment(int worker, uint64_t step, uint64_t offset,
     return absl::FailedPreconditionError(
         absl::StrCat("worker ", worker, " sent a segment outside a push of step ", step));
   }
-  if (payload.size() % sizeof(float) != 0) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("segment of ", payload.size(), " bytes is not a whole number of float32"));
+  const size_t width = WireBytesPerElement(dtype_);
+  if (payload.size() % width != 0) {
+    return absl::InvalidArgumentError(absl::StrCat("segment of ", payload.size(),
+                                                   " bytes is not a whole number of ",
+                                                   WireDtypeName(dtype_), " elements"));
   }
-  const uint64_t count = payload.size() / sizeof(float);
+  const uint64_t count = payload.size() / width;
   if (offset != share.received || count > range_elements_ - offset) {
     return absl::InvalidArgumentError(absl::StrCat(
         "segment [", offset, ", ", offset + count, ") does not continue worker ", worker,
         "'s share at ", share.received, " within a range of ", range_elements_));
   }
   if (count > 0) {
-    std::memcpy(buffers_->shares[worker].data() + offset, payload.data(), payload.size());
+    DecodeWire(dtype_, payload.data(),
+               absl::MakeSpan(buffers_->shares[worker]).subspan(offset, count));
   }
   share.received += count;
   HandOverLocked();
@@ -295,8 +314,8 @@ void ShardState::HandOverQuorumLocked() {
   }
   buffers_->shares.resize(shares_.size());
   buffers_->included = std::move(included);
-  Segment segment{collecting_, 0,           range_elements_, /*last=*/true,
-                  buffers_,    first_push_, absl::Now()};
+  Segment segment{collecting_, 0,        range_elements_, /*last=*/true,
+                  dtype_,      buffers_, first_push_,     absl::Now()};
   buffers_.reset();
   for (WorkerShare& share : shares_) share = WorkerShare{};
   ++collecting_;
@@ -325,6 +344,7 @@ void ShardState::HandOverLocked() {
   segment.begin = handed_;
   segment.end = ready;
   segment.last = complete;
+  segment.dtype = dtype_;
   segment.shares = buffers_;
   handed_ = ready;
   if (complete) {
@@ -406,10 +426,20 @@ void ShardState::Apply(const Segment& segment, const ApplyHook& hook) {
   }
   if (hook) hook(segment.step, segment.begin, segment.end);
   const uint64_t count = segment.end - segment.begin;
+  // 16-bit: the sum as the replies carry it (encoded once), and the optimiser applies what the
+  // workers decode, multiplied back for fp16.
+  const absl::Span<float> summed = absl::MakeSpan(*sum_).subspan(segment.begin, count);
+  RoundToWire(segment.dtype, summed);
+  absl::Span<const float> gradient = summed;
+  const float multiplier = WireShareDivisor(segment.dtype, config_.workers);
+  if (multiplier != 1.0f) {
+    scaled_.assign(summed.begin(), summed.end());
+    MultiplySum(absl::MakeSpan(scaled_), multiplier);
+    gradient = scaled_;
+  }
   // The piece lies within the range by construction, so the optimiser cannot refuse.
   optimizer_
-      .StepPiece(segment.begin, absl::MakeSpan(values_).subspan(segment.begin, count),
-                 absl::MakeConstSpan(*sum_).subspan(segment.begin, count))
+      .StepPiece(segment.begin, absl::MakeSpan(values_).subspan(segment.begin, count), gradient)
       .IgnoreError();
   update_time_ += absl::Now() - start;
 }

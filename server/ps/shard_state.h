@@ -33,6 +33,14 @@
 // reference to the state: the destructor then runs on the applier thread and lets it end by
 // itself.
 //
+// Wire dtype (common/wire_dtype.h). A step's pushes carry its gradients as fp32, fp16 or bf16,
+// all alike (the first push of a step sets it; another is INVALID_ARGUMENT). Each segment is
+// decoded into float32 as it arrives and the shares are summed in float32, in rank order as
+// ever; with a 16-bit type the sum is then rounded to the wire type (what the replies carry,
+// encoded once), and the optimiser takes that rounded sum, multiplied by the worker count for
+// fp16 (whose shares the workers divided by it: WireShareDivisor), so the shard updates its range
+// with exactly the values every worker decodes and applies. fp32: the bits of before.
+//
 // Thread-safe.
 // Errors: FAILED_PRECONDITION for a stale generation or a step that is not the current one;
 // ABORTED for a step lost on this shard (above); INVALID_ARGUMENT for an unknown rank, a range
@@ -58,6 +66,7 @@
 #include "absl/time/time.h"
 #include "absl/types/span.h"
 #include "common/optimizer.h"
+#include "common/wire_dtype.h"
 #include "prometheus/counter.h"
 #include "prometheus/histogram.h"
 
@@ -117,8 +126,10 @@ class ShardState {
   // being applied.
   void Close();
 
-  absl::Status BeginPush(uint64_t generation, int worker, uint64_t step, uint64_t range_elements);
-  // Stores a segment; the one that completes a segment of every share hands it to the applier.
+  absl::Status BeginPush(uint64_t generation, int worker, uint64_t step, uint64_t range_elements,
+                         WireDtype dtype = WireDtype::kFp32);
+  // Stores a segment (elements of the step's wire dtype); the one that completes a segment of every
+  // share hands it to the applier.
   absl::Status AddSegment(int worker, uint64_t step, uint64_t offset, absl::string_view payload);
   // The worker says its share is complete: INVALID_ARGUMENT unless every element has arrived.
   // OK for a step already complete here (every share of it was).
@@ -172,7 +183,8 @@ class ShardState {
     uint64_t step = 0;
     uint64_t begin = 0;
     uint64_t end = 0;
-    bool last = false;  // the step's last segment: every share is complete
+    bool last = false;                   // the step's last segment: every share is complete
+    WireDtype dtype = WireDtype::kFp32;  // how the step's values travel
     std::shared_ptr<StepShares> shares;
     absl::Time first_push;  // last: first push begun
     absl::Time last_push;   // last: last share complete
@@ -210,6 +222,8 @@ class ShardState {
              ShardStepMetrics metrics);
   absl::Status CheckWorker(int worker) const;
   absl::Status CheckStep(uint64_t step) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // A step's first push sets its wire dtype; every later one must match it.
+  absl::Status AgreeOnDtypeLocked(int worker, WireDtype dtype) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Hands the segment every share now covers to the applier; at the step's end, starts the
   // next step.
   void HandOverLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -251,6 +265,8 @@ class ShardState {
   std::shared_ptr<StepShares> spare_ ABSL_GUARDED_BY(mu_);    // a set the applier is done with
   uint64_t handed_ ABSL_GUARDED_BY(mu_) = 0;  // elements of the step handed to the applier
   bool lost_ ABSL_GUARDED_BY(mu_) = false;    // step collecting_ can never complete here
+  // The wire dtype of step collecting_: set by its first push, while no share has begun.
+  WireDtype dtype_ ABSL_GUARDED_BY(mu_) = WireDtype::kFp32;
   int lost_worker_ ABSL_GUARDED_BY(mu_) = 0;
   absl::Time first_push_ ABSL_GUARDED_BY(mu_) = absl::InfinitePast();
   std::deque<Segment> segments_ ABSL_GUARDED_BY(mu_);  // handed to the applier, in order
@@ -268,6 +284,7 @@ class ShardState {
   Optimizer optimizer_;
   std::vector<float> values_;
   std::shared_ptr<std::vector<float>> sum_;
+  std::vector<float> scaled_;   // fp16: a segment's sum times the worker count, for the optimiser
   absl::Duration update_time_;  // this step's arithmetic so far
   // Points at a flag on the applier's stack while it runs callbacks: the destructor, run there
   // by a callback that dropped the last reference, sets it so the loop returns at once.

@@ -99,6 +99,33 @@ TEST(CompareJsonTest, UnmeasuredFiguresAreNullNotStrings) {
   EXPECT_TRUE(doc["winner"]["mode"].is_null());
 }
 
+// --wire_dtype: the config names it; a mode's sampled error is a number, or null where nothing
+// was sampled (fp32 on the wire), and a sweep point carries its own.
+TEST(CompareJsonTest, TheWireDtypeAndItsErrorPerModeAndSweepPoint) {
+  JobComparison job = testing::SyntheticJob();
+  const json plain = CompareJson({{job}});
+  EXPECT_EQ(plain["config"]["wire_dtype"], "fp32");
+  EXPECT_TRUE(plain["modes"]["ring"]["wire_relative_error"].is_null());
+  EXPECT_EQ(plain["modes"]["ring"]["wire_error_samples"], 0);
+  job.config.wire_dtype = "fp16";
+  job.config.element_bytes = 2;
+  job.ring.wire_relative_error = 3.5e-4;
+  job.ring.wire_error_samples = 20;
+  job.ps.wire_relative_error = 2.5e-4;
+  job.ps.wire_error_samples = 20;
+  ScalingPoint point;
+  point.workers = 4;
+  point.wire_relative_error = 4.5e-4;
+  job.ring.scaling = {point};
+  const json doc = CompareJson({{job}});
+  EXPECT_EQ(doc["config"]["wire_dtype"], "fp16");
+  EXPECT_EQ(doc["config"]["element_bytes"], 2);
+  EXPECT_EQ(doc["modes"]["ring"]["wire_relative_error"], 3.5e-4);
+  EXPECT_EQ(doc["modes"]["ps"]["wire_relative_error"], 2.5e-4);
+  EXPECT_EQ(doc["modes"]["ps"]["wire_error_samples"], 20);
+  EXPECT_EQ(doc["modes"]["ring"]["scaling"][0]["wire_relative_error"], 4.5e-4);
+}
+
 // A process that ended without being asked to: how, where its whole log is, and its last lines
 // as printed (already quoted); none is an empty array, never a missing field.
 TEST(CompareJsonTest, ProcessFailuresSayHowAndWhereTheLogIs) {

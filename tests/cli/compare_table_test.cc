@@ -63,6 +63,20 @@ TEST(ComparisonTableTest, ShowsTheMeasuredAndExpectedBytes) {
   EXPECT_THAT(RowOf(table, "  bytes/step"), HasSubstr("14.2 MiB"));
 }
 
+TEST(ComparisonTableTest, ShowsTheWireDtypesErrorPerMode) {
+  JobComparison job = testing::SyntheticJob();
+  EXPECT_THAT(RowOf(Table(job), "gradient error (fp32 wire)"), HasSubstr("exact (fp32)"));
+  job.config.wire_dtype = "bf16";
+  job.config.element_bytes = 2;
+  job.ring.wire_relative_error = 2.66e-3;
+  job.ring.wire_error_samples = 20;
+  const std::string table = Table(job);
+  EXPECT_THAT(table, HasSubstr("1,863,690 \u00d7 2 B"));
+  const std::string row = RowOf(table, "gradient error (bf16 wire)");
+  EXPECT_THAT(row, HasSubstr("2.66e-03 (max of 20 steps)"));
+  EXPECT_THAT(row, HasSubstr("not measured"));  // ps: nothing sampled
+}
+
 TEST(ComparisonTableTest, ShowsTimesThroughputAndAccuracy) {
   const std::string table = Table(testing::SyntheticJob());
   EXPECT_THAT(RowOf(table, "step time p50"), HasSubstr("210 ms"));

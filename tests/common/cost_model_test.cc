@@ -120,5 +120,26 @@ TEST(SyncBoundTest, DegenerateInputsGiveZeroNotNonsense) {
   EXPECT_EQ(SyncBoundSeconds(SyncMode::kRing, 1000, 4, 0, 4, -1), 0);
 }
 
+// --wire_dtype: every link's payload in bytes is its elements times the wire type's width, so
+// fp16 and bf16 carry exactly half of fp32's at any size, divisible or not.
+TEST(WireBytesTest, SixteenBitDtypesHalveEveryLinkExactlyAtOddSizes) {
+  for (uint64_t elements : {uint64_t{1}, uint64_t{7}, uint64_t{1003}, uint64_t{999983}}) {
+    for (int n : {2, 3, 5, 8}) {
+      for (int r = 0; r < n; ++r) {
+        const uint64_t fp32 = RingBytesSentByRank(elements, n, r, WireDtype::kFp32);
+        EXPECT_EQ(fp32, RingElementsSentByRank(elements, n, r) * 4);
+        EXPECT_EQ(RingBytesSentByRank(elements, n, r, WireDtype::kFp16) * 2, fp32);
+        EXPECT_EQ(RingBytesSentByRank(elements, n, r, WireDtype::kBf16) * 2, fp32);
+      }
+      for (int s = 0; s < n; ++s) {
+        const uint64_t fp32 = PsBytesPerShardLink(elements, n, s, WireDtype::kFp32);
+        EXPECT_EQ(fp32, PsElementsPerShardLink(elements, n, s) * 4);
+        EXPECT_EQ(PsBytesPerShardLink(elements, n, s, WireDtype::kFp16) * 2, fp32);
+        EXPECT_EQ(PsBytesPerShardLink(elements, n, s, WireDtype::kBf16) * 2, fp32);
+      }
+    }
+  }
+}
+
 }  // namespace
 }  // namespace ringside

@@ -23,7 +23,7 @@ using testing::NonDefaultTrainingOptions;
 TEST(TrainingOptionsTest, TheSampleChangesEveryField) {
   const TrainingOptions defaults;
   const auto& [model, activation, data, steps, eval_every, batch_size, optimizer, seed, staleness,
-               backup_workers, straggler, device] = NonDefaultTrainingOptions();
+               backup_workers, straggler, wire_dtype, device] = NonDefaultTrainingOptions();
   EXPECT_NE(model, defaults.model);
   EXPECT_NE(activation, defaults.activation);
   EXPECT_NE(data, defaults.data);
@@ -36,6 +36,7 @@ TEST(TrainingOptionsTest, TheSampleChangesEveryField) {
   EXPECT_NE(staleness, defaults.staleness);
   EXPECT_NE(backup_workers, defaults.backup_workers);
   EXPECT_NE(straggler, defaults.straggler);
+  EXPECT_NE(wire_dtype, defaults.wire_dtype);
   EXPECT_NE(device, defaults.device);
 }
 
@@ -72,6 +73,8 @@ TEST(TrainingOptionsTest, RowsRefuseValuesOutOfRangeOrOfAnotherType) {
             absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(FindTrainingOption("lr")->set(NAN, options).code(), absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(FindTrainingOption("optimizer")->set(std::string("lbfgs"), options).code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(FindTrainingOption("wire_dtype")->set(std::string("fp8"), options).code(),
             absl::StatusCode::kInvalidArgument);
   for (const TrainingOption& option : TrainingOptionTable()) {
     SCOPED_TRACE(option.name);

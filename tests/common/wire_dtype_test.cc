@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <cstring>
 #include <limits>
+#include <string>
 #include <vector>
 
 #include "gtest/gtest.h"
@@ -126,6 +127,59 @@ TEST(WireDtypeTest, NonFiniteValuesAreCounted) {
   // fp16 overflow of a sum shows as infinities: the reason to pre-divide before encoding.
   EXPECT_EQ(CountNonFinite(std::vector<float>{Fp16ToFloat(FloatToFp16(65504.0f * 4))}), 1u);
   EXPECT_EQ(CountNonFinite(std::vector<float>{Fp16ToFloat(FloatToFp16(65504.0f * 4 / 4))}), 0u);
+}
+
+TEST(WireDtypeTest, MessageElementTypesMapBothWaysAndUnknownOnesAreRefused) {
+  for (WireDtype dtype : {WireDtype::kFp32, WireDtype::kFp16, WireDtype::kBf16}) {
+    EXPECT_EQ(ElementSize(DTypeOfWire(dtype)), WireBytesPerElement(dtype));
+    absl::StatusOr<WireDtype> back = WireDtypeOfDType(DTypeOfWire(dtype));
+    ASSERT_TRUE(back.ok()) << back.status();
+    EXPECT_EQ(*back, dtype);
+  }
+  EXPECT_EQ(WireDtypeOfDType(DType::kInvalid).status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(WireDtypeOfDType(static_cast<DType>(77)).status().code(),
+            absl::StatusCode::kInvalidArgument);
+}
+
+TEST(WireDtypeTest, OnlyFp16DividesSharesAndOnlyByTheWorkerCount) {
+  EXPECT_EQ(WireShareDivisor(WireDtype::kFp16, 4), 4.0f);
+  EXPECT_EQ(WireShareDivisor(WireDtype::kFp16, 1), 1.0f);
+  EXPECT_EQ(WireShareDivisor(WireDtype::kBf16, 4), 1.0f);
+  EXPECT_EQ(WireShareDivisor(WireDtype::kFp32, 4), 1.0f);
+  std::vector<float> values = {3.0f, -6.0f, 0.0f};
+  DivideShare(absl::MakeSpan(values), 3.0f);
+  EXPECT_EQ(values, (std::vector<float>{1.0f, -2.0f, 0.0f}));
+  MultiplySum(absl::MakeSpan(values), 3.0f);
+  EXPECT_EQ(values, (std::vector<float>{3.0f, -6.0f, 0.0f}));
+}
+
+TEST(WireDtypeTest, RoundingToTheWireGivesWhatADecoderReadsAndLeavesFp32Alone) {
+  const std::vector<float> values = {0.1f, -1234.567f, 3.0e-8f, 70000.0f, 1.0f / 3};
+  for (WireDtype dtype : {WireDtype::kFp32, WireDtype::kFp16, WireDtype::kBf16}) {
+    SCOPED_TRACE(WireDtypeName(dtype));
+    std::vector<float> rounded = values;
+    RoundToWire(dtype, absl::MakeSpan(rounded));
+    std::string wire(values.size() * WireBytesPerElement(dtype), '\0');
+    EncodeWire(dtype, values, wire.data());
+    std::vector<float> decoded(values.size());
+    DecodeWire(dtype, wire.data(), absl::MakeSpan(decoded));
+    EXPECT_EQ(std::memcmp(rounded.data(), decoded.data(), values.size() * sizeof(float)), 0);
+    // Encoding a rounded value again is exact: an allgather may forward what it decoded.
+    std::string again(wire.size(), '\0');
+    EncodeWire(dtype, rounded, again.data());
+    EXPECT_EQ(again, wire);
+  }
+  EXPECT_NE(Fp16ToFloat(FloatToFp16(0.1f)), 0.1f);  // so the fp16 case above rounded something
+}
+
+TEST(WireDtypeTest, RelativeL2ErrorAgainstTheExactSum) {
+  EXPECT_EQ(RelativeL2Error(std::vector<float>{1, 2}, std::vector<float>{1, 2}), 0.0);
+  EXPECT_DOUBLE_EQ(RelativeL2Error(std::vector<float>{3, 4.5f}, std::vector<float>{3, 4}),
+                   0.5 / 5.0);
+  EXPECT_EQ(RelativeL2Error(std::vector<float>{}, std::vector<float>{}), 0.0);
+  EXPECT_TRUE(std::isinf(RelativeL2Error(std::vector<float>{1}, std::vector<float>{0})));
+  EXPECT_TRUE(
+      std::isnan(RelativeL2Error(std::vector<float>{std::nanf("")}, std::vector<float>{1})));
 }
 
 }  // namespace

@@ -73,11 +73,19 @@ void RingSeeds() {
   Seed(target, "newer_generation_held", held.data());
 
   // Raw messages: the codec's own encoding split across slices, protobuf's with an unknown
-  // field, a truncated one, a zero tag, and a segment with no dtype.
+  // field, a truncated one, a zero tag, a segment with no dtype, and 16-bit segments
+  // (--wire_dtype: float16, bfloat16).
   ring::SegmentHeader header{1, 1, 0, 0, 0, 0, 8, DType::kFloat32, false};  // rank 0's chunk 0
   const std::string payload(16, '\x01');
   grpc::ByteBuffer encoded = ring::EncodeSegment(header, payload);
   const std::string codec = Flat(encoded);
+  ring::SegmentHeader half_header = header;
+  half_header.dtype = DType::kFloat16;
+  grpc::ByteBuffer fp16_encoded = ring::EncodeSegment(half_header, std::string(8, '\x01'));
+  const std::string fp16_codec = Flat(fp16_encoded);
+  half_header.dtype = DType::kBFloat16;
+  grpc::ByteBuffer bf16_encoded = ring::EncodeSegment(half_header, std::string(8, '\x01'));
+  const std::string bf16_codec = Flat(bf16_encoded);
   proto::RingSegment message;
   message.set_generation(1);
   message.set_collective(1);
@@ -89,8 +97,9 @@ void RingSeeds() {
   const std::string no_dtype = message.SerializeAsString();
   FuzzWriter raw;
   raw.Byte(0).Byte(1).Byte(8).Byte(31);  // world 2, rank 1: left neighbour 0
-  for (const std::string& bytes : {codec, with_unknown, codec.substr(0, codec.size() - 3),
-                                   std::string("\x08\x01\x00", 3), no_dtype}) {
+  for (const std::string& bytes :
+       {codec, with_unknown, codec.substr(0, codec.size() - 3), std::string("\x08\x01\x00", 3),
+        no_dtype, fp16_codec, bf16_codec}) {
     raw.Byte(op::kRawMessage).Uint(bytes.size(), 2).Bytes(bytes).Byte(5).Byte(11);
     raw.Byte(op::kNext);
   }

@@ -1,6 +1,7 @@
 // A parameter-server shard's push validation under arbitrary call sequences: BeginPush,
 // AddSegment, FinishPush and AbandonPush on a ShardState (server/ps/shard_state.h) with ranks,
-// steps, offsets, range lengths and payloads taken from the input, as the Step streams of
+// steps, offsets, range lengths, wire dtypes (float32, float16, bfloat16) and payloads taken from
+// the input, as the Step streams of
 // misbehaving or dying workers would make them.
 //
 // Checks, besides the sanitizers: every call is answered as a plain model of the rules says (so
@@ -20,6 +21,7 @@
 #include "absl/synchronization/notification.h"
 #include "absl/time/time.h"
 #include "common/optimizer.h"
+#include "common/wire_dtype.h"
 #include "server/ps/shard_state.h"
 #include "tests/fuzz/fuzz_input.h"
 
@@ -48,6 +50,7 @@ struct Model {
   bool closed = false;
   std::vector<Share> shares;
   std::vector<std::vector<float>> sums;  // of the steps completed here, in order
+  WireDtype dtype = WireDtype::kFp32;    // of the step collected: its first push's
 
   bool ValidWorker(int worker) const { return worker >= 0 && worker < workers; }
 
@@ -56,10 +59,19 @@ struct Model {
     return lost ? absl::StatusCode::kAborted : absl::StatusCode::kOk;
   }
 
-  absl::StatusCode Begin(uint64_t generation, int worker, uint64_t step, uint64_t elements) {
+  absl::StatusCode Begin(uint64_t generation, int worker, uint64_t step, uint64_t elements,
+                         WireDtype wire) {
     if (generation != kGeneration) return absl::StatusCode::kFailedPrecondition;
     if (!ValidWorker(worker) || elements != range) return absl::StatusCode::kInvalidArgument;
     if (absl::StatusCode code = CheckStep(step); code != absl::StatusCode::kOk) return code;
+    // The step's first push sets its dtype; every later one must push in it.
+    const bool any_began = std::any_of(shares.begin(), shares.end(),
+                                       [](const Share& s) { return s.state != Push::kIdle; });
+    if (!any_began) {
+      dtype = wire;
+    } else if (wire != dtype) {
+      return absl::StatusCode::kInvalidArgument;
+    }
     Share& share = shares[worker];
     if (share.state != Push::kIdle) return absl::StatusCode::kAlreadyExists;
     share = Share{Push::kPushing, 0, std::vector<float>(range)};
@@ -71,11 +83,14 @@ struct Model {
     if (absl::StatusCode code = CheckStep(step); code != absl::StatusCode::kOk) return code;
     Share& share = shares[worker];
     if (share.state != Push::kPushing) return absl::StatusCode::kFailedPrecondition;
-    const uint64_t count = payload.size() / sizeof(float);
-    if (payload.size() % sizeof(float) != 0 || offset != share.received || count > range - offset) {
+    const size_t width = WireBytesPerElement(dtype);
+    const uint64_t count = payload.size() / width;
+    if (payload.size() % width != 0 || offset != share.received || count > range - offset) {
       return absl::StatusCode::kInvalidArgument;
     }
-    if (count > 0) std::memcpy(share.values.data() + offset, payload.data(), payload.size());
+    for (uint64_t i = 0; i < count; ++i) {  // one element at a time: decoded as it arrives
+      DecodeWire(dtype, payload.data() + i * width, absl::MakeSpan(&share.values[offset + i], 1));
+    }
     share.received += count;
     Advance();
     return absl::StatusCode::kOk;
@@ -107,6 +122,7 @@ struct Model {
     for (size_t w = 1; w < shares.size(); ++w) {
       for (uint64_t i = 0; i < range; ++i) sum[i] += shares[w].values[i];
     }
+    RoundToWire(dtype, absl::MakeSpan(sum));  // the sum as the replies carry it
     sums.push_back(std::move(sum));
     for (Share& done : shares) done = Share{};
     ++collecting;
@@ -205,8 +221,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
         const uint8_t range = in.Byte();
         const uint64_t elements = range < 224 ? model.range : range % 16;
         const uint64_t generation = in.Byte() < 240 ? kGeneration : kGeneration - 1;
-        const absl::StatusCode expected = model.Begin(generation, w, s, elements);
-        CheckCode(expected, state.BeginPush(generation, w, s, elements), "BeginPush");
+        constexpr WireDtype kDtypes[] = {WireDtype::kFp32, WireDtype::kFp16, WireDtype::kBf16};
+        const WireDtype dtype = kDtypes[in.Byte() % 3];
+        const absl::StatusCode expected = model.Begin(generation, w, s, elements, dtype);
+        CheckCode(expected, state.BeginPush(generation, w, s, elements, dtype), "BeginPush");
         break;
       }
       case op::kAdd: {

@@ -8,7 +8,8 @@
 //  - the codec decodes what protobuf parses, to the same fields and payload, and a decoded
 //    segment encodes and decodes back to itself;
 //  - every segment the inbox hands out is of the current generation, from the left neighbour,
-//    of the collective asked for, fits its chunk, and continues that collective exactly where
+//    of the collective asked for, of a known element type (the honest neighbour sends float32,
+//    float16 and bfloat16 collectives in turn), fits its chunk, and continues it exactly where
 //    the previous one ended (nothing out of sequence is ever accepted);
 //  - what waits in the inbox stays within max_queued_bytes (queued) and max_held_bytes (held).
 #include <cstdint>
@@ -97,6 +98,9 @@ struct Sender {
   int step = 0;
   uint64_t offset = 0;
   uint64_t total_elements = 0;
+  // The wire dtype of the collective (--wire_dtype): float32, float16 or bfloat16 in turn, so
+  // 16-bit segments go through the inbox as well.
+  DType dtype = DType::kFloat32;
 
   // The next segment of at most `max_elements` elements, for a receiver in `topology`.
   Segment Next(const RingTopology& topology, uint64_t max_elements, bool advance) {
@@ -105,9 +109,9 @@ struct Sender {
     const uint64_t chunk_size = ring::ChunkRanges(total_elements, topology.world)[chunk].size();
     const uint64_t elements = std::min(max_elements, chunk_size - offset);
     Segment segment;
-    segment.header = SegmentHeader{generation,     collective,      left, step, chunk, offset,
-                                   total_elements, DType::kFloat32, false};
-    segment.payload = ring::SegmentPayload(std::string(elements * sizeof(float), '\x3f'));
+    segment.header = SegmentHeader{generation, collective,     left,  step, chunk,
+                                   offset,     total_elements, dtype, false};
+    segment.payload = ring::SegmentPayload(std::string(elements * ElementSize(dtype), '\x3f'));
     if (advance) {
       offset += elements;
       if (offset >= chunk_size) {
@@ -119,6 +123,8 @@ struct Sender {
   }
   void Restart(uint64_t next_collective) {
     collective = next_collective;
+    constexpr DType kDtypes[] = {DType::kFloat32, DType::kFloat16, DType::kBFloat16};
+    dtype = kDtypes[next_collective % 3];
     step = 0;
     offset = 0;
   }
@@ -182,14 +188,15 @@ void CheckDelivered(const Segment& segment, uint64_t collective, const RingTopol
              h.generation, topology.generation);
   FUZZ_CHECK(h.sender_rank == topology.left(), "segment from rank %d; left neighbour is %d",
              h.sender_rank, topology.left());
-  FUZZ_CHECK(h.dtype == DType::kFloat32, "dtype %u", static_cast<unsigned>(h.dtype));
+  const size_t element_size = ElementSize(h.dtype);
+  FUZZ_CHECK(element_size != 0, "dtype %u", static_cast<unsigned>(h.dtype));
   const RingSchedule schedule(topology.world, topology.left());
   FUZZ_CHECK(h.step >= 0 && h.step < schedule.steps(), "step %d of %d", h.step, schedule.steps());
   FUZZ_CHECK(h.chunk == schedule.Step(h.step).send_chunk, "chunk %d at step %d", h.chunk, h.step);
   const uint64_t chunk_size = ring::ChunkRanges(h.total_elements, topology.world)[h.chunk].size();
-  FUZZ_CHECK(segment.payload.size() % sizeof(float) == 0, "ragged payload of %zu bytes",
+  FUZZ_CHECK(segment.payload.size() % element_size == 0, "ragged payload of %zu bytes",
              segment.payload.size());
-  const uint64_t elements = segment.payload.size() / sizeof(float);
+  const uint64_t elements = segment.payload.size() / element_size;
   FUZZ_CHECK(h.offset <= chunk_size && elements <= chunk_size - h.offset,
              "%lu elements at %lu in a chunk of %lu", elements, h.offset, chunk_size);
 

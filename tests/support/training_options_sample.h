@@ -17,7 +17,7 @@ namespace ringside::testing {
 inline TrainingOptions NonDefaultTrainingOptions() {
   TrainingOptions options;
   auto& [model, activation, data, steps, eval_every, batch_size, optimizer, seed, staleness,
-         backup_workers, straggler, device] = options;
+         backup_workers, straggler, wire_dtype, device] = options;
   model = "784,64,10";
   activation = "relu";
   data = "fashion-mnist:/data/fm";
@@ -31,6 +31,7 @@ inline TrainingOptions NonDefaultTrainingOptions() {
   staleness = 3;
   backup_workers = 2;  // not valid with staleness 3 (CheckSyncSettings), but every row carries it
   straggler = {2, 2.5f};
+  wire_dtype = WireDtype::kBf16;
   device = "cuda:1";
   return options;
 }
@@ -39,7 +40,7 @@ inline TrainingOptions NonDefaultTrainingOptions() {
 inline void ExpectSameTrainingOptions(const TrainingOptions& actual,
                                       const TrainingOptions& expected) {
   const auto& [model, activation, data, steps, eval_every, batch_size, optimizer, seed, staleness,
-               backup_workers, straggler, device] = actual;
+               backup_workers, straggler, wire_dtype, device] = actual;
   EXPECT_EQ(model, expected.model);
   EXPECT_EQ(activation, expected.activation);
   EXPECT_EQ(data, expected.data);
@@ -57,6 +58,7 @@ inline void ExpectSameTrainingOptions(const TrainingOptions& actual,
   EXPECT_EQ(staleness, expected.staleness);
   EXPECT_EQ(backup_workers, expected.backup_workers);
   EXPECT_EQ(straggler, expected.straggler);
+  EXPECT_EQ(wire_dtype, expected.wire_dtype);
   EXPECT_EQ(device, expected.device);
 }
 

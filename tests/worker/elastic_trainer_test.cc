@@ -277,8 +277,9 @@ struct TrainerThread {
   std::optional<ElasticResult> result;
 };
 
-// Runs a 3-worker job losing `fault.victim` at `fault.point`, and checks the two survivors.
-void RunJobWithFault(const FaultCase& fault, const TrainingOptions& job) {
+// Runs a 3-worker job losing `fault.victim` at `fault.point`, and checks the two survivors: they
+// agree bit for bit, and with the float32 single-process reference within `tolerance`.
+void RunJobWithFault(const FaultCase& fault, const TrainingOptions& job, double tolerance = 1e-5) {
   SCOPED_TRACE(absl::StrCat(fault.name, ": worker ", fault.victim, " lost at ", fault.point, "@",
                             fault.after_step, ", starting in ", SyncModeName(fault.start),
                             " mode, ", fault.shards, " shard(s), switch at step ",
@@ -374,7 +375,18 @@ void RunJobWithFault(const FaultCase& fault, const TrainingOptions& job) {
     EXPECT_EQ(worker.result->slot.world, 2);
     EXPECT_GE(worker.result->generation, 2u);
     EXPECT_LT(MaxRelativeDifference(worker.result->training.parameters, reference->parameters),
-              1e-5);
+              tolerance);
+    if (job.wire_dtype != WireDtype::kFp32) {
+      // The sampled error was measured in the mode the job ended in (after any switch and
+      // regroup, so the dtype went with them), and is small.
+      const SyncMode last = fault.switch_at < 0              ? fault.start
+                            : fault.start == SyncMode::kRing ? SyncMode::kPs
+                                                             : SyncMode::kRing;
+      EXPECT_GT(worker.metrics->WireErrorSamples(last).Value(), 0) << SyncModeName(last);
+      for (SyncMode mode : {SyncMode::kRing, SyncMode::kPs}) {
+        EXPECT_LT(worker.metrics->WireRelativeError(mode).Value(), 1e-2) << SyncModeName(mode);
+      }
+    }
   }
   const int a = fault.victim == 0 ? 1 : 0, b = fault.victim == 2 ? 1 : 2;
   ASSERT_TRUE(workers[a]->result.has_value() && workers[b]->result.has_value());
@@ -491,6 +503,32 @@ INSTANTIATE_TEST_SUITE_P(
         FaultCase{"FirstRankMidPsStepBetweenShards", "ps_push", 3, 0, SyncMode::kPs, 3, -1},
         FaultCase{"AfterASwitchMidPsStep", "ps_push", 8, 2, SyncMode::kRing, 2, 5}),
     [](const ::testing::TestParamInfo<FaultCase>& info) { return info.param.name; });
+
+// --wire_dtype survives regroups and mode switches: 16-bit gradients through a lost worker mid
+// ring step, a switch to ps and back, and a worker lost mid ps step after a switch. The job spec
+// carries the dtype to every generation; the survivors end bit-identical to each other and
+// close to the float32 reference (the wire rounds every step's gradient).
+class ElasticTrainerWireDtypeTest
+    : public ::testing::TestWithParam<std::tuple<WireDtype, FaultCase>> {};
+
+TEST_P(ElasticTrainerWireDtypeTest, SurvivorsAgreeAndStayCloseToTheFp32Reference) {
+  TrainingOptions job = SmallJob(24);
+  job.wire_dtype = std::get<0>(GetParam());
+  RunJobWithFault(std::get<1>(GetParam()), job, /*tolerance=*/5e-2);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    RegroupsAndSwitches, ElasticTrainerWireDtypeTest,
+    ::testing::Combine(
+        ::testing::Values(WireDtype::kFp16, WireDtype::kBf16),
+        ::testing::Values(FaultCase{"MidRingStep", "ring_step", 7, 1, SyncMode::kRing, 1, -1},
+                          FaultCase{"DuringASwitchToRing", "switch", 0, 1, SyncMode::kPs, 2, 5},
+                          FaultCase{"AfterASwitchMidPsStep", "ps_push", 8, 2, SyncMode::kRing, 2,
+                                    5})),
+    [](const auto& info) {
+      return std::string(WireDtypeName(std::get<0>(info.param))) + "_" +
+             std::get<1>(info.param).name;
+    });
 
 // Rank 0, and only rank 0, evaluates the job on the held-out test set every eval_every steps and
 // after the last: in ring mode its own snapshot at each step boundary, in ps mode the shards'

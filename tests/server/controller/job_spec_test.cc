@@ -69,7 +69,24 @@ TEST(JobSpecTest, TheEncodingIsTheOneEarlierMembersRead) {
   by_hand.set_staleness("3");
   by_hand.set_backup_workers(2);
   by_hand.set_straggler("worker-2:2.5");
+  by_hand.set_wire_dtype("bf16");
   EXPECT_EQ(JobSpecOf(options).SerializeAsString(), by_hand.SerializeAsString());
+}
+
+TEST(JobSpecTest, AJobWithoutWireDtypeRunsInFp32AndAnUnknownOneIsRefused) {
+  TrainingOptions fp16;
+  fp16.wire_dtype = WireDtype::kFp16;
+  proto::JobSpec spec = JobSpecOf(fp16);
+  EXPECT_EQ(spec.wire_dtype(), "fp16");
+  spec.clear_wire_dtype();  // a controller that predates the field
+  absl::StatusOr<TrainingOptions> back = TrainingOptionsOf(spec, "cpu");
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_EQ(back->wire_dtype, WireDtype::kFp32);
+  spec.set_wire_dtype("fp8");
+  back = TrainingOptionsOf(spec, "cpu");
+  EXPECT_EQ(back.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(back.status().message().find("wire_dtype=fp8"), absl::string_view::npos)
+      << back.status();
 }
 
 TEST(JobSpecTest, AJobWithoutEvalEveryRunsWithTheDefaultAndANegativeOneIsRefused) {
