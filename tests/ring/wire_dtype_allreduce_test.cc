@@ -127,6 +127,28 @@ INSTANTIATE_TEST_SUITE_P(DtypesWorldsAndOddSizes, WireDtypeAllreduceTest,
                                   std::to_string(info.param.elements);
                          });
 
+// A chunk travels in at least four segments however large --segment_bytes is (so a hop's
+// pipeline fills in a quarter of a chunk's time on any link), and in segments of at most
+// --segment_bytes when those are smaller: messages per link are 2(N-1) steps' worth.
+TEST(RingSegmentsTest, AChunkTravelsInAtLeastFourSegmentsAndNoneLargerThanAsked) {
+  constexpr int kWorld = 2;
+  constexpr uint64_t kElements = 4000;  // chunks of 2000
+  const auto shares = RandomShares(kWorld, kElements, 1.0f, 5);
+  AllreduceOptions large;
+  large.segment_bytes = uint64_t{1} << 20;  // one segment per chunk, were it not for the rule
+  AllreduceOptions small;
+  small.segment_bytes = 100 * sizeof(float);  // 20 segments per chunk
+  const CountedRun quartered = RunCounted(shares, large);
+  const CountedRun asked = RunCounted(shares, small);
+  for (int r = 0; r < kWorld; ++r) {
+    ASSERT_TRUE(quartered.statuses[r].ok()) << quartered.statuses[r];
+    ASSERT_TRUE(asked.statuses[r].ok()) << asked.statuses[r];
+    EXPECT_EQ(quartered.messages[r], 2 * (kWorld - 1) * 4) << "rank " << r;
+    EXPECT_EQ(asked.messages[r], 2 * (kWorld - 1) * 20) << "rank " << r;
+    EXPECT_EQ(quartered.buffers[r], asked.buffers[r]) << "rank " << r;
+  }
+}
+
 // Shares of 60000 (fp16's largest finite value is 65504) from 4 ranks sum to 240000: without
 // the division by N the first hop's partial sum would be infinite.
 TEST(WireDtypeAllreduceTest, Fp16SumsBeyond65504AreGuardedByDividingByN) {
