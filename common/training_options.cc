@@ -219,6 +219,13 @@ absl::Status CheckSyncSettings(const TrainingOptions& options) {
                                                    " needs --staleness=0, not ",
                                                    StalenessText(options.staleness)));
   }
+  if (options.staleness != 0 && options.wire_dtype != WireDtype::kFp32) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--wire_dtype=", WireDtypeName(options.wire_dtype),
+                     " needs --staleness=0, not ", StalenessText(options.staleness),
+                     ": the stale modes push and pull float32 (16-bit "
+                     "pushes are not built for them)"));
+  }
   return absl::OkStatus();
 }
 

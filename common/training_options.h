@@ -114,7 +114,8 @@ absl::StatusOr<int64_t> ParseStaleness(absl::string_view text);
 std::string StragglerText(const Straggler& straggler);
 absl::StatusOr<Straggler> ParseStraggler(absl::string_view text);
 
-// The settings that only make sense together: backup workers need staleness 0. (That b is below
+// The settings that only make sense together: backup workers and a 16-bit wire need staleness 0
+// (the stale modes push float32). (That b is below
 // the generation's worker count is checked where the count is known: the shard.)
 absl::Status CheckSyncSettings(const TrainingOptions& options);
 

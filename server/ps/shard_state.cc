@@ -316,13 +316,17 @@ void ShardState::HandOverQuorumLocked() {
   buffers_->included = std::move(included);
   Segment segment{collecting_, 0,        range_elements_, /*last=*/true,
                   dtype_,      buffers_, first_push_,     absl::Now()};
+  CollectNextStepLocked();
+  segments_.push_back(std::move(segment));
+  segment_ready_.Signal();
+}
+
+void ShardState::CollectNextStepLocked() {
   buffers_.reset();
   for (WorkerShare& share : shares_) share = WorkerShare{};
   ++collecting_;
   handed_ = 0;
   first_push_ = absl::InfinitePast();
-  segments_.push_back(std::move(segment));
-  segment_ready_.Signal();
 }
 
 void ShardState::HandOverLocked() {
@@ -347,15 +351,10 @@ void ShardState::HandOverLocked() {
   segment.dtype = dtype_;
   segment.shares = buffers_;
   handed_ = ready;
-  if (complete) {
-    // The buffers go with the step; the next step's first push takes the spare set.
+  if (complete) {  // the buffers go with the step
     segment.first_push = first_push_;
     segment.last_push = absl::Now();
-    buffers_.reset();
-    for (WorkerShare& share : shares_) share = WorkerShare{};
-    ++collecting_;
-    handed_ = 0;
-    first_push_ = absl::InfinitePast();
+    CollectNextStepLocked();
   }
   segments_.push_back(std::move(segment));
   segment_ready_.Signal();

@@ -229,6 +229,9 @@ class ShardState {
   void HandOverLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Backup workers: hands the whole step over once sync_rules.h's StepMayComplete holds.
   void HandOverQuorumLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The collected step went to the applier whole: collecting starts on the next one, whose first
+  // push takes the spare set of buffers.
+  void CollectNextStepLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Backup workers: a push of the step just applied, accepted and discarded.
   absl::Status DropLatePushLocked(int worker, uint64_t step) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Backup workers: a segment (payload bytes) or the half-close of a dropped push.

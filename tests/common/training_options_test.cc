@@ -152,6 +152,18 @@ TEST(TrainingOptionsTest, AStragglerNamesAWorkerAndAFactor) {
   }
 }
 
+TEST(TrainingOptionsTest, SixteenBitWireNeedsSynchronousSteps) {
+  TrainingOptions options;
+  options.wire_dtype = WireDtype::kFp16;
+  EXPECT_TRUE(CheckSyncSettings(options).ok());
+  options.staleness = kAsyncStaleness;
+  const absl::Status refused = CheckSyncSettings(options);
+  EXPECT_EQ(refused.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(refused.message().find("--wire_dtype=fp16"), absl::string_view::npos) << refused;
+  options.wire_dtype = WireDtype::kFp32;
+  EXPECT_TRUE(CheckSyncSettings(options).ok());
+}
+
 TEST(TrainingOptionsTest, BackupWorkersNeedSynchronousSteps) {
   TrainingOptions options;
   options.backup_workers = 1;
