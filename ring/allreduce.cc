@@ -12,8 +12,10 @@ namespace ringside::ring {
 namespace {
 
 constexpr uint64_t kElementBytes = sizeof(float);
-// The fewest segments a chunk travels in (RunSteps).
+// The fewest segments a chunk travels in (RunSteps), unless that would make them smaller than
+// kSmallestSegmentBytes: small collectives are latency-bound, and more messages only cost them.
 constexpr uint64_t kSegmentsPerChunk = 4;
+constexpr uint64_t kSmallestSegmentBytes = uint64_t{64} << 10;
 
 absl::Span<float> ChunkOf(absl::Span<float> buffer, const ElementRange& range) {
   return buffer.subspan(range.begin, range.size());
@@ -69,15 +71,18 @@ absl::Status RingAllreduce::RunSteps(uint64_t collective, absl::Span<float> buff
   const RingSchedule schedule(topology.world, topology.rank);
   const auto chunks = ChunkRanges(buffer.size(), topology.world);
   const WireDtype wire = options.wire_dtype;
-  // At most segment_bytes, and at least kSegmentsPerChunk segments to a chunk: a rank forwards a
-  // segment as soon as it has it, so a step's pipeline fills in one segment's time on the link,
-  // which must stay a small part of a chunk's whatever the link's rate (1 MiB segments of a
-  // 1.8 MB chunk were 9% of the bound at 100mbit, 16-bit chunks 27%).
+  // At most segment_bytes, and at least kSegmentsPerChunk segments to a chunk (of no less than
+  // kSmallestSegmentBytes): a rank forwards a segment as soon as it has it, so a step's pipeline
+  // fills in one segment's time on the link, which must stay a small part of a chunk's whatever
+  // the link's rate (1 MiB segments of a 1.8 MB chunk were 9% of the bound at 100mbit, 16-bit
+  // chunks 27%).
+  const uint64_t width = WireBytesPerElement(wire);
   uint64_t largest_chunk = 0;
   for (const ElementRange& chunk : chunks) largest_chunk = std::max(largest_chunk, chunk.size());
-  const uint64_t segment_elements = std::max<uint64_t>(
-      1, std::min<uint64_t>(options.segment_bytes / WireBytesPerElement(wire),
-                            (largest_chunk + kSegmentsPerChunk - 1) / kSegmentsPerChunk));
+  const uint64_t quarter = std::max((largest_chunk + kSegmentsPerChunk - 1) / kSegmentsPerChunk,
+                                    kSmallestSegmentBytes / width);
+  const uint64_t segment_elements =
+      std::max<uint64_t>(1, std::min<uint64_t>(options.segment_bytes / width, quarter));
   auto header_of = [&](int step) {
     SegmentHeader header;
     header.generation = topology.generation;

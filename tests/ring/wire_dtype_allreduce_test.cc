@@ -8,6 +8,7 @@
 #include <random>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "common/cost_model.h"
 #include "common/metrics.h"
 #include "common/wire_dtype.h"
@@ -128,24 +129,27 @@ INSTANTIATE_TEST_SUITE_P(DtypesWorldsAndOddSizes, WireDtypeAllreduceTest,
                          });
 
 // A chunk travels in at least four segments however large --segment_bytes is (so a hop's
-// pipeline fills in a quarter of a chunk's time on any link), and in segments of at most
-// --segment_bytes when those are smaller: messages per link are 2(N-1) steps' worth.
-TEST(RingSegmentsTest, AChunkTravelsInAtLeastFourSegmentsAndNoneLargerThanAsked) {
+// pipeline fills in a quarter of a chunk's time on any link), in segments of at most
+// --segment_bytes when those are smaller, and whole when a quarter would be under 64 KiB (small
+// collectives are latency-bound): messages per link are 2(N-1) steps' worth.
+TEST(RingSegmentsTest, AChunkTravelsInAtLeastFourSegmentsUnlessSmallAndNoneLargerThanAsked) {
   constexpr int kWorld = 2;
-  constexpr uint64_t kElements = 4000;  // chunks of 2000
-  const auto shares = RandomShares(kWorld, kElements, 1.0f, 5);
-  AllreduceOptions large;
-  large.segment_bytes = uint64_t{1} << 20;  // one segment per chunk, were it not for the rule
-  AllreduceOptions small;
-  small.segment_bytes = 100 * sizeof(float);  // 20 segments per chunk
-  const CountedRun quartered = RunCounted(shares, large);
-  const CountedRun asked = RunCounted(shares, small);
-  for (int r = 0; r < kWorld; ++r) {
-    ASSERT_TRUE(quartered.statuses[r].ok()) << quartered.statuses[r];
-    ASSERT_TRUE(asked.statuses[r].ok()) << asked.statuses[r];
-    EXPECT_EQ(quartered.messages[r], 2 * (kWorld - 1) * 4) << "rank " << r;
-    EXPECT_EQ(asked.messages[r], 2 * (kWorld - 1) * 20) << "rank " << r;
-    EXPECT_EQ(quartered.buffers[r], asked.buffers[r]) << "rank " << r;
+  struct Case {
+    uint64_t elements, segment_bytes, segments_per_chunk;
+  };
+  for (const Case& c : {Case{160000, uint64_t{1} << 20, 4},      // chunks of 320 KB: quarters
+                        Case{160000, 10000 * sizeof(float), 8},  // as asked
+                        Case{4000, uint64_t{1} << 20, 1}}) {     // 8 KB chunks: whole
+    SCOPED_TRACE(absl::StrCat(c.elements, " elements, segments of ", c.segment_bytes, " B"));
+    const auto shares = RandomShares(kWorld, c.elements, 1.0f, 5);
+    AllreduceOptions options;
+    options.segment_bytes = c.segment_bytes;
+    const CountedRun run = RunCounted(shares, options);
+    for (int r = 0; r < kWorld; ++r) {
+      ASSERT_TRUE(run.statuses[r].ok()) << run.statuses[r];
+      EXPECT_EQ(run.messages[r], 2 * (kWorld - 1) * c.segments_per_chunk) << "rank " << r;
+      EXPECT_EQ(run.buffers[r], run.buffers[0]) << "rank " << r;
+    }
   }
 }
 
