@@ -252,22 +252,24 @@ absl::StatusOr<std::unique_ptr<PsClient>> PsClient::Create(const PsClientOptions
   return sync;
 }
 
-void PsClient::Track(grpc::ClientContext& context) {
+void CallCancellation::Track(grpc::ClientContext& context) {
   absl::MutexLock lock(&mu_);
   in_flight_.insert(&context);
   if (cancelled_) context.TryCancel();  // before the call exists: it starts cancelled
 }
 
-void PsClient::Untrack(grpc::ClientContext& context) {
+void CallCancellation::Untrack(grpc::ClientContext& context) {
   absl::MutexLock lock(&mu_);
   in_flight_.erase(&context);
 }
 
-void PsClient::Cancel() {
+void CallCancellation::Cancel() {
   absl::MutexLock lock(&mu_);
   cancelled_ = true;
   for (grpc::ClientContext* context : in_flight_) context->TryCancel();
 }
+
+void PsClient::Cancel() { calls_.Cancel(); }
 
 absl::Status PsClient::Sum(int64_t step, absl::Span<float> gradient) {
   const WireDtype wire = options_.wire_dtype;
@@ -291,7 +293,8 @@ absl::Status PsClient::Exchange(int64_t step, absl::Span<float> gradient) {
   for (size_t s = 0; s < links_.size(); ++s) {
     calls.push_back(std::make_unique<ShardCall>(options_, links_[s], static_cast<int>(s),
                                                 static_cast<uint64_t>(step), gradient));
-    Track(calls.back()->context());  // before any starts: a Cancel() meanwhile reaches them all
+    calls_.Track(
+        calls.back()->context());  // before any starts: a Cancel() meanwhile reaches them all
   }
   calls[0]->Start();
   if (options_.pushed_to_first_shard != nullptr) {
@@ -304,7 +307,7 @@ absl::Status PsClient::Exchange(int64_t step, absl::Span<float> gradient) {
   std::vector<absl::Status> statuses;
   for (const std::unique_ptr<ShardCall>& call : calls) {
     statuses.push_back(call->Wait());
-    Untrack(call->context());
+    calls_.Untrack(call->context());
   }
   for (const absl::Status& status : statuses) RETURN_IF_ERROR(status);
   return absl::OkStatus();

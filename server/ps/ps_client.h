@@ -71,6 +71,21 @@ struct PsClientOptions {
   std::function<void(int shard, uint64_t written, uint64_t received)> window_full;
 };
 
+// The calls of a client's current generation, so that Cancel() ends them all: a call tracked
+// while in flight is cancelled by Cancel(); one tracked after Cancel() starts cancelled. Used by
+// both PS clients (PsClient, and StalePsClient in stale_client.h). Thread-safe.
+class CallCancellation final {
+ public:
+  void Track(grpc::ClientContext& context);
+  void Untrack(grpc::ClientContext& context);
+  void Cancel();
+
+ private:
+  absl::Mutex mu_;
+  std::set<grpc::ClientContext*> in_flight_ ABSL_GUARDED_BY(mu_);
+  bool cancelled_ ABSL_GUARDED_BY(mu_) = false;
+};
+
 class PsClient final {
  public:
   // `metrics` must outlive this object unless null.
@@ -97,15 +112,10 @@ class PsClient final {
   explicit PsClient(PsClientOptions options) : options_(std::move(options)) {}
   // One step's streams, every shard at once: the share (as the wire carries it) out, the sum in.
   absl::Status Exchange(int64_t step, absl::Span<float> gradient);
-  // While a call is tracked, Cancel() cancels it; one tracked after Cancel() starts cancelled.
-  void Track(grpc::ClientContext& context);
-  void Untrack(grpc::ClientContext& context);
 
   PsClientOptions options_;
   std::vector<ShardLink> links_;
-  absl::Mutex mu_;
-  std::set<grpc::ClientContext*> in_flight_ ABSL_GUARDED_BY(mu_);
-  bool cancelled_ ABSL_GUARDED_BY(mu_) = false;
+  CallCancellation calls_;
 };
 
 }  // namespace ringside::server

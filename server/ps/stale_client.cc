@@ -43,7 +43,7 @@ class PushPullCall final
     if (shard_.send.expected_bytes != nullptr) {  // the cost model's bytes: the range, once
       shard_.send.expected_bytes->Increment(static_cast<double>(gradient_.size() * sizeof(float)));
     }
-    client_.Track(context_);
+    client_.calls().Track(context_);
     shard_.stub->async()->PushPull(&context_, this);
     StartRead(&reply_);
     WriteSegment();
@@ -107,7 +107,7 @@ class PushPullCall final
       absl::MutexLock lock(&mu_);
       mu_.Await(absl::Condition(&done_));
     }
-    client_.Untrack(context_);
+    client_.calls().Untrack(context_);
     if (!result_.ok()) return result_;
     if (params.size() != values_.size()) {
       return absl::InternalError(absl::StrCat(where_, ": the range does not fit the worker's"));
@@ -219,21 +219,6 @@ std::vector<std::unique_ptr<StaleShardLink>> StalePsClient::Links() {
   return links;
 }
 
-void StalePsClient::Track(grpc::ClientContext& context) {
-  absl::MutexLock lock(&mu_);
-  in_flight_.insert(&context);
-  if (cancelled_) context.TryCancel();
-}
-
-void StalePsClient::Untrack(grpc::ClientContext& context) {
-  absl::MutexLock lock(&mu_);
-  in_flight_.erase(&context);
-}
-
-void StalePsClient::Cancel() {
-  absl::MutexLock lock(&mu_);
-  cancelled_ = true;
-  for (grpc::ClientContext* context : in_flight_) context->TryCancel();
-}
+void StalePsClient::Cancel() { calls_.Cancel(); }
 
 }  // namespace ringside::server

@@ -11,12 +11,10 @@
 
 #include <cstdint>
 #include <memory>
-#include <set>
 #include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "absl/synchronization/mutex.h"
 #include "absl/types/span.h"
 #include "common/metrics.h"
 #include "common/ranges.h"
@@ -62,8 +60,7 @@ class StalePsClient final {
     LinkSendMetrics send;
     LinkReceiveMetrics receive;
   };
-  void Track(grpc::ClientContext& context);
-  void Untrack(grpc::ClientContext& context);
+  CallCancellation& calls() { return calls_; }
   const PsClientOptions& options() const { return options_; }
 
  private:
@@ -72,9 +69,7 @@ class StalePsClient final {
   PsClientOptions options_;
   std::vector<ElementRange> ranges_;
   std::vector<Shard> shards_;
-  absl::Mutex mu_;
-  std::set<grpc::ClientContext*> in_flight_ ABSL_GUARDED_BY(mu_);
-  bool cancelled_ ABSL_GUARDED_BY(mu_) = false;
+  CallCancellation calls_;
 };
 
 }  // namespace ringside::server
