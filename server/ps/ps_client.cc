@@ -229,26 +229,35 @@ class PsClient::ShardCall final
   absl::Status result_ ABSL_GUARDED_BY(mu_);
 };
 
-absl::StatusOr<std::unique_ptr<PsClient>> PsClient::Create(const PsClientOptions& options,
-                                                           uint64_t parameters, Metrics* metrics) {
+absl::StatusOr<std::vector<PsShardLink>> ConnectPsShards(const PsClientOptions& options,
+                                                         uint64_t parameters, Metrics* metrics) {
   if (options.shards.empty()) {
     return absl::InvalidArgumentError("--ps: give every shard's address, in shard order");
   }
-  std::unique_ptr<PsClient> sync(new PsClient(options));
   const std::vector<ElementRange> ranges =
       EvenRanges(parameters, static_cast<int>(options.shards.size()));
+  std::vector<PsShardLink> links;
   for (size_t s = 0; s < options.shards.size(); ++s) {
-    ShardLink link;
+    PsShardLink link;
+    link.index = static_cast<int>(s);
     link.address = options.shards[s];
     link.range = ranges[s];
     link.stub = proto::ParameterShard::NewStub(MakeChannel(link.address, options.security));
     if (metrics != nullptr) {
-      const std::string me = WorkerName(options.rank), shard = PsShardName(static_cast<int>(s));
+      const std::string me = WorkerName(options.rank), shard = PsShardName(link.index);
       link.send = metrics->LinkSend(me, shard, SyncMode::kPs);
       link.receive = metrics->LinkReceive(shard, me, SyncMode::kPs);
     }
-    sync->links_.push_back(std::move(link));
+    links.push_back(std::move(link));
   }
+  return links;
+}
+
+absl::StatusOr<std::unique_ptr<PsClient>> PsClient::Create(const PsClientOptions& options,
+                                                           uint64_t parameters, Metrics* metrics) {
+  ASSIGN_OR_RETURN(std::vector<PsShardLink> links, ConnectPsShards(options, parameters, metrics));
+  std::unique_ptr<PsClient> sync(new PsClient(options));
+  sync->links_ = std::move(links);
   return sync;
 }
 

@@ -86,6 +86,22 @@ class CallCancellation final {
   bool cancelled_ ABSL_GUARDED_BY(mu_) = false;
 };
 
+// One shard as a worker's client reaches it: its range (EvenRanges of the parameters), a stub
+// on a channel with the options' security, and the link's counters (unset without metrics).
+struct PsShardLink {
+  int index = 0;
+  std::string address;
+  ElementRange range;
+  std::unique_ptr<proto::ParameterShard::Stub> stub;
+  LinkSendMetrics send;
+  LinkReceiveMetrics receive;
+};
+
+// Every shard of `options.shards`, in shard order; INVALID_ARGUMENT when there is none.
+// `metrics` must outlive the links unless null.
+absl::StatusOr<std::vector<PsShardLink>> ConnectPsShards(const PsClientOptions& options,
+                                                         uint64_t parameters, Metrics* metrics);
+
 class PsClient final {
  public:
   // `metrics` must outlive this object unless null.
@@ -100,13 +116,7 @@ class PsClient final {
   void Cancel();
 
  private:
-  struct ShardLink {
-    std::string address;
-    ElementRange range;
-    std::unique_ptr<proto::ParameterShard::Stub> stub;
-    LinkSendMetrics send;
-    LinkReceiveMetrics receive;
-  };
+  using ShardLink = PsShardLink;
   class ShardCall;  // one shard's Step stream of one step (ps_client.cc)
 
   explicit PsClient(PsClientOptions options) : options_(std::move(options)) {}

@@ -190,24 +190,10 @@ class GrpcStaleLink final : public StaleShardLink {
 absl::StatusOr<std::unique_ptr<StalePsClient>> StalePsClient::Create(const PsClientOptions& options,
                                                                      uint64_t parameters,
                                                                      Metrics* metrics) {
-  if (options.shards.empty()) {
-    return absl::InvalidArgumentError("--ps: give every shard's address, in shard order");
-  }
+  ASSIGN_OR_RETURN(std::vector<Shard> shards, ConnectPsShards(options, parameters, metrics));
   std::unique_ptr<StalePsClient> client(new StalePsClient(options));
-  client->ranges_ = EvenRanges(parameters, static_cast<int>(options.shards.size()));
-  for (size_t s = 0; s < options.shards.size(); ++s) {
-    Shard shard;
-    shard.index = static_cast<int>(s);
-    shard.address = options.shards[s];
-    shard.range = client->ranges_[s];
-    shard.stub = proto::ParameterShard::NewStub(MakeChannel(shard.address, options.security));
-    if (metrics != nullptr) {
-      const std::string me = WorkerName(options.rank), name = PsShardName(static_cast<int>(s));
-      shard.send = metrics->LinkSend(me, name, SyncMode::kPs);
-      shard.receive = metrics->LinkReceive(name, me, SyncMode::kPs);
-    }
-    client->shards_.push_back(std::move(shard));
-  }
+  for (const Shard& shard : shards) client->ranges_.push_back(shard.range);
+  client->shards_ = std::move(shards);
   return client;
 }
 

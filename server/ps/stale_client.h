@@ -52,14 +52,7 @@ class StalePsClient final {
   void Cancel();
 
   // The links' side (stale_client.cc).
-  struct Shard {
-    int index = 0;
-    std::string address;
-    ElementRange range;
-    std::unique_ptr<proto::ParameterShard::Stub> stub;
-    LinkSendMetrics send;
-    LinkReceiveMetrics receive;
-  };
+  using Shard = PsShardLink;
   CallCancellation& calls() { return calls_; }
   const PsClientOptions& options() const { return options_; }
 
