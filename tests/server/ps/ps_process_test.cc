@@ -195,6 +195,18 @@ TEST(PsProcessTest, PsRingAndOneProcessEndWithTheSameParameters) {
   for (launch::Subprocess& shard : shards.processes) EXPECT_TRUE(shard.Kill().ok());
 }
 
+// A static ps cluster's worker flags: `shards`' addresses and security, the job's `job` flags,
+// lingering so that the test can scrape the shards after the workers' results.
+std::vector<std::string> StaticPsWorkerFlags(const Shards& shards, int workers,
+                                             const std::vector<std::string>& job) {
+  std::vector<std::string> flags = {"--mode=ps", absl::StrCat("--workers=", workers),
+                                    "--ps=" + absl::StrJoin(shards.addresses, ","), "--device=cpu",
+                                    "--linger"};
+  flags.insert(flags.end(), job.begin(), job.end());
+  flags.insert(flags.end(), shards.worker_security.begin(), shards.worker_security.end());
+  return flags;
+}
+
 // --staleness=async across processes: the shards apply every push once (the staleness histogram
 // counts workers * steps updates), each link carries the cost model's bytes both ways (a pull
 // is the range's parameters, a push its gradient), and every worker reaches Iris's accuracy.
@@ -202,12 +214,7 @@ TEST(PsProcessTest, AsyncWorkersAndShardsTrainIrisAndCountEveryUpdate) {
   constexpr int kWorkers = 3, kShards = 2, kSteps = 200;
   const std::vector<std::string> job = {"--staleness=async", absl::StrCat("--steps=", kSteps)};
   Shards shards = StartShards(kShards, kWorkers, /*tls=*/false, job);
-  std::vector<std::string> flags = {"--mode=ps", absl::StrCat("--workers=", kWorkers),
-                                    "--ps=" + absl::StrJoin(shards.addresses, ","), "--device=cpu",
-                                    "--linger"};
-  flags.insert(flags.end(), job.begin(), job.end());
-  flags.insert(flags.end(), shards.worker_security.begin(), shards.worker_security.end());
-  auto workers = WorkerProcesses::Start(kWorkers, flags);
+  auto workers = WorkerProcesses::Start(kWorkers, StaticPsWorkerFlags(shards, kWorkers, job));
   ASSERT_TRUE(workers.ok()) << workers.status();
   auto results = (*workers)->WaitForResults(absl::Seconds(120));
   ASSERT_TRUE(results.ok()) << results.status();
@@ -247,12 +254,7 @@ TEST(PsProcessTest, BackupWorkersKeepEveryWorkerOnTheSameParameters) {
   const std::vector<std::string> job = {"--backup_workers=1", "--straggler=worker-2:3",
                                         absl::StrCat("--steps=", kSteps)};
   Shards shards = StartShards(kShards, kWorkers, /*tls=*/false, job);
-  std::vector<std::string> flags = {"--mode=ps", absl::StrCat("--workers=", kWorkers),
-                                    "--ps=" + absl::StrJoin(shards.addresses, ","), "--device=cpu",
-                                    "--linger"};
-  flags.insert(flags.end(), job.begin(), job.end());
-  flags.insert(flags.end(), shards.worker_security.begin(), shards.worker_security.end());
-  auto workers = WorkerProcesses::Start(kWorkers, flags);
+  auto workers = WorkerProcesses::Start(kWorkers, StaticPsWorkerFlags(shards, kWorkers, job));
   ASSERT_TRUE(workers.ok()) << workers.status();
   auto results = (*workers)->WaitForResults(absl::Seconds(120));
   ASSERT_TRUE(results.ok()) << results.status();
