@@ -236,7 +236,8 @@ bool FlagGiven(int argc, char** argv, const char* name) {
 
 // compare's default jobs: a communication-heavy model (the sync cost dominates) on real data,
 // Fashion-MNIST, timed to a test accuracy, and Iris (small). Giving --model runs that one job
-// instead; --data=fashion-mnist:DIR and --lr apply to the heavy job too.
+// instead; --data=fashion-mnist:DIR, --lr, --steps and --batch_size given apply to the heavy job
+// too (its own defaults stand only for the flags not given).
 std::vector<ringside::TrainingOptions> CompareJobs(const ringside::TrainingOptions& flags, int argc,
                                                    char** argv) {
   if (FlagGiven(argc, argv, "--model")) return {flags};
@@ -244,8 +245,8 @@ std::vector<ringside::TrainingOptions> CompareJobs(const ringside::TrainingOptio
   ringside::TrainingOptions heavy = flags;
   heavy.model = "784,1024,1024,10";
   heavy.data = fashion ? flags.data : "fashion-mnist";
-  heavy.steps = 200;
-  heavy.batch_size = 64;
+  if (!FlagGiven(argc, argv, "--steps")) heavy.steps = 200;
+  if (!FlagGiven(argc, argv, "--batch_size")) heavy.batch_size = 64;
   // Adam at the project's default 0.01 diverges on this model and data; 0.001 learns.
   if (!FlagGiven(argc, argv, "--lr")) heavy.optimizer.learning_rate = 0.001f;
   ringside::TrainingOptions iris = flags;

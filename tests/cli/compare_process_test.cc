@@ -174,6 +174,44 @@ TEST(CompareCommandTest, TimesEachModeToATestAccuracyOnFashionMnist) {
       << launch::TailOfFile(spawn.log_path, 40);
 }
 
+// Without --model compare runs its two default jobs (the heavy model on Fashion-MNIST, then
+// Iris); --steps and --batch_size given on the command line apply to both, where the heavy job's
+// own defaults (200 steps of 64 rows) once replaced them silently.
+TEST(CompareCommandTest, TheDefaultJobsTakeTheStepsAndBatchGiven) {
+  auto dir = launch::TempDir::Create("ringside-compare-test-");
+  ASSERT_TRUE(dir.ok());
+  const std::string data = dir->File("data");
+  ASSERT_EQ(mkdir(data.c_str(), 0755), 0);
+  ASSERT_TRUE(testing::WriteTinyFashionMnist(data, 64, 20, 28, 28));  // the heavy model's shape
+  launch::SpawnOptions spawn;
+  spawn.argv = {testing::BinDir() + "/ringside",
+                "compare",
+                "--data=fashion-mnist:" + data,
+                "--steps=3",
+                "--eval_every=3",
+                "--batch_size=8",
+                "--workers=2",
+                "--ps_shards=1",
+                "--json=" + dir->File("out.json")};
+  spawn.log_path = dir->File("compare.log");
+  auto process = launch::Subprocess::Spawn(spawn);
+  ASSERT_TRUE(process.ok()) << process.status();
+  auto exit = process->Wait(absl::Seconds(240));
+  ASSERT_TRUE(exit.ok() && exit->ok()) << launch::TailOfFile(spawn.log_path, 30);
+
+  const nlohmann::json json =
+      nlohmann::json::parse(ReadFileToString(dir->File("out.json")).value());
+  ASSERT_EQ(json["jobs"].size(), 2u) << json.dump();
+  EXPECT_EQ(json["jobs"][0]["config"]["model"], "784,1024,1024,10");
+  EXPECT_EQ(json["jobs"][1]["config"]["data"], "iris");
+  for (const nlohmann::json& job : json["jobs"]) {
+    SCOPED_TRACE(job["config"]["model"].get<std::string>());
+    EXPECT_EQ(job["config"]["steps"], 3);
+    EXPECT_EQ(job["config"]["batch_size"], 8);
+    for (const char* mode : {"ring", "ps"}) EXPECT_EQ(job["modes"][mode]["steps"], 3) << mode;
+  }
+}
+
 // Bad accuracy flags, a data directory without the four files and a model that does not fit the
 // images fail at once, naming what is wrong, before any cluster starts.
 TEST(CompareCommandTest, BadAccuracyFlagsAndMissingDataFailBeforeAnyClusterStarts) {
