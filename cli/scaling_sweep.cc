@@ -8,6 +8,7 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
 #include "cli/format_units.h"
 #include "cli/model_prediction.h"
@@ -163,9 +164,23 @@ void FillScalingModel(ModeReport& mode, const JobConfig& config, double link_byt
 void PrintScalingTable(const JobComparison& job, std::ostream& out) {
   out << "Scaling (" << job.config.model << ", global batch " << job.config.batch_size
       << " whatever N; efficiency = samples/s(N) / (N/N0 x samples/s(N0))):\n";
-  out << "  mode  N   S   samples/s  efficiency  step mean  model step  compute    sync\n";
+  // A 16-bit wire adds the sampled gradient error at each N: it grows with N in a ring (a
+  // rounding per hop) and not in a parameter server (two roundings whatever N).
+  bool wire_error = false;
+  for (const ModeReport* mode : {&job.ring, &job.ps}) {
+    for (const ScalingPoint& p : mode->scaling) wire_error |= p.wire_relative_error.has_value();
+  }
+  out << "  mode  N   S   samples/s  efficiency  step mean  model step  compute    sync"
+      << (wire_error ? "             gradient error" : "") << "\n";
   for (const ModeReport* mode : {&job.ring, &job.ps}) {
     for (const ScalingPoint& p : mode->scaling) {
+      std::string sync = HumanSeconds(p.phases.sync);
+      if (wire_error) {
+        sync = absl::StrFormat("%-17s%s", sync,
+                               p.wire_relative_error.has_value()
+                                   ? absl::StrFormat("%.2e", *p.wire_relative_error)
+                                   : "-");
+      }
       char line[200];
       std::snprintf(
           line, sizeof(line), "  %-4s  %-2d  %-2d  %-9s  %-10s  %-9s  %-10s  %-9s  %s\n",
@@ -173,7 +188,7 @@ void PrintScalingTable(const JobComparison& job, std::ostream& out) {
           p.completed ? WithThousands(std::llround(p.samples_per_second)).c_str() : "failed",
           p.completed ? Percent(p.efficiency).c_str() : "-", HumanSeconds(p.step_mean).c_str(),
           HumanSeconds(p.model_step_seconds).c_str(), HumanSeconds(p.phases.compute).c_str(),
-          HumanSeconds(p.phases.sync).c_str());
+          sync.c_str());
       out << line;
     }
     for (const std::string& line :

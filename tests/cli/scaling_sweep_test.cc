@@ -2,6 +2,7 @@
 // and what the JSON and the HTML report make of it. Pure: hand-built points.
 #include "cli/scaling_sweep.h"
 
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -107,6 +108,32 @@ TEST(ScalingSweepTest, AFailedSizeHasNoEfficiencyAndIsNotTheBaseline) {
   FillScalingModel(job.ring, job.config, 0);
   EXPECT_EQ(job.ring.scaling_baseline_workers, 2);
   EXPECT_EQ(job.ring.scaling[0].efficiency, 0);
+}
+
+// A 16-bit wire's sampled gradient error gets a column of its own, one figure per N (how it
+// grows with N is the point of the sweep); a float32 sweep's table has no such column.
+TEST(ScalingSweepTest, TheTableShowsEachSizesGradientErrorOnlyForA16BitWire) {
+  JobComparison job = RingSweep();
+  std::ostringstream fp32;
+  PrintScalingTable(job, fp32);
+  EXPECT_EQ(fp32.str().find("gradient error"), std::string::npos) << fp32.str();
+
+  job.ring.scaling[1].wire_relative_error = 2.44e-4;
+  job.ring.scaling[3].wire_relative_error = 4.29e-4;
+  std::ostringstream fp16;
+  PrintScalingTable(job, fp16);
+  const std::string table = fp16.str();
+  EXPECT_NE(table.find("gradient error"), std::string::npos) << table;
+  EXPECT_NE(table.find("2.44e-04"), std::string::npos) << table;
+  EXPECT_NE(table.find("4.29e-04"), std::string::npos) << table;
+  // The sizes without a sample say so, in the same column.
+  const size_t header = table.find("gradient error");
+  const size_t row_n1 = table.find("\n  ring  1 ");
+  ASSERT_NE(row_n1, std::string::npos) << table;
+  const size_t header_start = table.rfind('\n', header) + 1;
+  const size_t row_end = table.find('\n', row_n1 + 1);
+  EXPECT_EQ(table.substr(row_n1 + 1 + (header - header_start), 1), "-") << table;
+  EXPECT_EQ(row_end, row_n1 + 1 + (header - header_start) + 1) << table;
 }
 
 TEST(ScalingSweepTest, ParsesCountLists) {
