@@ -280,14 +280,30 @@ void CallCancellation::Cancel() {
 
 void PsClient::Cancel() { calls_.Cancel(); }
 
-absl::Status PsClient::Sum(int64_t step, absl::Span<float> gradient) {
+size_t PsClient::PrepareShare(absl::Span<float> part) const {
   const WireDtype wire = options_.wire_dtype;
-  const float divisor = WireShareDivisor(wire, options_.workers);
-  const size_t own_non_finite = wire == WireDtype::kFp32 ? 0 : CountNonFinite(gradient);
-  DivideShare(gradient, divisor);  // fp16's guard against overflow (fp32, bf16: nothing)
+  const size_t non_finite = wire == WireDtype::kFp32 ? 0 : CountNonFinite(part);
+  DivideShare(part, WireShareDivisor(wire, options_.workers));  // fp16's guard (else nothing)
+  return non_finite;
+}
+
+absl::Status PsClient::Sum(int64_t step, absl::Span<float> gradient) {
+  const size_t own_non_finite = PrepareShare(gradient);
   RETURN_IF_ERROR(Exchange(step, gradient));
+  return FinishSum(step, gradient, own_non_finite);
+}
+
+absl::Status PsClient::SumAsReady(int64_t step, absl::Span<float> gradient,
+                                  const std::function<bool(uint64_t begin)>& await_ready) {
+  RETURN_IF_ERROR(Exchange(step, gradient, await_ready));
+  // The share's own values are gone (the sum overwrote them): the caller counted them.
+  return FinishSum(step, gradient, 0);
+}
+
+absl::Status PsClient::FinishSum(int64_t step, absl::Span<float> gradient, size_t own_non_finite) {
+  const WireDtype wire = options_.wire_dtype;
   if (wire == WireDtype::kFp32) return absl::OkStatus();
-  MultiplySum(gradient, divisor);
+  MultiplySum(gradient, WireShareDivisor(wire, options_.workers));
   const size_t non_finite = CountNonFinite(gradient);
   if (non_finite == 0) return absl::OkStatus();
   return absl::InvalidArgumentError(absl::StrCat(
@@ -296,7 +312,8 @@ absl::Status PsClient::Sum(int64_t step, absl::Span<float> gradient) {
       "): a NaN gradient, or a sum beyond the wire dtype's range; it is not used"));
 }
 
-absl::Status PsClient::Exchange(int64_t step, absl::Span<float> gradient) {
+absl::Status PsClient::Exchange(int64_t step, absl::Span<float> gradient,
+                                const std::function<bool(uint64_t begin)>& await_ready) {
   std::vector<std::unique_ptr<ShardCall>> calls;
   calls.reserve(links_.size());
   for (size_t s = 0; s < links_.size(); ++s) {
@@ -305,18 +322,35 @@ absl::Status PsClient::Exchange(int64_t step, absl::Span<float> gradient) {
     calls_.Track(
         calls.back()->context());  // before any starts: a Cancel() meanwhile reaches them all
   }
-  calls[0]->Start();
-  if (options_.pushed_to_first_shard != nullptr) {
-    calls[0]->WaitPushed();
-    // A worker lost here (in-process tests) pushes nothing more: the other shards never see
-    // its share, and its step ends CANCELLED.
-    if (options_.pushed_to_first_shard(step)) Cancel();
+  // Shard order, or (overlapped) the last shard first, as its range is final first.
+  std::vector<size_t> order(calls.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = await_ready ? order.size() - 1 - i : i;
+  size_t started = 0;
+  bool abandoned = false;
+  for (; started < order.size(); ++started) {
+    ShardCall& call = *calls[order[started]];
+    if (await_ready && !await_ready(links_[order[started]].range.begin)) {
+      abandoned = true;  // the compute failed: the streams begun end now
+      for (size_t i = 0; i < started; ++i) calls[order[i]]->context().TryCancel();
+      break;
+    }
+    call.Start();
+    if (started == 0 && options_.pushed_to_first_shard != nullptr) {
+      call.WaitPushed();
+      // A worker lost here (in-process tests) pushes nothing more: the other shards never see
+      // its share, and its step ends CANCELLED.
+      if (options_.pushed_to_first_shard(step)) Cancel();
+    }
   }
-  for (size_t s = 1; s < calls.size(); ++s) calls[s]->Start();
   std::vector<absl::Status> statuses;
-  for (const std::unique_ptr<ShardCall>& call : calls) {
-    statuses.push_back(call->Wait());
-    calls_.Untrack(call->context());
+  for (size_t i = 0; i < calls.size(); ++i) {
+    // A call never started has no stream to wait for.
+    if (i < started) statuses.push_back(calls[order[i]]->Wait());
+    calls_.Untrack(calls[order[i]]->context());
+  }
+  if (abandoned) {
+    return absl::CancelledError(
+        absl::StrCat("step ", step, " abandoned before its share was final"));
   }
   for (const absl::Status& status : statuses) RETURN_IF_ERROR(status);
   return absl::OkStatus();

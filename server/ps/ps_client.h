@@ -61,10 +61,11 @@ struct PsClientOptions {
   absl::Duration timeout = absl::Seconds(60);  // per step and shard
   TransportSecurity security;                  // of the channels to the shards
   // The ps_push fault point (worker/fault_injection.h); null: none. When set, the other shards'
-  // pushes wait until this worker's share has reached shard 0, and this runs in between, on the
-  // thread calling Sum(). Returning true means the worker is lost there: the sync cancels itself,
-  // pushing no more. An option rather than a test-only seam because ringside-worker itself
-  // reaches it under --fault_at (the multi-process tests kill the real binary here).
+  // pushes wait until this worker's share has reached the first shard pushed to (shard 0; the
+  // last shard in SumAsReady), and this runs in between, on the thread calling Sum(). Returning
+  // true means the worker is lost there: the sync cancels itself, pushing no more. An option rather
+  // than a test-only seam because ringside-worker itself reaches it under --fault_at (the
+  // multi-process tests kill the real binary here).
   std::function<bool(int64_t step)> pushed_to_first_shard;
   // Test observer, null in the daemons: a push to `shard` waits for the window, `written`
   // elements pushed and `received` summed back. Runs on a gRPC callback thread, under a lock.
@@ -111,6 +112,20 @@ class PsClient final {
   // `gradient` (each shard's range as it streams back).
   absl::Status Sum(int64_t step, absl::Span<float> gradient);
 
+  // The same for a share that becomes final from the end while the step runs (an overlapped step,
+  // worker/overlapped_sync.h): `await_ready(b)` blocks until elements [b, K) are final and
+  // prepared with PrepareShare, and returns false when they never will be (the step is
+  // abandoned: the streams begun are cancelled, CANCELLED). Each shard's stream starts once its
+  // whole range is final, the last shard first (a shard takes a share's segments in order, so a
+  // shard's pushes cannot begin before its first elements are final). The sum's bits are Sum's:
+  // the shard sums each element in rank order, whenever its segment came.
+  absl::Status SumAsReady(int64_t step, absl::Span<float> gradient,
+                          const std::function<bool(uint64_t begin)>& await_ready);
+  // What Sum does to the share before it is pushed, for a part of it (fp16's division by the
+  // worker count, WireShareDivisor; nothing for fp32 and bf16). Returns how many of `part`'s
+  // values are NaN or infinite (a 16-bit wire's check names them); 0 for fp32. Thread-safe.
+  size_t PrepareShare(absl::Span<float> part) const;
+
   // Ends the step in flight, and every later one, with CANCELLED (the generation is over).
   // Safe from any thread.
   void Cancel();
@@ -121,7 +136,11 @@ class PsClient final {
 
   explicit PsClient(PsClientOptions options) : options_(std::move(options)) {}
   // One step's streams, every shard at once: the share (as the wire carries it) out, the sum in.
-  absl::Status Exchange(int64_t step, absl::Span<float> gradient);
+  // With `await_ready`: SumAsReady's order (each shard once its range is final, the last first).
+  absl::Status Exchange(int64_t step, absl::Span<float> gradient,
+                        const std::function<bool(uint64_t begin)>& await_ready = nullptr);
+  // After Exchange: fp16's sum multiplied back, and a 16-bit sum checked for NaN and infinity.
+  absl::Status FinishSum(int64_t step, absl::Span<float> gradient, size_t own_non_finite);
 
   PsClientOptions options_;
   std::vector<ShardLink> links_;
