@@ -92,6 +92,8 @@ json ModeJson(const ModeReport& m) {
       {"processes", ProcessesJson(m.processes)},
       {"process_failures", ProcessFailuresJson(m.process_failures)},
       {"sync_seconds", {{"p50", m.sync_p50}, {"min", m.sync_min}}},
+      {"compute_seconds", {{"p50", m.compute_p50}}},
+      {"overlap_share", m.overlap_share},
       {"wire_relative_error",
        m.wire_relative_error.has_value() ? json(*m.wire_relative_error) : json(nullptr)},
       {"wire_error_samples", m.wire_error_samples},

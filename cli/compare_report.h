@@ -106,6 +106,12 @@ struct ModeReport {
   double step_p50 = 0, step_p95 = 0;  // seconds per whole step
   // worker-0's sync phase per step (its step trace): median and fastest, in seconds.
   double sync_p50 = 0, sync_min = 0;
+  // worker-0's compute phase per step, median, in seconds (its step trace).
+  double compute_p50 = 0;
+  // --bucket_bytes: the median over worker-0's steps of the share of the step during which its
+  // sync ran at the same time as its compute (StepTraceLine::overlap_seconds / seconds); 0
+  // without overlap.
+  double overlap_share = 0;
   // `ringside lab`: the cost model's sync time per step at the link rate (common/cost_model.h,
   // SyncBoundSeconds); 0 outside the lab.
   double bound_seconds_per_step = 0;

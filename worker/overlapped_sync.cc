@@ -14,29 +14,55 @@ OverlappedSync::OverlappedSync(SyncMode mode, std::vector<GradientBucket> bucket
       buckets_(std::move(buckets)),
       sum_(std::move(sum)),
       prepare_(std::move(prepare)),
-      optimizer_(optimizer) {}
+      optimizer_(optimizer),
+      sync_thread_([this] { SyncLoop(); }) {}
 
-OverlappedSync::~OverlappedSync() { Abandon(); }
+OverlappedSync::~OverlappedSync() {
+  Abandon();
+  {
+    absl::MutexLock lock(&mu_);
+    stopping_ = true;
+  }
+  sync_thread_.join();
+}
+
+void OverlappedSync::SyncLoop() {
+  while (true) {
+    int64_t step = 0;
+    absl::Span<float> gradient;
+    {
+      absl::MutexLock lock(&mu_);
+      mu_.Await(absl::Condition(
+          +[](OverlappedSync* self) ABSL_EXCLUSIVE_LOCKS_REQUIRED(self->mu_) {
+            return self->pending_ || self->stopping_;
+          },
+          this));
+      if (!pending_) return;  // stopping, with no step handed over
+      pending_ = false;
+      step = step_;
+      gradient = gradient_;
+    }
+    absl::Status status =
+        sum_(step, gradient, [this](uint64_t begin) { return AwaitReadyFrom(begin); });
+    absl::MutexLock lock(&mu_);
+    summed_at_ = absl::Now();
+    status_ = std::move(status);
+    summed_ = true;
+  }
+}
 
 void OverlappedSync::Begin(int64_t step, absl::Span<float> gradient) {
   Abandon();  // a step begun and never finished (a broken invariant of the caller) ends here
   step_ = step;
   gradient_ = gradient;
   tracker_.emplace(buckets_);
-  {
-    absl::MutexLock lock(&mu_);
-    ready_from_ = gradient.size();
-    abandoned_ = false;
-    first_ready_.reset();
-    status_ = absl::OkStatus();
-  }
-  sync_thread_ = std::thread([this, step, gradient] {
-    absl::Status status =
-        sum_(step, gradient, [this](uint64_t begin) { return AwaitReadyFrom(begin); });
-    absl::MutexLock lock(&mu_);
-    summed_ = absl::Now();
-    status_ = std::move(status);
-  });
+  absl::MutexLock lock(&mu_);
+  ready_from_ = gradient.size();
+  abandoned_ = false;
+  first_ready_.reset();
+  status_ = absl::OkStatus();
+  summed_ = false;
+  pending_ = true;
 }
 
 void OverlappedSync::LayerReady(int layer) {
@@ -56,31 +82,35 @@ bool OverlappedSync::AwaitReadyFrom(uint64_t begin) {
     return abandoned_ || ready_from_ <= begin;
   };
   mu_.Await(absl::Condition(&ready_or_abandoned));
-  return !abandoned_ || ready_from_ <= begin;
+  return ready_from_ <= begin;
 }
 
 void OverlappedSync::Abandon() {
-  if (!sync_thread_.joinable()) return;
+  if (!tracker_.has_value()) return;
   {
     absl::MutexLock lock(&mu_);
     abandoned_ = true;
   }
-  Join().IgnoreError();  // the caller reports the compute's error, not the sync's
+  AwaitSummed().IgnoreError();  // the caller reports the compute's error, not the sync's
 }
 
-absl::Status OverlappedSync::Join() {
-  sync_thread_.join();
+absl::Status OverlappedSync::AwaitSummed() {
   tracker_.reset();
   absl::MutexLock lock(&mu_);
+  mu_.Await(absl::Condition(&summed_));
   return status_;
 }
 
 absl::StatusOr<SyncTiming> OverlappedSync::Finish(absl::Span<float> params, absl::Time computed) {
-  if (!sync_thread_.joinable()) {
+  if (!tracker_.has_value()) {
     return absl::FailedPreconditionError("no overlapped step in flight");
   }
   const bool complete = tracker_->done();
-  RETURN_IF_ERROR(Join());
+  if (!complete) {
+    absl::MutexLock lock(&mu_);
+    abandoned_ = true;  // the buckets not reported would never be summed
+  }
+  RETURN_IF_ERROR(AwaitSummed());
   if (!complete) {
     return absl::InternalError("the gradient computer did not report every layer ready");
   }
@@ -88,7 +118,7 @@ absl::StatusOr<SyncTiming> OverlappedSync::Finish(absl::Span<float> params, absl
   {
     absl::MutexLock lock(&mu_);
     began = first_ready_.value_or(computed);
-    summed = summed_;
+    summed = summed_at_;
   }
   const absl::Time start = absl::Now();
   RETURN_IF_ERROR(optimizer_.Step(params, gradient_));

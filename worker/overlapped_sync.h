@@ -3,8 +3,9 @@
 // the backward pass has produced it, while the earlier layers are still being computed; the
 // optimiser then runs once, when every bucket is back, exactly as SumThenUpdate's.
 //
-// Threads. The training thread computes and reports each layer (LayerReady); a sync thread,
-// started by Begin and joined by Finish or Abandon, runs the protocol's sum. The protocol sees
+// Threads. The training thread computes and reports each layer (LayerReady); the sync thread
+// (one, started by the constructor and joined by the destructor: none is started per step) runs
+// the protocol's sum of each step Begin hands it. The protocol sees
 // the gradient become final from the end, bucket by bucket: `AwaitReady(b)` blocks the sync
 // thread until elements [b, K) are final. The ring allreduces each bucket as its own collective,
 // one after the other; the parameter server starts each shard's stream once the shard's range is
@@ -54,7 +55,7 @@ class OverlappedSync final : public ParameterSync {
   // `buckets` as PlanBuckets gives them; `optimizer` must outlive this.
   OverlappedSync(SyncMode mode, std::vector<GradientBucket> buckets, SumReadyShares sum,
                  PrepareBucket prepare, Optimizer& optimizer);
-  ~OverlappedSync() override;  // abandons a step still in flight
+  ~OverlappedSync() override;  // abandons a step still in flight, then ends the sync thread
 
   SyncMode mode() const override { return mode_; }
   OverlappedSync* overlapped() override { return this; }
@@ -76,7 +77,10 @@ class OverlappedSync final : public ParameterSync {
 
  private:
   bool AwaitReadyFrom(uint64_t begin);
-  absl::Status Join();
+  // The sync thread: runs each step's sum that Begin hands it, until the destructor.
+  void SyncLoop();
+  // Until the step's sum has returned; its status.
+  absl::Status AwaitSummed();
 
   const SyncMode mode_;
   const std::vector<GradientBucket> buckets_;
@@ -87,15 +91,18 @@ class OverlappedSync final : public ParameterSync {
   // The training thread's: the step in flight.
   int64_t step_ = 0;
   absl::Span<float> gradient_;
-  std::optional<BucketTracker> tracker_;
-  std::thread sync_thread_;
+  std::optional<BucketTracker> tracker_;  // set between Begin and Finish or Abandon
 
   absl::Mutex mu_;
+  bool stopping_ ABSL_GUARDED_BY(mu_) = false;
+  bool pending_ ABSL_GUARDED_BY(mu_) = false;     // a step handed over, not yet taken
+  bool summed_ ABSL_GUARDED_BY(mu_) = true;       // its sum returned
   uint64_t ready_from_ ABSL_GUARDED_BY(mu_) = 0;  // [ready_from_, K) is final
   bool abandoned_ ABSL_GUARDED_BY(mu_) = false;
   std::optional<absl::Time> first_ready_ ABSL_GUARDED_BY(mu_);  // the first bucket's
-  absl::Time summed_ ABSL_GUARDED_BY(mu_);                      // when the sum returned
+  absl::Time summed_at_ ABSL_GUARDED_BY(mu_);
   absl::Status status_ ABSL_GUARDED_BY(mu_);
+  std::thread sync_thread_;  // last: starts once everything above is built
 };
 
 }  // namespace ringside::worker
