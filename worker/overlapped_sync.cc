@@ -76,13 +76,14 @@ void OverlappedSync::LayerReady(int layer) {
   if (!first_ready_.has_value()) first_ready_ = absl::Now();
 }
 
-bool OverlappedSync::AwaitReadyFrom(uint64_t begin) {
+std::optional<uint64_t> OverlappedSync::AwaitReadyFrom(uint64_t begin) {
   absl::MutexLock lock(&mu_);
   const auto ready_or_abandoned = [this, begin]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     return abandoned_ || ready_from_ <= begin;
   };
   mu_.Await(absl::Condition(&ready_or_abandoned));
-  return ready_from_ <= begin;
+  if (ready_from_ > begin) return std::nullopt;
+  return ready_from_;
 }
 
 void OverlappedSync::Abandon() {

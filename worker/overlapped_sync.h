@@ -8,9 +8,9 @@
 // the protocol's sum of each step Begin hands it. The protocol sees
 // the gradient become final from the end, bucket by bucket: `AwaitReady(b)` blocks the sync
 // thread until elements [b, K) are final. The ring allreduces each bucket as its own collective,
-// one after the other; the parameter server starts each shard's stream once the shard's range is
-// final (server/ps/ps_client.h). The two threads touch disjoint elements: the sync only those
-// already final, the computer only those not yet reported.
+// one after the other; the parameter server pushes each shard its share last part first, each
+// part as soon as it is final (server/ps/ps_client.h's SumAsReady). The two threads touch disjoint
+// elements: the sync only those already final, the computer only those not yet reported.
 //
 // Failure: a sum that fails (a lost peer, a superseded generation) ends the sync thread with its
 // status and the step fails at Finish, once the compute is over; a compute that fails calls
@@ -40,9 +40,9 @@
 
 namespace ringside::worker {
 
-// Blocks until elements [begin, K) of the step's gradient are final; false when the step was
-// abandoned (they never will be).
-using AwaitReady = std::function<bool(uint64_t begin)>;
+// Blocks until elements [begin, K) of the step's gradient are final; returns where the final
+// part begins then (at most `begin`), or nothing when the step was abandoned (they never will be).
+using AwaitReady = std::function<std::optional<uint64_t>(uint64_t begin)>;
 // A protocol's sum of a gradient that becomes final from the end (on the sync thread).
 using SumReadyShares =
     std::function<absl::Status(int64_t step, absl::Span<float> gradient, const AwaitReady& ready)>;
@@ -76,7 +76,7 @@ class OverlappedSync final : public ParameterSync {
                                   absl::Span<float> params) override;
 
  private:
-  bool AwaitReadyFrom(uint64_t begin);
+  std::optional<uint64_t> AwaitReadyFrom(uint64_t begin);
   // The sync thread: runs each step's sum that Begin hands it, until the destructor.
   void SyncLoop();
   // Until the step's sum has returned; its status.

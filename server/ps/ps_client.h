@@ -24,6 +24,7 @@
 
 #include <functional>
 #include <memory>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -61,8 +62,9 @@ struct PsClientOptions {
   absl::Duration timeout = absl::Seconds(60);  // per step and shard
   TransportSecurity security;                  // of the channels to the shards
   // The ps_push fault point (worker/fault_injection.h); null: none. When set, the other shards'
-  // pushes wait until this worker's share has reached the first shard pushed to (shard 0; the
-  // last shard in SumAsReady), and this runs in between, on the thread calling Sum(). Returning
+  // pushes wait until this worker's share has reached the first shard pushed to (shard 0; in
+  // SumAsReady the last shard, once its whole range is final), and this runs in between, on the
+  // thread calling Sum(). Returning
   // true means the worker is lost there: the sync cancels itself, pushing no more. An option rather
   // than a test-only seam because ringside-worker itself reaches it under --fault_at (the
   // multi-process tests kill the real binary here).
@@ -112,15 +114,16 @@ class PsClient final {
   // `gradient` (each shard's range as it streams back).
   absl::Status Sum(int64_t step, absl::Span<float> gradient);
 
-  // The same for a share that becomes final from the end while the step runs (an overlapped step,
-  // worker/overlapped_sync.h): `await_ready(b)` blocks until elements [b, K) are final and
-  // prepared with PrepareShare, and returns false when they never will be (the step is
-  // abandoned: the streams begun are cancelled, CANCELLED). Each shard's stream starts once its
-  // whole range is final, the last shard first (a shard takes a share's segments in order, so a
-  // shard's pushes cannot begin before its first elements are final). The sum's bits are Sum's:
-  // the shard sums each element in rank order, whenever its segment came.
-  absl::Status SumAsReady(int64_t step, absl::Span<float> gradient,
-                          const std::function<bool(uint64_t begin)>& await_ready);
+  // Blocks until elements [begin, K) of the share are final; returns where the final part begins
+  // then (at most `begin`), or nothing when the rest never will be (the step is abandoned).
+  using AwaitFinal = std::function<std::optional<uint64_t>(uint64_t begin)>;
+  // The same as Sum for a share that becomes final from the end while the step runs (an
+  // overlapped step, worker/overlapped_sync.h), its final parts prepared with PrepareShare. Each
+  // shard's share goes last part first (PsPush.descending), each part as soon as it is final, so
+  // the last layers' gradient is on the wire while the earlier ones are computed, on one shard or
+  // many. The sum's bits are Sum's (the shard sums each element in rank order whenever it came),
+  // and the bytes too. Abandoned: the streams begun are cancelled, CANCELLED.
+  absl::Status SumAsReady(int64_t step, absl::Span<float> gradient, const AwaitFinal& await_final);
   // What Sum does to the share before it is pushed, for a part of it (fp16's division by the
   // worker count, WireShareDivisor; nothing for fp32 and bf16). Returns how many of `part`'s
   // values are NaN or infinite (a 16-bit wire's check names them); 0 for fp32. Thread-safe.
@@ -136,9 +139,13 @@ class PsClient final {
 
   explicit PsClient(PsClientOptions options) : options_(std::move(options)) {}
   // One step's streams, every shard at once: the share (as the wire carries it) out, the sum in.
-  // With `await_ready`: SumAsReady's order (each shard once its range is final, the last first).
-  absl::Status Exchange(int64_t step, absl::Span<float> gradient,
-                        const std::function<bool(uint64_t begin)>& await_ready = nullptr);
+  absl::Status Exchange(int64_t step, absl::Span<float> gradient);
+  // SumAsReady's streams: each shard's share released to its stream as it becomes final.
+  absl::Status ExchangeAsReady(int64_t step, absl::Span<float> gradient,
+                               const AwaitFinal& await_final);
+  // Waits for the calls started (after cancelling every call when `abandoned`).
+  absl::Status AwaitCalls(int64_t step, std::vector<std::unique_ptr<ShardCall>>& calls,
+                          const std::vector<bool>& started, bool abandoned);
   // After Exchange: fp16's sum multiplied back, and a 16-bit sum checked for NaN and infinity.
   absl::Status FinishSum(int64_t step, absl::Span<float> gradient, size_t own_non_finite);
 
