@@ -18,6 +18,7 @@ json ConfigJson(const JobConfig& c) {
               {"optimizer", c.optimizer},
               {"device", c.device},
               {"parameters", c.parameters},
+              {"bucket_bytes", c.bucket_bytes},
               {"steps", c.steps},
               {"batch_size", c.batch_size},
               {"seed", c.seed},

@@ -112,8 +112,9 @@ void FillLinks(const std::vector<launch::Sample>& all, SyncMode mode, const JobC
     if (link.bytes_per_step > 0 || link.expected_bytes_per_step > 0) report.links.push_back(link);
   }
   report.bytes_per_worker_per_step = sent["worker-0"];
-  const ModelBytes model = PredictBytesPerStep(mode, config.parameters, report.final_world,
-                                               config.ps_shards, config.element_bytes);
+  const ModelBytes model =
+      PredictBytesPerStep(mode, config.parameters, report.final_world, config.ps_shards,
+                          config.element_bytes, config.ring_buckets);
   report.expected_bytes_per_worker_per_step = model.per_worker;
   auto busiest = std::max_element(received.begin(), received.end(),
                                   [](const auto& a, const auto& b) { return a.second < b.second; });

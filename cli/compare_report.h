@@ -161,8 +161,12 @@ struct JobConfig {
   uint64_t seed = 0;
   int element_bytes = 4;            // of the wire dtype: what the cost model multiplies counts by
   std::string wire_dtype = "fp32";  // --wire_dtype: how gradients travel (sums in float32)
-  std::string link_rate = {};       // `ringside lab --link_rate` as given; empty on loopback
-  int64_t link_burst_bytes = 0;     // the lab shapers' tbf burst
+  // --bucket_bytes (0: off), and the elements of each ring allreduce of a step it gives (the
+  // buckets of worker/gradient_buckets.h; one of every parameter without): the cost model's.
+  uint64_t bucket_bytes = 0;
+  std::vector<uint64_t> ring_buckets = {};
+  std::string link_rate = {};    // `ringside lab --link_rate` as given; empty on loopback
+  int64_t link_burst_bytes = 0;  // the lab shapers' tbf burst
   // The data has a held-out test set (Fashion-MNIST): rank 0 evaluates on it every
   // `eval_every` steps, and `target_accuracy` (in (0, 1]) is the accuracy timed to.
   bool has_test_set = false;

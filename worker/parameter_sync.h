@@ -22,7 +22,7 @@ struct SyncTiming {
   absl::Duration update;  // applying the optimiser locally (zero when a server does it)
   // An overlapped step (worker/overlapped_sync.h): how long before the compute's end the sync
   // began; zero when it began after (every other sync).
-  absl::Duration overlap;
+  absl::Duration overlap = absl::ZeroDuration();
 };
 
 class OverlappedSync;

@@ -56,7 +56,8 @@ struct TimelineEvent {
 struct StepTiming {
   absl::Time start;
   absl::Duration compute, sync, update;
-  absl::Duration overlap;  // how long before the compute's end the sync began; >= 0
+  // How long before the compute's end the sync began; >= 0.
+  absl::Duration overlap = absl::ZeroDuration();
   // The sync's part after the compute (all of it without overlap).
   absl::Duration sync_after_compute() const {
     return std::max(absl::ZeroDuration(), sync - overlap);
