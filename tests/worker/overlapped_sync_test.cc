@@ -6,11 +6,13 @@
 // leaves no thread waiting.
 #include "worker/overlapped_sync.h"
 
+#include <string>
 #include <vector>
 
 #include "absl/synchronization/mutex.h"
 #include "absl/synchronization/notification.h"
 #include "gtest/gtest.h"
+#include "tests/worker/test_util.h"
 #include "worker/data_parallel.h"
 #include "worker/gradient_buckets.h"
 
@@ -113,12 +115,12 @@ TEST(GradientBucketsTest, TheTrackerCompletesEachBucketAtItsFirstLayer) {
   EXPECT_TRUE(tracker.done());
 }
 
-TrainingOptions OddJob() {
+TrainingOptions OddJob(const std::string& device) {
   TrainingOptions job;
   job.model = "13,37,11,4";  // layers of 518, 418 and 48 elements
   job.data = "synthetic:256";
   job.batch_size = 32;
-  job.device = "cpu";
+  job.device = device;
   job.optimizer = {OptimizerKind::kSgd, 0.5f};
   return job;
 }
@@ -126,9 +128,14 @@ TrainingOptions OddJob() {
 // One worker: the sum is the share itself. The hook of the bucket holding layer 0 (on the
 // computing thread, before layer 0 is reported ready) waits until the sync thread has summed the
 // last layer's bucket: were the sync to start only after the backward pass, this would wait
-// until the bound and fail.
-TEST(OverlappedSyncTest, TheLastLayersBucketIsSyncedBeforeTheFirstLayerIsReported) {
-  auto job = TrainingJob::Create(OddJob());
+// until the bound and fail. On the CPU computer, and on CUDA where a device is present.
+class OverlappedSyncTest : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(OverlappedSyncTest, TheLastLayersBucketIsSyncedBeforeTheFirstLayerIsReported) {
+  if (GetParam() == "cuda") {
+    if (auto reason = testing::NoCudaReason()) GTEST_SKIP() << "no CUDA device: " << *reason;
+  }
+  auto job = TrainingJob::Create(OddJob(GetParam()));
   ASSERT_TRUE(job.ok()) << job.status();
   const std::vector<GradientBucket> buckets = PlanBuckets((*job)->spec(), 1);
   ASSERT_EQ(buckets.size(), 3u);
@@ -174,9 +181,12 @@ TEST(OverlappedSyncTest, TheLastLayersBucketIsSyncedBeforeTheFirstLayerIsReporte
   EXPECT_EQ(timing.total(), timing.compute + timing.sync_after_compute() + timing.update);
 }
 
+INSTANTIATE_TEST_SUITE_P(Devices, OverlappedSyncTest, ::testing::Values("cpu", "cuda"),
+                         [](const auto& info) { return info.param; });
+
 // A sum that fails mid-step fails the step at Finish; the next step runs normally. An abandoned
 // step (the compute failed) releases the sync thread, which is waiting for a bucket.
-TEST(OverlappedSyncTest, AFailedBucketFailsTheStepAndAnAbandonedOneReleasesTheSyncThread) {
+TEST(OverlappedSyncFailureTest, AFailedBucketFailsTheStepAndAnAbandonedOneReleasesTheSyncThread) {
   const std::vector<ElementRange> layers = Layers({5, 9, 3});
   const std::vector<GradientBucket> buckets = PlanBuckets(layers, 4);
   Optimizer sgd = *Optimizer::Create({OptimizerKind::kSgd, 1.0f}, 17);
