@@ -10,7 +10,8 @@
 // does to its range, so a worker holds the whole job's state and a lost shard loses nothing.
 // Threads: none of its own. Each stream is a gRPC callback reactor (ClientBidiReactor) driven by
 // gRPC's long-lived callback threads, which write the segments, read and copy the reply; the
-// thread calling Sum() only starts the streams and waits for them to end.
+// thread calling Sum() only starts the streams and waits for them to end (SumAsReady's also
+// starts the write of each part of the share it releases, under a hold on the call).
 // Gradients travel as `wire_dtype` (common/wire_dtype.h) both ways: the share is encoded for the
 // push, the shard sums the decoded shares in float32 and encodes the sum once for the reply (two
 // roundings per value whatever N is). fp16 divides the share by N before encoding and
