@@ -18,6 +18,7 @@
 #include "common/model_spec.h"
 #include "common/status_macros.h"
 #include "worker/dataset.h"
+#include "worker/gradient_buckets.h"
 
 namespace ringside::cli {
 
@@ -41,6 +42,10 @@ absl::StatusOr<JobConfig> JobConfigOf(const TrainingOptions& job, ClusterShape s
   config.seed = job.seed;
   config.wire_dtype = std::string(WireDtypeName(job.wire_dtype));
   config.element_bytes = static_cast<int>(WireBytesPerElement(job.wire_dtype));
+  config.bucket_bytes = job.bucket_bytes;
+  for (const worker::GradientBucket& bucket : worker::PlanBuckets(spec, job.bucket_bytes)) {
+    config.ring_buckets.push_back(bucket.range.size());
+  }
   const absl::StatusOr<worker::DataSpec> data = worker::ParseDataSpec(job.data);
   config.has_test_set = data.ok() && data->kind == worker::DataSpec::Kind::kFashionMnist;
   config.eval_every = job.eval_every;

@@ -112,8 +112,9 @@ void FillLinks(const std::vector<launch::Sample>& all, SyncMode mode, const JobC
     if (link.bytes_per_step > 0 || link.expected_bytes_per_step > 0) report.links.push_back(link);
   }
   report.bytes_per_worker_per_step = sent["worker-0"];
-  const ModelBytes model = PredictBytesPerStep(mode, config.parameters, report.final_world,
-                                               config.ps_shards, config.element_bytes);
+  const ModelBytes model =
+      PredictBytesPerStep(mode, config.parameters, report.final_world, config.ps_shards,
+                          config.element_bytes, config.ring_buckets);
   report.expected_bytes_per_worker_per_step = model.per_worker;
   auto busiest = std::max_element(received.begin(), received.end(),
                                   [](const auto& a, const auto& b) { return a.second < b.second; });
@@ -319,10 +320,12 @@ const ClusterProcess* FirstLiveWorker(LocalCluster& cluster) {
 // Step times and throughput from the first worker's step trace, and its loss over time.
 void FillStepFigures(const StepTrace& trace, const std::string& worker, int64_t batch_size,
                      absl::Time cluster_start, ModeReport& report) {
-  std::vector<double> seconds, sync_seconds;
+  std::vector<double> seconds, sync_seconds, compute_seconds, overlap_shares;
   for (const StepTraceLine& line : trace.lines) {
     seconds.push_back(line.seconds);
     sync_seconds.push_back(line.sync_seconds);
+    compute_seconds.push_back(line.compute_seconds);
+    overlap_shares.push_back(line.seconds > 0 ? line.overlap_seconds / line.seconds : 0.0);
   }
   if (trace.unreadable > 0) {
     report.events.push_back(absl::StrCat(worker, "'s step trace had ", trace.unreadable,
@@ -333,6 +336,8 @@ void FillStepFigures(const StepTrace& trace, const std::string& worker, int64_t 
   report.step_p95 = Percentile(seconds, 0.95);
   report.sync_p50 = Percentile(sync_seconds, 0.5);
   report.sync_min = Percentile(sync_seconds, 0);
+  report.compute_p50 = Percentile(compute_seconds, 0.5);
+  report.overlap_share = Percentile(overlap_shares, 0.5);
   double total = 0;
   for (double s : seconds) total += s;
   if (total > 0) report.samples_per_second = batch_size * seconds.size() / total;

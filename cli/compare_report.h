@@ -106,6 +106,12 @@ struct ModeReport {
   double step_p50 = 0, step_p95 = 0;  // seconds per whole step
   // worker-0's sync phase per step (its step trace): median and fastest, in seconds.
   double sync_p50 = 0, sync_min = 0;
+  // worker-0's compute phase per step, median, in seconds (its step trace).
+  double compute_p50 = 0;
+  // --bucket_bytes: the median over worker-0's steps of the share of the step during which its
+  // sync ran at the same time as its compute (StepTraceLine::overlap_seconds / seconds); 0
+  // without overlap.
+  double overlap_share = 0;
   // `ringside lab`: the cost model's sync time per step at the link rate (common/cost_model.h,
   // SyncBoundSeconds); 0 outside the lab.
   double bound_seconds_per_step = 0;
@@ -155,8 +161,12 @@ struct JobConfig {
   uint64_t seed = 0;
   int element_bytes = 4;            // of the wire dtype: what the cost model multiplies counts by
   std::string wire_dtype = "fp32";  // --wire_dtype: how gradients travel (sums in float32)
-  std::string link_rate = {};       // `ringside lab --link_rate` as given; empty on loopback
-  int64_t link_burst_bytes = 0;     // the lab shapers' tbf burst
+  // --bucket_bytes (0: off), and the elements of each ring allreduce of a step it gives (the
+  // buckets of worker/gradient_buckets.h; one of every parameter without): the cost model's.
+  uint64_t bucket_bytes = 0;
+  std::vector<uint64_t> ring_buckets = {};
+  std::string link_rate = {};    // `ringside lab --link_rate` as given; empty on loopback
+  int64_t link_burst_bytes = 0;  // the lab shapers' tbf burst
   // The data has a held-out test set (Fashion-MNIST): rank 0 evaluates on it every
   // `eval_every` steps, and `target_accuracy` (in (0, 1]) is the accuracy timed to.
   bool has_test_set = false;

@@ -167,6 +167,8 @@ std::vector<TableRow> ComparisonRows(const JobComparison& job) {
   rows.push_back(Row(job, "compute/sync/update",
                      [](const ModeReport& m) { return PhaseBreakdown(m.phases); }));
   rows.push_back(Row(job, "sync share", [](const ModeReport& m) { return Percent(m.sync_share); }));
+  rows.push_back(Row(job, "overlapped share of step",
+                     [](const ModeReport& m) { return Percent(m.overlap_share); }));
   rows.push_back(Row(job, "gradient error (" + c.wire_dtype + " wire)",
                      [&](const ModeReport& m) { return WireErrorText(c, m); }));
   if (!c.link_rate.empty()) {  // ringside lab: the measured sync against the links' bound

@@ -10,10 +10,10 @@
 namespace ringside::cli {
 namespace {
 
-ModelBytes PredictRing(uint64_t elements, int workers, double element_bytes) {
-  const BusiestNode busiest = RingBusiestNode(elements, workers);
+ModelBytes PredictRing(absl::Span<const uint64_t> buckets, int workers, double element_bytes) {
+  const BusiestNode busiest = RingBusiestNode(buckets, workers);
   ModelBytes model;
-  model.per_worker = RingElementsSentByRank(elements, workers, 0) * element_bytes;
+  model.per_worker = RingElementsSentByRank(buckets, workers, 0) * element_bytes;
   model.busiest_node = busiest.elements * element_bytes;
   model.busiest_node_name = busiest.name;
   return model;
@@ -32,10 +32,13 @@ ModelBytes PredictPs(uint64_t elements, int workers, int shards, double element_
 }  // namespace
 
 ModelBytes PredictBytesPerStep(SyncMode mode, int64_t parameters, int workers, int ps_shards,
-                               int element_bytes) {
+                               int element_bytes, absl::Span<const uint64_t> ring_buckets) {
   if (parameters <= 0 || workers <= 0) return {};
   const auto elements = static_cast<uint64_t>(parameters);
-  if (mode == SyncMode::kRing) return PredictRing(elements, workers, element_bytes);
+  if (mode == SyncMode::kRing) {
+    return PredictRing(ring_buckets.empty() ? absl::MakeConstSpan(&elements, 1) : ring_buckets,
+                       workers, element_bytes);
+  }
   if (ps_shards <= 0) return {};
   return PredictPs(elements, workers, ps_shards, element_bytes);
 }

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/types/span.h"
 #include "common/metrics.h"
 #include "common/optimizer.h"
 
@@ -23,9 +24,10 @@ struct ModelBytes {
 };
 
 // K = `parameters` elements of `element_bytes` bytes, N = `workers`, S = `ps_shards` (ps only).
-// All zero when the job has no parameters or no workers.
+// All zero when the job has no parameters or no workers. `ring_buckets`: the elements of each
+// allreduce of a ring step (--bucket_bytes); empty: one of all K.
 ModelBytes PredictBytesPerStep(SyncMode mode, int64_t parameters, int workers, int ps_shards,
-                               int element_bytes);
+                               int element_bytes, absl::Span<const uint64_t> ring_buckets = {});
 
 // Issue 26's memory goal, which the compare table sets beside each peak RSS: a worker holds the
 // model's parameters, its gradient and the optimiser's moments (float32 each: sgd none,

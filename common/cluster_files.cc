@@ -54,6 +54,7 @@ std::string StepTraceLineText(const StepTraceLine& line) {
               {"compute_seconds", line.compute_seconds},
               {"sync_seconds", line.sync_seconds},
               {"update_seconds", line.update_seconds},
+              {"overlap_seconds", line.overlap_seconds},
               {"unix_seconds", line.unix_seconds}}
       .dump();
 }
@@ -72,6 +73,7 @@ absl::StatusOr<StepTraceLine> ParseStepTraceLine(absl::string_view text) {
   fields.Read("compute_seconds", line.compute_seconds, /*required=*/false);
   fields.Read("sync_seconds", line.sync_seconds, /*required=*/false);
   fields.Read("update_seconds", line.update_seconds, /*required=*/false);
+  fields.Read("overlap_seconds", line.overlap_seconds, /*required=*/false);
   fields.Read("unix_seconds", line.unix_seconds, /*required=*/false);
   if (!fields.status().ok()) return fields.status();
   return line;

@@ -44,6 +44,9 @@ struct StepTraceLine {
   // The step's phases as `ringside_step_seconds` times them (0 in traces written before they
   // were recorded): the lab compares every step's sync with the bandwidth bound.
   double compute_seconds = 0, sync_seconds = 0, update_seconds = 0;
+  // How long of the step its sync ran at the same time as its compute (--bucket_bytes:
+  // StepTiming::concurrent); 0 without overlap, and in traces written before it existed.
+  double overlap_seconds = 0;
   // When the step ended, seconds since the Unix epoch (`ringside compare`'s loss over time).
   // Optional in the file (0: not recorded, as in traces written before it existed).
   double unix_seconds = 0;

@@ -11,6 +11,12 @@ uint64_t RingElementsSentByRank(uint64_t elements, int world, int rank) {
   return 2 * elements - chunks[(rank + 1) % world].size() - chunks[(rank + 2) % world].size();
 }
 
+uint64_t RingElementsSentByRank(absl::Span<const uint64_t> buckets, int world, int rank) {
+  uint64_t sent = 0;
+  for (uint64_t elements : buckets) sent += RingElementsSentByRank(elements, world, rank);
+  return sent;
+}
+
 uint64_t PsElementsPerShardLink(uint64_t elements, int shards, int shard) {
   return EvenRanges(elements, shards)[shard].size();
 }
@@ -24,10 +30,14 @@ uint64_t PsBytesPerShardLink(uint64_t elements, int shards, int shard, WireDtype
 }
 
 BusiestNode RingBusiestNode(uint64_t elements, int world) {
+  return RingBusiestNode(absl::MakeConstSpan(&elements, 1), world);
+}
+
+BusiestNode RingBusiestNode(absl::Span<const uint64_t> buckets, int world) {
   int busiest_sender = 0;
   uint64_t most = 0;
   for (int rank = 0; rank < world; ++rank) {
-    const uint64_t sent = RingElementsSentByRank(elements, world, rank);
+    const uint64_t sent = RingElementsSentByRank(buckets, world, rank);
     if (sent > most) {
       most = sent;
       busiest_sender = rank;

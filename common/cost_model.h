@@ -14,6 +14,7 @@
 #include <cstdint>
 #include <string>
 
+#include "absl/types/span.h"
 #include "common/metrics.h"
 #include "common/wire_dtype.h"
 
@@ -22,6 +23,9 @@ namespace ringside {
 // Elements rank `rank` of `world` sends to its right neighbour in one ring allreduce of
 // `elements` elements. 0 when world == 1.
 uint64_t RingElementsSentByRank(uint64_t elements, int world, int rank);
+// The same for a step whose gradient is allreduced in buckets (--bucket_bytes): one allreduce of
+// each bucket's `buckets[b]` elements, so the chunks are each bucket's own.
+uint64_t RingElementsSentByRank(absl::Span<const uint64_t> buckets, int world, int rank);
 
 // Elements worker -> shard `shard` (and back) carry per step with `shards` shards.
 uint64_t PsElementsPerShardLink(uint64_t elements, int shards, int shard);
@@ -42,6 +46,8 @@ struct BusiestNode {
 // by one element when N does not divide K, so the largest sender is searched). world <= 1:
 // worker-0 with nothing.
 BusiestNode RingBusiestNode(uint64_t elements, int world);
+// The same for a step allreduced in buckets (as RingElementsSentByRank's).
+BusiestNode RingBusiestNode(absl::Span<const uint64_t> buckets, int world);
 
 // Parameter server: shard s receives N·|range s| elements, a worker receives K (its parameters
 // back), so the busiest is the fullest shard once N·|largest range| >= K, else worker-0.

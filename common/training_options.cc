@@ -83,6 +83,15 @@ absl::Status SetWireDtype(const Value& value, TrainingOptions& options) {
   return absl::OkStatus();
 }
 
+absl::Status SetBucketBytes(const Value& value, TrainingOptions& options) {
+  ASSIGN_OR_RETURN(const uint64_t bytes, ValueAs<uint64_t>(value));
+  if (bytes > kMaxBucketBytes) {
+    return absl::InvalidArgumentError("must be 0 (off) or at most 1073741824 bytes");
+  }
+  options.bucket_bytes = bytes;
+  return absl::OkStatus();
+}
+
 // The rows. Help texts are what the flags' --help has always said.
 constexpr TrainingOption kTable[] = {
     {"model", Scope::kJob, "MLP layer sizes, Spark ML style (inputs,...,classes)",
@@ -134,6 +143,11 @@ constexpr TrainingOption kTable[] = {
      "element type of gradients on the wire, both modes: fp32, fp16 or bf16 (sums in fp32)",
      [](const TrainingOptions& o) -> Value { return std::string(WireDtypeName(o.wire_dtype)); },
      &SetWireDtype, /*zero_means_unset=*/true},
+    {"bucket_bytes", Scope::kJob,
+     "sync the gradient in buckets of whole layers of about this many bytes, last layer first, "
+     "overlapped with the backward pass (ring and ps mode, --staleness=0); 0: one sync after it",
+     [](const TrainingOptions& o) -> Value { return o.bucket_bytes; }, &SetBucketBytes,
+     /*zero_means_unset=*/true},
     {"device", Scope::kMember, "auto, cpu or cuda[:i]",
      [](const TrainingOptions& o) -> Value { return o.device; },
      [](const Value& v, TrainingOptions& o) { return Store(v, o.device); }},
@@ -225,6 +239,13 @@ absl::Status CheckSyncSettings(const TrainingOptions& options) {
                      " needs --staleness=0, not ", StalenessText(options.staleness),
                      ": the stale modes push and pull float32 (16-bit "
                      "pushes are not built for them)"));
+  }
+  if (options.bucket_bytes > 0 && (options.staleness != 0 || options.backup_workers > 0)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--bucket_bytes=", options.bucket_bytes,
+                     " needs --staleness=0 and --backup_workers=0, not ",
+                     StalenessText(options.staleness), " and ", options.backup_workers,
+                     ": overlapping the sync with the backward pass is not built for them"));
   }
   return absl::OkStatus();
 }

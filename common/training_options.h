@@ -31,6 +31,9 @@ namespace ringside {
 // --staleness=async: a worker never waits for the others (TrainingOptions::staleness).
 inline constexpr int64_t kAsyncStaleness = -1;
 
+// --bucket_bytes: the largest value accepted (1 GiB).
+inline constexpr uint64_t kMaxBucketBytes = uint64_t{1} << 30;
+
 // --straggler=worker-N:F: the worker of rank N computes F times slower (benchmarks only: it
 // sleeps (F - 1) times each step's compute time after computing). worker < 0: none.
 struct Straggler {
@@ -67,6 +70,12 @@ struct TrainingOptions {
   // --wire_dtype: the element type gradients travel in, in both modes (sums stay float32;
   // docs/architecture.md, "Gradients on the wire"). The job's, so every member agrees.
   WireDtype wire_dtype = WireDtype::kFp32;
+  // --bucket_bytes: 0, the gradient is synchronised once the backward pass is over; else in
+  // buckets of whole layers, last layer first, each synchronised as soon as the backward pass has
+  // produced it while earlier layers are still computed (worker/gradient_buckets.h: the first
+  // bucket at most kFirstBucketBytes, the others about this many bytes of float32 gradient).
+  // Ring and synchronous ps mode; refused with --staleness or --backup_workers.
+  uint64_t bucket_bytes = 0;
   // --device: auto (CUDA when a device is present, else CPU), cpu or cuda[:i]; each member's own.
   std::string device = "auto";
 };
@@ -115,7 +124,8 @@ std::string StragglerText(const Straggler& straggler);
 absl::StatusOr<Straggler> ParseStraggler(absl::string_view text);
 
 // The settings that only make sense together: backup workers and a 16-bit wire need staleness 0
-// (the stale modes push float32). (That b is below
+// (the stale modes push float32); buckets need staleness 0 and no backup workers (not built for
+// them). (That b is below
 // the generation's worker count is checked where the count is known: the shard.)
 absl::Status CheckSyncSettings(const TrainingOptions& options);
 

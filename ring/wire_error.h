@@ -19,6 +19,8 @@
 #ifndef RINGSIDE_RING_WIRE_ERROR_H_
 #define RINGSIDE_RING_WIRE_ERROR_H_
 
+#include <algorithm>
+#include <cstddef>
 #include <cstdint>
 #include <vector>
 
@@ -41,6 +43,12 @@ class WireErrorProbe {
 
   // Before the sync: keeps a copy of this worker's share.
   void Keep(absl::Span<const float> share) { kept_.assign(share.begin(), share.end()); }
+  // The same a part at a time (an overlapped step keeps each bucket as it is complete): `part`
+  // is elements [offset, offset + part.size()) of a share of `size` elements.
+  void KeepPart(size_t size, size_t offset, absl::Span<const float> part) {
+    kept_.resize(size);
+    std::copy(part.begin(), part.end(), kept_.begin() + static_cast<ptrdiff_t>(offset));
+  }
   bool holds_share() const { return !kept_.empty(); }
   // A step that failed after Keep: its copy must not be measured against a later step.
   void Forget() { kept_.clear(); }

@@ -10,6 +10,7 @@
 #include "worker/batching.h"
 #include "worker/dataset.h"
 #include "worker/device.h"
+#include "worker/overlapped_sync.h"
 
 namespace ringside::worker {
 
@@ -81,15 +82,16 @@ absl::Status TrainingJob::ReadWindow(int64_t step, WorkerSlot slot) {
   return absl::OkStatus();
 }
 
-absl::StatusOr<GradientStats> TrainingJob::ComputeShare(int64_t step, WorkerSlot slot,
-                                                        absl::Span<const float> params,
-                                                        absl::Span<float> gradient) {
+absl::StatusOr<GradientStats> TrainingJob::ComputeShare(
+    int64_t step, WorkerSlot slot, absl::Span<const float> params, absl::Span<float> gradient,
+    const std::function<void(int layer, ElementRange range)>& on_layer_ready) {
   const std::vector<int64_t> rows = schedule_.WorkerBatchRows(step, slot.rank, slot.world);
   if (!data_.Holds(rows)) RETURN_IF_ERROR(ReadWindow(step, slot));
   const absl::Time start = absl::Now();  // the straggler slows the compute, not the read
   GatherRows(data_, rows, batch_);
   GradientOptions gradient_options;
   gradient_options.normalizer_rows = schedule_.global_batch();
+  gradient_options.on_layer_ready = on_layer_ready;
   absl::StatusOr<GradientStats> stats =
       computer_->ComputeGradient(params, batch_.view(), gradient, gradient_options);
   // An injected straggler, for benchmarks: the delay is part of the compute phase it slows.
@@ -114,11 +116,48 @@ void StepRecorder::Record(SyncMode mode, absl::Duration compute, const SyncTimin
   series->loss->Set(loss);
 }
 
+namespace {
+
+// TrainStep with an overlapped sync: `before_sync` first (nothing is sent before it), then the
+// compute, reporting each layer to the sync, whose buckets go out meanwhile; then the rest.
+absl::StatusOr<GradientStats> TrainOverlappedStep(TrainingJob& job, int64_t step, WorkerSlot slot,
+                                                  OverlappedSync& sync, absl::Span<float> params,
+                                                  absl::Span<float> gradient, StepRecorder* metrics,
+                                                  const std::function<absl::Status()>& before_sync,
+                                                  StepTiming* timing) {
+  const absl::Time start = absl::Now();
+  if (before_sync) RETURN_IF_ERROR(before_sync());
+  sync.Begin(step, gradient);
+  absl::StatusOr<GradientStats> stats = job.ComputeShare(
+      step, slot, params, gradient, [&sync](int layer, ElementRange) { sync.LayerReady(layer); });
+  const absl::Time computed = absl::Now();
+  if (!stats.ok()) {
+    sync.Abandon();
+    return stats.status();
+  }
+  absl::StatusOr<SyncTiming> sync_timing = sync.Finish(params, computed);
+  if (!sync_timing.ok()) {
+    return Annotate(sync_timing.status(), absl::StrCat("training step ", step));
+  }
+  const absl::Duration compute = computed - start;
+  if (metrics != nullptr) metrics->Record(sync.mode(), compute, *sync_timing, stats->mean_loss);
+  if (timing != nullptr) {
+    *timing = {start, compute, sync_timing->sync, sync_timing->update, sync_timing->overlap};
+  }
+  return stats;
+}
+
+}  // namespace
+
 absl::StatusOr<GradientStats> TrainStep(TrainingJob& job, int64_t step, WorkerSlot slot,
                                         ParameterSync& sync, absl::Span<float> params,
                                         absl::Span<float> gradient, StepRecorder* metrics,
                                         const std::function<absl::Status()>& before_sync,
                                         StepTiming* timing) {
+  if (OverlappedSync* overlapped = sync.overlapped(); overlapped != nullptr) {
+    return TrainOverlappedStep(job, step, slot, *overlapped, params, gradient, metrics, before_sync,
+                               timing);
+  }
   const absl::Time start = absl::Now();
   ASSIGN_OR_RETURN(const GradientStats stats, job.ComputeShare(step, slot, params, gradient));
   if (before_sync) RETURN_IF_ERROR(before_sync());
@@ -128,7 +167,8 @@ absl::StatusOr<GradientStats> TrainStep(TrainingJob& job, int64_t step, WorkerSl
     return Annotate(sync_timing.status(), absl::StrCat("training step ", step));
   }
   if (metrics != nullptr) metrics->Record(sync.mode(), compute, *sync_timing, stats.mean_loss);
-  if (timing != nullptr) *timing = {start, compute, sync_timing->sync, sync_timing->update};
+  if (timing != nullptr)
+    *timing = {start, compute, sync_timing->sync, sync_timing->update, absl::ZeroDuration()};
   return stats;
 }
 

@@ -92,9 +92,10 @@ class TrainingJob {
   // The slot's share of step `step`'s gradient, normalised by the global batch (so the sum over
   // the world's shares is the global mean gradient); PrepareRows first when the rows are not
   // held. The straggler (options().straggler) then waits StragglerDelay.
-  absl::StatusOr<GradientStats> ComputeShare(int64_t step, WorkerSlot slot,
-                                             absl::Span<const float> params,
-                                             absl::Span<float> gradient);
+  // `on_layer_ready` (may be null): GradientOptions::on_layer_ready.
+  absl::StatusOr<GradientStats> ComputeShare(
+      int64_t step, WorkerSlot slot, absl::Span<const float> params, absl::Span<float> gradient,
+      const std::function<void(int layer, ElementRange range)>& on_layer_ready = nullptr);
   // Loss and accuracy of `params` on the held-out test set where the data has one, else on the
   // whole training set (in pieces: see EvaluateInChunks).
   absl::StatusOr<Evaluation> Evaluate(absl::Span<const float> params);
@@ -122,7 +123,9 @@ class TrainingJob {
 // result), then the step's metrics (`metrics` may be null). Errors are annotated with the step.
 // `timing` (may be null)
 // receives the phases the metrics recorded; `before_sync` counts as compute, so the phases
-// cover the whole step back to back.
+// cover the whole step back to back. With an overlapped sync (ParameterSync::overlapped) the
+// sync runs during the compute, bucket by bucket, and `before_sync` runs before the compute
+// instead: before anything of the step is sent, as ever.
 absl::StatusOr<GradientStats> TrainStep(TrainingJob& job, int64_t step, WorkerSlot slot,
                                         ParameterSync& sync, absl::Span<float> params,
                                         absl::Span<float> gradient, StepRecorder* metrics,

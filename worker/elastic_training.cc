@@ -6,14 +6,17 @@
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
 #include "server/ps/shard_transfer.h"
+#include "worker/gradient_buckets.h"
+#include "worker/overlapped_sync.h"
 #include "worker/push_pull_sync.h"
 
 namespace ringside::worker {
 namespace {
 
-// Collective numbers within a generation: the regroup's, then two per training step: step t's
-// allreduce is kFirstStepCollective + 2t, and the sampled wire error's exact sum after it
-// (ring/wire_error.h) + 1, so every ring collective's number is above the one before.
+// Collective numbers within a generation: the regroup's, then B + 1 per training step, B its
+// buckets (1 unless --bucket_bytes cuts the gradient into more, InstallRingSync): step t's
+// allreduces are kFirstStepCollective + (B + 1)t + b, and the sampled wire error's exact sum
+// after them (ring/wire_error.h) + B, so every ring collective's number is above the one before.
 constexpr uint64_t kCensusCollective = 1;
 constexpr uint64_t kStateCollective = 2;
 constexpr uint64_t kLoadedCollective = 3;
@@ -249,11 +252,24 @@ absl::Status ElasticTrainer::InstallPsSync(uint64_t generation, int world, int r
   ASSIGN_OR_RETURN(std::unique_ptr<server::PsClient> ps_client,
                    server::PsClient::Create(ps, job_->parameter_count(), &metrics_));
   server::PsClient* client = ps_client.get();
-  sync_ = std::make_unique<SumThenUpdate>(
-      SyncMode::kPs, KeepingSampledShares([client](int64_t step, absl::Span<float> g) {
-        return client->Sum(step, g);
-      }),
-      *optimizer_);
+  collective_stride_ = 2;
+  std::vector<GradientBucket> buckets = PlanBuckets(job_->spec(), job_->options().bucket_bytes);
+  if (buckets.size() > 1) {
+    // Each bucket is kept (sampled steps) and divided for the wire as it is complete.
+    sync_ = std::make_unique<OverlappedSync>(
+        SyncMode::kPs, std::move(buckets),
+        [client](int64_t step, absl::Span<float> g, const AwaitReady& ready) {
+          return client->SumAsReady(step, g, ready);
+        },
+        KeepingSampledBuckets([client](absl::Span<float> part) { client->PrepareShare(part); }),
+        *optimizer_);
+  } else {
+    sync_ = std::make_unique<SumThenUpdate>(
+        SyncMode::kPs, KeepingSampledShares([client](int64_t step, absl::Span<float> g) {
+          return client->Sum(step, g);
+        }),
+        *optimizer_);
+  }
   absl::MutexLock lock(&ps_mu_);
   if (superseded_by_ > generation) ps_client->Cancel();
   ps_client_ = std::move(ps_client);
@@ -280,15 +296,51 @@ void ElasticTrainer::InstallRingSync(uint64_t generation) {
   allreduce.timeout = options_.timeout;
   allreduce.op = ring::ReduceOp::kSum;  // shares are pre-scaled by the global batch
   allreduce.wire_dtype = wire_dtype_;
-  // Step t's allreduce is collective `first + 2t`: every worker of the generation numbers alike.
   const uint64_t first = CollectiveBase(generation) + kFirstStepCollective;
   ring::Collective* ring = ring_;
+  std::vector<GradientBucket> buckets = PlanBuckets(job_->spec(), job_->options().bucket_bytes);
+  // Step t's B buckets are collectives first + (B + 1)t + b and its sampled wire error the next,
+  // first + (B + 1)t + B: every worker plans alike (the same job), so every worker numbers alike;
+  // unbucketed (B = 1) that is today's first + 2t.
+  collective_stride_ = buckets.size() + 1;
+  if (buckets.size() > 1) {
+    const uint64_t stride = collective_stride_;
+    sync_ = std::make_unique<OverlappedSync>(
+        SyncMode::kRing, buckets,
+        [this, ring, allreduce, first, stride, buckets](int64_t step, absl::Span<float> g,
+                                                        const AwaitReady& ready) -> absl::Status {
+          const uint64_t base = first + stride * static_cast<uint64_t>(step);
+          for (size_t b = 0; b < buckets.size(); ++b) {
+            const ElementRange range = buckets[b].range;
+            if (!ready(range.begin)) return absl::CancelledError("the step's compute failed");
+            // The fault point between buckets: the sync thread's, read back after it is joined.
+            if (b == 1 && LostAt("ring_bucket")) return LostStatus();
+            RETURN_IF_ERROR(
+                ring->Allreduce(base + b, g.subspan(range.begin, range.size()), allreduce));
+          }
+          return absl::OkStatus();
+        },
+        KeepingSampledBuckets(nullptr), *optimizer_);
+    return;
+  }
   sync_ = std::make_unique<SumThenUpdate>(
       SyncMode::kRing,
       KeepingSampledShares([ring, allreduce, first](int64_t step, absl::Span<float> g) {
         return ring->Allreduce(first + 2 * static_cast<uint64_t>(step), g, allreduce);
       }),
       *optimizer_);
+}
+
+PrepareBucket ElasticTrainer::KeepingSampledBuckets(
+    std::function<void(absl::Span<float>)> prepare) {
+  return [this, prepare = std::move(prepare)](int64_t step, int, ElementRange range) {
+    const absl::Span<float> part = absl::MakeSpan(gradient_).subspan(range.begin, range.size());
+    // Without a ring (a static ps cluster) there is no way to the exact sum: nothing is sampled.
+    if (ring_ != nullptr && ring::WireErrorProbe::Due(wire_dtype_, step)) {
+      wire_error_.KeepPart(gradient_.size(), range.begin, part);
+    }
+    if (prepare) prepare(part);
+  };
 }
 
 SumShares ElasticTrainer::KeepingSampledShares(SumShares sum) {
@@ -304,8 +356,9 @@ absl::Status ElasticTrainer::MeasureWireError(int64_t step) {
   if (!ring::WireErrorProbe::Due(wire_dtype_, step) || !wire_error_.holds_share()) {
     return absl::OkStatus();
   }
-  const uint64_t collective =
-      CollectiveBase(generation_) + kFirstStepCollective + 2 * static_cast<uint64_t>(step) + 1;
+  const uint64_t collective = CollectiveBase(generation_) + kFirstStepCollective +
+                              collective_stride_ * static_cast<uint64_t>(step) +
+                              (collective_stride_ - 1);
   // gradient_ holds the sum the step applied (the optimiser reads it, never writes it).
   ASSIGN_OR_RETURN(const double error,
                    wire_error_.Measure(*ring_, collective, gradient_, ControlOptions()));

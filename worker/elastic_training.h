@@ -50,6 +50,7 @@
 #include "worker/assignment_source.h"
 #include "worker/data_parallel.h"
 #include "worker/fault_injection.h"
+#include "worker/overlapped_sync.h"
 #include "worker/test_evaluator.h"
 #include "worker/timeline.h"
 
@@ -133,6 +134,9 @@ class ElasticTrainer {
   void InstallRingSync(uint64_t generation);
   // A protocol's sum, keeping this worker's share first on steps whose wire error is sampled.
   SumShares KeepingSampledShares(SumShares sum);
+  // The same for an overlapped step, bucket by bucket as each is complete, then `prepare` (may
+  // be null) on the bucket's part of the gradient.
+  PrepareBucket KeepingSampledBuckets(std::function<void(absl::Span<float>)> prepare);
   // After a sampled step: its wire error (ring/wire_error.h) into the metrics.
   absl::Status MeasureWireError(int64_t step);
   // Rank 0's load, retried while a shard has not taken this generation's assignment yet.
@@ -181,6 +185,8 @@ class ElasticTrainer {
   ring::WireErrorProbe wire_error_;
   double wire_error_max_[2] = {0, 0};  // by SyncMode: what ringside_wire_relative_error shows
   GradientStats last_stats_;
+  // Ring collectives per step in this generation: its buckets and the sampled wire error's.
+  uint64_t collective_stride_ = 2;
   std::string lost_at_;  // the fault point this worker was lost at; empty: none
   // Completed steps when a generation under --staleness=k or async began; -1: none. Steps past
   // it mean the shards, not the workers, hold the job's state.

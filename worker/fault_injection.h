@@ -15,7 +15,10 @@
 //   state      before the state collective
 //   load       ps mode, rank 0 only: before loading the shards
 //   barrier    ps mode: before the barrier that confirms the load
-//   ring_step  ring mode: the gradient is computed, the allreduce not begun
+//   ring_step  ring mode: the gradient is computed, the allreduce not begun (with --bucket_bytes:
+//              the step begun, nothing of it sent, before its compute)
+//   ring_bucket  ring mode with --bucket_bytes: the step's first bucket is summed, its second not
+//              begun, while its compute may still run (on the step's sync thread)
 //   ps_push    ps mode: this worker's share reached shard 0 but no other shard
 #ifndef RINGSIDE_WORKER_FAULT_INJECTION_H_
 #define RINGSIDE_WORKER_FAULT_INJECTION_H_

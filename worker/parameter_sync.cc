@@ -10,7 +10,7 @@ absl::StatusOr<SyncTiming> SumThenUpdate::Step(int64_t step, absl::Span<float> g
   RETURN_IF_ERROR(sum_(step, gradient));
   const absl::Time summed = absl::Now();
   RETURN_IF_ERROR(optimizer_.Step(params, gradient));
-  return SyncTiming{summed - start, absl::Now() - summed};
+  return SyncTiming{summed - start, absl::Now() - summed, absl::ZeroDuration()};
 }
 
 }  // namespace ringside::worker

@@ -20,7 +20,12 @@ namespace ringside::worker {
 struct SyncTiming {
   absl::Duration sync;    // exchanging gradients or parameters
   absl::Duration update;  // applying the optimiser locally (zero when a server does it)
+  // An overlapped step (worker/overlapped_sync.h): how long before the compute's end the sync
+  // began; zero when it began after (every other sync).
+  absl::Duration overlap = absl::ZeroDuration();
 };
+
+class OverlappedSync;
 
 // Turns this worker's gradient share for one step into the step's updated parameters.
 class ParameterSync {
@@ -30,6 +35,9 @@ class ParameterSync {
   // `gradient` may be overwritten. On success `params` holds step `step`'s updated parameters.
   virtual absl::StatusOr<SyncTiming> Step(int64_t step, absl::Span<float> gradient,
                                           absl::Span<float> params) = 0;
+  // Non-null when the sync can overlap the backward pass (TrainStep then drives it bucket by
+  // bucket instead of calling Step).
+  virtual OverlappedSync* overlapped() { return nullptr; }
 };
 
 // A protocol's part of a step: leaves the sum of every worker's share of step `step` in

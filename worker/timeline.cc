@@ -1,5 +1,6 @@
 #include "worker/timeline.h"
 
+#include <algorithm>
 #include <map>
 #include <utility>
 
@@ -106,11 +107,14 @@ void Timeline::RecordStep(int64_t step, uint64_t generation, SyncMode mode,
   const int64_t start = absl::ToUnixMicros(timing.start);
   const int64_t compute = Micros(timing.compute), sync = Micros(timing.sync),
                 update = Micros(timing.update);
+  // An overlapped step's sync begins before the compute ends (never before the step began).
+  const int64_t overlap = std::min(compute, Micros(timing.overlap));
+  const int64_t after = std::max<int64_t>(0, sync - overlap);  // the sync's part after compute
   absl::MutexLock lock(&mu_);
-  Add({TimelineLane::kStep, start, compute + sync + update, step, generation, mode});
+  Add({TimelineLane::kStep, start, compute + after + update, step, generation, mode});
   Add({TimelineLane::kCompute, start, compute, step, generation, mode});
-  Add({TimelineLane::kSync, start + compute, sync, step, generation, mode});
-  Add({TimelineLane::kUpdate, start + compute + sync, update, step, generation, mode});
+  Add({TimelineLane::kSync, start + compute - overlap, sync, step, generation, mode});
+  Add({TimelineLane::kUpdate, start + compute + after, update, step, generation, mode});
 }
 
 void Timeline::RecordRegroup(int64_t completed_steps, uint64_t generation, SyncMode mode,

@@ -21,6 +21,7 @@
 #ifndef RINGSIDE_WORKER_TIMELINE_H_
 #define RINGSIDE_WORKER_TIMELINE_H_
 
+#include <algorithm>
 #include <cstdint>
 #include <deque>
 #include <string>
@@ -48,11 +49,22 @@ struct TimelineEvent {
 };
 
 // The phases of one step as the step loop measured them (worker/data_parallel.h's TrainStep):
-// back to back from `start`; the step's time is their sum, as in ringside_step_seconds.
+// from `start`, compute, then sync, then update, back to back, except that an overlapped step's
+// sync (--bucket_bytes, worker/overlapped_sync.h) began `overlap` before the compute ended. The
+// step's time is compute + the sync's part after it + update; without overlap, their sum, as in
+// ringside_step_seconds.
 struct StepTiming {
   absl::Time start;
   absl::Duration compute, sync, update;
-  absl::Duration total() const { return compute + sync + update; }
+  // How long before the compute's end the sync began; >= 0.
+  absl::Duration overlap = absl::ZeroDuration();
+  // The sync's part after the compute (all of it without overlap).
+  absl::Duration sync_after_compute() const {
+    return std::max(absl::ZeroDuration(), sync - overlap);
+  }
+  // How long compute and sync ran at the same time.
+  absl::Duration concurrent() const { return std::min(overlap, sync); }
+  absl::Duration total() const { return compute + sync_after_compute() + update; }
 };
 
 class Timeline {
@@ -60,9 +72,10 @@ class Timeline {
   static constexpr size_t kDefaultCapacity = 4096;
   explicit Timeline(size_t capacity = kDefaultCapacity);
 
-  // Four events: the step on its lane and each phase on its own, back to back. Each duration
-  // is rounded to microseconds once and the step's is the sum of the rounded phases, so the
-  // phases add up to the step exactly in the file.
+  // Four events: the step on its lane and each phase on its own, back to back (an overlapped
+  // step's sync begins `overlap` before the compute's end, so the compute and sync lanes
+  // overlap). Each duration is rounded to microseconds once and the step's is made of the rounded
+  // phases, so the phases add up to the step exactly in the file.
   void RecordStep(int64_t step, uint64_t generation, SyncMode mode, const StepTiming& timing);
   void RecordRegroup(int64_t completed_steps, uint64_t generation, SyncMode mode, absl::Time start,
                      absl::Duration duration);

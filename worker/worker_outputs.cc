@@ -119,6 +119,7 @@ StepTraceSink WorkerOutputFiles::TraceSink(std::ostream& log) {
                  step.slot.world, step.loss, step.seconds, ChecksumHex(step.parameters),
                  absl::ToDoubleSeconds(step.timing.compute),
                  absl::ToDoubleSeconds(step.timing.sync), absl::ToDoubleSeconds(step.timing.update),
+                 absl::ToDoubleSeconds(step.timing.concurrent()),
                  absl::ToDoubleSeconds(step.end - absl::UnixEpoch())})
          << "\n";
     out->flush();

@@ -34,6 +34,7 @@ ABSL_FLAG(int64_t, backup_workers, kDefaults.backup_workers, Help("backup_worker
 ABSL_FLAG(std::string, straggler, ringside::StragglerText(kDefaults.straggler), Help("straggler"));
 ABSL_FLAG(std::string, wire_dtype, std::string(ringside::WireDtypeName(kDefaults.wire_dtype)),
           Help("wire_dtype"));
+ABSL_FLAG(uint64_t, bucket_bytes, kDefaults.bucket_bytes, Help("bucket_bytes"));
 ABSL_FLAG(std::string, device, kDefaults.device, Help("device"));
 
 namespace ringside {

@@ -31,8 +31,10 @@ uint64_t PushSegmentElements(const PsClientOptions& options) {
 class PsClient::ShardCall final
     : public grpc::ClientBidiReactor<proto::PsPush, proto::PsRangeValues> {
  public:
+  // `descending`: the share is pushed last part first, no further than Release() allows
+  // (SumAsReady); else in order, all of it.
   ShardCall(const PsClientOptions& options, ShardLink& link, int shard, uint64_t step,
-            absl::Span<float> gradient)
+            absl::Span<float> gradient, bool descending = false)
       : link_(link),
         shard_(shard),
         step_(step),
@@ -42,7 +44,9 @@ class PsClient::ShardCall final
         width_(WireBytesPerElement(options.wire_dtype)),
         segment_elements_(PushSegmentElements(options)),
         window_elements_(std::max<uint64_t>(1, options.window_bytes / width_)),
-        window_full_(options.window_full) {
+        window_full_(options.window_full),
+        descending_(descending),
+        released_(descending ? 0 : link.range.size()) {
     SetDeadline(context_, options.timeout);
     context_.set_wait_for_ready(true);  // a shard still starting up is waited for
     if (static_cast<size_t>(shard) < options.keys.size()) {
@@ -54,12 +58,20 @@ class PsClient::ShardCall final
     push_.set_range_elements(link.range.size());
     // fp32 pushes leave the field out, as before it existed: the same bytes as ever.
     if (wire_ != WireDtype::kFp32) push_.set_dtype(static_cast<uint32_t>(DTypeOfWire(wire_)));
+    if (descending_) push_.set_descending(true);
   }
 
   grpc::ClientContext& context() { return context_; }
 
+  // A descending call starts with something released (or an empty range).
   void Start() {
     link_.stub->async()->Step(&context_, this);
+    // Release() starts writes from the caller's thread, outside gRPC's reactions: the hold keeps
+    // the call from ending (OnDone) until the whole share is released or the step abandoned.
+    if (descending_ && released() < link_.range.size()) {
+      AddHold();
+      held_ = true;
+    }
     if (link_.send.expected_bytes != nullptr) {
       link_.send.expected_bytes->Increment(
           static_cast<double>(PsBytesPerShardLink(link_.range.size(), 1, 0, wire_)));
@@ -67,6 +79,26 @@ class PsClient::ShardCall final
     WriteSegment();  // an empty range still sends one (empty) segment
     StartRead(&reply_);
     StartCall();
+  }
+
+  // Descending: the last `elements` of the share are final and may be pushed (never fewer than
+  // before). Caller's thread: the one that started the call.
+  void Release(uint64_t elements) {
+    bool resume = false;
+    {
+      absl::MutexLock lock(&window_mu_);
+      released_ = std::max(released_, elements);
+      resume = parked_ && MayWrite();
+      if (resume) parked_ = false;
+    }
+    if (resume) WriteSegment();
+    if (elements >= link_.range.size()) Unhold();
+  }
+  // No more Release(): the step was abandoned (after TryCancel) or the share is all released.
+  void Unhold() {
+    if (!held_) return;
+    held_ = false;
+    RemoveHold();
   }
 
   // Until the whole share is written and half-closed, or the stream has ended without.
@@ -97,8 +129,10 @@ class PsClient::ShardCall final
       } else if (MayWrite()) {
         write = true;
       } else {
-        parked_ = true;  // the reply that lets it go on restarts it (OnReadDone)
-        if (window_full_) window_full_(shard_, written_, received_);
+        // The reply that lets it go on restarts it (OnReadDone), or the release of more of the
+        // share (Release).
+        parked_ = true;
+        if (window_full_ && written_ < released_) window_full_(shard_, written_, received_);
         return;
       }
     }
@@ -121,7 +155,10 @@ class PsClient::ShardCall final
     const uint64_t received = Received();  // only this reaction changes it
     const uint32_t dtype =
         reply_.dtype() == 0 ? static_cast<uint32_t>(DType::kFloat32) : reply_.dtype();
-    if (reply_.step() != step_ || reply_.range_elements() != size || reply_.offset() != received ||
+    // Descending, each segment ends where the part received (from the range's end) begins.
+    const uint64_t offset =
+        descending_ ? size - received - std::min(count, size - received) : received;
+    if (reply_.step() != step_ || reply_.range_elements() != size || reply_.offset() != offset ||
         dtype != static_cast<uint32_t>(DTypeOfWire(wire_)) ||
         reply_.payload().size() % width_ != 0 || count > size - received) {
       reply_error_ = absl::InternalError(absl::StrCat(
@@ -132,7 +169,7 @@ class PsClient::ShardCall final
       return;
     }
     DecodeWire(wire_, reply_.payload().data(),
-               gradient_.subspan(link_.range.begin + received, count));
+               gradient_.subspan(link_.range.begin + offset, count));
     if (link_.receive.bytes != nullptr) {
       link_.receive.bytes->Increment(static_cast<double>(reply_.payload().size()));
     }
@@ -167,9 +204,15 @@ class PsClient::ShardCall final
  private:
   bool PushedOrDone() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return pushed_ || done_; }
 
-  // The next segment may go: this worker is fewer than window_elements_ ahead of the sum.
+  // The next segment may go: this worker is fewer than window_elements_ ahead of the sum, and
+  // (descending) more of the share is released than written.
   bool MayWrite() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(window_mu_) {
-    return written_ - received_ < window_elements_;
+    return written_ - received_ < window_elements_ && written_ < released_;
+  }
+
+  uint64_t released() {
+    absl::MutexLock lock(&window_mu_);
+    return released_;
   }
 
   uint64_t Received() {
@@ -178,14 +221,17 @@ class PsClient::ShardCall final
   }
 
   void WriteSegment() {
-    uint64_t written = 0;
+    uint64_t written = 0, released = 0;
     {
       absl::MutexLock lock(&window_mu_);
       written = written_;
+      released = released_;
     }
-    writing_ = std::min(segment_elements_, link_.range.size() - written);
-    push_.set_offset(written);
-    const absl::Span<const float> values = gradient_.subspan(link_.range.begin + written, writing_);
+    writing_ = std::min(segment_elements_, released - written);
+    // Descending: the segment ends where the part written (from the range's end) begins.
+    const uint64_t offset = descending_ ? link_.range.size() - written - writing_ : written;
+    push_.set_offset(offset);
+    const absl::Span<const float> values = gradient_.subspan(link_.range.begin + offset, writing_);
     if (wire_ == WireDtype::kFp32) {
       push_.set_payload(reinterpret_cast<const char*>(values.data()), writing_ * sizeof(float));
     } else {
@@ -221,7 +267,11 @@ class PsClient::ShardCall final
   absl::Mutex window_mu_;
   uint64_t written_ ABSL_GUARDED_BY(window_mu_) = 0;
   uint64_t received_ ABSL_GUARDED_BY(window_mu_) = 0;
-  bool parked_ ABSL_GUARDED_BY(window_mu_) = false;  // a write waits for the sum to catch up
+  // A write waits for the sum to catch up, or (descending) for more of the share.
+  bool parked_ ABSL_GUARDED_BY(window_mu_) = false;
+  const bool descending_;
+  uint64_t released_ ABSL_GUARDED_BY(window_mu_);  // elements that may be pushed
+  bool held_ = false;  // a hold is outstanding (Start, Release and Unhold: the caller's thread)
 
   absl::Mutex mu_;
   bool pushed_ ABSL_GUARDED_BY(mu_) = false;
@@ -280,14 +330,30 @@ void CallCancellation::Cancel() {
 
 void PsClient::Cancel() { calls_.Cancel(); }
 
-absl::Status PsClient::Sum(int64_t step, absl::Span<float> gradient) {
+size_t PsClient::PrepareShare(absl::Span<float> part) const {
   const WireDtype wire = options_.wire_dtype;
-  const float divisor = WireShareDivisor(wire, options_.workers);
-  const size_t own_non_finite = wire == WireDtype::kFp32 ? 0 : CountNonFinite(gradient);
-  DivideShare(gradient, divisor);  // fp16's guard against overflow (fp32, bf16: nothing)
+  const size_t non_finite = wire == WireDtype::kFp32 ? 0 : CountNonFinite(part);
+  DivideShare(part, WireShareDivisor(wire, options_.workers));  // fp16's guard (else nothing)
+  return non_finite;
+}
+
+absl::Status PsClient::Sum(int64_t step, absl::Span<float> gradient) {
+  const size_t own_non_finite = PrepareShare(gradient);
   RETURN_IF_ERROR(Exchange(step, gradient));
+  return FinishSum(step, gradient, own_non_finite);
+}
+
+absl::Status PsClient::SumAsReady(int64_t step, absl::Span<float> gradient,
+                                  const AwaitFinal& await_final) {
+  RETURN_IF_ERROR(ExchangeAsReady(step, gradient, await_final));
+  // The share's own values are gone (the sum overwrote them): the caller counted them.
+  return FinishSum(step, gradient, 0);
+}
+
+absl::Status PsClient::FinishSum(int64_t step, absl::Span<float> gradient, size_t own_non_finite) {
+  const WireDtype wire = options_.wire_dtype;
   if (wire == WireDtype::kFp32) return absl::OkStatus();
-  MultiplySum(gradient, divisor);
+  MultiplySum(gradient, WireShareDivisor(wire, options_.workers));
   const size_t non_finite = CountNonFinite(gradient);
   if (non_finite == 0) return absl::OkStatus();
   return absl::InvalidArgumentError(absl::StrCat(
@@ -317,6 +383,64 @@ absl::Status PsClient::Exchange(int64_t step, absl::Span<float> gradient) {
   for (const std::unique_ptr<ShardCall>& call : calls) {
     statuses.push_back(call->Wait());
     calls_.Untrack(call->context());
+  }
+  for (const absl::Status& status : statuses) RETURN_IF_ERROR(status);
+  return absl::OkStatus();
+}
+
+absl::Status PsClient::ExchangeAsReady(int64_t step, absl::Span<float> gradient,
+                                       const AwaitFinal& await_final) {
+  std::vector<std::unique_ptr<ShardCall>> calls;
+  for (size_t s = 0; s < links_.size(); ++s) {
+    calls.push_back(std::make_unique<ShardCall>(options_, links_[s], static_cast<int>(s),
+                                                static_cast<uint64_t>(step), gradient,
+                                                /*descending=*/true));
+    calls_.Track(calls.back()->context());
+  }
+  std::vector<bool> started(calls.size(), false);
+  bool fault_checked = options_.pushed_to_first_shard == nullptr;
+  bool abandoned = false;
+  // [ready, K) is final: each shard gets its part of it, the last shard first; a shard's stream
+  // starts with its first part (or at once, for an empty range).
+  for (uint64_t ready = gradient.size();;) {
+    for (size_t s = calls.size(); s-- > 0;) {
+      const ElementRange range = links_[s].range;
+      const bool any_final = range.size() == 0 ? ready <= range.begin : ready < range.end;
+      if (!any_final) continue;
+      calls[s]->Release(range.end - std::max(ready, range.begin));
+      if (!started[s]) calls[s]->Start();
+      started[s] = true;
+      if (!fault_checked && ready <= range.begin) {
+        // The ps_push point: the first shard pushed to has the whole share, no other has all.
+        fault_checked = true;
+        calls[s]->WaitPushed();
+        if (options_.pushed_to_first_shard(step)) Cancel();
+      }
+    }
+    if (ready == 0) break;
+    const std::optional<uint64_t> more = await_final(ready - 1);
+    if (!more.has_value()) {
+      abandoned = true;  // the compute failed: the streams begun end now
+      break;
+    }
+    ready = *more;
+  }
+  return AwaitCalls(step, calls, started, abandoned);
+}
+
+absl::Status PsClient::AwaitCalls(int64_t step, std::vector<std::unique_ptr<ShardCall>>& calls,
+                                  const std::vector<bool>& started, bool abandoned) {
+  std::vector<absl::Status> statuses;
+  for (size_t s = 0; s < calls.size(); ++s) {
+    if (abandoned) calls[s]->context().TryCancel();
+    calls[s]->Unhold();
+    // A call never started has no stream to wait for.
+    if (started[s]) statuses.push_back(calls[s]->Wait());
+    calls_.Untrack(calls[s]->context());
+  }
+  if (abandoned) {
+    return absl::CancelledError(
+        absl::StrCat("step ", step, " abandoned before its share was final"));
   }
   for (const absl::Status& status : statuses) RETURN_IF_ERROR(status);
   return absl::OkStatus();

@@ -10,7 +10,8 @@
 // does to its range, so a worker holds the whole job's state and a lost shard loses nothing.
 // Threads: none of its own. Each stream is a gRPC callback reactor (ClientBidiReactor) driven by
 // gRPC's long-lived callback threads, which write the segments, read and copy the reply; the
-// thread calling Sum() only starts the streams and waits for them to end.
+// thread calling Sum() only starts the streams and waits for them to end (SumAsReady's also
+// starts the write of each part of the share it releases, under a hold on the call).
 // Gradients travel as `wire_dtype` (common/wire_dtype.h) both ways: the share is encoded for the
 // push, the shard sums the decoded shares in float32 and encodes the sum once for the reply (two
 // roundings per value whatever N is). fp16 divides the share by N before encoding and
@@ -24,6 +25,7 @@
 
 #include <functional>
 #include <memory>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -61,10 +63,12 @@ struct PsClientOptions {
   absl::Duration timeout = absl::Seconds(60);  // per step and shard
   TransportSecurity security;                  // of the channels to the shards
   // The ps_push fault point (worker/fault_injection.h); null: none. When set, the other shards'
-  // pushes wait until this worker's share has reached shard 0, and this runs in between, on the
-  // thread calling Sum(). Returning true means the worker is lost there: the sync cancels itself,
-  // pushing no more. An option rather than a test-only seam because ringside-worker itself
-  // reaches it under --fault_at (the multi-process tests kill the real binary here).
+  // pushes wait until this worker's share has reached the first shard pushed to (shard 0; in
+  // SumAsReady the last shard, once its whole range is final), and this runs in between, on the
+  // thread calling Sum(). Returning
+  // true means the worker is lost there: the sync cancels itself, pushing no more. An option rather
+  // than a test-only seam because ringside-worker itself reaches it under --fault_at (the
+  // multi-process tests kill the real binary here).
   std::function<bool(int64_t step)> pushed_to_first_shard;
   // Test observer, null in the daemons: a push to `shard` waits for the window, `written`
   // elements pushed and `received` summed back. Runs on a gRPC callback thread, under a lock.
@@ -111,6 +115,21 @@ class PsClient final {
   // `gradient` (each shard's range as it streams back).
   absl::Status Sum(int64_t step, absl::Span<float> gradient);
 
+  // Blocks until elements [begin, K) of the share are final; returns where the final part begins
+  // then (at most `begin`), or nothing when the rest never will be (the step is abandoned).
+  using AwaitFinal = std::function<std::optional<uint64_t>(uint64_t begin)>;
+  // The same as Sum for a share that becomes final from the end while the step runs (an
+  // overlapped step, worker/overlapped_sync.h), its final parts prepared with PrepareShare. Each
+  // shard's share goes last part first (PsPush.descending), each part as soon as it is final, so
+  // the last layers' gradient is on the wire while the earlier ones are computed, on one shard or
+  // many. The sum's bits are Sum's (the shard sums each element in rank order whenever it came),
+  // and the bytes too. Abandoned: the streams begun are cancelled, CANCELLED.
+  absl::Status SumAsReady(int64_t step, absl::Span<float> gradient, const AwaitFinal& await_final);
+  // What Sum does to the share before it is pushed, for a part of it (fp16's division by the
+  // worker count, WireShareDivisor; nothing for fp32 and bf16). Returns how many of `part`'s
+  // values are NaN or infinite (a 16-bit wire's check names them); 0 for fp32. Thread-safe.
+  size_t PrepareShare(absl::Span<float> part) const;
+
   // Ends the step in flight, and every later one, with CANCELLED (the generation is over).
   // Safe from any thread.
   void Cancel();
@@ -122,6 +141,14 @@ class PsClient final {
   explicit PsClient(PsClientOptions options) : options_(std::move(options)) {}
   // One step's streams, every shard at once: the share (as the wire carries it) out, the sum in.
   absl::Status Exchange(int64_t step, absl::Span<float> gradient);
+  // SumAsReady's streams: each shard's share released to its stream as it becomes final.
+  absl::Status ExchangeAsReady(int64_t step, absl::Span<float> gradient,
+                               const AwaitFinal& await_final);
+  // Waits for the calls started (after cancelling every call when `abandoned`).
+  absl::Status AwaitCalls(int64_t step, std::vector<std::unique_ptr<ShardCall>>& calls,
+                          const std::vector<bool>& started, bool abandoned);
+  // After Exchange: fp16's sum multiplied back, and a 16-bit sum checked for NaN and infinity.
+  absl::Status FinishSum(int64_t step, absl::Span<float> gradient, size_t own_non_finite);
 
   PsClientOptions options_;
   std::vector<ShardLink> links_;

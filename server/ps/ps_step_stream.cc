@@ -22,17 +22,20 @@ namespace ringside::server {
 namespace {
 
 // Streams a step's sum as it becomes final (ShardState::WhenSummed): segments of at most
-// `segment_elements` from the part known so far; an empty range gets one empty segment.
+// `segment_elements` from the part known so far; an empty range gets one empty segment. A step
+// pushed `descending` is known, and answered, from the range's end: counts are from there.
 class SumWriter {
  public:
   // The sum's values are rounded to `dtype` already (ShardState): encoding them is exact.
-  SumWriter(uint64_t step, uint64_t range_elements, uint64_t segment_elements, WireDtype dtype)
+  SumWriter(uint64_t step, uint64_t range_elements, uint64_t segment_elements, WireDtype dtype,
+            bool descending)
       : step_(step),
         range_elements_(range_elements),
         segment_elements_(segment_elements),
-        dtype_(dtype) {}
+        dtype_(dtype),
+        descending_(descending) {}
 
-  // More of the sum is final: [0, end) of `sum`.
+  // More of the sum is final: `end` elements of `sum` (from the range's end when descending).
   void Known(Values sum, uint64_t end) {
     sum_ = std::move(sum);
     known_ = end;
@@ -41,16 +44,17 @@ class SumWriter {
   bool Next(proto::PsRangeValues& out) {
     if (sent_ == known_ && (wrote_any_ || known_ != range_elements_)) return false;
     const uint64_t count = std::min<uint64_t>(segment_elements_, known_ - sent_);
+    const uint64_t offset = descending_ ? range_elements_ - sent_ - count : sent_;
     out.set_step(step_);
-    out.set_offset(sent_);
+    out.set_offset(offset);
     out.set_range_elements(range_elements_);
     if (dtype_ == WireDtype::kFp32) {
-      out.set_payload(reinterpret_cast<const char*>(sum_->data() + sent_), count * sizeof(float));
+      out.set_payload(reinterpret_cast<const char*>(sum_->data() + offset), count * sizeof(float));
     } else {
       out.set_dtype(static_cast<uint32_t>(DTypeOfWire(dtype_)));
       std::string* payload = out.mutable_payload();
       payload->resize(count * WireBytesPerElement(dtype_));
-      EncodeWire(dtype_, absl::MakeConstSpan(*sum_).subspan(sent_, count), payload->data());
+      EncodeWire(dtype_, absl::MakeConstSpan(*sum_).subspan(offset, count), payload->data());
     }
     sent_ += count;
     wrote_any_ = true;
@@ -64,6 +68,7 @@ class SumWriter {
   const uint64_t range_elements_;
   const uint64_t segment_elements_;
   const WireDtype dtype_;
+  const bool descending_;
   Values sum_;
   uint64_t known_ = 0;
   uint64_t sent_ = 0;
@@ -170,13 +175,14 @@ class StepReactor final : public grpc::ServerBidiReactor<proto::PsPush, proto::P
     if (status.ok()) status = dtype.status();
     if (status.ok()) {
       status = state_.BeginPush(push_.generation(), static_cast<int>(push_.worker_rank()),
-                                push_.step(), push_.range_elements(), *dtype);
+                                push_.step(), push_.range_elements(), *dtype, push_.descending());
     }
     if (!status.ok()) return status;
     began_ = true;
     worker_ = static_cast<int>(push_.worker_rank());
     step_ = push_.step();
     wire_ = *dtype;
+    descending_ = push_.descending();
     // Answered at the grain the worker pushes at, in elements (at most the shard's own segment,
     // as many bytes per message as fp32's): a large reply write would hold the shard's link for
     // one worker while the others' pushes, which wait for their own replies (ps_client.h's
@@ -186,7 +192,7 @@ class StepReactor final : public grpc::ServerBidiReactor<proto::PsPush, proto::P
     const uint64_t largest = std::max<uint64_t>(1, segment_elements_ * sizeof(float) / width);
     const uint64_t pushed = std::max<uint64_t>(1024, push_.payload().size() / width);
     absl::MutexLock lock(&mu_);
-    writer_.emplace(step_, state_.range_elements(), std::min(largest, pushed), wire_);
+    writer_.emplace(step_, state_.range_elements(), std::min(largest, pushed), wire_, descending_);
     return absl::OkStatus();
   }
 
@@ -196,8 +202,8 @@ class StepReactor final : public grpc::ServerBidiReactor<proto::PsPush, proto::P
       return absl::InvalidArgumentError("a push stream carries one worker's share of one step");
     }
     absl::StatusOr<WireDtype> dtype = PushDtype(push_);
-    if (!dtype.ok() || *dtype != wire_) {
-      return absl::InvalidArgumentError("a push stream carries its share in one dtype");
+    if (!dtype.ok() || *dtype != wire_ || push_.descending() != descending_) {
+      return absl::InvalidArgumentError("a push stream carries its share in one dtype and order");
     }
     return absl::OkStatus();
   }
@@ -309,6 +315,7 @@ class StepReactor final : public grpc::ServerBidiReactor<proto::PsPush, proto::P
   int worker_ = 0;
   uint64_t step_ = 0;
   WireDtype wire_ = WireDtype::kFp32;  // the share's, and so the reply's
+  bool descending_ = false;            // likewise its order
 
   absl::Mutex mu_;
   ReactorWrites<StepReactor> writes_{*this, mu_};  // every write and the one Finish

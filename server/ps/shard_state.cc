@@ -125,7 +125,7 @@ absl::Status ShardState::LostStatus() const {
 }
 
 absl::Status ShardState::BeginPush(uint64_t generation, int worker, uint64_t step,
-                                   uint64_t range_elements, WireDtype dtype) {
+                                   uint64_t range_elements, WireDtype dtype, bool descending) {
   if (generation != config_.generation) {
     return absl::FailedPreconditionError(absl::StrCat("generation ", generation, " is not ",
                                                       PsShardName(config_.shard), "'s current ",
@@ -138,13 +138,17 @@ absl::Status ShardState::BeginPush(uint64_t generation, int worker, uint64_t ste
                      PsShardName(config_.shard), " owns ", range_elements_,
                      "; do the worker and the shard use the same --model and --ps_shards?"));
   }
+  if (descending && config_.backup_workers > 0) {
+    return absl::InvalidArgumentError(
+        "a descending push (--bucket_bytes) is not built for backup workers");
+  }
   absl::MutexLock lock(&mu_);
   if (config_.backup_workers > 0 && !closed_ && FateOfPush(step, collecting_) == PushFate::kDrop) {
     return DropLatePushLocked(worker, step);
   }
   RETURN_IF_ERROR(CheckStep(step));
   WorkerShare& share = shares_[worker];
-  RETURN_IF_ERROR(AgreeOnDtypeLocked(worker, dtype));
+  RETURN_IF_ERROR(AgreeOnDtypeLocked(worker, dtype, descending));
   if (share.state != PushState::kIdle) {
     return absl::AlreadyExistsError(
         absl::StrCat("worker ", worker, " already ",
@@ -169,12 +173,18 @@ absl::Status ShardState::BeginPush(uint64_t generation, int worker, uint64_t ste
   return absl::OkStatus();
 }
 
-absl::Status ShardState::AgreeOnDtypeLocked(int worker, WireDtype dtype) {
+absl::Status ShardState::AgreeOnDtypeLocked(int worker, WireDtype dtype, bool descending) {
   const bool any_began = std::any_of(shares_.begin(), shares_.end(), [](const WorkerShare& share) {
     return share.state != PushState::kIdle;
   });
   if (!any_began) {
     dtype_ = dtype;
+    descending_ = descending;
+  } else if (descending != descending_) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("worker ", worker, " pushes step ", collecting_,
+                     descending ? " last part first" : " in order",
+                     " but the others do not; every member must use the job's --bucket_bytes"));
   } else if (dtype != dtype_) {
     return absl::InvalidArgumentError(
         absl::StrCat("worker ", worker, " pushes step ", collecting_, " as ", WireDtypeName(dtype),
@@ -210,10 +220,16 @@ absl::Status ShardState::AddSegment(int worker, uint64_t step, uint64_t offset,
                                                    WireDtypeName(dtype_), " elements"));
   }
   const uint64_t count = payload.size() / width;
-  if (offset != share.received || count > range_elements_ - offset) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "segment [", offset, ", ", offset + count, ") does not continue worker ", worker,
-        "'s share at ", share.received, " within a range of ", range_elements_));
+  // In order, a segment begins where the share's received part ends; descending, it ends where
+  // that part (counted from the range's end) begins.
+  const uint64_t left = range_elements_ - share.received;
+  const bool continues = descending_ ? count <= left && offset == left - count
+                                     : offset == share.received && count <= left;
+  if (!continues) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("segment at ", offset, " of ", count, " elements does not continue worker ",
+                     worker, "'s share ", descending_ ? "(last part first) " : "", "after ",
+                     share.received, " elements within a range of ", range_elements_));
   }
   if (count > 0) {
     DecodeWire(dtype_, payload.data(),
@@ -314,8 +330,11 @@ void ShardState::HandOverQuorumLocked() {
   }
   buffers_->shares.resize(shares_.size());
   buffers_->included = std::move(included);
-  Segment segment{collecting_, 0,        range_elements_, /*last=*/true,
-                  dtype_,      buffers_, first_push_,     absl::Now()};
+  Segment segment{collecting_,     0,
+                  range_elements_,
+                  /*last=*/true,   /*known=*/range_elements_,
+                  dtype_,          buffers_,
+                  first_push_,     absl::Now()};
   CollectNextStepLocked();
   segments_.push_back(std::move(segment));
   segment_ready_.Signal();
@@ -345,8 +364,10 @@ void ShardState::HandOverLocked() {
   if (!complete && ready <= handed_) return;
   Segment segment;
   segment.step = collecting_;
-  segment.begin = handed_;
-  segment.end = ready;
+  // `ready` and `handed_` count in push order; the applier works on the range's own elements.
+  segment.begin = descending_ ? range_elements_ - ready : handed_;
+  segment.end = descending_ ? range_elements_ - handed_ : ready;
+  segment.known = ready;
   segment.last = complete;
   segment.dtype = dtype_;
   segment.shares = buffers_;
@@ -454,7 +475,7 @@ void ShardState::Publish(Segment& segment) {
       partial_ = Partial{};
       spare_ = std::move(segment.shares);
     } else {
-      partial_ = Partial{segment.step, sum_, segment.end};
+      partial_ = Partial{segment.step, sum_, segment.known};
     }
     ready = ReadyLocked();
   }

@@ -44,9 +44,10 @@
 // Thread-safe.
 // Errors: FAILED_PRECONDITION for a stale generation or a step that is not the current one;
 // ABORTED for a step lost on this shard (above); INVALID_ARGUMENT for an unknown rank, a range
-// length that does not match, a segment out of sequence, ragged or too long, or an incomplete
-// share; ALREADY_EXISTS for a second push of the same step by the same worker. A refused push
-// changes nothing.
+// length that does not match, a segment out of sequence, ragged or too long, an incomplete
+// share, or a descending push with backup workers or in a step pushed ascending (or back);
+// ALREADY_EXISTS for a second push of the same step by the same worker. A refused push changes
+// nothing.
 #ifndef RINGSIDE_SERVER_PS_SHARD_STATE_H_
 #define RINGSIDE_SERVER_PS_SHARD_STATE_H_
 
@@ -94,7 +95,8 @@ struct ShardStepMetrics {
 using Values = std::shared_ptr<const std::vector<float>>;
 
 // How far a step's sum is known: its elements [0, end) are final and will not change (the
-// applier writes only past `end`). `sum` is null when the step will never be answered here
+// applier writes only past `end`); of a step pushed descending, its last `end` elements. `sum` is
+// null when the step will never be answered here
 // (`ended` says why: the state closed, or the step lost on this shard).
 struct Summed {
   Values sum;
@@ -126,8 +128,10 @@ class ShardState {
   // being applied.
   void Close();
 
+  // `descending`: the share's segments come last first (PsPush.descending); then every count
+  // here and in Summed (`end`, `after`, how much is final) is of elements from the range's end.
   absl::Status BeginPush(uint64_t generation, int worker, uint64_t step, uint64_t range_elements,
-                         WireDtype dtype = WireDtype::kFp32);
+                         WireDtype dtype = WireDtype::kFp32, bool descending = false);
   // Stores a segment (elements of the step's wire dtype); the one that completes a segment of every
   // share hands it to the applier.
   absl::Status AddSegment(int worker, uint64_t step, uint64_t offset, absl::string_view payload);
@@ -183,7 +187,8 @@ class ShardState {
     uint64_t step = 0;
     uint64_t begin = 0;
     uint64_t end = 0;
-    bool last = false;                   // the step's last segment: every share is complete
+    bool last = false;   // the step's last segment: every share is complete
+    uint64_t known = 0;  // elements of the step's sum final with this segment (in push order)
     WireDtype dtype = WireDtype::kFp32;  // how the step's values travel
     std::shared_ptr<StepShares> shares;
     absl::Time first_push;  // last: first push begun
@@ -222,8 +227,9 @@ class ShardState {
              ShardStepMetrics metrics);
   absl::Status CheckWorker(int worker) const;
   absl::Status CheckStep(uint64_t step) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // A step's first push sets its wire dtype; every later one must match it.
-  absl::Status AgreeOnDtypeLocked(int worker, WireDtype dtype) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // A step's first push sets its wire dtype and order; every later one must match them.
+  absl::Status AgreeOnDtypeLocked(int worker, WireDtype dtype, bool descending)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Hands the segment every share now covers to the applier; at the step's end, starts the
   // next step.
   void HandOverLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -270,6 +276,7 @@ class ShardState {
   bool lost_ ABSL_GUARDED_BY(mu_) = false;    // step collecting_ can never complete here
   // The wire dtype of step collecting_: set by its first push, while no share has begun.
   WireDtype dtype_ ABSL_GUARDED_BY(mu_) = WireDtype::kFp32;
+  bool descending_ ABSL_GUARDED_BY(mu_) = false;  // step collecting_'s order, likewise
   int lost_worker_ ABSL_GUARDED_BY(mu_) = 0;
   absl::Time first_push_ ABSL_GUARDED_BY(mu_) = absl::InfinitePast();
   std::deque<Segment> segments_ ABSL_GUARDED_BY(mu_);  // handed to the applier, in order

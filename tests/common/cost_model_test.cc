@@ -141,5 +141,23 @@ TEST(WireBytesTest, SixteenBitDtypesHalveEveryLinkExactlyAtOddSizes) {
   }
 }
 
+// --bucket_bytes: a step is one allreduce per bucket, each cut into its own chunks, so a rank
+// sends the sum of its share of each (odd sizes: not the whole vector's figure).
+TEST(CostModelTest, ABucketedRingStepSendsEachBucketsShare) {
+  const std::vector<uint64_t> buckets = {48, 418, 518};
+  for (int world : {1, 2, 3, 4, 7}) {
+    for (int rank = 0; rank < world; ++rank) {
+      uint64_t sum = 0;
+      for (uint64_t b : buckets) sum += RingElementsSentByRank(b, world, rank);
+      EXPECT_EQ(RingElementsSentByRank(buckets, world, rank), sum) << world << " " << rank;
+    }
+  }
+  // One bucket is the unbucketed step.
+  const std::vector<uint64_t> whole = {984};
+  EXPECT_EQ(RingElementsSentByRank(whole, 3, 1), RingElementsSentByRank(984, 3, 1));
+  EXPECT_EQ(RingBusiestNode(whole, 3).elements, RingBusiestNode(984, 3).elements);
+  EXPECT_EQ(RingBusiestNode(buckets, 2).elements, 984u);  // N = 2: every rank sends K
+}
+
 }  // namespace
 }  // namespace ringside

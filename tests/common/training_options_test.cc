@@ -23,7 +23,8 @@ using testing::NonDefaultTrainingOptions;
 TEST(TrainingOptionsTest, TheSampleChangesEveryField) {
   const TrainingOptions defaults;
   const auto& [model, activation, data, steps, eval_every, batch_size, optimizer, seed, staleness,
-               backup_workers, straggler, wire_dtype, device] = NonDefaultTrainingOptions();
+               backup_workers, straggler, wire_dtype, bucket_bytes, device] =
+      NonDefaultTrainingOptions();
   EXPECT_NE(model, defaults.model);
   EXPECT_NE(activation, defaults.activation);
   EXPECT_NE(data, defaults.data);
@@ -37,6 +38,7 @@ TEST(TrainingOptionsTest, TheSampleChangesEveryField) {
   EXPECT_NE(backup_workers, defaults.backup_workers);
   EXPECT_NE(straggler, defaults.straggler);
   EXPECT_NE(wire_dtype, defaults.wire_dtype);
+  EXPECT_NE(bucket_bytes, defaults.bucket_bytes);
   EXPECT_NE(device, defaults.device);
 }
 
@@ -176,6 +178,24 @@ TEST(TrainingOptionsTest, BackupWorkersNeedSynchronousSteps) {
   EXPECT_TRUE(CheckSyncSettings(options).ok());
   EXPECT_EQ(FindTrainingOption("backup_workers")->set(int64_t{-1}, options).code(),
             absl::StatusCode::kInvalidArgument);
+}
+
+TEST(TrainingOptionsTest, BucketsNeedSynchronousStepsWithoutBackupWorkers) {
+  TrainingOptions options;
+  options.bucket_bytes = 4096;
+  EXPECT_TRUE(CheckSyncSettings(options).ok());
+  options.staleness = 1;
+  const absl::Status refused = CheckSyncSettings(options);
+  EXPECT_EQ(refused.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(refused.message().find("--bucket_bytes=4096"), absl::string_view::npos) << refused;
+  options.staleness = 0;
+  options.backup_workers = 1;
+  EXPECT_EQ(CheckSyncSettings(options).code(), absl::StatusCode::kInvalidArgument);
+  options.bucket_bytes = 0;
+  EXPECT_TRUE(CheckSyncSettings(options).ok());
+  EXPECT_EQ(FindTrainingOption("bucket_bytes")->set(kMaxBucketBytes + 1, options).code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_TRUE(FindTrainingOption("bucket_bytes")->set(kMaxBucketBytes, options).ok());
 }
 
 }  // namespace

@@ -1,7 +1,7 @@
 // A parameter-server shard's push validation under arbitrary call sequences: BeginPush,
 // AddSegment, FinishPush and AbandonPush on a ShardState (server/ps/shard_state.h) with ranks,
-// steps, offsets, range lengths, wire dtypes (float32, float16, bfloat16) and payloads taken from
-// the input, as the Step streams of
+// steps, offsets, range lengths, wire dtypes (float32, float16, bfloat16), orders (in order, or
+// last part first: --bucket_bytes) and payloads taken from the input, as the Step streams of
 // misbehaving or dying workers would make them.
 //
 // Checks, besides the sanitizers: every call is answered as a plain model of the rules says (so
@@ -51,6 +51,7 @@ struct Model {
   std::vector<Share> shares;
   std::vector<std::vector<float>> sums;  // of the steps completed here, in order
   WireDtype dtype = WireDtype::kFp32;    // of the step collected: its first push's
+  bool descending = false;               // likewise its order
 
   bool ValidWorker(int worker) const { return worker >= 0 && worker < workers; }
 
@@ -60,7 +61,7 @@ struct Model {
   }
 
   absl::StatusCode Begin(uint64_t generation, int worker, uint64_t step, uint64_t elements,
-                         WireDtype wire) {
+                         WireDtype wire, bool last_first) {
     if (generation != kGeneration) return absl::StatusCode::kFailedPrecondition;
     if (!ValidWorker(worker) || elements != range) return absl::StatusCode::kInvalidArgument;
     if (absl::StatusCode code = CheckStep(step); code != absl::StatusCode::kOk) return code;
@@ -69,7 +70,8 @@ struct Model {
                                        [](const Share& s) { return s.state != Push::kIdle; });
     if (!any_began) {
       dtype = wire;
-    } else if (wire != dtype) {
+      descending = last_first;
+    } else if (wire != dtype || last_first != descending) {
       return absl::StatusCode::kInvalidArgument;
     }
     Share& share = shares[worker];
@@ -85,9 +87,11 @@ struct Model {
     if (share.state != Push::kPushing) return absl::StatusCode::kFailedPrecondition;
     const size_t width = WireBytesPerElement(dtype);
     const uint64_t count = payload.size() / width;
-    if (payload.size() % width != 0 || offset != share.received || count > range - offset) {
-      return absl::StatusCode::kInvalidArgument;
-    }
+    // In order from the range's start, or (descending) each segment ending where the last began.
+    const uint64_t left = range - share.received;
+    const bool continues = descending ? count <= left && offset == left - count
+                                      : offset == share.received && count <= left;
+    if (payload.size() % width != 0 || !continues) return absl::StatusCode::kInvalidArgument;
     for (uint64_t i = 0; i < count; ++i) {  // one element at a time: decoded as it arrives
       DecodeWire(dtype, payload.data() + i * width, absl::MakeSpan(&share.values[offset + i], 1));
     }
@@ -107,6 +111,14 @@ struct Model {
     share.state = Push::kDone;
     Advance();
     return absl::StatusCode::kOk;
+  }
+
+  // Where worker's next segment of `bytes` bytes continues its share (any offset when it cannot).
+  uint64_t Continuing(int worker, size_t bytes) const {
+    const Share& share = shares[worker];
+    const uint64_t count = bytes / WireBytesPerElement(dtype);
+    if (!descending) return share.received;
+    return count <= range - share.received ? range - share.received - count : 0;
   }
 
   void Advance() {
@@ -222,9 +234,13 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
         const uint64_t elements = range < 224 ? model.range : range % 16;
         const uint64_t generation = in.Byte() < 240 ? kGeneration : kGeneration - 1;
         constexpr WireDtype kDtypes[] = {WireDtype::kFp32, WireDtype::kFp16, WireDtype::kBf16};
-        const WireDtype dtype = kDtypes[in.Byte() % 3];
-        const absl::StatusCode expected = model.Begin(generation, w, s, elements, dtype);
-        CheckCode(expected, state.BeginPush(generation, w, s, elements, dtype), "BeginPush");
+        const uint8_t how = in.Byte();
+        const WireDtype dtype = kDtypes[how % 3];
+        const bool descending = how / 3 % 2 == 1;
+        const absl::StatusCode expected =
+            model.Begin(generation, w, s, elements, dtype, descending);
+        CheckCode(expected, state.BeginPush(generation, w, s, elements, dtype, descending),
+                  "BeginPush");
         break;
       }
       case op::kAdd: {
@@ -232,10 +248,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
         const uint64_t s = step();
         const uint8_t at = in.Byte();
         const bool valid = model.ValidWorker(w);
-        // Mostly where the share continues, sometimes anywhere.
-        const uint64_t offset =
-            at < 200 && valid ? model.shares[w].received : (at < 250 ? at % 12 : ~uint64_t{0});
         const std::string payload = in.Bytes(in.Byte() % 40);
+        // Mostly where the share continues, sometimes anywhere.
+        const uint64_t offset = at < 200 && valid ? model.Continuing(w, payload.size())
+                                                  : (at < 250 ? at % 12 : ~uint64_t{0});
         const absl::StatusCode expected = model.Add(w, s, offset, payload);
         CheckCode(expected, state.AddSegment(w, s, offset, payload), "AddSegment");
         break;

@@ -73,6 +73,49 @@ std::vector<double> ExactSum(const std::vector<std::vector<float>>& shares) {
   return sum;
 }
 
+// A bucketed step (--bucket_bytes, worker/overlapped_sync.h): one allreduce per bucket of odd
+// sizes, last bucket first. Every link carries exactly the cost model's bytes for the buckets
+// (RingElementsSentByRank over them), in every dtype, and every rank ends with the same bits.
+TEST(BucketedAllreduceTest, EachBucketsAllreduceSendsTheCostModelsBytes) {
+  constexpr int kWorld = 3;
+  const std::vector<uint64_t> buckets = {48, 418, 518};  // the parts, last first
+  uint64_t elements = 0;
+  for (uint64_t b : buckets) elements += b;
+  for (WireDtype dtype : {WireDtype::kFp32, WireDtype::kFp16, WireDtype::kBf16}) {
+    SCOPED_TRACE(WireDtypeName(dtype));
+    InMemoryRing ring(kWorld);
+    Metrics metrics(std::make_shared<prometheus::Registry>());
+    std::vector<LinkSendMetrics> links;
+    for (int r = 0; r < kWorld; ++r) {
+      links.push_back(
+          metrics.LinkSend(WorkerName(r), WorkerName((r + 1) % kWorld), SyncMode::kRing));
+    }
+    std::vector<std::vector<float>> buffers = RandomShares(kWorld, elements, 1.0f, 5);
+    std::vector<absl::Status> statuses(kWorld);
+    AllreduceOptions options;
+    options.segment_bytes = 10;
+    options.wire_dtype = dtype;
+    RunRanks(kWorld, [&](int rank) {
+      RingAllreduce allreduce(ring.transport(rank), links[rank]);
+      uint64_t end = elements;
+      for (size_t b = 0; b < buckets.size() && statuses[rank].ok(); ++b) {
+        const absl::Span<float> part =
+            absl::MakeSpan(buffers[rank]).subspan(end - buckets[b], buckets[b]);
+        statuses[rank] = allreduce.Run(1 + b, part, options);
+        end -= buckets[b];
+      }
+    });
+    for (int r = 0; r < kWorld; ++r) {
+      ASSERT_TRUE(statuses[r].ok()) << "rank " << r << ": " << statuses[r];
+      const double model = static_cast<double>(RingElementsSentByRank(buckets, kWorld, r) *
+                                               WireBytesPerElement(dtype));
+      EXPECT_EQ(links[r].bytes->Value(), model) << "rank " << r;
+      EXPECT_EQ(links[r].expected_bytes->Value(), model) << "rank " << r;
+      EXPECT_EQ(buffers[r], buffers[0]) << "rank " << r << " differs from rank 0";
+    }
+  }
+}
+
 struct WireCase {
   WireDtype dtype;
   int world;

@@ -17,7 +17,7 @@ namespace ringside::testing {
 inline TrainingOptions NonDefaultTrainingOptions() {
   TrainingOptions options;
   auto& [model, activation, data, steps, eval_every, batch_size, optimizer, seed, staleness,
-         backup_workers, straggler, wire_dtype, device] = options;
+         backup_workers, straggler, wire_dtype, bucket_bytes, device] = options;
   model = "784,64,10";
   activation = "relu";
   data = "fashion-mnist:/data/fm";
@@ -32,6 +32,7 @@ inline TrainingOptions NonDefaultTrainingOptions() {
   backup_workers = 2;  // not valid with staleness 3 (CheckSyncSettings), but every row carries it
   straggler = {2, 2.5f};
   wire_dtype = WireDtype::kBf16;
+  bucket_bytes = 1048573;  // odd: not a whole number of floats, and refused with staleness 3
   device = "cuda:1";
   return options;
 }
@@ -40,7 +41,7 @@ inline TrainingOptions NonDefaultTrainingOptions() {
 inline void ExpectSameTrainingOptions(const TrainingOptions& actual,
                                       const TrainingOptions& expected) {
   const auto& [model, activation, data, steps, eval_every, batch_size, optimizer, seed, staleness,
-               backup_workers, straggler, wire_dtype, device] = actual;
+               backup_workers, straggler, wire_dtype, bucket_bytes, device] = actual;
   EXPECT_EQ(model, expected.model);
   EXPECT_EQ(activation, expected.activation);
   EXPECT_EQ(data, expected.data);
@@ -59,6 +60,7 @@ inline void ExpectSameTrainingOptions(const TrainingOptions& actual,
   EXPECT_EQ(backup_workers, expected.backup_workers);
   EXPECT_EQ(straggler, expected.straggler);
   EXPECT_EQ(wire_dtype, expected.wire_dtype);
+  EXPECT_EQ(bucket_bytes, expected.bucket_bytes);
   EXPECT_EQ(device, expected.device);
 }
 

@@ -44,6 +44,37 @@ TEST(TimelineTest, TooSmallACapacityStillHoldsOneStep) {
   EXPECT_EQ(timeline.dropped(), 0u);
 }
 
+// An overlapped step (--bucket_bytes): the sync began 3 ms before the compute ended, so its
+// event starts there, on its own lane beside the compute's; the update follows the sync's end
+// and the step ends with it. A sync over before the compute ended (a straggler's sleep) ends
+// inside the compute, and the update follows the compute.
+TEST(TimelineTest, AnOverlappedStepsSyncBeginsBeforeItsComputeEnds) {
+  Timeline timeline;
+  StepTiming overlapped = TimingAt(1'000'000, 10'000'000, 5'000'000, 1'000'000);
+  overlapped.overlap = absl::Milliseconds(3);
+  EXPECT_EQ(overlapped.concurrent(), absl::Milliseconds(3));
+  EXPECT_EQ(overlapped.total(), absl::Milliseconds(13));
+  timeline.RecordStep(0, 1, SyncMode::kRing, overlapped);
+  StepTiming hidden = TimingAt(2'000'000, 10'000'000, 2'000'000, 1'000'000);
+  hidden.overlap = absl::Milliseconds(4);
+  EXPECT_EQ(hidden.concurrent(), absl::Milliseconds(2));
+  EXPECT_EQ(hidden.total(), absl::Milliseconds(11));
+  timeline.RecordStep(1, 1, SyncMode::kPs, hidden);
+  std::map<std::pair<int64_t, TimelineLane>, TimelineEvent> events;
+  for (const TimelineEvent& e : timeline.Events()) events[{e.step, e.lane}] = e;
+  const auto at = [&](int64_t step, TimelineLane lane) { return events[{step, lane}]; };
+  EXPECT_EQ(at(0, TimelineLane::kSync).start_us, 1'000'000 + 10'000 - 3'000);
+  EXPECT_EQ(at(0, TimelineLane::kUpdate).start_us, 1'000'000 + 12'000);
+  EXPECT_EQ(at(0, TimelineLane::kStep).duration_us, 13'000);
+  EXPECT_EQ(at(1, TimelineLane::kSync).start_us, 2'000'000 + 6'000);
+  EXPECT_EQ(at(1, TimelineLane::kUpdate).start_us, 2'000'000 + 10'000);
+  EXPECT_EQ(at(1, TimelineLane::kStep).duration_us, 11'000);
+  // Still a trace that reads back whole.
+  auto back = ParseChromeTrace(ChromeTraceText({{0, "worker-0", timeline.Events(), 0}}));
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_EQ((*back)[0].events.size(), 8u);
+}
+
 TEST(TimelineTest, PhasesLieEndToEndAndSumToTheStepAfterRounding) {
   Timeline timeline;
   // Sub-microsecond parts, so each phase rounds on its own.

@@ -70,6 +70,7 @@ TEST(JobSpecTest, TheEncodingIsTheOneEarlierMembersRead) {
   by_hand.set_backup_workers(2);
   by_hand.set_straggler("worker-2:2.5");
   by_hand.set_wire_dtype("bf16");
+  by_hand.set_bucket_bytes(options.bucket_bytes);
   EXPECT_EQ(JobSpecOf(options).SerializeAsString(), by_hand.SerializeAsString());
 }
 

@@ -5,6 +5,7 @@
 
 #include <dirent.h>
 
+#include <algorithm>
 #include <cstring>
 #include <fstream>
 #include <memory>
@@ -14,12 +15,15 @@
 #include <thread>
 #include <vector>
 
+#include "absl/synchronization/mutex.h"
 #include "absl/synchronization/notification.h"
+#include "common/cost_model.h"
 #include "common/grpc_util.h"
 #include "common/status_macros.h"
 #include "gtest/gtest.h"
 #include "prometheus/registry.h"
 #include "server/ps/ps_service.h"
+#include "tests/support/ps_test_hooks.h"
 
 namespace ringside::server {
 namespace {
@@ -347,6 +351,131 @@ TEST_F(PsClientTest, AShardsRefusalIsTheStepsStatusNamingShardAndStep) {
             std::string::npos)
       << status;
 }
+
+// An overlapped step (worker/overlapped_sync.h): the share becomes final from the end in odd
+// pieces, each prepared for the wire as it is, while SumAsReady pushes each shard its share last
+// part first as it becomes final. The last shard answers part of its sum while the rest of its
+// range is not final on any worker (within one shard, not only across shards). The sum is the
+// very bits of Sum's on the same shares (the shard sums each element in rank order whenever it
+// came), in every wire dtype, and every link carries exactly the cost model's bytes.
+class PsClientOverlapTest : public PsClientTest, public ::testing::WithParamInterface<WireDtype> {};
+
+// The part of a gradient that is final: [ready_from, K), growing from the end.
+class Readiness {
+ public:
+  explicit Readiness(uint64_t size) : ready_from_(size) {}
+  void MarkReadyFrom(uint64_t begin) {
+    absl::MutexLock lock(&mu_);
+    ready_from_ = std::min(ready_from_, begin);
+  }
+  std::optional<uint64_t> Await(uint64_t begin) {
+    absl::MutexLock lock(&mu_);
+    auto ready = [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return ready_from_ <= begin; };
+    mu_.Await(absl::Condition(&ready));
+    return ready_from_;
+  }
+
+ private:
+  absl::Mutex mu_;
+  uint64_t ready_from_ ABSL_GUARDED_BY(mu_);
+};
+
+TEST_P(PsClientOverlapTest, SumAsReadyGivesSumsBitsAndTheCostModelsBytes) {
+  const WireDtype wire = GetParam();
+  constexpr int kWorkers = 2;
+  StartShards(kWorkers);
+  // The last shard starts its reply to each worker (the first is the overlapped step's).
+  absl::Mutex replies_mu;
+  std::vector<char> replying(kWorkers, 0);
+  PsTestHooks::SetStepHook(*services_.back(), [&](PsTestHooks::StepEvent event, int worker) {
+    absl::MutexLock lock(&replies_mu);
+    if (event == PsTestHooks::StepEvent::kReplyStarting && worker >= 0 && worker < kWorkers) {
+      replying[worker] = 1;
+    }
+  });
+  std::vector<std::vector<float>> shares(kWorkers, std::vector<float>(kParameters));
+  for (int w = 0; w < kWorkers; ++w) {
+    for (uint64_t i = 0; i < kParameters; ++i) {
+      shares[w][i] = 0.001f * static_cast<float>((i * 7919 + w * 104729) % 2003) - 1.0f;
+    }
+  }
+  // Pieces of odd sizes, the last first, as buckets of odd layers would come.
+  const std::vector<uint64_t> boundaries = {kParameters - 47, 777, 333, 101, 0};
+  std::vector<std::vector<float>> summed(kWorkers), overlapped(kWorkers);
+  std::vector<std::unique_ptr<Metrics>> metrics;
+  for (int w = 0; w < kWorkers; ++w) {
+    metrics.push_back(std::make_unique<Metrics>(std::make_shared<prometheus::Registry>()));
+  }
+  std::vector<absl::Status> results(kWorkers);
+  std::vector<char> replied_early(kWorkers, 0);
+  std::vector<std::thread> workers;
+  for (int w = 0; w < kWorkers; ++w) {
+    workers.emplace_back([&, w] {
+      PsClientOptions options = Options();
+      options.rank = w;
+      options.workers = kWorkers;
+      options.wire_dtype = wire;
+      auto client = PsClient::Create(options, kParameters, metrics[w].get());
+      if (!client.ok()) {
+        results[w] = client.status();
+        return;
+      }
+      overlapped[w] = shares[w];
+      Readiness readiness(kParameters);
+      absl::Status status;
+      std::thread sync([&] {
+        status = (*client)->SumAsReady(0, absl::MakeSpan(overlapped[w]),
+                                       [&](uint64_t begin) { return readiness.Await(begin); });
+      });
+      uint64_t end = kParameters;
+      for (uint64_t begin : boundaries) {
+        (*client)->PrepareShare(absl::MakeSpan(overlapped[w]).subspan(begin, end - begin));
+        readiness.MarkReadyFrom(begin);
+        end = begin;
+        if (begin == boundaries[0]) {
+          // Only the last 47 elements are final (the last shard's range is [667, 1000)): its
+          // reply to this worker starts anyway. Not a timing condition: the bound turns a hang
+          // into a failure.
+          absl::MutexLock lock(&replies_mu);
+          const auto replying_to_me = [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(replies_mu) {
+            return replying[w] != 0;
+          };
+          replied_early[w] =
+              replies_mu.AwaitWithTimeout(absl::Condition(&replying_to_me), absl::Minutes(1));
+        }
+      }
+      sync.join();
+      results[w] = status;
+      if (!results[w].ok()) return;
+      summed[w] = shares[w];
+      results[w] = (*client)->Sum(1, absl::MakeSpan(summed[w]));
+    });
+  }
+  for (std::thread& worker : workers) worker.join();
+  const std::vector<ElementRange> ranges = EvenRanges(kParameters, kShards);
+  for (int w = 0; w < kWorkers; ++w) {
+    ASSERT_TRUE(results[w].ok()) << WorkerName(w) << ": " << results[w];
+    EXPECT_TRUE(replied_early[w]) << WorkerName(w);
+    EXPECT_EQ(std::memcmp(overlapped[w].data(), summed[w].data(), kParameters * sizeof(float)), 0)
+        << WorkerName(w);
+    for (int s = 0; s < kShards; ++s) {
+      const double bytes =
+          2.0 * static_cast<double>(PsBytesPerShardLink(ranges[s].size(), 1, 0, wire));
+      const LinkSendMetrics up = metrics[w]->LinkSend(WorkerName(w), PsShardName(s), SyncMode::kPs);
+      const LinkReceiveMetrics down =
+          metrics[w]->LinkReceive(PsShardName(s), WorkerName(w), SyncMode::kPs);
+      EXPECT_EQ(up.bytes->Value(), bytes) << WorkerName(w) << " -> " << PsShardName(s);
+      EXPECT_EQ(up.expected_bytes->Value(), bytes) << WorkerName(w) << " -> " << PsShardName(s);
+      EXPECT_EQ(down.bytes->Value(), bytes) << PsShardName(s) << " -> " << WorkerName(w);
+    }
+  }
+  EXPECT_EQ(std::memcmp(overlapped[0].data(), overlapped[1].data(), kParameters * sizeof(float)),
+            0);
+}
+
+INSTANTIATE_TEST_SUITE_P(EveryWireDtype, PsClientOverlapTest,
+                         ::testing::Values(WireDtype::kFp32, WireDtype::kFp16, WireDtype::kBf16),
+                         [](const auto& info) { return std::string(WireDtypeName(info.param)); });
 
 }  // namespace
 }  // namespace ringside::server

@@ -272,8 +272,9 @@ TEST_F(ShardStateTest, AnswersEachSegmentOnceEveryShareCoversIt) {
 }
 
 // Three workers push steps in segments of different sizes, interleaved in a different shuffled
-// order at every step; the sums and the parameters (Adam: state as well as parameters) must be
-// exactly the bits of one process summing whole shares in rank order and stepping whole.
+// order at every step, every other step last part first (descending, --bucket_bytes); the sums
+// and the parameters (Adam: state as well as parameters) must be exactly the bits of one process
+// summing whole shares in rank order and stepping whole.
 TEST(ShardStateStreamingTest, InterleavedSegmentsGiveTheWholeRangeReferenceBits) {
   constexpr int kWorkers = 3;
   constexpr uint64_t kRange = 97;
@@ -307,8 +308,9 @@ TEST(ShardStateStreamingTest, InterleavedSegmentsGiveTheWholeRangeReferenceBits)
     // all workers are pushed in a random order that keeps each worker's own sequence.
     std::vector<uint64_t> sent(kWorkers, 0);
     std::vector<int> order;
+    const bool descending = step % 2 == 1;
     for (int w = 0; w < kWorkers; ++w) {
-      ASSERT_TRUE(state.BeginPush(1, w, step, kRange).ok());
+      ASSERT_TRUE(state.BeginPush(1, w, step, kRange, WireDtype::kFp32, descending).ok());
       const uint64_t size = 1 + (w + step) % 4 * 9;
       for (uint64_t n = 0; n < (kRange + size - 1) / size; ++n) order.push_back(w);
     }
@@ -316,9 +318,10 @@ TEST(ShardStateStreamingTest, InterleavedSegmentsGiveTheWholeRangeReferenceBits)
     for (int w : order) {
       const uint64_t size = 1 + (w + step) % 4 * 9;
       const uint64_t count = std::min(size, kRange - sent[w]);
-      const std::vector<float> piece(shares[w].begin() + sent[w],
-                                     shares[w].begin() + sent[w] + count);
-      ASSERT_TRUE(state.AddSegment(w, step, sent[w], Bytes(piece)).ok());
+      const uint64_t offset = descending ? kRange - sent[w] - count : sent[w];
+      const std::vector<float> piece(shares[w].begin() + offset,
+                                     shares[w].begin() + offset + count);
+      ASSERT_TRUE(state.AddSegment(w, step, offset, Bytes(piece)).ok());
       sent[w] += count;
     }
     for (int w = 0; w < kWorkers; ++w) ASSERT_TRUE(state.FinishPush(w, step).ok());
@@ -329,6 +332,41 @@ TEST(ShardStateStreamingTest, InterleavedSegmentsGiveTheWholeRangeReferenceBits)
     EXPECT_EQ(std::memcmp(state.parameters()->data(), expected.data(), kRange * sizeof(float)), 0)
         << "parameters after step " << step;
   }
+}
+
+// A step pushed last part first (--bucket_bytes) is summed and answered from the range's end:
+// WhenSummed counts from there. Its segments must each end where the last began; a push in the
+// other order within the step, or with backup workers, is refused.
+TEST_F(ShardStateTest, ADescendingStepIsSummedAndAnsweredFromTheRangesEnd) {
+  auto created = ShardState::Create(ShardConfig{3, 2, 1}, {10, 20, 30, 40, 50, 60},
+                                    OptimizerConfig{OptimizerKind::kSgd, 1.0f});
+  ASSERT_TRUE(created.ok());
+  ShardState& state = **created;
+  ASSERT_TRUE(state.BeginPush(3, 1, 0, 6, WireDtype::kFp32, /*descending=*/true).ok());
+  EXPECT_EQ(state.BeginPush(3, 0, 0, 6, WireDtype::kFp32, /*descending=*/false).code(),
+            absl::StatusCode::kInvalidArgument);
+  ASSERT_TRUE(state.AddSegment(1, 0, 4, Bytes({5, 6})).ok());
+  EXPECT_EQ(state.AddSegment(1, 0, 0, Bytes({1, 2})).code(), absl::StatusCode::kInvalidArgument)
+      << "a segment that does not end where the last began";
+  ASSERT_TRUE(state.AddSegment(1, 0, 2, Bytes({3, 4})).ok());
+  ASSERT_TRUE(state.BeginPush(3, 0, 0, 6, WireDtype::kFp32, /*descending=*/true).ok());
+  ASSERT_TRUE(state.AddSegment(0, 0, 3, Bytes({0.5f, 0.5f, 0.5f})).ok());
+  // Worker 0 holds the last 3, worker 1 the last 4: the last 3 are final.
+  const Summed part = WaitSummed(state, 0, 0);
+  ASSERT_NE(part.sum, nullptr) << part.ended;
+  ASSERT_EQ(part.end, 3u);
+  EXPECT_EQ(std::vector<float>(part.sum->begin() + 3, part.sum->end()),
+            (std::vector<float>{4.5f, 5.5f, 6.5f}));
+  ASSERT_TRUE(state.AddSegment(1, 0, 0, Bytes({1, 2})).ok());
+  ASSERT_TRUE(state.AddSegment(0, 0, 0, Bytes({0.5f, 0.5f, 0.5f})).ok());
+  EXPECT_EQ(WaitApplied(state, 0), (std::vector<float>{1.5f, 2.5f, 3.5f, 4.5f, 5.5f, 6.5f}));
+  EXPECT_EQ(*state.parameters(), (std::vector<float>{8.5f, 17.5f, 26.5f, 35.5f, 44.5f, 53.5f}));
+
+  auto backups = ShardState::Create(ShardConfig{3, 2, 1, /*backup_workers=*/1}, {1, 2},
+                                    OptimizerConfig{OptimizerKind::kSgd, 1.0f});
+  ASSERT_TRUE(backups.ok());
+  EXPECT_EQ((*backups)->BeginPush(3, 0, 0, 2, WireDtype::kFp32, /*descending=*/true).code(),
+            absl::StatusCode::kInvalidArgument);
 }
 
 TEST_F(ShardStateTest, AWorkerLostAfterPartOfTheStepWasSummedLosesTheStepHere) {
