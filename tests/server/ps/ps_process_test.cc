@@ -212,7 +212,7 @@ std::vector<std::string> StaticPsWorkerFlags(const Shards& shards, int workers,
 // is the range's parameters, a push its gradient), and every worker reaches Iris's accuracy.
 TEST(PsProcessTest, AsyncWorkersAndShardsTrainIrisAndCountEveryUpdate) {
   // Async's end point depends on the order the shards applied the pushes in (the scheduler's):
-  // after 200 steps 30 runs here ended at 96.0-98.0% but one elsewhere at 94.7%; 300 steps end at
+  // after 200 steps 15 runs here ended at 96.0-98.0% but one elsewhere at 94.7%; 300 steps end at
   // 96.7-98.0% (15 runs beside three busy loops), a margin above 95% that 200 did not leave.
   constexpr int kWorkers = 3, kShards = 2, kSteps = 300;
   const std::vector<std::string> job = {"--staleness=async", absl::StrCat("--steps=", kSteps)};
