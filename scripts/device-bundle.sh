@@ -13,7 +13,10 @@ binaries=("$build"/bin/ringside "$build"/bin/ringside-worker "$build"/bin/ringsi
           "$build"/bin/ringside-controller "$build"/bin/ringside-bench
           "$build"/tests/worker_compute_test "$build"/tests/worker_elastic_test)
 for b in "${binaries[@]}" "$build/bin/libringside_cuda.so"; do strip -o "$out/bin/$(basename "$b")" "$b"; done
-ldd "${binaries[@]}" | awk '/=> \//{print $3}' | sort -u |
+# `ringside lab` there needs iproute2's ip and tc, which a bare GPU machine may lack.
+tools=(/usr/sbin/ip /usr/sbin/tc)
+mkdir -p "$out/sbin" && cp "${tools[@]}" "$out/sbin/"
+ldd "${binaries[@]}" "${tools[@]}" | awk '/=> \//{print $3}' | sort -u |
   grep -Ev '/(libc|libm|libpthread|libdl|librt|ld-linux-x86-64|libstdc\+\+|libgcc_s)\.so' > "$out/libs.txt"
 tar czhf "$out/libs.tgz" -T "$out/libs.txt" 2>/dev/null
 du -sh "$out"
