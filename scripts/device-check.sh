@@ -11,7 +11,6 @@ mkdir -p /tmp/devlibs && tar xzf "$bundle/libs.tgz" -C /tmp/devlibs
 LD_LIBRARY_PATH=$(find /tmp/devlibs -name '*.so*' -printf '%h\n' | sort -u | paste -sd:)
 export LD_LIBRARY_PATH=$LD_LIBRARY_PATH:/usr/local/cuda/lib64:/usr/local/cuda/lib
 export RINGSIDE_CUDA_MODULE=$PWD/$bundle/bin/libringside_cuda.so
-command -v tc >/dev/null && command -v ip >/dev/null || export PATH=$PATH:$PWD/$bundle/sbin
 bin=$bundle/bin
 only=${ONLY:-tests,bench,compare}  # and lab: the overlap measurement below
 nvidia-smi -L; nproc
@@ -41,6 +40,8 @@ if [[ $only == *lab* ]]; then
   # Two BLAS threads a worker: 8 of the 16 cores compute, the rest serve the sync, the shards and
   # gRPC, as separate hosts' spare cores would.
   export OPENBLAS_NUM_THREADS=${LAB_BLAS_THREADS:-2}
+  # ringside lab runs iproute2 from /usr/sbin or /sbin only; the GPU machine is a throwaway root.
+  for tool in ip tc; do [[ -x /usr/sbin/$tool || -x /sbin/$tool ]] || cp "$bundle/sbin/$tool" /usr/sbin/; done
   lab="--link_rate=${LAB_RATE:-1gbit} --model=784,1024,1024,10 --data=synthetic:16384 --workers=4
        --ps_shards=2 --steps=8 --eval_every=1000 --device=${LAB_DEVICE:-cpu}"
   summary() { python3 -c "
