@@ -9,6 +9,7 @@
 #include <map>
 #include <regex>
 #include <string>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -17,6 +18,7 @@
 #include "common/cluster_files.h"
 #include "common/file_util.h"
 #include "common/flags/security_flags.h"
+#include "common/status_macros.h"
 #include "gtest/gtest.h"
 #include "launch/subprocess.h"
 #include "launch/temp_dir.h"
@@ -45,6 +47,24 @@ absl::StatusOr<TransportSecurity> ClientSecurity(const nlohmann::json& ready) {
 }
 
 // The command after `prefix` on a line of `log`, split into argv.
+// Runs `ringside compare` with `flags` and --json=dir/out.json to its end (within 4 minutes), its
+// log in dir/compare.log; the JSON it wrote, or why not with the log's last lines.
+absl::StatusOr<nlohmann::json> RunCompareToJson(const launch::TempDir& dir,
+                                                std::vector<std::string> flags) {
+  launch::SpawnOptions spawn;
+  spawn.argv = {testing::BinDir() + "/ringside", "compare", "--json=" + dir.File("out.json")};
+  spawn.argv.insert(spawn.argv.end(), flags.begin(), flags.end());
+  spawn.log_path = dir.File("compare.log");
+  ASSIGN_OR_RETURN(launch::Subprocess process, launch::Subprocess::Spawn(spawn));
+  absl::StatusOr<launch::ExitStatus> exit = process.Wait(absl::Seconds(240));
+  if (!exit.ok() || !exit->ok()) {
+    return absl::InternalError(
+        absl::StrCat("ringside compare failed:\n", launch::TailOfFile(spawn.log_path, 30)));
+  }
+  ASSIGN_OR_RETURN(const std::string text, ReadFileToString(dir.File("out.json")));
+  return nlohmann::json::parse(text);
+}
+
 std::vector<std::string> PrintedCommand(const std::string& log, const std::string& prefix) {
   const size_t at = log.find(prefix);
   if (at == std::string::npos) return {};
@@ -110,27 +130,12 @@ TEST(CompareCommandTest, TimesEachModeToATestAccuracyOnFashionMnist) {
   const std::string data = dir->File("data");
   ASSERT_EQ(mkdir(data.c_str(), 0755), 0);
   ASSERT_TRUE(testing::WriteTinyFashionMnist(data, 200, 50));
-  launch::SpawnOptions spawn;
-  spawn.argv = {testing::BinDir() + "/ringside",
-                "compare",
-                "--model=20,32,10",
-                "--data=fashion-mnist:" + data,
-                "--steps=40",
-                "--eval_every=10",
-                "--batch_size=16",
-                "--workers=2",
-                "--ps_shards=2",
-                "--target_accuracy=0.5",
-                "--json=" + dir->File("out.json"),
-                "--report=" + dir->File("out.html")};
-  spawn.log_path = dir->File("compare.log");
-  auto process = launch::Subprocess::Spawn(spawn);
-  ASSERT_TRUE(process.ok()) << process.status();
-  auto exit = process->Wait(absl::Seconds(240));
-  ASSERT_TRUE(exit.ok() && exit->ok()) << launch::TailOfFile(spawn.log_path, 30);
-
-  const nlohmann::json json =
-      nlohmann::json::parse(ReadFileToString(dir->File("out.json")).value());
+  const absl::StatusOr<nlohmann::json> run =
+      RunCompareToJson(*dir, {"--model=20,32,10", "--data=fashion-mnist:" + data, "--steps=40",
+                              "--eval_every=10", "--batch_size=16", "--workers=2", "--ps_shards=2",
+                              "--target_accuracy=0.5", "--report=" + dir->File("out.html")});
+  ASSERT_TRUE(run.ok()) << run.status();
+  const nlohmann::json& json = *run;
   EXPECT_EQ(json["config"]["test_set"], true);
   EXPECT_EQ(json["config"]["eval_every"], 10);
   EXPECT_EQ(json["config"]["target_accuracy"], 0.5);
@@ -169,9 +174,9 @@ TEST(CompareCommandTest, TimesEachModeToATestAccuracyOnFashionMnist) {
   }
   const std::string html = ReadFileToString(dir->File("out.html")).value();
   EXPECT_NE(html.find("id=\"accuracy-time-job0\""), std::string::npos);
-  EXPECT_NE(ReadFileToString(spawn.log_path).value().find("time to 50% test accuracy"),
+  EXPECT_NE(ReadFileToString(dir->File("compare.log")).value().find("time to 50% test accuracy"),
             std::string::npos)
-      << launch::TailOfFile(spawn.log_path, 40);
+      << launch::TailOfFile(dir->File("compare.log"), 40);
 }
 
 // Without --model compare runs its two default jobs (the heavy model on Fashion-MNIST, then
@@ -183,24 +188,11 @@ TEST(CompareCommandTest, TheDefaultJobsTakeTheStepsAndBatchGiven) {
   const std::string data = dir->File("data");
   ASSERT_EQ(mkdir(data.c_str(), 0755), 0);
   ASSERT_TRUE(testing::WriteTinyFashionMnist(data, 64, 20, 28, 28));  // the heavy model's shape
-  launch::SpawnOptions spawn;
-  spawn.argv = {testing::BinDir() + "/ringside",
-                "compare",
-                "--data=fashion-mnist:" + data,
-                "--steps=3",
-                "--eval_every=3",
-                "--batch_size=8",
-                "--workers=2",
-                "--ps_shards=1",
-                "--json=" + dir->File("out.json")};
-  spawn.log_path = dir->File("compare.log");
-  auto process = launch::Subprocess::Spawn(spawn);
-  ASSERT_TRUE(process.ok()) << process.status();
-  auto exit = process->Wait(absl::Seconds(240));
-  ASSERT_TRUE(exit.ok() && exit->ok()) << launch::TailOfFile(spawn.log_path, 30);
-
-  const nlohmann::json json =
-      nlohmann::json::parse(ReadFileToString(dir->File("out.json")).value());
+  const absl::StatusOr<nlohmann::json> run =
+      RunCompareToJson(*dir, {"--data=fashion-mnist:" + data, "--steps=3", "--eval_every=3",
+                              "--batch_size=8", "--workers=2", "--ps_shards=1"});
+  ASSERT_TRUE(run.ok()) << run.status();
+  const nlohmann::json& json = *run;
   ASSERT_EQ(json["jobs"].size(), 2u) << json.dump();
   EXPECT_EQ(json["jobs"][0]["config"]["model"], "784,1024,1024,10");
   EXPECT_EQ(json["jobs"][1]["config"]["data"], "iris");
