@@ -95,13 +95,16 @@ wait_for 900 "every service's health check healthy (${services[*]})" all_healthy
 note "every health check healthy: ${services[*]}"
 
 url=http://127.0.0.1:$prometheus_port
-prom() { /usr/bin/python3 "$checks" "$url" "$@"; }
+# A failed check shows every container's state and last log lines, as any other failure does.
+prom() { /usr/bin/python3 "$checks" "$url" "$@" || die "Prometheus check failed: $*"; }
 prom targets 7 300 >/dev/null
 note "Prometheus: 7 targets (controller, ps-0, ps-1, worker-0..3), every one up"
 
-# Training: every worker's step counter moves past where it is now.
+# Training: every worker's step counter moves past where it is now. The first step waits for
+# all four workers to register and the controller to form the ring: on a loaded machine (the
+# suite runs beside) once more than 120 s after the scrapes began.
 steps_by_worker='sum by (instance) (ringside_steps_total{job="ringside-worker"})'
-prom count "$steps_by_worker" 4 120 >/dev/null
+prom count "$steps_by_worker" 4 300 >/dev/null
 prom each-above "$steps_by_worker" "$(prom series "$steps_by_worker")" 120 >/dev/null
 note "the 4 workers train (ringside_steps_total grows on each)"
 
