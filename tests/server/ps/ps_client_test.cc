@@ -63,6 +63,16 @@ absl::Status SumAndApply(PsClient& client, Optimizer& optimizer, int64_t step,
   return optimizer.Step(absl::MakeSpan(params), gradient);
 }
 
+// Worker `w`'s link to shard `s`, as the worker counted it: `bytes` sent and as many expected by
+// the cost model, `bytes` received back.
+void ExpectShardLinkBytes(Metrics& metrics, int w, int s, double bytes) {
+  const LinkSendMetrics up = metrics.LinkSend(WorkerName(w), PsShardName(s), SyncMode::kPs);
+  const LinkReceiveMetrics down = metrics.LinkReceive(PsShardName(s), WorkerName(w), SyncMode::kPs);
+  EXPECT_EQ(up.bytes->Value(), bytes) << WorkerName(w) << " -> " << PsShardName(s);
+  EXPECT_EQ(up.expected_bytes->Value(), bytes) << WorkerName(w) << " -> " << PsShardName(s);
+  EXPECT_EQ(down.bytes->Value(), bytes) << PsShardName(s) << " -> " << WorkerName(w);
+}
+
 class PsClientTest : public ::testing::Test {
  protected:
   // kShards shards of generation `generation` for `workers` workers, every parameter at 100
@@ -117,14 +127,11 @@ TEST_F(PsClientTest, StepsAgreeWithTheShardsAndEveryPayloadByteIsCounted) {
   }
   const std::vector<ElementRange> ranges = EvenRanges(kParameters, kShards);
   for (int s = 0; s < kShards; ++s) {
-    const double bytes = static_cast<double>(ranges[s].size() * sizeof(float) * kSteps);
-    const LinkSendMetrics up = metrics.LinkSend(WorkerName(0), PsShardName(s), SyncMode::kPs);
-    const LinkReceiveMetrics down =
-        metrics.LinkReceive(PsShardName(s), WorkerName(0), SyncMode::kPs);
-    EXPECT_EQ(up.bytes->Value(), bytes) << PsShardName(s);
-    EXPECT_EQ(up.expected_bytes->Value(), bytes) << PsShardName(s);
-    EXPECT_EQ(up.messages->Value(), 6.0 * kSteps) << PsShardName(s);
-    EXPECT_EQ(down.bytes->Value(), bytes) << PsShardName(s);
+    ExpectShardLinkBytes(metrics, 0, s,
+                         static_cast<double>(ranges[s].size() * sizeof(float) * kSteps));
+    EXPECT_EQ(metrics.LinkSend(WorkerName(0), PsShardName(s), SyncMode::kPs).messages->Value(),
+              6.0 * kSteps)
+        << PsShardName(s);
   }
 }
 
@@ -197,13 +204,8 @@ TEST_F(PsClientTest, StreamedStepsAreBitIdenticalToAWholeRangeReference) {
     EXPECT_EQ(std::memcmp(params[w].data(), expected.data(), kParameters * sizeof(float)), 0)
         << WorkerName(w) << "'s parameters";
     for (int s = 0; s < kShards; ++s) {
-      const double bytes = static_cast<double>(ranges[s].size() * sizeof(float) * kSteps);
-      const LinkSendMetrics up = metrics[w]->LinkSend(WorkerName(w), PsShardName(s), SyncMode::kPs);
-      const LinkReceiveMetrics down =
-          metrics[w]->LinkReceive(PsShardName(s), WorkerName(w), SyncMode::kPs);
-      EXPECT_EQ(up.bytes->Value(), bytes) << WorkerName(w) << " -> " << PsShardName(s);
-      EXPECT_EQ(up.expected_bytes->Value(), bytes) << WorkerName(w) << " -> " << PsShardName(s);
-      EXPECT_EQ(down.bytes->Value(), bytes) << PsShardName(s) << " -> " << WorkerName(w);
+      ExpectShardLinkBytes(*metrics[w], w, s,
+                           static_cast<double>(ranges[s].size() * sizeof(float) * kSteps));
     }
   }
   for (int s = 0; s < kShards; ++s) {
@@ -459,14 +461,9 @@ TEST_P(PsClientOverlapTest, SumAsReadyGivesSumsBitsAndTheCostModelsBytes) {
     EXPECT_EQ(std::memcmp(overlapped[w].data(), summed[w].data(), kParameters * sizeof(float)), 0)
         << WorkerName(w);
     for (int s = 0; s < kShards; ++s) {
-      const double bytes =
-          2.0 * static_cast<double>(PsBytesPerShardLink(ranges[s].size(), 1, 0, wire));
-      const LinkSendMetrics up = metrics[w]->LinkSend(WorkerName(w), PsShardName(s), SyncMode::kPs);
-      const LinkReceiveMetrics down =
-          metrics[w]->LinkReceive(PsShardName(s), WorkerName(w), SyncMode::kPs);
-      EXPECT_EQ(up.bytes->Value(), bytes) << WorkerName(w) << " -> " << PsShardName(s);
-      EXPECT_EQ(up.expected_bytes->Value(), bytes) << WorkerName(w) << " -> " << PsShardName(s);
-      EXPECT_EQ(down.bytes->Value(), bytes) << PsShardName(s) << " -> " << WorkerName(w);
+      ExpectShardLinkBytes(
+          *metrics[w], w, s,
+          2.0 * static_cast<double>(PsBytesPerShardLink(ranges[s].size(), 1, 0, wire)));
     }
   }
   EXPECT_EQ(std::memcmp(overlapped[0].data(), overlapped[1].data(), kParameters * sizeof(float)),
