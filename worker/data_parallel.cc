@@ -118,6 +118,23 @@ void StepRecorder::Record(SyncMode mode, absl::Duration compute, const SyncTimin
 
 namespace {
 
+// A step's end, overlapped or not: the sync's failure annotated with the step, else the step's
+// metrics and phases recorded from `start`.
+absl::StatusOr<GradientStats> EndStep(int64_t step, SyncMode mode, absl::Time start,
+                                      absl::Duration compute,
+                                      const absl::StatusOr<SyncTiming>& sync_timing,
+                                      const GradientStats& stats, StepRecorder* metrics,
+                                      StepTiming* timing) {
+  if (!sync_timing.ok()) {
+    return Annotate(sync_timing.status(), absl::StrCat("training step ", step));
+  }
+  if (metrics != nullptr) metrics->Record(mode, compute, *sync_timing, stats.mean_loss);
+  if (timing != nullptr) {
+    *timing = {start, compute, sync_timing->sync, sync_timing->update, sync_timing->overlap};
+  }
+  return stats;
+}
+
 // TrainStep with an overlapped sync: `before_sync` first (nothing is sent before it), then the
 // compute, reporting each layer to the sync, whose buckets go out meanwhile; then the rest.
 absl::StatusOr<GradientStats> TrainOverlappedStep(TrainingJob& job, int64_t step, WorkerSlot slot,
@@ -135,16 +152,8 @@ absl::StatusOr<GradientStats> TrainOverlappedStep(TrainingJob& job, int64_t step
     sync.Abandon();
     return stats.status();
   }
-  absl::StatusOr<SyncTiming> sync_timing = sync.Finish(params, computed);
-  if (!sync_timing.ok()) {
-    return Annotate(sync_timing.status(), absl::StrCat("training step ", step));
-  }
-  const absl::Duration compute = computed - start;
-  if (metrics != nullptr) metrics->Record(sync.mode(), compute, *sync_timing, stats->mean_loss);
-  if (timing != nullptr) {
-    *timing = {start, compute, sync_timing->sync, sync_timing->update, sync_timing->overlap};
-  }
-  return stats;
+  return EndStep(step, sync.mode(), start, computed - start, sync.Finish(params, computed), *stats,
+                 metrics, timing);
 }
 
 }  // namespace
@@ -162,14 +171,8 @@ absl::StatusOr<GradientStats> TrainStep(TrainingJob& job, int64_t step, WorkerSl
   ASSIGN_OR_RETURN(const GradientStats stats, job.ComputeShare(step, slot, params, gradient));
   if (before_sync) RETURN_IF_ERROR(before_sync());
   const absl::Duration compute = absl::Now() - start;
-  absl::StatusOr<SyncTiming> sync_timing = sync.Step(step, gradient, params);
-  if (!sync_timing.ok()) {
-    return Annotate(sync_timing.status(), absl::StrCat("training step ", step));
-  }
-  if (metrics != nullptr) metrics->Record(sync.mode(), compute, *sync_timing, stats.mean_loss);
-  if (timing != nullptr)
-    *timing = {start, compute, sync_timing->sync, sync_timing->update, absl::ZeroDuration()};
-  return stats;
+  return EndStep(step, sync.mode(), start, compute, sync.Step(step, gradient, params), stats,
+                 metrics, timing);
 }
 
 absl::StatusOr<TrainingResult> TrainDataParallel(const TrainingOptions& options, WorkerSlot slot,

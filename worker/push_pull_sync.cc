@@ -34,7 +34,7 @@ absl::StatusOr<SyncTiming> PushPullSync::Step(int64_t step, absl::Span<float> gr
     versions_[s] = *version;
   }
   // No optimiser runs here: the shards applied it.
-  return SyncTiming{absl::Now() - start, absl::ZeroDuration(), absl::ZeroDuration()};
+  return SyncTiming{absl::Now() - start, absl::ZeroDuration()};
 }
 
 }  // namespace ringside::worker
