@@ -34,7 +34,7 @@ class PsClient::ShardCall final
   // `descending`: the share is pushed last part first, no further than Release() allows
   // (SumAsReady); else in order, all of it.
   ShardCall(const PsClientOptions& options, ShardLink& link, int shard, uint64_t step,
-            absl::Span<float> gradient, bool descending = false)
+            absl::Span<float> gradient, bool descending)
       : link_(link),
         shard_(shard),
         step_(step),
@@ -362,15 +362,21 @@ absl::Status PsClient::FinishSum(int64_t step, absl::Span<float> gradient, size_
       "): a NaN gradient, or a sum beyond the wire dtype's range; it is not used"));
 }
 
-absl::Status PsClient::Exchange(int64_t step, absl::Span<float> gradient) {
+std::vector<std::unique_ptr<PsClient::ShardCall>> PsClient::MakeCalls(int64_t step,
+                                                                      absl::Span<float> gradient,
+                                                                      bool descending) {
   std::vector<std::unique_ptr<ShardCall>> calls;
   calls.reserve(links_.size());
   for (size_t s = 0; s < links_.size(); ++s) {
     calls.push_back(std::make_unique<ShardCall>(options_, links_[s], static_cast<int>(s),
-                                                static_cast<uint64_t>(step), gradient));
-    calls_.Track(
-        calls.back()->context());  // before any starts: a Cancel() meanwhile reaches them all
+                                                static_cast<uint64_t>(step), gradient, descending));
+    calls_.Track(calls.back()->context());
   }
+  return calls;
+}
+
+absl::Status PsClient::Exchange(int64_t step, absl::Span<float> gradient) {
+  std::vector<std::unique_ptr<ShardCall>> calls = MakeCalls(step, gradient, /*descending=*/false);
   calls[0]->Start();
   if (options_.pushed_to_first_shard != nullptr) {
     calls[0]->WaitPushed();
@@ -379,24 +385,12 @@ absl::Status PsClient::Exchange(int64_t step, absl::Span<float> gradient) {
     if (options_.pushed_to_first_shard(step)) Cancel();
   }
   for (size_t s = 1; s < calls.size(); ++s) calls[s]->Start();
-  std::vector<absl::Status> statuses;
-  for (const std::unique_ptr<ShardCall>& call : calls) {
-    statuses.push_back(call->Wait());
-    calls_.Untrack(call->context());
-  }
-  for (const absl::Status& status : statuses) RETURN_IF_ERROR(status);
-  return absl::OkStatus();
+  return AwaitCalls(step, calls, std::vector<bool>(calls.size(), true), /*abandoned=*/false);
 }
 
 absl::Status PsClient::ExchangeAsReady(int64_t step, absl::Span<float> gradient,
                                        const AwaitFinal& await_final) {
-  std::vector<std::unique_ptr<ShardCall>> calls;
-  for (size_t s = 0; s < links_.size(); ++s) {
-    calls.push_back(std::make_unique<ShardCall>(options_, links_[s], static_cast<int>(s),
-                                                static_cast<uint64_t>(step), gradient,
-                                                /*descending=*/true));
-    calls_.Track(calls.back()->context());
-  }
+  std::vector<std::unique_ptr<ShardCall>> calls = MakeCalls(step, gradient, /*descending=*/true);
   std::vector<bool> started(calls.size(), false);
   bool fault_checked = options_.pushed_to_first_shard == nullptr;
   bool abandoned = false;

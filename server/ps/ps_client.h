@@ -144,6 +144,10 @@ class PsClient final {
   // SumAsReady's streams: each shard's share released to its stream as it becomes final.
   absl::Status ExchangeAsReady(int64_t step, absl::Span<float> gradient,
                                const AwaitFinal& await_final);
+  // One call a shard for step `step` (pushing in order, or `descending`), each tracked before
+  // any starts, so that a Cancel() meanwhile reaches them all.
+  std::vector<std::unique_ptr<ShardCall>> MakeCalls(int64_t step, absl::Span<float> gradient,
+                                                    bool descending);
   // Waits for the calls started (after cancelling every call when `abandoned`).
   absl::Status AwaitCalls(int64_t step, std::vector<std::unique_ptr<ShardCall>>& calls,
                           const std::vector<bool>& started, bool abandoned);
