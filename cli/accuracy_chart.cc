@@ -1,5 +1,6 @@
-// AccuracyOverTimeChart (declared in report_charts.h): both modes' test accuracy against
-// wall-clock time, the target accuracy across, and where each mode first reached it.
+// AccuracyOverTimeChart (declared in report_charts.h): every run's test accuracy against
+// wall-clock time (the ring and the PS, or the ring and each --ps_variants variant), the target
+// accuracy across, and where each run first reached it.
 #include <algorithm>
 #include <utility>
 #include <vector>
@@ -9,20 +10,26 @@
 #include "cli/format_units.h"
 #include "cli/report_charts.h"
 #include "cli/svg_chart.h"
+#include "cli/variant_summary.h"
 
 namespace ringside::cli {
 namespace {
 
 constexpr double kWidth = 580, kHeight = 380, kLeft = 64, kRight = 24, kTop = 56, kBottom = 50;
 
-const char* ModeColor(SyncMode mode) { return mode == SyncMode::kRing ? kRingColor : kPsColor; }
+// The ring's and the PS's colours as everywhere in the report, then one per further variant.
+const char* RunColor(size_t run) {
+  static constexpr const char* kColors[] = {kRingColor, kPsColor,  "#2ca02c", "#9467bd",
+                                            "#8c564b",  "#e377c2", "#17becf", "#bcbd22"};
+  return kColors[run % (sizeof(kColors) / sizeof(kColors[0]))];
+}
 
-// One mode's evaluations: a line through them, a mark on each, and a dashed drop line where it
-// first reached the target.
-void DrawMode(SvgCanvas& svg, const Scale& x, const Scale& y, const ModeReport& mode,
-              const std::string& target) {
-  const std::string name(SyncModeName(mode.mode));
-  const char* color = ModeColor(mode.mode);
+// Run `run`'s evaluations: a line through them, a mark on each, and a dashed drop line where it
+// first reached the target, labelled on a line of its own.
+void DrawRun(SvgCanvas& svg, const Scale& x, const Scale& y, const ModeReport& mode, size_t run,
+             const std::string& target) {
+  const std::string name = RunName(mode);
+  const char* color = RunColor(run);
   std::vector<std::pair<double, double>> pixels;
   for (const AccuracyPoint& p : mode.accuracy_over_time) {
     pixels.emplace_back(x(p.seconds), y(p.test_accuracy));
@@ -43,7 +50,7 @@ void DrawMode(SvgCanvas& svg, const Scale& x, const Scale& y, const ModeReport& 
   if (mode.seconds_to_target.has_value()) {
     const double at = x(*mode.seconds_to_target);
     svg.Line(at, y(0), at, y(1), color, /*dashed=*/true);
-    svg.Text(at + 3, y(1) + 12 + (mode.mode == SyncMode::kRing ? 0 : 14),
+    svg.Text(at + 3, y(1) + 12 + 14 * static_cast<double>(run),
              absl::StrCat(name, " ", target, " at ", HumanSeconds(*mode.seconds_to_target)),
              "start", 10);
   }
@@ -52,12 +59,15 @@ void DrawMode(SvgCanvas& svg, const Scale& x, const Scale& y, const ModeReport& 
 }  // namespace
 
 std::string AccuracyOverTimeChart(const JobComparison& job, const std::string& id) {
-  const std::string title = "Test accuracy against wall-clock time, both modes";
+  const std::string title = job.ps_variants.empty()
+                                ? "Test accuracy against wall-clock time, both modes"
+                                : "Test accuracy against wall-clock time, every run";
+  const std::vector<const ModeReport*> runs = JobRuns(job);
   SvgCanvas svg(id, kWidth, kHeight, title);
   svg.Text(8, 18, title, "start", 14, true);
   double t_max = 0;
-  for (const ModeReport* mode : {&job.ring, &job.ps}) {
-    for (const AccuracyPoint& p : mode->accuracy_over_time) t_max = std::max(t_max, p.seconds);
+  for (const ModeReport* run : runs) {
+    for (const AccuracyPoint& p : run->accuracy_over_time) t_max = std::max(t_max, p.seconds);
   }
   if (!(t_max > 0)) {
     svg.Text(kWidth / 2, kHeight / 2,
@@ -93,14 +103,13 @@ std::string AccuracyOverTimeChart(const JobComparison& job, const std::string& i
   svg.Line(kLeft, y(job.config.target_accuracy), right, y(job.config.target_accuracy), kInkColor,
            /*dashed=*/true);
   svg.Text(right - 4, y(job.config.target_accuracy) - 5, "target " + target, "end", 11);
-  for (const ModeReport* mode : {&job.ring, &job.ps}) DrawMode(svg, x, y, *mode, target);
-  // Bottom right: where accuracy curves, rising from the bottom left, leave room.
-  double legend = right - 110;
-  for (const ModeReport* mode : {&job.ring, &job.ps}) {
-    const std::string name(SyncModeName(mode->mode));
-    svg.Swatch(legend, bottom - 22, ModeColor(mode->mode));
-    svg.Text(legend + 17, bottom - 12, name, "start", 11);
-    legend += 20 + 7.0 * static_cast<double>(name.size()) + 20;
+  for (size_t i = 0; i < runs.size(); ++i) DrawRun(svg, x, y, *runs[i], i, target);
+  // Bottom right, one run a line upwards: where accuracy curves, rising from the bottom left,
+  // leave room.
+  for (size_t i = 0; i < runs.size(); ++i) {
+    const double line = bottom - 22 - 16 * static_cast<double>(runs.size() - 1 - i);
+    svg.Swatch(right - 150, line, RunColor(i));
+    svg.Text(right - 133, line + 10, RunName(*runs[i]), "start", 11);
   }
   return svg.Finish();
 }

@@ -23,6 +23,7 @@
 
 #include "absl/status/status.h"
 #include "absl/time/time.h"
+#include "cli/ps_variants.h"
 #include "common/link_rate.h"
 #include "common/metrics.h"
 #include "common/termination_signals.h"
@@ -73,6 +74,9 @@ struct CompareOptions {
   int64_t timeline_capacity = 4096;  // events kept per worker (ringside-worker's flag)
   // The test accuracy each mode is timed to (data with a held-out test set), in (0, 1].
   double target_accuracy = kDefaultTargetAccuracy;
+  // --ps_variants: ps mode runs once per variant (cli/ps_variants.h), each against the same ring
+  // run; empty: once, with the job's own settings. Not with a sweep.
+  std::vector<PsVariant> ps_variants;
 };
 
 struct UpOptions {

@@ -12,6 +12,7 @@
 #include "cli/compare_report.h"
 #include "cli/compare_run.h"
 #include "cli/model_prediction.h"
+#include "cli/ps_variants.h"
 #include "cli/report_html.h"
 #include "cli/scaling_sweep.h"
 #include "common/cost_model.h"
@@ -85,39 +86,61 @@ void AppendTimeline(std::vector<worker::TimelineProcess> processes,
   }
 }
 
-// Runs one mode of `comparison` and records it in its report: the run's figures, or why it
-// failed (also in the session's `failed`). Returns its final parameters (empty when it failed),
-// or CANCELLED when a signal stopped it.
-absl::StatusOr<std::vector<float>> RunAndRecord(const CompareSession& session, int job_index,
-                                                ClusterShape shape, SyncMode mode,
-                                                JobComparison& comparison) {
-  ModeReport& report = mode == SyncMode::kRing ? comparison.ring : comparison.ps;
-  const TrainingOptions& job = session.options.jobs[job_index];
+// Runs `spec` and records it in `report`: the run's figures, or why it failed (also in the
+// session's `failed`). Returns its final parameters (empty when it failed), or CANCELLED when a
+// signal stopped it.
+absl::StatusOr<std::vector<float>> RunAndRecord(const ModeRunSpec& spec, ModeReport& report) {
+  const CompareSession& session = spec.session;
+  const std::string name =
+      absl::StrCat(spec.job().model, " in ", SyncModeName(spec.mode), " mode",
+                   spec.variant.empty() ? "" : absl::StrCat(" (", spec.variant, ")"));
   std::vector<ProcessFailure> failures;
-  absl::StatusOr<ModeRun> run =
-      RunMode(ModeRunSpec{session, job_index, comparison.config, shape, mode}, failures);
+  absl::StatusOr<ModeRun> run = RunMode(spec, failures);
   if (!run.ok()) {
     if (run.status().code() == absl::StatusCode::kCancelled) return run.status();
-    session.failed =
-        Annotate(run.status(), absl::StrCat(job.model, " in ", SyncModeName(mode), " mode"));
+    session.failed = Annotate(run.status(), name);
     report.failure = std::string(session.failed.message());
     report.process_failures = std::move(failures);
-    session.out << "\n"
-                << job.model << " " << SyncModeName(mode)
-                << ": failed: " << session.failed.message() << "\n";
+    session.out << "\n" << name << ": failed: " << session.failed.message() << "\n";
     return std::vector<float>();
   }
   report = std::move(run->report);
+  report.variant = spec.variant;
   report.process_failures = std::move(failures);
   if (const std::optional<LinkRate>& rate = session.options.link_rate; rate.has_value()) {
     // ringside lab: the links' bound on the sync
-    const JobConfig& config = comparison.config;
+    const JobConfig& config = spec.config;
     report.bound_seconds_per_step =
-        SyncBoundSeconds(mode, static_cast<uint64_t>(config.parameters), report.final_world,
+        SyncBoundSeconds(spec.mode, static_cast<uint64_t>(config.parameters), report.final_world,
                          config.ps_shards, config.element_bytes, rate->bytes_per_second());
   }
   if (session.timeline != nullptr) AppendTimeline(std::move(run->timeline), *session.timeline);
   return std::move(run->parameters);
+}
+
+// Runs every --ps_variants item of the job as a ps run (the first is also `comparison.ps`).
+// Returns the first variant's final parameters, for the parity.
+absl::StatusOr<std::vector<float>> RunPsVariants(const CompareSession& session, int job_index,
+                                                 ClusterShape shape, JobComparison& comparison) {
+  std::vector<float> first;
+  for (const PsVariant& variant : session.options.ps_variants) {
+    ModeReport& report = comparison.ps_variants.emplace_back();
+    report.mode = SyncMode::kPs;
+    report.variant = variant.name;
+    if (!session.failed.ok()) {
+      report.failure = "not run: an earlier run failed";
+      continue;
+    }
+    ASSIGN_OR_RETURN(const TrainingOptions training,
+                     WithPsVariant(session.options.jobs[job_index], variant));
+    ASSIGN_OR_RETURN(std::vector<float> params,
+                     RunAndRecord(ModeRunSpec{session, job_index, comparison.config, shape,
+                                              SyncMode::kPs, training, variant.name},
+                                  report));
+    if (&report == &comparison.ps_variants.front()) first = std::move(params);
+  }
+  comparison.ps = comparison.ps_variants.front();
+  return first;
 }
 
 // The parity of the two modes' final parameters, when both ran.
@@ -175,15 +198,21 @@ absl::StatusOr<JobComparison> RunJobComparison(const CompareSession& session, in
   ASSIGN_OR_RETURN(JobComparison comparison,
                    NewComparison(session.options, session.options.jobs[job_index], shape));
   std::vector<float> ring_params, ps_params;
+  const TrainingOptions& job = session.options.jobs[job_index];
   for (SyncMode mode : modes) {
-    if (!session.failed.ok()) {
-      (mode == SyncMode::kRing ? comparison.ring : comparison.ps).failure =
-          "not run: an earlier run failed";
+    std::vector<float>& params = mode == SyncMode::kRing ? ring_params : ps_params;
+    if (mode == SyncMode::kPs && !session.options.ps_variants.empty()) {
+      ASSIGN_OR_RETURN(params, RunPsVariants(session, job_index, shape, comparison));
       continue;
     }
-    ASSIGN_OR_RETURN(std::vector<float> params,
-                     RunAndRecord(session, job_index, shape, mode, comparison));
-    (mode == SyncMode::kRing ? ring_params : ps_params) = std::move(params);
+    ModeReport& report = mode == SyncMode::kRing ? comparison.ring : comparison.ps;
+    if (!session.failed.ok()) {
+      report.failure = "not run: an earlier run failed";
+      continue;
+    }
+    ASSIGN_OR_RETURN(params, RunAndRecord(ModeRunSpec{session, job_index, comparison.config,
+                                                      shape, mode, job},
+                                          report));
   }
   CheckParity(ring_params, ps_params, comparison);
   return comparison;

@@ -3,6 +3,7 @@
 #include "absl/strings/str_cat.h"
 #include "cli/compare_report.h"
 #include "cli/comparison_summary.h"
+#include "cli/variant_summary.h"
 #include "common/file_util.h"
 
 namespace ringside::cli {
@@ -202,15 +203,41 @@ json WinnerJson(const JobComparison& job) {
   return out;
 }
 
+// --ps_variants: every variant's run as `modes.ps` describes one, with its name; and which
+// reached the target first, by how much.
+json PsVariantsJson(const JobComparison& job) {
+  json out = json::array();
+  for (const ModeReport& run : job.ps_variants) {
+    json variant = WithTimeAndScaling(ModeJson(run), run);
+    variant["variant"] = run.variant;
+    out.push_back(std::move(variant));
+  }
+  return out;
+}
+
+json BestVariantJson(const JobComparison& job) {
+  const VariantVerdict verdict = DecideBestVariant(job);
+  return {{"variant", verdict.best.empty() ? json(nullptr) : json(verdict.best)},
+          {"seconds_to_target", NumberOrNull(verdict.seconds_to_target)},
+          {"ring_over_best", NumberOrNull(verdict.over_ring)},
+          {"sync_over_best", NumberOrNull(verdict.over_sync)},
+          {"line", verdict.line}};
+}
+
 }  // namespace
 
 json JobJson(const JobComparison& job) {
-  return {{"config", ConfigJson(job.config)},
-          {"modes",
-           {{"ring", WithTimeAndScaling(ModeJson(job.ring), job.ring)},
-            {"ps", WithTimeAndScaling(ModeJson(job.ps), job.ps)}}},
-          {"parity", ParityJson(job)},
-          {"winner", WinnerJson(job)}};
+  json out = {{"config", ConfigJson(job.config)},
+              {"modes",
+               {{"ring", WithTimeAndScaling(ModeJson(job.ring), job.ring)},
+                {"ps", WithTimeAndScaling(ModeJson(job.ps), job.ps)}}},
+              {"parity", ParityJson(job)},
+              {"winner", WinnerJson(job)}};
+  if (!job.ps_variants.empty()) {
+    out["modes"]["ps_variants"] = PsVariantsJson(job);
+    out["best_ps_variant"] = BestVariantJson(job);
+  }
+  return out;
 }
 
 json CompareJson(const CompareReport& report) {

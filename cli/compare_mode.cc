@@ -183,10 +183,11 @@ ProcessFailure FailureOf(const launch::ProcessEnd& end) {
   return ProcessFailure{end.name, end.pid, end.how, end.log, end.last_lines};
 }
 
-std::string PhaseName(const TrainingOptions& job, ClusterShape shape, SyncMode mode) {
+std::string PhaseName(const ModeRunSpec& spec) {
   return absl::StrCat(
-      job.model, " ", SyncModeName(mode),
-      shape.swept ? absl::StrCat(" N=", shape.workers, " S=", shape.ps_shards) : "");
+      spec.job().model, " ", SyncModeName(spec.mode),
+      spec.variant.empty() ? "" : " " + spec.variant,
+      spec.shape.swept ? absl::StrCat(" N=", spec.shape.workers, " S=", spec.shape.ps_shards) : "");
 }
 
 // The local cluster of `spec` in `dir`. A controller or shard that dies fails the run
@@ -214,6 +215,9 @@ LocalClusterOptions ClusterOptionsOf(const ModeRunSpec& spec, const std::string&
   if (spec.shape.swept && !cluster_options.checkpoint_dir.empty()) {
     absl::StrAppend(&cluster_options.checkpoint_dir, "-n", spec.shape.workers, "-s",
                     spec.shape.ps_shards);
+  }
+  if (!spec.variant.empty() && !cluster_options.checkpoint_dir.empty()) {
+    absl::StrAppend(&cluster_options.checkpoint_dir, "-", spec.variant);  // no variant resumes another
   }
   cluster_options.checkpoint_every = options.cluster.checkpoint_every;
   cluster_options.tls = options.cluster.tls;
@@ -378,7 +382,7 @@ absl::StatusOr<ModeRun> RunCluster(const ModeRunSpec& spec, const std::string& d
   ASSIGN_OR_RETURN(std::unique_ptr<LocalCluster> cluster, LocalCluster::Start(cluster_options));
   ModeRun run;
   run.report.mode = spec.mode;
-  const std::string phase = PhaseName(spec.job(), spec.shape, spec.mode);
+  const std::string phase = PhaseName(spec);
   PrintStarted(spec, phase, *cluster);
   ASSIGN_OR_RETURN(const std::vector<TrainResultFile> results,
                    ResultWait(spec, phase, *cluster, run.report, failures).Run());
@@ -404,7 +408,7 @@ absl::StatusOr<ModeRun> RunMode(const ModeRunSpec& spec, std::vector<ProcessFail
   const bool cancelled = !run.ok() && run.status().code() == absl::StatusCode::kCancelled;
   if (!cancelled && (!run.ok() || !failures.empty())) {
     dir.Keep();
-    spec.session.out << PhaseName(spec.job(), spec.shape, spec.mode)
+    spec.session.out << PhaseName(spec)
                      << ": the cluster's logs are kept in " << dir.path() << "\n";
     spec.session.out.flush();
   }

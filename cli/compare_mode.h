@@ -6,6 +6,7 @@
 #ifndef RINGSIDE_CLI_COMPARE_MODE_H_
 #define RINGSIDE_CLI_COMPARE_MODE_H_
 
+#include <string>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -16,15 +17,18 @@
 namespace ringside::cli {
 
 // What one mode's run needs besides the session: which job, its configuration as the reports
-// print it, the cluster's size and the mode. The references must outlive the run.
+// print it, the cluster's size, the mode and the job's settings as this run trains it (the
+// session's job, or a --ps_variants variant of it). The references must outlive the run.
 struct ModeRunSpec {
   const CompareSession& session;
   int job_index = 0;
   const JobConfig& config;
   ClusterShape shape;
   SyncMode mode = SyncMode::kRing;
+  const TrainingOptions& training;
+  std::string variant = {};  // the --ps_variants item ("staleness=2"); empty: the job as given
 
-  const TrainingOptions& job() const { return session.options.jobs[job_index]; }
+  const TrainingOptions& job() const { return training; }
 };
 
 struct ModeRun {

@@ -93,6 +93,9 @@ struct ScalingPoint {
 
 struct ModeReport {
   SyncMode mode = SyncMode::kRing;
+  // ps mode under `ringside compare --ps_variants`: the variant's name ("staleness=2");
+  // empty otherwise.
+  std::string variant;
   bool completed = false;  // false: the run failed; `failure` says why
   std::string failure;
   int64_t steps = 0;
@@ -178,7 +181,10 @@ struct JobConfig {
 
 struct JobComparison {
   JobConfig config;
+  // With --ps_variants, `ps` is the first variant's run and `ps_variants` every variant's, in
+  // the order listed (cli/ps_variants.h); without, `ps_variants` is empty.
   ModeReport ring, ps;
+  std::vector<ModeReport> ps_variants;
   double max_abs_param_diff = 0, max_rel_param_diff = 0;
   bool parity_checked = false;
 };

@@ -9,6 +9,7 @@
 #include "absl/strings/strip.h"
 #include "cli/compare_report.h"
 #include "cli/comparison_summary.h"
+#include "cli/variant_summary.h"
 
 namespace ringside::cli {
 namespace {
@@ -65,6 +66,23 @@ std::string BoxTable(const std::vector<TableRow>& rows) {
   return out + Rule("\u2514", "\u2534", "\u2518", widths);
 }
 
+// A header row and its rows, every cell in its own column.
+std::string BoxGrid(const std::vector<std::vector<std::string>>& table) {
+  std::vector<size_t> widths(table.front().size(), 0);
+  for (const std::vector<std::string>& row : table) {
+    for (size_t i = 0; i < row.size(); ++i) widths[i] = std::max(widths[i], DisplayWidth(row[i]));
+  }
+  const auto line = [&widths](const std::vector<std::string>& row) {
+    std::string out = "\u2502";
+    for (size_t i = 0; i < row.size(); ++i) absl::StrAppend(&out, " ", Padded(row[i], widths[i]), " \u2502");
+    return out + "\n";
+  };
+  std::string out = Rule("\u250c", "\u252c", "\u2510", widths) + line(table.front());
+  out += Rule("\u251c", "\u253c", "\u2524", widths);
+  for (size_t r = 1; r < table.size(); ++r) out += line(table[r]);
+  return out + Rule("\u2514", "\u2534", "\u2518", widths);
+}
+
 // Whether `word` is a unit that must stay on the line of the number before it ("7.11 MiB,").
 bool IsUnit(absl::string_view word) {
   word = absl::StripSuffix(absl::StripSuffix(absl::StripSuffix(word, "."), ")"), ",");
@@ -112,6 +130,10 @@ void PrintComparisonTable(const JobComparison& job, std::ostream& out) {
     out << Wrapped(model[i], i == 0 ? "" : "  ", i == 0 ? "  " : "    ");
   }
   for (const std::string& line : AccuracyExplanation(job)) out << Wrapped(line, "", "  ");
+  if (!job.ps_variants.empty()) {
+    out << "The ring and every PS variant (--ps_variants):\n" << BoxGrid(VariantTable(job));
+    out << Wrapped(DecideBestVariant(job).line, "", "  ");
+  }
   const std::vector<std::string> events = EventLines(job);
   if (!events.empty()) {
     out << "Events:\n";

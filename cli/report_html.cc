@@ -9,6 +9,7 @@
 #include "cli/format_units.h"
 #include "cli/report_charts.h"
 #include "cli/scaling_sweep.h"
+#include "cli/variant_summary.h"
 #include "common/file_util.h"
 
 namespace ringside::cli {
@@ -50,6 +51,22 @@ std::string ComparisonTableHtml(const JobComparison& job) {
     html += "</tr>\n";
   }
   return html + "</tbody>\n</table>\n";
+}
+
+// --ps_variants: the ring and every PS variant, a row each, and which variant was first.
+std::string VariantTableHtml(const JobComparison& job) {
+  if (job.ps_variants.empty()) return "";
+  const std::vector<std::vector<std::string>> table = VariantTable(job);
+  std::string html = "<h3>The ring and every PS variant</h3>\n<table class=\"comparison\">\n<thead><tr>";
+  for (const std::string& cell : table.front()) absl::StrAppend(&html, "<th>", HtmlEscape(cell), "</th>");
+  html += "</tr></thead>\n<tbody>\n";
+  for (size_t r = 1; r < table.size(); ++r) {
+    html += "<tr>";
+    for (const std::string& cell : table[r]) absl::StrAppend(&html, "<td>", HtmlEscape(cell), "</td>");
+    html += "</tr>\n";
+  }
+  return absl::StrCat(html, "</tbody>\n</table>\n<p class=\"verdict\">",
+                      HtmlEscape(DecideBestVariant(job).line), "</p>\n");
 }
 
 std::string Figure(const std::string& svg) { return absl::StrCat("<figure>", svg, "</figure>\n"); }
@@ -105,6 +122,7 @@ std::string JobSection(const JobComparison& job, size_t index) {
     html += "</ul>\n";
   }
   html += ComparisonTableHtml(job);
+  html += VariantTableHtml(job);
   html += "<div class=\"model\">\n";
   for (const std::string& line : ModelExplanation(job)) {
     absl::StrAppend(&html, "<p>", HtmlEscape(line), "</p>\n");

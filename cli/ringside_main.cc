@@ -78,6 +78,10 @@ ABSL_FLAG(bool, cleanup, false,
 ABSL_FLAG(double, target_accuracy, ringside::cli::kDefaultTargetAccuracy,
           "compare/lab: report each mode's time to this test accuracy, in (0, 1] (data with a "
           "held-out test set: fashion-mnist)");
+ABSL_FLAG(std::string, ps_variants, "",
+          "compare/lab: run ps mode once per listed variant against the same ring run, e.g. "
+          "sync,staleness=2,backup_workers=1,async (each overrides --staleness and "
+          "--backup_workers); empty: once with the job's own settings");
 ABSL_FLAG(std::string, bin_dir, "",
           "compare/up: where ringside-controller, -ps and -worker are (default: next to this "
           "binary)");
@@ -254,6 +258,23 @@ std::vector<ringside::TrainingOptions> CompareJobs(const ringside::TrainingOptio
   return {heavy, iris};
 }
 
+// --ps_variants, each checked against every job's other settings before any cluster starts.
+absl::Status SetPsVariants(ringside::cli::CompareOptions& options) {
+  const std::string text = absl::GetFlag(FLAGS_ps_variants);
+  if (text.empty()) return absl::OkStatus();
+  if (options.worker_counts.size() > 1 || options.shard_counts.size() > 1) {
+    return absl::InvalidArgumentError(
+        "--ps_variants compares one cluster size; a --workers or --ps_shards list sweeps");
+  }
+  ASSIGN_OR_RETURN(options.ps_variants, ringside::cli::ParsePsVariants(text));
+  for (const ringside::TrainingOptions& job : options.jobs) {
+    for (const ringside::cli::PsVariant& variant : options.ps_variants) {
+      RETURN_IF_ERROR(ringside::cli::WithPsVariant(job, variant).status());
+    }
+  }
+  return absl::OkStatus();
+}
+
 // A data set the jobs name must be there, and fit their models, before any cluster starts, not
 // fail in every worker.
 absl::Status CheckJobData(const std::vector<ringside::TrainingOptions>& jobs) {
@@ -327,6 +348,9 @@ int Run(int argc, char** argv, const std::vector<char*>& args,
       options.timeline_capacity = absl::GetFlag(FLAGS_timeline_capacity);
       if (options.timeline_capacity < 4 || options.timeline_capacity > 1'000'000) {
         return Fail("--timeline_capacity: keep between 4 (one step) and 1000000 events");
+      }
+      if (absl::Status variants = SetPsVariants(options); !variants.ok()) {
+        return Fail(std::string(variants.message()));
       }
       if (command == "lab") {
         absl::StatusOr<ringside::LinkRate> rate =

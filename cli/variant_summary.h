@@ -1,0 +1,38 @@
+// `ringside compare --ps_variants`: the ring and every parameter-server variant of one job side
+// by side (issue 28's question: with one slow worker, which reaches my accuracy first?), as a
+// table's cells and a verdict, computed once and rendered by the terminal table
+// (compare_table.cc), the JSON (compare_json.cc) and the HTML report (report_html.cc).
+// Pure; thread-safe.
+#ifndef RINGSIDE_CLI_VARIANT_SUMMARY_H_
+#define RINGSIDE_CLI_VARIANT_SUMMARY_H_
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "cli/compare_report.h"
+
+namespace ringside::cli {
+
+// A run's name in tables, charts and the JSON: "ring", "ps", or "ps staleness=2" for a variant.
+std::string RunName(const ModeReport& run);
+
+// The runs of a job: the ring, then each PS variant, or the ring and its one PS run.
+std::vector<const ModeReport*> JobRuns(const JobComparison& job);
+
+// The variants table: a header row, then one row per run of JobRuns (the ring first).
+std::vector<std::vector<std::string>> VariantTable(const JobComparison& job);
+
+struct VariantVerdict {
+  std::string best;  // RunName of the PS variant first at the target; empty: none reached it
+  std::optional<double> seconds_to_target;
+  // The ring's and the synchronous PS variant's time to target ÷ the best's (> 1: the best was
+  // sooner); unset where that run did not reach the target or was not run.
+  std::optional<double> over_ring, over_sync;
+  std::string line;  // one sentence for the table and the report
+};
+VariantVerdict DecideBestVariant(const JobComparison& job);
+
+}  // namespace ringside::cli
+
+#endif  // RINGSIDE_CLI_VARIANT_SUMMARY_H_
