@@ -22,6 +22,7 @@ std::string OrDash(bool measured, const std::string& text) { return measured ? t
 std::string Against(const std::optional<double>& ratio, const ModeReport* other,
                     const std::string& name) {
   if (other == nullptr) return absl::StrCat(name, " was not run");
+  if (!other->completed) return absl::StrCat(name, " failed");
   if (!ratio.has_value()) return absl::StrCat(name, " did not reach it");
   return absl::StrFormat("%.2f\u00d7 sooner than %s (%s)", *ratio, name,
                          HumanSeconds(*other->seconds_to_target));

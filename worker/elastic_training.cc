@@ -243,6 +243,7 @@ absl::Status ElasticTrainer::InstallPsSync(uint64_t generation, int world, int r
   ps.keys = shard_keys_;
   ps.segment_bytes = options_.segment_bytes;
   ps.window_bytes = options_.ps_window_bytes;
+  ps.backup_workers = job_->options().backup_workers;
   ps.timeout = options_.timeout;
   ps.security = options_.security;
   if (job_->options().staleness != 0) return InstallStaleSync(ps, generation);

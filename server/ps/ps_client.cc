@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <limits>
 
 #include "absl/strings/str_cat.h"
 #include "common/auth.h"
@@ -17,6 +18,14 @@ namespace {
 uint64_t PushSegmentElements(const PsClientOptions& options) {
   const uint64_t bytes = std::min(options.segment_bytes, options.window_bytes / 4);
   return std::max<uint64_t>(1, bytes / WireBytesPerElement(options.wire_dtype));
+}
+
+// With backup workers a shard answers nothing of a step before a quorum of whole shares is in
+// (docs/architecture.md, rule 1): a window would wait for replies that wait for this very push,
+// so the whole share goes at once.
+uint64_t WindowElements(const PsClientOptions& options) {
+  if (options.backup_workers > 0) return std::numeric_limits<uint64_t>::max();
+  return std::max<uint64_t>(1, options.window_bytes / WireBytesPerElement(options.wire_dtype));
 }
 
 }  // namespace
@@ -43,7 +52,7 @@ class PsClient::ShardCall final
         wire_(options.wire_dtype),
         width_(WireBytesPerElement(options.wire_dtype)),
         segment_elements_(PushSegmentElements(options)),
-        window_elements_(std::max<uint64_t>(1, options.window_bytes / width_)),
+        window_elements_(WindowElements(options)),
         window_full_(options.window_full),
         descending_(descending),
         released_(descending ? 0 : link.range.size()) {
