@@ -24,7 +24,9 @@ std::string Against(const std::optional<double>& ratio, const ModeReport* other,
   if (other == nullptr) return absl::StrCat(name, " was not run");
   if (!other->completed) return absl::StrCat(name, " failed");
   if (!ratio.has_value()) return absl::StrCat(name, " did not reach it");
-  return absl::StrFormat("%.2f\u00d7 sooner than %s (%s)", *ratio, name,
+  // A ratio below 1 reads as how much later, not as "0.66× sooner".
+  return absl::StrFormat("%.2f\u00d7 %s than %s (%s)", *ratio >= 1 ? *ratio : 1 / *ratio,
+                         *ratio >= 1 ? "sooner" : "later", name,
                          HumanSeconds(*other->seconds_to_target));
 }
 

@@ -504,7 +504,10 @@ void ElasticTrainer::EvaluateIfDue() {
   const TrainingOptions& job = job_->options();
   if (completed_ % job.eval_every != 0 && completed_ != job.steps) return;
   last_evaluated_ = completed_;
-  if (mode_ == SyncMode::kPs) {
+  // Under staleness the shards' ranges hold different numbers of updates at any moment (a read
+  // would rarely find them agreeing on a step): the point is then the parameters this worker
+  // pulled, the ones it computes its next step on.
+  if (mode_ == SyncMode::kPs && job.staleness == 0) {
     // The shards' own copy, read on the evaluator's thread: this one goes on training.
     evaluator_->SubmitShardRead(completed_,
                                 [read = ShardTransfer(), count = job_->parameter_count()] {

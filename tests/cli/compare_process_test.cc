@@ -179,6 +179,57 @@ TEST(CompareCommandTest, TimesEachModeToATestAccuracyOnFashionMnist) {
       << launch::TailOfFile(dir->File("compare.log"), 40);
 }
 
+// --ps_variants with a straggler (issue 28's comparison, in miniature): each variant trains on a
+// cluster of its own against the one ring run, and its settings reach the processes: under
+// async the shards run the optimiser, so the workers' update phase is zero, as it is not in the
+// synchronous variants.
+TEST(CompareCommandTest, EachPsVariantTrainsOnItsOwnClusterAgainstTheSameRing) {
+  auto dir = launch::TempDir::Create("ringside-compare-test-");
+  ASSERT_TRUE(dir.ok());
+  const std::string data = dir->File("data");
+  ASSERT_EQ(mkdir(data.c_str(), 0755), 0);
+  ASSERT_TRUE(testing::WriteTinyFashionMnist(data, 200, 50));
+  const absl::StatusOr<nlohmann::json> run = RunCompareToJson(
+      *dir, {"--model=20,32,10", "--data=fashion-mnist:" + data, "--steps=20", "--eval_every=10",
+             "--batch_size=16", "--workers=3", "--ps_shards=2", "--target_accuracy=0.3",
+             "--straggler=worker-2:2", "--ps_variants=sync,backup_workers=1,async",
+             "--report=" + dir->File("out.html")});
+  ASSERT_TRUE(run.ok()) << run.status();
+  const nlohmann::json& variants = (*run)["modes"]["ps_variants"];
+  ASSERT_EQ(variants.size(), 3u) << run->dump();
+  const std::vector<std::string> names = {"sync", "backup_workers=1", "async"};
+  for (size_t i = 0; i < names.size(); ++i) {
+    SCOPED_TRACE(names[i]);
+    const nlohmann::json& v = variants[i];
+    EXPECT_EQ(v["variant"], names[i]);
+    EXPECT_EQ(v["mode"], "ps");
+    EXPECT_EQ(v["completed"], true) << v["failure"];
+    EXPECT_EQ(v["steps"], 20);
+    EXPECT_FALSE(v["accuracy_over_time"].empty());
+    if (names[i] == "async") {
+      EXPECT_EQ(v["phase_seconds"]["update"].get<double>(), 0.0);
+      // Every point is due and taken (worker-0's pulled parameters: a read of the shards' ranges,
+      // each at its own number of updates, once lost most of them).
+      std::vector<int64_t> steps;
+      for (const nlohmann::json& p : v["accuracy_over_time"]) steps.push_back(p["step"]);
+      EXPECT_EQ(steps, (std::vector<int64_t>{0, 10, 20}));
+    } else {
+      EXPECT_GT(v["phase_seconds"]["update"].get<double>(), 0.0);
+    }
+  }
+  // `modes.ps` is the first variant's run, the one the parity compares with the ring.
+  EXPECT_EQ((*run)["modes"]["ps"]["samples_per_second"], variants[0]["samples_per_second"]);
+  EXPECT_EQ((*run)["modes"]["ring"]["completed"], true);
+  EXPECT_TRUE((*run)["best_ps_variant"].contains("line"));
+  const std::string log = ReadFileToString(dir->File("compare.log")).value_or("");
+  for (const char* printed : {"20,32,10 ps backup_workers=1: started", "20,32,10 ps async: started",
+                              "The ring and every PS variant"}) {
+    EXPECT_NE(log.find(printed), std::string::npos) << printed << "\n" << log;
+  }
+  const std::string html = ReadFileToString(dir->File("out.html")).value_or("");
+  EXPECT_NE(html.find("evaluation ps async"), std::string::npos);  // its marks in the chart
+}
+
 // Without --model compare runs its two default jobs (the heavy model on Fashion-MNIST, then
 // Iris); --steps and --batch_size given on the command line apply to both, where the heavy job's
 // own defaults (200 steps of 64 rows) once replaced them silently.
@@ -220,6 +271,8 @@ TEST(CompareCommandTest, BadAccuracyFlagsAndMissingDataFailBeforeAnyClusterStart
       {"--data=fashion-mnist:" + dir->path(), "train-images-idx3-ubyte.gz"},
       {"--data=fashion-mnist:", "fashion-mnist:DIR"},
       {"--data=fashion-mnist:" + data, "use a model like 20,16,10"},  // the default 784,...,10
+      {"--ps_variants=fast", "--ps_variants: \"fast\" is not a variant"},
+      {"--ps_variants=sync,async,sync", "sync is listed twice"},
   };
   for (const auto& [flag, named] : cases) {
     SCOPED_TRACE(flag);

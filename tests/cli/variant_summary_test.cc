@@ -81,6 +81,15 @@ TEST(VariantSummaryTest, SaysSoWhenNoVariantOrTheRingDidNotReachIt) {
   EXPECT_EQ(verdict.line, "No PS variant reached 75% test accuracy.");
 }
 
+TEST(VariantSummaryTest, AVariantBehindTheRingSaysHowMuchLater) {
+  JobComparison job = StragglerJob();
+  job.ps_variants = {Variant(job, "sync", 18.0), Variant(job, "async", 24.0)};
+  const VariantVerdict verdict = DecideBestVariant(job);
+  EXPECT_EQ(verdict.best, "ps sync");
+  EXPECT_DOUBLE_EQ(*verdict.over_ring, 12.0 / 18.0);
+  EXPECT_THAT(verdict.line, HasSubstr("1.50\u00d7 later than the ring"));
+}
+
 TEST(VariantSummaryTest, TheSyncVariantFirstHasNoLeadOverItself) {
   JobComparison job = StragglerJob();
   job.ps_variants = {Variant(job, "sync", 5.0), Variant(job, "async", 8.0)};
