@@ -16,6 +16,7 @@
 #define RINGSIDE_CLI_COMMANDS_H_
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <ostream>
 #include <string>
@@ -62,6 +63,8 @@ struct CompareOptions {
   launch::HostOf host_of;
   std::optional<LinkRate> link_rate;
   int64_t link_burst_bytes = 0;  // the shapers' tbf burst (launch/network_lab.h)
+  // `ringside lab --slow_link=HOST:RATE`: hosts whose link has a rate of its own (both ways).
+  std::map<std::string, LinkRate> slow_links;
   // A scaling sweep (cli/scaling_sweep.h) when either lists more than one count: every job runs
   // on one cluster per worker count (ring) and per (workers, shards) pair (ps). Empty: the
   // cluster's one size.

@@ -11,6 +11,7 @@
 #include "cli/compare_mode.h"
 #include "cli/compare_report.h"
 #include "cli/compare_run.h"
+#include "cli/lab_bound.h"
 #include "cli/model_prediction.h"
 #include "cli/report_html.h"
 #include "cli/scaling_sweep.h"
@@ -67,6 +68,7 @@ absl::StatusOr<JobComparison> NewComparison(const CompareOptions& options,
   if (options.link_rate.has_value()) {
     comparison.config.link_rate = options.link_rate->text;
     comparison.config.link_burst_bytes = options.link_burst_bytes;
+    for (const auto& [host, rate] : options.slow_links) comparison.config.slow_links[host] = rate.text;
   }
   comparison.ring.mode = SyncMode::kRing;
   comparison.ps.mode = SyncMode::kPs;
@@ -110,11 +112,8 @@ absl::StatusOr<std::vector<float>> RunAndRecord(const CompareSession& session, i
   report = std::move(run->report);
   report.process_failures = std::move(failures);
   if (const std::optional<LinkRate>& rate = session.options.link_rate; rate.has_value()) {
-    // ringside lab: the links' bound on the sync
-    const JobConfig& config = comparison.config;
-    report.bound_seconds_per_step =
-        SyncBoundSeconds(mode, static_cast<uint64_t>(config.parameters), report.final_world,
-                         config.ps_shards, config.element_bytes, rate->bytes_per_second());
+    // ringside lab: the links' bound on the sync, and what it waits for
+    FillLabBound({*rate, session.options.slow_links}, comparison.config, shape.ps_shards, report);
   }
   if (session.timeline != nullptr) AppendTimeline(std::move(run->timeline), *session.timeline);
   return std::move(run->parameters);

@@ -32,6 +32,7 @@ json ConfigJson(const JobConfig& c) {
   if (!c.link_rate.empty()) {  // ringside lab
     out["link_rate"] = c.link_rate;
     out["link_burst_bytes"] = c.link_burst_bytes;
+    out["slow_links"] = c.slow_links;  // host -> rate: --slow_link's exceptions to link_rate
   }
   return out;
 }
@@ -104,6 +105,8 @@ json ModeJson(const ModeReport& m) {
   if (m.bound_seconds_per_step > 0) {
     out["bound_seconds_per_step"] = m.bound_seconds_per_step;
     out["sync_over_bound"] = m.sync_p50 / m.bound_seconds_per_step;
+    out["bottleneck"] = m.bottleneck;  // what the bound waits for, in words
+    out["bottleneck_node"] = m.bottleneck_node;
   }
   return out;
 }

@@ -6,6 +6,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
 #include "cli/accuracy_summary.h"
 #include "cli/format_units.h"
 #include "cli/model_prediction.h"
@@ -120,6 +121,14 @@ std::string EvaluationText(const ModeReport& m) {
   return absl::StrCat(m.accuracy_over_time.size(), " \u00d7 ", HumanSeconds(m.eval_seconds_mean));
 }
 
+// "20mbit", or with --slow_link "20mbit (worker-3: 5mbit)": the rates the lab's bound is at.
+std::string LinkRatesText(const JobConfig& c) {
+  if (c.slow_links.empty()) return c.link_rate;
+  std::vector<std::string> slow;
+  for (const auto& [host, rate] : c.slow_links) slow.push_back(absl::StrCat(host, ": ", rate));
+  return absl::StrCat(c.link_rate, " (", absl::StrJoin(slow, ", "), ")");
+}
+
 std::string VerdictDetails(const JobComparison& job) {
   return absl::StrCat("samples/s ring ", ShortNumber(job.ring.samples_per_second), " vs ps ",
                       ShortNumber(job.ps.samples_per_second), "; step p50 ring ",
@@ -174,8 +183,9 @@ std::vector<TableRow> ComparisonRows(const JobComparison& job) {
   if (!c.link_rate.empty()) {  // ringside lab: the measured sync against the links' bound
     rows.push_back(Row(job, "sync p50 (measured)",
                        [](const ModeReport& m) { return HumanSeconds(m.sync_p50); }));
-    rows.push_back(Row(job, "  bound at " + c.link_rate,
+    rows.push_back(Row(job, "  bound at " + LinkRatesText(c),
                        [](const ModeReport& m) { return HumanSeconds(m.bound_seconds_per_step); }));
+    rows.push_back(Row(job, "  waits for", [](const ModeReport& m) { return m.bottleneck_node; }));
     rows.push_back(Row(job, "  measured/bound", [](const ModeReport& m) {
       return Ratio(m.sync_p50, m.bound_seconds_per_step);
     }));
@@ -360,16 +370,16 @@ std::vector<std::string> ModelExplanation(const JobComparison& job) {
       static_cast<double>(n) / std::max(s, 1)));
   if (!c.link_rate.empty()) {  // ringside lab: what its bound rows are
     lines.push_back(absl::StrFormat(
-        "The bound at %s is the busiest direction of the busiest node's link \u00f7 the rate "
-        "(every link is shaped to it each way, full duplex): ring, %s sends %s and receives as "
-        "much at once, %s; ps, %s receives %s, %s, while the other direction carries as much "
-        "at the same time: a shard answers each part as soon as every worker has pushed "
-        "it, so the reply trails the last push by one segment of every worker. A shard that "
-        "answered after the whole step would need twice that (%s).",
-        c.link_rate, ring.busiest_node_name, HumanBytes(ring.busiest_node),
-        HumanSeconds(job.ring.bound_seconds_per_step), ps.busiest_node_name,
-        HumanBytes(ps.busiest_node), HumanSeconds(job.ps.bound_seconds_per_step),
-        HumanSeconds(2 * job.ps.bound_seconds_per_step)));
+        "The bound at %s is, over every node, the busier direction of its link \u00f7 its rate, "
+        "at the node that takes longest (every link is shaped each way, full duplex). In ps "
+        "both directions of a shard's link are busy at once: a shard answers each part as soon "
+        "as every worker has pushed it, so the reply trails the last push by one segment of "
+        "every worker. A shard that answered after the whole step would need twice that (%s). "
+        "What each mode waits for:",
+        LinkRatesText(c), HumanSeconds(2 * job.ps.bound_seconds_per_step)));
+    for (const ModeReport* mode : {&job.ring, &job.ps}) {
+      if (!mode->bottleneck.empty()) lines.push_back(mode->bottleneck + ".");
+    }
   }
   if (job.ring.completed && job.ps.completed) {
     lines.push_back(absl::StrCat("Measured share of a step spent synchronising: ring ",
