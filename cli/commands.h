@@ -74,6 +74,9 @@ struct CompareOptions {
   // (worker/timeline.h); empty: none.
   std::string timeline_file;
   int64_t timeline_capacity = 4096;  // events kept per worker (ringside-worker's flag)
+  // --colocate: after ring and ps, ps once more with S = N shards, shard i beside worker i (in
+  // the lab on worker i's host, so their traffic never crosses its link; on loopback just S = N).
+  bool colocate = false;
   // The test accuracy each mode is timed to (data with a held-out test set), in (0, 1].
   double target_accuracy = kDefaultTargetAccuracy;
 };

@@ -68,7 +68,8 @@ absl::StatusOr<JobComparison> NewComparison(const CompareOptions& options,
   if (options.link_rate.has_value()) {
     comparison.config.link_rate = options.link_rate->text;
     comparison.config.link_burst_bytes = options.link_burst_bytes;
-    for (const auto& [host, rate] : options.slow_links) comparison.config.slow_links[host] = rate.text;
+    for (const auto& [host, rate] : options.slow_links)
+      comparison.config.slow_links[host] = rate.text;
   }
   comparison.ring.mode = SyncMode::kRing;
   comparison.ps.mode = SyncMode::kPs;
@@ -93,7 +94,9 @@ void AppendTimeline(std::vector<worker::TimelineProcess> processes,
 absl::StatusOr<std::vector<float>> RunAndRecord(const CompareSession& session, int job_index,
                                                 ClusterShape shape, SyncMode mode,
                                                 JobComparison& comparison) {
-  ModeReport& report = mode == SyncMode::kRing ? comparison.ring : comparison.ps;
+  ModeReport& report = shape.colocated           ? *comparison.ps_colocated
+                       : mode == SyncMode::kRing ? comparison.ring
+                                                 : comparison.ps;
   const TrainingOptions& job = session.options.jobs[job_index];
   std::vector<ProcessFailure> failures;
   absl::StatusOr<ModeRun> run =
@@ -117,6 +120,20 @@ absl::StatusOr<std::vector<float>> RunAndRecord(const CompareSession& session, i
   }
   if (session.timeline != nullptr) AppendTimeline(std::move(run->timeline), *session.timeline);
   return std::move(run->parameters);
+}
+
+// --colocate: the job once more in ps mode on a cluster of `shape` with S = N, shard i beside
+// worker i, into comparison.ps_colocated.
+absl::Status RunColocated(const CompareSession& session, int job_index, ClusterShape shape,
+                          JobComparison& comparison) {
+  ModeReport& report = comparison.ps_colocated.emplace();
+  report.mode = SyncMode::kPs;
+  report.colocated = true;
+  report.failure = "not run: an earlier run failed";
+  if (!session.failed.ok()) return absl::OkStatus();
+  shape.ps_shards = shape.workers;
+  shape.colocated = true;
+  return RunAndRecord(session, job_index, shape, SyncMode::kPs, comparison).status();
 }
 
 // The parity of the two modes' final parameters, when both ran.
@@ -202,10 +219,12 @@ absl::Status RunCompare(const CompareOptions& options, const TerminationSignals&
     if (sweep) {
       ASSIGN_OR_RETURN(comparison, RunScalingSweep(session, static_cast<int>(job_index)));
     } else {
-      ASSIGN_OR_RETURN(comparison,
-                       RunJobComparison(session, static_cast<int>(job_index),
-                                        {options.cluster.workers, options.cluster.ps_shards},
-                                        {SyncMode::kPs, SyncMode::kRing}));
+      const ClusterShape shape{options.cluster.workers, options.cluster.ps_shards};
+      ASSIGN_OR_RETURN(comparison, RunJobComparison(session, static_cast<int>(job_index), shape,
+                                                    {SyncMode::kPs, SyncMode::kRing}));
+      if (options.colocate) {
+        RETURN_IF_ERROR(RunColocated(session, static_cast<int>(job_index), shape, comparison));
+      }
     }
     out << "\n";
     PrintComparisonTable(comparison, out);

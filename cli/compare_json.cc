@@ -208,12 +208,19 @@ json WinnerJson(const JobComparison& job) {
 }  // namespace
 
 json JobJson(const JobComparison& job) {
-  return {{"config", ConfigJson(job.config)},
-          {"modes",
-           {{"ring", WithTimeAndScaling(ModeJson(job.ring), job.ring)},
-            {"ps", WithTimeAndScaling(ModeJson(job.ps), job.ps)}}},
-          {"parity", ParityJson(job)},
-          {"winner", WinnerJson(job)}};
+  json out = {{"config", ConfigJson(job.config)},
+              {"modes",
+               {{"ring", WithTimeAndScaling(ModeJson(job.ring), job.ring)},
+                {"ps", WithTimeAndScaling(ModeJson(job.ps), job.ps)}}},
+              {"parity", ParityJson(job)},
+              {"winner", WinnerJson(job)}};
+  if (job.ps_colocated.has_value()) {  // --colocate
+    json colocated = WithTimeAndScaling(ModeJson(*job.ps_colocated), *job.ps_colocated);
+    colocated["colocated"] = true;
+    colocated["ps_shards"] = job.config.workers;
+    out["modes"]["ps_colocated"] = std::move(colocated);
+  }
+  return out;
 }
 
 json CompareJson(const CompareReport& report) {

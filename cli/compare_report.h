@@ -118,7 +118,7 @@ struct ModeReport {
   // and one line saying so with its bytes and rate (cli/lab_bound.h); empty outside the lab.
   double bound_seconds_per_step = 0;
   std::string bottleneck_node, bottleneck;
-  // ps with one shard beside each worker (--colocate, S = N; cli/colocated_run.h).
+  // ps with one shard beside each worker (--colocate, S = N).
   bool colocated = false;
   PhaseSeconds phases;
   double sync_share = 0;  // sync / (compute + sync + update)
@@ -185,6 +185,8 @@ struct JobConfig {
 struct JobComparison {
   JobConfig config;
   ModeReport ring, ps;
+  // --colocate: ps once more with one shard beside each worker (S = N); JSON modes.ps_colocated.
+  std::optional<ModeReport> ps_colocated;
   double max_abs_param_diff = 0, max_rel_param_diff = 0;
   bool parity_checked = false;
 };

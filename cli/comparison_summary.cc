@@ -9,7 +9,9 @@
 #include "absl/strings/str_join.h"
 #include "cli/accuracy_summary.h"
 #include "cli/format_units.h"
+#include "cli/lab_bound.h"
 #include "cli/model_prediction.h"
+#include "common/cost_model.h"
 
 namespace ringside::cli {
 namespace {
@@ -119,6 +121,41 @@ std::string TimeToTargetText(const ModeReport& m) {
 std::string EvaluationText(const ModeReport& m) {
   if (m.accuracy_over_time.empty()) return "none";
   return absl::StrCat(m.accuracy_over_time.size(), " \u00d7 ", HumanSeconds(m.eval_seconds_mean));
+}
+
+// ring, ps and, with --colocate, ps colocated.
+std::vector<const ModeReport*> ModesRun(const JobComparison& job) {
+  std::vector<const ModeReport*> modes = {&job.ring, &job.ps};
+  if (job.ps_colocated.has_value()) modes.push_back(&*job.ps_colocated);
+  return modes;
+}
+
+// --colocate: the cost model's colocated traffic and how the run compares with the others.
+std::vector<std::string> ColocatedLines(const JobComparison& job) {
+  const JobConfig& c = job.config;
+  const ModeReport& m = *job.ps_colocated;
+  const int n = c.workers;
+  std::vector<std::string> lines;
+  lines.push_back(absl::StrFormat(
+      "ps colocated: S = N = %d shards, shard i beside worker i: each host sends worker i's "
+      "pushes to the other N\u22121 shards and shard i's replies to the other N\u22121 "
+      "workers, 2(N\u22121)K/N \u2248 %s each way, as a ring worker (its own shard's "
+      "traffic never leaves the host).",
+      n,
+      // Host 0 holds the largest range (EvenRanges puts the larger first): the busiest host.
+      HumanBytes(static_cast<double>(
+          ColocatedPsHostElements(static_cast<uint64_t>(c.parameters), n, 0) * c.element_bytes))));
+  if (!m.completed) return lines;
+  lines.push_back(absl::StrCat(
+      "Measured, ps colocated: samples/s ", ShortNumber(m.samples_per_second), " (ring ",
+      ShortNumber(job.ring.samples_per_second), ", ps ", ShortNumber(job.ps.samples_per_second),
+      "), step p50 ", HumanSeconds(m.step_p50), ", sync p50 ", HumanSeconds(m.sync_p50),
+      m.bound_seconds_per_step > 0
+          ? absl::StrCat(" against a bound of ", HumanSeconds(m.bound_seconds_per_step))
+          : "",
+      ", bytes/worker/step ", HumanBytes(m.bytes_per_worker_per_step), " (model ",
+      HumanBytes(m.expected_bytes_per_worker_per_step), ")."));
+  return lines;
 }
 
 // "20mbit", or with --slow_link "20mbit (worker-3: 5mbit)": the rates the lab's bound is at.
@@ -377,9 +414,12 @@ std::vector<std::string> ModelExplanation(const JobComparison& job) {
         "every worker. A shard that answered after the whole step would need twice that (%s). "
         "What each mode waits for:",
         LinkRatesText(c), HumanSeconds(2 * job.ps.bound_seconds_per_step)));
-    for (const ModeReport* mode : {&job.ring, &job.ps}) {
+    for (const ModeReport* mode : ModesRun(job)) {
       if (!mode->bottleneck.empty()) lines.push_back(mode->bottleneck + ".");
     }
+  }
+  if (job.ps_colocated.has_value()) {
+    for (std::string& line : ColocatedLines(job)) lines.push_back(std::move(line));
   }
   if (job.ring.completed && job.ps.completed) {
     lines.push_back(absl::StrCat("Measured share of a step spent synchronising: ring ",
@@ -391,8 +431,8 @@ std::vector<std::string> ModelExplanation(const JobComparison& job) {
 
 std::vector<std::string> EventLines(const JobComparison& job) {
   std::vector<std::string> lines;
-  for (const ModeReport* mode : {&job.ring, &job.ps}) {
-    const std::string prefix = absl::StrCat(SyncModeName(mode->mode), ": ");
+  for (const ModeReport* mode : ModesRun(job)) {
+    const std::string prefix = absl::StrCat(ModeLabel(*mode), ": ");
     if (!mode->completed) {
       lines.push_back(absl::StrCat(
           prefix, "FAILED: ", mode->failure.empty() ? "no reason given" : mode->failure));

@@ -41,8 +41,8 @@ absl::StatusOr<std::map<std::string, LinkRate>> ParseSlowLinks(
     for (absl::string_view item : absl::StrSplit(value, ',', absl::SkipWhitespace())) {
       const std::vector<absl::string_view> parts = absl::StrSplit(item, absl::MaxSplits(':', 1));
       if (parts.size() != 2 || parts[0].empty()) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            "--slow_link: '", item, "' is not HOST:RATE (e.g. worker-3:20mbit)"));
+        return absl::InvalidArgumentError(
+            absl::StrCat("--slow_link: '", item, "' is not HOST:RATE (e.g. worker-3:20mbit)"));
       }
       absl::StatusOr<LinkRate> rate = ParseLinkRate(parts[1]);
       if (!rate.ok()) {
@@ -62,9 +62,9 @@ absl::Status CheckSlowLinkHosts(const std::map<std::string, LinkRate>& slow_link
                                 const std::vector<std::string>& hosts) {
   for (const auto& [host, rate] : slow_links) {
     if (std::find(hosts.begin(), hosts.end(), host) == hosts.end()) {
-      return absl::InvalidArgumentError(absl::StrCat("--slow_link: '", host,
-                                                     "' is not a host of this lab; its hosts: ",
-                                                     absl::StrJoin(hosts, ", ")));
+      return absl::InvalidArgumentError(
+          absl::StrCat("--slow_link: '", host,
+                       "' is not a host of this lab; its hosts: ", absl::StrJoin(hosts, ", ")));
     }
   }
   return absl::OkStatus();
@@ -92,12 +92,12 @@ void FillLabBound(const LabRates& rates, const JobConfig& config, int shards, Mo
     report.bottleneck = absl::StrCat(ModeLabel(report), ": no link carries anything");
     return;
   }
-  report.bottleneck = absl::StrCat(
-      ModeLabel(report), ": every step waits for ", bottleneck.node, "'s link: ",
-      LoadFormula(report, bottleneck.node, config.element_bytes), " = ",
-      HumanBytes(static_cast<double>(bottleneck.bytes)), " each way at ",
-      rates.Of(bottleneck.node).text, ", ", HumanSeconds(bottleneck.seconds), " (",
-      WaitReason(report, bottleneck.node), ")");
+  report.bottleneck =
+      absl::StrCat(ModeLabel(report), ": every step waits for ", bottleneck.node,
+                   "'s link: ", LoadFormula(report, bottleneck.node, config.element_bytes), " = ",
+                   HumanBytes(static_cast<double>(bottleneck.bytes)), " each way at ",
+                   rates.Of(bottleneck.node).text, ", ", HumanSeconds(bottleneck.seconds), " (",
+                   WaitReason(report, bottleneck.node), ")");
 }
 
 }  // namespace ringside::cli

@@ -51,6 +51,10 @@ ABSL_FLAG(std::string, workers, "4",
 ABSL_FLAG(std::string, ps_shards, "2",
           "compare/up: parameter-server shards in the local cluster; compare: a list such as 1,2 "
           "sweeps ps mode over them too");
+ABSL_FLAG(bool, colocate, false,
+          "compare/lab: also run ps with one shard beside each worker (S = N; in the lab shard i "
+          "runs on worker i's host, so their traffic never crosses its link), after ring and ps "
+          "with --ps_shards");
 ABSL_FLAG(std::string, timeline, "",
           "compare: write a Chrome trace / Perfetto JSON of every worker's steps (compute, sync, "
           "update) and regroups in every cluster here");
@@ -127,7 +131,8 @@ const Subcommand kSubcommands[] = {
      "usage: ringside compare [flags]\n"
      "Runs the same job(s) on a local cluster (controller, shards, workers on loopback) in ps\n"
      "mode and in ring mode, and prints the side-by-side table; --json and --report write it.",
-     Join(kClusterFlags, {"json", "report", "timeline", "timeline_capacity", "target_accuracy"}),
+     Join(kClusterFlags,
+          {"json", "report", "timeline", "timeline_capacity", "target_accuracy", "colocate"}),
      true},
     {"lab",
      "usage: ringside lab --link_rate=RATE [flags]   (root)\n"
@@ -135,7 +140,7 @@ const Subcommand kSubcommands[] = {
      "compare with every process in its own network namespace on links shaped to --link_rate,\n"
      "and the cost model's sync-time bound at that rate per mode.",
      Join(kClusterFlags, {"json", "report", "timeline", "timeline_capacity", "target_accuracy",
-                          "link_rate", "slow_link", "cleanup"}),
+                          "colocate", "link_rate", "slow_link", "cleanup"}),
      true},
     {"up",
      "usage: ringside up [flags]\n"
@@ -360,6 +365,10 @@ int Run(int argc, char** argv, const std::vector<char*>& args,
           *ringside::cli::ParseCountList("--workers", absl::GetFlag(FLAGS_workers), 1024);
       options.shard_counts =
           *ringside::cli::ParseCountList("--ps_shards", absl::GetFlag(FLAGS_ps_shards), 1024);
+      options.colocate = absl::GetFlag(FLAGS_colocate);
+      if (options.colocate && ringside::cli::IsSweep(options)) {
+        return Fail("--colocate runs one cluster size: give --workers and --ps_shards one count");
+      }
       options.timeline_file = absl::GetFlag(FLAGS_timeline);
       options.timeline_capacity = absl::GetFlag(FLAGS_timeline_capacity);
       if (options.timeline_capacity < 4 || options.timeline_capacity > 1'000'000) {
@@ -374,6 +383,7 @@ int Run(int argc, char** argv, const std::vector<char*>& args,
         status = ringside::cli::RunCompare(options, signals, std::cout);
       }
     } else {
+      if (absl::GetFlag(FLAGS_colocate)) return Fail("--colocate is for compare and lab, not up");
       ringside::cli::UpOptions options;
       if (absl::StrContains(absl::GetFlag(FLAGS_workers), ',') ||
           absl::StrContains(absl::GetFlag(FLAGS_ps_shards), ',')) {

@@ -118,8 +118,8 @@ std::vector<NodeLinkLoad> NodeLinkLoads(SyncMode mode, PsPlacement placement, ui
     return loads;
   }
   for (int s = 0; s < shards; ++s) {
-    loads.push_back({PsShardName(s), static_cast<uint64_t>(workers) *
-                                         PsElementsPerShardLink(elements, shards, s)});
+    loads.push_back({PsShardName(s),
+                     static_cast<uint64_t>(workers) * PsElementsPerShardLink(elements, shards, s)});
   }
   return loads;
 }
@@ -132,7 +132,8 @@ SyncBottleneck FindSyncBottleneck(const std::vector<NodeLinkLoad>& loads, int el
     if (rate <= 0 || load.elements == 0) continue;
     const uint64_t bytes = load.elements * static_cast<uint64_t>(element_bytes);
     const double seconds = static_cast<double>(bytes) / rate;
-    if (slowest.node.empty() || seconds > slowest.seconds) slowest = {load.node, bytes, rate, seconds};
+    if (slowest.node.empty() || seconds > slowest.seconds)
+      slowest = {load.node, bytes, rate, seconds};
   }
   return slowest;
 }

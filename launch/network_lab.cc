@@ -140,8 +140,8 @@ absl::StatusOr<std::unique_ptr<NetworkLab>> NetworkLab::Create(const NetworkLabO
   }
   for (const auto& [name, rate] : options.host_rates) {
     if (!seen.count(name)) {
-      return absl::InvalidArgumentError(absl::StrCat("a link rate is given for '", name,
-                                                     "', which is not a host of the lab"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("a link rate is given for '", name, "', which is not a host of the lab"));
     }
     if (rate.bits_per_second <= 0) {
       return absl::InvalidArgumentError(absl::StrCat(name, "'s link needs a positive rate"));

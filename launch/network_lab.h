@@ -10,11 +10,11 @@
 //                                                    br0 ─ h<j> ==veth==  eth0 198.18.X.(10+j)/24
 //                                                         (tbf: host ingress) (tbf: host egress)
 //
-// Each host's veth carries a tbf qdisc at the rate (its own, where it has one) on both ends: on eth0 (what the host sends)
-// and on the switch's port h<j> (what it receives). The management veth is not shaped: ringside
-// reaches every host's gRPC and /metrics through it without holding up the hosts' links other
-// than in their own (shaped) ingress. The /24 is picked from 198.18.0.0/15 (RFC 2544's
-// benchmarking range), avoiding any the root namespace already has.
+// Each host's veth carries a tbf qdisc at the rate (its own, where it has one) on both ends: on
+// eth0 (what the host sends) and on the switch's port h<j> (what it receives). The management veth
+// is not shaped: ringside reaches every host's gRPC and /metrics through it without holding up the
+// hosts' links other than in their own (shaped) ingress. The /24 is picked from 198.18.0.0/15 (RFC
+// 2544's benchmarking range), avoiding any the root namespace already has.
 //
 // Ownership: a NetworkLab owns its namespaces (and, through them, every device and qdisc); its
 // destructor removes them, also after a partial Create. A run killed with SIGKILL leaves them:
@@ -76,8 +76,8 @@ class NetworkLab {
   // The argv prefix that runs a program in `host`'s namespace: `ip netns exec <netns>` (which
   // execs it, so the pid stays the program's).
   std::vector<std::string> ExecPrefix(const LabHost& host) const;
-  // The tbf burst the shapers at rate() allow, in bytes: a step can move at most this much faster than
-  // bytes ÷ rate (the two shapers of a path are in series, so their bursts do not add).
+  // The tbf burst the shapers at rate() allow, in bytes: a step can move at most this much faster
+  // than bytes ÷ rate (the two shapers of a path are in series, so their bursts do not add).
   int64_t burst_bytes() const { return burst_bytes_; }
   const LinkRate& rate() const { return rate_; }
   // The rate of `host`'s link: its own (NetworkLabOptions::host_rates) or rate().

@@ -40,7 +40,8 @@ TEST(SlowLinksTest, RefusesWhatIsNotHostColonRateNamingIt) {
 TEST(SlowLinksTest, AHostMustBeOneOfTheLabs) {
   const std::vector<std::string> hosts = {"controller", "ps-0", "worker-0", "worker-1"};
   EXPECT_TRUE(CheckSlowLinkHosts(ParseSlowLinks({"worker-1:1mbit"}).value(), hosts).ok());
-  const absl::Status unknown = CheckSlowLinkHosts(ParseSlowLinks({"worker-7:1mbit"}).value(), hosts);
+  const absl::Status unknown =
+      CheckSlowLinkHosts(ParseSlowLinks({"worker-7:1mbit"}).value(), hosts);
   EXPECT_EQ(unknown.code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(std::string(unknown.message()), HasSubstr("'worker-7' is not a host of this lab"));
   EXPECT_THAT(std::string(unknown.message()), HasSubstr("worker-0, worker-1"));

@@ -173,9 +173,9 @@ TEST(SyncBottleneckTest, RingWaitsForTheSlowestWorkersLink) {
   EXPECT_DOUBLE_EQ(ring.bytes_per_second, slow);
   EXPECT_DOUBLE_EQ(ring.seconds, 2.0 * 3 / 4 * elements * 4 / slow);
   // Uniform rates: the busiest node's bytes at that rate, SyncBoundSeconds.
-  const SyncBottleneck uniform = FindSyncBottleneck(
-      NodeLinkLoads(SyncMode::kRing, PsPlacement::kSeparate, 1001, 4, 2), 4,
-      [&](const std::string&) { return fast; });
+  const SyncBottleneck uniform =
+      FindSyncBottleneck(NodeLinkLoads(SyncMode::kRing, PsPlacement::kSeparate, 1001, 4, 2), 4,
+                         [&](const std::string&) { return fast; });
   EXPECT_DOUBLE_EQ(uniform.seconds, SyncBoundSeconds(SyncMode::kRing, 1001, 4, 2, 4, fast));
 }
 
@@ -191,16 +191,14 @@ TEST(SyncBottleneckTest, PsWaitsForTheNodeThatDrainsLast) {
   // Uniform: the shards (2K) are the limit.
   EXPECT_EQ(FindSyncBottleneck(loads, 4, [&](const std::string&) { return fast; }).node, "ps-0");
   // A worker at a third of the rate: its K takes 1.5× a shard's 2K.
-  const SyncBottleneck slow_worker = FindSyncBottleneck(loads, 4, [&](const std::string& node) {
-    return node == "worker-2" ? fast / 3 : fast;
-  });
+  const SyncBottleneck slow_worker = FindSyncBottleneck(
+      loads, 4, [&](const std::string& node) { return node == "worker-2" ? fast / 3 : fast; });
   EXPECT_EQ(slow_worker.node, "worker-2");
   EXPECT_EQ(slow_worker.bytes, k * 4);
   EXPECT_DOUBLE_EQ(slow_worker.seconds, k * 4 / (fast / 3));
   // A slow shard: its N·K/S at its rate.
-  const SyncBottleneck slow_shard = FindSyncBottleneck(loads, 4, [&](const std::string& node) {
-    return node == "ps-1" ? fast / 2 : fast;
-  });
+  const SyncBottleneck slow_shard = FindSyncBottleneck(
+      loads, 4, [&](const std::string& node) { return node == "ps-1" ? fast / 2 : fast; });
   EXPECT_EQ(slow_shard.node, "ps-1");
   EXPECT_EQ(slow_shard.bytes, 2 * k * 4);
   // No positive rate: nothing to wait for, not a division by zero.
