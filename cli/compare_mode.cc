@@ -70,7 +70,8 @@ std::vector<worker::TimelineProcess> ReadTimelines(const std::string& dir, int w
       continue;
     }
     for (worker::TimelineProcess& process : *processes) {
-      process.name = absl::StrCat(SyncModeName(mode), " N=", shape.workers,
+      process.name = absl::StrCat(SyncModeName(mode), shape.colocated ? " colocated" : "",
+                                  " N=", shape.workers,
                                   mode == SyncMode::kPs ? absl::StrCat(" S=", shape.ps_shards) : "",
                                   " ", model, ": ", process.name);
       out.push_back(std::move(process));

@@ -178,7 +178,7 @@ std::string JobTitle(const JobConfig& c) {
   return absl::StrCat(c.model, " on ", c.data, ", ", c.optimizer, ", batch ", c.batch_size, ", ",
                       c.steps, " steps, seed ", c.seed, ", ", c.device, "; ", c.workers,
                       " workers, ", c.ps_shards, " PS shards",
-                      c.link_rate.empty() ? "" : "; every link shaped to " + c.link_rate);
+                      c.link_rate.empty() ? "" : "; every link shaped to " + LinkRatesText(c));
 }
 
 std::vector<TableRow> ComparisonRows(const JobComparison& job) {
@@ -406,14 +406,20 @@ std::vector<std::string> ModelExplanation(const JobComparison& job) {
       "PS's busiest node carries less only while N/S < 2(N\u22121)/N (here N/S = %.3g).",
       static_cast<double>(n) / std::max(s, 1)));
   if (!c.link_rate.empty()) {  // ringside lab: what its bound rows are
-    lines.push_back(absl::StrFormat(
-        "The bound at %s is, over every node, the busier direction of its link \u00f7 its rate, "
-        "at the node that takes longest (every link is shaped each way, full duplex). In ps "
-        "both directions of a shard's link are busy at once: a shard answers each part as soon "
-        "as every worker has pushed it, so the reply trails the last push by one segment of "
-        "every worker. A shard that answered after the whole step would need twice that (%s). "
-        "What each mode waits for:",
-        LinkRatesText(c), HumanSeconds(2 * job.ps.bound_seconds_per_step)));
+    std::string shard_note;
+    if (absl::StartsWith(job.ps.bottleneck_node, "ps-")) {
+      shard_note = absl::StrFormat(
+          " Both directions of a shard's link are busy at once: a shard answers each part as "
+          "soon as every worker has pushed it, so the reply trails the last push by one segment "
+          "of every worker. A shard that answered after the whole step would need twice that "
+          "(%s).",
+          HumanSeconds(2 * job.ps.bound_seconds_per_step));
+    }
+    lines.push_back(absl::StrCat(
+        "The bound at ", LinkRatesText(c),
+        " is, over every node, the busier direction of its link \u00f7 its rate, at the node "
+        "that takes longest (every link is shaped each way, full duplex).",
+        shard_note, " What each mode waits for:"));
     for (const ModeReport* mode : ModesRun(job)) {
       if (!mode->bottleneck.empty()) lines.push_back(mode->bottleneck + ".");
     }
