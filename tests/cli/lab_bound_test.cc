@@ -123,5 +123,24 @@ TEST(LabBoundTest, TableAndJsonCarryTheBottleneckAndTheSlowLinks) {
   EXPECT_GT(json["modes"]["ps"]["bound_seconds_per_step"].get<double>(), 0);
 }
 
+// --colocate's run is a third, optional report: absent from the JSON without it, named
+// "ps colocated" in the events and the model's explanation with it.
+TEST(LabBoundTest, TheColocatedRunIsAThirdOptionalMode) {
+  JobComparison job = testing::SyntheticJob();
+  EXPECT_FALSE(JobJson(job)["modes"].contains("ps_colocated"));
+  ModeReport& colocated = job.ps_colocated.emplace(job.ps);
+  colocated.colocated = true;
+  colocated.completed = false;
+  colocated.failure = "a shard died";
+  const nlohmann::json json = JobJson(job);
+  EXPECT_EQ(json["modes"]["ps_colocated"]["colocated"], true);
+  EXPECT_EQ(json["modes"]["ps_colocated"]["ps_shards"], job.config.workers);
+  EXPECT_EQ(json["modes"]["ps_colocated"]["failure"], "a shard died");
+  std::ostringstream table;
+  PrintComparisonTable(job, table);
+  EXPECT_THAT(table.str(), HasSubstr("ps colocated: FAILED: a shard died"));
+  EXPECT_THAT(table.str(), HasSubstr("ps colocated: S = N = 4 shards"));
+}
+
 }  // namespace
 }  // namespace ringside::cli
