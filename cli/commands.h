@@ -16,6 +16,7 @@
 #define RINGSIDE_CLI_COMMANDS_H_
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <ostream>
 #include <string>
@@ -63,6 +64,8 @@ struct CompareOptions {
   launch::HostOf host_of;
   std::optional<LinkRate> link_rate;
   int64_t link_burst_bytes = 0;  // the shapers' tbf burst (launch/network_lab.h)
+  // `ringside lab --slow_link=HOST:RATE`: hosts whose link has a rate of its own (both ways).
+  std::map<std::string, LinkRate> slow_links;
   // A scaling sweep (cli/scaling_sweep.h) when either lists more than one count: every job runs
   // on one cluster per worker count (ring) and per (workers, shards) pair (ps). Empty: the
   // cluster's one size.
@@ -72,6 +75,9 @@ struct CompareOptions {
   // (worker/timeline.h); empty: none.
   std::string timeline_file;
   int64_t timeline_capacity = 4096;  // events kept per worker (ringside-worker's flag)
+  // --colocate: after ring and ps, ps once more with S = N shards, shard i beside worker i (in
+  // the lab on worker i's host, so their traffic never crosses its link; on loopback just S = N).
+  bool colocate = false;
   // The test accuracy each mode is timed to (data with a held-out test set), in (0, 1].
   double target_accuracy = kDefaultTargetAccuracy;
   // --ps_variants: ps mode runs once per variant (cli/ps_variants.h), each against the same ring

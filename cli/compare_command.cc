@@ -11,6 +11,7 @@
 #include "cli/compare_mode.h"
 #include "cli/compare_report.h"
 #include "cli/compare_run.h"
+#include "cli/lab_bound.h"
 #include "cli/model_prediction.h"
 #include "cli/ps_variants.h"
 #include "cli/report_html.h"
@@ -68,6 +69,8 @@ absl::StatusOr<JobComparison> NewComparison(const CompareOptions& options,
   if (options.link_rate.has_value()) {
     comparison.config.link_rate = options.link_rate->text;
     comparison.config.link_burst_bytes = options.link_burst_bytes;
+    for (const auto& [host, rate] : options.slow_links)
+      comparison.config.slow_links[host] = rate.text;
   }
   comparison.ring.mode = SyncMode::kRing;
   comparison.ps.mode = SyncMode::kPs;
@@ -108,11 +111,8 @@ absl::StatusOr<std::vector<float>> RunAndRecord(const ModeRunSpec& spec, ModeRep
   report.variant = spec.variant;
   report.process_failures = std::move(failures);
   if (const std::optional<LinkRate>& rate = session.options.link_rate; rate.has_value()) {
-    // ringside lab: the links' bound on the sync
-    const JobConfig& config = spec.config;
-    report.bound_seconds_per_step =
-        SyncBoundSeconds(spec.mode, static_cast<uint64_t>(config.parameters), report.final_world,
-                         config.ps_shards, config.element_bytes, rate->bytes_per_second());
+    // ringside lab: the links' bound on the sync, and what it waits for
+    FillLabBound({*rate, session.options.slow_links}, spec.config, spec.shape.ps_shards, report);
   }
   if (session.timeline != nullptr) AppendTimeline(std::move(run->timeline), *session.timeline);
   return std::move(run->parameters);
@@ -141,6 +141,23 @@ absl::StatusOr<std::vector<float>> RunPsVariants(const CompareSession& session, 
   }
   comparison.ps = comparison.ps_variants.front();
   return first;
+}
+
+// --colocate: the job once more in ps mode on a cluster of `shape` with S = N, shard i beside
+// worker i, into comparison.ps_colocated.
+absl::Status RunColocated(const CompareSession& session, int job_index, ClusterShape shape,
+                          JobComparison& comparison) {
+  ModeReport& report = comparison.ps_colocated.emplace();
+  report.mode = SyncMode::kPs;
+  report.colocated = true;
+  report.failure = "not run: an earlier run failed";
+  if (!session.failed.ok()) return absl::OkStatus();
+  shape.ps_shards = shape.workers;
+  shape.colocated = true;
+  return RunAndRecord(ModeRunSpec{session, job_index, comparison.config, shape, SyncMode::kPs,
+                                  session.options.jobs[job_index]},
+                      report)
+      .status();
 }
 
 // The parity of the two modes' final parameters, when both ran.
@@ -210,9 +227,9 @@ absl::StatusOr<JobComparison> RunJobComparison(const CompareSession& session, in
       report.failure = "not run: an earlier run failed";
       continue;
     }
-    ASSIGN_OR_RETURN(params, RunAndRecord(ModeRunSpec{session, job_index, comparison.config,
-                                                      shape, mode, job},
-                                          report));
+    ASSIGN_OR_RETURN(
+        params,
+        RunAndRecord(ModeRunSpec{session, job_index, comparison.config, shape, mode, job}, report));
   }
   CheckParity(ring_params, ps_params, comparison);
   return comparison;
@@ -232,10 +249,12 @@ absl::Status RunCompare(const CompareOptions& options, const TerminationSignals&
     if (sweep) {
       ASSIGN_OR_RETURN(comparison, RunScalingSweep(session, static_cast<int>(job_index)));
     } else {
-      ASSIGN_OR_RETURN(comparison,
-                       RunJobComparison(session, static_cast<int>(job_index),
-                                        {options.cluster.workers, options.cluster.ps_shards},
-                                        {SyncMode::kPs, SyncMode::kRing}));
+      const ClusterShape shape{options.cluster.workers, options.cluster.ps_shards};
+      ASSIGN_OR_RETURN(comparison, RunJobComparison(session, static_cast<int>(job_index), shape,
+                                                    {SyncMode::kPs, SyncMode::kRing}));
+      if (options.colocate) {
+        RETURN_IF_ERROR(RunColocated(session, static_cast<int>(job_index), shape, comparison));
+      }
     }
     out << "\n";
     PrintComparisonTable(comparison, out);

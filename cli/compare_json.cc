@@ -33,6 +33,7 @@ json ConfigJson(const JobConfig& c) {
   if (!c.link_rate.empty()) {  // ringside lab
     out["link_rate"] = c.link_rate;
     out["link_burst_bytes"] = c.link_burst_bytes;
+    out["slow_links"] = c.slow_links;  // host -> rate: --slow_link's exceptions to link_rate
   }
   return out;
 }
@@ -105,6 +106,8 @@ json ModeJson(const ModeReport& m) {
   if (m.bound_seconds_per_step > 0) {
     out["bound_seconds_per_step"] = m.bound_seconds_per_step;
     out["sync_over_bound"] = m.sync_p50 / m.bound_seconds_per_step;
+    out["bottleneck"] = m.bottleneck;  // what the bound waits for, in words
+    out["bottleneck_node"] = m.bottleneck_node;
   }
   return out;
 }
@@ -236,6 +239,12 @@ json JobJson(const JobComparison& job) {
   if (!job.ps_variants.empty()) {
     out["modes"]["ps_variants"] = PsVariantsJson(job);
     out["best_ps_variant"] = BestVariantJson(job);
+  }
+  if (job.ps_colocated.has_value()) {  // --colocate
+    json colocated = WithTimeAndScaling(ModeJson(*job.ps_colocated), *job.ps_colocated);
+    colocated["colocated"] = true;
+    colocated["ps_shards"] = job.config.workers;
+    out["modes"]["ps_colocated"] = std::move(colocated);
   }
   return out;
 }

@@ -70,7 +70,8 @@ std::vector<worker::TimelineProcess> ReadTimelines(const std::string& dir, int w
       continue;
     }
     for (worker::TimelineProcess& process : *processes) {
-      process.name = absl::StrCat(SyncModeName(mode), " N=", shape.workers,
+      process.name = absl::StrCat(SyncModeName(mode), shape.colocated ? " colocated" : "",
+                                  " N=", shape.workers,
                                   mode == SyncMode::kPs ? absl::StrCat(" S=", shape.ps_shards) : "",
                                   " ", model, ": ", process.name);
       out.push_back(std::move(process));
@@ -88,7 +89,7 @@ double Percentile(std::vector<double> values, double q) {
 // Per-link bytes per step from every process's link counters of `mode`, and the busiest node
 // (the most received) beside the cost model's figures.
 void FillLinks(const std::vector<launch::Sample>& all, SyncMode mode, const JobConfig& config,
-               ModeReport& report) {
+               int shards, ModeReport& report) {
   const double steps = std::max<double>(1, report.steps);
   std::map<std::pair<std::string, std::string>, LinkTraffic> links;
   std::map<std::string, double> sent, received;
@@ -112,9 +113,8 @@ void FillLinks(const std::vector<launch::Sample>& all, SyncMode mode, const JobC
     if (link.bytes_per_step > 0 || link.expected_bytes_per_step > 0) report.links.push_back(link);
   }
   report.bytes_per_worker_per_step = sent["worker-0"];
-  const ModelBytes model =
-      PredictBytesPerStep(mode, config.parameters, report.final_world, config.ps_shards,
-                          config.element_bytes, config.ring_buckets);
+  const ModelBytes model = PredictBytesPerStep(mode, config.parameters, report.final_world, shards,
+                                               config.element_bytes, config.ring_buckets);
   report.expected_bytes_per_worker_per_step = model.per_worker;
   auto busiest = std::max_element(received.begin(), received.end(),
                                   [](const auto& a, const auto& b) { return a.second < b.second; });
@@ -164,7 +164,7 @@ void FillWireError(const std::vector<launch::Sample>& all, SyncMode mode, ModeRe
 
 // Fills the traffic figures of `report` from every running process's /metrics.
 absl::Status MeasureTraffic(LocalCluster& cluster, SyncMode mode, const JobConfig& config,
-                            ModeReport& report) {
+                            int shards, ModeReport& report) {
   std::vector<launch::Sample> all;
   for (auto& process : cluster.processes()) {
     if (!process->process.running()) continue;
@@ -172,7 +172,7 @@ absl::Status MeasureTraffic(LocalCluster& cluster, SyncMode mode, const JobConfi
                      launch::FetchMetrics(process->host, process->metrics_port));
     all.insert(all.end(), samples.begin(), samples.end());
   }
-  FillLinks(all, mode, config, report);
+  FillLinks(all, mode, config, shards, report);
   FillPhases(all, mode, report);
   FillWireError(all, mode, report);
   return absl::OkStatus();
@@ -185,7 +185,7 @@ ProcessFailure FailureOf(const launch::ProcessEnd& end) {
 
 std::string PhaseName(const ModeRunSpec& spec) {
   return absl::StrCat(
-      spec.job().model, " ", SyncModeName(spec.mode),
+      spec.job().model, " ", SyncModeName(spec.mode), spec.shape.colocated ? " colocated" : "",
       spec.variant.empty() ? "" : " " + spec.variant,
       spec.shape.swept ? absl::StrCat(" N=", spec.shape.workers, " S=", spec.shape.ps_shards) : "");
 }
@@ -217,11 +217,16 @@ LocalClusterOptions ClusterOptionsOf(const ModeRunSpec& spec, const std::string&
                     spec.shape.ps_shards);
   }
   if (!spec.variant.empty() && !cluster_options.checkpoint_dir.empty()) {
-    absl::StrAppend(&cluster_options.checkpoint_dir, "-", spec.variant);  // no variant resumes another
+    absl::StrAppend(&cluster_options.checkpoint_dir, "-",
+                    spec.variant);  // no variant resumes another
+  }
+  if (spec.shape.colocated && !cluster_options.checkpoint_dir.empty()) {
+    cluster_options.checkpoint_dir += "-colocated";  // not the separate shards' state
   }
   cluster_options.checkpoint_every = options.cluster.checkpoint_every;
   cluster_options.tls = options.cluster.tls;
   cluster_options.host_of = options.host_of;
+  cluster_options.colocate_shards = spec.shape.colocated;
   return cluster_options;
 }
 
@@ -358,7 +363,7 @@ absl::Status Measure(const ModeRunSpec& spec, const std::string& dir, LocalClust
   report.final_world = result.world;
   report.final_loss = result.final_loss;
   report.accuracy = result.accuracy;
-  RETURN_IF_ERROR(MeasureTraffic(cluster, spec.mode, spec.config, report));
+  RETURN_IF_ERROR(MeasureTraffic(cluster, spec.mode, spec.config, spec.shape.ps_shards, report));
   FillStepFigures(ReadStepTrace(first.trace_file), first.name, spec.job().batch_size, cluster_start,
                   report);
   std::vector<std::string> eval_files;  // lost workers' too: one may have been rank 0 a while
@@ -382,6 +387,7 @@ absl::StatusOr<ModeRun> RunCluster(const ModeRunSpec& spec, const std::string& d
   ASSIGN_OR_RETURN(std::unique_ptr<LocalCluster> cluster, LocalCluster::Start(cluster_options));
   ModeRun run;
   run.report.mode = spec.mode;
+  run.report.colocated = spec.shape.colocated;
   const std::string phase = PhaseName(spec);
   PrintStarted(spec, phase, *cluster);
   ASSIGN_OR_RETURN(const std::vector<TrainResultFile> results,
@@ -408,8 +414,8 @@ absl::StatusOr<ModeRun> RunMode(const ModeRunSpec& spec, std::vector<ProcessFail
   const bool cancelled = !run.ok() && run.status().code() == absl::StatusCode::kCancelled;
   if (!cancelled && (!run.ok() || !failures.empty())) {
     dir.Keep();
-    spec.session.out << PhaseName(spec)
-                     << ": the cluster's logs are kept in " << dir.path() << "\n";
+    spec.session.out << PhaseName(spec) << ": the cluster's logs are kept in " << dir.path()
+                     << "\n";
     spec.session.out.flush();
   }
   return run;

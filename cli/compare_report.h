@@ -14,6 +14,7 @@
 #define RINGSIDE_CLI_COMPARE_REPORT_H_
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <ostream>
 #include <string>
@@ -115,9 +116,13 @@ struct ModeReport {
   // sync ran at the same time as its compute (StepTraceLine::overlap_seconds / seconds); 0
   // without overlap.
   double overlap_share = 0;
-  // `ringside lab`: the cost model's sync time per step at the link rate (common/cost_model.h,
-  // SyncBoundSeconds); 0 outside the lab.
+  // `ringside lab`: the cost model's sync time per step at the links' rates (common/cost_model.h,
+  // FindSyncBottleneck); 0 outside the lab. What it waits for: the node whose link drains last
+  // and one line saying so with its bytes and rate (cli/lab_bound.h); empty outside the lab.
   double bound_seconds_per_step = 0;
+  std::string bottleneck_node, bottleneck;
+  // ps with one shard beside each worker (--colocate, S = N).
+  bool colocated = false;
   PhaseSeconds phases;
   double sync_share = 0;  // sync / (compute + sync + update)
   double samples_per_second = 0;
@@ -170,6 +175,7 @@ struct JobConfig {
   std::vector<uint64_t> ring_buckets = {};
   std::string link_rate = {};    // `ringside lab --link_rate` as given; empty on loopback
   int64_t link_burst_bytes = 0;  // the lab shapers' tbf burst
+  std::map<std::string, std::string> slow_links = {};  // --slow_link: host -> its rate as given
   // The data has a held-out test set (Fashion-MNIST): rank 0 evaluates on it every
   // `eval_every` steps, and `target_accuracy` (in (0, 1]) is the accuracy timed to.
   bool has_test_set = false;
@@ -185,6 +191,8 @@ struct JobComparison {
   // the order listed (cli/ps_variants.h); without, `ps_variants` is empty.
   ModeReport ring, ps;
   std::vector<ModeReport> ps_variants;
+  // --colocate: ps once more with one shard beside each worker (S = N); JSON modes.ps_colocated.
+  std::optional<ModeReport> ps_colocated;
   double max_abs_param_diff = 0, max_rel_param_diff = 0;
   bool parity_checked = false;
 };

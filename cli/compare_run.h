@@ -21,6 +21,8 @@ struct ClusterShape {
   // Part of a sweep: the checkpoint directory gets "-n<workers>-s<shards>", so no two sizes
   // resume each other's state.
   bool swept = false;
+  // ps with shard i beside worker i (--colocate, ps_shards == workers).
+  bool colocated = false;
 };
 
 // What every cluster of one `ringside compare` shares. The references must outlive the runs.

@@ -74,7 +74,8 @@ std::string BoxGrid(const std::vector<std::vector<std::string>>& table) {
   }
   const auto line = [&widths](const std::vector<std::string>& row) {
     std::string out = "\u2502";
-    for (size_t i = 0; i < row.size(); ++i) absl::StrAppend(&out, " ", Padded(row[i], widths[i]), " \u2502");
+    for (size_t i = 0; i < row.size(); ++i)
+      absl::StrAppend(&out, " ", Padded(row[i], widths[i]), " \u2502");
     return out + "\n";
   };
   std::string out = Rule("\u250c", "\u252c", "\u2510", widths) + line(table.front());

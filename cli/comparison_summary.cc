@@ -6,9 +6,12 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
 #include "cli/accuracy_summary.h"
 #include "cli/format_units.h"
+#include "cli/lab_bound.h"
 #include "cli/model_prediction.h"
+#include "common/cost_model.h"
 
 namespace ringside::cli {
 namespace {
@@ -120,6 +123,49 @@ std::string EvaluationText(const ModeReport& m) {
   return absl::StrCat(m.accuracy_over_time.size(), " \u00d7 ", HumanSeconds(m.eval_seconds_mean));
 }
 
+// ring, ps and, with --colocate, ps colocated.
+std::vector<const ModeReport*> ModesRun(const JobComparison& job) {
+  std::vector<const ModeReport*> modes = {&job.ring, &job.ps};
+  if (job.ps_colocated.has_value()) modes.push_back(&*job.ps_colocated);
+  return modes;
+}
+
+// --colocate: the cost model's colocated traffic and how the run compares with the others.
+std::vector<std::string> ColocatedLines(const JobComparison& job) {
+  const JobConfig& c = job.config;
+  const ModeReport& m = *job.ps_colocated;
+  const int n = c.workers;
+  std::vector<std::string> lines;
+  lines.push_back(absl::StrFormat(
+      "ps colocated: S = N = %d shards, shard i beside worker i: each host sends worker i's "
+      "pushes to the other N\u22121 shards and shard i's replies to the other N\u22121 "
+      "workers, 2(N\u22121)K/N \u2248 %s each way, as a ring worker (its own shard's "
+      "traffic never leaves the host).",
+      n,
+      // Host 0 holds the largest range (EvenRanges puts the larger first): the busiest host.
+      HumanBytes(static_cast<double>(
+          ColocatedPsHostElements(static_cast<uint64_t>(c.parameters), n, 0) * c.element_bytes))));
+  if (!m.completed) return lines;
+  lines.push_back(absl::StrCat(
+      "Measured, ps colocated: samples/s ", ShortNumber(m.samples_per_second), " (ring ",
+      ShortNumber(job.ring.samples_per_second), ", ps ", ShortNumber(job.ps.samples_per_second),
+      "), step p50 ", HumanSeconds(m.step_p50), ", sync p50 ", HumanSeconds(m.sync_p50),
+      m.bound_seconds_per_step > 0
+          ? absl::StrCat(" against a bound of ", HumanSeconds(m.bound_seconds_per_step))
+          : "",
+      ", bytes/worker/step ", HumanBytes(m.bytes_per_worker_per_step), " (model ",
+      HumanBytes(m.expected_bytes_per_worker_per_step), ")."));
+  return lines;
+}
+
+// "20mbit", or with --slow_link "20mbit (worker-3: 5mbit)": the rates the lab's bound is at.
+std::string LinkRatesText(const JobConfig& c) {
+  if (c.slow_links.empty()) return c.link_rate;
+  std::vector<std::string> slow;
+  for (const auto& [host, rate] : c.slow_links) slow.push_back(absl::StrCat(host, ": ", rate));
+  return absl::StrCat(c.link_rate, " (", absl::StrJoin(slow, ", "), ")");
+}
+
 std::string VerdictDetails(const JobComparison& job) {
   return absl::StrCat("samples/s ring ", ShortNumber(job.ring.samples_per_second), " vs ps ",
                       ShortNumber(job.ps.samples_per_second), "; step p50 ring ",
@@ -132,7 +178,7 @@ std::string JobTitle(const JobConfig& c) {
   return absl::StrCat(c.model, " on ", c.data, ", ", c.optimizer, ", batch ", c.batch_size, ", ",
                       c.steps, " steps, seed ", c.seed, ", ", c.device, "; ", c.workers,
                       " workers, ", c.ps_shards, " PS shards",
-                      c.link_rate.empty() ? "" : "; every link shaped to " + c.link_rate);
+                      c.link_rate.empty() ? "" : "; every link shaped to " + LinkRatesText(c));
 }
 
 std::vector<TableRow> ComparisonRows(const JobComparison& job) {
@@ -174,8 +220,9 @@ std::vector<TableRow> ComparisonRows(const JobComparison& job) {
   if (!c.link_rate.empty()) {  // ringside lab: the measured sync against the links' bound
     rows.push_back(Row(job, "sync p50 (measured)",
                        [](const ModeReport& m) { return HumanSeconds(m.sync_p50); }));
-    rows.push_back(Row(job, "  bound at " + c.link_rate,
+    rows.push_back(Row(job, "  bound at " + LinkRatesText(c),
                        [](const ModeReport& m) { return HumanSeconds(m.bound_seconds_per_step); }));
+    rows.push_back(Row(job, "  waits for", [](const ModeReport& m) { return m.bottleneck_node; }));
     rows.push_back(Row(job, "  measured/bound", [](const ModeReport& m) {
       return Ratio(m.sync_p50, m.bound_seconds_per_step);
     }));
@@ -360,17 +407,26 @@ std::vector<std::string> ModelExplanation(const JobComparison& job) {
       "PS's busiest node carries less only while N/S < 2(N\u22121)/N (here N/S = %.3g).",
       static_cast<double>(n) / std::max(s, 1)));
   if (!c.link_rate.empty()) {  // ringside lab: what its bound rows are
-    lines.push_back(absl::StrFormat(
-        "The bound at %s is the busiest direction of the busiest node's link \u00f7 the rate "
-        "(every link is shaped to it each way, full duplex): ring, %s sends %s and receives as "
-        "much at once, %s; ps, %s receives %s, %s, while the other direction carries as much "
-        "at the same time: a shard answers each part as soon as every worker has pushed "
-        "it, so the reply trails the last push by one segment of every worker. A shard that "
-        "answered after the whole step would need twice that (%s).",
-        c.link_rate, ring.busiest_node_name, HumanBytes(ring.busiest_node),
-        HumanSeconds(job.ring.bound_seconds_per_step), ps.busiest_node_name,
-        HumanBytes(ps.busiest_node), HumanSeconds(job.ps.bound_seconds_per_step),
-        HumanSeconds(2 * job.ps.bound_seconds_per_step)));
+    std::string shard_note;
+    if (absl::StartsWith(job.ps.bottleneck_node, "ps-")) {
+      shard_note = absl::StrFormat(
+          " Both directions of a shard's link are busy at once: a shard answers each part as "
+          "soon as every worker has pushed it, so the reply trails the last push by one segment "
+          "of every worker. A shard that answered after the whole step would need twice that "
+          "(%s).",
+          HumanSeconds(2 * job.ps.bound_seconds_per_step));
+    }
+    lines.push_back(absl::StrCat(
+        "The bound at ", LinkRatesText(c),
+        " is, over every node, the busier direction of its link \u00f7 its rate, at the node "
+        "that takes longest (every link is shaped each way, full duplex).",
+        shard_note, " What each mode waits for:"));
+    for (const ModeReport* mode : ModesRun(job)) {
+      if (!mode->bottleneck.empty()) lines.push_back(mode->bottleneck + ".");
+    }
+  }
+  if (job.ps_colocated.has_value()) {
+    for (std::string& line : ColocatedLines(job)) lines.push_back(std::move(line));
   }
   if (job.ring.completed && job.ps.completed) {
     lines.push_back(absl::StrCat("Measured share of a step spent synchronising: ring ",
@@ -382,8 +438,8 @@ std::vector<std::string> ModelExplanation(const JobComparison& job) {
 
 std::vector<std::string> EventLines(const JobComparison& job) {
   std::vector<std::string> lines;
-  for (const ModeReport* mode : {&job.ring, &job.ps}) {
-    const std::string prefix = absl::StrCat(SyncModeName(mode->mode), ": ");
+  for (const ModeReport* mode : ModesRun(job)) {
+    const std::string prefix = absl::StrCat(ModeLabel(*mode), ": ");
     if (!mode->completed) {
       lines.push_back(absl::StrCat(
           prefix, "FAILED: ", mode->failure.empty() ? "no reason given" : mode->failure));

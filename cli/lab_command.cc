@@ -1,6 +1,6 @@
 // `ringside lab`: `ringside compare` with every process of each cluster in its own network
-// namespace, on links shaped to --link_rate in both directions (launch/network_lab.h), and the
-// cost model's bandwidth bound beside the measured sync time.
+// namespace, on links shaped to --link_rate in both directions (--slow_link: a host's own rate;
+// launch/network_lab.h), and the cost model's bandwidth bound beside the measured sync time.
 #include <unistd.h>
 
 #include <algorithm>
@@ -11,6 +11,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "cli/commands.h"
+#include "cli/lab_bound.h"
 #include "common/status_macros.h"
 #include "launch/network_lab.h"
 
@@ -48,16 +49,20 @@ absl::Status RunLab(CompareOptions options, const TerminationSignals& signals, s
   if (!options.link_rate.has_value()) {
     return absl::InvalidArgumentError("ringside lab needs --link_rate=RATE (e.g. 100mbit)");
   }
-  RETURN_IF_ERROR(NetworkLab::CheckPrerequisites());
-  RETURN_IF_ERROR(RemoveStale(out));
   launch::NetworkLabOptions lab_options;
   lab_options.hosts = HostNames(options);
   lab_options.rate = *options.link_rate;
+  lab_options.host_rates = options.slow_links;
+  // Before anything is built: a typo in a host name must not cost a lab's set-up.
+  RETURN_IF_ERROR(CheckSlowLinkHosts(options.slow_links, lab_options.hosts));
+  RETURN_IF_ERROR(NetworkLab::CheckPrerequisites());
+  RETURN_IF_ERROR(RemoveStale(out));
   ASSIGN_OR_RETURN(std::unique_ptr<NetworkLab> lab, NetworkLab::Create(lab_options));
   out << "lab " << lab->tag() << ": " << lab->hosts().size()
       << " hosts, each in its own network namespace on a bridge, every link shaped to "
-      << options.link_rate->text << " each way (tbf, burst " << lab->burst_bytes()
-      << " B); ringside reaches them through " << lab->management_device() << ":";
+      << options.link_rate->text << " each way (tbf, burst " << lab->burst_bytes() << " B)";
+  for (const auto& [host, rate] : options.slow_links) out << ", " << host << "'s to " << rate.text;
+  out << "; ringside reaches them through " << lab->management_device() << ":";
   for (const LabHost& host : lab->hosts()) out << " " << host.name << "=" << host.address;
   out << "\n";
   out.flush();

@@ -12,9 +12,9 @@ namespace {
 
 absl::StatusOr<PsVariant> ParseOne(absl::string_view item) {
   const auto bad = [item](absl::string_view why) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "--ps_variants: \"", item.substr(0, 40), "\" ", why,
-        " (items: sync, staleness=K, async, backup_workers=B)"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("--ps_variants: \"", item.substr(0, 40), "\" ", why,
+                     " (items: sync, staleness=K, async, backup_workers=B)"));
   };
   if (item == "sync") return PsVariant{"sync", 0, 0};
   if (item == "async") return PsVariant{"async", kAsyncStaleness, 0};
@@ -59,7 +59,8 @@ absl::StatusOr<TrainingOptions> WithPsVariant(const TrainingOptions& job,
   TrainingOptions options = job;
   options.staleness = variant.staleness;
   options.backup_workers = variant.backup_workers;
-  RETURN_IF_ERROR(Annotate(CheckSyncSettings(options), absl::StrCat("--ps_variants=", variant.name)));
+  RETURN_IF_ERROR(
+      Annotate(CheckSyncSettings(options), absl::StrCat("--ps_variants=", variant.name)));
   return options;
 }
 

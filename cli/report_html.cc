@@ -57,12 +57,15 @@ std::string ComparisonTableHtml(const JobComparison& job) {
 std::string VariantTableHtml(const JobComparison& job) {
   if (job.ps_variants.empty()) return "";
   const std::vector<std::vector<std::string>> table = VariantTable(job);
-  std::string html = "<h3>The ring and every PS variant</h3>\n<table class=\"comparison\">\n<thead><tr>";
-  for (const std::string& cell : table.front()) absl::StrAppend(&html, "<th>", HtmlEscape(cell), "</th>");
+  std::string html =
+      "<h3>The ring and every PS variant</h3>\n<table class=\"comparison\">\n<thead><tr>";
+  for (const std::string& cell : table.front())
+    absl::StrAppend(&html, "<th>", HtmlEscape(cell), "</th>");
   html += "</tr></thead>\n<tbody>\n";
   for (size_t r = 1; r < table.size(); ++r) {
     html += "<tr>";
-    for (const std::string& cell : table[r]) absl::StrAppend(&html, "<td>", HtmlEscape(cell), "</td>");
+    for (const std::string& cell : table[r])
+      absl::StrAppend(&html, "<td>", HtmlEscape(cell), "</td>");
     html += "</tr>\n";
   }
   return absl::StrCat(html, "</tbody>\n</table>\n<p class=\"verdict\">",

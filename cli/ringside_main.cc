@@ -23,6 +23,7 @@
 #include "absl/strings/str_cat.h"
 #include "cli/commands.h"
 #include "cli/health_check.h"
+#include "cli/lab_bound.h"
 #include "cli/scaling_sweep.h"
 #include "common/auth.h"
 #include "common/flags/flags_usage.h"
@@ -50,6 +51,10 @@ ABSL_FLAG(std::string, workers, "4",
 ABSL_FLAG(std::string, ps_shards, "2",
           "compare/up: parameter-server shards in the local cluster; compare: a list such as 1,2 "
           "sweeps ps mode over them too");
+ABSL_FLAG(bool, colocate, false,
+          "compare/lab: also run ps with one shard beside each worker (S = N; in the lab shard i "
+          "runs on worker i's host, so their traffic never crosses its link), after ring and ps "
+          "with --ps_shards");
 ABSL_FLAG(std::string, timeline, "",
           "compare: write a Chrome trace / Perfetto JSON of every worker's steps (compute, sync, "
           "update) and regroups in every cluster here");
@@ -73,6 +78,9 @@ ABSL_FLAG(int64_t, checkpoint_every, 0,
           "--checkpoint_dir); 0: never");
 ABSL_FLAG(std::string, link_rate, "",
           "lab: the rate of every host's link, each way, in tc syntax (100mbit, 1gbit, 500kbit)");
+ABSL_FLAG(std::string, slow_link, "",
+          "lab: HOST:RATE (e.g. worker-3:20mbit): that lab host's link, each way, at RATE instead "
+          "of --link_rate; a comma list, or the flag repeated, for several hosts");
 ABSL_FLAG(bool, cleanup, false,
           "lab: only remove the network namespaces of lab runs whose process is gone, and exit");
 ABSL_FLAG(double, target_accuracy, ringside::cli::kDefaultTargetAccuracy,
@@ -127,7 +135,8 @@ const Subcommand kSubcommands[] = {
      "usage: ringside compare [flags]\n"
      "Runs the same job(s) on a local cluster (controller, shards, workers on loopback) in ps\n"
      "mode and in ring mode, and prints the side-by-side table; --json and --report write it.",
-     Join(kClusterFlags, {"json", "report", "timeline", "timeline_capacity", "target_accuracy"}),
+     Join(kClusterFlags, {"json", "report", "timeline", "timeline_capacity", "target_accuracy",
+                          "colocate", "ps_variants"}),
      true},
     {"lab",
      "usage: ringside lab --link_rate=RATE [flags]   (root)\n"
@@ -135,7 +144,7 @@ const Subcommand kSubcommands[] = {
      "compare with every process in its own network namespace on links shaped to --link_rate,\n"
      "and the cost model's sync-time bound at that rate per mode.",
      Join(kClusterFlags, {"json", "report", "timeline", "timeline_capacity", "target_accuracy",
-                          "link_rate", "cleanup"}),
+                          "colocate", "ps_variants", "link_rate", "slow_link", "cleanup"}),
      true},
     {"up",
      "usage: ringside up [flags]\n"
@@ -238,6 +247,38 @@ bool FlagGiven(int argc, char** argv, const char* name) {
   return false;
 }
 
+// Every value of a flag that may be repeated (Abseil keeps only the last): `--name=V` and
+// `--name V`, with one dash or two.
+std::vector<std::string> RepeatedFlagValues(int argc, char** argv, const std::string& name) {
+  std::vector<std::string> values;
+  for (int i = 1; i < argc; ++i) {
+    std::string arg = argv[i];
+    if (arg == "--") break;
+    if (arg.rfind("--", 0) == 0) arg = arg.substr(1);
+    if (arg == "-" + name && i + 1 < argc) {
+      values.push_back(argv[++i]);
+    } else if (arg.rfind("-" + name + "=", 0) == 0) {
+      values.push_back(arg.substr(name.size() + 2));
+    }
+  }
+  return values;
+}
+
+// --link_rate and --slow_link (lab): the rate of every link and the hosts' own ones.
+absl::Status LabRatesFromFlags(int argc, char** argv, ringside::cli::CompareOptions& options) {
+  if (absl::GetFlag(FLAGS_link_rate).empty()) {
+    return absl::InvalidArgumentError("lab needs --link_rate=RATE, e.g. --link_rate=100mbit");
+  }
+  absl::StatusOr<ringside::LinkRate> rate = ringside::ParseLinkRate(absl::GetFlag(FLAGS_link_rate));
+  if (!rate.ok()) {
+    return absl::InvalidArgumentError("--link_rate: " + std::string(rate.status().message()));
+  }
+  options.link_rate = *rate;
+  ASSIGN_OR_RETURN(options.slow_links,
+                   ringside::cli::ParseSlowLinks(RepeatedFlagValues(argc, argv, "slow_link")));
+  return absl::OkStatus();
+}
+
 // compare's default jobs: a communication-heavy model (the sync cost dominates) on real data,
 // Fashion-MNIST, timed to a test accuracy, and Iris (small). Giving --model runs that one job
 // instead; --data=fashion-mnist:DIR, --lr, --steps and --batch_size given apply to the heavy job
@@ -315,9 +356,10 @@ int Run(int argc, char** argv, const std::vector<char*>& args,
     return status.ok() ? 0 : Fail(status.ToString());
   }
   if ((command == "compare" || command == "up") &&
-      (!absl::GetFlag(FLAGS_link_rate).empty() || absl::GetFlag(FLAGS_cleanup))) {
+      (!absl::GetFlag(FLAGS_link_rate).empty() || absl::GetFlag(FLAGS_cleanup) ||
+       !RepeatedFlagValues(argc, argv, "slow_link").empty())) {
     // Taken silently, they would let a user believe the links were shaped.
-    return Fail("--link_rate and --cleanup are for `ringside lab`, not " + command);
+    return Fail("--link_rate, --slow_link and --cleanup are for `ringside lab`, not " + command);
   }
   if ((command == "compare" || command == "up" || command == "lab") && args.size() == 2) {
     absl::StatusOr<ringside::TrainingOptions> training = ringside::TrainingOptionsFromFlags();
@@ -344,6 +386,10 @@ int Run(int argc, char** argv, const std::vector<char*>& args,
           *ringside::cli::ParseCountList("--workers", absl::GetFlag(FLAGS_workers), 1024);
       options.shard_counts =
           *ringside::cli::ParseCountList("--ps_shards", absl::GetFlag(FLAGS_ps_shards), 1024);
+      options.colocate = absl::GetFlag(FLAGS_colocate);
+      if (options.colocate && ringside::cli::IsSweep(options)) {
+        return Fail("--colocate runs one cluster size: give --workers and --ps_shards one count");
+      }
       options.timeline_file = absl::GetFlag(FLAGS_timeline);
       options.timeline_capacity = absl::GetFlag(FLAGS_timeline_capacity);
       if (options.timeline_capacity < 4 || options.timeline_capacity > 1'000'000) {
@@ -353,18 +399,15 @@ int Run(int argc, char** argv, const std::vector<char*>& args,
         return Fail(std::string(variants.message()));
       }
       if (command == "lab") {
-        absl::StatusOr<ringside::LinkRate> rate =
-            ringside::ParseLinkRate(absl::GetFlag(FLAGS_link_rate));
-        if (absl::GetFlag(FLAGS_link_rate).empty()) {
-          return Fail("lab needs --link_rate=RATE, e.g. --link_rate=100mbit");
+        if (absl::Status rates = LabRatesFromFlags(argc, argv, options); !rates.ok()) {
+          return Fail(std::string(rates.message()));
         }
-        if (!rate.ok()) return Fail("--link_rate: " + std::string(rate.status().message()));
-        options.link_rate = *rate;
         status = ringside::cli::RunLab(options, signals, std::cout);
       } else {
         status = ringside::cli::RunCompare(options, signals, std::cout);
       }
     } else {
+      if (absl::GetFlag(FLAGS_colocate)) return Fail("--colocate is for compare and lab, not up");
       ringside::cli::UpOptions options;
       if (absl::StrContains(absl::GetFlag(FLAGS_workers), ',') ||
           absl::StrContains(absl::GetFlag(FLAGS_ps_shards), ',')) {

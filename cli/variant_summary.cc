@@ -50,16 +50,16 @@ std::vector<const ModeReport*> JobRuns(const JobComparison& job) {
 
 std::vector<std::vector<std::string>> VariantTable(const JobComparison& job) {
   const std::string target = TargetText(job.config);
-  std::vector<std::vector<std::string>> table = {
-      {"run", absl::StrCat("time to ", target), "final test accuracy", "samples/s (worker-0)",
-       "step p50"}};
+  std::vector<std::vector<std::string>> table = {{"run", absl::StrCat("time to ", target),
+                                                  "final test accuracy", "samples/s (worker-0)",
+                                                  "step p50"}};
   for (const ModeReport* run : JobRuns(job)) {
     const bool ran = run->completed;
-    table.push_back({RunName(*run), ToTargetCell(*run),
-                     OrDash(ran && run->test_accuracy.has_value(),
-                            Percent(run->test_accuracy.value_or(0))),
-                     OrDash(ran, ShortNumber(run->samples_per_second)),
-                     OrDash(ran, HumanSeconds(run->step_p50))});
+    table.push_back(
+        {RunName(*run), ToTargetCell(*run),
+         OrDash(ran && run->test_accuracy.has_value(), Percent(run->test_accuracy.value_or(0))),
+         OrDash(ran, ShortNumber(run->samples_per_second)),
+         OrDash(ran, HumanSeconds(run->step_p50))});
   }
   return table;
 }

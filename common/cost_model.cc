@@ -1,5 +1,7 @@
 #include "common/cost_model.h"
 
+#include <algorithm>
+
 #include "common/metrics.h"
 #include "common/ranges.h"
 
@@ -77,12 +79,12 @@ BusiestNode PsBusiestNode(uint64_t elements, int workers, int shards) {
 }
 
 uint64_t BusiestLinkElements(SyncMode mode, uint64_t elements, int workers, int shards) {
-  if (workers < 1) return 0;
-  if (mode == SyncMode::kRing) return RingBusiestNode(elements, workers).elements;
-  if (shards < 1) return 0;
-  // PsBusiestNode already takes the larger of the fullest shard's ingress and a worker's K; a
-  // shard's egress equals its ingress, so that is the busiest direction of any link.
-  return PsBusiestNode(elements, workers, shards).elements;
+  uint64_t most = 0;
+  for (const NodeLinkLoad& load :
+       NodeLinkLoads(mode, PsPlacement::kSeparate, elements, workers, shards)) {
+    most = std::max(most, load.elements);
+  }
+  return most;
 }
 
 double SyncBoundSeconds(SyncMode mode, uint64_t elements, int workers, int shards,
@@ -90,6 +92,50 @@ double SyncBoundSeconds(SyncMode mode, uint64_t elements, int workers, int shard
   if (bytes_per_second <= 0) return 0;
   return static_cast<double>(BusiestLinkElements(mode, elements, workers, shards)) * element_bytes /
          bytes_per_second;
+}
+
+uint64_t ColocatedPsHostElements(uint64_t elements, int workers, int host) {
+  if (workers <= 1) return 0;  // one host: every byte stays on it
+  const uint64_t own = PsElementsPerShardLink(elements, workers, host);
+  return elements - own + static_cast<uint64_t>(workers - 1) * own;
+}
+
+std::vector<NodeLinkLoad> NodeLinkLoads(SyncMode mode, PsPlacement placement, uint64_t elements,
+                                        int workers, int shards) {
+  std::vector<NodeLinkLoad> loads;
+  if (workers < 1 || (mode == SyncMode::kPs && shards < 1)) return loads;
+  for (int r = 0; r < workers; ++r) {
+    uint64_t load = elements;  // ps: a worker's K each way
+    if (mode == SyncMode::kRing) {
+      load = std::max(RingElementsSentByRank(elements, workers, r),
+                      RingElementsSentByRank(elements, workers, (r + workers - 1) % workers));
+    } else if (placement == PsPlacement::kColocated && shards == workers) {
+      load = ColocatedPsHostElements(elements, workers, r);
+    }
+    loads.push_back({WorkerName(r), load});
+  }
+  if (mode == SyncMode::kRing || (placement == PsPlacement::kColocated && shards == workers)) {
+    return loads;
+  }
+  for (int s = 0; s < shards; ++s) {
+    loads.push_back({PsShardName(s),
+                     static_cast<uint64_t>(workers) * PsElementsPerShardLink(elements, shards, s)});
+  }
+  return loads;
+}
+
+SyncBottleneck FindSyncBottleneck(const std::vector<NodeLinkLoad>& loads, int element_bytes,
+                                  const std::function<double(const std::string&)>& rate_of) {
+  SyncBottleneck slowest;
+  for (const NodeLinkLoad& load : loads) {
+    const double rate = rate_of(load.node);
+    if (rate <= 0 || load.elements == 0) continue;
+    const uint64_t bytes = load.elements * static_cast<uint64_t>(element_bytes);
+    const double seconds = static_cast<double>(bytes) / rate;
+    if (slowest.node.empty() || seconds > slowest.seconds)
+      slowest = {load.node, bytes, rate, seconds};
+  }
+  return slowest;
 }
 
 }  // namespace ringside

@@ -12,7 +12,9 @@
 #define RINGSIDE_COMMON_COST_MODEL_H_
 
 #include <cstdint>
+#include <functional>
 #include <string>
+#include <vector>
 
 #include "absl/types/span.h"
 #include "common/metrics.h"
@@ -72,6 +74,45 @@ uint64_t BusiestLinkElements(SyncMode mode, uint64_t elements, int workers, int 
 // 0 when the rate is not positive.
 double SyncBoundSeconds(SyncMode mode, uint64_t elements, int workers, int shards,
                         int element_bytes, double bytes_per_second);
+
+// Where a parameter server's shards run: on hosts of their own, or shard i beside worker i on
+// worker i's host (`--colocate`, S = N), where the traffic between the two never crosses the
+// host's link.
+enum class PsPlacement { kSeparate, kColocated };
+
+// Colocated shards (S = N): what host h (worker h and shard h) sends over its link per step, and
+// receives (the same): worker h's pushes to the N-1 other shards, K - |range h|, and shard h's
+// replies to the N-1 other workers, (N-1)·|range h|: 2(N-1)K/N when N divides K, the ring's.
+uint64_t ColocatedPsHostElements(uint64_t elements, int workers, int host);
+
+// One node's link in one mode: the payload elements its busier direction carries per step. A
+// node is a host of the lab: "worker-i", "ps-s"; with colocated shards "worker-i" holds ps-i too.
+struct NodeLinkLoad {
+  std::string node;
+  uint64_t elements = 0;
+};
+
+// Every node's load, workers first in rank order, then shards in shard order:
+// - ring: worker r sends RingElementsSentByRank(r) and receives what r-1 sends;
+// - ps, separate: a worker sends K and receives K; shard s receives N·|range s| and sends as much;
+// - ps, colocated (needs S = N, else treated as separate): host h, ColocatedPsHostElements.
+// Empty with no workers (or, ps, no shards).
+std::vector<NodeLinkLoad> NodeLinkLoads(SyncMode mode, PsPlacement placement, uint64_t elements,
+                                        int workers, int shards);
+
+// What one step's sync must wait for when every node's link has its own rate (each way, full
+// duplex): the node whose busier direction takes longest to drain at its rate. In a ring every
+// step of the pipeline waits for its slowest link, so that is the slowest worker; in a PS the
+// largest of every worker's K and every shard's N·K/S, each at its own rate.
+struct SyncBottleneck {
+  std::string node;             // empty: nothing moves (or no positive rate)
+  uint64_t bytes = 0;           // in the busier direction of its link per step
+  double bytes_per_second = 0;  // its link's rate
+  double seconds = 0;           // bytes ÷ rate: the cost model's sync time per step
+};
+// `rate_of(node)`: bytes/s of that node's link; nodes at a rate <= 0 are left out.
+SyncBottleneck FindSyncBottleneck(const std::vector<NodeLinkLoad>& loads, int element_bytes,
+                                  const std::function<double(const std::string&)>& rate_of);
 
 }  // namespace ringside
 

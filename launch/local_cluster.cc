@@ -99,9 +99,14 @@ std::string ClusterProcess::metrics_url() const {
   return absl::StrCat("http://", host, ":", metrics_port, "/metrics");
 }
 
+std::string HostNameOf(const std::string& name, bool colocate_shards) {
+  if (!colocate_shards || name.rfind("ps-", 0) != 0) return name;
+  return "worker-" + name.substr(3);
+}
+
 ProcessHost LocalCluster::HostOfProcess(const std::string& name) const {
   if (!options_.host_of) return {};
-  return options_.host_of(name).value_or(ProcessHost{});
+  return options_.host_of(HostNameOf(name, options_.colocate_shards)).value_or(ProcessHost{});
 }
 
 absl::StatusOr<std::unique_ptr<LocalCluster>> LocalCluster::Start(

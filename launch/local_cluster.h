@@ -89,7 +89,14 @@ struct LocalClusterOptions {
   // Where each process runs (`ringside lab`: each in its own network namespace); null: every
   // one on 127.0.0.1 here. The caller's own process must be able to reach every address.
   HostOf host_of;
+  // Shard i runs on worker i's host (`--colocate`, with ps_shards == workers): host_of is asked
+  // for "worker-i" where it would be for "ps-i" (HostNameOf).
+  bool colocate_shards = false;
 };
+
+// The host process `name` runs on: its own name, but for "ps-<i>" with colocated shards,
+// "worker-<i>" (the shard listens on that host's address at a port of its own).
+std::string HostNameOf(const std::string& name, bool colocate_shards);
 
 struct ClusterProcess {
   ClusterProcess(std::string name, Subprocess process, std::vector<std::string> command,

@@ -81,6 +81,17 @@ std::vector<std::string> LabNamespaces() {
   return names;
 }
 
+// tbf's bucket: 1 ms at the rate, but at least ~10 full-size frames, so the shaper itself is
+// not what holds a link below its rate; small next to a step's payload (the test accounts for
+// it). Its queue: 200 ms at the rate (at least 256 KiB), so the N senders converging on one
+// receiver's port queue rather than lose packets.
+int64_t BurstBytes(const LinkRate& rate) {
+  return std::max<int64_t>(16 * 1024, std::llround(rate.bytes_per_second() / 1000));
+}
+int64_t LimitBytes(const LinkRate& rate) {
+  return std::max<int64_t>(256 * 1024, std::llround(rate.bytes_per_second() / 5));
+}
+
 // A failed first command says which kernel feature or privilege is missing, not just "exit 2".
 absl::Status Missing(const absl::Status& status, const std::string& feature) {
   if (status.ok() || status.code() == absl::StatusCode::kFailedPrecondition) return status;
@@ -127,6 +138,15 @@ absl::StatusOr<std::unique_ptr<NetworkLab>> NetworkLab::Create(const NetworkLabO
   if (options.rate.bits_per_second <= 0) {
     return absl::InvalidArgumentError("the lab needs a positive link rate");
   }
+  for (const auto& [name, rate] : options.host_rates) {
+    if (!seen.count(name)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("a link rate is given for '", name, "', which is not a host of the lab"));
+    }
+    if (rate.bits_per_second <= 0) {
+      return absl::InvalidArgumentError(absl::StrCat(name, "'s link needs a positive rate"));
+    }
+  }
   std::unique_ptr<NetworkLab> lab(new NetworkLab());
   ASSIGN_OR_RETURN(TempDir dir, TempDir::Create("ringside-lab-"));
   lab->dir_.emplace(std::move(dir));
@@ -164,12 +184,8 @@ absl::Status NetworkLab::Build(const NetworkLabOptions& options) {
   tag_ = absl::StrCat(kPrefix, getpid(), "-", hex);
   management_device_ = ManagementDeviceOf(getpid(), hex);
   rate_ = options.rate;
-  // tbf's bucket: 1 ms at the rate, but at least ~10 full-size frames, so the shaper itself is
-  // not what holds a link below its rate; small next to a step's payload (the test accounts
-  // for it). Its queue: 200 ms at the rate (at least 256 KiB), so the N senders converging on
-  // one receiver's port queue rather than lose packets.
-  burst_bytes_ = std::max<int64_t>(16 * 1024, std::llround(rate_.bytes_per_second() / 1000));
-  limit_bytes_ = std::max<int64_t>(256 * 1024, std::llround(rate_.bytes_per_second() / 5));
+  host_rates_ = options.host_rates;
+  burst_bytes_ = BurstBytes(rate_);
   RETURN_IF_ERROR(PickSubnet());
 
   const std::string sw = tag_ + "-" + kSwitch;
@@ -217,10 +233,11 @@ absl::Status NetworkLab::AddHost(const LabHost& host, int index) {
   RETURN_IF_ERROR(
       Run({"ip", "-n", host.netns, "link", "set", "eth0", "up"}, "bringing " + host.name + " up"));
   // Egress on the host's end, ingress on the switch's end of the same veth.
+  const LinkRate& rate = rate_of(host.name);
   const std::vector<std::string> tbf = {"root",  "tbf",
-                                        "rate",  rate_.text,
-                                        "burst", absl::StrCat(burst_bytes_),
-                                        "limit", absl::StrCat(limit_bytes_)};
+                                        "rate",  rate.text,
+                                        "burst", absl::StrCat(BurstBytes(rate)),
+                                        "limit", absl::StrCat(LimitBytes(rate))};
   const std::vector<std::pair<std::string, std::string>> ends = {{host.netns, "eth0"}, {sw, port}};
   for (const auto& [netns, device] : ends) {
     std::vector<std::string> argv = {"tc", "-n", netns, "qdisc", "add", "dev", device};
@@ -236,6 +253,11 @@ const LabHost* NetworkLab::host(const std::string& name) const {
     if (host.name == name) return &host;
   }
   return nullptr;
+}
+
+const LinkRate& NetworkLab::rate_of(const std::string& host) const {
+  const auto own = host_rates_.find(host);
+  return own == host_rates_.end() ? rate_ : own->second;
 }
 
 std::vector<std::string> NetworkLab::ExecPrefix(const LabHost& host) const {

@@ -1,6 +1,7 @@
 // The lab's network: one Linux network namespace per host, joined by a bridge, every host's
 // link shaped to one rate in both directions, so that a local cluster's traffic meets the limit
-// a real network would put on it (`ringside lab --link_rate=RATE`).
+// a real network would put on it (`ringside lab --link_rate=RATE`); a host may get a rate of its
+// own (`--slow_link=HOST:RATE`).
 //
 // Topology (all names carry the lab's tag, rslab-<pid>-<hex>, unique per run):
 //
@@ -9,11 +10,11 @@
 //                                                    br0 ─ h<j> ==veth==  eth0 198.18.X.(10+j)/24
 //                                                         (tbf: host ingress) (tbf: host egress)
 //
-// Each host's veth carries a tbf qdisc at the rate on both ends: on eth0 (what the host sends)
-// and on the switch's port h<j> (what it receives). The management veth is not shaped: ringside
-// reaches every host's gRPC and /metrics through it without holding up the hosts' links other
-// than in their own (shaped) ingress. The /24 is picked from 198.18.0.0/15 (RFC 2544's
-// benchmarking range), avoiding any the root namespace already has.
+// Each host's veth carries a tbf qdisc at the rate (its own, where it has one) on both ends: on
+// eth0 (what the host sends) and on the switch's port h<j> (what it receives). The management veth
+// is not shaped: ringside reaches every host's gRPC and /metrics through it without holding up the
+// hosts' links other than in their own (shaped) ingress. The /24 is picked from 198.18.0.0/15 (RFC
+// 2544's benchmarking range), avoiding any the root namespace already has.
 //
 // Ownership: a NetworkLab owns its namespaces (and, through them, every device and qdisc); its
 // destructor removes them, also after a partial Create. A run killed with SIGKILL leaves them:
@@ -26,6 +27,7 @@
 #define RINGSIDE_LAUNCH_NETWORK_LAB_H_
 
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -46,6 +48,8 @@ struct LabHost {
 struct NetworkLabOptions {
   std::vector<std::string> hosts;  // distinct names of [a-z0-9-], at most 200 of them
   LinkRate rate;                   // both directions of every host's link
+  // Hosts whose link (both directions) has a rate of its own; each must be one of `hosts`.
+  std::map<std::string, LinkRate> host_rates;
 };
 
 class NetworkLab {
@@ -72,10 +76,12 @@ class NetworkLab {
   // The argv prefix that runs a program in `host`'s namespace: `ip netns exec <netns>` (which
   // execs it, so the pid stays the program's).
   std::vector<std::string> ExecPrefix(const LabHost& host) const;
-  // The tbf burst every shaper allows, in bytes: a step can move at most this much faster than
-  // bytes ÷ rate (the two shapers of a path are in series, so their bursts do not add).
+  // The tbf burst the shapers at rate() allow, in bytes: a step can move at most this much faster
+  // than bytes ÷ rate (the two shapers of a path are in series, so their bursts do not add).
   int64_t burst_bytes() const { return burst_bytes_; }
   const LinkRate& rate() const { return rate_; }
+  // The rate of `host`'s link: its own (NetworkLabOptions::host_rates) or rate().
+  const LinkRate& rate_of(const std::string& host) const;
 
   // Removes every namespace of the lab (and with them its devices and qdiscs). Idempotent; the
   // first failure is returned, the other namespaces are still removed.
@@ -95,8 +101,8 @@ class NetworkLab {
   std::string management_device_;
   std::string subnet_;  // "198.18.X" (or 198.19.X)
   LinkRate rate_;
+  std::map<std::string, LinkRate> host_rates_;
   int64_t burst_bytes_ = 0;
-  int64_t limit_bytes_ = 0;
   std::vector<std::string> namespaces_;  // created so far: what Destroy removes
   std::vector<LabHost> hosts_;
   int commands_ = 0;  // numbers the commands' output files

@@ -257,6 +257,29 @@ TEST(CompareCommandTest, TheDefaultJobsTakeTheStepsAndBatchGiven) {
 
 // Bad accuracy flags, a data directory without the four files and a model that does not fit the
 // images fail at once, naming what is wrong, before any cluster starts.
+// --colocate on loopback: a third run, ps with one shard per worker, whose every link carries the
+// cost model's bytes (worker -> shard s: |range s|, and back).
+TEST(CompareCommandTest, ColocateAddsAPsRunWithAShardPerWorker) {
+  auto dir = launch::TempDir::Create("ringside-compare-test-");
+  ASSERT_TRUE(dir.ok());
+  absl::StatusOr<nlohmann::json> run =
+      RunCompareToJson(*dir, {"--colocate", "--model=4,16,3", "--data=iris", "--workers=3",
+                              "--ps_shards=1", "--steps=20", "--insecure"});
+  ASSERT_TRUE(run.ok()) << run.status();
+  const nlohmann::json& colocated = (*run)["modes"]["ps_colocated"];
+  ASSERT_TRUE(colocated["completed"].get<bool>()) << colocated["failure"];
+  EXPECT_EQ(colocated["colocated"], true);
+  EXPECT_EQ(colocated["ps_shards"], 3);
+  EXPECT_EQ(colocated["steps"], 20);
+  EXPECT_EQ(colocated["links"].size(), 18u);  // 3 workers × 3 shards, each way
+  for (const nlohmann::json& link : colocated["links"]) {
+    EXPECT_EQ(link["bytes_per_step"], link["expected_bytes_per_step"])
+        << link["src"] << " -> " << link["dst"];
+  }
+  EXPECT_EQ((*run)["modes"]["ps"]["links"].size(), 6u);  // the separate run kept its one shard
+  EXPECT_EQ((*run)["config"]["ps_shards"], 1);
+}
+
 TEST(CompareCommandTest, BadAccuracyFlagsAndMissingDataFailBeforeAnyClusterStarts) {
   auto dir = launch::TempDir::Create("ringside-compare-test-");
   ASSERT_TRUE(dir.ok());

@@ -22,10 +22,10 @@ expect_help() {
 }
 
 expect_help "ringside" "" "fault_at"
-expect_help "ringside compare" "workers ps_shards json report model data steps lr insecure" \
-  "link_rate cleanup address controller ready_file fault_at"
-expect_help "ringside lab" "link_rate cleanup workers json model" "address ready_file controller"
-expect_help "ringside up" "workers mode ready_file model insecure" "link_rate json address"
+expect_help "ringside compare" "workers ps_shards colocate json report model data steps lr insecure" \
+  "link_rate slow_link cleanup address controller ready_file fault_at"
+expect_help "ringside lab" "link_rate slow_link colocate cleanup workers json model" "address ready_file controller"
+expect_help "ringside up" "workers mode ready_file model insecure" "link_rate colocate json address"
 expect_help "ringside ctl mode" "controller operator_token_file tls_ca tls_cert tls_key insecure" \
   "workers model link_rate address"
 expect_help "ringside health" "address timeout tls_ca insecure" "controller workers model"

@@ -7,10 +7,12 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <cstdlib>
 #include <string>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "common/file_util.h"
 #include "gtest/gtest.h"
 #include "launch/network_lab.h"
@@ -148,6 +150,112 @@ TEST(LabCommandTest, SyncRespectsTheLinkAndBytesMatchTheModel) {
   EXPECT_NE(html.find("measured/bound"), std::string::npos);
 }
 
+// `ip`/`tc` run to their end; their output. Empty when they fail.
+std::string ToolOutput(const launch::TempDir& dir, const std::vector<std::string>& argv) {
+  launch::SpawnOptions spawn;
+  spawn.argv = argv;
+  spawn.log_path = dir.File("tool.log");
+  auto process = launch::Subprocess::Spawn(spawn);
+  if (!process.ok()) return "";
+  auto exit = process->Wait(absl::Seconds(30));
+  if (!exit.ok() || !exit->ok()) return "";
+  return ReadFileToString(spawn.log_path).value_or("");
+}
+
+// The pid `ringside` printed for `name` on its "<phase>: started ... name (pid N)" line.
+int StartedPid(const std::string& log, const std::string& phase, const std::string& name) {
+  const size_t line = log.find(phase + ": started");
+  if (line == std::string::npos) return 0;
+  const std::string marker = " " + name + " (pid ";
+  const size_t at = log.find(marker, line);
+  if (at == std::string::npos || at > log.find('\n', line)) return 0;
+  return std::atoi(log.c_str() + at + marker.size());
+}
+
+// --slow_link and --colocate: worker-1's link is shaped to its own rate on both ends, each
+// colocated shard runs in its worker's namespace, and every mode's bound and bottleneck name
+// worker-1 at its rate, with the link counters still the cost model's exactly.
+TEST(LabCommandTest, ASlowLinkIsWhatEveryModeWaitsForAndColocatedShardsShareTheirHost) {
+  auto dir = launch::TempDir::Create("ringside-lab-test-");
+  ASSERT_TRUE(dir.ok());
+  launch::SpawnOptions spawn;
+  spawn.argv = LabCommand(*dir, 12);
+  spawn.argv.insert(spawn.argv.end(), {"--slow_link=worker-1:5mbit", "--colocate"});
+  spawn.log_path = dir->File("lab.log");
+  spawn.term_grace = absl::Seconds(30);
+  auto lab = launch::Subprocess::Spawn(spawn);
+  ASSERT_TRUE(lab.ok()) << lab.status();
+  // While the colocated cluster trains (12 steps of at least K·4/2 B at 5mbit each, seconds):
+  const std::string phase = "784,64,10 ps colocated";
+  const absl::Status started = testing::PollUntil(
+      [&] { return StartedPid(ReadFileToString(spawn.log_path).value_or(""), phase, "ps-1") > 0; },
+      absl::Seconds(240),
+      [&]() -> std::optional<std::string> {
+        if (!lab->Poll().has_value()) return std::nullopt;
+        return "ringside lab ended early: " + launch::TailOfFile(spawn.log_path, 20);
+      });
+  ASSERT_TRUE(started.ok()) << started << "\n" << launch::TailOfFile(spawn.log_path, 20);
+  const std::string log = ReadFileToString(spawn.log_path).value_or("");
+  for (int i : {0, 1}) {
+    const int shard = StartedPid(log, phase, absl::StrCat("ps-", i));
+    const std::string netns =
+        ToolOutput(*dir, {"/usr/sbin/ip", "netns", "identify", std::to_string(shard)});
+    EXPECT_NE(netns.find(absl::StrCat("-worker-", i, "\n")), std::string::npos)
+        << "ps-" << i << " (pid " << shard << ") runs in '" << netns << "'";
+  }
+  const std::string netns_1 = ToolOutput(
+      *dir,
+      {"/usr/sbin/ip", "netns", "identify", std::to_string(StartedPid(log, phase, "worker-1"))});
+  ASSERT_NE(netns_1.find("-worker-1"), std::string::npos) << netns_1;
+  const std::string tag = netns_1.substr(0, netns_1.find("-worker-1"));
+  EXPECT_NE(
+      ToolOutput(*dir, {"/usr/sbin/tc", "-n", tag + "-worker-1", "qdisc", "show", "dev", "eth0"})
+          .find("rate 5Mbit"),
+      std::string::npos);
+  EXPECT_NE(
+      ToolOutput(*dir, {"/usr/sbin/tc", "-n", tag + "-worker-0", "qdisc", "show", "dev", "eth0"})
+          .find("rate 20Mbit"),
+      std::string::npos);
+  // Worker-1's ingress: the switch's end of its link (the only 5mbit one there).
+  EXPECT_NE(
+      ToolOutput(*dir, {"/usr/sbin/tc", "-n", tag + "-sw", "qdisc", "show"}).find("rate 5Mbit"),
+      std::string::npos);
+
+  auto exit = lab->Wait(absl::Seconds(300));
+  ASSERT_TRUE(exit.ok() && exit->ok()) << launch::TailOfFile(spawn.log_path, 30);
+  const nlohmann::json json =
+      nlohmann::json::parse(ReadFileToString(dir->File("lab.json")).value());
+  EXPECT_EQ(json["config"]["slow_links"]["worker-1"], "5mbit");
+  const double k_bytes = json["config"]["parameters"].get<double>() * 4;
+  const double burst = json["config"]["link_burst_bytes"].get<double>();
+  constexpr double kSlowRate = 5e6 / 8;
+  for (const char* mode : {"ring", "ps", "ps_colocated"}) {
+    SCOPED_TRACE(mode);
+    const nlohmann::json& m = json["modes"][mode];
+    ASSERT_TRUE(m["completed"].get<bool>()) << m["failure"];
+    for (const nlohmann::json& link : m["links"]) {
+      EXPECT_EQ(link["bytes_per_step"], link["expected_bytes_per_step"])
+          << link["src"] << " -> " << link["dst"];
+    }
+    // N = 2: the ring's 2(N-1)/N·K, a PS worker's K and a colocated host's 2(N-1)K/N are all K;
+    // at 5mbit that outlasts the shard's N·K/S = 2K at 20mbit.
+    EXPECT_EQ(m["bottleneck_node"], "worker-1");
+    EXPECT_NEAR(m["bound_seconds_per_step"].get<double>(), k_bytes / kSlowRate, 1e-9);
+    EXPECT_NE(m["bottleneck"].get<std::string>().find("waits for worker-1's link"),
+              std::string::npos)
+        << m["bottleneck"];
+  }
+  EXPECT_EQ(json["modes"]["ps_colocated"]["links"].size(), 8u);  // 2 workers × 2 shards, each way
+  // Physics: what crosses worker-1's 5mbit egress after worker-0's sync began (the ring's
+  // allgather chunk, ps-1's reply to worker-0: K/2 each) takes at least its bytes ÷ that rate.
+  for (const char* mode : {"ring", "ps_colocated"}) {
+    EXPECT_GE(json["modes"][mode]["sync_seconds"]["min"].get<double>(),
+              (k_bytes / 2 - burst) / kSlowRate)
+        << mode << ": is worker-1's link shaped to 5mbit?";
+  }
+  EXPECT_NE(log.find(", worker-1's to 5mbit"), std::string::npos) << log;
+}
+
 TEST(LabCommandTest, SigtermMidRunRemovesTheLab) {
   auto dir = launch::TempDir::Create("ringside-lab-test-");
   ASSERT_TRUE(dir.ok());
@@ -214,36 +322,40 @@ TEST(LabCommandTest, CleanupRemovesWhatAKilledRunLeft) {
       << "the cleanup names what it removed";
 }
 
-// Bad input fails at once, naming the flag, before anything is built.
-TEST(LabCommandTest, BadRateOrMissingRateFailsAtOnce) {
-  auto dir = launch::TempDir::Create("ringside-lab-test-");
-  ASSERT_TRUE(dir.ok());
-  for (const std::vector<std::string>& flags :
-       {std::vector<std::string>{"--link_rate=fast"}, std::vector<std::string>{}}) {
-    launch::SpawnOptions spawn;
-    spawn.argv = {testing::BinDir() + "/ringside", "lab"};
-    spawn.argv.insert(spawn.argv.end(), flags.begin(), flags.end());
-    spawn.log_path = dir->File("bad.log");
-    auto process = launch::Subprocess::Spawn(spawn);
-    ASSERT_TRUE(process.ok()) << process.status();
-    auto exit = process->Wait(absl::Seconds(30));
-    ASSERT_TRUE(exit.ok()) << exit.status();
-    EXPECT_EQ(exit->exit_code, 1);
-    const std::string log = ReadFileToString(spawn.log_path).value_or("");
-    EXPECT_NE(log.find("--link_rate"), std::string::npos) << log;
-    EXPECT_TRUE(NetworkLab::NamespacesOf(process->pid()).empty());
-  }
-  // compare would run unshaped: it refuses the lab's flag rather than ignore it.
+// `ringside ARGS` must exit 1 at once, its message containing `named`, having built no lab.
+void ExpectRefused(const launch::TempDir& dir, const std::vector<std::string>& args,
+                   const std::string& named) {
+  SCOPED_TRACE(absl::StrJoin(args, " "));
   launch::SpawnOptions spawn;
-  spawn.argv = {testing::BinDir() + "/ringside", "compare", "--link_rate=100mbit"};
-  spawn.log_path = dir->File("compare.log");
+  spawn.argv = {testing::BinDir() + "/ringside"};
+  spawn.argv.insert(spawn.argv.end(), args.begin(), args.end());
+  spawn.log_path = dir.File("refused.log");
   auto process = launch::Subprocess::Spawn(spawn);
   ASSERT_TRUE(process.ok()) << process.status();
   auto exit = process->Wait(absl::Seconds(30));
   ASSERT_TRUE(exit.ok()) << exit.status();
   EXPECT_EQ(exit->exit_code, 1);
-  EXPECT_NE(ReadFileToString(spawn.log_path).value_or("").find("`ringside lab`"),
-            std::string::npos);
+  const std::string log = ReadFileToString(spawn.log_path).value_or("");
+  EXPECT_NE(log.find(named), std::string::npos) << log;
+  EXPECT_TRUE(NetworkLab::NamespacesOf(process->pid()).empty());
+}
+
+// Bad input fails at once, naming the flag, before anything is built.
+TEST(LabCommandTest, BadLabFlagsFailAtOnce) {
+  auto dir = launch::TempDir::Create("ringside-lab-test-");
+  ASSERT_TRUE(dir.ok());
+  ExpectRefused(*dir, {"lab", "--link_rate=fast"}, "--link_rate");
+  ExpectRefused(*dir, {"lab"}, "--link_rate");
+  // A host the lab does not have, or not HOST:RATE.
+  ExpectRefused(*dir, {"lab", "--link_rate=20mbit", "--workers=2", "--slow_link=worker-9:1mbit"},
+                "--slow_link: 'worker-9' is not a host of this lab");
+  ExpectRefused(*dir, {"lab", "--link_rate=20mbit", "--slow_link=worker-1:fast"}, "--slow_link");
+  // compare would run unshaped: it refuses the lab's flags rather than ignore them.
+  ExpectRefused(*dir, {"compare", "--link_rate=100mbit"}, "`ringside lab`");
+  ExpectRefused(*dir, {"compare", "--slow_link=worker-1:1mbit"}, "`ringside lab`");
+  // --colocate runs one cluster size, in compare and lab only.
+  ExpectRefused(*dir, {"lab", "--link_rate=20mbit", "--colocate", "--workers=1,2"}, "--colocate");
+  ExpectRefused(*dir, {"up", "--colocate"}, "--colocate");
 }
 
 // Without root the command says so at once (setpriv drops to nobody).

@@ -67,8 +67,7 @@ TEST(PsVariantsTest, AVariantReplacesTheJobsSyncSettingsOnly) {
 TEST(PsVariantsTest, AVariantTheJobCannotTakeIsRefusedNamingIt) {
   TrainingOptions job;
   job.wire_dtype = WireDtype::kFp16;  // the stale modes push float32
-  const absl::StatusOr<TrainingOptions> stale =
-      WithPsVariant(job, PsVariant{"staleness=2", 2, 0});
+  const absl::StatusOr<TrainingOptions> stale = WithPsVariant(job, PsVariant{"staleness=2", 2, 0});
   ASSERT_FALSE(stale.ok());
   EXPECT_THAT(stale.status().message(), HasSubstr("--ps_variants=staleness=2"));
   EXPECT_THAT(stale.status().message(), HasSubstr("--wire_dtype=fp16"));

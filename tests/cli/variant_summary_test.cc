@@ -38,8 +38,8 @@ TEST(VariantSummaryTest, NamesEveryRunRingFirst) {
   const JobComparison job = StragglerJob();
   std::vector<std::string> names;
   for (const ModeReport* run : JobRuns(job)) names.push_back(RunName(*run));
-  EXPECT_THAT(names, ElementsAre("ring", "ps sync", "ps staleness=2", "ps backup_workers=1",
-                                 "ps async"));
+  EXPECT_THAT(names,
+              ElementsAre("ring", "ps sync", "ps staleness=2", "ps backup_workers=1", "ps async"));
   const JobComparison plain = testing::FashionMnistJob();
   names.clear();
   for (const ModeReport* run : JobRuns(plain)) names.push_back(RunName(*run));

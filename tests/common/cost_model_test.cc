@@ -1,6 +1,7 @@
 #include "common/cost_model.h"
 
 #include <numeric>
+#include <string>
 
 #include "common/ranges.h"
 #include "gtest/gtest.h"
@@ -157,6 +158,78 @@ TEST(CostModelTest, ABucketedRingStepSendsEachBucketsShare) {
   EXPECT_EQ(RingElementsSentByRank(whole, 3, 1), RingElementsSentByRank(984, 3, 1));
   EXPECT_EQ(RingBusiestNode(whole, 3).elements, RingBusiestNode(984, 3).elements);
   EXPECT_EQ(RingBusiestNode(buckets, 2).elements, 984u);  // N = 2: every rank sends K
+}
+
+// --slow_link: every node's link at its own rate. The ring waits for its slowest worker at every
+// step of the pipeline; the PS for whichever worker (K) or shard (N·K/S) drains last.
+TEST(SyncBottleneckTest, RingWaitsForTheSlowestWorkersLink) {
+  const uint64_t elements = 840 * 1000;
+  const double fast = 100e6 / 8, slow = 20e6 / 8;
+  const auto rate_of = [&](const std::string& node) { return node == "worker-3" ? slow : fast; };
+  const SyncBottleneck ring = FindSyncBottleneck(
+      NodeLinkLoads(SyncMode::kRing, PsPlacement::kSeparate, elements, 4, 2), 4, rate_of);
+  EXPECT_EQ(ring.node, "worker-3");
+  EXPECT_EQ(ring.bytes, 2 * 3 * elements / 4 * 4);  // 2(N-1)/N·K·4 B
+  EXPECT_DOUBLE_EQ(ring.bytes_per_second, slow);
+  EXPECT_DOUBLE_EQ(ring.seconds, 2.0 * 3 / 4 * elements * 4 / slow);
+  // Uniform rates: the busiest node's bytes at that rate, SyncBoundSeconds.
+  const SyncBottleneck uniform =
+      FindSyncBottleneck(NodeLinkLoads(SyncMode::kRing, PsPlacement::kSeparate, 1001, 4, 2), 4,
+                         [&](const std::string&) { return fast; });
+  EXPECT_DOUBLE_EQ(uniform.seconds, SyncBoundSeconds(SyncMode::kRing, 1001, 4, 2, 4, fast));
+}
+
+TEST(SyncBottleneckTest, PsWaitsForTheNodeThatDrainsLast) {
+  const uint64_t k = 1000;
+  const double fast = 100e6 / 8;
+  const auto loads = NodeLinkLoads(SyncMode::kPs, PsPlacement::kSeparate, k, 4, 2);
+  ASSERT_EQ(loads.size(), 6u);
+  EXPECT_EQ(loads[0].node, "worker-0");
+  EXPECT_EQ(loads[0].elements, k);  // a worker: K each way
+  EXPECT_EQ(loads[4].node, "ps-0");
+  EXPECT_EQ(loads[4].elements, 4 * k / 2);  // a shard: N·K/S each way
+  // Uniform: the shards (2K) are the limit.
+  EXPECT_EQ(FindSyncBottleneck(loads, 4, [&](const std::string&) { return fast; }).node, "ps-0");
+  // A worker at a third of the rate: its K takes 1.5× a shard's 2K.
+  const SyncBottleneck slow_worker = FindSyncBottleneck(
+      loads, 4, [&](const std::string& node) { return node == "worker-2" ? fast / 3 : fast; });
+  EXPECT_EQ(slow_worker.node, "worker-2");
+  EXPECT_EQ(slow_worker.bytes, k * 4);
+  EXPECT_DOUBLE_EQ(slow_worker.seconds, k * 4 / (fast / 3));
+  // A slow shard: its N·K/S at its rate.
+  const SyncBottleneck slow_shard = FindSyncBottleneck(
+      loads, 4, [&](const std::string& node) { return node == "ps-1" ? fast / 2 : fast; });
+  EXPECT_EQ(slow_shard.node, "ps-1");
+  EXPECT_EQ(slow_shard.bytes, 2 * k * 4);
+  // No positive rate: nothing to wait for, not a division by zero.
+  EXPECT_TRUE(FindSyncBottleneck(loads, 4, [](const std::string&) { return 0.0; }).node.empty());
+}
+
+// --colocate: host h holds worker h and shard h; its link carries worker h's pushes to the other
+// N-1 shards and shard h's replies to the other N-1 workers, each way: 2(N-1)K/N, the ring's.
+TEST(ColocatedPsTest, EachHostCarriesTheRingsBytesEachWay) {
+  const uint64_t k = 840 * 1000;  // divisible by every N here
+  for (int n : {2, 3, 4, 8}) {
+    for (int h = 0; h < n; ++h) {
+      EXPECT_EQ(ColocatedPsHostElements(k, n, h), 2 * (n - 1) * k / n) << n << " " << h;
+      EXPECT_EQ(ColocatedPsHostElements(k, n, h), RingElementsSentByRank(k, n, h));
+    }
+  }
+  EXPECT_EQ(ColocatedPsHostElements(1000, 1, 0), 0u);  // one host: nothing crosses a link
+  // Uneven ranges (10 over 4: 3,3,2,2): K - |range h| + (N-1)·|range h|.
+  EXPECT_EQ(ColocatedPsHostElements(10, 4, 0), 10u - 3 + 3 * 3);
+  EXPECT_EQ(ColocatedPsHostElements(10, 4, 3), 10u - 2 + 3 * 2);
+  // The loads: one per host (no separate shard nodes), a slow host is the bottleneck.
+  const auto loads = NodeLinkLoads(SyncMode::kPs, PsPlacement::kColocated, k, 4, 4);
+  ASSERT_EQ(loads.size(), 4u);
+  EXPECT_EQ(loads[1].node, "worker-1");
+  EXPECT_EQ(loads[1].elements, 2 * 3 * k / 4);
+  const SyncBottleneck slow = FindSyncBottleneck(
+      loads, 4, [](const std::string& node) { return node == "worker-1" ? 1e6 : 4e6; });
+  EXPECT_EQ(slow.node, "worker-1");
+  EXPECT_DOUBLE_EQ(slow.seconds, 2.0 * 3 / 4 * k * 4 / 1e6);
+  // S != N cannot be colocated one to one: the separate placement's loads.
+  EXPECT_EQ(NodeLinkLoads(SyncMode::kPs, PsPlacement::kColocated, k, 4, 2).size(), 6u);
 }
 
 }  // namespace

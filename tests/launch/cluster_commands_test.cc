@@ -91,6 +91,15 @@ TEST(ClusterCommandsTest, WorkersShareTheCoresForBlasAtLeastOneEach) {
   EXPECT_EQ(BlasThreadsPerWorker(1, 0), 1);
 }
 
+// --colocate: shard i is placed on worker i's host; nothing else moves.
+TEST(ClusterCommandsTest, ColocatedShardsRunOnTheirWorkersHost) {
+  EXPECT_EQ(HostNameOf("ps-3", /*colocate_shards=*/true), "worker-3");
+  EXPECT_EQ(HostNameOf("ps-0", true), "worker-0");
+  EXPECT_EQ(HostNameOf("worker-2", true), "worker-2");
+  EXPECT_EQ(HostNameOf("controller", true), "controller");
+  EXPECT_EQ(HostNameOf("ps-3", false), "ps-3");
+}
+
 TEST(ClusterCommandsTest, TheControllersCommandNamesOnlyItsFlags) {
   absl::StatusOr<TempDir> dir = TempDir::Create("ringside-commands-test-");
   ASSERT_TRUE(dir.ok()) << dir.status();

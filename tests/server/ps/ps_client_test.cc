@@ -73,6 +73,32 @@ void ExpectShardLinkBytes(Metrics& metrics, int w, int s, double bytes) {
   EXPECT_EQ(down.bytes->Value(), bytes) << PsShardName(s) << " -> " << WorkerName(w);
 }
 
+// --colocate (S = N, shard h on worker h's host): the payload crossing host h's link each way per
+// step, summed from the workers' own link counters, is the cost model's ColocatedPsHostElements:
+// out, worker h's pushes to the other shards and shard h's replies to the other workers; in,
+// the other workers' pushes to shard h and the other shards' replies to worker h.
+void ExpectColocatedHostBytes(const std::vector<std::unique_ptr<Metrics>>& metrics, int steps) {
+  const int n = static_cast<int>(metrics.size());
+  for (int h = 0; h < n; ++h) {
+    double out = 0, in = 0;
+    for (int other = 0; other < n; ++other) {
+      if (other == h) continue;  // the worker and its own shard: never on the link
+      out += metrics[h]->LinkSend(WorkerName(h), PsShardName(other), SyncMode::kPs).bytes->Value();
+      out += metrics[other]
+                 ->LinkReceive(PsShardName(h), WorkerName(other), SyncMode::kPs)
+                 .bytes->Value();
+      in +=
+          metrics[other]->LinkSend(WorkerName(other), PsShardName(h), SyncMode::kPs).bytes->Value();
+      in +=
+          metrics[h]->LinkReceive(PsShardName(other), WorkerName(h), SyncMode::kPs).bytes->Value();
+    }
+    const double expected =
+        static_cast<double>(ColocatedPsHostElements(kParameters, n, h) * sizeof(float) * steps);
+    EXPECT_EQ(out, expected) << "host " << h << " out";
+    EXPECT_EQ(in, expected) << "host " << h << " in";
+  }
+}
+
 class PsClientTest : public ::testing::Test {
  protected:
   // kShards shards of generation `generation` for `workers` workers, every parameter at 100
@@ -208,6 +234,8 @@ TEST_F(PsClientTest, StreamedStepsAreBitIdenticalToAWholeRangeReference) {
                            static_cast<double>(ranges[s].size() * sizeof(float) * kSteps));
     }
   }
+  static_assert(kWorkers == kShards, "the colocated placement has a shard per worker");
+  ExpectColocatedHostBytes(metrics, kSteps);
   for (int s = 0; s < kShards; ++s) {
     const server::ShardState::Applied applied = services_[s]->current()->state->applied();
     EXPECT_EQ(applied.step, static_cast<uint64_t>(kSteps));

@@ -1,0 +1,103 @@
+#include "cli/lab_bound.h"
+
+#include <algorithm>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
+#include "cli/format_units.h"
+#include "common/cost_model.h"
+
+namespace ringside::cli {
+namespace {
+
+// The cost model's formula for what `node` carries each way in `report`'s mode, with `bytes`
+// per element: the words a user checks the figure against.
+std::string LoadFormula(const ModeReport& report, const std::string& node, int element_bytes) {
+  if (report.mode == SyncMode::kRing || report.colocated) {
+    return absl::StrCat("2(N\u22121)/N\u00b7K\u00b7", element_bytes, " B");
+  }
+  if (node.rfind("ps-", 0) == 0) return absl::StrCat("N\u00b7K/S\u00b7", element_bytes, " B");
+  return absl::StrCat("K\u00b7", element_bytes, " B");
+}
+
+// Why that node is the one waited for, in the mode's own terms.
+std::string WaitReason(const ModeReport& report, const std::string& node) {
+  if (report.mode == SyncMode::kRing) {
+    return "every ring step moves a chunk on every link at once, so each waits for the slowest";
+  }
+  if (report.colocated) {
+    return absl::StrCat(node, " and its shard share that link; their own traffic never crosses it");
+  }
+  return "a step ends when every worker has pushed K and every shard has answered N\u00b7K/S";
+}
+
+}  // namespace
+
+absl::StatusOr<std::map<std::string, LinkRate>> ParseSlowLinks(
+    const std::vector<std::string>& values) {
+  std::map<std::string, LinkRate> links;
+  for (const std::string& value : values) {
+    for (absl::string_view item : absl::StrSplit(value, ',', absl::SkipWhitespace())) {
+      const std::vector<absl::string_view> parts = absl::StrSplit(item, absl::MaxSplits(':', 1));
+      if (parts.size() != 2 || parts[0].empty()) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("--slow_link: '", item, "' is not HOST:RATE (e.g. worker-3:20mbit)"));
+      }
+      absl::StatusOr<LinkRate> rate = ParseLinkRate(parts[1]);
+      if (!rate.ok()) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("--slow_link: ", parts[0], ": ", rate.status().message()));
+      }
+      if (!links.emplace(std::string(parts[0]), *rate).second) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("--slow_link: ", parts[0], " is given more than once"));
+      }
+    }
+  }
+  return links;
+}
+
+absl::Status CheckSlowLinkHosts(const std::map<std::string, LinkRate>& slow_links,
+                                const std::vector<std::string>& hosts) {
+  for (const auto& [host, rate] : slow_links) {
+    if (std::find(hosts.begin(), hosts.end(), host) == hosts.end()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--slow_link: '", host,
+                       "' is not a host of this lab; its hosts: ", absl::StrJoin(hosts, ", ")));
+    }
+  }
+  return absl::OkStatus();
+}
+
+const LinkRate& LabRates::Of(const std::string& host) const {
+  const auto own = slow_links.find(host);
+  return own == slow_links.end() ? link_rate : own->second;
+}
+
+std::string ModeLabel(const ModeReport& report) {
+  return absl::StrCat(SyncModeName(report.mode), report.colocated ? " colocated" : "");
+}
+
+void FillLabBound(const LabRates& rates, const JobConfig& config, int shards, ModeReport& report) {
+  const PsPlacement placement = report.colocated ? PsPlacement::kColocated : PsPlacement::kSeparate;
+  const SyncBottleneck bottleneck = FindSyncBottleneck(
+      NodeLinkLoads(report.mode, placement, static_cast<uint64_t>(config.parameters),
+                    report.final_world, shards),
+      config.element_bytes,
+      [&](const std::string& node) { return rates.Of(node).bytes_per_second(); });
+  report.bound_seconds_per_step = bottleneck.seconds;
+  report.bottleneck_node = bottleneck.node;
+  if (bottleneck.node.empty()) {
+    report.bottleneck = absl::StrCat(ModeLabel(report), ": no link carries anything");
+    return;
+  }
+  report.bottleneck =
+      absl::StrCat(ModeLabel(report), ": every step waits for ", bottleneck.node,
+                   "'s link: ", LoadFormula(report, bottleneck.node, config.element_bytes), " = ",
+                   HumanBytes(static_cast<double>(bottleneck.bytes)), " each way at ",
+                   rates.Of(bottleneck.node).text, ", ", HumanSeconds(bottleneck.seconds), " (",
+                   WaitReason(report, bottleneck.node), ")");
+}
+
+}  // namespace ringside::cli
