@@ -11,6 +11,7 @@
 #include "cli/format_units.h"
 #include "cli/lab_bound.h"
 #include "cli/model_prediction.h"
+#include "cli/variant_summary.h"
 #include "common/cost_model.h"
 
 namespace ringside::cli {
@@ -439,7 +440,7 @@ std::vector<std::string> ModelExplanation(const JobComparison& job) {
 std::vector<std::string> EventLines(const JobComparison& job) {
   std::vector<std::string> lines;
   for (const ModeReport* mode : ModesRun(job)) {
-    const std::string prefix = absl::StrCat(ModeLabel(*mode), ": ");
+    const std::string prefix = absl::StrCat(RunName(*mode), ": ");
     if (!mode->completed) {
       lines.push_back(absl::StrCat(
           prefix, "FAILED: ", mode->failure.empty() ? "no reason given" : mode->failure));

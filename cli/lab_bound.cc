@@ -6,6 +6,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "cli/format_units.h"
+#include "cli/variant_summary.h"
 #include "common/cost_model.h"
 
 namespace ringside::cli {
@@ -75,10 +76,6 @@ const LinkRate& LabRates::Of(const std::string& host) const {
   return own == slow_links.end() ? link_rate : own->second;
 }
 
-std::string ModeLabel(const ModeReport& report) {
-  return absl::StrCat(SyncModeName(report.mode), report.colocated ? " colocated" : "");
-}
-
 void FillLabBound(const LabRates& rates, const JobConfig& config, int shards, ModeReport& report) {
   const PsPlacement placement = report.colocated ? PsPlacement::kColocated : PsPlacement::kSeparate;
   const SyncBottleneck bottleneck = FindSyncBottleneck(
@@ -89,11 +86,11 @@ void FillLabBound(const LabRates& rates, const JobConfig& config, int shards, Mo
   report.bound_seconds_per_step = bottleneck.seconds;
   report.bottleneck_node = bottleneck.node;
   if (bottleneck.node.empty()) {
-    report.bottleneck = absl::StrCat(ModeLabel(report), ": no link carries anything");
+    report.bottleneck = absl::StrCat(RunName(report), ": no link carries anything");
     return;
   }
   report.bottleneck =
-      absl::StrCat(ModeLabel(report), ": every step waits for ", bottleneck.node,
+      absl::StrCat(RunName(report), ": every step waits for ", bottleneck.node,
                    "'s link: ", LoadFormula(report, bottleneck.node, config.element_bytes), " = ",
                    HumanBytes(static_cast<double>(bottleneck.bytes)), " each way at ",
                    rates.Of(bottleneck.node).text, ", ", HumanSeconds(bottleneck.seconds), " (",

@@ -32,9 +32,6 @@ struct LabRates {
   const LinkRate& Of(const std::string& host) const;
 };
 
-// "ring", "ps", "ps colocated": a mode as the reports name it.
-std::string ModeLabel(const ModeReport& report);
-
 // Fills report.bound_seconds_per_step, bottleneck_node and bottleneck for `report`'s mode on
 // report.final_world workers and `shards` shards (ps; colocated when report.colocated).
 void FillLabBound(const LabRates& rates, const JobConfig& config, int shards, ModeReport& report);

@@ -8,6 +8,17 @@
 
 namespace ringside::cli {
 
+std::string ProgressText(double steps, int64_t total_steps, double steps_per_second,
+                         double bytes_per_second) {
+  if (total_steps > 0 && steps >= static_cast<double>(total_steps)) {
+    // The steps are done; what remains is rank 0's evaluator catching up and the result files.
+    return absl::StrFormat("%d/%d steps done, finishing (evaluations, results)", total_steps,
+                           total_steps);
+  }
+  return absl::StrFormat("%.0f/%d steps, %.1f steps/s, %s/s", steps, total_steps, steps_per_second,
+                         HumanBytes(bytes_per_second));
+}
+
 PhaseProgress::PhaseProgress(std::string phase, int64_t total_steps, bool terminal,
                              std::ostream& out)
     : phase_(std::move(phase)), total_steps_(total_steps), terminal_(terminal), out_(out) {}
@@ -22,9 +33,7 @@ void PhaseProgress::Update(double steps, double bytes) {
   last_steps_ = steps;
   last_bytes_ = bytes;
   const double done = total_steps_ > 0 ? std::min(1.0, steps / total_steps_) : 0;
-  const std::string rates =
-      absl::StrFormat("%.0f/%d steps, %.1f steps/s, %s/s", steps, total_steps_, steps_per_second,
-                      HumanBytes(bytes_per_second));
+  const std::string rates = ProgressText(steps, total_steps_, steps_per_second, bytes_per_second);
   if (terminal_) {
     const int width = 30, filled = static_cast<int>(done * width);
     out_ << "\r" << phase_ << " [" << std::string(filled, '#') << std::string(width - filled, '.')

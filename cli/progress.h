@@ -13,6 +13,11 @@
 
 namespace ringside::cli {
 
+// "40/200 steps, 3.1 steps/s, 7.1 MiB/s"; once every step is done, that the run is finishing
+// (rank 0's evaluations catch up after the last step), not "0.0 steps/s".
+std::string ProgressText(double steps, int64_t total_steps, double steps_per_second,
+                         double bytes_per_second);
+
 class PhaseProgress {
  public:
   PhaseProgress(std::string phase, int64_t total_steps, bool terminal, std::ostream& out);

@@ -34,6 +34,7 @@ std::string Against(const std::optional<double>& ratio, const ModeReport* other,
 
 std::string RunName(const ModeReport& run) {
   std::string name(SyncModeName(run.mode));
+  if (run.colocated) name += " colocated";
   if (!run.variant.empty()) absl::StrAppend(&name, " ", run.variant);
   return name;
 }

@@ -14,7 +14,8 @@
 
 namespace ringside::cli {
 
-// A run's name in tables, charts and the JSON: "ring", "ps", or "ps staleness=2" for a variant.
+// A run's name in tables, charts, the lab's bound and the JSON: "ring", "ps", "ps colocated"
+// (--colocate), or "ps staleness=2" for a --ps_variants variant.
 std::string RunName(const ModeReport& run);
 
 // The runs of a job: the ring, then each PS variant, or the ring and its one PS run.

@@ -3,6 +3,7 @@
 #include <cstdint>
 #include <limits>
 
+#include "cli/progress.h"
 #include "gtest/gtest.h"
 
 namespace ringside::cli {
@@ -59,6 +60,13 @@ TEST(ShortNumberTest, ReadableAtEveryMagnitude) {
 TEST(HtmlEscapeTest, EscapesMarkupAndQuotes) {
   EXPECT_EQ(HtmlEscape("<b a=\"x\">'&'</b>"), "&lt;b a=&quot;x&quot;&gt;&#39;&amp;&#39;&lt;/b&gt;");
   EXPECT_EQ(HtmlEscape("worker-0 \u2192 ps-1"), "worker-0 \u2192 ps-1");
+}
+
+TEST(ProgressTextTest, RatesWhileTrainingAndFinishingOnceEveryStepIsDone) {
+  EXPECT_EQ(ProgressText(40, 200, 3.14, 7.0 * 1024 * 1024),
+            "40/200 steps, 3.1 steps/s, 7.00 MiB/s");
+  // The evaluator catches up after the last step: no "0.0 steps/s" as if training had stalled.
+  EXPECT_EQ(ProgressText(200, 200, 0, 0), "200/200 steps done, finishing (evaluations, results)");
 }
 
 }  // namespace
