@@ -123,6 +123,7 @@ absl::StatusOr<std::vector<float>> RunAndRecord(const ModeRunSpec& spec, ModeRep
 absl::StatusOr<std::vector<float>> RunPsVariants(const CompareSession& session, int job_index,
                                                  ClusterShape shape, JobComparison& comparison) {
   std::vector<float> first;
+  comparison.ps_variants.reserve(session.options.ps_variants.size());
   for (const PsVariant& variant : session.options.ps_variants) {
     ModeReport& report = comparison.ps_variants.emplace_back();
     report.mode = SyncMode::kPs;
