@@ -128,6 +128,7 @@ absl::StatusOr<std::vector<float>> RunPsVariants(const CompareSession& session, 
     ModeReport& report = comparison.ps_variants.emplace_back();
     report.mode = SyncMode::kPs;
     report.variant = variant.name;
+    report.without_straggler = variant.without_straggler;
     if (!session.failed.ok()) {
       report.failure = "not run: an earlier run failed";
       continue;
@@ -138,6 +139,7 @@ absl::StatusOr<std::vector<float>> RunPsVariants(const CompareSession& session, 
                      RunAndRecord(ModeRunSpec{session, job_index, comparison.config, shape,
                                               SyncMode::kPs, training, variant.name},
                                   report));
+    report.without_straggler = variant.without_straggler;  // RunAndRecord replaced the report
     if (&report == &comparison.ps_variants.front()) first = std::move(params);
   }
   comparison.ps = comparison.ps_variants.front();

@@ -220,11 +220,13 @@ json PsVariantsJson(const JobComparison& job) {
 
 json BestVariantJson(const JobComparison& job) {
   const VariantVerdict verdict = DecideBestVariant(job);
-  return {{"variant", verdict.best.empty() ? json(nullptr) : json(verdict.best)},
-          {"seconds_to_target", NumberOrNull(verdict.seconds_to_target)},
-          {"ring_over_best", NumberOrNull(verdict.over_ring)},
-          {"sync_over_best", NumberOrNull(verdict.over_sync)},
-          {"line", verdict.line}};
+  return {
+      {"variant", verdict.best.empty() ? json(nullptr) : json(verdict.best)},
+      {"seconds_to_target", NumberOrNull(verdict.seconds_to_target)},
+      {"ring_over_best", NumberOrNull(verdict.over_ring)},
+      {"sync_over_best", NumberOrNull(verdict.over_sync)},
+      {"best_over_sync_without_straggler", NumberOrNull(verdict.best_over_sync_without_straggler)},
+      {"line", verdict.line}};
 }
 
 }  // namespace

@@ -94,10 +94,11 @@ struct ScalingPoint {
 
 struct ModeReport {
   SyncMode mode = SyncMode::kRing;
-  // ps mode under `ringside compare --ps_variants`: the variant's name ("staleness=2");
-  // empty otherwise.
+  // ps mode under `ringside compare --ps_variants`: the variant's name ("staleness=2",
+  // "sync/no_straggler"); empty otherwise.
   std::string variant;
-  bool completed = false;  // false: the run failed; `failure` says why
+  bool without_straggler = false;  // a "/no_straggler" variant: run without --straggler
+  bool completed = false;          // false: the run failed; `failure` says why
   std::string failure;
   int64_t steps = 0;
   // Sent by one worker per step.

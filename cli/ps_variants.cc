@@ -5,16 +5,19 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
 #include "common/status_macros.h"
 
 namespace ringside::cli {
 namespace {
 
-absl::StatusOr<PsVariant> ParseOne(absl::string_view item) {
+constexpr absl::string_view kWithoutStraggler = "/no_straggler";
+
+absl::StatusOr<PsVariant> ParseSettings(absl::string_view item) {
   const auto bad = [item](absl::string_view why) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("--ps_variants: \"", item.substr(0, 40), "\" ", why,
-                     " (items: sync, staleness=K, async, backup_workers=B)"));
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--ps_variants: \"", item.substr(0, 40), "\" ", why,
+        " (items: sync, staleness=K, async, backup_workers=B, each optionally /no_straggler)"));
   };
   if (item == "sync") return PsVariant{"sync", 0, 0};
   if (item == "async") return PsVariant{"async", kAsyncStaleness, 0};
@@ -34,6 +37,17 @@ absl::StatusOr<PsVariant> ParseOne(absl::string_view item) {
     return PsVariant{absl::StrCat("backup_workers=", backups), 0, backups};
   }
   return bad("is not a variant");
+}
+
+// An item: its settings, and "/no_straggler" to run it without the job's --straggler.
+absl::StatusOr<PsVariant> ParseOne(absl::string_view item) {
+  const bool without = absl::ConsumeSuffix(&item, kWithoutStraggler);
+  ASSIGN_OR_RETURN(PsVariant variant, ParseSettings(item));
+  if (without) {
+    variant.without_straggler = true;
+    absl::StrAppend(&variant.name, kWithoutStraggler);
+  }
+  return variant;
 }
 
 }  // namespace
@@ -59,6 +73,7 @@ absl::StatusOr<TrainingOptions> WithPsVariant(const TrainingOptions& job,
   TrainingOptions options = job;
   options.staleness = variant.staleness;
   options.backup_workers = variant.backup_workers;
+  if (variant.without_straggler) options.straggler = Straggler();
   RETURN_IF_ERROR(
       Annotate(CheckSyncSettings(options), absl::StrCat("--ps_variants=", variant.name)));
   return options;

@@ -69,9 +69,12 @@ VariantVerdict DecideBestVariant(const JobComparison& job) {
   VariantVerdict verdict;
   const ModeReport* best = nullptr;
   const ModeReport* sync = nullptr;
+  const ModeReport* sync_without_straggler = nullptr;  // the reference a slow worker costs against
   for (const ModeReport& run : job.ps_variants) {
     if (run.variant == "sync") sync = &run;
-    if (!run.completed || !run.seconds_to_target.has_value()) continue;
+    if (run.variant == "sync/no_straggler") sync_without_straggler = &run;
+    // A run without the straggler is a reference, not a contender.
+    if (run.without_straggler || !run.completed || !run.seconds_to_target.has_value()) continue;
     if (best == nullptr || *run.seconds_to_target < *best->seconds_to_target) best = &run;
   }
   const std::string target = TargetText(job.config);
@@ -94,6 +97,14 @@ VariantVerdict DecideBestVariant(const JobComparison& job) {
                               Against(verdict.over_ring, &job.ring, "the ring"));
   if (sync != best) {
     absl::StrAppend(&verdict.line, "; ", Against(verdict.over_sync, sync, "the synchronous PS"));
+  }
+  if (const std::optional<double> reference = ratio(sync_without_straggler); reference) {
+    verdict.best_over_sync_without_straggler = 1 / *reference;
+    absl::StrAppend(
+        &verdict.line, "; ",
+        absl::StrFormat("%.2f\u00d7 the synchronous PS's time without the straggler "
+                        "(%s)",
+                        1 / *reference, HumanSeconds(*sync_without_straggler->seconds_to_target)));
   }
   verdict.line += ".";
   return verdict;

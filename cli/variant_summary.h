@@ -30,6 +30,10 @@ struct VariantVerdict {
   // The ring's and the synchronous PS variant's time to target ÷ the best's (> 1: the best was
   // sooner); unset where that run did not reach the target or was not run.
   std::optional<double> over_ring, over_sync;
+  // The best's time to target ÷ the "sync/no_straggler" variant's (1.0: the slow worker cost the
+  // best variant nothing); unset where that was not run or did not reach the target. Variants
+  // without the straggler are references and never the best.
+  std::optional<double> best_over_sync_without_straggler;
   std::string line;  // one sentence for the table and the report
 };
 VariantVerdict DecideBestVariant(const JobComparison& job);

@@ -189,15 +189,16 @@ TEST(CompareCommandTest, EachPsVariantTrainsOnItsOwnClusterAgainstTheSameRing) {
   const std::string data = dir->File("data");
   ASSERT_EQ(mkdir(data.c_str(), 0755), 0);
   ASSERT_TRUE(testing::WriteTinyFashionMnist(data, 200, 50));
-  const absl::StatusOr<nlohmann::json> run = RunCompareToJson(
-      *dir, {"--model=20,32,10", "--data=fashion-mnist:" + data, "--steps=20", "--eval_every=10",
-             "--batch_size=16", "--workers=3", "--ps_shards=2", "--target_accuracy=0.3",
-             "--straggler=worker-2:2", "--ps_variants=sync,backup_workers=1,async",
-             "--report=" + dir->File("out.html")});
+  const absl::StatusOr<nlohmann::json> run =
+      RunCompareToJson(*dir, {"--model=20,32,10", "--data=fashion-mnist:" + data, "--steps=20",
+                              "--eval_every=10", "--batch_size=16", "--workers=3", "--ps_shards=2",
+                              "--target_accuracy=0.3", "--straggler=worker-2:2",
+                              "--ps_variants=sync,backup_workers=1,async,sync/no_straggler",
+                              "--report=" + dir->File("out.html")});
   ASSERT_TRUE(run.ok()) << run.status();
   const nlohmann::json& variants = (*run)["modes"]["ps_variants"];
-  ASSERT_EQ(variants.size(), 3u) << run->dump();
-  const std::vector<std::string> names = {"sync", "backup_workers=1", "async"};
+  ASSERT_EQ(variants.size(), 4u) << run->dump();
+  const std::vector<std::string> names = {"sync", "backup_workers=1", "async", "sync/no_straggler"};
   for (size_t i = 0; i < names.size(); ++i) {
     SCOPED_TRACE(names[i]);
     const nlohmann::json& v = variants[i];
@@ -221,6 +222,7 @@ TEST(CompareCommandTest, EachPsVariantTrainsOnItsOwnClusterAgainstTheSameRing) {
   EXPECT_EQ((*run)["modes"]["ps"]["samples_per_second"], variants[0]["samples_per_second"]);
   EXPECT_EQ((*run)["modes"]["ring"]["completed"], true);
   EXPECT_TRUE((*run)["best_ps_variant"].contains("line"));
+  EXPECT_TRUE((*run)["best_ps_variant"].contains("best_over_sync_without_straggler"));
   const std::string log = ReadFileToString(dir->File("compare.log")).value_or("");
   for (const char* printed : {"20,32,10 ps backup_workers=1: started", "20,32,10 ps async: started",
                               "The ring and every PS variant"}) {

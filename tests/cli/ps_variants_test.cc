@@ -33,9 +33,27 @@ TEST(PsVariantsTest, StalenessAsyncIsTheAsyncVariant) {
   EXPECT_EQ((*variants)[0].staleness, kAsyncStaleness);
 }
 
+TEST(PsVariantsTest, NoStragglerRunsAVariantWithoutTheJobsStraggler) {
+  const absl::StatusOr<std::vector<PsVariant>> variants = ParsePsVariants("sync,sync/no_straggler");
+  ASSERT_TRUE(variants.ok()) << variants.status();
+  ASSERT_EQ(variants->size(), 2u);
+  EXPECT_FALSE((*variants)[0].without_straggler);
+  EXPECT_EQ((*variants)[1].name, "sync/no_straggler");
+  EXPECT_TRUE((*variants)[1].without_straggler);
+  EXPECT_EQ((*variants)[1].staleness, 0);
+  TrainingOptions job;
+  job.straggler = Straggler{3, 3.0f};
+  const absl::StatusOr<TrainingOptions> with = WithPsVariant(job, (*variants)[0]);
+  const absl::StatusOr<TrainingOptions> without = WithPsVariant(job, (*variants)[1]);
+  ASSERT_TRUE(with.ok() && without.ok());
+  EXPECT_EQ(with->straggler, job.straggler);
+  EXPECT_EQ(without->straggler, Straggler());
+}
+
 TEST(PsVariantsTest, RefusesWhatIsNotAVariantNamingIt) {
-  for (const char* text : {"", "sync,", "fast", "staleness=0", "staleness=-1", "staleness=x",
-                           "backup_workers=0", "backup_workers=two", "colour=red"}) {
+  for (const char* text :
+       {"", "sync,", "fast", "staleness=0", "staleness=-1", "staleness=x", "backup_workers=0",
+        "backup_workers=two", "colour=red", "/no_straggler", "sync/no_stragglers"}) {
     const absl::StatusOr<std::vector<PsVariant>> variants = ParsePsVariants(text);
     ASSERT_FALSE(variants.ok()) << text;
     EXPECT_EQ(variants.status().code(), absl::StatusCode::kInvalidArgument) << text;

@@ -81,6 +81,25 @@ TEST(VariantSummaryTest, SaysSoWhenNoVariantOrTheRingDidNotReachIt) {
   EXPECT_EQ(verdict.line, "No PS variant reached 75% test accuracy.");
 }
 
+TEST(VariantSummaryTest, ARunWithoutTheStragglerIsTheReferenceNeverTheBest) {
+  JobComparison job = StragglerJob();
+  ModeReport reference = Variant(job, "sync/no_straggler", 6.0);  // sooner than every other
+  reference.without_straggler = true;
+  job.ps_variants.push_back(reference);
+  const VariantVerdict verdict = DecideBestVariant(job);
+  EXPECT_EQ(verdict.best, "ps async");
+  ASSERT_TRUE(verdict.best_over_sync_without_straggler.has_value());
+  EXPECT_DOUBLE_EQ(*verdict.best_over_sync_without_straggler, 8.0 / 6.0);
+  EXPECT_THAT(verdict.line,
+              HasSubstr("1.33\u00d7 the synchronous PS's time without the straggler"));
+  CompareReport report;
+  report.jobs.push_back(job);
+  EXPECT_DOUBLE_EQ(
+      CompareJson(report)["best_ps_variant"]["best_over_sync_without_straggler"].get<double>(),
+      8.0 / 6.0);
+  EXPECT_FALSE(DecideBestVariant(StragglerJob()).best_over_sync_without_straggler.has_value());
+}
+
 TEST(VariantSummaryTest, AVariantBehindTheRingSaysHowMuchLater) {
   JobComparison job = StragglerJob();
   job.ps_variants = {Variant(job, "sync", 18.0), Variant(job, "async", 24.0)};
