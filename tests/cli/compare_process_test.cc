@@ -65,6 +65,22 @@ absl::StatusOr<nlohmann::json> RunCompareToJson(const launch::TempDir& dir,
   return nlohmann::json::parse(text);
 }
 
+// A small Fashion-MNIST set (200 training and 50 test images of 4×4 pixels) written into `dir`,
+// and the flags of a job that learns it (each test adds its steps, workers and target); empty
+// when the set could not be written.
+std::vector<std::string> SmallFashionMnistJob(const launch::TempDir& dir) {
+  const std::string data = dir.File("data");
+  if (mkdir(data.c_str(), 0755) != 0 || !testing::WriteTinyFashionMnist(data, 200, 50)) return {};
+  return {"--model=20,32,10", "--data=fashion-mnist:" + data, "--eval_every=10", "--batch_size=16",
+          "--ps_shards=2"};
+}
+
+std::vector<std::string> Plus(std::vector<std::string> flags,
+                              const std::vector<std::string>& more) {
+  flags.insert(flags.end(), more.begin(), more.end());
+  return flags;
+}
+
 std::vector<std::string> PrintedCommand(const std::string& log, const std::string& prefix) {
   const size_t at = log.find(prefix);
   if (at == std::string::npos) return {};
@@ -127,13 +143,11 @@ TEST(CompareCommandTest, MeasuredBytesMatchTheModelAndTheModesAgree) {
 TEST(CompareCommandTest, TimesEachModeToATestAccuracyOnFashionMnist) {
   auto dir = launch::TempDir::Create("ringside-compare-test-");
   ASSERT_TRUE(dir.ok());
-  const std::string data = dir->File("data");
-  ASSERT_EQ(mkdir(data.c_str(), 0755), 0);
-  ASSERT_TRUE(testing::WriteTinyFashionMnist(data, 200, 50));
+  const std::vector<std::string> small = SmallFashionMnistJob(*dir);
+  ASSERT_FALSE(small.empty());
   const absl::StatusOr<nlohmann::json> run =
-      RunCompareToJson(*dir, {"--model=20,32,10", "--data=fashion-mnist:" + data, "--steps=40",
-                              "--eval_every=10", "--batch_size=16", "--workers=2", "--ps_shards=2",
-                              "--target_accuracy=0.5", "--report=" + dir->File("out.html")});
+      RunCompareToJson(*dir, Plus(small, {"--steps=40", "--workers=2", "--target_accuracy=0.5",
+                                          "--report=" + dir->File("out.html")}));
   ASSERT_TRUE(run.ok()) << run.status();
   const nlohmann::json& json = *run;
   EXPECT_EQ(json["config"]["test_set"], true);
@@ -186,15 +200,13 @@ TEST(CompareCommandTest, TimesEachModeToATestAccuracyOnFashionMnist) {
 TEST(CompareCommandTest, EachPsVariantTrainsOnItsOwnClusterAgainstTheSameRing) {
   auto dir = launch::TempDir::Create("ringside-compare-test-");
   ASSERT_TRUE(dir.ok());
-  const std::string data = dir->File("data");
-  ASSERT_EQ(mkdir(data.c_str(), 0755), 0);
-  ASSERT_TRUE(testing::WriteTinyFashionMnist(data, 200, 50));
-  const absl::StatusOr<nlohmann::json> run =
-      RunCompareToJson(*dir, {"--model=20,32,10", "--data=fashion-mnist:" + data, "--steps=20",
-                              "--eval_every=10", "--batch_size=16", "--workers=3", "--ps_shards=2",
-                              "--target_accuracy=0.3", "--straggler=worker-2:2",
-                              "--ps_variants=sync,backup_workers=1,async,sync/no_straggler",
-                              "--report=" + dir->File("out.html")});
+  const std::vector<std::string> small = SmallFashionMnistJob(*dir);
+  ASSERT_FALSE(small.empty());
+  const absl::StatusOr<nlohmann::json> run = RunCompareToJson(
+      *dir,
+      Plus(small, {"--steps=20", "--workers=3", "--target_accuracy=0.3", "--straggler=worker-2:2",
+                   "--ps_variants=sync,backup_workers=1,async,sync/no_straggler",
+                   "--report=" + dir->File("out.html")}));
   ASSERT_TRUE(run.ok()) << run.status();
   const nlohmann::json& variants = (*run)["modes"]["ps_variants"];
   ASSERT_EQ(variants.size(), 4u) << run->dump();
