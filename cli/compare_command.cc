@@ -108,7 +108,6 @@ absl::StatusOr<std::vector<float>> RunAndRecord(const ModeRunSpec& spec, ModeRep
     return std::vector<float>();
   }
   report = std::move(run->report);
-  report.variant = spec.variant;
   report.process_failures = std::move(failures);
   if (const std::optional<LinkRate>& rate = session.options.link_rate; rate.has_value()) {
     // ringside lab: the links' bound on the sync, and what it waits for
@@ -127,8 +126,7 @@ absl::StatusOr<std::vector<float>> RunPsVariants(const CompareSession& session, 
   for (const PsVariant& variant : session.options.ps_variants) {
     ModeReport& report = comparison.ps_variants.emplace_back();
     report.mode = SyncMode::kPs;
-    report.variant = variant.name;
-    report.without_straggler = variant.without_straggler;
+    report.variant = variant.name;  // also when it is not run
     if (!session.failed.ok()) {
       report.failure = "not run: an earlier run failed";
       continue;
@@ -139,7 +137,6 @@ absl::StatusOr<std::vector<float>> RunPsVariants(const CompareSession& session, 
                      RunAndRecord(ModeRunSpec{session, job_index, comparison.config, shape,
                                               SyncMode::kPs, training, variant.name},
                                   report));
-    report.without_straggler = variant.without_straggler;  // RunAndRecord replaced the report
     if (&report == &comparison.ps_variants.front()) first = std::move(params);
   }
   comparison.ps = comparison.ps_variants.front();

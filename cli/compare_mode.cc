@@ -388,6 +388,7 @@ absl::StatusOr<ModeRun> RunCluster(const ModeRunSpec& spec, const std::string& d
   ModeRun run;
   run.report.mode = spec.mode;
   run.report.colocated = spec.shape.colocated;
+  run.report.variant = spec.variant;
   const std::string phase = PhaseName(spec);
   PrintStarted(spec, phase, *cluster);
   ASSIGN_OR_RETURN(const std::vector<TrainResultFile> results,

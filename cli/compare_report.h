@@ -97,8 +97,7 @@ struct ModeReport {
   // ps mode under `ringside compare --ps_variants`: the variant's name ("staleness=2",
   // "sync/no_straggler"); empty otherwise.
   std::string variant;
-  bool without_straggler = false;  // a "/no_straggler" variant: run without --straggler
-  bool completed = false;          // false: the run failed; `failure` says why
+  bool completed = false;  // false: the run failed; `failure` says why
   std::string failure;
   int64_t steps = 0;
   // Sent by one worker per step.

@@ -124,13 +124,6 @@ std::string EvaluationText(const ModeReport& m) {
   return absl::StrCat(m.accuracy_over_time.size(), " \u00d7 ", HumanSeconds(m.eval_seconds_mean));
 }
 
-// ring, ps and, with --colocate, ps colocated.
-std::vector<const ModeReport*> ModesRun(const JobComparison& job) {
-  std::vector<const ModeReport*> modes = {&job.ring, &job.ps};
-  if (job.ps_colocated.has_value()) modes.push_back(&*job.ps_colocated);
-  return modes;
-}
-
 // --colocate: the cost model's colocated traffic and how the run compares with the others.
 std::vector<std::string> ColocatedLines(const JobComparison& job) {
   const JobConfig& c = job.config;
@@ -422,7 +415,7 @@ std::vector<std::string> ModelExplanation(const JobComparison& job) {
         " is, over every node, the busier direction of its link \u00f7 its rate, at the node "
         "that takes longest (every link is shaped each way, full duplex).",
         shard_note, " What each mode waits for:"));
-    for (const ModeReport* mode : ModesRun(job)) {
+    for (const ModeReport* mode : JobRuns(job)) {
       if (!mode->bottleneck.empty()) lines.push_back(mode->bottleneck + ".");
     }
   }
@@ -439,7 +432,7 @@ std::vector<std::string> ModelExplanation(const JobComparison& job) {
 
 std::vector<std::string> EventLines(const JobComparison& job) {
   std::vector<std::string> lines;
-  for (const ModeReport* mode : ModesRun(job)) {
+  for (const ModeReport* mode : JobRuns(job)) {
     const std::string prefix = absl::StrCat(RunName(*mode), ": ");
     if (!mode->completed) {
       lines.push_back(absl::StrCat(

@@ -11,8 +11,6 @@
 namespace ringside::cli {
 namespace {
 
-constexpr absl::string_view kWithoutStraggler = "/no_straggler";
-
 absl::StatusOr<PsVariant> ParseSettings(absl::string_view item) {
   const auto bad = [item](absl::string_view why) {
     return absl::InvalidArgumentError(absl::StrCat(
@@ -41,11 +39,11 @@ absl::StatusOr<PsVariant> ParseSettings(absl::string_view item) {
 
 // An item: its settings, and "/no_straggler" to run it without the job's --straggler.
 absl::StatusOr<PsVariant> ParseOne(absl::string_view item) {
-  const bool without = absl::ConsumeSuffix(&item, kWithoutStraggler);
+  const bool without = absl::ConsumeSuffix(&item, kWithoutStragglerSuffix);
   ASSIGN_OR_RETURN(PsVariant variant, ParseSettings(item));
   if (without) {
     variant.without_straggler = true;
-    absl::StrAppend(&variant.name, kWithoutStraggler);
+    absl::StrAppend(&variant.name, kWithoutStragglerSuffix);
   }
   return variant;
 }

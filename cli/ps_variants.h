@@ -15,6 +15,9 @@
 
 namespace ringside::cli {
 
+// The item suffix that runs a variant without the job's --straggler ("sync/no_straggler").
+inline constexpr absl::string_view kWithoutStragglerSuffix = "/no_straggler";
+
 struct PsVariant {
   // As the reports print it: "sync", "staleness=2", "backup_workers=1", "async",
   // "sync/no_straggler".

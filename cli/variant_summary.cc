@@ -1,9 +1,11 @@
 #include "cli/variant_summary.h"
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "cli/comparison_summary.h"
 #include "cli/format_units.h"
+#include "cli/ps_variants.h"
 
 namespace ringside::cli {
 namespace {
@@ -46,6 +48,7 @@ std::vector<const ModeReport*> JobRuns(const JobComparison& job) {
   } else {
     for (const ModeReport& variant : job.ps_variants) runs.push_back(&variant);
   }
+  if (job.ps_colocated.has_value()) runs.push_back(&*job.ps_colocated);
   return runs;
 }
 
@@ -74,7 +77,10 @@ VariantVerdict DecideBestVariant(const JobComparison& job) {
     if (run.variant == "sync") sync = &run;
     if (run.variant == "sync/no_straggler") sync_without_straggler = &run;
     // A run without the straggler is a reference, not a contender.
-    if (run.without_straggler || !run.completed || !run.seconds_to_target.has_value()) continue;
+    if (absl::EndsWith(run.variant, kWithoutStragglerSuffix) || !run.completed ||
+        !run.seconds_to_target.has_value()) {
+      continue;
+    }
     if (best == nullptr || *run.seconds_to_target < *best->seconds_to_target) best = &run;
   }
   const std::string target = TargetText(job.config);

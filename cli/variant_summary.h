@@ -18,7 +18,8 @@ namespace ringside::cli {
 // (--colocate), or "ps staleness=2" for a --ps_variants variant.
 std::string RunName(const ModeReport& run);
 
-// The runs of a job: the ring, then each PS variant, or the ring and its one PS run.
+// The runs of a job: the ring, then each PS variant or its one PS run, then (--colocate) the
+// colocated PS run.
 std::vector<const ModeReport*> JobRuns(const JobComparison& job);
 
 // The variants table: a header row, then one row per run of JobRuns (the ring first).

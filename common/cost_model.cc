@@ -104,19 +104,18 @@ std::vector<NodeLinkLoad> NodeLinkLoads(SyncMode mode, PsPlacement placement, ui
                                         int workers, int shards) {
   std::vector<NodeLinkLoad> loads;
   if (workers < 1 || (mode == SyncMode::kPs && shards < 1)) return loads;
+  const bool colocated = placement == PsPlacement::kColocated && shards == workers;
   for (int r = 0; r < workers; ++r) {
     uint64_t load = elements;  // ps: a worker's K each way
     if (mode == SyncMode::kRing) {
       load = std::max(RingElementsSentByRank(elements, workers, r),
                       RingElementsSentByRank(elements, workers, (r + workers - 1) % workers));
-    } else if (placement == PsPlacement::kColocated && shards == workers) {
+    } else if (colocated) {
       load = ColocatedPsHostElements(elements, workers, r);
     }
     loads.push_back({WorkerName(r), load});
   }
-  if (mode == SyncMode::kRing || (placement == PsPlacement::kColocated && shards == workers)) {
-    return loads;
-  }
+  if (mode == SyncMode::kRing || colocated) return loads;
   for (int s = 0; s < shards; ++s) {
     loads.push_back({PsShardName(s),
                      static_cast<uint64_t>(workers) * PsElementsPerShardLink(elements, shards, s)});
