@@ -360,7 +360,7 @@ std::vector<std::string> AccuracyExplanation(const JobComparison& job) {
   if (!c.has_test_set) return lines;
   lines.push_back(absl::StrCat(
       "Test accuracy: worker-0 evaluates the job's parameters (in ps mode the shards' own copy; "
-      "under --staleness the parameters it pulled for its next step) on "
+      "under --staleness or --backup_workers the parameters it pulled for its next step) on "
       "the whole held-out test set every ",
       c.eval_every,
       " steps and after the last, on a thread of its own at low priority: the evaluation's time "

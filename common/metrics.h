@@ -77,7 +77,7 @@ class Metrics {
   void ExportMembership(int workers, uint64_t generation, SyncMode mode);
   // Parameter-server shard: time the shard waited between the first and last worker's push.
   prometheus::Histogram& PsWaitSeconds();
-  // Shard with backup workers: late pushes dropped (ringside_ps_dropped_pushes_total).
+  // Shard with backup workers: stale pushes dropped (ringside_ps_dropped_pushes_total).
   prometheus::Counter& PsDroppedPushes();
   // Shard with --staleness >= 1 or async: each applied update's staleness, in updates
   // (ringside_ps_update_staleness).

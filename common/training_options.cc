@@ -233,12 +233,14 @@ absl::Status CheckSyncSettings(const TrainingOptions& options) {
                                                    " needs --staleness=0, not ",
                                                    StalenessText(options.staleness)));
   }
-  if (options.staleness != 0 && options.wire_dtype != WireDtype::kFp32) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("--wire_dtype=", WireDtypeName(options.wire_dtype),
-                     " needs --staleness=0, not ", StalenessText(options.staleness),
-                     ": the stale modes push and pull float32 (16-bit "
-                     "pushes are not built for them)"));
+  if (ShardsHoldTheState(options.staleness, options.backup_workers) &&
+      options.wire_dtype != WireDtype::kFp32) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--wire_dtype=", WireDtypeName(options.wire_dtype), " needs --staleness=0 and ",
+        "--backup_workers=0, not ", StalenessText(options.staleness), " and ",
+        options.backup_workers,
+        ": with the shards holding the state, workers push and pull float32 (16-bit pushes are "
+        "not built for it)"));
   }
   if (options.bucket_bytes > 0 && (options.staleness != 0 || options.backup_workers > 0)) {
     return absl::InvalidArgumentError(

@@ -123,9 +123,15 @@ absl::StatusOr<int64_t> ParseStaleness(absl::string_view text);
 std::string StragglerText(const Straggler& straggler);
 absl::StatusOr<Straggler> ParseStraggler(absl::string_view text);
 
-// The settings that only make sense together: backup workers and a 16-bit wire need staleness 0
-// (the stale modes push float32); buckets need staleness 0 and no backup workers (not built for
-// them). (That b is below
+// Whether the shards hold the job's authoritative state, workers pushing gradients and pulling
+// parameters (server/ps/stale_shard.h): bounded staleness, async, and backup workers.
+constexpr bool ShardsHoldTheState(int64_t staleness, int64_t backup_workers) {
+  return staleness != 0 || backup_workers > 0;
+}
+
+// The settings that only make sense together: backup workers need staleness 0; a 16-bit wire and
+// buckets need staleness 0 and no backup workers (not built for the modes in which the shards
+// hold the state). (That b is below
 // the generation's worker count is checked where the count is known: the shard.)
 absl::Status CheckSyncSettings(const TrainingOptions& options);
 

@@ -188,11 +188,11 @@ absl::StatusOr<TrainingResult> TrainDataParallel(const TrainingOptions& options,
   std::vector<float> gradient(job->parameter_count());
   RETURN_IF_ERROR(job->PrepareRows(0, slot));  // before the first step's clock starts
   StepRecorder step_metrics(metrics);
-  for (int64_t step = 0; step < options.steps; ++step) {
+  for (int64_t step = 0; step < options.steps; step = result.steps) {
     ASSIGN_OR_RETURN(result.last_step,
                      TrainStep(*job, step, slot, sync, absl::MakeSpan(result.parameters),
                                absl::MakeSpan(gradient), &step_metrics));
-    result.steps = step + 1;
+    result.steps = sync.NextStep(step);
     if (observer && !observer(step, result.last_step, result.parameters)) break;
   }
   ASSIGN_OR_RETURN(result.final_eval, job->Evaluate(result.parameters));

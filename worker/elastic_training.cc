@@ -177,13 +177,15 @@ absl::Status ElasticTrainer::Regroup(const GenerationAssignment& assignment) {
     ps_client_.reset();
     stale_client_.reset();  // after sync_, whose links use it
   }
-  // Under --staleness=k or async the shards hold the job's state and each worker only its last
-  // pull: a regroup would have to take the state from the shards (docs/architecture.md, "Bounded
-  // staleness and async"). Not built: refuse rather than lose or repeat updates.
+  // Under --staleness=k, async or backup workers the shards hold the job's state and each worker
+  // only its last pull: a regroup would have to take the state from the shards
+  // (docs/architecture.md, "Bounded staleness and async"). Not built: refuse rather than lose or
+  // repeat updates.
   if (stale_from_ >= 0 && completed_ > stale_from_) {
     return absl::UnimplementedError(absl::StrCat(
         "generation ", generation, ": a regroup after steps trained under --staleness=",
         StalenessText(job_->options().staleness),
+        " --backup_workers=", job_->options().backup_workers,
         " is not built (the shards hold the state); restart the job from a checkpoint taken "
         "before"));
   }
@@ -243,10 +245,11 @@ absl::Status ElasticTrainer::InstallPsSync(uint64_t generation, int world, int r
   ps.keys = shard_keys_;
   ps.segment_bytes = options_.segment_bytes;
   ps.window_bytes = options_.ps_window_bytes;
-  ps.backup_workers = job_->options().backup_workers;
   ps.timeout = options_.timeout;
   ps.security = options_.security;
-  if (job_->options().staleness != 0) return InstallStaleSync(ps, generation);
+  if (ShardsHoldTheState(job_->options().staleness, job_->options().backup_workers)) {
+    return InstallStaleSync(ps, generation);
+  }
   if (options_.fault) {
     ps.pushed_to_first_shard = [this](int64_t) { return LostAt("ps_push"); };
   }
@@ -282,7 +285,11 @@ absl::Status ElasticTrainer::InstallStaleSync(const server::PsClientOptions& ps,
                                               uint64_t generation) {
   ASSIGN_OR_RETURN(std::unique_ptr<server::StalePsClient> client,
                    server::StalePsClient::Create(ps, job_->parameter_count(), &metrics_));
-  sync_ = std::make_unique<PushPullSync>(client->ranges(), client->Links());
+  std::optional<VersionSteps> version_steps;
+  if (job_->options().backup_workers > 0) {
+    version_steps = VersionSteps{completed_, job_->options().steps};
+  }
+  sync_ = std::make_unique<PushPullSync>(client->ranges(), client->Links(), version_steps);
   stale_from_ = completed_;
   absl::MutexLock lock(&ps_mu_);
   if (superseded_by_ > generation) client->Cancel();
@@ -502,12 +509,16 @@ absl::Status ElasticTrainer::SaveCheckpointIfDue() {
 void ElasticTrainer::EvaluateIfDue() {
   if (evaluator_ == nullptr || slot_.rank != 0 || completed_ == last_evaluated_) return;
   const TrainingOptions& job = job_->options();
-  if (completed_ % job.eval_every != 0 && completed_ != job.steps) return;
+  // A point every eval_every steps; a worker that skipped steps (backup workers) takes the first
+  // step past each multiple it skipped.
+  const bool skipped_past =
+      last_evaluated_ >= 0 && completed_ / job.eval_every > last_evaluated_ / job.eval_every;
+  if (completed_ % job.eval_every != 0 && !skipped_past && completed_ != job.steps) return;
   last_evaluated_ = completed_;
-  // Under staleness the shards' ranges hold different numbers of updates at any moment (a read
-  // would rarely find them agreeing on a step): the point is then the parameters this worker
-  // pulled, the ones it computes its next step on.
-  if (mode_ == SyncMode::kPs && job.staleness == 0) {
+  // When the shards hold the state their ranges may hold different numbers of updates at any
+  // moment (a read would rarely find them agreeing on a step): the point is then the parameters
+  // this worker pulled, the ones it computes its next step on.
+  if (mode_ == SyncMode::kPs && stale_from_ < 0) {
     // The shards' own copy, read on the evaluator's thread: this one goes on training.
     evaluator_->SubmitShardRead(completed_,
                                 [read = ShardTransfer(), count = job_->parameter_count()] {
@@ -559,7 +570,7 @@ absl::Status ElasticTrainer::Step() {
                      absl::ToDoubleSeconds(timing.total()), timing.start + timing.total(),
                      parameters_, timing});
   }
-  ++completed_;
+  completed_ = sync_->NextStep(completed_);
   if (evaluator_ != nullptr) {
     evaluator_->StepEnded(completed_, timing.start, timing.start + timing.total(),
                           last_stats_.mean_loss);

@@ -188,15 +188,16 @@ class ElasticTrainer {
   // Ring collectives per step in this generation: its buckets and the sampled wire error's.
   uint64_t collective_stride_ = 2;
   std::string lost_at_;  // the fault point this worker was lost at; empty: none
-  // Completed steps when a generation under --staleness=k or async began; -1: none. Steps past
-  // it mean the shards, not the workers, hold the job's state.
+  // Completed steps when a generation under --staleness=k, async or --backup_workers began; -1:
+  // none. Steps past it mean the shards, not the workers, hold the job's state.
   int64_t stale_from_ = -1;
 
   absl::Mutex ps_mu_;  // Supersede() runs on the controller client's thread
   // This ps generation's client, which sync_ calls into; null in ring mode.
   std::unique_ptr<server::PsClient> ps_client_ ABSL_GUARDED_BY(ps_mu_);
   uint64_t ps_generation_ ABSL_GUARDED_BY(ps_mu_) = 0;
-  // The same under --staleness=k or async (sync_ is then a PushPullSync over its links).
+  // The same under --staleness=k, async or --backup_workers (sync_ is then a PushPullSync over
+  // its links).
   std::unique_ptr<server::StalePsClient> stale_client_ ABSL_GUARDED_BY(ps_mu_);
   // The newest generation announced. Sticky, as in the ring inbox: a ps generation whose sync is
   // installed after its successor was announced starts cancelled.

@@ -38,6 +38,10 @@ class ParameterSync {
   // Non-null when the sync can overlap the backward pass (TrainStep then drives it bucket by
   // bucket instead of calling Step).
   virtual OverlappedSync* overlapped() { return nullptr; }
+  // The step this worker trains next after step `step`: the next one, except under backup
+  // workers, where a worker the others left behind skips to the parameters' step
+  // (worker/push_pull_sync.h).
+  virtual int64_t NextStep(int64_t step) const { return step + 1; }
 };
 
 // A protocol's part of a step: leaves the sum of every worker's share of step `step` in

@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <cstring>
-#include <limits>
 
 #include "absl/strings/str_cat.h"
 #include "common/auth.h"
@@ -20,11 +19,7 @@ uint64_t PushSegmentElements(const PsClientOptions& options) {
   return std::max<uint64_t>(1, bytes / WireBytesPerElement(options.wire_dtype));
 }
 
-// With backup workers a shard answers nothing of a step before a quorum of whole shares is in
-// (docs/architecture.md, rule 1): a window would wait for replies that wait for this very push,
-// so the whole share goes at once.
 uint64_t WindowElements(const PsClientOptions& options) {
-  if (options.backup_workers > 0) return std::numeric_limits<uint64_t>::max();
   return std::max<uint64_t>(1, options.window_bytes / WireBytesPerElement(options.wire_dtype));
 }
 

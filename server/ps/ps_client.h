@@ -58,9 +58,6 @@ struct PsClientOptions {
   // quarter of it (at most segment_bytes). Too small for a link's bandwidth-delay product, it
   // leaves the link idle: raise it for fast, distant links.
   uint64_t window_bytes = uint64_t{256} << 10;
-  // The job's --backup_workers: above 0, no window (a shard answers a step only once a quorum of
-  // whole shares is in).
-  int64_t backup_workers = 0;
   WireDtype wire_dtype = WireDtype::kFp32;  // the job's --wire_dtype
   int workers = 1;                          // in the generation: fp16's divisor (WireShareDivisor)
   absl::Duration timeout = absl::Seconds(60);  // per step and shard

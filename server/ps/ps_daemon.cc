@@ -62,8 +62,8 @@ ShardMetricsFactory MetricsFactoryOf(Metrics& metrics) {
   factory.steps.wait_seconds = &metrics.PsWaitSeconds();
   factory.steps.update_seconds = &metrics.StepSeconds(SyncMode::kPs, StepPhase::kUpdate);
   factory.steps.steps = &metrics.StepsTotal(SyncMode::kPs);
-  factory.steps.dropped_pushes = &metrics.PsDroppedPushes();
   factory.stale.staleness = &metrics.PsUpdateStaleness();
+  factory.stale.dropped = &metrics.PsDroppedPushes();
   return factory;
 }
 
@@ -138,16 +138,17 @@ absl::StatusOr<ElementRange> Follow(const ShardAssignment& assignment, Metrics& 
   if (assignment.fresh_start.has_value()) {
     const std::vector<float>& all = *assignment.fresh_start;
     ShardGeneration generation;
-    ASSIGN_OR_RETURN(generation.state,
-                     ShardState::Create(ShardConfig{assignment.generation, assignment.workers,
-                                                    assignment.shard, assignment.backup_workers},
-                                        {all.begin() + range.begin, all.begin() + range.end},
-                                        assignment.optimizer, factory.steps));
-    if (assignment.staleness != 0) {
+    ASSIGN_OR_RETURN(
+        generation.state,
+        ShardState::Create(ShardConfig{assignment.generation, assignment.workers, assignment.shard},
+                           {all.begin() + range.begin, all.begin() + range.end},
+                           assignment.optimizer, factory.steps));
+    if (ShardsHoldTheState(assignment.staleness, assignment.backup_workers)) {
       ASSIGN_OR_RETURN(
           generation.stale,
           StaleShard::Create(StaleShardConfig{assignment.generation, assignment.workers,
-                                              assignment.shard, assignment.staleness},
+                                              assignment.shard, assignment.staleness,
+                                              /*completed_steps=*/0, assignment.backup_workers},
                              {all.begin() + range.begin, all.begin() + range.end}, {},
                              assignment.optimizer, factory.stale));
     }

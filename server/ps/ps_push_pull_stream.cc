@@ -1,4 +1,5 @@
-// The ParameterShard service's PushPull streams (ps_service.h), bounded staleness and async: one
+// The ParameterShard service's PushPull streams (ps_service.h), bounded staleness, async and
+// backup workers: one
 // reactor per worker, shard and step that reads the worker's gradient share whole, hands it to
 // the generation's StaleShard, and once the shard lets the worker start its next step streams
 // the range's parameters back. The answer comes on the shard's applier thread, off any
@@ -250,7 +251,8 @@ ParameterShardService::PushPull(grpc::CallbackServerContext* context) {
   if (generation->stale == nullptr) {
     return new RefusedPushPull(
         grpc::Status(grpc::StatusCode::FAILED_PRECONDITION,
-                     "this shard's generation runs synchronous steps (--staleness=0): use Step"));
+                     "this shard's generation runs synchronous steps (--staleness=0 without backup "
+                     "workers): use Step"));
   }
   return PushPullReactor::Start(
       std::make_shared<PushPullReactor>(context, *this, std::move(generation), segment_elements_));

@@ -48,8 +48,9 @@ struct ShardLinkMetrics {
 struct ShardGeneration {
   std::shared_ptr<ShardState> state;
   ShardLinkMetrics links;
-  // --staleness=k or async (ps_push_pull_stream.cc): the generation's authoritative state, which
-  // PushPull and GetParameters serve; `state` then only answers Step with refusals of its own.
+  // --staleness=k, async or --backup_workers (ps_push_pull_stream.cc): the generation's
+  // authoritative state, which PushPull and GetParameters serve; `state` then only answers Step
+  // with refusals of its own.
   std::shared_ptr<StaleShard> stale = nullptr;
 };
 
@@ -61,8 +62,9 @@ struct ShardJob {
   // The controller's generation that assigned it. A Load is checked only against the assignment
   // of its own generation or a later one: an older one may have another shard map.
   uint64_t generation = 0;
-  int64_t backup_workers = 0;  // the job's (ShardConfig::backup_workers)
-  int64_t staleness = 0;       // the job's: not 0, a Load also makes a StaleShard
+  // The job's: whether a Load also makes a StaleShard (sync_rules.h ShardsHoldTheState).
+  int64_t backup_workers = 0;
+  int64_t staleness = 0;
 };
 
 // Builds a generation's counters for the shard's index and its number of workers; null:

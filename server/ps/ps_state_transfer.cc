@@ -193,17 +193,16 @@ absl::Status ParameterShardService::FinishLoad(const proto::PsStateSegment& firs
   const int workers = static_cast<int>(first.workers());  // at most kMaxLoadWorkers
   ASSIGN_OR_RETURN(
       std::unique_ptr<ShardState> state,
-      ShardState::Restore(ShardConfig{first.generation(), workers, job.shard, job.backup_workers},
-                          first.step(), std::move(sequence), optimizer_state, job.optimizer,
-                          metrics_.steps));
+      ShardState::Restore(ShardConfig{first.generation(), workers, job.shard}, first.step(),
+                          std::move(sequence), optimizer_state, job.optimizer, metrics_.steps));
   ShardGeneration generation;
-  if (job.staleness != 0) {
+  if (ShardsHoldTheState(job.staleness, job.backup_workers)) {
     // Everyone resumes at the loaded step; the loaded state becomes the authoritative one.
     ASSIGN_OR_RETURN(
         generation.stale,
-        StaleShard::Create(
-            StaleShardConfig{first.generation(), workers, job.shard, job.staleness, first.step()},
-            *state->parameters(), optimizer_state, job.optimizer, metrics_.stale));
+        StaleShard::Create(StaleShardConfig{first.generation(), workers, job.shard, job.staleness,
+                                            first.step(), job.backup_workers},
+                           *state->parameters(), optimizer_state, job.optimizer, metrics_.stale));
   }
   generation.state = std::move(state);
   if (metrics_.links) generation.links = metrics_.links(job.shard, workers);

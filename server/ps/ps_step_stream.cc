@@ -225,12 +225,9 @@ class StepReactor final : public grpc::ServerBidiReactor<proto::PsPush, proto::P
   // Asks for more of the sum than the `after` elements written; the answer may come at once,
   // on this thread.
   void WaitForSum(uint64_t after) {
-    state_.WhenSummed(
-        step_, after,
-        [weak = weak_from_this()](Summed summed) {
-          if (std::shared_ptr<StepReactor> self = weak.lock()) self->OnSummed(std::move(summed));
-        },
-        worker_);
+    state_.WhenSummed(step_, after, [weak = weak_from_this()](Summed summed) {
+      if (std::shared_ptr<StepReactor> self = weak.lock()) self->OnSummed(std::move(summed));
+    });
   }
 
   // More of the sum is final (or the step will never be answered): starts the next write, on

@@ -8,19 +8,12 @@
 #include "absl/strings/str_cat.h"
 #include "common/metrics.h"
 #include "common/status_macros.h"
-#include "server/ps/sync_rules.h"
 
 namespace ringside::server {
 namespace {
 
 absl::Status CheckShardConfig(const ShardConfig& config) {
   if (config.workers < 1) return absl::InvalidArgumentError("a shard needs at least one worker");
-  // b >= workers (a generation shrunk below the job's b + 1) applies each step with the first
-  // whole share (sync_rules.h BackupQuorum): the job goes on rather than refusing the regroup.
-  if (config.backup_workers < 0) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("--backup_workers=", config.backup_workers, " is negative"));
-  }
   return absl::OkStatus();
 }
 
@@ -60,9 +53,7 @@ ShardState::ShardState(ShardConfig config, uint64_t step, std::vector<float> val
       metrics_(metrics),
       collecting_(step),
       shares_(static_cast<size_t>(config.workers)),
-      begun_(static_cast<size_t>(config.workers), static_cast<int64_t>(step) - 1),
-      dropped_(static_cast<size_t>(config.workers)),
-      current_{step, std::make_shared<const std::vector<float>>(values), nullptr, nullptr},
+      current_{step, std::make_shared<const std::vector<float>>(values), nullptr},
       optimizer_(std::move(optimizer)),
       values_(std::move(values)) {
   applier_ = std::thread([this] { ApplyLoop(); });
@@ -138,14 +129,7 @@ absl::Status ShardState::BeginPush(uint64_t generation, int worker, uint64_t ste
                      PsShardName(config_.shard), " owns ", range_elements_,
                      "; do the worker and the shard use the same --model and --ps_shards?"));
   }
-  if (descending && config_.backup_workers > 0) {
-    return absl::InvalidArgumentError(
-        "a descending push (--bucket_bytes) is not built for backup workers");
-  }
   absl::MutexLock lock(&mu_);
-  if (config_.backup_workers > 0 && !closed_ && FateOfPush(step, collecting_) == PushFate::kDrop) {
-    return DropLatePushLocked(worker, step);
-  }
   RETURN_IF_ERROR(CheckStep(step));
   WorkerShare& share = shares_[worker];
   RETURN_IF_ERROR(AgreeOnDtypeLocked(worker, dtype, descending));
@@ -168,7 +152,6 @@ absl::Status ShardState::BeginPush(uint64_t generation, int worker, uint64_t ste
   buffers_->shares[worker].resize(range_elements_);
   share.state = PushState::kPushing;
   share.received = 0;
-  begun_[worker] = static_cast<int64_t>(step);
   if (first_push_ == absl::InfinitePast()) first_push_ = absl::Now();
   return absl::OkStatus();
 }
@@ -197,15 +180,6 @@ absl::Status ShardState::AgreeOnDtypeLocked(int worker, WireDtype dtype, bool de
 absl::Status ShardState::AddSegment(int worker, uint64_t step, uint64_t offset,
                                     absl::string_view payload) {
   RETURN_IF_ERROR(CheckWorker(worker));
-  if (config_.backup_workers > 0) {
-    // The rest of a push dropped from a step applied without it (counted when it was dropped).
-    bool dropped = false;
-    {
-      absl::MutexLock lock(&mu_);
-      dropped = dropped_[worker].arriving && dropped_[worker].step == step;
-    }
-    if (dropped) return DroppedSegment(worker, step, offset, payload.size());
-  }
   absl::MutexLock lock(&mu_);
   RETURN_IF_ERROR(CheckStep(step));
   WorkerShare& share = shares_[worker];
@@ -242,10 +216,8 @@ absl::Status ShardState::AddSegment(int worker, uint64_t step, uint64_t offset,
 
 absl::Status ShardState::FinishPush(int worker, uint64_t step) {
   RETURN_IF_ERROR(CheckWorker(worker));
-  if (config_.backup_workers > 0) DroppedFinished(worker, step);
   absl::MutexLock lock(&mu_);
-  // Complete here: every share of it was, this one included (or, with backup workers, it was
-  // applied without this push, which was dropped).
+  // Complete here: every share of it was, this one included.
   if (step < collecting_) return absl::OkStatus();
   RETURN_IF_ERROR(CheckStep(step));
   WorkerShare& share = shares_[worker];
@@ -259,87 +231,6 @@ absl::Status ShardState::FinishPush(int worker, uint64_t step) {
   return absl::OkStatus();
 }
 
-absl::Status ShardState::DropLatePushLocked(int worker, uint64_t step) {
-  if (begun_[worker] >= static_cast<int64_t>(step)) {
-    return absl::AlreadyExistsError(
-        absl::StrCat("worker ", worker, " already pushed step ", step, " (applied without it)"));
-  }
-  begun_[worker] = static_cast<int64_t>(step);
-  dropped_[worker] = DroppedPush{true, step, 0};
-  if (metrics_.dropped_pushes != nullptr) metrics_.dropped_pushes->Increment();
-  HandOverQuorumLocked();  // the next step may have waited for this worker to begin
-  return absl::OkStatus();
-}
-
-absl::Status ShardState::DroppedSegment(int worker, uint64_t step, uint64_t offset, size_t bytes) {
-  std::vector<std::pair<std::function<void(Summed)>, Summed>> ready;
-  {
-    absl::MutexLock lock(&mu_);
-    DroppedPush& push = dropped_[worker];
-    if (!push.arriving || push.step != step) {
-      return absl::FailedPreconditionError(
-          absl::StrCat("worker ", worker, " sent a segment outside a push of step ", step));
-    }
-    const uint64_t count = bytes / sizeof(float);
-    if (bytes % sizeof(float) != 0 || offset != push.received || count > range_elements_ - offset) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "segment of ", bytes, " bytes at ", offset, " does not continue worker ", worker,
-          "'s share at ", push.received, " within a range of ", range_elements_));
-    }
-    push.received += count;  // discarded: only its extent matters, for the reply
-    ready = ReadyLocked();
-  }
-  for (auto& [done, summed] : ready) done(std::move(summed));
-  return absl::OkStatus();
-}
-
-void ShardState::DroppedFinished(int worker, uint64_t step) {
-  std::vector<std::pair<std::function<void(Summed)>, Summed>> ready;
-  {
-    absl::MutexLock lock(&mu_);
-    DroppedPush& push = dropped_[worker];
-    if (!push.arriving || push.step != step || push.received != range_elements_) return;
-    push.arriving = false;
-    ready = ReadyLocked();
-  }
-  for (auto& [done, summed] : ready) done(std::move(summed));
-}
-
-void ShardState::HandOverQuorumLocked() {
-  std::vector<int> included;
-  int64_t slowest_begun = begun_[0];
-  for (size_t w = 0; w < shares_.size(); ++w) {
-    const WorkerShare& share = shares_[w];
-    if (share.state != PushState::kIdle && share.received == range_elements_) {
-      included.push_back(static_cast<int>(w));
-    }
-    slowest_begun = std::min(slowest_begun, begun_[w]);
-  }
-  if (!StepMayComplete(static_cast<int>(included.size()),
-                       BackupQuorum(config_.workers, config_.backup_workers), collecting_,
-                       slowest_begun)) {
-    return;
-  }
-  // Pushes still arriving are dropped: their remaining segments are discarded (AddSegment).
-  for (size_t w = 0; w < shares_.size(); ++w) {
-    const WorkerShare& share = shares_[w];
-    if (share.state == PushState::kPushing && share.received < range_elements_) {
-      dropped_[w] = DroppedPush{true, collecting_, share.received};
-      if (metrics_.dropped_pushes != nullptr) metrics_.dropped_pushes->Increment();
-    }
-  }
-  buffers_->shares.resize(shares_.size());
-  buffers_->included = std::move(included);
-  Segment segment{collecting_,     0,
-                  range_elements_,
-                  /*last=*/true,   /*known=*/range_elements_,
-                  dtype_,          buffers_,
-                  first_push_,     absl::Now()};
-  CollectNextStepLocked();
-  segments_.push_back(std::move(segment));
-  segment_ready_.Signal();
-}
-
 void ShardState::CollectNextStepLocked() {
   buffers_.reset();
   for (WorkerShare& share : shares_) share = WorkerShare{};
@@ -349,10 +240,6 @@ void ShardState::CollectNextStepLocked() {
 }
 
 void ShardState::HandOverLocked() {
-  if (config_.backup_workers > 0) {
-    HandOverQuorumLocked();
-    return;
-  }
   // Every share holds [0, ready); the step is complete once every worker began and holds all.
   uint64_t ready = range_elements_;
   bool all_began = true;
@@ -430,18 +317,13 @@ void ShardState::Apply(const Segment& segment, const ApplyHook& hook) {
     optimizer_.BeginStep();
     update_time_ = absl::ZeroDuration();
   }
-  // Rank order, element by element: ((0 + 1) + ...) + (N-1), the bits of a whole-range sum;
-  // with backup workers, the same over the ranks included.
+  // Rank order, element by element: ((0 + 1) + ...) + (N-1), the bits of a whole-range sum.
   const std::vector<std::vector<float>>& shares = segment.shares->shares;
-  std::vector<int> ranks = segment.shares->included;
-  if (ranks.empty()) {
-    for (size_t w = 0; w < shares.size(); ++w) ranks.push_back(static_cast<int>(w));
-  }
   float* sum = sum_->data();
-  std::copy(shares[ranks[0]].begin() + segment.begin, shares[ranks[0]].begin() + segment.end,
+  std::copy(shares[0].begin() + segment.begin, shares[0].begin() + segment.end,
             sum + segment.begin);
-  for (size_t k = 1; k < ranks.size(); ++k) {
-    const float* values = shares[ranks[k]].data();
+  for (size_t w = 1; w < shares.size(); ++w) {
+    const float* values = shares[w].data();
     for (uint64_t i = segment.begin; i < segment.end; ++i) sum[i] += values[i];
   }
   if (hook) hook(segment.step, segment.begin, segment.end);
@@ -470,7 +352,7 @@ void ShardState::Publish(Segment& segment) {
     absl::MutexLock lock(&mu_);
     if (segment.last) {
       current_ = Published{segment.step + 1, std::make_shared<const std::vector<float>>(values_),
-                           std::move(sum_), std::move(current_.sum)};
+                           std::move(sum_)};
       sum_ = nullptr;
       partial_ = Partial{};
       spare_ = std::move(segment.shares);
@@ -494,19 +376,6 @@ void ShardState::Publish(Segment& segment) {
 }
 
 std::optional<Summed> ShardState::AnswerLocked(const Waiter& waiter) const {
-  std::optional<Summed> answer = UncappedAnswerLocked(waiter);
-  if (!answer.has_value() || answer->sum == nullptr || waiter.worker < 0 ||
-      static_cast<size_t>(waiter.worker) >= dropped_.size()) {
-    return answer;
-  }
-  const DroppedPush& push = dropped_[waiter.worker];
-  if (!push.arriving || push.step != waiter.step || push.received >= answer->end) return answer;
-  if (push.received <= waiter.after) return std::nullopt;  // more once it sends more
-  answer->end = push.received;
-  return answer;
-}
-
-std::optional<Summed> ShardState::UncappedAnswerLocked(const Waiter& waiter) const {
   // A replaced generation answers nothing more as applied, even a step its applier finished.
   if (closed_) {
     return Summed{
@@ -518,9 +387,6 @@ std::optional<Summed> ShardState::UncappedAnswerLocked(const Waiter& waiter) con
   if (waiter.step < current_.step) {
     // A waiter's step is the one being collected or applied; an older one is not kept.
     if (waiter.step + 1 == current_.step) return Summed{current_.sum, range_elements_, {}};
-    if (waiter.step + 2 == current_.step && current_.previous_sum != nullptr) {
-      return Summed{current_.previous_sum, range_elements_, {}};
-    }
     return Summed{nullptr, 0,
                   absl::FailedPreconditionError(absl::StrCat(
                       "step ", waiter.step, " is older than ", PsShardName(config_.shard),
@@ -547,12 +413,11 @@ std::vector<std::pair<std::function<void(Summed)>, Summed>> ShardState::ReadyLoc
   return ready;
 }
 
-void ShardState::WhenSummed(uint64_t step, uint64_t after, std::function<void(Summed)> done,
-                            int worker) {
+void ShardState::WhenSummed(uint64_t step, uint64_t after, std::function<void(Summed)> done) {
   std::optional<Summed> answer;
   {
     absl::MutexLock lock(&mu_);
-    Waiter waiter{step, after, std::move(done), worker};
+    Waiter waiter{step, after, std::move(done)};
     answer = AnswerLocked(waiter);
     if (!answer.has_value()) {
       waiters_.push_back(std::move(waiter));

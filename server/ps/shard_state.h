@@ -45,7 +45,7 @@
 // Errors: FAILED_PRECONDITION for a stale generation or a step that is not the current one;
 // ABORTED for a step lost on this shard (above); INVALID_ARGUMENT for an unknown rank, a range
 // length that does not match, a segment out of sequence, ragged or too long, an incomplete
-// share, or a descending push with backup workers or in a step pushed ascending (or back);
+// share, or a descending push in a step pushed ascending (or back);
 // ALREADY_EXISTS for a second push of the same step by the same worker. A refused push changes
 // nothing.
 #ifndef RINGSIDE_SERVER_PS_SHARD_STATE_H_
@@ -77,10 +77,6 @@ struct ShardConfig {
   uint64_t generation = 1;
   int workers = 1;
   int shard = 0;
-  // --backup_workers (server/ps/sync_rules.h): a step is applied with the first workers - b whole
-  // shares (as one segment: which shares count is known only then), a later push of it is
-  // dropped and answered with the step's sum; 0: every worker's share, streamed as above.
-  int64_t backup_workers = 0;
 };
 
 // Null members are not recorded.
@@ -88,7 +84,6 @@ struct ShardStepMetrics {
   prometheus::Histogram* wait_seconds = nullptr;    // first push begun -> last share complete
   prometheus::Histogram* update_seconds = nullptr;  // summing and the optimiser, all segments
   prometheus::Counter* steps = nullptr;
-  prometheus::Counter* dropped_pushes = nullptr;  // backup workers: late pushes dropped
 };
 
 // Float32 values of the shard's range, shared with the replies that stream them.
@@ -147,11 +142,8 @@ class ShardState {
   void WhenApplied(uint64_t step, std::function<void(Values)> done);
   // Runs `done` once more than `after` elements of step `step`'s sum are final, or the whole
   // step is applied (then `end` is the range's length), or the step will never be answered. A
-  // step older than the last applied one is answered with a null sum. `worker` (>= 0: whose
-  // reply this is): with backup workers, a push of that worker dropped while still arriving is
-  // answered no further than the elements it has pushed, since the worker's buffer holds the
-  // rest until it sends them (the reply overwrites only what was sent, as without backups).
-  void WhenSummed(uint64_t step, uint64_t after, std::function<void(Summed)> done, int worker = -1);
+  // step older than the last applied one is answered with a null sum.
+  void WhenSummed(uint64_t step, uint64_t after, std::function<void(Summed)> done);
 
   // The parameters after `step` applied steps, read together.
   struct Applied {
@@ -180,7 +172,6 @@ class ShardState {
   // `received`, the applier reads below the handed-over prefix: never the same elements.
   struct StepShares {
     std::vector<std::vector<float>> shares;
-    std::vector<int> included;  // backup workers: the ranks summed, ascending; else empty (all)
   };
   // Elements [begin, end) of every share of `step` are in: the applier's next piece of work.
   struct Segment {
@@ -199,9 +190,6 @@ class ShardState {
     uint64_t step = 0;  // steps applied
     Values values;
     Values sum;  // the summed gradient of step `step - 1`; null before any step
-    // Of step `step - 2`: a worker dropped from step `step - 2` (backup workers) may ask for it
-    // after step `step - 1` was applied (sync_rules.h StepMayComplete says why no older one).
-    Values previous_sum;
   };
   // The step the applier is part-way through: [0, end) of its sum is final.
   struct Partial {
@@ -213,13 +201,6 @@ class ShardState {
     uint64_t step = 0;
     uint64_t after = 0;
     std::function<void(Summed)> done;
-    int worker = -1;
-  };
-  // Backup workers: a worker's push of a step applied without it, still arriving.
-  struct DroppedPush {
-    bool arriving = false;
-    uint64_t step = 0;
-    uint64_t received = 0;
   };
   using Waiters = std::vector<Waiter>;
 
@@ -233,21 +214,11 @@ class ShardState {
   // Hands the segment every share now covers to the applier; at the step's end, starts the
   // next step.
   void HandOverLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Backup workers: hands the whole step over once sync_rules.h's StepMayComplete holds.
-  void HandOverQuorumLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // The collected step went to the applier whole: collecting starts on the next one, whose first
   // push takes the spare set of buffers.
   void CollectNextStepLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Backup workers: a push of the step just applied, accepted and discarded.
-  absl::Status DropLatePushLocked(int worker, uint64_t step) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Backup workers: a segment (payload bytes) or the half-close of a dropped push.
-  absl::Status DroppedSegment(int worker, uint64_t step, uint64_t offset, size_t bytes);
-  void DroppedFinished(int worker, uint64_t step);
   // What `waiter` is answered now, or nothing yet.
   std::optional<Summed> AnswerLocked(const Waiter& waiter) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // The same, before a dropped push's extent caps it.
-  std::optional<Summed> UncappedAnswerLocked(const Waiter& waiter) const
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Removes and returns the waiters that have their answer now.
   std::vector<std::pair<std::function<void(Summed)>, Summed>> ReadyLocked()
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -268,8 +239,6 @@ class ShardState {
   // The collecting side: shares of step `collecting_`, filled by the pushing threads.
   uint64_t collecting_ ABSL_GUARDED_BY(mu_) = 0;
   std::vector<WorkerShare> shares_ ABSL_GUARDED_BY(mu_);
-  std::vector<int64_t> begun_ ABSL_GUARDED_BY(mu_);        // backup workers: last step each began
-  std::vector<DroppedPush> dropped_ ABSL_GUARDED_BY(mu_);  // backup workers, by rank
   std::shared_ptr<StepShares> buffers_ ABSL_GUARDED_BY(mu_);  // null until the step's first push
   std::shared_ptr<StepShares> spare_ ABSL_GUARDED_BY(mu_);    // a set the applier is done with
   uint64_t handed_ ABSL_GUARDED_BY(mu_) = 0;  // elements of the step handed to the applier

@@ -14,13 +14,18 @@ absl::StatusOr<std::unique_ptr<StaleShard>> StaleShard::Create(
     StaleShardConfig config, std::vector<float> values, absl::Span<const float> optimizer_state,
     const OptimizerConfig& optimizer, StaleShardMetrics metrics) {
   if (config.workers < 1) return absl::InvalidArgumentError("a shard needs at least one worker");
-  if (config.staleness < 1 && config.staleness != kAsyncStaleness) {
+  const bool quorum = config.backup_workers > 0;
+  if (quorum ? config.staleness != 0
+             : config.staleness < 1 && config.staleness != kAsyncStaleness) {
     return absl::InvalidArgumentError(absl::StrCat(
-        "a stale shard takes staleness >= 1 or async, not ", StalenessText(config.staleness)));
+        "a stale shard takes staleness >= 1 or async, or backup workers with "
+        "staleness 0, not staleness ",
+        StalenessText(config.staleness), " with ", config.backup_workers, " backup workers"));
   }
-  // N updates of a share scaled by N at lr / N make one synchronous step's worth (see the header).
+  // N updates of a share scaled by N at lr / N make one synchronous step's worth (see the
+  // header); the quorum mode steps once per step, at the job's rate.
   OptimizerConfig scaled = optimizer;
-  scaled.learning_rate = optimizer.learning_rate / static_cast<float>(config.workers);
+  if (!quorum) scaled.learning_rate = optimizer.learning_rate / static_cast<float>(config.workers);
   ASSIGN_OR_RETURN(Optimizer state, Optimizer::Create(scaled, values.size()));
   if (!optimizer_state.empty()) {
     RETURN_IF_ERROR(Annotate(state.ImportState(optimizer_state),
@@ -37,9 +42,11 @@ StaleShard::StaleShard(StaleShardConfig config, std::vector<float> values, Optim
       metrics_(metrics),
       accepted_(static_cast<size_t>(config.workers), config.completed_steps),
       completed_(static_cast<size_t>(config.workers), config.completed_steps),
+      last_read_(static_cast<size_t>(config.workers), -1),
       published_(std::make_shared<const std::vector<float>>(values)),
       optimizer_(std::move(optimizer)),
       values_(std::move(values)) {
+  if (quorum_mode()) sum_.assign(values_.size(), 0.0f);
   applier_ = std::thread([this] { ApplyLoop(); });
 }
 
@@ -95,7 +102,7 @@ absl::Status StaleShard::Push(int worker, uint64_t step, uint64_t read_version,
   if (step < accepted_[worker]) {
     return absl::AlreadyExistsError(absl::StrCat("worker ", worker, " already pushed step ", step));
   }
-  if (step > accepted_[worker]) {
+  if (step > accepted_[worker] && !quorum_mode()) {  // the quorum mode's workers skip steps
     return absl::FailedPreconditionError(
         absl::StrCat("worker ", worker, " pushes step ", step, " before step ", accepted_[worker]));
   }
@@ -103,18 +110,27 @@ absl::Status StaleShard::Push(int worker, uint64_t step, uint64_t read_version,
     return absl::InvalidArgumentError(absl::StrCat("read version ", read_version, " is beyond ",
                                                    PsShardName(config_.shard), "'s ", version_));
   }
-  ++accepted_[worker];
+  accepted_[worker] = step + 1;
+  if (quorum_mode()) {
+    last_read_[worker] = static_cast<int64_t>(read_version);
+    if (read_version < version_) {  // its step was applied without it
+      if (metrics_.dropped != nullptr) metrics_.dropped->Increment();
+      return absl::OkStatus();
+    }
+  }
   queue_.push_back(Update{worker, step, read_version, std::move(gradient)});
   queued_.Signal();
   return absl::OkStatus();
 }
 
 uint64_t StaleShard::SlowestLocked() const {
+  if (quorum_mode()) return config_.completed_steps + version_;
   return *std::min_element(completed_.begin(), completed_.end());
 }
 
 bool StaleShard::MayAnswerLocked(const Waiter& waiter) const {
   if (closed_) return true;
+  if (quorum_mode()) return static_cast<int64_t>(version_) > last_read_[waiter.worker];
   return completed_[waiter.worker] >= waiter.step &&
          MayStartStep(config_.staleness, static_cast<int64_t>(waiter.step),
                       static_cast<int64_t>(SlowestLocked()));
@@ -167,26 +183,31 @@ void StaleShard::ApplyLoop() {
       queue_.pop_front();
       version = version_;
     }
+    if (quorum_mode() && update.read_version < version) {  // the step filled up before it
+      if (metrics_.dropped != nullptr) metrics_.dropped->Increment();
+      continue;
+    }
     Values published;
+    std::vector<std::pair<int, uint64_t>> applied;  // worker, step
     {
       absl::MutexLock apply(&apply_mu_);
-      const float scale = static_cast<float>(config_.workers);
-      for (float& g : update.gradient) g *= scale;
-      // Sizes match by Push's check, so the optimiser cannot refuse.
-      optimizer_.Step(absl::MakeSpan(values_), update.gradient).IgnoreError();
-      published = std::make_shared<const std::vector<float>>(values_);
+      published = ApplyLocked(update);
+      if (published != nullptr) applied = std::exchange(summed_, {});
     }
-    if (metrics_.staleness != nullptr) {
-      metrics_.staleness->Observe(static_cast<double>(version - update.read_version));
+    if (published == nullptr) continue;
+    for (size_t i = 0; i < applied.size(); ++i) {
+      if (metrics_.staleness != nullptr) {
+        metrics_.staleness->Observe(static_cast<double>(version - update.read_version));
+      }
+      if (metrics_.updates != nullptr) metrics_.updates->Increment();
     }
-    if (metrics_.updates != nullptr) metrics_.updates->Increment();
     {
       Ready ready;
       {
         absl::MutexLock lock(&mu_);
         ++version_;
         published_ = std::move(published);
-        completed_[update.worker] = update.step + 1;
+        for (const auto& [worker, step] : applied) completed_[worker] = step + 1;
         ready = ReadyLocked();
       }
       for (auto& [done, answer] : ready) done(std::move(answer));
@@ -195,6 +216,24 @@ void StaleShard::ApplyLoop() {
     absl::MutexLock lock(&mu_);
     settled_ = std::max(settled_, version + 1);
   }
+}
+
+Values StaleShard::ApplyLocked(Update& update) {
+  summed_.emplace_back(update.worker, update.step);
+  float scale = static_cast<float>(config_.workers);
+  if (quorum_mode()) {
+    const int quorum = BackupQuorum(config_.workers, config_.backup_workers);
+    for (size_t i = 0; i < sum_.size(); ++i) sum_[i] += update.gradient[i];
+    if (summed_.size() < static_cast<size_t>(quorum)) return nullptr;
+    // Each share is normalised by the global batch: N / q turns q of them into their mean.
+    scale /= static_cast<float>(quorum);
+    update.gradient.swap(sum_);
+    std::fill(sum_.begin(), sum_.end(), 0.0f);  // the pushed buffer holds the next step's sum
+  }
+  for (float& g : update.gradient) g *= scale;
+  // Sizes match by Push's check, so the optimiser cannot refuse.
+  optimizer_.Step(absl::MakeSpan(values_), update.gradient).IgnoreError();
+  return std::make_shared<const std::vector<float>>(values_);
 }
 
 absl::Status StaleShard::AwaitSettled(uint64_t version, absl::Duration timeout) const {

@@ -10,9 +10,19 @@
 // applied and server/ps/sync_rules.h MayStartStep lets it start step c given the slowest
 // worker's completed steps (async: at once).
 //
-// Version: updates applied to this range since the state was created (the generation's start).
-// A push carries the version of the parameters its gradient was computed on; the difference to
-// the version it is applied at is its staleness (the histogram ringside_ps_update_staleness).
+// Backup workers (--backup_workers=b with staleness 0; Chen et al., "Revisiting distributed
+// synchronous SGD", 2016, as TensorFlow's SyncReplicasOptimizer): the quorum mode. The shard sums
+// the pushes computed on its current version until N - b of them are in (in arrival order), then
+// applies their mean in one optimiser step at the job's learning rate: a step. A push computed on
+// an older version is dropped and counted (ringside_ps_dropped_pushes_total), never applied. A
+// worker's pull is answered once the version it pushed on is past, with the latest parameters,
+// so a slow worker never holds the others back: it computes on the newest parameters and its
+// step jumps to their version, skipping the steps it missed (worker/push_pull_sync.h).
+//
+// Version: updates applied to this range since the state was created (the generation's start;
+// in the quorum mode, steps). A push carries the version of the parameters its gradient was
+// computed on; the difference to the version it is applied at is its staleness (the histogram
+// ringside_ps_update_staleness; always 0 in the quorum mode, which drops what is stale).
 //
 // Threads. Push and WhenMayStart run on the caller's thread (gRPC's callback threads) and only
 // validate and queue; one applier thread (started by the constructor, joined by the destructor)
@@ -53,18 +63,22 @@ struct StaleShardConfig {
   int64_t staleness = 1;  // >= 1 or kAsyncStaleness (common/training_options.h)
   // Steps every worker of the generation has completed when it begins (the regroup's).
   uint64_t completed_steps = 0;
+  // > 0 (with staleness 0): the quorum mode (see above), a step applied with workers - b pushes.
+  int64_t backup_workers = 0;
 };
 
 // Null members are not recorded.
 struct StaleShardMetrics {
   prometheus::Histogram* staleness = nullptr;  // ringside_ps_update_staleness
   prometheus::Counter* updates = nullptr;
+  prometheus::Counter* dropped = nullptr;  // the quorum mode's stale pushes
 };
 
 // The parameters a worker computes its next step on.
 struct StaleRead {
   uint64_t version = 0;
-  uint64_t slowest_completed = 0;  // steps the slowest worker had completed
+  // Steps the slowest worker had completed; in the quorum mode, the steps applied.
+  uint64_t slowest_completed = 0;
   Values values;
 };
 
@@ -87,12 +101,14 @@ class StaleShard {
   void Close();
 
   // Worker `worker`'s gradient share of step `step`, computed on the parameters of
-  // `read_version`. Each worker pushes its steps in order, each once.
+  // `read_version`. Each worker pushes its steps in order, each once (in the quorum mode it may
+  // skip steps).
   absl::Status Push(int worker, uint64_t step, uint64_t read_version, std::vector<float> gradient);
 
   // Runs `done` (on the applier's thread, or the caller's when the answer is known now) with the
   // parameters `worker` computes step `step` on, once its pushes of the steps before are applied
-  // and the staleness rule lets it start `step`; with the error once the state is closed.
+  // and the staleness rule lets it start `step` (the quorum mode: once the version of its last
+  // push is past); with the error once the state is closed.
   void WhenMayStart(int worker, uint64_t step, std::function<void(absl::StatusOr<StaleRead>)> done);
 
   // The current parameters; and the whole state, [parameters..., optimiser state...] in the
@@ -129,6 +145,10 @@ class StaleShard {
   bool MayAnswerLocked(const Waiter& waiter) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   Ready ReadyLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void ApplyLoop();
+  bool quorum_mode() const { return config_.backup_workers > 0; }
+  // The applier's arithmetic for one update, under apply_mu_: the new parameters to publish, or
+  // null while the quorum mode's step still collects.
+  Values ApplyLocked(Update& update) ABSL_EXCLUSIVE_LOCKS_REQUIRED(apply_mu_);
 
   const StaleShardConfig config_;
   const uint64_t range_elements_;
@@ -137,6 +157,8 @@ class StaleShard {
   absl::CondVar queued_;
   std::vector<uint64_t> accepted_ ABSL_GUARDED_BY(mu_);   // each worker's next step to push
   std::vector<uint64_t> completed_ ABSL_GUARDED_BY(mu_);  // each worker's steps applied
+  // The quorum mode: the read version of each worker's last push (-1 before its first).
+  std::vector<int64_t> last_read_ ABSL_GUARDED_BY(mu_);
   std::deque<Update> queue_ ABSL_GUARDED_BY(mu_);
   std::vector<Waiter> waiters_ ABSL_GUARDED_BY(mu_);
   uint64_t version_ ABSL_GUARDED_BY(mu_) = 0;
@@ -151,6 +173,9 @@ class StaleShard {
   mutable absl::Mutex apply_mu_ ABSL_ACQUIRED_AFTER(mu_);
   Optimizer optimizer_ ABSL_GUARDED_BY(apply_mu_);
   std::vector<float> values_ ABSL_GUARDED_BY(apply_mu_);
+  // The quorum mode: the step's sum so far and whose shares it holds.
+  std::vector<float> sum_ ABSL_GUARDED_BY(apply_mu_);
+  std::vector<std::pair<int, uint64_t>> summed_ ABSL_GUARDED_BY(apply_mu_);  // worker, step
   // Points at a flag on the applier's stack while it runs: the destructor, run there by a
   // callback that dropped the last reference, sets it so the loop returns at once.
   bool* applier_destroyed_ = nullptr;

@@ -162,8 +162,18 @@ TEST(TrainingOptionsTest, SixteenBitWireNeedsSynchronousSteps) {
   const absl::Status refused = CheckSyncSettings(options);
   EXPECT_EQ(refused.code(), absl::StatusCode::kInvalidArgument);
   EXPECT_NE(refused.message().find("--wire_dtype=fp16"), absl::string_view::npos) << refused;
+  options.staleness = 0;
+  options.backup_workers = 1;  // the shards hold the state too
+  EXPECT_EQ(CheckSyncSettings(options).code(), absl::StatusCode::kInvalidArgument);
   options.wire_dtype = WireDtype::kFp32;
   EXPECT_TRUE(CheckSyncSettings(options).ok());
+}
+
+TEST(TrainingOptionsTest, TheShardsHoldTheStateUnderStalenessAsyncOrBackupWorkers) {
+  EXPECT_FALSE(ShardsHoldTheState(0, 0));
+  EXPECT_TRUE(ShardsHoldTheState(2, 0));
+  EXPECT_TRUE(ShardsHoldTheState(kAsyncStaleness, 0));
+  EXPECT_TRUE(ShardsHoldTheState(0, 1));
 }
 
 TEST(TrainingOptionsTest, BackupWorkersNeedSynchronousSteps) {

@@ -1,5 +1,6 @@
 // Training on Iris with the shards holding the parameters and applying each worker's gradient
-// as it arrives (--staleness=2 and async; server/ps/stale_shard.h, worker/push_pull_sync.h):
+// as it arrives (--staleness=2 and async) or each step with the first two of three workers'
+// (--backup_workers=1; server/ps/stale_shard.h, worker/push_pull_sync.h):
 // three trainers as threads, the real step loop, two StaleShards in the same process, reached
 // directly (tests/support/stale_links.h) or through the real ParameterShard service's PushPull
 // streams on loopback (server/ps/stale_client.h). Whatever the interleaving, the job still
@@ -9,6 +10,7 @@
 #include <thread>
 #include <vector>
 
+#include "absl/synchronization/notification.h"
 #include "common/grpc_util.h"
 #include "common/model_spec.h"
 #include "common/ranges.h"
@@ -40,7 +42,7 @@ StaleJob MakeShards(const TrainingOptions& options) {
   for (int s = 0; s < kShards; ++s) {
     const ElementRange& range = job.ranges[s];
     auto shard = server::StaleShard::Create(
-        server::StaleShardConfig{1, kWorkers, s, options.staleness, 0},
+        server::StaleShardConfig{1, kWorkers, s, options.staleness, 0, options.backup_workers},
         {initial.begin() + range.begin, initial.begin() + range.end}, {}, options.optimizer);
     EXPECT_TRUE(shard.ok()) << shard.status();
     job.shards.push_back(std::move(*shard));
@@ -76,9 +78,12 @@ Served Serve(const StaleJob& job, const TrainingOptions& options) {
   return served;
 }
 
-void TrainAndExpectAccuracy(int64_t staleness, bool over_grpc = false) {
+void TrainAndExpectAccuracy(int64_t staleness, bool over_grpc = false, int64_t backup_workers = 0) {
   TrainingOptions options;
   options.staleness = staleness;
+  options.backup_workers = backup_workers;
+  // Updates per shard: one per push, or (backup workers) one per step.
+  const uint64_t updates = backup_workers > 0 ? options.steps : kWorkers * options.steps;
   StaleJob job = MakeShards(options);
   Served served;
   if (over_grpc) served = Serve(job, options);
@@ -101,7 +106,9 @@ void TrainAndExpectAccuracy(int64_t staleness, bool over_grpc = false) {
           links.push_back(std::make_unique<testing::InProcessStaleLink>(*shard, rank, kDeadline));
         }
       }
-      PushPullSync sync(job.ranges, std::move(links));
+      std::optional<VersionSteps> version_steps;
+      if (backup_workers > 0) version_steps = VersionSteps{0, options.steps};
+      PushPullSync sync(job.ranges, std::move(links), version_steps);
       results[rank] = TrainDataParallel(options, WorkerSlot{rank, kWorkers}, sync, nullptr);
     });
   }
@@ -114,9 +121,9 @@ void TrainAndExpectAccuracy(int64_t staleness, bool over_grpc = false) {
   // The shards' own parameters, every update applied.
   std::vector<float> parameters;
   for (int s = 0; s < kShards; ++s) {
-    ASSERT_TRUE(job.shards[s]->AwaitSettled(kWorkers * options.steps, kDeadline).ok());
+    ASSERT_TRUE(job.shards[s]->AwaitSettled(updates, kDeadline).ok());
     const server::StaleRead read = job.shards[s]->Read();
-    EXPECT_EQ(read.version, static_cast<uint64_t>(kWorkers * options.steps));
+    EXPECT_EQ(read.version, updates);
     parameters.insert(parameters.end(), read.values->begin(), read.values->end());
   }
   auto evaluator = TrainingJob::Create(options);
@@ -136,6 +143,81 @@ TEST(StaleTrainingTest, BoundedStalenessOverTheShardServiceReachesTheAccuracy) {
 
 TEST(StaleTrainingTest, AsyncOverTheShardServiceReachesTheAccuracy) {
   TrainAndExpectAccuracy(kAsyncStaleness, /*over_grpc=*/true);
+}
+
+TEST(StaleTrainingTest, BackupWorkersReachTheAccuracy) {
+  TrainAndExpectAccuracy(0, /*over_grpc=*/false, /*backup_workers=*/1);
+}
+
+TEST(StaleTrainingTest, BackupWorkersOverTheShardServiceReachTheAccuracy) {
+  TrainAndExpectAccuracy(0, /*over_grpc=*/true, /*backup_workers=*/1);
+}
+
+// A link held before its first push until the test releases it: a worker whose first step
+// outlasts the whole job of the others.
+class HeldLink final : public server::StaleShardLink {
+ public:
+  HeldLink(std::unique_ptr<server::StaleShardLink> link, absl::Notification& release)
+      : link_(std::move(link)), release_(release) {}
+  absl::Status Start(uint64_t step, uint64_t read_version,
+                     absl::Span<const float> gradient) override {
+    if (!release_.WaitForNotificationWithTimeout(kDeadline)) {
+      return absl::DeadlineExceededError("never released");
+    }
+    return link_->Start(step, read_version, gradient);
+  }
+  absl::StatusOr<uint64_t> Finish(absl::Span<float> params) override {
+    return link_->Finish(params);
+  }
+
+ private:
+  std::unique_ptr<server::StaleShardLink> link_;
+  absl::Notification& release_;
+};
+
+TEST(StaleTrainingTest, WithABackupWorkerTheOthersFinishWithoutTheSlowOneWhichThenSkipsToTheEnd) {
+  TrainingOptions options;
+  options.backup_workers = 1;
+  StaleJob job = MakeShards(options);
+  absl::Notification release;
+  std::vector<absl::StatusOr<TrainingResult>> results(kWorkers, absl::UnknownError("did not run"));
+  std::vector<int64_t> trained(kWorkers, 0);
+  std::vector<std::thread> trainers;
+  for (int rank = 0; rank < kWorkers; ++rank) {
+    trainers.emplace_back([&, rank] {
+      std::vector<std::unique_ptr<server::StaleShardLink>> links;
+      for (auto& shard : job.shards) {
+        std::unique_ptr<server::StaleShardLink> link =
+            std::make_unique<testing::InProcessStaleLink>(*shard, rank, kDeadline);
+        if (rank == kWorkers - 1) link = std::make_unique<HeldLink>(std::move(link), release);
+        links.push_back(std::move(link));
+      }
+      PushPullSync sync(job.ranges, std::move(links), VersionSteps{0, options.steps});
+      results[rank] = TrainDataParallel(
+          options, WorkerSlot{rank, kWorkers}, sync, nullptr,
+          [&trained, rank](int64_t, const GradientStats&, absl::Span<const float>) {
+            ++trained[rank];
+            return true;
+          });
+    });
+  }
+  // Workers 0 and 1 make every step's quorum alone.
+  trainers[0].join();
+  trainers[1].join();
+  release.Notify();
+  trainers[2].join();
+  for (int rank = 0; rank < kWorkers; ++rank) {
+    ASSERT_TRUE(results[rank].ok()) << results[rank].status();
+    EXPECT_EQ(results[rank]->steps, options.steps) << "worker " << rank;
+  }
+  EXPECT_EQ(trained[0], options.steps);
+  EXPECT_EQ(trained[1], options.steps);
+  EXPECT_EQ(trained[2], 1);  // its one push came after the last step: dropped, and it is done
+  for (const auto& shard : job.shards) {
+    EXPECT_EQ(shard->Read().version, static_cast<uint64_t>(options.steps));
+    EXPECT_EQ(shard->completed(2), 0u);
+  }
+  EXPECT_GE(results[2]->final_eval.accuracy, 0.95);  // on the others' parameters
 }
 
 // --straggler's arithmetic (benchmarks use it; no test depends on its sleep).

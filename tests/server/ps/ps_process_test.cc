@@ -249,10 +249,11 @@ TEST(PsProcessTest, AsyncWorkersAndShardsTrainIrisAndCountEveryUpdate) {
 }
 
 // --backup_workers=1 across processes, with a straggler to make late pushes likely (which ones
-// are dropped depends on timing; nothing asserted does): every step is applied once on every
-// shard, and every worker ends with the very same parameters, since each applies every step's
-// sum, dropped or not.
-TEST(PsProcessTest, BackupWorkersKeepEveryWorkerOnTheSameParameters) {
+// are dropped depends on timing; nothing asserted does): every step is applied on every shard
+// with exactly two workers' shares (N - b, each recorded with staleness 0), every worker runs to
+// the last step (the slow one skipping what it missed), and every worker ends with the very same
+// parameters, the shards' after the last step.
+TEST(PsProcessTest, BackupWorkersApplyEveryStepWithTheQuorumAndEndOnTheSameParameters) {
   constexpr int kWorkers = 3, kShards = 2, kSteps = 30;
   const std::vector<std::string> job = {"--backup_workers=1", "--straggler=worker-2:3",
                                         absl::StrCat("--steps=", kSteps)};
@@ -270,7 +271,9 @@ TEST(PsProcessTest, BackupWorkersKeepEveryWorkerOnTheSameParameters) {
   for (int s = 0; s < kShards; ++s) {
     const std::vector<launch::Sample> shard_metrics =
         testing::ScrapeMetrics(shards.metrics_ports[s]);
-    EXPECT_EQ(launch::FindSample(shard_metrics, "ringside_steps_total", {{"mode", "ps"}}), kSteps);
+    EXPECT_EQ(launch::FindSample(shard_metrics, "ringside_ps_update_staleness_count", {}),
+              kSteps * (kWorkers - 1));
+    EXPECT_EQ(launch::FindSample(shard_metrics, "ringside_ps_update_staleness_sum", {}), 0);
     EXPECT_TRUE(
         launch::FindSample(shard_metrics, "ringside_ps_dropped_pushes_total", {}).has_value());
   }

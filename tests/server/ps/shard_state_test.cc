@@ -336,7 +336,7 @@ TEST(ShardStateStreamingTest, InterleavedSegmentsGiveTheWholeRangeReferenceBits)
 
 // A step pushed last part first (--bucket_bytes) is summed and answered from the range's end:
 // WhenSummed counts from there. Its segments must each end where the last began; a push in the
-// other order within the step, or with backup workers, is refused.
+// other order within the step is refused.
 TEST_F(ShardStateTest, ADescendingStepIsSummedAndAnsweredFromTheRangesEnd) {
   auto created = ShardState::Create(ShardConfig{3, 2, 1}, {10, 20, 30, 40, 50, 60},
                                     OptimizerConfig{OptimizerKind::kSgd, 1.0f});
@@ -361,12 +361,6 @@ TEST_F(ShardStateTest, ADescendingStepIsSummedAndAnsweredFromTheRangesEnd) {
   ASSERT_TRUE(state.AddSegment(0, 0, 0, Bytes({0.5f, 0.5f, 0.5f})).ok());
   EXPECT_EQ(WaitApplied(state, 0), (std::vector<float>{1.5f, 2.5f, 3.5f, 4.5f, 5.5f, 6.5f}));
   EXPECT_EQ(*state.parameters(), (std::vector<float>{8.5f, 17.5f, 26.5f, 35.5f, 44.5f, 53.5f}));
-
-  auto backups = ShardState::Create(ShardConfig{3, 2, 1, /*backup_workers=*/1}, {1, 2},
-                                    OptimizerConfig{OptimizerKind::kSgd, 1.0f});
-  ASSERT_TRUE(backups.ok());
-  EXPECT_EQ((*backups)->BeginPush(3, 0, 0, 2, WireDtype::kFp32, /*descending=*/true).code(),
-            absl::StatusCode::kInvalidArgument);
 }
 
 TEST_F(ShardStateTest, AWorkerLostAfterPartOfTheStepWasSummedLosesTheStepHere) {

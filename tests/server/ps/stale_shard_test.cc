@@ -3,7 +3,10 @@
 // the slowest advances (a worker as a thread, the slowest driven by the test); async never
 // blocks; each push is one scaled optimiser step; staleness is recorded; every refusal. Nothing
 // waits on time: the test waits for the shard's own events (AwaitSettled: updates applied and
-// the pulls they released answered) before it asserts that a pull still waits.
+// the pulls they released answered) before it asserts that a pull still waits. Backup workers
+// (the quorum mode): a step is applied with the first N - b pushes computed on it, a late push is
+// dropped and counted, and a worker left behind pulls the latest parameters and skips to their
+// step, never holding the others back.
 #include "server/ps/stale_shard.h"
 
 #include <atomic>
@@ -13,6 +16,7 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/synchronization/notification.h"
 #include "gtest/gtest.h"
+#include "prometheus/counter.h"
 #include "prometheus/histogram.h"
 
 namespace ringside::server {
@@ -180,6 +184,104 @@ TEST(StaleShardTest, ARegroupsCompletedStepsAreEveryonesStart) {
   Ask(*shard, 0, 41, pull);  // one ahead of worker 1's 40: allowed with staleness 1
   ASSERT_TRUE(pull.answered.WaitForNotificationWithTimeout(kDeadline));
   EXPECT_TRUE(pull.read.ok());
+}
+
+std::unique_ptr<StaleShard> MakeQuorumShard(int workers, int64_t backup_workers,
+                                            StaleShardMetrics metrics = {}) {
+  auto created = StaleShard::Create(
+      StaleShardConfig{1, workers, 0, /*staleness=*/0, /*completed_steps=*/0, backup_workers},
+      std::vector<float>{0.0f}, {}, OptimizerConfig{OptimizerKind::kSgd, 1.0f}, metrics);
+  EXPECT_TRUE(created.ok()) << created.status();
+  return created.ok() ? std::move(*created) : nullptr;
+}
+
+// The pull worker `worker` makes after its push, answered.
+StaleRead PullAfterPush(StaleShard& shard, int worker, uint64_t pushed_step) {
+  Pull pull;
+  Ask(shard, worker, pushed_step + 1, pull);
+  EXPECT_TRUE(pull.answered.WaitForNotificationWithTimeout(kDeadline));
+  EXPECT_TRUE(pull.read.ok()) << pull.read.status();
+  return pull.read.ok() ? *pull.read : StaleRead{};
+}
+
+TEST(StaleShardQuorumTest, AStepIsAppliedWithTheFirstQuorumAndALatePushIsDroppedAndCounted) {
+  prometheus::Counter dropped;
+  prometheus::Histogram staleness({0, 1});
+  std::unique_ptr<StaleShard> shard =
+      MakeQuorumShard(3, 1, StaleShardMetrics{&staleness, nullptr, &dropped});
+  ASSERT_TRUE(shard->Push(0, 0, 0, {0.5f}).ok());
+  ASSERT_TRUE(shard->Push(1, 0, 0, {1.0f}).ok());
+  ASSERT_TRUE(shard->AwaitSettled(1, kDeadline).ok());
+  // Shares of a global batch: (0.5 + 1) * 3 / 2, the two workers' mean, one step at lr 1.
+  EXPECT_EQ(*shard->Read().values, std::vector<float>{-2.25f});
+  EXPECT_EQ(PullAfterPush(*shard, 0, 0).version, 1u);
+  // Worker 2's push of step 0 comes after the step was applied: dropped, never applied.
+  ASSERT_TRUE(shard->Push(2, 0, 0, {100.0f}).ok());
+  EXPECT_EQ(dropped.Value(), 1.0);
+  const StaleRead read = PullAfterPush(*shard, 2, 0);  // answered at once, with the latest
+  EXPECT_EQ(read.version, 1u);
+  EXPECT_EQ(*read.values, std::vector<float>{-2.25f});
+  EXPECT_EQ(read.slowest_completed, 1u);                      // the steps applied
+  EXPECT_EQ(staleness.Collect().histogram.sample_count, 2u);  // each applied share, stale by 0
+  EXPECT_EQ(staleness.Collect().histogram.sample_sum, 0.0);
+}
+
+TEST(StaleShardQuorumTest, AWorkerLeftBehindNeverHoldsTheOthersAndSkipsToTheLatestStep) {
+  prometheus::Counter dropped;
+  std::unique_ptr<StaleShard> shard =
+      MakeQuorumShard(3, 1, StaleShardMetrics{nullptr, nullptr, &dropped});
+  // Workers 0 and 1 train five steps while worker 2 is still computing its step 0.
+  for (uint64_t step = 0; step < 5; ++step) {
+    ASSERT_TRUE(shard->Push(0, step, step, {1.0f}).ok());
+    ASSERT_TRUE(shard->Push(1, step, step, {1.0f}).ok());
+    EXPECT_EQ(PullAfterPush(*shard, 0, step).version, step + 1);
+    EXPECT_EQ(PullAfterPush(*shard, 1, step).version, step + 1);
+  }
+  ASSERT_TRUE(shard->Push(2, 0, 0, {1.0f}).ok());
+  EXPECT_EQ(dropped.Value(), 1.0);
+  // Its next step is the parameters' step 5; its push of it counts.
+  EXPECT_EQ(PullAfterPush(*shard, 2, 0).version, 5u);
+  ASSERT_TRUE(shard->Push(2, 5, 5, {1.0f}).ok());
+  ASSERT_TRUE(shard->Push(0, 5, 5, {1.0f}).ok());
+  ASSERT_TRUE(shard->AwaitSettled(6, kDeadline).ok());
+  EXPECT_EQ(shard->completed(2), 6u);
+  EXPECT_EQ(shard->completed(1), 5u);  // its push of step 5 would come late
+  EXPECT_EQ(*shard->Read().values, std::vector<float>{-18.0f});  // six steps of 2 * 3 / 2
+  EXPECT_EQ(dropped.Value(), 1.0);
+}
+
+TEST(StaleShardQuorumTest, PushesQueuedBehindAFullStepAreDroppedWhateverTheApplierIsDoing) {
+  prometheus::Counter dropped;
+  std::unique_ptr<StaleShard> shard =
+      MakeQuorumShard(4, 2, StaleShardMetrics{nullptr, nullptr, &dropped});
+  // All four computed on version 0; the first two in order make the step, whether the applier
+  // has applied it before the last two arrive (dropped on arrival) or not (dropped when reached).
+  for (int worker = 0; worker < 4; ++worker) {
+    ASSERT_TRUE(shard->Push(worker, 0, 0, {static_cast<float>(worker + 1)}).ok());
+  }
+  for (int worker = 0; worker < 4; ++worker)
+    EXPECT_EQ(PullAfterPush(*shard, worker, 0).version, 1u);
+  ASSERT_TRUE(shard->AwaitSettled(1, kDeadline).ok());
+  EXPECT_EQ(*shard->Read().values, std::vector<float>{-(1.0f + 2.0f) * 2.0f});
+  // The applier takes pushes in order: once step 1 is applied, the two behind step 0 are gone.
+  ASSERT_TRUE(shard->Push(2, 1, 1, {1.0f}).ok());
+  ASSERT_TRUE(shard->Push(3, 1, 1, {1.0f}).ok());
+  ASSERT_TRUE(shard->AwaitSettled(2, kDeadline).ok());
+  EXPECT_EQ(dropped.Value(), 2.0);
+  EXPECT_EQ(*shard->Read().values, std::vector<float>{-6.0f - 4.0f});
+  EXPECT_EQ(shard->Read().version, 2u);
+}
+
+TEST(StaleShardQuorumTest, RefusesStalenessWithBackupWorkersAndAStepPushedTwice) {
+  EXPECT_EQ(StaleShard::Create(StaleShardConfig{1, 3, 0, /*staleness=*/2, 0, 1}, {0.0f}, {},
+                               OptimizerConfig{OptimizerKind::kSgd, 1.0f})
+                .status()
+                .code(),
+            absl::StatusCode::kInvalidArgument);
+  std::unique_ptr<StaleShard> shard = MakeQuorumShard(3, 1);
+  ASSERT_TRUE(shard->Push(0, 3, 0, {1.0f}).ok());  // a worker may skip steps
+  EXPECT_EQ(shard->Push(0, 3, 0, {1.0f}).code(), absl::StatusCode::kAlreadyExists);
+  EXPECT_EQ(shard->Push(1, 0, 7, {1.0f}).code(), absl::StatusCode::kInvalidArgument);
 }
 
 }  // namespace

@@ -1,5 +1,5 @@
 // The parameter server's synchronisation rules alone (server/ps/sync_rules.h): bounded
-// staleness's wait, exhaustively over small steps, and backup workers' quorum and drop rule.
+// staleness's wait, exhaustively over small steps; and backup workers' quorum.
 #include "server/ps/sync_rules.h"
 
 #include "gtest/gtest.h"
@@ -45,23 +45,6 @@ TEST(SyncRulesTest, BackupQuorumIsAllButTheBackupsAndAtLeastOne) {
   EXPECT_EQ(BackupQuorum(4, 3), 1);
   EXPECT_EQ(BackupQuorum(4, 4), 1);  // a generation shrunk below b + 1 still trains
   EXPECT_EQ(BackupQuorum(1, 1), 1);
-}
-
-TEST(SyncRulesTest, OnlyAPushOfTheStepJustAppliedIsDropped) {
-  EXPECT_EQ(FateOfPush(5, 5), PushFate::kCollect);
-  EXPECT_EQ(FateOfPush(4, 5), PushFate::kDrop);
-  EXPECT_EQ(FateOfPush(3, 5), PushFate::kRefuse);  // never applied to a later step
-  EXPECT_EQ(FateOfPush(6, 5), PushFate::kRefuse);
-  EXPECT_EQ(FateOfPush(0, 0), PushFate::kCollect);
-}
-
-TEST(SyncRulesTest, AStepCompletesWithTheQuorumOnceEveryWorkerBeganThePreviousStep) {
-  EXPECT_FALSE(StepMayComplete(/*complete=*/2, /*quorum=*/3, /*collecting=*/0, -1));
-  EXPECT_TRUE(StepMayComplete(3, 3, 0, -1));  // step 0: nothing before it
-  EXPECT_TRUE(StepMayComplete(4, 3, 0, -1));
-  EXPECT_FALSE(StepMayComplete(3, 3, 7, 5));  // the slowest has not begun step 6
-  EXPECT_TRUE(StepMayComplete(3, 3, 7, 6));
-  EXPECT_TRUE(StepMayComplete(3, 3, 7, 7));
 }
 
 }  // namespace
