@@ -176,4 +176,21 @@ std::vector<float> OptimizerStateRange(absl::Span<const float> whole, size_t siz
   return range;
 }
 
+absl::Status PlaceOptimizerStateRange(absl::Span<const float> range, size_t size, size_t begin,
+                                      size_t end, absl::Span<float> whole) {
+  const size_t moments = size == 0 ? 0 : (whole.size() - 1) / size;
+  if (whole.empty() || begin > end || end > size || whole.size() != 1 + moments * size ||
+      range.size() != 1 + moments * (end - begin)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "an optimiser state of ", range.size(), " floats for parameters [", begin, ", ", end,
+        ") does not fit a state of ", whole.size(), " floats for ", size, " parameters"));
+  }
+  whole[0] = range[0];
+  for (size_t m = 0; m < moments; ++m) {
+    std::copy(range.begin() + 1 + m * (end - begin), range.begin() + 1 + (m + 1) * (end - begin),
+              whole.begin() + 1 + m * size + begin);
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace ringside

@@ -101,6 +101,10 @@ class Optimizer {
 // in the same layout, so Optimizer::ImportState of a range-sized optimiser takes it.
 std::vector<float> OptimizerStateRange(absl::Span<const float> whole, size_t size, size_t begin,
                                        size_t end);
+// The inverse: writes `range` (that layout, for [begin, end)) into `whole` (ExportState layout of
+// `size` parameters), the step count included. INVALID_ARGUMENT when the sizes do not fit.
+absl::Status PlaceOptimizerStateRange(absl::Span<const float> range, size_t size, size_t begin,
+                                      size_t end, absl::Span<float> whole);
 
 }  // namespace ringside
 

@@ -24,6 +24,27 @@ constexpr uint64_t kFirstStepCollective = 16;
 
 uint64_t CollectiveBase(uint64_t generation) { return generation << 32; }
 
+// The ps_push fault point when the shards hold the state: `lost` is asked once the push to the
+// first shard is on its way, and a lost worker sends nothing more.
+class LosableFirstLink final : public server::StaleShardLink {
+ public:
+  LosableFirstLink(std::unique_ptr<server::StaleShardLink> link, std::function<bool()> lost)
+      : link_(std::move(link)), lost_(std::move(lost)) {}
+  absl::Status Start(uint64_t step, uint64_t read_version,
+                     absl::Span<const float> gradient) override {
+    RETURN_IF_ERROR(link_->Start(step, read_version, gradient));
+    if (lost_()) return absl::AbortedError("lost after the push to the first shard");
+    return absl::OkStatus();
+  }
+  absl::StatusOr<uint64_t> Finish(absl::Span<float> params) override {
+    return link_->Finish(params);
+  }
+
+ private:
+  std::unique_ptr<server::StaleShardLink> link_;
+  std::function<bool()> lost_;
+};
+
 }  // namespace
 
 ElasticTrainer::ElasticTrainer(AssignmentSource& assignments, ring::Collective* ring,
@@ -178,17 +199,9 @@ absl::Status ElasticTrainer::Regroup(const GenerationAssignment& assignment) {
     stale_client_.reset();  // after sync_, whose links use it
   }
   // Under --staleness=k, async or backup workers the shards hold the job's state and each worker
-  // only its last pull: a regroup would have to take the state from the shards
-  // (docs/architecture.md, "Bounded staleness and async"). Not built: refuse rather than lose or
-  // repeat updates.
-  if (stale_from_ >= 0 && completed_ > stale_from_) {
-    return absl::UnimplementedError(absl::StrCat(
-        "generation ", generation, ": a regroup after steps trained under --staleness=",
-        StalenessText(job_->options().staleness),
-        " --backup_workers=", job_->options().backup_workers,
-        " is not built (the shards hold the state); restart the job from a checkpoint taken "
-        "before"));
-  }
+  // only its last pull: the regroup takes the state from the shards (AgreeOnState;
+  // docs/architecture.md, "Bounded staleness and async").
+  const bool trained_on_shards = stale_from_ >= 0 && completed_ > stale_from_;
   stale_from_ = -1;
   const bool has_ring = !assignment.ring.empty();
   if (has_ring != (ring_ != nullptr) || (!has_ring && !assignment.fresh_start) ||
@@ -214,7 +227,8 @@ absl::Status ElasticTrainer::Regroup(const GenerationAssignment& assignment) {
   // A fresh start needs no regroup: everyone holds the initial parameters, the shards too.
   checkpoint_every_ = assignment.checkpoint_every;
   if (!assignment.fresh_start) {
-    RETURN_IF_ERROR(AgreeOnState(generation, world, rank, assignment.checkpoint_step));
+    RETURN_IF_ERROR(
+        AgreeOnState(generation, world, rank, assignment.checkpoint_step, trained_on_shards));
   }
 
   if (mode == SyncMode::kPs) {
@@ -289,7 +303,12 @@ absl::Status ElasticTrainer::InstallStaleSync(const server::PsClientOptions& ps,
   if (job_->options().backup_workers > 0) {
     version_steps = VersionSteps{completed_, job_->options().steps};
   }
-  sync_ = std::make_unique<PushPullSync>(client->ranges(), client->Links(), version_steps);
+  std::vector<std::unique_ptr<server::StaleShardLink>> links = client->Links();
+  if (options_.fault && !links.empty()) {
+    links[0] = std::make_unique<LosableFirstLink>(std::move(links[0]),
+                                                  [this] { return LostAt("ps_push"); });
+  }
+  sync_ = std::make_unique<PushPullSync>(client->ranges(), std::move(links), version_steps);
   stale_from_ = completed_;
   absl::MutexLock lock(&ps_mu_);
   if (superseded_by_ > generation) client->Cancel();
@@ -437,26 +456,34 @@ absl::Status ElasticTrainer::LoadShardsOnceAssigned(uint64_t generation, int wor
 }
 
 absl::Status ElasticTrainer::AgreeOnState(uint64_t generation, int world, int rank,
-                                          uint64_t checkpoint_step) {
+                                          uint64_t checkpoint_step, bool trained_on_shards) {
   const uint64_t base = CollectiveBase(generation);
-  std::vector<float> census(static_cast<size_t>(world), 0.0f);
+  // [completed steps by rank..., trained on the shards' state by rank...]
+  std::vector<float> census(2 * static_cast<size_t>(world), 0.0f);
   census[rank] = static_cast<float>(completed_);  // exact up to 2^24 steps
+  census[world + rank] = trained_on_shards ? 1.0f : 0.0f;
   if (LostAt("census")) return LostStatus();
   RETURN_IF_ERROR(
       ring_->Allreduce(base + kCensusCollective, absl::MakeSpan(census), ControlOptions()));
-  // The job's state is the most advanced one: the most advanced member's (every worker holds the
+  // The job's state is the most advanced one: the shards' when they held it (no worker has the
+  // optimiser's state then, and they are at least as far as any worker: a worker counts a step
+  // only once the shards applied it); else the most advanced member's (every worker holds the
   // whole state in either mode; in ps mode it applies the optimiser to the shards' sums itself),
   // or the controller's checkpoint when every member is behind it (a whole cluster restarted).
-  const auto most = std::max_element(census.begin(), census.end());
-  const bool from_checkpoint = checkpoint_step > static_cast<uint64_t>(*most);
-  const int source = from_checkpoint ? 0 : static_cast<int>(most - census.begin());
+  const auto most = std::max_element(census.begin(), census.begin() + world);
+  const bool from_shards =
+      std::any_of(census.begin() + world, census.end(), [](float f) { return f != 0.0f; });
+  const bool from_checkpoint = !from_shards && checkpoint_step > static_cast<uint64_t>(*most);
+  const int source = from_checkpoint || from_shards ? 0 : static_cast<int>(most - census.begin());
   // That member broadcasts it (a sum-allreduce with zeros elsewhere: exact), so every member
   // adopts the very same state. Layout: [ok, step, parameters..., optimiser state...].
   const size_t parameters = parameters_.size();
   std::vector<float> state(2 + parameters + optimizer_->state_size(), 0.0f);
   const absl::Span<float> values = absl::MakeSpan(state).subspan(2, parameters);
   const absl::Span<float> moments = absl::MakeSpan(state).subspan(2 + parameters);
-  if (rank == source && from_checkpoint) {
+  if (rank == source && from_shards) {
+    ReadShardsState(generation, absl::MakeSpan(state));
+  } else if (rank == source && from_checkpoint) {
     const absl::Status loaded = assignments_.LoadCheckpoint(checkpoint_step, values, moments);
     if (loaded.ok()) {
       state[0] = 1.0f;
@@ -478,9 +505,11 @@ absl::Status ElasticTrainer::AgreeOnState(uint64_t generation, int world, int ra
   RETURN_IF_ERROR(
       ring_->Allreduce(base + kStateCollective, absl::MakeSpan(state), ControlOptions()));
   if (state[0] != 1.0f) {
-    return absl::UnavailableError(
-        absl::StrCat(WorkerName(source), " could not read the controller's checkpoint of step ",
-                     checkpoint_step, "; see its log"));
+    return absl::UnavailableError(absl::StrCat(
+        WorkerName(source), " could not read ",
+        from_shards ? std::string("the job's state from the shards")
+                    : absl::StrCat("the controller's checkpoint of step ", checkpoint_step),
+        "; see its log"));
   }
   RETURN_IF_ERROR(optimizer_->ImportState(moments));
   parameters_.assign(values.begin(), values.end());
@@ -488,21 +517,54 @@ absl::Status ElasticTrainer::AgreeOnState(uint64_t generation, int world, int ra
   return absl::OkStatus();
 }
 
+void ElasticTrainer::ReadShardsState(uint64_t generation, absl::Span<float> state) {
+  std::fill(state.begin(), state.end(), 0.0f);
+  absl::StatusOr<server::JobState> read = server::ReadShardStates(
+      ShardTransfer(), generation, parameters_.size(), job_->options().optimizer);
+  if (read.ok() && read->optimizer_state.size() != state.size() - 2 - parameters_.size()) {
+    read = absl::InternalError("the shards' optimiser state does not fit this worker's");
+  }
+  if (!read.ok()) {
+    log_ << WorkerName(0)
+         << ": cannot read the job's state from the shards (they held it): " << read.status()
+         << "\n";
+    log_.flush();
+    return;
+  }
+  state[0] = 1.0f;
+  state[1] = static_cast<float>(read->step);
+  std::copy(read->parameters.begin(), read->parameters.end(), state.begin() + 2);
+  std::copy(read->optimizer_state.begin(), read->optimizer_state.end(),
+            state.begin() + 2 + static_cast<ptrdiff_t>(parameters_.size()));
+  log_ << WorkerName(0) << ": read the job's state at step " << read->step
+       << " from the shards, which held it\n";
+  log_.flush();
+}
+
 absl::Status ElasticTrainer::SaveCheckpointIfDue() {
   if (slot_.rank != 0 || checkpoint_every_ == 0 ||
       static_cast<uint64_t>(completed_) % checkpoint_every_ != 0) {
     return absl::OkStatus();
   }
-  // Under --staleness=k or async the job's state is the shards', not this worker's (its last
-  // pull, and an optimiser that has not run): no checkpoint rather than a wrong one
-  // (docs/architecture.md, "Bounded staleness and async").
-  if (stale_from_ >= 0) return absl::OkStatus();
-  const std::vector<float> moments = optimizer_->ExportState();
-  RETURN_IF_ERROR(
-      assignments_.SaveCheckpoint(static_cast<uint64_t>(completed_), parameters_, moments));
+  // Under --staleness=k, async or backup workers the job's state is the shards', not this
+  // worker's (its last pull, and an optimiser that has not run): the checkpoint is theirs, read
+  // as a regroup reads it (docs/architecture.md, "Bounded staleness and async").
+  if (stale_from_ >= 0) {
+    ASSIGN_OR_RETURN(const server::JobState state,
+                     server::ReadShardStates(ShardTransfer(), generation_, parameters_.size(),
+                                             job_->options().optimizer));
+    return UploadCheckpoint(state.step, state.parameters, state.optimizer_state);
+  }
+  return UploadCheckpoint(static_cast<uint64_t>(completed_), parameters_,
+                          optimizer_->ExportState());
+}
+
+absl::Status ElasticTrainer::UploadCheckpoint(uint64_t step, const std::vector<float>& parameters,
+                                              const std::vector<float>& moments) {
+  RETURN_IF_ERROR(assignments_.SaveCheckpoint(step, parameters, moments));
   metrics_.Checkpoints("uploaded").Increment();
   metrics_.CheckpointBytes("uploaded")
-      .Increment(static_cast<double>((parameters_.size() + moments.size()) * sizeof(float)));
+      .Increment(static_cast<double>((parameters.size() + moments.size()) * sizeof(float)));
   return absl::OkStatus();
 }
 

@@ -123,9 +123,19 @@ class ElasticTrainer {
 
  private:
   absl::Status Regroup(const GenerationAssignment& assignment);
-  absl::Status AgreeOnState(uint64_t generation, int world, int rank, uint64_t checkpoint_step);
-  // Rank 0, every `checkpoint_every_` completed steps: the job's state to the assignment source.
+  // Every member adopts the job's state: the most advanced member's, the controller's checkpoint
+  // when every member is behind it, or, when a member trained steps with the shards holding the
+  // state (`trained_on_shards`), the shards' own, which rank 0 reads (ReadShardStates).
+  absl::Status AgreeOnState(uint64_t generation, int world, int rank, uint64_t checkpoint_step,
+                            bool trained_on_shards);
+  // Rank 0's part of that: the shards' state into `state` ([ok, step, parameters..., optimiser
+  // state...]), ok 0 (and the reason logged) when it cannot be read.
+  void ReadShardsState(uint64_t generation, absl::Span<float> state);
+  // Rank 0, every `checkpoint_every_` completed steps: the job's state to the assignment source
+  // (the shards' when they hold it).
   absl::Status SaveCheckpointIfDue();
+  absl::Status UploadCheckpoint(uint64_t step, const std::vector<float>& parameters,
+                                const std::vector<float>& moments);
   absl::Status LoadShardsForGeneration(uint64_t generation, int world, int rank);
   // This generation's sync: the shards' client (ps) or the ring's allreduce, then the optimiser.
   // --staleness=k or async: pushes gradients to, and pulls parameters from, the shards.

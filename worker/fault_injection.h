@@ -19,7 +19,8 @@
 //              the step begun, nothing of it sent, before its compute)
 //   ring_bucket  ring mode with --bucket_bytes: the step's first bucket is summed, its second not
 //              begun, while its compute may still run (on the step's sync thread)
-//   ps_push    ps mode: this worker's share reached shard 0 but no other shard
+//   ps_push    ps mode: this worker's share reached shard 0 (is on its way, when the shards hold
+//              the state) but no other shard
 #ifndef RINGSIDE_WORKER_FAULT_INJECTION_H_
 #define RINGSIDE_WORKER_FAULT_INJECTION_H_
 

@@ -6,6 +6,7 @@
 #include <optional>
 #include <utility>
 
+#include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
 #include "common/auth.h"
 #include "common/grpc_util.h"
@@ -68,6 +69,45 @@ class ParametersReactor final : public grpc::ServerWriteReactor<proto::PsRangeVa
   }
   RangeWriter writer_;
   proto::PsRangeValues out_;
+};
+
+// Streams a shard's resumable state (ReadState) in segments of the Load layout.
+class StateReactor final : public grpc::ServerWriteReactor<proto::PsStateSegment> {
+ public:
+  StateReactor(StaleShard::Resumable resumable, const ElementRange& range,
+               uint64_t segment_elements)
+      : state_(std::move(resumable.state)), segment_elements_(segment_elements) {
+    out_.set_step(resumable.step);
+    out_.set_range_begin(range.begin);
+    out_.set_range_elements(range.size());
+    out_.set_state_elements(state_.size());
+    WriteNext();
+  }
+  void OnWriteDone(bool ok) override {
+    if (!ok) {
+      Finish(grpc::Status(grpc::StatusCode::UNAVAILABLE, "client stopped reading"));
+      return;
+    }
+    WriteNext();
+  }
+  void OnDone() override { delete this; }
+
+ private:
+  void WriteNext() {
+    if (offset_ >= state_.size() && offset_ > 0) {
+      Finish(grpc::Status::OK);
+      return;
+    }
+    const uint64_t count = std::min<uint64_t>(segment_elements_, state_.size() - offset_);
+    out_.set_offset(offset_);
+    out_.set_payload(reinterpret_cast<const char*>(state_.data() + offset_), count * sizeof(float));
+    offset_ += count;
+    StartWrite(&out_);
+  }
+  const std::vector<float> state_;  // never empty: it holds at least the optimiser's step count
+  const uint64_t segment_elements_;
+  uint64_t offset_ = 0;
+  proto::PsStateSegment out_;
 };
 
 }  // namespace
@@ -179,6 +219,37 @@ grpc::ServerWriteReactor<proto::PsRangeValues>* ParameterShardService::GetParame
                                  segment_elements_);
   }
   return new ParametersReactor(generation->state->applied(), segment_elements_);
+}
+
+grpc::ServerWriteReactor<proto::PsStateSegment>* ParameterShardService::ReadState(
+    grpc::CallbackServerContext* context, const proto::PsStateRequest* request) {
+  std::shared_ptr<const ShardGeneration> generation = current();
+  if (generation == nullptr) return new RefusedWrite<proto::PsStateSegment>();
+  // A later generation's rank 0 reads the state its workers left here: its own load key.
+  const uint64_t served = generation->state->config().generation;
+  if (request->generation() < served) {
+    return new RefusedWrite<proto::PsStateSegment>(grpc::Status(
+        grpc::StatusCode::FAILED_PRECONDITION,
+        absl::StrCat("a read for generation ", request->generation(), " of ",
+                     PsShardName(generation->state->config().shard), ", which serves ", served)));
+  }
+  if (absl::Status status =
+          CheckLoadKey(MetadataValue(*context, kLinkKeyMetadata), request->generation());
+      !status.ok()) {
+    return new RefusedWrite<proto::PsStateSegment>(ToGrpcStatus(status));
+  }
+  if (generation->stale == nullptr) {
+    return new RefusedWrite<proto::PsStateSegment>(
+        grpc::Status(grpc::StatusCode::FAILED_PRECONDITION,
+                     "this shard's generation runs synchronous steps: every worker holds the "
+                     "job's state, not the shard"));
+  }
+  ElementRange range{0, generation->stale->range_elements()};
+  {
+    absl::MutexLock lock(&mu_);
+    if (job_.has_value() && job_->range.size() == range.size()) range = job_->range;
+  }
+  return new StateReactor(generation->stale->ResumeState(), range, segment_elements_);
 }
 
 }  // namespace ringside::server

@@ -117,6 +117,9 @@ class ParameterShardService final : public proto::ParameterShard::CallbackServic
   // without a StaleShard.
   grpc::ServerBidiReactor<proto::PsGradientPush, proto::PsPulledValues>* PushPull(
       grpc::CallbackServerContext* context) override;
+  // The state a StaleShard holds (StaleShard::ResumeState), for a later generation's rank 0.
+  grpc::ServerWriteReactor<proto::PsStateSegment>* ReadState(
+      grpc::CallbackServerContext* context, const proto::PsStateRequest* request) override;
 
   // An elastic shard's credential (common/auth.h): from now on a Step must present the link key
   // of its generation and worker rank, a Load (and GetParameters) rank 0's load key of its

@@ -101,7 +101,80 @@ absl::StatusOr<uint64_t> ReadShard(const ShardTransferOptions& options, int shar
   return *step;
 }
 
+// Shard `shard`'s resumable state, [parameters..., optimiser state...] of `range`, sized
+// `state_elements` by the reader (never by the reply); the step it resumes at.
+absl::StatusOr<uint64_t> ReadShardState(const ShardTransferOptions& options, int shard,
+                                        const ElementRange& range, uint64_t generation,
+                                        std::vector<float>& state) {
+  auto stub = proto::ParameterShard::NewStub(MakeChannel(options.shards[shard], options.security));
+  grpc::ClientContext context;
+  SetDeadline(context, options.timeout);
+  if (static_cast<size_t>(shard) < options.keys.size()) {
+    context.AddMetadata(kLinkKeyMetadata, options.keys[shard]);
+  }
+  proto::PsStateRequest request;
+  request.set_generation(generation);
+  auto reader = stub->ReadState(&context, request);
+  proto::PsStateSegment segment;
+  uint64_t received = 0;
+  std::optional<uint64_t> step;
+  absl::Status bad;
+  while (bad.ok() && reader->Read(&segment)) {
+    const uint64_t count = segment.payload().size() / sizeof(float);
+    if (segment.range_elements() != range.size() || segment.state_elements() != state.size() ||
+        segment.offset() != received || segment.payload().size() % sizeof(float) != 0 ||
+        count > state.size() - received || (step.has_value() && *step != segment.step())) {
+      bad = absl::InvalidArgumentError(
+          absl::StrCat(PsShardName(shard), "'s state does not fit its range of ", range.size(),
+                       " parameters and ", state.size(), " state elements: a segment at offset ",
+                       segment.offset(), " of ", segment.range_elements(), " parameters, ",
+                       segment.state_elements(), " elements, with ", segment.payload().size(),
+                       " payload bytes after ", received));
+      context.TryCancel();
+      break;
+    }
+    step = segment.step();
+    if (count > 0) {
+      std::memcpy(state.data() + received, segment.payload().data(), count * sizeof(float));
+    }
+    received += count;
+  }
+  const grpc::Status status = reader->Finish();
+  RETURN_IF_ERROR(bad);
+  if (!status.ok()) return ShardError(status, shard, "reading the state of");
+  if (received != state.size() || !step.has_value()) {
+    return absl::InvalidArgumentError(absl::StrCat(PsShardName(shard), " sent ", received,
+                                                   " of its ", state.size(), " state elements"));
+  }
+  return *step;
+}
+
 }  // namespace
+
+absl::StatusOr<JobState> ReadShardStates(const ShardTransferOptions& options, uint64_t generation,
+                                         uint64_t parameter_count,
+                                         const OptimizerConfig& optimizer) {
+  const std::vector<ElementRange> ranges =
+      EvenRanges(parameter_count, static_cast<int>(options.shards.size()));
+  JobState job;
+  job.parameters.resize(parameter_count);
+  job.optimizer_state.resize(Optimizer::StateSize(optimizer.kind, parameter_count));
+  for (size_t s = 0; s < options.shards.size(); ++s) {
+    const ElementRange& range = ranges[s];
+    std::vector<float> state(range.size() + Optimizer::StateSize(optimizer.kind, range.size()));
+    ASSIGN_OR_RETURN(const uint64_t step,
+                     ReadShardState(options, static_cast<int>(s), range, generation, state));
+    std::copy(state.begin(), state.begin() + static_cast<ptrdiff_t>(range.size()),
+              job.parameters.begin() + static_cast<ptrdiff_t>(range.begin));
+    RETURN_IF_ERROR(PlaceOptimizerStateRange(absl::MakeConstSpan(state).subspan(range.size()),
+                                             parameter_count, range.begin, range.end,
+                                             absl::MakeSpan(job.optimizer_state)));
+    // A worker lost between its pushes to two shards completed a step on one only.
+    job.step = std::max(job.step, step);
+  }
+  job.optimizer_state[0] = static_cast<float>(job.step);
+  return job;
+}
 
 absl::StatusOr<ShardParameters> ReadShardParameters(const ShardTransferOptions& options,
                                                     uint64_t parameter_count) {

@@ -1,6 +1,8 @@
 // The worker's side of the shards' state hand-over (ParameterShard.Load in proto/ps.proto): an
 // elastic job's parameters and optimiser state moved onto the shards when a ps-mode generation
-// begins. Nothing moves back for training: every worker holds the whole state in ps mode too.
+// begins. Nothing moves back for synchronous training: every worker holds the whole state then.
+// When the shards hold it (--staleness, async, --backup_workers), a later generation's rank 0
+// reads it back (ReadShardStates).
 // The one reader of the shards' live model (GetParameters) is rank 0's test evaluator
 // (worker/test_evaluator.h). The shard map is EvenRanges(K, S), as everywhere. Not training
 // traffic: nothing is counted in the link metrics.
@@ -15,6 +17,7 @@
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "absl/types/span.h"
+#include "common/optimizer.h"
 #include "common/transport_security.h"
 
 namespace ringside::server {
@@ -48,6 +51,16 @@ struct ShardParameters {
 // not cover its range of `parameter_count` exactly; a shard's gRPC status annotated with it.
 absl::StatusOr<ShardParameters> ReadShardParameters(const ShardTransferOptions& options,
                                                     uint64_t parameter_count);
+
+// The job's state when the shards hold it: every shard's range of the parameters and of the
+// optimiser state (ParameterShard.ReadState, authorised by `generation`'s load keys), joined in
+// `optimizer`'s layout for `parameter_count` parameters, at the most steps any shard resumes at
+// (the optimiser's step count too). FAILED_PRECONDITION from a shard whose workers hold the
+// state; INVALID_ARGUMENT when a reply does not fit its range; a shard's gRPC status annotated
+// with it (a replacement shard serves nothing: its range of the state is lost).
+absl::StatusOr<JobState> ReadShardStates(const ShardTransferOptions& options, uint64_t generation,
+                                         uint64_t parameter_count,
+                                         const OptimizerConfig& optimizer);
 
 }  // namespace ringside::server
 

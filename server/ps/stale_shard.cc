@@ -45,7 +45,8 @@ StaleShard::StaleShard(StaleShardConfig config, std::vector<float> values, Optim
       last_read_(static_cast<size_t>(config.workers), -1),
       published_(std::make_shared<const std::vector<float>>(values)),
       optimizer_(std::move(optimizer)),
-      values_(std::move(values)) {
+      values_(std::move(values)),
+      resume_step_(config.completed_steps) {
   if (quorum_mode()) sum_.assign(values_.size(), 0.0f);
   applier_ = std::thread([this] { ApplyLoop(); });
 }
@@ -233,6 +234,11 @@ Values StaleShard::ApplyLocked(Update& update) {
   for (float& g : update.gradient) g *= scale;
   // Sizes match by Push's check, so the optimiser cannot refuse.
   optimizer_.Step(absl::MakeSpan(values_), update.gradient).IgnoreError();
+  if (quorum_mode()) {
+    ++resume_step_;
+  } else {
+    resume_step_ = std::max(resume_step_, update.step + 1);
+  }
   return std::make_shared<const std::vector<float>>(values_);
 }
 
@@ -259,6 +265,15 @@ std::vector<float> StaleShard::ExportState() const {
   const std::vector<float> optimizer = optimizer_.ExportState();
   state.insert(state.end(), optimizer.begin(), optimizer.end());
   return state;
+}
+
+StaleShard::Resumable StaleShard::ResumeState() const {
+  absl::MutexLock apply(&apply_mu_);
+  Resumable resumable{resume_step_, values_};
+  std::vector<float> optimizer = optimizer_.ExportState();
+  optimizer[0] = static_cast<float>(resume_step_);  // [steps, ...]: exact up to 2^24
+  resumable.state.insert(resumable.state.end(), optimizer.begin(), optimizer.end());
+  return resumable;
 }
 
 uint64_t StaleShard::completed(int worker) const {

@@ -115,6 +115,16 @@ class StaleShard {
   // job's optimiser layout (what a checkpoint or a regroup takes).
   StaleRead Read() const;
   std::vector<float> ExportState() const;
+  // What a later generation resumes from (ParameterShard.ReadState): the steps it resumes at
+  // (the quorum mode: the steps applied; else the most steps any worker completed here, so no
+  // worker's step is applied twice) and ExportState with the optimiser's step count set to them
+  // (under staleness it stepped once per push; Adam's bias correction then counts the job's
+  // steps, as after a synchronous run). Read together, whatever is being applied meanwhile.
+  struct Resumable {
+    uint64_t step = 0;
+    std::vector<float> state;
+  };
+  Resumable ResumeState() const;
   // Waits until at least `version` updates are applied and the pulls they released answered, the
   // state closed, or `timeout` passes (DEADLINE_EXCEEDED): what a test waits for instead of a
   // sleep, before it asserts that a pull is still waiting.
@@ -173,6 +183,8 @@ class StaleShard {
   mutable absl::Mutex apply_mu_ ABSL_ACQUIRED_AFTER(mu_);
   Optimizer optimizer_ ABSL_GUARDED_BY(apply_mu_);
   std::vector<float> values_ ABSL_GUARDED_BY(apply_mu_);
+  // Steps to resume at (ResumeState), as of the updates in values_.
+  uint64_t resume_step_ ABSL_GUARDED_BY(apply_mu_) = 0;
   // The quorum mode: the step's sum so far and whose shares it holds.
   std::vector<float> sum_ ABSL_GUARDED_BY(apply_mu_);
   std::vector<std::pair<int, uint64_t>> summed_ ABSL_GUARDED_BY(apply_mu_);  // worker, step

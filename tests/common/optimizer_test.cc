@@ -200,6 +200,30 @@ TEST(OptimizerStateTest, ARangesOptimiserStepsExactlyLikeTheWholeOnItsRange) {
   EXPECT_EQ(piece->ExportState(), OptimizerStateRange(whole->ExportState(), 5, 2, 4));
 }
 
+// A regroup that reads the shards' states joins their ranges back into the whole state.
+TEST(OptimizerStateTest, PlacingEveryRangeRebuildsTheWholeState) {
+  auto whole = Optimizer::Create(OptimizerConfig{OptimizerKind::kAdam, 0.01f}, 5);
+  ASSERT_TRUE(whole.ok());
+  std::vector<float> params = {1, 2, 3, 4, 5};
+  ASSERT_TRUE(whole->Step(absl::MakeSpan(params), {0.5f, -1, 2, 0.25f, -0.5f}).ok());
+  const std::vector<float> state = whole->ExportState();
+  std::vector<float> rebuilt(state.size(), -7.0f);
+  for (const auto& [begin, end] : {std::pair<size_t, size_t>{0, 2}, {2, 2}, {2, 5}}) {
+    ASSERT_TRUE(PlaceOptimizerStateRange(OptimizerStateRange(state, 5, begin, end), 5, begin, end,
+                                         absl::MakeSpan(rebuilt))
+                    .ok());
+  }
+  EXPECT_EQ(rebuilt, state);
+  EXPECT_EQ(PlaceOptimizerStateRange(OptimizerStateRange(state, 5, 0, 2), 5, 0, 3,
+                                     absl::MakeSpan(rebuilt))
+                .code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(PlaceOptimizerStateRange(OptimizerStateRange(state, 5, 3, 5), 5, 3, 6,
+                                     absl::MakeSpan(rebuilt))
+                .code(),
+            absl::StatusCode::kInvalidArgument);
+}
+
 TEST(OptimizerStateTest, ExportStateToChecksTheBufferSize) {
   auto adam = Optimizer::Create(OptimizerConfig{OptimizerKind::kAdam, 0.01f}, 3);
   ASSERT_TRUE(adam.ok());

@@ -285,5 +285,54 @@ TEST(DurableStateTest, ACorruptNewestCheckpointIsSkippedForThePreviousOne) {
       absl::StrCat("skipping a damaged checkpoint: ", checkpoints[0], ": "));
 }
 
+// With backup workers the shards hold the job's state: rank 0's checkpoints are theirs (read as a
+// regroup reads them), and a whole cluster stopped and started again resumes from the newest one
+// (the shards loaded with it), finishing with every worker on the same parameters.
+TEST(DurableStateTest, UnderBackupWorkersTheCheckpointsAreTheShardsStateAndAResumeLoadsIt) {
+  auto dir = launch::TempDir::Create("ringside-durable-");
+  ASSERT_TRUE(dir.ok());
+  TrainingOptions training = SmallJob(600);
+  training.backup_workers = 1;
+  const std::string state = dir->path() + "/state";
+  const auto options = [&](const std::string& run) {
+    std::filesystem::create_directories(run);
+    launch::LocalClusterOptions cluster =
+        testing::ClusterOptions(run, 3, 2, SyncMode::kPs, training);
+    cluster.checkpoint_dir = state;
+    cluster.checkpoint_every = 50;
+    return cluster;
+  };
+  {
+    auto first = launch::LocalCluster::Start(options(dir->path() + "/first"));
+    ASSERT_TRUE(first.ok()) << first.status();
+    ASSERT_TRUE(Eventually(**first, [&] {
+      return testing::MetricOf((*first)->controller(), "ringside_checkpoints_total",
+                               {{"what", "written"}}) >= 2;
+    }));
+    (*first)->Stop();
+  }
+  auto store = CheckpointStore::Open(state);
+  ASSERT_TRUE(store.ok()) << store.status();
+  const std::vector<std::string> checkpoints = store->List().value_or(std::vector<std::string>());
+  ASSERT_GE(checkpoints.size(), 2u);
+  const uint64_t step = StepOf(checkpoints[0]);
+  auto second = launch::LocalCluster::Start(options(dir->path() + "/second"));
+  ASSERT_TRUE(second.ok()) << second.status();
+  auto results = (*second)->WaitForResults(absl::Seconds(180));
+  ASSERT_TRUE(results.ok()) << results.status() << "\n" << testing::ClusterLogs(**second);
+  ASSERT_EQ(results->size(), 3u);
+  for (const TrainResultFile& result : *results) {
+    EXPECT_EQ(result.steps, training.steps);
+    EXPECT_EQ(result.checksum, (*results)[0].checksum) << "workers disagree";
+  }
+  bool resumed = false;
+  for (launch::ClusterProcess* worker : (*second)->workers()) {
+    resumed |=
+        LogOf(*worker).find(absl::StrCat("resuming at step ", step, "\n")) != std::string::npos;
+  }
+  EXPECT_TRUE(resumed) << "no worker resumed at step " << step << "\n"
+                       << testing::ClusterLogs(**second);
+}
+
 }  // namespace
 }  // namespace ringside

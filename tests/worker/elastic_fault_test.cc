@@ -215,5 +215,81 @@ TEST(ElasticSwitchStormTest, ManySwitchesLeaveNoShardAhead) {
   cluster.Stop();
 }
 
+// The lines of every worker's log that say it read the job's state from the shards.
+int ShardStateReads(const launch::TempDir& dir) {
+  int reads = 0;
+  for (int w = 0; w < 3; ++w) {
+    const std::string log =
+        ReadFileToString(dir.File(absl::StrCat("worker-", w, ".log"))).value_or("");
+    for (size_t at = log.find("from the shards, which held it"); at != std::string::npos;
+         at = log.find("from the shards, which held it", at + 1)) {
+      ++reads;
+    }
+  }
+  return reads;
+}
+
+// Under --staleness=1 the shards hold the job's state. A slow worker (--straggler) lost mid-step
+// blocks the others once they are a step ahead of it; the controller's new generation releases
+// them, and its regroup takes the job's state from the shards (rank 0 reads every shard's
+// parameters and optimiser state), since no worker holds it.
+TEST(ElasticStaleFaultTest, ALostSlowWorkerReleasesTheOthersThroughARegroupFromTheShards) {
+  auto dir = launch::TempDir::Create("ringside-stale-fault-");
+  ASSERT_TRUE(dir.ok());
+  TrainingOptions training = SmallJob(40);
+  training.staleness = 1;
+  training.straggler = Straggler{2, 3.0f};
+  launch::LocalClusterOptions options =
+      testing::ClusterOptions(dir->path(), 3, 2, SyncMode::kPs, training);
+  options.collective_timeout = absl::Seconds(20);
+  options.flags_of_worker[2] = {"--fault_at=ps_push@7"};
+  auto started = launch::LocalCluster::Start(options);
+  ASSERT_TRUE(started.ok()) << started.status();
+  launch::LocalCluster& cluster = **started;
+  launch::ClusterProcess& victim = *cluster.workers()[2];
+  auto results = cluster.WaitForResults(absl::Seconds(180));
+  ASSERT_TRUE(results.ok()) << results.status() << "\n" << ClusterLogs(cluster);
+  ASSERT_TRUE(victim.process.Poll().has_value()) << "the victim never reached ps_push";
+  EXPECT_NE(victim.process.exit_status()->ToString().find("signal 9"), std::string::npos);
+  ASSERT_EQ(results->size(), 2u);
+  for (const TrainResultFile& result : *results) {
+    EXPECT_EQ(result.steps, training.steps);
+    EXPECT_EQ(result.world, 2);
+    EXPECT_GE(result.generation, 2u);
+  }
+  EXPECT_GE(ShardStateReads(*dir), 1) << ClusterLogs(cluster);
+  cluster.Stop();
+}
+
+// Switching to ring after async steps: no worker holds the job's state (each only its last
+// pull), so the switch's regroup reads it from the shards, and every worker trains on from the
+// very same parameters and optimiser state: the ring ends with identical parameters everywhere.
+TEST(ElasticStaleFaultTest, ASwitchToRingAfterAsyncStepsStartsEveryWorkerFromTheShardsState) {
+  auto dir = launch::TempDir::Create("ringside-stale-switch-");
+  ASSERT_TRUE(dir.ok());
+  TrainingOptions training = SmallJob(40);
+  training.staleness = kAsyncStaleness;
+  launch::LocalClusterOptions options =
+      testing::ClusterOptions(dir->path(), 3, 2, SyncMode::kPs, training);
+  options.collective_timeout = absl::Seconds(20);
+  auto started = launch::LocalCluster::Start(options);
+  ASSERT_TRUE(started.ok()) << started.status();
+  launch::LocalCluster& cluster = **started;
+  launch::ClusterProcess& watched = *cluster.workers()[0];
+  ASSERT_TRUE(Eventually(
+      cluster, [&] { return ReadStepTrace(watched.trace_file).lines.size() >= 5; },
+      absl::Seconds(120)));
+  SetMode(cluster, SyncMode::kRing);
+  auto results = cluster.WaitForResults(absl::Seconds(180));
+  ASSERT_TRUE(results.ok()) << results.status() << "\n" << ClusterLogs(cluster);
+  ASSERT_EQ(results->size(), 3u);
+  for (const TrainResultFile& result : *results) {
+    EXPECT_EQ(result.steps, training.steps);
+    EXPECT_EQ(result.checksum, (*results)[0].checksum) << "the workers' parameters differ";
+  }
+  EXPECT_GE(ShardStateReads(*dir), 1) << ClusterLogs(cluster);
+  cluster.Stop();
+}
+
 }  // namespace
 }  // namespace ringside

@@ -1,7 +1,9 @@
 // server::ReadShardParameters, the test evaluator's reader of the shards' live model, against real
 // ParameterShard services on loopback: ranges joined in shard order with the step they hold,
 // shards on different steps refused as a straddled read, the load key presented, a reply that
-// does not fit its range refused.
+// does not fit its range refused. server::ReadShardStates, a regroup's reader of the state the
+// shards hold under staleness and backup workers: parameters and Adam's moments joined into the
+// whole state at the most advanced shard's step, a later generation's load key, refusals.
 #include "server/ps/shard_transfer.h"
 
 #include <memory>
@@ -13,6 +15,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "server/ps/ps_service.h"
+#include "server/ps/stale_shard.h"
 
 namespace ringside::worker {
 namespace {
@@ -89,6 +92,102 @@ TEST_F(ShardReadTest, ARangeThatDoesNotFitIsRefused) {
       server::ReadShardParameters(options_, kParameters + 10);
   ASSERT_EQ(read.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(read.status().message(), HasSubstr("do not fit its range"));
+}
+
+// Two StaleShards (staleness 1, two workers, Adam) behind services, each with some updates.
+class ShardStateReadTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    const std::vector<ElementRange> ranges = EvenRanges(kParameters, 2);
+    for (int s = 0; s < 2; ++s) {
+      std::vector<float> values(ranges[s].size(), 0.5f);
+      auto shard = server::StaleShard::Create(server::StaleShardConfig{kGeneration, 2, s, 1},
+                                              values, {}, adam_);
+      ASSERT_TRUE(shard.ok()) << shard.status();
+      stale_.push_back(std::shared_ptr<server::StaleShard>(std::move(*shard)));
+      auto state =
+          server::ShardState::Create(server::ShardConfig{kGeneration, 2, s}, values, adam_);
+      ASSERT_TRUE(state.ok()) << state.status();
+      services_.push_back(std::make_unique<server::ParameterShardService>(/*segment_bytes=*/256));
+      services_.back()->SetMemberCredential(credential_);
+      services_.back()->Serve(server::ShardGeneration{*std::move(state), {}, stale_.back()});
+      auto server = StartServer("127.0.0.1:0", {services_.back().get()}, TransportSecurity());
+      ASSERT_TRUE(server.ok()) << server.status();
+      options_.shards.push_back("127.0.0.1:" + std::to_string(server->port));
+      servers_.push_back(*std::move(server));
+    }
+    options_.segment_bytes = 256;
+    options_.timeout = absl::Seconds(20);
+    // ps-0: both workers' step 0 and worker 0's step 1; ps-1: worker 0's step 0 only (worker 0
+    // was lost between its pushes to the two shards).
+    const auto push = [&](int s, int worker, uint64_t step) {
+      ASSERT_TRUE(
+          stale_[s]->Push(worker, step, 0, std::vector<float>(ranges[s].size(), 0.25f)).ok());
+    };
+    push(0, 0, 0);
+    push(0, 1, 0);
+    push(0, 0, 1);
+    push(1, 0, 0);
+    ASSERT_TRUE(stale_[0]->AwaitSettled(3, absl::Seconds(20)).ok());
+    ASSERT_TRUE(stale_[1]->AwaitSettled(1, absl::Seconds(20)).ok());
+  }
+  void UseKeysOf(uint64_t generation) {
+    options_.keys = {ShardLoadKey(credential_, generation), ShardLoadKey(credential_, generation)};
+  }
+
+  const OptimizerConfig adam_{OptimizerKind::kAdam, 0.01f};
+  const std::string credential_ = Hmac("shard-state-read-test", "shard");
+  server::ShardTransferOptions options_;
+  std::vector<std::shared_ptr<server::StaleShard>> stale_;
+  std::vector<std::unique_ptr<server::ParameterShardService>> services_;
+  std::vector<StartedServer> servers_;
+};
+
+TEST_F(ShardStateReadTest, JoinsParametersAndMomentsAtTheMostAdvancedShardsStep) {
+  UseKeysOf(kGeneration + 1);  // the regroup's generation reads what the last one left
+  absl::StatusOr<server::JobState> read =
+      server::ReadShardStates(options_, kGeneration + 1, kParameters, adam_);
+  ASSERT_TRUE(read.ok()) << read.status();
+  EXPECT_EQ(read->step, 2u);  // worker 0 completed two steps on ps-0: none is applied twice
+  std::vector<float> expected_state(Optimizer::StateSize(adam_.kind, kParameters));
+  std::vector<float> expected_parameters;
+  const std::vector<ElementRange> ranges = EvenRanges(kParameters, 2);
+  for (int s = 0; s < 2; ++s) {
+    const std::vector<float> whole = stale_[s]->ExportState();  // [parameters..., optimiser...]
+    expected_parameters.insert(expected_parameters.end(), whole.begin(),
+                               whole.begin() + ranges[s].size());
+    ASSERT_TRUE(PlaceOptimizerStateRange(absl::MakeConstSpan(whole).subspan(ranges[s].size()),
+                                         kParameters, ranges[s].begin, ranges[s].end,
+                                         absl::MakeSpan(expected_state))
+                    .ok());
+  }
+  expected_state[0] = 2.0f;  // the optimiser's step count is the job's step
+  EXPECT_EQ(read->parameters, expected_parameters);
+  EXPECT_EQ(read->optimizer_state, expected_state);
+  EXPECT_NE(read->parameters[0], 0.5f);  // the updates are in
+}
+
+TEST_F(ShardStateReadTest, OnlyTheServedOrALaterGenerationsRankZeroMayRead) {
+  EXPECT_EQ(server::ReadShardStates(options_, kGeneration, kParameters, adam_).status().code(),
+            absl::StatusCode::kPermissionDenied);  // no key
+  UseKeysOf(kGeneration + 1);
+  EXPECT_EQ(server::ReadShardStates(options_, kGeneration + 2, kParameters, adam_).status().code(),
+            absl::StatusCode::kPermissionDenied);  // another generation's key
+  UseKeysOf(kGeneration - 1);
+  EXPECT_EQ(server::ReadShardStates(options_, kGeneration - 1, kParameters, adam_).status().code(),
+            absl::StatusCode::kFailedPrecondition);  // older than what the shard serves
+  UseKeysOf(kGeneration);
+  EXPECT_TRUE(server::ReadShardStates(options_, kGeneration, kParameters, adam_).ok());
+  EXPECT_EQ(server::ReadShardStates(options_, kGeneration, kParameters + 3, adam_).status().code(),
+            absl::StatusCode::kInvalidArgument);  // ranges that do not fit
+}
+
+TEST_F(ShardReadTest, ASynchronousShardHoldsNoStateToRead) {
+  ASSERT_NO_FATAL_FAILURE(Start({1, 1}));
+  absl::StatusOr<server::JobState> read = server::ReadShardStates(
+      options_, kGeneration, kParameters, OptimizerConfig{OptimizerKind::kSgd, 1.0f});
+  ASSERT_EQ(read.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(read.status().message(), HasSubstr("every worker holds"));
 }
 
 }  // namespace
