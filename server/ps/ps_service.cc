@@ -44,15 +44,45 @@ class RangeWriter {
   bool done_ = false;
 };
 
-class ParametersReactor final : public grpc::ServerWriteReactor<proto::PsRangeValues> {
+// Streams a shard's resumable state (ReadState) in segments of the Load layout.
+class StateWriter {
  public:
-  ParametersReactor(const ShardState::Applied& applied, uint64_t segment_elements)
-      : writer_(applied.values, applied.step, segment_elements) {
-    WriteNext();
+  StateWriter(StaleShard::Resumable resumable, const ElementRange& range, uint64_t segment_elements)
+      : step_(resumable.step),
+        range_(range),
+        state_(std::move(resumable.state)),
+        segment_elements_(segment_elements) {}
+
+  // As RangeWriter's; the state is never empty (it holds the optimiser's step count at least).
+  bool Next(proto::PsStateSegment& out) {
+    if (offset_ >= state_.size() && offset_ > 0) return false;
+    const uint64_t count = std::min<uint64_t>(segment_elements_, state_.size() - offset_);
+    out.set_step(step_);
+    out.set_range_begin(range_.begin);
+    out.set_range_elements(range_.size());
+    out.set_state_elements(state_.size());
+    out.set_offset(offset_);
+    out.set_payload(reinterpret_cast<const char*>(state_.data() + offset_), count * sizeof(float));
+    offset_ += count;
+    return true;
   }
+
+ private:
+  uint64_t step_;
+  ElementRange range_;
+  std::vector<float> state_;
+  uint64_t segment_elements_;
+  uint64_t offset_ = 0;
+};
+
+// A server stream of the segments `Writer` makes (RangeWriter, StateWriter), one write at a time.
+template <typename Message, typename Writer>
+class SegmentsReactor final : public grpc::ServerWriteReactor<Message> {
+ public:
+  explicit SegmentsReactor(Writer writer) : writer_(std::move(writer)) { WriteNext(); }
   void OnWriteDone(bool ok) override {
     if (!ok) {
-      Finish(grpc::Status(grpc::StatusCode::UNAVAILABLE, "client stopped reading"));
+      this->Finish(grpc::Status(grpc::StatusCode::UNAVAILABLE, "client stopped reading"));
       return;
     }
     WriteNext();
@@ -62,53 +92,17 @@ class ParametersReactor final : public grpc::ServerWriteReactor<proto::PsRangeVa
  private:
   void WriteNext() {
     if (writer_.Next(out_)) {
-      StartWrite(&out_);
+      this->StartWrite(&out_);
     } else {
-      Finish(grpc::Status::OK);
+      this->Finish(grpc::Status::OK);
     }
   }
-  RangeWriter writer_;
-  proto::PsRangeValues out_;
+  Writer writer_;
+  Message out_;
 };
 
-// Streams a shard's resumable state (ReadState) in segments of the Load layout.
-class StateReactor final : public grpc::ServerWriteReactor<proto::PsStateSegment> {
- public:
-  StateReactor(StaleShard::Resumable resumable, const ElementRange& range,
-               uint64_t segment_elements)
-      : state_(std::move(resumable.state)), segment_elements_(segment_elements) {
-    out_.set_step(resumable.step);
-    out_.set_range_begin(range.begin);
-    out_.set_range_elements(range.size());
-    out_.set_state_elements(state_.size());
-    WriteNext();
-  }
-  void OnWriteDone(bool ok) override {
-    if (!ok) {
-      Finish(grpc::Status(grpc::StatusCode::UNAVAILABLE, "client stopped reading"));
-      return;
-    }
-    WriteNext();
-  }
-  void OnDone() override { delete this; }
-
- private:
-  void WriteNext() {
-    if (offset_ >= state_.size() && offset_ > 0) {
-      Finish(grpc::Status::OK);
-      return;
-    }
-    const uint64_t count = std::min<uint64_t>(segment_elements_, state_.size() - offset_);
-    out_.set_offset(offset_);
-    out_.set_payload(reinterpret_cast<const char*>(state_.data() + offset_), count * sizeof(float));
-    offset_ += count;
-    StartWrite(&out_);
-  }
-  const std::vector<float> state_;  // never empty: it holds at least the optimiser's step count
-  const uint64_t segment_elements_;
-  uint64_t offset_ = 0;
-  proto::PsStateSegment out_;
-};
+using ParametersReactor = SegmentsReactor<proto::PsRangeValues, RangeWriter>;
+using StateReactor = SegmentsReactor<proto::PsStateSegment, StateWriter>;
 
 }  // namespace
 
@@ -215,10 +209,11 @@ grpc::ServerWriteReactor<proto::PsRangeValues>* ParameterShardService::GetParame
   // staleness the step is the slowest worker's completed steps.
   if (generation->stale != nullptr) {
     const StaleRead read = generation->stale->Read();
-    return new ParametersReactor(ShardState::Applied{read.slowest_completed, read.values},
-                                 segment_elements_);
+    return new ParametersReactor(
+        RangeWriter(read.values, read.slowest_completed, segment_elements_));
   }
-  return new ParametersReactor(generation->state->applied(), segment_elements_);
+  const ShardState::Applied applied = generation->state->applied();
+  return new ParametersReactor(RangeWriter(applied.values, applied.step, segment_elements_));
 }
 
 grpc::ServerWriteReactor<proto::PsStateSegment>* ParameterShardService::ReadState(
@@ -249,7 +244,7 @@ grpc::ServerWriteReactor<proto::PsStateSegment>* ParameterShardService::ReadStat
     absl::MutexLock lock(&mu_);
     if (job_.has_value() && job_->range.size() == range.size()) range = job_->range;
   }
-  return new StateReactor(generation->stale->ResumeState(), range, segment_elements_);
+  return new StateReactor(StateWriter(generation->stale->ResumeState(), range, segment_elements_));
 }
 
 }  // namespace ringside::server

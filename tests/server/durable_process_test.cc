@@ -195,13 +195,14 @@ TEST(DurableStateTest, MembersTrainOnWithoutTheControllerAndARestartedOneCarries
   ExpectTheUninterruptedResult(c, training);
 }
 
-// A ring job of 3 workers in `dir` (created) whose controller checkpoints into `state` every 50
-// steps: the first cluster and the one resuming it run the very same command lines.
+// A job of 3 workers (a ring, or ps mode with `shards` shards) in `dir` (created) whose
+// controller checkpoints into `state` every 50 steps: the first cluster and the one resuming it
+// run the very same command lines.
 launch::LocalClusterOptions CheckpointingOptions(const std::string& dir, const std::string& state,
-                                                 const TrainingOptions& training) {
+                                                 const TrainingOptions& training, int shards = 0) {
   std::filesystem::create_directories(dir);
-  launch::LocalClusterOptions options =
-      testing::ClusterOptions(dir, 3, 0, SyncMode::kRing, training);
+  launch::LocalClusterOptions options = testing::ClusterOptions(
+      dir, 3, shards, shards == 0 ? SyncMode::kRing : SyncMode::kPs, training);
   options.checkpoint_dir = state;
   options.checkpoint_every = 50;
   return options;
@@ -211,8 +212,9 @@ launch::LocalClusterOptions CheckpointingOptions(const std::string& dir, const s
 // process, and returns the checkpoints left in `state`, newest first.
 std::vector<std::string> TrainUntilCheckpointedAndStop(const std::string& dir,
                                                        const std::string& state,
-                                                       const TrainingOptions& training) {
-  auto cluster = launch::LocalCluster::Start(CheckpointingOptions(dir, state, training));
+                                                       const TrainingOptions& training,
+                                                       int shards = 0) {
+  auto cluster = launch::LocalCluster::Start(CheckpointingOptions(dir, state, training, shards));
   EXPECT_TRUE(cluster.ok()) << cluster.status();
   if (!cluster.ok()) return {};
   launch::LocalCluster& c = **cluster;
@@ -294,29 +296,12 @@ TEST(DurableStateTest, UnderBackupWorkersTheCheckpointsAreTheShardsStateAndAResu
   TrainingOptions training = SmallJob(600);
   training.backup_workers = 1;
   const std::string state = dir->path() + "/state";
-  const auto options = [&](const std::string& run) {
-    std::filesystem::create_directories(run);
-    launch::LocalClusterOptions cluster =
-        testing::ClusterOptions(run, 3, 2, SyncMode::kPs, training);
-    cluster.checkpoint_dir = state;
-    cluster.checkpoint_every = 50;
-    return cluster;
-  };
-  {
-    auto first = launch::LocalCluster::Start(options(dir->path() + "/first"));
-    ASSERT_TRUE(first.ok()) << first.status();
-    ASSERT_TRUE(Eventually(**first, [&] {
-      return testing::MetricOf((*first)->controller(), "ringside_checkpoints_total",
-                               {{"what", "written"}}) >= 2;
-    }));
-    (*first)->Stop();
-  }
-  auto store = CheckpointStore::Open(state);
-  ASSERT_TRUE(store.ok()) << store.status();
-  const std::vector<std::string> checkpoints = store->List().value_or(std::vector<std::string>());
+  const std::vector<std::string> checkpoints =
+      TrainUntilCheckpointedAndStop(dir->path() + "/first", state, training, /*shards=*/2);
   ASSERT_GE(checkpoints.size(), 2u);
   const uint64_t step = StepOf(checkpoints[0]);
-  auto second = launch::LocalCluster::Start(options(dir->path() + "/second"));
+  auto second = launch::LocalCluster::Start(
+      CheckpointingOptions(dir->path() + "/second", state, training, /*shards=*/2));
   ASSERT_TRUE(second.ok()) << second.status();
   auto results = (*second)->WaitForResults(absl::Seconds(180));
   ASSERT_TRUE(results.ok()) << results.status() << "\n" << testing::ClusterLogs(**second);

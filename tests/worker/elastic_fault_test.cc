@@ -103,6 +103,13 @@ TrainingOptions SmallJob(int64_t steps) {
   return training;
 }
 
+// Three workers and two shards in ps mode.
+launch::LocalClusterOptions PsJobOptions(const std::string& dir, const TrainingOptions& training) {
+  launch::LocalClusterOptions options = testing::ClusterOptions(dir, 3, 2, SyncMode::kPs, training);
+  options.collective_timeout = absl::Seconds(20);
+  return options;
+}
+
 class ElasticFaultTest : public ::testing::TestWithParam<FaultCase> {};
 
 TEST_P(ElasticFaultTest, SurvivorsFinishWithTheReferenceParameters) {
@@ -176,9 +183,7 @@ TEST(ElasticSwitchStormTest, ManySwitchesLeaveNoShardAhead) {
   auto dir = launch::TempDir::Create("ringside-storm-");
   ASSERT_TRUE(dir.ok());
   const TrainingOptions training = SmallJob(80);
-  launch::LocalClusterOptions options =
-      testing::ClusterOptions(dir->path(), 3, 2, SyncMode::kPs, training);
-  options.collective_timeout = absl::Seconds(20);
+  launch::LocalClusterOptions options = PsJobOptions(dir->path(), training);
   auto started = launch::LocalCluster::Start(options);
   ASSERT_TRUE(started.ok()) << started.status();
   launch::LocalCluster& cluster = **started;
@@ -239,9 +244,7 @@ TEST(ElasticStaleFaultTest, ALostSlowWorkerReleasesTheOthersThroughARegroupFromT
   TrainingOptions training = SmallJob(40);
   training.staleness = 1;
   training.straggler = Straggler{2, 3.0f};
-  launch::LocalClusterOptions options =
-      testing::ClusterOptions(dir->path(), 3, 2, SyncMode::kPs, training);
-  options.collective_timeout = absl::Seconds(20);
+  launch::LocalClusterOptions options = PsJobOptions(dir->path(), training);
   options.flags_of_worker[2] = {"--fault_at=ps_push@7"};
   auto started = launch::LocalCluster::Start(options);
   ASSERT_TRUE(started.ok()) << started.status();
@@ -269,9 +272,7 @@ TEST(ElasticStaleFaultTest, ASwitchToRingAfterAsyncStepsStartsEveryWorkerFromThe
   ASSERT_TRUE(dir.ok());
   TrainingOptions training = SmallJob(40);
   training.staleness = kAsyncStaleness;
-  launch::LocalClusterOptions options =
-      testing::ClusterOptions(dir->path(), 3, 2, SyncMode::kPs, training);
-  options.collective_timeout = absl::Seconds(20);
+  launch::LocalClusterOptions options = PsJobOptions(dir->path(), training);
   auto started = launch::LocalCluster::Start(options);
   ASSERT_TRUE(started.ok()) << started.status();
   launch::LocalCluster& cluster = **started;

@@ -25,7 +25,29 @@ using ::testing::HasSubstr;
 constexpr uint64_t kParameters = 1001;
 constexpr uint64_t kGeneration = 3;
 
-class ShardReadTest : public ::testing::Test {
+// Shard services on loopback, one per Serve, in shard order.
+class ServedShards : public ::testing::Test {
+ protected:
+  ServedShards() {
+    options_.segment_bytes = 256;
+    options_.timeout = absl::Seconds(20);
+  }
+  void Serve(server::ShardGeneration generation, const std::string& credential) {
+    services_.push_back(std::make_unique<server::ParameterShardService>(/*segment_bytes=*/256));
+    if (!credential.empty()) services_.back()->SetMemberCredential(credential);
+    services_.back()->Serve(std::move(generation));
+    auto server = StartServer("127.0.0.1:0", {services_.back().get()}, TransportSecurity());
+    ASSERT_TRUE(server.ok()) << server.status();
+    options_.shards.push_back("127.0.0.1:" + std::to_string(server->port));
+    servers_.push_back(*std::move(server));
+  }
+
+  server::ShardTransferOptions options_;
+  std::vector<std::unique_ptr<server::ParameterShardService>> services_;
+  std::vector<StartedServer> servers_;
+};
+
+class ShardReadTest : public ServedShards {
  protected:
   // Two shards over EvenRanges(kParameters, 2): element i holds i, after `steps[s]` steps.
   void Start(const std::vector<uint64_t>& steps, const std::string& credential = "") {
@@ -40,21 +62,9 @@ class ShardReadTest : public ::testing::Test {
       auto state = server::ShardState::Restore(server::ShardConfig{kGeneration, 2, s}, steps[s],
                                                values, moments, sgd);
       ASSERT_TRUE(state.ok()) << state.status();
-      services_.push_back(std::make_unique<server::ParameterShardService>(/*segment_bytes=*/256));
-      if (!credential.empty()) services_.back()->SetMemberCredential(credential);
-      services_.back()->Serve(server::ShardGeneration{*std::move(state), {}});
-      auto server = StartServer("127.0.0.1:0", {services_.back().get()}, TransportSecurity());
-      ASSERT_TRUE(server.ok()) << server.status();
-      options_.shards.push_back("127.0.0.1:" + std::to_string(server->port));
-      servers_.push_back(*std::move(server));
+      ASSERT_NO_FATAL_FAILURE(Serve(server::ShardGeneration{*std::move(state), {}}, credential));
     }
-    options_.segment_bytes = 256;
-    options_.timeout = absl::Seconds(20);
   }
-
-  server::ShardTransferOptions options_;
-  std::vector<std::unique_ptr<server::ParameterShardService>> services_;
-  std::vector<StartedServer> servers_;
 };
 
 TEST_F(ShardReadTest, JoinsTheRangesWithTheStepTheyHold) {
@@ -95,7 +105,7 @@ TEST_F(ShardReadTest, ARangeThatDoesNotFitIsRefused) {
 }
 
 // Two StaleShards (staleness 1, two workers, Adam) behind services, each with some updates.
-class ShardStateReadTest : public ::testing::Test {
+class ShardStateReadTest : public ServedShards {
  protected:
   void SetUp() override {
     const std::vector<ElementRange> ranges = EvenRanges(kParameters, 2);
@@ -108,16 +118,9 @@ class ShardStateReadTest : public ::testing::Test {
       auto state =
           server::ShardState::Create(server::ShardConfig{kGeneration, 2, s}, values, adam_);
       ASSERT_TRUE(state.ok()) << state.status();
-      services_.push_back(std::make_unique<server::ParameterShardService>(/*segment_bytes=*/256));
-      services_.back()->SetMemberCredential(credential_);
-      services_.back()->Serve(server::ShardGeneration{*std::move(state), {}, stale_.back()});
-      auto server = StartServer("127.0.0.1:0", {services_.back().get()}, TransportSecurity());
-      ASSERT_TRUE(server.ok()) << server.status();
-      options_.shards.push_back("127.0.0.1:" + std::to_string(server->port));
-      servers_.push_back(*std::move(server));
+      ASSERT_NO_FATAL_FAILURE(
+          Serve(server::ShardGeneration{*std::move(state), {}, stale_.back()}, credential_));
     }
-    options_.segment_bytes = 256;
-    options_.timeout = absl::Seconds(20);
     // ps-0: both workers' step 0 and worker 0's step 1; ps-1: worker 0's step 0 only (worker 0
     // was lost between its pushes to the two shards).
     const auto push = [&](int s, int worker, uint64_t step) {
@@ -137,10 +140,7 @@ class ShardStateReadTest : public ::testing::Test {
 
   const OptimizerConfig adam_{OptimizerKind::kAdam, 0.01f};
   const std::string credential_ = Hmac("shard-state-read-test", "shard");
-  server::ShardTransferOptions options_;
   std::vector<std::shared_ptr<server::StaleShard>> stale_;
-  std::vector<std::unique_ptr<server::ParameterShardService>> services_;
-  std::vector<StartedServer> servers_;
 };
 
 TEST_F(ShardStateReadTest, JoinsParametersAndMomentsAtTheMostAdvancedShardsStep) {
