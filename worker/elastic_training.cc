@@ -482,19 +482,9 @@ absl::Status ElasticTrainer::AgreeOnState(uint64_t generation, int world, int ra
   const absl::Span<float> values = absl::MakeSpan(state).subspan(2, parameters);
   const absl::Span<float> moments = absl::MakeSpan(state).subspan(2 + parameters);
   if (rank == source && from_shards) {
-    ReadShardsState(generation, absl::MakeSpan(state));
+    ReadShardsState(generation, checkpoint_step, absl::MakeSpan(state));
   } else if (rank == source && from_checkpoint) {
-    const absl::Status loaded = assignments_.LoadCheckpoint(checkpoint_step, values, moments);
-    if (loaded.ok()) {
-      state[0] = 1.0f;
-      state[1] = static_cast<float>(checkpoint_step);
-      metrics_.Checkpoints("restored").Increment();
-      metrics_.CheckpointBytes("restored")
-          .Increment(static_cast<double>((state.size() - 2) * sizeof(float)));
-    } else {
-      log_ << WorkerName(rank) << ": cannot read the controller's checkpoint: " << loaded << "\n";
-      std::fill(state.begin(), state.end(), 0.0f);
-    }
+    ReadCheckpoint(checkpoint_step, absl::MakeSpan(state));
   } else if (rank == source) {
     state[0] = 1.0f;
     state[1] = static_cast<float>(completed_);
@@ -507,7 +497,7 @@ absl::Status ElasticTrainer::AgreeOnState(uint64_t generation, int world, int ra
   if (state[0] != 1.0f) {
     return absl::UnavailableError(absl::StrCat(
         WorkerName(source), " could not read ",
-        from_shards ? std::string("the job's state from the shards")
+        from_shards ? std::string("the job's state from the shards, nor a checkpoint")
                     : absl::StrCat("the controller's checkpoint of step ", checkpoint_step),
         "; see its log"));
   }
@@ -517,7 +507,24 @@ absl::Status ElasticTrainer::AgreeOnState(uint64_t generation, int world, int ra
   return absl::OkStatus();
 }
 
-void ElasticTrainer::ReadShardsState(uint64_t generation, absl::Span<float> state) {
+void ElasticTrainer::ReadCheckpoint(uint64_t checkpoint_step, absl::Span<float> state) {
+  const size_t parameters = parameters_.size();
+  const absl::Status loaded = assignments_.LoadCheckpoint(
+      checkpoint_step, state.subspan(2, parameters), state.subspan(2 + parameters));
+  if (!loaded.ok()) {
+    log_ << WorkerName(0) << ": cannot read the controller's checkpoint: " << loaded << "\n";
+    std::fill(state.begin(), state.end(), 0.0f);
+    return;
+  }
+  state[0] = 1.0f;
+  state[1] = static_cast<float>(checkpoint_step);
+  metrics_.Checkpoints("restored").Increment();
+  metrics_.CheckpointBytes("restored")
+      .Increment(static_cast<double>((state.size() - 2) * sizeof(float)));
+}
+
+void ElasticTrainer::ReadShardsState(uint64_t generation, uint64_t checkpoint_step,
+                                     absl::Span<float> state) {
   std::fill(state.begin(), state.end(), 0.0f);
   absl::StatusOr<server::JobState> read = server::ReadShardStates(
       ShardTransfer(), generation, parameters_.size(), job_->options().optimizer);
@@ -525,10 +532,17 @@ void ElasticTrainer::ReadShardsState(uint64_t generation, absl::Span<float> stat
     read = absl::InternalError("the shards' optimiser state does not fit this worker's");
   }
   if (!read.ok()) {
+    // A shard lost (its replacement holds nothing) lost its range: the newest checkpoint is the
+    // job's last whole state, and the steps after it are trained again.
     log_ << WorkerName(0)
          << ": cannot read the job's state from the shards (they held it): " << read.status()
+         << (checkpoint_step > 0
+                 ? absl::StrCat("; falling back to the controller's checkpoint of step ",
+                                checkpoint_step)
+                 : std::string("; no checkpoint to fall back to"))
          << "\n";
     log_.flush();
+    if (checkpoint_step > 0) ReadCheckpoint(checkpoint_step, state);
     return;
   }
   state[0] = 1.0f;

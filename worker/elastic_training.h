@@ -129,8 +129,11 @@ class ElasticTrainer {
   absl::Status AgreeOnState(uint64_t generation, int world, int rank, uint64_t checkpoint_step,
                             bool trained_on_shards);
   // Rank 0's part of that: the shards' state into `state` ([ok, step, parameters..., optimiser
-  // state...]), ok 0 (and the reason logged) when it cannot be read.
-  void ReadShardsState(uint64_t generation, absl::Span<float> state);
+  // state...]); when it cannot be read (a shard lost), the controller's checkpoint of
+  // `checkpoint_step` (0: none); ok 0, and the reason logged, when neither can.
+  void ReadShardsState(uint64_t generation, uint64_t checkpoint_step, absl::Span<float> state);
+  // The controller's checkpoint into `state`, likewise.
+  void ReadCheckpoint(uint64_t checkpoint_step, absl::Span<float> state);
   // Rank 0, every `checkpoint_every_` completed steps: the job's state to the assignment source
   // (the shards' when they hold it).
   absl::Status SaveCheckpointIfDue();

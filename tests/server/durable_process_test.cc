@@ -319,5 +319,41 @@ TEST(DurableStateTest, UnderBackupWorkersTheCheckpointsAreTheShardsStateAndAResu
                        << testing::ClusterLogs(**second);
 }
 
+// Under --staleness the shards hold the job's state, so a shard killed and replaced at its address
+// (empty) has lost its range: the regroup cannot read it back, and takes the controller's newest
+// checkpoint (the shards' state, as rank 0 uploaded it) instead; every step after it is trained
+// again, and the job finishes.
+TEST(DurableStateTest, UnderStalenessAShardReplacedEmptyFallsBackToTheNewestCheckpoint) {
+  auto dir = launch::TempDir::Create("ringside-durable-");
+  ASSERT_TRUE(dir.ok());
+  TrainingOptions training = SmallJob(2000);
+  training.staleness = 1;
+  launch::LocalClusterOptions options =
+      CheckpointingOptions(dir->path(), dir->path() + "/state", training, /*shards=*/2);
+  options.restart_servers = true;
+  auto cluster = launch::LocalCluster::Start(options);
+  ASSERT_TRUE(cluster.ok()) << cluster.status();
+  launch::LocalCluster& c = **cluster;
+  ASSERT_TRUE(Eventually(
+      c,
+      [&] {
+        return testing::MetricOf(c.controller(), "ringside_checkpoints_total",
+                                 {{"what", "written"}}) >= 1;
+      },
+      true));
+  launch::ClusterProcess& shard = Named(c, "ps-1");
+  ASSERT_EQ(kill(shard.process.pid(), SIGKILL), 0);
+  auto results = c.WaitForResults(absl::Seconds(180));
+  ASSERT_TRUE(results.ok()) << results.status() << "\n" << testing::ClusterLogs(c);
+  ASSERT_EQ(results->size(), 3u);
+  for (const TrainResultFile& result : *results) EXPECT_EQ(result.steps, training.steps);
+  bool fell_back = false;
+  for (launch::ClusterProcess* worker : c.workers()) {
+    fell_back |= LogOf(*worker).find("falling back to the controller's checkpoint of step") !=
+                 std::string::npos;
+  }
+  EXPECT_TRUE(fell_back) << testing::ClusterLogs(c);
+}
+
 }  // namespace
 }  // namespace ringside
