@@ -111,7 +111,8 @@ absl::StatusOr<std::vector<float>> RunAndRecord(const ModeRunSpec& spec, ModeRep
   report.process_failures = std::move(failures);
   if (const std::optional<LinkRate>& rate = session.options.link_rate; rate.has_value()) {
     // ringside lab: the links' bound on the sync, and what it waits for
-    FillLabBound({*rate, session.options.slow_links}, spec.config, spec.shape.ps_shards, report);
+    FillLabBound({*rate, session.options.slow_links}, spec.config, spec.shape.ps_shards, report,
+                 WorkersNotWaitedFor(spec.job(), report.final_world));
   }
   if (session.timeline != nullptr) AppendTimeline(std::move(run->timeline), *session.timeline);
   return std::move(run->parameters);

@@ -8,6 +8,7 @@
 #include "cli/format_units.h"
 #include "cli/variant_summary.h"
 #include "common/cost_model.h"
+#include "server/ps/sync_rules.h"
 
 namespace ringside::cli {
 namespace {
@@ -23,14 +24,40 @@ std::string LoadFormula(const ModeReport& report, const std::string& node, int e
 }
 
 // Why that node is the one waited for, in the mode's own terms.
-std::string WaitReason(const ModeReport& report, const std::string& node) {
+std::string WaitReason(const ModeReport& report, const std::string& node, int not_waited_for) {
   if (report.mode == SyncMode::kRing) {
     return "every ring step moves a chunk on every link at once, so each waits for the slowest";
   }
   if (report.colocated) {
     return absl::StrCat(node, " and its shard share that link; their own traffic never crosses it");
   }
+  if (not_waited_for > 0) {
+    return absl::StrCat("a step ends once the first N\u2212", not_waited_for,
+                        " workers have pushed K and every shard has answered; the ", not_waited_for,
+                        " slowest workers' links pace only themselves");
+  }
   return "a step ends when every worker has pushed K and every shard has answered N\u00b7K/S";
+}
+
+// `loads` without the `count` workers whose links take longest at their rates.
+std::vector<NodeLinkLoad> WithoutSlowestWorkers(std::vector<NodeLinkLoad> loads, int count,
+                                                const LabRates& rates) {
+  std::vector<std::pair<double, std::string>> workers;  // seconds per element, node
+  for (const NodeLinkLoad& load : loads) {
+    if (load.node.rfind("worker-", 0) != 0) continue;
+    workers.emplace_back(
+        static_cast<double>(load.elements) / rates.Of(load.node).bytes_per_second(), load.node);
+  }
+  std::sort(workers.rbegin(), workers.rend());
+  workers.resize(std::min<size_t>(workers.size(), static_cast<size_t>(std::max(0, count))));
+  loads.erase(std::remove_if(loads.begin(), loads.end(),
+                             [&](const NodeLinkLoad& load) {
+                               return std::any_of(
+                                   workers.begin(), workers.end(),
+                                   [&](const auto& w) { return w.second == load.node; });
+                             }),
+              loads.end());
+  return loads;
 }
 
 }  // namespace
@@ -76,11 +103,23 @@ const LinkRate& LabRates::Of(const std::string& host) const {
   return own == slow_links.end() ? link_rate : own->second;
 }
 
-void FillLabBound(const LabRates& rates, const JobConfig& config, int shards, ModeReport& report) {
+int WorkersNotWaitedFor(const TrainingOptions& training, int workers) {
+  if (training.staleness == kAsyncStaleness) return std::max(0, workers - 1);
+  if (training.staleness == 0 && training.backup_workers > 0) {
+    return workers - server::BackupQuorum(workers, training.backup_workers);
+  }
+  return 0;
+}
+
+void FillLabBound(const LabRates& rates, const JobConfig& config, int shards, ModeReport& report,
+                  int not_waited_for) {
   const PsPlacement placement = report.colocated ? PsPlacement::kColocated : PsPlacement::kSeparate;
+  if (report.mode != SyncMode::kPs || report.colocated) not_waited_for = 0;
   const SyncBottleneck bottleneck = FindSyncBottleneck(
-      NodeLinkLoads(report.mode, placement, static_cast<uint64_t>(config.parameters),
-                    report.final_world, shards),
+      WithoutSlowestWorkers(
+          NodeLinkLoads(report.mode, placement, static_cast<uint64_t>(config.parameters),
+                        report.final_world, shards),
+          not_waited_for, rates),
       config.element_bytes,
       [&](const std::string& node) { return rates.Of(node).bytes_per_second(); });
   report.bound_seconds_per_step = bottleneck.seconds;
@@ -94,7 +133,7 @@ void FillLabBound(const LabRates& rates, const JobConfig& config, int shards, Mo
                    "'s link: ", LoadFormula(report, bottleneck.node, config.element_bytes), " = ",
                    HumanBytes(static_cast<double>(bottleneck.bytes)), " each way at ",
                    rates.Of(bottleneck.node).text, ", ", HumanSeconds(bottleneck.seconds), " (",
-                   WaitReason(report, bottleneck.node), ")");
+                   WaitReason(report, bottleneck.node, not_waited_for), ")");
 }
 
 }  // namespace ringside::cli

@@ -12,6 +12,7 @@
 #include "absl/status/statusor.h"
 #include "cli/compare_report.h"
 #include "common/link_rate.h"
+#include "common/training_options.h"
 
 namespace ringside::cli {
 
@@ -32,9 +33,16 @@ struct LabRates {
   const LinkRate& Of(const std::string& host) const;
 };
 
+// The workers a ps step of `training` does not wait for among `workers`: backup workers' b (a
+// step takes the first N - b pushes), async's N - 1 (a worker waits only for itself); else 0.
+int WorkersNotWaitedFor(const TrainingOptions& training, int workers);
+
 // Fills report.bound_seconds_per_step, bottleneck_node and bottleneck for `report`'s mode on
-// report.final_world workers and `shards` shards (ps; colocated when report.colocated).
-void FillLabBound(const LabRates& rates, const JobConfig& config, int shards, ModeReport& report);
+// report.final_world workers and `shards` shards (ps; colocated when report.colocated), leaving
+// out the `not_waited_for` slowest workers' links (separate shards only: a colocated host also
+// carries a shard).
+void FillLabBound(const LabRates& rates, const JobConfig& config, int shards, ModeReport& report,
+                  int not_waited_for = 0);
 
 }  // namespace ringside::cli
 

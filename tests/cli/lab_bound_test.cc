@@ -101,6 +101,31 @@ TEST(LabBoundTest, EachModeSaysWhichNodeItWaitsForWithItsBytesAndRate) {
   EXPECT_THAT(colocated.bottleneck, HasSubstr("ps colocated: every step waits for worker-3's"));
 }
 
+// Backup workers and async leave a slow worker behind: its link paces only itself.
+TEST(LabBoundTest, BackupWorkersAndAsyncDoNotWaitForTheSlowestWorkersLink) {
+  const LabRates rates{ParseLinkRate("100mbit").value(),
+                       ParseSlowLinks({"worker-3:20mbit"}).value()};
+  TrainingOptions backup;
+  backup.backup_workers = 1;
+  EXPECT_EQ(WorkersNotWaitedFor(backup, 4), 1);
+  TrainingOptions async;
+  async.staleness = kAsyncStaleness;
+  EXPECT_EQ(WorkersNotWaitedFor(async, 4), 3);
+  TrainingOptions stale;
+  stale.staleness = 2;  // paced by the slowest on average
+  EXPECT_EQ(WorkersNotWaitedFor(stale, 4), 0);
+  EXPECT_EQ(WorkersNotWaitedFor(TrainingOptions(), 4), 0);
+
+  ModeReport ps = Mode(SyncMode::kPs);
+  FillLabBound(rates, LabConfig(), 2, ps, WorkersNotWaitedFor(backup, 4));
+  EXPECT_EQ(ps.bottleneck_node, "ps-0");  // worker-3 left out: the shards' N·K/S at 100mbit
+  EXPECT_THAT(ps.bottleneck, HasSubstr("the first N\u22121 workers"));
+  EXPECT_THAT(ps.bottleneck, HasSubstr("the 1 slowest workers' links pace only themselves"));
+  ModeReport ring = Mode(SyncMode::kRing);  // no ring step leaves anyone out
+  FillLabBound(rates, LabConfig(), 2, ring, 1);
+  EXPECT_EQ(ring.bottleneck_node, "worker-3");
+}
+
 TEST(LabBoundTest, TableAndJsonCarryTheBottleneckAndTheSlowLinks) {
   JobComparison job = testing::SyntheticJob();
   job.config.link_rate = "100mbit";
