@@ -200,8 +200,8 @@ absl::Status ElasticTrainer::Regroup(const GenerationAssignment& assignment) {
   }
   // Under --staleness=k, async or backup workers the shards hold the job's state and each worker
   // only its last pull: the regroup takes the state from the shards (AgreeOnState;
-  // docs/architecture.md, "Bounded staleness and async").
-  const bool trained_on_shards = stale_from_ >= 0 && completed_ > stale_from_;
+  // docs/architecture.md, "Bounded staleness and async"), also after a regroup that failed.
+  if (stale_from_ >= 0 && completed_ > stale_from_) state_on_shards_ = true;
   stale_from_ = -1;
   const bool has_ring = !assignment.ring.empty();
   if (has_ring != (ring_ != nullptr) || (!has_ring && !assignment.fresh_start) ||
@@ -228,7 +228,8 @@ absl::Status ElasticTrainer::Regroup(const GenerationAssignment& assignment) {
   checkpoint_every_ = assignment.checkpoint_every;
   if (!assignment.fresh_start) {
     RETURN_IF_ERROR(
-        AgreeOnState(generation, world, rank, assignment.checkpoint_step, trained_on_shards));
+        AgreeOnState(generation, world, rank, assignment.checkpoint_step, state_on_shards_));
+    state_on_shards_ = false;  // every member holds the job's state again
   }
 
   if (mode == SyncMode::kPs) {

@@ -204,6 +204,9 @@ class ElasticTrainer {
   // Completed steps when a generation under --staleness=k, async or --backup_workers began; -1:
   // none. Steps past it mean the shards, not the workers, hold the job's state.
   int64_t stale_from_ = -1;
+  // This worker trained steps with the shards holding the state, and no regroup since took it
+  // back from them (a failed one keeps it so).
+  bool state_on_shards_ = false;
 
   absl::Mutex ps_mu_;  // Supersede() runs on the controller client's thread
   // This ps generation's client, which sync_ calls into; null in ring mode.
