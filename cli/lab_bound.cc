@@ -42,21 +42,20 @@ std::string WaitReason(const ModeReport& report, const std::string& node, int no
 // `loads` without the `count` workers whose links take longest at their rates.
 std::vector<NodeLinkLoad> WithoutSlowestWorkers(std::vector<NodeLinkLoad> loads, int count,
                                                 const LabRates& rates) {
-  std::vector<std::pair<double, std::string>> workers;  // seconds per element, node
-  for (const NodeLinkLoad& load : loads) {
-    if (load.node.rfind("worker-", 0) != 0) continue;
-    workers.emplace_back(
-        static_cast<double>(load.elements) / rates.Of(load.node).bytes_per_second(), load.node);
+  if (count <= 0) return loads;
+  const auto seconds = [&](const NodeLinkLoad& load) {
+    return static_cast<double>(load.elements) / rates.Of(load.node).bytes_per_second();
+  };
+  for (int dropped = 0; dropped < count; ++dropped) {
+    auto slowest = loads.end();
+    for (auto it = loads.begin(); it != loads.end(); ++it) {
+      if (it->node.rfind("worker-", 0) != 0) continue;
+      // Ties: the last such worker.
+      if (slowest == loads.end() || seconds(*it) >= seconds(*slowest)) slowest = it;
+    }
+    if (slowest == loads.end()) break;
+    loads.erase(slowest);
   }
-  std::sort(workers.rbegin(), workers.rend());
-  workers.resize(std::min<size_t>(workers.size(), static_cast<size_t>(std::max(0, count))));
-  loads.erase(std::remove_if(loads.begin(), loads.end(),
-                             [&](const NodeLinkLoad& load) {
-                               return std::any_of(
-                                   workers.begin(), workers.end(),
-                                   [&](const auto& w) { return w.second == load.node; });
-                             }),
-              loads.end());
   return loads;
 }
 

@@ -39,18 +39,17 @@ absl::StatusOr<SyncTiming> PushPullSync::Step(int64_t step, absl::Span<float> gr
   const absl::Time start = absl::Now();
   // Every shard gets the push before the worker waits on any (a wait may be long by design).
   // A shard that applied the job's last step (backup workers: another may still be on it) gets
-  // none: nobody would make a step of it, and its range is final.
-  std::vector<bool> pushed(links_.size(), false);
+  // none: nobody would make a step of it, and its range is final (nor a pull, below: a shard's
+  // version changes only with its own pull).
   for (size_t s = 0; s < links_.size(); ++s) {
     if (Finished(s)) continue;
-    pushed[s] = true;
     const ElementRange& range = ranges_[s];
     RETURN_IF_ERROR(Annotate(links_[s]->Start(static_cast<uint64_t>(step), versions_[s],
                                               gradient.subspan(range.begin, range.size())),
                              absl::StrCat("pushing to ", PsShardName(static_cast<int>(s)))));
   }
   for (size_t s = 0; s < links_.size(); ++s) {
-    if (!pushed[s]) continue;
+    if (Finished(s)) continue;
     const ElementRange& range = ranges_[s];
     absl::StatusOr<uint64_t> version = links_[s]->Finish(params.subspan(range.begin, range.size()));
     if (!version.ok()) {

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <functional>
 #include <memory>
 #include <optional>
 
@@ -21,6 +22,15 @@ absl::Status ShardError(const grpc::Status& status, int shard, absl::string_view
   return Annotate(FromGrpcStatus(status), absl::StrCat(what, " ", PsShardName(shard)));
 }
 
+// A call to shard `shard` with the options' deadline and, when given, its load key.
+void PrepareShardCall(const ShardTransferOptions& options, int shard,
+                      grpc::ClientContext& context) {
+  SetDeadline(context, options.timeout);
+  if (static_cast<size_t>(shard) < options.keys.size()) {
+    context.AddMetadata(kLinkKeyMetadata, options.keys[shard]);
+  }
+}
+
 absl::Status LoadShard(const ShardTransferOptions& options, int shard, const ElementRange& range,
                        uint64_t generation, int workers, const JobState& state) {
   std::vector<float> sequence(state.parameters.begin() + range.begin,
@@ -31,10 +41,7 @@ absl::Status LoadShard(const ShardTransferOptions& options, int shard, const Ele
 
   auto stub = proto::ParameterShard::NewStub(MakeChannel(options.shards[shard], options.security));
   grpc::ClientContext context;
-  SetDeadline(context, options.timeout);
-  if (static_cast<size_t>(shard) < options.keys.size()) {
-    context.AddMetadata(kLinkKeyMetadata, options.keys[shard]);
-  }
+  PrepareShardCall(options, shard, context);
   proto::PsLoadReply reply;
   auto writer = stub->Load(&context, &reply);
   proto::PsStateSegment segment;
@@ -58,27 +65,27 @@ absl::Status LoadShard(const ShardTransferOptions& options, int shard, const Ele
   return absl::OkStatus();
 }
 
-// Shard `shard`'s range into `out` (already sized K); the step it holds.
-absl::StatusOr<uint64_t> ReadShard(const ShardTransferOptions& options, int shard,
-                                   const ElementRange& range, absl::Span<float> out) {
-  auto stub = proto::ParameterShard::NewStub(MakeChannel(options.shards[shard], options.security));
-  grpc::ClientContext context;
-  SetDeadline(context, options.timeout);
-  if (static_cast<size_t>(shard) < options.keys.size()) {
-    context.AddMetadata(kLinkKeyMetadata, options.keys[shard]);
-  }
-  auto reader = stub->GetParameters(&context, proto::PsRangeRequest());
-  proto::PsRangeValues segment;
+// Reads shard `shard`'s stream of float segments (PsRangeValues, PsStateSegment) into `out`,
+// sized by the reader, never by a reply: each segment must continue the last at its offset, hold
+// whole floats within `out`, carry the first one's step and fit `header_fits` (its range's
+// length, say). `what` names the values in errors. Returns the step they carry.
+template <typename Segment>
+absl::StatusOr<uint64_t> ReadSegments(grpc::ClientReader<Segment>& reader,
+                                      grpc::ClientContext& context, int shard,
+                                      absl::string_view what,
+                                      const std::function<bool(const Segment&)>& header_fits,
+                                      absl::Span<float> out) {
+  Segment segment;
   uint64_t received = 0;
   std::optional<uint64_t> step;
   absl::Status bad;
-  while (bad.ok() && reader->Read(&segment)) {
+  while (bad.ok() && reader.Read(&segment)) {
     const uint64_t count = segment.payload().size() / sizeof(float);
-    if (segment.range_elements() != range.size() || segment.offset() != received ||
-        segment.payload().size() % sizeof(float) != 0 || count > range.size() - received ||
+    if (!header_fits(segment) || segment.offset() != received ||
+        segment.payload().size() % sizeof(float) != 0 || count > out.size() - received ||
         (step.has_value() && *step != segment.step())) {
       bad = absl::InvalidArgumentError(absl::StrCat(
-          PsShardName(shard), "'s parameters do not fit its range of ", range.size(),
+          PsShardName(shard), "'s ", what, " do not fit its range of ", out.size(),
           " elements: a segment at offset ", segment.offset(), " of ", segment.range_elements(),
           " with ", segment.payload().size(), " payload bytes after ", received));
       context.TryCancel();
@@ -86,67 +93,50 @@ absl::StatusOr<uint64_t> ReadShard(const ShardTransferOptions& options, int shar
     }
     step = segment.step();
     if (count > 0) {
-      std::memcpy(out.data() + range.begin + received, segment.payload().data(),
-                  count * sizeof(float));
+      std::memcpy(out.data() + received, segment.payload().data(), count * sizeof(float));
     }
     received += count;
   }
-  const grpc::Status status = reader->Finish();
+  const grpc::Status status = reader.Finish();
   RETURN_IF_ERROR(bad);
-  if (!status.ok()) return ShardError(status, shard, "reading the parameters of");
-  if (received != range.size() || !step.has_value()) {
-    return absl::InvalidArgumentError(absl::StrCat(PsShardName(shard), " sent ", received,
-                                                   " of its ", range.size(), " parameters"));
+  if (!status.ok()) return ShardError(status, shard, absl::StrCat("reading the ", what, " of"));
+  if (received != out.size() || !step.has_value()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(PsShardName(shard), " sent ", received, " of its ", out.size(), " ", what));
   }
   return *step;
 }
 
-// Shard `shard`'s resumable state, [parameters..., optimiser state...] of `range`, sized
-// `state_elements` by the reader (never by the reply); the step it resumes at.
+// Shard `shard`'s range into `out` (already sized K); the step it holds.
+absl::StatusOr<uint64_t> ReadShard(const ShardTransferOptions& options, int shard,
+                                   const ElementRange& range, absl::Span<float> out) {
+  auto stub = proto::ParameterShard::NewStub(MakeChannel(options.shards[shard], options.security));
+  grpc::ClientContext context;
+  PrepareShardCall(options, shard, context);
+  auto reader = stub->GetParameters(&context, proto::PsRangeRequest());
+  return ReadSegments<proto::PsRangeValues>(
+      *reader, context, shard, "parameters",
+      [&](const proto::PsRangeValues& segment) { return segment.range_elements() == range.size(); },
+      out.subspan(range.begin, range.size()));
+}
+
+// Shard `shard`'s resumable state, [parameters..., optimiser state...] of `range`, into `state`
+// (sized by the reader); the step it resumes at.
 absl::StatusOr<uint64_t> ReadShardState(const ShardTransferOptions& options, int shard,
                                         const ElementRange& range, uint64_t generation,
                                         std::vector<float>& state) {
   auto stub = proto::ParameterShard::NewStub(MakeChannel(options.shards[shard], options.security));
   grpc::ClientContext context;
-  SetDeadline(context, options.timeout);
-  if (static_cast<size_t>(shard) < options.keys.size()) {
-    context.AddMetadata(kLinkKeyMetadata, options.keys[shard]);
-  }
+  PrepareShardCall(options, shard, context);
   proto::PsStateRequest request;
   request.set_generation(generation);
   auto reader = stub->ReadState(&context, request);
-  proto::PsStateSegment segment;
-  uint64_t received = 0;
-  std::optional<uint64_t> step;
-  absl::Status bad;
-  while (bad.ok() && reader->Read(&segment)) {
-    const uint64_t count = segment.payload().size() / sizeof(float);
-    if (segment.range_elements() != range.size() || segment.state_elements() != state.size() ||
-        segment.offset() != received || segment.payload().size() % sizeof(float) != 0 ||
-        count > state.size() - received || (step.has_value() && *step != segment.step())) {
-      bad = absl::InvalidArgumentError(
-          absl::StrCat(PsShardName(shard), "'s state does not fit its range of ", range.size(),
-                       " parameters and ", state.size(), " state elements: a segment at offset ",
-                       segment.offset(), " of ", segment.range_elements(), " parameters, ",
-                       segment.state_elements(), " elements, with ", segment.payload().size(),
-                       " payload bytes after ", received));
-      context.TryCancel();
-      break;
-    }
-    step = segment.step();
-    if (count > 0) {
-      std::memcpy(state.data() + received, segment.payload().data(), count * sizeof(float));
-    }
-    received += count;
-  }
-  const grpc::Status status = reader->Finish();
-  RETURN_IF_ERROR(bad);
-  if (!status.ok()) return ShardError(status, shard, "reading the state of");
-  if (received != state.size() || !step.has_value()) {
-    return absl::InvalidArgumentError(absl::StrCat(PsShardName(shard), " sent ", received,
-                                                   " of its ", state.size(), " state elements"));
-  }
-  return *step;
+  return ReadSegments<proto::PsStateSegment>(
+      *reader, context, shard, "state values",
+      [&](const proto::PsStateSegment& segment) {
+        return segment.range_elements() == range.size() && segment.state_elements() == state.size();
+      },
+      absl::MakeSpan(state));
 }
 
 }  // namespace
