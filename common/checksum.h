@@ -29,7 +29,7 @@ inline uint64_t MixBits(uint64_t value) {
   return value;
 }
 
-inline std::string ChecksumHex(absl::Span<const float> values) {
+inline uint64_t Checksum(absl::Span<const float> values) {
   constexpr uint64_t kBasis = 14695981039346656037ull;
   constexpr uint64_t kPrime = 1099511628211ull;
   const auto* bytes = reinterpret_cast<const unsigned char*>(values.data());
@@ -49,7 +49,11 @@ inline std::string ChecksumHex(absl::Span<const float> values) {
   uint64_t hash = kBasis ^ size;
   for (const uint64_t lane : lanes) hash = MixBits(hash ^ MixBits(lane));
   for (; i < size; ++i) hash = (hash ^ bytes[i]) * kPrime;
-  return absl::StrFormat("%016x", MixBits(hash));
+  return MixBits(hash);
+}
+
+inline std::string ChecksumHex(absl::Span<const float> values) {
+  return absl::StrFormat("%016x", Checksum(values));
 }
 
 }  // namespace ringside

@@ -138,21 +138,68 @@ absl::Status Optimizer::ExportStateTo(absl::Span<float> state) const {
                                                    " floats cannot take this optimizer's state (",
                                                    state_size(), ")"));
   }
-  state[0] = static_cast<float>(steps_);
-  std::copy(first_.begin(), first_.end(), state.begin() + 1);
-  std::copy(second_.begin(), second_.end(), state.begin() + 1 + first_.size());
-  return absl::OkStatus();
+  return ExportStatePiece(0, state);
 }
 
 absl::Status Optimizer::ImportState(absl::Span<const float> state) {
-  if (state.size() != state_size() || !(state[0] >= 0) || state[0] > (1 << 24)) {
+  if (state.size() != state_size()) {
     return absl::InvalidArgumentError(absl::StrCat("optimizer state of ", state.size(),
                                                    " floats does not fit this optimizer (",
                                                    state_size(), ")"));
   }
-  steps_ = static_cast<int64_t>(state[0]);
-  std::copy(state.begin() + 1, state.begin() + 1 + first_.size(), first_.begin());
-  std::copy(state.begin() + 1 + first_.size(), state.end(), second_.begin());
+  return ImportStatePiece(0, state);
+}
+
+namespace {
+
+// The runs of [offset, offset + count) of the layout [steps, first..., second...] that lie in
+// each moment: calls visit(moment, index within it, position within the piece, length).
+template <typename Visit>
+void ForEachMomentRun(size_t offset, size_t count, size_t first, size_t second, Visit visit) {
+  const size_t moment_begin[2] = {1, 1 + first};
+  const size_t moment_size[2] = {first, second};
+  for (int m = 0; m < 2; ++m) {
+    const size_t begin = std::max(offset, moment_begin[m]);
+    const size_t end = std::min(offset + count, moment_begin[m] + moment_size[m]);
+    if (begin < end) visit(m, begin - moment_begin[m], begin - offset, end - begin);
+  }
+}
+
+}  // namespace
+
+absl::Status Optimizer::ExportStatePiece(size_t offset, absl::Span<float> piece) const {
+  if (offset > state_size() || piece.size() > state_size() - offset) {
+    return absl::InvalidArgumentError(absl::StrCat("floats [", offset, ", ", offset + piece.size(),
+                                                   ") lie outside this optimizer's state of ",
+                                                   state_size()));
+  }
+  if (offset == 0 && !piece.empty()) piece[0] = static_cast<float>(steps_);
+  ForEachMomentRun(offset, piece.size(), first_.size(), second_.size(),
+                   [&](int moment, size_t index, size_t at, size_t length) {
+                     const std::vector<float>& source = moment == 0 ? first_ : second_;
+                     std::copy_n(source.begin() + index, length, piece.begin() + at);
+                   });
+  return absl::OkStatus();
+}
+
+absl::Status Optimizer::ImportStatePiece(size_t offset, absl::Span<const float> piece) {
+  if (offset > state_size() || piece.size() > state_size() - offset) {
+    return absl::InvalidArgumentError(absl::StrCat("floats [", offset, ", ", offset + piece.size(),
+                                                   ") lie outside this optimizer's state of ",
+                                                   state_size()));
+  }
+  const bool holds_steps = offset == 0 && !piece.empty();
+  if (holds_steps && (!(piece[0] >= 0) || piece[0] > (1 << 24))) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("an optimizer state whose step count is ", piece[0]));
+  }
+  ForEachMomentRun(offset, piece.size(), first_.size(), second_.size(),
+                   [&](int moment, size_t index, size_t at, size_t length) {
+                     std::vector<float>& target = moment == 0 ? first_ : second_;
+                     std::copy_n(piece.begin() + at, length, target.begin() + index);
+                   });
+  if (!holds_steps) return absl::OkStatus();
+  steps_ = static_cast<int64_t>(piece[0]);
   // The same sequence of products Step() forms, so the powers are bit-identical.
   beta1_power_ = 1.0;
   beta2_power_ = 1.0;

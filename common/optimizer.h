@@ -78,6 +78,13 @@ class Optimizer {
   // regroup writes it straight into the buffer it broadcasts.
   absl::Status ExportStateTo(absl::Span<float> state) const;
   absl::Status ImportState(absl::Span<const float> state);
+  // A piece of that layout, [offset, offset + piece.size()), read or written in place: a
+  // regroup broadcasts the state and worker-0 streams it to the shards a segment at a time,
+  // with no copy of the whole. INVALID_ARGUMENT, nothing changed, past state_size() or (import)
+  // when the piece holds a step count (offset 0) that is not one. A state imported in pieces is
+  // the exported one once every element was written.
+  absl::Status ExportStatePiece(size_t offset, absl::Span<float> piece) const;
+  absl::Status ImportStatePiece(size_t offset, absl::Span<const float> piece);
   size_t state_size() const { return StateSize(config_.kind, size_); }
 
   size_t size() const { return size_; }

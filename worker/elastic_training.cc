@@ -4,6 +4,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "common/checksum.h"
 #include "common/status_macros.h"
 #include "server/ps/shard_transfer.h"
 #include "worker/gradient_buckets.h"
@@ -13,14 +14,19 @@
 namespace ringside::worker {
 namespace {
 
-// Collective numbers within a generation: the regroup's, then B + 1 per training step, B its
+// Collective numbers within a generation: the regroup's (its census, the state's header, the
+// state itself in chunks, the shard load's barrier), then B + 1 per training step, B its
 // buckets (1 unless --bucket_bytes cuts the gradient into more, InstallRingSync): step t's
 // allreduces are kFirstStepCollective + (B + 1)t + b, and the sampled wire error's exact sum
-// after them (ring/wire_error.h) + B, so every ring collective's number is above the one before.
+// after them (ring/wire_error.h) + B, so every ring collective's number is above the one before
+// (the inbox's sequence rule).
 constexpr uint64_t kCensusCollective = 1;
 constexpr uint64_t kStateCollective = 2;
-constexpr uint64_t kLoadedCollective = 3;
-constexpr uint64_t kFirstStepCollective = 16;
+constexpr uint64_t kFirstStateChunkCollective = 3;
+constexpr uint64_t kLoadedCollective = (uint64_t{1} << 24) - 1;
+constexpr uint64_t kFirstStepCollective = uint64_t{1} << 24;
+// The census carries each member's parameter digest in 16-bit parts, exact in a float sum.
+constexpr int kDigestParts = 4;
 
 uint64_t CollectiveBase(uint64_t generation) { return generation << 32; }
 
@@ -403,8 +409,8 @@ absl::Status ElasticTrainer::LoadShardsForGeneration(uint64_t generation, int wo
   std::vector<float> loaded = {0.0f};
   if (rank == 0) {
     if (LostAt("load")) return LostStatus();
-    server::JobState state{static_cast<uint64_t>(completed_), parameters_,
-                           optimizer_->ExportState()};
+    const server::JobStateView state{static_cast<uint64_t>(completed_), parameters_,
+                                     optimizer_.get()};
     const absl::Status status = LoadShardsOnceAssigned(generation, world, state);
     if (!status.ok()) {
       log_ << WorkerName(rank) << ": " << status << "\n";
@@ -425,7 +431,7 @@ server::ShardTransferOptions ElasticTrainer::ShardTransfer() const {
 }
 
 absl::Status ElasticTrainer::LoadShardsOnceAssigned(uint64_t generation, int world,
-                                                    const server::JobState& state) {
+                                                    const server::JobStateView& state) {
   const server::ShardTransferOptions transfer = ShardTransfer();
   // Half the collective deadline: the others wait for the barrier behind this load within it.
   const absl::Time deadline = absl::Now() + options_.timeout / 2;
@@ -459,10 +465,16 @@ absl::Status ElasticTrainer::LoadShardsOnceAssigned(uint64_t generation, int wor
 absl::Status ElasticTrainer::AgreeOnState(uint64_t generation, int world, int rank,
                                           uint64_t checkpoint_step, bool trained_on_shards) {
   const uint64_t base = CollectiveBase(generation);
-  // [completed steps by rank..., trained on the shards' state by rank...]
-  std::vector<float> census(2 * static_cast<size_t>(world), 0.0f);
-  census[rank] = static_cast<float>(completed_);  // exact up to 2^24 steps
-  census[world + rank] = trained_on_shards ? 1.0f : 0.0f;
+  const size_t members = static_cast<size_t>(world);
+  // [completed steps by rank (-1: its state was lost in an interrupted regroup)...,
+  //  trained on the shards' state by rank..., digest of its parameters by rank and part...]
+  std::vector<float> census((2 + kDigestParts) * members, 0.0f);
+  census[rank] = holds_state_ ? static_cast<float>(completed_) : -1.0f;  // exact up to 2^24
+  census[members + rank] = trained_on_shards ? 1.0f : 0.0f;
+  const uint64_t digest = Checksum(parameters_);
+  for (int part = 0; part < kDigestParts; ++part) {
+    census[(2 + part) * members + rank] = static_cast<float>((digest >> (16 * part)) & 0xffff);
+  }
   if (LostAt("census")) return LostStatus();
   RETURN_IF_ERROR(
       ring_->Allreduce(base + kCensusCollective, absl::MakeSpan(census), ControlOptions()));
@@ -472,40 +484,105 @@ absl::Status ElasticTrainer::AgreeOnState(uint64_t generation, int world, int ra
   // whole state in either mode; in ps mode it applies the optimiser to the shards' sums itself),
   // or the controller's checkpoint when every member is behind it (a whole cluster restarted).
   const auto most = std::max_element(census.begin(), census.begin() + world);
-  const bool from_shards =
-      std::any_of(census.begin() + world, census.end(), [](float f) { return f != 0.0f; });
-  const bool from_checkpoint = !from_shards && checkpoint_step > static_cast<uint64_t>(*most);
+  const bool from_shards = std::any_of(census.begin() + world, census.begin() + 2 * world,
+                                       [](float f) { return f != 0.0f; });
+  if (!from_shards && *most < 0 && checkpoint_step == 0) {
+    return absl::DataLossError(
+        "every member lost the job's state to an interrupted regroup, and there is no checkpoint");
+  }
+  const bool from_checkpoint = !from_shards && static_cast<float>(checkpoint_step) > *most;
   const int source = from_checkpoint || from_shards ? 0 : static_cast<int>(most - census.begin());
-  // That member broadcasts it (a sum-allreduce with zeros elsewhere: exact), so every member
-  // adopts the very same state. Layout: [ok, step, parameters..., optimiser state...].
-  const size_t parameters = parameters_.size();
-  std::vector<float> state(2 + parameters + optimizer_->state_size(), 0.0f);
-  const absl::Span<float> values = absl::MakeSpan(state).subspan(2, parameters);
-  const absl::Span<float> moments = absl::MakeSpan(state).subspan(2 + parameters);
-  if (rank == source && from_shards) {
-    ReadShardsState(generation, checkpoint_step, absl::MakeSpan(state));
-  } else if (rank == source && from_checkpoint) {
-    ReadCheckpoint(checkpoint_step, absl::MakeSpan(state));
+  // A member already holding the source's state keeps it (the same steps applied to the same
+  // state give the same bits in both sync modes; the digest checks it), so a member lost in the
+  // middle of the broadcast costs nobody the state they held.
+  bool same_as_source = !from_shards && !from_checkpoint && census[rank] == census[source];
+  for (int part = 0; part < kDigestParts; ++part) {
+    same_as_source = same_as_source &&
+                     census[(2 + part) * members + rank] == census[(2 + part) * members + source];
+  }
+  // The source broadcasts it (sum-allreduces with zeros elsewhere: exact), so every member adopts
+  // the very same state: first [ok, step], then [parameters..., optimiser state...] in chunks.
+  std::vector<float> header(2, 0.0f);
+  std::vector<float> read;  // the source's, read from the shards or a checkpoint: [ok, step, ...]
+  if (rank == source && (from_shards || from_checkpoint)) {
+    read.assign(2 + parameters_.size() + optimizer_->state_size(), 0.0f);
+    if (from_shards) {
+      ReadShardsState(generation, checkpoint_step, absl::MakeSpan(read));
+    } else {
+      ReadCheckpoint(checkpoint_step, absl::MakeSpan(read));
+    }
+    std::copy_n(read.begin(), 2, header.begin());
   } else if (rank == source) {
-    state[0] = 1.0f;
-    state[1] = static_cast<float>(completed_);
-    std::copy(parameters_.begin(), parameters_.end(), values.begin());
-    optimizer_->ExportStateTo(moments).IgnoreError();  // sized to fit
+    header = {1.0f, static_cast<float>(completed_)};
   }
   if (LostAt("state")) return LostStatus();
   RETURN_IF_ERROR(
-      ring_->Allreduce(base + kStateCollective, absl::MakeSpan(state), ControlOptions()));
-  if (state[0] != 1.0f) {
+      ring_->Allreduce(base + kStateCollective, absl::MakeSpan(header), ControlOptions()));
+  if (header[0] != 1.0f) {
     return absl::UnavailableError(absl::StrCat(
         WorkerName(source), " could not read ",
         from_shards ? std::string("the job's state from the shards, nor a checkpoint")
                     : absl::StrCat("the controller's checkpoint of step ", checkpoint_step),
         "; see its log"));
   }
-  RETURN_IF_ERROR(optimizer_->ImportState(moments));
-  parameters_.assign(values.begin(), values.end());
-  completed_ = static_cast<int64_t>(state[1]);
+  const absl::Span<const float> held =
+      read.empty() ? absl::Span<const float>() : absl::MakeConstSpan(read).subspan(2);
+  RETURN_IF_ERROR(BroadcastState(base, rank == source, !same_as_source, held));
+  if (!same_as_source) completed_ = static_cast<int64_t>(header[1]);
   return absl::OkStatus();
+}
+
+absl::Status ElasticTrainer::BroadcastState(uint64_t base, bool source, bool adopt,
+                                            absl::Span<const float> held) {
+  const size_t parameters = parameters_.size();
+  const size_t total = parameters + optimizer_->state_size();
+  std::vector<float> chunk(std::min(total, std::max<size_t>(1, options_.state_chunk_floats)));
+  if (total / chunk.size() >= kLoadedCollective - kFirstStateChunkCollective) {
+    return absl::InvalidArgumentError("the state needs more chunks than a regroup may number");
+  }
+  for (size_t offset = 0, c = 0; offset < total; offset += chunk.size(), ++c) {
+    if (c == 1 && LostAt("state_chunk")) return LostStatus();
+    const absl::Span<float> piece =
+        absl::MakeSpan(chunk).first(std::min(chunk.size(), total - offset));
+    std::fill(piece.begin(), piece.end(), 0.0f);
+    if (source) ReadStatePiece(held, offset, piece);
+    RETURN_IF_ERROR(
+        ring_->Allreduce(base + kFirstStateChunkCollective + c, piece, ControlOptions()));
+    if (!adopt) continue;
+    holds_state_ = false;  // until the last chunk is in: a half-written state is no one's
+    RETURN_IF_ERROR(WriteStatePiece(offset, piece));
+  }
+  if (adopt) holds_state_ = true;
+  return absl::OkStatus();
+}
+
+void ElasticTrainer::ReadStatePiece(absl::Span<const float> held, size_t offset,
+                                    absl::Span<float> piece) const {
+  if (!held.empty()) {
+    std::copy_n(held.begin() + offset, piece.size(), piece.begin());
+    return;
+  }
+  const size_t parameters = parameters_.size();
+  if (offset < parameters) {
+    const size_t count = std::min(piece.size(), parameters - offset);
+    std::copy_n(parameters_.begin() + offset, count, piece.begin());
+    piece.remove_prefix(count);
+    offset += count;
+  }
+  // Within the state: the chunks cover exactly [0, parameters + state_size()).
+  if (!piece.empty()) optimizer_->ExportStatePiece(offset - parameters, piece).IgnoreError();
+}
+
+absl::Status ElasticTrainer::WriteStatePiece(size_t offset, absl::Span<const float> piece) {
+  const size_t parameters = parameters_.size();
+  if (offset < parameters) {
+    const size_t count = std::min(piece.size(), parameters - offset);
+    std::copy_n(piece.begin(), count, parameters_.begin() + offset);
+    piece.remove_prefix(count);
+    offset += count;
+  }
+  if (piece.empty()) return absl::OkStatus();
+  return optimizer_->ImportStatePiece(offset - parameters, piece);
 }
 
 void ElasticTrainer::ReadCheckpoint(uint64_t checkpoint_step, absl::Span<float> state) {

@@ -62,6 +62,9 @@ struct ElasticOptions {
   uint64_t ps_window_bytes = uint64_t{256} << 10;       // server::PsClientOptions::window_bytes
   absl::Duration timeout = absl::Seconds(60);           // per collective, ps step or transfer
   absl::Duration regroup_timeout = absl::Seconds(120);  // for the next generation after a failure
+  // A regroup broadcasts the job's state in chunks of this many floats, so it costs one chunk of
+  // memory rather than a copy of the model (4 MiB; tests make it small to cross every boundary).
+  size_t state_chunk_floats = size_t{1} << 20;
   TransportSecurity security;  // of the channels to the shards (the ring's is the member's)
   // Called at every fault point (worker/fault_injection.h): ringside-worker's --fault_at
   // (KillSelfAt), or an in-process test's hook; null: none. When it returns true the worker is
@@ -128,6 +131,14 @@ class ElasticTrainer {
   // state (`trained_on_shards`), the shards' own, which rank 0 reads (ReadShardStates).
   absl::Status AgreeOnState(uint64_t generation, int world, int rank, uint64_t checkpoint_step,
                             bool trained_on_shards);
+  // Sends the state after [ok, step] as chunks of sum-allreduces: the source's (`source`: its own
+  // parameters and optimiser, or `held` when it read them elsewhere) and zeros elsewhere;
+  // `adopt`: this member writes each chunk into its own state, and holds none until the last.
+  absl::Status BroadcastState(uint64_t base, bool source, bool adopt, absl::Span<const float> held);
+  // [offset, offset + piece.size()) of [parameters..., optimiser state...]: of `held`, or else of
+  // this member's own state; written into its own.
+  void ReadStatePiece(absl::Span<const float> held, size_t offset, absl::Span<float> piece) const;
+  absl::Status WriteStatePiece(size_t offset, absl::Span<const float> piece);
   // Rank 0's part of that: the shards' state into `state` ([ok, step, parameters..., optimiser
   // state...]); when it cannot be read (a shard lost), the controller's checkpoint of
   // `checkpoint_step` (0: none); ok 0, and the reason logged, when neither can.
@@ -154,7 +165,7 @@ class ElasticTrainer {
   absl::Status MeasureWireError(int64_t step);
   // Rank 0's load, retried while a shard has not taken this generation's assignment yet.
   absl::Status LoadShardsOnceAssigned(uint64_t generation, int world,
-                                      const server::JobState& state);
+                                      const server::JobStateView& state);
   // How rank 0 reaches this generation's shards: for its loads and its test evaluator's reads.
   server::ShardTransferOptions ShardTransfer() const;
   absl::Status Step();
@@ -186,6 +197,9 @@ class ElasticTrainer {
   std::vector<float> parameters_;
   std::vector<float> gradient_;
   int64_t completed_ = 0;
+  // False from the first chunk of a regroup's state this member adopts until the last: the census
+  // then says it holds no state (-1), so no later regroup takes it for the job's.
+  bool holds_state_ = true;
   uint64_t checkpoint_every_ = 0;  // the current generation's; 0: no checkpoints
   uint64_t generation_ = 0;        // 0: none joined yet
   SyncMode mode_ = SyncMode::kRing;

@@ -13,8 +13,8 @@
 namespace ringside::worker {
 namespace {
 
-constexpr const char* kPoints[] = {"assigned", "switch",    "census",      "state",  "load",
-                                   "barrier",  "ring_step", "ring_bucket", "ps_push"};
+constexpr const char* kPoints[] = {"assigned", "switch",  "census",    "state",       "state_chunk",
+                                   "load",     "barrier", "ring_step", "ring_bucket", "ps_push"};
 
 }  // namespace
 

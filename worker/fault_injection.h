@@ -12,7 +12,9 @@
 //   assigned   a generation was assigned; its regroup has not begun
 //   switch     as assigned, for a generation whose mode differs from the last one trained
 //   census     before the census collective
-//   state      before the state collective
+//   state      before the state collective (the state's header, [ok, step])
+//   state_chunk  after the first chunk of the state (ElasticOptions::state_chunk_floats), before
+//              the second: the members adopting it hold part of it
 //   load       ps mode, rank 0 only: before loading the shards
 //   barrier    ps mode: before the barrier that confirms the load
 //   ring_step  ring mode: the gradient is computed, the allreduce not begun (with --bucket_bytes:

@@ -5,6 +5,7 @@
 #include <functional>
 #include <memory>
 #include <optional>
+#include <string>
 
 #include "absl/strings/str_cat.h"
 #include "common/auth.h"
@@ -31,14 +32,40 @@ void PrepareShardCall(const ShardTransferOptions& options, int shard,
   }
 }
 
-absl::Status LoadShard(const ShardTransferOptions& options, int shard, const ElementRange& range,
-                       uint64_t generation, int workers, const JobState& state) {
-  std::vector<float> sequence(state.parameters.begin() + range.begin,
-                              state.parameters.begin() + range.end);
-  const std::vector<float> optimizer =
-      OptimizerStateRange(state.optimizer_state, state.parameters.size(), range.begin, range.end);
-  sequence.insert(sequence.end(), optimizer.begin(), optimizer.end());
+// Writes elements [offset, offset + out.size()) of the sequence shard `range` is loaded with
+// (its parameters, then its optimiser state in OptimizerStateRange's layout: the step count and
+// each moment's range) from the whole state, in place. Within the state: LoadShards checked that
+// the optimiser owns the parameters.
+void FillLoadSegment(const JobStateView& state, const ElementRange& range, uint64_t offset,
+                     absl::Span<float> out) {
+  const uint64_t size = range.size();
+  const size_t parameters = state.parameters.size();
+  while (!out.empty()) {
+    uint64_t length = 0;
+    if (offset < size) {  // the range's parameters
+      length = std::min<uint64_t>(out.size(), size - offset);
+      std::copy_n(state.parameters.begin() + range.begin + offset, length, out.begin());
+    } else if (offset == size) {  // the step count
+      length = 1;
+      state.optimizer->ExportStatePiece(0, out.subspan(0, 1)).IgnoreError();
+    } else {  // moment m's element i of the range, at 1 + m K + begin + i of the whole
+      const uint64_t within = offset - size - 1;
+      const uint64_t moment = within / size;
+      const uint64_t index = within % size;
+      length = std::min<uint64_t>(out.size(), size - index);
+      state.optimizer
+          ->ExportStatePiece(1 + moment * parameters + range.begin + index, out.subspan(0, length))
+          .IgnoreError();
+    }
+    out.remove_prefix(length);
+    offset += length;
+  }
+}
 
+absl::Status LoadShard(const ShardTransferOptions& options, int shard, const ElementRange& range,
+                       uint64_t generation, int workers, const JobStateView& state) {
+  const uint64_t state_elements =
+      range.size() + Optimizer::StateSize(state.optimizer->config().kind, range.size());
   auto stub = proto::ParameterShard::NewStub(MakeChannel(options.shards[shard], options.security));
   grpc::ClientContext context;
   PrepareShardCall(options, shard, context);
@@ -50,13 +77,15 @@ absl::Status LoadShard(const ShardTransferOptions& options, int shard, const Ele
   segment.set_step(state.step);
   segment.set_range_begin(range.begin);
   segment.set_range_elements(range.size());
-  segment.set_state_elements(sequence.size());
+  segment.set_state_elements(state_elements);
   const uint64_t per_segment = std::max<uint64_t>(1, options.segment_bytes / sizeof(float));
-  for (uint64_t offset = 0; offset < sequence.size(); offset += per_segment) {
-    const uint64_t count = std::min<uint64_t>(per_segment, sequence.size() - offset);
+  for (uint64_t offset = 0; offset < state_elements; offset += per_segment) {
+    const uint64_t count = std::min<uint64_t>(per_segment, state_elements - offset);
     segment.set_offset(offset);
-    segment.set_payload(reinterpret_cast<const char*>(sequence.data() + offset),
-                        count * sizeof(float));
+    std::string& payload = *segment.mutable_payload();
+    payload.resize(count * sizeof(float));
+    FillLoadSegment(state, range, offset,
+                    absl::MakeSpan(reinterpret_cast<float*>(payload.data()), count));
     if (!writer->Write(segment)) break;  // Finish() says why
   }
   writer->WritesDone();
@@ -186,7 +215,10 @@ absl::StatusOr<ShardParameters> ReadShardParameters(const ShardTransferOptions& 
 }
 
 absl::Status LoadShards(const ShardTransferOptions& options, uint64_t generation, int workers,
-                        const JobState& state) {
+                        const JobStateView& state) {
+  if (state.optimizer == nullptr || state.optimizer->size() != state.parameters.size()) {
+    return absl::InvalidArgumentError("a job state whose optimiser does not own its parameters");
+  }
   const std::vector<ElementRange> ranges =
       EvenRanges(state.parameters.size(), static_cast<int>(options.shards.size()));
   for (size_t s = 0; s < options.shards.size(); ++s) {

@@ -36,9 +36,17 @@ struct ShardTransferOptions {
   TransportSecurity security;                  // of the channels to the shards
 };
 
+// The job's state as a worker holds it, read in place: LoadShards copies one segment at a time
+// into the message it writes, so loading the shards costs no copy of the model.
+struct JobStateView {
+  uint64_t step = 0;                     // steps applied
+  absl::Span<const float> parameters;    // K
+  const Optimizer* optimizer = nullptr;  // its state goes with the parameters; over K
+};
+
 // Hands every shard its range of `state` for `generation` with `workers` workers.
 absl::Status LoadShards(const ShardTransferOptions& options, uint64_t generation, int workers,
-                        const JobState& state);
+                        const JobStateView& state);
 
 // The shards' live parameters, joined: every shard's range as GetParameters streams it (the
 // load keys, when given, authorise the reads), and the steps applied to them.

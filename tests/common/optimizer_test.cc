@@ -234,5 +234,46 @@ TEST(OptimizerStateTest, ExportStateToChecksTheBufferSize) {
             absl::StatusCode::kInvalidArgument);
 }
 
+// A regroup broadcasts the state in pieces and a shard load streams it: pieces at every offset
+// and length read what ExportState holds there, and written into another optimiser in any
+// order rebuild it, step count included.
+TEST(OptimizerStateTest, PiecesReadAndWriteTheExportedLayoutInPlace) {
+  auto adam = Optimizer::Create(OptimizerConfig{OptimizerKind::kAdam, 0.01f}, 5);
+  auto copy = Optimizer::Create(OptimizerConfig{OptimizerKind::kAdam, 0.01f}, 5);
+  ASSERT_TRUE(adam.ok() && copy.ok());
+  std::vector<float> params = {1, 2, 3, 4, 5};
+  for (int i = 0; i < 3; ++i) {
+    ASSERT_TRUE(adam->Step(absl::MakeSpan(params), {0.5f, -1, 2, 0.25f, -0.5f}).ok());
+  }
+  const std::vector<float> whole = adam->ExportState();  // 11 floats
+  for (size_t offset = 0; offset <= whole.size(); ++offset) {
+    for (size_t length = 0; offset + length <= whole.size(); ++length) {
+      std::vector<float> piece(length, -9.0f);
+      ASSERT_TRUE(adam->ExportStatePiece(offset, absl::MakeSpan(piece)).ok());
+      ASSERT_EQ(piece, std::vector<float>(whole.begin() + offset, whole.begin() + offset + length))
+          << "[" << offset << ", " << offset + length << ")";
+    }
+  }
+  for (const auto& [begin, end] : {std::pair<size_t, size_t>{7, 11}, {0, 3}, {3, 7}}) {
+    ASSERT_TRUE(
+        copy->ImportStatePiece(begin, absl::MakeConstSpan(whole).subspan(begin, end - begin)).ok());
+  }
+  EXPECT_EQ(copy->ExportState(), whole);
+  EXPECT_EQ(copy->steps(), 3);
+  std::vector<float> next = params;
+  ASSERT_TRUE(adam->Step(absl::MakeSpan(params), {1, 1, 1, 1, 1}).ok());
+  ASSERT_TRUE(copy->Step(absl::MakeSpan(next), {1, 1, 1, 1, 1}).ok());
+  EXPECT_EQ(next, params) << "the imported step count gives the same bias correction";
+
+  const std::vector<float> before = copy->ExportState();
+  std::vector<float> two(2);
+  EXPECT_EQ(adam->ExportStatePiece(10, absl::MakeSpan(two)).code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(copy->ImportStatePiece(12, {}).code(), absl::StatusCode::kInvalidArgument);
+  const std::vector<float> negative_steps = {-1.0f, 0.0f};
+  EXPECT_EQ(copy->ImportStatePiece(0, negative_steps).code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(copy->ExportState(), before) << "a refused piece changes nothing";
+}
+
 }  // namespace
 }  // namespace ringside

@@ -318,6 +318,7 @@ void RunJobWithFault(const FaultCase& fault, const TrainingOptions& job, double 
     options.segment_bytes = 4096;
     options.timeout = absl::Seconds(60);  // a deadline only for bugs: every failure is superseded
     options.regroup_timeout = absl::Seconds(60);
+    options.state_chunk_floats = 257;  // a regroup's state in many chunks, across every boundary
     if (i == fault.victim) options.fault = LoseAt(FaultPlan{fault.point, fault.after_step});
     worker->trainer = std::make_unique<ElasticTrainer>(
         *worker->source, &network.Join(worker->address), *worker->metrics, options, worker->log);
@@ -503,6 +504,10 @@ INSTANTIATE_TEST_SUITE_P(
         FaultCase{"DuringTheStateHandOver", "state", 0, 1, SyncMode::kRing, 1, -1},
         // Workers are at most one step apart: when one completes 3, the victim has completed 2.
         FaultCase{"DuringALaterStateHandOver", "state", 2, 0, SyncMode::kPs, 2, 3},
+        // Lost with part of the state sent: the source (rank 0 when everyone is level), or a
+        // member receiving it. Whoever held the state before still holds it.
+        FaultCase{"TheSourceMidwayThroughTheState", "state_chunk", 2, 0, SyncMode::kPs, 2, 3},
+        FaultCase{"AMemberMidwayThroughTheState", "state_chunk", 2, 2, SyncMode::kRing, 2, 3},
         FaultCase{"TheLoaderBeforeTheShardLoad", "load", 0, 0, SyncMode::kPs, 2, -1},
         FaultCase{"AtTheLoadBarrier", "barrier", 0, 2, SyncMode::kPs, 2, -1},
         FaultCase{"MidRingStep", "ring_step", 7, 1, SyncMode::kRing, 1, -1},
@@ -755,8 +760,8 @@ TEST(ElasticTrainerChaosTest, RandomLossesNeverStallOrDivergeTheJob) {
   std::cout << "chaos seed " << seed << " (replay: RINGSIDE_CHAOS_SEED=" << seed << ")\n";
   RecordProperty("seed", std::to_string(seed));
   std::mt19937_64 random(seed);
-  const std::vector<std::string> points = {"assigned", "census",    "state",  "load",
-                                           "barrier",  "ring_step", "ps_push"};
+  const std::vector<std::string> points = {"assigned", "census",  "state",     "state_chunk",
+                                           "load",     "barrier", "ring_step", "ps_push"};
   constexpr int64_t kSteps = 12;
   for (int job = 0; job < 8; ++job) {
     FaultCase fault;

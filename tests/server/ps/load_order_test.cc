@@ -29,15 +29,22 @@ constexpr uint64_t kParameters = 300;
 const OptimizerConfig kSgd{OptimizerKind::kSgd, 0.5f};
 
 // The job's state after `step` steps: `elements` parameters of `value` (the range of shard 0
-// of a map of that many parameters) and SGD's state.
-server::JobState StateOf(uint64_t step, float value, uint64_t elements = kParameters) {
-  server::JobState state;
-  state.step = step;
-  state.parameters.assign(elements, value);
+// of a map of that many parameters) and SGD's state, as a worker holds it.
+struct HeldState {
+  uint64_t step = 0;
+  std::vector<float> parameters;
+  std::shared_ptr<Optimizer> optimizer;
+  server::JobStateView view() const { return {step, parameters, optimizer.get()}; }
+};
+
+HeldState StateOf(uint64_t step, float value, uint64_t elements = kParameters) {
+  HeldState state{step, std::vector<float>(elements, value), nullptr};
   auto optimizer = Optimizer::Create(kSgd, elements);
   EXPECT_TRUE(optimizer.ok()) << optimizer.status();
-  if (optimizer.ok()) state.optimizer_state = optimizer->ExportState();
-  state.optimizer_state[0] = static_cast<float>(step);  // [steps] for SGD: it agrees
+  if (!optimizer.ok()) return state;
+  state.optimizer = std::make_shared<Optimizer>(*std::move(optimizer));
+  const std::vector<float> steps = {static_cast<float>(step)};  // [steps] for SGD: it agrees
+  EXPECT_TRUE(state.optimizer->ImportState(steps).ok());
   return state;
 }
 
@@ -67,7 +74,7 @@ class LoadOrderTest : public ::testing::Test {
 
   // Rank 0's Load of `state` for `generation` (server/ps/shard_transfer.h, as the trainer sends
   // it), started now on a thread; its status lands in statuses_[i], i the index returned.
-  size_t StartLoad(uint64_t generation, const server::JobState& state) {
+  size_t StartLoad(uint64_t generation, const HeldState& state) {
     absl::MutexLock lock(&mu_);
     const size_t index = statuses_.size();
     statuses_.emplace_back();
@@ -76,7 +83,8 @@ class LoadOrderTest : public ::testing::Test {
     options.segment_bytes = 256;
     options.timeout = absl::Seconds(30);  // only a hang's limit: every case ends by an event
     loads_.emplace_back([this, options, generation, state, index] {
-      const absl::Status status = server::LoadShards(options, generation, /*workers=*/1, state);
+      const absl::Status status =
+          server::LoadShards(options, generation, /*workers=*/1, state.view());
       absl::MutexLock lock(&mu_);
       statuses_[index] = status;
     });
@@ -219,7 +227,7 @@ TEST(StaticShardLoadTest, IsRefusedAtOnce) {
   ASSERT_TRUE(server.ok()) << server.status();
   server::ShardTransferOptions options;
   options.shards = {absl::StrCat("127.0.0.1:", server->port)};
-  const absl::Status status = server::LoadShards(options, 2, 1, StateOf(0, 1.0f));
+  const absl::Status status = server::LoadShards(options, 2, 1, StateOf(0, 1.0f).view());
   EXPECT_EQ(status.code(), absl::StatusCode::kFailedPrecondition) << status;
   EXPECT_FALSE(waited);
 }

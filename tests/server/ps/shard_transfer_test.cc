@@ -182,6 +182,46 @@ TEST_F(ShardStateReadTest, OnlyTheServedOrALaterGenerationsRankZeroMayRead) {
             absl::StatusCode::kInvalidArgument);  // ranges that do not fit
 }
 
+// Rank 0 loads the shards from its live parameters and optimiser (LoadShards reads them in
+// place, a segment at a time): with segments of 3 floats, which straddle each range's
+// parameters, step count and moments, the shards hold exactly the state's ranges, as read back.
+TEST_F(ServedShards, ALoadStreamsTheLiveStateAndTheShardsHoldItsRanges) {
+  const OptimizerConfig adam{OptimizerKind::kAdam, 0.01f};
+  const std::vector<ElementRange> ranges = EvenRanges(kParameters, 2);
+  const std::string credential = Hmac("shard-load-test", "shard");
+  for (int s = 0; s < 2; ++s) {
+    services_.push_back(std::make_unique<server::ParameterShardService>(/*segment_bytes=*/256));
+    services_.back()->SetMemberCredential(credential);
+    services_.back()->SetJob(
+        server::ShardJob{s, ranges[s], adam, kGeneration, /*backup_workers=*/0, /*staleness=*/1});
+    auto server = StartServer("127.0.0.1:0", {services_.back().get()}, TransportSecurity());
+    ASSERT_TRUE(server.ok()) << server.status();
+    options_.shards.push_back("127.0.0.1:" + std::to_string(server->port));
+    servers_.push_back(*std::move(server));
+  }
+  options_.keys = {ShardLoadKey(credential, kGeneration), ShardLoadKey(credential, kGeneration)};
+  options_.segment_bytes = 3 * sizeof(float);
+  auto optimizer = Optimizer::Create(adam, kParameters);
+  ASSERT_TRUE(optimizer.ok());
+  std::vector<float> parameters(kParameters), gradient(kParameters);
+  for (uint64_t i = 0; i < kParameters; ++i) {
+    parameters[i] = 0.001f * static_cast<float>(i);
+    gradient[i] = static_cast<float>(i % 7) - 3.0f;
+  }
+  for (int step = 0; step < 4; ++step) {
+    ASSERT_TRUE(optimizer->Step(absl::MakeSpan(parameters), gradient).ok());
+  }
+  ASSERT_TRUE(server::LoadShards(options_, kGeneration, /*workers=*/2,
+                                 server::JobStateView{4, parameters, &*optimizer})
+                  .ok());
+  absl::StatusOr<server::JobState> read =
+      server::ReadShardStates(options_, kGeneration, kParameters, adam);
+  ASSERT_TRUE(read.ok()) << read.status();
+  EXPECT_EQ(read->step, 4u);
+  EXPECT_EQ(read->parameters, parameters);
+  EXPECT_EQ(read->optimizer_state, optimizer->ExportState());
+}
+
 TEST_F(ShardReadTest, ASynchronousShardHoldsNoStateToRead) {
   ASSERT_NO_FATAL_FAILURE(Start({1, 1}));
   absl::StatusOr<server::JobState> read = server::ReadShardStates(
