@@ -159,6 +159,9 @@ absl::Status ElasticTrainer::Run(const absl::Notification& stop, const FinishedC
 }
 
 absl::StatusOr<ElasticResult> ElasticTrainer::Result() {
+  // The job's steps are done: the gradient's buffer makes room for the result's copy of the
+  // parameters (a later step, should a generation bring one, sizes it again).
+  std::vector<float>().swap(gradient_);
   ElasticResult result;
   result.training.parameters = parameters_;
   result.training.last_step = last_stats_;
@@ -466,10 +469,10 @@ absl::Status ElasticTrainer::AgreeOnState(uint64_t generation, int world, int ra
                                           uint64_t checkpoint_step, bool trained_on_shards) {
   const uint64_t base = CollectiveBase(generation);
   const size_t members = static_cast<size_t>(world);
-  // [completed steps by rank (-1: its state was lost in an interrupted regroup)...,
-  //  trained on the shards' state by rank..., digest of its parameters by rank and part...]
+  // [completed steps by rank..., trained on the shards' state by rank..., digest of its
+  //  parameters by rank and part...]
   std::vector<float> census((2 + kDigestParts) * members, 0.0f);
-  census[rank] = holds_state_ ? static_cast<float>(completed_) : -1.0f;  // exact up to 2^24
+  census[rank] = static_cast<float>(completed_);  // exact up to 2^24
   census[members + rank] = trained_on_shards ? 1.0f : 0.0f;
   const uint64_t digest = Checksum(parameters_);
   for (int part = 0; part < kDigestParts; ++part) {
@@ -486,15 +489,11 @@ absl::Status ElasticTrainer::AgreeOnState(uint64_t generation, int world, int ra
   const auto most = std::max_element(census.begin(), census.begin() + world);
   const bool from_shards = std::any_of(census.begin() + world, census.begin() + 2 * world,
                                        [](float f) { return f != 0.0f; });
-  if (!from_shards && *most < 0 && checkpoint_step == 0) {
-    return absl::DataLossError(
-        "every member lost the job's state to an interrupted regroup, and there is no checkpoint");
-  }
-  const bool from_checkpoint = !from_shards && static_cast<float>(checkpoint_step) > *most;
+  const bool from_checkpoint = !from_shards && checkpoint_step > static_cast<uint64_t>(*most);
   const int source = from_checkpoint || from_shards ? 0 : static_cast<int>(most - census.begin());
   // A member already holding the source's state keeps it (the same steps applied to the same
-  // state give the same bits in both sync modes; the digest checks it), so a member lost in the
-  // middle of the broadcast costs nobody the state they held.
+  // state give the same bits in both sync modes; the digest checks it) and needs no room to
+  // receive it: at a mode switch, usually every member.
   bool same_as_source = !from_shards && !from_checkpoint && census[rank] == census[source];
   for (int part = 0; part < kDigestParts; ++part) {
     same_as_source = same_as_source &&
@@ -536,23 +535,30 @@ absl::Status ElasticTrainer::BroadcastState(uint64_t base, bool source, bool ado
                                             absl::Span<const float> held) {
   const size_t parameters = parameters_.size();
   const size_t total = parameters + optimizer_->state_size();
-  std::vector<float> chunk(std::min(total, std::max<size_t>(1, options_.state_chunk_floats)));
-  if (total / chunk.size() >= kLoadedCollective - kFirstStateChunkCollective) {
+  const size_t chunk_floats = std::min(total, std::max<size_t>(1, options_.state_chunk_floats));
+  if (total / chunk_floats >= kLoadedCollective - kFirstStateChunkCollective) {
     return absl::InvalidArgumentError("the state needs more chunks than a regroup may number");
   }
-  for (size_t offset = 0, c = 0; offset < total; offset += chunk.size(), ++c) {
+  // A member adopting the state receives it whole before it replaces its own: should the
+  // source be lost midway, it still holds what it had, and a later regroup may take that.
+  // (The source of a state it read elsewhere holds it already.)
+  const bool receive_whole = adopt && held.empty();
+  std::vector<float> received(receive_whole ? total : 0);
+  std::vector<float> chunk(receive_whole ? 0 : chunk_floats);
+  for (size_t offset = 0, c = 0; offset < total; offset += chunk_floats, ++c) {
     if (c == 1 && LostAt("state_chunk")) return LostStatus();
-    const absl::Span<float> piece =
-        absl::MakeSpan(chunk).first(std::min(chunk.size(), total - offset));
+    const size_t count = std::min(chunk_floats, total - offset);
+    const absl::Span<float> piece = receive_whole ? absl::MakeSpan(received).subspan(offset, count)
+                                                  : absl::MakeSpan(chunk).first(count);
     std::fill(piece.begin(), piece.end(), 0.0f);
     if (source) ReadStatePiece(held, offset, piece);
     RETURN_IF_ERROR(
         ring_->Allreduce(base + kFirstStateChunkCollective + c, piece, ControlOptions()));
-    if (!adopt) continue;
-    holds_state_ = false;  // until the last chunk is in: a half-written state is no one's
-    RETURN_IF_ERROR(WriteStatePiece(offset, piece));
   }
-  if (adopt) holds_state_ = true;
+  if (!adopt) return absl::OkStatus();
+  const absl::Span<const float> state = receive_whole ? absl::MakeConstSpan(received) : held;
+  RETURN_IF_ERROR(optimizer_->ImportState(state.subspan(parameters)));
+  std::copy_n(state.begin(), parameters, parameters_.begin());
   return absl::OkStatus();
 }
 
@@ -571,18 +577,6 @@ void ElasticTrainer::ReadStatePiece(absl::Span<const float> held, size_t offset,
   }
   // Within the state: the chunks cover exactly [0, parameters + state_size()).
   if (!piece.empty()) optimizer_->ExportStatePiece(offset - parameters, piece).IgnoreError();
-}
-
-absl::Status ElasticTrainer::WriteStatePiece(size_t offset, absl::Span<const float> piece) {
-  const size_t parameters = parameters_.size();
-  if (offset < parameters) {
-    const size_t count = std::min(piece.size(), parameters - offset);
-    std::copy_n(piece.begin(), count, parameters_.begin() + offset);
-    piece.remove_prefix(count);
-    offset += count;
-  }
-  if (piece.empty()) return absl::OkStatus();
-  return optimizer_->ImportStatePiece(offset - parameters, piece);
 }
 
 void ElasticTrainer::ReadCheckpoint(uint64_t checkpoint_step, absl::Span<float> state) {
@@ -704,6 +698,7 @@ absl::Status ElasticTrainer::Step() {
   const int64_t step = completed_;
   wire_error_.Forget();  // a share kept by a step that failed
   StepTiming timing;
+  gradient_.resize(parameters_.size());
   ASSIGN_OR_RETURN(last_stats_, TrainStep(
                                     *job_, completed_, slot_, *sync_, absl::MakeSpan(parameters_),
                                     absl::MakeSpan(gradient_), &step_metrics_,

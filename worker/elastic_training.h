@@ -133,12 +133,11 @@ class ElasticTrainer {
                             bool trained_on_shards);
   // Sends the state after [ok, step] as chunks of sum-allreduces: the source's (`source`: its own
   // parameters and optimiser, or `held` when it read them elsewhere) and zeros elsewhere;
-  // `adopt`: this member writes each chunk into its own state, and holds none until the last.
+  // `adopt`: this member receives it whole, then makes it its own.
   absl::Status BroadcastState(uint64_t base, bool source, bool adopt, absl::Span<const float> held);
   // [offset, offset + piece.size()) of [parameters..., optimiser state...]: of `held`, or else of
-  // this member's own state; written into its own.
+  // this member's own state.
   void ReadStatePiece(absl::Span<const float> held, size_t offset, absl::Span<float> piece) const;
-  absl::Status WriteStatePiece(size_t offset, absl::Span<const float> piece);
   // Rank 0's part of that: the shards' state into `state` ([ok, step, parameters..., optimiser
   // state...]); when it cannot be read (a shard lost), the controller's checkpoint of
   // `checkpoint_step` (0: none); ok 0, and the reason logged, when neither can.
@@ -197,9 +196,6 @@ class ElasticTrainer {
   std::vector<float> parameters_;
   std::vector<float> gradient_;
   int64_t completed_ = 0;
-  // False from the first chunk of a regroup's state this member adopts until the last: the census
-  // then says it holds no state (-1), so no later regroup takes it for the job's.
-  bool holds_state_ = true;
   uint64_t checkpoint_every_ = 0;  // the current generation's; 0: no checkpoints
   uint64_t generation_ = 0;        // 0: none joined yet
   SyncMode mode_ = SyncMode::kRing;

@@ -136,10 +136,12 @@ class ParameterShardService final : public proto::ParameterShard::CallbackServic
   // the number of elements (parameters + optimiser state) to expect. Workers above
   // kMaxLoadWorkers are refused before anything is allocated for them.
   absl::StatusOr<uint64_t> CheckLoad(const proto::PsStateSegment& first) const;
-  // Restores the loaded state (`first`'s header, `sequence` of the size CheckLoad gave) as a
-  // new generation and serves it. CheckLoad's refusal, or FAILED_PRECONDITION, when the job or
-  // the generation served changed meanwhile so that the state no longer fits; nothing changes.
-  absl::Status FinishLoad(const proto::PsStateSegment& first, std::vector<float> sequence);
+  // Restores the loaded state (`first`'s header; the sequence CheckLoad sized, received as the
+  // range's `parameters` and its `optimizer_state`) as a new generation and serves it.
+  // CheckLoad's refusal, or FAILED_PRECONDITION, when the job or the generation served changed
+  // meanwhile so that the state no longer fits; nothing changes.
+  absl::Status FinishLoad(const proto::PsStateSegment& first, std::vector<float> parameters,
+                          std::vector<float> optimizer_state);
 
   // A Load of `generation` (its key checked) before anything of it is stored: false when the
   // shard has its assignment of that generation or a later one, or never will (a static shard,
@@ -196,8 +198,12 @@ class StateLoad {
   ParameterShardService& service_;
   proto::PsStateSegment first_;  // the transfer's header fields
   bool began_ = false;
-  std::vector<float> sequence_;
+  // The sequence as it arrives, cut where the range's parameters end: each part goes to the
+  // shard as it is, with no copy of the whole.
+  std::vector<float> parameters_;
+  std::vector<float> optimizer_state_;
   uint64_t received_ = 0;
+  uint64_t elements_ = 0;  // of the whole sequence
 };
 
 }  // namespace ringside::server

@@ -175,7 +175,8 @@ absl::StatusOr<uint64_t> ParameterShardService::CheckLoadLocked(
 }
 
 absl::Status ParameterShardService::FinishLoad(const proto::PsStateSegment& first,
-                                               std::vector<float> sequence) {
+                                               std::vector<float> parameters,
+                                               std::vector<float> optimizer_state) {
   // The job and the generation served may have changed while the state streamed in (the
   // controller's next assignment, another worker's Load): the state is checked against both
   // again before it is cut up, and once more when it replaces the generation served. The first
@@ -187,14 +188,11 @@ absl::Status ParameterShardService::FinishLoad(const proto::PsStateSegment& firs
     RETURN_IF_ERROR(CheckLoadLocked(first).status());
     job = *job_;
   }
-  const auto range_end = sequence.begin() + static_cast<ptrdiff_t>(job.range.size());
-  const std::vector<float> optimizer_state(range_end, sequence.end());
-  sequence.erase(range_end, sequence.end());
   const int workers = static_cast<int>(first.workers());  // at most kMaxLoadWorkers
   ASSIGN_OR_RETURN(
       std::unique_ptr<ShardState> state,
       ShardState::Restore(ShardConfig{first.generation(), workers, job.shard}, first.step(),
-                          std::move(sequence), optimizer_state, job.optimizer, metrics_.steps));
+                          std::move(parameters), optimizer_state, job.optimizer, metrics_.steps));
   ShardGeneration generation;
   if (ShardsHoldTheState(job.staleness, job.backup_workers)) {
     // Everyone resumes at the loaded step; the loaded state becomes the authoritative one.
@@ -224,32 +222,45 @@ absl::Status ParameterShardService::FinishLoad(const proto::PsStateSegment& firs
 
 absl::Status StateLoad::Add(const proto::PsStateSegment& segment) {
   if (!began_) {
-    ASSIGN_OR_RETURN(const uint64_t elements, service_.CheckLoad(segment));
+    ASSIGN_OR_RETURN(elements_, service_.CheckLoad(segment));
     first_ = segment;
     first_.clear_payload();
-    sequence_.resize(elements);
+    // CheckLoad took the range's length with its optimiser state: the parameters come first.
+    parameters_.resize(segment.range_elements());
+    optimizer_state_.resize(elements_ - segment.range_elements());
     began_ = true;
   } else if (!SameTransfer(first_, segment)) {
     return absl::InvalidArgumentError("a load stream carries one state; a segment changed it");
   }
   const std::string& payload = segment.payload();
+  const uint64_t count = payload.size() / sizeof(float);
   if (payload.size() % sizeof(float) != 0 || segment.offset() != received_ ||
-      payload.size() / sizeof(float) > sequence_.size() - received_) {
+      count > elements_ - received_) {
     return absl::InvalidArgumentError(
         absl::StrCat("state segment of ", payload.size(), " bytes at offset ", segment.offset(),
-                     " does not continue the state at ", received_, " of ", sequence_.size()));
+                     " does not continue the state at ", received_, " of ", elements_));
   }
-  if (!payload.empty()) std::memcpy(sequence_.data() + received_, payload.data(), payload.size());
-  received_ += payload.size() / sizeof(float);
+  const char* bytes = payload.data();
+  const uint64_t into_parameters = received_ < parameters_.size()
+                                       ? std::min<uint64_t>(count, parameters_.size() - received_)
+                                       : 0;
+  if (into_parameters > 0) {
+    std::memcpy(parameters_.data() + received_, bytes, into_parameters * sizeof(float));
+  }
+  if (count > into_parameters) {
+    std::memcpy(optimizer_state_.data() + (received_ + into_parameters - parameters_.size()),
+                bytes + into_parameters * sizeof(float), (count - into_parameters) * sizeof(float));
+  }
+  received_ += count;
   return absl::OkStatus();
 }
 
 absl::Status StateLoad::Finish() {
-  if (!began_ || received_ != sequence_.size()) {
+  if (!began_ || received_ != elements_) {
     return absl::InvalidArgumentError(absl::StrCat("incomplete state: ", received_, " of ",
-                                                   sequence_.size(), " elements; nothing changed"));
+                                                   elements_, " elements; nothing changed"));
   }
-  return service_.FinishLoad(first_, std::move(sequence_));
+  return service_.FinishLoad(first_, std::move(parameters_), std::move(optimizer_state_));
 }
 
 grpc::ServerReadReactor<proto::PsStateSegment>* ParameterShardService::Load(
