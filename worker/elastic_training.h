@@ -64,6 +64,7 @@ struct ElasticOptions {
   absl::Duration regroup_timeout = absl::Seconds(120);  // for the next generation after a failure
   // A regroup broadcasts the job's state in chunks of this many floats, so it costs one chunk of
   // memory rather than a copy of the model (4 MiB; tests make it small to cross every boundary).
+  // Every member of a job must use the same (the chunks are collectives of that size).
   size_t state_chunk_floats = size_t{1} << 20;
   TransportSecurity security;  // of the channels to the shards (the ring's is the member's)
   // Called at every fault point (worker/fault_injection.h): ringside-worker's --fault_at
