@@ -18,6 +18,7 @@
 #include "prometheus/registry.h"
 #include "ring/ring_member.h"
 #include "server/controller/controller_client.h"
+#include "server/ps/ps_client.h"
 #include "worker/assignment_source.h"
 #include "worker/controller_assignments.h"
 #include "worker/elastic_training.h"
@@ -233,9 +234,11 @@ int WorldOf(const StaticClusterOptions& cluster) {
 
 absl::Status ValidateWorkerOptions(const WorkerOptions& options) {
   RETURN_IF_ERROR(ValidateSegmentBytes(options.segment_bytes));
-  if (options.ps_window_bytes < 16 || options.ps_window_bytes > (int64_t{1} << 30)) {
-    return absl::InvalidArgumentError(absl::StrCat("--ps_window_bytes=", options.ps_window_bytes,
-                                                   ": between 16 bytes and 1 GiB"));
+  if (options.ps_window_bytes < 16 ||
+      options.ps_window_bytes > static_cast<int64_t>(server::kMaxPsWindowBytes)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--ps_window_bytes=", options.ps_window_bytes, ": between 16 bytes and ",
+                     server::kMaxPsWindowBytes, " (1 MiB: a shard buffers 4 MiB of each share)"));
   }
   if (options.timeout <= absl::ZeroDuration()) {
     return absl::InvalidArgumentError("--timeout must be positive");

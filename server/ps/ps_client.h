@@ -43,6 +43,12 @@
 
 namespace ringside::server {
 
+// The most a worker's pushes to a shard may run ahead of the sum it has back (--ps_window_bytes):
+// with segments of a quarter of the window and at least two bytes an element, 1.25 × 512 Ki
+// elements unsummed at most, within what a shard buffers of each share (kShareBufferElements,
+// server/ps/shard_state.h, checked there).
+inline constexpr uint64_t kMaxPsWindowBytes = uint64_t{1} << 20;
+
 struct PsClientOptions {
   uint64_t generation = 1;
   int rank = 0;
@@ -57,9 +63,9 @@ struct PsClientOptions {
   // its egress carries the sum as fast as the pushes arrive. Pushes travel in segments of a
   // quarter of it (at most segment_bytes). Too small for a link's bandwidth-delay product, it
   // leaves the link idle: raise it for fast, distant links.
-  uint64_t window_bytes = uint64_t{256} << 10;
-  WireDtype wire_dtype = WireDtype::kFp32;  // the job's --wire_dtype
-  int workers = 1;                          // in the generation: fp16's divisor (WireShareDivisor)
+  uint64_t window_bytes = uint64_t{256} << 10;  // at most kMaxPsWindowBytes
+  WireDtype wire_dtype = WireDtype::kFp32;      // the job's --wire_dtype
+  int workers = 1;  // in the generation: fp16's divisor (WireShareDivisor)
   absl::Duration timeout = absl::Seconds(60);  // per step and shard
   TransportSecurity security;                  // of the channels to the shards
   // The ps_push fault point (worker/fault_injection.h); null: none. When set, the other shards'

@@ -8,8 +8,12 @@
 #include "absl/strings/str_cat.h"
 #include "common/metrics.h"
 #include "common/status_macros.h"
+#include "server/ps/ps_client.h"
 
 namespace ringside::server {
+
+// A worker within its push window never overruns a share's buffer (AddSegment's refusal).
+static_assert(kMaxPsWindowBytes / 2 + kMaxPsWindowBytes / 2 / 4 <= kShareBufferElements);
 namespace {
 
 absl::Status CheckShardConfig(const ShardConfig& config) {
@@ -50,6 +54,8 @@ ShardState::ShardState(ShardConfig config, uint64_t step, std::vector<float> val
                        Optimizer optimizer, ShardStepMetrics metrics)
     : config_(config),
       range_elements_(values.size()),
+      buffer_elements_(
+          std::max<uint64_t>(1, std::min<uint64_t>(values.size(), config.share_buffer_elements))),
       metrics_(metrics),
       collecting_(step),
       shares_(static_cast<size_t>(config.workers)),
@@ -149,7 +155,7 @@ absl::Status ShardState::BeginPush(uint64_t generation, int worker, uint64_t ste
   // A share's buffer is sized by its worker's first push, so a generation announcing many
   // workers allocates only for those that push. The applier reads no share before every worker
   // began, and then never this vector's size again while this step is collected.
-  buffers_->shares[worker].resize(range_elements_);
+  buffers_->shares[worker].resize(buffer_elements_);
   share.state = PushState::kPushing;
   share.received = 0;
   if (first_push_ == absl::InfinitePast()) first_push_ = absl::Now();
@@ -205,10 +211,20 @@ absl::Status ShardState::AddSegment(int worker, uint64_t step, uint64_t offset,
                      worker, "'s share ", descending_ ? "(last part first) " : "", "after ",
                      share.received, " elements within a range of ", range_elements_));
   }
-  if (count > 0) {
-    DecodeWire(dtype_, payload.data(),
-               absl::MakeSpan(buffers_->shares[worker]).subspan(offset, count));
+  // What of this step the applier has summed, in push order: below it the slots are free.
+  const uint64_t summed =
+      partial_.sum != nullptr && partial_.step == collecting_ ? partial_.end : 0;
+  if (share.received + count - summed > buffer_elements_) {
+    return absl::ResourceExhaustedError(absl::StrCat(
+        "worker ", worker, "'s segment of ", count, " elements would hold ",
+        share.received + count - summed, " elements of its share unsummed; the shard buffers ",
+        buffer_elements_, " (a push window of at most ", kMaxPsWindowBytes, " bytes fits)"));
   }
+  std::vector<float>& slots = buffers_->shares[worker];
+  ForEachSlotRun(offset, offset + count, [&](uint64_t element, uint64_t slot, uint64_t length) {
+    DecodeWire(dtype_, payload.data() + (element - offset) * width,
+               absl::MakeSpan(slots).subspan(slot, length));
+  });
   share.received += count;
   HandOverLocked();
   return absl::OkStatus();
@@ -310,6 +326,16 @@ void ShardState::ApplyLoop() {
   }
 }
 
+template <typename Run>
+void ShardState::ForEachSlotRun(uint64_t begin, uint64_t end, Run run) const {
+  while (begin < end) {
+    const uint64_t slot = begin % buffer_elements_;
+    const uint64_t length = std::min(end - begin, buffer_elements_ - slot);
+    run(begin, slot, length);
+    begin += length;
+  }
+}
+
 void ShardState::Apply(const Segment& segment, const ApplyHook& hook) {
   const absl::Time start = absl::Now();
   if (sum_ == nullptr) {  // the step's first segment
@@ -319,13 +345,14 @@ void ShardState::Apply(const Segment& segment, const ApplyHook& hook) {
   }
   // Rank order, element by element: ((0 + 1) + ...) + (N-1), the bits of a whole-range sum.
   const std::vector<std::vector<float>>& shares = segment.shares->shares;
-  float* sum = sum_->data();
-  std::copy(shares[0].begin() + segment.begin, shares[0].begin() + segment.end,
-            sum + segment.begin);
-  for (size_t w = 1; w < shares.size(); ++w) {
-    const float* values = shares[w].data();
-    for (uint64_t i = segment.begin; i < segment.end; ++i) sum[i] += values[i];
-  }
+  ForEachSlotRun(segment.begin, segment.end, [&](uint64_t element, uint64_t slot, uint64_t length) {
+    float* sum = sum_->data() + element;
+    std::copy_n(shares[0].data() + slot, length, sum);
+    for (size_t w = 1; w < shares.size(); ++w) {
+      const float* values = shares[w].data() + slot;
+      for (uint64_t i = 0; i < length; ++i) sum[i] += values[i];
+    }
+  });
   if (hook) hook(segment.step, segment.begin, segment.end);
   const uint64_t count = segment.end - segment.begin;
   // 16-bit: the sum as the replies carry it (encoded once), and the optimiser applies what the

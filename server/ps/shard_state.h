@@ -46,8 +46,9 @@
 // ABORTED for a step lost on this shard (above); INVALID_ARGUMENT for an unknown rank, a range
 // length that does not match, a segment out of sequence, ragged or too long, an incomplete
 // share, or a descending push in a step pushed ascending (or back);
-// ALREADY_EXISTS for a second push of the same step by the same worker. A refused push changes
-// nothing.
+// ALREADY_EXISTS for a second push of the same step by the same worker; RESOURCE_EXHAUSTED for a
+// segment that would hold more of a share unsummed than the share's buffer
+// (ShardConfig::share_buffer_elements). A refused push changes nothing.
 #ifndef RINGSIDE_SERVER_PS_SHARD_STATE_H_
 #define RINGSIDE_SERVER_PS_SHARD_STATE_H_
 
@@ -73,10 +74,18 @@
 
 namespace ringside::server {
 
+// How many elements of each worker's share a shard buffers (4 MiB of floats): element i of the
+// range at slot i mod this. A step's elements pushed and not yet summed always form one interval
+// of the range (in either push order), so they never share a slot; a push that would hold more
+// is refused. The worker's push window (PsClientOptions::window_bytes, at most kMaxPsWindowBytes)
+// keeps it far within.
+inline constexpr uint64_t kShareBufferElements = uint64_t{1} << 20;
+
 struct ShardConfig {
   uint64_t generation = 1;
   int workers = 1;
   int shard = 0;
+  uint64_t share_buffer_elements = kShareBufferElements;  // tests make it small
 };
 
 // Null members are not recorded.
@@ -168,8 +177,9 @@ class ShardState {
     PushState state = PushState::kIdle;
     uint64_t received = 0;
   };
-  // One step's shares, by rank, as they arrive. Pushing threads write past each share's
-  // `received`, the applier reads below the handed-over prefix: never the same elements.
+  // One step's shares, by rank, as they arrive, each in buffer_elements_ slots (element i at
+  // i mod buffer_elements_). Pushing threads write past each share's `received`, the applier
+  // reads below the handed-over prefix and above what it summed: never the same slots.
   struct StepShares {
     std::vector<std::vector<float>> shares;
   };
@@ -230,8 +240,14 @@ class ShardState {
   void Apply(const Segment& segment, const ApplyHook& hook);
   void Publish(Segment& segment) ABSL_LOCKS_EXCLUDED(mu_);
 
+  // Elements [begin, end) of the range lie at slots [begin mod C, ...) of a share's buffer, C =
+  // buffer_elements_: calls run(range element, slot, length) for each piece between wraps.
+  template <typename Run>
+  void ForEachSlotRun(uint64_t begin, uint64_t end, Run run) const;
+
   const ShardConfig config_;
   const uint64_t range_elements_;
+  const uint64_t buffer_elements_;  // of each share: min(range, config), at least 1
   const ShardStepMetrics metrics_;
   mutable absl::Mutex mu_;
   absl::CondVar segment_ready_;  // signalled when segments_ gains one, or on stopping_

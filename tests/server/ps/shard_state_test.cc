@@ -334,6 +334,102 @@ TEST(ShardStateStreamingTest, InterleavedSegmentsGiveTheWholeRangeReferenceBits)
   }
 }
 
+// A shard buffers only share_buffer_elements of each share (element i at slot i mod C): with a
+// buffer of 30 elements for a range of 97, segments of 1 to 28 elements wrap around it in both
+// push orders, each worker pushing as far as the buffer lets it before the applier catches up,
+// and the sums and parameters keep the whole-range reference's bits.
+TEST(ShardStateStreamingTest, ABufferSmallerThanTheRangeWrapsAndKeepsTheReferenceBits) {
+  constexpr int kWorkers = 3;
+  constexpr uint64_t kRange = 97;
+  constexpr uint64_t kBuffer = 30;
+  constexpr int kSteps = 4;
+  const OptimizerConfig adam{OptimizerKind::kAdam, 0.01f};
+  std::mt19937 random(2026);
+  std::uniform_real_distribution<float> unit(-1.0f, 1.0f);
+  std::vector<float> initial(kRange);
+  for (float& value : initial) value = unit(random);
+  auto created = ShardState::Create(ShardConfig{1, kWorkers, 0, kBuffer}, initial, adam);
+  ASSERT_TRUE(created.ok());
+  ShardState& state = **created;
+  Optimizer reference = Optimizer::Create(adam, kRange).value();
+  std::vector<float> expected = initial;
+  for (uint64_t step = 0; step < kSteps; ++step) {
+    std::vector<std::vector<float>> shares(kWorkers, std::vector<float>(kRange));
+    for (int w = 0; w < kWorkers; ++w) {
+      for (float& value : shares[w]) value = unit(random) * (w == 1 ? 1.0f : 1e7f);
+    }
+    std::vector<float> sum = shares[0];
+    for (int w = 1; w < kWorkers; ++w) {
+      for (uint64_t i = 0; i < kRange; ++i) sum[i] += shares[w][i];
+    }
+    ASSERT_TRUE(reference.Step(absl::MakeSpan(expected), sum).ok());
+    const bool descending = step % 2 == 1;
+    std::vector<uint64_t> sent(kWorkers, 0);
+    for (int w = 0; w < kWorkers; ++w) {
+      ASSERT_TRUE(state.BeginPush(1, w, step, kRange, WireDtype::kFp32, descending).ok());
+    }
+    uint64_t summed = 0;
+    while (*std::min_element(sent.begin(), sent.end()) < kRange) {
+      for (int w = 0; w < kWorkers; ++w) {  // each as far as the buffer lets it
+        const uint64_t size = 1 + (w + step) % 4 * 9;
+        while (sent[w] < kRange) {
+          const uint64_t count = std::min(size, kRange - sent[w]);
+          const uint64_t offset = descending ? kRange - sent[w] - count : sent[w];
+          const std::vector<float> piece(shares[w].begin() + offset,
+                                         shares[w].begin() + offset + count);
+          const absl::Status added = state.AddSegment(w, step, offset, Bytes(piece));
+          // Past the buffer by what this test saw summed: refused, unless the applier has
+          // summed further meanwhile (it never refuses what fits).
+          if (!added.ok() && sent[w] + count - summed > kBuffer) {
+            ASSERT_EQ(added.code(), absl::StatusCode::kResourceExhausted) << added;
+            break;
+          }
+          ASSERT_TRUE(added.ok()) << added;
+          sent[w] += count;
+        }
+      }
+      const uint64_t least = *std::min_element(sent.begin(), sent.end());
+      if (least == kRange) break;
+      const Summed part = WaitSummed(state, step, least - 1);  // the applier catches up
+      ASSERT_NE(part.sum, nullptr) << part.ended;
+      summed = part.end;
+    }
+    for (int w = 0; w < kWorkers; ++w) ASSERT_TRUE(state.FinishPush(w, step).ok());
+    const std::vector<float> answered = WaitApplied(state, step);
+    ASSERT_EQ(answered.size(), kRange);
+    EXPECT_EQ(std::memcmp(answered.data(), sum.data(), kRange * sizeof(float)), 0)
+        << "step " << step << "'s sum";
+    EXPECT_EQ(std::memcmp(state.parameters()->data(), expected.data(), kRange * sizeof(float)), 0)
+        << "parameters after step " << step;
+  }
+}
+
+// A worker that would hold more of its share unsummed than the buffer is refused, and nothing
+// changes: here the others have pushed nothing, so nothing can be summed.
+TEST(ShardStateStreamingTest, APushBeyondTheShareBufferIsRefusedAndChangesNothing) {
+  auto created = ShardState::Create(ShardConfig{1, 2, 0, /*share_buffer_elements=*/4},
+                                    std::vector<float>(10, 1.0f), OptimizerConfig{});
+  ASSERT_TRUE(created.ok());
+  ShardState& state = **created;
+  ASSERT_TRUE(state.BeginPush(1, 0, 0, 10).ok());
+  ASSERT_TRUE(state.AddSegment(0, 0, 0, Bytes({1, 2, 3})).ok());
+  const absl::Status refused = state.AddSegment(0, 0, 3, Bytes({4, 5}));
+  EXPECT_EQ(refused.code(), absl::StatusCode::kResourceExhausted) << refused;
+  EXPECT_NE(refused.message().find("buffers 4"), std::string::npos) << refused;
+  ASSERT_TRUE(state.AddSegment(0, 0, 3, Bytes({4})).ok()) << "the refused segment took nothing";
+  ASSERT_TRUE(state.BeginPush(1, 1, 0, 10).ok());
+  ASSERT_TRUE(state.AddSegment(1, 0, 0, Bytes({10, 20, 30, 40})).ok());
+  ASSERT_NE(WaitSummed(state, 0, 3).sum, nullptr);  // [0, 4) summed: the slots are free again
+  ASSERT_TRUE(state.AddSegment(0, 0, 4, Bytes({5, 6, 7, 8})).ok());
+  ASSERT_TRUE(state.AddSegment(1, 0, 4, Bytes({50, 60, 70, 80})).ok());
+  ASSERT_NE(WaitSummed(state, 0, 7).sum, nullptr);
+  ASSERT_TRUE(state.AddSegment(0, 0, 8, Bytes({9, 10})).ok());
+  ASSERT_TRUE(state.AddSegment(1, 0, 8, Bytes({90, 100})).ok());
+  ASSERT_TRUE(state.FinishPush(0, 0).ok());
+  ASSERT_TRUE(state.FinishPush(1, 0).ok());
+  EXPECT_EQ(WaitApplied(state, 0), (std::vector<float>{11, 22, 33, 44, 55, 66, 77, 88, 99, 110}));
+}
+
 // A step pushed last part first (--bucket_bytes) is summed and answered from the range's end:
 // WhenSummed counts from there. Its segments must each end where the last began; a push in the
 // other order within the step is refused.
