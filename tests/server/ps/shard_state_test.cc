@@ -10,6 +10,7 @@
 #include <random>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "absl/synchronization/notification.h"
@@ -275,34 +276,74 @@ TEST_F(ShardStateTest, AnswersEachSegmentOnceEveryShareCoversIt) {
 // order at every step, every other step last part first (descending, --bucket_bytes); the sums
 // and the parameters (Adam: state as well as parameters) must be exactly the bits of one process
 // summing whole shares in rank order and stepping whole.
+// Random shares of `workers` workers and their sum in rank order, the reference bits. Magnitudes
+// 1e7 apart: any other summation order changes the bits.
+std::pair<std::vector<std::vector<float>>, std::vector<float>> RandomShares(std::mt19937& random,
+                                                                            int workers,
+                                                                            uint64_t range) {
+  std::uniform_real_distribution<float> unit(-1.0f, 1.0f);
+  std::vector<std::vector<float>> shares(workers, std::vector<float>(range));
+  for (int w = 0; w < workers; ++w) {
+    for (float& value : shares[w]) value = unit(random) * (w == 1 ? 1.0f : 1e7f);
+  }
+  std::vector<float> sum = shares[0];
+  for (int w = 1; w < workers; ++w) {
+    for (uint64_t i = 0; i < range; ++i) sum[i] += shares[w][i];
+  }
+  return {shares, sum};
+}
+
+// A shard over `range` random parameters with Adam, and the whole-range reference beside it: an
+// optimiser over the same range and the parameters it expects.
+struct ReferenceRun {
+  std::unique_ptr<ShardState> state;  // null if it could not be created
+  Optimizer reference;
+  std::vector<float> expected;
+
+  static ReferenceRun Start(std::mt19937& random, const ShardConfig& config, uint64_t range) {
+    const OptimizerConfig adam{OptimizerKind::kAdam, 0.01f};
+    std::uniform_real_distribution<float> unit(-1.0f, 1.0f);
+    std::vector<float> initial(range);
+    for (float& value : initial) value = unit(random);
+    auto created = ShardState::Create(config, initial, adam);
+    return {created.ok() ? *std::move(created) : nullptr, Optimizer::Create(adam, range).value(),
+            initial};
+  }
+
+  // The next step's random shares of `workers` workers and their sum (RandomShares); the
+  // reference takes the step.
+  std::pair<std::vector<std::vector<float>>, std::vector<float>> NextShares(std::mt19937& random,
+                                                                            int workers) {
+    auto shares = RandomShares(random, workers, expected.size());
+    EXPECT_TRUE(reference.Step(absl::MakeSpan(expected), shares.second).ok());
+    return shares;
+  }
+};
+
+// Every worker finishes its push of `step`; the step's answered sum and the parameters after it
+// must be the reference's bits.
+void FinishAndCheckBits(ShardState& state, int workers, uint64_t step,
+                        const std::vector<float>& sum, const std::vector<float>& expected) {
+  for (int w = 0; w < workers; ++w) ASSERT_TRUE(state.FinishPush(w, step).ok());
+  const std::vector<float> answered = WaitApplied(state, step);
+  ASSERT_EQ(answered.size(), sum.size());
+  EXPECT_EQ(std::memcmp(answered.data(), sum.data(), sum.size() * sizeof(float)), 0)
+      << "step " << step << "'s sum";
+  EXPECT_EQ(std::memcmp(state.parameters()->data(), expected.data(), sum.size() * sizeof(float)), 0)
+      << "parameters after step " << step;
+}
+
 TEST(ShardStateStreamingTest, InterleavedSegmentsGiveTheWholeRangeReferenceBits) {
   constexpr int kWorkers = 3;
   constexpr uint64_t kRange = 97;
   constexpr int kSteps = 6;
-  OptimizerConfig adam;
-  adam.kind = OptimizerKind::kAdam;
-  adam.learning_rate = 0.01f;
   std::mt19937 random(12345);
-  std::uniform_real_distribution<float> unit(-1.0f, 1.0f);
-  std::vector<float> initial(kRange);
-  for (float& value : initial) value = unit(random);
-  auto created = ShardState::Create(ShardConfig{1, kWorkers, 0}, initial, adam);
-  ASSERT_TRUE(created.ok());
-  ShardState& state = **created;
-  Optimizer reference = Optimizer::Create(adam, kRange).value();
-  std::vector<float> expected = initial;
+  ReferenceRun run = ReferenceRun::Start(random, ShardConfig{1, kWorkers, 0}, kRange);
+  ASSERT_NE(run.state, nullptr);
+  ShardState& state = *run.state;
 
   for (uint64_t step = 0; step < kSteps; ++step) {
-    // Magnitudes 1e7 apart: any other summation order changes the bits.
-    std::vector<std::vector<float>> shares(kWorkers, std::vector<float>(kRange));
-    for (int w = 0; w < kWorkers; ++w) {
-      for (float& value : shares[w]) value = unit(random) * (w == 1 ? 1.0f : 1e7f);
-    }
-    std::vector<float> sum = shares[0];
-    for (int w = 1; w < kWorkers; ++w) {
-      for (uint64_t i = 0; i < kRange; ++i) sum[i] += shares[w][i];
-    }
-    ASSERT_TRUE(reference.Step(absl::MakeSpan(expected), sum).ok());
+    const auto [shares, sum] = run.NextShares(random, kWorkers);
 
     // Worker w cuts its share in segments of 1 + (w + step) % 4 * 9 elements; the segments of
     // all workers are pushed in a random order that keeps each worker's own sequence.
@@ -324,13 +365,7 @@ TEST(ShardStateStreamingTest, InterleavedSegmentsGiveTheWholeRangeReferenceBits)
       ASSERT_TRUE(state.AddSegment(w, step, offset, Bytes(piece)).ok());
       sent[w] += count;
     }
-    for (int w = 0; w < kWorkers; ++w) ASSERT_TRUE(state.FinishPush(w, step).ok());
-    const std::vector<float> answered = WaitApplied(state, step);
-    ASSERT_EQ(answered.size(), kRange);
-    EXPECT_EQ(std::memcmp(answered.data(), sum.data(), kRange * sizeof(float)), 0)
-        << "step " << step << "'s sum";
-    EXPECT_EQ(std::memcmp(state.parameters()->data(), expected.data(), kRange * sizeof(float)), 0)
-        << "parameters after step " << step;
+    ASSERT_NO_FATAL_FAILURE(FinishAndCheckBits(state, kWorkers, step, sum, run.expected));
   }
 }
 
@@ -343,26 +378,12 @@ TEST(ShardStateStreamingTest, ABufferSmallerThanTheRangeWrapsAndKeepsTheReferenc
   constexpr uint64_t kRange = 97;
   constexpr uint64_t kBuffer = 30;
   constexpr int kSteps = 4;
-  const OptimizerConfig adam{OptimizerKind::kAdam, 0.01f};
   std::mt19937 random(2026);
-  std::uniform_real_distribution<float> unit(-1.0f, 1.0f);
-  std::vector<float> initial(kRange);
-  for (float& value : initial) value = unit(random);
-  auto created = ShardState::Create(ShardConfig{1, kWorkers, 0, kBuffer}, initial, adam);
-  ASSERT_TRUE(created.ok());
-  ShardState& state = **created;
-  Optimizer reference = Optimizer::Create(adam, kRange).value();
-  std::vector<float> expected = initial;
+  ReferenceRun run = ReferenceRun::Start(random, ShardConfig{1, kWorkers, 0, kBuffer}, kRange);
+  ASSERT_NE(run.state, nullptr);
+  ShardState& state = *run.state;
   for (uint64_t step = 0; step < kSteps; ++step) {
-    std::vector<std::vector<float>> shares(kWorkers, std::vector<float>(kRange));
-    for (int w = 0; w < kWorkers; ++w) {
-      for (float& value : shares[w]) value = unit(random) * (w == 1 ? 1.0f : 1e7f);
-    }
-    std::vector<float> sum = shares[0];
-    for (int w = 1; w < kWorkers; ++w) {
-      for (uint64_t i = 0; i < kRange; ++i) sum[i] += shares[w][i];
-    }
-    ASSERT_TRUE(reference.Step(absl::MakeSpan(expected), sum).ok());
+    const auto [shares, sum] = run.NextShares(random, kWorkers);
     const bool descending = step % 2 == 1;
     std::vector<uint64_t> sent(kWorkers, 0);
     for (int w = 0; w < kWorkers; ++w) {
@@ -394,13 +415,7 @@ TEST(ShardStateStreamingTest, ABufferSmallerThanTheRangeWrapsAndKeepsTheReferenc
       ASSERT_NE(part.sum, nullptr) << part.ended;
       summed = part.end;
     }
-    for (int w = 0; w < kWorkers; ++w) ASSERT_TRUE(state.FinishPush(w, step).ok());
-    const std::vector<float> answered = WaitApplied(state, step);
-    ASSERT_EQ(answered.size(), kRange);
-    EXPECT_EQ(std::memcmp(answered.data(), sum.data(), kRange * sizeof(float)), 0)
-        << "step " << step << "'s sum";
-    EXPECT_EQ(std::memcmp(state.parameters()->data(), expected.data(), kRange * sizeof(float)), 0)
-        << "parameters after step " << step;
+    ASSERT_NO_FATAL_FAILURE(FinishAndCheckBits(state, kWorkers, step, sum, run.expected));
   }
 }
 
