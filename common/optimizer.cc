@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "absl/strings/str_cat.h"
+#include "common/status_macros.h"
 
 namespace ringside {
 
@@ -165,14 +166,42 @@ void ForEachMomentRun(size_t offset, size_t count, size_t first, size_t second, 
   }
 }
 
+// The layout of the state of parameters [begin, end) alone (OptimizerStateRange): its step
+// count, then each moment's elements of the range. For its elements [offset, offset + count)
+// calls visit(index in the whole's layout, position within the piece, length) for each run
+// contiguous in both.
+template <typename Visit>
+void ForEachRangeStateRun(size_t size, size_t begin, size_t end, size_t offset, size_t count,
+                          Visit visit) {
+  const size_t length = end - begin;
+  for (size_t at = 0; at < count;) {
+    const size_t position = offset + at;
+    if (position == 0) {  // the step count
+      visit(0, at, 1);
+      ++at;
+      continue;
+    }
+    const size_t moment = (position - 1) / length;
+    const size_t index = (position - 1) % length;
+    const size_t run = std::min(count - at, length - index);
+    visit(1 + moment * size + begin + index, at, run);
+    at += run;
+  }
+}
+
 }  // namespace
 
-absl::Status Optimizer::ExportStatePiece(size_t offset, absl::Span<float> piece) const {
-  if (offset > state_size() || piece.size() > state_size() - offset) {
-    return absl::InvalidArgumentError(absl::StrCat("floats [", offset, ", ", offset + piece.size(),
+absl::Status Optimizer::CheckPiece(size_t offset, size_t count) const {
+  if (offset > state_size() || count > state_size() - offset) {
+    return absl::InvalidArgumentError(absl::StrCat("floats [", offset, ", ", offset + count,
                                                    ") lie outside this optimizer's state of ",
                                                    state_size()));
   }
+  return absl::OkStatus();
+}
+
+absl::Status Optimizer::ExportStatePiece(size_t offset, absl::Span<float> piece) const {
+  RETURN_IF_ERROR(CheckPiece(offset, piece.size()));
   if (offset == 0 && !piece.empty()) piece[0] = static_cast<float>(steps_);
   ForEachMomentRun(offset, piece.size(), first_.size(), second_.size(),
                    [&](int moment, size_t index, size_t at, size_t length) {
@@ -183,11 +212,7 @@ absl::Status Optimizer::ExportStatePiece(size_t offset, absl::Span<float> piece)
 }
 
 absl::Status Optimizer::ImportStatePiece(size_t offset, absl::Span<const float> piece) {
-  if (offset > state_size() || piece.size() > state_size() - offset) {
-    return absl::InvalidArgumentError(absl::StrCat("floats [", offset, ", ", offset + piece.size(),
-                                                   ") lie outside this optimizer's state of ",
-                                                   state_size()));
-  }
+  RETURN_IF_ERROR(CheckPiece(offset, piece.size()));
   const bool holds_steps = offset == 0 && !piece.empty();
   if (holds_steps && (!(piece[0] >= 0) || piece[0] > (1 << 24))) {
     return absl::InvalidArgumentError(
@@ -212,14 +237,30 @@ absl::Status Optimizer::ImportStatePiece(size_t offset, absl::Span<const float> 
   return absl::OkStatus();
 }
 
+absl::Status Optimizer::ExportRangeStatePiece(size_t begin, size_t end, size_t offset,
+                                              absl::Span<float> piece) const {
+  const size_t range_state = StateSize(config_.kind, end - begin);
+  if (begin > end || end > size_ || offset > range_state || piece.size() > range_state - offset) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "floats [", offset, ", ", offset + piece.size(), ") of the state of parameters [", begin,
+        ", ", end, ") lie outside it or the range outside ", size_, " parameters"));
+  }
+  ForEachRangeStateRun(size_, begin, end, offset, piece.size(),
+                       [&](size_t whole, size_t at, size_t length) {
+                         // Within the state: the range and the piece were checked.
+                         ExportStatePiece(whole, piece.subspan(at, length)).IgnoreError();
+                       });
+  return absl::OkStatus();
+}
+
 std::vector<float> OptimizerStateRange(absl::Span<const float> whole, size_t size, size_t begin,
                                        size_t end) {
   const size_t moments = size == 0 ? 0 : (whole.size() - 1) / size;
-  std::vector<float> range{whole[0]};
-  for (size_t m = 0; m < moments; ++m) {
-    const auto first = whole.begin() + 1 + m * size;
-    range.insert(range.end(), first + begin, first + end);
-  }
+  std::vector<float> range(1 + moments * (end - begin));
+  ForEachRangeStateRun(size, begin, end, 0, range.size(),
+                       [&](size_t from, size_t at, size_t length) {
+                         std::copy_n(whole.begin() + from, length, range.begin() + at);
+                       });
   return range;
 }
 
@@ -232,11 +273,9 @@ absl::Status PlaceOptimizerStateRange(absl::Span<const float> range, size_t size
         "an optimiser state of ", range.size(), " floats for parameters [", begin, ", ", end,
         ") does not fit a state of ", whole.size(), " floats for ", size, " parameters"));
   }
-  whole[0] = range[0];
-  for (size_t m = 0; m < moments; ++m) {
-    std::copy(range.begin() + 1 + m * (end - begin), range.begin() + 1 + (m + 1) * (end - begin),
-              whole.begin() + 1 + m * size + begin);
-  }
+  ForEachRangeStateRun(size, begin, end, 0, range.size(), [&](size_t to, size_t at, size_t length) {
+    std::copy_n(range.begin() + at, length, whole.begin() + to);
+  });
   return absl::OkStatus();
 }
 

@@ -85,6 +85,11 @@ class Optimizer {
   // the exported one once every element was written.
   absl::Status ExportStatePiece(size_t offset, absl::Span<float> piece) const;
   absl::Status ImportStatePiece(size_t offset, absl::Span<const float> piece);
+  // A piece of the state of the parameters [begin, end) alone, in OptimizerStateRange's layout
+  // (below), read in place: what worker-0 streams to the shard owning that range.
+  // INVALID_ARGUMENT past that state or for a range outside [0, size()).
+  absl::Status ExportRangeStatePiece(size_t begin, size_t end, size_t offset,
+                                     absl::Span<float> piece) const;
   size_t state_size() const { return StateSize(config_.kind, size_); }
 
   size_t size() const { return size_; }
@@ -93,6 +98,8 @@ class Optimizer {
 
  private:
   Optimizer(const OptimizerConfig& config, size_t size);
+  // INVALID_ARGUMENT unless [offset, offset + count) lies within the state.
+  absl::Status CheckPiece(size_t offset, size_t count) const;
 
   OptimizerConfig config_;
   size_t size_ = 0;

@@ -568,15 +568,9 @@ void ElasticTrainer::ReadStatePiece(absl::Span<const float> held, size_t offset,
     std::copy_n(held.begin() + offset, piece.size(), piece.begin());
     return;
   }
-  const size_t parameters = parameters_.size();
-  if (offset < parameters) {
-    const size_t count = std::min(piece.size(), parameters - offset);
-    std::copy_n(parameters_.begin() + offset, count, piece.begin());
-    piece.remove_prefix(count);
-    offset += count;
-  }
   // Within the state: the chunks cover exactly [0, parameters + state_size()).
-  if (!piece.empty()) optimizer_->ExportStatePiece(offset - parameters, piece).IgnoreError();
+  server::JobStateView{0, parameters_, optimizer_.get()}.CopyRange({0, parameters_.size()}, offset,
+                                                                   piece);
 }
 
 void ElasticTrainer::ReadCheckpoint(uint64_t checkpoint_step, absl::Span<float> state) {

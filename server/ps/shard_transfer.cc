@@ -32,36 +32,6 @@ void PrepareShardCall(const ShardTransferOptions& options, int shard,
   }
 }
 
-// Writes elements [offset, offset + out.size()) of the sequence shard `range` is loaded with
-// (its parameters, then its optimiser state in OptimizerStateRange's layout: the step count and
-// each moment's range) from the whole state, in place. Within the state: LoadShards checked that
-// the optimiser owns the parameters.
-void FillLoadSegment(const JobStateView& state, const ElementRange& range, uint64_t offset,
-                     absl::Span<float> out) {
-  const uint64_t size = range.size();
-  const size_t parameters = state.parameters.size();
-  while (!out.empty()) {
-    uint64_t length = 0;
-    if (offset < size) {  // the range's parameters
-      length = std::min<uint64_t>(out.size(), size - offset);
-      std::copy_n(state.parameters.begin() + range.begin + offset, length, out.begin());
-    } else if (offset == size) {  // the step count
-      length = 1;
-      state.optimizer->ExportStatePiece(0, out.subspan(0, 1)).IgnoreError();
-    } else {  // moment m's element i of the range, at 1 + m K + begin + i of the whole
-      const uint64_t within = offset - size - 1;
-      const uint64_t moment = within / size;
-      const uint64_t index = within % size;
-      length = std::min<uint64_t>(out.size(), size - index);
-      state.optimizer
-          ->ExportStatePiece(1 + moment * parameters + range.begin + index, out.subspan(0, length))
-          .IgnoreError();
-    }
-    out.remove_prefix(length);
-    offset += length;
-  }
-}
-
 absl::Status LoadShard(const ShardTransferOptions& options, int shard, const ElementRange& range,
                        uint64_t generation, int workers, const JobStateView& state) {
   const uint64_t state_elements =
@@ -84,8 +54,8 @@ absl::Status LoadShard(const ShardTransferOptions& options, int shard, const Ele
     segment.set_offset(offset);
     std::string& payload = *segment.mutable_payload();
     payload.resize(count * sizeof(float));
-    FillLoadSegment(state, range, offset,
-                    absl::MakeSpan(reinterpret_cast<float*>(payload.data()), count));
+    // Within the state: LoadShards checked that the optimiser owns the parameters.
+    state.CopyRange(range, offset, absl::MakeSpan(reinterpret_cast<float*>(payload.data()), count));
     if (!writer->Write(segment)) break;  // Finish() says why
   }
   writer->WritesDone();
@@ -169,6 +139,19 @@ absl::StatusOr<uint64_t> ReadShardState(const ShardTransferOptions& options, int
 }
 
 }  // namespace
+
+void JobStateView::CopyRange(const ElementRange& range, uint64_t offset,
+                             absl::Span<float> out) const {
+  const uint64_t size = range.size();
+  if (offset < size) {  // the range's parameters
+    const uint64_t length = std::min<uint64_t>(out.size(), size - offset);
+    std::copy_n(parameters.begin() + range.begin + offset, length, out.begin());
+    out.remove_prefix(length);
+    offset += length;
+  }
+  if (out.empty()) return;
+  optimizer->ExportRangeStatePiece(range.begin, range.end, offset - size, out).IgnoreError();
+}
 
 absl::StatusOr<JobState> ReadShardStates(const ShardTransferOptions& options, uint64_t generation,
                                          uint64_t parameter_count,

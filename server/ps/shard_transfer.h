@@ -18,6 +18,7 @@
 #include "absl/time/time.h"
 #include "absl/types/span.h"
 #include "common/optimizer.h"
+#include "common/ranges.h"
 #include "common/transport_security.h"
 
 namespace ringside::server {
@@ -42,6 +43,12 @@ struct JobStateView {
   uint64_t step = 0;                     // steps applied
   absl::Span<const float> parameters;    // K
   const Optimizer* optimizer = nullptr;  // its state goes with the parameters; over K
+
+  // Elements [offset, offset + out.size()) of `range`'s state: its parameters, then its
+  // optimiser state (Optimizer::ExportRangeStatePiece), what a shard owning it is loaded with.
+  // The whole job's, range [0, K), is the parameters then ExportState()'s layout. Requires the
+  // optimiser over K and the piece within.
+  void CopyRange(const ElementRange& range, uint64_t offset, absl::Span<float> out) const;
 };
 
 // Hands every shard its range of `state` for `generation` with `workers` workers.
