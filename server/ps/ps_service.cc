@@ -76,10 +76,18 @@ class StateWriter {
 };
 
 // A server stream of the segments `Writer` makes (RangeWriter, StateWriter), one write at a time.
+// Made with its writer, or without and then given one (Start) or an error (Refuse) once, from any
+// thread: nothing else writes or finishes the stream before that.
 template <typename Message, typename Writer>
 class SegmentsReactor final : public grpc::ServerWriteReactor<Message> {
  public:
-  explicit SegmentsReactor(Writer writer) : writer_(std::move(writer)) { WriteNext(); }
+  SegmentsReactor() = default;
+  explicit SegmentsReactor(Writer writer) { Start(std::move(writer)); }
+  void Start(Writer writer) {
+    writer_.emplace(std::move(writer));
+    WriteNext();
+  }
+  void Refuse(const grpc::Status& why) { this->Finish(why); }
   void OnWriteDone(bool ok) override {
     if (!ok) {
       this->Finish(grpc::Status(grpc::StatusCode::UNAVAILABLE, "client stopped reading"));
@@ -91,13 +99,13 @@ class SegmentsReactor final : public grpc::ServerWriteReactor<Message> {
 
  private:
   void WriteNext() {
-    if (writer_.Next(out_)) {
+    if (writer_->Next(out_)) {
       this->StartWrite(&out_);
     } else {
       this->Finish(grpc::Status::OK);
     }
   }
-  Writer writer_;
+  std::optional<Writer> writer_;
   Message out_;
 };
 
@@ -212,8 +220,19 @@ grpc::ServerWriteReactor<proto::PsRangeValues>* ParameterShardService::GetParame
     return new ParametersReactor(
         RangeWriter(read.values, read.slowest_completed, segment_elements_));
   }
-  const ShardState::Applied applied = generation->state->applied();
-  return new ParametersReactor(RangeWriter(applied.values, applied.step, segment_elements_));
+  // The copy is made when the shard's applier is between steps: now, or at the step's end (never
+  // waited for on this thread). The shard answers every read, also when the step is lost or the
+  // generation ends, so the stream always finishes.
+  auto* reactor = new ParametersReactor();
+  generation->state->ReadApplied(
+      [reactor, segment_elements = segment_elements_](absl::StatusOr<ShardState::Applied> applied) {
+        if (!applied.ok()) {
+          reactor->Refuse(ToGrpcStatus(applied.status()));
+          return;
+        }
+        reactor->Start(RangeWriter(std::move(applied->values), applied->step, segment_elements));
+      });
+  return reactor;
 }
 
 grpc::ServerWriteReactor<proto::PsStateSegment>* ParameterShardService::ReadState(

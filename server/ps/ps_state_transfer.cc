@@ -189,10 +189,6 @@ absl::Status ParameterShardService::FinishLoad(const proto::PsStateSegment& firs
     job = *job_;
   }
   const int workers = static_cast<int>(first.workers());  // at most kMaxLoadWorkers
-  ASSIGN_OR_RETURN(
-      std::unique_ptr<ShardState> state,
-      ShardState::Restore(ShardConfig{first.generation(), workers, job.shard}, first.step(),
-                          std::move(parameters), optimizer_state, job.optimizer, metrics_.steps));
   ShardGeneration generation;
   if (ShardsHoldTheState(job.staleness, job.backup_workers)) {
     // Everyone resumes at the loaded step; the loaded state becomes the authoritative one.
@@ -200,9 +196,12 @@ absl::Status ParameterShardService::FinishLoad(const proto::PsStateSegment& firs
         generation.stale,
         StaleShard::Create(StaleShardConfig{first.generation(), workers, job.shard, job.staleness,
                                             first.step(), job.backup_workers},
-                           *state->parameters(), optimizer_state, job.optimizer, metrics_.stale));
+                           parameters, optimizer_state, job.optimizer, metrics_.stale));
   }
-  generation.state = std::move(state);
+  ASSIGN_OR_RETURN(
+      generation.state,
+      ShardState::Restore(ShardConfig{first.generation(), workers, job.shard}, first.step(),
+                          std::move(parameters), optimizer_state, job.optimizer, metrics_.steps));
   if (metrics_.links) generation.links = metrics_.links(job.shard, workers);
   std::shared_ptr<const ShardGeneration> previous;
   {

@@ -1,11 +1,13 @@
 #include "server/ps/shard_state.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cstring>
 #include <limits>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "absl/synchronization/notification.h"
 #include "common/metrics.h"
 #include "common/status_macros.h"
 #include "server/ps/ps_client.h"
@@ -59,18 +61,23 @@ ShardState::ShardState(ShardConfig config, uint64_t step, std::vector<float> val
       metrics_(metrics),
       collecting_(step),
       shares_(static_cast<size_t>(config.workers)),
-      current_{step, std::make_shared<const std::vector<float>>(values), nullptr},
+      current_{step, nullptr},
       optimizer_(std::move(optimizer)),
       values_(std::move(values)) {
   applier_ = std::thread([this] { ApplyLoop(); });
 }
 
 ShardState::~ShardState() {
+  std::vector<Reader> readers;
   {
     absl::MutexLock lock(&mu_);
     stopping_ = true;
     segment_ready_.Signal();
+    readers.swap(readers_);
   }
+  AnswerReaders(std::move(readers),
+                absl::AbortedError(absl::StrCat(PsShardName(config_.shard), "'s generation ",
+                                                config_.generation, " ended before a step did")));
   if (std::this_thread::get_id() == applier_.get_id()) {
     // A callback the applier ran dropped the last reference: the applier cannot join itself, so
     // it is told to return as soon as that callback is destroyed, touching nothing of this.
@@ -82,12 +89,17 @@ ShardState::~ShardState() {
 }
 
 void ShardState::Close() {
-  std::vector<std::pair<std::function<void(Summed)>, Summed>> ready;
+  ReadyCallbacks ready;
+  std::vector<Reader> readers;
+  absl::Status unreadable;
   {
     absl::MutexLock lock(&mu_);
     closed_ = true;
-    ready = ReadyLocked();  // a closed state answers every waiter
+    ready = ReadyLocked();  // a closed state answers every waiter and reader
+    readers.swap(readers_);
+    unreadable = UnreadableLocked();
   }
+  AnswerReaders(std::move(readers), unreadable);
   for (auto& [done, summed] : ready) done(std::move(summed));
 }
 
@@ -286,7 +298,9 @@ void ShardState::HandOverLocked() {
 
 void ShardState::AbandonPush(int worker, uint64_t step) {
   if (!CheckWorker(worker).ok()) return;
-  std::vector<std::pair<std::function<void(Summed)>, Summed>> ready;
+  ReadyCallbacks ready;
+  std::vector<Reader> readers;
+  absl::Status lost;
   {
     absl::MutexLock lock(&mu_);
     WorkerShare& share = shares_[worker];
@@ -302,7 +316,10 @@ void ShardState::AbandonPush(int worker, uint64_t step) {
     lost_ = true;
     lost_worker_ = worker;
     ready = ReadyLocked();
+    readers.swap(readers_);  // the parameters will never be between steps again
+    lost = LostStatus();
   }
+  AnswerReaders(std::move(readers), lost);
   for (auto& [done, summed] : ready) done(std::move(summed));
 }
 
@@ -312,6 +329,7 @@ void ShardState::ApplyLoop() {
   while (true) {
     Segment segment;
     ApplyHook hook;
+    bool begins_step = false;
     {
       absl::MutexLock lock(&mu_);
       while (!stopping_ && (segments_.empty() || closed_)) segment_ready_.Wait(&mu_);
@@ -319,8 +337,11 @@ void ShardState::ApplyLoop() {
       segment = std::move(segments_.front());
       segments_.pop_front();
       hook = apply_hook_;
+      applying_ = true;
+      begins_step = sum_ == nullptr;
+      if (begins_step) sum_ = SumBufferLocked();
     }
-    Apply(segment, hook);
+    Apply(segment, begins_step, hook);
     Publish(segment);
     if (destroyed) return;
   }
@@ -336,10 +357,25 @@ void ShardState::ForEachSlotRun(uint64_t begin, uint64_t end, Run run) const {
   }
 }
 
-void ShardState::Apply(const Segment& segment, const ApplyHook& hook) {
+std::shared_ptr<std::vector<float>> ShardState::SumBufferLocked() {
+  // Every worker has begun this step (a segment is handed over only then), and none does before
+  // it has the whole of the last step's sum: nobody asks for that sum again. A reply stream still
+  // finishing may hold it; then it keeps it and this step gets a buffer of its own.
+  if (current_.sum != nullptr && current_.sum.use_count() == 1) {
+    // Made non-const by this class (below); only ever read through Values since.
+    auto buffer = std::const_pointer_cast<std::vector<float>>(std::move(current_.sum));
+    current_.sum = nullptr;
+    // use_count() reads relaxed: this orders the last other holder's reads, released when it
+    // dropped its reference, before the applier's writes.
+    std::atomic_thread_fence(std::memory_order_acquire);
+    return buffer;
+  }
+  return std::make_shared<std::vector<float>>(range_elements_);
+}
+
+void ShardState::Apply(const Segment& segment, bool begins_step, const ApplyHook& hook) {
   const absl::Time start = absl::Now();
-  if (sum_ == nullptr) {  // the step's first segment
-    sum_ = std::make_shared<std::vector<float>>(range_elements_);
+  if (begins_step) {  // every element of sum_ is written before it is read or published
     optimizer_.BeginStep();
     update_time_ = absl::ZeroDuration();
   }
@@ -374,19 +410,26 @@ void ShardState::Apply(const Segment& segment, const ApplyHook& hook) {
 }
 
 void ShardState::Publish(Segment& segment) {
-  std::vector<std::pair<std::function<void(Summed)>, Summed>> ready;
+  ReadyCallbacks ready;
+  std::vector<Reader> readers;
   {
     absl::MutexLock lock(&mu_);
+    applying_ = false;
     if (segment.last) {
-      current_ = Published{segment.step + 1, std::make_shared<const std::vector<float>>(values_),
-                           std::move(sum_)};
+      current_ = Published{segment.step + 1, std::move(sum_)};
       sum_ = nullptr;
       partial_ = Partial{};
       spare_ = std::move(segment.shares);
+      readers.swap(readers_);
     } else {
       partial_ = Partial{segment.step, sum_, segment.known};
     }
     ready = ReadyLocked();
+  }
+  // values_ holds the step just published until this thread applies the next one.
+  if (!readers.empty()) {
+    AnswerReaders(std::move(readers),
+                  Applied{segment.step + 1, std::make_shared<const std::vector<float>>(values_)});
   }
   if (segment.last) {
     if (metrics_.steps != nullptr) metrics_.steps->Increment();
@@ -413,11 +456,14 @@ std::optional<Summed> ShardState::AnswerLocked(const Waiter& waiter) const {
   }
   if (waiter.step < current_.step) {
     // A waiter's step is the one being collected or applied; an older one is not kept.
-    if (waiter.step + 1 == current_.step) return Summed{current_.sum, range_elements_, {}};
-    return Summed{nullptr, 0,
-                  absl::FailedPreconditionError(absl::StrCat(
-                      "step ", waiter.step, " is older than ", PsShardName(config_.shard),
-                      "'s last applied step ", current_.step - 1))};
+    if (waiter.step + 1 == current_.step && current_.sum != nullptr) {
+      return Summed{current_.sum, range_elements_, {}};
+    }
+    return Summed{
+        nullptr, 0,
+        absl::FailedPreconditionError(absl::StrCat(
+            "step ", waiter.step, "'s sum is no longer kept on ", PsShardName(config_.shard), ": ",
+            current_.step, " steps are applied and every worker has begun a later one"))};
   }
   if (lost_ && waiter.step >= collecting_) return Summed{nullptr, 0, LostStatus()};
   if (partial_.sum != nullptr && partial_.step == waiter.step && partial_.end > waiter.after) {
@@ -426,8 +472,8 @@ std::optional<Summed> ShardState::AnswerLocked(const Waiter& waiter) const {
   return std::nullopt;
 }
 
-std::vector<std::pair<std::function<void(Summed)>, Summed>> ShardState::ReadyLocked() {
-  std::vector<std::pair<std::function<void(Summed)>, Summed>> ready;
+ShardState::ReadyCallbacks ShardState::ReadyLocked() {
+  ReadyCallbacks ready;
   for (auto it = waiters_.begin(); it != waiters_.end();) {
     std::optional<Summed> answer = AnswerLocked(*it);
     if (answer.has_value()) {
@@ -461,13 +507,60 @@ void ShardState::WhenApplied(uint64_t step, std::function<void(Values)> done) {
              [done = std::move(done)](Summed summed) { done(std::move(summed.sum)); });
 }
 
-ShardState::Applied ShardState::applied() const {
-  absl::MutexLock lock(&mu_);
-  return Applied{current_.step, current_.values};
+bool ShardState::BetweenStepsLocked() const {
+  return !applying_ && segments_.empty() && partial_.sum == nullptr;
 }
 
-uint64_t ShardState::current_step() const { return applied().step; }
+absl::Status ShardState::UnreadableLocked() const {
+  if (closed_) {
+    return absl::AbortedError(absl::StrCat(PsShardName(config_.shard),
+                                           " moved to a new generation before a read of its "
+                                           "parameters; take the latest assignment"));
+  }
+  if (lost_) return LostStatus();
+  return absl::OkStatus();
+}
 
-Values ShardState::parameters() const { return applied().values; }
+void ShardState::AnswerReaders(std::vector<Reader> readers, const absl::StatusOr<Applied>& answer) {
+  for (Reader& done : readers) done(answer);
+}
+
+void ShardState::ReadApplied(Reader done) {
+  absl::StatusOr<Applied> answer;
+  {
+    absl::MutexLock lock(&mu_);
+    if (absl::Status unreadable = UnreadableLocked(); !unreadable.ok()) {
+      answer = std::move(unreadable);
+    } else if (!BetweenStepsLocked()) {
+      readers_.push_back(std::move(done));
+      return;
+    } else {
+      // The applier takes its next segment under the lock: values_ cannot change meanwhile.
+      answer = Applied{current_.step, std::make_shared<const std::vector<float>>(values_)};
+    }
+  }
+  done(std::move(answer));
+}
+
+absl::StatusOr<ShardState::Applied> ShardState::applied() {
+  absl::Notification answered;
+  absl::StatusOr<Applied> result;
+  ReadApplied([&](absl::StatusOr<Applied> answer) {
+    result = std::move(answer);
+    answered.Notify();
+  });
+  answered.WaitForNotification();
+  return result;
+}
+
+absl::StatusOr<Values> ShardState::parameters() {
+  ASSIGN_OR_RETURN(Applied applied, this->applied());
+  return applied.values;
+}
+
+uint64_t ShardState::current_step() const {
+  absl::MutexLock lock(&mu_);
+  return current_.step;
+}
 
 }  // namespace ringside::server

@@ -13,7 +13,7 @@
 //
 // Whole or nothing. A share counts once every element of it has arrived (the half-close,
 // FinishPush, only confirms it). The step is complete, and the next one collected, when every
-// share is. Readers (parameters(), applied(), WhenApplied) see only whole steps. A push abandoned
+// share is. Readers (ReadApplied, applied(), WhenApplied) see only whole steps. A push abandoned
 // before any part of its step was summed is forgotten and may be made again; one abandoned after
 // (a worker lost mid-step) loses the step on this shard: its remaining segments can never be
 // summed, every stream still waiting on it is answered ABORTED, it is never published, and the
@@ -28,10 +28,16 @@
 // publishes the progress (and, at the step's last segment, the new parameters) in one short
 // critical section. Shares of step t+1 may be collected while step t's tail is applied (two sets
 // of share buffers alternate, so steady training allocates no share buffer). Callbacks
-// registered with WhenApplied or WhenSummed run outside the lock on the applier thread (or on the
-// caller's, when the answer is already known or the state closed). One of them may drop the last
-// reference to the state: the destructor then runs on the applier thread and lets it end by
-// itself.
+// registered with WhenApplied, WhenSummed or ReadApplied run outside the lock on the applier
+// thread (or on the caller's, when the answer is already known or the state closed). One of them
+// may drop the last reference to the state: the destructor then runs on the applier thread and
+// lets it end by itself.
+//
+// Memory: the range's parameters and optimiser state, one sum of the range and the share buffers.
+// The parameters are not copied at each step: a reader (ReadApplied: GetParameters, a rare read)
+// is given a copy made when the applier is between steps. A step's sum is kept until every worker
+// has begun the next step's push (which none does before it has the whole sum); the next step is
+// then summed into the same buffer unless a reply still holds it.
 //
 // Wire dtype (common/wire_dtype.h). A step's pushes carry its gradients as fp32, fp16 or bf16,
 // all alike (the first push of a step sets it; another is INVALID_ARGUMENT). Each segment is
@@ -159,9 +165,15 @@ class ShardState {
     uint64_t step = 0;
     Values values;
   };
-  Applied applied() const;
-  uint64_t current_step() const;  // steps applied so far
-  Values parameters() const;      // after the last applied step
+  // Runs `done` with a copy of the parameters after the last whole step: at once when no step is
+  // part-way applied, else once the step being applied ends. ABORTED when that step is lost
+  // here (the parameters are then part-way through it) or the state is closed first.
+  void ReadApplied(std::function<void(absl::StatusOr<Applied>)> done);
+  // ReadApplied, waiting for the answer: blocks while a step is part-way applied, so not for a
+  // gRPC callback thread or a callback of this state.
+  absl::StatusOr<Applied> applied();
+  absl::StatusOr<Values> parameters();  // applied()'s values
+  uint64_t current_step() const;        // steps applied so far
   uint64_t range_elements() const { return range_elements_; }
   const ShardConfig& config() const { return config_; }
 
@@ -195,11 +207,12 @@ class ShardState {
     absl::Time first_push;  // last: first push begun
     absl::Time last_push;   // last: last share complete
   };
-  // A whole step as readers see it; immutable while published.
+  // The last whole step.
   struct Published {
     uint64_t step = 0;  // steps applied
-    Values values;
-    Values sum;  // the summed gradient of step `step - 1`; null before any step
+    // The summed gradient of step `step - 1`; null before any step, and once the applier took its
+    // buffer for step `step` (every worker has begun that step, so none reads this one again).
+    Values sum;
   };
   // The step the applier is part-way through: [0, end) of its sum is final.
   struct Partial {
@@ -213,6 +226,8 @@ class ShardState {
     std::function<void(Summed)> done;
   };
   using Waiters = std::vector<Waiter>;
+  using Reader = std::function<void(absl::StatusOr<Applied>)>;
+  using ReadyCallbacks = std::vector<std::pair<std::function<void(Summed)>, Summed>>;
 
   ShardState(ShardConfig config, uint64_t step, std::vector<float> values, Optimizer optimizer,
              ShardStepMetrics metrics);
@@ -230,14 +245,21 @@ class ShardState {
   // What `waiter` is answered now, or nothing yet.
   std::optional<Summed> AnswerLocked(const Waiter& waiter) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Removes and returns the waiters that have their answer now.
-  std::vector<std::pair<std::function<void(Summed)>, Summed>> ReadyLocked()
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  ReadyCallbacks ReadyLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Whether values_ holds the parameters after current_.step: no step is part-way applied.
+  bool BetweenStepsLocked() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Why a reader gets no parameters now (the state closed, the step lost), or OK.
+  absl::Status UnreadableLocked() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Answers each of `readers` (taken from readers_) with `answer`.
+  static void AnswerReaders(std::vector<Reader> readers, const absl::StatusOr<Applied>& answer);
+  // The buffer for a new step's sum: the last step's when no reply holds it any more.
+  std::shared_ptr<std::vector<float>> SumBufferLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::Status LostStatus() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // The applier thread: waits for a segment, applies it, publishes it, runs its callbacks.
   void ApplyLoop();
   // Sums the segment in rank order and runs the optimiser on it, on the applier's own copy,
   // without the lock.
-  void Apply(const Segment& segment, const ApplyHook& hook);
+  void Apply(const Segment& segment, bool begins_step, const ApplyHook& hook);
   void Publish(Segment& segment) ABSL_LOCKS_EXCLUDED(mu_);
 
   // Elements [begin, end) of the range lie at slots [begin mod C, ...) of a share's buffer, C =
@@ -270,12 +292,15 @@ class ShardState {
   Published current_ ABSL_GUARDED_BY(mu_);
   Partial partial_ ABSL_GUARDED_BY(mu_);
   Waiters waiters_ ABSL_GUARDED_BY(mu_);
+  std::vector<Reader> readers_ ABSL_GUARDED_BY(mu_);  // ReadApplied, until the step's end
+  bool applying_ ABSL_GUARDED_BY(mu_) = false;        // the applier holds a segment
   bool closed_ ABSL_GUARDED_BY(mu_) = false;
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
   ApplyHook apply_hook_ ABSL_GUARDED_BY(mu_);
 
-  // The applier thread's alone once constructed: the working copy of the range and its
-  // optimiser (equal to current_ between steps), and the sum of the step it is applying.
+  // The applier thread's alone once constructed (ReadApplied copies values_ under the lock only
+  // between steps): the range's parameters and its optimiser, and the sum of the step it is
+  // applying.
   Optimizer optimizer_;
   std::vector<float> values_;
   std::shared_ptr<std::vector<float>> sum_;

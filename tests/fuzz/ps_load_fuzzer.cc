@@ -153,7 +153,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
           FUZZ_CHECK(first.has_value(), "a load with no segment succeeded");
           const auto current = service.current();
           FUZZ_CHECK(current != nullptr, "a load succeeded and nothing is served");
-          const server::ShardState& state = *current->state;
+          server::ShardState& state = *current->state;
           FUZZ_CHECK(state.config().generation == first->generation() &&
                          state.config().workers == static_cast<int>(first->workers()) &&
                          state.current_step() == first->step(),

@@ -170,26 +170,42 @@ void CheckCode(absl::StatusCode expected, const absl::Status& status, const char
              absl::StatusCodeToString(expected).c_str(), status.ToString().c_str());
 }
 
+// The shard's answer for one step, asked for as soon as the model completed it: the shard keeps
+// a step's sum only until every worker has begun the next (shard_state.h), as a reply stream
+// would hold it.
+struct AppliedAnswer {
+  absl::Notification done;
+  server::Values sum;
+};
+
+// Asks for the sum of each step the model completed since the last call.
+void AskForNewSums(ShardState& state, const Model& model, uint64_t first_step,
+                   std::vector<std::unique_ptr<AppliedAnswer>>& answers) {
+  while (answers.size() < model.sums.size()) {
+    AppliedAnswer* answer = answers.emplace_back(std::make_unique<AppliedAnswer>()).get();
+    state.WhenApplied(first_step + answers.size() - 1, [answer](server::Values values) {
+      answer->sum = std::move(values);
+      answer->done.Notify();
+    });
+  }
+}
+
 // Every step completed in the model is applied within seconds, with exactly the model's sum.
-void CheckApplied(ShardState& state, const Model& model, uint64_t first_step) {
+void CheckApplied(ShardState& state, const Model& model, uint64_t first_step,
+                  const std::vector<std::unique_ptr<AppliedAnswer>>& answers) {
   const uint64_t completed = model.sums.size();
   const uint64_t applied = state.current_step();
   FUZZ_CHECK(applied >= first_step && applied <= first_step + completed,
              "%lu steps applied, %lu completed from step %lu", applied, completed, first_step);
   if (completed == 0 || model.closed) return;
-  const uint64_t last = first_step + completed - 1;
-  absl::Notification done;
-  server::Values sum;
-  state.WhenApplied(last, [&](server::Values values) {
-    sum = std::move(values);
-    done.Notify();
-  });
-  FUZZ_CHECK(done.WaitForNotificationWithTimeout(absl::Seconds(5)),
-             "step %lu, completed by every worker, not applied after 5 s", last);
+  for (uint64_t i = 0; i < completed; ++i) {
+    FUZZ_CHECK(answers[i]->done.WaitForNotificationWithTimeout(absl::Seconds(5)),
+               "step %lu, completed by every worker, not applied after 5 s", first_step + i);
+    FUZZ_CHECK(answers[i]->sum != nullptr && SameFloats(*answers[i]->sum, model.sums[i]),
+               "step %lu's sum is not the sum of its complete shares", first_step + i);
+  }
   FUZZ_CHECK(state.current_step() == first_step + completed, "%lu steps applied, expected %lu",
              state.current_step(), first_step + completed);
-  FUZZ_CHECK(sum != nullptr && SameFloats(*sum, model.sums.back()),
-             "step %lu's sum is not the sum of its complete shares", last);
 }
 
 }  // namespace
@@ -209,6 +225,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
 
   OptimizerConfig sgd;
   sgd.learning_rate = 0.5f;
+  std::vector<std::unique_ptr<AppliedAnswer>> answers;  // outlives the state's applier
   const std::vector<float> initial(model.range, 1.0f);
   // A restored shard (first_step > 0) goes through the same rules from its step on.
   absl::StatusOr<std::unique_ptr<ShardState>> created =
@@ -271,22 +288,23 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
         break;
       }
       case op::kWait:
-        CheckApplied(state, model, first_step);
+        CheckApplied(state, model, first_step, answers);
         break;
       case op::kClose:
         if (in.Byte() % 4 == 0) {
-          CheckApplied(state, model, first_step);  // what completed before still counts
+          CheckApplied(state, model, first_step, answers);  // what completed before still counts
           model.closed = true;
           state.Close();
         }
         break;
     }
+    AskForNewSums(state, model, first_step, answers);
     const uint64_t applied = state.current_step();
     FUZZ_CHECK(applied >= applied_before && applied <= first_step + model.sums.size(),
                "applied steps went from %lu to %lu with %lu completed", applied_before, applied,
                model.sums.size());
     applied_before = applied;
   }
-  CheckApplied(state, model, first_step);
+  CheckApplied(state, model, first_step, answers);
   return 0;
 }

@@ -5,6 +5,7 @@
 #ifndef RINGSIDE_TESTS_SUPPORT_PS_TEST_HOOKS_H_
 #define RINGSIDE_TESTS_SUPPORT_PS_TEST_HOOKS_H_
 
+#include <cstddef>
 #include <cstdint>
 #include <functional>
 #include <utility>
@@ -42,6 +43,12 @@ class PsTestHooks {
   static void SetApplyHook(ShardState& state, ApplyHook hook) {
     absl::MutexLock lock(&state.mu_);
     state.apply_hook_ = std::move(hook);
+  }
+
+  // Reads (ShardState::ReadApplied) waiting for the step being applied to end.
+  static size_t WaitingReads(ShardState& state) {
+    absl::MutexLock lock(&state.mu_);
+    return state.readers_.size();
   }
 };
 

@@ -130,10 +130,10 @@ TEST_F(LoadOrderTest, ALoadBeforeTheShardsFirstAssignmentWaitsForItAndIsServed) 
   service_->SetJob(JobOf(1));
   ASSERT_TRUE(Ended(load).ok()) << Ended(load);
   ASSERT_NE(service_->current(), nullptr);
-  const ShardState& state = *service_->current()->state;
+  ShardState& state = *service_->current()->state;
   EXPECT_EQ(state.config().generation, 1u);
   EXPECT_EQ(state.current_step(), 0u);
-  EXPECT_EQ(*state.parameters(), std::vector<float>(kParameters, 2.0f));
+  EXPECT_EQ(*state.parameters().value(), std::vector<float>(kParameters, 2.0f));
   EXPECT_EQ(service_->loads_awaiting_assignment(), 0u);
 }
 
@@ -151,10 +151,10 @@ TEST_F(LoadOrderTest, ALoadOfANewerGenerationWaitsForThatGenerationsAssignment) 
   EXPECT_EQ(service_->current()->state->config().generation, 1u) << "still generation 1";
   service_->SetJob(JobOf(2, half));
   ASSERT_TRUE(Ended(load).ok()) << Ended(load);
-  const ShardState& state = *service_->current()->state;
+  ShardState& state = *service_->current()->state;
   EXPECT_EQ(state.config().generation, 2u);
   EXPECT_EQ(state.current_step(), 4u);
-  EXPECT_EQ(*state.parameters(), std::vector<float>(half.size(), 3.0f));
+  EXPECT_EQ(*state.parameters().value(), std::vector<float>(half.size(), 3.0f));
 }
 
 // An assignment that skips the load's generation (the watch keeps only the newest) releases it

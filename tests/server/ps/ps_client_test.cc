@@ -237,7 +237,7 @@ TEST_F(PsClientTest, StreamedStepsAreBitIdenticalToAWholeRangeReference) {
   static_assert(kWorkers == kShards, "the colocated placement has a shard per worker");
   ExpectColocatedHostBytes(metrics, kSteps);
   for (int s = 0; s < kShards; ++s) {
-    const server::ShardState::Applied applied = services_[s]->current()->state->applied();
+    const server::ShardState::Applied applied = services_[s]->current()->state->applied().value();
     EXPECT_EQ(applied.step, static_cast<uint64_t>(kSteps));
     ASSERT_EQ(applied.values->size(), ranges[s].size());
     EXPECT_EQ(std::memcmp(applied.values->data(), expected.data() + ranges[s].begin,

@@ -107,7 +107,8 @@ TEST_F(PsServiceTest, EveryWorkerGetsTheWholeUpdatedRange) {
       ASSERT_TRUE(reply.status.ok()) << reply.status.error_message();
       EXPECT_EQ(reply.sum, std::vector<float>(kRange, 3.0f));
     }
-    EXPECT_EQ(*state_->parameters(), std::vector<float>(kRange, 100.0f - 3.0f * (step + 1)));
+    EXPECT_EQ(*state_->parameters().value(),
+              std::vector<float>(kRange, 100.0f - 3.0f * (step + 1)));
   }
 }
 
@@ -258,7 +259,7 @@ TEST_F(PsServiceTest, AWorkerCancellingAsItsReplyStartsEndsTheStreamOnce) {
     ASSERT_TRUE(reply.status.ok()) << reply.status.error_message();
     EXPECT_EQ(reply.sum, std::vector<float>(kRange, 2.0f));
   }
-  EXPECT_EQ(*state_->parameters(), std::vector<float>(kRange, 95.0f));
+  EXPECT_EQ(*state_->parameters().value(), std::vector<float>(kRange, 95.0f));
 }
 
 // Issue 26: a shard answers each segment as soon as every worker's share covers it. Worker 1
@@ -317,7 +318,7 @@ TEST_F(PsServiceTest, RepliesStreamWhileTheSharesAreStillArriving) {
   ASSERT_TRUE(worker0.status.ok()) << worker0.status.error_message();
   EXPECT_EQ(sum, std::vector<float>(kRange, 3.0f));
   EXPECT_EQ(worker0.sum, std::vector<float>(kRange, 3.0f));
-  EXPECT_EQ(*state_->parameters(), std::vector<float>(kRange, 97.0f));
+  EXPECT_EQ(*state_->parameters().value(), std::vector<float>(kRange, 97.0f));
   for (int w = 0; w < 2; ++w) {
     EXPECT_EQ(links.from_worker[w].bytes->Value(), kRange * 4.0) << WorkerName(w);
     EXPECT_EQ(links.to_worker[w].bytes->Value(), kRange * 4.0) << WorkerName(w);
@@ -356,9 +357,50 @@ TEST_F(PsServiceTest, AWorkerLostMidStepAfterPartWasSummedAbortsTheStep) {
   EXPECT_EQ(worker0.status.error_code(), grpc::StatusCode::ABORTED)
       << worker0.status.error_message();
   EXPECT_EQ(state_->current_step(), 0u);
-  EXPECT_EQ(*state_->parameters(), std::vector<float>(kRange, 100.0f));
+  EXPECT_EQ(state_->parameters().status().code(), absl::StatusCode::kAborted)
+      << "the range is part-way through the lost step: no parameters of it are served";
   EXPECT_EQ(Push(1, 0, std::vector<float>(kRange, 2.0f)).status.error_code(),
             grpc::StatusCode::ABORTED);
+}
+
+// GetParameters while a step is part-way applied: answered when the step ends, with the whole
+// step (the gRPC thread that took the call never waits for the applier).
+TEST_F(PsServiceTest, AReadDuringAStepIsAnsweredWithTheWholeStepWhenItEnds) {
+  absl::Notification applying;
+  absl::Notification release;
+  PsTestHooks::SetApplyHook(*state_, [&](uint64_t, uint64_t, uint64_t) {
+    if (!applying.HasBeenNotified()) applying.Notify();
+    release.WaitForNotification();  // the step's first segment is held, the rest follow
+  });
+  std::vector<StepReply> replies;
+  std::thread step([&] { replies = BothPush(0, 1.0f, 2.0f); });
+  applying.WaitForNotification();
+
+  grpc::Status read_status;
+  std::vector<uint64_t> read_steps;
+  std::vector<float> read;
+  std::thread reader([&] {
+    grpc::ClientContext context;
+    SetDeadline(context, absl::Seconds(20));
+    auto stream = stub_->GetParameters(&context, proto::PsRangeRequest());
+    proto::PsRangeValues segment;
+    while (stream->Read(&segment)) {
+      read_steps.push_back(segment.step());
+      const auto* values = reinterpret_cast<const float*>(segment.payload().data());
+      read.insert(read.end(), values, values + segment.payload().size() / sizeof(float));
+    }
+    read_status = stream->Finish();
+  });
+  while (PsTestHooks::WaitingReads(*state_) == 0) absl::SleepFor(absl::Milliseconds(1));
+  release.Notify();
+  reader.join();
+  step.join();
+
+  ASSERT_TRUE(read_status.ok()) << read_status.error_message();
+  EXPECT_EQ(read, std::vector<float>(kRange, 97.0f)) << "the parameters after the whole step";
+  EXPECT_EQ(read_steps, std::vector<uint64_t>(read_steps.size(), 1u));
+  for (const StepReply& reply : replies)
+    EXPECT_TRUE(reply.status.ok()) << reply.status.error_message();
 }
 
 // Issue 13: an elastic shard takes pushes only from the workers the controller assigned to its
@@ -413,7 +455,7 @@ TEST_F(PsServiceTest, OnlyAssignedWorkersMayPushLoadOrRead) {
   EXPECT_FALSE(reader->Read(&values)) << "the live model leaked";
   EXPECT_EQ(reader->Finish().error_code(), grpc::StatusCode::PERMISSION_DENIED);
 
-  EXPECT_EQ(*state_->parameters(), std::vector<float>(kRange, 100.0f)) << "nothing changed";
+  EXPECT_EQ(*state_->parameters().value(), std::vector<float>(kRange, 100.0f)) << "nothing changed";
   std::vector<StepReply> replies(2);
   std::thread other([&] {
     replies[1] = Push(1, 0, std::vector<float>(kRange, 2.0f), -1, kGeneration, kRange,

@@ -146,7 +146,7 @@ TEST_P(PsWireDtypeBytesTest, HalfOfFp32sBytesBothWaysAndWorkersAndShardsApplyThe
   }
   // Every shard updated its range with the values the workers decoded: the same parameters.
   for (int s = 0; s < kShards; ++s) {
-    const ShardState::Applied applied = services_[s]->current()->state->applied();
+    const ShardState::Applied applied = services_[s]->current()->state->applied().value();
     EXPECT_EQ(applied.step, static_cast<uint64_t>(kSteps));
     EXPECT_EQ(std::memcmp(applied.values->data(), run.params[0].data() + ranges[s].begin,
                           ranges[s].size() * sizeof(float)),

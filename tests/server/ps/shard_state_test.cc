@@ -37,6 +37,38 @@ std::vector<float> WaitApplied(ShardState& state, uint64_t step) {
   return values;
 }
 
+// A ReadApplied whose answer the test waits for later.
+class PendingRead {
+ public:
+  explicit PendingRead(ShardState& state) {
+    state.ReadApplied([this](absl::StatusOr<ShardState::Applied> applied) {
+      applied_ = std::move(applied);
+      answered_.Notify();
+    });
+  }
+  bool answered() const { return answered_.HasBeenNotified(); }
+  const absl::StatusOr<ShardState::Applied>& Wait() {
+    answered_.WaitForNotification();
+    return applied_;
+  }
+
+ private:
+  absl::Notification answered_;
+  absl::StatusOr<ShardState::Applied> applied_;
+};
+
+// WaitApplied's sum itself, as a reply holds it (null if the state was closed first).
+Values WaitAppliedSum(ShardState& state, uint64_t step) {
+  absl::Notification applied;
+  Values sum;
+  state.WhenApplied(step, [&](Values p) {
+    sum = std::move(p);
+    applied.Notify();
+  });
+  applied.WaitForNotification();
+  return sum;
+}
+
 // Waits for WhenSummed's answer: more than `after` elements of `step`'s sum final, or the end.
 Summed WaitSummed(ShardState& state, uint64_t step, uint64_t after) {
   absl::Notification answered;
@@ -116,7 +148,7 @@ TEST_F(ShardStateTest, AppliesAStepOnlyWhenEveryWorkerHasPushed) {
   EXPECT_EQ(WaitApplied(*state_, 0), (std::vector<float>{1.5f, 2.5f, 3.5f}));
   EXPECT_EQ(state_->current_step(), 1u);
   EXPECT_EQ(seen, (std::vector<float>{1.5f, 2.5f, 3.5f})) << "the sum, in rank order";
-  EXPECT_EQ(*state_->parameters(), (std::vector<float>{8.5f, 17.5f, 26.5f}))
+  EXPECT_EQ(*state_->parameters().value(), (std::vector<float>{8.5f, 17.5f, 26.5f}))
       << "the shard applies the optimiser to its own copy too";
   std::vector<float> late;
   state_->WhenApplied(0, [&](Values p) { late = *p; });
@@ -141,7 +173,7 @@ TEST_F(ShardStateTest, RefusesBadPushesWithoutChangingAnything) {
   ASSERT_TRUE(state_->AddSegment(0, 0, 0, Bytes({1, 2})).ok());
   EXPECT_EQ(state_->FinishPush(0, 0).code(), absl::StatusCode::kInvalidArgument) << "incomplete";
   EXPECT_EQ(state_->current_step(), 0u);
-  EXPECT_EQ(*state_->parameters(), (std::vector<float>{10, 20, 30}));
+  EXPECT_EQ(*state_->parameters().value(), (std::vector<float>{10, 20, 30}));
 }
 
 TEST_F(ShardStateTest, AnAbandonedPushIsForgottenAndCanBeRedone) {
@@ -152,7 +184,7 @@ TEST_F(ShardStateTest, AnAbandonedPushIsForgottenAndCanBeRedone) {
   EXPECT_EQ(state_->current_step(), 0u) << "half a share must never count";
   ASSERT_TRUE(Push(0, 0, {1, 1, 1}).ok());
   EXPECT_EQ(WaitApplied(*state_, 0), (std::vector<float>{2, 2, 2}));
-  EXPECT_EQ(*state_->parameters(), (std::vector<float>{8, 18, 28}));
+  EXPECT_EQ(*state_->parameters().value(), (std::vector<float>{8, 18, 28}));
   EXPECT_EQ(Push(0, 0, {1, 1, 1}).code(), absl::StatusCode::kFailedPrecondition)
       << "step 0 is applied";
 }
@@ -169,7 +201,7 @@ TEST_F(ShardStateTest, SumsInRankOrderWhateverTheArrivalOrder) {
     ASSERT_TRUE((*state)->FinishPush(worker, 0).ok());
   }
   EXPECT_EQ(WaitApplied(**state, 0), std::vector<float>{(1e8f + 1.0f) + -1e8f});
-  EXPECT_EQ(*(*state)->parameters(), std::vector<float>{-((1e8f + 1.0f) + -1e8f)});
+  EXPECT_EQ(*(*state)->parameters().value(), std::vector<float>{-((1e8f + 1.0f) + -1e8f)});
 }
 
 TEST_F(ShardStateTest, AppliesOnTheShardsOwnThreadNotThePushingOne) {
@@ -188,7 +220,7 @@ TEST_F(ShardStateTest, AppliesOnTheShardsOwnThreadNotThePushingOne) {
   applied.WaitForNotification();
   EXPECT_NE(optimiser_thread, std::this_thread::get_id());
   EXPECT_EQ(callback_thread, optimiser_thread) << "callbacks run on the applier thread";
-  EXPECT_EQ(*state_->parameters(), (std::vector<float>{8, 18, 28}));
+  EXPECT_EQ(*state_->parameters().value(), (std::vector<float>{8, 18, 28}));
 }
 
 TEST_F(ShardStateTest, PushesAndReadsDoNotWaitForAStepBeingApplied) {
@@ -197,19 +229,24 @@ TEST_F(ShardStateTest, PushesAndReadsDoNotWaitForAStepBeingApplied) {
   ASSERT_TRUE(Push(0, 0, {0.5f, 0.5f, 0.5f}).ok()) << "the last push returns before the apply";
   held_.WaitUntilApplying();  // step 0 summed, its optimiser step not run: the applier is held
 
-  // Reads see the whole state before step 0, not half of it.
+  // Reads see whole steps only: the count before step 0, and the parameters once it ends (the
+  // read returns now and is answered then, never with half of a step).
   EXPECT_EQ(state_->current_step(), 0u);
-  EXPECT_EQ(*state_->parameters(), (std::vector<float>{10, 20, 30}));
-  EXPECT_EQ(state_->applied().step, 0u);
+  PendingRead read(*state_);
+  EXPECT_FALSE(read.answered()) << "answered while step 0 was part-way applied";
   // Step 0 is complete, so step 1 is collected meanwhile: the lock is free.
   EXPECT_EQ(Push(0, 0, {1, 1, 1}).code(), absl::StatusCode::kFailedPrecondition);
   ASSERT_TRUE(Push(1, 1, {1, 1, 1}).ok());
 
   held_.Release();
   EXPECT_EQ(WaitApplied(*state_, 0), (std::vector<float>{1.5f, 2.5f, 3.5f}));
+  const absl::StatusOr<ShardState::Applied>& after_step_0 = read.Wait();
+  ASSERT_TRUE(after_step_0.ok()) << after_step_0.status();
+  EXPECT_EQ(after_step_0->step, 1u);
+  EXPECT_EQ(*after_step_0->values, (std::vector<float>{8.5f, 17.5f, 26.5f}));
   ASSERT_TRUE(Push(0, 1, {1, 1, 1}).ok());
   EXPECT_EQ(WaitApplied(*state_, 1), (std::vector<float>{2, 2, 2}));
-  EXPECT_EQ(*state_->parameters(), (std::vector<float>{6.5f, 15.5f, 24.5f}));
+  EXPECT_EQ(*state_->parameters().value(), (std::vector<float>{6.5f, 15.5f, 24.5f}));
 }
 
 TEST_F(ShardStateTest, ClosingDuringAnApplyAnswersTheWaitersAndAppliesNothingMore) {
@@ -253,7 +290,8 @@ TEST_F(ShardStateTest, AnswersEachSegmentOnceEveryShareCoversIt) {
             (std::vector<float>{1.5f, 2.5f, 3.5f}));
   EXPECT_TRUE(early) << "the first waiter is answered as soon as the segment is";
   EXPECT_EQ(state.current_step(), 0u) << "readers see only whole steps";
-  EXPECT_EQ(*state.parameters(), (std::vector<float>{10, 20, 30, 40, 50, 60}));
+  PendingRead read(state);
+  EXPECT_FALSE(read.answered()) << "answered with a step part-way applied";
 
   ASSERT_TRUE(state.AddSegment(0, 0, 3, Bytes({0.5f, 0.5f, 0.5f})).ok());
   ASSERT_TRUE(state.AddSegment(1, 0, 4, Bytes({5, 6})).ok());  // every share complete
@@ -265,7 +303,11 @@ TEST_F(ShardStateTest, AnswersEachSegmentOnceEveryShareCoversIt) {
   EXPECT_EQ(rest.end, 6u);
   EXPECT_EQ(*rest.sum, (std::vector<float>{1.5f, 2.5f, 3.5f, 4.5f, 5.5f, 6.5f}));
   EXPECT_EQ(WaitApplied(state, 0), *rest.sum);
-  EXPECT_EQ(*state.parameters(), (std::vector<float>{8.5f, 17.5f, 26.5f, 35.5f, 44.5f, 53.5f}));
+  const std::vector<float> after_step_0{8.5f, 17.5f, 26.5f, 35.5f, 44.5f, 53.5f};
+  EXPECT_EQ(*state.parameters().value(), after_step_0);
+  ASSERT_TRUE(read.Wait().ok()) << read.Wait().status();
+  EXPECT_EQ(read.Wait()->step, 1u);
+  EXPECT_EQ(*read.Wait()->values, after_step_0) << "the waiting read has the whole step";
   // The half-closes come after the step is complete (the next one is being collected).
   EXPECT_TRUE(state.FinishPush(0, 0).ok());
   EXPECT_TRUE(state.FinishPush(1, 0).ok());
@@ -329,7 +371,9 @@ void FinishAndCheckBits(ShardState& state, int workers, uint64_t step,
   ASSERT_EQ(answered.size(), sum.size());
   EXPECT_EQ(std::memcmp(answered.data(), sum.data(), sum.size() * sizeof(float)), 0)
       << "step " << step << "'s sum";
-  EXPECT_EQ(std::memcmp(state.parameters()->data(), expected.data(), sum.size() * sizeof(float)), 0)
+  EXPECT_EQ(
+      std::memcmp(state.parameters().value()->data(), expected.data(), sum.size() * sizeof(float)),
+      0)
       << "parameters after step " << step;
 }
 
@@ -471,7 +515,8 @@ TEST_F(ShardStateTest, ADescendingStepIsSummedAndAnsweredFromTheRangesEnd) {
   ASSERT_TRUE(state.AddSegment(1, 0, 0, Bytes({1, 2})).ok());
   ASSERT_TRUE(state.AddSegment(0, 0, 0, Bytes({0.5f, 0.5f, 0.5f})).ok());
   EXPECT_EQ(WaitApplied(state, 0), (std::vector<float>{1.5f, 2.5f, 3.5f, 4.5f, 5.5f, 6.5f}));
-  EXPECT_EQ(*state.parameters(), (std::vector<float>{8.5f, 17.5f, 26.5f, 35.5f, 44.5f, 53.5f}));
+  EXPECT_EQ(*state.parameters().value(),
+            (std::vector<float>{8.5f, 17.5f, 26.5f, 35.5f, 44.5f, 53.5f}));
 }
 
 TEST_F(ShardStateTest, AWorkerLostAfterPartOfTheStepWasSummedLosesTheStepHere) {
@@ -490,18 +535,71 @@ TEST_F(ShardStateTest, AWorkerLostAfterPartOfTheStepWasSummedLosesTheStepHere) {
     waiting = std::move(summed);
     answered = true;
   });
+  PendingRead read(*state_);
+  EXPECT_FALSE(read.answered()) << "answered with the step part-way applied";
   state_->AbandonPush(1, 0);  // worker 1's stream broke mid-step
   ASSERT_TRUE(answered) << "a stream waiting on the lost step is answered at once";
   EXPECT_EQ(waiting.sum, nullptr);
   EXPECT_EQ(waiting.ended.code(), absl::StatusCode::kAborted) << waiting.ended;
+  ASSERT_TRUE(read.answered()) << "a waiting read is answered at once";
+  EXPECT_EQ(read.Wait().status().code(), absl::StatusCode::kAborted) << read.Wait().status();
   EXPECT_EQ(WaitApplied(*state_, 0), std::vector<float>{}) << "the lost step is never applied";
 
-  // Nothing of it is published, and it cannot be completed.
+  // Nothing of it is published, the range (part-way through it) is not served, and it cannot be
+  // completed.
   EXPECT_EQ(state_->current_step(), 0u);
-  EXPECT_EQ(*state_->parameters(), (std::vector<float>{10, 20, 30}));
+  EXPECT_EQ(state_->parameters().status().code(), absl::StatusCode::kAborted);
   EXPECT_EQ(state_->BeginPush(3, 1, 0, 3).code(), absl::StatusCode::kAborted);
   EXPECT_EQ(state_->FinishPush(0, 0).code(), absl::StatusCode::kAborted);
   EXPECT_EQ(state_->BeginPush(3, 0, 1, 3).code(), absl::StatusCode::kFailedPrecondition);
+}
+
+// A read between steps is answered at once, with a copy that later steps leave alone.
+TEST_F(ShardStateTest, AReadBetweenStepsIsACopyLaterStepsLeaveAlone) {
+  PendingRead read(*state_);
+  ASSERT_TRUE(read.answered()) << "no step is part-way: nothing to wait for";
+  ASSERT_TRUE(Push(0, 0, {1, 1, 1}).ok());
+  ASSERT_TRUE(Push(1, 0, {1, 1, 1}).ok());
+  EXPECT_EQ(WaitApplied(*state_, 0), (std::vector<float>{2, 2, 2}));
+  ASSERT_TRUE(read.Wait().ok()) << read.Wait().status();
+  EXPECT_EQ(read.Wait()->step, 0u);
+  EXPECT_EQ(*read.Wait()->values, (std::vector<float>{10, 20, 30}));
+  EXPECT_EQ(*state_->parameters().value(), (std::vector<float>{8, 18, 28}));
+}
+
+// The shard keeps one sum of its range: a step is summed into the last step's buffer once no
+// reply holds that any more, and into a buffer of its own while one does (whose values it never
+// touches). A waiter for the last step, once every worker began the next, is told it is gone.
+TEST_F(ShardStateTest, ASumHeldByAReplyIsKeptAndAReleasedOneIsReused) {
+  ASSERT_TRUE(Push(0, 0, {1, 2, 3}).ok());
+  ASSERT_TRUE(Push(1, 0, {1, 1, 1}).ok());
+  Values step_0 = WaitAppliedSum(*state_, 0);  // a reply still streaming it
+  ASSERT_NE(step_0, nullptr);
+  ASSERT_TRUE(Push(0, 1, {5, 5, 5}).ok());
+  ASSERT_TRUE(Push(1, 1, {5, 5, 5}).ok());
+  Values step_1 = WaitAppliedSum(*state_, 1);
+  ASSERT_NE(step_1, nullptr);
+  EXPECT_NE(step_1->data(), step_0->data()) << "step 1 summed into a buffer a reply holds";
+  EXPECT_EQ(*step_0, (std::vector<float>{2, 3, 4}));
+  EXPECT_EQ(*step_1, (std::vector<float>{10, 10, 10}));
+
+  const float* const step_1_buffer = step_1->data();
+  step_0.reset();
+  step_1.reset();  // the replies are done: only the state keeps step 1's sum
+  HeldApply held_step_2(2);
+  PsTestHooks::SetApplyHook(*state_, held_step_2.Hook());
+  ASSERT_TRUE(Push(0, 2, {1, 1, 1}).ok());
+  ASSERT_TRUE(Push(1, 2, {2, 2, 2}).ok());
+  held_step_2.WaitUntilApplying();  // every worker began step 2: step 1's buffer taken
+  const Summed late = WaitSummed(*state_, 1, 0);
+  EXPECT_EQ(late.sum, nullptr);
+  EXPECT_EQ(late.ended.code(), absl::StatusCode::kFailedPrecondition) << late.ended;
+  held_step_2.Release();
+  const Values step_2 = WaitAppliedSum(*state_, 2);
+  ASSERT_NE(step_2, nullptr);
+  EXPECT_EQ(step_2->data(), step_1_buffer) << "a sum nobody held was not reused";
+  EXPECT_EQ(*step_2, (std::vector<float>{3, 3, 3}));
+  EXPECT_EQ(*state_->parameters().value(), (std::vector<float>{10 - 15, 20 - 16, 30 - 17}));
 }
 
 TEST_F(ShardStateTest, AShareCompleteBeforeItsStreamBrokeStillCounts) {

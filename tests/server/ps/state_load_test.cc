@@ -43,11 +43,11 @@ TEST(StateLoadTest, ServesACompleteState) {
   ASSERT_TRUE(load.Add(Segment(2, 3, 3, {4, 3})).ok());  // the step count last
   ASSERT_TRUE(load.Finish().ok());
   ASSERT_NE(service.current(), nullptr);
-  const ShardState& state = *service.current()->state;
+  ShardState& state = *service.current()->state;
   EXPECT_EQ(state.config().generation, 2u);
   EXPECT_EQ(state.config().workers, 3);
   EXPECT_EQ(state.current_step(), 3u);
-  EXPECT_EQ(*state.parameters(), std::vector<float>({1, 2, 3, 4}));
+  EXPECT_EQ(*state.parameters().value(), std::vector<float>({1, 2, 3, 4}));
 }
 
 // Each shard keeps per-worker state: 2^31 - 1 workers made it allocate 80 GiB.
