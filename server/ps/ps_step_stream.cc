@@ -58,6 +58,9 @@ class SumWriter {
     }
     sent_ += count;
     wrote_any_ = true;
+    // The last segment is in `out`: the shard may sum its next step into this buffer (ShardState
+    // reuses a sum nobody holds), and the worker can begin that step only after reading this.
+    if (sent_ == range_elements_) sum_ = nullptr;
     return true;
   }
   bool done() const { return wrote_any_ && sent_ == range_elements_; }
