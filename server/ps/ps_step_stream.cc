@@ -48,14 +48,24 @@ class SumWriter {
     out.set_step(step_);
     out.set_offset(offset);
     out.set_range_elements(range_elements_);
-    if (dtype_ == WireDtype::kFp32) {
-      out.set_payload(reinterpret_cast<const char*>(sum_->data() + offset), count * sizeof(float));
-    } else {
-      out.set_dtype(static_cast<uint32_t>(DTypeOfWire(dtype_)));
-      std::string* payload = out.mutable_payload();
-      payload->resize(count * WireBytesPerElement(dtype_));
-      EncodeWire(dtype_, absl::MakeConstSpan(*sum_).subspan(offset, count), payload->data());
-    }
+    if (dtype_ != WireDtype::kFp32) out.set_dtype(static_cast<uint32_t>(DTypeOfWire(dtype_)));
+    // The sum is a ring of slots (shard_state.h): the segment may wrap.
+    const size_t width = WireBytesPerElement(dtype_);
+    std::string* payload = out.mutable_payload();
+    payload->clear();
+    payload->reserve(count * width);
+    ForEachRingRun(offset, offset + count, sum_->size(),
+                   [&](uint64_t /*element*/, uint64_t slot, uint64_t length) {
+                     const size_t at = payload->size();
+                     if (dtype_ == WireDtype::kFp32) {
+                       payload->append(reinterpret_cast<const char*>(sum_->data() + slot),
+                                       length * sizeof(float));
+                     } else {
+                       payload->resize(at + length * width);
+                       EncodeWire(dtype_, absl::MakeConstSpan(*sum_).subspan(slot, length),
+                                  payload->data() + at);
+                     }
+                   });
     sent_ += count;
     wrote_any_ = true;
     // The last segment is in `out`: the shard may sum its next step into this buffer (ShardState
@@ -242,6 +252,7 @@ class StepReactor final : public grpc::ServerBidiReactor<proto::PsPush, proto::P
       return;
     }
     bool first = false;
+    uint64_t sent = 0;
     writes_.StartWrite(
         [&]() -> const proto::PsRangeValues* {
           mu_.AssertHeld();  // ReactorWrites runs it under the reactor's mutex
@@ -249,10 +260,12 @@ class StepReactor final : public grpc::ServerBidiReactor<proto::PsPush, proto::P
           // Nothing new cannot happen: WhenSummed said there is more.
           if (!writer_->Next(out_)) return nullptr;
           first = !std::exchange(reply_started_, true);
+          sent = writer_->sent();
           return &out_;
         },
         [&] {
           if (first) CountExpected();
+          state_.Answered(worker_, step_, sent);
           if (hook_) hook_(ParameterShardService::StepEvent::kReplyStarting, worker_);
         });
   }
@@ -261,15 +274,19 @@ class StepReactor final : public grpc::ServerBidiReactor<proto::PsPush, proto::P
   void WriteNext() {
     bool done = false, wait = false;
     uint64_t sent = 0;
-    writes_.StartWrite([&]() -> const proto::PsRangeValues* {
-      mu_.AssertHeld();
-      done = writer_->done();
-      if (done) return nullptr;
-      if (writer_->Next(out_)) return &out_;
-      wait = true;
-      sent = writer_->sent();
-      return nullptr;
-    });
+    writes_.StartWrite(
+        [&]() -> const proto::PsRangeValues* {
+          mu_.AssertHeld();
+          done = writer_->done();
+          if (done) return nullptr;
+          const bool more = writer_->Next(out_);
+          sent = writer_->sent();
+          if (more) return &out_;
+          wait = true;
+          return nullptr;
+        },
+        // Before the write starts: the worker can push on only once it has read it.
+        [&] { state_.Answered(worker_, step_, sent); });
     if (done) {
       FinishOnce(grpc::Status::OK);
     } else if (wait) {

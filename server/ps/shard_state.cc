@@ -14,7 +14,8 @@
 
 namespace ringside::server {
 
-// A worker within its push window never overruns a share's buffer (AddSegment's refusal).
+// A worker within its push window (at most 1.25 windows pushed and not answered, in 16-bit
+// elements) never overruns a share's buffer or the sum's (AddSegment's refusals).
 static_assert(kMaxPsWindowBytes / 2 + kMaxPsWindowBytes / 2 / 4 <= kShareBufferElements);
 namespace {
 
@@ -58,6 +59,8 @@ ShardState::ShardState(ShardConfig config, uint64_t step, std::vector<float> val
       range_elements_(values.size()),
       buffer_elements_(
           std::max<uint64_t>(1, std::min<uint64_t>(values.size(), config.share_buffer_elements))),
+      sum_elements_(
+          std::min<uint64_t>(values.size(), std::max<uint64_t>(1, config.sum_buffer_elements))),
       metrics_(metrics),
       collecting_(step),
       shares_(static_cast<size_t>(config.workers)),
@@ -232,6 +235,14 @@ absl::Status ShardState::AddSegment(int worker, uint64_t step, uint64_t offset,
         share.received + count - summed, " elements of its share unsummed; the shard buffers ",
         buffer_elements_, " (a push window of at most ", kMaxPsWindowBytes, " bytes fits)"));
   }
+  // Summing these elements may reuse the sum's slots of elements this worker has not been sent.
+  if (share.received + count - share.answered > sum_elements_) {
+    return absl::ResourceExhaustedError(absl::StrCat(
+        "worker ", worker, "'s segment of ", count, " elements runs ",
+        share.received + count - share.answered, " elements ahead of the sum it was answered; the ",
+        "shard keeps ", sum_elements_, " of it (a push window of at most ", kMaxPsWindowBytes,
+        " bytes fits)"));
+  }
   std::vector<float>& slots = buffers_->shares[worker];
   ForEachSlotRun(offset, offset + count, [&](uint64_t element, uint64_t slot, uint64_t length) {
     DecodeWire(dtype_, payload.data() + (element - offset) * width,
@@ -347,14 +358,13 @@ void ShardState::ApplyLoop() {
   }
 }
 
-template <typename Run>
-void ShardState::ForEachSlotRun(uint64_t begin, uint64_t end, Run run) const {
-  while (begin < end) {
-    const uint64_t slot = begin % buffer_elements_;
-    const uint64_t length = std::min(end - begin, buffer_elements_ - slot);
-    run(begin, slot, length);
-    begin += length;
-  }
+void ShardState::Answered(int worker, uint64_t step, uint64_t sent) {
+  if (!CheckWorker(worker).ok()) return;
+  absl::MutexLock lock(&mu_);
+  // An earlier step's reply: its worker has not begun the step collected.
+  if (step != collecting_) return;
+  WorkerShare& share = shares_[worker];
+  share.answered = std::max(share.answered, sent);
 }
 
 std::shared_ptr<std::vector<float>> ShardState::SumBufferLocked() {
@@ -370,7 +380,7 @@ std::shared_ptr<std::vector<float>> ShardState::SumBufferLocked() {
     std::atomic_thread_fence(std::memory_order_acquire);
     return buffer;
   }
-  return std::make_shared<std::vector<float>>(range_elements_);
+  return std::make_shared<std::vector<float>>(sum_elements_);
 }
 
 void ShardState::Apply(const Segment& segment, bool begins_step, const ApplyHook& hook) {
@@ -380,32 +390,37 @@ void ShardState::Apply(const Segment& segment, bool begins_step, const ApplyHook
     update_time_ = absl::ZeroDuration();
   }
   // Rank order, element by element: ((0 + 1) + ...) + (N-1), the bits of a whole-range sum.
+  // The sum's slots and the shares' wrap at their own sizes.
   const std::vector<std::vector<float>>& shares = segment.shares->shares;
-  ForEachSlotRun(segment.begin, segment.end, [&](uint64_t element, uint64_t slot, uint64_t length) {
-    float* sum = sum_->data() + element;
-    std::copy_n(shares[0].data() + slot, length, sum);
-    for (size_t w = 1; w < shares.size(); ++w) {
-      const float* values = shares[w].data() + slot;
-      for (uint64_t i = 0; i < length; ++i) sum[i] += values[i];
-    }
-  });
+  ForEachRingRun(
+      segment.begin, segment.end, sum_elements_, [&](uint64_t first, uint64_t at, uint64_t count) {
+        ForEachSlotRun(first, first + count, [&](uint64_t element, uint64_t slot, uint64_t length) {
+          float* sum = sum_->data() + at + (element - first);
+          std::copy_n(shares[0].data() + slot, length, sum);
+          for (size_t w = 1; w < shares.size(); ++w) {
+            const float* values = shares[w].data() + slot;
+            for (uint64_t i = 0; i < length; ++i) sum[i] += values[i];
+          }
+        });
+      });
   if (hook) hook(segment.step, segment.begin, segment.end);
-  const uint64_t count = segment.end - segment.begin;
-  // 16-bit: the sum as the replies carry it (encoded once), and the optimiser applies what the
-  // workers decode, multiplied back for fp16.
-  const absl::Span<float> summed = absl::MakeSpan(*sum_).subspan(segment.begin, count);
-  RoundToWire(segment.dtype, summed);
-  absl::Span<const float> gradient = summed;
-  const float multiplier = WireShareDivisor(segment.dtype, config_.workers);
-  if (multiplier != 1.0f) {
-    scaled_.assign(summed.begin(), summed.end());
-    MultiplySum(absl::MakeSpan(scaled_), multiplier);
-    gradient = scaled_;
-  }
-  // The piece lies within the range by construction, so the optimiser cannot refuse.
-  optimizer_
-      .StepPiece(segment.begin, absl::MakeSpan(values_).subspan(segment.begin, count), gradient)
-      .IgnoreError();
+  ForEachRingRun(
+      segment.begin, segment.end, sum_elements_, [&](uint64_t first, uint64_t at, uint64_t count) {
+        // 16-bit: the sum as the replies carry it (encoded once), and the optimiser applies what
+        // the workers decode, multiplied back for fp16.
+        const absl::Span<float> summed = absl::MakeSpan(*sum_).subspan(at, count);
+        RoundToWire(segment.dtype, summed);
+        absl::Span<const float> gradient = summed;
+        const float multiplier = WireShareDivisor(segment.dtype, config_.workers);
+        if (multiplier != 1.0f) {
+          scaled_.assign(summed.begin(), summed.end());
+          MultiplySum(absl::MakeSpan(scaled_), multiplier);
+          gradient = scaled_;
+        }
+        // The piece lies within the range by construction, so the optimiser cannot refuse.
+        optimizer_.StepPiece(first, absl::MakeSpan(values_).subspan(first, count), gradient)
+            .IgnoreError();
+      });
   update_time_ += absl::Now() - start;
 }
 

@@ -58,6 +58,7 @@
 #ifndef RINGSIDE_SERVER_PS_SHARD_STATE_H_
 #define RINGSIDE_SERVER_PS_SHARD_STATE_H_
 
+#include <algorithm>
 #include <cstdint>
 #include <deque>
 #include <functional>
@@ -80,19 +81,33 @@
 
 namespace ringside::server {
 
-// How many elements of each worker's share a shard buffers (4 MiB of floats): element i of the
-// range at slot i mod this. A step's elements pushed and not yet summed always form one interval
-// of the range (in either push order), so they never share a slot; a push that would hold more
-// is refused. The worker's push window (PsClientOptions::window_bytes, at most kMaxPsWindowBytes)
-// keeps it far within.
-inline constexpr uint64_t kShareBufferElements = uint64_t{1} << 20;
+// How many elements of each worker's share a shard buffers, and of the step's sum (2.5 MiB of
+// floats each): element i of the range at slot i mod this (ForEachRingRun). A step's elements
+// pushed and not yet summed always form one interval of the range (in either push order), so
+// they never share a slot; nor do the sum's elements summed and not yet sent to every worker. A
+// push that would hold more of either is refused. The worker's push window
+// (PsClientOptions::window_bytes, at most kMaxPsWindowBytes) keeps it within: 1.25 × 512 Ki.
+inline constexpr uint64_t kShareBufferElements = uint64_t{640} << 10;
 
 struct ShardConfig {
   uint64_t generation = 1;
   int workers = 1;
   int shard = 0;
-  uint64_t share_buffer_elements = kShareBufferElements;  // tests make it small
+  uint64_t share_buffer_elements = kShareBufferElements;  // tests make these small
+  uint64_t sum_buffer_elements = kShareBufferElements;
 };
+
+// Elements [begin, end) of a ring of `slots` slots (element i at slot i mod slots): calls
+// run(element, slot, length) for each piece between wraps.
+template <typename Run>
+void ForEachRingRun(uint64_t begin, uint64_t end, uint64_t slots, Run run) {
+  while (begin < end) {
+    const uint64_t slot = begin % slots;
+    const uint64_t length = std::min(end - begin, slots - slot);
+    run(begin, slot, length);
+    begin += length;
+  }
+}
 
 // Null members are not recorded.
 struct ShardStepMetrics {
@@ -105,9 +120,11 @@ struct ShardStepMetrics {
 using Values = std::shared_ptr<const std::vector<float>>;
 
 // How far a step's sum is known: its elements [0, end) are final and will not change (the
-// applier writes only past `end`); of a step pushed descending, its last `end` elements. `sum` is
-// null when the step will never be answered here
-// (`ended` says why: the state closed, or the step lost on this shard).
+// applier writes only past `end`); of a step pushed descending, its last `end` elements. `sum`
+// holds element i at slot i mod sum->size() (ForEachRingRun): the whole range when it fits
+// ShardConfig::sum_buffer_elements, else the applier reuses a slot once every worker's reply has
+// sent what it held (ShardState::Answered). `sum` is null when the step will never be answered
+// here (`ended` says why: the state closed, or the step lost on this shard).
 struct Summed {
   Values sum;
   uint64_t end = 0;
@@ -151,6 +168,10 @@ class ShardState {
   // Forgets a push that will not be completed (its stream broke); loses the step if part of it
   // was summed already (see above). No-op if none is open or the share is complete.
   void AbandonPush(int worker, uint64_t step);
+  // The reply to `worker` has taken `sent` elements of step `step`'s sum (counted as the push
+  // is), to be written next: their slots may be summed into again. A push that would hold more of
+  // its step's sum unsent than the sum's buffer is refused (AddSegment).
+  void Answered(int worker, uint64_t step, uint64_t sent);
 
   // Runs `done` with step `step`'s summed gradient once the whole step has been applied
   // (nullptr once the state is closed or the step lost).
@@ -188,6 +209,7 @@ class ShardState {
   struct WorkerShare {
     PushState state = PushState::kIdle;
     uint64_t received = 0;
+    uint64_t answered = 0;  // elements of the step's sum its reply has taken (Answered)
   };
   // One step's shares, by rank, as they arrive, each in buffer_elements_ slots (element i at
   // i mod buffer_elements_). Pushing threads write past each share's `received`, the applier
@@ -265,11 +287,14 @@ class ShardState {
   // Elements [begin, end) of the range lie at slots [begin mod C, ...) of a share's buffer, C =
   // buffer_elements_: calls run(range element, slot, length) for each piece between wraps.
   template <typename Run>
-  void ForEachSlotRun(uint64_t begin, uint64_t end, Run run) const;
+  void ForEachSlotRun(uint64_t begin, uint64_t end, Run run) const {
+    ForEachRingRun(begin, end, buffer_elements_, run);
+  }
 
   const ShardConfig config_;
   const uint64_t range_elements_;
   const uint64_t buffer_elements_;  // of each share: min(range, config), at least 1
+  const uint64_t sum_elements_;     // of the sum: min(range, config); none for an empty range
   const ShardStepMetrics metrics_;
   mutable absl::Mutex mu_;
   absl::CondVar segment_ready_;  // signalled when segments_ gains one, or on stopping_

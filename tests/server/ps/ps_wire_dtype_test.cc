@@ -31,11 +31,16 @@ constexpr uint64_t kSegmentBytes = 42;  // 21 elements of 16 bits: ranges end mi
 
 class PsWireDtypeTest : public ::testing::Test {
  protected:
-  void StartShards(int workers, OptimizerConfig optimizer, const std::vector<float>& initial) {
+  // `sum_buffer_elements`: what each shard keeps of a step's sum (ShardConfig), 0 for the
+  // default.
+  void StartShards(int workers, OptimizerConfig optimizer, const std::vector<float>& initial,
+                   uint64_t sum_buffer_elements = 0) {
     const std::vector<ElementRange> ranges = EvenRanges(kParameters, kShards);
     for (int s = 0; s < kShards; ++s) {
+      ShardConfig config{1, workers, s};
+      if (sum_buffer_elements > 0) config.sum_buffer_elements = sum_buffer_elements;
       auto state = ShardState::Create(
-          ShardConfig{1, workers, s},
+          config,
           std::vector<float>(initial.begin() + ranges[s].begin, initial.begin() + ranges[s].end),
           optimizer);
       ASSERT_TRUE(state.ok()) << state.status();
@@ -56,8 +61,10 @@ class PsWireDtypeTest : public ::testing::Test {
     std::vector<std::unique_ptr<Metrics>> metrics;
     std::vector<std::vector<float>> last_sum;
   };
+  // `window_bytes`: the workers' push window, 0 for the default.
   Workers RunWorkers(WireDtype dtype, OptimizerConfig optimizer, const std::vector<float>& initial,
-                     const std::vector<std::vector<std::vector<float>>>& gradients) {
+                     const std::vector<std::vector<std::vector<float>>>& gradients,
+                     uint64_t window_bytes = 0) {
     const int workers = static_cast<int>(gradients[0].size());
     Workers out;
     out.params.assign(workers, initial);
@@ -76,6 +83,7 @@ class PsWireDtypeTest : public ::testing::Test {
         options.wire_dtype = dtype;
         options.segment_bytes = kSegmentBytes;
         options.timeout = absl::Seconds(60);  // far beyond any test: reaching it is a failure
+        if (window_bytes > 0) options.window_bytes = window_bytes;
         Optimizer mine = Optimizer::Create(optimizer, kParameters).value();
         auto client = PsClient::Create(options, kParameters, out.metrics[w].get());
         if (!client.ok()) {
@@ -162,6 +170,43 @@ TEST_P(PsWireDtypeBytesTest, HalfOfFp32sBytesBothWaysAndWorkersAndShardsApplyThe
       magnitude += std::abs(share[i]);
     }
     ASSERT_NEAR(run.last_sum[0][i], exact, 2 * ulp * magnitude + 1e-6) << "index " << i;
+  }
+}
+
+// Shards that keep 50 elements of each step's sum (of ranges of 334) answer every worker with the
+// bits of shards that keep it whole: each reply reads the sum's ring of slots across its wraps,
+// and the applier sums into a slot again only once every reply has taken it. The workers' window
+// (80 bytes: 40 elements, pushed in segments of 10) keeps them within the 50.
+TEST_P(PsWireDtypeBytesTest, ASumKeptInPartAnswersTheBitsOfAWholeOne) {
+  const WireDtype dtype = GetParam();
+  constexpr int kWorkers = 3;
+  constexpr int kSteps = 3;
+  constexpr uint64_t kWindowBytes = 80;
+  OptimizerConfig adam{OptimizerKind::kAdam, 0.01f};
+  const std::vector<float> initial(kParameters, 0.5f);
+  const auto gradients = RandomGradients(kSteps, kWorkers, 1.0f);
+  StartShards(kWorkers, adam, initial);
+  const Workers whole = RunWorkers(dtype, adam, initial, gradients, kWindowBytes);
+  servers_.clear();
+  services_.clear();
+  addresses_.clear();
+  StartShards(kWorkers, adam, initial, /*sum_buffer_elements=*/50);
+  const Workers part = RunWorkers(dtype, adam, initial, gradients, kWindowBytes);
+
+  const std::vector<ElementRange> ranges = EvenRanges(kParameters, kShards);
+  for (int w = 0; w < kWorkers; ++w) {
+    ASSERT_TRUE(whole.statuses[w].ok()) << WorkerName(w) << ": " << whole.statuses[w];
+    ASSERT_TRUE(part.statuses[w].ok()) << WorkerName(w) << ": " << part.statuses[w];
+    EXPECT_EQ(
+        std::memcmp(part.params[w].data(), whole.params[w].data(), kParameters * sizeof(float)), 0)
+        << WorkerName(w);
+  }
+  for (int s = 0; s < kShards; ++s) {
+    const ShardState::Applied applied = services_[s]->current()->state->applied().value();
+    EXPECT_EQ(std::memcmp(applied.values->data(), whole.params[0].data() + ranges[s].begin,
+                          ranges[s].size() * sizeof(float)),
+              0)
+        << PsShardName(s);
   }
 }
 

@@ -489,6 +489,117 @@ TEST(ShardStateStreamingTest, APushBeyondTheShareBufferIsRefusedAndChangesNothin
   EXPECT_EQ(WaitApplied(state, 0), (std::vector<float>{11, 22, 33, 44, 55, 66, 77, 88, 99, 110}));
 }
 
+// What a reply takes of a step's sum, as the Step stream's SumWriter does: the elements known past
+// the `from` it had (push order: from the range's end when descending), read from the sum's ring
+// of slots into out[element]; then tells the state (Answered). The new count.
+uint64_t TakeKnown(ShardState& state, int worker, uint64_t step, const Summed& part, uint64_t from,
+                   bool descending, std::vector<float>& out) {
+  const uint64_t range = out.size();
+  const uint64_t begin = descending ? range - part.end : from;
+  const uint64_t end = descending ? range - from : part.end;
+  ForEachRingRun(begin, end, part.sum->size(), [&](uint64_t element, uint64_t slot, uint64_t n) {
+    std::copy_n(part.sum->data() + slot, n, out.data() + element);
+  });
+  state.Answered(worker, step, part.end);
+  return part.end;
+}
+
+// The shard keeps only sum_buffer_elements of a step's sum (element i at slot i mod C): with 23
+// slots for a range of 97, the applier sums into a slot again once every worker's reply has
+// taken it, each worker pushing as far as the sum it was answered lets it (further is refused),
+// in both push orders; every worker's reply and the parameters keep the whole-range reference's
+// bits.
+TEST(ShardStateStreamingTest, ASumRingSmallerThanTheRangeIsSentBeforeItsSlotsAreReused) {
+  constexpr int kWorkers = 3;
+  constexpr uint64_t kRange = 97;
+  constexpr uint64_t kSumSlots = 23;
+  constexpr int kSteps = 4;
+  std::mt19937 random(77);
+  ShardConfig config{1, kWorkers, 0};
+  config.sum_buffer_elements = kSumSlots;
+  ReferenceRun run = ReferenceRun::Start(random, config, kRange);
+  ASSERT_NE(run.state, nullptr);
+  ShardState& state = *run.state;
+  int refusals = 0;
+  for (uint64_t step = 0; step < kSteps; ++step) {
+    const auto [shares, sum] = run.NextShares(random, kWorkers);
+    const bool descending = step % 2 == 1;
+    std::vector<uint64_t> sent(kWorkers, 0), answered(kWorkers, 0);
+    std::vector<std::vector<float>> replies(kWorkers, std::vector<float>(kRange, -1.0f));
+    for (int w = 0; w < kWorkers; ++w) {
+      ASSERT_TRUE(state.BeginPush(1, w, step, kRange, WireDtype::kFp32, descending).ok());
+    }
+    while (*std::min_element(answered.begin(), answered.end()) < kRange) {
+      for (int w = 0; w < kWorkers; ++w) {  // each as far as its answers let it
+        const uint64_t size = 1 + (w + step) % 4 * 5;
+        while (sent[w] < kRange) {
+          const uint64_t count = std::min(size, kRange - sent[w]);
+          const uint64_t offset = descending ? kRange - sent[w] - count : sent[w];
+          const std::vector<float> piece(shares[w].begin() + offset,
+                                         shares[w].begin() + offset + count);
+          const absl::Status added = state.AddSegment(w, step, offset, Bytes(piece));
+          if (sent[w] + count - answered[w] > kSumSlots) {
+            ASSERT_EQ(added.code(), absl::StatusCode::kResourceExhausted) << added;
+            ++refusals;
+            break;
+          }
+          ASSERT_TRUE(added.ok()) << added;
+          sent[w] += count;
+        }
+      }
+      const uint64_t least = *std::min_element(sent.begin(), sent.end());
+      for (int w = 0; w < kWorkers; ++w) {  // each reply takes what is summed
+        if (answered[w] >= least) continue;
+        const Summed part = WaitSummed(state, step, answered[w]);
+        ASSERT_NE(part.sum, nullptr) << part.ended;
+        answered[w] = TakeKnown(state, w, step, part, answered[w], descending, replies[w]);
+      }
+    }
+    for (int w = 0; w < kWorkers; ++w) {
+      ASSERT_TRUE(state.FinishPush(w, step).ok());
+      EXPECT_EQ(std::memcmp(replies[w].data(), sum.data(), kRange * sizeof(float)), 0)
+          << "worker " << w << "'s reply of step " << step;
+    }
+    WaitApplied(state, step);
+    EXPECT_EQ(std::memcmp(state.parameters().value()->data(), run.expected.data(),
+                          kRange * sizeof(float)),
+              0)
+        << "parameters after step " << step;
+  }
+  EXPECT_GT(refusals, 0) << "no push ran into the sum's buffer: the test checks nothing";
+}
+
+// A push that would run further ahead of the sum its worker was answered than the sum's buffer
+// is refused and changes nothing.
+TEST(ShardStateStreamingTest, APushFurtherAheadOfItsAnswersThanTheSumsBufferIsRefused) {
+  ShardConfig config{1, 1, 0};
+  config.sum_buffer_elements = 4;
+  auto created = ShardState::Create(config, std::vector<float>(10, 1.0f), OptimizerConfig{});
+  ASSERT_TRUE(created.ok());
+  ShardState& state = **created;
+  ASSERT_TRUE(state.BeginPush(1, 0, 0, 10).ok());
+  ASSERT_TRUE(state.AddSegment(0, 0, 0, Bytes({1, 2, 3})).ok());
+  const absl::Status refused = state.AddSegment(0, 0, 3, Bytes({4, 5}));
+  EXPECT_EQ(refused.code(), absl::StatusCode::kResourceExhausted) << refused;
+  EXPECT_NE(refused.message().find("keeps 4"), std::string::npos) << refused;
+  std::vector<float> reply(10, 0.0f);
+  const Summed part = WaitSummed(state, 0, 2);
+  ASSERT_NE(part.sum, nullptr) << part.ended;
+  ASSERT_EQ(TakeKnown(state, 0, 0, part, 0, false, reply), 3u)
+      << "the refused segment took nothing";
+  ASSERT_TRUE(state.AddSegment(0, 0, 3, Bytes({4, 5, 6, 7})).ok());
+  EXPECT_EQ(state.AddSegment(0, 0, 7, Bytes({8})).code(), absl::StatusCode::kResourceExhausted);
+  const Summed rest = WaitSummed(state, 0, 6);
+  ASSERT_NE(rest.sum, nullptr) << rest.ended;
+  ASSERT_EQ(TakeKnown(state, 0, 0, rest, 3, false, reply), 7u);
+  ASSERT_TRUE(state.AddSegment(0, 0, 7, Bytes({8, 9, 10})).ok());
+  ASSERT_TRUE(state.FinishPush(0, 0).ok());
+  const Summed last = WaitSummed(state, 0, 9);
+  ASSERT_NE(last.sum, nullptr) << last.ended;
+  TakeKnown(state, 0, 0, last, 7, false, reply);
+  EXPECT_EQ(reply, (std::vector<float>{1, 2, 3, 4, 5, 6, 7, 8, 9, 10}));
+}
+
 // A step pushed last part first (--bucket_bytes) is summed and answered from the range's end:
 // WhenSummed counts from there. Its segments must each end where the last began; a push in the
 // other order within the step is refused.
