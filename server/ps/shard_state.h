@@ -25,19 +25,22 @@
 // of every share hands it to the shard's applier thread (one, started by the constructor and
 // joined by the destructor) and returns at once. The applier sums, runs the optimiser on that
 // segment without the lock, so pushes, reads and Close() never wait for the arithmetic; it then
-// publishes the progress (and, at the step's last segment, the new parameters) in one short
-// critical section. Shares of step t+1 may be collected while step t's tail is applied (two sets
-// of share buffers alternate, so steady training allocates no share buffer). Callbacks
+// publishes the progress (and, at the step's last segment, the step count) in one short critical
+// section. Shares of step t+1 may be collected while step t's tail is applied (a second set of
+// share buffers, kept for the next such overlap; in sync training a worker pushes step t+1 only
+// with all of step t's sum, so one set usually serves every step). Callbacks
 // registered with WhenApplied, WhenSummed or ReadApplied run outside the lock on the applier
 // thread (or on the caller's, when the answer is already known or the state closed). One of them
 // may drop the last reference to the state: the destructor then runs on the applier thread and
 // lets it end by itself.
 //
-// Memory: the range's parameters and optimiser state, one sum of the range and the share buffers.
-// The parameters are not copied at each step: a reader (ReadApplied: GetParameters, a rare read)
-// is given a copy made when the applier is between steps. A step's sum is kept until every worker
-// has begun the next step's push (which none does before it has the whole sum); the next step is
-// then summed into the same buffer unless a reply still holds it.
+// Memory: the range's parameters and optimiser state, and buffers that do not grow with the
+// range: kShareBufferElements of each share and of the sum. The parameters are not copied at each
+// step: a reader (ReadApplied: GetParameters, a rare read) is given a copy made when the applier
+// is between steps. The sum's slots are summed into again once every reply has taken them
+// (Answered; a push further ahead of its answers is refused). A step's sum is kept until every
+// worker has begun the next step's push (which none does before it has the whole sum); the next
+// step is then summed into the same buffer unless a reply still holds it.
 //
 // Wire dtype (common/wire_dtype.h). A step's pushes carry its gradients as fp32, fp16 or bf16,
 // all alike (the first push of a step sets it; another is INVALID_ARGUMENT). Each segment is
