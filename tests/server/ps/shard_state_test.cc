@@ -377,6 +377,26 @@ void FinishAndCheckBits(ShardState& state, int workers, uint64_t step,
       << "parameters after step " << step;
 }
 
+// Every worker begins its push of `step`, in order or last part first.
+void BeginEveryPush(ShardState& state, int workers, uint64_t step, bool descending) {
+  for (int w = 0; w < workers; ++w) {
+    ASSERT_TRUE(
+        state.BeginPush(1, w, step, state.range_elements(), WireDtype::kFp32, descending).ok());
+  }
+}
+
+// Worker `worker`'s next segment of at most `size` elements of `share` after the `sent` it
+// pushed (from the range's end when descending): the shard's answer, and its length in `count`.
+absl::Status PushNextSegment(ShardState& state, int worker, uint64_t step,
+                             const std::vector<float>& share, uint64_t size, bool descending,
+                             uint64_t sent, uint64_t& count) {
+  const uint64_t range = share.size();
+  count = std::min(size, range - sent);
+  const uint64_t offset = descending ? range - sent - count : sent;
+  const std::vector<float> piece(share.begin() + offset, share.begin() + offset + count);
+  return state.AddSegment(worker, step, offset, Bytes(piece));
+}
+
 TEST(ShardStateStreamingTest, InterleavedSegmentsGiveTheWholeRangeReferenceBits) {
   constexpr int kWorkers = 3;
   constexpr uint64_t kRange = 97;
@@ -394,19 +414,17 @@ TEST(ShardStateStreamingTest, InterleavedSegmentsGiveTheWholeRangeReferenceBits)
     std::vector<uint64_t> sent(kWorkers, 0);
     std::vector<int> order;
     const bool descending = step % 2 == 1;
+    ASSERT_NO_FATAL_FAILURE(BeginEveryPush(state, kWorkers, step, descending));
     for (int w = 0; w < kWorkers; ++w) {
-      ASSERT_TRUE(state.BeginPush(1, w, step, kRange, WireDtype::kFp32, descending).ok());
       const uint64_t size = 1 + (w + step) % 4 * 9;
       for (uint64_t n = 0; n < (kRange + size - 1) / size; ++n) order.push_back(w);
     }
     std::shuffle(order.begin(), order.end(), random);
     for (int w : order) {
-      const uint64_t size = 1 + (w + step) % 4 * 9;
-      const uint64_t count = std::min(size, kRange - sent[w]);
-      const uint64_t offset = descending ? kRange - sent[w] - count : sent[w];
-      const std::vector<float> piece(shares[w].begin() + offset,
-                                     shares[w].begin() + offset + count);
-      ASSERT_TRUE(state.AddSegment(w, step, offset, Bytes(piece)).ok());
+      uint64_t count = 0;
+      ASSERT_TRUE(PushNextSegment(state, w, step, shares[w], 1 + (w + step) % 4 * 9, descending,
+                                  sent[w], count)
+                      .ok());
       sent[w] += count;
     }
     ASSERT_NO_FATAL_FAILURE(FinishAndCheckBits(state, kWorkers, step, sum, run.expected));
@@ -430,19 +448,15 @@ TEST(ShardStateStreamingTest, ABufferSmallerThanTheRangeWrapsAndKeepsTheReferenc
     const auto [shares, sum] = run.NextShares(random, kWorkers);
     const bool descending = step % 2 == 1;
     std::vector<uint64_t> sent(kWorkers, 0);
-    for (int w = 0; w < kWorkers; ++w) {
-      ASSERT_TRUE(state.BeginPush(1, w, step, kRange, WireDtype::kFp32, descending).ok());
-    }
+    ASSERT_NO_FATAL_FAILURE(BeginEveryPush(state, kWorkers, step, descending));
     uint64_t summed = 0;
     while (*std::min_element(sent.begin(), sent.end()) < kRange) {
       for (int w = 0; w < kWorkers; ++w) {  // each as far as the buffer lets it
         const uint64_t size = 1 + (w + step) % 4 * 9;
         while (sent[w] < kRange) {
-          const uint64_t count = std::min(size, kRange - sent[w]);
-          const uint64_t offset = descending ? kRange - sent[w] - count : sent[w];
-          const std::vector<float> piece(shares[w].begin() + offset,
-                                         shares[w].begin() + offset + count);
-          const absl::Status added = state.AddSegment(w, step, offset, Bytes(piece));
+          uint64_t count = 0;
+          const absl::Status added =
+              PushNextSegment(state, w, step, shares[w], size, descending, sent[w], count);
           // Past the buffer by what this test saw summed: refused, unless the applier has
           // summed further meanwhile (it never refuses what fits).
           if (!added.ok() && sent[w] + count - summed > kBuffer) {
@@ -526,18 +540,14 @@ TEST(ShardStateStreamingTest, ASumRingSmallerThanTheRangeIsSentBeforeItsSlotsAre
     const bool descending = step % 2 == 1;
     std::vector<uint64_t> sent(kWorkers, 0), answered(kWorkers, 0);
     std::vector<std::vector<float>> replies(kWorkers, std::vector<float>(kRange, -1.0f));
-    for (int w = 0; w < kWorkers; ++w) {
-      ASSERT_TRUE(state.BeginPush(1, w, step, kRange, WireDtype::kFp32, descending).ok());
-    }
+    ASSERT_NO_FATAL_FAILURE(BeginEveryPush(state, kWorkers, step, descending));
     while (*std::min_element(answered.begin(), answered.end()) < kRange) {
       for (int w = 0; w < kWorkers; ++w) {  // each as far as its answers let it
         const uint64_t size = 1 + (w + step) % 4 * 5;
         while (sent[w] < kRange) {
-          const uint64_t count = std::min(size, kRange - sent[w]);
-          const uint64_t offset = descending ? kRange - sent[w] - count : sent[w];
-          const std::vector<float> piece(shares[w].begin() + offset,
-                                         shares[w].begin() + offset + count);
-          const absl::Status added = state.AddSegment(w, step, offset, Bytes(piece));
+          uint64_t count = 0;
+          const absl::Status added =
+              PushNextSegment(state, w, step, shares[w], size, descending, sent[w], count);
           if (sent[w] + count - answered[w] > kSumSlots) {
             ASSERT_EQ(added.code(), absl::StatusCode::kResourceExhausted) << added;
             ++refusals;
