@@ -238,7 +238,8 @@ absl::Status ValidateWorkerOptions(const WorkerOptions& options) {
       options.ps_window_bytes > static_cast<int64_t>(server::kMaxPsWindowBytes)) {
     return absl::InvalidArgumentError(
         absl::StrCat("--ps_window_bytes=", options.ps_window_bytes, ": between 16 bytes and ",
-                     server::kMaxPsWindowBytes, " (1 MiB: a shard buffers 4 MiB of each share)"));
+                     server::kMaxPsWindowBytes,
+                     " (1 MiB: a shard buffers 2.5 MiB of each share and of the step's sum)"));
   }
   if (options.timeout <= absl::ZeroDuration()) {
     return absl::InvalidArgumentError("--timeout must be positive");

@@ -45,10 +45,13 @@ class PsTestHooks {
     state.apply_hook_ = std::move(hook);
   }
 
-  // Reads (ShardState::ReadApplied) waiting for the step being applied to end.
-  static size_t WaitingReads(ShardState& state) {
+  // Returns once `count` reads (ShardState::ReadApplied) wait for the step being applied to end.
+  static void AwaitWaitingReads(ShardState& state, size_t count) {
     absl::MutexLock lock(&state.mu_);
-    return state.readers_.size();
+    auto waiting = [&state, count]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(state.mu_) {
+      return state.readers_.size() >= count;
+    };
+    state.mu_.Await(absl::Condition(&waiting));
   }
 };
 

@@ -391,7 +391,7 @@ TEST_F(PsServiceTest, AReadDuringAStepIsAnsweredWithTheWholeStepWhenItEnds) {
     }
     read_status = stream->Finish();
   });
-  while (PsTestHooks::WaitingReads(*state_) == 0) absl::SleepFor(absl::Milliseconds(1));
+  PsTestHooks::AwaitWaitingReads(*state_, 1);  // the read reached the shard and waits
   release.Notify();
   reader.join();
   step.join();
