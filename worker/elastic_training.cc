@@ -651,36 +651,38 @@ absl::Status ElasticTrainer::UploadCheckpoint(uint64_t step, const std::vector<f
 void ElasticTrainer::EvaluateIfDue() {
   if (evaluator_ == nullptr || slot_.rank != 0 || completed_ == last_evaluated_) return;
   const TrainingOptions& job = job_->options();
-  // A point every eval_every steps; a worker that skipped steps (backup workers) takes the first
-  // step past each multiple it skipped.
-  const bool skipped_past =
+  // A point every eval_every steps; a worker that skipped steps (backup workers), or found the
+  // evaluator busy, takes the first step past each multiple it missed.
+  const bool missed =
       last_evaluated_ >= 0 && completed_ / job.eval_every > last_evaluated_ / job.eval_every;
-  if (completed_ % job.eval_every != 0 && !skipped_past && completed_ != job.steps) return;
-  last_evaluated_ = completed_;
+  const bool last = completed_ == job.steps;
+  if (completed_ % job.eval_every != 0 && !missed && !last) return;
+  // The final parameters' point is never deferred: the job waits for the evaluator to be free.
+  if (last) evaluator_->Drain();
   // When the shards hold the state their ranges may hold different numbers of updates at any
   // moment (a read would rarely find them agreeing on a step): the point is then the parameters
   // this worker pulled, the ones it computes its next step on.
-  if (mode_ == SyncMode::kPs && stale_from_ < 0) {
-    // The shards' own copy, read on the evaluator's thread: this one goes on training.
-    evaluator_->SubmitShardRead(completed_,
-                                [read = ShardTransfer(), count = job_->parameter_count()] {
-                                  return server::ReadShardParameters(read, count);
-                                });
-  } else {
-    evaluator_->SubmitSnapshot(completed_, parameters_);
-  }
+  const bool taken =
+      mode_ == SyncMode::kPs && stale_from_ < 0
+          // The shards' own copy, read on the evaluator's thread: this one goes on training.
+          ? evaluator_->OfferShardRead(completed_,
+                                       [read = ShardTransfer()](absl::Span<float> out) {
+                                         return server::ReadShardParameters(read, out);
+                                       })
+          : evaluator_->OfferSnapshot(completed_, parameters_);
+  if (taken) last_evaluated_ = completed_;
 }
 
 void ElasticTrainer::FinishEvaluations() {
   if (evaluator_ == nullptr) return;
   evaluator_->Drain();
   const TestEvaluator::Failures failures = evaluator_->failures();
-  const int64_t dropped = evaluator_->dropped();
-  if (failures.count == 0 && dropped == 0) return;
-  log_ << WorkerName(slot_.rank) << ": test evaluations: " << dropped
-       << " skipped (snapshots beyond the waiting room, or a shard read of a step already "
-          "evaluated), "
-       << failures.count << " failed"
+  const int64_t deferred = evaluator_->deferred();
+  const int64_t repeated = evaluator_->repeated();
+  if (failures.count == 0 && deferred == 0 && repeated == 0) return;
+  log_ << WorkerName(slot_.rank) << ": test evaluations: " << deferred
+       << " deferred to a later step (the evaluator was busy when due), " << repeated
+       << " skipped (a shard read of a step already evaluated), " << failures.count << " failed"
        << (failures.count > 0 ? absl::StrCat(" (last: ", failures.last.message(), ")")
                               : std::string())
        << "\n";

@@ -169,9 +169,10 @@ class ElasticTrainer {
   // How rank 0 reaches this generation's shards: for its loads and its test evaluator's reads.
   server::ShardTransferOptions ShardTransfer() const;
   absl::Status Step();
-  // Rank 0: submits the parameters after completed_ steps to the evaluator when they are due.
+  // Rank 0: offers the parameters after completed_ steps to the evaluator when a point is due
+  // (again at each later step while it is busy; the final point waits for it).
   void EvaluateIfDue();
-  // Waits for the evaluator's last points and logs what it dropped or failed.
+  // Waits for the evaluator's last points and logs what it deferred, skipped or failed.
   void FinishEvaluations();
   absl::StatusOr<ElasticResult> Result();
   // Waits for a generation newer than the one that failed; `why` is logged.
@@ -192,7 +193,7 @@ class ElasticTrainer {
 
   std::unique_ptr<TrainingJob> job_;
   std::unique_ptr<TestEvaluator> evaluator_;  // reads job_'s test set: declared after it
-  int64_t last_evaluated_ = -1;               // completed_ when last submitted
+  int64_t last_evaluated_ = -1;               // completed_ when an offer was last taken
   std::unique_ptr<Optimizer> optimizer_;      // the job's, in either mode
   std::vector<float> parameters_;
   std::vector<float> gradient_;

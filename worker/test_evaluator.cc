@@ -43,9 +43,7 @@ TestEvaluator::TestEvaluator(const Dataset& test, std::unique_ptr<GradientComput
       computer_(std::move(computer)),
       sink_(std::move(sink)),
       options_(options),
-      capacity_(std::max<size_t>(
-          1, options.max_waiting_bytes /
-                 std::max<size_t>(1, computer_->spec().parameter_count() * sizeof(float)))) {
+      params_(computer_->spec().parameter_count()) {
   thread_ = std::thread([this] { Loop(); });
   reader_thread_ = std::thread([this] { ReaderLoop(); });
 }
@@ -66,49 +64,55 @@ void TestEvaluator::StepEnded(int64_t completed, absl::Time start, absl::Time en
   while (steps_.size() > kKeptSteps) steps_.erase(steps_.begin());
 }
 
-void TestEvaluator::SubmitSnapshot(int64_t completed, absl::Span<const float> params) {
-  Request request;
-  request.completed = completed;
-  request.params.assign(params.begin(), params.end());
-  Submit(std::move(request));
-}
-
-void TestEvaluator::SubmitShardRead(int64_t completed, ShardReader reader) {
-  Request request;
-  request.completed = completed;
-  request.reader = std::move(reader);
-  absl::MutexLock lock(&mu_);
-  if (pending_read_.has_value()) ++dropped_;
-  pending_read_ = std::move(request);
-}
-
-void TestEvaluator::Submit(Request request) {
-  absl::MutexLock lock(&mu_);
-  SubmitLocked(std::move(request));
-}
-
-void TestEvaluator::SubmitLocked(Request request) {
-  if (pending_.size() >= capacity_) {
-    // Full: the newest waiting one makes way, so the earliest points (when an accuracy was first
-    // reached) and the last (the final parameters) are kept.
-    ++dropped_;
-    pending_.back() = std::move(request);
-    return;
+bool TestEvaluator::TakeLocked(int64_t completed, Stage stage) {
+  if (stage_ != Stage::kFree) {
+    ++deferred_;
+    return false;
   }
-  pending_.push_back(std::move(request));
+  stage_ = stage;
+  taken_ = Taken{completed, nullptr, absl::ZeroDuration()};
+  return true;
+}
+
+bool TestEvaluator::OfferSnapshot(int64_t completed, absl::Span<const float> params) {
+  if (params.size() != params_.size()) {
+    absl::MutexLock lock(&mu_);
+    ++failures_.count;
+    failures_.last = absl::InvalidArgumentError(absl::StrCat(
+        "a snapshot of ", params.size(), " parameters for a model of ", params_.size()));
+    return true;  // taken, and failed: offering it again would not help
+  }
+  absl::MutexLock lock(&mu_);
+  if (!TakeLocked(completed, Stage::kFilled)) return false;
+  // Under the lock, which only the trainer (StepEnded) and Drain contend for: the threads are
+  // idle while the copy is free.
+  std::copy(params.begin(), params.end(), params_.begin());
+  return true;
+}
+
+bool TestEvaluator::OfferShardRead(int64_t completed, ShardReader reader) {
+  absl::MutexLock lock(&mu_);
+  if (!TakeLocked(completed, Stage::kReading)) return false;
+  taken_.reader = std::move(reader);
+  return true;
 }
 
 void TestEvaluator::Drain() {
   absl::MutexLock lock(&mu_);
-  auto idle = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-    return stopping_ || (!pending_read_.has_value() && !reading_ && pending_.empty() && !busy_);
+  auto free = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    return stopping_ || stage_ == Stage::kFree;
   };
-  mu_.Await(absl::Condition(&idle));
+  mu_.Await(absl::Condition(&free));
 }
 
-int64_t TestEvaluator::dropped() const {
+int64_t TestEvaluator::deferred() const {
   absl::MutexLock lock(&mu_);
-  return dropped_;
+  return deferred_;
+}
+
+int64_t TestEvaluator::repeated() const {
+  absl::MutexLock lock(&mu_);
+  return repeated_;
 }
 
 TestEvaluator::Failures TestEvaluator::failures() const {
@@ -121,72 +125,68 @@ void TestEvaluator::Loop() {
   // Best effort (a container may forbid it); Linux's setpriority takes a thread id here.
   setpriority(PRIO_PROCESS, static_cast<id_t>(syscall(SYS_gettid)), 19);
   while (true) {
-    Request request;
+    Taken taken;
     {
       absl::MutexLock lock(&mu_);
-      auto work = [this]()
-                      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return stopping_ || !pending_.empty(); };
+      auto work = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+        return stopping_ || stage_ == Stage::kFilled;
+      };
       mu_.Await(absl::Condition(&work));
       if (stopping_) return;
-      request = std::move(pending_.front());
-      pending_.pop_front();
-      busy_ = true;
+      stage_ = Stage::kEvaluating;
+      taken = taken_;
     }
-    absl::StatusOr<std::optional<EvaluationLine>> point = Evaluate(request);
+    absl::StatusOr<std::optional<EvaluationLine>> point = Evaluate(taken);
     if (point.ok() && point->has_value()) {
       sink_(**point);
       last_step_ = (*point)->step;
     }
     absl::MutexLock lock(&mu_);
-    busy_ = false;
+    stage_ = Stage::kFree;
     if (!point.ok()) {
       ++failures_.count;
       failures_.last = point.status();
     } else if (!point->has_value()) {
-      ++dropped_;
+      ++repeated_;
     }
   }
 }
 
 void TestEvaluator::ReaderLoop() {
   while (true) {
-    Request request;
+    Taken taken;
     {
       absl::MutexLock lock(&mu_);
       auto work = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-        return stopping_ || pending_read_.has_value();
+        return stopping_ || stage_ == Stage::kReading;
       };
       mu_.Await(absl::Condition(&work));
       if (stopping_) return;
-      request = *std::move(pending_read_);
-      pending_read_.reset();
-      reading_ = true;
+      taken = taken_;
     }
     const absl::Time start = absl::Now();
-    absl::StatusOr<int64_t> step = ParametersOf(request);
-    request.read_time = absl::Now() - start;
+    absl::StatusOr<int64_t> step = ReadShards(taken);
     absl::MutexLock lock(&mu_);
-    reading_ = false;
     if (!step.ok()) {
+      stage_ = Stage::kFree;
       ++failures_.count;
       failures_.last = step.status();
       continue;
     }
-    request.completed = *step;
-    request.reader = nullptr;
-    SubmitLocked(std::move(request));  // a snapshot of the shards now
+    taken_ = Taken{*step, nullptr, absl::Now() - start};
+    stage_ = Stage::kFilled;  // a snapshot of the shards now
   }
 }
 
-absl::StatusOr<std::optional<EvaluationLine>> TestEvaluator::Evaluate(Request& request) {
+absl::StatusOr<std::optional<EvaluationLine>> TestEvaluator::Evaluate(const Taken& taken) {
   const absl::Time start = absl::Now();
-  const int64_t step = request.completed;
-  // A ps read can find the shards where the previous one did (the trainer submitted again
-  // before they moved on): that point is already there.
+  const int64_t step = taken.completed;
+  // A ps read can find the shards where the previous one did (the trainer offered again before
+  // they moved on): that point is already there.
   if (last_step_.has_value() && step <= *last_step_) return std::nullopt;
   ASSIGN_OR_RETURN(const Evaluation evaluation,
-                   EvaluateDataset(*computer_, request.params, test_, options_.chunk_rows));
-  const absl::Duration took = absl::Now() - start + request.read_time;
+                   EvaluateDataset(*computer_, params_, test_, options_.chunk_rows));
+  const absl::Duration took = absl::Now() - start + taken.read_time;
   ASSIGN_OR_RETURN(const auto when_and_loss, WhenAndLossOf(step));
   EvaluationLine point;
   point.step = step;
@@ -198,20 +198,17 @@ absl::StatusOr<std::optional<EvaluationLine>> TestEvaluator::Evaluate(Request& r
   return std::optional<EvaluationLine>(point);
 }
 
-absl::StatusOr<int64_t> TestEvaluator::ParametersOf(Request& request) {
+absl::StatusOr<int64_t> TestEvaluator::ReadShards(const Taken& taken) {
   absl::Status last;
   for (int attempt = 0; attempt < options_.read_attempts; ++attempt) {
-    absl::StatusOr<server::ShardParameters> read = request.reader();
-    if (read.ok()) {
-      request.params = std::move(read->parameters);
-      return static_cast<int64_t>(read->step);
-    }
-    last = read.status();
+    absl::StatusOr<uint64_t> step = taken.reader(absl::MakeSpan(params_));
+    if (step.ok()) return static_cast<int64_t>(*step);
+    last = step.status();
     // Only a read that straddled a step is worth repeating at once.
     if (last.code() != absl::StatusCode::kAborted) break;
   }
   return Annotate(last,
-                  absl::StrCat("reading the shards' parameters after step ", request.completed));
+                  absl::StrCat("reading the shards' parameters after step ", taken.completed));
 }
 
 absl::StatusOr<std::pair<double, double>> TestEvaluator::WhenAndLossOf(int64_t step) {

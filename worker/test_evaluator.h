@@ -1,11 +1,10 @@
 // Test accuracy during training, off the step's critical path. Rank 0's trainer tells the
 // evaluator when each step ended (StepEnded: a few words under a lock) and, every `eval_every`
-// steps, submits an evaluation: in ring mode a snapshot of its parameters, copied at the step
+// steps, offers it an evaluation: in ring mode a snapshot of its parameters, copied at the step
 // boundary (every member holds the same); in ps mode a reader of the shards' own parameters,
 // the authoritative copy, which the evaluator's reader thread calls at once (GetParameters, a
 // transfer of milliseconds), so the training thread waits for neither the transfer nor the
-// evaluation, and a read is never queued behind an evaluation (which would make ps points later
-// than due). The evaluator's thread computes loss and accuracy on the held-out test set with its
+// evaluation. The evaluator's thread computes loss and accuracy on the held-out test set with its
 // own gradient computer, at the lowest CPU priority (nice 19), and hands each point to the sink.
 // Its time (the read's included) is the point's own `eval_seconds`, in no step's compute, sync or
 // update phase.
@@ -15,23 +14,21 @@
 // told about (the cluster's first step: every worker runs step 0 at once); `loss` that step's
 // training loss as StepEnded reported it. The shards move on while they are read, so a ps point
 // carries the step the shards held when read (all of them the same one: a read that straddles a
-// step is read again), which can be a little later than the step it was submitted at.
+// step is read again), which can be a little later than the step it was offered at.
 //
-// Snapshots wait in order while the evaluator is busy (at low priority beside the trainers it
-// runs behind them, and catches up when they are done), up to Options::max_waiting_bytes of
-// them (at least one); when that is full the newest waiting one is replaced (counted in
-// dropped()), so the earliest points and the last are kept and memory stays bounded. One read
-// waits while another reads (a newer one replaces it). A ps read that finds the shards at a step
-// already evaluated gives no second point (also counted).
+// Memory: one copy of the parameters, K floats allocated once, which a snapshot or a shard read
+// fills and the evaluation reads. An offer made while that copy is in use (read or evaluated) is
+// refused and nothing is copied: the trainer offers again at its next step, so a point comes at
+// the first step the evaluator is free (counted in deferred()). Evaluating off the critical path
+// costs this one copy and never more (a waiting room of snapshots would cost a copy each).
 //
-// Thread-safe: the trainer calls StepEnded/Submit*/Drain from its thread; the sink runs on the
+// Thread-safe: the trainer calls StepEnded/Offer*/Drain from its thread; the sink runs on the
 // evaluator's (compute) thread, one point at a time. An evaluation that fails (a shard unreachable,
 // the shards never agreeing on a step) is counted and its error kept (failures()), never fatal.
 #ifndef RINGSIDE_WORKER_TEST_EVALUATOR_H_
 #define RINGSIDE_WORKER_TEST_EVALUATOR_H_
 
 #include <cstdint>
-#include <deque>
 #include <functional>
 #include <map>
 #include <memory>
@@ -45,7 +42,6 @@
 #include "absl/time/time.h"
 #include "absl/types/span.h"
 #include "common/cluster_files.h"
-#include "server/ps/shard_transfer.h"
 #include "worker/dataset.h"
 #include "worker/gradient_computer.h"
 
@@ -54,9 +50,9 @@ namespace ringside::worker {
 class TestEvaluator {
  public:
   using Sink = std::function<void(const EvaluationLine&)>;
-  // Reads the shards' parameters (server::ReadShardParameters with the generation's shards and
-  // keys).
-  using ShardReader = std::function<absl::StatusOr<server::ShardParameters>()>;
+  // Reads the shards' parameters into `out` (K floats) and returns the step they held
+  // (server::ReadShardParameters with the generation's shards and keys).
+  using ShardReader = std::function<absl::StatusOr<uint64_t>(absl::Span<float> out)>;
 
   struct Options {
     // A ps read that finds the shards on different steps is tried this many times in all.
@@ -67,13 +63,10 @@ class TestEvaluator {
     // work on one thread pool shared with the training thread (it has no per-thread thread
     // count): a short call holds the pool for a few milliseconds, not for a whole test set.
     int64_t chunk_rows = 256;
-    // Snapshots waiting for the evaluator hold at most this many bytes of parameters (but at
-    // least one snapshot): 8 of the heavy job's 7.1 MiB.
-    size_t max_waiting_bytes = size_t{64} << 20;
   };
 
   // `test` must outlive the evaluator; `device` as MakeGradientComputer takes it. Starts the
-  // thread.
+  // threads and allocates the parameters' copy.
   static absl::StatusOr<std::unique_ptr<TestEvaluator>> Create(const ModelSpec& spec,
                                                                const Dataset& test,
                                                                const std::string& device, Sink sink,
@@ -84,7 +77,8 @@ class TestEvaluator {
                                                                Sink sink) {
     return Create(spec, test, device, std::move(sink), Options());
   }
-  // Stops the thread: a waiting evaluation is dropped, a running one finishes first.
+  // Stops the threads: a read or an evaluation in progress finishes first, a point not yet
+  // evaluated is dropped.
   ~TestEvaluator();
   TestEvaluator(const TestEvaluator&) = delete;
   TestEvaluator& operator=(const TestEvaluator&) = delete;
@@ -92,14 +86,20 @@ class TestEvaluator {
   // The step that brought the job to `completed` steps ran from `start` to `end` with training
   // loss `loss`.
   void StepEnded(int64_t completed, absl::Time start, absl::Time end, double loss);
-  // Evaluates `params`, the parameters after `completed` steps (copied now).
-  void SubmitSnapshot(int64_t completed, absl::Span<const float> params);
-  // Evaluates what `reader` returns, called on the evaluator's reader thread.
-  void SubmitShardRead(int64_t completed, ShardReader reader);
-  // Returns once nothing is waiting or running: every point submitted so far is with the sink.
+  // Evaluates `params`, the parameters after `completed` steps (copied now), if the evaluator is
+  // free; false (nothing copied, counted in deferred()) while it reads or evaluates.
+  bool OfferSnapshot(int64_t completed, absl::Span<const float> params);
+  // Evaluates what `reader` reads, called on the evaluator's reader thread, if the evaluator is
+  // free; false (counted in deferred()) while it reads or evaluates.
+  bool OfferShardRead(int64_t completed, ShardReader reader);
+  // Returns once nothing is being read or evaluated: every point taken so far is with the sink,
+  // and the next offer is taken.
   void Drain();
 
-  int64_t dropped() const;
+  // Offers refused because the evaluator was busy.
+  int64_t deferred() const;
+  // Shard reads that found the shards at a step already evaluated (no second point).
+  int64_t repeated() const;
   struct Failures {
     int64_t count = 0;
     absl::Status last;
@@ -107,10 +107,12 @@ class TestEvaluator {
   Failures failures() const;
 
  private:
-  struct Request {
-    int64_t completed = 0;
-    std::vector<float> params;  // a snapshot, or empty with `reader` set
-    ShardReader reader;
+  // Where the parameters' copy is: free, filled by the reader thread, filled and waiting for the
+  // compute thread, or being evaluated.
+  enum class Stage { kFree, kReading, kFilled, kEvaluating };
+  struct Taken {
+    int64_t completed = 0;     // the step offered (a read replaces it with the shards' step)
+    ShardReader reader;        // set while kReading
     absl::Duration read_time;  // the shard read's, once done
   };
   struct StepRecord {
@@ -120,33 +122,35 @@ class TestEvaluator {
 
   TestEvaluator(const Dataset& test, std::unique_ptr<GradientComputer> computer, Sink sink,
                 Options options);
-  void Submit(Request request);
-  void SubmitLocked(Request request) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Takes the copy for an offer when it is free.
+  bool TakeLocked(int64_t completed, Stage stage) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void Loop();        // the compute thread
-  void ReaderLoop();  // the reader thread: shard reads become snapshots
-  // One evaluation; on success the point for the sink, or none when its step already has one.
-  absl::StatusOr<std::optional<EvaluationLine>> Evaluate(Request& request);
-  // Reads `request`'s shards into its params, retried while straddling; the step they hold.
-  absl::StatusOr<int64_t> ParametersOf(Request& request);
+  void ReaderLoop();  // the reader thread: shard reads fill the copy
+  // One evaluation of the copy; the point for the sink, or none when its step already has one.
+  absl::StatusOr<std::optional<EvaluationLine>> Evaluate(const Taken& taken);
+  // Reads the shards into the copy, retried while straddling; the step they hold.
+  absl::StatusOr<int64_t> ReadShards(const Taken& taken);
   // `step`'s end, relative to the first step's start, and its loss (waiting for its report).
   absl::StatusOr<std::pair<double, double>> WhenAndLossOf(int64_t step);
 
   const Dataset& test_;
-  const std::unique_ptr<GradientComputer> computer_;  // the thread's alone
+  const std::unique_ptr<GradientComputer> computer_;  // the compute thread's alone
   const Sink sink_;
   const Options options_;
-  std::optional<int64_t> last_step_;  // of the last point: the evaluator's thread's alone
+  std::optional<int64_t> last_step_;  // of the last point: the compute thread's alone
+  // The one copy of the parameters: written by whoever moved stage_ away from kFree (the offering
+  // trainer under mu_, or the reader thread in kReading), read by the compute thread in
+  // kEvaluating.
+  std::vector<float> params_;
 
   mutable absl::Mutex mu_;
-  std::optional<Request> pending_read_ ABSL_GUARDED_BY(mu_);
-  bool reading_ ABSL_GUARDED_BY(mu_) = false;
-  const size_t capacity_;                             // snapshots that may wait
-  std::deque<Request> pending_ ABSL_GUARDED_BY(mu_);  // snapshots, in submission order
-  bool busy_ ABSL_GUARDED_BY(mu_) = false;
+  Stage stage_ ABSL_GUARDED_BY(mu_) = Stage::kFree;
+  Taken taken_ ABSL_GUARDED_BY(mu_);
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
   std::optional<absl::Time> origin_ ABSL_GUARDED_BY(mu_);     // the first step's start
   std::map<int64_t, StepRecord> steps_ ABSL_GUARDED_BY(mu_);  // the newest kKeptSteps
-  int64_t dropped_ ABSL_GUARDED_BY(mu_) = 0;
+  int64_t deferred_ ABSL_GUARDED_BY(mu_) = 0;
+  int64_t repeated_ ABSL_GUARDED_BY(mu_) = 0;
   Failures failures_ ABSL_GUARDED_BY(mu_);
   std::thread thread_;
   std::thread reader_thread_;

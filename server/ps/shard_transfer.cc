@@ -178,23 +178,21 @@ absl::StatusOr<JobState> ReadShardStates(const ShardTransferOptions& options, ui
   return job;
 }
 
-absl::StatusOr<ShardParameters> ReadShardParameters(const ShardTransferOptions& options,
-                                                    uint64_t parameter_count) {
+absl::StatusOr<uint64_t> ReadShardParameters(const ShardTransferOptions& options,
+                                             absl::Span<float> out) {
   const std::vector<ElementRange> ranges =
-      EvenRanges(parameter_count, static_cast<int>(options.shards.size()));
-  ShardParameters read;
-  read.parameters.resize(parameter_count);
+      EvenRanges(out.size(), static_cast<int>(options.shards.size()));
+  uint64_t held = 0;
   for (size_t s = 0; s < options.shards.size(); ++s) {
-    ASSIGN_OR_RETURN(const uint64_t step, ReadShard(options, static_cast<int>(s), ranges[s],
-                                                    absl::MakeSpan(read.parameters)));
-    if (s > 0 && step != read.step) {
-      return absl::AbortedError(absl::StrCat(PsShardName(0), " held step ", read.step, ", ",
+    ASSIGN_OR_RETURN(const uint64_t step, ReadShard(options, static_cast<int>(s), ranges[s], out));
+    if (s > 0 && step != held) {
+      return absl::AbortedError(absl::StrCat(PsShardName(0), " held step ", held, ", ",
                                              PsShardName(static_cast<int>(s)), " step ", step,
                                              " when read"));
     }
-    read.step = step;
+    held = step;
   }
-  return read;
+  return held;
 }
 
 absl::Status LoadShards(const ShardTransferOptions& options, uint64_t generation, int workers,

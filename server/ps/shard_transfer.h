@@ -56,16 +56,13 @@ absl::Status LoadShards(const ShardTransferOptions& options, uint64_t generation
                         const JobStateView& state);
 
 // The shards' live parameters, joined: every shard's range as GetParameters streams it (the
-// load keys, when given, authorise the reads), and the steps applied to them.
-struct ShardParameters {
-  uint64_t step = 0;
-  std::vector<float> parameters;  // K
-};
-// Reads every shard once, in shard order. ABORTED when the shards hold different steps (one
-// applied a step the other had not yet when read: read again); INVALID_ARGUMENT when a reply does
-// not cover its range of `parameter_count` exactly; a shard's gRPC status annotated with it.
-absl::StatusOr<ShardParameters> ReadShardParameters(const ShardTransferOptions& options,
-                                                    uint64_t parameter_count);
+// load keys, when given, authorise the reads). Reads every shard once, in shard order, into `out`
+// (K floats: each shard's range in place, so the reader holds no second copy): the step the shards
+// held. ABORTED when the shards hold different steps (one applied a step the other had not yet when
+// read: read again; `out` is then part one step, part another); INVALID_ARGUMENT when a reply does
+// not cover its range of `out.size()` parameters exactly; a shard's gRPC status annotated with it.
+absl::StatusOr<uint64_t> ReadShardParameters(const ShardTransferOptions& options,
+                                             absl::Span<float> out);
 
 // The job's state when the shards hold it: every shard's range of the parameters and of the
 // optimiser state (ParameterShard.ReadState, authorised by `generation`'s load keys), joined in

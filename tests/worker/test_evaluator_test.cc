@@ -1,9 +1,8 @@
 // The test evaluator on its own: snapshots evaluated exactly as one direct evaluation, points
-// timed from the first step, snapshots waiting in order (the newest making way when the room is
-// full), ps reads done at once
-// (not behind an evaluation), retried while the shards straddle a step and labelled with the step
-// they held, failures counted. Readers stand in for the shards; readers and the sink block on
-// notifications, never on clocks.
+// timed from the first step, offers refused (and nothing copied) while its one copy of the
+// parameters is read or evaluated, ps reads retried while the shards straddle a step and labelled
+// with the step they held, failures counted. Readers stand in for the shards; readers and the
+// sink block on notifications, never on clocks.
 #include "worker/test_evaluator.h"
 
 #include <atomic>
@@ -69,10 +68,10 @@ TEST_F(TestEvaluatorTest, ASnapshotIsEvaluatedOnTheWholeTestSetAndTimedFromTheFi
   auto evaluator = Make();
   const std::vector<float> initial = InitialParameters(spec_, 1);
   const std::vector<float> later = InitialParameters(spec_, 2);
-  evaluator->SubmitSnapshot(0, initial);
+  EXPECT_TRUE(evaluator->OfferSnapshot(0, initial));
   evaluator->Drain();
   for (int64_t step = 1; step <= 3; ++step) Ended(*evaluator, step, 0.5 * step);
-  evaluator->SubmitSnapshot(3, later);
+  EXPECT_TRUE(evaluator->OfferSnapshot(3, later));
   evaluator->Drain();
   const std::vector<EvaluationLine> points = Points();
   ASSERT_EQ(points.size(), 2u);
@@ -86,66 +85,61 @@ TEST_F(TestEvaluatorTest, ASnapshotIsEvaluatedOnTheWholeTestSetAndTimedFromTheFi
   EXPECT_DOUBLE_EQ(points[1].test_accuracy, Direct(later).accuracy);
   EXPECT_NEAR(points[1].test_loss, Direct(later).mean_loss, 1e-6);
   EXPECT_GE(points[1].eval_seconds, 0);
-  EXPECT_EQ(evaluator->dropped(), 0);
+  EXPECT_EQ(evaluator->deferred(), 0);
+  EXPECT_EQ(evaluator->repeated(), 0);
   EXPECT_EQ(evaluator->failures().count, 0);
 }
 
-TEST_F(TestEvaluatorTest, SnapshotsWaitInOrderWhileTheEvaluatorIsBusy) {
-  hold_first_point_ = true;
-  auto evaluator = Make();  // 64 MiB of a 112-parameter model: room for every one
-  const std::vector<float> params = InitialParameters(spec_, 1);
-  for (int64_t step = 1; step <= 40; ++step) Ended(*evaluator, step, 1);
-  evaluator->SubmitSnapshot(10, params);
-  in_sink_.WaitForNotification();  // the evaluator is busy with step 10
-  for (int64_t step : {20, 30, 40}) evaluator->SubmitSnapshot(step, params);
-  release_sink_.Notify();
-  evaluator->Drain();
-  std::vector<int64_t> steps;
-  for (const EvaluationLine& point : Points()) steps.push_back(point.step);
-  EXPECT_EQ(steps, (std::vector<int64_t>{10, 20, 30, 40}));
-  EXPECT_EQ(evaluator->dropped(), 0);
-}
-
-TEST_F(TestEvaluatorTest, WhenTheWaitingRoomIsFullTheNewestWaitingOneMakesWay) {
-  hold_first_point_ = true;
-  TestEvaluator::Options options;
-  options.max_waiting_bytes = 2 * spec_.parameter_count() * sizeof(float);  // two snapshots
-  auto evaluator = Make(options);
-  const std::vector<float> params = InitialParameters(spec_, 1);
-  for (int64_t step = 1; step <= 40; ++step) Ended(*evaluator, step, 1);
-  evaluator->SubmitSnapshot(10, params);
-  in_sink_.WaitForNotification();
-  for (int64_t step : {20, 30, 40}) evaluator->SubmitSnapshot(step, params);  // 40 replaces 30
-  release_sink_.Notify();
-  evaluator->Drain();
-  std::vector<int64_t> steps;
-  for (const EvaluationLine& point : Points()) steps.push_back(point.step);
-  EXPECT_EQ(steps, (std::vector<int64_t>{10, 20, 40})) << "the first and the last are kept";
-  EXPECT_EQ(evaluator->dropped(), 1);
-}
-
-// The shards are read when the evaluation is due, not when the evaluator is free again: a read
-// waiting behind an evaluation would find the shards steps later.
-TEST_F(TestEvaluatorTest, AShardReadIsNotQueuedBehindAnEvaluation) {
+// The evaluator holds one copy of the parameters: while it is being evaluated, every offer is
+// refused and the trainer's next offer, once it is free, is taken.
+TEST_F(TestEvaluatorTest, OffersWhileTheCopyIsEvaluatedAreRefusedAndTheNextIsTaken) {
   hold_first_point_ = true;
   auto evaluator = Make();
   const std::vector<float> params = InitialParameters(spec_, 1);
-  for (int64_t step = 1; step <= 30; ++step) Ended(*evaluator, step, 1);
-  evaluator->SubmitSnapshot(10, params);
+  for (int64_t step = 1; step <= 40; ++step) Ended(*evaluator, step, 1);
+  ASSERT_TRUE(evaluator->OfferSnapshot(10, params));
   in_sink_.WaitForNotification();  // the compute thread is held at step 10's point
-  absl::Notification read;
-  evaluator->SubmitShardRead(20, [&]() -> absl::StatusOr<server::ShardParameters> {
-    read.Notify();
-    return server::ShardParameters{21, params};
-  });
-  read.WaitForNotification();  // while the compute thread is still held
+  EXPECT_FALSE(evaluator->OfferSnapshot(20, params));
+  bool read = false;
+  EXPECT_FALSE(evaluator->OfferShardRead(30, [&](absl::Span<float>) -> absl::StatusOr<uint64_t> {
+    read = true;
+    return 30;
+  }));
   release_sink_.Notify();
   evaluator->Drain();
+  EXPECT_TRUE(evaluator->OfferSnapshot(31, params));
+  evaluator->Drain();
+  std::vector<int64_t> steps;
+  for (const EvaluationLine& point : Points()) steps.push_back(point.step);
+  EXPECT_EQ(steps, (std::vector<int64_t>{10, 31}));
+  EXPECT_FALSE(read) << "a refused read never reads";
+  EXPECT_EQ(evaluator->deferred(), 2);
+}
+
+// A refused offer copies nothing: the shards' parameters a read put in the copy are the ones
+// evaluated, whatever was offered meanwhile.
+TEST_F(TestEvaluatorTest, ARefusedSnapshotLeavesTheCopyBeingReadAlone) {
+  auto evaluator = Make();
+  const std::vector<float> shards = InitialParameters(spec_, 4);
+  const std::vector<float> other = InitialParameters(spec_, 5);
+  ASSERT_NE(Direct(shards).mean_loss, Direct(other).mean_loss);
+  for (int64_t step = 1; step <= 6; ++step) Ended(*evaluator, step, 0.1 * step);
+  absl::Notification filled, release;
+  ASSERT_TRUE(evaluator->OfferShardRead(5, [&](absl::Span<float> out) -> absl::StatusOr<uint64_t> {
+    std::copy(shards.begin(), shards.end(), out.begin());
+    filled.Notify();
+    release.WaitForNotification();
+    return 6;
+  }));
+  filled.WaitForNotification();
+  EXPECT_FALSE(evaluator->OfferSnapshot(6, other));
+  release.Notify();
+  evaluator->Drain();
   const std::vector<EvaluationLine> points = Points();
-  ASSERT_EQ(points.size(), 2u);
-  EXPECT_EQ(points[0].step, 10);
-  EXPECT_EQ(points[1].step, 21);
-  EXPECT_DOUBLE_EQ(points[1].seconds, 21.0);
+  ASSERT_EQ(points.size(), 1u);
+  EXPECT_EQ(points[0].step, 6);
+  EXPECT_NEAR(points[0].test_loss, Direct(shards).mean_loss, 1e-6);
+  EXPECT_EQ(evaluator->deferred(), 1);
 }
 
 TEST_F(TestEvaluatorTest, AShardReadThatStraddlesAStepIsReadAgainAndTakesTheShardsStep) {
@@ -153,18 +147,35 @@ TEST_F(TestEvaluatorTest, AShardReadThatStraddlesAStepIsReadAgainAndTakesTheShar
   const std::vector<float> params = InitialParameters(spec_, 4);
   std::atomic<int> reads{0};
   for (int64_t step = 1; step <= 6; ++step) Ended(*evaluator, step, 0.1 * step);
-  evaluator->SubmitShardRead(5, [&]() -> absl::StatusOr<server::ShardParameters> {
+  ASSERT_TRUE(evaluator->OfferShardRead(5, [&](absl::Span<float> out) -> absl::StatusOr<uint64_t> {
     if (++reads < 3) return absl::AbortedError("ps-0 held step 5, ps-1 step 6");
-    return server::ShardParameters{6, params};
-  });
+    std::copy(params.begin(), params.end(), out.begin());
+    return 6;
+  }));
   evaluator->Drain();
   const std::vector<EvaluationLine> points = Points();
   ASSERT_EQ(points.size(), 1u);
   EXPECT_EQ(reads.load(), 3);
-  EXPECT_EQ(points[0].step, 6) << "the step the shards held when read, not the one submitted";
+  EXPECT_EQ(points[0].step, 6) << "the step the shards held when read, not the one offered";
   EXPECT_DOUBLE_EQ(points[0].seconds, 6.0);
   EXPECT_DOUBLE_EQ(points[0].loss, 0.6);
   EXPECT_DOUBLE_EQ(points[0].test_accuracy, Direct(params).accuracy);
+}
+
+TEST_F(TestEvaluatorTest, AReadOfAStepAlreadyEvaluatedGivesNoSecondPoint) {
+  auto evaluator = Make();
+  const std::vector<float> params = InitialParameters(spec_, 4);
+  for (int64_t step = 1; step <= 6; ++step) Ended(*evaluator, step, 0.1 * step);
+  auto shards_at_six = [&](absl::Span<float> out) -> absl::StatusOr<uint64_t> {
+    std::copy(params.begin(), params.end(), out.begin());
+    return 6;
+  };
+  ASSERT_TRUE(evaluator->OfferShardRead(5, shards_at_six));
+  evaluator->Drain();
+  ASSERT_TRUE(evaluator->OfferShardRead(6, shards_at_six));
+  evaluator->Drain();
+  EXPECT_EQ(Points().size(), 1u);
+  EXPECT_EQ(evaluator->repeated(), 1);
 }
 
 TEST_F(TestEvaluatorTest, APsPointWaitsForTheTrainerToReportTheShardsStep) {
@@ -172,11 +183,11 @@ TEST_F(TestEvaluatorTest, APsPointWaitsForTheTrainerToReportTheShardsStep) {
   const std::vector<float> params = InitialParameters(spec_, 4);
   Ended(*evaluator, 1, 0.25);
   absl::Notification read;
-  evaluator->SubmitShardRead(1, [&]() -> absl::StatusOr<server::ShardParameters> {
+  ASSERT_TRUE(evaluator->OfferShardRead(1, [&](absl::Span<float> out) -> absl::StatusOr<uint64_t> {
+    std::copy(params.begin(), params.end(), out.begin());
     read.Notify();
-    return server::ShardParameters{
-        2, params};  // the shards applied step 2 before worker-0 finished it
-  });
+    return 2;  // the shards applied step 2 before worker-0 finished it
+  }));
   read.WaitForNotification();
   Ended(*evaluator, 2, 0.125);
   evaluator->Drain();
@@ -194,28 +205,31 @@ TEST_F(TestEvaluatorTest, FailuresAreCountedAndNeverFatal) {
   auto evaluator = Make(options);
   const std::vector<float> params = InitialParameters(spec_, 1);
   std::atomic<int> reads{0};
-  evaluator->SubmitShardRead(1, [&]() -> absl::StatusOr<server::ShardParameters> {
+  ASSERT_TRUE(evaluator->OfferShardRead(1, [&](absl::Span<float>) -> absl::StatusOr<uint64_t> {
     ++reads;
     return absl::UnavailableError("ps-1 is gone");
-  });
+  }));
   evaluator->Drain();
   EXPECT_EQ(reads.load(), 1) << "only a straddled read is read again";
-  evaluator->SubmitShardRead(1, [&]() -> absl::StatusOr<server::ShardParameters> {
+  ASSERT_TRUE(evaluator->OfferShardRead(1, [&](absl::Span<float>) -> absl::StatusOr<uint64_t> {
     ++reads;
     return absl::AbortedError("straddling");
-  });
+  }));
   evaluator->Drain();
   EXPECT_EQ(reads.load(), 5) << "1 + read_attempts";
   // The shards held a step this worker never reported (its step failed): no point.
-  evaluator->SubmitShardRead(1, [&]() -> absl::StatusOr<server::ShardParameters> {
-    return server::ShardParameters{9, params};
-  });
+  ASSERT_TRUE(evaluator->OfferShardRead(
+      1, [&](absl::Span<float>) -> absl::StatusOr<uint64_t> { return 9; }));
   evaluator->Drain();
+  EXPECT_EQ(evaluator->failures().count, 3);
+  EXPECT_EQ(evaluator->failures().last.code(), absl::StatusCode::kDeadlineExceeded);
+  // A snapshot of another model's size.
+  EXPECT_TRUE(evaluator->OfferSnapshot(0, std::vector<float>(params.size() + 1)));
   const TestEvaluator::Failures failures = evaluator->failures();
-  EXPECT_EQ(failures.count, 3);
-  EXPECT_EQ(failures.last.code(), absl::StatusCode::kDeadlineExceeded);
+  EXPECT_EQ(failures.count, 4);
+  EXPECT_EQ(failures.last.code(), absl::StatusCode::kInvalidArgument);
   EXPECT_TRUE(Points().empty());
-  evaluator->SubmitSnapshot(0, params);  // and it goes on evaluating
+  EXPECT_TRUE(evaluator->OfferSnapshot(0, params));  // and it goes on evaluating
   evaluator->Drain();
   EXPECT_EQ(Points().size(), 1u);
 }

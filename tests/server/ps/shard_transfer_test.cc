@@ -69,17 +69,17 @@ class ShardReadTest : public ServedShards {
 
 TEST_F(ShardReadTest, JoinsTheRangesWithTheStepTheyHold) {
   ASSERT_NO_FATAL_FAILURE(Start({7, 7}));
-  absl::StatusOr<server::ShardParameters> read = server::ReadShardParameters(options_, kParameters);
-  ASSERT_TRUE(read.ok()) << read.status();
-  EXPECT_EQ(read->step, 7u);
-  ASSERT_EQ(read->parameters.size(), kParameters);
-  for (uint64_t i = 0; i < kParameters; ++i)
-    ASSERT_EQ(read->parameters[i], static_cast<float>(i)) << i;
+  std::vector<float> parameters(kParameters, -1.0f);
+  absl::StatusOr<uint64_t> step = server::ReadShardParameters(options_, absl::MakeSpan(parameters));
+  ASSERT_TRUE(step.ok()) << step.status();
+  EXPECT_EQ(*step, 7u);
+  for (uint64_t i = 0; i < kParameters; ++i) ASSERT_EQ(parameters[i], static_cast<float>(i)) << i;
 }
 
 TEST_F(ShardReadTest, ShardsOnDifferentStepsAreAStraddledRead) {
   ASSERT_NO_FATAL_FAILURE(Start({7, 8}));
-  absl::StatusOr<server::ShardParameters> read = server::ReadShardParameters(options_, kParameters);
+  std::vector<float> parameters(kParameters);
+  absl::StatusOr<uint64_t> read = server::ReadShardParameters(options_, absl::MakeSpan(parameters));
   ASSERT_EQ(read.status().code(), absl::StatusCode::kAborted);
   EXPECT_THAT(read.status().message(), HasSubstr("ps-1 step 8"));
 }
@@ -87,19 +87,20 @@ TEST_F(ShardReadTest, ShardsOnDifferentStepsAreAStraddledRead) {
 TEST_F(ShardReadTest, AnElasticShardWantsRankZerosLoadKey) {
   const std::string credential = Hmac("shard-read-test", "shard");
   ASSERT_NO_FATAL_FAILURE(Start({2, 2}, credential));
-  absl::StatusOr<server::ShardParameters> read = server::ReadShardParameters(options_, kParameters);
+  std::vector<float> parameters(kParameters);
+  absl::StatusOr<uint64_t> read = server::ReadShardParameters(options_, absl::MakeSpan(parameters));
   ASSERT_EQ(read.status().code(), absl::StatusCode::kPermissionDenied);
   EXPECT_THAT(read.status().message(), HasSubstr("ps-0"));
   options_.keys = {ShardLoadKey(credential, kGeneration), ShardLoadKey(credential, kGeneration)};
-  read = server::ReadShardParameters(options_, kParameters);
+  read = server::ReadShardParameters(options_, absl::MakeSpan(parameters));
   ASSERT_TRUE(read.ok()) << read.status();
-  EXPECT_EQ(read->step, 2u);
+  EXPECT_EQ(*read, 2u);
 }
 
 TEST_F(ShardReadTest, ARangeThatDoesNotFitIsRefused) {
   ASSERT_NO_FATAL_FAILURE(Start({1, 1}));
-  absl::StatusOr<server::ShardParameters> read =
-      server::ReadShardParameters(options_, kParameters + 10);
+  std::vector<float> parameters(kParameters + 10);
+  absl::StatusOr<uint64_t> read = server::ReadShardParameters(options_, absl::MakeSpan(parameters));
   ASSERT_EQ(read.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(read.status().message(), HasSubstr("do not fit its range"));
 }
