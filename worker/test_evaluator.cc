@@ -42,8 +42,7 @@ TestEvaluator::TestEvaluator(const Dataset& test, std::unique_ptr<GradientComput
     : test_(test),
       computer_(std::move(computer)),
       sink_(std::move(sink)),
-      options_(options),
-      params_(computer_->spec().parameter_count()) {
+      options_(options) {
   thread_ = std::thread([this] { Loop(); });
   reader_thread_ = std::thread([this] { ReaderLoop(); });
 }
@@ -69,17 +68,21 @@ bool TestEvaluator::TakeLocked(int64_t completed, Stage stage) {
     ++deferred_;
     return false;
   }
+  // At the first offer: every worker has an evaluator (any may become rank 0), and only rank 0's
+  // holds a copy.
+  params_.resize(computer_->spec().parameter_count());
   stage_ = stage;
   taken_ = Taken{completed, nullptr, absl::ZeroDuration()};
   return true;
 }
 
 bool TestEvaluator::OfferSnapshot(int64_t completed, absl::Span<const float> params) {
-  if (params.size() != params_.size()) {
+  const size_t parameter_count = computer_->spec().parameter_count();
+  if (params.size() != parameter_count) {
     absl::MutexLock lock(&mu_);
     ++failures_.count;
     failures_.last = absl::InvalidArgumentError(absl::StrCat(
-        "a snapshot of ", params.size(), " parameters for a model of ", params_.size()));
+        "a snapshot of ", params.size(), " parameters for a model of ", parameter_count));
     return true;  // taken, and failed: offering it again would not help
   }
   absl::MutexLock lock(&mu_);

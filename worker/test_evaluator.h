@@ -16,7 +16,7 @@
 // carries the step the shards held when read (all of them the same one: a read that straddles a
 // step is read again), which can be a little later than the step it was offered at.
 //
-// Memory: one copy of the parameters, K floats allocated once, which a snapshot or a shard read
+// Memory: one copy of the parameters, K floats allocated at the first offer taken, which a snapshot or a shard read
 // fills and the evaluation reads. An offer made while that copy is in use (read or evaluated) is
 // refused and nothing is copied: the trainer offers again at its next step, so a point comes at
 // the first step the evaluator is free (counted in deferred()). Evaluating off the critical path
@@ -66,7 +66,7 @@ class TestEvaluator {
   };
 
   // `test` must outlive the evaluator; `device` as MakeGradientComputer takes it. Starts the
-  // threads and allocates the parameters' copy.
+  // threads; the parameters' copy is allocated when the first offer is taken.
   static absl::StatusOr<std::unique_ptr<TestEvaluator>> Create(const ModelSpec& spec,
                                                                const Dataset& test,
                                                                const std::string& device, Sink sink,
@@ -138,7 +138,7 @@ class TestEvaluator {
   const Sink sink_;
   const Options options_;
   std::optional<int64_t> last_step_;  // of the last point: the compute thread's alone
-  // The one copy of the parameters: written by whoever moved stage_ away from kFree (the offering
+  // The one copy of the parameters, allocated at the first offer taken: written by whoever moved stage_ away from kFree (the offering
   // trainer under mu_, or the reader thread in kReading), read by the compute thread in
   // kEvaluating.
   std::vector<float> params_;
