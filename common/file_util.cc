@@ -1,6 +1,7 @@
 #include "common/file_util.h"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -20,6 +21,18 @@ absl::Status ErrnoError(absl::string_view what, const std::string& path) {
   return error == ENOENT ? absl::NotFoundError(message) : absl::InternalError(message);
 }
 
+// Writes all of `contents` to `fd` (of `path`, named in the error).
+absl::Status WriteAll(int fd, absl::string_view contents, const std::string& path) {
+  size_t written = 0;
+  while (written < contents.size()) {
+    const ssize_t n = write(fd, contents.data() + written, contents.size() - written);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return ErrnoError("write", path);
+    written += static_cast<size_t>(n);
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 absl::Status WriteFileAtomically(const std::string& path, absl::string_view contents, mode_t mode) {
@@ -28,17 +41,10 @@ absl::Status WriteFileAtomically(const std::string& path, absl::string_view cont
   std::remove(temp.c_str());
   const int fd = open(temp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, mode);
   if (fd < 0) return ErrnoError("create", temp);
-  size_t written = 0;
-  while (written < contents.size()) {
-    const ssize_t n = write(fd, contents.data() + written, contents.size() - written);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) {
-      absl::Status status = ErrnoError("write", temp);
-      close(fd);
-      std::remove(temp.c_str());
-      return status;
-    }
-    written += static_cast<size_t>(n);
+  if (absl::Status status = WriteAll(fd, contents, temp); !status.ok()) {
+    close(fd);
+    std::remove(temp.c_str());
+    return status;
   }
   // Durable before it becomes visible: a crash leaves the old file or the new one, never a mix.
   if (fsync(fd) != 0 || close(fd) != 0) {
@@ -61,6 +67,38 @@ absl::StatusOr<std::string> ReadFileToString(const std::string& path) {
   text << in.rdbuf();
   if (in.bad()) return ErrnoError("read", path);
   return text.str();
+}
+
+absl::Status WriteScratchFile(const std::string& path, absl::string_view contents) {
+  const int fd = open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+  if (fd < 0) return ErrnoError("create", path);
+  absl::Status status = WriteAll(fd, contents, path);
+  if (close(fd) != 0 && status.ok()) status = ErrnoError("close", path);
+  if (!status.ok()) std::remove(path.c_str());
+  return status;
+}
+
+absl::Status ReadFileInto(const std::string& path, absl::Span<char> out) {
+  const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return ErrnoError("open", path);
+  absl::Status status;
+  struct stat info;
+  if (fstat(fd, &info) != 0) {
+    status = ErrnoError("examine", path);
+  } else if (static_cast<uint64_t>(info.st_size) != out.size()) {
+    status = absl::InvalidArgumentError(
+        absl::StrCat(path, " holds ", info.st_size, " bytes, not the ", out.size(), " expected"));
+  }
+  size_t done = 0;
+  while (status.ok() && done < out.size()) {
+    const ssize_t n = read(fd, out.data() + done, out.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) status = ErrnoError("read", path);
+    if (n == 0) status = absl::InternalError(absl::StrCat(path, " ended early"));
+    if (n > 0) done += static_cast<size_t>(n);
+  }
+  close(fd);
+  return status;
 }
 
 }  // namespace ringside

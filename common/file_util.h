@@ -13,6 +13,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "absl/types/span.h"
 
 namespace ringside {
 
@@ -21,6 +22,12 @@ namespace ringside {
 absl::Status WriteFileAtomically(const std::string& path, absl::string_view contents,
                                  mode_t mode = 0644);
 absl::StatusOr<std::string> ReadFileToString(const std::string& path);
+
+// Scratch files, which nothing reads after a crash (no flush to disk, no rename): `contents`
+// written whole to `path` (a new file, 0600), and read back into exactly `out`
+// (INVALID_ARGUMENT when the file's size differs).
+absl::Status WriteScratchFile(const std::string& path, absl::string_view contents);
+absl::Status ReadFileInto(const std::string& path, absl::Span<char> out);
 
 }  // namespace ringside
 

@@ -105,8 +105,11 @@ absl::Status ElasticTrainer::Run(const absl::Notification& stop, const FinishedC
   wire_dtype_ = training.wire_dtype;
   metrics_.ExportWireDtype(wire_dtype_);
   if (options_.evaluations && job_->test_set().rows() > 0) {
-    ASSIGN_OR_RETURN(evaluator_, TestEvaluator::Create(job_->spec(), job_->test_set(),
-                                                       training.device, options_.evaluations));
+    TestEvaluator::Options evaluation;
+    evaluation.spill_prefix = options_.evaluation_spill_prefix;
+    ASSIGN_OR_RETURN(evaluator_,
+                     TestEvaluator::Create(job_->spec(), job_->test_set(), training.device,
+                                           options_.evaluations, evaluation));
   }
   ASSIGN_OR_RETURN(Optimizer optimizer,
                    Optimizer::Create(training.optimizer, job_->parameter_count()));

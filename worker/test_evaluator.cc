@@ -5,9 +5,14 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "common/file_util.h"
 #include "common/status_macros.h"
 #include "worker/batching.h"
 #include "worker/device.h"
@@ -39,10 +44,7 @@ absl::StatusOr<std::unique_ptr<TestEvaluator>> TestEvaluator::Create(const Model
 
 TestEvaluator::TestEvaluator(const Dataset& test, std::unique_ptr<GradientComputer> computer,
                              Sink sink, Options options)
-    : test_(test),
-      computer_(std::move(computer)),
-      sink_(std::move(sink)),
-      options_(options) {
+    : test_(test), computer_(std::move(computer)), sink_(std::move(sink)), options_(options) {
   thread_ = std::thread([this] { Loop(); });
   reader_thread_ = std::thread([this] { ReaderLoop(); });
 }
@@ -54,6 +56,10 @@ TestEvaluator::~TestEvaluator() {
   }
   reader_thread_.join();
   thread_.join();
+  absl::MutexLock lock(&mu_);
+  if (spill_dir_.empty()) return;
+  for (int64_t completed : spilled_) std::remove(SpillPathLocked(completed).c_str());
+  rmdir(spill_dir_.c_str());
 }
 
 void TestEvaluator::StepEnded(int64_t completed, absl::Time start, absl::Time end, double loss) {
@@ -63,17 +69,14 @@ void TestEvaluator::StepEnded(int64_t completed, absl::Time start, absl::Time en
   while (steps_.size() > kKeptSteps) steps_.erase(steps_.begin());
 }
 
-bool TestEvaluator::TakeLocked(int64_t completed, Stage stage) {
-  if (stage_ != Stage::kFree) {
-    ++deferred_;
-    return false;
-  }
+bool TestEvaluator::FreeLocked() const { return stage_ == Stage::kFree && spilled_.empty(); }
+
+void TestEvaluator::TakeLocked(int64_t completed, Stage stage) {
   // At the first offer: every worker has an evaluator (any may become rank 0), and only rank 0's
   // holds a copy.
   params_.resize(computer_->spec().parameter_count());
   stage_ = stage;
   taken_ = Taken{completed, nullptr, absl::ZeroDuration()};
-  return true;
 }
 
 bool TestEvaluator::OfferSnapshot(int64_t completed, absl::Span<const float> params) {
@@ -85,26 +88,83 @@ bool TestEvaluator::OfferSnapshot(int64_t completed, absl::Span<const float> par
         "a snapshot of ", params.size(), " parameters for a model of ", parameter_count));
     return true;  // taken, and failed: offering it again would not help
   }
+  {
+    absl::MutexLock lock(&mu_);
+    if (FreeLocked()) {
+      TakeLocked(completed, Stage::kFilled);
+      // Under the lock, which only the trainer (StepEnded) and Drain contend for: the threads
+      // are idle while the copy is free.
+      std::copy(params.begin(), params.end(), params_.begin());
+      return true;
+    }
+  }
+  return Spill(completed, params);
+}
+
+bool TestEvaluator::Spill(int64_t completed, absl::Span<const float> params) {
+  const uint64_t bytes = params.size() * sizeof(float);
+  std::string path;
+  {
+    absl::MutexLock lock(&mu_);
+    if (options_.spill_prefix.empty() ||
+        (spilled_.size() + 1) * bytes > options_.max_spilled_bytes) {
+      ++deferred_;
+      return false;
+    }
+    if (spill_dir_.empty()) {
+      std::string dir = options_.spill_prefix + "XXXXXX";
+      if (mkdtemp(dir.data()) == nullptr) {
+        ++deferred_;
+        ++failures_.count;
+        failures_.last = absl::InternalError(absl::StrCat(
+            "cannot make a directory for waiting snapshots at ", dir, ": ", strerror(errno)));
+        return false;
+      }
+      spill_dir_ = dir;
+    }
+    path = SpillPathLocked(completed);
+  }
+  // Off the lock: only this (the trainer's) thread adds to spilled_, so the order holds.
+  const absl::Status written = WriteScratchFile(
+      path, absl::string_view(reinterpret_cast<const char*>(params.data()), bytes));
   absl::MutexLock lock(&mu_);
-  if (!TakeLocked(completed, Stage::kFilled)) return false;
-  // Under the lock, which only the trainer (StepEnded) and Drain contend for: the threads are
-  // idle while the copy is free.
-  std::copy(params.begin(), params.end(), params_.begin());
+  if (!written.ok()) {
+    ++deferred_;
+    ++failures_.count;
+    failures_.last = written;
+    return false;
+  }
+  spilled_.push_back(completed);
   return true;
+}
+
+std::string TestEvaluator::SpillPathLocked(int64_t completed) const {
+  return absl::StrCat(spill_dir_, "/after-step-", completed, ".f32");
+}
+
+absl::Status TestEvaluator::LoadSpilled(const std::string& path) {
+  params_.resize(computer_->spec().parameter_count());
+  const absl::Status read = ReadFileInto(
+      path,
+      absl::MakeSpan(reinterpret_cast<char*>(params_.data()), params_.size() * sizeof(float)));
+  std::remove(path.c_str());
+  return read;
 }
 
 bool TestEvaluator::OfferShardRead(int64_t completed, ShardReader reader) {
   absl::MutexLock lock(&mu_);
-  if (!TakeLocked(completed, Stage::kReading)) return false;
+  if (!FreeLocked()) {
+    ++deferred_;
+    return false;
+  }
+  TakeLocked(completed, Stage::kReading);
   taken_.reader = std::move(reader);
   return true;
 }
 
 void TestEvaluator::Drain() {
   absl::MutexLock lock(&mu_);
-  auto free = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-    return stopping_ || stage_ == Stage::kFree;
-  };
+  auto free = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return stopping_ || FreeLocked(); };
   mu_.Await(absl::Condition(&free));
 }
 
@@ -129,15 +189,31 @@ void TestEvaluator::Loop() {
   setpriority(PRIO_PROCESS, static_cast<id_t>(syscall(SYS_gettid)), 19);
   while (true) {
     Taken taken;
+    std::string spilled;  // the file to fill the copy from, if any
     {
       absl::MutexLock lock(&mu_);
       auto work = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-        return stopping_ || stage_ == Stage::kFilled;
+        return stopping_ || stage_ == Stage::kFilled ||
+               (stage_ == Stage::kFree && !spilled_.empty());
       };
       mu_.Await(absl::Condition(&work));
       if (stopping_) return;
+      if (stage_ == Stage::kFree) {
+        taken_ = Taken{spilled_.front(), nullptr, absl::ZeroDuration()};
+        spilled = SpillPathLocked(spilled_.front());
+        spilled_.pop_front();
+      }
       stage_ = Stage::kEvaluating;
       taken = taken_;
+    }
+    if (!spilled.empty()) {
+      if (absl::Status loaded = LoadSpilled(spilled); !loaded.ok()) {
+        absl::MutexLock lock(&mu_);
+        stage_ = Stage::kFree;
+        ++failures_.count;
+        failures_.last = loaded;
+        continue;
+      }
     }
     absl::StatusOr<std::optional<EvaluationLine>> point = Evaluate(taken);
     if (point.ok() && point->has_value()) {

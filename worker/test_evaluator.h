@@ -16,11 +16,15 @@
 // carries the step the shards held when read (all of them the same one: a read that straddles a
 // step is read again), which can be a little later than the step it was offered at.
 //
-// Memory: one copy of the parameters, K floats allocated at the first offer taken, which a snapshot or a shard read
-// fills and the evaluation reads. An offer made while that copy is in use (read or evaluated) is
-// refused and nothing is copied: the trainer offers again at its next step, so a point comes at
-// the first step the evaluator is free (counted in deferred()). Evaluating off the critical path
-// costs this one copy and never more (a waiting room of snapshots would cost a copy each).
+// Memory: one copy of the parameters, K floats allocated at the first offer taken, which a
+// snapshot or a shard read fills and the evaluation reads. A snapshot offered while that copy is
+// in use waits on disk (Options::spill_prefix: written from the trainer's own parameters, read
+// back into the copy when its turn comes, in order; not in the process's memory), up to
+// Options::max_spilled_bytes. An offer that cannot wait (a shard read, which must read the shards
+// when due; no spill directory; the disk budget spent) is refused and nothing is copied: the
+// trainer offers again at its next step, so that point comes at the first step the evaluator is
+// free (counted in deferred()). Evaluating off the critical path thus costs one copy of the
+// parameters, whatever K is.
 //
 // Thread-safe: the trainer calls StepEnded/Offer*/Drain from its thread; the sink runs on the
 // evaluator's (compute) thread, one point at a time. An evaluation that fails (a shard unreachable,
@@ -29,6 +33,7 @@
 #define RINGSIDE_WORKER_TEST_EVALUATOR_H_
 
 #include <cstdint>
+#include <deque>
 #include <functional>
 #include <map>
 #include <memory>
@@ -63,6 +68,11 @@ class TestEvaluator {
     // work on one thread pool shared with the training thread (it has no per-thread thread
     // count): a short call holds the pool for a few milliseconds, not for a whole test set.
     int64_t chunk_rows = 256;
+    // Snapshots offered while the copy is in use wait in a directory `<spill_prefix>XXXXXX`, made
+    // at the first and removed with the evaluator; empty: such offers are refused.
+    std::string spill_prefix;
+    // The most bytes of snapshots waiting there.
+    uint64_t max_spilled_bytes = uint64_t{1} << 30;
   };
 
   // `test` must outlive the evaluator; `device` as MakeGradientComputer takes it. Starts the
@@ -86,17 +96,18 @@ class TestEvaluator {
   // The step that brought the job to `completed` steps ran from `start` to `end` with training
   // loss `loss`.
   void StepEnded(int64_t completed, absl::Time start, absl::Time end, double loss);
-  // Evaluates `params`, the parameters after `completed` steps (copied now), if the evaluator is
-  // free; false (nothing copied, counted in deferred()) while it reads or evaluates.
+  // Evaluates `params`, the parameters after `completed` steps, copied now: into the evaluator's
+  // copy if it is free, else to disk to wait their turn. False (nothing copied, counted in
+  // deferred()) when they cannot wait.
   bool OfferSnapshot(int64_t completed, absl::Span<const float> params);
   // Evaluates what `reader` reads, called on the evaluator's reader thread, if the evaluator is
   // free; false (counted in deferred()) while it reads or evaluates.
   bool OfferShardRead(int64_t completed, ShardReader reader);
-  // Returns once nothing is being read or evaluated: every point taken so far is with the sink,
-  // and the next offer is taken.
+  // Returns once nothing is being read, evaluated or waiting: every point taken so far is with the
+  // sink, and the next offer is taken.
   void Drain();
 
-  // Offers refused because the evaluator was busy.
+  // Offers refused because the evaluator was busy and they could not wait.
   int64_t deferred() const;
   // Shard reads that found the shards at a step already evaluated (no second point).
   int64_t repeated() const;
@@ -122,8 +133,15 @@ class TestEvaluator {
 
   TestEvaluator(const Dataset& test, std::unique_ptr<GradientComputer> computer, Sink sink,
                 Options options);
-  // Takes the copy for an offer when it is free.
-  bool TakeLocked(int64_t completed, Stage stage) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Whether the copy is free and nothing waits for it.
+  bool FreeLocked() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Takes the copy for an offer (FreeLocked() holds).
+  void TakeLocked(int64_t completed, Stage stage) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Writes `params` to disk to wait for the copy; false when they cannot wait (counted).
+  bool Spill(int64_t completed, absl::Span<const float> params) ABSL_LOCKS_EXCLUDED(mu_);
+  std::string SpillPathLocked(int64_t completed) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Fills the copy from the snapshot of `completed` waiting on disk, and removes the file.
+  absl::Status LoadSpilled(const std::string& path);
   void Loop();        // the compute thread
   void ReaderLoop();  // the reader thread: shard reads fill the copy
   // One evaluation of the copy; the point for the sink, or none when its step already has one.
@@ -138,9 +156,9 @@ class TestEvaluator {
   const Sink sink_;
   const Options options_;
   std::optional<int64_t> last_step_;  // of the last point: the compute thread's alone
-  // The one copy of the parameters, allocated at the first offer taken: written by whoever moved stage_ away from kFree (the offering
-  // trainer under mu_, or the reader thread in kReading), read by the compute thread in
-  // kEvaluating.
+  // The one copy of the parameters, allocated at the first offer taken: written by whoever moved
+  // stage_ away from kFree (the offering trainer under mu_, or the reader thread in kReading), read
+  // by the compute thread in kEvaluating.
   std::vector<float> params_;
 
   mutable absl::Mutex mu_;
@@ -149,6 +167,8 @@ class TestEvaluator {
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
   std::optional<absl::Time> origin_ ABSL_GUARDED_BY(mu_);     // the first step's start
   std::map<int64_t, StepRecord> steps_ ABSL_GUARDED_BY(mu_);  // the newest kKeptSteps
+  std::string spill_dir_ ABSL_GUARDED_BY(mu_);                // made at the first spill
+  std::deque<int64_t> spilled_ ABSL_GUARDED_BY(mu_);          // snapshots waiting on disk, in order
   int64_t deferred_ ABSL_GUARDED_BY(mu_) = 0;
   int64_t repeated_ ABSL_GUARDED_BY(mu_) = 0;
   Failures failures_ ABSL_GUARDED_BY(mu_);

@@ -183,6 +183,10 @@ ElasticOptions TrainerOptions(const WorkerOptions& options, WorkerOutputFiles& o
   if (options.testing.fault.has_value()) training.fault = KillSelfAt(*options.testing.fault);
   training.timeline = outputs.timeline();
   training.evaluations = outputs.EvaluationSink();
+  // Beside the evaluation file, which the worker writes anyway.
+  if (training.evaluations) {
+    training.evaluation_spill_prefix = options.outputs.eval_file + ".waiting-";
+  }
   return training;
 }
 

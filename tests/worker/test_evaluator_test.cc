@@ -1,16 +1,21 @@
 // The test evaluator on its own: snapshots evaluated exactly as one direct evaluation, points
-// timed from the first step, offers refused (and nothing copied) while its one copy of the
-// parameters is read or evaluated, ps reads retried while the shards straddle a step and labelled
+// timed from the first step, snapshots offered while its one copy of the parameters is in use
+// waiting on disk in order (within their budget), other offers refused (and nothing copied), ps
+// reads retried while the shards straddle a step and labelled
 // with the step they held, failures counted. Readers stand in for the shards; readers and the
 // sink block on notifications, never on clocks.
 #include "worker/test_evaluator.h"
 
 #include <atomic>
+#include <filesystem>
+#include <iterator>
 #include <vector>
 
 #include "absl/synchronization/mutex.h"
 #include "absl/synchronization/notification.h"
+#include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "launch/temp_dir.h"
 #include "worker/device.h"
 
 namespace ringside::worker {
@@ -47,6 +52,11 @@ class TestEvaluatorTest : public ::testing::Test {
   Evaluation Direct(const std::vector<float>& params) {
     auto computer = MakeGradientComputer("cpu", spec_);
     return *(*computer)->Evaluate(params, test_.AllRows(), {});
+  }
+  // Entries in `dir`.
+  static int FilesIn(const std::string& dir) {
+    return static_cast<int>(std::distance(std::filesystem::directory_iterator(dir),
+                                          std::filesystem::directory_iterator()));
   }
   std::vector<EvaluationLine> Points() {
     absl::MutexLock lock(&mu_);
@@ -140,6 +150,89 @@ TEST_F(TestEvaluatorTest, ARefusedSnapshotLeavesTheCopyBeingReadAlone) {
   EXPECT_EQ(points[0].step, 6);
   EXPECT_NEAR(points[0].test_loss, Direct(shards).mean_loss, 1e-6);
   EXPECT_EQ(evaluator->deferred(), 1);
+}
+
+// Snapshots offered while the copy is evaluated wait on disk, not in memory, and are evaluated in
+// order, each exactly; a shard read meanwhile is refused (it must read the shards when due); the
+// files are gone once evaluated, and their directory with the evaluator.
+TEST_F(TestEvaluatorTest, SnapshotsOfferedWhileBusyWaitOnDiskInOrder) {
+  auto dir = launch::TempDir::Create("ringside-evaluator-");
+  ASSERT_TRUE(dir.ok()) << dir.status();
+  hold_first_point_ = true;
+  TestEvaluator::Options options;
+  options.spill_prefix = dir->File("waiting-");
+  auto evaluator = Make(options);
+  std::vector<std::vector<float>> params;
+  for (int seed = 1; seed <= 3; ++seed) params.push_back(InitialParameters(spec_, seed));
+  for (int64_t step = 1; step <= 30; ++step) Ended(*evaluator, step, 1);
+  ASSERT_TRUE(evaluator->OfferSnapshot(10, params[0]));
+  in_sink_.WaitForNotification();  // the compute thread is held at step 10's point
+  EXPECT_TRUE(evaluator->OfferSnapshot(20, params[1]));
+  EXPECT_TRUE(evaluator->OfferSnapshot(30, params[2]));
+  EXPECT_FALSE(evaluator->OfferShardRead(
+      30, [](absl::Span<float>) -> absl::StatusOr<uint64_t> { return 30; }));
+  EXPECT_EQ(FilesIn(dir->path()), 1) << "one directory of waiting snapshots";
+  release_sink_.Notify();
+  evaluator->Drain();
+  const std::vector<EvaluationLine> points = Points();
+  ASSERT_EQ(points.size(), 3u);
+  for (size_t p = 0; p < 3; ++p) {
+    EXPECT_EQ(points[p].step, 10 * static_cast<int64_t>(p + 1));
+    EXPECT_NEAR(points[p].test_loss, Direct(params[p]).mean_loss, 1e-6) << p;
+  }
+  EXPECT_EQ(evaluator->deferred(), 1) << "the shard read";
+  EXPECT_EQ(evaluator->failures().count, 0) << evaluator->failures().last;
+  evaluator.reset();
+  EXPECT_EQ(FilesIn(dir->path()), 0);
+}
+
+// Beyond max_spilled_bytes an offer is refused (counted): the trainer offers again later.
+TEST_F(TestEvaluatorTest, SnapshotsBeyondTheDiskBudgetAreRefused) {
+  auto dir = launch::TempDir::Create("ringside-evaluator-");
+  ASSERT_TRUE(dir.ok()) << dir.status();
+  hold_first_point_ = true;
+  TestEvaluator::Options options;
+  options.spill_prefix = dir->File("waiting-");
+  options.max_spilled_bytes = spec_.parameter_count() * sizeof(float);  // one snapshot
+  auto evaluator = Make(options);
+  const std::vector<float> params = InitialParameters(spec_, 1);
+  for (int64_t step = 1; step <= 30; ++step) Ended(*evaluator, step, 1);
+  ASSERT_TRUE(evaluator->OfferSnapshot(10, params));
+  in_sink_.WaitForNotification();
+  EXPECT_TRUE(evaluator->OfferSnapshot(20, params));
+  EXPECT_FALSE(evaluator->OfferSnapshot(30, params));
+  release_sink_.Notify();
+  evaluator->Drain();
+  std::vector<int64_t> steps;
+  for (const EvaluationLine& point : Points()) steps.push_back(point.step);
+  EXPECT_EQ(steps, (std::vector<int64_t>{10, 20}));
+  EXPECT_EQ(evaluator->deferred(), 1);
+}
+
+// A snapshot that cannot be written to wait is refused, the failure kept; the evaluator goes on.
+TEST_F(TestEvaluatorTest, ASnapshotThatCannotBeWrittenIsRefused) {
+  auto dir = launch::TempDir::Create("ringside-evaluator-");
+  ASSERT_TRUE(dir.ok()) << dir.status();
+  hold_first_point_ = true;
+  TestEvaluator::Options options;
+  options.spill_prefix = dir->File("no-such-directory/waiting-");
+  auto evaluator = Make(options);
+  const std::vector<float> params = InitialParameters(spec_, 1);
+  for (int64_t step = 1; step <= 30; ++step) Ended(*evaluator, step, 1);
+  ASSERT_TRUE(evaluator->OfferSnapshot(10, params));
+  in_sink_.WaitForNotification();
+  EXPECT_FALSE(evaluator->OfferSnapshot(20, params));
+  release_sink_.Notify();
+  evaluator->Drain();
+  EXPECT_TRUE(evaluator->OfferSnapshot(30, params));
+  evaluator->Drain();
+  std::vector<int64_t> steps;
+  for (const EvaluationLine& point : Points()) steps.push_back(point.step);
+  EXPECT_EQ(steps, (std::vector<int64_t>{10, 30}));
+  EXPECT_EQ(evaluator->deferred(), 1);
+  EXPECT_EQ(evaluator->failures().count, 1);
+  EXPECT_THAT(std::string(evaluator->failures().last.message()),
+              ::testing::HasSubstr("no-such-directory"));
 }
 
 TEST_F(TestEvaluatorTest, AShardReadThatStraddlesAStepIsReadAgainAndTakesTheShardsStep) {
