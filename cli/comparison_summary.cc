@@ -365,13 +365,14 @@ std::vector<std::string> AccuracyExplanation(const JobComparison& job) {
       c.eval_every,
       " steps and after the last, on a thread of its own at low priority: the evaluation's time "
       "is in no step's phases and not in samples/s, though it shares the machine's cores with the "
-      "training."));
+      "training. It holds one copy of the parameters: a snapshot due while it is busy waits on "
+      "disk, a shard read due then is made at the first step it is free."));
   lines.push_back(absl::StrCat(
       "Time to ", TargetText(c),
       " is defined on what was measured: the wall-clock time from the cluster's first step to the "
       "end of the step whose parameters were the first evaluated at or above ",
       TargetText(c), ", so it is resolved to ", c.eval_every,
-      " steps. One evaluation is noisy by a few points at this batch size: the mean of the last ",
+      " steps (more where ps points came late). One evaluation is noisy by a few points at this batch size: the mean of the last ",
       kRecentEvaluations, " evaluations is the steadier figure of where each mode ended."));
   return lines;
 }
