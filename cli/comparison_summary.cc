@@ -372,7 +372,8 @@ std::vector<std::string> AccuracyExplanation(const JobComparison& job) {
       " is defined on what was measured: the wall-clock time from the cluster's first step to the "
       "end of the step whose parameters were the first evaluated at or above ",
       TargetText(c), ", so it is resolved to ", c.eval_every,
-      " steps (more where ps points came late). One evaluation is noisy by a few points at this batch size: the mean of the last ",
+      " steps (more where ps points came late). One evaluation is noisy by a few points at this "
+      "batch size: the mean of the last ",
       kRecentEvaluations, " evaluations is the steadier figure of where each mode ended."));
   return lines;
 }

@@ -7,10 +7,21 @@
 
 namespace ringside {
 
+std::vector<ElementRange> RingPieces(uint64_t elements) {
+  const uint64_t pieces =
+      std::max<uint64_t>(1, (elements + kRingPieceElements - 1) / kRingPieceElements);
+  return EvenRanges(elements, static_cast<int>(pieces));
+}
+
 uint64_t RingElementsSentByRank(uint64_t elements, int world, int rank) {
   if (world <= 1) return 0;
-  const auto chunks = EvenRanges(elements, world);
-  return 2 * elements - chunks[(rank + 1) % world].size() - chunks[(rank + 2) % world].size();
+  uint64_t sent = 0;
+  for (const ElementRange& piece : RingPieces(elements)) {
+    const auto chunks = EvenRanges(piece.size(), world);
+    sent +=
+        2 * piece.size() - chunks[(rank + 1) % world].size() - chunks[(rank + 2) % world].size();
+  }
+  return sent;
 }
 
 uint64_t RingElementsSentByRank(absl::Span<const uint64_t> buckets, int world, int rank) {

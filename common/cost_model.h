@@ -6,6 +6,10 @@
 // So rank r sends every chunk but (r + 1) in the first phase and every chunk but (r + 2) in the
 // second: 2K - |c_{r+1}| - |c_{r+2}| elements, which is 2(N-1)K/N when N divides K.
 //
+// A buffer of more than kRingPieceElements elements is reduced as consecutive allreduces of
+// pieces (RingPieces), each with its own chunks: a rank sends a piece's chunks as above, so the
+// total is the pieces' sum (2(N-1)K/N when N divides every piece).
+//
 // Parameter server (S shards over contiguous ranges): worker -> shard s carries |range s|
 // elements of gradient, shard s -> worker the same number of parameters.
 #ifndef RINGSIDE_COMMON_COST_MODEL_H_
@@ -18,12 +22,22 @@
 
 #include "absl/types/span.h"
 #include "common/metrics.h"
+#include "common/ranges.h"
 #include "common/wire_dtype.h"
 
 namespace ringside {
 
+// The largest piece one ring allreduce reduces at a time. A ring holds at most one piece in flight
+// across all its links (each rank runs at most its own chunk of it ahead of what it received), so
+// what a slow rank's neighbours queue for it is bounded by a piece, not by the buffer: 8 MiB of
+// float32 (a 32 MiB buffer in one piece had a ring worker hold 25-45 MB of segments).
+inline constexpr uint64_t kRingPieceElements = uint64_t{2} << 20;
+// The pieces of an allreduce of `elements` elements: as few as fit kRingPieceElements, of even
+// sizes (EvenRanges); one (possibly empty) when it fits.
+std::vector<ElementRange> RingPieces(uint64_t elements);
+
 // Elements rank `rank` of `world` sends to its right neighbour in one ring allreduce of
-// `elements` elements. 0 when world == 1.
+// `elements` elements (in its RingPieces). 0 when world == 1.
 uint64_t RingElementsSentByRank(uint64_t elements, int world, int rank);
 // The same for a step whose gradient is allreduced in buckets (--bucket_bytes): one allreduce of
 // each bucket's `buckets[b]` elements, so the chunks are each bucket's own.

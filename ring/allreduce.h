@@ -1,6 +1,9 @@
 // Bandwidth-optimal ring allreduce (scatter-reduce then allgather, 2(N-1) steps; see
 // schedule.h) over any RingTransport. Each chunk travels in segments of at most
-// `segment_bytes`, so the reduction of one segment overlaps the arrival of the next.
+// `segment_bytes`, so the reduction of one segment overlaps the arrival of the next. A buffer
+// larger than kRingPieceElements (common/cost_model.h) is reduced piece after piece, each a
+// collective of its own on the wire (the caller's number shifted left by 12 bits, plus the
+// piece), so what the ring holds in flight is bounded by a piece whatever the buffer's size.
 //
 // Values travel as `wire_dtype` (common/wire_dtype.h) and are summed in float32: each
 // scatter-reduce hop decodes, adds in float32 and encodes the partial sum again (rounded once
@@ -19,6 +22,7 @@
 #define RINGSIDE_RING_ALLREDUCE_H_
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -27,12 +31,17 @@
 #include "absl/time/time.h"
 #include "absl/types/span.h"
 #include "common/metrics.h"
+#include "common/ranges.h"
 #include "common/wire_dtype.h"
 #include "ring/transport.h"
 
 namespace ringside::ring {
 
 enum class ReduceOp { kSum, kAverage };
+
+// The collective piece `piece` of the caller's collective `collective` travels as (RingAllreduce
+// numbers the pieces so; a peer that speaks for a rank, as tests do, must too).
+uint64_t RingWireCollective(uint64_t collective, uint64_t piece = 0);
 
 struct AllreduceOptions {
   // Largest payload of one message. Small values force many segments per chunk in tests.
@@ -59,8 +68,27 @@ class RingAllreduce {
   absl::Status Run(uint64_t collective, absl::Span<float> buffer, const AllreduceOptions& options);
 
  private:
-  absl::Status RunSteps(uint64_t collective, absl::Span<float> buffer,
-                        const AllreduceOptions& options, absl::Time deadline);
+  // One piece of the buffer and how it travels.
+  struct Piece {
+    uint64_t collective = 0;  // on the wire
+    absl::Span<float> buffer;
+    std::vector<ElementRange> chunks;  // of `buffer`, one per rank
+    uint64_t segment_elements = 0;
+  };
+  // The buffer in its pieces (common/cost_model.h's RingPieces), one after another.
+  absl::Status RunPieces(uint64_t collective, absl::Span<float> buffer,
+                         const AllreduceOptions& options, absl::Time deadline);
+  // `buffer` is a piece of a buffer of `whole_elements` (which sizes the segments).
+  Piece PlanPiece(uint64_t collective, absl::Span<float> buffer, const AllreduceOptions& options,
+                  uint64_t whole_elements) const;
+  SegmentHeader HeaderOf(const Piece& piece, int step, const AllreduceOptions& options) const;
+  // Step 0 of `piece`: this rank's own chunk, in segments.
+  absl::Status SendFirstChunk(const Piece& piece, const AllreduceOptions& options);
+  // Every step's incoming chunk of `piece`, each segment forwarded as the next step's;
+  // `before_last_step` runs once the last forward is sent.
+  absl::Status ReceiveSteps(const Piece& piece, const AllreduceOptions& options,
+                            absl::Time deadline,
+                            const std::function<absl::Status()>& before_last_step);
   // What to do with the segments of one step's incoming chunk.
   struct ChunkReceipt {
     int step = 0;

@@ -45,6 +45,26 @@ TEST(RingCostTest, UsesRealChunkSizesWhenNotDivisible) {
   EXPECT_EQ(RingElementsSentByRank(2, 4, 0), 4u - 1 - 0);
 }
 
+TEST(RingCostTest, ABufferPastAPieceIsCountedPieceByPiece) {
+  EXPECT_EQ(RingPieces(kRingPieceElements).size(), 1u);
+  EXPECT_EQ(RingPieces(0).size(), 1u);
+  const std::vector<ElementRange> pieces = RingPieces(2 * kRingPieceElements + 1);
+  ASSERT_EQ(pieces.size(), 3u);
+  EXPECT_EQ(pieces, EvenRanges(2 * kRingPieceElements + 1, 3));
+  // Three pieces of 1,398,102 / 1,398,102 / 1,398,101 elements over 4 ranks, each with chunks
+  // of its own: each piece counts on its own.
+  const uint64_t elements = 2 * kRingPieceElements + 1;
+  for (int rank = 0; rank < 4; ++rank) {
+    uint64_t by_piece = 0;
+    for (const ElementRange& piece : pieces) {
+      by_piece += RingElementsSentByRank(piece.size(), 4, rank);
+    }
+    EXPECT_EQ(RingElementsSentByRank(elements, 4, rank), by_piece) << rank;
+  }
+  // Divisible pieces: still 2(N-1)K/N.
+  EXPECT_EQ(RingElementsSentByRank(4 * kRingPieceElements, 4, 1), 6 * kRingPieceElements);
+}
+
 TEST(PsCostTest, ShardLinksSumToAllParameters) {
   for (int shards = 1; shards <= 5; ++shards) {
     uint64_t total = 0;

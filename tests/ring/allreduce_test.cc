@@ -5,6 +5,7 @@
 #include <random>
 #include <set>
 
+#include "common/cost_model.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "ring/memory_transport.h"
@@ -115,6 +116,64 @@ TEST(AllreduceTest, ConsecutiveCollectivesOnTheSameRing) {
       for (uint64_t i = 0; i < elements; ++i) ASSERT_EQ(buffers[r][i], ExpectedSum(kWorld, i));
     }
   }
+}
+
+// Forwards to a transport and keeps the header and payload size of every segment sent.
+class RecordingTransport final : public RingTransport {
+ public:
+  explicit RecordingTransport(RingTransport& inner) : inner_(inner) {}
+  const RingTopology& topology() const override { return inner_.topology(); }
+  void BeginCollective(uint64_t collective) override { inner_.BeginCollective(collective); }
+  absl::Status Send(const SegmentHeader& header, absl::Span<const char> payload) override {
+    sent.push_back({header, payload.size()});
+    return inner_.Send(header, payload);
+  }
+  absl::StatusOr<Segment> Receive(uint64_t collective, absl::Time deadline) override {
+    return inner_.Receive(collective, deadline);
+  }
+  void AbandonCollective(const absl::Status& why) override { inner_.AbandonCollective(why); }
+
+  std::vector<std::pair<SegmentHeader, size_t>> sent;
+
+ private:
+  RingTransport& inner_;
+};
+
+// A buffer past kRingPieceElements is reduced piece after piece, each its own collective on the
+// wire and none larger than a piece, with exactly the cost model's bytes and the exact sum.
+TEST(AllreduceTest, ABufferLargerThanAPieceIsReducedPieceByPiece) {
+  constexpr int kWorld = 3;
+  constexpr uint64_t kElements = 2 * kRingPieceElements + 7;  // three pieces
+  constexpr uint64_t kCollective = 5;
+  InMemoryRing ring(kWorld);
+  std::vector<std::vector<float>> buffers;
+  for (int r = 0; r < kWorld; ++r) buffers.push_back(RankInput(r, kElements));
+  RecordingTransport recorded(ring.transport(0));
+  std::vector<absl::Status> statuses(kWorld);
+  RunRanks(kWorld, [&](int rank) {
+    RingAllreduce allreduce(rank == 0 ? recorded : ring.transport(rank), LinkSendMetrics{});
+    statuses[rank] = allreduce.Run(kCollective, absl::MakeSpan(buffers[rank]), AllreduceOptions());
+  });
+  for (int r = 0; r < kWorld; ++r) {
+    ASSERT_TRUE(statuses[r].ok()) << statuses[r];
+    for (uint64_t i = 0; i < kElements; ++i) {
+      ASSERT_EQ(buffers[r][i], ExpectedSum(kWorld, i)) << "rank " << r << " element " << i;
+    }
+  }
+  std::set<uint64_t> collectives;
+  uint64_t last = 0;
+  size_t bytes = 0;
+  for (const auto& [header, payload] : recorded.sent) {
+    EXPECT_GE(header.collective, last) << "pieces travel in order";
+    last = header.collective;
+    collectives.insert(header.collective);
+    EXPECT_LE(header.total_elements, kRingPieceElements);
+    bytes += payload;
+  }
+  EXPECT_EQ(collectives, (std::set<uint64_t>{RingWireCollective(kCollective, 0),
+                                             RingWireCollective(kCollective, 1),
+                                             RingWireCollective(kCollective, 2)}));
+  EXPECT_EQ(bytes, RingBytesSentByRank(kElements, kWorld, 0, WireDtype::kFp32));
 }
 
 TEST(AllreduceTest, MismatchedLengthsFailOnEveryRankWithinTheDeadline) {

@@ -144,7 +144,7 @@ class GrpcRingTest : public ::testing::Test {
 proto::RingSegment Segment(uint32_t sender, uint64_t collective, uint64_t elements = 10) {
   proto::RingSegment s;
   s.set_generation(1);
-  s.set_collective(collective);
+  s.set_collective(RingWireCollective(collective));
   s.set_sender_rank(sender);
   s.set_step(0);
   s.set_chunk(sender);  // at step 0 rank r sends chunk r
