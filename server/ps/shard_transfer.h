@@ -56,7 +56,7 @@ absl::Status LoadShards(const ShardTransferOptions& options, uint64_t generation
                         const JobStateView& state);
 
 // The shards' live parameters, joined: every shard's range as GetParameters streams it (the
-// load keys, when given, authorise the reads). Reads every shard once, in shard order, into `out`
+// load keys, when given, authorise the reads). Reads every shard once, all at once, into `out`
 // (K floats: each shard's range in place, so the reader holds no second copy): the step the shards
 // held. ABORTED when the shards hold different steps (one applied a step the other had not yet when
 // read: read again; `out` is then part one step, part another); INVALID_ARGUMENT when a reply does
