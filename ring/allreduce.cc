@@ -38,6 +38,10 @@ absl::Status RingAllreduce::Run(uint64_t collective, absl::Span<float> buffer,
   const RingTopology& topology = transport_.topology();
   RETURN_IF_ERROR(ValidateTopology(topology));
   if (topology.world == 1) return absl::OkStatus();
+  if (collective > kLastCollective) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "collective ", collective, " is past the last one a ring numbers (", kLastCollective, ")"));
+  }
   const absl::Time deadline = absl::Now() + options.timeout;
   transport_.BeginCollective(RingWireCollective(collective));
   counting_ = options.control ? LinkSendMetrics{} : metrics_;
@@ -67,10 +71,6 @@ absl::Status RingAllreduce::Run(uint64_t collective, absl::Span<float> buffer,
 
 absl::Status RingAllreduce::RunPieces(uint64_t collective, absl::Span<float> buffer,
                                       const AllreduceOptions& options, absl::Time deadline) {
-  if (collective > kLastCollective) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "collective ", collective, " is past the last one a ring numbers (", kLastCollective, ")"));
-  }
   const std::vector<ElementRange> ranges = RingPieces(buffer.size());
   std::vector<Piece> pieces;
   for (size_t p = 0; p < ranges.size(); ++p) {

@@ -176,6 +176,21 @@ TEST(AllreduceTest, ABufferLargerThanAPieceIsReducedPieceByPiece) {
   EXPECT_EQ(bytes, RingBytesSentByRank(kElements, kWorld, 0, WireDtype::kFp32));
 }
 
+// The wire numbers a piece as the caller's collective shifted left 12 bits: a number that would
+// not survive the shift is refused at once, before anything is sent.
+TEST(AllreduceTest, ACollectiveNumberPastTheWiresRangeIsRefused) {
+  constexpr int kWorld = 2;
+  InMemoryRing ring(kWorld);
+  std::vector<std::vector<float>> buffers = {RankInput(0, 10), RankInput(1, 10)};
+  std::vector<absl::Status> statuses;
+  RunAllreduce(ring, kWorld, buffers, statuses, AllreduceOptions(), uint64_t{1} << 52);
+  for (int r = 0; r < kWorld; ++r) {
+    EXPECT_EQ(statuses[r].code(), absl::StatusCode::kInvalidArgument) << statuses[r];
+  }
+  RunAllreduce(ring, kWorld, buffers, statuses, AllreduceOptions(), (uint64_t{1} << 52) - 1);
+  for (int r = 0; r < kWorld; ++r) EXPECT_TRUE(statuses[r].ok()) << statuses[r];
+}
+
 TEST(AllreduceTest, MismatchedLengthsFailOnEveryRankWithinTheDeadline) {
   constexpr int kWorld = 3;
   InMemoryRing ring(kWorld);
