@@ -71,9 +71,8 @@ void GatherRows(const Dataset& data, absl::Span<const int64_t> rows, OwnedBatch&
 // gives on the rows as floats, bit for bit, with memory for one piece (the default's
 // activations are those of a training batch of 256 rows: a larger piece made every worker's
 // final evaluation its peak, 19 MiB of activations on a model with two layers of 2400).
-// FAILED_PRECONDITION when
-// `data` holds only some rows or its file no longer has its shape; the file's errors as
-// worker/idx_file.h says; else as EvaluateInChunks.
+// FAILED_PRECONDITION when `data` holds only some rows or its file no longer has its shape; the
+// file's errors as worker/idx_file.h says; else as EvaluateInChunks.
 absl::StatusOr<Evaluation> EvaluateDataset(GradientComputer& computer,
                                            absl::Span<const float> params, const Dataset& data,
                                            int64_t chunk_rows = 256);

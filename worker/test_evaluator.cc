@@ -69,6 +69,11 @@ void TestEvaluator::StepEnded(int64_t completed, absl::Time start, absl::Time en
   while (steps_.size() > kKeptSteps) steps_.erase(steps_.begin());
 }
 
+void TestEvaluator::FailedLocked(absl::Status why) {
+  ++failures_.count;
+  failures_.last = std::move(why);
+}
+
 bool TestEvaluator::FreeLocked() const { return stage_ == Stage::kFree && spilled_.empty(); }
 
 void TestEvaluator::TakeLocked(int64_t completed, Stage stage) {
@@ -83,9 +88,8 @@ bool TestEvaluator::OfferSnapshot(int64_t completed, absl::Span<const float> par
   const size_t parameter_count = computer_->spec().parameter_count();
   if (params.size() != parameter_count) {
     absl::MutexLock lock(&mu_);
-    ++failures_.count;
-    failures_.last = absl::InvalidArgumentError(absl::StrCat(
-        "a snapshot of ", params.size(), " parameters for a model of ", parameter_count));
+    FailedLocked(absl::InvalidArgumentError(absl::StrCat(
+        "a snapshot of ", params.size(), " parameters for a model of ", parameter_count)));
     return true;  // taken, and failed: offering it again would not help
   }
   {
@@ -115,9 +119,8 @@ bool TestEvaluator::Spill(int64_t completed, absl::Span<const float> params) {
       std::string dir = options_.spill_prefix + "XXXXXX";
       if (mkdtemp(dir.data()) == nullptr) {
         ++deferred_;
-        ++failures_.count;
-        failures_.last = absl::InternalError(absl::StrCat(
-            "cannot make a directory for waiting snapshots at ", dir, ": ", strerror(errno)));
+        FailedLocked(absl::InternalError(absl::StrCat(
+            "cannot make a directory for waiting snapshots at ", dir, ": ", strerror(errno))));
         return false;
       }
       spill_dir_ = dir;
@@ -130,8 +133,7 @@ bool TestEvaluator::Spill(int64_t completed, absl::Span<const float> params) {
   absl::MutexLock lock(&mu_);
   if (!written.ok()) {
     ++deferred_;
-    ++failures_.count;
-    failures_.last = written;
+    FailedLocked(written);
     return false;
   }
   spilled_.push_back(completed);
@@ -143,7 +145,7 @@ std::string TestEvaluator::SpillPathLocked(int64_t completed) const {
 }
 
 absl::Status TestEvaluator::LoadSpilled(const std::string& path) {
-  params_.resize(computer_->spec().parameter_count());
+  // The copy exists: a snapshot waits only while an earlier offer holds it.
   const absl::Status read = ReadFileInto(
       path,
       absl::MakeSpan(reinterpret_cast<char*>(params_.data()), params_.size() * sizeof(float)));
@@ -210,8 +212,7 @@ void TestEvaluator::Loop() {
       if (absl::Status loaded = LoadSpilled(spilled); !loaded.ok()) {
         absl::MutexLock lock(&mu_);
         stage_ = Stage::kFree;
-        ++failures_.count;
-        failures_.last = loaded;
+        FailedLocked(loaded);
         continue;
       }
     }
@@ -223,8 +224,7 @@ void TestEvaluator::Loop() {
     absl::MutexLock lock(&mu_);
     stage_ = Stage::kFree;
     if (!point.ok()) {
-      ++failures_.count;
-      failures_.last = point.status();
+      FailedLocked(point.status());
     } else if (!point->has_value()) {
       ++repeated_;
     }
@@ -248,8 +248,7 @@ void TestEvaluator::ReaderLoop() {
     absl::MutexLock lock(&mu_);
     if (!step.ok()) {
       stage_ = Stage::kFree;
-      ++failures_.count;
-      failures_.last = step.status();
+      FailedLocked(step.status());
       continue;
     }
     taken_ = Taken{*step, nullptr, absl::Now() - start};

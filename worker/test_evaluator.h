@@ -133,6 +133,8 @@ class TestEvaluator {
 
   TestEvaluator(const Dataset& test, std::unique_ptr<GradientComputer> computer, Sink sink,
                 Options options);
+  // Counts a failed read, evaluation or spill and keeps its error.
+  void FailedLocked(absl::Status why) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Whether the copy is free and nothing waits for it.
   bool FreeLocked() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Takes the copy for an offer (FreeLocked() holds).
