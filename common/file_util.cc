@@ -11,6 +11,7 @@
 #include <sstream>
 
 #include "absl/strings/str_cat.h"
+#include "common/status_macros.h"
 
 namespace ringside {
 namespace {
@@ -69,36 +70,81 @@ absl::StatusOr<std::string> ReadFileToString(const std::string& path) {
   return text.str();
 }
 
-absl::Status WriteScratchFile(const std::string& path, absl::string_view contents) {
-  const int fd = open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+absl::StatusOr<ScratchFile> ScratchFile::Create(const std::string& path, uint64_t size) {
+  const int fd = open(path.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
   if (fd < 0) return ErrnoError("create", path);
-  absl::Status status = WriteAll(fd, contents, path);
-  if (close(fd) != 0 && status.ok()) status = ErrnoError("close", path);
-  if (!status.ok()) std::remove(path.c_str());
-  return status;
+  if (ftruncate(fd, static_cast<off_t>(size)) != 0) {
+    absl::Status status = ErrnoError("size", path);
+    close(fd);
+    std::remove(path.c_str());
+    return status;
+  }
+  return ScratchFile(fd, path, size);
 }
 
-absl::Status ReadFileInto(const std::string& path, absl::Span<char> out) {
+absl::StatusOr<ScratchFile> ScratchFile::Open(const std::string& path, uint64_t size) {
   const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) return ErrnoError("open", path);
-  absl::Status status;
+  ScratchFile file(fd, path, size);
   struct stat info;
-  if (fstat(fd, &info) != 0) {
-    status = ErrnoError("examine", path);
-  } else if (static_cast<uint64_t>(info.st_size) != out.size()) {
-    status = absl::InvalidArgumentError(
-        absl::StrCat(path, " holds ", info.st_size, " bytes, not the ", out.size(), " expected"));
+  if (fstat(fd, &info) != 0) return ErrnoError("examine", path);
+  if (static_cast<uint64_t>(info.st_size) != size) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(path, " holds ", info.st_size, " bytes, not the ", size, " expected"));
   }
+  return file;
+}
+
+ScratchFile::ScratchFile(ScratchFile&& other) noexcept
+    : fd_(std::exchange(other.fd_, -1)), path_(std::move(other.path_)), size_(other.size_) {}
+
+ScratchFile& ScratchFile::operator=(ScratchFile&& other) noexcept {
+  if (this != &other) {
+    if (fd_ >= 0) close(fd_);
+    fd_ = std::exchange(other.fd_, -1);
+    path_ = std::move(other.path_);
+    size_ = other.size_;
+  }
+  return *this;
+}
+
+ScratchFile::~ScratchFile() {
+  if (fd_ >= 0) close(fd_);
+}
+
+absl::Status ScratchFile::CheckWithin(uint64_t offset, uint64_t length) const {
+  if (offset > size_ || length > size_ - offset) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("bytes [", offset, ", +", length, ") of ", path_, ", which holds ", size_));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ScratchFile::Write(uint64_t offset, absl::string_view bytes) const {
+  RETURN_IF_ERROR(CheckWithin(offset, bytes.size()));
   size_t done = 0;
-  while (status.ok() && done < out.size()) {
-    const ssize_t n = read(fd, out.data() + done, out.size() - done);
+  while (done < bytes.size()) {
+    const ssize_t n =
+        pwrite(fd_, bytes.data() + done, bytes.size() - done, static_cast<off_t>(offset + done));
     if (n < 0 && errno == EINTR) continue;
-    if (n < 0) status = ErrnoError("read", path);
-    if (n == 0) status = absl::InternalError(absl::StrCat(path, " ended early"));
-    if (n > 0) done += static_cast<size_t>(n);
+    if (n < 0) return ErrnoError("write", path_);
+    done += static_cast<size_t>(n);
   }
-  close(fd);
-  return status;
+  return absl::OkStatus();
+}
+
+absl::Status ScratchFile::Read(uint64_t offset, absl::Span<char> out) const {
+  RETURN_IF_ERROR(CheckWithin(offset, out.size()));
+  size_t done = 0;
+  while (done < out.size()) {
+    const ssize_t n =
+        pread(fd_, out.data() + done, out.size() - done, static_cast<off_t>(offset + done));
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return ErrnoError("read", path_);
+    if (n == 0) return absl::InternalError(absl::StrCat(path_, " ended early (truncated?)"));
+    done += static_cast<size_t>(n);
+  }
+  return absl::OkStatus();
 }
 
 }  // namespace ringside

@@ -8,7 +8,9 @@
 
 #include <sys/types.h>
 
+#include <cstdint>
 #include <string>
+#include <utility>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -23,11 +25,37 @@ absl::Status WriteFileAtomically(const std::string& path, absl::string_view cont
                                  mode_t mode = 0644);
 absl::StatusOr<std::string> ReadFileToString(const std::string& path);
 
-// Scratch files, which nothing reads after a crash (no flush to disk, no rename): `contents`
-// written whole to `path` (a new file, 0600), and read back into exactly `out`
-// (INVALID_ARGUMENT when the file's size differs).
-absl::Status WriteScratchFile(const std::string& path, absl::string_view contents);
-absl::Status ReadFileInto(const std::string& path, absl::Span<char> out);
+// A scratch file of a fixed size, which nothing reads after a crash (no flush to disk, no rename),
+// written and read at offsets: pwrite and pread, so distinct ranges may be written from several
+// threads at once. Not in the process's memory: what is written sits in the page cache, which the
+// kernel may write out and drop. The test evaluator's snapshots of the parameters live in these
+// (worker/test_evaluator.h). Reads and writes past size() are INVALID_ARGUMENT.
+class ScratchFile {
+ public:
+  // A new file at `path` (0600; an existing file is never written over) of `size` zero bytes.
+  static absl::StatusOr<ScratchFile> Create(const std::string& path, uint64_t size);
+  // An existing file, which must hold exactly `size` bytes (INVALID_ARGUMENT otherwise).
+  static absl::StatusOr<ScratchFile> Open(const std::string& path, uint64_t size);
+  ScratchFile(ScratchFile&& other) noexcept;
+  ScratchFile& operator=(ScratchFile&& other) noexcept;
+  ScratchFile(const ScratchFile&) = delete;
+  ScratchFile& operator=(const ScratchFile&) = delete;
+  ~ScratchFile();  // closes it; the file stays
+
+  const std::string& path() const { return path_; }
+  uint64_t size() const { return size_; }
+  absl::Status Write(uint64_t offset, absl::string_view bytes) const;
+  absl::Status Read(uint64_t offset, absl::Span<char> out) const;
+
+ private:
+  ScratchFile(int fd, std::string path, uint64_t size)
+      : fd_(fd), path_(std::move(path)), size_(size) {}
+  absl::Status CheckWithin(uint64_t offset, uint64_t length) const;
+
+  int fd_ = -1;
+  std::string path_;
+  uint64_t size_ = 0;
+};
 
 }  // namespace ringside
 

@@ -113,8 +113,7 @@ class EvaluationSum {
 
 // EvaluateDataset for a set whose rows are in its images file: the file is read front to back,
 // a piece at a time, and must still hold the set's rows of the set's size.
-absl::StatusOr<Evaluation> EvaluateFromFile(GradientComputer& computer,
-                                            absl::Span<const float> params, const Dataset& data,
+absl::StatusOr<Evaluation> EvaluateFromFile(const PieceEvaluation& evaluate, const Dataset& data,
                                             int64_t chunk_rows) {
   ASSIGN_OR_RETURN(IdxImageReader reader,
                    IdxImageReader::Open(data.images_path, kMaxSyntheticValues));
@@ -134,7 +133,7 @@ absl::StatusOr<Evaluation> EvaluateFromFile(GradientComputer& computer,
     piece.features.resize(bytes.size());
     std::transform(bytes.begin(), bytes.end(), piece.features.begin(), ByteFeature);
     piece.labels.assign(data.y.begin() + begin, data.y.begin() + begin + rows);
-    ASSIGN_OR_RETURN(const Evaluation part, computer.Evaluate(params, piece.view(), {}));
+    ASSIGN_OR_RETURN(const Evaluation part, evaluate(piece.view()));
     sum.Add(part);
   }
   RETURN_IF_ERROR(reader.Finish());
@@ -147,10 +146,16 @@ absl::StatusOr<Evaluation> EvaluateDataset(GradientComputer& computer,
                                            absl::Span<const float> params, const Dataset& data,
                                            int64_t chunk_rows) {
   RETURN_IF_ERROR(ValidateEvaluateCall(computer.spec(), params, Batch{}, {}));
+  return EvaluateDatasetWith(
+      [&](const Batch& piece) { return computer.Evaluate(params, piece, {}); }, data, chunk_rows);
+}
+
+absl::StatusOr<Evaluation> EvaluateDatasetWith(const PieceEvaluation& evaluate, const Dataset& data,
+                                               int64_t chunk_rows) {
   chunk_rows = std::max<int64_t>(1, chunk_rows);
   if (!data.HoldsEveryRow()) {
     if (data.stored_row_count() == 0 && !data.images_path.empty()) {
-      return EvaluateFromFile(computer, params, data, chunk_rows);
+      return EvaluateFromFile(evaluate, data, chunk_rows);
     }
     return absl::FailedPreconditionError(
         absl::StrCat(data.name, " holds the features of ", data.stored_row_count(), " of its ",
@@ -163,7 +168,7 @@ absl::StatusOr<Evaluation> EvaluateDataset(GradientComputer& computer,
     rows.resize(static_cast<size_t>(std::min(chunk_rows, data.rows() - begin)));
     std::iota(rows.begin(), rows.end(), begin);
     GatherRows(data, rows, piece);
-    ASSIGN_OR_RETURN(const Evaluation part, computer.Evaluate(params, piece.view(), {}));
+    ASSIGN_OR_RETURN(const Evaluation part, evaluate(piece.view()));
     sum.Add(part);
   }
   return sum.Total();

@@ -16,6 +16,7 @@
 #define RINGSIDE_WORKER_BATCHING_H_
 
 #include <cstdint>
+#include <functional>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -76,6 +77,13 @@ void GatherRows(const Dataset& data, absl::Span<const int64_t> rows, OwnedBatch&
 absl::StatusOr<Evaluation> EvaluateDataset(GradientComputer& computer,
                                            absl::Span<const float> params, const Dataset& data,
                                            int64_t chunk_rows = 256);
+
+// One piece's evaluation, for EvaluateDatasetWith.
+using PieceEvaluation = std::function<absl::StatusOr<Evaluation>(const Batch& piece)>;
+// EvaluateDataset with `evaluate` in the place of a computer's pass over given parameters (the
+// test evaluator's, worker/streamed_forward_pass.h), which validates what it evaluates.
+absl::StatusOr<Evaluation> EvaluateDatasetWith(const PieceEvaluation& evaluate, const Dataset& data,
+                                               int64_t chunk_rows = 256);
 
 }  // namespace ringside::worker
 

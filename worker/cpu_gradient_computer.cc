@@ -43,17 +43,15 @@ void CpuGradientComputer::Forward(absl::Span<const float> params, const Batch& b
   }
 }
 
-double CpuGradientComputer::SoftmaxLoss(const Batch& batch, int64_t* correct,
-                                        absl::Span<int32_t> predictions) {
-  const int classes = spec_.classes();
-  std::vector<float>& logits = pre_.back();
+double SoftmaxCrossEntropy(absl::Span<float> logits, int classes, absl::Span<const int32_t> labels,
+                           int64_t* correct, absl::Span<int32_t> predictions) {
   double loss = 0.0;
   *correct = 0;
-  for (int64_t r = 0; r < batch.rows(); ++r) {
+  for (size_t r = 0; r < labels.size(); ++r) {
     float* row = logits.data() + r * classes;
     const int argmax = static_cast<int>(std::max_element(row, row + classes) - row);
     const float max = row[argmax];
-    const int label = batch.labels[r];
+    const int label = labels[r];
     const float label_logit = row[label] - max;
     float sum = 0.0f;
     for (int c = 0; c < classes; ++c) {
@@ -78,7 +76,9 @@ absl::StatusOr<GradientStats> CpuGradientComputer::ComputeGradient(absl::Span<co
   GradientStats stats;
   stats.rows = rows;
   Forward(params, batch);
-  stats.mean_loss = SoftmaxLoss(batch, &stats.correct, {}) / rows;
+  stats.mean_loss = SoftmaxCrossEntropy(absl::MakeSpan(pre_.back()), spec_.classes(), batch.labels,
+                                        &stats.correct, {}) /
+                    rows;
 
   // Output delta: (softmax - onehot) / normalizer; pre_.back() holds the softmax now.
   const int64_t normalizer = options.normalizer_rows > 0 ? options.normalizer_rows : rows;
@@ -131,7 +131,9 @@ absl::StatusOr<Evaluation> CpuGradientComputer::Evaluate(absl::Span<const float>
   eval.rows = batch.rows();
   if (eval.rows == 0) return eval;
   Forward(params, batch);
-  eval.mean_loss = SoftmaxLoss(batch, &eval.correct, predictions) / eval.rows;
+  eval.mean_loss = SoftmaxCrossEntropy(absl::MakeSpan(pre_.back()), spec_.classes(), batch.labels,
+                                       &eval.correct, predictions) /
+                   eval.rows;
   eval.accuracy = static_cast<double>(eval.correct) / eval.rows;
   return eval;
 }

@@ -12,6 +12,12 @@
 
 namespace ringside::worker {
 
+// Softmax of `labels.size()` rows of `classes` logits in place; returns the summed cross-entropy
+// against `labels`, counts the rows whose argmax is their label into *correct, and writes each
+// row's argmax into `predictions` unless it is empty. Labels must be within [0, classes).
+double SoftmaxCrossEntropy(absl::Span<float> logits, int classes, absl::Span<const int32_t> labels,
+                           int64_t* correct, absl::Span<int32_t> predictions);
+
 class CpuGradientComputer final : public GradientComputer {
  public:
   explicit CpuGradientComputer(ModelSpec spec);
@@ -33,8 +39,6 @@ class CpuGradientComputer final : public GradientComputer {
   // From the output delta in delta_ down to layer 0, writing `gradient` layer by layer.
   void Backward(absl::Span<const float> params, const Batch& batch, absl::Span<float> gradient,
                 const GradientOptions& options);
-  // Softmax of the logits in place; returns summed loss, counts correct rows, writes argmax.
-  double SoftmaxLoss(const Batch& batch, int64_t* correct, absl::Span<int32_t> predictions);
 
   ModelSpec spec_;
   std::vector<std::vector<float>> pre_;   // z_l = in * W_l + b_l, rows x fan_out(l)

@@ -106,10 +106,9 @@ absl::Status ElasticTrainer::Run(const absl::Notification& stop, const FinishedC
   metrics_.ExportWireDtype(wire_dtype_);
   if (options_.evaluations && job_->test_set().rows() > 0) {
     TestEvaluator::Options evaluation;
-    evaluation.spill_prefix = options_.evaluation_spill_prefix;
-    ASSIGN_OR_RETURN(evaluator_,
-                     TestEvaluator::Create(job_->spec(), job_->test_set(), training.device,
-                                           options_.evaluations, evaluation));
+    evaluation.snapshot_prefix = options_.evaluation_snapshot_prefix;
+    ASSIGN_OR_RETURN(evaluator_, TestEvaluator::Create(job_->spec(), job_->test_set(),
+                                                       options_.evaluations, evaluation));
   }
   ASSIGN_OR_RETURN(Optimizer optimizer,
                    Optimizer::Create(training.optimizer, job_->parameter_count()));
@@ -660,7 +659,7 @@ void ElasticTrainer::EvaluateIfDue() {
       last_evaluated_ >= 0 && completed_ / job.eval_every > last_evaluated_ / job.eval_every;
   const bool last = completed_ == job.steps;
   if (completed_ % job.eval_every != 0 && !missed && !last) return;
-  // The final parameters' point is never deferred: the job waits for the evaluator to be free.
+  // The final parameters' point is never deferred: the job waits for the evaluator to be idle.
   if (last) evaluator_->Drain();
   // When the shards hold the state their ranges may hold different numbers of updates at any
   // moment (a read would rarely find them agreeing on a step): the point is then the parameters
@@ -668,10 +667,11 @@ void ElasticTrainer::EvaluateIfDue() {
   const bool taken =
       mode_ == SyncMode::kPs && stale_from_ < 0
           // The shards' own copy, read on the evaluator's thread: this one goes on training.
-          ? evaluator_->OfferShardRead(completed_,
-                                       [read = ShardTransfer()](absl::Span<float> out) {
-                                         return server::ReadShardParameters(read, out);
-                                       })
+          ? evaluator_->OfferShardRead(
+                completed_,
+                [read = ShardTransfer()](uint64_t count, const TestEvaluator::ValuesWriter& write) {
+                  return server::ReadShardParameters(read, count, write);
+                })
           : evaluator_->OfferSnapshot(completed_, parameters_);
   if (taken) last_evaluated_ = completed_;
 }
@@ -684,8 +684,10 @@ void ElasticTrainer::FinishEvaluations() {
   const int64_t repeated = evaluator_->repeated();
   if (failures.count == 0 && deferred == 0 && repeated == 0) return;
   log_ << WorkerName(slot_.rank) << ": test evaluations: " << deferred
-       << " deferred to a later step (the evaluator was busy when due), " << repeated
-       << " skipped (a shard read of a step already evaluated), " << failures.count << " failed"
+       << " deferred to a later step (a read in progress or the snapshots' disk budget spent when "
+          "due), "
+       << repeated << " skipped (a shard read of a step already evaluated), " << failures.count
+       << " failed"
        << (failures.count > 0 ? absl::StrCat(" (last: ", failures.last.message(), ")")
                               : std::string())
        << "\n";

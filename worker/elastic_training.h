@@ -81,9 +81,9 @@ struct ElasticOptions {
   // set every `eval_every` steps (worker/test_evaluator.h: the shards' parameters in ps mode) and
   // hands each point here, on the evaluator's thread. Null, or data without a test set: none.
   TestEvaluator::Sink evaluations;
-  // Where snapshots offered while the evaluator is busy wait on disk
-  // (TestEvaluator::Options::spill_prefix); empty: such points come at a later step.
-  std::string evaluation_spill_prefix;
+  // Where the test evaluator's snapshots wait on disk (TestEvaluator::Options::snapshot_prefix);
+  // empty: the system's temporary directory.
+  std::string evaluation_snapshot_prefix;
 };
 
 struct ElasticResult {

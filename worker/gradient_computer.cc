@@ -14,6 +14,10 @@ absl::Status ValidateBatch(const ModelSpec& spec, absl::Span<const float> params
                                                    spec.ToString(), " has ",
                                                    spec.parameter_count()));
   }
+  return ValidateBatchRows(spec, batch);
+}
+
+absl::Status ValidateBatchRows(const ModelSpec& spec, const Batch& batch) {
   if (batch.rows() > kMaxBatchRows) {
     return absl::InvalidArgumentError(
         absl::StrCat("batch has ", batch.rows(), " rows; at most ", kMaxBatchRows));

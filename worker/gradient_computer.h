@@ -83,7 +83,9 @@ class GradientComputer {
                                               absl::Span<int32_t> predictions) = 0;
 };
 
-// Shared by implementations. ValidateBatch: parameter and feature sizes, label range.
+// Shared by implementations. ValidateBatchRows: feature sizes and label range; ValidateBatch:
+// those and the parameters' size.
+absl::Status ValidateBatchRows(const ModelSpec& spec, const Batch& batch);
 absl::Status ValidateBatch(const ModelSpec& spec, absl::Span<const float> params,
                            const Batch& batch);
 // ValidateBatch plus the predictions' size (empty, or one per row).

@@ -9,13 +9,14 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
+#include <system_error>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "common/file_util.h"
 #include "common/status_macros.h"
 #include "worker/batching.h"
-#include "worker/device.h"
 
 namespace ringside::worker {
 namespace {
@@ -26,9 +27,8 @@ constexpr size_t kKeptSteps = 4096;
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<TestEvaluator>> TestEvaluator::Create(const ModelSpec& spec,
-                                                                     const Dataset& test,
-                                                                     const std::string& device,
-                                                                     Sink sink, Options options) {
+                                                                     const Dataset& test, Sink sink,
+                                                                     Options options) {
   if (test.rows() == 0) {
     return absl::FailedPreconditionError("the data has no held-out test set to evaluate on");
   }
@@ -37,14 +37,19 @@ absl::StatusOr<std::unique_ptr<TestEvaluator>> TestEvaluator::Create(const Model
                                                    test.classes, " classes) does not fit model ",
                                                    spec.ToString()));
   }
-  ASSIGN_OR_RETURN(std::unique_ptr<GradientComputer> computer, MakeGradientComputer(device, spec));
-  return std::unique_ptr<TestEvaluator>(
-      new TestEvaluator(test, std::move(computer), std::move(sink), options));
+  if (options.snapshot_prefix.empty()) {
+    std::error_code error;
+    const std::filesystem::path temp = std::filesystem::temp_directory_path(error);
+    options.snapshot_prefix = ((error ? "/tmp" : temp) / "ringside-evaluation-").string();
+  }
+  return std::unique_ptr<TestEvaluator>(new TestEvaluator(spec, test, std::move(sink), options));
 }
 
-TestEvaluator::TestEvaluator(const Dataset& test, std::unique_ptr<GradientComputer> computer,
-                             Sink sink, Options options)
-    : test_(test), computer_(std::move(computer)), sink_(std::move(sink)), options_(options) {
+TestEvaluator::TestEvaluator(const ModelSpec& spec, const Dataset& test, Sink sink, Options options)
+    : test_(test),
+      sink_(std::move(sink)),
+      options_(options),
+      pass_(spec, StreamedForwardPass::Options{options.block_bytes}) {
   thread_ = std::thread([this] { Loop(); });
   reader_thread_ = std::thread([this] { ReaderLoop(); });
 }
@@ -57,9 +62,9 @@ TestEvaluator::~TestEvaluator() {
   reader_thread_.join();
   thread_.join();
   absl::MutexLock lock(&mu_);
-  if (spill_dir_.empty()) return;
-  for (int64_t completed : spilled_) std::remove(SpillPathLocked(completed).c_str());
-  rmdir(spill_dir_.c_str());
+  if (dir_.empty()) return;
+  for (const Snapshot& snapshot : waiting_) std::remove(snapshot.path.c_str());
+  rmdir(dir_.c_str());
 }
 
 void TestEvaluator::StepEnded(int64_t completed, absl::Time start, absl::Time end, double loss) {
@@ -74,100 +79,97 @@ void TestEvaluator::FailedLocked(absl::Status why) {
   failures_.last = std::move(why);
 }
 
-bool TestEvaluator::FreeLocked() const { return stage_ == Stage::kFree && spilled_.empty(); }
+bool TestEvaluator::ReserveLocked() {
+  if (files_ > 0 &&
+      static_cast<uint64_t>(files_ + 1) * SnapshotBytes() > options_.max_snapshot_bytes) {
+    ++deferred_;
+    return false;
+  }
+  if (dir_.empty()) {
+    std::string dir = options_.snapshot_prefix + "XXXXXX";
+    if (mkdtemp(dir.data()) == nullptr) {
+      ++deferred_;
+      FailedLocked(absl::InternalError(
+          absl::StrCat("cannot make a directory for test evaluation snapshots at ", dir, ": ",
+                       strerror(errno))));
+      return false;
+    }
+    dir_ = dir;
+  }
+  ++files_;
+  return true;
+}
 
-void TestEvaluator::TakeLocked(int64_t completed, Stage stage) {
-  // At the first offer: every worker has an evaluator (any may become rank 0), and only rank 0's
-  // holds a copy.
-  params_.resize(computer_->spec().parameter_count());
-  stage_ = stage;
-  taken_ = Taken{completed, nullptr, absl::ZeroDuration()};
+void TestEvaluator::ReleaseLocked(const std::string& path) {
+  std::remove(path.c_str());
+  --files_;
+}
+
+void TestEvaluator::QueueLocked(Snapshot snapshot) {
+  // A ps read can find the shards where the previous one did (the trainer offered again before
+  // they moved on): that point is taken already.
+  if (newest_.has_value() && snapshot.completed <= *newest_) {
+    ++repeated_;
+    ReleaseLocked(snapshot.path);
+    return;
+  }
+  newest_ = snapshot.completed;
+  waiting_.push_back(std::move(snapshot));
+}
+
+std::string TestEvaluator::PathLocked(absl::string_view name) const {
+  return absl::StrCat(dir_, "/", name);
 }
 
 bool TestEvaluator::OfferSnapshot(int64_t completed, absl::Span<const float> params) {
-  const size_t parameter_count = computer_->spec().parameter_count();
-  if (params.size() != parameter_count) {
+  if (params.size() != pass_.spec().parameter_count()) {
     absl::MutexLock lock(&mu_);
-    FailedLocked(absl::InvalidArgumentError(absl::StrCat(
-        "a snapshot of ", params.size(), " parameters for a model of ", parameter_count)));
+    FailedLocked(absl::InvalidArgumentError(absl::StrCat("a snapshot of ", params.size(),
+                                                         " parameters for a model of ",
+                                                         pass_.spec().parameter_count())));
     return true;  // taken, and failed: offering it again would not help
   }
+  Snapshot snapshot{completed, "", absl::ZeroDuration()};
   {
     absl::MutexLock lock(&mu_);
-    if (FreeLocked()) {
-      TakeLocked(completed, Stage::kFilled);
-      // Under the lock, which only the trainer (StepEnded) and Drain contend for: the threads
-      // are idle while the copy is free.
-      std::copy(params.begin(), params.end(), params_.begin());
-      return true;
-    }
+    if (!ReserveLocked()) return false;
+    snapshot.path = PathLocked(absl::StrCat("after-step-", completed, ".f32"));
   }
-  return Spill(completed, params);
-}
-
-bool TestEvaluator::Spill(int64_t completed, absl::Span<const float> params) {
-  const uint64_t bytes = params.size() * sizeof(float);
-  std::string path;
-  {
-    absl::MutexLock lock(&mu_);
-    if (options_.spill_prefix.empty() ||
-        (spilled_.size() + 1) * bytes > options_.max_spilled_bytes) {
-      ++deferred_;
-      return false;
-    }
-    if (spill_dir_.empty()) {
-      std::string dir = options_.spill_prefix + "XXXXXX";
-      if (mkdtemp(dir.data()) == nullptr) {
-        ++deferred_;
-        FailedLocked(absl::InternalError(absl::StrCat(
-            "cannot make a directory for waiting snapshots at ", dir, ": ", strerror(errno))));
-        return false;
-      }
-      spill_dir_ = dir;
-    }
-    path = SpillPathLocked(completed);
+  // Off the lock: the compute and reader threads go on meanwhile.
+  absl::StatusOr<ScratchFile> file = ScratchFile::Create(snapshot.path, SnapshotBytes());
+  absl::Status written = file.status();
+  if (written.ok()) {
+    written = file->Write(
+        0, absl::string_view(reinterpret_cast<const char*>(params.data()), SnapshotBytes()));
   }
-  // Off the lock: only this (the trainer's) thread adds to spilled_, so the order holds.
-  const absl::Status written = WriteScratchFile(
-      path, absl::string_view(reinterpret_cast<const char*>(params.data()), bytes));
   absl::MutexLock lock(&mu_);
   if (!written.ok()) {
+    ReleaseLocked(snapshot.path);
     ++deferred_;
     FailedLocked(written);
     return false;
   }
-  spilled_.push_back(completed);
+  QueueLocked(std::move(snapshot));
   return true;
-}
-
-std::string TestEvaluator::SpillPathLocked(int64_t completed) const {
-  return absl::StrCat(spill_dir_, "/after-step-", completed, ".f32");
-}
-
-absl::Status TestEvaluator::LoadSpilled(const std::string& path) {
-  // The copy exists: a snapshot waits only while an earlier offer holds it.
-  const absl::Status read = ReadFileInto(
-      path,
-      absl::MakeSpan(reinterpret_cast<char*>(params_.data()), params_.size() * sizeof(float)));
-  std::remove(path.c_str());
-  return read;
 }
 
 bool TestEvaluator::OfferShardRead(int64_t completed, ShardReader reader) {
   absl::MutexLock lock(&mu_);
-  if (!FreeLocked()) {
+  if (read_.has_value()) {
     ++deferred_;
     return false;
   }
-  TakeLocked(completed, Stage::kReading);
-  taken_.reader = std::move(reader);
+  if (!ReserveLocked()) return false;
+  read_.emplace(completed, std::move(reader));
   return true;
 }
 
 void TestEvaluator::Drain() {
   absl::MutexLock lock(&mu_);
-  auto free = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return stopping_ || FreeLocked(); };
-  mu_.Await(absl::Condition(&free));
+  auto idle = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    return stopping_ || (!read_.has_value() && !evaluating_ && waiting_.empty());
+  };
+  mu_.Await(absl::Condition(&idle));
 }
 
 int64_t TestEvaluator::deferred() const {
@@ -190,103 +192,89 @@ void TestEvaluator::Loop() {
   // Best effort (a container may forbid it); Linux's setpriority takes a thread id here.
   setpriority(PRIO_PROCESS, static_cast<id_t>(syscall(SYS_gettid)), 19);
   while (true) {
-    Taken taken;
-    std::string spilled;  // the file to fill the copy from, if any
+    Snapshot snapshot;
     {
       absl::MutexLock lock(&mu_);
-      auto work = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-        return stopping_ || stage_ == Stage::kFilled ||
-               (stage_ == Stage::kFree && !spilled_.empty());
-      };
+      auto work = [this]()
+                      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return stopping_ || !waiting_.empty(); };
       mu_.Await(absl::Condition(&work));
       if (stopping_) return;
-      if (stage_ == Stage::kFree) {
-        taken_ = Taken{spilled_.front(), nullptr, absl::ZeroDuration()};
-        spilled = SpillPathLocked(spilled_.front());
-        spilled_.pop_front();
-      }
-      stage_ = Stage::kEvaluating;
-      taken = taken_;
+      snapshot = std::move(waiting_.front());
+      waiting_.pop_front();
+      evaluating_ = true;
     }
-    if (!spilled.empty()) {
-      if (absl::Status loaded = LoadSpilled(spilled); !loaded.ok()) {
-        absl::MutexLock lock(&mu_);
-        stage_ = Stage::kFree;
-        FailedLocked(loaded);
-        continue;
-      }
-    }
-    absl::StatusOr<std::optional<EvaluationLine>> point = Evaluate(taken);
-    if (point.ok() && point->has_value()) {
-      sink_(**point);
-      last_step_ = (*point)->step;
-    }
+    absl::StatusOr<EvaluationLine> point = Evaluate(snapshot);
+    if (point.ok()) sink_(*point);
     absl::MutexLock lock(&mu_);
-    stage_ = Stage::kFree;
-    if (!point.ok()) {
-      FailedLocked(point.status());
-    } else if (!point->has_value()) {
-      ++repeated_;
-    }
+    ReleaseLocked(snapshot.path);
+    evaluating_ = false;
+    if (!point.ok()) FailedLocked(point.status());
   }
 }
 
 void TestEvaluator::ReaderLoop() {
   while (true) {
-    Taken taken;
+    std::pair<int64_t, ShardReader> read;
+    std::string path;
     {
       absl::MutexLock lock(&mu_);
-      auto work = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-        return stopping_ || stage_ == Stage::kReading;
-      };
+      auto work = [this]()
+                      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return stopping_ || read_.has_value(); };
       mu_.Await(absl::Condition(&work));
-      if (stopping_) return;
-      taken = taken_;
+      if (stopping_) {
+        if (read_.has_value()) --files_;
+        return;
+      }
+      read = *read_;
+      path = PathLocked(absl::StrCat("read-after-step-", read.first, ".f32"));
     }
     const absl::Time start = absl::Now();
-    absl::StatusOr<int64_t> step = ReadShards(taken);
+    absl::StatusOr<int64_t> step = ReadShards(read.first, read.second, path);
     absl::MutexLock lock(&mu_);
+    read_.reset();
     if (!step.ok()) {
-      stage_ = Stage::kFree;
+      ReleaseLocked(path);
       FailedLocked(step.status());
       continue;
     }
-    taken_ = Taken{*step, nullptr, absl::Now() - start};
-    stage_ = Stage::kFilled;  // a snapshot of the shards now
+    QueueLocked(Snapshot{*step, path, absl::Now() - start});
   }
 }
 
-absl::StatusOr<std::optional<EvaluationLine>> TestEvaluator::Evaluate(const Taken& taken) {
+absl::StatusOr<EvaluationLine> TestEvaluator::Evaluate(const Snapshot& snapshot) {
   const absl::Time start = absl::Now();
-  const int64_t step = taken.completed;
-  // A ps read can find the shards where the previous one did (the trainer offered again before
-  // they moved on): that point is already there.
-  if (last_step_.has_value() && step <= *last_step_) return std::nullopt;
-  ASSIGN_OR_RETURN(const Evaluation evaluation,
-                   EvaluateDataset(*computer_, params_, test_, options_.chunk_rows));
-  const absl::Duration took = absl::Now() - start + taken.read_time;
-  ASSIGN_OR_RETURN(const auto when_and_loss, WhenAndLossOf(step));
+  ASSIGN_OR_RETURN(const ScratchFile file, ScratchFile::Open(snapshot.path, SnapshotBytes()));
+  ASSIGN_OR_RETURN(
+      const Evaluation evaluation,
+      EvaluateDatasetWith([&](const Batch& piece) { return pass_.Evaluate(file, piece); }, test_,
+                          options_.chunk_rows));
+  const absl::Duration took = absl::Now() - start + snapshot.read_time;
+  ASSIGN_OR_RETURN(const auto when_and_loss, WhenAndLossOf(snapshot.completed));
   EvaluationLine point;
-  point.step = step;
+  point.step = snapshot.completed;
   point.seconds = when_and_loss.first;
   point.loss = when_and_loss.second;
   point.test_accuracy = evaluation.accuracy;
   point.test_loss = evaluation.mean_loss;
   point.eval_seconds = absl::ToDoubleSeconds(took);
-  return std::optional<EvaluationLine>(point);
+  return point;
 }
 
-absl::StatusOr<int64_t> TestEvaluator::ReadShards(const Taken& taken) {
+absl::StatusOr<int64_t> TestEvaluator::ReadShards(int64_t completed, const ShardReader& reader,
+                                                  const std::string& path) {
+  ASSIGN_OR_RETURN(const ScratchFile file, ScratchFile::Create(path, SnapshotBytes()));
+  const ValuesWriter write = [&file](uint64_t offset, absl::string_view bytes) {
+    return file.Write(offset * sizeof(float), bytes);
+  };
   absl::Status last;
   for (int attempt = 0; attempt < options_.read_attempts; ++attempt) {
-    absl::StatusOr<uint64_t> step = taken.reader(absl::MakeSpan(params_));
+    absl::StatusOr<uint64_t> step = reader(pass_.spec().parameter_count(), write);
     if (step.ok()) return static_cast<int64_t>(*step);
     last = step.status();
     // Only a read that straddled a step is worth repeating at once.
     if (last.code() != absl::StatusCode::kAborted) break;
   }
-  return Annotate(last,
-                  absl::StrCat("reading the shards' parameters after step ", taken.completed));
+  return Annotate(last, absl::StrCat("reading the shards' parameters after step ", completed));
 }
 
 absl::StatusOr<std::pair<double, double>> TestEvaluator::WhenAndLossOf(int64_t step) {

@@ -185,7 +185,7 @@ ElasticOptions TrainerOptions(const WorkerOptions& options, WorkerOutputFiles& o
   training.evaluations = outputs.EvaluationSink();
   // Beside the evaluation file, which the worker writes anyway.
   if (training.evaluations) {
-    training.evaluation_spill_prefix = options.outputs.eval_file + ".waiting-";
+    training.evaluation_snapshot_prefix = options.outputs.eval_file + ".snapshots-";
   }
   return training;
 }

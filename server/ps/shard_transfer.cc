@@ -66,16 +66,25 @@ absl::Status LoadShard(const ShardTransferOptions& options, int shard, const Ele
   return absl::OkStatus();
 }
 
-// Reads shard `shard`'s stream of float segments (PsRangeValues, PsStateSegment) into `out`,
-// sized by the reader, never by a reply: each segment must continue the last at its offset, hold
-// whole floats within `out`, carry the first one's step and fit `header_fits` (its range's
-// length, say). `what` names the values in errors. Returns the step they carry.
+// A sink that copies into `out` (elements from its start).
+ValuesSink IntoSpan(absl::Span<float> out) {
+  return [out](uint64_t offset, absl::string_view bytes) {
+    if (!bytes.empty()) std::memcpy(out.data() + offset, bytes.data(), bytes.size());
+    return absl::OkStatus();
+  };
+}
+
+// Reads shard `shard`'s stream of float segments (PsRangeValues, PsStateSegment) into `sink`,
+// `expected` elements, sized by the reader, never by a reply: each segment must continue the last
+// at its offset, hold whole floats within `expected`, carry the first one's step and fit
+// `header_fits` (its range's length, say). `what` names the values in errors. Returns the step
+// they carry.
 template <typename Segment>
 absl::StatusOr<uint64_t> ReadSegments(grpc::ClientReader<Segment>& reader,
                                       grpc::ClientContext& context, int shard,
                                       absl::string_view what,
                                       const std::function<bool(const Segment&)>& header_fits,
-                                      absl::Span<float> out) {
+                                      uint64_t expected, const ValuesSink& sink) {
   Segment segment;
   uint64_t received = 0;
   std::optional<uint64_t> step;
@@ -83,34 +92,35 @@ absl::StatusOr<uint64_t> ReadSegments(grpc::ClientReader<Segment>& reader,
   while (bad.ok() && reader.Read(&segment)) {
     const uint64_t count = segment.payload().size() / sizeof(float);
     if (!header_fits(segment) || segment.offset() != received ||
-        segment.payload().size() % sizeof(float) != 0 || count > out.size() - received ||
+        segment.payload().size() % sizeof(float) != 0 || count > expected - received ||
         (step.has_value() && *step != segment.step())) {
       bad = absl::InvalidArgumentError(absl::StrCat(
-          PsShardName(shard), "'s ", what, " do not fit its range of ", out.size(),
+          PsShardName(shard), "'s ", what, " do not fit its range of ", expected,
           " elements: a segment at offset ", segment.offset(), " of ", segment.range_elements(),
           " with ", segment.payload().size(), " payload bytes after ", received));
+    } else {
+      bad = sink(received, segment.payload());
+    }
+    if (!bad.ok()) {
       context.TryCancel();
       break;
     }
     step = segment.step();
-    if (count > 0) {
-      std::memcpy(out.data() + received, segment.payload().data(), count * sizeof(float));
-    }
     received += count;
   }
   const grpc::Status status = reader.Finish();
   RETURN_IF_ERROR(bad);
   if (!status.ok()) return ShardError(status, shard, absl::StrCat("reading the ", what, " of"));
-  if (received != out.size() || !step.has_value()) {
+  if (received != expected || !step.has_value()) {
     return absl::InvalidArgumentError(
-        absl::StrCat(PsShardName(shard), " sent ", received, " of its ", out.size(), " ", what));
+        absl::StrCat(PsShardName(shard), " sent ", received, " of its ", expected, " ", what));
   }
   return *step;
 }
 
-// Shard `shard`'s range into `out` (already sized K); the step it holds.
+// Shard `shard`'s range, as elements [range.begin, range.end) of `sink`'s; the step it holds.
 absl::StatusOr<uint64_t> ReadShard(const ShardTransferOptions& options, int shard,
-                                   const ElementRange& range, absl::Span<float> out) {
+                                   const ElementRange& range, const ValuesSink& sink) {
   auto stub = proto::ParameterShard::NewStub(MakeChannel(options.shards[shard], options.security));
   grpc::ClientContext context;
   PrepareShardCall(options, shard, context);
@@ -118,7 +128,8 @@ absl::StatusOr<uint64_t> ReadShard(const ShardTransferOptions& options, int shar
   return ReadSegments<proto::PsRangeValues>(
       *reader, context, shard, "parameters",
       [&](const proto::PsRangeValues& segment) { return segment.range_elements() == range.size(); },
-      out.subspan(range.begin, range.size()));
+      range.size(),
+      [&](uint64_t offset, absl::string_view bytes) { return sink(range.begin + offset, bytes); });
 }
 
 // Shard `shard`'s resumable state, [parameters..., optimiser state...] of `range`, into `state`
@@ -137,7 +148,7 @@ absl::StatusOr<uint64_t> ReadShardState(const ShardTransferOptions& options, int
       [&](const proto::PsStateSegment& segment) {
         return segment.range_elements() == range.size() && segment.state_elements() == state.size();
       },
-      absl::MakeSpan(state));
+      state.size(), IntoSpan(absl::MakeSpan(state)));
 }
 
 }  // namespace
@@ -181,9 +192,9 @@ absl::StatusOr<JobState> ReadShardStates(const ShardTransferOptions& options, ui
 }
 
 absl::StatusOr<uint64_t> ReadShardParameters(const ShardTransferOptions& options,
-                                             absl::Span<float> out) {
+                                             uint64_t parameter_count, const ValuesSink& sink) {
   const std::vector<ElementRange> ranges =
-      EvenRanges(out.size(), static_cast<int>(options.shards.size()));
+      EvenRanges(parameter_count, static_cast<int>(options.shards.size()));
   // All at once, each into its own range: a shard in the middle of a step answers at the step's
   // end, which in a synchronous job is about when the others end it too. Read one after another,
   // a later shard was read a step after an earlier one more often than not.
@@ -191,7 +202,7 @@ absl::StatusOr<uint64_t> ReadShardParameters(const ShardTransferOptions& options
   std::vector<std::thread> readers;
   for (size_t s = 0; s < options.shards.size(); ++s) {
     readers.emplace_back(
-        [&, s] { steps[s] = ReadShard(options, static_cast<int>(s), ranges[s], out); });
+        [&, s] { steps[s] = ReadShard(options, static_cast<int>(s), ranges[s], sink); });
   }
   for (std::thread& reader : readers) reader.join();
   for (size_t s = 0; s < steps.size(); ++s) {
@@ -203,6 +214,11 @@ absl::StatusOr<uint64_t> ReadShardParameters(const ShardTransferOptions& options
     }
   }
   return steps.empty() ? uint64_t{0} : *steps[0];
+}
+
+absl::StatusOr<uint64_t> ReadShardParameters(const ShardTransferOptions& options,
+                                             absl::Span<float> out) {
+  return ReadShardParameters(options, out.size(), IntoSpan(out));
 }
 
 absl::Status LoadShards(const ShardTransferOptions& options, uint64_t generation, int workers,

@@ -11,10 +11,12 @@
 #define RINGSIDE_SERVER_PS_SHARD_TRANSFER_H_
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 #include "absl/time/time.h"
 #include "absl/types/span.h"
 #include "common/optimizer.h"
@@ -55,12 +57,20 @@ struct JobStateView {
 absl::Status LoadShards(const ShardTransferOptions& options, uint64_t generation, int workers,
                         const JobStateView& state);
 
-// The shards' live parameters, joined: every shard's range as GetParameters streams it (the
-// load keys, when given, authorise the reads). Reads every shard once, all at once, into `out`
-// (K floats: each shard's range in place, so the reader holds no second copy): the step the shards
-// held. ABORTED when the shards hold different steps (one applied a step the other had not yet when
-// read: read again; `out` is then part one step, part another); INVALID_ARGUMENT when a reply does
-// not cover its range of `out.size()` parameters exactly; a shard's gRPC status annotated with it.
+// Where read values go: `bytes` (whole floats) are elements [offset, ...) of the destination.
+// Called from one thread per shard at once, for disjoint elements. An error ends the read.
+using ValuesSink = std::function<absl::Status(uint64_t offset, absl::string_view bytes)>;
+
+// The shards' live parameters, joined: every shard's range of `parameter_count` as GetParameters
+// streams it (the load keys, when given, authorise the reads) into `sink`, a segment at a time,
+// so the reader holds no copy of the model (the test evaluator's sink is a file). Reads every shard
+// once, all at once: the step the shards held. ABORTED when the shards hold different steps (one
+// applied a step the other had not yet when read: read again; what the sink got is then part one
+// step, part another); INVALID_ARGUMENT when a reply does not cover its range exactly; the sink's
+// error; a shard's gRPC status annotated with it.
+absl::StatusOr<uint64_t> ReadShardParameters(const ShardTransferOptions& options,
+                                             uint64_t parameter_count, const ValuesSink& sink);
+// The same into `out` (K floats).
 absl::StatusOr<uint64_t> ReadShardParameters(const ShardTransferOptions& options,
                                              absl::Span<float> out);
 

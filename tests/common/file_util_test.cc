@@ -1,6 +1,8 @@
-// Scratch files (common/file_util.h): written whole and read back into a buffer of exactly their
-// size; a file of another size, or none, is an error naming it, never a partial read.
+// Scratch files (common/file_util.h): written and read at offsets within their size; a file of
+// another size, or none, is an error naming it, never a partial read.
 #include "common/file_util.h"
+
+#include <unistd.h>
 
 #include <string>
 
@@ -13,16 +15,27 @@ namespace {
 
 using ::testing::HasSubstr;
 
-TEST(ScratchFileTest, IsReadBackIntoABufferOfItsSize) {
+TEST(ScratchFileTest, IsWrittenAndReadAtOffsetsWithinItsSize) {
   auto dir = launch::TempDir::Create("ringside-scratch-");
   ASSERT_TRUE(dir.ok()) << dir.status();
   const std::string path = dir->File("values");
-  const std::string contents = "0123456789abcdef";
-  ASSERT_TRUE(WriteScratchFile(path, contents).ok());
-  std::string out(contents.size(), '\0');
-  ASSERT_TRUE(ReadFileInto(path, absl::MakeSpan(out)).ok());
-  EXPECT_EQ(out, contents);
-  EXPECT_EQ(WriteScratchFile(path, contents).code(), absl::StatusCode::kInternal)
+  absl::StatusOr<ScratchFile> file = ScratchFile::Create(path, 16);
+  ASSERT_TRUE(file.ok()) << file.status();
+  ASSERT_TRUE(file->Write(8, "89abcdef").ok());
+  ASSERT_TRUE(file->Write(0, "01234567").ok());
+  EXPECT_EQ(file->Write(12, "too long").code(), absl::StatusCode::kInvalidArgument);
+  std::string middle(6, '\0');
+  ASSERT_TRUE(file->Read(5, absl::MakeSpan(middle)).ok());
+  EXPECT_EQ(middle, "56789a");
+  std::string past(2, '\0');
+  EXPECT_EQ(file->Read(15, absl::MakeSpan(past)).code(), absl::StatusCode::kInvalidArgument);
+
+  absl::StatusOr<ScratchFile> again = ScratchFile::Open(path, 16);
+  ASSERT_TRUE(again.ok()) << again.status();
+  std::string all(16, '\0');
+  ASSERT_TRUE(again->Read(0, absl::MakeSpan(all)).ok());
+  EXPECT_EQ(all, "0123456789abcdef");
+  EXPECT_EQ(ScratchFile::Create(path, 16).status().code(), absl::StatusCode::kInternal)
       << "an existing file is never written over";
 }
 
@@ -30,16 +43,28 @@ TEST(ScratchFileTest, AFileOfAnotherSizeOrNoneIsAnError) {
   auto dir = launch::TempDir::Create("ringside-scratch-");
   ASSERT_TRUE(dir.ok()) << dir.status();
   const std::string path = dir->File("values");
-  ASSERT_TRUE(WriteScratchFile(path, "0123").ok());
-  std::string longer(5, '\0');
-  const absl::Status status = ReadFileInto(path, absl::MakeSpan(longer));
+  ASSERT_TRUE(ScratchFile::Create(path, 4).ok());
+  const absl::Status status = ScratchFile::Open(path, 5).status();
   EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(status.message(), HasSubstr("holds 4 bytes, not the 5 expected"));
-  std::string shorter(3, '\0');
-  EXPECT_EQ(ReadFileInto(path, absl::MakeSpan(shorter)).code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_EQ(ReadFileInto(dir->File("none"), absl::MakeSpan(shorter)).code(),
+  EXPECT_EQ(ScratchFile::Open(path, 3).status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(ScratchFile::Open(dir->File("none"), 3).status().code(), absl::StatusCode::kNotFound);
+  EXPECT_EQ(ScratchFile::Create(dir->File("no/such/dir"), 1).status().code(),
             absl::StatusCode::kNotFound);
-  EXPECT_EQ(WriteScratchFile(dir->File("no/such/dir"), "x").code(), absl::StatusCode::kNotFound);
+}
+
+TEST(ScratchFileTest, AFileCutShortUnderItsReaderIsAnErrorNotAPartialRead) {
+  auto dir = launch::TempDir::Create("ringside-scratch-");
+  ASSERT_TRUE(dir.ok()) << dir.status();
+  const std::string path = dir->File("values");
+  ASSERT_TRUE(ScratchFile::Create(path, 8).ok());
+  absl::StatusOr<ScratchFile> file = ScratchFile::Open(path, 8);
+  ASSERT_TRUE(file.ok()) << file.status();
+  ASSERT_EQ(truncate(path.c_str(), 4), 0);
+  std::string out(8, '\0');
+  const absl::Status status = file->Read(0, absl::MakeSpan(out));
+  EXPECT_EQ(status.code(), absl::StatusCode::kInternal);
+  EXPECT_THAT(status.message(), HasSubstr("ended early"));
 }
 
 }  // namespace

@@ -1,9 +1,9 @@
 // The test evaluator on its own: snapshots evaluated exactly as one direct evaluation, points
-// timed from the first step, snapshots offered while its one copy of the parameters is in use
-// waiting on disk in order (within their budget), other offers refused (and nothing copied), ps
-// reads retried while the shards straddle a step and labelled
-// with the step they held, failures counted. Readers stand in for the shards; readers and the
-// sink block on notifications, never on clocks.
+// timed from the first step, snapshots waiting on disk in order while an earlier one is evaluated
+// (within their budget, files removed once evaluated), a second shard read refused while one is in
+// progress (nothing read), ps reads written segment by segment, retried while the shards straddle
+// a step and labelled with the step they held, failures counted. Readers stand in for the shards;
+// readers and the sink block on notifications, never on clocks.
 #include "worker/test_evaluator.h"
 
 #include <atomic>
@@ -21,6 +21,25 @@
 namespace ringside::worker {
 namespace {
 
+using ShardReader = TestEvaluator::ShardReader;
+using ValuesWriter = TestEvaluator::ValuesWriter;
+
+// A reader of shards that hold `params` at `step`: written in two segments, the second first, as
+// two shards' replies may land.
+ShardReader ShardsAt(const std::vector<float>& params, uint64_t step) {
+  return [&params, step](uint64_t count, const ValuesWriter& write) -> absl::StatusOr<uint64_t> {
+    if (count != params.size()) return absl::InvalidArgumentError("count");
+    const uint64_t half = count / 2;
+    auto bytes = [&](uint64_t first, uint64_t end) {
+      return absl::string_view(reinterpret_cast<const char*>(params.data() + first),
+                               (end - first) * sizeof(float));
+    };
+    if (absl::Status status = write(half, bytes(half, count)); !status.ok()) return status;
+    if (absl::Status status = write(0, bytes(0, half)); !status.ok()) return status;
+    return step;
+  };
+}
+
 class TestEvaluatorTest : public ::testing::Test {
  protected:
   TestEvaluatorTest()
@@ -29,8 +48,9 @@ class TestEvaluatorTest : public ::testing::Test {
         origin_(absl::FromUnixSeconds(1000)) {}
 
   std::unique_ptr<TestEvaluator> Make(TestEvaluator::Options options = {}) {
+    if (options.snapshot_prefix.empty()) options.snapshot_prefix = dir_->File("snapshots-");
     auto evaluator = TestEvaluator::Create(
-        spec_, test_, "cpu",
+        spec_, test_,
         [this](const EvaluationLine& point) {
           if (hold_first_point_) {
             hold_first_point_ = false;
@@ -58,6 +78,17 @@ class TestEvaluatorTest : public ::testing::Test {
     return static_cast<int>(std::distance(std::filesystem::directory_iterator(dir),
                                           std::filesystem::directory_iterator()));
   }
+  // Files in the evaluator's snapshot directory (the one entry of dir_), or -1 when there is none.
+  int Snapshots() {
+    std::filesystem::directory_iterator entry(dir_->path());
+    if (entry == std::filesystem::directory_iterator()) return -1;
+    return FilesIn(entry->path().string());
+  }
+  std::vector<int64_t> Steps() {
+    std::vector<int64_t> steps;
+    for (const EvaluationLine& point : Points()) steps.push_back(point.step);
+    return steps;
+  }
   std::vector<EvaluationLine> Points() {
     absl::MutexLock lock(&mu_);
     return points_;
@@ -65,6 +96,7 @@ class TestEvaluatorTest : public ::testing::Test {
 
   const ModelSpec spec_;
   const Dataset test_;
+  const absl::StatusOr<launch::TempDir> dir_ = launch::TempDir::Create("ringside-evaluator-");
   const absl::Time origin_;
   absl::Mutex mu_;
   std::vector<EvaluationLine> points_ ABSL_GUARDED_BY(mu_);
@@ -100,139 +132,151 @@ TEST_F(TestEvaluatorTest, ASnapshotIsEvaluatedOnTheWholeTestSetAndTimedFromTheFi
   EXPECT_EQ(evaluator->failures().count, 0);
 }
 
-// The evaluator holds one copy of the parameters: while it is being evaluated, every offer is
-// refused and the trainer's next offer, once it is free, is taken.
-TEST_F(TestEvaluatorTest, OffersWhileTheCopyIsEvaluatedAreRefusedAndTheNextIsTaken) {
+// Offers taken while an earlier snapshot is evaluated wait on disk, in the evaluator's directory
+// and not in memory, and are evaluated in order, each exactly: ring snapshots and shard reads
+// alike. The files are gone once evaluated, and their directory with the evaluator.
+TEST_F(TestEvaluatorTest, OffersTakenWhileOneIsEvaluatedWaitOnDiskInOrder) {
   hold_first_point_ = true;
   auto evaluator = Make();
-  const std::vector<float> params = InitialParameters(spec_, 1);
-  for (int64_t step = 1; step <= 40; ++step) Ended(*evaluator, step, 1);
-  ASSERT_TRUE(evaluator->OfferSnapshot(10, params));
-  in_sink_.WaitForNotification();  // the compute thread is held at step 10's point
-  EXPECT_FALSE(evaluator->OfferSnapshot(20, params));
-  bool read = false;
-  EXPECT_FALSE(evaluator->OfferShardRead(30, [&](absl::Span<float>) -> absl::StatusOr<uint64_t> {
-    read = true;
-    return 30;
-  }));
-  release_sink_.Notify();
-  evaluator->Drain();
-  EXPECT_TRUE(evaluator->OfferSnapshot(31, params));
-  evaluator->Drain();
-  std::vector<int64_t> steps;
-  for (const EvaluationLine& point : Points()) steps.push_back(point.step);
-  EXPECT_EQ(steps, (std::vector<int64_t>{10, 31}));
-  EXPECT_FALSE(read) << "a refused read never reads";
-  EXPECT_EQ(evaluator->deferred(), 2);
-}
-
-// A refused offer copies nothing: the shards' parameters a read put in the copy are the ones
-// evaluated, whatever was offered meanwhile.
-TEST_F(TestEvaluatorTest, ARefusedSnapshotLeavesTheCopyBeingReadAlone) {
-  auto evaluator = Make();
-  const std::vector<float> shards = InitialParameters(spec_, 4);
-  const std::vector<float> other = InitialParameters(spec_, 5);
-  ASSERT_NE(Direct(shards).mean_loss, Direct(other).mean_loss);
-  for (int64_t step = 1; step <= 6; ++step) Ended(*evaluator, step, 0.1 * step);
-  absl::Notification filled, release;
-  ASSERT_TRUE(evaluator->OfferShardRead(5, [&](absl::Span<float> out) -> absl::StatusOr<uint64_t> {
-    std::copy(shards.begin(), shards.end(), out.begin());
-    filled.Notify();
-    release.WaitForNotification();
-    return 6;
-  }));
-  filled.WaitForNotification();
-  EXPECT_FALSE(evaluator->OfferSnapshot(6, other));
-  release.Notify();
-  evaluator->Drain();
-  const std::vector<EvaluationLine> points = Points();
-  ASSERT_EQ(points.size(), 1u);
-  EXPECT_EQ(points[0].step, 6);
-  EXPECT_NEAR(points[0].test_loss, Direct(shards).mean_loss, 1e-6);
-  EXPECT_EQ(evaluator->deferred(), 1);
-}
-
-// Snapshots offered while the copy is evaluated wait on disk, not in memory, and are evaluated in
-// order, each exactly; a shard read meanwhile is refused (it must read the shards when due); the
-// files are gone once evaluated, and their directory with the evaluator.
-TEST_F(TestEvaluatorTest, SnapshotsOfferedWhileBusyWaitOnDiskInOrder) {
-  auto dir = launch::TempDir::Create("ringside-evaluator-");
-  ASSERT_TRUE(dir.ok()) << dir.status();
-  hold_first_point_ = true;
-  TestEvaluator::Options options;
-  options.spill_prefix = dir->File("waiting-");
-  auto evaluator = Make(options);
+  EXPECT_EQ(Snapshots(), -1) << "no directory before the first offer";
   std::vector<std::vector<float>> params;
-  for (int seed = 1; seed <= 3; ++seed) params.push_back(InitialParameters(spec_, seed));
-  for (int64_t step = 1; step <= 30; ++step) Ended(*evaluator, step, 1);
+  for (int seed = 1; seed <= 4; ++seed) params.push_back(InitialParameters(spec_, seed));
+  for (int64_t step = 1; step <= 40; ++step) Ended(*evaluator, step, 1);
   ASSERT_TRUE(evaluator->OfferSnapshot(10, params[0]));
   in_sink_.WaitForNotification();  // the compute thread is held at step 10's point
   EXPECT_TRUE(evaluator->OfferSnapshot(20, params[1]));
   EXPECT_TRUE(evaluator->OfferSnapshot(30, params[2]));
-  EXPECT_FALSE(evaluator->OfferShardRead(
-      30, [](absl::Span<float>) -> absl::StatusOr<uint64_t> { return 30; }));
-  EXPECT_EQ(FilesIn(dir->path()), 1) << "one directory of waiting snapshots";
+  absl::Notification read;
+  ASSERT_TRUE(evaluator->OfferShardRead(
+      40, [&](uint64_t count, const ValuesWriter& write) -> absl::StatusOr<uint64_t> {
+        absl::StatusOr<uint64_t> step = ShardsAt(params[3], 40)(count, write);
+        read.Notify();
+        return step;
+      }));
+  read.WaitForNotification();
+  EXPECT_EQ(Snapshots(), 4) << "10 (being evaluated), 20, 30 and the read of 40 are files";
   release_sink_.Notify();
   evaluator->Drain();
+  EXPECT_EQ(Steps(), (std::vector<int64_t>{10, 20, 30, 40}));
   const std::vector<EvaluationLine> points = Points();
-  ASSERT_EQ(points.size(), 3u);
-  for (size_t p = 0; p < 3; ++p) {
-    EXPECT_EQ(points[p].step, 10 * static_cast<int64_t>(p + 1));
+  for (size_t p = 0; p < 4; ++p) {
     EXPECT_NEAR(points[p].test_loss, Direct(params[p]).mean_loss, 1e-6) << p;
   }
-  EXPECT_EQ(evaluator->deferred(), 1) << "the shard read";
   EXPECT_EQ(evaluator->failures().count, 0) << evaluator->failures().last;
+  EXPECT_EQ(Snapshots(), 0);
   evaluator.reset();
-  EXPECT_EQ(FilesIn(dir->path()), 0);
+  EXPECT_EQ(FilesIn(dir_->path()), 0);
 }
 
-// Beyond max_spilled_bytes an offer is refused (counted): the trainer offers again later.
+// One shard read at a time: a read offered while the last is in progress is refused (counted) and
+// never reads; the trainer's next offer is taken.
+TEST_F(TestEvaluatorTest, AShardReadWhileOneIsInProgressIsRefused) {
+  auto evaluator = Make();
+  const std::vector<float> params = InitialParameters(spec_, 4);
+  for (int64_t step = 1; step <= 8; ++step) Ended(*evaluator, step, 0.1 * step);
+  absl::Notification reading, release;
+  ASSERT_TRUE(evaluator->OfferShardRead(
+      5, [&](uint64_t count, const ValuesWriter& write) -> absl::StatusOr<uint64_t> {
+        reading.Notify();
+        release.WaitForNotification();
+        return ShardsAt(params, 6)(count, write);
+      }));
+  reading.WaitForNotification();
+  bool read = false;
+  EXPECT_FALSE(
+      evaluator->OfferShardRead(7, [&](uint64_t, const ValuesWriter&) -> absl::StatusOr<uint64_t> {
+        read = true;
+        return 7;
+      }));
+  release.Notify();
+  evaluator->Drain();
+  EXPECT_TRUE(evaluator->OfferShardRead(8, ShardsAt(params, 8)));
+  evaluator->Drain();
+  EXPECT_EQ(Steps(), (std::vector<int64_t>{6, 8}));
+  EXPECT_FALSE(read) << "a refused read never reads";
+  EXPECT_EQ(evaluator->deferred(), 1);
+}
+
+// Beyond max_snapshot_bytes an offer is refused (counted): the trainer offers again later. The
+// snapshot being evaluated counts until its point is with the sink.
 TEST_F(TestEvaluatorTest, SnapshotsBeyondTheDiskBudgetAreRefused) {
-  auto dir = launch::TempDir::Create("ringside-evaluator-");
-  ASSERT_TRUE(dir.ok()) << dir.status();
   hold_first_point_ = true;
   TestEvaluator::Options options;
-  options.spill_prefix = dir->File("waiting-");
-  options.max_spilled_bytes = spec_.parameter_count() * sizeof(float);  // one snapshot
+  options.max_snapshot_bytes = 2 * spec_.parameter_count() * sizeof(float);
   auto evaluator = Make(options);
   const std::vector<float> params = InitialParameters(spec_, 1);
-  for (int64_t step = 1; step <= 30; ++step) Ended(*evaluator, step, 1);
+  for (int64_t step = 1; step <= 40; ++step) Ended(*evaluator, step, 1);
   ASSERT_TRUE(evaluator->OfferSnapshot(10, params));
   in_sink_.WaitForNotification();
   EXPECT_TRUE(evaluator->OfferSnapshot(20, params));
   EXPECT_FALSE(evaluator->OfferSnapshot(30, params));
+  EXPECT_FALSE(evaluator->OfferShardRead(30, ShardsAt(params, 30)));
   release_sink_.Notify();
   evaluator->Drain();
-  std::vector<int64_t> steps;
-  for (const EvaluationLine& point : Points()) steps.push_back(point.step);
-  EXPECT_EQ(steps, (std::vector<int64_t>{10, 20}));
-  EXPECT_EQ(evaluator->deferred(), 1);
+  EXPECT_TRUE(evaluator->OfferSnapshot(40, params));
+  evaluator->Drain();
+  EXPECT_EQ(Steps(), (std::vector<int64_t>{10, 20, 40}));
+  EXPECT_EQ(evaluator->deferred(), 2);
 }
 
-// A snapshot that cannot be written to wait is refused, the failure kept; the evaluator goes on.
-TEST_F(TestEvaluatorTest, ASnapshotThatCannotBeWrittenIsRefused) {
-  auto dir = launch::TempDir::Create("ringside-evaluator-");
-  ASSERT_TRUE(dir.ok()) << dir.status();
+// A budget smaller than one snapshot still takes one at a time: a model larger than the budget is
+// evaluated, never refused for ever.
+TEST_F(TestEvaluatorTest, OneSnapshotIsTakenWhateverTheBudget) {
   hold_first_point_ = true;
   TestEvaluator::Options options;
-  options.spill_prefix = dir->File("no-such-directory/waiting-");
+  options.max_snapshot_bytes = 1;
   auto evaluator = Make(options);
   const std::vector<float> params = InitialParameters(spec_, 1);
-  for (int64_t step = 1; step <= 30; ++step) Ended(*evaluator, step, 1);
+  for (int64_t step = 1; step <= 20; ++step) Ended(*evaluator, step, 1);
   ASSERT_TRUE(evaluator->OfferSnapshot(10, params));
   in_sink_.WaitForNotification();
-  EXPECT_FALSE(evaluator->OfferSnapshot(20, params));
+  EXPECT_FALSE(evaluator->OfferSnapshot(15, params));
   release_sink_.Notify();
   evaluator->Drain();
-  EXPECT_TRUE(evaluator->OfferSnapshot(30, params));
+  EXPECT_TRUE(evaluator->OfferSnapshot(20, params));
   evaluator->Drain();
-  std::vector<int64_t> steps;
-  for (const EvaluationLine& point : Points()) steps.push_back(point.step);
-  EXPECT_EQ(steps, (std::vector<int64_t>{10, 30}));
-  EXPECT_EQ(evaluator->deferred(), 1);
-  EXPECT_EQ(evaluator->failures().count, 1);
+  EXPECT_EQ(Steps(), (std::vector<int64_t>{10, 20}));
+}
+
+// Where no snapshot can be written, offers are refused with the failure kept; never fatal.
+TEST_F(TestEvaluatorTest, ASnapshotThatCannotBeWrittenIsRefused) {
+  TestEvaluator::Options options;
+  options.snapshot_prefix = dir_->File("no-such-directory/snapshots-");
+  auto evaluator = Make(options);
+  const std::vector<float> params = InitialParameters(spec_, 1);
+  EXPECT_FALSE(evaluator->OfferSnapshot(0, params));
+  EXPECT_FALSE(evaluator->OfferShardRead(0, ShardsAt(params, 0)));
+  evaluator->Drain();
+  EXPECT_TRUE(Points().empty());
+  EXPECT_EQ(evaluator->deferred(), 2);
+  EXPECT_EQ(evaluator->failures().count, 2);
   EXPECT_THAT(std::string(evaluator->failures().last.message()),
               ::testing::HasSubstr("no-such-directory"));
+}
+
+// A reader that writes past the model (a reply the reader did not bound) fails the read with the
+// file's error; nothing is evaluated, the next read is taken.
+TEST_F(TestEvaluatorTest, AReadWritingPastTheModelFails) {
+  auto evaluator = Make();
+  const std::vector<float> params = InitialParameters(spec_, 4);
+  Ended(*evaluator, 1, 0.5);
+  ASSERT_TRUE(evaluator->OfferShardRead(
+      1, [&](uint64_t count, const ValuesWriter& write) -> absl::StatusOr<uint64_t> {
+        const float extra[2] = {1, 2};
+        if (absl::Status status =
+                write(count - 1, absl::string_view(reinterpret_cast<const char*>(extra), 8));
+            !status.ok()) {
+          return status;
+        }
+        return 1;
+      }));
+  evaluator->Drain();
+  EXPECT_TRUE(Points().empty());
+  EXPECT_EQ(evaluator->failures().count, 1);
+  EXPECT_EQ(evaluator->failures().last.code(), absl::StatusCode::kInvalidArgument);
+  ASSERT_TRUE(evaluator->OfferShardRead(1, ShardsAt(params, 1)));
+  evaluator->Drain();
+  EXPECT_EQ(Steps(), (std::vector<int64_t>{1}));
 }
 
 TEST_F(TestEvaluatorTest, AShardReadThatStraddlesAStepIsReadAgainAndTakesTheShardsStep) {
@@ -240,11 +284,11 @@ TEST_F(TestEvaluatorTest, AShardReadThatStraddlesAStepIsReadAgainAndTakesTheShar
   const std::vector<float> params = InitialParameters(spec_, 4);
   std::atomic<int> reads{0};
   for (int64_t step = 1; step <= 6; ++step) Ended(*evaluator, step, 0.1 * step);
-  ASSERT_TRUE(evaluator->OfferShardRead(5, [&](absl::Span<float> out) -> absl::StatusOr<uint64_t> {
-    if (++reads < 3) return absl::AbortedError("ps-0 held step 5, ps-1 step 6");
-    std::copy(params.begin(), params.end(), out.begin());
-    return 6;
-  }));
+  ASSERT_TRUE(evaluator->OfferShardRead(
+      5, [&](uint64_t count, const ValuesWriter& write) -> absl::StatusOr<uint64_t> {
+        if (++reads < 3) return absl::AbortedError("ps-0 held step 5, ps-1 step 6");
+        return ShardsAt(params, 6)(count, write);
+      }));
   evaluator->Drain();
   const std::vector<EvaluationLine> points = Points();
   ASSERT_EQ(points.size(), 1u);
@@ -259,16 +303,13 @@ TEST_F(TestEvaluatorTest, AReadOfAStepAlreadyEvaluatedGivesNoSecondPoint) {
   auto evaluator = Make();
   const std::vector<float> params = InitialParameters(spec_, 4);
   for (int64_t step = 1; step <= 6; ++step) Ended(*evaluator, step, 0.1 * step);
-  auto shards_at_six = [&](absl::Span<float> out) -> absl::StatusOr<uint64_t> {
-    std::copy(params.begin(), params.end(), out.begin());
-    return 6;
-  };
-  ASSERT_TRUE(evaluator->OfferShardRead(5, shards_at_six));
+  ASSERT_TRUE(evaluator->OfferShardRead(5, ShardsAt(params, 6)));
   evaluator->Drain();
-  ASSERT_TRUE(evaluator->OfferShardRead(6, shards_at_six));
+  ASSERT_TRUE(evaluator->OfferShardRead(6, ShardsAt(params, 6)));
   evaluator->Drain();
   EXPECT_EQ(Points().size(), 1u);
   EXPECT_EQ(evaluator->repeated(), 1);
+  EXPECT_EQ(Snapshots(), 0) << "the repeated read's file is removed";
 }
 
 TEST_F(TestEvaluatorTest, APsPointWaitsForTheTrainerToReportTheShardsStep) {
@@ -276,11 +317,11 @@ TEST_F(TestEvaluatorTest, APsPointWaitsForTheTrainerToReportTheShardsStep) {
   const std::vector<float> params = InitialParameters(spec_, 4);
   Ended(*evaluator, 1, 0.25);
   absl::Notification read;
-  ASSERT_TRUE(evaluator->OfferShardRead(1, [&](absl::Span<float> out) -> absl::StatusOr<uint64_t> {
-    std::copy(params.begin(), params.end(), out.begin());
-    read.Notify();
-    return 2;  // the shards applied step 2 before worker-0 finished it
-  }));
+  ASSERT_TRUE(evaluator->OfferShardRead(
+      1, [&](uint64_t count, const ValuesWriter& write) -> absl::StatusOr<uint64_t> {
+        read.Notify();
+        return ShardsAt(params, 2)(count, write);  // the shards applied step 2 before worker-0 did
+      }));
   read.WaitForNotification();
   Ended(*evaluator, 2, 0.125);
   evaluator->Drain();
@@ -298,21 +339,22 @@ TEST_F(TestEvaluatorTest, FailuresAreCountedAndNeverFatal) {
   auto evaluator = Make(options);
   const std::vector<float> params = InitialParameters(spec_, 1);
   std::atomic<int> reads{0};
-  ASSERT_TRUE(evaluator->OfferShardRead(1, [&](absl::Span<float>) -> absl::StatusOr<uint64_t> {
-    ++reads;
-    return absl::UnavailableError("ps-1 is gone");
-  }));
+  ASSERT_TRUE(
+      evaluator->OfferShardRead(1, [&](uint64_t, const ValuesWriter&) -> absl::StatusOr<uint64_t> {
+        ++reads;
+        return absl::UnavailableError("ps-1 is gone");
+      }));
   evaluator->Drain();
   EXPECT_EQ(reads.load(), 1) << "only a straddled read is read again";
-  ASSERT_TRUE(evaluator->OfferShardRead(1, [&](absl::Span<float>) -> absl::StatusOr<uint64_t> {
-    ++reads;
-    return absl::AbortedError("straddling");
-  }));
+  ASSERT_TRUE(
+      evaluator->OfferShardRead(1, [&](uint64_t, const ValuesWriter&) -> absl::StatusOr<uint64_t> {
+        ++reads;
+        return absl::AbortedError("straddling");
+      }));
   evaluator->Drain();
   EXPECT_EQ(reads.load(), 5) << "1 + read_attempts";
   // The shards held a step this worker never reported (its step failed): no point.
-  ASSERT_TRUE(evaluator->OfferShardRead(
-      1, [&](absl::Span<float>) -> absl::StatusOr<uint64_t> { return 9; }));
+  ASSERT_TRUE(evaluator->OfferShardRead(1, ShardsAt(params, 9)));
   evaluator->Drain();
   EXPECT_EQ(evaluator->failures().count, 3);
   EXPECT_EQ(evaluator->failures().last.code(), absl::StatusCode::kDeadlineExceeded);
@@ -322,17 +364,18 @@ TEST_F(TestEvaluatorTest, FailuresAreCountedAndNeverFatal) {
   EXPECT_EQ(failures.count, 4);
   EXPECT_EQ(failures.last.code(), absl::StatusCode::kInvalidArgument);
   EXPECT_TRUE(Points().empty());
-  EXPECT_TRUE(evaluator->OfferSnapshot(0, params));  // and it goes on evaluating
+  Ended(*evaluator, 10, 0.5);
+  EXPECT_TRUE(evaluator->OfferSnapshot(10, params));  // and it goes on evaluating
   evaluator->Drain();
-  EXPECT_EQ(Points().size(), 1u);
+  EXPECT_EQ(Steps(), (std::vector<int64_t>{10}));
 }
 
 TEST_F(TestEvaluatorTest, NoTestSetOrAMismatchedOneIsRefused) {
   const Dataset empty;
-  EXPECT_EQ(TestEvaluator::Create(spec_, empty, "cpu", nullptr).status().code(),
+  EXPECT_EQ(TestEvaluator::Create(spec_, empty, nullptr).status().code(),
             absl::StatusCode::kFailedPrecondition);
   const Dataset other = MakeSyntheticDataset(10, 5, 4, 3);
-  EXPECT_EQ(TestEvaluator::Create(spec_, other, "cpu", nullptr).status().code(),
+  EXPECT_EQ(TestEvaluator::Create(spec_, other, nullptr).status().code(),
             absl::StatusCode::kInvalidArgument);
 }
 
