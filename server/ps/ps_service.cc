@@ -16,32 +16,43 @@
 namespace ringside::server {
 namespace {
 
-// Streams a range of values in segments: the parameters (GetParameters).
+// Streams a range of values in segments: the parameters (GetParameters), copied a segment at a
+// time from `read` (a ShardState::ParameterRead, or a copy already made).
 class RangeWriter {
  public:
-  RangeWriter(Values values, uint64_t step, uint64_t segment_elements)
-      : values_(std::move(values)), step_(step), segment_elements_(segment_elements) {}
+  // Copies elements [offset, offset + out.size()) of the range.
+  using Copy = std::function<absl::Status(uint64_t offset, absl::Span<float> out)>;
 
-  // The next segment into `out`; false when everything has been written. An empty range still
-  // gets one (empty) segment, so every reply says which step it belongs to.
+  RangeWriter(Copy read, uint64_t size, uint64_t step, uint64_t segment_elements)
+      : read_(std::move(read)), size_(size), step_(step), segment_elements_(segment_elements) {}
+
+  // The next segment into `out`; false when everything has been written or a copy failed
+  // (status() says why). An empty range still gets one (empty) segment, so every reply says
+  // which step it belongs to.
   bool Next(proto::PsRangeValues& out) {
-    if (done_) return false;
-    const uint64_t count = std::min<uint64_t>(segment_elements_, values_->size() - offset_);
+    if (done_ || !status_.ok()) return false;
+    const uint64_t count = std::min<uint64_t>(segment_elements_, size_ - offset_);
     out.set_step(step_);
     out.set_offset(offset_);
-    out.set_range_elements(values_->size());
-    out.set_payload(reinterpret_cast<const char*>(values_->data() + offset_), count * 4);
+    out.set_range_elements(size_);
+    std::string& payload = *out.mutable_payload();
+    payload.resize(count * sizeof(float));
+    status_ = read_(offset_, absl::MakeSpan(reinterpret_cast<float*>(payload.data()), count));
+    if (!status_.ok()) return false;
     offset_ += count;
-    done_ = offset_ >= values_->size();
+    done_ = offset_ >= size_;
     return true;
   }
+  const absl::Status& status() const { return status_; }
 
  private:
-  Values values_;
+  Copy read_;
+  uint64_t size_;
   uint64_t step_;
   uint64_t segment_elements_;
   uint64_t offset_ = 0;
   bool done_ = false;
+  absl::Status status_;
 };
 
 // Streams a shard's resumable state (ReadState) in segments of the Load layout.
@@ -66,6 +77,9 @@ class StateWriter {
     offset_ += count;
     return true;
   }
+
+  // Copying from the state never fails.
+  absl::Status status() const { return absl::OkStatus(); }
 
  private:
   uint64_t step_;
@@ -102,7 +116,7 @@ class SegmentsReactor final : public grpc::ServerWriteReactor<Message> {
     if (writer_->Next(out_)) {
       this->StartWrite(&out_);
     } else {
-      this->Finish(grpc::Status::OK);
+      this->Finish(ToGrpcStatus(writer_->status()));
     }
   }
   std::optional<Writer> writer_;
@@ -217,21 +231,30 @@ grpc::ServerWriteReactor<proto::PsRangeValues>* ParameterShardService::GetParame
   // staleness the step is the slowest worker's completed steps.
   if (generation->stale != nullptr) {
     const StaleRead read = generation->stale->Read();
-    return new ParametersReactor(
-        RangeWriter(read.values, read.slowest_completed, segment_elements_));
+    const uint64_t size = read.values->size();
+    return new ParametersReactor(RangeWriter(
+        [values = read.values](uint64_t offset, absl::Span<float> out) {
+          std::copy_n(values->begin() + offset, out.size(), out.begin());
+          return absl::OkStatus();
+        },
+        size, read.slowest_completed, segment_elements_));
   }
-  // The copy is made when the shard's applier is between steps: now, or at the step's end (never
-  // waited for on this thread). The shard answers every read, also when the step is lost or the
-  // generation ends, so the stream always finishes.
+  // The read begins when the shard's applier is between steps: now, or at the step's end (never
+  // waited for on this thread), and copies a segment at a time as the stream takes them. The
+  // shard answers every read, also when the step is lost or the generation ends, so the stream
+  // always finishes.
   auto* reactor = new ParametersReactor();
-  generation->state->ReadApplied(
-      [reactor, segment_elements = segment_elements_](absl::StatusOr<ShardState::Applied> applied) {
-        if (!applied.ok()) {
-          reactor->Refuse(ToGrpcStatus(applied.status()));
-          return;
-        }
-        reactor->Start(RangeWriter(std::move(applied->values), applied->step, segment_elements));
-      });
+  generation->state->ReadInPlace([reactor, segment_elements = segment_elements_](
+                                     absl::StatusOr<ShardState::Read> read) {
+    if (!read.ok()) {
+      reactor->Refuse(ToGrpcStatus(read.status()));
+      return;
+    }
+    const ShardState::Read& shared = *read;
+    reactor->Start(RangeWriter(
+        [shared](uint64_t offset, absl::Span<float> out) { return shared->CopyTo(offset, out); },
+        shared->size(), shared->step(), segment_elements));
+  });
   return reactor;
 }
 

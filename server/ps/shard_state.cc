@@ -72,15 +72,24 @@ ShardState::ShardState(ShardConfig config, uint64_t step, std::vector<float> val
 
 ShardState::~ShardState() {
   std::vector<Reader> readers;
+  std::vector<std::weak_ptr<ParameterRead>> reads;
   {
     absl::MutexLock lock(&mu_);
     stopping_ = true;
     segment_ready_.Signal();
     readers.swap(readers_);
+    reads.swap(reads_);
   }
-  AnswerReaders(std::move(readers),
+  RefuseReaders(std::move(readers),
                 absl::AbortedError(absl::StrCat(PsShardName(config_.shard), "'s generation ",
                                                 config_.generation, " ended before a step did")));
+  // A read still streaming must not touch values_ once they are gone.
+  for (const std::weak_ptr<ParameterRead>& weak : reads) {
+    if (Read read = weak.lock()) {
+      read->Abort(absl::AbortedError(absl::StrCat(PsShardName(config_.shard), "'s generation ",
+                                                  config_.generation, " ended during the read")));
+    }
+  }
   if (std::this_thread::get_id() == applier_.get_id()) {
     // A callback the applier ran dropped the last reference: the applier cannot join itself, so
     // it is told to return as soon as that callback is destroyed, touching nothing of this.
@@ -102,7 +111,7 @@ void ShardState::Close() {
     readers.swap(readers_);
     unreadable = UnreadableLocked();
   }
-  AnswerReaders(std::move(readers), unreadable);
+  RefuseReaders(std::move(readers), unreadable);
   for (auto& [done, summed] : ready) done(std::move(summed));
 }
 
@@ -330,7 +339,7 @@ void ShardState::AbandonPush(int worker, uint64_t step) {
     readers.swap(readers_);  // the parameters will never be between steps again
     lost = LostStatus();
   }
-  AnswerReaders(std::move(readers), lost);
+  RefuseReaders(std::move(readers), lost);
   for (auto& [done, summed] : ready) done(std::move(summed));
 }
 
@@ -341,6 +350,7 @@ void ShardState::ApplyLoop() {
     Segment segment;
     ApplyHook hook;
     bool begins_step = false;
+    std::vector<Read> reads;
     {
       absl::MutexLock lock(&mu_);
       while (!stopping_ && (segments_.empty() || closed_)) segment_ready_.Wait(&mu_);
@@ -351,7 +361,10 @@ void ShardState::ApplyLoop() {
       applying_ = true;
       begins_step = sum_ == nullptr;
       if (begins_step) sum_ = SumBufferLocked();
+      reads = ReadsOfLocked(segment.step, /*remove=*/false);
     }
+    // No read can begin meanwhile (applying_), and only this thread writes values_.
+    for (const Read& read : reads) read->SaveBefore(segment.begin, segment.end);
     Apply(segment, begins_step, hook);
     Publish(segment);
     if (destroyed) return;
@@ -427,6 +440,7 @@ void ShardState::Apply(const Segment& segment, bool begins_step, const ApplyHook
 void ShardState::Publish(Segment& segment) {
   ReadyCallbacks ready;
   std::vector<Reader> readers;
+  std::vector<Read> completed, answers;
   {
     absl::MutexLock lock(&mu_);
     applying_ = false;
@@ -435,17 +449,17 @@ void ShardState::Publish(Segment& segment) {
       sum_ = nullptr;
       partial_ = Partial{};
       spare_ = std::move(segment.shares);
+      completed = ReadsOfLocked(segment.step, /*remove=*/true);
       readers.swap(readers_);
+      // values_ holds the step just published until this thread applies the next one.
+      for (size_t r = 0; r < readers.size(); ++r) answers.push_back(NewReadLocked());
     } else {
       partial_ = Partial{segment.step, sum_, segment.known};
     }
     ready = ReadyLocked();
   }
-  // values_ holds the step just published until this thread applies the next one.
-  if (!readers.empty()) {
-    AnswerReaders(std::move(readers),
-                  Applied{segment.step + 1, std::make_shared<const std::vector<float>>(values_)});
-  }
+  for (const Read& read : completed) read->Complete();
+  for (size_t r = 0; r < readers.size(); ++r) readers[r](std::move(answers[r]));
   if (segment.last) {
     if (metrics_.steps != nullptr) metrics_.steps->Increment();
     if (metrics_.wait_seconds != nullptr) {
@@ -536,12 +550,34 @@ absl::Status ShardState::UnreadableLocked() const {
   return absl::OkStatus();
 }
 
-void ShardState::AnswerReaders(std::vector<Reader> readers, const absl::StatusOr<Applied>& answer) {
-  for (Reader& done : readers) done(answer);
+void ShardState::RefuseReaders(std::vector<Reader> readers, const absl::Status& why) {
+  for (Reader& done : readers) done(why);
 }
 
-void ShardState::ReadApplied(Reader done) {
-  absl::StatusOr<Applied> answer;
+ShardState::Read ShardState::NewReadLocked() {
+  reads_.erase(
+      std::remove_if(reads_.begin(), reads_.end(),
+                     [](const std::weak_ptr<ParameterRead>& read) { return read.expired(); }),
+      reads_.end());
+  Read read(new ParameterRead(current_.step, &values_,
+                              ParameterRead::kMaxReadSavedBytes / sizeof(float)));
+  reads_.push_back(read);
+  return read;
+}
+
+std::vector<ShardState::Read> ShardState::ReadsOfLocked(uint64_t step, bool remove) {
+  std::vector<Read> found;
+  for (auto it = reads_.begin(); it != reads_.end();) {
+    Read read = it->lock();
+    const bool of_step = read != nullptr && read->step() == step;
+    if (of_step) found.push_back(std::move(read));
+    it = (remove && of_step) || it->expired() ? reads_.erase(it) : it + 1;
+  }
+  return found;
+}
+
+void ShardState::ReadInPlace(Reader done) {
+  absl::StatusOr<Read> answer;
   {
     absl::MutexLock lock(&mu_);
     if (absl::Status unreadable = UnreadableLocked(); !unreadable.ok()) {
@@ -550,11 +586,92 @@ void ShardState::ReadApplied(Reader done) {
       readers_.push_back(std::move(done));
       return;
     } else {
-      // The applier takes its next segment under the lock: values_ cannot change meanwhile.
-      answer = Applied{current_.step, std::make_shared<const std::vector<float>>(values_)};
+      answer = NewReadLocked();
     }
   }
   done(std::move(answer));
+}
+
+void ShardState::ReadApplied(std::function<void(absl::StatusOr<Applied>)> done) {
+  ReadInPlace([done = std::move(done)](absl::StatusOr<Read> read) {
+    if (!read.ok()) {
+      done(read.status());
+      return;
+    }
+    auto values = std::make_shared<std::vector<float>>((*read)->size());
+    if (absl::Status copied = (*read)->CopyTo(0, absl::MakeSpan(*values)); !copied.ok()) {
+      done(copied);
+      return;
+    }
+    done(Applied{(*read)->step(), std::move(values)});
+  });
+}
+
+absl::Status ShardState::ParameterRead::CopyTo(uint64_t offset, absl::Span<float> out) {
+  absl::MutexLock lock(&mu_);
+  if (!aborted_.ok()) return aborted_;
+  if (offset != taken_ || out.size() > size_ - offset) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "a read of elements [", offset, ", +", out.size(), ") after [0, ", taken_, ") of ", size_));
+  }
+  uint64_t at = offset;
+  const uint64_t end = offset + out.size();
+  while (at < end) {
+    // The saved piece holding `at`, else the live values up to the next saved piece.
+    auto next = saved_.upper_bound(at);
+    if (next != saved_.begin() && std::prev(next)->first + std::prev(next)->second.size() > at) {
+      const auto& [first, piece] = *std::prev(next);
+      const uint64_t count = std::min<uint64_t>(end, first + piece.size()) - at;
+      std::copy_n(piece.begin() + (at - first), count, out.begin() + (at - offset));
+      at += count;
+      continue;
+    }
+    const uint64_t stop = next == saved_.end() ? end : std::min<uint64_t>(end, next->first);
+    if (live_ == nullptr) {
+      return absl::InternalError(absl::StrCat("elements from ", at,
+                                              " of a read were neither saved "
+                                              "nor live"));
+    }
+    std::copy(live_->begin() + at, live_->begin() + stop, out.begin() + (at - offset));
+    at = stop;
+  }
+  taken_ = end;
+  // Pieces wholly taken are not read again.
+  while (!saved_.empty() && saved_.begin()->first + saved_.begin()->second.size() <= taken_) {
+    saved_elements_ -= saved_.begin()->second.size();
+    saved_.erase(saved_.begin());
+  }
+  return absl::OkStatus();
+}
+
+void ShardState::ParameterRead::SaveBefore(uint64_t begin, uint64_t end) {
+  absl::MutexLock lock(&mu_);
+  begin = std::max(begin, taken_);
+  if (live_ == nullptr || !aborted_.ok() || begin >= end) return;
+  if (saved_elements_ + (end - begin) > max_saved_) {
+    live_ = nullptr;
+    saved_.clear();
+    saved_elements_ = 0;
+    aborted_ = absl::AbortedError(absl::StrCat(
+        "the shard applied the step after ", step_, " faster than the read was sent (more than ",
+        max_saved_ * sizeof(float), " bytes saved for it); read again"));
+    return;
+  }
+  saved_[begin].assign(live_->begin() + begin, live_->begin() + end);
+  saved_elements_ += end - begin;
+}
+
+void ShardState::ParameterRead::Complete() {
+  absl::MutexLock lock(&mu_);
+  live_ = nullptr;
+}
+
+void ShardState::ParameterRead::Abort(absl::Status why) {
+  absl::MutexLock lock(&mu_);
+  live_ = nullptr;
+  saved_.clear();
+  saved_elements_ = 0;
+  if (aborted_.ok()) aborted_ = std::move(why);
 }
 
 absl::StatusOr<ShardState::Applied> ShardState::applied() {

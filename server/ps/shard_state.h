@@ -35,12 +35,13 @@
 // lets it end by itself.
 //
 // Memory: the range's parameters and optimiser state, and buffers that do not grow with the
-// range: kShareBufferElements of each share and of the sum. The parameters are not copied at each
-// step: a reader (ReadApplied: GetParameters, a rare read) is given a copy made when the applier
-// is between steps. The sum's slots are summed into again once every reply has taken them
-// (Answered; a push further ahead of its answers is refused). A step's sum is kept until every
-// worker has begun the next step's push (which none does before it has the whole sum); the next
-// step is then summed into the same buffer unless a reply still holds it.
+// range: kShareBufferElements of each share and of the sum. The parameters are not copied, not at
+// each step nor for a reader: a read (ReadInPlace: GetParameters, a rare read) takes them from the
+// live range, and the applier saves for it only what it overwrites before the read has taken it
+// (ParameterRead, at most kMaxReadSavedBytes). The sum's slots are summed into again once every
+// reply has taken them (Answered; a push further ahead of its answers is refused). A step's sum is
+// kept until every worker has begun the next step's push (which none does before it has the whole
+// sum); the next step is then summed into the same buffer unless a reply still holds it.
 //
 // Wire dtype (common/wire_dtype.h). A step's pushes carry its gradients as fp32, fp16 or bf16,
 // all alike (the first push of a step sets it; another is INVALID_ARGUMENT). Each segment is
@@ -65,6 +66,7 @@
 #include <cstdint>
 #include <deque>
 #include <functional>
+#include <map>
 #include <memory>
 #include <optional>
 #include <thread>
@@ -184,14 +186,58 @@ class ShardState {
   // step older than the last applied one is answered with a null sum.
   void WhenSummed(uint64_t step, uint64_t after, std::function<void(Summed)> done);
 
+  // A read of the parameters after step() applied steps that copies none of them up front
+  // (GetParameters streams one): CopyTo copies them piece by piece, front to back, as they were
+  // after that step, while the applier goes on with the next. Before the applier overwrites a
+  // piece that no CopyTo has taken yet, in the step after the read's, it saves that piece for
+  // the read (copy on write) and the read takes it from there; from the step after on, nothing
+  // untaken is left to save. A read that keeps up with its reply saves little or nothing; one that
+  // falls a whole step behind would hold a copy of the range, so past kMaxReadSavedBytes saved it
+  // is aborted instead (read again). Thread-safe.
+  class ParameterRead {
+   public:
+    static constexpr uint64_t kMaxReadSavedBytes = uint64_t{4} << 20;
+
+    uint64_t step() const { return step_; }
+    uint64_t size() const { return size_; }
+    // Elements [offset, offset + out.size()), continuing the last CopyTo (the first from 0).
+    // ABORTED once the read was aborted (too much saved, or the state destroyed: its message
+    // says which); INVALID_ARGUMENT out of order or past size().
+    absl::Status CopyTo(uint64_t offset, absl::Span<float> out);
+
+   private:
+    friend class ShardState;
+    ParameterRead(uint64_t step, const std::vector<float>* live, uint64_t max_saved_elements)
+        : step_(step), size_(live->size()), max_saved_(max_saved_elements), live_(live) {}
+    // The applier is about to overwrite [begin, end) in the step after step_.
+    void SaveBefore(uint64_t begin, uint64_t end);
+    // That step is applied: everything not taken is saved; the live values are not read again.
+    void Complete();
+    void Abort(absl::Status why);
+
+    const uint64_t step_;
+    const uint64_t size_;
+    const uint64_t max_saved_;  // elements
+    absl::Mutex mu_;
+    const std::vector<float>* live_ ABSL_GUARDED_BY(mu_);  // the state's; null once not read
+    uint64_t taken_ ABSL_GUARDED_BY(mu_) = 0;              // [0, taken_) copied out
+    // Saved pieces, by first element: disjoint, each at or past taken_ when saved.
+    std::map<uint64_t, std::vector<float>> saved_ ABSL_GUARDED_BY(mu_);
+    uint64_t saved_elements_ ABSL_GUARDED_BY(mu_) = 0;
+    absl::Status aborted_ ABSL_GUARDED_BY(mu_);
+  };
+  using Read = std::shared_ptr<ParameterRead>;
+  // Runs `done` with a read of the parameters after the last whole step: at once when no step is
+  // part-way applied, else once the step being applied ends. ABORTED when that step is lost here
+  // (the parameters are then part-way through it) or the state is closed first.
+  void ReadInPlace(std::function<void(absl::StatusOr<Read>)> done);
+
   // The parameters after `step` applied steps, read together.
   struct Applied {
     uint64_t step = 0;
     Values values;
   };
-  // Runs `done` with a copy of the parameters after the last whole step: at once when no step is
-  // part-way applied, else once the step being applied ends. ABORTED when that step is lost
-  // here (the parameters are then part-way through it) or the state is closed first.
+  // ReadInPlace, copied whole into `values`.
   void ReadApplied(std::function<void(absl::StatusOr<Applied>)> done);
   // ReadApplied, waiting for the answer: blocks while a step is part-way applied, so not for a
   // gRPC callback thread or a callback of this state.
@@ -251,7 +297,7 @@ class ShardState {
     std::function<void(Summed)> done;
   };
   using Waiters = std::vector<Waiter>;
-  using Reader = std::function<void(absl::StatusOr<Applied>)>;
+  using Reader = std::function<void(absl::StatusOr<Read>)>;
   using ReadyCallbacks = std::vector<std::pair<std::function<void(Summed)>, Summed>>;
 
   ShardState(ShardConfig config, uint64_t step, std::vector<float> values, Optimizer optimizer,
@@ -275,8 +321,13 @@ class ShardState {
   bool BetweenStepsLocked() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Why a reader gets no parameters now (the state closed, the step lost), or OK.
   absl::Status UnreadableLocked() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Answers each of `readers` (taken from readers_) with `answer`.
-  static void AnswerReaders(std::vector<Reader> readers, const absl::StatusOr<Applied>& answer);
+  // Answers each of `readers` (taken from readers_) with `why` they get no read.
+  static void RefuseReaders(std::vector<Reader> readers, const absl::Status& why);
+  // A read of values_ as they are now (between steps), registered for the applier.
+  Read NewReadLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The registered reads of `step` (the applier is in the step after theirs); with `remove`,
+  // no longer registered.
+  std::vector<Read> ReadsOfLocked(uint64_t step, bool remove) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // The buffer for a new step's sum: the last step's when no reply holds it any more.
   std::shared_ptr<std::vector<float>> SumBufferLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::Status LostStatus() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -320,15 +371,16 @@ class ShardState {
   Published current_ ABSL_GUARDED_BY(mu_);
   Partial partial_ ABSL_GUARDED_BY(mu_);
   Waiters waiters_ ABSL_GUARDED_BY(mu_);
-  std::vector<Reader> readers_ ABSL_GUARDED_BY(mu_);  // ReadApplied, until the step's end
-  bool applying_ ABSL_GUARDED_BY(mu_) = false;        // the applier holds a segment
+  std::vector<Reader> readers_ ABSL_GUARDED_BY(mu_);  // ReadInPlace, until the step's end
+  std::vector<std::weak_ptr<ParameterRead>> reads_ ABSL_GUARDED_BY(mu_);  // being read
+  bool applying_ ABSL_GUARDED_BY(mu_) = false;  // the applier holds a segment
   bool closed_ ABSL_GUARDED_BY(mu_) = false;
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
   ApplyHook apply_hook_ ABSL_GUARDED_BY(mu_);
 
-  // The applier thread's alone once constructed (ReadApplied copies values_ under the lock only
-  // between steps): the range's parameters and its optimiser, and the sum of the step it is
-  // applying.
+  // The applier thread's alone once constructed (a ParameterRead reads values_ under its lock, and
+  // the applier saves what it overwrites for it first): the range's parameters and its optimiser,
+  // and the sum of the step it is applying.
   Optimizer optimizer_;
   std::vector<float> values_;
   std::shared_ptr<std::vector<float>> sum_;

@@ -1,7 +1,8 @@
 // The shard's state machine alone: whole-or-nothing steps, deterministic sums, every refusal,
 // steps summed, applied and answered segment by segment as every share covers them (the bits of
-// a whole-range reference whatever the interleaving), a worker lost mid-step, and steps applied
-// on the shard's own applier thread without holding pushes, reads or Close().
+// a whole-range reference whatever the interleaving), a worker lost mid-step, reads that copy
+// nothing up front (what a later step overwrites is saved for them, within a budget), and steps
+// applied on the shard's own applier thread without holding pushes, reads or Close().
 #include "server/ps/shard_state.h"
 
 #include <algorithm>
@@ -686,6 +687,83 @@ TEST_F(ShardStateTest, AReadBetweenStepsIsACopyLaterStepsLeaveAlone) {
   EXPECT_EQ(read.Wait()->step, 0u);
   EXPECT_EQ(*read.Wait()->values, (std::vector<float>{10, 20, 30}));
   EXPECT_EQ(*state_->parameters().value(), (std::vector<float>{8, 18, 28}));
+}
+
+// ReadInPlace's answer now (a read between steps is answered at once).
+ShardState::Read ReadNow(ShardState& state) {
+  absl::StatusOr<ShardState::Read> answer = absl::UnknownError("not answered");
+  state.ReadInPlace([&](absl::StatusOr<ShardState::Read> read) { answer = std::move(read); });
+  EXPECT_TRUE(answer.ok()) << answer.status();
+  return answer.ok() ? *answer : nullptr;
+}
+
+std::vector<float> Take(ShardState::ParameterRead& read, uint64_t offset, uint64_t count) {
+  std::vector<float> out(count);
+  const absl::Status status = read.CopyTo(offset, absl::MakeSpan(out));
+  EXPECT_TRUE(status.ok()) << status;
+  return out;
+}
+
+// A read copies nothing up front: what it has not taken when the next step overwrites it is saved
+// for it first, so it streams the step it began at; two steps on, it still does.
+TEST_F(ShardStateTest, AReadInPlaceKeepsItsStepWhileLaterStepsAreApplied) {
+  ShardState::Read read = ReadNow(*state_);
+  ASSERT_NE(read, nullptr);
+  EXPECT_EQ(read->step(), 0u);
+  EXPECT_EQ(Take(*read, 0, 1), (std::vector<float>{10}));
+  for (uint64_t step = 0; step < 2; ++step) {
+    ASSERT_TRUE(Push(0, step, {1, 1, 1}).ok());
+    ASSERT_TRUE(Push(1, step, {1, 1, 1}).ok());
+    WaitApplied(*state_, step);
+  }
+  EXPECT_EQ(*state_->parameters().value(), (std::vector<float>{6, 16, 26}));
+  EXPECT_EQ(Take(*read, 1, 2), (std::vector<float>{20, 30}));
+  std::vector<float> again(1);
+  EXPECT_EQ(read->CopyTo(0, absl::MakeSpan(again)).code(), absl::StatusCode::kInvalidArgument)
+      << "front to back only";
+  ShardState::Read later = ReadNow(*state_);
+  ASSERT_NE(later, nullptr);
+  EXPECT_EQ(later->step(), 2u);
+  EXPECT_EQ(Take(*later, 0, 3), (std::vector<float>{6, 16, 26}));
+}
+
+// A read that falls behind a step over more than kMaxReadSavedBytes of the range is aborted (the
+// reader reads again) rather than saving a copy of the range; the shard goes on.
+TEST(ShardStateReadTest, AReadFallenBehindPastItsBudgetIsAbortedNotCopied) {
+  const uint64_t range = ShardState::ParameterRead::kMaxReadSavedBytes / sizeof(float) + 100;
+  OptimizerConfig sgd;
+  sgd.kind = OptimizerKind::kSgd;
+  auto state =
+      ShardState::Create(ShardConfig{1, 1, 0, range, range}, std::vector<float>(range, 1.0f), sgd);
+  ASSERT_TRUE(state.ok()) << state.status();
+  ShardState::Read read = ReadNow(**state);
+  ASSERT_NE(read, nullptr);
+  EXPECT_EQ(Take(*read, 0, 50), std::vector<float>(50, 1.0f));
+  const std::vector<float> share(range, 0.5f);
+  ASSERT_TRUE((*state)->BeginPush(1, 0, 0, range).ok());
+  ASSERT_TRUE((*state)->AddSegment(0, 0, 0, Bytes(share)).ok());
+  ASSERT_TRUE((*state)->FinishPush(0, 0).ok());
+  WaitApplied(**state, 0);
+  std::vector<float> rest(range - 50);
+  const absl::Status status = read->CopyTo(50, absl::MakeSpan(rest));
+  EXPECT_EQ(status.code(), absl::StatusCode::kAborted);
+  EXPECT_NE(status.message().find("read again"), absl::string_view::npos) << status;
+  EXPECT_EQ((*state)->current_step(), 1u);
+}
+
+// A read that outlives its state is aborted, never left reading freed parameters.
+TEST(ShardStateReadTest, AReadOutlivingItsStateIsAborted) {
+  OptimizerConfig sgd;
+  sgd.kind = OptimizerKind::kSgd;
+  auto state = ShardState::Create(ShardConfig{4, 1, 2}, {1, 2, 3}, sgd);
+  ASSERT_TRUE(state.ok()) << state.status();
+  ShardState::Read read = ReadNow(**state);
+  ASSERT_NE(read, nullptr);
+  state->reset();
+  std::vector<float> out(3);
+  const absl::Status status = read->CopyTo(0, absl::MakeSpan(out));
+  EXPECT_EQ(status.code(), absl::StatusCode::kAborted);
+  EXPECT_NE(status.message().find("ended during the read"), absl::string_view::npos) << status;
 }
 
 // The shard keeps one sum of its range: a step is summed into the last step's buffer once no
