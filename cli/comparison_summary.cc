@@ -365,8 +365,8 @@ std::vector<std::string> AccuracyExplanation(const JobComparison& job) {
       c.eval_every,
       " steps and after the last, on a thread of its own at low priority: the evaluation's time "
       "is in no step's phases and not in samples/s, though it shares the machine's cores with the "
-      "training. It holds one copy of the parameters: a snapshot due while it is busy waits on "
-      "disk, a shard read due then is made at the first step it is free."));
+      "training. It holds no copy of the model: each point's parameters wait in a file beside "
+      "its evaluation file and are evaluated from there, a block of weights at a time."));
   lines.push_back(absl::StrCat(
       "Time to ", TargetText(c),
       " is defined on what was measured: the wall-clock time from the cluster's first step to the "

@@ -1,6 +1,7 @@
 #include "common/grpc_util.h"
 
 #include <algorithm>
+#include <string>
 
 #include "absl/strings/str_cat.h"
 #include "grpcpp/create_channel.h"
@@ -48,11 +49,14 @@ std::shared_ptr<grpc::ServerCredentials> ServerCredentials(const TransportSecuri
 }  // namespace
 
 std::shared_ptr<grpc::Channel> MakeChannel(const std::string& address,
-                                           const TransportSecurity& security) {
+                                           const TransportSecurity& security, ChannelUse use) {
   grpc::ChannelArguments args;
+  const bool background = use == ChannelUse::kBackgroundRead;
   for (const IntArgument& argument : kThroughputArguments) {
-    args.SetInt(argument.name, argument.value);
+    const bool window = std::string(argument.name) == GRPC_ARG_HTTP2_STREAM_LOOKAHEAD_BYTES;
+    args.SetInt(argument.name, window && background ? 1 << 20 : argument.value);
   }
+  if (background) args.SetInt(GRPC_ARG_HTTP2_BDP_PROBE, 0);
   args.SetMaxReceiveMessageSize(kMaxMessageBytes);
   args.SetMaxSendMessageSize(kMaxMessageBytes);
   // Detect a dead peer on an idle long-lived stream within seconds, not TCP's minutes.

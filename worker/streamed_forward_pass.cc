@@ -74,4 +74,11 @@ absl::StatusOr<Evaluation> StreamedForwardPass::Evaluate(const ScratchFile& para
   return eval;
 }
 
+void StreamedForwardPass::Release() {
+  for (std::vector<float>* buffer : {&block_, &input_, &output_}) {
+    buffer->clear();
+    buffer->shrink_to_fit();
+  }
+}
+
 }  // namespace ringside::worker

@@ -28,7 +28,7 @@ class StreamedForwardPass {
  public:
   struct Options {
     // The most bytes of weights read at once (whole input rows of a layer; one row at least).
-    uint64_t block_bytes = uint64_t{4} << 20;
+    uint64_t block_bytes = uint64_t{2} << 20;
   };
 
   explicit StreamedForwardPass(ModelSpec spec) : StreamedForwardPass(std::move(spec), Options()) {}
@@ -38,6 +38,9 @@ class StreamedForwardPass {
 
   // `parameters` holds spec().parameter_count() floats as ModelSpec lays them out.
   absl::StatusOr<Evaluation> Evaluate(const ScratchFile& parameters, const Batch& batch);
+  // Frees the block and the activations (the next Evaluate allocates them again): between
+  // evaluations the memory is the process's other work's.
+  void Release();
 
  private:
   // Reads elements [first, first + out.size()) of the parameters.

@@ -244,18 +244,20 @@ void TestEvaluator::ReaderLoop() {
 absl::StatusOr<EvaluationLine> TestEvaluator::Evaluate(const Snapshot& snapshot) {
   const absl::Time start = absl::Now();
   ASSIGN_OR_RETURN(const ScratchFile file, ScratchFile::Open(snapshot.path, SnapshotBytes()));
-  ASSIGN_OR_RETURN(
-      const Evaluation evaluation,
-      EvaluateDatasetWith([&](const Batch& piece) { return pass_.Evaluate(file, piece); }, test_,
-                          options_.chunk_rows));
+  const absl::StatusOr<Evaluation> evaluation = EvaluateDatasetWith(
+      [&](const Batch& piece) { return pass_.Evaluate(file, piece); }, test_, options_.chunk_rows);
+  // Idle until the next point, which may be many steps away (and the trainer's own final
+  // evaluation can reuse the memory).
+  pass_.Release();
+  RETURN_IF_ERROR(evaluation.status());
   const absl::Duration took = absl::Now() - start + snapshot.read_time;
   ASSIGN_OR_RETURN(const auto when_and_loss, WhenAndLossOf(snapshot.completed));
   EvaluationLine point;
   point.step = snapshot.completed;
   point.seconds = when_and_loss.first;
   point.loss = when_and_loss.second;
-  point.test_accuracy = evaluation.accuracy;
-  point.test_loss = evaluation.mean_loss;
+  point.test_accuracy = evaluation->accuracy;
+  point.test_loss = evaluation->mean_loss;
   point.eval_seconds = absl::ToDoubleSeconds(took);
   return point;
 }

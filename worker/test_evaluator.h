@@ -85,7 +85,7 @@ class TestEvaluator {
     // always allowed.
     uint64_t max_snapshot_bytes = uint64_t{1} << 30;
     // The streamed forward pass's weight block (StreamedForwardPass::Options).
-    uint64_t block_bytes = uint64_t{4} << 20;
+    uint64_t block_bytes = uint64_t{2} << 20;
   };
 
   // `test` must outlive the evaluator. Starts the threads; the snapshot directory is made at the

@@ -133,15 +133,15 @@ class ParameterShardService final : public proto::ParameterShard::CallbackServic
   absl::Status CheckLoadKey(absl::string_view presented, uint64_t generation) const;
 
   // Checks a Load's first segment against the job and the generation served; on success returns
-  // the number of elements (parameters + optimiser state) to expect. Workers above
-  // kMaxLoadWorkers are refused before anything is allocated for them.
-  absl::StatusOr<uint64_t> CheckLoad(const proto::PsStateSegment& first) const;
-  // Restores the loaded state (`first`'s header; the sequence CheckLoad sized, received as the
-  // range's `parameters` and its `optimizer_state`) as a new generation and serves it.
+  // that job (its range and optimiser size the state: parameters, then the optimiser's state).
+  // Workers above kMaxLoadWorkers are refused before anything is allocated for them.
+  absl::StatusOr<ShardJob> CheckLoad(const proto::PsStateSegment& first) const;
+  // Restores the loaded state (`first`'s header; the range's `parameters` and `optimizer`, into
+  // which the optimiser's state was imported as it arrived) as a new generation and serves it.
   // CheckLoad's refusal, or FAILED_PRECONDITION, when the job or the generation served changed
-  // meanwhile so that the state no longer fits; nothing changes.
+  // meanwhile so that the state no longer fits (another optimiser included); nothing changes.
   absl::Status FinishLoad(const proto::PsStateSegment& first, std::vector<float> parameters,
-                          std::vector<float> optimizer_state);
+                          Optimizer optimizer);
 
   // A Load of `generation` (its key checked) before anything of it is stored: false when the
   // shard has its assignment of that generation or a later one, or never will (a static shard,
@@ -162,7 +162,7 @@ class ParameterShardService final : public proto::ParameterShard::CallbackServic
     std::function<void()> resume;
   };
 
-  absl::StatusOr<uint64_t> CheckLoadLocked(const proto::PsStateSegment& first) const
+  absl::StatusOr<ShardJob> CheckLoadLocked(const proto::PsStateSegment& first) const
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   const uint64_t segment_elements_;
@@ -198,10 +198,11 @@ class StateLoad {
   ParameterShardService& service_;
   proto::PsStateSegment first_;  // the transfer's header fields
   bool began_ = false;
-  // The sequence as it arrives, cut where the range's parameters end: each part goes to the
-  // shard as it is, with no copy of the whole.
+  // The sequence as it arrives, cut where the range's parameters end: the parameters into their
+  // vector, the optimiser's state imported into the range's optimiser (made at the first
+  // segment), so the load holds the state once, as the shard will, and no copy of it.
   std::vector<float> parameters_;
-  std::vector<float> optimizer_state_;
+  std::optional<Optimizer> optimizer_;
   uint64_t received_ = 0;
   uint64_t elements_ = 0;  // of the whole sequence
 };

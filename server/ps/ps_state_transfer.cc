@@ -18,6 +18,12 @@
 namespace ringside::server {
 namespace {
 
+// Whether a load's optimiser is the job's (the job may change while a state streams in).
+bool SameOptimizer(const OptimizerConfig& a, const OptimizerConfig& b) {
+  return a.kind == b.kind && a.learning_rate == b.learning_rate && a.momentum == b.momentum &&
+         a.beta1 == b.beta1 && a.beta2 == b.beta2 && a.epsilon == b.epsilon;
+}
+
 bool SameTransfer(const proto::PsStateSegment& a, const proto::PsStateSegment& b) {
   return a.generation() == b.generation() && a.workers() == b.workers() && a.step() == b.step() &&
          a.range_begin() == b.range_begin() && a.range_elements() == b.range_elements() &&
@@ -132,13 +138,13 @@ class LoadReactor final : public grpc::ServerReadReactor<proto::PsStateSegment> 
 
 }  // namespace
 
-absl::StatusOr<uint64_t> ParameterShardService::CheckLoad(
+absl::StatusOr<ShardJob> ParameterShardService::CheckLoad(
     const proto::PsStateSegment& first) const {
   absl::MutexLock lock(&mu_);
   return CheckLoadLocked(first);
 }
 
-absl::StatusOr<uint64_t> ParameterShardService::CheckLoadLocked(
+absl::StatusOr<ShardJob> ParameterShardService::CheckLoadLocked(
     const proto::PsStateSegment& first) const {
   if (!job_.has_value()) {
     return absl::FailedPreconditionError(
@@ -171,12 +177,11 @@ absl::StatusOr<uint64_t> ParameterShardService::CheckLoadLocked(
         absl::StrCat("state of ", first.state_elements(), " elements; this shard's range and ",
                      OptimizerName(job_->optimizer.kind), " state take ", expected));
   }
-  return expected;
+  return *job_;
 }
 
 absl::Status ParameterShardService::FinishLoad(const proto::PsStateSegment& first,
-                                               std::vector<float> parameters,
-                                               std::vector<float> optimizer_state) {
+                                               std::vector<float> parameters, Optimizer optimizer) {
   // The job and the generation served may have changed while the state streamed in (the
   // controller's next assignment, another worker's Load): the state is checked against both
   // again before it is cut up, and once more when it replaces the generation served. The first
@@ -188,6 +193,10 @@ absl::Status ParameterShardService::FinishLoad(const proto::PsStateSegment& firs
     RETURN_IF_ERROR(CheckLoadLocked(first).status());
     job = *job_;
   }
+  if (!SameOptimizer(optimizer.config(), job.optimizer)) {
+    return absl::FailedPreconditionError(
+        "the job's optimiser changed while the state streamed in; nothing changed");
+  }
   const int workers = static_cast<int>(first.workers());  // at most kMaxLoadWorkers
   ShardGeneration generation;
   if (ShardsHoldTheState(job.staleness, job.backup_workers)) {
@@ -196,12 +205,12 @@ absl::Status ParameterShardService::FinishLoad(const proto::PsStateSegment& firs
         generation.stale,
         StaleShard::Create(StaleShardConfig{first.generation(), workers, job.shard, job.staleness,
                                             first.step(), job.backup_workers},
-                           parameters, optimizer_state, job.optimizer, metrics_.stale));
+                           parameters, optimizer.ExportState(), job.optimizer, metrics_.stale));
   }
   ASSIGN_OR_RETURN(
       generation.state,
       ShardState::Restore(ShardConfig{first.generation(), workers, job.shard}, first.step(),
-                          std::move(parameters), optimizer_state, job.optimizer, metrics_.steps));
+                          std::move(parameters), std::move(optimizer), metrics_.steps));
   if (metrics_.links) generation.links = metrics_.links(job.shard, workers);
   std::shared_ptr<const ShardGeneration> previous;
   {
@@ -221,12 +230,14 @@ absl::Status ParameterShardService::FinishLoad(const proto::PsStateSegment& firs
 
 absl::Status StateLoad::Add(const proto::PsStateSegment& segment) {
   if (!began_) {
-    ASSIGN_OR_RETURN(elements_, service_.CheckLoad(segment));
+    ASSIGN_OR_RETURN(const ShardJob job, service_.CheckLoad(segment));
+    ASSIGN_OR_RETURN(Optimizer optimizer, Optimizer::Create(job.optimizer, job.range.size()));
+    optimizer_.emplace(std::move(optimizer));
+    elements_ = job.range.size() + optimizer_->state_size();
     first_ = segment;
     first_.clear_payload();
-    // CheckLoad took the range's length with its optimiser state: the parameters come first.
-    parameters_.resize(segment.range_elements());
-    optimizer_state_.resize(elements_ - segment.range_elements());
+    // CheckLoad checked the range's length with its optimiser state: the parameters come first.
+    parameters_.resize(job.range.size());
     began_ = true;
   } else if (!SameTransfer(first_, segment)) {
     return absl::InvalidArgumentError("a load stream carries one state; a segment changed it");
@@ -247,8 +258,10 @@ absl::Status StateLoad::Add(const proto::PsStateSegment& segment) {
     std::memcpy(parameters_.data() + received_, bytes, into_parameters * sizeof(float));
   }
   if (count > into_parameters) {
-    std::memcpy(optimizer_state_.data() + (received_ + into_parameters - parameters_.size()),
-                bytes + into_parameters * sizeof(float), (count - into_parameters) * sizeof(float));
+    RETURN_IF_ERROR(optimizer_->ImportStatePiece(
+        received_ + into_parameters - parameters_.size(),
+        absl::MakeConstSpan(reinterpret_cast<const float*>(bytes) + into_parameters,
+                            count - into_parameters)));
   }
   received_ += count;
   return absl::OkStatus();
@@ -259,7 +272,7 @@ absl::Status StateLoad::Finish() {
     return absl::InvalidArgumentError(absl::StrCat("incomplete state: ", received_, " of ",
                                                    elements_, " elements; nothing changed"));
   }
-  return service_.FinishLoad(first_, std::move(parameters_), std::move(optimizer_state_));
+  return service_.FinishLoad(first_, std::move(parameters_), *std::move(optimizer_));
 }
 
 grpc::ServerReadReactor<proto::PsStateSegment>* ParameterShardService::Load(

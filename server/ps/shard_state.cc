@@ -40,17 +40,28 @@ absl::StatusOr<std::unique_ptr<ShardState>> ShardState::Restore(
     ShardConfig config, uint64_t step, std::vector<float> values,
     absl::Span<const float> optimizer_state, const OptimizerConfig& optimizer,
     ShardStepMetrics metrics) {
-  RETURN_IF_ERROR(CheckShardConfig(config));
   ASSIGN_OR_RETURN(Optimizer state, Optimizer::Create(optimizer, values.size()));
   RETURN_IF_ERROR(Annotate(state.ImportState(optimizer_state),
                            absl::StrCat("restoring ", PsShardName(config.shard))));
-  if (static_cast<uint64_t>(state.steps()) != step) {
-    return absl::InvalidArgumentError(absl::StrCat("optimizer state has taken ", state.steps(),
+  return Restore(config, step, std::move(values), std::move(state), metrics);
+}
+
+absl::StatusOr<std::unique_ptr<ShardState>> ShardState::Restore(ShardConfig config, uint64_t step,
+                                                                std::vector<float> values,
+                                                                Optimizer optimizer,
+                                                                ShardStepMetrics metrics) {
+  RETURN_IF_ERROR(CheckShardConfig(config));
+  if (optimizer.size() != values.size()) {
+    return absl::InvalidArgumentError(absl::StrCat("an optimiser of ", optimizer.size(),
+                                                   " elements for a range of ", values.size()));
+  }
+  if (static_cast<uint64_t>(optimizer.steps()) != step) {
+    return absl::InvalidArgumentError(absl::StrCat("optimizer state has taken ", optimizer.steps(),
                                                    " steps but the shard is restored at step ",
                                                    step));
   }
   return std::unique_ptr<ShardState>(
-      new ShardState(config, step, std::move(values), std::move(state), metrics));
+      new ShardState(config, step, std::move(values), std::move(optimizer), metrics));
 }
 
 ShardState::ShardState(ShardConfig config, uint64_t step, std::vector<float> values,

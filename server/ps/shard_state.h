@@ -149,6 +149,12 @@ class ShardState {
       ShardConfig config, uint64_t step, std::vector<float> values,
       absl::Span<const float> optimizer_state, const OptimizerConfig& optimizer,
       ShardStepMetrics metrics = {});
+  // The same with the range's optimiser already holding its state (a load imports it as it
+  // arrives): INVALID_ARGUMENT unless it is of the range's size and has taken `step` steps.
+  static absl::StatusOr<std::unique_ptr<ShardState>> Restore(ShardConfig config, uint64_t step,
+                                                             std::vector<float> values,
+                                                             Optimizer optimizer,
+                                                             ShardStepMetrics metrics = {});
   // Stops the applier: segments handed over and not yet applied are dropped, one being applied
   // is finished first (unless this runs on the applier thread itself, from a callback).
   ~ShardState();

@@ -121,7 +121,8 @@ absl::StatusOr<uint64_t> ReadSegments(grpc::ClientReader<Segment>& reader,
 // Shard `shard`'s range, as elements [range.begin, range.end) of `sink`'s; the step it holds.
 absl::StatusOr<uint64_t> ReadShard(const ShardTransferOptions& options, int shard,
                                    const ElementRange& range, const ValuesSink& sink) {
-  auto stub = proto::ParameterShard::NewStub(MakeChannel(options.shards[shard], options.security));
+  auto stub = proto::ParameterShard::NewStub(
+      MakeChannel(options.shards[shard], options.security, ChannelUse::kBackgroundRead));
   grpc::ClientContext context;
   PrepareShardCall(options, shard, context);
   auto reader = stub->GetParameters(&context, proto::PsRangeRequest());
