@@ -101,7 +101,7 @@ bool TestEvaluator::ReserveLocked() {
 }
 
 void TestEvaluator::ReleaseLocked(const std::string& path) {
-  std::remove(path.c_str());
+  if (!path.empty()) std::remove(path.c_str());
   --files_;
 }
 
@@ -144,7 +144,7 @@ bool TestEvaluator::OfferSnapshot(int64_t completed, absl::Span<const float> par
   }
   absl::MutexLock lock(&mu_);
   if (!written.ok()) {
-    ReleaseLocked(snapshot.path);
+    ReleaseLocked(file.ok() ? snapshot.path : "");  // never a file this offer did not make
     ++deferred_;
     FailedLocked(written);
     return false;
@@ -233,7 +233,7 @@ void TestEvaluator::ReaderLoop() {
     absl::MutexLock lock(&mu_);
     read_.reset();
     if (!step.ok()) {
-      ReleaseLocked(path);
+      ReleaseLocked("");  // ReadShards removed the file it made
       FailedLocked(step.status());
       continue;
     }
@@ -276,6 +276,7 @@ absl::StatusOr<int64_t> TestEvaluator::ReadShards(int64_t completed, const Shard
     // Only a read that straddled a step is worth repeating at once.
     if (last.code() != absl::StatusCode::kAborted) break;
   }
+  std::remove(path.c_str());
   return Annotate(last, absl::StrCat("reading the shards' parameters after step ", completed));
 }
 

@@ -150,14 +150,15 @@ class TestEvaluator {
   bool ReserveLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Queues a written snapshot, or drops it (file and reservation) when its step is taken already.
   void QueueLocked(Snapshot snapshot) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Gives back a reservation whose file is gone.
+  // Gives back a reservation, removing its file at `path` (none when empty).
   void ReleaseLocked(const std::string& path) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   std::string PathLocked(absl::string_view name) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void Loop();        // the compute thread
   void ReaderLoop();  // the reader thread: shard reads into snapshot files
   // Evaluates one snapshot; the point for the sink.
   absl::StatusOr<EvaluationLine> Evaluate(const Snapshot& snapshot);
-  // Reads the shards into a new file at `path`, retried while straddling; the step they hold.
+  // Reads the shards into a new file at `path`, retried while straddling; the step they hold. On
+  // failure the file is gone (or was never made: one at `path` already is left alone).
   absl::StatusOr<int64_t> ReadShards(int64_t completed, const ShardReader& reader,
                                      const std::string& path);
   // `step`'s end, relative to the first step's start, and its loss (waiting for its report).
