@@ -639,9 +639,8 @@ absl::Status ShardState::ParameterRead::CopyTo(uint64_t offset, absl::Span<float
     }
     const uint64_t stop = next == saved_.end() ? end : std::min<uint64_t>(end, next->first);
     if (live_ == nullptr) {
-      return absl::InternalError(absl::StrCat("elements from ", at,
-                                              " of a read were neither saved "
-                                              "nor live"));
+      return absl::InternalError(
+          absl::StrCat("elements from ", at, " of a read were neither saved nor live"));
     }
     std::copy(live_->begin() + at, live_->begin() + stop, out.begin() + (at - offset));
     at = stop;
