@@ -22,11 +22,13 @@ absl::Status ErrnoError(absl::string_view what, const std::string& path) {
   return error == ENOENT ? absl::NotFoundError(message) : absl::InternalError(message);
 }
 
-// Writes all of `contents` to `fd` (of `path`, named in the error).
-absl::Status WriteAll(int fd, absl::string_view contents, const std::string& path) {
+// Writes all of `contents` to `fd` (of `path`, named in the error) from byte `offset` on.
+absl::Status WriteAllAt(int fd, uint64_t offset, absl::string_view contents,
+                        const std::string& path) {
   size_t written = 0;
   while (written < contents.size()) {
-    const ssize_t n = write(fd, contents.data() + written, contents.size() - written);
+    const ssize_t n = pwrite(fd, contents.data() + written, contents.size() - written,
+                             static_cast<off_t>(offset + written));
     if (n < 0 && errno == EINTR) continue;
     if (n < 0) return ErrnoError("write", path);
     written += static_cast<size_t>(n);
@@ -42,7 +44,7 @@ absl::Status WriteFileAtomically(const std::string& path, absl::string_view cont
   std::remove(temp.c_str());
   const int fd = open(temp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, mode);
   if (fd < 0) return ErrnoError("create", temp);
-  if (absl::Status status = WriteAll(fd, contents, temp); !status.ok()) {
+  if (absl::Status status = WriteAllAt(fd, 0, contents, temp); !status.ok()) {
     close(fd);
     std::remove(temp.c_str());
     return status;
@@ -122,15 +124,7 @@ absl::Status ScratchFile::CheckWithin(uint64_t offset, uint64_t length) const {
 
 absl::Status ScratchFile::Write(uint64_t offset, absl::string_view bytes) const {
   RETURN_IF_ERROR(CheckWithin(offset, bytes.size()));
-  size_t done = 0;
-  while (done < bytes.size()) {
-    const ssize_t n =
-        pwrite(fd_, bytes.data() + done, bytes.size() - done, static_cast<off_t>(offset + done));
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) return ErrnoError("write", path_);
-    done += static_cast<size_t>(n);
-  }
-  return absl::OkStatus();
+  return WriteAllAt(fd_, offset, bytes, path_);
 }
 
 absl::Status ScratchFile::Read(uint64_t offset, absl::Span<char> out) const {
