@@ -26,7 +26,7 @@ constexpr char kPrefix[] = "rslab-";
 constexpr char kNetnsDir[] = "/run/netns";  // where `ip netns add` pins namespaces
 constexpr char kSwitch[] = "sw";
 
-// iproute2's binaries; Debian installs them in /usr/sbin (and /sbin is a link to it).
+// iproute2's and iptables' binaries; Debian installs them in /usr/sbin (and /sbin is a link to it).
 std::string Tool(const std::string& name) {
   for (const char* dir : {"/usr/sbin/", "/sbin/", "/usr/bin/", "/bin/"}) {
     const std::string path = dir + name;
@@ -35,14 +35,18 @@ std::string Tool(const std::string& name) {
   return "";
 }
 
-// Runs one ip/tc command to its end, its output in `log`.
+absl::Status Uninstalled(const std::string& tool) {
+  const std::string package = tool == "iptables" ? "iptables" : "iproute2";
+  return absl::FailedPreconditionError(absl::StrCat("ringside lab needs ", package, "'s `", tool,
+                                                    "`, which is not installed (apt-get install ",
+                                                    package, ")"));
+}
+
+// Runs one ip/tc/iptables command to its end, its output in `log`.
 absl::Status RunTool(std::vector<std::string> argv, const std::string& log,
                      const std::string& what) {
   const std::string tool = Tool(argv[0]);
-  if (tool.empty()) {
-    return absl::FailedPreconditionError(
-        absl::StrCat("ringside lab needs iproute2's `", argv[0], "` (apt-get install iproute2)"));
-  }
+  if (tool.empty()) return Uninstalled(argv[0]);
   argv[0] = tool;
   SpawnOptions spawn;
   spawn.argv = argv;
@@ -91,6 +95,22 @@ int64_t BurstBytes(const LinkRate& rate) {
 int64_t LimitBytes(const LinkRate& rate) {
   return std::max<int64_t>(256 * 1024, std::llround(rate.bytes_per_second() / 5));
 }
+// The same queue in full-size frames: the length of the pfifo_fast under each tbf, which counts
+// packets (tbf hands it nothing larger than its burst: it splits bigger GSO packets).
+int64_t LimitPackets(const LinkRate& rate) { return LimitBytes(rate) / 1514; }
+
+// Pure TCP acknowledgements (and other segments of at most 128 bytes) get priority 6, which
+// pfifo_fast's default priomap puts in its first band: they go ahead of bulk data queued on the
+// same link. The skb's priority travels with it across the veth and the bridge, so both shapers
+// of a path honour it.
+const std::vector<std::string>& AckPriorityRule() {
+  static const auto* const rule = new std::vector<std::string>{
+      "iptables",    "-w",       "-t",          "mangle",      "-A",
+      "POSTROUTING", "-p",       "tcp",         "--tcp-flags", "SYN,RST,FIN,ACK",
+      "ACK",         "-m",       "length",      "--length",    "0:128",
+      "-j",          "CLASSIFY", "--set-class", "0:6"};
+  return *rule;
+}
 
 // A failed first command says which kernel feature or privilege is missing, not just "exit 2".
 absl::Status Missing(const absl::Status& status, const std::string& feature) {
@@ -107,13 +127,8 @@ absl::Status NetworkLab::CheckPrerequisites() {
         "ringside lab must run as root: it creates network namespaces, veth links and tbf "
         "qdiscs (run it with sudo)");
   }
-  for (const char* tool : {"ip", "tc"}) {
-    if (Tool(tool).empty()) {
-      return absl::FailedPreconditionError(
-          absl::StrCat("ringside lab needs iproute2's `", tool,
-                       "`, which is not installed (apt-get install "
-                       "iproute2)"));
-    }
+  for (const char* tool : {"ip", "tc", "iptables"}) {
+    if (Tool(tool).empty()) return Uninstalled(tool);
   }
   return absl::OkStatus();
 }
@@ -232,20 +247,34 @@ absl::Status NetworkLab::AddHost(const LabHost& host, int index) {
                       "addressing " + host.name));
   RETURN_IF_ERROR(
       Run({"ip", "-n", host.netns, "link", "set", "eth0", "up"}, "bringing " + host.name + " up"));
-  // Egress on the host's end, ingress on the switch's end of the same veth.
-  const LinkRate& rate = rate_of(host.name);
-  const std::vector<std::string> tbf = {"root",  "tbf",
-                                        "rate",  rate.text,
-                                        "burst", absl::StrCat(BurstBytes(rate)),
-                                        "limit", absl::StrCat(LimitBytes(rate))};
   const std::vector<std::pair<std::string, std::string>> ends = {{host.netns, "eth0"}, {sw, port}};
-  for (const auto& [netns, device] : ends) {
-    std::vector<std::string> argv = {"tc", "-n", netns, "qdisc", "add", "dev", device};
-    argv.insert(argv.end(), tbf.begin(), tbf.end());
-    RETURN_IF_ERROR(Missing(Run(argv, "shaping " + host.name + "'s link"),
-                            "shape links with the tbf qdisc (CONFIG_NET_SCH_TBF)"));
-  }
-  return absl::OkStatus();
+  for (const auto& [netns, device] : ends) RETURN_IF_ERROR(Shape(host, netns, device));
+  std::vector<std::string> argv = {"ip", "netns", "exec", host.netns};
+  argv.insert(argv.end(), AckPriorityRule().begin(), AckPriorityRule().end());
+  return Missing(Run(argv, "putting " + host.name + "'s acknowledgements first"),
+                 "mark acknowledgements (iptables' mangle table and CLASSIFY target)");
+}
+
+// Egress on the host's end (eth0), ingress on the switch's end (h<j>) of the same veth: a tbf at
+// the rate over a pfifo_fast, whose first band takes what AckPriorityRule marks. Without it a
+// host's acknowledgements of what it receives wait behind up to LimitBytes of its own data (200
+// ms), and the sender they clock slows: the ring's sync at 20mbit measured 1.17-1.22x its bound
+// with one FIFO, 1.06x with acknowledgements first. A real host's fq/fq_codel keeps them apart.
+absl::Status NetworkLab::Shape(const LabHost& host, const std::string& netns,
+                               const std::string& device) {
+  const LinkRate& rate = rate_of(host.name);
+  const std::string what = "shaping " + host.name + "'s link";
+  RETURN_IF_ERROR(Run({"ip", "-n", netns, "link", "set", "dev", device, "txqueuelen",
+                       absl::StrCat(LimitPackets(rate))},
+                      what));
+  RETURN_IF_ERROR(
+      Missing(Run({"tc", "-n", netns, "qdisc", "add", "dev", device, "root", "handle", "1:", "tbf",
+                   "rate", rate.text, "burst", absl::StrCat(BurstBytes(rate)), "limit",
+                   absl::StrCat(LimitBytes(rate))},
+                  what),
+              "shape links with the tbf qdisc (CONFIG_NET_SCH_TBF)"));
+  return Run({"tc", "-n", netns, "qdisc", "add", "dev", device, "parent", "1:1", "pfifo_fast"},
+             what);
 }
 
 const LabHost* NetworkLab::host(const std::string& name) const {

@@ -11,7 +11,10 @@
 //                                                         (tbf: host ingress) (tbf: host egress)
 //
 // Each host's veth carries a tbf qdisc at the rate (its own, where it has one) on both ends: on
-// eth0 (what the host sends) and on the switch's port h<j> (what it receives). The management veth
+// eth0 (what the host sends) and on the switch's port h<j> (what it receives). Under each tbf a
+// pfifo_fast sends TCP acknowledgements, marked by an iptables rule in each host's namespace, ahead
+// of queued data, as a real host's fq or fq_codel keeps a flow's acknowledgements out of another
+// flow's queue. The management veth
 // is not shaped: ringside reaches every host's gRPC and /metrics through it without holding up the
 // hosts' links other than in their own (shaped) ingress. The /24 is picked from 198.18.0.0/15 (RFC
 // 2544's benchmarking range), avoiding any the root namespace already has.
@@ -21,8 +24,8 @@
 // RemoveStaleLabs() deletes every rslab-<pid>-* namespace whose pid is no longer alive (each
 // `ringside lab` calls it first; `ringside lab --cleanup` only that).
 // Thread-compatible. Errors: FAILED_PRECONDITION naming what is missing (root, iproute2's ip or
-// tc, network namespaces, bridges, veth, the tbf qdisc), INTERNAL with the failing command and
-// its output otherwise.
+// tc, iptables, network namespaces, bridges, veth, the tbf qdisc, iptables' CLASSIFY target),
+// INTERNAL with the failing command and its output otherwise.
 #ifndef RINGSIDE_LAUNCH_NETWORK_LAB_H_
 #define RINGSIDE_LAUNCH_NETWORK_LAB_H_
 
@@ -55,7 +58,8 @@ struct NetworkLabOptions {
 class NetworkLab {
  public:
   // Fails at once, naming what is missing, when the lab cannot be built here: not root, no
-  // `ip` or `tc` (iproute2). The kernel features are probed by Create's first commands.
+  // `ip` or `tc` (iproute2), no `iptables`. The kernel features are probed by Create's first
+  // commands.
   static absl::Status CheckPrerequisites();
 
   // Creates the namespaces, the bridge, the links and their qdiscs.
@@ -91,6 +95,7 @@ class NetworkLab {
   NetworkLab() = default;
   absl::Status Build(const NetworkLabOptions& options);
   absl::Status AddHost(const LabHost& host, int index);
+  absl::Status Shape(const LabHost& host, const std::string& netns, const std::string& device);
   absl::Status PickSubnet();
   // Runs `argv` (argv[0]: "ip" or "tc", found in /usr/sbin or /sbin) to its end; INTERNAL with
   // the command and its output when it fails. `what` says what it was for, in the error.

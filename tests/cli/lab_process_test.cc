@@ -322,6 +322,52 @@ TEST(LabCommandTest, CleanupRemovesWhatAKilledRunLeft) {
       << "the cleanup names what it removed";
 }
 
+// What `argv` (run to its end, successfully) printed.
+std::string OutputOf(const launch::TempDir& dir, std::vector<std::string> argv) {
+  launch::SpawnOptions spawn;
+  spawn.argv = std::move(argv);
+  spawn.log_path = dir.File("command.log");
+  auto process = launch::Subprocess::Spawn(spawn);
+  if (!process.ok()) return process.status().ToString();
+  auto exit = process->Wait(absl::Seconds(30));
+  EXPECT_TRUE(exit.ok() && exit->ok()) << absl::StrJoin(spawn.argv, " ");
+  return ReadFileToString(spawn.log_path).value_or("");
+}
+
+// Both ends of a host's link: a tbf at the rate over a pfifo_fast whose first band takes the
+// TCP acknowledgements the host's namespace marks, so they do not wait behind queued data.
+TEST(NetworkLabTest, EachLinkIsShapedOverABandForAcknowledgements) {
+  auto dir = launch::TempDir::Create("ringside-lab-test-");
+  ASSERT_TRUE(dir.ok());
+  launch::NetworkLabOptions options;
+  options.hosts = {"worker-0", "ps-0"};
+  options.rate = *ParseLinkRate("20mbit");
+  auto lab = NetworkLab::Create(options);
+  ASSERT_TRUE(lab.ok()) << lab.status();
+  const std::string tc = "/usr/sbin/tc";
+  for (size_t j = 0; j < (*lab)->hosts().size(); ++j) {
+    const launch::LabHost& host = (*lab)->hosts()[j];
+    SCOPED_TRACE(host.name);
+    const std::string sw = (*lab)->tag() + "-sw";
+    for (const auto& [netns, device] : std::vector<std::pair<std::string, std::string>>{
+             {host.netns, "eth0"}, {sw, absl::StrCat("h", j)}}) {
+      const std::string qdiscs = OutputOf(*dir, {tc, "-n", netns, "qdisc", "show", "dev", device});
+      EXPECT_NE(qdiscs.find("qdisc tbf 1: root"), std::string::npos) << qdiscs;
+      EXPECT_NE(qdiscs.find("rate 20Mbit"), std::string::npos) << qdiscs;
+      EXPECT_NE(qdiscs.find("qdisc pfifo_fast"), std::string::npos) << qdiscs;
+      EXPECT_NE(qdiscs.find("parent 1:1"), std::string::npos) << qdiscs;
+    }
+    const std::string rules =
+        OutputOf(*dir, {"/usr/sbin/ip", "netns", "exec", host.netns, "/usr/sbin/iptables", "-t",
+                        "mangle", "-S", "POSTROUTING"});
+    EXPECT_NE(rules.find("--tcp-flags FIN,SYN,RST,ACK ACK"), std::string::npos) << rules;
+    EXPECT_NE(rules.find("CLASSIFY --set-class 0000:0006"), std::string::npos) << rules;
+  }
+  const std::string tag = (*lab)->tag();
+  lab->reset();
+  EXPECT_TRUE(NetworkLab::NamespacesOf(getpid()).empty()) << tag << " outlived its lab";
+}
+
 // `ringside ARGS` must exit 1 at once, its message containing `named`, having built no lab.
 void ExpectRefused(const launch::TempDir& dir, const std::vector<std::string>& args,
                    const std::string& named) {
