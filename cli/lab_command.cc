@@ -60,7 +60,8 @@ absl::Status RunLab(CompareOptions options, const TerminationSignals& signals, s
   ASSIGN_OR_RETURN(std::unique_ptr<NetworkLab> lab, NetworkLab::Create(lab_options));
   out << "lab " << lab->tag() << ": " << lab->hosts().size()
       << " hosts, each in its own network namespace on a bridge, every link shaped to "
-      << options.link_rate->text << " each way (tbf, burst " << lab->burst_bytes() << " B)";
+      << options.link_rate->text << " each way (tbf, burst " << lab->burst_bytes()
+      << " B; TCP acknowledgements ahead of queued data)";
   for (const auto& [host, rate] : options.slow_links) out << ", " << host << "'s to " << rate.text;
   out << "; ringside reaches them through " << lab->management_device() << ":";
   for (const LabHost& host : lab->hosts()) out << " " << host.name << "=" << host.address;
