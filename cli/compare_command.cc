@@ -19,6 +19,7 @@
 #include "common/cost_model.h"
 #include "common/model_spec.h"
 #include "common/status_macros.h"
+#include "server/ps/ps_client.h"
 #include "worker/dataset.h"
 #include "worker/gradient_buckets.h"
 
@@ -66,6 +67,8 @@ absl::StatusOr<JobComparison> NewComparison(const CompareOptions& options,
   JobComparison comparison;
   ASSIGN_OR_RETURN(comparison.config, JobConfigOf(job, shape));
   comparison.config.target_accuracy = options.target_accuracy;
+  comparison.config.ps_window_bytes =
+      options.ps_window_bytes > 0 ? options.ps_window_bytes : server::kDefaultPsWindowBytes;
   if (options.link_rate.has_value()) {
     comparison.config.link_rate = options.link_rate->text;
     comparison.config.link_burst_bytes = options.link_burst_bytes;

@@ -20,6 +20,7 @@ json ConfigJson(const JobConfig& c) {
               {"device", c.device},
               {"parameters", c.parameters},
               {"bucket_bytes", c.bucket_bytes},
+              {"ps_window_bytes", c.ps_window_bytes},
               {"steps", c.steps},
               {"batch_size", c.batch_size},
               {"seed", c.seed},

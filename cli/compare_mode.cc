@@ -207,6 +207,10 @@ LocalClusterOptions ClusterOptionsOf(const ModeRunSpec& spec, const std::string&
           absl::StrCat("--timeline_capacity=", options.timeline_capacity)};
     }
   }
+  if (options.ps_window_bytes > 0) {
+    cluster_options.worker_flags.push_back(
+        absl::StrCat("--ps_window_bytes=", options.ps_window_bytes));
+  }
   cluster_options.mode = spec.mode;
   cluster_options.training = spec.job();
   cluster_options.heartbeat_timeout = options.cluster.heartbeat_timeout;

@@ -14,6 +14,7 @@
 #include "cli/lab_bound.h"
 #include "common/status_macros.h"
 #include "launch/network_lab.h"
+#include "server/ps/ps_client.h"
 
 namespace ringside::cli {
 namespace {
@@ -69,6 +70,7 @@ absl::Status RunLab(CompareOptions options, const TerminationSignals& signals, s
   out.flush();
   if (signals.received()) return absl::CancelledError("stopped by a signal; the lab is removed");
   options.link_burst_bytes = lab->burst_bytes();
+  options.ps_window_bytes = server::kLabPsWindowBytes;
   const NetworkLab* hosts = lab.get();
   options.host_of = [hosts](const std::string& name) -> std::optional<launch::ProcessHost> {
     const LabHost* host = hosts->host(name);

@@ -59,7 +59,8 @@ namespace ringside::worker {
 struct ElasticOptions {
   std::string device = "cpu";
   uint64_t segment_bytes = uint64_t{1} << 20;
-  uint64_t ps_window_bytes = uint64_t{256} << 10;       // server::PsClientOptions::window_bytes
+  uint64_t ps_window_bytes =
+      server::kDefaultPsWindowBytes;                    // server::PsClientOptions::window_bytes
   absl::Duration timeout = absl::Seconds(60);           // per collective, ps step or transfer
   absl::Duration regroup_timeout = absl::Seconds(120);  // for the next generation after a failure
   // A regroup broadcasts the job's state in chunks of this many floats, so it costs one chunk of

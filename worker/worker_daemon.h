@@ -34,6 +34,7 @@
 #include "common/termination_signals.h"
 #include "common/transport_security.h"
 #include "server/controller/job_spec.h"
+#include "server/ps/ps_client.h"
 #include "worker/fault_injection.h"
 #include "worker/local_training.h"
 #include "worker/worker_outputs.h"
@@ -72,8 +73,8 @@ struct WorkerOptions {
   std::string listen;
   std::string metrics_listen = "127.0.0.1:0";
   int64_t segment_bytes = int64_t{1} << 20;
-  int64_t ps_window_bytes = int64_t{256} << 10;  // server::PsClientOptions::window_bytes
-  absl::Duration timeout = absl::Seconds(60);    // per collective, ps step or state transfer
+  int64_t ps_window_bytes = server::kDefaultPsWindowBytes;  // server::PsClientOptions::window_bytes
+  absl::Duration timeout = absl::Seconds(60);  // per collective, ps step or state transfer
   // Of every link: the RingPeer server, the ring stream, the shards, the controller.
   TransportSecurity security;
 

@@ -48,6 +48,11 @@ namespace ringside::server {
 // elements pushed and not answered at most, within what a shard buffers of each share and of the
 // step's sum (kShareBufferElements, server/ps/shard_state.h, checked there).
 inline constexpr uint64_t kMaxPsWindowBytes = uint64_t{1} << 20;
+inline constexpr uint64_t kDefaultPsWindowBytes = uint64_t{512} << 10;  // see window_bytes
+// The window `ringside lab` gives its workers: on links of 100mbit and less, whose shaper queues
+// hold 200 ms, four workers' 1 MiB windows overflow a shard's ingress queue (PS sync 1.29x its
+// bound at 100mbit, against 1.13x with this; docs/benchmarks.md).
+inline constexpr uint64_t kLabPsWindowBytes = uint64_t{256} << 10;
 
 struct PsClientOptions {
   uint64_t generation = 1;
@@ -62,10 +67,13 @@ struct PsClientOptions {
   // wait for: held within the window, the workers' pushes share the shard's ingress evenly and
   // its egress carries the sum as fast as the pushes arrive. Pushes travel in segments of a
   // quarter of it (at most segment_bytes). Too small for a link's bandwidth-delay product, it
-  // leaves the link idle: raise it for fast, distant links.
-  uint64_t window_bytes = uint64_t{256} << 10;  // at most kMaxPsWindowBytes
-  WireDtype wire_dtype = WireDtype::kFp32;      // the job's --wire_dtype
-  int workers = 1;  // in the generation: fp16's divisor (WireShareDivisor)
+  // leaves the link idle; too large for a slow link's queues, the N workers' pushes overflow the
+  // shard's ingress queue. The default suits loopback and fast links: on loopback 256 KiB moved
+  // the PS's bytes about 15% slower (more, smaller segments, each a hop between threads), 1 MiB
+  // no faster. `ringside lab` gives its shaped links kLabPsWindowBytes.
+  uint64_t window_bytes = kDefaultPsWindowBytes;
+  WireDtype wire_dtype = WireDtype::kFp32;  // the job's --wire_dtype
+  int workers = 1;                          // in the generation: fp16's divisor (WireShareDivisor)
   absl::Duration timeout = absl::Seconds(60);  // per step and shard
   TransportSecurity security;                  // of the channels to the shards
   // The ps_push fault point (worker/fault_injection.h); null: none. When set, the other shards'

@@ -19,6 +19,7 @@
 #include "launch/subprocess.h"
 #include "launch/temp_dir.h"
 #include "nlohmann/json.hpp"
+#include "server/ps/ps_client.h"
 #include "tests/support/poll.h"
 #include "tests/support/worker_processes.h"
 
@@ -99,6 +100,9 @@ TEST(LabCommandTest, SyncRespectsTheLinkAndBytesMatchTheModel) {
   const double burst = config["link_burst_bytes"].get<double>();
   ASSERT_GT(burst, 0);
   ASSERT_LT(burst, 0.2 * elements * 4) << "a burst this large would hide the shaping";
+  // The shaped links' push window, not the loopback default the workers have without the flag.
+  EXPECT_EQ(config["ps_window_bytes"].get<uint64_t>(), server::kLabPsWindowBytes);
+  EXPECT_NE(server::kLabPsWindowBytes, server::kDefaultPsWindowBytes);
 
   struct Expected {
     const char* mode;
