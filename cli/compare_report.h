@@ -174,7 +174,6 @@ struct JobConfig {
   uint64_t bucket_bytes = 0;
   std::vector<uint64_t> ring_buckets = {};
   uint64_t ps_window_bytes = 0;  // the workers' push window in ps mode
-
   std::string link_rate = {};    // `ringside lab --link_rate` as given; empty on loopback
   int64_t link_burst_bytes = 0;  // the lab shapers' tbf burst
   std::map<std::string, std::string> slow_links = {};  // --slow_link: host -> its rate as given

@@ -14,10 +14,10 @@
 // eth0 (what the host sends) and on the switch's port h<j> (what it receives). Under each tbf a
 // pfifo_fast sends TCP acknowledgements, marked by an iptables rule in each host's namespace, ahead
 // of queued data, as a real host's fq or fq_codel keeps a flow's acknowledgements out of another
-// flow's queue. The management veth
-// is not shaped: ringside reaches every host's gRPC and /metrics through it without holding up the
-// hosts' links other than in their own (shaped) ingress. The /24 is picked from 198.18.0.0/15 (RFC
-// 2544's benchmarking range), avoiding any the root namespace already has.
+// flow's queue. The management veth is not shaped: ringside reaches every host's gRPC and /metrics
+// through it without holding up the hosts' links other than in their own (shaped) ingress. The /24
+// is picked from 198.18.0.0/15 (RFC 2544's benchmarking range), avoiding any the root namespace
+// already has.
 //
 // Ownership: a NetworkLab owns its namespaces (and, through them, every device and qdisc); its
 // destructor removes them, also after a partial Create. A run killed with SIGKILL leaves them:
@@ -97,8 +97,9 @@ class NetworkLab {
   absl::Status AddHost(const LabHost& host, int index);
   absl::Status Shape(const LabHost& host, const std::string& netns, const std::string& device);
   absl::Status PickSubnet();
-  // Runs `argv` (argv[0]: "ip" or "tc", found in /usr/sbin or /sbin) to its end; INTERNAL with
-  // the command and its output when it fails. `what` says what it was for, in the error.
+  // Runs `argv` (argv[0]: "ip", "tc" or "iptables", found in /usr/sbin or /sbin) to its end;
+  // INTERNAL with the command and its output when it fails. `what` says what it was for, in the
+  // error.
   absl::Status Run(const std::vector<std::string>& argv, const std::string& what);
 
   std::string tag_;

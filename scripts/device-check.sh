@@ -14,6 +14,17 @@ export RINGSIDE_CUDA_MODULE=$PWD/$bundle/bin/libringside_cuda.so
 bin=$bundle/bin
 only=,${ONLY:-tests,bench,compare},  # and lab, gpulab: the overlap measurements below
 nvidia-smi -L; nproc
+# ringside lab runs iproute2 and iptables from /usr/sbin or /sbin only; the GPU machine is a
+# throwaway root. The bundle's iptables finds its extensions through XTABLES_LIBDIR.
+install_lab_tools() {
+  for tool in ip tc iptables; do
+    [[ -x /usr/sbin/$tool || -x /sbin/$tool ]] || cp "$bundle/sbin/$tool" /usr/sbin/
+  done
+  if [[ ! -d /usr/lib/x86_64-linux-gnu/xtables ]]; then
+    mkdir -p /tmp/devxtables && tar xzf "$bundle/xtables.tgz" -C /tmp/devxtables
+    export XTABLES_LIBDIR=/tmp/devxtables/xtables
+  fi
+}
 if [[ $only == *,tests,* ]]; then
 echo "== worker_compute_test"; "$bin/worker_compute_test" --gtest_brief=1 2>&1 | tail -6
 echo "== worker_elastic_test (${ELASTIC_FILTER:-*})"
@@ -40,8 +51,7 @@ if [[ $only == *,lab,* ]]; then
   # Two BLAS threads a worker: 8 of the 16 cores compute, the rest serve the sync, the shards and
   # gRPC, as separate hosts' spare cores would.
   export OPENBLAS_NUM_THREADS=${LAB_BLAS_THREADS:-2}
-  # ringside lab runs iproute2 from /usr/sbin or /sbin only; the GPU machine is a throwaway root.
-  for tool in ip tc; do [[ -x /usr/sbin/$tool || -x /sbin/$tool ]] || cp "$bundle/sbin/$tool" /usr/sbin/; done
+  install_lab_tools
   lab="--link_rate=${LAB_RATE:-1gbit} --model=784,1024,1024,10 --data=synthetic:16384 --workers=4
        --ps_shards=2 --steps=${LAB_STEPS:-8} --eval_every=1000 --device=${LAB_DEVICE:-cpu}"
   summary() { python3 -c "
@@ -73,7 +83,7 @@ if [[ $only == *,gpulab,* ]]; then
   # short, so the job is placed on the sync's side of "the same order": calibrate at the largest
   # batch, then move the link rate (or the batch, when even that is compute-heavy) until the
   # ring's sync is ${GPU_LAB_RATIO:-3} × its compute; then each without and with --bucket_bytes.
-  for tool in ip tc; do [[ -x /usr/sbin/$tool || -x /sbin/$tool ]] || cp "$bundle/sbin/$tool" /usr/sbin/; done
+  install_lab_tools
   gpulab() { # RATE BATCH BUCKET_BYTES JSON
     timeout ${GPU_LAB_TIMEOUT:-90} "$bin/ringside" lab --link_rate=$1 --model=784,1024,1024,10 --data=synthetic:16384 \
         --workers=4 --ps_shards=2 --steps=${GPU_LAB_STEPS:-12} --eval_every=1000 --device=${GPU_LAB_DEVICE:-cuda} \
