@@ -30,16 +30,17 @@ inline constexpr int kMaxMessageBytes = 64 << 20;
 // segment travels with its header in one message). INVALID_ARGUMENT naming the flag otherwise.
 absl::Status ValidateSegmentBytes(int64_t segment_bytes);
 
-// A channel to `address` (HOST:PORT) with Ringside's limits and keepalive. Each call gets a
-// fresh channel (its own TCP connection), so two peers never share one HTTP/2 connection.
-// Under mutual TLS it presents `security`'s certificate and accepts only a server whose
-// certificate chains to its CA and names HOST (a DNS or IP SAN).
 // What a channel carries. kTraining: steps' tensors, with a deep per-stream window (16 MiB) for
 // throughput. kBackgroundRead: a rare read of a whole model (the test evaluator's GetParameters)
 // whose reader stores each message as it comes: a 1 MiB window and no window growth, so what
 // waits unread in gRPC's buffers stays about a segment, not the range (flow control paces the
 // sender instead).
 enum class ChannelUse { kTraining, kBackgroundRead };
+
+// A channel to `address` (HOST:PORT) with Ringside's limits and keepalive, tuned for `use`. Each
+// call gets a fresh channel (its own TCP connection), so two peers never share one HTTP/2
+// connection. Under mutual TLS it presents `security`'s certificate and accepts only a server
+// whose certificate chains to its CA and names HOST (a DNS or IP SAN).
 std::shared_ptr<grpc::Channel> MakeChannel(const std::string& address,
                                            const TransportSecurity& security,
                                            ChannelUse use = ChannelUse::kTraining);
