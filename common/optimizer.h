@@ -37,6 +37,11 @@ struct OptimizerConfig {
   float beta1 = 0.9f;           // kAdam: first-moment decay, in [0, 1)
   float beta2 = 0.999f;         // kAdam: second-moment decay, in [0, 1)
   float epsilon = 1e-8f;        // kAdam: denominator guard, > 0
+  friend bool operator==(const OptimizerConfig& a, const OptimizerConfig& b) {
+    return a.kind == b.kind && a.learning_rate == b.learning_rate && a.momentum == b.momentum &&
+           a.beta1 == b.beta1 && a.beta2 == b.beta2 && a.epsilon == b.epsilon;
+  }
+  friend bool operator!=(const OptimizerConfig& a, const OptimizerConfig& b) { return !(a == b); }
 };
 
 // OK, or INVALID_ARGUMENT naming the first out-of-range field.

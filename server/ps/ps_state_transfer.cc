@@ -18,12 +18,6 @@
 namespace ringside::server {
 namespace {
 
-// Whether a load's optimiser is the job's (the job may change while a state streams in).
-bool SameOptimizer(const OptimizerConfig& a, const OptimizerConfig& b) {
-  return a.kind == b.kind && a.learning_rate == b.learning_rate && a.momentum == b.momentum &&
-         a.beta1 == b.beta1 && a.beta2 == b.beta2 && a.epsilon == b.epsilon;
-}
-
 bool SameTransfer(const proto::PsStateSegment& a, const proto::PsStateSegment& b) {
   return a.generation() == b.generation() && a.workers() == b.workers() && a.step() == b.step() &&
          a.range_begin() == b.range_begin() && a.range_elements() == b.range_elements() &&
@@ -193,7 +187,9 @@ absl::Status ParameterShardService::FinishLoad(const proto::PsStateSegment& firs
     RETURN_IF_ERROR(CheckLoadLocked(first).status());
     job = *job_;
   }
-  if (!SameOptimizer(optimizer.config(), job.optimizer)) {
+  // The state was imported into the optimiser of the job its first segment met, which may have
+  // changed since.
+  if (optimizer.config() != job.optimizer) {
     return absl::FailedPreconditionError(
         "the job's optimiser changed while the state streamed in; nothing changed");
   }
