@@ -570,8 +570,7 @@ ShardState::Read ShardState::NewReadLocked() {
       std::remove_if(reads_.begin(), reads_.end(),
                      [](const std::weak_ptr<ParameterRead>& read) { return read.expired(); }),
       reads_.end());
-  Read read(new ParameterRead(current_.step, &values_,
-                              ParameterRead::kMaxReadSavedBytes / sizeof(float)));
+  Read read(new ParameterRead(current_.step, &values_));
   reads_.push_back(read);
   return read;
 }
@@ -658,13 +657,13 @@ void ShardState::ParameterRead::SaveBefore(uint64_t begin, uint64_t end) {
   absl::MutexLock lock(&mu_);
   begin = std::max(begin, taken_);
   if (live_ == nullptr || !aborted_.ok() || begin >= end) return;
-  if (saved_elements_ + (end - begin) > max_saved_) {
+  if (saved_elements_ + (end - begin) > kMaxReadSavedElements) {
     live_ = nullptr;
     saved_.clear();
     saved_elements_ = 0;
     aborted_ = absl::AbortedError(absl::StrCat(
         "the shard applied the step after ", step_, " faster than the read was sent (more than ",
-        max_saved_ * sizeof(float), " bytes saved for it); read again"));
+        kMaxReadSavedBytes, " bytes saved for it); read again"));
     return;
   }
   saved_[begin].assign(live_->begin() + begin, live_->begin() + end);

@@ -203,6 +203,7 @@ class ShardState {
   class ParameterRead {
    public:
     static constexpr uint64_t kMaxReadSavedBytes = uint64_t{4} << 20;
+    static constexpr uint64_t kMaxReadSavedElements = kMaxReadSavedBytes / sizeof(float);
 
     uint64_t step() const { return step_; }
     uint64_t size() const { return size_; }
@@ -213,8 +214,8 @@ class ShardState {
 
    private:
     friend class ShardState;
-    ParameterRead(uint64_t step, const std::vector<float>* live, uint64_t max_saved_elements)
-        : step_(step), size_(live->size()), max_saved_(max_saved_elements), live_(live) {}
+    ParameterRead(uint64_t step, const std::vector<float>* live)
+        : step_(step), size_(live->size()), live_(live) {}
     // The applier is about to overwrite [begin, end) in the step after step_.
     void SaveBefore(uint64_t begin, uint64_t end);
     // That step is applied: everything not taken is saved; the live values are not read again.
@@ -223,7 +224,6 @@ class ShardState {
 
     const uint64_t step_;
     const uint64_t size_;
-    const uint64_t max_saved_;  // elements
     absl::Mutex mu_;
     const std::vector<float>* live_ ABSL_GUARDED_BY(mu_);  // the state's; null once not read
     uint64_t taken_ ABSL_GUARDED_BY(mu_) = 0;              // [0, taken_) copied out
