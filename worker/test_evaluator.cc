@@ -46,10 +46,7 @@ absl::StatusOr<std::unique_ptr<TestEvaluator>> TestEvaluator::Create(const Model
 }
 
 TestEvaluator::TestEvaluator(const ModelSpec& spec, const Dataset& test, Sink sink, Options options)
-    : test_(test),
-      sink_(std::move(sink)),
-      options_(options),
-      pass_(spec, StreamedForwardPass::Options{options.block_bytes}) {
+    : test_(test), sink_(std::move(sink)), options_(options), pass_(spec) {
   thread_ = std::thread([this] { Loop(); });
   reader_thread_ = std::thread([this] { ReaderLoop(); });
 }

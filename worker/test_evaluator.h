@@ -84,8 +84,6 @@ class TestEvaluator {
     // The most bytes of snapshots on disk (waiting, being read or evaluated); one snapshot is
     // always allowed.
     uint64_t max_snapshot_bytes = uint64_t{1} << 30;
-    // The streamed forward pass's weight block (StreamedForwardPass::Options).
-    uint64_t block_bytes = uint64_t{2} << 20;
   };
 
   // `test` must outlive the evaluator. Starts the threads; the snapshot directory is made at the
