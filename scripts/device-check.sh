@@ -25,6 +25,17 @@ install_lab_tools() {
     export XTABLES_LIBDIR=/tmp/devxtables/xtables
   fi
 }
+# A lab or compare JSON's two modes, a line each: p50s of step, compute and sync (seconds), the
+# step over the larger of the two, the overlapped share, and measured/expected bytes.
+summary() { python3 -c "
+import json,sys
+j=json.load(open(sys.argv[1]))
+for m in ('ring','ps'):
+    d=j['modes'][m]; c=d['compute_seconds']['p50']; s=d['sync_seconds']['p50']; t=d['step_seconds']['p50']
+    b=d['bytes_per_worker_per_step']
+    print('  %s: step %.4f compute %.4f sync %.4f step/max %.3f overlap %.2f bytes %.4f' % (m, t, c,
+          s, t / max(c, s), d.get('overlap_share') or 0, b['measured'] / max(1, b['expected'])))
+" "$1"; }
 if [[ $only == *,tests,* ]]; then
 echo "== worker_compute_test"; "$bin/worker_compute_test" --gtest_brief=1 2>&1 | tail -6
 echo "== worker_elastic_test (${ELASTIC_FILTER:-*})"
@@ -54,15 +65,6 @@ if [[ $only == *,lab,* ]]; then
   install_lab_tools
   lab="--link_rate=${LAB_RATE:-1gbit} --model=784,1024,1024,10 --data=synthetic:16384 --workers=4
        --ps_shards=2 --steps=${LAB_STEPS:-8} --eval_every=1000 --device=${LAB_DEVICE:-cpu}"
-  summary() { python3 -c "
-import json,sys
-j=json.load(open(sys.argv[1]))
-for m in ('ring','ps'):
-    d=j['modes'][m]
-    print('  %s: step %.3f compute %.3f sync %.3f overlap %.2f bytes %.4f' % (m, d['step_seconds']['p50'],
-          d['compute_seconds']['p50'], d['sync_seconds']['p50'], d.get('overlap_share') or 0,
-          d['bytes_per_worker_per_step']['measured'] / max(1, d['bytes_per_worker_per_step']['expected'])))
-" "$1"; }
   timeout 150 "$bin/ringside" lab $lab --batch_size=8192 --bucket_bytes=0 --json="$out/lab-cal.json" \
       > "$out/lab-cal.log" 2>&1 || { echo "lab calibration failed"; tail -5 "$out/lab-cal.log"; exit 1; }
   echo "== lab calibration, batch 8192"; summary "$out/lab-cal.json"
@@ -85,19 +87,11 @@ if [[ $only == *,gpulab,* ]]; then
   # ring's sync is ${GPU_LAB_RATIO:-3} × its compute; then each without and with --bucket_bytes.
   install_lab_tools
   gpulab() { # RATE BATCH BUCKET_BYTES JSON
-    timeout ${GPU_LAB_TIMEOUT:-90} "$bin/ringside" lab --link_rate=$1 --model=784,1024,1024,10 --data=synthetic:16384 \
-        --workers=4 --ps_shards=2 --steps=${GPU_LAB_STEPS:-12} --eval_every=1000 --device=${GPU_LAB_DEVICE:-cuda} \
-        --batch_size=$2 --bucket_bytes=$3 --json="$4" > "${4%.json}.log" 2>&1 ||
+    timeout ${GPU_LAB_TIMEOUT:-90} "$bin/ringside" lab --link_rate=$1 --model=784,1024,1024,10 \
+        --data=synthetic:16384 --workers=4 --ps_shards=2 --steps=${GPU_LAB_STEPS:-12} \
+        --eval_every=1000 --device=${GPU_LAB_DEVICE:-cuda} --batch_size=$2 --bucket_bytes=$3 --json="$4" > "${4%.json}.log" 2>&1 ||
       { echo "lab failed: rc $?"; tail -8 "${4%.json}.log"; return 1; }
-    python3 -c "
-import json,sys
-j=json.load(open(sys.argv[1]))
-for m in ('ring','ps'):
-    d=j['modes'][m]; c=d['compute_seconds']['p50']; s=d['sync_seconds']['p50']; t=d['step_seconds']['p50']
-    print('  %s: step %.4f compute %.4f sync %.4f step/max %.3f overlap %.2f bytes %.4f' % (m, t, c, s,
-          t/max(c,s), d.get('overlap_share') or 0,
-          d['bytes_per_worker_per_step']['measured'] / max(1, d['bytes_per_worker_per_step']['expected'])))
-" "$4"; }
+    summary "$4"; }
   uptime
   max_batch=${GPU_LAB_BATCH:-16384}
   if [[ -n ${GPU_LAB_RATE:-} ]]; then  # a rate chosen from an earlier calibration
