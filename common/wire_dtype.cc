@@ -1,5 +1,6 @@
 #include "common/wire_dtype.h"
 
+#include <algorithm>
 #include <cassert>
 #include <cmath>
 #include <cstring>
@@ -140,13 +141,17 @@ void DecodeWire(WireDtype dtype, const char* wire, absl::Span<float> out) {
 
 void DecodeAddWire(WireDtype dtype, const char* wire, absl::Span<float> sum) {
   switch (dtype) {
-    case WireDtype::kFp32:
+    case WireDtype::kFp32: {
+      // Restricted: the received bytes never alias the sum, so the loop vectorises unchecked.
+      float* __restrict out = sum.data();
+      const char* __restrict in = wire;
       for (size_t i = 0; i < sum.size(); ++i) {
         float value;
-        std::memcpy(&value, wire + 4 * i, sizeof(value));
-        sum[i] += value;
+        std::memcpy(&value, in + 4 * i, sizeof(value));
+        out[i] += value;
       }
       return;
+    }
     case WireDtype::kFp16:
       for (size_t i = 0; i < sum.size(); ++i) sum[i] += Fp16ToFloat(Load16(wire, i));
       return;
@@ -154,6 +159,43 @@ void DecodeAddWire(WireDtype dtype, const char* wire, absl::Span<float> sum) {
       for (size_t i = 0; i < sum.size(); ++i) sum[i] += Bf16ToFloat(Load16(wire, i));
       return;
   }
+}
+
+bool WirePiecesReader::Read(absl::Span<float> out, bool add) {
+  size_t done = 0;
+  while (done < out.size()) {
+    if (piece_ == pieces_.size()) return false;
+    const absl::string_view rest = pieces_[piece_].substr(at_);
+    const size_t whole = std::min(rest.size() / width_, out.size() - done);
+    if (whole > 0) {
+      const absl::Span<float> part = out.subspan(done, whole);
+      add ? DecodeAddWire(dtype_, rest.data(), part) : DecodeWire(dtype_, rest.data(), part);
+      done += whole;
+      at_ += whole * width_;
+      if (at_ == pieces_[piece_].size()) ++piece_, at_ = 0;
+      continue;
+    }
+    char element[sizeof(float)];
+    if (!ReadStraddling(element)) return false;
+    const absl::Span<float> one = out.subspan(done, 1);
+    add ? DecodeAddWire(dtype_, element, one) : DecodeWire(dtype_, element, one);
+    ++done;
+  }
+  return true;
+}
+
+bool WirePiecesReader::ReadStraddling(char* element) {
+  size_t got = 0;
+  while (got < width_) {
+    if (piece_ == pieces_.size()) return false;
+    const absl::string_view rest = pieces_[piece_].substr(at_);
+    const size_t take = std::min(width_ - got, rest.size());
+    std::memcpy(element + got, rest.data(), take);
+    got += take;
+    at_ += take;
+    if (at_ == pieces_[piece_].size()) ++piece_, at_ = 0;
+  }
+  return true;
 }
 
 DType DTypeOfWire(WireDtype dtype) {

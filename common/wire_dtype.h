@@ -14,6 +14,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
@@ -41,6 +42,28 @@ void EncodeWire(WireDtype dtype, absl::Span<const float> values, char* wire);
 void DecodeWire(WireDtype dtype, const char* wire, absl::Span<float> out);
 // `wire` decoded and added to `sum`, in float32: a ring hop's reduction, a shard's sum.
 void DecodeAddWire(WireDtype dtype, const char* wire, absl::Span<float> sum);
+
+// Elements of `dtype` read front to back from a payload in pieces (the slices gRPC received it
+// in: a piece may end in the middle of an element, which is then reassembled), decoded into
+// float32 as DecodeWire and DecodeAddWire do. Holds a reference to `pieces`.
+class WirePiecesReader {
+ public:
+  WirePiecesReader(WireDtype dtype, const std::vector<absl::string_view>& pieces)
+      : dtype_(dtype), width_(WireBytesPerElement(dtype)), pieces_(pieces) {}
+  // The next out.size() elements into `out` (added to it when `add`); false, with `out` partly
+  // written, when the pieces hold fewer.
+  bool Read(absl::Span<float> out, bool add);
+
+ private:
+  // One element that straddles pieces, gathered into `element`; false when the pieces end.
+  bool ReadStraddling(char* element);
+
+  const WireDtype dtype_;
+  const size_t width_;
+  const std::vector<absl::string_view>& pieces_;
+  size_t piece_ = 0;  // where the next element starts: pieces_[piece_], byte at_
+  size_t at_ = 0;
+};
 
 // The element type a message names for values in `dtype` (a ring segment's, a push's `dtype`),
 // and back: INVALID_ARGUMENT for a type that is not a wire dtype (DType::kInvalid, or a value

@@ -6,6 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/cost_model.h"
 #include "common/status_macros.h"
+#include "common/wire_dtype.h"
 #include "ring/reduce.h"
 
 namespace ringside::ring {
@@ -236,7 +237,9 @@ absl::Status RingAllreduce::ReceiveChunk(uint64_t collective, const ChunkReceipt
           " while expecting step ", receipt.step, " chunk ", receipt.chunk, " offset ", offset));
     }
     float* dst = chunk.data() + offset;
-    ApplyWirePieces(receipt.wire, dst, segment.payload.pieces(), /*add=*/receipt.reduce);
+    // The payload holds `count` elements (counted from its size above): the read cannot fall short.
+    WirePiecesReader(receipt.wire, segment.payload.pieces())
+        .Read(absl::MakeSpan(dst, count), /*add=*/receipt.reduce);
     if (receipt.scale) ScaleFloat32(dst, count, 1.0f / static_cast<float>(world));
     // The completed chunk's own copy is rounded to what its allgather sends (and every other
     // rank decodes), so all ranks end with the same bits.

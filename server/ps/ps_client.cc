@@ -7,10 +7,13 @@
 #include "common/auth.h"
 #include "common/cost_model.h"
 #include "common/grpc_util.h"
+#include "common/payload_codec.h"
 #include "common/status_macros.h"
 
 namespace ringside::server {
 namespace {
+
+constexpr char kStepMethod[] = "/ringside.proto.ParameterShard/Step";
 
 // Pushes travel in segments of a quarter of the window (at most --segment_bytes): the shard sums
 // and answers at that grain, so the last part of the reply trails the last push by little.
@@ -32,8 +35,11 @@ uint64_t WindowElements(const PsClientOptions& options) {
 // copied into a message sent; the writes read further on, never the same elements), all from
 // gRPC's callback threads; the thread running Sum() only starts it and waits for its end. The
 // deadline and Cancel() end it through its context.
+// Its messages are raw (common/payload_codec.h): a push's payload is written from the gradient
+// straight into the slice gRPC sends, and a reply's read into the gradient straight from the
+// slices gRPC received.
 class PsClient::ShardCall final
-    : public grpc::ClientBidiReactor<proto::PsPush, proto::PsRangeValues> {
+    : public grpc::ClientBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer> {
  public:
   // `descending`: the share is pushed last part first, no further than Release() allows
   // (SumAsReady); else in order, all of it.
@@ -69,7 +75,7 @@ class PsClient::ShardCall final
 
   // A descending call starts with something released (or an empty range).
   void Start() {
-    link_.stub->async()->Step(&context_, this);
+    link_.raw_stub->PrepareBidiStreamingCall(&context_, kStepMethod, grpc::StubOptions(), this);
     // Release() starts writes from the caller's thread, outside gRPC's reactions: the hold keeps
     // the call from ending (OnDone) until the whole share is released or the step abandoned.
     if (descending_ && released() < link_.range.size()) {
@@ -81,7 +87,7 @@ class PsClient::ShardCall final
           static_cast<double>(PsBytesPerShardLink(link_.range.size(), 1, 0, wire_)));
     }
     WriteSegment();  // an empty range still sends one (empty) segment
-    StartRead(&reply_);
+    StartRead(&reply_message_);
     StartCall();
   }
 
@@ -154,8 +160,15 @@ class PsClient::ShardCall final
 
   void OnReadDone(bool ok) override {
     if (!ok) return;  // the reply is over; OnDone follows
+    absl::StatusOr<ReceivedPayload> payload =
+        DecodeWithPayload(reply_message_, proto::PsRangeValues::kPayloadFieldNumber, reply_);
+    if (!payload.ok()) {
+      reply_error_ = absl::InternalError(payload.status().message());
+      context_.TryCancel();
+      return;
+    }
     const uint64_t size = link_.range.size();
-    const uint64_t count = reply_.payload().size() / width_;
+    const uint64_t count = payload->size / width_;
     const uint64_t received = Received();  // only this reaction changes it
     const uint32_t dtype =
         reply_.dtype() == 0 ? static_cast<uint32_t>(DType::kFloat32) : reply_.dtype();
@@ -163,19 +176,20 @@ class PsClient::ShardCall final
     const uint64_t offset =
         descending_ ? size - received - std::min(count, size - received) : received;
     if (reply_.step() != step_ || reply_.range_elements() != size || reply_.offset() != offset ||
-        dtype != static_cast<uint32_t>(DTypeOfWire(wire_)) ||
-        reply_.payload().size() % width_ != 0 || count > size - received) {
+        dtype != static_cast<uint32_t>(DTypeOfWire(wire_)) || payload->size % width_ != 0 ||
+        count > size - received) {
       reply_error_ = absl::InternalError(absl::StrCat(
-          "reply segment (step ", reply_.step(), ", offset ", reply_.offset(), ", ",
-          reply_.payload().size(), " bytes of dtype ", dtype, ") does not continue the range at ",
-          received, " in ", WireDtypeName(wire_)));
+          "reply segment (step ", reply_.step(), ", offset ", reply_.offset(), ", ", payload->size,
+          " bytes of dtype ", dtype, ") does not continue the range at ", received, " in ",
+          WireDtypeName(wire_)));
       context_.TryCancel();
       return;
     }
-    DecodeWire(wire_, reply_.payload().data(),
-               gradient_.subspan(link_.range.begin + offset, count));
+    // The payload holds `count` elements (checked above): the read cannot fall short.
+    WirePiecesReader(wire_, payload->pieces)
+        .Read(gradient_.subspan(link_.range.begin + offset, count), /*add=*/false);
     if (link_.receive.bytes != nullptr) {
-      link_.receive.bytes->Increment(static_cast<double>(reply_.payload().size()));
+      link_.receive.bytes->Increment(static_cast<double>(payload->size));
     }
     bool resume = false;
     {
@@ -184,7 +198,7 @@ class PsClient::ShardCall final
       resume = parked_ && MayWrite();
       if (resume) parked_ = false;
     }
-    StartRead(&reply_);
+    StartRead(&reply_message_);
     if (resume) WriteSegment();
   }
 
@@ -236,14 +250,9 @@ class PsClient::ShardCall final
     const uint64_t offset = descending_ ? link_.range.size() - written - writing_ : written;
     push_.set_offset(offset);
     const absl::Span<const float> values = gradient_.subspan(link_.range.begin + offset, writing_);
-    if (wire_ == WireDtype::kFp32) {
-      push_.set_payload(reinterpret_cast<const char*>(values.data()), writing_ * sizeof(float));
-    } else {
-      std::string* payload = push_.mutable_payload();
-      payload->resize(writing_ * width_);
-      EncodeWire(wire_, values, payload->data());
-    }
-    StartWrite(&push_);
+    sending_ = EncodeWithPayload(push_, proto::PsPush::kPayloadFieldNumber, writing_ * width_,
+                                 [&](char* payload) { EncodeWire(wire_, values, payload); });
+    StartWrite(&sending_);
   }
 
   ShardLink& link_;
@@ -258,11 +267,13 @@ class PsClient::ShardCall final
 
   // The write side: one write at a time, started by Start(), OnWriteDone or (after a pause for
   // the window) OnReadDone.
-  proto::PsPush push_;
-  uint64_t writing_ = 0;  // elements of the write in flight
+  proto::PsPush push_;        // the pushes' fields but the payload
+  grpc::ByteBuffer sending_;  // the write in flight, a proto::PsPush
+  uint64_t writing_ = 0;      // elements of it
 
   // The read side: touched only by OnReadDone, then read by OnDone.
-  proto::PsRangeValues reply_;
+  grpc::ByteBuffer reply_message_;  // a proto::PsRangeValues as read
+  proto::PsRangeValues reply_;      // its fields but the payload
   absl::Status reply_error_;
 
   // The push window: how far the writes may run ahead of the sum received.
@@ -296,7 +307,9 @@ absl::StatusOr<std::vector<PsShardLink>> ConnectPsShards(const PsClientOptions& 
     link.index = static_cast<int>(s);
     link.address = options.shards[s];
     link.range = ranges[s];
-    link.stub = proto::ParameterShard::NewStub(MakeChannel(link.address, options.security));
+    std::shared_ptr<grpc::Channel> channel = MakeChannel(link.address, options.security);
+    link.stub = proto::ParameterShard::NewStub(channel);
+    link.raw_stub = std::make_unique<grpc::GenericStub>(channel);
     if (metrics != nullptr) {
       const std::string me = WorkerName(options.rank), shard = PsShardName(link.index);
       link.send = metrics->LinkSend(me, shard, SyncMode::kPs);

@@ -39,6 +39,7 @@
 #include "common/ranges.h"
 #include "common/transport_security.h"
 #include "common/wire_dtype.h"
+#include "grpcpp/generic/generic_stub.h"
 #include "proto/ps.grpc.pb.h"
 
 namespace ringside::server {
@@ -104,13 +105,15 @@ class CallCancellation final {
   bool cancelled_ ABSL_GUARDED_BY(mu_) = false;
 };
 
-// One shard as a worker's client reaches it: its range (EvenRanges of the parameters), a stub
+// One shard as a worker's client reaches it: its range (EvenRanges of the parameters), stubs
 // on a channel with the options' security, and the link's counters (unset without metrics).
 struct PsShardLink {
   int index = 0;
   std::string address;
   ElementRange range;
   std::unique_ptr<proto::ParameterShard::Stub> stub;
+  // The same channel's raw calls: Step's messages encoded and decoded by common/payload_codec.h.
+  std::unique_ptr<grpc::GenericStub> raw_stub;
   LinkSendMetrics send;
   LinkReceiveMetrics receive;
 };

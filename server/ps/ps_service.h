@@ -79,7 +79,16 @@ struct ShardMetricsFactory {
 // (a share, link counters), so a corrupt or hostile `workers` must not size it.
 inline constexpr uint32_t kMaxLoadWorkers = 1 << 16;
 
-class ParameterShardService final : public proto::ParameterShard::CallbackService {
+// Step is served raw (common/payload_codec.h): a push's payload is summed straight from the slices
+// gRPC received it in, and a reply's is written straight into the slice gRPC sends.
+using ParameterShardBase = proto::ParameterShard::WithRawCallbackMethod_Step<
+    proto::ParameterShard::WithCallbackMethod_GetParameters<
+        proto::ParameterShard::WithCallbackMethod_Load<
+            proto::ParameterShard::WithCallbackMethod_PushPull<
+                proto::ParameterShard::WithCallbackMethod_ReadState<
+                    proto::ParameterShard::Service>>>>>;
+
+class ParameterShardService final : public ParameterShardBase {
  public:
   // `segment_bytes`: largest segment sent back.
   ParameterShardService(uint64_t segment_bytes, ShardMetricsFactory metrics = {});
@@ -107,7 +116,8 @@ class ParameterShardService final : public proto::ParameterShard::CallbackServic
     kDone,
   };
 
-  grpc::ServerBidiReactor<proto::PsPush, proto::PsRangeValues>* Step(
+  // Reads proto::PsPush messages and writes proto::PsRangeValues ones, raw.
+  grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>* Step(
       grpc::CallbackServerContext* context) override;
   grpc::ServerWriteReactor<proto::PsRangeValues>* GetParameters(
       grpc::CallbackServerContext* context, const proto::PsRangeRequest* request) override;

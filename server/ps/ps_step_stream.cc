@@ -13,6 +13,7 @@
 #include "common/cost_model.h"
 #include "common/grpc_util.h"
 #include "common/metrics.h"
+#include "common/payload_codec.h"
 #include "common/reactor_writes.h"
 #include "common/wire_dtype.h"
 #include "server/ps/ps_refusals.h"
@@ -40,32 +41,28 @@ class SumWriter {
     sum_ = std::move(sum);
     known_ = end;
   }
-  // The next segment of the known part into `out`; false when there is none (yet).
-  bool Next(proto::PsRangeValues& out) {
+  // The next segment of the known part, a PsRangeValues message, into `out` and its payload's
+  // size into `payload_bytes`; false when there is none (yet).
+  bool Next(grpc::ByteBuffer& out, uint64_t& payload_bytes) {
     if (sent_ == known_ && (wrote_any_ || known_ != range_elements_)) return false;
     const uint64_t count = std::min<uint64_t>(segment_elements_, known_ - sent_);
     const uint64_t offset = descending_ ? range_elements_ - sent_ - count : sent_;
-    out.set_step(step_);
-    out.set_offset(offset);
-    out.set_range_elements(range_elements_);
-    if (dtype_ != WireDtype::kFp32) out.set_dtype(static_cast<uint32_t>(DTypeOfWire(dtype_)));
-    // The sum is a ring of slots (shard_state.h): the segment may wrap.
+    proto::PsRangeValues header;
+    header.set_step(step_);
+    header.set_offset(offset);
+    header.set_range_elements(range_elements_);
+    if (dtype_ != WireDtype::kFp32) header.set_dtype(static_cast<uint32_t>(DTypeOfWire(dtype_)));
     const size_t width = WireBytesPerElement(dtype_);
-    std::string* payload = out.mutable_payload();
-    payload->clear();
-    payload->reserve(count * width);
-    ForEachRingRun(offset, offset + count, sum_->size(),
-                   [&](uint64_t /*element*/, uint64_t slot, uint64_t length) {
-                     const size_t at = payload->size();
-                     if (dtype_ == WireDtype::kFp32) {
-                       payload->append(reinterpret_cast<const char*>(sum_->data() + slot),
-                                       length * sizeof(float));
-                     } else {
-                       payload->resize(at + length * width);
-                       EncodeWire(dtype_, absl::MakeConstSpan(*sum_).subspan(slot, length),
-                                  payload->data() + at);
-                     }
-                   });
+    payload_bytes = count * width;
+    out = EncodeWithPayload(
+        header, proto::PsRangeValues::kPayloadFieldNumber, payload_bytes, [&](char* payload) {
+          // The sum is a ring of slots (shard_state.h): the segment may wrap.
+          ForEachRingRun(offset, offset + count, sum_->size(),
+                         [&](uint64_t element, uint64_t slot, uint64_t length) {
+                           EncodeWire(dtype_, absl::MakeConstSpan(*sum_).subspan(slot, length),
+                                      payload + (element - offset) * width);
+                         });
+        });
     sent_ += count;
     wrote_any_ = true;
     // The last segment is in `out`: the shard may sum its next step into this buffer (ShardState
@@ -102,7 +99,7 @@ absl::StatusOr<WireDtype> PushDtype(const proto::PsPush& push) {
 // ends the stream (the worker cancelling). So every write and the Finish go through
 // ReactorWrites (common/reactor_writes.h), which leaves a Finish to the writing thread while that
 // one is starting its write.
-class StepReactor final : public grpc::ServerBidiReactor<proto::PsPush, proto::PsRangeValues>,
+class StepReactor final : public grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>,
                           public std::enable_shared_from_this<StepReactor> {
  public:
   using Hook = std::function<void(ParameterShardService::StepEvent, int worker)>;
@@ -127,7 +124,7 @@ class StepReactor final : public grpc::ServerBidiReactor<proto::PsPush, proto::P
       absl::MutexLock lock(&raw->mu_);
       raw->self_ = std::move(reactor);
     }
-    raw->StartRead(&raw->push_);
+    raw->StartRead(&raw->received_);
     return raw;
   }
 
@@ -142,8 +139,12 @@ class StepReactor final : public grpc::ServerBidiReactor<proto::PsPush, proto::P
       return;
     }
     const bool first = !began_;
-    absl::Status status = first ? Begin() : CheckSameStream();
-    if (status.ok()) status = state_.AddSegment(worker_, step_, push_.offset(), push_.payload());
+    absl::StatusOr<ReceivedPayload> payload =
+        DecodeWithPayload(received_, proto::PsPush::kPayloadFieldNumber, push_);
+    absl::Status status = payload.status();
+    if (status.ok()) status = first ? Begin(payload->size) : CheckSameStream();
+    // The payload is summed from the received slices: nothing of it is copied before.
+    if (status.ok()) status = state_.AddSegment(worker_, step_, push_.offset(), payload->pieces);
     if (!status.ok()) {
       // Finished first: if abandoning loses the step, this stream says why it ended itself.
       FinishOnce(ToGrpcStatus(status));
@@ -152,10 +153,10 @@ class StepReactor final : public grpc::ServerBidiReactor<proto::PsPush, proto::P
     }
     if (static_cast<size_t>(worker_) < metrics_.from_worker.size() &&
         metrics_.from_worker[worker_].bytes != nullptr) {
-      metrics_.from_worker[worker_].bytes->Increment(static_cast<double>(push_.payload().size()));
+      metrics_.from_worker[worker_].bytes->Increment(static_cast<double>(payload->size));
     }
     if (first) WaitForSum(0);  // the reply streams from now on, as the sum becomes final
-    StartRead(&push_);
+    StartRead(&received_);
   }
 
   void OnWriteDone(bool ok) override {
@@ -180,8 +181,9 @@ class StepReactor final : public grpc::ServerBidiReactor<proto::PsPush, proto::P
   }
 
  private:
-  // The first segment opens the worker's share, once the push is the assigned worker's.
-  absl::Status Begin() {
+  // The first segment (of `payload_bytes`) opens the worker's share, once the push is the
+  // assigned worker's.
+  absl::Status Begin(uint64_t payload_bytes) {
     absl::Status status = service_.CheckStepKey(presented_key_, push_.generation(),
                                                 static_cast<int>(push_.worker_rank()));
     absl::StatusOr<WireDtype> dtype = PushDtype(push_);
@@ -203,7 +205,7 @@ class StepReactor final : public grpc::ServerBidiReactor<proto::PsPush, proto::P
     // segment does not make the shard answer in crumbs.
     const uint64_t width = WireBytesPerElement(wire_);
     const uint64_t largest = std::max<uint64_t>(1, segment_elements_ * sizeof(float) / width);
-    const uint64_t pushed = std::max<uint64_t>(1024, push_.payload().size() / width);
+    const uint64_t pushed = std::max<uint64_t>(1024, payload_bytes / width);
     absl::MutexLock lock(&mu_);
     writer_.emplace(step_, state_.range_elements(), std::min(largest, pushed), wire_, descending_);
     return absl::OkStatus();
@@ -254,11 +256,11 @@ class StepReactor final : public grpc::ServerBidiReactor<proto::PsPush, proto::P
     bool first = false;
     uint64_t sent = 0;
     writes_.StartWrite(
-        [&]() -> const proto::PsRangeValues* {
+        [&]() -> const grpc::ByteBuffer* {
           mu_.AssertHeld();  // ReactorWrites runs it under the reactor's mutex
           writer_->Known(std::move(summed.sum), summed.end);
           // Nothing new cannot happen: WhenSummed said there is more.
-          if (!writer_->Next(out_)) return nullptr;
+          if (!writer_->Next(out_, out_payload_bytes_)) return nullptr;
           first = !std::exchange(reply_started_, true);
           sent = writer_->sent();
           return &out_;
@@ -275,11 +277,11 @@ class StepReactor final : public grpc::ServerBidiReactor<proto::PsPush, proto::P
     bool done = false, wait = false;
     uint64_t sent = 0;
     writes_.StartWrite(
-        [&]() -> const proto::PsRangeValues* {
+        [&]() -> const grpc::ByteBuffer* {
           mu_.AssertHeld();
           done = writer_->done();
           if (done) return nullptr;
-          const bool more = writer_->Next(out_);
+          const bool more = writer_->Next(out_, out_payload_bytes_);
           sent = writer_->sent();
           if (more) return &out_;
           wait = true;
@@ -307,7 +309,7 @@ class StepReactor final : public grpc::ServerBidiReactor<proto::PsPush, proto::P
   void CountSent() {
     if (static_cast<size_t>(worker_) >= metrics_.to_worker.size()) return;
     const LinkSendMetrics& link = metrics_.to_worker[worker_];
-    if (link.bytes != nullptr) link.bytes->Increment(static_cast<double>(out_.payload().size()));
+    if (link.bytes != nullptr) link.bytes->Increment(static_cast<double>(out_payload_bytes_));
     if (link.messages != nullptr) link.messages->Increment();
   }
 
@@ -325,7 +327,8 @@ class StepReactor final : public grpc::ServerBidiReactor<proto::PsPush, proto::P
   ShardState& state_;
   const ShardLinkMetrics& metrics_;
   const uint64_t segment_elements_;
-  proto::PsPush push_;
+  grpc::ByteBuffer received_;  // a proto::PsPush as read
+  proto::PsPush push_;         // its fields but the payload
   // Read-side state: touched only by OnReadDone; worker_ and step_ are set before the first
   // WhenSummed, which the write side follows.
   bool began_ = false;
@@ -338,13 +341,16 @@ class StepReactor final : public grpc::ServerBidiReactor<proto::PsPush, proto::P
   ReactorWrites<StepReactor> writes_{*this, mu_};  // every write and the one Finish
   std::optional<SumWriter> writer_ ABSL_GUARDED_BY(mu_);
   bool reply_started_ ABSL_GUARDED_BY(mu_) = false;
-  proto::PsRangeValues out_;  // the write in flight, one at a time: filled by prepare, under mu_
+  // The write in flight (a proto::PsRangeValues), one at a time, and its payload's size: filled by
+  // prepare, under mu_.
+  grpc::ByteBuffer out_;
+  uint64_t out_payload_bytes_ = 0;
   std::shared_ptr<StepReactor> self_ ABSL_GUARDED_BY(mu_);
   const Hook hook_;  // test-only
 };
 
 // A Step stream to a shard that has nothing to serve yet.
-class RefusedStep final : public grpc::ServerBidiReactor<proto::PsPush, proto::PsRangeValues> {
+class RefusedStep final : public grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer> {
  public:
   RefusedStep() { Finish(NothingServed()); }
   void OnDone() override { delete this; }
@@ -352,7 +358,7 @@ class RefusedStep final : public grpc::ServerBidiReactor<proto::PsPush, proto::P
 
 }  // namespace
 
-grpc::ServerBidiReactor<proto::PsPush, proto::PsRangeValues>* ParameterShardService::Step(
+grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>* ParameterShardService::Step(
     grpc::CallbackServerContext* context) {
   std::shared_ptr<const ShardGeneration> generation = current();
   if (generation == nullptr) return new RefusedStep();

@@ -219,7 +219,7 @@ absl::Status ShardState::AgreeOnDtypeLocked(int worker, WireDtype dtype, bool de
 }
 
 absl::Status ShardState::AddSegment(int worker, uint64_t step, uint64_t offset,
-                                    absl::string_view payload) {
+                                    const std::vector<absl::string_view>& pieces) {
   RETURN_IF_ERROR(CheckWorker(worker));
   absl::MutexLock lock(&mu_);
   RETURN_IF_ERROR(CheckStep(step));
@@ -229,12 +229,14 @@ absl::Status ShardState::AddSegment(int worker, uint64_t step, uint64_t offset,
         absl::StrCat("worker ", worker, " sent a segment outside a push of step ", step));
   }
   const size_t width = WireBytesPerElement(dtype_);
-  if (payload.size() % width != 0) {
-    return absl::InvalidArgumentError(absl::StrCat("segment of ", payload.size(),
+  size_t bytes = 0;
+  for (absl::string_view piece : pieces) bytes += piece.size();
+  if (bytes % width != 0) {
+    return absl::InvalidArgumentError(absl::StrCat("segment of ", bytes,
                                                    " bytes is not a whole number of ",
                                                    WireDtypeName(dtype_), " elements"));
   }
-  const uint64_t count = payload.size() / width;
+  const uint64_t count = bytes / width;
   // In order, a segment begins where the share's received part ends; descending, it ends where
   // that part (counted from the range's end) begins.
   const uint64_t left = range_elements_ - share.received;
@@ -264,9 +266,11 @@ absl::Status ShardState::AddSegment(int worker, uint64_t step, uint64_t offset,
         " bytes fits)"));
   }
   std::vector<float>& slots = buffers_->shares[worker];
-  ForEachSlotRun(offset, offset + count, [&](uint64_t element, uint64_t slot, uint64_t length) {
-    DecodeWire(dtype_, payload.data() + (element - offset) * width,
-               absl::MakeSpan(slots).subspan(slot, length));
+  // The runs are in element order: the reader goes through the pieces once. They hold `count`
+  // elements (counted above), so no read falls short.
+  WirePiecesReader reader(dtype_, pieces);
+  ForEachSlotRun(offset, offset + count, [&](uint64_t /*element*/, uint64_t slot, uint64_t length) {
+    reader.Read(absl::MakeSpan(slots).subspan(slot, length), /*add=*/false);
   });
   share.received += count;
   HandOverLocked();

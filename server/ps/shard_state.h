@@ -172,7 +172,12 @@ class ShardState {
                          WireDtype dtype = WireDtype::kFp32, bool descending = false);
   // Stores a segment (elements of the step's wire dtype); the one that completes a segment of every
   // share hands it to the applier.
-  absl::Status AddSegment(int worker, uint64_t step, uint64_t offset, absl::string_view payload);
+  // `pieces`: the payload's bytes in order (the received slices: common/payload_codec.h).
+  absl::Status AddSegment(int worker, uint64_t step, uint64_t offset,
+                          const std::vector<absl::string_view>& pieces);
+  absl::Status AddSegment(int worker, uint64_t step, uint64_t offset, absl::string_view payload) {
+    return AddSegment(worker, step, offset, std::vector<absl::string_view>{payload});
+  }
   // The worker says its share is complete: INVALID_ARGUMENT unless every element has arrived.
   // OK for a step already complete here (every share of it was).
   absl::Status FinishPush(int worker, uint64_t step);

@@ -2,6 +2,7 @@
 // nearest even, subnormals, infinities, NaN, and the buffer functions' exact sizes.
 #include "common/wire_dtype.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -116,6 +117,41 @@ TEST(WireDtypeTest, BuffersAtOddSizesEncodeDecodeAndAddInFloat32) {
       std::vector<float> sum(n, 1.0f);
       DecodeAddWire(dtype, wire.data(), absl::MakeSpan(sum));
       for (size_t i = 0; i < n; ++i) ASSERT_EQ(sum[i], values[i] + 1.0f) << i;
+    }
+  }
+}
+
+// Pieces cut at every byte position, read in runs of every length: the same floats as one
+// contiguous decode (and add), for every dtype; a read past the pieces' end says so.
+TEST(WireDtypeTest, PiecesCutAnywhereReadLikeOneBuffer) {
+  std::vector<float> values(9);
+  for (size_t i = 0; i < values.size(); ++i) values[i] = 1.5f * static_cast<float>(i) - 3.25f;
+  for (WireDtype dtype : {WireDtype::kFp32, WireDtype::kFp16, WireDtype::kBf16}) {
+    const size_t width = WireBytesPerElement(dtype);
+    std::string wire(values.size() * width, '\0');
+    EncodeWire(dtype, values, wire.data());
+    std::vector<float> expected(values.size());
+    DecodeWire(dtype, wire.data(), absl::MakeSpan(expected));
+    for (size_t cut_a = 0; cut_a <= wire.size(); ++cut_a) {
+      for (size_t cut_b = cut_a; cut_b <= wire.size(); ++cut_b) {
+        const absl::string_view bytes(wire);
+        const std::vector<absl::string_view> pieces = {
+            bytes.substr(0, cut_a), bytes.substr(cut_a, cut_b - cut_a), bytes.substr(cut_b)};
+        for (size_t run = 1; run <= values.size(); ++run) {
+          std::vector<float> read(values.size(), 1.0f);
+          WirePiecesReader reader(dtype, pieces);
+          for (size_t at = 0; at < values.size(); at += run) {
+            const size_t length = std::min(run, values.size() - at);
+            ASSERT_TRUE(reader.Read(absl::MakeSpan(read).subspan(at, length), /*add=*/true));
+          }
+          for (size_t i = 0; i < values.size(); ++i) {
+            ASSERT_EQ(read[i], expected[i] + 1.0f) << WireDtypeName(dtype) << " cut " << cut_a
+                                                   << "," << cut_b << " run " << run << " " << i;
+          }
+          std::vector<float> extra(1);
+          EXPECT_FALSE(reader.Read(absl::MakeSpan(extra), /*add=*/false));
+        }
+      }
     }
   }
 }

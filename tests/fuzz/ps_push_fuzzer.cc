@@ -2,7 +2,8 @@
 // AddSegment, FinishPush and AbandonPush on a ShardState (server/ps/shard_state.h) with ranks,
 // steps, offsets, range lengths, wire dtypes (float32, float16, bfloat16), orders (in order, or
 // last part first: --bucket_bytes) and payloads taken from the input, as the Step streams of
-// misbehaving or dying workers would make them.
+// misbehaving or dying workers would make them. Each payload comes in two pieces cut anywhere,
+// as the received slices the Step stream sums from (common/payload_codec.h) may cut it.
 //
 // Checks, besides the sanitizers: every call is answered as a plain model of the rules says (so
 // nothing out of sequence, ragged or too long is ever accepted, a refused push changes nothing,
@@ -270,7 +271,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
         const uint64_t offset = at < 200 && valid ? model.Continuing(w, payload.size())
                                                   : (at < 250 ? at % 12 : ~uint64_t{0});
         const absl::StatusCode expected = model.Add(w, s, offset, payload);
-        CheckCode(expected, state.AddSegment(w, s, offset, payload), "AddSegment");
+        // In two pieces, as received slices may hold it, cut anywhere (within an element too).
+        const size_t cut = at % (payload.size() + 1);
+        const absl::string_view bytes(payload);
+        const std::vector<absl::string_view> pieces = {bytes.substr(0, cut), bytes.substr(cut)};
+        CheckCode(expected, state.AddSegment(w, s, offset, pieces), "AddSegment");
         break;
       }
       case op::kFinish: {

@@ -5,9 +5,9 @@
 #include <vector>
 
 #include "absl/strings/escaping.h"
+#include "common/wire_dtype.h"
 #include "gtest/gtest.h"
 #include "proto/ring.pb.h"
-#include "ring/reduce.h"
 
 namespace ringside::ring {
 namespace {
@@ -75,10 +75,12 @@ TEST(SegmentCodecTest, DecodesAProtobufMessageSplitAnywhereWithoutCopyingThePayl
   EXPECT_EQ(segment->payload.size(), values.size() * 4);
   EXPECT_GT(segment->payload.pieces().size(), 3u);
   std::vector<float> sum(values.size(), 1.0f);
-  ApplyFloat32Pieces(sum.data(), segment->payload.pieces(), /*add=*/true);
+  ASSERT_TRUE(WirePiecesReader(WireDtype::kFp32, segment->payload.pieces())
+                  .Read(absl::MakeSpan(sum), /*add=*/true));
   for (size_t i = 0; i < values.size(); ++i) ASSERT_EQ(sum[i], values[i] + 1.0f) << i;
   std::vector<float> copy(values.size());
-  ApplyFloat32Pieces(copy.data(), segment->payload.pieces(), /*add=*/false);
+  ASSERT_TRUE(WirePiecesReader(WireDtype::kFp32, segment->payload.pieces())
+                  .Read(absl::MakeSpan(copy), /*add=*/false));
   EXPECT_EQ(copy, values);
 }
 
