@@ -10,6 +10,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "proto/ps.pb.h"
+#include "tests/support/byte_buffers.h"
 
 namespace ringside {
 namespace {
@@ -18,27 +19,8 @@ using ::testing::HasSubstr;
 
 constexpr int kPushPayload = proto::PsPush::kPayloadFieldNumber;
 
-std::string Flatten(grpc::ByteBuffer& buffer) {
-  std::vector<grpc::Slice> slices;
-  EXPECT_TRUE(buffer.Dump(&slices).ok());
-  std::string bytes;
-  for (const grpc::Slice& slice : slices) {
-    bytes.append(reinterpret_cast<const char*>(slice.begin()), slice.size());
-  }
-  return bytes;
-}
-
-// `bytes` in slices cut at `cuts` (ascending).
-grpc::ByteBuffer Sliced(const std::string& bytes, const std::vector<size_t>& cuts) {
-  std::vector<grpc::Slice> slices;
-  size_t begin = 0;
-  for (size_t cut : cuts) {
-    slices.emplace_back(bytes.data() + begin, cut - begin);
-    begin = cut;
-  }
-  slices.emplace_back(bytes.data() + begin, bytes.size() - begin);
-  return grpc::ByteBuffer(slices.data(), slices.size());
-}
+using ::ringside::testing::Flatten;
+using ::ringside::testing::SlicedBuffer;
 
 std::string Joined(const ReceivedPayload& payload) {
   std::string bytes;
@@ -78,7 +60,7 @@ TEST(PayloadCodecTest, DecodesAMessageCutAtEveryPositionLikeProtobuf) {
   const std::string bytes = whole.SerializeAsString();
   for (size_t a = 0; a <= bytes.size(); ++a) {
     for (size_t b = a; b <= bytes.size(); b += 5) {
-      grpc::ByteBuffer message = Sliced(bytes, {a, b});
+      grpc::ByteBuffer message = SlicedBuffer(bytes, {a, b});
       proto::PsPush header;
       absl::StatusOr<ReceivedPayload> payload = DecodeWithPayload(message, kPushPayload, header);
       ASSERT_TRUE(payload.ok()) << a << " " << b << ": " << payload.status();
@@ -102,7 +84,7 @@ TEST(PayloadCodecTest, TheLastPayloadWinsAndUnknownFieldsAreSkippedAsProtobufDoe
   const std::string bytes = first.SerializeAsString() + unknown + second.SerializeAsString();
   proto::PsPush parsed;
   ASSERT_TRUE(parsed.ParseFromString(bytes));
-  grpc::ByteBuffer message = Sliced(bytes, {3});
+  grpc::ByteBuffer message = SlicedBuffer(bytes, {3});
   proto::PsPush header;
   absl::StatusOr<ReceivedPayload> payload = DecodeWithPayload(message, kPushPayload, header);
   ASSERT_TRUE(payload.ok()) << payload.status();
@@ -139,7 +121,7 @@ TEST(PayloadCodecTest, RefusesWhatProtobufRefusesNamingTheMessage) {
       {bytes + std::string("\x0b\x0c", 2), true},                   // a group (wire type 3)
   };
   for (const Case& c : malformed) {
-    grpc::ByteBuffer message = Sliced(c.bytes, {1});
+    grpc::ByteBuffer message = SlicedBuffer(c.bytes, {1});
     proto::PsPush header;
     absl::StatusOr<ReceivedPayload> payload = DecodeWithPayload(message, kPushPayload, header);
     ASSERT_FALSE(payload.ok()) << absl::CEscape(c.bytes);

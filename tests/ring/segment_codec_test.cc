@@ -8,6 +8,7 @@
 #include "common/wire_dtype.h"
 #include "gtest/gtest.h"
 #include "proto/ring.pb.h"
+#include "tests/support/byte_buffers.h"
 
 namespace ringside::ring {
 namespace {
@@ -24,26 +25,8 @@ SegmentHeader SomeHeader() {
   return h;
 }
 
-// `bytes` as a ByteBuffer of slices cut at `cuts` (byte positions).
-grpc::ByteBuffer SplitBuffer(const std::string& bytes, const std::vector<size_t>& cuts) {
-  std::vector<grpc::Slice> slices;
-  size_t begin = 0;
-  for (size_t cut : cuts) {
-    slices.emplace_back(bytes.data() + begin, cut - begin);
-    begin = cut;
-  }
-  slices.emplace_back(bytes.data() + begin, bytes.size() - begin);
-  return grpc::ByteBuffer(slices.data(), slices.size());
-}
-
-std::string Flatten(grpc::ByteBuffer& buffer) {
-  std::vector<grpc::Slice> slices;
-  EXPECT_TRUE(buffer.Dump(&slices).ok());
-  std::string bytes;
-  for (const grpc::Slice& s : slices)
-    bytes.append(reinterpret_cast<const char*>(s.begin()), s.size());
-  return bytes;
-}
+using ::ringside::testing::Flatten;
+using ::ringside::testing::SlicedBuffer;
 
 TEST(SegmentCodecTest, EncodesExactlyWhatProtobufWouldParse) {
   const std::vector<float> values = {1.5f, -2.25f, 3e30f};
@@ -67,7 +50,7 @@ TEST(SegmentCodecTest, DecodesAProtobufMessageSplitAnywhereWithoutCopyingThePayl
   message.set_total_elements(4000);
   message.set_payload(reinterpret_cast<const char*>(values.data()), values.size() * 4);
   const std::string wire = message.SerializeAsString();
-  grpc::ByteBuffer buffer = SplitBuffer(wire, {3, 10, 11, 1001, 1002, 1003, 2500});
+  grpc::ByteBuffer buffer = SlicedBuffer(wire, {3, 10, 11, 1001, 1002, 1003, 2500});
   absl::StatusOr<Segment> segment = DecodeSegment(buffer);
   ASSERT_TRUE(segment.ok()) << segment.status();
   EXPECT_EQ(segment->header.step, 5);
@@ -89,9 +72,9 @@ TEST(SegmentCodecTest, RejectsTruncatedAndGarbledMessages) {
   message.set_step(1);
   message.set_payload(std::string(64, 'x'));
   const std::string wire = message.SerializeAsString();
-  grpc::ByteBuffer truncated = SplitBuffer(wire.substr(0, wire.size() - 5), {4});
+  grpc::ByteBuffer truncated = SlicedBuffer(wire.substr(0, wire.size() - 5), {4});
   EXPECT_EQ(DecodeSegment(truncated).status().code(), absl::StatusCode::kInvalidArgument);
-  grpc::ByteBuffer garbled = SplitBuffer(std::string("\x4f\xff\xff", 3), {});
+  grpc::ByteBuffer garbled = SlicedBuffer(std::string("\x4f\xff\xff", 3), {});
   EXPECT_EQ(DecodeSegment(garbled).status().code(), absl::StatusCode::kInvalidArgument);
 }
 
@@ -109,11 +92,11 @@ TEST(SegmentCodecTest, DecodesOnlyWhatProtobufParsesAndAsItParsesIt) {
         std::string("\x4a\x81\x80\x80\x80\x80\x00x", 8)}) {
     proto::RingSegment parsed;
     EXPECT_FALSE(parsed.ParseFromString(bad)) << absl::CHexEscape(bad);
-    grpc::ByteBuffer buffer = SplitBuffer(bad, {});
+    grpc::ByteBuffer buffer = SlicedBuffer(bad, {});
     EXPECT_EQ(DecodeSegment(buffer).status().code(), absl::StatusCode::kInvalidArgument)
         << absl::CHexEscape(bad);
   }
-  grpc::ByteBuffer no_dtype = SplitBuffer(wire, {});
+  grpc::ByteBuffer no_dtype = SlicedBuffer(wire, {});
   absl::StatusOr<Segment> segment = DecodeSegment(no_dtype);
   ASSERT_TRUE(segment.ok()) << segment.status();
   EXPECT_EQ(segment->header.dtype, DType::kInvalid);
