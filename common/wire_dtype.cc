@@ -184,6 +184,18 @@ bool WirePiecesReader::Read(absl::Span<float> out, bool add) {
   return true;
 }
 
+bool WirePiecesReader::Skip(size_t elements) {
+  size_t bytes = elements * width_;
+  while (bytes > 0) {
+    if (piece_ == pieces_.size()) return false;
+    const size_t take = std::min(bytes, pieces_[piece_].size() - at_);
+    bytes -= take;
+    at_ += take;
+    if (at_ == pieces_[piece_].size()) ++piece_, at_ = 0;
+  }
+  return true;
+}
+
 bool WirePiecesReader::ReadStraddling(char* element) {
   size_t got = 0;
   while (got < width_) {

@@ -53,6 +53,8 @@ class WirePiecesReader {
   // The next out.size() elements into `out` (added to it when `add`); false, with `out` partly
   // written, when the pieces hold fewer.
   bool Read(absl::Span<float> out, bool add);
+  // Passes over the next `elements` elements; false when the pieces hold fewer.
+  bool Skip(size_t elements);
 
  private:
   // One element that straddles pieces, gathered into `element`; false when the pieces end.

@@ -46,8 +46,8 @@ namespace ringside::server {
 
 // The most a worker's pushes to a shard may run ahead of the sum it has back (--ps_window_bytes):
 // with segments of a quarter of the window and at least two bytes an element, 1.25 × 512 Ki
-// elements pushed and not answered at most, within what a shard buffers of each share and of the
-// step's sum (kShareBufferElements, server/ps/shard_state.h, checked there).
+// elements pushed and not answered at most, within what a shard holds of each share and of the
+// step's sum (kHeldShareElements and kSumBufferElements, server/ps/shard_state.h, checked there).
 inline constexpr uint64_t kMaxPsWindowBytes = uint64_t{1} << 20;
 inline constexpr uint64_t kDefaultPsWindowBytes = uint64_t{512} << 10;  // see window_bytes
 // The window `ringside lab` gives its workers: on links of 100mbit and less, whose shaper queues

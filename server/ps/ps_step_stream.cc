@@ -143,8 +143,12 @@ class StepReactor final : public grpc::ServerBidiReactor<grpc::ByteBuffer, grpc:
         DecodeWithPayload(received_, proto::PsPush::kPayloadFieldNumber, push_);
     absl::Status status = payload.status();
     if (status.ok()) status = first ? Begin(payload->size) : CheckSameStream();
-    // The payload is summed from the received slices: nothing of it is copied before.
-    if (status.ok()) status = state_.AddSegment(worker_, step_, push_.offset(), payload->pieces);
+    // The payload is summed from the received slices, which the state holds until then: nothing
+    // of it is copied.
+    if (status.ok()) {
+      status = state_.AddSegment(worker_, step_, push_.offset(), std::move(payload->pieces),
+                                 std::move(payload->owner));
+    }
     if (!status.ok()) {
       // Finished first: if abandoning loses the step, this stream says why it ended itself.
       FinishOnce(ToGrpcStatus(status));

@@ -15,8 +15,50 @@
 namespace ringside::server {
 
 // A worker within its push window (at most 1.25 windows pushed and not answered, in 16-bit
-// elements) never overruns a share's buffer or the sum's (AddSegment's refusals).
-static_assert(kMaxPsWindowBytes / 2 + kMaxPsWindowBytes / 2 / 4 <= kShareBufferElements);
+// elements) never holds more of its share unsummed than a shard keeps, nor runs further ahead of
+// the sum (AddSegment's refusals).
+static_assert(kMaxPsWindowBytes / 2 + kMaxPsWindowBytes / 2 / 4 <= kHeldShareElements);
+static_assert(kMaxPsWindowBytes / 2 + kMaxPsWindowBytes / 2 / 4 <= kSumBufferElements);
+
+// The applier sums this many elements of every share before the next ones, so the sum's part it
+// adds into stays in the cache while the N shares are added (a segment may be far larger).
+constexpr uint64_t kSumBlockElements = 8192;
+
+class ShardState::HeldShareReader {
+ public:
+  // From range element `begin`, which the first of `payloads` (in range order) holds.
+  HeldShareReader(WireDtype dtype, const HeldPayloads& payloads, uint64_t begin)
+      : dtype_(dtype), payloads_(payloads) {
+    if (!payloads_.empty()) Open(begin - payloads_.front()->first);
+  }
+  // The next out.size() elements into `out`, added to it when `add`. The segment's payloads hold
+  // every element of it (HandHeldLocked), so none is missing.
+  void Read(absl::Span<float> out, bool add) {
+    while (!out.empty()) {
+      const uint64_t take = std::min<uint64_t>(out.size(), left_);
+      reader_->Read(out.subspan(0, take), add);
+      out.remove_prefix(take);
+      left_ -= take;
+      if (left_ == 0 && next_ < payloads_.size()) Open(0);
+    }
+  }
+
+ private:
+  // Opens payloads_[next_], skipping its first `skip` elements.
+  void Open(uint64_t skip) {
+    const HeldPayload& payload = *payloads_[next_++];
+    reader_.emplace(dtype_, payload.pieces);
+    reader_->Skip(skip);
+    left_ = payload.count - skip;
+  }
+
+  const WireDtype dtype_;
+  const HeldPayloads& payloads_;
+  size_t next_ = 0;
+  std::optional<WirePiecesReader> reader_;
+  uint64_t left_ = 0;  // elements of the open payload not yet read
+};
+
 namespace {
 
 absl::Status CheckShardConfig(const ShardConfig& config) {
@@ -68,8 +110,8 @@ ShardState::ShardState(ShardConfig config, uint64_t step, std::vector<float> val
                        Optimizer optimizer, ShardStepMetrics metrics)
     : config_(config),
       range_elements_(values.size()),
-      buffer_elements_(
-          std::max<uint64_t>(1, std::min<uint64_t>(values.size(), config.share_buffer_elements))),
+      held_elements_(
+          std::max<uint64_t>(1, std::min<uint64_t>(values.size(), config.held_share_elements))),
       sum_elements_(
           std::min<uint64_t>(values.size(), std::max<uint64_t>(1, config.sum_buffer_elements))),
       metrics_(metrics),
@@ -179,18 +221,6 @@ absl::Status ShardState::BeginPush(uint64_t generation, int worker, uint64_t ste
         absl::StrCat("worker ", worker, " already ",
                      share.state == PushState::kDone ? "pushed" : "is pushing", " step ", step));
   }
-  if (buffers_ == nullptr) {
-    // The set the applier finished with two steps ago; a new one only while it still reads it.
-    buffers_ = std::exchange(spare_, nullptr);
-    if (buffers_ == nullptr) {
-      buffers_ = std::make_shared<StepShares>();
-      buffers_->shares.resize(shares_.size());
-    }
-  }
-  // A share's buffer is sized by its worker's first push, so a generation announcing many
-  // workers allocates only for those that push. The applier reads no share before every worker
-  // began, and then never this vector's size again while this step is collected.
-  buffers_->shares[worker].resize(buffer_elements_);
   share.state = PushState::kPushing;
   share.received = 0;
   if (first_push_ == absl::InfinitePast()) first_push_ = absl::Now();
@@ -219,7 +249,15 @@ absl::Status ShardState::AgreeOnDtypeLocked(int worker, WireDtype dtype, bool de
 }
 
 absl::Status ShardState::AddSegment(int worker, uint64_t step, uint64_t offset,
-                                    const std::vector<absl::string_view>& pieces) {
+                                    absl::string_view payload) {
+  auto copy = std::make_shared<const std::string>(payload);
+  const absl::string_view bytes = *copy;
+  return AddSegment(worker, step, offset, {bytes}, std::move(copy));
+}
+
+absl::Status ShardState::AddSegment(int worker, uint64_t step, uint64_t offset,
+                                    std::vector<absl::string_view> pieces,
+                                    std::shared_ptr<const void> owner) {
   RETURN_IF_ERROR(CheckWorker(worker));
   absl::MutexLock lock(&mu_);
   RETURN_IF_ERROR(CheckStep(step));
@@ -248,14 +286,14 @@ absl::Status ShardState::AddSegment(int worker, uint64_t step, uint64_t offset,
                      worker, "'s share ", descending_ ? "(last part first) " : "", "after ",
                      share.received, " elements within a range of ", range_elements_));
   }
-  // What of this step the applier has summed, in push order: below it the slots are free.
+  // What of this step the applier has summed, in push order: those payloads are released.
   const uint64_t summed =
       partial_.sum != nullptr && partial_.step == collecting_ ? partial_.end : 0;
-  if (share.received + count - summed > buffer_elements_) {
+  if (share.received + count - summed > held_elements_) {
     return absl::ResourceExhaustedError(absl::StrCat(
         "worker ", worker, "'s segment of ", count, " elements would hold ",
-        share.received + count - summed, " elements of its share unsummed; the shard buffers ",
-        buffer_elements_, " (a push window of at most ", kMaxPsWindowBytes, " bytes fits)"));
+        share.received + count - summed, " elements of its share unsummed; the shard holds ",
+        held_elements_, " (a push window of at most ", kMaxPsWindowBytes, " bytes fits)"));
   }
   // Summing these elements may reuse the sum's slots of elements this worker has not been sent.
   if (share.received + count - share.answered > sum_elements_) {
@@ -265,13 +303,10 @@ absl::Status ShardState::AddSegment(int worker, uint64_t step, uint64_t offset,
         "shard keeps ", sum_elements_, " of it (a push window of at most ", kMaxPsWindowBytes,
         " bytes fits)"));
   }
-  std::vector<float>& slots = buffers_->shares[worker];
-  // The runs are in element order: the reader goes through the pieces once. They hold `count`
-  // elements (counted above), so no read falls short.
-  WirePiecesReader reader(dtype_, pieces);
-  ForEachSlotRun(offset, offset + count, [&](uint64_t /*element*/, uint64_t slot, uint64_t length) {
-    reader.Read(absl::MakeSpan(slots).subspan(slot, length), /*add=*/false);
-  });
+  if (count > 0) {
+    share.held.push_back(std::make_shared<const HeldPayload>(
+        HeldPayload{offset, count, share.received, std::move(pieces), std::move(owner)}));
+  }
   share.received += count;
   HandOverLocked();
   return absl::OkStatus();
@@ -295,7 +330,6 @@ absl::Status ShardState::FinishPush(int worker, uint64_t step) {
 }
 
 void ShardState::CollectNextStepLocked() {
-  buffers_.reset();
   for (WorkerShare& share : shares_) share = WorkerShare{};
   ++collecting_;
   handed_ = 0;
@@ -320,7 +354,7 @@ void ShardState::HandOverLocked() {
   segment.known = ready;
   segment.last = complete;
   segment.dtype = dtype_;
-  segment.shares = buffers_;
+  segment.held = HandHeldLocked(handed_, ready);
   handed_ = ready;
   if (complete) {  // the buffers go with the step
     segment.first_push = first_push_;
@@ -329,6 +363,23 @@ void ShardState::HandOverLocked() {
   }
   segments_.push_back(std::move(segment));
   segment_ready_.Signal();
+}
+
+std::vector<ShardState::HeldPayloads> ShardState::HandHeldLocked(uint64_t from, uint64_t to) {
+  std::vector<HeldPayloads> held(shares_.size());
+  for (size_t w = 0; w < shares_.size(); ++w) {
+    std::deque<std::shared_ptr<const HeldPayload>>& kept = shares_[w].held;
+    for (const auto& payload : kept) {
+      if (payload->pushed_before >= to) break;
+      if (payload->pushed_before + payload->count > from) held[w].push_back(payload);
+    }
+    while (!kept.empty() && kept.front()->pushed_before + kept.front()->count <= to) {
+      kept.pop_front();
+    }
+    // Descending, push order runs from the range's end.
+    if (descending_) std::reverse(held[w].begin(), held[w].end());
+  }
+  return held;
 }
 
 void ShardState::AbandonPush(int worker, uint64_t step) {
@@ -417,20 +468,20 @@ void ShardState::Apply(const Segment& segment, bool begins_step, const ApplyHook
     optimizer_.BeginStep();
     update_time_ = absl::ZeroDuration();
   }
-  // Rank order, element by element: ((0 + 1) + ...) + (N-1), the bits of a whole-range sum.
-  // The sum's slots and the shares' wrap at their own sizes.
-  const std::vector<std::vector<float>>& shares = segment.shares->shares;
-  ForEachRingRun(
-      segment.begin, segment.end, sum_elements_, [&](uint64_t first, uint64_t at, uint64_t count) {
-        ForEachSlotRun(first, first + count, [&](uint64_t element, uint64_t slot, uint64_t length) {
-          float* sum = sum_->data() + at + (element - first);
-          std::copy_n(shares[0].data() + slot, length, sum);
-          for (size_t w = 1; w < shares.size(); ++w) {
-            const float* values = shares[w].data() + slot;
-            for (uint64_t i = 0; i < length; ++i) sum[i] += values[i];
-          }
-        });
-      });
+  // Rank order, element by element: ((0 + 1) + ...) + (N-1), the bits of a whole-range sum,
+  // decoded straight from the received payloads. The sum's slots wrap at their own size.
+  std::vector<HeldShareReader> shares;
+  shares.reserve(segment.held.size());
+  for (const HeldPayloads& held : segment.held)
+    shares.emplace_back(segment.dtype, held, segment.begin);
+  ForEachRingRun(segment.begin, segment.end, sum_elements_,
+                 [&](uint64_t /*first*/, uint64_t at, uint64_t count) {
+                   for (uint64_t done = 0; done < count; done += kSumBlockElements) {
+                     const absl::Span<float> sum = absl::MakeSpan(*sum_).subspan(
+                         at + done, std::min(kSumBlockElements, count - done));
+                     for (size_t w = 0; w < shares.size(); ++w) shares[w].Read(sum, /*add=*/w > 0);
+                   }
+                 });
   if (hook) hook(segment.step, segment.begin, segment.end);
   ForEachRingRun(
       segment.begin, segment.end, sum_elements_, [&](uint64_t first, uint64_t at, uint64_t count) {
@@ -463,7 +514,6 @@ void ShardState::Publish(Segment& segment) {
       current_ = Published{segment.step + 1, std::move(sum_)};
       sum_ = nullptr;
       partial_ = Partial{};
-      spare_ = std::move(segment.shares);
       completed = ReadsOfLocked(segment.step, /*remove=*/true);
       readers.swap(readers_);
       // values_ holds the step just published until this thread applies the next one.

@@ -21,27 +21,30 @@
 // never applied the lost step).
 //
 // Threads. The push calls (BeginPush, AddSegment, FinishPush) run on the caller's thread, gRPC's
-// callback threads in the service, and only validate and copy: the push that completes a segment
-// of every share hands it to the shard's applier thread (one, started by the constructor and
-// joined by the destructor) and returns at once. The applier sums, runs the optimiser on that
-// segment without the lock, so pushes, reads and Close() never wait for the arithmetic; it then
-// publishes the progress (and, at the step's last segment, the step count) in one short critical
-// section. Shares of step t+1 may be collected while step t's tail is applied (a second set of
-// share buffers, kept for the next such overlap; in sync training a worker pushes step t+1 only
-// with all of step t's sum, so one set usually serves every step). Callbacks
+// callback threads in the service, and only validate and keep: a segment's payload stays in the
+// slices it was received in (AddSegment takes their owner), and the push that completes a segment
+// of every share hands those payloads to the shard's applier thread (one, started by the
+// constructor and joined by the destructor) and returns at once. The applier decodes and sums
+// straight from them, runs the optimiser on that segment without the lock, so pushes, reads and
+// Close() never wait for the arithmetic; it then publishes the progress (and, at the step's last
+// segment, the step count) in one short critical section. Shares of step t+1 may be collected
+// while step t's tail is applied: their payloads are kept apart, by step. Callbacks
 // registered with WhenApplied, WhenSummed or ReadApplied run outside the lock on the applier
 // thread (or on the caller's, when the answer is already known or the state closed). One of them
 // may drop the last reference to the state: the destructor then runs on the applier thread and
 // lets it end by itself.
 //
-// Memory: the range's parameters and optimiser state, and buffers that do not grow with the
-// range: kShareBufferElements of each share and of the sum. The parameters are not copied, not at
-// each step nor for a reader: a read (ReadInPlace: GetParameters, a rare read) takes them from the
-// live range, and the applier saves for it only what it overwrites before the read has taken it
-// (ParameterRead, at most kMaxReadSavedBytes). The sum's slots are summed into again once every
-// reply has taken them (Answered; a push further ahead of its answers is refused). A step's sum is
-// kept until every worker has begun the next step's push (which none does before it has the whole
-// sum); the next step is then summed into the same buffer unless a reply still holds it.
+// Memory: the range's parameters and optimiser state, and what does not grow with the range: the
+// payloads received and not yet summed (at most kHeldShareElements of each share, refused past
+// it) and kSumBufferElements of the sum. No share is copied: a share's memory is its received
+// slices, released once summed, so larger segments (fewer messages) cost no more. The parameters
+// are not copied, not at each step nor for a reader: a read (ReadInPlace: GetParameters, a rare
+// read) takes them from the live range, and the applier saves for it only what it overwrites before
+// the read has taken it (ParameterRead, at most kMaxReadSavedBytes). The sum's slots are summed
+// into again once every reply has taken them (Answered; a push further ahead of its answers is
+// refused). A step's sum is kept until every worker has begun the next step's push (which none does
+// before it has the whole sum); the next step is then summed into the same buffer unless a reply
+// still holds it.
 //
 // Wire dtype (common/wire_dtype.h). A step's pushes carry its gradients as fp32, fp16 or bf16,
 // all alike (the first push of a step sets it; another is INVALID_ARGUMENT). Each segment is
@@ -57,8 +60,8 @@
 // length that does not match, a segment out of sequence, ragged or too long, an incomplete
 // share, or a descending push in a step pushed ascending (or back);
 // ALREADY_EXISTS for a second push of the same step by the same worker; RESOURCE_EXHAUSTED for a
-// segment that would hold more of a share unsummed than the share's buffer
-// (ShardConfig::share_buffer_elements). A refused push changes nothing.
+// segment that would hold more of a share unsummed than ShardConfig::held_share_elements. A refused
+// push changes nothing.
 #ifndef RINGSIDE_SERVER_PS_SHARD_STATE_H_
 #define RINGSIDE_SERVER_PS_SHARD_STATE_H_
 
@@ -86,20 +89,22 @@
 
 namespace ringside::server {
 
-// How many elements of each worker's share a shard buffers, and of the step's sum (2.5 MiB of
-// floats each): element i of the range at slot i mod this (ForEachRingRun). A step's elements
-// pushed and not yet summed always form one interval of the range (in either push order), so
-// they never share a slot; nor do the sum's elements summed and not yet sent to every worker. A
-// push that would hold more of either is refused. The worker's push window
-// (PsClientOptions::window_bytes, at most kMaxPsWindowBytes) keeps it within: 1.25 × 512 Ki.
-inline constexpr uint64_t kShareBufferElements = uint64_t{640} << 10;
+// How many elements of each worker's share a shard holds received and not yet summed, and how
+// many of the step's sum it keeps (5 MiB of floats): element i of the range at slot i mod this
+// (ForEachRingRun). A step's elements pushed and not yet summed always form one interval of the
+// range (in either push order), and so do the sum's elements summed and not yet sent to every
+// worker: they never share a slot. A push that would hold more of either is refused. The worker's
+// push window (PsClientOptions::window_bytes, at most kMaxPsWindowBytes) keeps it within:
+// 1.25 windows of 16-bit elements (shard_state.cc checks it).
+inline constexpr uint64_t kHeldShareElements = uint64_t{1280} << 10;
+inline constexpr uint64_t kSumBufferElements = uint64_t{1280} << 10;
 
 struct ShardConfig {
   uint64_t generation = 1;
   int workers = 1;
   int shard = 0;
-  uint64_t share_buffer_elements = kShareBufferElements;  // tests make these small
-  uint64_t sum_buffer_elements = kShareBufferElements;
+  uint64_t held_share_elements = kHeldShareElements;  // tests make these small
+  uint64_t sum_buffer_elements = kSumBufferElements;
 };
 
 // Elements [begin, end) of a ring of `slots` slots (element i at slot i mod slots): calls
@@ -170,14 +175,13 @@ class ShardState {
   // here and in Summed (`end`, `after`, how much is final) is of elements from the range's end.
   absl::Status BeginPush(uint64_t generation, int worker, uint64_t step, uint64_t range_elements,
                          WireDtype dtype = WireDtype::kFp32, bool descending = false);
-  // Stores a segment (elements of the step's wire dtype); the one that completes a segment of every
-  // share hands it to the applier.
-  // `pieces`: the payload's bytes in order (the received slices: common/payload_codec.h).
+  // Keeps a segment (elements of the step's wire dtype) until it is summed; the one that completes
+  // a segment of every share hands it to the applier. `pieces`: the payload's bytes in order (the
+  // received slices: common/payload_codec.h), kept valid by `owner` for as long as it is held.
   absl::Status AddSegment(int worker, uint64_t step, uint64_t offset,
-                          const std::vector<absl::string_view>& pieces);
-  absl::Status AddSegment(int worker, uint64_t step, uint64_t offset, absl::string_view payload) {
-    return AddSegment(worker, step, offset, std::vector<absl::string_view>{payload});
-  }
+                          std::vector<absl::string_view> pieces, std::shared_ptr<const void> owner);
+  // The same with a copy of `payload` (tests).
+  absl::Status AddSegment(int worker, uint64_t step, uint64_t offset, absl::string_view payload);
   // The worker says its share is complete: INVALID_ARGUMENT unless every element has arrived.
   // OK for a step already complete here (every share of it was).
   absl::Status FinishPush(int worker, uint64_t step);
@@ -266,16 +270,25 @@ class ShardState {
   friend class PsTestHooks;
 
   enum class PushState { kIdle, kPushing, kDone };
+  // One segment of a share as it was received: elements [first, first + count) of the range in
+  // the step's wire dtype, in `pieces`, which `owner` keeps valid. Never changed once kept, so the
+  // applier reads it without the lock.
+  struct HeldPayload {
+    uint64_t first = 0;
+    uint64_t count = 0;
+    uint64_t pushed_before = 0;  // elements of the share pushed before it (push order)
+    std::vector<absl::string_view> pieces;
+    std::shared_ptr<const void> owner;
+  };
+  using HeldPayloads = std::vector<std::shared_ptr<const HeldPayload>>;
+  // Reads a share's elements in range order across its held payloads (shard_state.cc).
+  class HeldShareReader;
   struct WorkerShare {
     PushState state = PushState::kIdle;
     uint64_t received = 0;
     uint64_t answered = 0;  // elements of the step's sum its reply has taken (Answered)
-  };
-  // One step's shares, by rank, as they arrive, each in buffer_elements_ slots (element i at
-  // i mod buffer_elements_). Pushing threads write past each share's `received`, the applier
-  // reads below the handed-over prefix and above what it summed: never the same slots.
-  struct StepShares {
-    std::vector<std::vector<float>> shares;
+    // Its payloads not yet wholly handed to the applier, in push order.
+    std::deque<std::shared_ptr<const HeldPayload>> held;
   };
   // Elements [begin, end) of every share of `step` are in: the applier's next piece of work.
   struct Segment {
@@ -285,7 +298,8 @@ class ShardState {
     bool last = false;   // the step's last segment: every share is complete
     uint64_t known = 0;  // elements of the step's sum final with this segment (in push order)
     WireDtype dtype = WireDtype::kFp32;  // how the step's values travel
-    std::shared_ptr<StepShares> shares;
+    // By rank, the share's payloads that hold [begin, end), in range order.
+    std::vector<HeldPayloads> held;
     absl::Time first_push;  // last: first push begun
     absl::Time last_push;   // last: last share complete
   };
@@ -321,8 +335,11 @@ class ShardState {
   // Hands the segment every share now covers to the applier; at the step's end, starts the
   // next step.
   void HandOverLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // The collected step went to the applier whole: collecting starts on the next one, whose first
-  // push takes the spare set of buffers.
+  // By rank, the payloads that hold elements [from, to) of the step (in push order), in range
+  // order; those wholly below `to` are no longer kept by the shares.
+  std::vector<HeldPayloads> HandHeldLocked(uint64_t from, uint64_t to)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The collected step went to the applier whole: collecting starts on the next one.
   void CollectNextStepLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // What `waiter` is answered now, or nothing yet.
   std::optional<Summed> AnswerLocked(const Waiter& waiter) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -349,17 +366,10 @@ class ShardState {
   void Apply(const Segment& segment, bool begins_step, const ApplyHook& hook);
   void Publish(Segment& segment) ABSL_LOCKS_EXCLUDED(mu_);
 
-  // Elements [begin, end) of the range lie at slots [begin mod C, ...) of a share's buffer, C =
-  // buffer_elements_: calls run(range element, slot, length) for each piece between wraps.
-  template <typename Run>
-  void ForEachSlotRun(uint64_t begin, uint64_t end, Run run) const {
-    ForEachRingRun(begin, end, buffer_elements_, run);
-  }
-
   const ShardConfig config_;
   const uint64_t range_elements_;
-  const uint64_t buffer_elements_;  // of each share: min(range, config), at least 1
-  const uint64_t sum_elements_;     // of the sum: min(range, config); none for an empty range
+  const uint64_t held_elements_;  // of each share, at most: min(range, config), at least 1
+  const uint64_t sum_elements_;   // of the sum: min(range, config); none for an empty range
   const ShardStepMetrics metrics_;
   mutable absl::Mutex mu_;
   absl::CondVar segment_ready_;  // signalled when segments_ gains one, or on stopping_
@@ -367,8 +377,6 @@ class ShardState {
   // The collecting side: shares of step `collecting_`, filled by the pushing threads.
   uint64_t collecting_ ABSL_GUARDED_BY(mu_) = 0;
   std::vector<WorkerShare> shares_ ABSL_GUARDED_BY(mu_);
-  std::shared_ptr<StepShares> buffers_ ABSL_GUARDED_BY(mu_);  // null until the step's first push
-  std::shared_ptr<StepShares> spare_ ABSL_GUARDED_BY(mu_);    // a set the applier is done with
   uint64_t handed_ ABSL_GUARDED_BY(mu_) = 0;  // elements of the step handed to the applier
   bool lost_ ABSL_GUARDED_BY(mu_) = false;    // step collecting_ can never complete here
   // The wire dtype of step collecting_: set by its first push, while no share has begun.

@@ -266,7 +266,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
         const uint64_t s = step();
         const uint8_t at = in.Byte();
         const bool valid = model.ValidWorker(w);
-        const std::string payload = in.Bytes(in.Byte() % 40);
+        auto owner = std::make_shared<const std::string>(in.Bytes(in.Byte() % 40));
+        const std::string& payload = *owner;
         // Mostly where the share continues, sometimes anywhere.
         const uint64_t offset = at < 200 && valid ? model.Continuing(w, payload.size())
                                                   : (at < 250 ? at % 12 : ~uint64_t{0});
@@ -274,8 +275,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
         // In two pieces, as received slices may hold it, cut anywhere (within an element too).
         const size_t cut = at % (payload.size() + 1);
         const absl::string_view bytes(payload);
-        const std::vector<absl::string_view> pieces = {bytes.substr(0, cut), bytes.substr(cut)};
-        CheckCode(expected, state.AddSegment(w, s, offset, pieces), "AddSegment");
+        // The shard holds them until they are summed: `owner` keeps them.
+        std::vector<absl::string_view> pieces = {bytes.substr(0, cut), bytes.substr(cut)};
+        CheckCode(expected, state.AddSegment(w, s, offset, std::move(pieces), std::move(owner)),
+                  "AddSegment");
         break;
       }
       case op::kFinish: {

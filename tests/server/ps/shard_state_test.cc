@@ -432,7 +432,7 @@ TEST(ShardStateStreamingTest, InterleavedSegmentsGiveTheWholeRangeReferenceBits)
   }
 }
 
-// A shard buffers only share_buffer_elements of each share (element i at slot i mod C): with a
+// A shard buffers only held_share_elements of each share (element i at slot i mod C): with a
 // buffer of 30 elements for a range of 97, segments of 1 to 28 elements wrap around it in both
 // push orders, each worker pushing as far as the buffer lets it before the applier catches up,
 // and the sums and parameters keep the whole-range reference's bits.
@@ -481,7 +481,7 @@ TEST(ShardStateStreamingTest, ABufferSmallerThanTheRangeWrapsAndKeepsTheReferenc
 // A worker that would hold more of its share unsummed than the buffer is refused, and nothing
 // changes: here the others have pushed nothing, so nothing can be summed.
 TEST(ShardStateStreamingTest, APushBeyondTheShareBufferIsRefusedAndChangesNothing) {
-  auto created = ShardState::Create(ShardConfig{1, 2, 0, /*share_buffer_elements=*/4},
+  auto created = ShardState::Create(ShardConfig{1, 2, 0, /*held_share_elements=*/4},
                                     std::vector<float>(10, 1.0f), OptimizerConfig{});
   ASSERT_TRUE(created.ok());
   ShardState& state = **created;
@@ -489,7 +489,7 @@ TEST(ShardStateStreamingTest, APushBeyondTheShareBufferIsRefusedAndChangesNothin
   ASSERT_TRUE(state.AddSegment(0, 0, 0, Bytes({1, 2, 3})).ok());
   const absl::Status refused = state.AddSegment(0, 0, 3, Bytes({4, 5}));
   EXPECT_EQ(refused.code(), absl::StatusCode::kResourceExhausted) << refused;
-  EXPECT_NE(refused.message().find("buffers 4"), std::string::npos) << refused;
+  EXPECT_NE(refused.message().find("holds 4"), std::string::npos) << refused;
   ASSERT_TRUE(state.AddSegment(0, 0, 3, Bytes({4})).ok()) << "the refused segment took nothing";
   ASSERT_TRUE(state.BeginPush(1, 1, 0, 10).ok());
   ASSERT_TRUE(state.AddSegment(1, 0, 0, Bytes({10, 20, 30, 40})).ok());
