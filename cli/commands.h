@@ -64,8 +64,8 @@ struct CompareOptions {
   launch::HostOf host_of;
   std::optional<LinkRate> link_rate;
   int64_t link_burst_bytes = 0;  // the shapers' tbf burst (launch/network_lab.h)
-  // The workers' --ps_window_bytes (server::PsClientOptions::window_bytes); 0: their default.
-  // The lab gives its shaped links server::kLabPsWindowBytes.
+  // The workers' --ps_window_bytes (server::PsClientOptions::window_bytes); 0: their default,
+  // and in the lab server::kLabPsWindowBytes (for its shaped links).
   uint64_t ps_window_bytes = 0;
   // `ringside lab --slow_link=HOST:RATE`: hosts whose link has a rate of its own (both ways).
   std::map<std::string, LinkRate> slow_links;

@@ -70,7 +70,7 @@ absl::Status RunLab(CompareOptions options, const TerminationSignals& signals, s
   out.flush();
   if (signals.received()) return absl::CancelledError("stopped by a signal; the lab is removed");
   options.link_burst_bytes = lab->burst_bytes();
-  options.ps_window_bytes = server::kLabPsWindowBytes;
+  if (options.ps_window_bytes == 0) options.ps_window_bytes = server::kLabPsWindowBytes;
   const NetworkLab* hosts = lab.get();
   options.host_of = [hosts](const std::string& name) -> std::optional<launch::ProcessHost> {
     const LabHost* host = hosts->host(name);

@@ -37,6 +37,7 @@
 #include "common/training_options.h"
 #include "proto/controller.grpc.pb.h"
 #include "server/controller/job_spec.h"
+#include "server/ps/ps_client.h"
 #include "worker/dataset.h"
 
 ABSL_FLAG(std::string, controller, "", "ctl: the controller's address HOST:PORT");
@@ -90,6 +91,9 @@ ABSL_FLAG(std::string, ps_variants, "",
           "compare/lab: run ps mode once per listed variant against the same ring run, e.g. "
           "sync,staleness=2,backup_workers=1,async (each overrides --staleness and "
           "--backup_workers); empty: once with the job's own settings");
+ABSL_FLAG(int64_t, ps_window_bytes, 0,
+          "compare/lab: the workers' push window in ps mode, 16 bytes to 2 MiB (their "
+          "--ps_window_bytes); 0: their default (2 MiB), and the lab's 256 KiB");
 ABSL_FLAG(std::string, bin_dir, "",
           "compare/up: where ringside-controller, -ps and -worker are (default: next to this "
           "binary)");
@@ -136,15 +140,16 @@ const Subcommand kSubcommands[] = {
      "Runs the same job(s) on a local cluster (controller, shards, workers on loopback) in ps\n"
      "mode and in ring mode, and prints the side-by-side table; --json and --report write it.",
      Join(kClusterFlags, {"json", "report", "timeline", "timeline_capacity", "target_accuracy",
-                          "colocate", "ps_variants"}),
+                          "colocate", "ps_variants", "ps_window_bytes"}),
      true},
     {"lab",
      "usage: ringside lab --link_rate=RATE [flags]   (root)\n"
      "       ringside lab --cleanup\n"
      "compare with every process in its own network namespace on links shaped to --link_rate,\n"
      "and the cost model's sync-time bound at that rate per mode.",
-     Join(kClusterFlags, {"json", "report", "timeline", "timeline_capacity", "target_accuracy",
-                          "colocate", "ps_variants", "link_rate", "slow_link", "cleanup"}),
+     Join(kClusterFlags,
+          {"json", "report", "timeline", "timeline_capacity", "target_accuracy", "colocate",
+           "ps_variants", "ps_window_bytes", "link_rate", "slow_link", "cleanup"}),
      true},
     {"up",
      "usage: ringside up [flags]\n"
@@ -398,6 +403,13 @@ int Run(int argc, char** argv, const std::vector<char*>& args,
       if (absl::Status variants = SetPsVariants(options); !variants.ok()) {
         return Fail(std::string(variants.message()));
       }
+      const int64_t window = absl::GetFlag(FLAGS_ps_window_bytes);
+      if (window != 0 &&
+          (window < 16 || window > static_cast<int64_t>(ringside::server::kMaxPsWindowBytes))) {
+        return Fail(absl::StrCat("--ps_window_bytes=", window, ": between 16 bytes and ",
+                                 ringside::server::kMaxPsWindowBytes, ", or 0 for the default"));
+      }
+      options.ps_window_bytes = static_cast<uint64_t>(window);
       if (command == "lab") {
         if (absl::Status rates = LabRatesFromFlags(argc, argv, options); !rates.ok()) {
           return Fail(std::string(rates.message()));

@@ -45,11 +45,11 @@
 namespace ringside::server {
 
 // The most a worker's pushes to a shard may run ahead of the sum it has back (--ps_window_bytes):
-// with segments of a quarter of the window and at least two bytes an element, 1.25 × 512 Ki
+// with segments of a quarter of the window and at least two bytes an element, 1.25 × 1 Mi
 // elements pushed and not answered at most, within what a shard holds of each share and of the
 // step's sum (kHeldShareElements and kSumBufferElements, server/ps/shard_state.h, checked there).
-inline constexpr uint64_t kMaxPsWindowBytes = uint64_t{1} << 20;
-inline constexpr uint64_t kDefaultPsWindowBytes = uint64_t{512} << 10;  // see window_bytes
+inline constexpr uint64_t kMaxPsWindowBytes = uint64_t{2} << 20;
+inline constexpr uint64_t kDefaultPsWindowBytes = uint64_t{2} << 20;  // see window_bytes
 // The window `ringside lab` gives its workers: on links of 100mbit and less, whose shaper queues
 // hold 200 ms, four workers' 1 MiB windows overflow a shard's ingress queue (PS sync 1.29x its
 // bound at 100mbit, against 1.13x with this; docs/benchmarks.md).
@@ -69,9 +69,11 @@ struct PsClientOptions {
   // its egress carries the sum as fast as the pushes arrive. Pushes travel in segments of a
   // quarter of it (at most segment_bytes). Too small for a link's bandwidth-delay product, it
   // leaves the link idle; too large for a slow link's queues, the N workers' pushes overflow the
-  // shard's ingress queue. The default suits loopback and fast links: on loopback 256 KiB moved
-  // the PS's bytes about 15% slower (more, smaller segments, each a hop between threads), 1 MiB
-  // no faster. `ringside lab` gives its shaped links kLabPsWindowBytes.
+  // shard's ingress queue. The default suits loopback and fast links: on loopback its 512 KiB
+  // segments cost less of gRPC's per-message work than 128 KiB ones (the PS's bytes about 5%
+  // faster than with a 512 KiB window, docs/benchmarks.md), and a shard holds a window's pushes
+  // as they were received, so it costs the shard only the bytes in flight. `ringside lab` gives
+  // its shaped links kLabPsWindowBytes.
   uint64_t window_bytes = kDefaultPsWindowBytes;
   WireDtype wire_dtype = WireDtype::kFp32;  // the job's --wire_dtype
   int workers = 1;                          // in the generation: fp16's divisor (WireShareDivisor)

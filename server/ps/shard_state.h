@@ -96,8 +96,8 @@ namespace ringside::server {
 // worker: they never share a slot. A push that would hold more of either is refused. The worker's
 // push window (PsClientOptions::window_bytes, at most kMaxPsWindowBytes) keeps it within:
 // 1.25 windows of 16-bit elements (shard_state.cc checks it).
-inline constexpr uint64_t kHeldShareElements = uint64_t{1280} << 10;
-inline constexpr uint64_t kSumBufferElements = uint64_t{1280} << 10;
+inline constexpr uint64_t kHeldShareElements = uint64_t{2560} << 10;
+inline constexpr uint64_t kSumBufferElements = uint64_t{2560} << 10;
 
 struct ShardConfig {
   uint64_t generation = 1;

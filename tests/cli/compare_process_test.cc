@@ -145,14 +145,15 @@ TEST(CompareCommandTest, TimesEachModeToATestAccuracyOnFashionMnist) {
   ASSERT_TRUE(dir.ok());
   const std::vector<std::string> small = SmallFashionMnistJob(*dir);
   ASSERT_FALSE(small.empty());
-  const absl::StatusOr<nlohmann::json> run =
-      RunCompareToJson(*dir, Plus(small, {"--steps=40", "--workers=2", "--target_accuracy=0.5",
-                                          "--report=" + dir->File("out.html")}));
+  const absl::StatusOr<nlohmann::json> run = RunCompareToJson(
+      *dir, Plus(small, {"--steps=40", "--workers=2", "--target_accuracy=0.5",
+                         "--ps_window_bytes=65536", "--report=" + dir->File("out.html")}));
   ASSERT_TRUE(run.ok()) << run.status();
   const nlohmann::json& json = *run;
   EXPECT_EQ(json["config"]["test_set"], true);
   EXPECT_EQ(json["config"]["eval_every"], 10);
   EXPECT_EQ(json["config"]["target_accuracy"], 0.5);
+  EXPECT_EQ(json["config"]["ps_window_bytes"], 65536);  // the window the workers were given
   for (const char* mode : {"ring", "ps"}) {
     SCOPED_TRACE(mode);
     const nlohmann::json& m = json["modes"][mode];
@@ -312,6 +313,8 @@ TEST(CompareCommandTest, BadAccuracyFlagsAndMissingDataFailBeforeAnyClusterStart
       {"--data=fashion-mnist:" + data, "use a model like 20,16,10"},  // the default 784,...,10
       {"--ps_variants=fast", "--ps_variants: \"fast\" is not a variant"},
       {"--ps_variants=sync,async,sync", "sync is listed twice"},
+      {"--ps_window_bytes=8", "--ps_window_bytes=8: between 16 bytes and"},
+      {"--ps_window_bytes=4194304", "--ps_window_bytes=4194304: between 16 bytes and"},
   };
   for (const auto& [flag, named] : cases) {
     SCOPED_TRACE(flag);
