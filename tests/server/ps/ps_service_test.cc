@@ -132,8 +132,18 @@ TEST_F(PsServiceTest, BadPushesGetPreciseStatusesAndTrainingContinues) {
 }
 
 TEST_F(PsServiceTest, AWorkerVanishingMidStepIsNeverHalfApplied) {
+  // The shard is done with the vanished stream (OnDone, after it abandoned the push) only some
+  // time after the worker's own Finish returns: worker 1 pushes after that, else its segments
+  // could be summed with the part that is to be abandoned, and the step lost instead.
+  auto gone = std::make_shared<absl::Notification>();
+  // (The only stream open until then is worker 0's.)
+  PsTestHooks::SetStepHook(*service_, [gone](PsTestHooks::StepEvent event, int /*worker*/) {
+    if (event == PsTestHooks::StepEvent::kDone && !gone->HasBeenNotified()) gone->Notify();
+  });
   // Worker 0 sends 3 of its 10 segments of a huge gradient, then disappears.
   Push(0, 0, std::vector<float>(kRange, 1e6f), /*cancel_after=*/3);
+  gone->WaitForNotification();
+  PsTestHooks::SetStepHook(*service_, nullptr);
   StepReply worker1;
   std::thread waiting([&] { worker1 = Push(1, 0, std::vector<float>(kRange, 2.0f)); });
   absl::SleepFor(absl::Milliseconds(300));
