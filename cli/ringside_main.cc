@@ -404,10 +404,9 @@ int Run(int argc, char** argv, const std::vector<char*>& args,
         return Fail(std::string(variants.message()));
       }
       const int64_t window = absl::GetFlag(FLAGS_ps_window_bytes);
-      if (window != 0 &&
-          (window < 16 || window > static_cast<int64_t>(ringside::server::kMaxPsWindowBytes))) {
-        return Fail(absl::StrCat("--ps_window_bytes=", window, ": between 16 bytes and ",
-                                 ringside::server::kMaxPsWindowBytes, ", or 0 for the default"));
+      if (absl::Status valid = ringside::server::CheckPsWindowBytes(window);
+          window != 0 && !valid.ok()) {
+        return Fail(absl::StrCat(valid.message(), "; or 0 for the workers' default"));
       }
       options.ps_window_bytes = static_cast<uint64_t>(window);
       if (command == "lab") {

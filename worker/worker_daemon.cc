@@ -238,13 +238,7 @@ int WorldOf(const StaticClusterOptions& cluster) {
 
 absl::Status ValidateWorkerOptions(const WorkerOptions& options) {
   RETURN_IF_ERROR(ValidateSegmentBytes(options.segment_bytes));
-  if (options.ps_window_bytes < 16 ||
-      options.ps_window_bytes > static_cast<int64_t>(server::kMaxPsWindowBytes)) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("--ps_window_bytes=", options.ps_window_bytes, ": between 16 bytes and ",
-                     server::kMaxPsWindowBytes,
-                     " (1 MiB: a shard buffers 2.5 MiB of each share and of the step's sum)"));
-  }
+  RETURN_IF_ERROR(server::CheckPsWindowBytes(options.ps_window_bytes));
   if (options.timeout <= absl::ZeroDuration()) {
     return absl::InvalidArgumentError("--timeout must be positive");
   }

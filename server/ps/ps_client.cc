@@ -294,6 +294,15 @@ class PsClient::ShardCall final
   absl::Status result_ ABSL_GUARDED_BY(mu_);
 };
 
+absl::Status CheckPsWindowBytes(int64_t bytes) {
+  if (bytes < 16 || bytes > static_cast<int64_t>(kMaxPsWindowBytes)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--ps_window_bytes=", bytes, ": between 16 bytes and ", kMaxPsWindowBytes,
+        " (a shard holds 1.25 windows of 16-bit elements of each share unsummed and of the sum)"));
+  }
+  return absl::OkStatus();
+}
+
 absl::StatusOr<std::vector<PsShardLink>> ConnectPsShards(const PsClientOptions& options,
                                                          uint64_t parameters, Metrics* metrics) {
   if (options.shards.empty()) {

@@ -54,6 +54,8 @@ inline constexpr uint64_t kDefaultPsWindowBytes = uint64_t{2} << 20;  // see win
 // hold 200 ms, four workers' 1 MiB windows overflow a shard's ingress queue (PS sync 1.29x its
 // bound at 100mbit, against 1.13x with this; docs/benchmarks.md).
 inline constexpr uint64_t kLabPsWindowBytes = uint64_t{256} << 10;
+// INVALID_ARGUMENT naming --ps_window_bytes unless `bytes` is from 16 to kMaxPsWindowBytes.
+absl::Status CheckPsWindowBytes(int64_t bytes);
 
 struct PsClientOptions {
   uint64_t generation = 1;
