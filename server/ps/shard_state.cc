@@ -356,7 +356,7 @@ void ShardState::HandOverLocked() {
   segment.dtype = dtype_;
   segment.held = HandHeldLocked(handed_, ready);
   handed_ = ready;
-  if (complete) {  // the buffers go with the step
+  if (complete) {
     segment.first_push = first_push_;
     segment.last_push = absl::Now();
     CollectNextStepLocked();

@@ -89,13 +89,14 @@
 
 namespace ringside::server {
 
-// How many elements of each worker's share a shard holds received and not yet summed, and how
-// many of the step's sum it keeps (5 MiB of floats): element i of the range at slot i mod this
-// (ForEachRingRun). A step's elements pushed and not yet summed always form one interval of the
-// range (in either push order), and so do the sum's elements summed and not yet sent to every
-// worker: they never share a slot. A push that would hold more of either is refused. The worker's
-// push window (PsClientOptions::window_bytes, at most kMaxPsWindowBytes) keeps it within:
-// 1.25 windows of 16-bit elements (shard_state.cc checks it).
+// How many elements of each worker's share a shard holds received and not yet summed (as
+// received: 5 MiB of 16-bit or 10 MiB of fp32 elements at most), and how many of the step's sum
+// it keeps (10 MiB of floats, allocated up to the range's size): the sum's element i at slot i
+// mod this (ForEachRingRun). The sum's elements summed and not yet sent to every worker always
+// form one interval of the range (in either push order), so they never share a slot. A push that
+// would hold more of either is refused. The worker's push window (PsClientOptions::window_bytes,
+// at most kMaxPsWindowBytes) keeps it within: 1.25 windows of 16-bit elements (shard_state.cc
+// checks it).
 inline constexpr uint64_t kHeldShareElements = uint64_t{2560} << 10;
 inline constexpr uint64_t kSumBufferElements = uint64_t{2560} << 10;
 

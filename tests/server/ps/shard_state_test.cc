@@ -432,17 +432,17 @@ TEST(ShardStateStreamingTest, InterleavedSegmentsGiveTheWholeRangeReferenceBits)
   }
 }
 
-// A shard buffers only held_share_elements of each share (element i at slot i mod C): with a
-// buffer of 30 elements for a range of 97, segments of 1 to 28 elements wrap around it in both
-// push orders, each worker pushing as far as the buffer lets it before the applier catches up,
-// and the sums and parameters keep the whole-range reference's bits.
-TEST(ShardStateStreamingTest, ABufferSmallerThanTheRangeWrapsAndKeepsTheReferenceBits) {
+// A shard holds at most held_share_elements of each share unsummed: with 30 for a range of 97,
+// segments of 1 to 28 elements, each worker pushing as far as that lets it before the applier
+// catches up (so the applier's segments begin and end inside pushed ones), in both push orders,
+// keep the whole-range reference's bits in the sums and parameters.
+TEST(ShardStateStreamingTest, AHeldLimitSmallerThanTheRangeKeepsTheReferenceBits) {
   constexpr int kWorkers = 3;
   constexpr uint64_t kRange = 97;
-  constexpr uint64_t kBuffer = 30;
+  constexpr uint64_t kHeld = 30;
   constexpr int kSteps = 4;
   std::mt19937 random(2026);
-  ReferenceRun run = ReferenceRun::Start(random, ShardConfig{1, kWorkers, 0, kBuffer}, kRange);
+  ReferenceRun run = ReferenceRun::Start(random, ShardConfig{1, kWorkers, 0, kHeld}, kRange);
   ASSERT_NE(run.state, nullptr);
   ShardState& state = *run.state;
   for (uint64_t step = 0; step < kSteps; ++step) {
@@ -452,15 +452,15 @@ TEST(ShardStateStreamingTest, ABufferSmallerThanTheRangeWrapsAndKeepsTheReferenc
     ASSERT_NO_FATAL_FAILURE(BeginEveryPush(state, kWorkers, step, descending));
     uint64_t summed = 0;
     while (*std::min_element(sent.begin(), sent.end()) < kRange) {
-      for (int w = 0; w < kWorkers; ++w) {  // each as far as the buffer lets it
+      for (int w = 0; w < kWorkers; ++w) {  // each as far as the limit lets it
         const uint64_t size = 1 + (w + step) % 4 * 9;
         while (sent[w] < kRange) {
           uint64_t count = 0;
           const absl::Status added =
               PushNextSegment(state, w, step, shares[w], size, descending, sent[w], count);
-          // Past the buffer by what this test saw summed: refused, unless the applier has
+          // Past the limit by what this test saw summed: refused, unless the applier has
           // summed further meanwhile (it never refuses what fits).
-          if (!added.ok() && sent[w] + count - summed > kBuffer) {
+          if (!added.ok() && sent[w] + count - summed > kHeld) {
             ASSERT_EQ(added.code(), absl::StatusCode::kResourceExhausted) << added;
             break;
           }
@@ -478,9 +478,9 @@ TEST(ShardStateStreamingTest, ABufferSmallerThanTheRangeWrapsAndKeepsTheReferenc
   }
 }
 
-// A worker that would hold more of its share unsummed than the buffer is refused, and nothing
-// changes: here the others have pushed nothing, so nothing can be summed.
-TEST(ShardStateStreamingTest, APushBeyondTheShareBufferIsRefusedAndChangesNothing) {
+// A worker that would hold more of its share unsummed than held_share_elements is refused, and
+// nothing changes: here the others have pushed nothing, so nothing can be summed.
+TEST(ShardStateStreamingTest, APushBeyondTheHeldLimitIsRefusedAndChangesNothing) {
   auto created = ShardState::Create(ShardConfig{1, 2, 0, /*held_share_elements=*/4},
                                     std::vector<float>(10, 1.0f), OptimizerConfig{});
   ASSERT_TRUE(created.ok());
@@ -493,7 +493,7 @@ TEST(ShardStateStreamingTest, APushBeyondTheShareBufferIsRefusedAndChangesNothin
   ASSERT_TRUE(state.AddSegment(0, 0, 3, Bytes({4})).ok()) << "the refused segment took nothing";
   ASSERT_TRUE(state.BeginPush(1, 1, 0, 10).ok());
   ASSERT_TRUE(state.AddSegment(1, 0, 0, Bytes({10, 20, 30, 40})).ok());
-  ASSERT_NE(WaitSummed(state, 0, 3).sum, nullptr);  // [0, 4) summed: the slots are free again
+  ASSERT_NE(WaitSummed(state, 0, 3).sum, nullptr);  // [0, 4) summed: no longer held
   ASSERT_TRUE(state.AddSegment(0, 0, 4, Bytes({5, 6, 7, 8})).ok());
   ASSERT_TRUE(state.AddSegment(1, 0, 4, Bytes({50, 60, 70, 80})).ok());
   ASSERT_NE(WaitSummed(state, 0, 7).sum, nullptr);
