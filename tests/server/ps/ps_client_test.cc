@@ -414,13 +414,18 @@ TEST_P(PsClientOverlapTest, SumAsReadyGivesSumsBitsAndTheCostModelsBytes) {
   const WireDtype wire = GetParam();
   constexpr int kWorkers = 2;
   StartShards(kWorkers);
-  // The last shard starts its reply to each worker (the first is the overlapped step's).
-  absl::Mutex replies_mu;
-  std::vector<char> replying(kWorkers, 0);
-  PsTestHooks::SetStepHook(*services_.back(), [&](PsTestHooks::StepEvent event, int worker) {
-    absl::MutexLock lock(&replies_mu);
+  // The last shard starts its reply to each worker (the first is the overlapped step's). The
+  // hook may still run after this test's body (a stream's last events), so what it writes is
+  // shared with it, not a local of the body's.
+  struct Replies {
+    absl::Mutex mu;
+    std::vector<char> replying = std::vector<char>(kWorkers, 0);
+  };
+  auto replies = std::make_shared<Replies>();
+  PsTestHooks::SetStepHook(*services_.back(), [replies](PsTestHooks::StepEvent event, int worker) {
+    absl::MutexLock lock(&replies->mu);
     if (event == PsTestHooks::StepEvent::kReplyStarting && worker >= 0 && worker < kWorkers) {
-      replying[worker] = 1;
+      replies->replying[worker] = 1;
     }
   });
   std::vector<std::vector<float>> shares(kWorkers, std::vector<float>(kParameters));
@@ -466,12 +471,12 @@ TEST_P(PsClientOverlapTest, SumAsReadyGivesSumsBitsAndTheCostModelsBytes) {
           // Only the last 47 elements are final (the last shard's range is [667, 1000)): its
           // reply to this worker starts anyway. Not a timing condition: the bound turns a hang
           // into a failure.
-          absl::MutexLock lock(&replies_mu);
-          const auto replying_to_me = [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(replies_mu) {
-            return replying[w] != 0;
+          absl::MutexLock lock(&replies->mu);
+          const auto replying_to_me = [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(replies->mu) {
+            return replies->replying[w] != 0;
           };
           replied_early[w] =
-              replies_mu.AwaitWithTimeout(absl::Condition(&replying_to_me), absl::Minutes(1));
+              replies->mu.AwaitWithTimeout(absl::Condition(&replying_to_me), absl::Minutes(1));
         }
       }
       sync.join();
