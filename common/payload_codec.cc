@@ -111,21 +111,54 @@ absl::StatusOr<FieldLayout> ScanFields(grpc::ByteBuffer& message, int payload_fi
   return layout;
 }
 
+// The bytes before the payload: `header`'s fields, then the payload field's tag and length.
+size_t PrefixSize(const MessageLite& header, int payload_field, size_t payload_size) {
+  const uint32_t tag = (static_cast<uint32_t>(payload_field) << 3) | kWireLength;
+  return header.ByteSizeLong() + CodedOutputStream::VarintSize32(tag) +
+         CodedOutputStream::VarintSize64(payload_size);
+}
+
+// Writes the prefix PrefixSize() counted (which cached the header's size); returns its end.
+uint8_t* WritePrefix(const MessageLite& header, int payload_field, size_t payload_size,
+                     uint8_t* out) {
+  const uint32_t tag = (static_cast<uint32_t>(payload_field) << 3) | kWireLength;
+  out = header.SerializeWithCachedSizesToArray(out);
+  out = CodedOutputStream::WriteVarint32ToArray(tag, out);
+  return CodedOutputStream::WriteVarint64ToArray(payload_size, out);
+}
+
+// A slice's destroy callback: drops the owner's reference the slice held.
+void ReleaseOwner(void* owner) { delete static_cast<std::shared_ptr<const void>*>(owner); }
+
 }  // namespace
 
 grpc::ByteBuffer EncodeWithPayload(const MessageLite& header, int payload_field,
                                    size_t payload_size, absl::FunctionRef<void(char*)> fill) {
-  const size_t head_size = header.ByteSizeLong();
-  const uint32_t tag = (static_cast<uint32_t>(payload_field) << 3) | kWireLength;
-  const size_t prefix_size = head_size + CodedOutputStream::VarintSize32(tag) +
-                             CodedOutputStream::VarintSize64(payload_size);
+  const size_t prefix_size = PrefixSize(header, payload_field, payload_size);
   grpc::Slice slice(prefix_size + payload_size);
   uint8_t* out = const_cast<uint8_t*>(slice.begin());  // freshly allocated, ours to fill
-  out = header.SerializeWithCachedSizesToArray(out);
-  out = CodedOutputStream::WriteVarint32ToArray(tag, out);
-  out = CodedOutputStream::WriteVarint64ToArray(payload_size, out);
+  out = WritePrefix(header, payload_field, payload_size, out);
   if (payload_size > 0) fill(reinterpret_cast<char*>(out));
   return grpc::ByteBuffer(&slice, 1);
+}
+
+grpc::ByteBuffer EncodeWithPieces(const MessageLite& header, int payload_field,
+                                  const std::vector<absl::string_view>& pieces,
+                                  const std::shared_ptr<const void>& owner) {
+  size_t payload_size = 0;
+  for (absl::string_view piece : pieces) payload_size += piece.size();
+  std::vector<grpc::Slice> slices;
+  slices.reserve(pieces.size() + 1);
+  slices.emplace_back(PrefixSize(header, payload_field, payload_size));
+  WritePrefix(header, payload_field, payload_size, const_cast<uint8_t*>(slices[0].begin()));
+  for (absl::string_view piece : pieces) {
+    if (piece.empty()) continue;
+    // gRPC calls ReleaseOwner once it is done with the slice, on whichever thread drops it last:
+    // the memory lives exactly as long as the message needs it, and nobody waits for that.
+    slices.emplace_back(const_cast<char*>(piece.data()), piece.size(), &ReleaseOwner,
+                        new std::shared_ptr<const void>(owner));
+  }
+  return grpc::ByteBuffer(slices.data(), slices.size());
 }
 
 absl::StatusOr<ReceivedPayload> DecodeWithPayload(grpc::ByteBuffer& message, int payload_field,

@@ -3,7 +3,8 @@
 // of the message (its other fields, then the payload field: protobuf parses fields in any order),
 // so a peer may still send and parse the generated message; only the copies differ:
 //   encode: the header's fields, the payload's tag and length and the payload itself go into one
-//           gRPC slice, the payload written straight into it by the caller (one copy);
+//           gRPC slice, the payload written straight into it by the caller (one copy); or a
+//           payload held elsewhere is referenced by slices of its own (zero copies);
 //   decode: the header's few bytes are parsed by protobuf itself; the payload stays in the
 //           slices gRPC received it in (zero copies), and the result holds references to them.
 // Pure functions; thread-safe. Errors: INVALID_ARGUMENT for a message protobuf would not parse,
@@ -36,6 +37,13 @@ struct ReceivedPayload {
 // bytes, which `fill` writes into the slice (it is given where they start). One slice.
 grpc::ByteBuffer EncodeWithPayload(const google::protobuf::MessageLite& header, int payload_field,
                                    size_t payload_size, absl::FunctionRef<void(char*)> fill);
+
+// The same message, with a payload already in memory (a received one, passed on): the prefix
+// goes into a slice of its own and each piece into a slice that references it, holding a
+// reference to `owner` until gRPC releases the slice. Copies no payload byte.
+grpc::ByteBuffer EncodeWithPieces(const google::protobuf::MessageLite& header, int payload_field,
+                                  const std::vector<absl::string_view>& pieces,
+                                  const std::shared_ptr<const void>& owner);
 
 // Parses `message` into `header`, all but field `payload_field` (the last occurrence of it as a
 // length-delimited field is the payload, as protobuf keeps the last), and returns the payload.

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <string>
 
 #include "absl/strings/str_cat.h"
 #include "common/cost_model.h"
@@ -17,6 +18,9 @@ constexpr uint64_t kElementBytes = sizeof(float);
 // kSmallestSegmentBytes: small collectives are latency-bound, and more messages only cost them.
 constexpr uint64_t kSegmentsPerChunk = 4;
 constexpr uint64_t kSmallestSegmentBytes = uint64_t{64} << 10;
+// Elements a scatter-reduce hop sums and encodes at a time (ApplySegment): 8 KiB of float32,
+// so a block is still in L1 when it is encoded into the message.
+constexpr size_t kForwardBlockElements = 2048;
 // A piece's collective on the wire is the caller's shifted by this many bits, plus the piece's
 // index; so a caller's numbers must stay below kLastCollective.
 constexpr int kPieceBits = 12;
@@ -181,6 +185,7 @@ absl::Status RingAllreduce::ReceiveSteps(const Piece& piece, const AllreduceOpti
     receipt.scale =
         owned && options.op == ReduceOp::kAverage && WireShareDivisor(wire, topology.world) == 1.0f;
     receipt.round = owned && wire != WireDtype::kFp32;
+    receipt.keep = !plan.reduce || owned;
     if (step + 1 < schedule.steps()) {
       receipt.forward = HeaderOf(piece, step + 1, options);
       if (receipt.forward->chunk != plan.receive_chunk) {
@@ -198,25 +203,72 @@ absl::Status RingAllreduce::SendSegment(const SegmentHeader& header, uint64_t of
                                         absl::Span<const float> values, WireDtype dtype) {
   SegmentHeader segment_header = header;
   segment_header.offset = offset;
-  absl::Span<const char> payload;
-  if (dtype == WireDtype::kFp32) {
-    payload = absl::MakeConstSpan(reinterpret_cast<const char*>(values.data()),
-                                  values.size() * kElementBytes);
-  } else {
-    encoded_.resize(values.size() * WireBytesPerElement(dtype));
-    EncodeWire(dtype, values, encoded_.data());
-    payload = encoded_;
-  }
-  RETURN_IF_ERROR(transport_.Send(segment_header, payload));
-  if (counting_.bytes != nullptr) counting_.bytes->Increment(static_cast<double>(payload.size()));
-  if (counting_.messages != nullptr) counting_.messages->Increment();
+  const size_t bytes = values.size() * WireBytesPerElement(dtype);
+  RETURN_IF_ERROR(transport_.SendFilled(segment_header, bytes,
+                                        [&](char* out) { EncodeWire(dtype, values, out); }));
+  CountSent(bytes);
   return absl::OkStatus();
+}
+
+void RingAllreduce::CountSent(size_t payload_bytes) {
+  if (counting_.bytes != nullptr) counting_.bytes->Increment(static_cast<double>(payload_bytes));
+  if (counting_.messages != nullptr) counting_.messages->Increment();
+}
+
+absl::Status RingAllreduce::ApplySegment(const ChunkReceipt& receipt, const Segment& segment,
+                                         absl::Span<float> values) {
+  WirePiecesReader reader(receipt.wire, segment.payload.pieces());
+  if (!receipt.forward.has_value() || !receipt.reduce) {
+    // The payload holds values.size() elements (counted from its size): the read cannot fall
+    // short.
+    reader.Read(values, /*add=*/receipt.reduce);
+    Finish(receipt, values);
+    if (!receipt.forward.has_value()) return absl::OkStatus();
+    // The allgather passes the final values on as they came: the same bytes, not a copy.
+    SegmentHeader header = *receipt.forward;
+    header.offset = segment.header.offset;
+    RETURN_IF_ERROR(transport_.Forward(header, segment.payload));
+    CountSent(segment.payload.size());
+    return absl::OkStatus();
+  }
+  // A scatter-reduce hop sums straight into the message for the right neighbour, a block at a
+  // time (still in L1 when encoded): a partial sum this rank does not keep (its chunk is
+  // overwritten by the allgather) never goes through the buffer; the one it completes does.
+  SegmentHeader header = *receipt.forward;
+  header.offset = segment.header.offset;
+  const size_t width = WireBytesPerElement(receipt.wire);
+  const size_t bytes = values.size() * width;
+  RETURN_IF_ERROR(transport_.SendFilled(header, bytes, [&](char* out) {
+    float partial[kForwardBlockElements];
+    for (size_t at = 0; at < values.size(); at += kForwardBlockElements) {
+      const size_t count = std::min(kForwardBlockElements, values.size() - at);
+      absl::Span<float> sum = values.subspan(at, count);
+      if (!receipt.keep) {
+        std::memcpy(partial, sum.data(), count * sizeof(float));
+        sum = absl::MakeSpan(partial, count);
+      }
+      reader.Read(sum, /*add=*/true);
+      Finish(receipt, sum);
+      EncodeWire(receipt.wire, sum, out + at * width);
+    }
+  }));
+  CountSent(bytes);
+  return absl::OkStatus();
+}
+
+void RingAllreduce::Finish(const ChunkReceipt& receipt, absl::Span<float> values) const {
+  if (receipt.scale) {
+    ScaleFloat32(values.data(), values.size(),
+                 1.0f / static_cast<float>(transport_.topology().world));
+  }
+  // The completed chunk's own copy is rounded to what its allgather sends (and every other
+  // rank decodes), so all ranks end with the same bits.
+  if (receipt.round) RoundToWire(receipt.wire, values);
 }
 
 absl::Status RingAllreduce::ReceiveChunk(uint64_t collective, const ChunkReceipt& receipt,
                                          uint64_t total_elements, absl::Span<float> chunk,
                                          absl::Time deadline) {
-  const int world = transport_.topology().world;
   const DType dtype = DTypeOfWire(receipt.wire);
   const size_t width = WireBytesPerElement(receipt.wire);
   uint64_t offset = 0;
@@ -236,18 +288,7 @@ absl::Status RingAllreduce::ReceiveChunk(uint64_t collective, const ChunkReceipt
           "inbox delivered step ", h.step, " chunk ", h.chunk, " offset ", h.offset,
           " while expecting step ", receipt.step, " chunk ", receipt.chunk, " offset ", offset));
     }
-    float* dst = chunk.data() + offset;
-    // The payload holds `count` elements (counted from its size above): the read cannot fall short.
-    WirePiecesReader(receipt.wire, segment.payload.pieces())
-        .Read(absl::MakeSpan(dst, count), /*add=*/receipt.reduce);
-    if (receipt.scale) ScaleFloat32(dst, count, 1.0f / static_cast<float>(world));
-    // The completed chunk's own copy is rounded to what its allgather sends (and every other
-    // rank decodes), so all ranks end with the same bits.
-    if (receipt.round) RoundToWire(receipt.wire, absl::MakeSpan(dst, count));
-    if (receipt.forward.has_value()) {
-      RETURN_IF_ERROR(
-          SendSegment(*receipt.forward, offset, absl::MakeConstSpan(dst, count), receipt.wire));
-    }
+    RETURN_IF_ERROR(ApplySegment(receipt, segment, chunk.subspan(offset, count)));
     offset += count;
   } while (offset < chunk.size());
   return absl::OkStatus();

@@ -97,11 +97,21 @@ class RingAllreduce {
     WireDtype wire = WireDtype::kFp32;  // how the segments' values travel
     bool scale = false;                 // kAverage: divide by the world size once final
     bool round = false;  // 16-bit wire: round this rank's final chunk to what it forwards
+    // The sum stays in the buffer: this rank's final chunk, or any allgather copy. A partial
+    // sum of a scatter-reduce hop is only sent on (the allgather overwrites its chunk later).
+    bool keep = true;
     std::optional<SegmentHeader> forward;  // send each final segment on as this (next) step
   };
 
   absl::Status SendSegment(const SegmentHeader& header, uint64_t offset,
                            absl::Span<const float> values, WireDtype dtype);
+  // One received segment of `receipt`'s chunk, whose elements are `values` of the buffer: read
+  // (added) into them or summed into the message for the right neighbour, and forwarded.
+  absl::Status ApplySegment(const ChunkReceipt& receipt, const Segment& segment,
+                            absl::Span<float> values);
+  // The completed chunk's scaling and rounding (ChunkReceipt::scale, round) on `values`.
+  void Finish(const ChunkReceipt& receipt, absl::Span<float> values) const;
+  void CountSent(size_t payload_bytes);  // one message of the link's payload counters
   // 16-bit wire: the result must be finite (see above); `own_non_finite` counts this rank's.
   absl::Status CheckFinite(uint64_t collective, absl::Span<const float> result,
                            size_t own_non_finite) const;
@@ -111,7 +121,6 @@ class RingAllreduce {
   RingTransport& transport_;
   LinkSendMetrics metrics_;
   LinkSendMetrics counting_;  // metrics_, or none for a control collective
-  std::string encoded_;       // a 16-bit segment's payload, reused
 };
 
 }  // namespace ringside::ring

@@ -356,8 +356,14 @@ GrpcRingTransport::GrpcRingTransport(RingTopology topology, const std::string& r
           [&inbox](const absl::Status& status) { inbox.Fail(status); }, wire_bytes, security,
           std::move(link_key)) {}
 
-absl::Status GrpcRingTransport::Send(const SegmentHeader& header, absl::Span<const char> payload) {
-  return sender_.Enqueue(EncodeSegment(header, payload));
+absl::Status GrpcRingTransport::SendFilled(const SegmentHeader& header, size_t payload_bytes,
+                                           absl::FunctionRef<void(char*)> fill) {
+  return sender_.Enqueue(EncodeFilledSegment(header, payload_bytes, fill));
+}
+
+absl::Status GrpcRingTransport::Forward(const SegmentHeader& header,
+                                        const SegmentPayload& payload) {
+  return sender_.Enqueue(EncodeForwardedSegment(header, payload));
 }
 
 }  // namespace ringside::ring

@@ -91,7 +91,9 @@ class GrpcRingTransport final : public RingTransport {
 
   const RingTopology& topology() const override { return topology_; }
   void BeginCollective(uint64_t collective) override { inbox_.BeginCollective(collective); }
-  absl::Status Send(const SegmentHeader& header, absl::Span<const char> payload) override;
+  absl::Status SendFilled(const SegmentHeader& header, size_t payload_bytes,
+                          absl::FunctionRef<void(char*)> fill) override;
+  absl::Status Forward(const SegmentHeader& header, const SegmentPayload& payload) override;
   absl::StatusOr<Segment> Receive(uint64_t collective, absl::Time deadline) override {
     return inbox_.Next(collective, deadline);
   }

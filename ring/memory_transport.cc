@@ -1,11 +1,22 @@
 #include "ring/memory_transport.h"
 
 #include <string>
+#include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
 
 namespace ringside::ring {
+namespace {
+
+// What a sender's `fill` writes, in a string the segment owns.
+SegmentPayload FilledPayload(size_t payload_bytes, absl::FunctionRef<void(char*)> fill) {
+  std::string bytes(payload_bytes, '\0');
+  if (payload_bytes > 0) fill(bytes.data());
+  return SegmentPayload(std::move(bytes));
+}
+
+}  // namespace
 
 InMemoryTransport::InMemoryTransport(RingTopology topology, RingInbox& own_inbox,
                                      RingInbox& right_inbox)
@@ -18,9 +29,15 @@ void InMemoryTransport::BeginCollective(uint64_t collective) {
   own_inbox_.BeginCollective(collective);
 }
 
-absl::Status InMemoryTransport::Send(const SegmentHeader& header, absl::Span<const char> payload) {
-  return right_inbox_.Accept(
-      Segment{header, SegmentPayload(std::string(payload.data(), payload.size()))}, stream_id_);
+absl::Status InMemoryTransport::SendFilled(const SegmentHeader& header, size_t payload_bytes,
+                                           absl::FunctionRef<void(char*)> fill) {
+  return right_inbox_.Accept(Segment{header, FilledPayload(payload_bytes, fill)}, stream_id_);
+}
+
+absl::Status InMemoryTransport::Forward(const SegmentHeader& header,
+                                        const SegmentPayload& payload) {
+  // The same memory, shared: as over gRPC, forwarding copies nothing.
+  return right_inbox_.Accept(Segment{header, payload}, stream_id_);
 }
 
 absl::StatusOr<Segment> InMemoryTransport::Receive(uint64_t collective, absl::Time deadline) {
@@ -62,14 +79,13 @@ class InMemoryRingMember::Link final : public RingTransport {
   const RingTopology& topology() const override { return topology_; }
   void BeginCollective(uint64_t collective) override { own_inbox_.BeginCollective(collective); }
 
-  absl::Status Send(const SegmentHeader& header, absl::Span<const char> payload) override {
-    InMemoryRingMember* right = network_.Find(right_address_);
-    if (right == nullptr || !stream_id_.has_value()) {
-      return absl::UnavailableError(
-          absl::StrCat("ring neighbour ", right_address_, " is gone (connection refused)"));
-    }
-    return right->inbox_.Accept(
-        Segment{header, SegmentPayload(std::string(payload.data(), payload.size()))}, *stream_id_);
+  absl::Status SendFilled(const SegmentHeader& header, size_t payload_bytes,
+                          absl::FunctionRef<void(char*)> fill) override {
+    return Deliver(Segment{header, FilledPayload(payload_bytes, fill)});
+  }
+
+  absl::Status Forward(const SegmentHeader& header, const SegmentPayload& payload) override {
+    return Deliver(Segment{header, payload});
   }
 
   absl::StatusOr<Segment> Receive(uint64_t collective, absl::Time deadline) override {
@@ -94,6 +110,16 @@ class InMemoryRingMember::Link final : public RingTransport {
   }
 
  private:
+  // Into the right neighbour's inbox, while it lives.
+  absl::Status Deliver(Segment segment) {
+    InMemoryRingMember* right = network_.Find(right_address_);
+    if (right == nullptr || !stream_id_.has_value()) {
+      return absl::UnavailableError(
+          absl::StrCat("ring neighbour ", right_address_, " is gone (connection refused)"));
+    }
+    return right->inbox_.Accept(std::move(segment), *stream_id_);
+  }
+
   const RingTopology topology_;
   RingInbox& own_inbox_;
   InMemoryRingNetwork& network_;

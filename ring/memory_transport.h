@@ -27,7 +27,9 @@ class InMemoryTransport final : public RingTransport {
 
   const RingTopology& topology() const override { return topology_; }
   void BeginCollective(uint64_t collective) override;
-  absl::Status Send(const SegmentHeader& header, absl::Span<const char> payload) override;
+  absl::Status SendFilled(const SegmentHeader& header, size_t payload_bytes,
+                          absl::FunctionRef<void(char*)> fill) override;
+  absl::Status Forward(const SegmentHeader& header, const SegmentPayload& payload) override;
   absl::StatusOr<Segment> Receive(uint64_t collective, absl::Time deadline) override;
   void AbandonCollective(const absl::Status& why) override;
 

@@ -36,6 +36,8 @@ class SegmentPayload {
 
   size_t size() const { return size_; }
   const std::vector<absl::string_view>& pieces() const { return pieces_; }
+  // Keeps the pieces' memory alive: a transport forwarding the payload holds it until sent.
+  const std::shared_ptr<const void>& owner() const { return owner_; }
   std::string ToString() const;  // a copy, for tests and diagnostics
 
  private:

@@ -44,8 +44,18 @@ SegmentHeader FromProto(const proto::RingSegment& message) {
 }  // namespace
 
 grpc::ByteBuffer EncodeSegment(const SegmentHeader& header, absl::Span<const char> payload) {
-  return EncodeWithPayload(HeaderProto(header), kPayloadField, payload.size(),
-                           [&](char* out) { std::memcpy(out, payload.data(), payload.size()); });
+  return EncodeFilledSegment(header, payload.size(),
+                             [&](char* out) { std::memcpy(out, payload.data(), payload.size()); });
+}
+
+grpc::ByteBuffer EncodeFilledSegment(const SegmentHeader& header, size_t payload_bytes,
+                                     absl::FunctionRef<void(char*)> fill) {
+  return EncodeWithPayload(HeaderProto(header), kPayloadField, payload_bytes, fill);
+}
+
+grpc::ByteBuffer EncodeForwardedSegment(const SegmentHeader& header,
+                                        const SegmentPayload& payload) {
+  return EncodeWithPieces(HeaderProto(header), kPayloadField, payload.pieces(), payload.owner());
 }
 
 absl::StatusOr<Segment> DecodeSegment(grpc::ByteBuffer& message) {

@@ -3,6 +3,7 @@
 #include "common/payload_codec.h"
 
 #include <cstring>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -52,6 +53,34 @@ TEST(PayloadCodecTest, EncodesAMessageProtobufParsesToTheSameFields) {
   proto::PsPush parsed;
   ASSERT_TRUE(parsed.ParseFromString(Flatten(encoded)));
   EXPECT_EQ(parsed.SerializeAsString(), whole.SerializeAsString());
+}
+
+// A received payload passed on (the ring's allgather): the same bytes as protobuf's encoding,
+// none of them copied (the message's slices point into the pieces' memory), and the owner kept
+// alive exactly as long as the message: released when gRPC drops the last slice.
+TEST(PayloadCodecTest, APayloadPassedOnIsReferencedNotCopiedAndReleasedWithTheMessage) {
+  auto owner = std::make_shared<std::string>("0123456789abcdef-passed-on-payload");
+  const std::vector<absl::string_view> pieces = {absl::string_view(*owner).substr(0, 5),
+                                                 absl::string_view(*owner).substr(5, 0),
+                                                 absl::string_view(*owner).substr(5)};
+  std::vector<grpc::Slice> slices;
+  {
+    grpc::ByteBuffer encoded = EncodeWithPieces(Header(), kPushPayload, pieces, owner);
+    EXPECT_GT(owner.use_count(), 1);
+    proto::PsPush whole = Header();
+    whole.set_payload(*owner);
+    proto::PsPush parsed;
+    ASSERT_TRUE(parsed.ParseFromString(Flatten(encoded)));
+    EXPECT_EQ(parsed.SerializeAsString(), whole.SerializeAsString());
+    ASSERT_TRUE(encoded.Dump(&slices).ok());
+  }
+  // The prefix, then one slice per non-empty piece, at the piece's own address.
+  ASSERT_EQ(slices.size(), 3u);
+  EXPECT_EQ(reinterpret_cast<const char*>(slices[1].begin()), owner->data());
+  EXPECT_EQ(reinterpret_cast<const char*>(slices[2].begin()), owner->data() + 5);
+  EXPECT_GT(owner.use_count(), 1);  // the dumped slices still hold it
+  slices.clear();
+  EXPECT_EQ(owner.use_count(), 1);
 }
 
 TEST(PayloadCodecTest, DecodesAMessageCutAtEveryPositionLikeProtobuf) {

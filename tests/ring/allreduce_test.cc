@@ -124,9 +124,14 @@ class RecordingTransport final : public RingTransport {
   explicit RecordingTransport(RingTransport& inner) : inner_(inner) {}
   const RingTopology& topology() const override { return inner_.topology(); }
   void BeginCollective(uint64_t collective) override { inner_.BeginCollective(collective); }
-  absl::Status Send(const SegmentHeader& header, absl::Span<const char> payload) override {
+  absl::Status SendFilled(const SegmentHeader& header, size_t payload_bytes,
+                          absl::FunctionRef<void(char*)> fill) override {
+    sent.push_back({header, payload_bytes});
+    return inner_.SendFilled(header, payload_bytes, fill);
+  }
+  absl::Status Forward(const SegmentHeader& header, const SegmentPayload& payload) override {
     sent.push_back({header, payload.size()});
-    return inner_.Send(header, payload);
+    return inner_.Forward(header, payload);
   }
   absl::StatusOr<Segment> Receive(uint64_t collective, absl::Time deadline) override {
     return inner_.Receive(collective, deadline);
