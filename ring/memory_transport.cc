@@ -117,6 +117,7 @@ class InMemoryRingMember::Link final : public RingTransport {
       return absl::UnavailableError(
           absl::StrCat("ring neighbour ", right_address_, " is gone (connection refused)"));
     }
+    if (network_.Loses(right_address_, segment.header)) return absl::OkStatus();
     return right->inbox_.Accept(std::move(segment), *stream_id_);
   }
 
@@ -173,6 +174,17 @@ void InMemoryRingNetwork::Kill(const std::string& address) {
   if (member->link_ != nullptr) member->link_->EndStream();
   absl::MutexLock lock(&mu_);
   killed_.insert(address);
+}
+
+void InMemoryRingNetwork::LoseSegments(
+    std::function<bool(const std::string& to, const SegmentHeader&)> lost) {
+  absl::MutexLock lock(&mu_);
+  lost_ = std::move(lost);
+}
+
+bool InMemoryRingNetwork::Loses(const std::string& to, const SegmentHeader& header) {
+  absl::MutexLock lock(&mu_);
+  return lost_ && lost_(to, header);
 }
 
 InMemoryRingMember* InMemoryRingNetwork::Find(const std::string& address) {

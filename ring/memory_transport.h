@@ -6,6 +6,7 @@
 #ifndef RINGSIDE_RING_MEMORY_TRANSPORT_H_
 #define RINGSIDE_RING_MEMORY_TRANSPORT_H_
 
+#include <functional>
 #include <map>
 #include <memory>
 #include <set>
@@ -91,15 +92,23 @@ class InMemoryRingNetwork {
   InMemoryRingMember& Join(const std::string& address);
   // The member at `address` is gone; call once its thread no longer uses it.
   void Kill(const std::string& address);
+  // Segments for which `lost` returns true never reach the member at the address it is given,
+  // as on a link that loses them silently: the member waits for them until its collective is
+  // superseded or its deadline passes (tests: a member left a step behind the others). Null:
+  // nothing is lost.
+  void LoseSegments(std::function<bool(const std::string& to, const SegmentHeader&)> lost);
 
  private:
   friend class InMemoryRingMember;
   // The live member at `address`, or null (unknown or killed).
   InMemoryRingMember* Find(const std::string& address);
+  // Whether LoseSegments' filter loses this segment to `to`.
+  bool Loses(const std::string& to, const SegmentHeader& header);
 
   absl::Mutex mu_;
   std::map<std::string, std::unique_ptr<InMemoryRingMember>> members_ ABSL_GUARDED_BY(mu_);
   std::set<std::string> killed_ ABSL_GUARDED_BY(mu_);
+  std::function<bool(const std::string&, const SegmentHeader&)> lost_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace ringside::ring

@@ -21,12 +21,18 @@ namespace {
 // after them (ring/wire_error.h) + B, so every ring collective's number is above the one before
 // (the inbox's sequence rule).
 constexpr uint64_t kCensusCollective = 1;
-constexpr uint64_t kStateCollective = 2;
-constexpr uint64_t kFirstStateChunkCollective = 3;
+constexpr uint64_t kReplayCollective = 2;       // the source's last step's sum (ReplayLastStep)
+constexpr uint64_t kReplayCheckCollective = 3;  // which replayers' parameters differ from it
+constexpr uint64_t kStateCollective = 4;
+constexpr uint64_t kFirstStateChunkCollective = 5;
 constexpr uint64_t kLoadedCollective = (uint64_t{1} << 24) - 1;
 constexpr uint64_t kFirstStepCollective = uint64_t{1} << 24;
 // The census carries each member's parameter digest in 16-bit parts, exact in a float sum.
 constexpr int kDigestParts = 4;
+// The census's rows, one float per member each: its completed steps, whether it trained on the
+// shards' state, whether it holds the sum its last step applied, then its digest's parts.
+constexpr size_t kCompletedRow = 0, kOnShardsRow = 1, kLastSumRow = 2, kFirstDigestRow = 3;
+constexpr size_t kCensusRows = kFirstDigestRow + kDigestParts;
 
 uint64_t CollectiveBase(uint64_t generation) { return generation << 32; }
 
@@ -164,6 +170,7 @@ absl::StatusOr<ElasticResult> ElasticTrainer::Result() {
   // The job's steps are done: the gradient's buffer makes room for the result's copy of the
   // parameters (a later step, should a generation bring one, sizes it again).
   std::vector<float>().swap(gradient_);
+  holds_last_sum_ = false;
   ElasticResult result;
   result.training.parameters = parameters_;
   result.training.last_step = last_stats_;
@@ -471,14 +478,16 @@ absl::Status ElasticTrainer::AgreeOnState(uint64_t generation, int world, int ra
                                           uint64_t checkpoint_step, bool trained_on_shards) {
   const uint64_t base = CollectiveBase(generation);
   const size_t members = static_cast<size_t>(world);
-  // [completed steps by rank..., trained on the shards' state by rank..., digest of its
-  //  parameters by rank and part...]
-  std::vector<float> census((2 + kDigestParts) * members, 0.0f);
-  census[rank] = static_cast<float>(completed_);  // exact up to 2^24
-  census[members + rank] = trained_on_shards ? 1.0f : 0.0f;
+  std::vector<float> census(kCensusRows * members, 0.0f);
+  const auto cell = [&census, members](size_t row, int member) -> float& {
+    return census[row * members + static_cast<size_t>(member)];
+  };
+  cell(kCompletedRow, rank) = static_cast<float>(completed_);  // exact up to 2^24
+  cell(kOnShardsRow, rank) = trained_on_shards ? 1.0f : 0.0f;
+  cell(kLastSumRow, rank) = holds_last_sum_ ? 1.0f : 0.0f;
   const uint64_t digest = Checksum(parameters_);
   for (int part = 0; part < kDigestParts; ++part) {
-    census[(2 + part) * members + rank] = static_cast<float>((digest >> (16 * part)) & 0xffff);
+    cell(kFirstDigestRow + part, rank) = static_cast<float>((digest >> (16 * part)) & 0xffff);
   }
   if (LostAt("census")) return LostStatus();
   RETURN_IF_ERROR(
@@ -488,19 +497,56 @@ absl::Status ElasticTrainer::AgreeOnState(uint64_t generation, int world, int ra
   // only once the shards applied it); else the most advanced member's (every worker holds the
   // whole state in either mode; in ps mode it applies the optimiser to the shards' sums itself),
   // or the controller's checkpoint when every member is behind it (a whole cluster restarted).
-  const auto most = std::max_element(census.begin(), census.begin() + world);
-  const bool from_shards = std::any_of(census.begin() + world, census.begin() + 2 * world,
-                                       [](float f) { return f != 0.0f; });
+  const auto completed = census.begin() + kCompletedRow * members;
+  const auto most = std::max_element(completed, completed + world);
+  const bool from_shards =
+      std::any_of(census.begin() + kOnShardsRow * members,
+                  census.begin() + (kOnShardsRow + 1) * members, [](float f) { return f != 0.0f; });
   const bool from_checkpoint = !from_shards && checkpoint_step > static_cast<uint64_t>(*most);
-  const int source = from_checkpoint || from_shards ? 0 : static_cast<int>(most - census.begin());
+  const int source = from_checkpoint || from_shards ? 0 : static_cast<int>(most - completed);
+  uint64_t source_digest = 0;
+  for (int part = 0; part < kDigestParts; ++part) {
+    source_digest |= static_cast<uint64_t>(cell(kFirstDigestRow + part, source)) << (16 * part);
+  }
   // A member already holding the source's state keeps it (the same steps applied to the same
   // state give the same bits in both sync modes; the digest checks it) and needs no room to
   // receive it: at a mode switch, usually every member.
-  bool same_as_source = !from_shards && !from_checkpoint && census[rank] == census[source];
-  for (int part = 0; part < kDigestParts; ++part) {
-    same_as_source = same_as_source &&
-                     census[(2 + part) * members + rank] == census[(2 + part) * members + source];
+  const auto same_as_source = [&](int member) {
+    if (from_shards || from_checkpoint || cell(kCompletedRow, member) != *most) return false;
+    for (int part = 0; part < kDigestParts; ++part) {
+      if (cell(kFirstDigestRow + part, member) != cell(kFirstDigestRow + part, source)) {
+        return false;
+      }
+    }
+    return true;
+  };
+  // A switch or a lost worker supersedes a step that some members had just completed: the rest
+  // are one step behind. They replay that step from its sum, which the source still holds: K
+  // floats on the wire instead of the state's 3K for Adam, and no room for a second copy of
+  // the state (the sum goes into the gradient's buffer, idle between steps).
+  bool replayable = options_.replay_last_step && !from_shards && !from_checkpoint &&
+                    cell(kLastSumRow, source) != 0.0f;
+  bool anyone_behind = false;
+  for (int member = 0; member < world && replayable; ++member) {
+    if (same_as_source(member)) continue;
+    anyone_behind = true;
+    replayable = cell(kCompletedRow, member) + 1.0f == *most;
   }
+  if (replayable && anyone_behind) {
+    ASSIGN_OR_RETURN(const bool agreed, ReplayLastStep(base, world, rank, rank == source,
+                                                       !same_as_source(rank), source_digest));
+    if (agreed) {
+      if (!same_as_source(rank)) {
+        log_ << WorkerName(rank) << ": replayed step " << completed_ - 1 << " from "
+             << WorkerName(source) << "'s sum\n";
+        log_.flush();
+      }
+      return absl::OkStatus();
+    }
+    // A replay that did not give the source's parameters (which the same sum on the same state
+    // never should): the state goes over whole, as below, to the members that replayed.
+  }
+  const bool keeps_own = same_as_source(rank);
   // The source broadcasts it (sum-allreduces with zeros elsewhere: exact), so every member adopts
   // the very same state: first [ok, step], then [parameters..., optimiser state...] in chunks.
   std::vector<float> header(2, 0.0f);
@@ -528,9 +574,34 @@ absl::Status ElasticTrainer::AgreeOnState(uint64_t generation, int world, int ra
   }
   const absl::Span<const float> held =
       read.empty() ? absl::Span<const float>() : absl::MakeConstSpan(read).subspan(2);
-  RETURN_IF_ERROR(BroadcastState(base, rank == source, !same_as_source, held));
-  if (!same_as_source) completed_ = static_cast<int64_t>(header[1]);
+  RETURN_IF_ERROR(BroadcastState(base, rank == source, !keeps_own, held));
+  if (!keeps_own) completed_ = static_cast<int64_t>(header[1]);
+  // The gradient's buffer holds the last step's sum only where the state stayed this member's.
+  holds_last_sum_ = holds_last_sum_ && keeps_own;
   return absl::OkStatus();
+}
+
+absl::StatusOr<bool> ElasticTrainer::ReplayLastStep(uint64_t base, int world, int rank, bool source,
+                                                    bool behind, uint64_t source_digest) {
+  // The source's gradient buffer holds the sum its last step applied. Everyone else adds -0.0,
+  // the exact identity of a float sum (+0.0 would turn a -0.0 of the sum into +0.0).
+  gradient_.resize(parameters_.size());
+  holds_last_sum_ = false;  // until the sum is in every member's buffer
+  if (!source) std::fill(gradient_.begin(), gradient_.end(), -0.0f);
+  if (LostAt("replay")) return LostStatus();
+  RETURN_IF_ERROR(
+      ring_->Allreduce(base + kReplayCollective, absl::MakeSpan(gradient_), ControlOptions()));
+  holds_last_sum_ = true;  // every member's buffer holds the source's last sum now
+  std::vector<float> diverged(static_cast<size_t>(world), 0.0f);
+  if (behind) {
+    // Should the source be lost before this, the member still holds its own state, whole.
+    RETURN_IF_ERROR(optimizer_->Step(absl::MakeSpan(parameters_), gradient_));
+    completed_ += 1;
+    diverged[static_cast<size_t>(rank)] = Checksum(parameters_) == source_digest ? 0.0f : 1.0f;
+  }
+  RETURN_IF_ERROR(
+      ring_->Allreduce(base + kReplayCheckCollective, absl::MakeSpan(diverged), ControlOptions()));
+  return std::all_of(diverged.begin(), diverged.end(), [](float f) { return f == 0.0f; });
 }
 
 absl::Status ElasticTrainer::BroadcastState(uint64_t base, bool source, bool adopt,
@@ -700,6 +771,7 @@ absl::Status ElasticTrainer::Step() {
   wire_error_.Forget();  // a share kept by a step that failed
   StepTiming timing;
   gradient_.resize(parameters_.size());
+  holds_last_sum_ = false;  // the buffer is this step's from now on, whatever becomes of it
   ASSIGN_OR_RETURN(last_stats_, TrainStep(
                                     *job_, completed_, slot_, *sync_, absl::MakeSpan(parameters_),
                                     absl::MakeSpan(gradient_), &step_metrics_,
@@ -721,6 +793,9 @@ absl::Status ElasticTrainer::Step() {
                      parameters_, timing});
   }
   completed_ = sync_->NextStep(completed_);
+  // The buffer holds the sum this step applied, which a regroup may replay on members behind;
+  // not where the shards hold the state (each worker's pulls differ).
+  holds_last_sum_ = stale_from_ < 0;
   if (evaluator_ != nullptr) {
     evaluator_->StepEnded(completed_, timing.start, timing.start + timing.total(),
                           last_stats_.mean_loss);

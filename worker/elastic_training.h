@@ -7,14 +7,18 @@
 // Each generation begins with a regroup, all of it over the new ring (control collectives,
 // not counted as training traffic):
 //   1. census: every member's completed steps;
-//   2. state: the member with the most completed steps broadcasts its parameters and optimiser
+//   2. replay: when every member is either where the most advanced one is or one step behind it
+//      (a switch or a loss superseded a step some had just completed), the most advanced
+//      broadcasts the sum its last step applied and the others apply it: K floats, no second
+//      copy of the state; their parameters' digests must then match its, or step 3 follows;
+//   3. state: the member with the most completed steps broadcasts its parameters and optimiser
 //      state (a sum-allreduce with zeros elsewhere, exact); when the controller holds a newer
 //      checkpoint than any member (a whole cluster restarted), rank 0 reads that and broadcasts
 //      it instead. Every worker holds the whole state
 //      in either mode (in ps mode it applies the optimiser to the shards' sums itself), so
 //      survivors resume from the last step any of them completed, a late joiner starts from
 //      the current state, and a lost shard loses nothing;
-//   3. ps mode: rank 0 loads the shards with that state for this generation (a replacement
+//   4. ps mode: rank 0 loads the shards with that state for this generation (a replacement
 //      shard starts empty), and a barrier tells everyone it did.
 // Collective numbers are (generation << 32) + n, so no two generations' segments can match.
 //
@@ -67,6 +71,10 @@ struct ElasticOptions {
   // memory rather than a copy of the model (4 MiB; tests make it small to cross every boundary).
   // Every member of a job must use the same (the chunks are collectives of that size).
   size_t state_chunk_floats = size_t{1} << 20;
+  // Members one step behind replay the last step from its sum rather than receive the state
+  // (the regroup's step 2). Every member of a job must agree; tests of the state hand-over
+  // itself turn it off.
+  bool replay_last_step = true;
   TransportSecurity security;  // of the channels to the shards (the ring's is the member's)
   // Called at every fault point (worker/fault_injection.h): ringside-worker's --fault_at
   // (KillSelfAt), or an in-process test's hook; null: none. When it returns true the worker is
@@ -140,6 +148,11 @@ class ElasticTrainer {
   // parameters and optimiser, or `held` when it read them elsewhere) and zeros elsewhere;
   // `adopt`: this member receives it whole, then makes it its own.
   absl::Status BroadcastState(uint64_t base, bool source, bool adopt, absl::Span<const float> held);
+  // Members one step behind the source (`behind`) apply the sum of its last step, which it
+  // broadcasts from its gradient buffer, to their own state; then all learn whether every
+  // replayer's parameters now have the source's digest (true), or the state must go over whole.
+  absl::StatusOr<bool> ReplayLastStep(uint64_t base, int world, int rank, bool source, bool behind,
+                                      uint64_t source_digest);
   // [offset, offset + piece.size()) of [parameters..., optimiser state...]: of `held`, or else of
   // this member's own state.
   void ReadStatePiece(absl::Span<const float> held, size_t offset, absl::Span<float> piece) const;
@@ -201,6 +214,8 @@ class ElasticTrainer {
   std::unique_ptr<Optimizer> optimizer_;      // the job's, in either mode
   std::vector<float> parameters_;
   std::vector<float> gradient_;
+  // gradient_ holds the sum the last completed step applied (ReplayLastStep may send it).
+  bool holds_last_sum_ = false;
   int64_t completed_ = 0;
   uint64_t checkpoint_every_ = 0;  // the current generation's; 0: no checkpoints
   uint64_t generation_ = 0;        // 0: none joined yet

@@ -254,7 +254,19 @@ struct FaultCase {
   SyncMode start = SyncMode::kRing;
   int shards = 1;
   int64_t switch_at = -1;  // switch to the other mode once a worker completed this many steps
+  bool replay = true;      // ElasticOptions::replay_last_step
+  // Ring mode: the last segments of step `left_behind_at`'s allreduce never reach the worker
+  // registered last, which stays a step behind the others until the switch at `switch_at`
+  // (left_behind_at + 1: once another worker completed that step) supersedes it. -1: none.
+  int64_t left_behind_at = -1;
 };
+
+// The collective a ring step's allreduce travels as in generation 1, unbucketed
+// (worker/elastic_training.cc: generation << 32, then 2^24 + 2t; ring/allreduce.h: shifted left
+// by 12 bits for its pieces).
+uint64_t FirstGenerationStepCollective(int64_t step) {
+  return ((uint64_t{1} << 32) + (uint64_t{1} << 24) + 2 * static_cast<uint64_t>(step)) << 12;
+}
 
 void PrintTo(const FaultCase& fault, std::ostream* out) { *out << fault.name; }
 
@@ -304,6 +316,15 @@ void RunJobWithFault(const FaultCase& fault, const TrainingOptions& job, double 
                         fault.start == SyncMode::kRing ? SyncMode::kPs : SyncMode::kRing);
   }
   ring::InMemoryRingNetwork network;
+  if (fault.left_behind_at >= 0) {
+    const std::string last = absl::StrCat("in-memory:", kWorkers);
+    const uint64_t collective = FirstGenerationStepCollective(fault.left_behind_at);
+    network.LoseSegments([last, collective](const std::string& to, const ring::SegmentHeader& h) {
+      // The allgather's last step: the others have all they need from `last` by then.
+      return to == last && h.generation == 1 && h.collective == collective &&
+             h.step == 2 * kWorkers - 3;
+    });
+  }
   InProcessShards shards(fault.shards, job);
   controller.WatchShards([&shards](uint64_t generation) { shards.Assign(generation); });
 
@@ -319,6 +340,7 @@ void RunJobWithFault(const FaultCase& fault, const TrainingOptions& job, double 
     options.timeout = absl::Seconds(60);  // a deadline only for bugs: every failure is superseded
     options.regroup_timeout = absl::Seconds(60);
     options.state_chunk_floats = 257;  // a regroup's state in many chunks, across every boundary
+    options.replay_last_step = fault.replay;
     if (i == fault.victim) options.fault = LoseAt(FaultPlan{fault.point, fault.after_step});
     worker->trainer = std::make_unique<ElasticTrainer>(
         *worker->source, &network.Join(worker->address), *worker->metrics, options, worker->log);
@@ -503,11 +525,19 @@ INSTANTIATE_TEST_SUITE_P(
         FaultCase{"DuringTheCensus", "census", 0, 2, SyncMode::kRing, 1, -1},
         FaultCase{"DuringTheStateHandOver", "state", 0, 1, SyncMode::kRing, 1, -1},
         // Workers are at most one step apart: when one completes 3, the victim has completed 2.
-        FaultCase{"DuringALaterStateHandOver", "state", 2, 0, SyncMode::kPs, 2, 3},
+        // (Without the replay, which a member one step behind would take instead.)
+        FaultCase{"DuringALaterStateHandOver", "state", 2, 0, SyncMode::kPs, 2, 3, false},
         // Lost with part of the state sent: the source (rank 0 when everyone is level), or a
         // member receiving it. Whoever held the state before still holds it.
-        FaultCase{"TheSourceMidwayThroughTheState", "state_chunk", 2, 0, SyncMode::kPs, 2, 3},
-        FaultCase{"AMemberMidwayThroughTheState", "state_chunk", 2, 2, SyncMode::kRing, 2, 3},
+        FaultCase{"TheSourceMidwayThroughTheState", "state_chunk", 2, 0, SyncMode::kPs, 2, 3,
+                  false},
+        FaultCase{"AMemberMidwayThroughTheState", "state_chunk", 2, 2, SyncMode::kRing, 2, 3,
+                  false},
+        // A member left a step behind at a switch (its last segments of step 4 lost): lost
+        // before the replay, the source (its sum gone with it) or the member behind. The
+        // survivors' next regroup finds the state whole where it was.
+        FaultCase{"TheSourceBeforeTheReplay", "replay", 4, 0, SyncMode::kRing, 2, 5, true, 4},
+        FaultCase{"TheMemberBehindBeforeTheReplay", "replay", 4, 2, SyncMode::kRing, 2, 5, true, 4},
         FaultCase{"TheLoaderBeforeTheShardLoad", "load", 0, 0, SyncMode::kPs, 2, -1},
         FaultCase{"AtTheLoadBarrier", "barrier", 0, 2, SyncMode::kPs, 2, -1},
         FaultCase{"MidRingStep", "ring_step", 7, 1, SyncMode::kRing, 1, -1},
@@ -519,6 +549,27 @@ INSTANTIATE_TEST_SUITE_P(
         FaultCase{"FirstRankMidPsStepBetweenShards", "ps_push", 3, 0, SyncMode::kPs, 3, -1},
         FaultCase{"AfterASwitchMidPsStep", "ps_push", 8, 2, SyncMode::kRing, 2, 5}),
     [](const ::testing::TestParamInfo<FaultCase>& info) { return info.param.name; });
+
+// A switch supersedes a step that one or two of the three members had completed (whoever
+// reported it first fired the switch; the other may still have been reading its last
+// segments): the third, its last segments of step 4 lost, is certainly a step behind. The
+// regroup replays step 4 on the members behind from the sum the most advanced member still
+// holds, instead of sending them the whole state, and every member ends with the
+// single-process reference's parameters, bit for bit alike.
+TEST(ElasticTrainerReplayTest, AMemberAStepBehindReplaysTheLastStepFromItsSum) {
+  FaultCase left_behind{"ALaggardAtASwitch", "", 0, -1, SyncMode::kRing, 2, 5, true, 4};
+  int sources = 0;
+  RunJobWithFault(left_behind, SmallJob(12), 1e-5, [&](int index, const TrainerThread& worker) {
+    const std::string log = worker.log.str();
+    const bool replayed = log.find("replayed step 4 from worker-") != std::string::npos;
+    if (index == 2) {
+      EXPECT_NE(log.find("generation 1 failed at step 4"), std::string::npos) << log;
+      EXPECT_TRUE(replayed) << log;
+    }
+    if (!replayed) ++sources;
+  });
+  EXPECT_GE(sources, 1) << "someone completed step 4 and sent its sum";
+}
 
 // --wire_dtype survives regroups and mode switches: 16-bit gradients through a lost worker mid
 // ring step, a switch to ps and back, and a worker lost mid ps step after a switch. The job spec
