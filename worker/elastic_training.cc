@@ -547,7 +547,7 @@ absl::Status ElasticTrainer::AgreeOnState(uint64_t generation, int world, int ra
     // never should): the state goes over whole, as below, to the members that replayed.
   }
   const bool keeps_own = same_as_source(rank);
-  // The source broadcasts it (sum-allreduces with zeros elsewhere: exact), so every member adopts
+  // The source broadcasts it (sum-allreduces with -0.0 elsewhere: exact), so every member adopts
   // the very same state: first [ok, step], then [parameters..., optimiser state...] in chunks.
   std::vector<float> header(2, 0.0f);
   std::vector<float> read;  // the source's, read from the shards or a checkpoint: [ok, step, ...]
@@ -623,7 +623,8 @@ absl::Status ElasticTrainer::BroadcastState(uint64_t base, bool source, bool ado
     const size_t count = std::min(chunk_floats, total - offset);
     const absl::Span<float> piece = receive_whole ? absl::MakeSpan(received).subspan(offset, count)
                                                   : absl::MakeSpan(chunk).first(count);
-    std::fill(piece.begin(), piece.end(), 0.0f);
+    // -0.0, the exact identity of a float sum: +0.0 would turn the source's -0.0 into +0.0.
+    std::fill(piece.begin(), piece.end(), -0.0f);
     if (source) ReadStatePiece(held, offset, piece);
     RETURN_IF_ERROR(
         ring_->Allreduce(base + kFirstStateChunkCollective + c, piece, ControlOptions()));

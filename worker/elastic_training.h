@@ -12,7 +12,7 @@
 //      broadcasts the sum its last step applied and the others apply it: K floats, no second
 //      copy of the state; their parameters' digests must then match its, or step 3 follows;
 //   3. state: the member with the most completed steps broadcasts its parameters and optimiser
-//      state (a sum-allreduce with zeros elsewhere, exact); when the controller holds a newer
+//      state (a sum-allreduce with -0.0 elsewhere, exact); when the controller holds a newer
 //      checkpoint than any member (a whole cluster restarted), rank 0 reads that and broadcasts
 //      it instead. Every worker holds the whole state
 //      in either mode (in ps mode it applies the optimiser to the shards' sums itself), so
