@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <cstring>
-#include <string>
 
 #include "absl/strings/str_cat.h"
 #include "common/cost_model.h"
@@ -13,7 +12,6 @@
 namespace ringside::ring {
 namespace {
 
-constexpr uint64_t kElementBytes = sizeof(float);
 // The fewest segments a chunk travels in (RunSteps), unless that would make them smaller than
 // kSmallestSegmentBytes: small collectives are latency-bound, and more messages only cost them.
 constexpr uint64_t kSegmentsPerChunk = 4;

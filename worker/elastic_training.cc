@@ -36,6 +36,82 @@ constexpr size_t kCensusRows = kFirstDigestRow + kDigestParts;
 
 uint64_t CollectiveBase(uint64_t generation) { return generation << 32; }
 
+// The regroup's census: kCensusRows rows of one float per member, summed over the ring (each
+// member fills its own column, zeros elsewhere).
+class Census {
+ public:
+  explicit Census(int world)
+      : members_(static_cast<size_t>(world)), values_(kCensusRows * members_, 0.0f) {}
+  float& at(size_t row, int member) { return values_[row * members_ + member]; }
+  float at(size_t row, int member) const { return values_[row * members_ + member]; }
+  absl::Span<float> values() { return absl::MakeSpan(values_); }
+  void SetDigest(int member, uint64_t digest) {
+    for (int part = 0; part < kDigestParts; ++part) {
+      at(kFirstDigestRow + part, member) = static_cast<float>((digest >> (16 * part)) & 0xffff);
+    }
+  }
+  uint64_t digest(int member) const {
+    uint64_t digest = 0;
+    for (int part = 0; part < kDigestParts; ++part) {
+      digest |= static_cast<uint64_t>(at(kFirstDigestRow + part, member)) << (16 * part);
+    }
+    return digest;
+  }
+
+ private:
+  size_t members_;
+  std::vector<float> values_;
+};
+
+// Where the job's state comes from, as every member reads the same census.
+struct StatePlan {
+  int source = 0;
+  float most = 0;  // the source's completed steps, when it is a member
+  bool from_shards = false;
+  bool from_checkpoint = false;
+  bool replay = false;  // members behind replay the source's last step (ReplayLastStep)
+
+  // A member already holding the source's state keeps it (the same steps applied to the same
+  // state give the same bits in both sync modes; the digest checks it) and needs no room to
+  // receive it: at a mode switch, usually every member.
+  bool SameAsSource(const Census& census, int member) const {
+    return !from_shards && !from_checkpoint && census.at(kCompletedRow, member) == most &&
+           census.digest(member) == census.digest(source);
+  }
+};
+
+// The job's state is the most advanced one: the shards' when they held it (no worker has the
+// optimiser's state then, and they are at least as far as any worker: a worker counts a step
+// only once the shards applied it); else the most advanced member's (every worker holds the
+// whole state in either mode; in ps mode it applies the optimiser to the shards' sums itself),
+// or the controller's checkpoint when every member is behind it (a whole cluster restarted).
+// A switch or a lost worker often supersedes a step that some members had just completed: the
+// rest are one step behind, and replay that step from its sum, which the source still holds
+// (`replay_allowed`): K floats on the wire instead of the state's 3K for Adam, and no room for
+// a second copy of the state (the sum goes into the gradient's buffer, idle between steps).
+StatePlan PlanState(const Census& census, int world, uint64_t checkpoint_step,
+                    bool replay_allowed) {
+  StatePlan plan;
+  int most = 0;
+  for (int member = 0; member < world; ++member) {
+    if (census.at(kOnShardsRow, member) != 0.0f) plan.from_shards = true;
+    if (census.at(kCompletedRow, member) > census.at(kCompletedRow, most)) most = member;
+  }
+  plan.most = census.at(kCompletedRow, most);
+  plan.from_checkpoint = !plan.from_shards && checkpoint_step > static_cast<uint64_t>(plan.most);
+  plan.source = plan.from_checkpoint || plan.from_shards ? 0 : most;
+  bool replayable = replay_allowed && !plan.from_shards && !plan.from_checkpoint &&
+                    census.at(kLastSumRow, plan.source) != 0.0f;
+  bool anyone_behind = false;
+  for (int member = 0; member < world && replayable; ++member) {
+    if (plan.SameAsSource(census, member)) continue;
+    anyone_behind = true;
+    replayable = census.at(kCompletedRow, member) + 1.0f == plan.most;
+  }
+  plan.replay = replayable && anyone_behind;
+  return plan;
+}
+
 // The ps_push fault point when the shards hold the state: `lost` is asked once the push to the
 // first shard is on its way, and a lost worker sends nothing more.
 class LosableFirstLink final : public server::StaleShardLink {
@@ -477,68 +553,22 @@ absl::Status ElasticTrainer::LoadShardsOnceAssigned(uint64_t generation, int wor
 absl::Status ElasticTrainer::AgreeOnState(uint64_t generation, int world, int rank,
                                           uint64_t checkpoint_step, bool trained_on_shards) {
   const uint64_t base = CollectiveBase(generation);
-  const size_t members = static_cast<size_t>(world);
-  std::vector<float> census(kCensusRows * members, 0.0f);
-  const auto cell = [&census, members](size_t row, int member) -> float& {
-    return census[row * members + static_cast<size_t>(member)];
-  };
-  cell(kCompletedRow, rank) = static_cast<float>(completed_);  // exact up to 2^24
-  cell(kOnShardsRow, rank) = trained_on_shards ? 1.0f : 0.0f;
-  cell(kLastSumRow, rank) = holds_last_sum_ ? 1.0f : 0.0f;
-  const uint64_t digest = Checksum(parameters_);
-  for (int part = 0; part < kDigestParts; ++part) {
-    cell(kFirstDigestRow + part, rank) = static_cast<float>((digest >> (16 * part)) & 0xffff);
-  }
+  Census census(world);
+  census.at(kCompletedRow, rank) = static_cast<float>(completed_);  // exact up to 2^24
+  census.at(kOnShardsRow, rank) = trained_on_shards ? 1.0f : 0.0f;
+  census.at(kLastSumRow, rank) = holds_last_sum_ ? 1.0f : 0.0f;
+  census.SetDigest(rank, Checksum(parameters_));
   if (LostAt("census")) return LostStatus();
-  RETURN_IF_ERROR(
-      ring_->Allreduce(base + kCensusCollective, absl::MakeSpan(census), ControlOptions()));
-  // The job's state is the most advanced one: the shards' when they held it (no worker has the
-  // optimiser's state then, and they are at least as far as any worker: a worker counts a step
-  // only once the shards applied it); else the most advanced member's (every worker holds the
-  // whole state in either mode; in ps mode it applies the optimiser to the shards' sums itself),
-  // or the controller's checkpoint when every member is behind it (a whole cluster restarted).
-  const auto completed = census.begin() + kCompletedRow * members;
-  const auto most = std::max_element(completed, completed + world);
-  const bool from_shards =
-      std::any_of(census.begin() + kOnShardsRow * members,
-                  census.begin() + (kOnShardsRow + 1) * members, [](float f) { return f != 0.0f; });
-  const bool from_checkpoint = !from_shards && checkpoint_step > static_cast<uint64_t>(*most);
-  const int source = from_checkpoint || from_shards ? 0 : static_cast<int>(most - completed);
-  uint64_t source_digest = 0;
-  for (int part = 0; part < kDigestParts; ++part) {
-    source_digest |= static_cast<uint64_t>(cell(kFirstDigestRow + part, source)) << (16 * part);
-  }
-  // A member already holding the source's state keeps it (the same steps applied to the same
-  // state give the same bits in both sync modes; the digest checks it) and needs no room to
-  // receive it: at a mode switch, usually every member.
-  const auto same_as_source = [&](int member) {
-    if (from_shards || from_checkpoint || cell(kCompletedRow, member) != *most) return false;
-    for (int part = 0; part < kDigestParts; ++part) {
-      if (cell(kFirstDigestRow + part, member) != cell(kFirstDigestRow + part, source)) {
-        return false;
-      }
-    }
-    return true;
-  };
-  // A switch or a lost worker supersedes a step that some members had just completed: the rest
-  // are one step behind. They replay that step from its sum, which the source still holds: K
-  // floats on the wire instead of the state's 3K for Adam, and no room for a second copy of
-  // the state (the sum goes into the gradient's buffer, idle between steps).
-  bool replayable = options_.replay_last_step && !from_shards && !from_checkpoint &&
-                    cell(kLastSumRow, source) != 0.0f;
-  bool anyone_behind = false;
-  for (int member = 0; member < world && replayable; ++member) {
-    if (same_as_source(member)) continue;
-    anyone_behind = true;
-    replayable = cell(kCompletedRow, member) + 1.0f == *most;
-  }
-  if (replayable && anyone_behind) {
-    ASSIGN_OR_RETURN(const bool agreed, ReplayLastStep(base, world, rank, rank == source,
-                                                       !same_as_source(rank), source_digest));
+  RETURN_IF_ERROR(ring_->Allreduce(base + kCensusCollective, census.values(), ControlOptions()));
+  const StatePlan plan = PlanState(census, world, checkpoint_step, options_.replay_last_step);
+  if (plan.replay) {
+    ASSIGN_OR_RETURN(const bool agreed,
+                     ReplayLastStep(base, world, rank, rank == plan.source,
+                                    !plan.SameAsSource(census, rank), census.digest(plan.source)));
     if (agreed) {
-      if (!same_as_source(rank)) {
+      if (!plan.SameAsSource(census, rank)) {
         log_ << WorkerName(rank) << ": replayed step " << completed_ - 1 << " from "
-             << WorkerName(source) << "'s sum\n";
+             << WorkerName(plan.source) << "'s sum\n";
         log_.flush();
       }
       return absl::OkStatus();
@@ -546,7 +576,14 @@ absl::Status ElasticTrainer::AgreeOnState(uint64_t generation, int world, int ra
     // A replay that did not give the source's parameters (which the same sum on the same state
     // never should): the state goes over whole, as below, to the members that replayed.
   }
-  const bool keeps_own = same_as_source(rank);
+  return HandOverState(generation, rank, checkpoint_step, plan.source, plan.from_shards,
+                       plan.from_checkpoint, plan.SameAsSource(census, rank));
+}
+
+absl::Status ElasticTrainer::HandOverState(uint64_t generation, int rank, uint64_t checkpoint_step,
+                                           int source, bool from_shards, bool from_checkpoint,
+                                           bool keeps_own) {
+  const uint64_t base = CollectiveBase(generation);
   // The source broadcasts it (sum-allreduces with -0.0 elsewhere: exact), so every member adopts
   // the very same state: first [ok, step], then [parameters..., optimiser state...] in chunks.
   std::vector<float> header(2, 0.0f);

@@ -144,6 +144,11 @@ class ElasticTrainer {
   // state (`trained_on_shards`), the shards' own, which rank 0 reads (ReadShardStates).
   absl::Status AgreeOnState(uint64_t generation, int world, int rank, uint64_t checkpoint_step,
                             bool trained_on_shards);
+  // The state's hand-over from `source` (a member; rank 0 reading the shards' state, or the
+  // controller's checkpoint): [ok, step], then the state in chunks; `keeps_own`: this member
+  // holds the source's state already and adopts nothing.
+  absl::Status HandOverState(uint64_t generation, int rank, uint64_t checkpoint_step, int source,
+                             bool from_shards, bool from_checkpoint, bool keeps_own);
   // Sends the state after [ok, step] as chunks of sum-allreduces: the source's (`source`: its own
   // parameters and optimiser, or `held` when it read them elsewhere) and zeros elsewhere;
   // `adopt`: this member receives it whole, then makes it its own.
