@@ -651,25 +651,56 @@ absl::Status ElasticTrainer::BroadcastState(uint64_t base, bool source, bool ado
   }
   // A member adopting the state receives it whole before it replaces its own: should the
   // source be lost midway, it still holds what it had, and a later regroup may take that.
-  // (The source of a state it read elsewhere holds it already.)
+  // (The source of a state it read elsewhere holds it already.) The parameters go into the
+  // gradient's buffer, idle in a regroup, and the optimiser's state into a buffer of its size,
+  // not zeroed first (its pages are touched as the chunks arrive): the room it takes is the
+  // optimiser's state, not a copy of the whole state.
   const bool receive_whole = adopt && held.empty();
-  std::vector<float> received(receive_whole ? total : 0);
-  std::vector<float> chunk(receive_whole ? 0 : chunk_floats);
+  std::unique_ptr<float[]> optimizer_state;
+  if (receive_whole) {
+    gradient_.resize(parameters);
+    holds_last_sum_ = false;
+    optimizer_state.reset(new float[total - parameters]);
+  }
+  // Where a received piece of [parameters..., optimiser state...] lands; empty when it
+  // straddles the two (it then goes through `chunk`).
+  const auto destination = [&](size_t offset, size_t count) -> absl::Span<float> {
+    if (offset + count <= parameters) return absl::MakeSpan(gradient_).subspan(offset, count);
+    if (offset >= parameters) {
+      return absl::MakeSpan(optimizer_state.get() + (offset - parameters), count);
+    }
+    return absl::Span<float>();
+  };
+  std::vector<float> chunk;
   for (size_t offset = 0, c = 0; offset < total; offset += chunk_floats, ++c) {
     if (c == 1 && LostAt("state_chunk")) return LostStatus();
     const size_t count = std::min(chunk_floats, total - offset);
-    const absl::Span<float> piece = receive_whole ? absl::MakeSpan(received).subspan(offset, count)
-                                                  : absl::MakeSpan(chunk).first(count);
+    absl::Span<float> piece = receive_whole ? destination(offset, count) : absl::Span<float>();
+    if (piece.empty()) {
+      chunk.resize(chunk_floats);
+      piece = absl::MakeSpan(chunk).first(count);
+    }
     // -0.0, the exact identity of a float sum: +0.0 would turn the source's -0.0 into +0.0.
     std::fill(piece.begin(), piece.end(), -0.0f);
     if (source) ReadStatePiece(held, offset, piece);
     RETURN_IF_ERROR(
         ring_->Allreduce(base + kFirstStateChunkCollective + c, piece, ControlOptions()));
+    if (receive_whole && piece.data() == chunk.data()) {
+      const size_t in_parameters = parameters - offset;
+      std::copy_n(piece.begin(), in_parameters, gradient_.begin() + offset);
+      std::copy(piece.begin() + in_parameters, piece.end(), optimizer_state.get());
+      std::vector<float>().swap(chunk);  // the only piece that straddles
+    }
   }
   if (!adopt) return absl::OkStatus();
-  const absl::Span<const float> state = receive_whole ? absl::MakeConstSpan(received) : held;
-  RETURN_IF_ERROR(optimizer_->ImportState(state.subspan(parameters)));
-  std::copy_n(state.begin(), parameters, parameters_.begin());
+  if (receive_whole) {
+    RETURN_IF_ERROR(
+        optimizer_->ImportState(absl::MakeConstSpan(optimizer_state.get(), total - parameters)));
+    std::copy_n(gradient_.begin(), parameters, parameters_.begin());
+    return absl::OkStatus();
+  }
+  RETURN_IF_ERROR(optimizer_->ImportState(held.subspan(parameters)));
+  std::copy_n(held.begin(), parameters, parameters_.begin());
   return absl::OkStatus();
 }
 
