@@ -92,10 +92,20 @@ struct StatePlan {
 StatePlan PlanState(const Census& census, int world, uint64_t checkpoint_step,
                     bool replay_allowed) {
   StatePlan plan;
+  // The first of the most advanced members; with the replay, the first of them that still holds
+  // its last sum (one that began its next step's compute before it learned of the regroup
+  // overwrote it; another may not have).
+  const auto holds_sum = [&](int member) {
+    return replay_allowed && census.at(kLastSumRow, member) != 0.0f;
+  };
   int most = 0;
   for (int member = 0; member < world; ++member) {
     if (census.at(kOnShardsRow, member) != 0.0f) plan.from_shards = true;
-    if (census.at(kCompletedRow, member) > census.at(kCompletedRow, most)) most = member;
+    const float completed = census.at(kCompletedRow, member);
+    if (completed > census.at(kCompletedRow, most) ||
+        (completed == census.at(kCompletedRow, most) && holds_sum(member) && !holds_sum(most))) {
+      most = member;
+    }
   }
   plan.most = census.at(kCompletedRow, most);
   plan.from_checkpoint = !plan.from_shards && checkpoint_step > static_cast<uint64_t>(plan.most);
