@@ -216,15 +216,18 @@ void RingAllreduce::CountSent(size_t payload_bytes) {
 absl::Status RingAllreduce::ApplySegment(const ChunkReceipt& receipt, const Segment& segment,
                                          absl::Span<float> values) {
   WirePiecesReader reader(receipt.wire, segment.payload.pieces());
-  if (!receipt.forward.has_value() || !receipt.reduce) {
+  if (!receipt.forward.has_value()) {
     // The payload holds values.size() elements (counted from its size): the read cannot fall
     // short.
     reader.Read(values, /*add=*/receipt.reduce);
     Finish(receipt, values);
-    if (!receipt.forward.has_value()) return absl::OkStatus();
+    return absl::OkStatus();
+  }
+  SegmentHeader header = *receipt.forward;
+  header.offset = segment.header.offset;
+  if (!receipt.reduce) {
     // The allgather passes the final values on as they came: the same bytes, not a copy.
-    SegmentHeader header = *receipt.forward;
-    header.offset = segment.header.offset;
+    reader.Read(values, /*add=*/false);
     RETURN_IF_ERROR(transport_.Forward(header, segment.payload));
     CountSent(segment.payload.size());
     return absl::OkStatus();
@@ -232,8 +235,6 @@ absl::Status RingAllreduce::ApplySegment(const ChunkReceipt& receipt, const Segm
   // A scatter-reduce hop sums straight into the message for the right neighbour, a block at a
   // time (still in L1 when encoded): a partial sum this rank does not keep (its chunk is
   // overwritten by the allgather) never goes through the buffer; the one it completes does.
-  SegmentHeader header = *receipt.forward;
-  header.offset = segment.header.offset;
   const size_t width = WireBytesPerElement(receipt.wire);
   const size_t bytes = values.size() * width;
   RETURN_IF_ERROR(transport_.SendFilled(header, bytes, [&](char* out) {

@@ -110,8 +110,7 @@ StatePlan PlanState(const Census& census, int world, uint64_t checkpoint_step,
   plan.most = census.at(kCompletedRow, most);
   plan.from_checkpoint = !plan.from_shards && checkpoint_step > static_cast<uint64_t>(plan.most);
   plan.source = plan.from_checkpoint || plan.from_shards ? 0 : most;
-  bool replayable = replay_allowed && !plan.from_shards && !plan.from_checkpoint &&
-                    census.at(kLastSumRow, plan.source) != 0.0f;
+  bool replayable = !plan.from_shards && !plan.from_checkpoint && holds_sum(plan.source);
   bool anyone_behind = false;
   for (int member = 0; member < world && replayable; ++member) {
     if (plan.SameAsSource(census, member)) continue;
@@ -571,12 +570,12 @@ absl::Status ElasticTrainer::AgreeOnState(uint64_t generation, int world, int ra
   if (LostAt("census")) return LostStatus();
   RETURN_IF_ERROR(ring_->Allreduce(base + kCensusCollective, census.values(), ControlOptions()));
   const StatePlan plan = PlanState(census, world, checkpoint_step, options_.replay_last_step);
+  const bool keeps_own = plan.SameAsSource(census, rank);
   if (plan.replay) {
-    ASSIGN_OR_RETURN(const bool agreed,
-                     ReplayLastStep(base, world, rank, rank == plan.source,
-                                    !plan.SameAsSource(census, rank), census.digest(plan.source)));
+    ASSIGN_OR_RETURN(const bool agreed, ReplayLastStep(base, world, rank, rank == plan.source,
+                                                       !keeps_own, census.digest(plan.source)));
     if (agreed) {
-      if (!plan.SameAsSource(census, rank)) {
+      if (!keeps_own) {
         log_ << WorkerName(rank) << ": replayed step " << completed_ - 1 << " from "
              << WorkerName(plan.source) << "'s sum\n";
         log_.flush();
@@ -587,7 +586,7 @@ absl::Status ElasticTrainer::AgreeOnState(uint64_t generation, int world, int ra
     // never should): the state goes over whole, as below, to the members that replayed.
   }
   return HandOverState(generation, rank, checkpoint_step, plan.source, plan.from_shards,
-                       plan.from_checkpoint, plan.SameAsSource(census, rank));
+                       plan.from_checkpoint, keeps_own);
 }
 
 absl::Status ElasticTrainer::HandOverState(uint64_t generation, int rank, uint64_t checkpoint_step,

@@ -8,8 +8,9 @@
 // not counted as training traffic):
 //   1. census: every member's completed steps;
 //   2. replay: when every member is either where the most advanced one is or one step behind it
-//      (a switch or a loss superseded a step some had just completed), the most advanced
-//      broadcasts the sum its last step applied and the others apply it: K floats, no second
+//      (a switch or a loss superseded a step some had just completed), the first most advanced
+//      one still holding the sum its last step applied broadcasts it and the others apply it: K
+//      floats, no second
 //      copy of the state; their parameters' digests must then match its, or step 3 follows;
 //   3. state: the member with the most completed steps broadcasts its parameters and optimiser
 //      state (a sum-allreduce with -0.0 elsewhere, exact); when the controller holds a newer
@@ -150,7 +151,7 @@ class ElasticTrainer {
   absl::Status HandOverState(uint64_t generation, int rank, uint64_t checkpoint_step, int source,
                              bool from_shards, bool from_checkpoint, bool keeps_own);
   // Sends the state after [ok, step] as chunks of sum-allreduces: the source's (`source`: its own
-  // parameters and optimiser, or `held` when it read them elsewhere) and zeros elsewhere;
+  // parameters and optimiser, or `held` when it read them elsewhere) and -0.0 elsewhere;
   // `adopt`: this member receives it whole, then makes it its own.
   absl::Status BroadcastState(uint64_t base, bool source, bool adopt, absl::Span<const float> held);
   // Members one step behind the source (`behind`) apply the sum of its last step, which it
