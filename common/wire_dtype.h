@@ -42,6 +42,10 @@ void EncodeWire(WireDtype dtype, absl::Span<const float> values, char* wire);
 void DecodeWire(WireDtype dtype, const char* wire, absl::Span<float> out);
 // `wire` decoded and added to `sum`, in float32: a ring hop's reduction, a shard's sum.
 void DecodeAddWire(WireDtype dtype, const char* wire, absl::Span<float> sum);
+// `wire` (addend.size() elements) decoded, added to `addend` in float32 and the sums encoded
+// into `out`, in one pass: a ring hop that forwards a partial sum it does not keep.
+void DecodeAddEncodeWire(WireDtype dtype, const char* wire, absl::Span<const float> addend,
+                         char* out);
 
 // Elements of `dtype` read front to back from a payload in pieces (the slices gRPC received it
 // in: a piece may end in the middle of an element, which is then reassembled), decoded into
@@ -53,6 +57,10 @@ class WirePiecesReader {
   // The next out.size() elements into `out` (added to it when `add`); false, with `out` partly
   // written, when the pieces hold fewer.
   bool Read(absl::Span<float> out, bool add);
+  // The next addend.size() elements, each added to `addend`'s in float32, encoded into `out`
+  // (addend.size() * WireBytesPerElement bytes) as DecodeAddEncodeWire does; false, with `out`
+  // partly written, when the pieces hold fewer.
+  bool ReadSumEncoded(absl::Span<const float> addend, char* out);
   // Passes over the next `elements` elements; false when the pieces hold fewer.
   bool Skip(size_t elements);
 

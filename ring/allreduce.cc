@@ -232,20 +232,21 @@ absl::Status RingAllreduce::ApplySegment(const ChunkReceipt& receipt, const Segm
     CountSent(segment.payload.size());
     return absl::OkStatus();
   }
-  // A scatter-reduce hop sums straight into the message for the right neighbour, a block at a
-  // time (still in L1 when encoded): a partial sum this rank does not keep (its chunk is
-  // overwritten by the allgather) never goes through the buffer; the one it completes does.
+  // A scatter-reduce hop sums straight into the message for the right neighbour. A partial sum
+  // this rank does not keep (its chunk is overwritten by the allgather) never goes through the
+  // buffer: one pass reads both addends and writes the message (only a completed sum is ever
+  // scaled or rounded, so there is nothing to finish). The sum it completes goes to the buffer
+  // too, a block at a time (still in L1 when encoded).
   const size_t width = WireBytesPerElement(receipt.wire);
   const size_t bytes = values.size() * width;
   RETURN_IF_ERROR(transport_.SendFilled(header, bytes, [&](char* out) {
-    float partial[kForwardBlockElements];
+    if (!receipt.keep) {
+      reader.ReadSumEncoded(values, out);
+      return;
+    }
     for (size_t at = 0; at < values.size(); at += kForwardBlockElements) {
-      const size_t count = std::min(kForwardBlockElements, values.size() - at);
-      absl::Span<float> sum = values.subspan(at, count);
-      if (!receipt.keep) {
-        std::memcpy(partial, sum.data(), count * sizeof(float));
-        sum = absl::MakeSpan(partial, count);
-      }
+      const absl::Span<float> sum =
+          values.subspan(at, std::min(kForwardBlockElements, values.size() - at));
       reader.Read(sum, /*add=*/true);
       Finish(receipt, sum);
       EncodeWire(receipt.wire, sum, out + at * width);

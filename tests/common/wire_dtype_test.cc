@@ -156,6 +156,52 @@ TEST(WireDtypeTest, PiecesCutAnywhereReadLikeOneBuffer) {
   }
 }
 
+// The fused hop (decode, add, encode in one pass) writes exactly the bytes of the three steps
+// apart, at an odd address, for values whose sums round in 16 bits; and it does so from pieces
+// cut at every byte position, with a read past the pieces' end refused.
+TEST(WireDtypeTest, FusedAddAndEncodeWritesTheBytesOfTheStepsApart) {
+  std::vector<float> received(11);
+  std::vector<float> own(received.size());
+  for (size_t i = 0; i < received.size(); ++i) {
+    received[i] = 1.0f / static_cast<float>(i + 3) - 0.125f * static_cast<float>(i);
+    own[i] = 3.0f / static_cast<float>(2 * i + 7) + 1e-3f * static_cast<float>(i);
+  }
+  for (WireDtype dtype : {WireDtype::kFp32, WireDtype::kFp16, WireDtype::kBf16}) {
+    SCOPED_TRACE(WireDtypeName(dtype));
+    const size_t width = WireBytesPerElement(dtype);
+    std::string wire(received.size() * width, '\0');
+    EncodeWire(dtype, received, wire.data());
+    std::vector<float> sum = own;
+    DecodeAddWire(dtype, wire.data(), absl::MakeSpan(sum));
+    std::string expected(wire.size(), '\0');
+    EncodeWire(dtype, sum, expected.data());
+
+    // One byte in (unaligned for every dtype) and a guard byte past the end.
+    std::string out(wire.size() + 2, '\x5a');
+    DecodeAddEncodeWire(dtype, wire.data(), own, out.data() + 1);
+    EXPECT_EQ(out.substr(1, wire.size()), expected);
+    EXPECT_EQ(out.front(), '\x5a');
+    EXPECT_EQ(out.back(), '\x5a');
+
+    for (size_t cut_a = 0; cut_a <= wire.size(); ++cut_a) {
+      for (size_t cut_b = cut_a; cut_b <= wire.size(); ++cut_b) {
+        const absl::string_view bytes(wire);
+        const std::vector<absl::string_view> pieces = {
+            bytes.substr(0, cut_a), bytes.substr(cut_a, cut_b - cut_a), bytes.substr(cut_b)};
+        WirePiecesReader reader(dtype, pieces);
+        std::string pieced(wire.size(), '\0');
+        const size_t half = own.size() / 2;
+        ASSERT_TRUE(reader.ReadSumEncoded(absl::MakeSpan(own).subspan(0, half), pieced.data()));
+        ASSERT_TRUE(
+            reader.ReadSumEncoded(absl::MakeSpan(own).subspan(half), pieced.data() + half * width));
+        ASSERT_EQ(pieced, expected) << "cut " << cut_a << "," << cut_b;
+        char extra[sizeof(float)];
+        EXPECT_FALSE(reader.ReadSumEncoded(absl::MakeSpan(own).subspan(0, 1), extra));
+      }
+    }
+  }
+}
+
 TEST(WireDtypeTest, NonFiniteValuesAreCounted) {
   const float inf = std::numeric_limits<float>::infinity();
   EXPECT_EQ(CountNonFinite(std::vector<float>{1.0f, 2.0f}), 0u);
