@@ -107,6 +107,8 @@ class ParameterShardService final : public ParameterShardBase {
     // More of the step's sum is final and a write of it is about to be started by the state's
     // callback, which is not a gRPC reaction (the applier thread, or whoever closes the state).
     kReplyStarting,
+    // A segment of the worker's share is in the step's sum (AddSegment accepted it).
+    kSegmentAdded,
     // The worker half-closed and its share is complete (FinishPush accepted it).
     kPushed,
     // The stream ended (cancelled, say) while that reply was being started: its Finish waits

@@ -155,6 +155,7 @@ class StepReactor final : public grpc::ServerBidiReactor<grpc::ByteBuffer, grpc:
       if (began_) state_.AbandonPush(worker_, step_);
       return;
     }
+    if (hook_) hook_(ParameterShardService::StepEvent::kSegmentAdded, worker_);
     if (static_cast<size_t>(worker_) < metrics_.from_worker.size() &&
         metrics_.from_worker[worker_].bytes != nullptr) {
       metrics_.from_worker[worker_].bytes->Increment(static_cast<double>(payload->size));

@@ -3,6 +3,7 @@
 // generation replaced while a step of it is being applied.
 #include "server/ps/ps_service.h"
 
+#include <functional>
 #include <memory>
 #include <thread>
 #include <vector>
@@ -43,11 +44,12 @@ class PsServiceTest : public ::testing::Test {
         MakeChannel("127.0.0.1:" + std::to_string(server_.port), TransportSecurity()));
   }
 
-  // Pushes `share` (in segments of 100) as `worker` for `step`; with `cancel_after` >= 0, cancels
-  // the stream after that many segments instead of finishing.
-  StepReply Push(uint32_t worker, uint64_t step, const std::vector<float>& share,
-                 int cancel_after = -1, uint64_t generation = kGeneration, uint64_t range = kRange,
-                 const std::string& link_key = "") {
+  // Pushes `share` (in segments of 100) as `worker` for `step`; with `cancel_after` >= 0, sends
+  // that many segments, calls `before_cancel` and cancels the stream instead of finishing.
+  StepReply Push(
+      uint32_t worker, uint64_t step, const std::vector<float>& share, int cancel_after = -1,
+      uint64_t generation = kGeneration, uint64_t range = kRange, const std::string& link_key = "",
+      const std::function<void()>& before_cancel = [] {}) {
     grpc::ClientContext context;
     SetDeadline(context, absl::Seconds(20));
     if (!link_key.empty()) context.AddMetadata(kLinkKeyMetadata, link_key);
@@ -67,8 +69,7 @@ class PsServiceTest : public ::testing::Test {
     }
     StepReply reply;
     if (cancel_after >= 0) {
-      // Wait until the shard has the segments, then vanish.
-      absl::SleepFor(absl::Milliseconds(200));
+      before_cancel();
       context.TryCancel();
       reply.status = stream->Finish();
       return reply;
@@ -132,25 +133,39 @@ TEST_F(PsServiceTest, BadPushesGetPreciseStatusesAndTrainingContinues) {
 }
 
 TEST_F(PsServiceTest, AWorkerVanishingMidStepIsNeverHalfApplied) {
-  // The shard is done with the vanished stream (OnDone, after it abandoned the push) only some
-  // time after the worker's own Finish returns: worker 1 pushes after that, else its segments
-  // could be summed with the part that is to be abandoned, and the step lost instead.
-  auto gone = std::make_shared<absl::Notification>();
-  // (The only stream open until then is worker 0's.)
-  PsTestHooks::SetStepHook(*service_, [gone](PsTestHooks::StepEvent event, int /*worker*/) {
-    if (event == PsTestHooks::StepEvent::kDone && !gone->HasBeenNotified()) gone->Notify();
+  // Worker 0's three segments are in the step's sum before it vanishes. The shard is done with
+  // the vanished stream (OnDone, after it abandoned the push) only some time after the worker's
+  // own Finish returns: worker 1 pushes after that, else its segments could be summed with the
+  // part that is to be abandoned, and the step lost instead. Worker 1's share is then complete
+  // with nothing of worker 0's: the step must wait.
+  struct Seen {
+    absl::Mutex mu;
+    int added = 0;
+    absl::Notification three_added, gone, worker1_pushed;
+  };
+  auto seen = std::make_shared<Seen>();  // owned by the hook: a stream's last event may be late
+  PsTestHooks::SetStepHook(*service_, [seen](PsTestHooks::StepEvent event, int worker) {
+    using Event = PsTestHooks::StepEvent;
+    if (event == Event::kSegmentAdded && worker == 0) {
+      absl::MutexLock lock(&seen->mu);
+      if (++seen->added == 3) seen->three_added.Notify();
+    }
+    if (event == Event::kDone && !seen->gone.HasBeenNotified()) seen->gone.Notify();
+    if (event == Event::kPushed && worker == 1) seen->worker1_pushed.Notify();
   });
-  // Worker 0 sends 3 of its 10 segments of a huge gradient, then disappears.
-  Push(0, 0, std::vector<float>(kRange, 1e6f), /*cancel_after=*/3);
-  gone->WaitForNotification();
-  PsTestHooks::SetStepHook(*service_, nullptr);
+  // Worker 0 sends 3 of its 10 segments of a huge gradient, then disappears. (The only stream
+  // open until it is gone is worker 0's.)
+  Push(0, 0, std::vector<float>(kRange, 1e6f), /*cancel_after=*/3, kGeneration, kRange, "",
+       [&seen] { seen->three_added.WaitForNotification(); });
+  seen->gone.WaitForNotification();
   StepReply worker1;
   std::thread waiting([&] { worker1 = Push(1, 0, std::vector<float>(kRange, 2.0f)); });
-  absl::SleepFor(absl::Milliseconds(300));
+  seen->worker1_pushed.WaitForNotification();
   EXPECT_EQ(state_->current_step(), 0u);
   // Worker 0 comes back and pushes its real share: the step completes without the lost part.
   StepReply worker0 = Push(0, 0, std::vector<float>(kRange, 1.0f));
   waiting.join();
+  PsTestHooks::SetStepHook(*service_, nullptr);
   for (const StepReply* reply : {&worker0, &worker1}) {
     ASSERT_TRUE(reply->status.ok()) << reply->status.error_message();
     EXPECT_EQ(reply->sum, std::vector<float>(kRange, 3.0f)) << "the lost part never counted";
