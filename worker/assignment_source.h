@@ -14,6 +14,7 @@
 #include "absl/time/time.h"
 #include "absl/types/span.h"
 #include "common/metrics.h"
+#include "common/state_pieces.h"
 #include "common/training_options.h"
 
 namespace ringside::worker {
@@ -54,11 +55,13 @@ class AssignmentSource {
   // The steps this worker has completed, for the controller's view of the job.
   virtual void ReportCompletedSteps(uint64_t steps) = 0;
 
-  // Durable state: stores the job's state after `step` completed steps, and reads the stored
-  // one of `step` back into spans of exactly its sizes. A source without durable state
-  // refuses both (UNIMPLEMENTED); it never names a checkpoint, so the trainer never asks.
-  virtual absl::Status SaveCheckpoint(uint64_t step, absl::Span<const float> parameters,
-                                      absl::Span<const float> optimizer_state) {
+  // Durable state: stores the job's state after `step` completed steps, read a piece at a time
+  // by `read` (elements [offset, offset + out.size()) of [parameters..., optimiser state...],
+  // state_elements in all: the caller keeps no copy), and reads the stored one of `step` back
+  // into spans of exactly its sizes. A source without durable state refuses both
+  // (UNIMPLEMENTED); it never names a checkpoint, so the trainer never asks.
+  virtual absl::Status SaveCheckpoint(uint64_t step, uint64_t parameters, uint64_t state_elements,
+                                      const StatePieceReader& read) {
     return absl::UnimplementedError("this assignment source keeps no checkpoints");
   }
   virtual absl::Status LoadCheckpoint(uint64_t step, absl::Span<float> parameters,

@@ -23,9 +23,9 @@ class ControllerAssignments final : public AssignmentSource {
 
   absl::StatusOr<GenerationAssignment> WaitForNewer(uint64_t after, absl::Time deadline) override;
   void ReportCompletedSteps(uint64_t steps) override { client_.set_completed_steps(steps); }
-  absl::Status SaveCheckpoint(uint64_t step, absl::Span<const float> parameters,
-                              absl::Span<const float> optimizer_state) override {
-    return client_.PutCheckpoint(step, parameters, optimizer_state);
+  absl::Status SaveCheckpoint(uint64_t step, uint64_t parameters, uint64_t state_elements,
+                              const StatePieceReader& read) override {
+    return client_.PutCheckpoint(step, parameters, state_elements, read);
   }
   absl::Status LoadCheckpoint(uint64_t step, absl::Span<float> parameters,
                               absl::Span<float> optimizer_state) override {

@@ -784,18 +784,25 @@ absl::Status ElasticTrainer::SaveCheckpointIfDue() {
     ASSIGN_OR_RETURN(const server::JobState state,
                      server::ReadShardStates(ShardTransfer(), generation_, parameters_.size(),
                                              job_->options().optimizer));
-    return UploadCheckpoint(state.step, state.parameters, state.optimizer_state);
+    return UploadCheckpoint(state.step, state.parameters.size() + state.optimizer_state.size(),
+                            StatePiecesOf(state.parameters, state.optimizer_state));
   }
-  return UploadCheckpoint(static_cast<uint64_t>(completed_), parameters_,
-                          optimizer_->ExportState());
+  // Read from the live state a segment at a time, as the state hand-over reads it: no copy of
+  // the optimiser's state (2K floats with Adam) on the member that uploads.
+  const server::JobStateView state{static_cast<uint64_t>(completed_), parameters_,
+                                   optimizer_.get()};
+  const ElementRange whole{0, parameters_.size()};
+  return UploadCheckpoint(
+      state.step, parameters_.size() + optimizer_->state_size(),
+      [&](uint64_t offset, absl::Span<float> out) { state.CopyRange(whole, offset, out); });
 }
 
-absl::Status ElasticTrainer::UploadCheckpoint(uint64_t step, const std::vector<float>& parameters,
-                                              const std::vector<float>& moments) {
-  RETURN_IF_ERROR(assignments_.SaveCheckpoint(step, parameters, moments));
+absl::Status ElasticTrainer::UploadCheckpoint(uint64_t step, uint64_t state_elements,
+                                              const StatePieceReader& read) {
+  RETURN_IF_ERROR(assignments_.SaveCheckpoint(step, parameters_.size(), state_elements, read));
   metrics_.Checkpoints("uploaded").Increment();
   metrics_.CheckpointBytes("uploaded")
-      .Increment(static_cast<double>((parameters.size() + moments.size()) * sizeof(float)));
+      .Increment(static_cast<double>(state_elements * sizeof(float)));
   return absl::OkStatus();
 }
 

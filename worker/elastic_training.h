@@ -46,6 +46,7 @@
 #include "absl/time/time.h"
 #include "common/metrics.h"
 #include "common/optimizer.h"
+#include "common/state_pieces.h"
 #include "common/transport_security.h"
 #include "ring/collective.h"
 #include "ring/wire_error.h"
@@ -171,8 +172,9 @@ class ElasticTrainer {
   // Rank 0, every `checkpoint_every_` completed steps: the job's state to the assignment source
   // (the shards' when they hold it).
   absl::Status SaveCheckpointIfDue();
-  absl::Status UploadCheckpoint(uint64_t step, const std::vector<float>& parameters,
-                                const std::vector<float>& moments);
+  // Uploads the state of `step` as `read` reads it (AssignmentSource::SaveCheckpoint).
+  absl::Status UploadCheckpoint(uint64_t step, uint64_t state_elements,
+                                const StatePieceReader& read);
   absl::Status LoadShardsForGeneration(uint64_t generation, int world, int rank);
   // This generation's sync: the shards' client (ps) or the ring's allreduce, then the optimiser.
   // --staleness=k or async: pushes gradients to, and pulls parameters from, the shards.

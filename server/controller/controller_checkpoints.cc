@@ -78,7 +78,10 @@ class PutReactor final : public grpc::ServerReadReactor<proto::CheckpointSegment
       }
       first_ = segment_;
       first_.clear_payload();
-      sequence_.resize(shape.state_elements());  // the job's own size, checked above
+      // The job's own sizes, checked above; received straight into the two parts a checkpoint
+      // keeps, so the upload is never held twice.
+      parameters_.resize(shape.parameters);
+      optimizer_state_.resize(shape.state_elements() - shape.parameters);
       began_ = true;
     } else if (segment_.member_id() != first_.member_id() || segment_.step() != first_.step() ||
                segment_.parameters() != first_.parameters() ||
@@ -87,28 +90,37 @@ class PutReactor final : public grpc::ServerReadReactor<proto::CheckpointSegment
     }
     const std::string& payload = segment_.payload();
     const uint64_t count = payload.size() / sizeof(float);
+    const uint64_t total = parameters_.size() + optimizer_state_.size();
     if (payload.size() % sizeof(float) != 0 || segment_.offset() != received_ ||
-        count > sequence_.size() - received_) {
+        count > total - received_) {
       return absl::InvalidArgumentError(absl::StrCat(
           "segment at ", segment_.offset(), " of ", payload.size(),
-          " bytes does not continue the upload at element ", received_, " of ", sequence_.size()));
+          " bytes does not continue the upload at element ", received_, " of ", total));
     }
-    if (count > 0) std::memcpy(sequence_.data() + received_, payload.data(), payload.size());
+    // A segment may straddle the parameters' end.
+    const uint64_t to_parameters =
+        std::min(count, parameters_.size() - std::min(received_, parameters_.size()));
+    if (to_parameters > 0) {
+      std::memcpy(parameters_.data() + received_, payload.data(), to_parameters * sizeof(float));
+    }
+    if (count > to_parameters) {
+      std::memcpy(optimizer_state_.data() + (received_ + to_parameters - parameters_.size()),
+                  payload.data() + to_parameters * sizeof(float),
+                  (count - to_parameters) * sizeof(float));
+    }
     received_ += count;
     return absl::OkStatus();
   }
 
   void Complete() {
-    if (!began_ || received_ != sequence_.size()) {
-      return Finish(grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
-                                 absl::StrCat("incomplete checkpoint: ", received_, " of ",
-                                              sequence_.size(), " elements")));
+    const uint64_t total = parameters_.size() + optimizer_state_.size();
+    if (!began_ || received_ != total) {
+      return Finish(grpc::Status(
+          grpc::StatusCode::INVALID_ARGUMENT,
+          absl::StrCat("incomplete checkpoint: ", received_, " of ", total, " elements")));
     }
-    const auto split = sequence_.begin() + static_cast<ptrdiff_t>(first_.parameters());
-    std::vector<float> optimizer_state(split, sequence_.end());
-    sequence_.erase(split, sequence_.end());
     const absl::Status accepted =
-        keeper_.Accept(first_.step(), std::move(sequence_), std::move(optimizer_state));
+        keeper_.Accept(first_.step(), std::move(parameters_), std::move(optimizer_state_));
     if (accepted.ok()) reply_->set_step(first_.step());
     Finish(ToGrpcStatus(accepted));
   }
@@ -120,7 +132,8 @@ class PutReactor final : public grpc::ServerReadReactor<proto::CheckpointSegment
   proto::CheckpointSegment segment_;
   proto::CheckpointSegment first_;  // header fields of the upload
   bool began_ = false;
-  std::vector<float> sequence_;
+  std::vector<float> parameters_;
+  std::vector<float> optimizer_state_;
   uint64_t received_ = 0;
 };
 

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstring>
 #include <utility>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
@@ -301,6 +302,13 @@ uint64_t ControllerClient::latest_generation() const {
 
 absl::Status ControllerClient::PutCheckpoint(uint64_t step, absl::Span<const float> parameters,
                                              absl::Span<const float> optimizer_state) {
+  return PutCheckpoint(step, parameters.size(), parameters.size() + optimizer_state.size(),
+                       StatePiecesOf(parameters, optimizer_state));
+}
+
+absl::Status ControllerClient::PutCheckpoint(uint64_t step, uint64_t parameters,
+                                             uint64_t state_elements,
+                                             const StatePieceReader& read) {
   grpc::ClientContext context;
   SetDeadline(context, options_.checkpoint_timeout);
   Authenticate(context);
@@ -310,18 +318,17 @@ absl::Status ControllerClient::PutCheckpoint(uint64_t step, absl::Span<const flo
   proto::CheckpointSegment segment;
   segment.set_member_id(member_id());
   segment.set_step(step);
-  segment.set_parameters(parameters.size());
-  segment.set_state_elements(parameters.size() + optimizer_state.size());
-  uint64_t offset = 0;
-  for (absl::Span<const float> part : {parameters, optimizer_state}) {
-    for (size_t begin = 0; begin < part.size(); begin += kCheckpointSegmentElements) {
-      const size_t count = std::min(kCheckpointSegmentElements, part.size() - begin);
-      segment.set_offset(offset);
-      segment.set_payload(reinterpret_cast<const char*>(part.data() + begin),
-                          count * sizeof(float));
-      offset += count;
-      if (!writer->Write(segment)) break;  // Finish() says why
-    }
+  segment.set_parameters(parameters);
+  segment.set_state_elements(state_elements);
+  std::vector<float> piece(std::min<uint64_t>(kCheckpointSegmentElements, state_elements));
+  for (uint64_t offset = 0; offset < state_elements;) {
+    const absl::Span<float> out =
+        absl::MakeSpan(piece).first(std::min<uint64_t>(piece.size(), state_elements - offset));
+    read(offset, out);
+    segment.set_offset(offset);
+    segment.set_payload(reinterpret_cast<const char*>(out.data()), out.size() * sizeof(float));
+    offset += out.size();
+    if (!writer->Write(segment)) break;  // Finish() says why
   }
   writer->WritesDone();
   return Annotate(FromGrpcStatus(writer->Finish()),

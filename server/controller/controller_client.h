@@ -35,6 +35,7 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "absl/types/span.h"
+#include "common/state_pieces.h"
 #include "common/transport_security.h"
 #include "proto/controller.grpc.pb.h"
 #include "server/controller/job_spec.h"
@@ -94,6 +95,12 @@ class ControllerClient {
   // completed steps (rank 0, when the assignment asks for it), and reads the controller's
   // checkpoint of `step` back, checking it has exactly the sizes given. Each bounded by the rpc
   // timeout; errors are the controller's status, annotated.
+  //
+  // The upload reads the state a segment at a time: `read` fills elements [offset, offset +
+  // out.size()) of [parameters..., optimiser state...] (state_elements in all; a segment may
+  // straddle the parameters' end), so the uploader needs no copy of its state.
+  absl::Status PutCheckpoint(uint64_t step, uint64_t parameters, uint64_t state_elements,
+                             const StatePieceReader& read);
   absl::Status PutCheckpoint(uint64_t step, absl::Span<const float> parameters,
                              absl::Span<const float> optimizer_state);
   absl::Status GetCheckpoint(uint64_t step, absl::Span<float> parameters,
