@@ -1,7 +1,7 @@
 // How a process that streams tensor segments sets glibc's allocator, in one place: the worker
 // daemon, the parameter-server shard and the benchmark's rank processes (which stand in for
 // workers) must run the same way, or a benchmark measures an allocator setting, not the ring or
-// the PS.
+// the PS. The controller streams checkpoints, and sets it too.
 #ifndef RINGSIDE_COMMON_ALLOCATOR_TUNING_H_
 #define RINGSIDE_COMMON_ALLOCATOR_TUNING_H_
 

@@ -6,6 +6,7 @@
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
 #include "absl/strings/str_cat.h"
+#include "common/allocator_tuning.h"
 #include "common/flags/flags_usage.h"
 #include "common/flags/security_flags.h"
 #include "common/flags/training_flags.h"
@@ -40,6 +41,10 @@ constexpr char kUsage[] =
 
 int main(int argc, char** argv) {
   ringside::TerminationSignals signals;
+  // Checkpoint uploads and reads stream the job's state in 1 MiB segments on gRPC's threads:
+  // with an arena per thread each kept its own peak (heavy compare job, --checkpoint_every=10:
+  // 117-130 MiB peak RSS against 87-90 with one arena).
+  ringside::TuneAllocatorForSegmentStreams();
   ringside::ConfigureFlagsUsage(kUsage);
   if (ringside::PrintHelpIfAsked(argc, argv, kUsage, std::cout)) return 0;
   absl::ParseCommandLine(argc, argv);
