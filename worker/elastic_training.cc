@@ -10,6 +10,7 @@
 #include "worker/gradient_buckets.h"
 #include "worker/overlapped_sync.h"
 #include "worker/push_pull_sync.h"
+#include "worker/regroup_plan.h"
 
 namespace ringside::worker {
 namespace {
@@ -27,99 +28,7 @@ constexpr uint64_t kStateCollective = 4;
 constexpr uint64_t kFirstStateChunkCollective = 5;
 constexpr uint64_t kLoadedCollective = (uint64_t{1} << 24) - 1;
 constexpr uint64_t kFirstStepCollective = uint64_t{1} << 24;
-// The census carries each member's parameter digest in 16-bit parts, exact in a float sum.
-constexpr int kDigestParts = 4;
-// The census's rows, one float per member each: its completed steps, whether it trained on the
-// shards' state, whether it holds the sum its last step applied, then its digest's parts.
-constexpr size_t kCompletedRow = 0, kOnShardsRow = 1, kLastSumRow = 2, kFirstDigestRow = 3;
-constexpr size_t kCensusRows = kFirstDigestRow + kDigestParts;
-
 uint64_t CollectiveBase(uint64_t generation) { return generation << 32; }
-
-// The regroup's census: kCensusRows rows of one float per member, summed over the ring (each
-// member fills its own column, zeros elsewhere).
-class Census {
- public:
-  explicit Census(int world)
-      : members_(static_cast<size_t>(world)), values_(kCensusRows * members_, 0.0f) {}
-  float& at(size_t row, int member) { return values_[row * members_ + member]; }
-  float at(size_t row, int member) const { return values_[row * members_ + member]; }
-  absl::Span<float> values() { return absl::MakeSpan(values_); }
-  void SetDigest(int member, uint64_t digest) {
-    for (int part = 0; part < kDigestParts; ++part) {
-      at(kFirstDigestRow + part, member) = static_cast<float>((digest >> (16 * part)) & 0xffff);
-    }
-  }
-  uint64_t digest(int member) const {
-    uint64_t digest = 0;
-    for (int part = 0; part < kDigestParts; ++part) {
-      digest |= static_cast<uint64_t>(at(kFirstDigestRow + part, member)) << (16 * part);
-    }
-    return digest;
-  }
-
- private:
-  size_t members_;
-  std::vector<float> values_;
-};
-
-// Where the job's state comes from, as every member reads the same census.
-struct StatePlan {
-  int source = 0;
-  float most = 0;  // the source's completed steps, when it is a member
-  bool from_shards = false;
-  bool from_checkpoint = false;
-  bool replay = false;  // members behind replay the source's last step (ReplayLastStep)
-
-  // A member already holding the source's state keeps it (the same steps applied to the same
-  // state give the same bits in both sync modes; the digest checks it) and needs no room to
-  // receive it: at a mode switch, usually every member.
-  bool SameAsSource(const Census& census, int member) const {
-    return !from_shards && !from_checkpoint && census.at(kCompletedRow, member) == most &&
-           census.digest(member) == census.digest(source);
-  }
-};
-
-// The job's state is the most advanced one: the shards' when they held it (no worker has the
-// optimiser's state then, and they are at least as far as any worker: a worker counts a step
-// only once the shards applied it); else the most advanced member's (every worker holds the
-// whole state in either mode; in ps mode it applies the optimiser to the shards' sums itself),
-// or the controller's checkpoint when every member is behind it (a whole cluster restarted).
-// A switch or a lost worker often supersedes a step that some members had just completed: the
-// rest are one step behind, and replay that step from its sum, which the source still holds
-// (`replay_allowed`): K floats on the wire instead of the state's 3K for Adam, and no room for
-// a second copy of the state (the sum goes into the gradient's buffer, idle between steps).
-StatePlan PlanState(const Census& census, int world, uint64_t checkpoint_step,
-                    bool replay_allowed) {
-  StatePlan plan;
-  // The first of the most advanced members; with the replay, the first of them that still holds
-  // its last sum (one that began its next step's compute before it learned of the regroup
-  // overwrote it; another may not have).
-  const auto holds_sum = [&](int member) {
-    return replay_allowed && census.at(kLastSumRow, member) != 0.0f;
-  };
-  int most = 0;
-  for (int member = 0; member < world; ++member) {
-    if (census.at(kOnShardsRow, member) != 0.0f) plan.from_shards = true;
-    const float completed = census.at(kCompletedRow, member);
-    if (completed > census.at(kCompletedRow, most) ||
-        (completed == census.at(kCompletedRow, most) && holds_sum(member) && !holds_sum(most))) {
-      most = member;
-    }
-  }
-  plan.most = census.at(kCompletedRow, most);
-  plan.from_checkpoint = !plan.from_shards && checkpoint_step > static_cast<uint64_t>(plan.most);
-  plan.source = plan.from_checkpoint || plan.from_shards ? 0 : most;
-  bool replayable = !plan.from_shards && !plan.from_checkpoint && holds_sum(plan.source);
-  bool anyone_behind = false;
-  for (int member = 0; member < world && replayable; ++member) {
-    if (plan.SameAsSource(census, member)) continue;
-    anyone_behind = true;
-    replayable = census.at(kCompletedRow, member) + 1.0f == plan.most;
-  }
-  plan.replay = replayable && anyone_behind;
-  return plan;
-}
 
 // The ps_push fault point when the shards hold the state: `lost` is asked once the push to the
 // first shard is on its way, and a lost worker sends nothing more.

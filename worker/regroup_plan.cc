@@ -1,0 +1,37 @@
+#include "worker/regroup_plan.h"
+
+namespace ringside::worker {
+
+StatePlan PlanState(const Census& census, int world, uint64_t checkpoint_step,
+                    bool replay_allowed) {
+  StatePlan plan;
+  // The first of the most advanced members; with the replay, the first of them that still holds
+  // its last sum (one that began its next step's compute before it learned of the regroup
+  // overwrote it; another may not have).
+  const auto holds_sum = [&](int member) {
+    return replay_allowed && census.at(kLastSumRow, member) != 0.0f;
+  };
+  int most = 0;
+  for (int member = 0; member < world; ++member) {
+    if (census.at(kOnShardsRow, member) != 0.0f) plan.from_shards = true;
+    const float completed = census.at(kCompletedRow, member);
+    if (completed > census.at(kCompletedRow, most) ||
+        (completed == census.at(kCompletedRow, most) && holds_sum(member) && !holds_sum(most))) {
+      most = member;
+    }
+  }
+  plan.most = census.at(kCompletedRow, most);
+  plan.from_checkpoint = !plan.from_shards && checkpoint_step > static_cast<uint64_t>(plan.most);
+  plan.source = plan.from_checkpoint || plan.from_shards ? 0 : most;
+  bool replayable = !plan.from_shards && !plan.from_checkpoint && holds_sum(plan.source);
+  bool anyone_behind = false;
+  for (int member = 0; member < world && replayable; ++member) {
+    if (plan.SameAsSource(census, member)) continue;
+    anyone_behind = true;
+    replayable = census.at(kCompletedRow, member) + 1.0f == plan.most;
+  }
+  plan.replay = replayable && anyone_behind;
+  return plan;
+}
+
+}  // namespace ringside::worker
