@@ -479,20 +479,23 @@ absl::Status ElasticTrainer::AgreeOnState(uint64_t generation, int world, int ra
   if (LostAt("census")) return LostStatus();
   RETURN_IF_ERROR(ring_->Allreduce(base + kCensusCollective, census.values(), ControlOptions()));
   const StatePlan plan = PlanState(census, world, checkpoint_step, options_.replay_last_step);
-  const bool keeps_own = plan.SameAsSource(census, rank);
+  bool keeps_own = plan.SameAsSource(census, rank);
   if (plan.replay) {
+    const bool replays = plan.Replays(census, rank);
     ASSIGN_OR_RETURN(const bool agreed, ReplayLastStep(base, world, rank, rank == plan.source,
-                                                       !keeps_own, census.digest(plan.source)));
+                                                       replays, census.digest(plan.source)));
     if (agreed) {
-      if (!keeps_own) {
+      if (replays) {
         log_ << WorkerName(rank) << ": replayed step " << completed_ - 1 << " from "
              << WorkerName(plan.source) << "'s sum\n";
         log_.flush();
+        keeps_own = true;  // level with the source now, its digest checked
       }
-      return absl::OkStatus();
+      if (!plan.left_after_replay) return absl::OkStatus();
     }
     // A replay that did not give the source's parameters (which the same sum on the same state
-    // never should): the state goes over whole, as below, to the members that replayed.
+    // never should): the state goes over whole, as below, to the members that replayed. And
+    // members further behind receive it in any case.
   }
   return HandOverState(generation, rank, checkpoint_step, plan.source, plan.from_shards,
                        plan.from_checkpoint, keeps_own);

@@ -23,14 +23,16 @@ StatePlan PlanState(const Census& census, int world, uint64_t checkpoint_step,
   plan.most = census.at(kCompletedRow, most);
   plan.from_checkpoint = !plan.from_shards && checkpoint_step > static_cast<uint64_t>(plan.most);
   plan.source = plan.from_checkpoint || plan.from_shards ? 0 : most;
-  bool replayable = !plan.from_shards && !plan.from_checkpoint && holds_sum(plan.source);
-  bool anyone_behind = false;
-  for (int member = 0; member < world && replayable; ++member) {
+  bool one_behind = false;
+  for (int member = 0; member < world; ++member) {
     if (plan.SameAsSource(census, member)) continue;
-    anyone_behind = true;
-    replayable = census.at(kCompletedRow, member) + 1.0f == plan.most;
+    if (census.at(kCompletedRow, member) + 1.0f == plan.most) {
+      one_behind = true;
+    } else {
+      plan.left_after_replay = true;
+    }
   }
-  plan.replay = replayable && anyone_behind;
+  plan.replay = one_behind && !plan.from_shards && !plan.from_checkpoint && holds_sum(plan.source);
   return plan;
 }
 

@@ -53,7 +53,10 @@ struct StatePlan {
   float most = 0;  // the source's completed steps, when it is a member
   bool from_shards = false;
   bool from_checkpoint = false;
-  bool replay = false;  // members behind replay the source's last step (ReplayLastStep)
+  bool replay = false;  // members one step behind replay the source's last step
+  // Members the replay does not bring level (two or more steps behind, a joiner, say): the state
+  // goes over to them after it. Without a replay the state goes over to every member behind.
+  bool left_after_replay = false;
 
   // A member already holding the source's state keeps it (the same steps applied to the same
   // state give the same bits in both sync modes; the digest checks it) and needs no room to
@@ -61,6 +64,11 @@ struct StatePlan {
   bool SameAsSource(const Census& census, int member) const {
     return !from_shards && !from_checkpoint && census.at(kCompletedRow, member) == most &&
            census.digest(member) == census.digest(source);
+  }
+  // Whether `member` replays the source's last step: it is exactly one step behind.
+  bool Replays(const Census& census, int member) const {
+    return replay && !SameAsSource(census, member) &&
+           census.at(kCompletedRow, member) + 1.0f == most;
   }
 };
 
@@ -72,7 +80,9 @@ struct StatePlan {
 // A switch or a lost worker often supersedes a step that some members had just completed: the
 // rest are one step behind, and replay that step from its sum, which the source still holds
 // (`replay_allowed`): K floats on the wire instead of the state's 3K for Adam, and no room for
-// a second copy of the state (the sum goes into the gradient's buffer, idle between steps).
+// a second copy of the state (the sum goes into the gradient's buffer, idle between steps). A
+// member further behind (a joiner) does not stop the others replaying: it receives the state
+// after the replay, and only it needs the room.
 StatePlan PlanState(const Census& census, int world, uint64_t checkpoint_step, bool replay_allowed);
 
 }  // namespace ringside::worker
