@@ -43,7 +43,7 @@ int main(int argc, char** argv) {
   ringside::TerminationSignals signals;
   // Checkpoint uploads and reads stream the job's state in 1 MiB segments on gRPC's threads:
   // with an arena per thread each kept its own peak (heavy compare job, --checkpoint_every=10:
-  // 117-130 MiB peak RSS against 87-90 with one arena).
+  // 117-130 MiB peak RSS against 77-87 with one arena).
   ringside::TuneAllocatorForSegmentStreams();
   ringside::ConfigureFlagsUsage(kUsage);
   if (ringside::PrintHelpIfAsked(argc, argv, kUsage, std::cout)) return 0;
