@@ -190,15 +190,15 @@ void DecodeAddEncodeWire(WireDtype dtype, const char* wire, absl::Span<const flo
   }
 }
 
-bool WirePiecesReader::Read(absl::Span<float> out, bool add) {
+template <typename Apply>
+bool WirePiecesReader::Walk(size_t count, Apply apply) {
   size_t done = 0;
-  while (done < out.size()) {
+  while (done < count) {
     if (piece_ == pieces_.size()) return false;
     const absl::string_view rest = pieces_[piece_].substr(at_);
-    const size_t whole = std::min(rest.size() / width_, out.size() - done);
+    const size_t whole = std::min(rest.size() / width_, count - done);
     if (whole > 0) {
-      const absl::Span<float> part = out.subspan(done, whole);
-      add ? DecodeAddWire(dtype_, rest.data(), part) : DecodeWire(dtype_, rest.data(), part);
+      apply(rest.data(), done, whole);
       done += whole;
       at_ += whole * width_;
       if (at_ == pieces_[piece_].size()) ++piece_, at_ = 0;
@@ -206,32 +206,23 @@ bool WirePiecesReader::Read(absl::Span<float> out, bool add) {
     }
     char element[sizeof(float)];
     if (!ReadStraddling(element)) return false;
-    const absl::Span<float> one = out.subspan(done, 1);
-    add ? DecodeAddWire(dtype_, element, one) : DecodeWire(dtype_, element, one);
+    apply(element, done, 1);
     ++done;
   }
   return true;
 }
 
+bool WirePiecesReader::Read(absl::Span<float> out, bool add) {
+  return Walk(out.size(), [&](const char* wire, size_t at, size_t count) {
+    const absl::Span<float> part = out.subspan(at, count);
+    add ? DecodeAddWire(dtype_, wire, part) : DecodeWire(dtype_, wire, part);
+  });
+}
+
 bool WirePiecesReader::ReadSumEncoded(absl::Span<const float> addend, char* out) {
-  size_t done = 0;
-  while (done < addend.size()) {
-    if (piece_ == pieces_.size()) return false;
-    const absl::string_view rest = pieces_[piece_].substr(at_);
-    const size_t whole = std::min(rest.size() / width_, addend.size() - done);
-    if (whole > 0) {
-      DecodeAddEncodeWire(dtype_, rest.data(), addend.subspan(done, whole), out + done * width_);
-      done += whole;
-      at_ += whole * width_;
-      if (at_ == pieces_[piece_].size()) ++piece_, at_ = 0;
-      continue;
-    }
-    char element[sizeof(float)];
-    if (!ReadStraddling(element)) return false;
-    DecodeAddEncodeWire(dtype_, element, addend.subspan(done, 1), out + done * width_);
-    ++done;
-  }
-  return true;
+  return Walk(addend.size(), [&](const char* wire, size_t at, size_t count) {
+    DecodeAddEncodeWire(dtype_, wire, addend.subspan(at, count), out + at * width_);
+  });
 }
 
 bool WirePiecesReader::Skip(size_t elements) {

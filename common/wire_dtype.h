@@ -65,6 +65,11 @@ class WirePiecesReader {
   bool Skip(size_t elements);
 
  private:
+  // Calls apply(wire, at, n) for the next `count` elements in order, `n` of them from `wire`
+  // starting at element `at` of the read (a run within one piece, or one element that straddles
+  // pieces, reassembled); false when the pieces hold fewer.
+  template <typename Apply>
+  bool Walk(size_t count, Apply apply);
   // One element that straddles pieces, gathered into `element`; false when the pieces end.
   bool ReadStraddling(char* element);
 
