@@ -1,5 +1,6 @@
 // `ringside-bench ring-rank` and `ps-rank`: one of Ringside's benchmark ranks (bench/rank_jobs.h),
 // started by `ring` and `ps`, one process per rank.
+#include <cstdlib>
 #include <iostream>
 #include <string>
 #include <vector>
@@ -12,6 +13,7 @@
 #include "common/allocator_tuning.h"
 #include "common/flags/security_flags.h"
 #include "common/termination_signals.h"
+#include "grpc/grpc.h"
 
 ABSL_FLAG(std::string, peers, "",
           "ring-rank (internal): every rank's RingPeer address (HOST:PORT), in rank order");
@@ -45,8 +47,8 @@ absl::StatusOr<RankJobOptions> OptionsFromFlags() {
   return options;
 }
 
-int RunRank(const char* name, const std::vector<std::string>& args,
-            absl::Status (*run)(const RankJobOptions&, std::ostream&)) {
+int RunRankJob(const char* name, const std::vector<std::string>& args,
+               absl::Status (*run)(const RankJobOptions&, std::ostream&)) {
   if (!args.empty()) {
     std::cerr << "ringside-bench " << name << ": unexpected argument '" << args[0] << "'\n";
     return 1;
@@ -65,17 +67,31 @@ int RunRank(const char* name, const std::vector<std::string>& args,
   return 0;
 }
 
+// gRPC's last shutdown (when the last channel goes) joins its executor threads, and one of them
+// can sit in a poll until its next timer, the 10 s keepalive: a rank then lingered that long
+// after its work (about one cell in thirty, each time `ringside-bench ring` waited for it). The
+// rank holds gRPC to its end and leaves without gRPC's teardown once its output is flushed (its
+// result file is written and renamed before).
+[[noreturn]] void RunRank(const char* name, const std::vector<std::string>& args,
+                          absl::Status (*run)(const RankJobOptions&, std::ostream&)) {
+  grpc_init();
+  const int code = RunRankJob(name, args, run);
+  std::cout.flush();
+  std::cerr.flush();
+  std::_Exit(code);
+}
+
 }  // namespace
 
 // The ranks stand in for ringside-worker, so they stream segments with its allocator settings.
 int RunRingRankCommand(const std::vector<std::string>& args) {
   TuneAllocatorForSegmentStreams();
-  return RunRank("ring-rank", args, &RunRingRank);
+  RunRank("ring-rank", args, &RunRingRank);
 }
 
 int RunPsRankCommand(const std::vector<std::string>& args) {
   TuneAllocatorForSegmentStreams();
-  return RunRank("ps-rank", args, &RunPsRank);
+  RunRank("ps-rank", args, &RunPsRank);
 }
 
 }  // namespace ringside::bench
