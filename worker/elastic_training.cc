@@ -701,12 +701,11 @@ absl::Status ElasticTrainer::SaveCheckpointIfDue() {
   }
   // Read from the live state a segment at a time, as the state hand-over reads it: no copy of
   // the optimiser's state (2K floats with Adam) on the member that uploads.
-  const server::JobStateView state{static_cast<uint64_t>(completed_), parameters_,
-                                   optimizer_.get()};
-  const ElementRange whole{0, parameters_.size()};
-  return UploadCheckpoint(
-      state.step, parameters_.size() + optimizer_->state_size(),
-      [&](uint64_t offset, absl::Span<float> out) { state.CopyRange(whole, offset, out); });
+  return UploadCheckpoint(static_cast<uint64_t>(completed_),
+                          parameters_.size() + optimizer_->state_size(),
+                          [this](uint64_t offset, absl::Span<float> out) {
+                            ReadStatePiece(absl::Span<const float>(), offset, out);
+                          });
 }
 
 absl::Status ElasticTrainer::UploadCheckpoint(uint64_t step, uint64_t state_elements,

@@ -7,11 +7,11 @@
 // Each generation begins with a regroup, all of it over the new ring (control collectives,
 // not counted as training traffic):
 //   1. census: every member's completed steps;
-//   2. replay: when every member is either where the most advanced one is or one step behind it
-//      (a switch or a loss superseded a step some had just completed), the first most advanced
-//      one still holding the sum its last step applied broadcasts it and the others apply it: K
-//      floats, no second
-//      copy of the state; their parameters' digests must then match its, or step 3 follows;
+//   2. replay: when a member is exactly one step behind the most advanced one (a switch or a
+//      loss superseded a step some had just completed), the first most advanced one still
+//      holding the sum its last step applied broadcasts it and the members one step behind
+//      apply it: K floats, no second copy of the state; their parameters' digests must then
+//      match its, or step 3 follows, as it does for any member further behind (a joiner);
 //   3. state: the member with the most completed steps broadcasts its parameters and optimiser
 //      state (a sum-allreduce with -0.0 elsewhere, exact); when the controller holds a newer
 //      checkpoint than any member (a whole cluster restarted), rank 0 reads that and broadcasts

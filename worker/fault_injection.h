@@ -12,8 +12,8 @@
 //   assigned   a generation was assigned; its regroup has not begun
 //   switch     as assigned, for a generation whose mode differs from the last one trained
 //   census     before the census collective
-//   replay     before the replay of the last step's sum (only in a regroup whose members are
-//              one step apart), with the others' gradient buffers about to be overwritten
+//   replay     before the replay of the last step's sum (only in a regroup where a member is one
+//              step behind), with the others' gradient buffers about to be overwritten
 //   state      before the state collective (the state's header, [ok, step])
 //   state_chunk  after the first chunk of the state (ElasticOptions::state_chunk_floats), before
 //              the second: the members adopting it hold part of it
