@@ -225,6 +225,8 @@ TEST_F(PsServiceTest, AWorkerCancellingAsItsReplyStartsEndsTheStreamOnce) {
   PsTestHooks::SetStepHook(*service_, [events](PsTestHooks::StepEvent event, int worker) {
     if (worker != kCancelling) return;
     switch (event) {
+      case PsTestHooks::StepEvent::kSegmentAdded:
+        return;
       case PsTestHooks::StepEvent::kPushed:
         events->pushed.Notify();
         return;
