@@ -4,6 +4,10 @@ BUILD_DIR ?= build
 JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?=
 CTEST_FLAGS ?=
+# Warnings fail the build here as in CI (.ci/run), so a warning is caught before it is pushed:
+# every build made through this file uses Debian 12's compilers, the ones CI uses.
+# `make demo WERROR=OFF` builds past one.
+WERROR ?= ON
 
 .PHONY: setup configure build test demo clean format
 
@@ -11,7 +15,7 @@ setup:
 	@bash scripts/setup-debian.sh
 
 configure: setup
-	@cmake -S . -B $(BUILD_DIR) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DRINGSIDE_WERROR=$${CI:+ON} $(CMAKE_FLAGS) >/dev/null
+	@cmake -S . -B $(BUILD_DIR) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DRINGSIDE_WERROR=$(WERROR) $(CMAKE_FLAGS) >/dev/null
 
 build: configure
 	@cmake --build $(BUILD_DIR) -j $(JOBS)
