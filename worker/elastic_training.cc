@@ -479,6 +479,12 @@ absl::Status ElasticTrainer::AgreeOnState(uint64_t generation, int world, int ra
   if (LostAt("census")) return LostStatus();
   RETURN_IF_ERROR(ring_->Allreduce(base + kCensusCollective, census.values(), ControlOptions()));
   const StatePlan plan = PlanState(census, world, checkpoint_step, options_.replay_last_step);
+  if (plan.level) {
+    // Every member decides this alike from the same census, so no one waits for a hand-over
+    // that does not come. The loss point stays where the hand-over would begin.
+    if (LostAt("state")) return LostStatus();
+    return absl::OkStatus();
+  }
   bool keeps_own = plan.SameAsSource(census, rank);
   if (plan.replay) {
     const bool replays = plan.Replays(census, rank);

@@ -14,9 +14,11 @@
 //   census     before the census collective
 //   replay     before the replay of the last step's sum (only in a regroup where a member is one
 //              step behind), with the others' gradient buffers about to be overwritten
-//   state      before the state collective (the state's header, [ok, step])
+//   state      before the state collective (the state's header, [ok, step]); in a regroup
+//              that hands nothing over (every member level with the source), after the census
 //   state_chunk  after the first chunk of the state (ElasticOptions::state_chunk_floats), before
-//              the second: the members adopting it hold part of it
+//              the second: the members adopting it hold part of it (only where some member
+//              receives the state)
 //   load       ps mode, rank 0 only: before loading the shards
 //   barrier    ps mode: before the barrier that confirms the load
 //   ring_step  ring mode: the gradient is computed, the allreduce not begun (with --bucket_bytes:

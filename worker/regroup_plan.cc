@@ -24,8 +24,10 @@ StatePlan PlanState(const Census& census, int world, uint64_t checkpoint_step,
   plan.from_checkpoint = !plan.from_shards && checkpoint_step > static_cast<uint64_t>(plan.most);
   plan.source = plan.from_checkpoint || plan.from_shards ? 0 : most;
   bool one_behind = false;
+  plan.level = true;
   for (int member = 0; member < world; ++member) {
     if (plan.SameAsSource(census, member)) continue;
+    plan.level = false;
     if (census.at(kCompletedRow, member) + 1.0f == plan.most) {
       one_behind = true;
     } else {

@@ -57,6 +57,10 @@ struct StatePlan {
   // Members the replay does not bring level (two or more steps behind, a joiner, say): the state
   // goes over to them after it. Without a replay the state goes over to every member behind.
   bool left_after_replay = false;
+  // Every member holds the source's state already (SameAsSource): nothing is replayed or handed
+  // over. A switch between steps, a loss between steps and an elastic job's first generation
+  // usually find the members so; the hand-over would send 3K floats (with Adam) for nothing.
+  bool level = false;
 
   // A member already holding the source's state keeps it (the same steps applied to the same
   // state give the same bits in both sync modes; the digest checks it) and needs no room to

@@ -14,6 +14,7 @@
 #include <iostream>
 #include <memory>
 #include <random>
+#include <set>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -261,6 +262,10 @@ struct FaultCase {
   int64_t left_behind_at = -1;
 };
 
+// Within a generation (worker/elastic_training.cc): the ps load's barrier, and the first step.
+constexpr uint64_t kLoadBarrierCollective = (uint64_t{1} << 24) - 1;
+constexpr uint64_t kStepCollectives = uint64_t{1} << 24;
+
 // The collective a ring step's allreduce travels as in generation 1, unbucketed
 // (worker/elastic_training.cc: generation << 32, then 2^24 + 2t; ring/allreduce.h: shifted left
 // by 12 bits for its pieces).
@@ -293,12 +298,21 @@ struct TrainerThread {
 
 // Each survivor at the end of RunJobWithFault: its registration index and its thread.
 using SurvivorCheck = std::function<void(int index, const TrainerThread& worker)>;
+// Every ring segment RunJobWithFault's network carries (from the senders' threads).
+using SegmentObserver = std::function<void(const ring::SegmentHeader& header)>;
+
+// A ring segment's collective within its generation (worker/elastic_training.cc numbers them
+// from generation << 32; ring/allreduce.h shifts them left by 12 bits for their pieces).
+uint64_t CollectiveInGeneration(const ring::SegmentHeader& header) {
+  return (header.collective >> 12) - (header.generation << 32);
+}
 
 // Runs a 3-worker job losing `fault.victim` at `fault.point` (victim -1: nobody), and checks the
 // survivors: they agree bit for bit, and with the float32 single-process reference within
 // `tolerance`; then `check` (may be null) sees each.
 void RunJobWithFault(const FaultCase& fault, const TrainingOptions& job, double tolerance = 1e-5,
-                     const SurvivorCheck& check = nullptr) {
+                     const SurvivorCheck& check = nullptr,
+                     const SegmentObserver& observe = nullptr) {
   SCOPED_TRACE(absl::StrCat(fault.name, ": worker ", fault.victim, " lost at ", fault.point, "@",
                             fault.after_step, ", starting in ", SyncModeName(fault.start),
                             " mode, ", fault.shards, " shard(s), switch at step ",
@@ -316,14 +330,18 @@ void RunJobWithFault(const FaultCase& fault, const TrainingOptions& job, double 
                         fault.start == SyncMode::kRing ? SyncMode::kPs : SyncMode::kRing);
   }
   ring::InMemoryRingNetwork network;
-  if (fault.left_behind_at >= 0) {
+  if (fault.left_behind_at >= 0 || observe) {
     const std::string last = absl::StrCat("in-memory:", kWorkers);
-    const uint64_t collective = FirstGenerationStepCollective(fault.left_behind_at);
-    network.LoseSegments([last, collective](const std::string& to, const ring::SegmentHeader& h) {
-      // The allgather's last step: the others have all they need from `last` by then.
-      return to == last && h.generation == 1 && h.collective == collective &&
-             h.step == 2 * kWorkers - 3;
-    });
+    const uint64_t collective = fault.left_behind_at >= 0
+                                    ? FirstGenerationStepCollective(fault.left_behind_at)
+                                    : ~uint64_t{0};
+    network.LoseSegments(
+        [last, collective, observe](const std::string& to, const ring::SegmentHeader& h) {
+          if (observe) observe(h);
+          // The allgather's last step: the others have all they need from `last` by then.
+          return to == last && h.generation == 1 && h.collective == collective &&
+                 h.step == 2 * kWorkers - 3;
+        });
   }
   InProcessShards shards(fault.shards, job);
   controller.WatchShards([&shards](uint64_t generation) { shards.Assign(generation); });
@@ -527,12 +545,13 @@ INSTANTIATE_TEST_SUITE_P(
         // Workers are at most one step apart: when one completes 3, the victim has completed 2.
         // (Without the replay, which a member one step behind would take instead.)
         FaultCase{"DuringALaterStateHandOver", "state", 2, 0, SyncMode::kPs, 2, 3, false},
-        // Lost with part of the state sent: the source (rank 0 when everyone is level), or a
-        // member receiving it. Whoever held the state before still holds it.
-        FaultCase{"TheSourceMidwayThroughTheState", "state_chunk", 2, 0, SyncMode::kPs, 2, 3,
-                  false},
-        FaultCase{"AMemberMidwayThroughTheState", "state_chunk", 2, 2, SyncMode::kRing, 2, 3,
-                  false},
+        // Lost with part of the state sent: the source (rank 0, level with rank 1), or the
+        // member receiving it, left a step behind at the switch (its last segments of step 2
+        // lost) with the replay turned off. Whoever held the state before still holds it.
+        FaultCase{"TheSourceMidwayThroughTheState", "state_chunk", 2, 0, SyncMode::kRing, 2, 3,
+                  false, 2},
+        FaultCase{"AMemberMidwayThroughTheState", "state_chunk", 2, 2, SyncMode::kRing, 2, 3, false,
+                  2},
         // A member left a step behind at a switch (its last segments of step 4 lost): lost
         // before the replay, the source (its sum gone with it) or the member behind. The
         // survivors' next regroup finds the state whole where it was.
@@ -559,16 +578,42 @@ INSTANTIATE_TEST_SUITE_P(
 TEST(ElasticTrainerReplayTest, AMemberAStepBehindReplaysTheLastStepFromItsSum) {
   FaultCase left_behind{"ALaggardAtASwitch", "", 0, -1, SyncMode::kRing, 2, 5, true, 4};
   int sources = 0;
-  RunJobWithFault(left_behind, SmallJob(12), 1e-5, [&](int index, const TrainerThread& worker) {
-    const std::string log = worker.log.str();
-    const bool replayed = log.find("replayed step 4 from worker-") != std::string::npos;
-    if (index == 2) {
-      EXPECT_NE(log.find("generation 1 failed at step 4"), std::string::npos) << log;
-      EXPECT_TRUE(replayed) << log;
-    }
-    if (!replayed) ++sources;
-  });
+  absl::Mutex mu;
+  std::set<uint64_t> second_regroup;  // collectives of generation 2 below its steps'
+  RunJobWithFault(
+      left_behind, SmallJob(12), 1e-5,
+      [&](int index, const TrainerThread& worker) {
+        const std::string log = worker.log.str();
+        const bool replayed = log.find("replayed step 4 from worker-") != std::string::npos;
+        if (index == 2) {
+          EXPECT_NE(log.find("generation 1 failed at step 4"), std::string::npos) << log;
+          EXPECT_TRUE(replayed) << log;
+        }
+        if (!replayed) ++sources;
+      },
+      [&](const ring::SegmentHeader& h) {
+        if (h.generation != 2 || CollectiveInGeneration(h) >= kStepCollectives) return;
+        absl::MutexLock lock(&mu);
+        second_regroup.insert(CollectiveInGeneration(h));
+      });
   EXPECT_GE(sources, 1) << "someone completed step 4 and sent its sum";
+  // The census, the replayed sum and its check, the ps load's barrier; no state: the replay
+  // left every member level.
+  EXPECT_EQ(second_regroup, (std::set<uint64_t>{1, 2, 3, kLoadBarrierCollective}));
+}
+
+// An elastic job's first generation finds every member at step 0 with the same seeded
+// parameters: its regroup takes the census and hands no state over (3K floats with Adam).
+TEST(ElasticTrainerRegroupTest, ALevelRegroupTakesTheCensusAndSendsNoState) {
+  FaultCase none{"NoLoss", "", 0, -1, SyncMode::kRing, 1, -1};
+  absl::Mutex mu;
+  std::set<uint64_t> first_regroup;  // collectives of generation 1 below its steps'
+  RunJobWithFault(none, SmallJob(4), 1e-5, nullptr, [&](const ring::SegmentHeader& h) {
+    if (h.generation != 1 || CollectiveInGeneration(h) >= kStepCollectives) return;
+    absl::MutexLock lock(&mu);
+    first_regroup.insert(CollectiveInGeneration(h));
+  });
+  EXPECT_EQ(first_regroup, (std::set<uint64_t>{1})) << "only the census";
 }
 
 // --wire_dtype survives regroups and mode switches: 16-bit gradients through a lost worker mid
@@ -838,6 +883,14 @@ TEST(ElasticTrainerChaosTest, RandomLossesNeverStallOrDivergeTheJob) {
       fault.point = "state";
     }
     fault.victim = fault.point == "load" ? 0 : static_cast<int>(random() % 3);
+    if (fault.point == "state_chunk") {
+      // The state goes over only to a member that needs it: here the one left a step behind at
+      // a ring switch, with the replay turned off (a level regroup hands nothing over).
+      fault.start = SyncMode::kRing;
+      fault.switch_at = 1 + static_cast<int64_t>(random() % (kSteps - 2));
+      fault.left_behind_at = fault.switch_at - 1;
+      fault.replay = false;
+    }
     if (fault.point == "ps_push") {
       // The point lies between the first shard and the others: the victim's whole share is on
       // the first, and no other shard ever sees it, so the step cannot complete without it.

@@ -1,7 +1,8 @@
 // The regroup's plan from its census (worker/regroup_plan.h), member by member: who is the
 // source, who keeps its own state, who replays the last step from the source's sum and who
-// receives the whole state, for a level job, members one step behind, a joiner beside them, a
-// source that no longer holds its sum, the shards' state and a checkpoint.
+// receives the whole state (nobody, when the job is level), for a level job, members one step
+// behind, a joiner beside them, a source that no longer holds its sum, the shards' state and a
+// checkpoint.
 #include "worker/regroup_plan.h"
 
 #include <cstdint>
@@ -37,6 +38,7 @@ TEST(RegroupPlanTest, ALevelJobKeepsEveryonesStateAndReplaysNothing) {
   EXPECT_EQ(plan.source, 0);
   EXPECT_FALSE(plan.replay);
   EXPECT_FALSE(plan.left_after_replay);
+  EXPECT_TRUE(plan.level) << "nothing to hand over";
   for (int member = 0; member < 3; ++member) EXPECT_TRUE(plan.SameAsSource(census, member));
 }
 
@@ -47,6 +49,7 @@ TEST(RegroupPlanTest, MembersOneStepBehindReplayFromTheFirstMostAdvancedThatHold
   EXPECT_EQ(plan.source, 2);
   EXPECT_TRUE(plan.replay);
   EXPECT_FALSE(plan.left_after_replay);
+  EXPECT_FALSE(plan.level);
   EXPECT_TRUE(plan.Replays(census, 1));
   EXPECT_FALSE(plan.Replays(census, 0)) << "level with the source";
   EXPECT_FALSE(plan.Replays(census, 2)) << "the source";
@@ -72,6 +75,7 @@ TEST(RegroupPlanTest, WithNoSumToReplayEveryMemberBehindReceivesTheState) {
   EXPECT_FALSE(plan.Replays(census, 1));
   plan = PlanState(CensusOf({{5}, {4, true, 0x1111}}), 2, 0, /*replay_allowed=*/false);
   EXPECT_FALSE(plan.replay) << "replay turned off";
+  EXPECT_FALSE(plan.level) << "member 1 receives the state";
 }
 
 TEST(RegroupPlanTest, ALevelMemberWithAnotherDigestReceivesTheState) {
@@ -81,6 +85,7 @@ TEST(RegroupPlanTest, ALevelMemberWithAnotherDigestReceivesTheState) {
   EXPECT_TRUE(plan.Replays(census, 2));
   EXPECT_FALSE(plan.Replays(census, 1)) << "not behind: the replay cannot mend it";
   EXPECT_TRUE(plan.left_after_replay);
+  EXPECT_FALSE(plan.level) << "the same steps, not the same parameters";
 }
 
 TEST(RegroupPlanTest, TheShardsStateOrANewerCheckpointIsTheSourceAndNothingIsReplayed) {
@@ -89,10 +94,13 @@ TEST(RegroupPlanTest, TheShardsStateOrANewerCheckpointIsTheSourceAndNothingIsRep
   EXPECT_FALSE(plan.replay);
   EXPECT_EQ(plan.source, 0);
   EXPECT_FALSE(plan.SameAsSource(CensusOf({{5}, {4}}), 0)) << "everyone adopts the shards'";
+  plan = PlanState(CensusOf({{5, true, 0xabcd, true}, {5, true, 0xabcd, true}}), 2, 0, true);
+  EXPECT_FALSE(plan.level) << "level members still adopt the shards' state";
 
   plan = PlanState(CensusOf({{0}, {0}}), 2, /*checkpoint_step=*/40, true);
   EXPECT_TRUE(plan.from_checkpoint);
   EXPECT_FALSE(plan.replay);
+  EXPECT_FALSE(plan.level) << "level members at step 0 adopt the checkpoint";
   plan = PlanState(CensusOf({{40}, {39, true, 0x1111}}), 2, /*checkpoint_step=*/40, true);
   EXPECT_FALSE(plan.from_checkpoint) << "a member as far as the checkpoint is the source";
   EXPECT_TRUE(plan.replay);
