@@ -538,7 +538,19 @@ absl::Status ElasticTrainer::HandOverState(uint64_t generation, int rank, uint64
   }
   const absl::Span<const float> held =
       read.empty() ? absl::Span<const float>() : absl::MakeConstSpan(read).subspan(2);
-  RETURN_IF_ERROR(BroadcastState(base, rank == source, !keeps_own, held));
+  // A member that never completed a step holds the seeded initial state, which it can make
+  // again: it adopts the state in place, with no room beside its own (a joiner held 2K floats
+  // more with Adam, 58 MiB on the 4x model), and should the hand-over fail midway it makes the
+  // initial state again, so a torn state never enters a census.
+  const bool in_place = !keeps_own && held.empty() && completed_ == 0;
+  const absl::Status broadcast = BroadcastState(base, rank == source, !keeps_own, in_place, held);
+  if (!broadcast.ok() && in_place && lost_at_.empty()) {
+    log_ << WorkerName(rank) << ": the state's hand-over failed midway; back to the initial state "
+         << "(step 0) until the next regroup\n";
+    log_.flush();
+    RETURN_IF_ERROR(RestoreInitialState());
+  }
+  RETURN_IF_ERROR(broadcast);
   if (!keeps_own) completed_ = static_cast<int64_t>(header[1]);
   // The gradient's buffer holds the last step's sum only where the state stayed this member's.
   holds_last_sum_ = holds_last_sum_ && keeps_own;
@@ -568,7 +580,7 @@ absl::StatusOr<bool> ElasticTrainer::ReplayLastStep(uint64_t base, int world, in
   return std::all_of(diverged.begin(), diverged.end(), [](float f) { return f == 0.0f; });
 }
 
-absl::Status ElasticTrainer::BroadcastState(uint64_t base, bool source, bool adopt,
+absl::Status ElasticTrainer::BroadcastState(uint64_t base, bool source, bool adopt, bool in_place,
                                             absl::Span<const float> held) {
   const size_t parameters = parameters_.size();
   const size_t total = parameters + optimizer_->state_size();
@@ -576,34 +588,50 @@ absl::Status ElasticTrainer::BroadcastState(uint64_t base, bool source, bool ado
   if (total / chunk_floats >= kLoadedCollective - kFirstStateChunkCollective) {
     return absl::InvalidArgumentError("the state needs more chunks than a regroup may number");
   }
-  // A member adopting the state receives it whole before it replaces its own: should the
-  // source be lost midway, it still holds what it had, and a later regroup may take that.
+  // Any other member adopting the state receives it whole before it replaces its own: should
+  // the source be lost midway, it still holds what it had, and a later regroup may take that.
   // (The source of a state it read elsewhere holds it already.) The parameters go into the
   // gradient's buffer, idle in a regroup, and the optimiser's state into a buffer of its size,
   // not zeroed first (its pages are touched as the chunks arrive): the room it takes is the
   // optimiser's state, not a copy of the whole state.
-  const bool receive_whole = adopt && held.empty();
+  const bool receive_whole = adopt && held.empty() && !in_place;
   std::unique_ptr<float[]> optimizer_state;
   if (receive_whole) {
     gradient_.resize(parameters);
     holds_last_sum_ = false;
     optimizer_state.reset(new float[total - parameters]);
   }
-  // Where a received piece of [parameters..., optimiser state...] lands; empty when it
-  // straddles the two (it then goes through `chunk`).
+  std::vector<float>& parameters_to = in_place ? parameters_ : gradient_;
+  // Where a received piece of [parameters..., optimiser state...] lands directly; empty when it
+  // goes through `chunk` instead (it straddles the two parts, or, in place, holds optimiser
+  // state, which the optimiser imports a piece at a time).
   const auto destination = [&](size_t offset, size_t count) -> absl::Span<float> {
-    if (offset + count <= parameters) return absl::MakeSpan(gradient_).subspan(offset, count);
-    if (offset >= parameters) {
+    if (!receive_whole && !in_place) return absl::Span<float>();
+    if (offset + count <= parameters) return absl::MakeSpan(parameters_to).subspan(offset, count);
+    if (receive_whole && offset >= parameters) {
       return absl::MakeSpan(optimizer_state.get() + (offset - parameters), count);
     }
     return absl::Span<float>();
+  };
+  // A piece received through `chunk`, to where it belongs.
+  const auto land = [&](size_t offset, absl::Span<const float> piece) -> absl::Status {
+    const size_t in_parameters =
+        offset < parameters ? std::min(piece.size(), parameters - offset) : 0;
+    std::copy_n(piece.begin(), in_parameters, parameters_to.begin() + offset);
+    const absl::Span<const float> rest = piece.subspan(in_parameters);
+    const size_t state_offset = offset + in_parameters - parameters;
+    if (rest.empty()) return absl::OkStatus();
+    if (in_place) return optimizer_->ImportStatePiece(state_offset, rest);
+    std::copy(rest.begin(), rest.end(), optimizer_state.get() + state_offset);
+    return absl::OkStatus();
   };
   std::vector<float> chunk;
   for (size_t offset = 0, c = 0; offset < total; offset += chunk_floats, ++c) {
     if (c == 1 && LostAt("state_chunk")) return LostStatus();
     const size_t count = std::min(chunk_floats, total - offset);
-    absl::Span<float> piece = receive_whole ? destination(offset, count) : absl::Span<float>();
-    if (piece.empty()) {
+    absl::Span<float> piece = destination(offset, count);
+    const bool through_chunk = piece.empty();
+    if (through_chunk) {
       chunk.resize(chunk_floats);
       piece = absl::MakeSpan(chunk).first(count);
     }
@@ -612,14 +640,12 @@ absl::Status ElasticTrainer::BroadcastState(uint64_t base, bool source, bool ado
     if (source) ReadStatePiece(held, offset, piece);
     RETURN_IF_ERROR(
         ring_->Allreduce(base + kFirstStateChunkCollective + c, piece, ControlOptions()));
-    if (receive_whole && piece.data() == chunk.data()) {
-      const size_t in_parameters = parameters - offset;
-      std::copy_n(piece.begin(), in_parameters, gradient_.begin() + offset);
-      std::copy(piece.begin() + in_parameters, piece.end(), optimizer_state.get());
-      std::vector<float>().swap(chunk);  // the only piece that straddles
+    if ((receive_whole || in_place) && through_chunk) {
+      RETURN_IF_ERROR(land(offset, piece));
+      if (receive_whole) std::vector<float>().swap(chunk);  // the only piece that straddles
     }
   }
-  if (!adopt) return absl::OkStatus();
+  if (!adopt || in_place) return absl::OkStatus();
   if (receive_whole) {
     RETURN_IF_ERROR(
         optimizer_->ImportState(absl::MakeConstSpan(optimizer_state.get(), total - parameters)));
@@ -628,6 +654,15 @@ absl::Status ElasticTrainer::BroadcastState(uint64_t base, bool source, bool ado
   }
   RETURN_IF_ERROR(optimizer_->ImportState(held.subspan(parameters)));
   std::copy_n(held.begin(), parameters, parameters_.begin());
+  return absl::OkStatus();
+}
+
+absl::Status ElasticTrainer::RestoreInitialState() {
+  ASSIGN_OR_RETURN(Optimizer optimizer,
+                   Optimizer::Create(optimizer_->config(), optimizer_->size()));
+  *optimizer_ = std::move(optimizer);
+  const std::vector<float> initial = job_->InitialParameters();
+  std::copy(initial.begin(), initial.end(), parameters_.begin());
   return absl::OkStatus();
 }
 

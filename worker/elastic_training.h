@@ -153,8 +153,12 @@ class ElasticTrainer {
                              bool from_shards, bool from_checkpoint, bool keeps_own);
   // Sends the state after [ok, step] as chunks of sum-allreduces: the source's (`source`: its own
   // parameters and optimiser, or `held` when it read them elsewhere) and -0.0 elsewhere;
-  // `adopt`: this member receives it whole, then makes it its own.
-  absl::Status BroadcastState(uint64_t base, bool source, bool adopt, absl::Span<const float> held);
+  // `adopt`: this member makes it its own, chunk by chunk (`in_place`: its own state is the
+  // initial one, which it can make again), or else once it has all of it.
+  absl::Status BroadcastState(uint64_t base, bool source, bool adopt, bool in_place,
+                              absl::Span<const float> held);
+  // The seeded initial parameters and a fresh optimiser, as at step 0.
+  absl::Status RestoreInitialState();
   // Members one step behind the source (`behind`) apply the sum of its last step, which it
   // broadcasts from its gradient buffer, to their own state; then all learn whether every
   // replayer's parameters now have the source's digest (true), or the state must go over whole.

@@ -260,6 +260,8 @@ struct FaultCase {
   // registered last, which stays a step behind the others until the switch at `switch_at`
   // (left_behind_at + 1: once another worker completed that step) supersedes it. -1: none.
   int64_t left_behind_at = -1;
+  // How many workers, the last registered, are left behind so: 2 leaves only the first ahead.
+  int left_behind_members = 1;
 };
 
 // Within a generation (worker/elastic_training.cc): the ps load's barrier, and the first step.
@@ -331,15 +333,18 @@ void RunJobWithFault(const FaultCase& fault, const TrainingOptions& job, double 
   }
   ring::InMemoryRingNetwork network;
   if (fault.left_behind_at >= 0 || observe) {
-    const std::string last = absl::StrCat("in-memory:", kWorkers);
+    std::set<std::string> behind;
+    for (int i = kWorkers - fault.left_behind_members; i < kWorkers; ++i) {
+      behind.insert(absl::StrCat("in-memory:", i + 1));
+    }
     const uint64_t collective = fault.left_behind_at >= 0
                                     ? FirstGenerationStepCollective(fault.left_behind_at)
                                     : ~uint64_t{0};
     network.LoseSegments(
-        [last, collective, observe](const std::string& to, const ring::SegmentHeader& h) {
+        [behind, collective, observe](const std::string& to, const ring::SegmentHeader& h) {
           if (observe) observe(h);
-          // The allgather's last step: the others have all they need from `last` by then.
-          return to == last && h.generation == 1 && h.collective == collective &&
+          // The allgather's last step: the others have all they need from those behind by then.
+          return behind.count(to) > 0 && h.generation == 1 && h.collective == collective &&
                  h.step == 2 * kWorkers - 3;
         });
   }
@@ -552,6 +557,9 @@ INSTANTIATE_TEST_SUITE_P(
                   false, 2},
         FaultCase{"AMemberMidwayThroughTheState", "state_chunk", 2, 2, SyncMode::kRing, 2, 3, false,
                   2},
+        // The same with the member behind still at step 0: it adopts the state in place.
+        FaultCase{"AMemberMidwayThroughTheStateInPlace", "state_chunk", 0, 2, SyncMode::kRing, 2, 1,
+                  false, 0},
         // A member left a step behind at a switch (its last segments of step 4 lost): lost
         // before the replay, the source (its sum gone with it) or the member behind. The
         // survivors' next regroup finds the state whole where it was.
@@ -600,6 +608,29 @@ TEST(ElasticTrainerReplayTest, AMemberAStepBehindReplaysTheLastStepFromItsSum) {
   // The census, the replayed sum and its check, the ps load's barrier; no state: the replay
   // left every member level.
   EXPECT_EQ(second_regroup, (std::set<uint64_t>{1, 2, 3, kLoadBarrierCollective}));
+}
+
+// A member still at step 0 adopts the state in place, chunk by chunk, with no room beside its
+// own. Here only the first worker completes step 0 (the others lose that step's last segments)
+// and is lost midway through handing the state over at the switch: the two others, each
+// holding the first chunk of step 1's state over the initial one, take the seeded initial
+// state again. Their next regroup finds them level at step 0, and they train from there to the
+// reference's parameters; torn states, level with each other, would have trained on to others.
+TEST(ElasticTrainerRegroupTest, MembersAtStepZeroLosingTheSourceMidwayTakeTheInitialStateAgain) {
+  FaultCase source_lost{"TheSourceMidwayThroughAnInPlaceAdoption",
+                        "state_chunk",
+                        1,
+                        0,
+                        SyncMode::kRing,
+                        2,
+                        1,
+                        false,
+                        0,
+                        2};
+  RunJobWithFault(source_lost, SmallJob(8), 1e-5, [&](int index, const TrainerThread& worker) {
+    const std::string log = worker.log.str();
+    EXPECT_NE(log.find("back to the initial state"), std::string::npos) << log;
+  });
 }
 
 // An elastic job's first generation finds every member at step 0 with the same seeded
