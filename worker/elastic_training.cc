@@ -615,14 +615,12 @@ absl::Status ElasticTrainer::BroadcastState(uint64_t base, bool source, bool ado
   };
   // A piece received through `chunk`, to where it belongs.
   const auto land = [&](size_t offset, absl::Span<const float> piece) -> absl::Status {
-    const size_t in_parameters =
-        offset < parameters ? std::min(piece.size(), parameters - offset) : 0;
-    std::copy_n(piece.begin(), in_parameters, parameters_to.begin() + offset);
-    const absl::Span<const float> rest = piece.subspan(in_parameters);
-    const size_t state_offset = offset + in_parameters - parameters;
+    const StatePieceSplit split = SplitStatePiece(offset, piece.size(), parameters);
+    std::copy_n(piece.begin(), split.in_parameters, parameters_to.begin() + offset);
+    const absl::Span<const float> rest = piece.subspan(split.in_parameters);
     if (rest.empty()) return absl::OkStatus();
-    if (in_place) return optimizer_->ImportStatePiece(state_offset, rest);
-    std::copy(rest.begin(), rest.end(), optimizer_state.get() + state_offset);
+    if (in_place) return optimizer_->ImportStatePiece(split.state_offset, rest);
+    std::copy(rest.begin(), rest.end(), optimizer_state.get() + split.state_offset);
     return absl::OkStatus();
   };
   std::vector<float> chunk;
@@ -661,8 +659,7 @@ absl::Status ElasticTrainer::RestoreInitialState() {
   ASSIGN_OR_RETURN(Optimizer optimizer,
                    Optimizer::Create(optimizer_->config(), optimizer_->size()));
   *optimizer_ = std::move(optimizer);
-  const std::vector<float> initial = job_->InitialParameters();
-  std::copy(initial.begin(), initial.end(), parameters_.begin());
+  parameters_ = job_->InitialParameters();
   return absl::OkStatus();
 }
 

@@ -5,13 +5,13 @@
 // than the job's own state. The reactors only copy bounded segments; the keeper's writer thread
 // does the disk I/O.
 #include <algorithm>
-#include <cstring>
 #include <memory>
 #include <utility>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "common/grpc_util.h"
+#include "common/state_pieces.h"
 #include "common/status_macros.h"
 #include "server/controller/controller_service.h"
 
@@ -98,16 +98,8 @@ class PutReactor final : public grpc::ServerReadReactor<proto::CheckpointSegment
           " bytes does not continue the upload at element ", received_, " of ", total));
     }
     // A segment may straddle the parameters' end.
-    const uint64_t to_parameters =
-        std::min(count, parameters_.size() - std::min(received_, parameters_.size()));
-    if (to_parameters > 0) {
-      std::memcpy(parameters_.data() + received_, payload.data(), to_parameters * sizeof(float));
-    }
-    if (count > to_parameters) {
-      std::memcpy(optimizer_state_.data() + (received_ + to_parameters - parameters_.size()),
-                  payload.data() + to_parameters * sizeof(float),
-                  (count - to_parameters) * sizeof(float));
-    }
+    WriteStatePiece(received_, payload.data(), count, absl::MakeSpan(parameters_),
+                    absl::MakeSpan(optimizer_state_));
     received_ += count;
     return absl::OkStatus();
   }

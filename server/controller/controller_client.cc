@@ -1,7 +1,6 @@
 #include "server/controller/controller_client.h"
 
 #include <algorithm>
-#include <cstring>
 #include <utility>
 #include <vector>
 
@@ -362,12 +361,8 @@ absl::Status ControllerClient::GetCheckpoint(uint64_t step, absl::Span<float> pa
       context.TryCancel();
       break;
     }
-    const char* from = segment.payload().data();
-    for (uint64_t i = 0; i < count; ++i, ++received, from += sizeof(float)) {
-      float* to = received < parameters.size() ? &parameters[received]
-                                               : &optimizer_state[received - parameters.size()];
-      std::memcpy(to, from, sizeof(float));
-    }
+    WriteStatePiece(received, segment.payload().data(), count, parameters, optimizer_state);
+    received += count;
   }
   const grpc::Status status = reader->Finish();
   if (!bad.ok()) return bad;
