@@ -30,26 +30,19 @@ constexpr uint64_t kLoadedCollective = (uint64_t{1} << 24) - 1;
 constexpr uint64_t kFirstStepCollective = uint64_t{1} << 24;
 uint64_t CollectiveBase(uint64_t generation) { return generation << 32; }
 
-// The ps_push fault point when the shards hold the state: `lost` is asked once the push to the
-// first shard is on its way, and a lost worker sends nothing more.
-class LosableFirstLink final : public server::StaleShardLink {
- public:
-  LosableFirstLink(std::unique_ptr<server::StaleShardLink> link, std::function<bool()> lost)
-      : link_(std::move(link)), lost_(std::move(lost)) {}
-  absl::Status Start(uint64_t step, uint64_t read_version,
-                     absl::Span<const float> gradient) override {
-    RETURN_IF_ERROR(link_->Start(step, read_version, gradient));
-    if (lost_()) return absl::AbortedError("lost after the push to the first shard");
-    return absl::OkStatus();
-  }
-  absl::StatusOr<uint64_t> Finish(absl::Span<float> params) override {
-    return link_->Finish(params);
-  }
-
- private:
-  std::unique_ptr<server::StaleShardLink> link_;
-  std::function<bool()> lost_;
-};
+// The shards as this worker reaches them; `lost` is the ps_push fault point, asked only where
+// a fault hook is set (the point serialises the pushes to the shards).
+server::ShardGroupOptions ShardGroupOptionsOf(const ElasticOptions& options, std::ostream& log,
+                                              std::function<bool()> lost) {
+  server::ShardGroupOptions shards;
+  shards.segment_bytes = options.segment_bytes;
+  shards.window_bytes = options.ps_window_bytes;
+  shards.timeout = options.timeout;
+  shards.security = options.security;
+  if (options.fault) shards.lost_after_first_push = std::move(lost);
+  shards.log = &log;
+  return shards;
+}
 
 }  // namespace
 
@@ -61,7 +54,9 @@ ElasticTrainer::ElasticTrainer(AssignmentSource& assignments, ring::Collective* 
       metrics_(metrics),
       options_(std::move(options)),
       log_(log),
-      trace_(std::move(trace)) {}
+      trace_(std::move(trace)),
+      shard_group_(ShardGroupOptionsOf(options_, log_, [this] { return LostAt("ps_push"); }),
+                   &metrics_) {}
 
 ElasticTrainer::~ElasticTrainer() = default;
 
@@ -87,10 +82,7 @@ absl::Status ElasticTrainer::LostStatus() const {
 
 void ElasticTrainer::Supersede(uint64_t generation) {
   if (ring_ != nullptr) ring_->Supersede(generation);
-  absl::MutexLock lock(&ps_mu_);
-  superseded_by_ = std::max(superseded_by_, generation);
-  if (ps_client_ != nullptr && ps_generation_ < generation) ps_client_->Cancel();
-  if (stale_client_ != nullptr && ps_generation_ < generation) stale_client_->Cancel();
+  shard_group_.Supersede(generation);
 }
 
 absl::Status ElasticTrainer::Run(const absl::Notification& stop, const FinishedCallback& finished) {
@@ -205,11 +197,6 @@ absl::Status ElasticTrainer::Regroup(const GenerationAssignment& assignment) {
   if (LostAt("assigned")) return LostStatus();
   if (generation_ != 0 && mode != mode_ && LostAt("switch")) return LostStatus();
   sync_.reset();
-  {
-    absl::MutexLock lock(&ps_mu_);
-    ps_client_.reset();
-    stale_client_.reset();  // after sync_, whose links use it
-  }
   // Under --staleness=k, async or backup workers the shards hold the job's state and each worker
   // only its last pull: the regroup takes the state from the shards (AgreeOnState;
   // docs/architecture.md, "Bounded staleness and async"), also after a regroup that failed.
@@ -227,10 +214,12 @@ absl::Status ElasticTrainer::Regroup(const GenerationAssignment& assignment) {
     RETURN_IF_ERROR(ring_->Reconfigure(ring::RingTopology{generation, world, rank}, assignment.ring,
                                        assignment.ring_key));
   }
-  shards_ = assignment.shards;
-  shard_keys_ = assignment.shard_keys;
-  load_keys_ = assignment.load_keys;
-  if (mode == SyncMode::kPs && shards_.empty()) {
+  // The new generation's shards, before the state is agreed on: a regroup may read it from them.
+  shard_group_.Reconfigure(server::ShardGroupTopology{
+      job_->parameter_count(), wire_dtype_,
+      ShardsHoldTheState(job_->options().staleness, job_->options().backup_workers), generation,
+      rank, world, assignment.shards, assignment.shard_keys, assignment.load_keys});
+  if (mode == SyncMode::kPs && assignment.shards.empty()) {
     return absl::FailedPreconditionError(
         absl::StrCat("generation ", generation,
                      " is in ps mode but has no shard left: waiting for a shard "
@@ -246,7 +235,7 @@ absl::Status ElasticTrainer::Regroup(const GenerationAssignment& assignment) {
 
   if (mode == SyncMode::kPs) {
     if (!assignment.fresh_start) RETURN_IF_ERROR(LoadShardsForGeneration(generation, world, rank));
-    RETURN_IF_ERROR(InstallPsSync(generation, world, rank));
+    RETURN_IF_ERROR(InstallPsSync());
   } else {
     InstallRingSync(generation);
   }
@@ -262,71 +251,38 @@ absl::Status ElasticTrainer::Regroup(const GenerationAssignment& assignment) {
   return absl::OkStatus();
 }
 
-absl::Status ElasticTrainer::InstallPsSync(uint64_t generation, int world, int rank) {
-  server::PsClientOptions ps;
-  ps.generation = generation;
-  ps.rank = rank;
-  ps.workers = world;
-  ps.wire_dtype = wire_dtype_;
-  ps.shards = shards_;
-  ps.keys = shard_keys_;
-  ps.segment_bytes = options_.segment_bytes;
-  ps.window_bytes = options_.ps_window_bytes;
-  ps.timeout = options_.timeout;
-  ps.security = options_.security;
+absl::Status ElasticTrainer::InstallPsSync() {
+  RETURN_IF_ERROR(shard_group_.Connect());
+  server::ShardGroup* shards = &shard_group_;
   if (ShardsHoldTheState(job_->options().staleness, job_->options().backup_workers)) {
-    return InstallStaleSync(ps, generation);
+    std::optional<VersionSteps> version_steps;
+    if (job_->options().backup_workers > 0) {
+      version_steps = VersionSteps{completed_, job_->options().steps};
+    }
+    ASSIGN_OR_RETURN(std::vector<std::unique_ptr<server::StaleShardLink>> links,
+                     shards->PushPullLinks());
+    sync_ = std::make_unique<PushPullSync>(shards->ranges(), std::move(links), version_steps);
+    stale_from_ = completed_;
+    return absl::OkStatus();
   }
-  if (options_.fault) {
-    ps.pushed_to_first_shard = [this](int64_t) { return LostAt("ps_push"); };
-  }
-  ASSIGN_OR_RETURN(std::unique_ptr<server::PsClient> ps_client,
-                   server::PsClient::Create(ps, job_->parameter_count(), &metrics_));
-  server::PsClient* client = ps_client.get();
   collective_stride_ = 2;
   std::vector<GradientBucket> buckets = PlanBuckets(job_->spec(), job_->options().bucket_bytes);
   if (buckets.size() > 1) {
     // Each bucket is kept (sampled steps) and divided for the wire as it is complete.
     sync_ = std::make_unique<OverlappedSync>(
         SyncMode::kPs, std::move(buckets),
-        [client](int64_t step, absl::Span<float> g, const AwaitReady& ready) {
-          return client->SumAsReady(step, g, ready);
+        [shards](int64_t step, absl::Span<float> g, const AwaitReady& ready) {
+          return shards->SumAsReady(step, g, ready);
         },
-        KeepingSampledBuckets([client](absl::Span<float> part) { client->PrepareShare(part); }),
+        KeepingSampledBuckets([shards](absl::Span<float> part) { shards->PrepareShare(part); }),
         *optimizer_);
   } else {
     sync_ = std::make_unique<SumThenUpdate>(
-        SyncMode::kPs, KeepingSampledShares([client](int64_t step, absl::Span<float> g) {
-          return client->Sum(step, g);
+        SyncMode::kPs, KeepingSampledShares([shards](int64_t step, absl::Span<float> g) {
+          return shards->Sum(step, g);
         }),
         *optimizer_);
   }
-  absl::MutexLock lock(&ps_mu_);
-  if (superseded_by_ > generation) ps_client->Cancel();
-  ps_client_ = std::move(ps_client);
-  ps_generation_ = generation;
-  return absl::OkStatus();
-}
-
-absl::Status ElasticTrainer::InstallStaleSync(const server::PsClientOptions& ps,
-                                              uint64_t generation) {
-  ASSIGN_OR_RETURN(std::unique_ptr<server::StalePsClient> client,
-                   server::StalePsClient::Create(ps, job_->parameter_count(), &metrics_));
-  std::optional<VersionSteps> version_steps;
-  if (job_->options().backup_workers > 0) {
-    version_steps = VersionSteps{completed_, job_->options().steps};
-  }
-  std::vector<std::unique_ptr<server::StaleShardLink>> links = client->Links();
-  if (options_.fault && !links.empty()) {
-    links[0] = std::make_unique<LosableFirstLink>(std::move(links[0]),
-                                                  [this] { return LostAt("ps_push"); });
-  }
-  sync_ = std::make_unique<PushPullSync>(client->ranges(), std::move(links), version_steps);
-  stale_from_ = completed_;
-  absl::MutexLock lock(&ps_mu_);
-  if (superseded_by_ > generation) client->Cancel();
-  stale_client_ = std::move(client);
-  ps_generation_ = generation;
   return absl::OkStatus();
 }
 
@@ -417,7 +373,7 @@ absl::Status ElasticTrainer::LoadShardsForGeneration(uint64_t generation, int wo
     if (LostAt("load")) return LostStatus();
     const server::JobStateView state{static_cast<uint64_t>(completed_), parameters_,
                                      optimizer_.get()};
-    const absl::Status status = LoadShardsOnceAssigned(generation, world, state);
+    const absl::Status status = shard_group_.Load(state);
     if (!status.ok()) {
       log_ << WorkerName(rank) << ": " << status << "\n";
       loaded[0] = 1.0f;
@@ -430,42 +386,6 @@ absl::Status ElasticTrainer::LoadShardsForGeneration(uint64_t generation, int wo
     return absl::UnavailableError("worker-0 could not load the shards for this generation");
   }
   return absl::OkStatus();
-}
-
-server::ShardTransferOptions ElasticTrainer::ShardTransfer() const {
-  return {shards_, options_.segment_bytes, options_.timeout, load_keys_, options_.security};
-}
-
-absl::Status ElasticTrainer::LoadShardsOnceAssigned(uint64_t generation, int world,
-                                                    const server::JobStateView& state) {
-  const server::ShardTransferOptions transfer = ShardTransfer();
-  // Half the collective deadline: the others wait for the barrier behind this load within it.
-  const absl::Time deadline = absl::Now() + options_.timeout / 2;
-  constexpr absl::Duration kFirstPause = absl::Milliseconds(5);
-  absl::Duration pause = kFirstPause;
-  while (true) {
-    const absl::Status status = server::LoadShards(transfer, generation, world, state);
-    // A shard learns this generation on its own watch stream, so a load can reach it first: it
-    // has no job yet (FAILED_PRECONDITION), still the previous generation's range
-    // (INVALID_ARGUMENT), or is restarting (UNAVAILABLE). Loading again is harmless (the same
-    // state for the same generation; nobody pushes before the barrier), so it is retried until
-    // the shards take it, a newer generation supersedes this one, or the deadline passes.
-    const bool lagging = status.code() == absl::StatusCode::kFailedPrecondition ||
-                         status.code() == absl::StatusCode::kInvalidArgument ||
-                         status.code() == absl::StatusCode::kUnavailable;
-    if (status.ok() || !lagging || absl::Now() + pause > deadline) return status;
-    {
-      absl::MutexLock lock(&ps_mu_);
-      if (superseded_by_ > generation) return status;
-    }
-    if (pause == kFirstPause) {
-      log_ << WorkerName(0) << ": " << status.message() << "; loading the shards again until they "
-           << "take generation " << generation << "\n";
-      log_.flush();
-    }
-    absl::SleepFor(pause);
-    pause = std::min(2 * pause, absl::Milliseconds(200));
-  }
 }
 
 absl::Status ElasticTrainer::AgreeOnState(uint64_t generation, int world, int rank,
@@ -518,7 +438,7 @@ absl::Status ElasticTrainer::HandOverState(uint64_t generation, int rank, uint64
   if (rank == source && (from_shards || from_checkpoint)) {
     read.assign(2 + parameters_.size() + optimizer_->state_size(), 0.0f);
     if (from_shards) {
-      ReadShardsState(generation, checkpoint_step, absl::MakeSpan(read));
+      ReadShardsState(checkpoint_step, absl::MakeSpan(read));
     } else {
       ReadCheckpoint(checkpoint_step, absl::MakeSpan(read));
     }
@@ -690,11 +610,9 @@ void ElasticTrainer::ReadCheckpoint(uint64_t checkpoint_step, absl::Span<float> 
       .Increment(static_cast<double>((state.size() - 2) * sizeof(float)));
 }
 
-void ElasticTrainer::ReadShardsState(uint64_t generation, uint64_t checkpoint_step,
-                                     absl::Span<float> state) {
+void ElasticTrainer::ReadShardsState(uint64_t checkpoint_step, absl::Span<float> state) {
   std::fill(state.begin(), state.end(), 0.0f);
-  absl::StatusOr<server::JobState> read = server::ReadShardStates(
-      ShardTransfer(), generation, parameters_.size(), job_->options().optimizer);
+  absl::StatusOr<server::JobState> read = shard_group_.ReadState(job_->options().optimizer);
   if (read.ok() && read->optimizer_state.size() != state.size() - 2 - parameters_.size()) {
     read = absl::InternalError("the shards' optimiser state does not fit this worker's");
   }
@@ -732,8 +650,7 @@ absl::Status ElasticTrainer::SaveCheckpointIfDue() {
   // as a regroup reads it (docs/architecture.md, "Bounded staleness and async").
   if (stale_from_ >= 0) {
     ASSIGN_OR_RETURN(const server::JobState state,
-                     server::ReadShardStates(ShardTransfer(), generation_, parameters_.size(),
-                                             job_->options().optimizer));
+                     shard_group_.ReadState(job_->options().optimizer));
     return UploadCheckpoint(state.step, state.parameters.size() + state.optimizer_state.size(),
                             StatePiecesOf(state.parameters, state.optimizer_state));
   }
@@ -774,7 +691,8 @@ void ElasticTrainer::EvaluateIfDue() {
           // The shards' own copy, read on the evaluator's thread: this one goes on training.
           ? evaluator_->OfferShardRead(
                 completed_,
-                [read = ShardTransfer()](uint64_t count, const TestEvaluator::ValuesWriter& write) {
+                [read = shard_group_.transfer()](uint64_t count,
+                                                 const TestEvaluator::ValuesWriter& write) {
                   return server::ReadShardParameters(read, count, write);
                 })
           : evaluator_->OfferSnapshot(completed_, parameters_);

@@ -41,7 +41,6 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "absl/synchronization/mutex.h"
 #include "absl/synchronization/notification.h"
 #include "absl/time/time.h"
 #include "common/metrics.h"
@@ -51,8 +50,8 @@
 #include "ring/collective.h"
 #include "ring/wire_error.h"
 #include "server/ps/ps_client.h"
+#include "server/ps/shard_group.h"
 #include "server/ps/shard_transfer.h"
-#include "server/ps/stale_client.h"
 #include "worker/assignment_source.h"
 #include "worker/data_parallel.h"
 #include "worker/fault_injection.h"
@@ -170,7 +169,7 @@ class ElasticTrainer {
   // Rank 0's part of that: the shards' state into `state` ([ok, step, parameters..., optimiser
   // state...]); when it cannot be read (a shard lost), the controller's checkpoint of
   // `checkpoint_step` (0: none); ok 0, and the reason logged, when neither can.
-  void ReadShardsState(uint64_t generation, uint64_t checkpoint_step, absl::Span<float> state);
+  void ReadShardsState(uint64_t checkpoint_step, absl::Span<float> state);
   // The controller's checkpoint into `state`, likewise.
   void ReadCheckpoint(uint64_t checkpoint_step, absl::Span<float> state);
   // Rank 0, every `checkpoint_every_` completed steps: the job's state to the assignment source
@@ -180,10 +179,10 @@ class ElasticTrainer {
   absl::Status UploadCheckpoint(uint64_t step, uint64_t state_elements,
                                 const StatePieceReader& read);
   absl::Status LoadShardsForGeneration(uint64_t generation, int world, int rank);
-  // This generation's sync: the shards' client (ps) or the ring's allreduce, then the optimiser.
-  // --staleness=k or async: pushes gradients to, and pulls parameters from, the shards.
-  absl::Status InstallStaleSync(const server::PsClientOptions& ps, uint64_t generation);
-  absl::Status InstallPsSync(uint64_t generation, int world, int rank);
+  // This generation's sync: the shards' sums (ps) or the ring's allreduce, then the optimiser.
+  // --staleness=k, async or backup workers: pushes gradients to, and pulls parameters from, the
+  // shards.
+  absl::Status InstallPsSync();
   void InstallRingSync(uint64_t generation);
   // A protocol's sum, keeping this worker's share first on steps whose wire error is sampled.
   SumShares KeepingSampledShares(SumShares sum);
@@ -192,11 +191,6 @@ class ElasticTrainer {
   PrepareBucket KeepingSampledBuckets(std::function<void(absl::Span<float>)> prepare);
   // After a sampled step: its wire error (ring/wire_error.h) into the metrics.
   absl::Status MeasureWireError(int64_t step);
-  // Rank 0's load, retried while a shard has not taken this generation's assignment yet.
-  absl::Status LoadShardsOnceAssigned(uint64_t generation, int world,
-                                      const server::JobStateView& state);
-  // How rank 0 reaches this generation's shards: for its loads and its test evaluator's reads.
-  server::ShardTransferOptions ShardTransfer() const;
   absl::Status Step();
   // Rank 0: offers the parameters after completed_ steps to the evaluator when a point is due
   // (again at each later step while it is busy; the final point waits for it).
@@ -233,9 +227,6 @@ class ElasticTrainer {
   uint64_t generation_ = 0;        // 0: none joined yet
   SyncMode mode_ = SyncMode::kRing;
   WorkerSlot slot_;
-  std::vector<std::string> shards_;
-  std::vector<std::string> shard_keys_;  // this generation's link keys (common/auth.h)
-  std::vector<std::string> load_keys_;
   std::unique_ptr<ParameterSync> sync_;
   WireDtype wire_dtype_ = WireDtype::kFp32;  // the job's
   ring::WireErrorProbe wire_error_;
@@ -251,16 +242,8 @@ class ElasticTrainer {
   // back from them (a failed one keeps it so).
   bool state_on_shards_ = false;
 
-  absl::Mutex ps_mu_;  // Supersede() runs on the controller client's thread
-  // This ps generation's client, which sync_ calls into; null in ring mode.
-  std::unique_ptr<server::PsClient> ps_client_ ABSL_GUARDED_BY(ps_mu_);
-  uint64_t ps_generation_ ABSL_GUARDED_BY(ps_mu_) = 0;
-  // The same under --staleness=k, async or --backup_workers (sync_ is then a PushPullSync over
-  // its links).
-  std::unique_ptr<server::StalePsClient> stale_client_ ABSL_GUARDED_BY(ps_mu_);
-  // The newest generation announced. Sticky, as in the ring inbox: a ps generation whose sync is
-  // installed after its successor was announced starts cancelled.
-  uint64_t superseded_by_ ABSL_GUARDED_BY(ps_mu_) = 0;
+  // The parameter server of every generation (its clients, transfers and sticky generation).
+  server::ShardGroup shard_group_;
 };
 
 }  // namespace ringside::worker

@@ -18,7 +18,8 @@ set(project_nodes ${nodes} proto tests)  # tests/ (fuzz targets too) may include
 # The worker reaches the servers through their clients only: these headers, and no others.
 set(server_client_headers
     server/controller/controller_client.h server/controller/job_spec.h
-    server/ps/ps_client.h server/ps/shard_transfer.h server/ps/stale_client.h)
+    server/ps/ps_client.h server/ps/shard_group.h server/ps/shard_transfer.h
+    server/ps/stale_client.h)
 
 # Flags live in binaries: common/flags/ (the flags several binaries share) is included, and
 # ABSL_FLAG used, only by a binary's own code: a *_main.cc, the `ringside` and `ringside-bench`
