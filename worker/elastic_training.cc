@@ -55,8 +55,10 @@ ElasticTrainer::ElasticTrainer(AssignmentSource& assignments, ring::Collective* 
       options_(std::move(options)),
       log_(log),
       trace_(std::move(trace)),
-      shard_group_(ShardGroupOptionsOf(options_, log_, [this] { return LostAt("ps_push"); }),
-                   &metrics_) {}
+      faults_(options_.fault, state_.completed),
+      shard_group_(
+          ShardGroupOptionsOf(options_, log_, [this] { return faults_.LostAt("ps_push"); }),
+          &metrics_) {}
 
 ElasticTrainer::~ElasticTrainer() = default;
 
@@ -69,15 +71,9 @@ ring::AllreduceOptions ElasticTrainer::ControlOptions() const {
   return control;
 }
 
-bool ElasticTrainer::LostAt(absl::string_view point) {
-  if (!options_.fault || !options_.fault(point, completed_)) return false;
-  lost_at_ = std::string(point);
-  return true;
-}
-
-absl::Status ElasticTrainer::LostStatus() const {
-  return absl::AbortedError(absl::StrCat("fault injection: this worker is lost at '", lost_at_,
-                                         "' after ", completed_, " steps"));
+bool ElasticTrainer::ShardsHoldState() const {
+  return mode_ == SyncMode::kPs &&
+         ShardsHoldTheState(job_->options().staleness, job_->options().backup_workers);
 }
 
 void ElasticTrainer::Supersede(uint64_t generation) {
@@ -104,9 +100,9 @@ absl::Status ElasticTrainer::Run(const absl::Notification& stop, const FinishedC
   }
   ASSIGN_OR_RETURN(Optimizer optimizer,
                    Optimizer::Create(training.optimizer, job_->parameter_count()));
-  optimizer_ = std::make_unique<Optimizer>(std::move(optimizer));
-  parameters_ = job_->InitialParameters();
-  gradient_.resize(job_->parameter_count());
+  state_.optimizer = std::make_unique<Optimizer>(std::move(optimizer));
+  state_.parameters = job_->InitialParameters();
+  state_.gradient.resize(job_->parameter_count());
 
   bool reported = false;
   while (!stop.HasBeenNotified()) {
@@ -120,17 +116,17 @@ absl::Status ElasticTrainer::Run(const absl::Notification& stop, const FinishedC
               ? absl::FailedPreconditionError("this worker has no rank in the generation")
               : Regroup(*newer);
       if (options_.timeline != nullptr) {
-        options_.timeline->RecordRegroup(completed_, newer->generation, newer->mode, regroup_start,
-                                         absl::Now() - regroup_start);
+        options_.timeline->RecordRegroup(state_.completed, newer->generation, newer->mode,
+                                         regroup_start, absl::Now() - regroup_start);
       }
-      if (!lost_at_.empty()) return LostStatus();
+      if (faults_.lost()) return faults_.LostStatus();
       if (!status.ok()) RETURN_IF_ERROR(AwaitNewGeneration(newer->generation, status, stop));
       continue;  // a newer generation may have come during the regroup: adopt it before a step
     }
     if (newer.status().code() != absl::StatusCode::kDeadlineExceeded) return newer.status();
-    if (completed_ < training.steps) {
+    if (state_.completed < training.steps) {
       if (absl::Status status = Step(); !status.ok()) {
-        if (!lost_at_.empty()) return LostStatus();
+        if (faults_.lost()) return faults_.LostStatus();
         RETURN_IF_ERROR(AwaitNewGeneration(generation_, status, stop));
       }
       continue;
@@ -155,13 +151,13 @@ absl::Status ElasticTrainer::Run(const absl::Notification& stop, const FinishedC
 absl::StatusOr<ElasticResult> ElasticTrainer::Result() {
   // The job's steps are done: the gradient's buffer makes room for the result's copy of the
   // parameters (a later step, should a generation bring one, sizes it again).
-  std::vector<float>().swap(gradient_);
-  holds_last_sum_ = false;
+  std::vector<float>().swap(state_.gradient);
+  state_.ForgetLastSum();
   ElasticResult result;
-  result.training.parameters = parameters_;
+  result.training.parameters = state_.parameters;
   result.training.last_step = last_stats_;
-  result.training.steps = completed_;
-  ASSIGN_OR_RETURN(result.training.final_eval, job_->Evaluate(parameters_));
+  result.training.steps = state_.completed;
+  ASSIGN_OR_RETURN(result.training.final_eval, job_->Evaluate(state_.parameters));
   result.generation = generation_;
   result.mode = mode_;
   result.slot = slot_;
@@ -170,8 +166,9 @@ absl::StatusOr<ElasticResult> ElasticTrainer::Result() {
 
 absl::Status ElasticTrainer::AwaitNewGeneration(uint64_t failed, const absl::Status& why,
                                                 const absl::Notification& stop) {
-  log_ << WorkerName(slot_.rank) << ": generation " << failed << " failed at step " << completed_
-       << " (" << why.message() << "); waiting for the controller's next generation\n";
+  log_ << WorkerName(slot_.rank) << ": generation " << failed << " failed at step "
+       << state_.completed << " (" << why.message()
+       << "); waiting for the controller's next generation\n";
   log_.flush();
   const absl::Time deadline = absl::Now() + options_.regroup_timeout;
   while (absl::Now() < deadline) {
@@ -194,14 +191,13 @@ absl::Status ElasticTrainer::Regroup(const GenerationAssignment& assignment) {
   const int world = assignment.world;
   const int rank = assignment.rank;
   const SyncMode mode = assignment.mode;
-  if (LostAt("assigned")) return LostStatus();
-  if (generation_ != 0 && mode != mode_ && LostAt("switch")) return LostStatus();
+  if (faults_.LostAt("assigned")) return faults_.LostStatus();
+  if (generation_ != 0 && mode != mode_ && faults_.LostAt("switch")) return faults_.LostStatus();
   sync_.reset();
-  // Under --staleness=k, async or backup workers the shards hold the job's state and each worker
-  // only its last pull: the regroup takes the state from the shards (AgreeOnState;
-  // docs/architecture.md, "Bounded staleness and async"), also after a regroup that failed.
-  if (stale_from_ >= 0 && completed_ > stale_from_) state_on_shards_ = true;
-  stale_from_ = -1;
+  // Under --staleness=k, async or backup workers the shards hold the job's state once a step is
+  // trained (StateHome::kShards) and each worker only its last pull: the regroup takes the state
+  // from the shards (AgreeOnState; docs/architecture.md, "Bounded staleness and async"), also
+  // after a regroup that failed.
   const bool has_ring = !assignment.ring.empty();
   if (has_ring != (ring_ != nullptr) || (!has_ring && !assignment.fresh_start) ||
       (!has_ring && mode != SyncMode::kPs)) {
@@ -228,9 +224,9 @@ absl::Status ElasticTrainer::Regroup(const GenerationAssignment& assignment) {
   // A fresh start needs no regroup: everyone holds the initial parameters, the shards too.
   checkpoint_every_ = assignment.checkpoint_every;
   if (!assignment.fresh_start) {
-    RETURN_IF_ERROR(
-        AgreeOnState(generation, world, rank, assignment.checkpoint_step, state_on_shards_));
-    state_on_shards_ = false;  // every member holds the job's state again
+    RETURN_IF_ERROR(AgreeOnState(generation, world, rank, assignment.checkpoint_step));
+    // Every member holds the job's state again.
+    if (state_.home == StateHome::kShards) state_.home = StateHome::kWorkers;
   }
 
   if (mode == SyncMode::kPs) {
@@ -240,13 +236,13 @@ absl::Status ElasticTrainer::Regroup(const GenerationAssignment& assignment) {
     InstallRingSync(generation);
   }
   // The new slot's training rows are read now, in the regroup, not in the next step's compute.
-  RETURN_IF_ERROR(job_->PrepareRows(completed_, WorkerSlot{rank, world}));
+  RETURN_IF_ERROR(job_->PrepareRows(state_.completed, WorkerSlot{rank, world}));
   generation_ = generation;
   mode_ = mode;
   slot_ = WorkerSlot{rank, world};
   metrics_.ExportMembership(world, generation, mode);
   log_ << WorkerName(rank) << ": generation " << generation << ", " << SyncModeName(mode)
-       << " mode, " << world << " workers, resuming at step " << completed_ << "\n";
+       << " mode, " << world << " workers, resuming at step " << state_.completed << "\n";
   log_.flush();
   return absl::OkStatus();
 }
@@ -257,12 +253,11 @@ absl::Status ElasticTrainer::InstallPsSync() {
   if (ShardsHoldTheState(job_->options().staleness, job_->options().backup_workers)) {
     std::optional<VersionSteps> version_steps;
     if (job_->options().backup_workers > 0) {
-      version_steps = VersionSteps{completed_, job_->options().steps};
+      version_steps = VersionSteps{state_.completed, job_->options().steps};
     }
     ASSIGN_OR_RETURN(std::vector<std::unique_ptr<server::StaleShardLink>> links,
                      shards->PushPullLinks());
     sync_ = std::make_unique<PushPullSync>(shards->ranges(), std::move(links), version_steps);
-    stale_from_ = completed_;
     return absl::OkStatus();
   }
   collective_stride_ = 2;
@@ -275,13 +270,13 @@ absl::Status ElasticTrainer::InstallPsSync() {
           return shards->SumAsReady(step, g, ready);
         },
         KeepingSampledBuckets([shards](absl::Span<float> part) { shards->PrepareShare(part); }),
-        *optimizer_);
+        *state_.optimizer);
   } else {
     sync_ = std::make_unique<SumThenUpdate>(
         SyncMode::kPs, KeepingSampledShares([shards](int64_t step, absl::Span<float> g) {
           return shards->Sum(step, g);
         }),
-        *optimizer_);
+        *state_.optimizer);
   }
   return absl::OkStatus();
 }
@@ -310,13 +305,13 @@ void ElasticTrainer::InstallRingSync(uint64_t generation) {
             const ElementRange range = buckets[b].range;
             if (!ready(range.begin)) return absl::CancelledError("the step's compute failed");
             // The fault point between buckets: the sync thread's, read back after it is joined.
-            if (b == 1 && LostAt("ring_bucket")) return LostStatus();
+            if (b == 1 && faults_.LostAt("ring_bucket")) return faults_.LostStatus();
             RETURN_IF_ERROR(
                 ring->Allreduce(base + b, g.subspan(range.begin, range.size()), allreduce));
           }
           return absl::OkStatus();
         },
-        KeepingSampledBuckets(nullptr), *optimizer_);
+        KeepingSampledBuckets(nullptr), *state_.optimizer);
     return;
   }
   sync_ = std::make_unique<SumThenUpdate>(
@@ -324,16 +319,17 @@ void ElasticTrainer::InstallRingSync(uint64_t generation) {
       KeepingSampledShares([ring, allreduce, first](int64_t step, absl::Span<float> g) {
         return ring->Allreduce(first + 2 * static_cast<uint64_t>(step), g, allreduce);
       }),
-      *optimizer_);
+      *state_.optimizer);
 }
 
 PrepareBucket ElasticTrainer::KeepingSampledBuckets(
     std::function<void(absl::Span<float>)> prepare) {
   return [this, prepare = std::move(prepare)](int64_t step, int, ElementRange range) {
-    const absl::Span<float> part = absl::MakeSpan(gradient_).subspan(range.begin, range.size());
+    const absl::Span<float> part =
+        absl::MakeSpan(state_.gradient).subspan(range.begin, range.size());
     // Without a ring (a static ps cluster) there is no way to the exact sum: nothing is sampled.
     if (ring_ != nullptr && ring::WireErrorProbe::Due(wire_dtype_, step)) {
-      wire_error_.KeepPart(gradient_.size(), range.begin, part);
+      wire_error_.KeepPart(state_.gradient.size(), range.begin, part);
     }
     if (prepare) prepare(part);
   };
@@ -355,9 +351,9 @@ absl::Status ElasticTrainer::MeasureWireError(int64_t step) {
   const uint64_t collective = CollectiveBase(generation_) + kFirstStepCollective +
                               collective_stride_ * static_cast<uint64_t>(step) +
                               (collective_stride_ - 1);
-  // gradient_ holds the sum the step applied (the optimiser reads it, never writes it).
+  // state_.gradient holds the sum the step applied (the optimiser reads it, never writes it).
   ASSIGN_OR_RETURN(const double error,
-                   wire_error_.Measure(*ring_, collective, gradient_, ControlOptions()));
+                   wire_error_.Measure(*ring_, collective, state_.gradient, ControlOptions()));
   double& largest = wire_error_max_[mode_ == SyncMode::kRing ? 0 : 1];
   largest = std::max(largest, error);
   metrics_.WireRelativeError(mode_).Set(largest);
@@ -370,16 +366,16 @@ absl::Status ElasticTrainer::LoadShardsForGeneration(uint64_t generation, int wo
   // shard still serving an older generation.
   std::vector<float> loaded = {0.0f};
   if (rank == 0) {
-    if (LostAt("load")) return LostStatus();
-    const server::JobStateView state{static_cast<uint64_t>(completed_), parameters_,
-                                     optimizer_.get()};
+    if (faults_.LostAt("load")) return faults_.LostStatus();
+    const server::JobStateView state{static_cast<uint64_t>(state_.completed), state_.parameters,
+                                     state_.optimizer.get()};
     const absl::Status status = shard_group_.Load(state);
     if (!status.ok()) {
       log_ << WorkerName(rank) << ": " << status << "\n";
       loaded[0] = 1.0f;
     }
   }
-  if (LostAt("barrier")) return LostStatus();
+  if (faults_.LostAt("barrier")) return faults_.LostStatus();
   RETURN_IF_ERROR(ring_->Allreduce(CollectiveBase(generation) + kLoadedCollective,
                                    absl::MakeSpan(loaded), ControlOptions()));
   if (loaded[0] != 0.0f) {
@@ -389,20 +385,20 @@ absl::Status ElasticTrainer::LoadShardsForGeneration(uint64_t generation, int wo
 }
 
 absl::Status ElasticTrainer::AgreeOnState(uint64_t generation, int world, int rank,
-                                          uint64_t checkpoint_step, bool trained_on_shards) {
+                                          uint64_t checkpoint_step) {
   const uint64_t base = CollectiveBase(generation);
   Census census(world);
-  census.at(kCompletedRow, rank) = static_cast<float>(completed_);  // exact up to 2^24
-  census.at(kOnShardsRow, rank) = trained_on_shards ? 1.0f : 0.0f;
-  census.at(kLastSumRow, rank) = holds_last_sum_ ? 1.0f : 0.0f;
-  census.SetDigest(rank, Checksum(parameters_));
-  if (LostAt("census")) return LostStatus();
+  census.at(kCompletedRow, rank) = static_cast<float>(state_.completed);  // exact up to 2^24
+  census.at(kOnShardsRow, rank) = state_.home == StateHome::kShards ? 1.0f : 0.0f;
+  census.at(kLastSumRow, rank) = state_.holds_last_sum() ? 1.0f : 0.0f;
+  census.SetDigest(rank, Checksum(state_.parameters));
+  if (faults_.LostAt("census")) return faults_.LostStatus();
   RETURN_IF_ERROR(ring_->Allreduce(base + kCensusCollective, census.values(), ControlOptions()));
   const StatePlan plan = PlanState(census, world, checkpoint_step, options_.replay_last_step);
   if (plan.level) {
     // Every member decides this alike from the same census, so no one waits for a hand-over
     // that does not come. The loss point stays where the hand-over would begin.
-    if (LostAt("state")) return LostStatus();
+    if (faults_.LostAt("state")) return faults_.LostStatus();
     return absl::OkStatus();
   }
   bool keeps_own = plan.SameAsSource(census, rank);
@@ -412,7 +408,7 @@ absl::Status ElasticTrainer::AgreeOnState(uint64_t generation, int world, int ra
                                                        replays, census.digest(plan.source)));
     if (agreed) {
       if (replays) {
-        log_ << WorkerName(rank) << ": replayed step " << completed_ - 1 << " from "
+        log_ << WorkerName(rank) << ": replayed step " << state_.completed - 1 << " from "
              << WorkerName(plan.source) << "'s sum\n";
         log_.flush();
         keeps_own = true;  // level with the source now, its digest checked
@@ -436,7 +432,7 @@ absl::Status ElasticTrainer::HandOverState(uint64_t generation, int rank, uint64
   std::vector<float> header(2, 0.0f);
   std::vector<float> read;  // the source's, read from the shards or a checkpoint: [ok, step, ...]
   if (rank == source && (from_shards || from_checkpoint)) {
-    read.assign(2 + parameters_.size() + optimizer_->state_size(), 0.0f);
+    read.assign(2 + state_.parameters.size() + state_.optimizer->state_size(), 0.0f);
     if (from_shards) {
       ReadShardsState(checkpoint_step, absl::MakeSpan(read));
     } else {
@@ -444,9 +440,9 @@ absl::Status ElasticTrainer::HandOverState(uint64_t generation, int rank, uint64
     }
     std::copy_n(read.begin(), 2, header.begin());
   } else if (rank == source) {
-    header = {1.0f, static_cast<float>(completed_)};
+    header = {1.0f, static_cast<float>(state_.completed)};
   }
-  if (LostAt("state")) return LostStatus();
+  if (faults_.LostAt("state")) return faults_.LostStatus();
   RETURN_IF_ERROR(
       ring_->Allreduce(base + kStateCollective, absl::MakeSpan(header), ControlOptions()));
   if (header[0] != 1.0f) {
@@ -462,18 +458,18 @@ absl::Status ElasticTrainer::HandOverState(uint64_t generation, int rank, uint64
   // again: it adopts the state in place, with no room beside its own (a joiner held 2K floats
   // more with Adam, 58 MiB on the 4x model), and should the hand-over fail midway it makes the
   // initial state again, so a torn state never enters a census.
-  const bool in_place = !keeps_own && held.empty() && completed_ == 0;
+  const bool in_place = !keeps_own && held.empty() && state_.completed == 0;
   const absl::Status broadcast = BroadcastState(base, rank == source, !keeps_own, in_place, held);
-  if (!broadcast.ok() && in_place && lost_at_.empty()) {
+  if (!broadcast.ok() && in_place && !faults_.lost()) {
     log_ << WorkerName(rank) << ": the state's hand-over failed midway; back to the initial state "
          << "(step 0) until the next regroup\n";
     log_.flush();
     RETURN_IF_ERROR(RestoreInitialState());
   }
   RETURN_IF_ERROR(broadcast);
-  if (!keeps_own) completed_ = static_cast<int64_t>(header[1]);
+  if (!keeps_own) state_.completed = static_cast<int64_t>(header[1]);
   // The gradient's buffer holds the last step's sum only where the state stayed this member's.
-  holds_last_sum_ = holds_last_sum_ && keeps_own;
+  if (!keeps_own) state_.ForgetLastSum();
   return absl::OkStatus();
 }
 
@@ -481,19 +477,20 @@ absl::StatusOr<bool> ElasticTrainer::ReplayLastStep(uint64_t base, int world, in
                                                     bool behind, uint64_t source_digest) {
   // The source's gradient buffer holds the sum its last step applied. Everyone else adds -0.0,
   // the exact identity of a float sum (+0.0 would turn a -0.0 of the sum into +0.0).
-  gradient_.resize(parameters_.size());
-  holds_last_sum_ = false;  // until the sum is in every member's buffer
-  if (!source) std::fill(gradient_.begin(), gradient_.end(), -0.0f);
-  if (LostAt("replay")) return LostStatus();
-  RETURN_IF_ERROR(
-      ring_->Allreduce(base + kReplayCollective, absl::MakeSpan(gradient_), ControlOptions()));
-  holds_last_sum_ = true;  // every member's buffer holds the source's last sum now
+  state_.gradient.resize(state_.parameters.size());
+  state_.ForgetLastSum();  // until the sum is in every member's buffer
+  if (!source) std::fill(state_.gradient.begin(), state_.gradient.end(), -0.0f);
+  if (faults_.LostAt("replay")) return faults_.LostStatus();
+  RETURN_IF_ERROR(ring_->Allreduce(base + kReplayCollective, absl::MakeSpan(state_.gradient),
+                                   ControlOptions()));
+  state_.home = StateHome::kWorkersWithLastSum;  // every member's buffer holds it now
   std::vector<float> diverged(static_cast<size_t>(world), 0.0f);
   if (behind) {
     // Should the source be lost before this, the member still holds its own state, whole.
-    RETURN_IF_ERROR(optimizer_->Step(absl::MakeSpan(parameters_), gradient_));
-    completed_ += 1;
-    diverged[static_cast<size_t>(rank)] = Checksum(parameters_) == source_digest ? 0.0f : 1.0f;
+    RETURN_IF_ERROR(state_.optimizer->Step(absl::MakeSpan(state_.parameters), state_.gradient));
+    state_.completed += 1;
+    diverged[static_cast<size_t>(rank)] =
+        Checksum(state_.parameters) == source_digest ? 0.0f : 1.0f;
   }
   RETURN_IF_ERROR(
       ring_->Allreduce(base + kReplayCheckCollective, absl::MakeSpan(diverged), ControlOptions()));
@@ -502,8 +499,8 @@ absl::StatusOr<bool> ElasticTrainer::ReplayLastStep(uint64_t base, int world, in
 
 absl::Status ElasticTrainer::BroadcastState(uint64_t base, bool source, bool adopt, bool in_place,
                                             absl::Span<const float> held) {
-  const size_t parameters = parameters_.size();
-  const size_t total = parameters + optimizer_->state_size();
+  const size_t parameters = state_.parameters.size();
+  const size_t total = parameters + state_.optimizer->state_size();
   const size_t chunk_floats = std::min(total, std::max<size_t>(1, options_.state_chunk_floats));
   if (total / chunk_floats >= kLoadedCollective - kFirstStateChunkCollective) {
     return absl::InvalidArgumentError("the state needs more chunks than a regroup may number");
@@ -517,11 +514,11 @@ absl::Status ElasticTrainer::BroadcastState(uint64_t base, bool source, bool ado
   const bool receive_whole = adopt && held.empty() && !in_place;
   std::unique_ptr<float[]> optimizer_state;
   if (receive_whole) {
-    gradient_.resize(parameters);
-    holds_last_sum_ = false;
+    state_.gradient.resize(parameters);
+    state_.ForgetLastSum();
     optimizer_state.reset(new float[total - parameters]);
   }
-  std::vector<float>& parameters_to = in_place ? parameters_ : gradient_;
+  std::vector<float>& parameters_to = in_place ? state_.parameters : state_.gradient;
   // Where a received piece of [parameters..., optimiser state...] lands directly; empty when it
   // goes through `chunk` instead (it straddles the two parts, or, in place, holds optimiser
   // state, which the optimiser imports a piece at a time).
@@ -539,13 +536,13 @@ absl::Status ElasticTrainer::BroadcastState(uint64_t base, bool source, bool ado
     std::copy_n(piece.begin(), split.in_parameters, parameters_to.begin() + offset);
     const absl::Span<const float> rest = piece.subspan(split.in_parameters);
     if (rest.empty()) return absl::OkStatus();
-    if (in_place) return optimizer_->ImportStatePiece(split.state_offset, rest);
+    if (in_place) return state_.optimizer->ImportStatePiece(split.state_offset, rest);
     std::copy(rest.begin(), rest.end(), optimizer_state.get() + split.state_offset);
     return absl::OkStatus();
   };
   std::vector<float> chunk;
   for (size_t offset = 0, c = 0; offset < total; offset += chunk_floats, ++c) {
-    if (c == 1 && LostAt("state_chunk")) return LostStatus();
+    if (c == 1 && faults_.LostAt("state_chunk")) return faults_.LostStatus();
     const size_t count = std::min(chunk_floats, total - offset);
     absl::Span<float> piece = destination(offset, count);
     const bool through_chunk = piece.empty();
@@ -555,7 +552,7 @@ absl::Status ElasticTrainer::BroadcastState(uint64_t base, bool source, bool ado
     }
     // -0.0, the exact identity of a float sum: +0.0 would turn the source's -0.0 into +0.0.
     std::fill(piece.begin(), piece.end(), -0.0f);
-    if (source) ReadStatePiece(held, offset, piece);
+    if (source) state_.ReadPiece(held, offset, piece);
     RETURN_IF_ERROR(
         ring_->Allreduce(base + kFirstStateChunkCollective + c, piece, ControlOptions()));
     if ((receive_whole || in_place) && through_chunk) {
@@ -565,37 +562,26 @@ absl::Status ElasticTrainer::BroadcastState(uint64_t base, bool source, bool ado
   }
   if (!adopt || in_place) return absl::OkStatus();
   if (receive_whole) {
-    RETURN_IF_ERROR(
-        optimizer_->ImportState(absl::MakeConstSpan(optimizer_state.get(), total - parameters)));
-    std::copy_n(gradient_.begin(), parameters, parameters_.begin());
+    RETURN_IF_ERROR(state_.optimizer->ImportState(
+        absl::MakeConstSpan(optimizer_state.get(), total - parameters)));
+    std::copy_n(state_.gradient.begin(), parameters, state_.parameters.begin());
     return absl::OkStatus();
   }
-  RETURN_IF_ERROR(optimizer_->ImportState(held.subspan(parameters)));
-  std::copy_n(held.begin(), parameters, parameters_.begin());
+  RETURN_IF_ERROR(state_.optimizer->ImportState(held.subspan(parameters)));
+  std::copy_n(held.begin(), parameters, state_.parameters.begin());
   return absl::OkStatus();
 }
 
 absl::Status ElasticTrainer::RestoreInitialState() {
   ASSIGN_OR_RETURN(Optimizer optimizer,
-                   Optimizer::Create(optimizer_->config(), optimizer_->size()));
-  *optimizer_ = std::move(optimizer);
-  parameters_ = job_->InitialParameters();
+                   Optimizer::Create(state_.optimizer->config(), state_.optimizer->size()));
+  *state_.optimizer = std::move(optimizer);
+  state_.parameters = job_->InitialParameters();
   return absl::OkStatus();
 }
 
-void ElasticTrainer::ReadStatePiece(absl::Span<const float> held, size_t offset,
-                                    absl::Span<float> piece) const {
-  if (!held.empty()) {
-    std::copy_n(held.begin() + offset, piece.size(), piece.begin());
-    return;
-  }
-  // Within the state: the chunks cover exactly [0, parameters + state_size()).
-  server::JobStateView{0, parameters_, optimizer_.get()}.CopyRange({0, parameters_.size()}, offset,
-                                                                   piece);
-}
-
 void ElasticTrainer::ReadCheckpoint(uint64_t checkpoint_step, absl::Span<float> state) {
-  const size_t parameters = parameters_.size();
+  const size_t parameters = state_.parameters.size();
   const absl::Status loaded = assignments_.LoadCheckpoint(
       checkpoint_step, state.subspan(2, parameters), state.subspan(2 + parameters));
   if (!loaded.ok()) {
@@ -613,7 +599,7 @@ void ElasticTrainer::ReadCheckpoint(uint64_t checkpoint_step, absl::Span<float> 
 void ElasticTrainer::ReadShardsState(uint64_t checkpoint_step, absl::Span<float> state) {
   std::fill(state.begin(), state.end(), 0.0f);
   absl::StatusOr<server::JobState> read = shard_group_.ReadState(job_->options().optimizer);
-  if (read.ok() && read->optimizer_state.size() != state.size() - 2 - parameters_.size()) {
+  if (read.ok() && read->optimizer_state.size() != state.size() - 2 - state_.parameters.size()) {
     read = absl::InternalError("the shards' optimiser state does not fit this worker's");
   }
   if (!read.ok()) {
@@ -634,7 +620,7 @@ void ElasticTrainer::ReadShardsState(uint64_t checkpoint_step, absl::Span<float>
   state[1] = static_cast<float>(read->step);
   std::copy(read->parameters.begin(), read->parameters.end(), state.begin() + 2);
   std::copy(read->optimizer_state.begin(), read->optimizer_state.end(),
-            state.begin() + 2 + static_cast<ptrdiff_t>(parameters_.size()));
+            state.begin() + 2 + static_cast<ptrdiff_t>(state_.parameters.size()));
   log_ << WorkerName(0) << ": read the job's state at step " << read->step
        << " from the shards, which held it\n";
   log_.flush();
@@ -642,13 +628,13 @@ void ElasticTrainer::ReadShardsState(uint64_t checkpoint_step, absl::Span<float>
 
 absl::Status ElasticTrainer::SaveCheckpointIfDue() {
   if (slot_.rank != 0 || checkpoint_every_ == 0 ||
-      static_cast<uint64_t>(completed_) % checkpoint_every_ != 0) {
+      static_cast<uint64_t>(state_.completed) % checkpoint_every_ != 0) {
     return absl::OkStatus();
   }
   // Under --staleness=k, async or backup workers the job's state is the shards', not this
   // worker's (its last pull, and an optimiser that has not run): the checkpoint is theirs, read
   // as a regroup reads it (docs/architecture.md, "Bounded staleness and async").
-  if (stale_from_ >= 0) {
+  if (ShardsHoldState()) {
     ASSIGN_OR_RETURN(const server::JobState state,
                      shard_group_.ReadState(job_->options().optimizer));
     return UploadCheckpoint(state.step, state.parameters.size() + state.optimizer_state.size(),
@@ -656,16 +642,17 @@ absl::Status ElasticTrainer::SaveCheckpointIfDue() {
   }
   // Read from the live state a segment at a time, as the state hand-over reads it: no copy of
   // the optimiser's state (2K floats with Adam) on the member that uploads.
-  return UploadCheckpoint(static_cast<uint64_t>(completed_),
-                          parameters_.size() + optimizer_->state_size(),
+  return UploadCheckpoint(static_cast<uint64_t>(state_.completed),
+                          state_.parameters.size() + state_.optimizer->state_size(),
                           [this](uint64_t offset, absl::Span<float> out) {
-                            ReadStatePiece(absl::Span<const float>(), offset, out);
+                            state_.ReadPiece(absl::Span<const float>(), offset, out);
                           });
 }
 
 absl::Status ElasticTrainer::UploadCheckpoint(uint64_t step, uint64_t state_elements,
                                               const StatePieceReader& read) {
-  RETURN_IF_ERROR(assignments_.SaveCheckpoint(step, parameters_.size(), state_elements, read));
+  RETURN_IF_ERROR(
+      assignments_.SaveCheckpoint(step, state_.parameters.size(), state_elements, read));
   metrics_.Checkpoints("uploaded").Increment();
   metrics_.CheckpointBytes("uploaded")
       .Increment(static_cast<double>(state_elements * sizeof(float)));
@@ -673,30 +660,30 @@ absl::Status ElasticTrainer::UploadCheckpoint(uint64_t step, uint64_t state_elem
 }
 
 void ElasticTrainer::EvaluateIfDue() {
-  if (evaluator_ == nullptr || slot_.rank != 0 || completed_ == last_evaluated_) return;
+  if (evaluator_ == nullptr || slot_.rank != 0 || state_.completed == last_evaluated_) return;
   const TrainingOptions& job = job_->options();
   // A point every eval_every steps; a worker that skipped steps (backup workers), or found the
   // evaluator busy, takes the first step past each multiple it missed.
   const bool missed =
-      last_evaluated_ >= 0 && completed_ / job.eval_every > last_evaluated_ / job.eval_every;
-  const bool last = completed_ == job.steps;
-  if (completed_ % job.eval_every != 0 && !missed && !last) return;
+      last_evaluated_ >= 0 && state_.completed / job.eval_every > last_evaluated_ / job.eval_every;
+  const bool last = state_.completed == job.steps;
+  if (state_.completed % job.eval_every != 0 && !missed && !last) return;
   // The final parameters' point is never deferred: the job waits for the evaluator to be idle.
   if (last) evaluator_->Drain();
   // When the shards hold the state their ranges may hold different numbers of updates at any
   // moment (a read would rarely find them agreeing on a step): the point is then the parameters
   // this worker pulled, the ones it computes its next step on.
   const bool taken =
-      mode_ == SyncMode::kPs && stale_from_ < 0
+      mode_ == SyncMode::kPs && !ShardsHoldState()
           // The shards' own copy, read on the evaluator's thread: this one goes on training.
           ? evaluator_->OfferShardRead(
-                completed_,
+                state_.completed,
                 [read = shard_group_.transfer()](uint64_t count,
                                                  const TestEvaluator::ValuesWriter& write) {
                   return server::ReadShardParameters(read, count, write);
                 })
-          : evaluator_->OfferSnapshot(completed_, parameters_);
-  if (taken) last_evaluated_ = completed_;
+          : evaluator_->OfferSnapshot(state_.completed, state_.parameters);
+  if (taken) last_evaluated_ = state_.completed;
 }
 
 void ElasticTrainer::FinishEvaluations() {
@@ -718,45 +705,46 @@ void ElasticTrainer::FinishEvaluations() {
 }
 
 absl::Status ElasticTrainer::Step() {
-  if (completed_ == 0) EvaluateIfDue();  // the initial parameters: the curve's first point
-  const int64_t step = completed_;
+  if (state_.completed == 0) EvaluateIfDue();  // the initial parameters: the curve's first point
+  const int64_t step = state_.completed;
   wire_error_.Forget();  // a share kept by a step that failed
   StepTiming timing;
-  gradient_.resize(parameters_.size());
-  holds_last_sum_ = false;  // the buffer is this step's from now on, whatever becomes of it
-  ASSIGN_OR_RETURN(last_stats_, TrainStep(
-                                    *job_, completed_, slot_, *sync_, absl::MakeSpan(parameters_),
-                                    absl::MakeSpan(gradient_), &step_metrics_,
-                                    [&]() -> absl::Status {
-                                      if (mode_ == SyncMode::kRing && LostAt("ring_step")) {
-                                        return LostStatus();
-                                      }
-                                      return absl::OkStatus();
-                                    },
-                                    &timing));
+  state_.gradient.resize(state_.parameters.size());
+  state_.ForgetLastSum();  // the buffer is this step's from now on, whatever becomes of it
+  ASSIGN_OR_RETURN(last_stats_,
+                   TrainStep(
+                       *job_, state_.completed, slot_, *sync_, absl::MakeSpan(state_.parameters),
+                       absl::MakeSpan(state_.gradient), &step_metrics_,
+                       [&]() -> absl::Status {
+                         if (mode_ == SyncMode::kRing && faults_.LostAt("ring_step")) {
+                           return faults_.LostStatus();
+                         }
+                         return absl::OkStatus();
+                       },
+                       &timing));
   // The trace's step time is the phases' sum, as the step-time histograms and the timeline
   // have it, so the three never disagree about a step.
   if (options_.timeline != nullptr) {
-    options_.timeline->RecordStep(completed_, generation_, mode_, timing);
+    options_.timeline->RecordStep(state_.completed, generation_, mode_, timing);
   }
   if (trace_) {
-    trace_(StepTrace{completed_, generation_, mode_, slot_, last_stats_.mean_loss,
+    trace_(StepTrace{state_.completed, generation_, mode_, slot_, last_stats_.mean_loss,
                      absl::ToDoubleSeconds(timing.total()), timing.start + timing.total(),
-                     parameters_, timing});
+                     state_.parameters, timing});
   }
-  completed_ = sync_->NextStep(completed_);
+  state_.completed = sync_->NextStep(state_.completed);
   // The buffer holds the sum this step applied, which a regroup may replay on members behind;
-  // not where the shards hold the state (each worker's pulls differ).
-  holds_last_sum_ = stale_from_ < 0;
+  // not where the shards hold the state (each worker's pulls differ): they hold it now.
+  state_.home = ShardsHoldState() ? StateHome::kShards : StateHome::kWorkersWithLastSum;
   if (evaluator_ != nullptr) {
-    evaluator_->StepEnded(completed_, timing.start, timing.start + timing.total(),
+    evaluator_->StepEnded(state_.completed, timing.start, timing.start + timing.total(),
                           last_stats_.mean_loss);
     EvaluateIfDue();
   }
-  assignments_.ReportCompletedSteps(static_cast<uint64_t>(completed_));
+  assignments_.ReportCompletedSteps(static_cast<uint64_t>(state_.completed));
   // A checkpoint that cannot be stored costs durability, not the step: say so and go on.
   if (absl::Status saved = SaveCheckpointIfDue(); !saved.ok()) {
-    log_ << WorkerName(slot_.rank) << ": checkpoint of step " << completed_
+    log_ << WorkerName(slot_.rank) << ": checkpoint of step " << state_.completed
          << " not stored: " << saved << "\n";
     log_.flush();
   }

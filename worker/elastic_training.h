@@ -55,6 +55,7 @@
 #include "worker/assignment_source.h"
 #include "worker/data_parallel.h"
 #include "worker/fault_injection.h"
+#include "worker/member_state.h"
 #include "worker/overlapped_sync.h"
 #include "worker/test_evaluator.h"
 #include "worker/timeline.h"
@@ -142,9 +143,8 @@ class ElasticTrainer {
   absl::Status Regroup(const GenerationAssignment& assignment);
   // Every member adopts the job's state: the most advanced member's, the controller's checkpoint
   // when every member is behind it, or, when a member trained steps with the shards holding the
-  // state (`trained_on_shards`), the shards' own, which rank 0 reads (ReadShardStates).
-  absl::Status AgreeOnState(uint64_t generation, int world, int rank, uint64_t checkpoint_step,
-                            bool trained_on_shards);
+  // state (StateHome::kShards), the shards' own, which rank 0 reads (ReadShardStates).
+  absl::Status AgreeOnState(uint64_t generation, int world, int rank, uint64_t checkpoint_step);
   // The state's hand-over from `source` (a member; rank 0 reading the shards' state, or the
   // controller's checkpoint): [ok, step], then the state in chunks; `keeps_own`: this member
   // holds the source's state already and adopts nothing.
@@ -163,9 +163,6 @@ class ElasticTrainer {
   // replayer's parameters now have the source's digest (true), or the state must go over whole.
   absl::StatusOr<bool> ReplayLastStep(uint64_t base, int world, int rank, bool source, bool behind,
                                       uint64_t source_digest);
-  // [offset, offset + piece.size()) of [parameters..., optimiser state...]: of `held`, or else of
-  // this member's own state.
-  void ReadStatePiece(absl::Span<const float> held, size_t offset, absl::Span<float> piece) const;
   // Rank 0's part of that: the shards' state into `state` ([ok, step, parameters..., optimiser
   // state...]); when it cannot be read (a shard lost), the controller's checkpoint of
   // `checkpoint_step` (0: none); ok 0, and the reason logged, when neither can.
@@ -192,7 +189,7 @@ class ElasticTrainer {
   // After a sampled step: its wire error (ring/wire_error.h) into the metrics.
   absl::Status MeasureWireError(int64_t step);
   absl::Status Step();
-  // Rank 0: offers the parameters after completed_ steps to the evaluator when a point is due
+  // Rank 0: offers the parameters after state_.completed steps to the evaluator when a point is due
   // (again at each later step while it is busy; the final point waits for it).
   void EvaluateIfDue();
   // Waits for the evaluator's last points and logs what it deferred, skipped or failed.
@@ -202,9 +199,9 @@ class ElasticTrainer {
   absl::Status AwaitNewGeneration(uint64_t failed, const absl::Status& why,
                                   const absl::Notification& stop);
   ring::AllreduceOptions ControlOptions() const;
-  // A named protocol point: true when the fault hook declares this worker lost here.
-  bool LostAt(absl::string_view point);
-  absl::Status LostStatus() const;
+  // This generation trains with the shards holding the job's state (--staleness=k, async or
+  // --backup_workers in ps mode): they apply the updates, this worker pushes and pulls.
+  bool ShardsHoldState() const;
 
   AssignmentSource& assignments_;
   ring::Collective* const ring_;
@@ -216,13 +213,9 @@ class ElasticTrainer {
 
   std::unique_ptr<TrainingJob> job_;
   std::unique_ptr<TestEvaluator> evaluator_;  // reads job_'s test set: declared after it
-  int64_t last_evaluated_ = -1;               // completed_ when an offer was last taken
-  std::unique_ptr<Optimizer> optimizer_;      // the job's, in either mode
-  std::vector<float> parameters_;
-  std::vector<float> gradient_;
-  // gradient_ holds the sum the last completed step applied (ReplayLastStep may send it).
-  bool holds_last_sum_ = false;
-  int64_t completed_ = 0;
+  int64_t last_evaluated_ = -1;               // state_.completed when an offer was last taken
+  MemberState state_;   // parameters, optimiser, gradient buffer, steps, where the state lives
+  FaultPoints faults_;  // options_.fault at this member's steps
   uint64_t checkpoint_every_ = 0;  // the current generation's; 0: no checkpoints
   uint64_t generation_ = 0;        // 0: none joined yet
   SyncMode mode_ = SyncMode::kRing;
@@ -234,14 +227,6 @@ class ElasticTrainer {
   GradientStats last_stats_;
   // Ring collectives per step in this generation: its buckets and the sampled wire error's.
   uint64_t collective_stride_ = 2;
-  std::string lost_at_;  // the fault point this worker was lost at; empty: none
-  // Completed steps when a generation under --staleness=k, async or --backup_workers began; -1:
-  // none. Steps past it mean the shards, not the workers, hold the job's state.
-  int64_t stale_from_ = -1;
-  // This worker trained steps with the shards holding the state, and no regroup since took it
-  // back from them (a failed one keeps it so).
-  bool state_on_shards_ = false;
-
   // The parameter server of every generation (its clients, transfers and sticky generation).
   server::ShardGroup shard_group_;
 };

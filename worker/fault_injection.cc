@@ -47,4 +47,15 @@ FaultHook KillSelfAt(FaultPlan plan) {
   };
 }
 
+bool FaultPoints::LostAt(absl::string_view point) {
+  if (!hook_ || !hook_(point, completed_)) return false;
+  lost_at_ = std::string(point);
+  return true;
+}
+
+absl::Status FaultPoints::LostStatus() const {
+  return absl::AbortedError(absl::StrCat("fault injection: this worker is lost at '", lost_at_,
+                                         "' after ", completed_, " steps"));
+}
+
 }  // namespace ringside::worker

@@ -33,7 +33,9 @@
 #include <cstdint>
 #include <functional>
 #include <string>
+#include <utility>
 
+#include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 
@@ -57,6 +59,29 @@ using FaultHook = std::function<bool(absl::string_view point, int64_t completed)
 
 // A hook that raises SIGKILL in this process at the plan's point (it never returns true).
 FaultHook KillSelfAt(FaultPlan plan);
+
+// A member's fault points as its parts reach them (the trainer, its regroup, its sync): the hook
+// asked with the steps completed so far, and the first point it declared the worker lost at
+// kept, so each part stops there and the trainer reports where. Thread-compatible: the one point
+// reached off the trainer's thread (ring_bucket, on an overlapped step's sync thread) is read
+// back once that thread is joined.
+class FaultPoints {
+ public:
+  // `completed` (the member's completed steps) must outlive this.
+  FaultPoints(FaultHook hook, const int64_t& completed)
+      : hook_(std::move(hook)), completed_(completed) {}
+  bool armed() const { return static_cast<bool>(hook_); }
+  // True when the hook declares this worker lost at `point`: it must stop at once.
+  bool LostAt(absl::string_view point);
+  bool lost() const { return !lost_at_.empty(); }
+  // ABORTED, naming the point and the steps completed.
+  absl::Status LostStatus() const;
+
+ private:
+  FaultHook hook_;
+  const int64_t& completed_;
+  std::string lost_at_;  // empty: not lost
+};
 
 }  // namespace ringside::worker
 
