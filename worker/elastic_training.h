@@ -4,24 +4,11 @@
 // died: deadline, broken stream, or the controller superseding the generation) the step is
 // abandoned, never half-applied, and the worker waits for the next generation.
 //
-// Each generation begins with a regroup, all of it over the new ring (control collectives,
-// not counted as training traffic):
-//   1. census: every member's completed steps;
-//   2. replay: when a member is exactly one step behind the most advanced one (a switch or a
-//      loss superseded a step some had just completed), the first most advanced one still
-//      holding the sum its last step applied broadcasts it and the members one step behind
-//      apply it: K floats, no second copy of the state; their parameters' digests must then
-//      match its, or step 3 follows, as it does for any member further behind (a joiner);
-//   3. state: the member with the most completed steps broadcasts its parameters and optimiser
-//      state (a sum-allreduce with -0.0 elsewhere, exact); when the controller holds a newer
-//      checkpoint than any member (a whole cluster restarted), rank 0 reads that and broadcasts
-//      it instead. Every worker holds the whole state
-//      in either mode (in ps mode it applies the optimiser to the shards' sums itself), so
-//      survivors resume from the last step any of them completed, a late joiner starts from
-//      the current state, and a lost shard loses nothing;
-//   4. ps mode: rank 0 loads the shards with that state for this generation (a replacement
-//      shard starts empty), and a barrier tells everyone it did.
-// Collective numbers are (generation << 32) + n, so no two generations' segments can match.
+// Each generation begins with a regroup (worker/regroup.h: census, replay, the state's hand-over,
+// the shards' load), after which every member holds the job's state: survivors resume from the
+// last step any of them completed, a late joiner starts from the current state, and a lost shard
+// loses nothing (in ps mode every worker applies the optimiser to the shards' sums itself, unless
+// the shards hold the state: --staleness, async, --backup_workers).
 //
 // The trainer sees the control protocol only as an AssignmentSource and the ring only as a
 // ring::Collective, so N trainers run as threads in one process in tests.
@@ -57,6 +44,7 @@
 #include "worker/fault_injection.h"
 #include "worker/member_state.h"
 #include "worker/overlapped_sync.h"
+#include "worker/regroup.h"
 #include "worker/test_evaluator.h"
 #include "worker/timeline.h"
 
@@ -140,42 +128,17 @@ class ElasticTrainer {
   void Supersede(uint64_t generation);
 
  private:
-  absl::Status Regroup(const GenerationAssignment& assignment);
-  // Every member adopts the job's state: the most advanced member's, the controller's checkpoint
-  // when every member is behind it, or, when a member trained steps with the shards holding the
-  // state (StateHome::kShards), the shards' own, which rank 0 reads (ReadShardStates).
-  absl::Status AgreeOnState(uint64_t generation, int world, int rank, uint64_t checkpoint_step);
-  // The state's hand-over from `source` (a member; rank 0 reading the shards' state, or the
-  // controller's checkpoint): [ok, step], then the state in chunks; `keeps_own`: this member
-  // holds the source's state already and adopts nothing.
-  absl::Status HandOverState(uint64_t generation, int rank, uint64_t checkpoint_step, int source,
-                             bool from_shards, bool from_checkpoint, bool keeps_own);
-  // Sends the state after [ok, step] as chunks of sum-allreduces: the source's (`source`: its own
-  // parameters and optimiser, or `held` when it read them elsewhere) and -0.0 elsewhere;
-  // `adopt`: this member makes it its own, chunk by chunk (`in_place`: its own state is the
-  // initial one, which it can make again), or else once it has all of it.
-  absl::Status BroadcastState(uint64_t base, bool source, bool adopt, bool in_place,
-                              absl::Span<const float> held);
-  // The seeded initial parameters and a fresh optimiser, as at step 0.
-  absl::Status RestoreInitialState();
-  // Members one step behind the source (`behind`) apply the sum of its last step, which it
-  // broadcasts from its gradient buffer, to their own state; then all learn whether every
-  // replayer's parameters now have the source's digest (true), or the state must go over whole.
-  absl::StatusOr<bool> ReplayLastStep(uint64_t base, int world, int rank, bool source, bool behind,
-                                      uint64_t source_digest);
-  // Rank 0's part of that: the shards' state into `state` ([ok, step, parameters..., optimiser
-  // state...]); when it cannot be read (a shard lost), the controller's checkpoint of
-  // `checkpoint_step` (0: none); ok 0, and the reason logged, when neither can.
-  void ReadShardsState(uint64_t checkpoint_step, absl::Span<float> state);
-  // The controller's checkpoint into `state`, likewise.
-  void ReadCheckpoint(uint64_t checkpoint_step, absl::Span<float> state);
+  // Joins `assignment`'s generation at a step boundary: the ring and the shards reconfigured,
+  // the regroup (worker/regroup.h) unless it is a fresh start, then the generation's sync.
+  absl::Status AdoptGeneration(const GenerationAssignment& assignment);
+  // The regroup of this member's state over the new ring (which it requires).
+  Regroup RegroupMembers();
   // Rank 0, every `checkpoint_every_` completed steps: the job's state to the assignment source
   // (the shards' when they hold it).
   absl::Status SaveCheckpointIfDue();
   // Uploads the state of `step` as `read` reads it (AssignmentSource::SaveCheckpoint).
   absl::Status UploadCheckpoint(uint64_t step, uint64_t state_elements,
                                 const StatePieceReader& read);
-  absl::Status LoadShardsForGeneration(uint64_t generation, int world, int rank);
   // This generation's sync: the shards' sums (ps) or the ring's allreduce, then the optimiser.
   // --staleness=k, async or backup workers: pushes gradients to, and pulls parameters from, the
   // shards.
@@ -198,7 +161,6 @@ class ElasticTrainer {
   // Waits for a generation newer than the one that failed; `why` is logged.
   absl::Status AwaitNewGeneration(uint64_t failed, const absl::Status& why,
                                   const absl::Notification& stop);
-  ring::AllreduceOptions ControlOptions() const;
   // This generation trains with the shards holding the job's state (--staleness=k, async or
   // --backup_workers in ps mode): they apply the updates, this worker pushes and pulls.
   bool ShardsHoldState() const;
