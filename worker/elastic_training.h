@@ -32,21 +32,22 @@
 #include "absl/time/time.h"
 #include "common/metrics.h"
 #include "common/optimizer.h"
-#include "common/state_pieces.h"
 #include "common/transport_security.h"
 #include "ring/collective.h"
-#include "ring/wire_error.h"
 #include "server/ps/ps_client.h"
 #include "server/ps/shard_group.h"
-#include "server/ps/shard_transfer.h"
 #include "worker/assignment_source.h"
+#include "worker/checkpoint_uploads.h"
 #include "worker/data_parallel.h"
+#include "worker/evaluation_points.h"
 #include "worker/fault_injection.h"
+#include "worker/generation_sync.h"
 #include "worker/member_state.h"
-#include "worker/overlapped_sync.h"
 #include "worker/regroup.h"
+#include "worker/step_listener.h"
 #include "worker/test_evaluator.h"
 #include "worker/timeline.h"
+#include "worker/wire_error_sampler.h"
 
 namespace ringside::worker {
 
@@ -129,41 +130,17 @@ class ElasticTrainer {
 
  private:
   // Joins `assignment`'s generation at a step boundary: the ring and the shards reconfigured,
-  // the regroup (worker/regroup.h) unless it is a fresh start, then the generation's sync.
+  // the regroup (worker/regroup.h) unless it is a fresh start, then the generation's sync
+  // (worker/generation_sync.h).
   absl::Status AdoptGeneration(const GenerationAssignment& assignment);
   // The regroup of this member's state over the new ring (which it requires).
   Regroup RegroupMembers();
-  // Rank 0, every `checkpoint_every_` completed steps: the job's state to the assignment source
-  // (the shards' when they hold it).
-  absl::Status SaveCheckpointIfDue();
-  // Uploads the state of `step` as `read` reads it (AssignmentSource::SaveCheckpoint).
-  absl::Status UploadCheckpoint(uint64_t step, uint64_t state_elements,
-                                const StatePieceReader& read);
-  // This generation's sync: the shards' sums (ps) or the ring's allreduce, then the optimiser.
-  // --staleness=k, async or backup workers: pushes gradients to, and pulls parameters from, the
-  // shards.
-  absl::Status InstallPsSync();
-  void InstallRingSync(uint64_t generation);
-  // A protocol's sum, keeping this worker's share first on steps whose wire error is sampled.
-  SumShares KeepingSampledShares(SumShares sum);
-  // The same for an overlapped step, bucket by bucket as each is complete, then `prepare` (may
-  // be null) on the bucket's part of the gradient.
-  PrepareBucket KeepingSampledBuckets(std::function<void(absl::Span<float>)> prepare);
-  // After a sampled step: its wire error (ring/wire_error.h) into the metrics.
-  absl::Status MeasureWireError(int64_t step);
+  // One step of the current generation, then its listeners (worker/step_listener.h).
   absl::Status Step();
-  // Rank 0: offers the parameters after state_.completed steps to the evaluator when a point is due
-  // (again at each later step while it is busy; the final point waits for it).
-  void EvaluateIfDue();
-  // Waits for the evaluator's last points and logs what it deferred, skipped or failed.
-  void FinishEvaluations();
   absl::StatusOr<ElasticResult> Result();
   // Waits for a generation newer than the one that failed; `why` is logged.
   absl::Status AwaitNewGeneration(uint64_t failed, const absl::Status& why,
                                   const absl::Notification& stop);
-  // This generation trains with the shards holding the job's state (--staleness=k, async or
-  // --backup_workers in ps mode): they apply the updates, this worker pushes and pulls.
-  bool ShardsHoldState() const;
 
   AssignmentSource& assignments_;
   ring::Collective* const ring_;
@@ -174,23 +151,20 @@ class ElasticTrainer {
   const StepTraceSink trace_;
 
   std::unique_ptr<TrainingJob> job_;
-  std::unique_ptr<TestEvaluator> evaluator_;  // reads job_'s test set: declared after it
-  int64_t last_evaluated_ = -1;               // state_.completed when an offer was last taken
   MemberState state_;   // parameters, optimiser, gradient buffer, steps, where the state lives
   FaultPoints faults_;  // options_.fault at this member's steps
-  uint64_t checkpoint_every_ = 0;  // the current generation's; 0: no checkpoints
-  uint64_t generation_ = 0;        // 0: none joined yet
-  SyncMode mode_ = SyncMode::kRing;
-  WorkerSlot slot_;
-  std::unique_ptr<ParameterSync> sync_;
-  WireDtype wire_dtype_ = WireDtype::kFp32;  // the job's
-  ring::WireErrorProbe wire_error_;
-  double wire_error_max_[2] = {0, 0};  // by SyncMode: what ringside_wire_relative_error shows
+  GenerationView generation_;  // the generation trained in; 0: none joined yet
+  GenerationSync sync_;        // its sync, and its ring collectives' numbers
   GradientStats last_stats_;
-  // Ring collectives per step in this generation: its buckets and the sampled wire error's.
-  uint64_t collective_stride_ = 2;
   // The parameter server of every generation (its clients, transfers and sticky generation).
   server::ShardGroup shard_group_;
+  // The step listeners, made with the job (they read job_ and the shard group): the timeline and
+  // the trace, the test evaluation (rank 0, data with a test set), the checkpoints and the
+  // sampled wire error, called in that order.
+  std::unique_ptr<StepListener> records_;
+  std::unique_ptr<EvaluationPoints> evaluation_;  // null: none
+  std::unique_ptr<CheckpointUploads> checkpoints_;
+  std::unique_ptr<WireErrorSampler> wire_error_;
 };
 
 }  // namespace ringside::worker
