@@ -52,7 +52,7 @@
 namespace ringside::worker {
 
 struct ElasticOptions {
-  std::string device = "cpu";
+  // The device is the job's (TrainingOptions::device, which the assignment source fills in).
   uint64_t segment_bytes = uint64_t{1} << 20;
   uint64_t ps_window_bytes =
       server::kDefaultPsWindowBytes;                    // server::PsClientOptions::window_bytes
@@ -116,10 +116,11 @@ class ElasticTrainer {
                  ElasticOptions options, std::ostream& log, StepTraceSink trace = nullptr);
   ~ElasticTrainer();
 
-  // Trains until the job's steps are done, calls `finished` with the result, then stays a
-  // member: later generations (a worker joining, a mode switch) still regroup, so a late joiner
-  // receives the final state and finishes too. Returns when a signal arrives (OK), or the first
-  // error that no new generation can cure.
+  // Trains until the job's steps are done and calls `finished` with the result. Then, with
+  // `stay_after_finish` (an elastic member), it stays a member: later generations (a worker
+  // joining, a mode switch) still regroup, so a late joiner receives the final state and
+  // finishes too; without it (a static cluster) it returns OK at once. Returns when a signal
+  // arrives (OK), or the first error that no new generation can cure.
   using FinishedCallback = std::function<absl::Status(const ElasticResult&)>;
   // `stop` is the daemon's termination signal (TerminationSignals::notification()), or a test's.
   absl::Status Run(const absl::Notification& stop, const FinishedCallback& finished);

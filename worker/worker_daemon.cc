@@ -173,7 +173,6 @@ absl::Status WriteReadyFile(const WorkerOptions& options, const RunningWorker& w
 
 ElasticOptions TrainerOptions(const WorkerOptions& options, WorkerOutputFiles& outputs) {
   ElasticOptions training;
-  training.device = options.training.device;
   training.segment_bytes = static_cast<uint64_t>(options.segment_bytes);
   training.ps_window_bytes = static_cast<uint64_t>(options.ps_window_bytes);
   training.timeout = options.timeout;

@@ -51,8 +51,8 @@ namespace ringside::server {
 inline constexpr uint64_t kMaxPsWindowBytes = uint64_t{2} << 20;
 inline constexpr uint64_t kDefaultPsWindowBytes = uint64_t{2} << 20;  // see window_bytes
 // The window `ringside lab` gives its workers: on links of 100mbit and less, whose shaper queues
-// hold 200 ms, four workers' 1 MiB windows overflow a shard's ingress queue (PS sync 1.29x its
-// bound at 100mbit, against 1.13x with this; docs/benchmarks.md).
+// hold 200 ms, four workers' larger windows overflow a shard's ingress queue (the lab's
+// benchmark in docs/benchmarks.md measures it).
 inline constexpr uint64_t kLabPsWindowBytes = uint64_t{256} << 10;
 // INVALID_ARGUMENT naming --ps_window_bytes unless `bytes` is from 16 to kMaxPsWindowBytes.
 absl::Status CheckPsWindowBytes(int64_t bytes);
@@ -71,11 +71,10 @@ struct PsClientOptions {
   // its egress carries the sum as fast as the pushes arrive. Pushes travel in segments of a
   // quarter of it (at most segment_bytes). Too small for a link's bandwidth-delay product, it
   // leaves the link idle; too large for a slow link's queues, the N workers' pushes overflow the
-  // shard's ingress queue. The default suits loopback and fast links: on loopback its 512 KiB
-  // segments cost less of gRPC's per-message work than 128 KiB ones (the PS's bytes about 5%
-  // faster than with a 512 KiB window, docs/benchmarks.md), and a shard holds a window's pushes
-  // as they were received, so it costs the shard only the bytes in flight. `ringside lab` gives
-  // its shaped links kLabPsWindowBytes.
+  // shard's ingress queue. The default suits loopback and fast links, where larger segments cost
+  // less of gRPC's per-message work; a shard holds a window's pushes as they were received, so it
+  // costs the shard only the bytes in flight. `ringside lab` gives its shaped links
+  // kLabPsWindowBytes.
   uint64_t window_bytes = kDefaultPsWindowBytes;
   WireDtype wire_dtype = WireDtype::kFp32;  // the job's --wire_dtype
   int workers = 1;                          // in the generation: fp16's divisor (WireShareDivisor)
