@@ -11,6 +11,7 @@
 #include "absl/synchronization/mutex.h"
 #include "common/auth.h"
 #include "common/grpc_util.h"
+#include "common/state_pieces.h"
 #include "common/status_macros.h"
 #include "server/ps/ps_refusals.h"
 #include "server/ps/ps_service.h"
@@ -247,17 +248,15 @@ absl::Status StateLoad::Add(const proto::PsStateSegment& segment) {
                      " does not continue the state at ", received_, " of ", elements_));
   }
   const char* bytes = payload.data();
-  const uint64_t into_parameters = received_ < parameters_.size()
-                                       ? std::min<uint64_t>(count, parameters_.size() - received_)
-                                       : 0;
-  if (into_parameters > 0) {
-    std::memcpy(parameters_.data() + received_, bytes, into_parameters * sizeof(float));
+  const StatePieceSplit split = SplitStatePiece(received_, count, parameters_.size());
+  if (split.in_parameters > 0) {
+    std::memcpy(parameters_.data() + received_, bytes, split.in_parameters * sizeof(float));
   }
-  if (count > into_parameters) {
+  if (split.in_state > 0) {
     RETURN_IF_ERROR(optimizer_->ImportStatePiece(
-        received_ + into_parameters - parameters_.size(),
-        absl::MakeConstSpan(reinterpret_cast<const float*>(bytes) + into_parameters,
-                            count - into_parameters)));
+        split.state_offset,
+        absl::MakeConstSpan(reinterpret_cast<const float*>(bytes) + split.in_parameters,
+                            split.in_state)));
   }
   received_ += count;
   return absl::OkStatus();

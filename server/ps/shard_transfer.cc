@@ -15,6 +15,7 @@
 #include "common/metrics.h"
 #include "common/optimizer.h"
 #include "common/ranges.h"
+#include "common/state_pieces.h"
 #include "common/status_macros.h"
 #include "proto/ps.grpc.pb.h"
 
@@ -156,15 +157,16 @@ absl::StatusOr<uint64_t> ReadShardState(const ShardTransferOptions& options, int
 
 void JobStateView::CopyRange(const ElementRange& range, uint64_t offset,
                              absl::Span<float> out) const {
-  const uint64_t size = range.size();
-  if (offset < size) {  // the range's parameters
-    const uint64_t length = std::min<uint64_t>(out.size(), size - offset);
-    std::copy_n(parameters.begin() + range.begin + offset, length, out.begin());
-    out.remove_prefix(length);
-    offset += length;
+  // The range's parameters, then its optimiser state.
+  const StatePieceSplit split = SplitStatePiece(offset, out.size(), range.size());
+  if (split.in_parameters > 0) {
+    std::copy_n(parameters.begin() + range.begin + offset, split.in_parameters, out.begin());
   }
-  if (out.empty()) return;
-  optimizer->ExportRangeStatePiece(range.begin, range.end, offset - size, out).IgnoreError();
+  if (split.in_state == 0) return;
+  optimizer
+      ->ExportRangeStatePiece(range.begin, range.end, split.state_offset,
+                              out.subspan(split.in_parameters))
+      .IgnoreError();
 }
 
 absl::StatusOr<JobState> ReadShardStates(const ShardTransferOptions& options, uint64_t generation,
