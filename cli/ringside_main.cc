@@ -113,66 +113,6 @@ constexpr char kUsage[] =
     "compare and up make their own CA and certificates (or run plaintext with --insecure).\n"
     "`ringside COMMAND --help` lists that command's flags; --helpfull lists every flag.";
 
-// A subcommand's usage and the flags it reads: its own (cli/ringside_main.cc), and the job's
-// (every setting of common/training_options.h's description) when `training`.
-struct Subcommand {
-  const char* name;
-  const char* usage;
-  std::vector<absl::string_view> flags;
-  bool training;
-};
-
-const std::vector<absl::string_view> kClusterFlags = {
-    "workers",          "ps_shards", "heartbeat_timeout", "checkpoint_dir",
-    "checkpoint_every", "bin_dir",   "insecure"};
-const std::vector<absl::string_view> kClientFlags = {"timeout", "tls_ca", "tls_cert", "tls_key",
-                                                     "insecure"};
-
-std::vector<absl::string_view> Join(std::vector<absl::string_view> a,
-                                    const std::vector<absl::string_view>& b) {
-  a.insert(a.end(), b.begin(), b.end());
-  return a;
-}
-
-const Subcommand kSubcommands[] = {
-    {"compare",
-     "usage: ringside compare [flags]\n"
-     "Runs the same job(s) on a local cluster (controller, shards, workers on loopback) in ps\n"
-     "mode and in ring mode, and prints the side-by-side table; --json and --report write it.",
-     Join(kClusterFlags, {"json", "report", "timeline", "timeline_capacity", "target_accuracy",
-                          "colocate", "ps_variants", "ps_window_bytes"}),
-     true},
-    {"lab",
-     "usage: ringside lab --link_rate=RATE [flags]   (root)\n"
-     "       ringside lab --cleanup\n"
-     "compare with every process in its own network namespace on links shaped to --link_rate,\n"
-     "and the cost model's sync-time bound at that rate per mode.",
-     Join(kClusterFlags,
-          {"json", "report", "timeline", "timeline_capacity", "target_accuracy", "colocate",
-           "ps_variants", "ps_window_bytes", "link_rate", "slow_link", "cleanup"}),
-     true},
-    {"up",
-     "usage: ringside up [flags]\n"
-     "Starts a local cluster and keeps it running until Ctrl-C, printing every process's\n"
-     "metrics URL (and writing them, with the flags `ringside ctl` needs, to --ready_file).",
-     Join(kClusterFlags, {"mode", "ready_file"}), true},
-    {"ctl",
-     "usage: ringside ctl mode ring|ps --controller=HOST:PORT --operator_token_file=PATH\n"
-     "         (--tls_ca=PEM --tls_cert=PEM --tls_key=PEM | --insecure)\n"
-     "Switches a running job's mode at its next step boundary.",
-     Join(kClientFlags, {"controller", "operator_token_file"}), false},
-    {"health",
-     "usage: ringside health --address=HOST:PORT\n"
-     "         (--tls_ca=PEM --tls_cert=PEM --tls_key=PEM | --insecure)\n"
-     "Exits 0 when the daemon's gRPC health service answers SERVING.",
-     Join(kClientFlags, {"address"}), false},
-};
-
-bool TakesFlag(const Subcommand& command, const absl::CommandLineFlag& flag) {
-  if (command.training && ringside::FindTrainingOption(flag.Name()) != nullptr) return true;
-  return std::find(command.flags.begin(), command.flags.end(), flag.Name()) != command.flags.end();
-}
-
 int Fail(const std::string& message) {
   std::cerr << "ringside: " << message << "\n";
   return 1;
@@ -337,108 +277,211 @@ absl::Status CheckJobData(const std::vector<ringside::TrainingOptions>& jobs) {
   return absl::OkStatus();
 }
 
-int Run(int argc, char** argv, const std::vector<char*>& args,
-        const ringside::TerminationSignals& signals) {
-  const std::string command = args.size() > 1 ? args[1] : "";
-  if (command == "ctl" && args.size() == 4 && std::strcmp(args[2], "mode") == 0) {
-    const std::string mode = args[3];
-    if (mode != "ring" && mode != "ps") return Fail("mode must be ring or ps, not '" + mode + "'");
-    absl::StatusOr<ringside::TransportSecurity> security = ringside::TransportSecurityFromFlags();
-    if (!security.ok()) return Fail(std::string(security.status().message()));
-    return SetMode(mode, *security);
-  }
-  if (command == "health" && args.size() == 2) {
-    absl::StatusOr<ringside::TransportSecurity> security = ringside::TransportSecurityFromFlags();
-    if (!security.ok()) return Fail(std::string(security.status().message()));
-    const absl::Status status = ringside::cli::CheckHealth(absl::GetFlag(FLAGS_address),
-                                                           absl::GetFlag(FLAGS_timeout), *security);
-    if (!status.ok()) return Fail(std::string(status.message()));
-    std::cout << "SERVING\n";
-    return 0;
-  }
-  if (command == "lab" && args.size() == 2 && absl::GetFlag(FLAGS_cleanup)) {
-    const absl::Status status = ringside::cli::RunLabCleanup(std::cout);
-    return status.ok() ? 0 : Fail(status.ToString());
-  }
-  if ((command == "compare" || command == "up") &&
-      (!absl::GetFlag(FLAGS_link_rate).empty() || absl::GetFlag(FLAGS_cleanup) ||
-       !RepeatedFlagValues(argc, argv, "slow_link").empty())) {
-    // Taken silently, they would let a user believe the links were shaped.
-    return Fail("--link_rate, --slow_link and --cleanup are for `ringside lab`, not " + command);
-  }
-  if ((command == "compare" || command == "up" || command == "lab") && args.size() == 2) {
-    absl::StatusOr<ringside::TrainingOptions> training = ringside::TrainingOptionsFromFlags();
-    if (!training.ok()) return Fail(std::string(training.status().message()));
-    absl::StatusOr<ringside::cli::ClusterFlags> cluster = ClusterFromFlags(argv[0]);
-    if (!cluster.ok()) return Fail(std::string(cluster.status().message()));
-    absl::Status status;
-    if (command == "compare" || command == "lab") {
-      ringside::cli::CompareOptions options;
-      options.cluster = *cluster;
-      options.target_accuracy = absl::GetFlag(FLAGS_target_accuracy);
-      if (!(options.target_accuracy > 0 && options.target_accuracy <= 1)) {
-        return Fail(absl::StrCat("--target_accuracy=", options.target_accuracy,
-                                 ": must be in (0, 1], e.g. 0.8 for 80%"));
-      }
-      options.jobs = CompareJobs(*training, argc, argv);
-      if (absl::Status data = CheckJobData(options.jobs); !data.ok()) {
-        return Fail(std::string(data.message()));
-      }
-      options.json_file = absl::GetFlag(FLAGS_json);
-      options.report_file = absl::GetFlag(FLAGS_report);
-      // Validated in ClusterFromFlags already.
-      options.worker_counts =
-          *ringside::cli::ParseCountList("--workers", absl::GetFlag(FLAGS_workers), 1024);
-      options.shard_counts =
-          *ringside::cli::ParseCountList("--ps_shards", absl::GetFlag(FLAGS_ps_shards), 1024);
-      options.colocate = absl::GetFlag(FLAGS_colocate);
-      if (options.colocate && ringside::cli::IsSweep(options)) {
-        return Fail("--colocate runs one cluster size: give --workers and --ps_shards one count");
-      }
-      options.timeline_file = absl::GetFlag(FLAGS_timeline);
-      options.timeline_capacity = absl::GetFlag(FLAGS_timeline_capacity);
-      if (options.timeline_capacity < 4 || options.timeline_capacity > 1'000'000) {
-        return Fail("--timeline_capacity: keep between 4 (one step) and 1000000 events");
-      }
-      if (absl::Status variants = SetPsVariants(options); !variants.ok()) {
-        return Fail(std::string(variants.message()));
-      }
-      const int64_t window = absl::GetFlag(FLAGS_ps_window_bytes);
-      if (absl::Status valid = ringside::server::CheckPsWindowBytes(window);
-          window != 0 && !valid.ok()) {
-        return Fail(absl::StrCat(valid.message(), "; or 0 for the workers' default"));
-      }
-      options.ps_window_bytes = static_cast<uint64_t>(window);
-      if (command == "lab") {
-        if (absl::Status rates = LabRatesFromFlags(argc, argv, options); !rates.ok()) {
-          return Fail(std::string(rates.message()));
-        }
-        status = ringside::cli::RunLab(options, signals, std::cout);
-      } else {
-        status = ringside::cli::RunCompare(options, signals, std::cout);
-      }
-    } else {
-      if (absl::GetFlag(FLAGS_colocate)) return Fail("--colocate is for compare and lab, not up");
-      ringside::cli::UpOptions options;
-      if (absl::StrContains(absl::GetFlag(FLAGS_workers), ',') ||
-          absl::StrContains(absl::GetFlag(FLAGS_ps_shards), ',')) {
-        return Fail("--workers/--ps_shards: up runs one cluster; a list sweeps only in compare");
-      }
-      options.cluster = *cluster;
-      absl::StatusOr<ringside::SyncMode> mode = ringside::ParseSyncMode(absl::GetFlag(FLAGS_mode));
-      if (!mode.ok()) return Fail("--mode: " + std::string(mode.status().message()));
-      options.mode = *mode;
-      options.job = *training;
-      if (absl::Status data = CheckJobData({options.job}); !data.ok()) {
-        return Fail(std::string(data.message()));
-      }
-      options.ready_file = absl::GetFlag(FLAGS_ready_file);
-      status = ringside::cli::RunUp(options, signals, std::cout);
-    }
-    if (!status.ok()) return Fail(status.ToString());
-    return 0;
-  }
+// What a command gets: the command line as given (for the flags read by hand), its positional
+// arguments after Abseil's parsing (args[0] the binary, args[1] the command) and the signals that
+// stop it.
+struct Invocation {
+  int argc;
+  char** argv;
+  const std::vector<char*>& args;
+  const ringside::TerminationSignals& signals;
+};
+
+int UnknownCommand() {
   return Fail("unknown command; see --help (compare, lab, up, ctl mode ring|ps, health)");
+}
+
+// The command's status as its exit code: 0, or 1 with the status on stderr.
+int Finish(const absl::Status& status) { return status.ok() ? 0 : Fail(status.ToString()); }
+
+// compare and up refuse lab's flags: taken silently, they would let a user believe the links
+// were shaped.
+bool LabFlagsGiven(const Invocation& invocation) {
+  return !absl::GetFlag(FLAGS_link_rate).empty() || absl::GetFlag(FLAGS_cleanup) ||
+         !RepeatedFlagValues(invocation.argc, invocation.argv, "slow_link").empty();
+}
+
+int RefuseLabFlags(const std::string& command) {
+  return Fail("--link_rate, --slow_link and --cleanup are for `ringside lab`, not " + command);
+}
+
+// compare and lab: the comparison the flags describe (lab's link rates aside).
+absl::StatusOr<ringside::cli::CompareOptions> CompareOptionsFromFlags(
+    const Invocation& invocation) {
+  ASSIGN_OR_RETURN(const ringside::TrainingOptions training, ringside::TrainingOptionsFromFlags());
+  ringside::cli::CompareOptions options;
+  ASSIGN_OR_RETURN(options.cluster, ClusterFromFlags(invocation.argv[0]));
+  options.target_accuracy = absl::GetFlag(FLAGS_target_accuracy);
+  if (!(options.target_accuracy > 0 && options.target_accuracy <= 1)) {
+    return absl::InvalidArgumentError(absl::StrCat("--target_accuracy=", options.target_accuracy,
+                                                   ": must be in (0, 1], e.g. 0.8 for 80%"));
+  }
+  options.jobs = CompareJobs(training, invocation.argc, invocation.argv);
+  RETURN_IF_ERROR(CheckJobData(options.jobs));
+  options.json_file = absl::GetFlag(FLAGS_json);
+  options.report_file = absl::GetFlag(FLAGS_report);
+  // Validated in ClusterFromFlags already.
+  options.worker_counts =
+      *ringside::cli::ParseCountList("--workers", absl::GetFlag(FLAGS_workers), 1024);
+  options.shard_counts =
+      *ringside::cli::ParseCountList("--ps_shards", absl::GetFlag(FLAGS_ps_shards), 1024);
+  options.colocate = absl::GetFlag(FLAGS_colocate);
+  if (options.colocate && ringside::cli::IsSweep(options)) {
+    return absl::InvalidArgumentError(
+        "--colocate runs one cluster size: give --workers and --ps_shards one count");
+  }
+  options.timeline_file = absl::GetFlag(FLAGS_timeline);
+  options.timeline_capacity = absl::GetFlag(FLAGS_timeline_capacity);
+  if (options.timeline_capacity < 4 || options.timeline_capacity > 1'000'000) {
+    return absl::InvalidArgumentError(
+        "--timeline_capacity: keep between 4 (one step) and 1000000 events");
+  }
+  RETURN_IF_ERROR(SetPsVariants(options));
+  const int64_t window = absl::GetFlag(FLAGS_ps_window_bytes);
+  if (absl::Status valid = ringside::server::CheckPsWindowBytes(window);
+      window != 0 && !valid.ok()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(valid.message(), "; or 0 for the workers' default"));
+  }
+  options.ps_window_bytes = static_cast<uint64_t>(window);
+  return options;
+}
+
+int CompareCommand(const Invocation& invocation) {
+  if (LabFlagsGiven(invocation)) return RefuseLabFlags("compare");
+  if (invocation.args.size() != 2) return UnknownCommand();
+  absl::StatusOr<ringside::cli::CompareOptions> options = CompareOptionsFromFlags(invocation);
+  if (!options.ok()) return Fail(std::string(options.status().message()));
+  return Finish(ringside::cli::RunCompare(*options, invocation.signals, std::cout));
+}
+
+int LabCommand(const Invocation& invocation) {
+  if (invocation.args.size() != 2) return UnknownCommand();
+  if (absl::GetFlag(FLAGS_cleanup)) return Finish(ringside::cli::RunLabCleanup(std::cout));
+  absl::StatusOr<ringside::cli::CompareOptions> options = CompareOptionsFromFlags(invocation);
+  if (!options.ok()) return Fail(std::string(options.status().message()));
+  if (absl::Status rates = LabRatesFromFlags(invocation.argc, invocation.argv, *options);
+      !rates.ok()) {
+    return Fail(std::string(rates.message()));
+  }
+  return Finish(ringside::cli::RunLab(*options, invocation.signals, std::cout));
+}
+
+int UpCommand(const Invocation& invocation) {
+  if (LabFlagsGiven(invocation)) return RefuseLabFlags("up");
+  if (invocation.args.size() != 2) return UnknownCommand();
+  absl::StatusOr<ringside::TrainingOptions> training = ringside::TrainingOptionsFromFlags();
+  if (!training.ok()) return Fail(std::string(training.status().message()));
+  absl::StatusOr<ringside::cli::ClusterFlags> cluster = ClusterFromFlags(invocation.argv[0]);
+  if (!cluster.ok()) return Fail(std::string(cluster.status().message()));
+  if (absl::GetFlag(FLAGS_colocate)) return Fail("--colocate is for compare and lab, not up");
+  ringside::cli::UpOptions options;
+  if (absl::StrContains(absl::GetFlag(FLAGS_workers), ',') ||
+      absl::StrContains(absl::GetFlag(FLAGS_ps_shards), ',')) {
+    return Fail("--workers/--ps_shards: up runs one cluster; a list sweeps only in compare");
+  }
+  options.cluster = *cluster;
+  absl::StatusOr<ringside::SyncMode> mode = ringside::ParseSyncMode(absl::GetFlag(FLAGS_mode));
+  if (!mode.ok()) return Fail("--mode: " + std::string(mode.status().message()));
+  options.mode = *mode;
+  options.job = *training;
+  if (absl::Status data = CheckJobData({options.job}); !data.ok()) {
+    return Fail(std::string(data.message()));
+  }
+  options.ready_file = absl::GetFlag(FLAGS_ready_file);
+  return Finish(ringside::cli::RunUp(options, invocation.signals, std::cout));
+}
+
+// `ringside ctl mode ring|ps`.
+int CtlCommand(const Invocation& invocation) {
+  const std::vector<char*>& args = invocation.args;
+  if (args.size() != 4 || std::strcmp(args[2], "mode") != 0) return UnknownCommand();
+  const std::string mode = args[3];
+  if (mode != "ring" && mode != "ps") return Fail("mode must be ring or ps, not '" + mode + "'");
+  absl::StatusOr<ringside::TransportSecurity> security = ringside::TransportSecurityFromFlags();
+  if (!security.ok()) return Fail(std::string(security.status().message()));
+  return SetMode(mode, *security);
+}
+
+int HealthCommand(const Invocation& invocation) {
+  if (invocation.args.size() != 2) return UnknownCommand();
+  absl::StatusOr<ringside::TransportSecurity> security = ringside::TransportSecurityFromFlags();
+  if (!security.ok()) return Fail(std::string(security.status().message()));
+  const absl::Status status = ringside::cli::CheckHealth(absl::GetFlag(FLAGS_address),
+                                                         absl::GetFlag(FLAGS_timeout), *security);
+  if (!status.ok()) return Fail(std::string(status.message()));
+  std::cout << "SERVING\n";
+  return 0;
+}
+
+// The dispatch table. A subcommand's usage and the flags it reads: its own (cli/ringside_main.cc),
+// and the job's (every setting of common/training_options.h's description) when `training`.
+struct Subcommand {
+  const char* name;
+  const char* usage;
+  std::vector<absl::string_view> flags;
+  bool training;
+  int (*run)(const Invocation& invocation);
+};
+
+const std::vector<absl::string_view> kClusterFlags = {
+    "workers",          "ps_shards", "heartbeat_timeout", "checkpoint_dir",
+    "checkpoint_every", "bin_dir",   "insecure"};
+const std::vector<absl::string_view> kClientFlags = {"timeout", "tls_ca", "tls_cert", "tls_key",
+                                                     "insecure"};
+
+std::vector<absl::string_view> Join(std::vector<absl::string_view> a,
+                                    const std::vector<absl::string_view>& b) {
+  a.insert(a.end(), b.begin(), b.end());
+  return a;
+}
+
+const Subcommand kSubcommands[] = {
+    {"compare",
+     "usage: ringside compare [flags]\n"
+     "Runs the same job(s) on a local cluster (controller, shards, workers on loopback) in ps\n"
+     "mode and in ring mode, and prints the side-by-side table; --json and --report write it.",
+     Join(kClusterFlags, {"json", "report", "timeline", "timeline_capacity", "target_accuracy",
+                          "colocate", "ps_variants", "ps_window_bytes"}),
+     true, &CompareCommand},
+    {"lab",
+     "usage: ringside lab --link_rate=RATE [flags]   (root)\n"
+     "       ringside lab --cleanup\n"
+     "compare with every process in its own network namespace on links shaped to --link_rate,\n"
+     "and the cost model's sync-time bound at that rate per mode.",
+     Join(kClusterFlags,
+          {"json", "report", "timeline", "timeline_capacity", "target_accuracy", "colocate",
+           "ps_variants", "ps_window_bytes", "link_rate", "slow_link", "cleanup"}),
+     true, &LabCommand},
+    {"up",
+     "usage: ringside up [flags]\n"
+     "Starts a local cluster and keeps it running until Ctrl-C, printing every process's\n"
+     "metrics URL (and writing them, with the flags `ringside ctl` needs, to --ready_file).",
+     Join(kClusterFlags, {"mode", "ready_file"}), true, &UpCommand},
+    {"ctl",
+     "usage: ringside ctl mode ring|ps --controller=HOST:PORT --operator_token_file=PATH\n"
+     "         (--tls_ca=PEM --tls_cert=PEM --tls_key=PEM | --insecure)\n"
+     "Switches a running job's mode at its next step boundary.",
+     Join(kClientFlags, {"controller", "operator_token_file"}), false, &CtlCommand},
+    {"health",
+     "usage: ringside health --address=HOST:PORT\n"
+     "         (--tls_ca=PEM --tls_cert=PEM --tls_key=PEM | --insecure)\n"
+     "Exits 0 when the daemon's gRPC health service answers SERVING.",
+     Join(kClientFlags, {"address"}), false, &HealthCommand},
+};
+
+bool TakesFlag(const Subcommand& command, const absl::CommandLineFlag& flag) {
+  if (command.training && ringside::FindTrainingOption(flag.Name()) != nullptr) return true;
+  return std::find(command.flags.begin(), command.flags.end(), flag.Name()) != command.flags.end();
+}
+
+int Run(const Invocation& invocation) {
+  if (invocation.args.size() > 1) {
+    for (const Subcommand& command : kSubcommands) {
+      if (std::strcmp(invocation.args[1], command.name) == 0) return command.run(invocation);
+    }
+  }
+  return UnknownCommand();
 }
 
 }  // namespace
@@ -462,7 +505,7 @@ int main(int argc, char** argv) {
   // The boundary of every command: whatever escapes (a library's exception) becomes a clear
   // error and exit code 1, never an abort. Children are stopped by their owners' destructors.
   try {
-    return Run(argc, argv, args, signals);
+    return Run({argc, argv, args, signals});
   } catch (const std::exception& e) {
     std::cerr << "ringside: internal error: " << std::string(e.what()).substr(0, 500)
               << "; please report it with the command line\n";
