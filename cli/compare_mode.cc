@@ -13,9 +13,9 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "cli/accuracy_summary.h"
-#include "cli/model_prediction.h"
 #include "cli/progress.h"
+#include "cli/report/accuracy_summary.h"
+#include "cli/report/model_prediction.h"
 #include "common/cluster_files.h"
 #include "common/file_util.h"
 #include "common/status_macros.h"

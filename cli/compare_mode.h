@@ -10,8 +10,8 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "cli/compare_report.h"
 #include "cli/compare_run.h"
+#include "cli/report/compare_report.h"
 #include "worker/timeline.h"
 
 namespace ringside::cli {

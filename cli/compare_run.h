@@ -10,7 +10,7 @@
 
 #include "absl/status/statusor.h"
 #include "cli/commands.h"
-#include "cli/compare_report.h"
+#include "cli/report/compare_report.h"
 #include "worker/timeline.h"
 
 namespace ringside::cli {

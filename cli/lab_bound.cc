@@ -5,8 +5,8 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
-#include "cli/format_units.h"
-#include "cli/variant_summary.h"
+#include "cli/report/format_units.h"
+#include "cli/report/variant_summary.h"
 #include "common/cost_model.h"
 #include "server/ps/sync_rules.h"
 

@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "cli/compare_report.h"
+#include "cli/report/compare_report.h"
 #include "common/link_rate.h"
 #include "common/training_options.h"
 

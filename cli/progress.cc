@@ -4,7 +4,7 @@
 #include <utility>
 
 #include "absl/strings/str_format.h"
-#include "cli/format_units.h"
+#include "cli/report/format_units.h"
 
 namespace ringside::cli {
 

@@ -10,8 +10,8 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
-#include "cli/format_units.h"
-#include "cli/model_prediction.h"
+#include "cli/report/format_units.h"
+#include "cli/report/model_prediction.h"
 #include "common/status_macros.h"
 
 namespace ringside::cli {

@@ -18,8 +18,8 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "cli/commands.h"
-#include "cli/compare_report.h"
 #include "cli/compare_run.h"
+#include "cli/report/compare_report.h"
 
 namespace ringside::cli {
 

@@ -1,16 +1,16 @@
 // Test accuracy over time and time to target: the evaluations file format, merging every
 // worker's file, the summary (final, mean of the last few, first at or above the target), and
 // how the table, the winner line, the JSON and the report show them.
-#include "cli/accuracy_summary.h"
+#include "cli/report/accuracy_summary.h"
 
 #include <fstream>
 #include <sstream>
 #include <string>
 #include <vector>
 
-#include "cli/comparison_summary.h"
-#include "cli/report_charts.h"
-#include "cli/report_html.h"
+#include "cli/report/comparison_summary.h"
+#include "cli/report/report_charts.h"
+#include "cli/report/report_html.h"
 #include "common/cluster_files.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"

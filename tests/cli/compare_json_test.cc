@@ -3,7 +3,7 @@
 #include <string>
 #include <vector>
 
-#include "cli/compare_report.h"
+#include "cli/report/compare_report.h"
 #include "common/file_util.h"
 #include "gtest/gtest.h"
 #include "launch/temp_dir.h"

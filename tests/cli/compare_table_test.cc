@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "absl/strings/str_split.h"
-#include "cli/compare_report.h"
+#include "cli/report/compare_report.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/cli/sample_report.h"

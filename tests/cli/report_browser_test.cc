@@ -10,8 +10,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/time.h"
-#include "cli/report_html.h"
-#include "cli/svg_chart.h"
+#include "cli/report/report_html.h"
+#include "cli/report/svg_chart.h"
 #include "common/file_util.h"
 #include "gtest/gtest.h"
 #include "launch/subprocess.h"

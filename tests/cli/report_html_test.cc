@@ -1,6 +1,6 @@
 // The HTML report as text: self-contained (nothing fetched), every chart present with marks,
 // the table's content, events, and text escaped.
-#include "cli/report_html.h"
+#include "cli/report/report_html.h"
 
 #include <cmath>
 #include <string>

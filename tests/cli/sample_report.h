@@ -8,7 +8,7 @@
 #ifndef RINGSIDE_TESTS_CLI_SAMPLE_REPORT_H_
 #define RINGSIDE_TESTS_CLI_SAMPLE_REPORT_H_
 
-#include "cli/compare_report.h"
+#include "cli/report/compare_report.h"
 
 namespace ringside::cli::testing {
 

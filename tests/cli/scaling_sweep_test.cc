@@ -6,8 +6,8 @@
 #include <string>
 #include <vector>
 
-#include "cli/report_charts.h"
-#include "cli/report_html.h"
+#include "cli/report/report_charts.h"
+#include "cli/report/report_html.h"
 #include "gtest/gtest.h"
 #include "tests/cli/html_probe.h"
 #include "tests/cli/sample_report.h"

@@ -1,10 +1,10 @@
 // --ps_variants in the report: the table of every run, the first variant to the target and by
 // how much, the JSON's fields, the HTML table and one accuracy curve per run.
-#include "cli/variant_summary.h"
+#include "cli/report/variant_summary.h"
 
 #include "absl/strings/match.h"
-#include "cli/report_charts.h"
-#include "cli/report_html.h"
+#include "cli/report/report_charts.h"
+#include "cli/report/report_html.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/cli/sample_report.h"

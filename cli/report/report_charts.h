@@ -7,12 +7,12 @@
 // - AccuracyOverTimeChart: test accuracy over wall-clock time, with the target accuracy.
 // A chart with nothing to draw (a failed mode) still renders, with a "no data" note and no
 // marks. Pure; thread-safe.
-#ifndef RINGSIDE_CLI_REPORT_CHARTS_H_
-#define RINGSIDE_CLI_REPORT_CHARTS_H_
+#ifndef RINGSIDE_CLI_REPORT_REPORT_CHARTS_H_
+#define RINGSIDE_CLI_REPORT_REPORT_CHARTS_H_
 
 #include <string>
 
-#include "cli/compare_report.h"
+#include "cli/report/compare_report.h"
 
 namespace ringside::cli {
 
@@ -25,14 +25,14 @@ std::string PhaseChart(const JobComparison& job, const std::string& id);
 std::string ModelCurveChart(const JobComparison& job, ModelQuantity quantity,
                             const std::string& id);
 // A sweep's step time (p50, compute, sync) against N for one mode at `ps_shards` shards, with
-// the model's step time (cli/scaling_sweep.h) drawn over it (cli/scaling_chart.cc).
+// the model's step time (cli/scaling_sweep.h) drawn over it (cli/report/scaling_chart.cc).
 std::string ScalingChart(const ModeReport& mode, int ps_shards, const std::string& id);
 // Each mode's first-worker loss against seconds since its cluster started.
 std::string LossOverTimeChart(const JobComparison& job, const std::string& id);
 // Each mode's test accuracy against seconds since its cluster's first step, a point per
-// evaluation, with the job's target accuracy drawn across (cli/accuracy_chart.cc).
+// evaluation, with the job's target accuracy drawn across (cli/report/accuracy_chart.cc).
 std::string AccuracyOverTimeChart(const JobComparison& job, const std::string& id);
 
 }  // namespace ringside::cli
 
-#endif  // RINGSIDE_CLI_REPORT_CHARTS_H_
+#endif  // RINGSIDE_CLI_REPORT_REPORT_CHARTS_H_

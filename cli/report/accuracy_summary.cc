@@ -1,4 +1,4 @@
-#include "cli/accuracy_summary.h"
+#include "cli/report/accuracy_summary.h"
 
 #include <algorithm>
 #include <map>

@@ -1,4 +1,4 @@
-#include "cli/report_charts.h"
+#include "cli/report/report_charts.h"
 
 #include <algorithm>
 #include <cmath>
@@ -6,9 +6,9 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "cli/format_units.h"
-#include "cli/model_prediction.h"
-#include "cli/svg_chart.h"
+#include "cli/report/format_units.h"
+#include "cli/report/model_prediction.h"
+#include "cli/report/svg_chart.h"
 
 namespace ringside::cli {
 namespace {

@@ -1,11 +1,11 @@
-#include "cli/variant_summary.h"
+#include "cli/report/variant_summary.h"
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
-#include "cli/comparison_summary.h"
-#include "cli/format_units.h"
 #include "cli/ps_variants.h"
+#include "cli/report/comparison_summary.h"
+#include "cli/report/format_units.h"
 
 namespace ringside::cli {
 namespace {

@@ -1,15 +1,15 @@
-#include "cli/report_html.h"
+#include "cli/report/report_html.h"
 
 #include <algorithm>
 #include <thread>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "cli/comparison_summary.h"
-#include "cli/format_units.h"
-#include "cli/report_charts.h"
+#include "cli/report/comparison_summary.h"
+#include "cli/report/format_units.h"
+#include "cli/report/report_charts.h"
+#include "cli/report/variant_summary.h"
 #include "cli/scaling_sweep.h"
-#include "cli/variant_summary.h"
 #include "common/file_util.h"
 
 namespace ringside::cli {

@@ -3,14 +3,14 @@
 // table's cells and a verdict, computed once and rendered by the terminal table
 // (compare_table.cc), the JSON (compare_json.cc) and the HTML report (report_html.cc).
 // Pure; thread-safe.
-#ifndef RINGSIDE_CLI_VARIANT_SUMMARY_H_
-#define RINGSIDE_CLI_VARIANT_SUMMARY_H_
+#ifndef RINGSIDE_CLI_REPORT_VARIANT_SUMMARY_H_
+#define RINGSIDE_CLI_REPORT_VARIANT_SUMMARY_H_
 
 #include <optional>
 #include <string>
 #include <vector>
 
-#include "cli/compare_report.h"
+#include "cli/report/compare_report.h"
 
 namespace ringside::cli {
 
@@ -41,4 +41,4 @@ VariantVerdict DecideBestVariant(const JobComparison& job);
 
 }  // namespace ringside::cli
 
-#endif  // RINGSIDE_CLI_VARIANT_SUMMARY_H_
+#endif  // RINGSIDE_CLI_REPORT_VARIANT_SUMMARY_H_

@@ -1,6 +1,6 @@
 // What `ringside compare` measured, and the two text renderings of it: the side-by-side table
 // for a terminal and the `--json` document of docs/contract.md. (The HTML page is in
-// cli/report_html.h.)
+// cli/report/report_html.h.)
 //
 // The orchestration fills a `CompareReport` (one `JobComparison` per job, e.g. the synthetic
 // communication-heavy model and Iris); nothing here starts processes or reads metrics. Every
@@ -10,8 +10,8 @@
 // Ownership: plain values. Thread-safety: the functions are pure (they read their arguments
 // only) and may run concurrently. Errors: the renderers cannot fail (a failed mode is rendered
 // as failed); the file writers return WriteFileAtomically's status.
-#ifndef RINGSIDE_CLI_COMPARE_REPORT_H_
-#define RINGSIDE_CLI_COMPARE_REPORT_H_
+#ifndef RINGSIDE_CLI_REPORT_COMPARE_REPORT_H_
+#define RINGSIDE_CLI_REPORT_COMPARE_REPORT_H_
 
 #include <cstdint>
 #include <map>
@@ -104,7 +104,7 @@ struct ModeReport {
   double bytes_per_worker_per_step = 0, expected_bytes_per_worker_per_step = 0;
   // The node with the most payload arriving per step: in ps mode a shard (N·|range s|), or a
   // worker when S > N; in ring mode a worker, whose incoming ring link carries ~2(N-1)K/N.
-  // (cli/model_prediction.h computes the model's figure and name.)
+  // (cli/report/model_prediction.h computes the model's figure and name.)
   std::string busiest_node;  // e.g. "ps-0" (ingress) or "worker-0" (ring link)
   double busiest_node_bytes_per_step = 0, busiest_node_expected_bytes_per_step = 0;
   double step_p50 = 0, step_p95 = 0;  // seconds per whole step
@@ -142,7 +142,7 @@ struct ModeReport {
   // mean own time (on the evaluator's thread, in no step's phases nor in samples/s).
   std::vector<AccuracyPoint> accuracy_over_time;
   double eval_seconds_mean = 0;
-  // What the evaluations give (cli/accuracy_summary.h; unset: nothing measured). A single
+  // What the evaluations give (cli/report/accuracy_summary.h; unset: nothing measured). A single
   // evaluation is noisy by a few points at small batches, hence the mean of the last few.
   std::optional<double> test_accuracy;         // the last evaluation's: the final parameters'
   std::optional<double> test_accuracy_recent;  // mean of the last `recent_evaluations`
@@ -182,7 +182,8 @@ struct JobConfig {
   bool has_test_set = false;
   int64_t eval_every = 0;
   double target_accuracy = 0;
-  // Issue 26's memory goal for each process kind (cli/model_prediction.h, PredictMemoryBound).
+  // Issue 26's memory goal for each process kind (cli/report/model_prediction.h,
+  // PredictMemoryBound).
   int64_t worker_memory_bound_bytes = 0, shard_memory_bound_bytes = 0;
 };
 
@@ -216,4 +217,4 @@ absl::Status WriteCompareJsonFile(const CompareReport& report, const std::string
 
 }  // namespace ringside::cli
 
-#endif  // RINGSIDE_CLI_COMPARE_REPORT_H_
+#endif  // RINGSIDE_CLI_REPORT_COMPARE_REPORT_H_

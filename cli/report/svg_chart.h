@@ -3,8 +3,8 @@
 // offline. Every drawn data element carries the class "mark" so tests can count them.
 //
 // Ownership: SvgCanvas owns its text buffer. Thread-compatible. Cannot fail.
-#ifndef RINGSIDE_CLI_SVG_CHART_H_
-#define RINGSIDE_CLI_SVG_CHART_H_
+#ifndef RINGSIDE_CLI_REPORT_SVG_CHART_H_
+#define RINGSIDE_CLI_REPORT_SVG_CHART_H_
 
 #include <string>
 #include <utility>
@@ -68,4 +68,4 @@ class SvgCanvas {
 
 }  // namespace ringside::cli
 
-#endif  // RINGSIDE_CLI_SVG_CHART_H_
+#endif  // RINGSIDE_CLI_REPORT_SVG_CHART_H_

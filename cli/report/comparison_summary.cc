@@ -1,4 +1,4 @@
-#include "cli/comparison_summary.h"
+#include "cli/report/comparison_summary.h"
 
 #include <algorithm>
 #include <cmath>
@@ -7,11 +7,11 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
-#include "cli/accuracy_summary.h"
-#include "cli/format_units.h"
 #include "cli/lab_bound.h"
-#include "cli/model_prediction.h"
-#include "cli/variant_summary.h"
+#include "cli/report/accuracy_summary.h"
+#include "cli/report/format_units.h"
+#include "cli/report/model_prediction.h"
+#include "cli/report/variant_summary.h"
 #include "common/cost_model.h"
 
 namespace ringside::cli {

@@ -3,8 +3,8 @@
 // and the HTML report draws it for N = 2..1024. Pure; thread-safe.
 //
 // The busiest node is common/cost_model.h's (RingBusiestNode, PsBusiestNode).
-#ifndef RINGSIDE_CLI_MODEL_PREDICTION_H_
-#define RINGSIDE_CLI_MODEL_PREDICTION_H_
+#ifndef RINGSIDE_CLI_REPORT_MODEL_PREDICTION_H_
+#define RINGSIDE_CLI_REPORT_MODEL_PREDICTION_H_
 
 #include <cstdint>
 #include <string>
@@ -47,4 +47,4 @@ std::vector<int> WorkerCountsForCurve(int max_workers);
 
 }  // namespace ringside::cli
 
-#endif  // RINGSIDE_CLI_MODEL_PREDICTION_H_
+#endif  // RINGSIDE_CLI_REPORT_MODEL_PREDICTION_H_

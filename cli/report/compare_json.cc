@@ -1,9 +1,9 @@
 // CompareJson: the `ringside compare --json` document (docs/contract.md). Every figure is
 // a JSON number; a figure that was not measured (parity not checked) is null, never a string.
 #include "absl/strings/str_cat.h"
-#include "cli/compare_report.h"
-#include "cli/comparison_summary.h"
-#include "cli/variant_summary.h"
+#include "cli/report/compare_report.h"
+#include "cli/report/comparison_summary.h"
+#include "cli/report/variant_summary.h"
 #include "common/file_util.h"
 
 namespace ringside::cli {

@@ -1,4 +1,4 @@
-#include "cli/format_units.h"
+#include "cli/report/format_units.h"
 
 #include <cmath>
 #include <cstdlib>

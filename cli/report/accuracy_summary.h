@@ -7,13 +7,13 @@
 // resolved to the evaluation interval (--eval_every), and a single evaluation is noisy by a few
 // points at small batches: hence also the mean of the last few evaluations.
 // Pure but for ReadAccuracyOverTime, which reads files; thread-safe.
-#ifndef RINGSIDE_CLI_ACCURACY_SUMMARY_H_
-#define RINGSIDE_CLI_ACCURACY_SUMMARY_H_
+#ifndef RINGSIDE_CLI_REPORT_ACCURACY_SUMMARY_H_
+#define RINGSIDE_CLI_REPORT_ACCURACY_SUMMARY_H_
 
 #include <string>
 #include <vector>
 
-#include "cli/compare_report.h"
+#include "cli/report/compare_report.h"
 #include "common/cluster_files.h"
 
 namespace ringside::cli {
@@ -39,4 +39,4 @@ void ReadAccuracyOverTime(const std::vector<std::string>& paths, double target, 
 
 }  // namespace ringside::cli
 
-#endif  // RINGSIDE_CLI_ACCURACY_SUMMARY_H_
+#endif  // RINGSIDE_CLI_REPORT_ACCURACY_SUMMARY_H_

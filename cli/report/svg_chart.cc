@@ -1,11 +1,11 @@
-#include "cli/svg_chart.h"
+#include "cli/report/svg_chart.h"
 
 #include <algorithm>
 #include <cmath>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
-#include "cli/format_units.h"
+#include "cli/report/format_units.h"
 
 namespace ringside::cli {
 namespace {

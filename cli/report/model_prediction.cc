@@ -1,4 +1,4 @@
-#include "cli/model_prediction.h"
+#include "cli/report/model_prediction.h"
 
 #include <algorithm>
 #include <cmath>

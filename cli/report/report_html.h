@@ -1,6 +1,6 @@
 // `ringside compare --report FILE.html`: one self-contained page (inline CSS, inline SVG, no
 // scripts, fonts or anything else fetched) that shows every job's comparison table, verdict,
-// events and charts (cli/report_charts.h).
+// events and charts (cli/report/report_charts.h).
 //
 // Chart ids, per job index i (stable; tests and readers link to them):
 //   links-ring-job<i>, links-ps-job<i>   bytes per link, measured vs model
@@ -10,13 +10,13 @@
 // Every chart is <svg class="chart">; its data elements have class "mark".
 //
 // Pure; thread-safe. Errors: only the file writer fails (WriteFileAtomically's status).
-#ifndef RINGSIDE_CLI_REPORT_HTML_H_
-#define RINGSIDE_CLI_REPORT_HTML_H_
+#ifndef RINGSIDE_CLI_REPORT_REPORT_HTML_H_
+#define RINGSIDE_CLI_REPORT_REPORT_HTML_H_
 
 #include <string>
 
 #include "absl/status/status.h"
-#include "cli/compare_report.h"
+#include "cli/report/compare_report.h"
 
 namespace ringside::cli {
 
@@ -27,4 +27,4 @@ absl::Status WriteHtmlReportFile(const CompareReport& report, const std::string&
 
 }  // namespace ringside::cli
 
-#endif  // RINGSIDE_CLI_REPORT_HTML_H_
+#endif  // RINGSIDE_CLI_REPORT_REPORT_HTML_H_

@@ -7,9 +7,9 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
-#include "cli/compare_report.h"
-#include "cli/comparison_summary.h"
-#include "cli/variant_summary.h"
+#include "cli/report/compare_report.h"
+#include "cli/report/comparison_summary.h"
+#include "cli/report/variant_summary.h"
 
 namespace ringside::cli {
 namespace {

@@ -1,7 +1,7 @@
 // Human-readable numbers for the compare table and report: bytes in IEC units, durations,
 // shares, counts with thousands separators; and HTML/XML text escaping. Pure; thread-safe.
-#ifndef RINGSIDE_CLI_FORMAT_UNITS_H_
-#define RINGSIDE_CLI_FORMAT_UNITS_H_
+#ifndef RINGSIDE_CLI_REPORT_FORMAT_UNITS_H_
+#define RINGSIDE_CLI_REPORT_FORMAT_UNITS_H_
 
 #include <cstdint>
 #include <string>
@@ -27,4 +27,4 @@ std::string HtmlEscape(absl::string_view text);
 
 }  // namespace ringside::cli
 
-#endif  // RINGSIDE_CLI_FORMAT_UNITS_H_
+#endif  // RINGSIDE_CLI_REPORT_FORMAT_UNITS_H_

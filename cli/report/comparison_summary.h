@@ -2,13 +2,13 @@
 // compare_table.cc, HTML in report_html.cc): the rows of the side-by-side table, which mode won
 // and by how much, the cost model's explanation with the job's numbers, and the events.
 // Pure; thread-safe.
-#ifndef RINGSIDE_CLI_COMPARISON_SUMMARY_H_
-#define RINGSIDE_CLI_COMPARISON_SUMMARY_H_
+#ifndef RINGSIDE_CLI_REPORT_COMPARISON_SUMMARY_H_
+#define RINGSIDE_CLI_REPORT_COMPARISON_SUMMARY_H_
 
 #include <string>
 #include <vector>
 
-#include "cli/compare_report.h"
+#include "cli/report/compare_report.h"
 
 namespace ringside::cli {
 
@@ -58,4 +58,4 @@ std::vector<std::string> EventLines(const JobComparison& job);
 
 }  // namespace ringside::cli
 
-#endif  // RINGSIDE_CLI_COMPARISON_SUMMARY_H_
+#endif  // RINGSIDE_CLI_REPORT_COMPARISON_SUMMARY_H_

@@ -6,11 +6,11 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "cli/comparison_summary.h"
-#include "cli/format_units.h"
-#include "cli/report_charts.h"
-#include "cli/svg_chart.h"
-#include "cli/variant_summary.h"
+#include "cli/report/comparison_summary.h"
+#include "cli/report/format_units.h"
+#include "cli/report/report_charts.h"
+#include "cli/report/svg_chart.h"
+#include "cli/report/variant_summary.h"
 
 namespace ringside::cli {
 namespace {
