@@ -6,7 +6,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "cli/report/format_units.h"
-#include "cli/report/variant_summary.h"
+#include "cli/report/job_runs.h"
 #include "common/cost_model.h"
 #include "server/ps/sync_rules.h"
 

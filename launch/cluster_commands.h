@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "launch/local_cluster.h"
+#include "launch/local_cluster_options.h"
 
 namespace ringside::launch {
 

@@ -20,11 +20,12 @@
 #include "common/metrics.h"
 #include "common/model_spec.h"
 #include "common/optimizer.h"
+#include "common/training_options.h"
 #include "worker/batching.h"
 #include "worker/dataset.h"
-#include "worker/local_training.h"
 #include "worker/parameter_sync.h"
 #include "worker/timeline.h"
+#include "worker/training_result.h"
 
 namespace ringside::worker {
 

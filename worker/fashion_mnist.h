@@ -17,11 +17,14 @@
 
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
-#include "worker/dataset.h"
+#include "common/model_spec.h"
+#include "worker/data_splits.h"
 
 namespace ringside::worker {
 
 inline constexpr int kFashionMnistClasses = 10;
+
+inline constexpr char kFashionMnistDefaultDir[] = "/usr/share/datasets/fashion-mnist";
 
 // OK when `directory` holds the four files (gzipped or not); nothing is read.
 absl::Status CheckFashionMnistFiles(const std::string& directory);

@@ -16,20 +16,9 @@
 #include "common/optimizer.h"
 #include "common/training_options.h"
 #include "worker/gradient_computer.h"
+#include "worker/training_result.h"
 
 namespace ringside::worker {
-
-struct TrainingResult {
-  std::vector<float> parameters;  // after the last step
-  GradientStats last_step;        // stats of the last step's batch
-  Evaluation final_eval;          // full data set with the final parameters
-  int64_t steps = 0;              // steps run (fewer than options.steps if stopped early)
-};
-
-// Called after every step with the step index (0-based), its stats and the updated parameters;
-// return false to stop early.
-using StepObserver =
-    std::function<bool(int64_t step, const GradientStats& stats, absl::Span<const float> params)>;
 
 absl::StatusOr<TrainingResult> TrainLocally(const TrainingOptions& options,
                                             const StepObserver& observer = nullptr);

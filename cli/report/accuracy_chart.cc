@@ -8,9 +8,9 @@
 #include "absl/strings/str_cat.h"
 #include "cli/report/comparison_summary.h"
 #include "cli/report/format_units.h"
+#include "cli/report/job_runs.h"
 #include "cli/report/report_charts.h"
 #include "cli/report/svg_chart.h"
-#include "cli/report/variant_summary.h"
 
 namespace ringside::cli {
 namespace {

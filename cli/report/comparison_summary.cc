@@ -10,8 +10,8 @@
 #include "cli/lab_bound.h"
 #include "cli/report/accuracy_summary.h"
 #include "cli/report/format_units.h"
+#include "cli/report/job_runs.h"
 #include "cli/report/model_prediction.h"
-#include "cli/report/variant_summary.h"
 #include "common/cost_model.h"
 
 namespace ringside::cli {

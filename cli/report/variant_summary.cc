@@ -6,6 +6,7 @@
 #include "cli/ps_variants.h"
 #include "cli/report/comparison_summary.h"
 #include "cli/report/format_units.h"
+#include "cli/report/job_runs.h"
 
 namespace ringside::cli {
 namespace {
@@ -33,24 +34,6 @@ std::string Against(const std::optional<double>& ratio, const ModeReport* other,
 }
 
 }  // namespace
-
-std::string RunName(const ModeReport& run) {
-  std::string name(SyncModeName(run.mode));
-  if (run.colocated) name += " colocated";
-  if (!run.variant.empty()) absl::StrAppend(&name, " ", run.variant);
-  return name;
-}
-
-std::vector<const ModeReport*> JobRuns(const JobComparison& job) {
-  std::vector<const ModeReport*> runs = {&job.ring};
-  if (job.ps_variants.empty()) {
-    runs.push_back(&job.ps);
-  } else {
-    for (const ModeReport& variant : job.ps_variants) runs.push_back(&variant);
-  }
-  if (job.ps_colocated.has_value()) runs.push_back(&*job.ps_colocated);
-  return runs;
-}
 
 std::vector<std::vector<std::string>> VariantTable(const JobComparison& job) {
   const std::string target = TargetText(job.config);

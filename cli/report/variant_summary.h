@@ -14,14 +14,6 @@
 
 namespace ringside::cli {
 
-// A run's name in tables, charts, the lab's bound and the JSON: "ring", "ps", "ps colocated"
-// (--colocate), or "ps staleness=2" for a --ps_variants variant.
-std::string RunName(const ModeReport& run);
-
-// The runs of a job: the ring, then each PS variant or its one PS run, then (--colocate) the
-// colocated PS run.
-std::vector<const ModeReport*> JobRuns(const JobComparison& job);
-
 // The variants table: a header row, then one row per run of JobRuns (the ring first).
 std::vector<std::vector<std::string>> VariantTable(const JobComparison& job);
 

@@ -3,6 +3,7 @@
 #include "cli/report/variant_summary.h"
 
 #include "absl/strings/match.h"
+#include "cli/report/job_runs.h"
 #include "cli/report/report_charts.h"
 #include "cli/report/report_html.h"
 #include "gmock/gmock.h"

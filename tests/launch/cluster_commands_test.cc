@@ -15,6 +15,7 @@
 #include "common/file_util.h"
 #include "gtest/gtest.h"
 #include "launch/certificates.h"
+#include "launch/local_cluster.h"
 #include "launch/subprocess.h"
 #include "launch/temp_dir.h"
 #include "tests/support/training_options_sample.h"
