@@ -7,7 +7,6 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
-#include "cli/lab_bound.h"
 #include "cli/report/accuracy_summary.h"
 #include "cli/report/format_units.h"
 #include "cli/report/job_runs.h"
