@@ -251,31 +251,44 @@ bool WirePiecesReader::ReadStraddling(char* element) {
   return true;
 }
 
-DType DTypeOfWire(WireDtype dtype) {
-  switch (dtype) {
-    case WireDtype::kFp16:
-      return DType::kFloat16;
-    case WireDtype::kBf16:
-      return DType::kBFloat16;
-    case WireDtype::kFp32:
-      break;
-  }
-  return DType::kFloat32;
-}
-
-absl::StatusOr<WireDtype> WireDtypeOfDType(DType dtype) {
-  switch (dtype) {
-    case DType::kFloat32:
+absl::StatusOr<WireDtype> WireDtypeOfNumber(uint32_t number) {
+  switch (number) {
+    case WireDtypeNumber(WireDtype::kFp32):
       return WireDtype::kFp32;
-    case DType::kFloat16:
+    case WireDtypeNumber(WireDtype::kFp16):
       return WireDtype::kFp16;
-    case DType::kBFloat16:
+    case WireDtypeNumber(WireDtype::kBf16):
       return WireDtype::kBf16;
     default:
       break;
   }
-  return absl::InvalidArgumentError(absl::StrCat("element type ", static_cast<uint32_t>(dtype),
-                                                 " is not float32, float16 or bfloat16"));
+  return absl::InvalidArgumentError(
+      absl::StrCat("element type ", number, " is not float32, float16 or bfloat16"));
+}
+
+size_t ElementSizeOfNumber(uint32_t number) {
+  switch (number) {
+    case WireDtypeNumber(WireDtype::kFp32):
+      return 4;
+    case WireDtypeNumber(WireDtype::kFp16):
+    case WireDtypeNumber(WireDtype::kBf16):
+      return 2;
+    default:
+      return 0;
+  }
+}
+
+absl::string_view WireDtypeNumberName(uint32_t number) {
+  switch (number) {
+    case WireDtypeNumber(WireDtype::kFp32):
+      return "float32";
+    case WireDtypeNumber(WireDtype::kFp16):
+      return "float16";
+    case WireDtypeNumber(WireDtype::kBf16):
+      return "bfloat16";
+    default:
+      return "invalid";
+  }
 }
 
 float WireShareDivisor(WireDtype dtype, int workers) {

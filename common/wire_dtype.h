@@ -19,7 +19,6 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "absl/types/span.h"
-#include "common/dtype.h"
 
 namespace ringside {
 
@@ -80,11 +79,29 @@ class WirePiecesReader {
   size_t at_ = 0;
 };
 
-// The element type a message names for values in `dtype` (a ring segment's, a push's `dtype`),
-// and back: INVALID_ARGUMENT for a type that is not a wire dtype (DType::kInvalid, or a value
-// read from the network that names none).
-DType DTypeOfWire(WireDtype dtype);
-absl::StatusOr<WireDtype> WireDtypeOfDType(DType dtype);
+// The number a message's `dtype` field carries for values in `dtype` (RingSegment.dtype,
+// PsPush.dtype, PsRangeValues.dtype): 1 float32, 2 float16, 3 bfloat16. Fixed by the wire
+// format (proto/ring.proto, proto/ps.proto); 0, kNoWireDtypeNumber, names no type.
+inline constexpr uint32_t kNoWireDtypeNumber = 0;
+constexpr uint32_t WireDtypeNumber(WireDtype dtype) {
+  switch (dtype) {
+    case WireDtype::kFp16:
+      return 2;
+    case WireDtype::kBf16:
+      return 3;
+    case WireDtype::kFp32:
+      break;
+  }
+  return 1;
+}
+// And back: INVALID_ARGUMENT for a number that names no wire dtype (kNoWireDtypeNumber, or a
+// value read from the network that names none).
+absl::StatusOr<WireDtype> WireDtypeOfNumber(uint32_t number);
+// Bytes per element of the type `number` names; 0 when it names none (a value read from the
+// network may be anything).
+size_t ElementSizeOfNumber(uint32_t number);
+// "float32", "float16", "bfloat16"; "invalid" when `number` names no type.
+absl::string_view WireDtypeNumberName(uint32_t number);
 
 // The guard against fp16 overflow (fp16's largest finite value is 65504): with N workers each
 // share is divided by N before it is encoded and the decoded sum multiplied by N again (as

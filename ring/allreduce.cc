@@ -141,7 +141,7 @@ SegmentHeader RingAllreduce::HeaderOf(const Piece& piece, int step,
   header.step = step;
   header.chunk = RingSchedule(topology.world, topology.rank).Step(step).send_chunk;
   header.total_elements = piece.buffer.size();
-  header.dtype = DTypeOfWire(options.wire_dtype);
+  header.dtype = WireDtypeNumber(options.wire_dtype);
   header.control = options.control;
   return header;
 }
@@ -269,17 +269,17 @@ void RingAllreduce::Finish(const ChunkReceipt& receipt, absl::Span<float> values
 absl::Status RingAllreduce::ReceiveChunk(uint64_t collective, const ChunkReceipt& receipt,
                                          uint64_t total_elements, absl::Span<float> chunk,
                                          absl::Time deadline) {
-  const DType dtype = DTypeOfWire(receipt.wire);
+  const uint32_t dtype = WireDtypeNumber(receipt.wire);
   const size_t width = WireBytesPerElement(receipt.wire);
   uint64_t offset = 0;
   do {
     ASSIGN_OR_RETURN(Segment segment, transport_.Receive(collective, deadline));
     const SegmentHeader& h = segment.header;
     if (h.total_elements != total_elements || h.dtype != dtype) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("the left neighbour reduces ", h.total_elements, " ", DTypeName(h.dtype),
-                       " elements but this worker ", total_elements, " ", DTypeName(dtype),
-                       ": every rank must pass the same buffer length and type (--wire_dtype)"));
+      return absl::InvalidArgumentError(absl::StrCat(
+          "the left neighbour reduces ", h.total_elements, " ", WireDtypeNumberName(h.dtype),
+          " elements but this worker ", total_elements, " ", WireDtypeNumberName(dtype),
+          ": every rank must pass the same buffer length and type (--wire_dtype)"));
     }
     const uint64_t count = segment.payload.size() / width;
     if (h.step != receipt.step || h.chunk != receipt.chunk || h.offset != offset ||

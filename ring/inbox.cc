@@ -64,10 +64,9 @@ absl::Status RingInbox::Validate(const SegmentHeader& h, uint64_t payload_bytes)
                                                    h.sender_rank, "; only the left neighbour ",
                                                    LeftName(), " sends to this worker"));
   }
-  const size_t element_size = ElementSize(h.dtype);
+  const size_t element_size = ElementSizeOfNumber(h.dtype);
   if (element_size == 0) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("segment has unknown dtype ", static_cast<uint32_t>(h.dtype)));
+    return absl::InvalidArgumentError(absl::StrCat("segment has unknown dtype ", h.dtype));
   }
   if (h.total_elements > options_.max_total_elements) {
     return absl::InvalidArgumentError(absl::StrCat("segment announces a buffer of ",
@@ -89,7 +88,7 @@ absl::Status RingInbox::Validate(const SegmentHeader& h, uint64_t payload_bytes)
   if (payload_bytes % element_size != 0) {
     return absl::InvalidArgumentError(absl::StrCat("segment payload of ", payload_bytes,
                                                    " bytes is not a whole number of ",
-                                                   DTypeName(h.dtype), " elements"));
+                                                   WireDtypeNumberName(h.dtype), " elements"));
   }
   const uint64_t elements = payload_bytes / element_size;
   if (h.offset > chunk_size || elements > chunk_size - h.offset ||
@@ -185,7 +184,7 @@ absl::Status RingInbox::AcceptCurrent(Segment segment, uint64_t stream_id) {
     return status;
   }
   latest_stream_ = stream_id;
-  const uint64_t elements = segment.payload.size() / ElementSize(h.dtype);
+  const uint64_t elements = segment.payload.size() / ElementSizeOfNumber(h.dtype);
   Advance(h, elements);
   if (metrics_.bytes != nullptr && !h.control) metrics_.bytes->Increment(segment.payload.size());
   queued_bytes_ += QueuedCost(segment);

@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "absl/strings/string_view.h"
-#include "common/dtype.h"
+#include "common/wire_dtype.h"
 
 namespace ringside::ring {
 
@@ -21,7 +21,9 @@ struct SegmentHeader {
   int chunk = 0;
   uint64_t offset = 0;  // first element of the segment within its chunk
   uint64_t total_elements = 0;
-  DType dtype = DType::kFloat32;
+  // The elements' type as the message numbers it (WireDtypeNumber); unchecked: the inbox refuses
+  // a number that names none.
+  uint32_t dtype = WireDtypeNumber(WireDtype::kFp32);
   bool control = false;  // not training traffic: not counted (proto/ring.proto)
 };
 
@@ -48,7 +50,7 @@ class SegmentPayload {
 
 struct Segment {
   SegmentHeader header;
-  SegmentPayload payload;  // raw elements; its length is a multiple of ElementSize(dtype)
+  SegmentPayload payload;  // raw elements; its length is a multiple of ElementSizeOfNumber(dtype)
 };
 
 }  // namespace ringside::ring

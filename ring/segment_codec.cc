@@ -20,13 +20,13 @@ proto::RingSegment HeaderProto(const SegmentHeader& header) {
   message.set_chunk(static_cast<uint32_t>(header.chunk));
   message.set_offset(header.offset);
   message.set_total_elements(header.total_elements);
-  message.set_dtype(static_cast<uint32_t>(header.dtype));
+  message.set_dtype(header.dtype);
   message.set_control(header.control);
   return message;
 }
 
 // An absent field is zero, as protobuf parses it (proto3 never sends a zero): a dtype left out
-// is DType::kInvalid, which the inbox refuses, not SegmentHeader's default of float32.
+// is kNoWireDtypeNumber, which the inbox refuses, not SegmentHeader's default of float32.
 SegmentHeader FromProto(const proto::RingSegment& message) {
   SegmentHeader header;
   header.generation = message.generation();
@@ -36,7 +36,7 @@ SegmentHeader FromProto(const proto::RingSegment& message) {
   header.chunk = static_cast<int>(message.chunk());
   header.offset = message.offset();
   header.total_elements = message.total_elements();
-  header.dtype = static_cast<DType>(message.dtype());
+  header.dtype = message.dtype();
   header.control = message.control();
   return header;
 }

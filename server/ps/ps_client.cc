@@ -67,7 +67,7 @@ class PsClient::ShardCall final
     push_.set_step(step);
     push_.set_range_elements(link.range.size());
     // fp32 pushes leave the field out, as before it existed: the same bytes as ever.
-    if (wire_ != WireDtype::kFp32) push_.set_dtype(static_cast<uint32_t>(DTypeOfWire(wire_)));
+    if (wire_ != WireDtype::kFp32) push_.set_dtype(WireDtypeNumber(wire_));
     if (descending_) push_.set_descending(true);
   }
 
@@ -170,14 +170,12 @@ class PsClient::ShardCall final
     const uint64_t size = link_.range.size();
     const uint64_t count = payload->size / width_;
     const uint64_t received = Received();  // only this reaction changes it
-    const uint32_t dtype =
-        reply_.dtype() == 0 ? static_cast<uint32_t>(DType::kFloat32) : reply_.dtype();
+    const uint32_t dtype = reply_.dtype() == 0 ? WireDtypeNumber(WireDtype::kFp32) : reply_.dtype();
     // Descending, each segment ends where the part received (from the range's end) begins.
     const uint64_t offset =
         descending_ ? size - received - std::min(count, size - received) : received;
     if (reply_.step() != step_ || reply_.range_elements() != size || reply_.offset() != offset ||
-        dtype != static_cast<uint32_t>(DTypeOfWire(wire_)) || payload->size % width_ != 0 ||
-        count > size - received) {
+        dtype != WireDtypeNumber(wire_) || payload->size % width_ != 0 || count > size - received) {
       reply_error_ = absl::InternalError(absl::StrCat(
           "reply segment (step ", reply_.step(), ", offset ", reply_.offset(), ", ", payload->size,
           " bytes of dtype ", dtype, ") does not continue the range at ", received, " in ",

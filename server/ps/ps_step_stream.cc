@@ -51,7 +51,7 @@ class SumWriter {
     header.set_step(step_);
     header.set_offset(offset);
     header.set_range_elements(range_elements_);
-    if (dtype_ != WireDtype::kFp32) header.set_dtype(static_cast<uint32_t>(DTypeOfWire(dtype_)));
+    if (dtype_ != WireDtype::kFp32) header.set_dtype(WireDtypeNumber(dtype_));
     const size_t width = WireBytesPerElement(dtype_);
     payload_bytes = count * width;
     out = EncodeWithPayload(
@@ -88,7 +88,7 @@ class SumWriter {
 // A push's wire dtype: absent (0) is float32, as before the field existed.
 absl::StatusOr<WireDtype> PushDtype(const proto::PsPush& push) {
   if (push.dtype() == 0) return WireDtype::kFp32;
-  return WireDtypeOfDType(static_cast<DType>(push.dtype()));
+  return WireDtypeOfNumber(push.dtype());
 }
 
 // One Step stream. Its reactions (gRPC's callback threads) read the share while the reply

@@ -212,15 +212,24 @@ TEST(WireDtypeTest, NonFiniteValuesAreCounted) {
 }
 
 TEST(WireDtypeTest, MessageElementTypesMapBothWaysAndUnknownOnesAreRefused) {
+  // The numbers are on the wire (proto/ring.proto, proto/ps.proto): they never change.
+  EXPECT_EQ(WireDtypeNumber(WireDtype::kFp32), 1u);
+  EXPECT_EQ(WireDtypeNumber(WireDtype::kFp16), 2u);
+  EXPECT_EQ(WireDtypeNumber(WireDtype::kBf16), 3u);
+  EXPECT_EQ(WireDtypeNumberName(1), "float32");
+  EXPECT_EQ(WireDtypeNumberName(2), "float16");
+  EXPECT_EQ(WireDtypeNumberName(3), "bfloat16");
   for (WireDtype dtype : {WireDtype::kFp32, WireDtype::kFp16, WireDtype::kBf16}) {
-    EXPECT_EQ(ElementSize(DTypeOfWire(dtype)), WireBytesPerElement(dtype));
-    absl::StatusOr<WireDtype> back = WireDtypeOfDType(DTypeOfWire(dtype));
+    EXPECT_EQ(ElementSizeOfNumber(WireDtypeNumber(dtype)), WireBytesPerElement(dtype));
+    absl::StatusOr<WireDtype> back = WireDtypeOfNumber(WireDtypeNumber(dtype));
     ASSERT_TRUE(back.ok()) << back.status();
     EXPECT_EQ(*back, dtype);
   }
-  EXPECT_EQ(WireDtypeOfDType(DType::kInvalid).status().code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_EQ(WireDtypeOfDType(static_cast<DType>(77)).status().code(),
-            absl::StatusCode::kInvalidArgument);
+  for (uint32_t unknown : {kNoWireDtypeNumber, 4u, 77u}) {
+    EXPECT_EQ(WireDtypeOfNumber(unknown).status().code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_EQ(ElementSizeOfNumber(unknown), 0u);
+    EXPECT_EQ(WireDtypeNumberName(unknown), "invalid");
+  }
 }
 
 TEST(WireDtypeTest, OnlyFp16DividesSharesAndOnlyByTheWorkerCount) {

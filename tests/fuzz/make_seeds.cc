@@ -75,15 +75,16 @@ void RingSeeds() {
   // Raw messages: the codec's own encoding split across slices, protobuf's with an unknown
   // field, a truncated one, a zero tag, a segment with no dtype, and 16-bit segments
   // (--wire_dtype: float16, bfloat16).
-  ring::SegmentHeader header{1, 1, 0, 0, 0, 0, 8, DType::kFloat32, false};  // rank 0's chunk 0
+  ring::SegmentHeader header{1,    1, 0, 0, 0, 0, 8, WireDtypeNumber(WireDtype::kFp32),
+                             false};  // rank 0's chunk 0
   const std::string payload(16, '\x01');
   grpc::ByteBuffer encoded = ring::EncodeSegment(header, payload);
   const std::string codec = Flat(encoded);
   ring::SegmentHeader half_header = header;
-  half_header.dtype = DType::kFloat16;
+  half_header.dtype = WireDtypeNumber(WireDtype::kFp16);
   grpc::ByteBuffer fp16_encoded = ring::EncodeSegment(half_header, std::string(8, '\x01'));
   const std::string fp16_codec = Flat(fp16_encoded);
-  half_header.dtype = DType::kBFloat16;
+  half_header.dtype = WireDtypeNumber(WireDtype::kBf16);
   grpc::ByteBuffer bf16_encoded = ring::EncodeSegment(half_header, std::string(8, '\x01'));
   const std::string bf16_codec = Flat(bf16_encoded);
   proto::RingSegment message;

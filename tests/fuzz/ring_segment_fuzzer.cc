@@ -100,7 +100,7 @@ struct Sender {
   uint64_t total_elements = 0;
   // The wire dtype of the collective (--wire_dtype): float32, float16 or bfloat16 in turn, so
   // 16-bit segments go through the inbox as well.
-  DType dtype = DType::kFloat32;
+  uint32_t dtype = WireDtypeNumber(WireDtype::kFp32);
 
   // The next segment of at most `max_elements` elements, for a receiver in `topology`.
   Segment Next(const RingTopology& topology, uint64_t max_elements, bool advance) {
@@ -111,7 +111,8 @@ struct Sender {
     Segment segment;
     segment.header = SegmentHeader{generation, collective,     left,  step, chunk,
                                    offset,     total_elements, dtype, false};
-    segment.payload = ring::SegmentPayload(std::string(elements * ElementSize(dtype), '\x3f'));
+    segment.payload =
+        ring::SegmentPayload(std::string(elements * ElementSizeOfNumber(dtype), '\x3f'));
     if (advance) {
       offset += elements;
       if (offset >= chunk_size) {
@@ -123,8 +124,8 @@ struct Sender {
   }
   void Restart(uint64_t next_collective) {
     collective = next_collective;
-    constexpr DType kDtypes[] = {DType::kFloat32, DType::kFloat16, DType::kBFloat16};
-    dtype = kDtypes[next_collective % 3];
+    constexpr WireDtype kDtypes[] = {WireDtype::kFp32, WireDtype::kFp16, WireDtype::kBf16};
+    dtype = WireDtypeNumber(kDtypes[next_collective % 3]);
     step = 0;
     offset = 0;
   }
@@ -157,7 +158,7 @@ void Mutate(Segment& segment, uint8_t field, uint64_t value) {
       h.total_elements = value;
       break;
     case 7:
-      h.dtype = static_cast<DType>(static_cast<uint32_t>(value));
+      h.dtype = static_cast<uint32_t>(value);
       break;
     case 8:
       h.control = value % 2 == 1;
@@ -188,7 +189,7 @@ void CheckDelivered(const Segment& segment, uint64_t collective, const RingTopol
              h.generation, topology.generation);
   FUZZ_CHECK(h.sender_rank == topology.left(), "segment from rank %d; left neighbour is %d",
              h.sender_rank, topology.left());
-  const size_t element_size = ElementSize(h.dtype);
+  const size_t element_size = ElementSizeOfNumber(h.dtype);
   FUZZ_CHECK(element_size != 0, "dtype %u", static_cast<unsigned>(h.dtype));
   const RingSchedule schedule(topology.world, topology.left());
   FUZZ_CHECK(h.step >= 0 && h.step < schedule.steps(), "step %d of %d", h.step, schedule.steps());

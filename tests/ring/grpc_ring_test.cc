@@ -150,7 +150,7 @@ proto::RingSegment Segment(uint32_t sender, uint64_t collective, uint64_t elemen
   s.set_chunk(sender);  // at step 0 rank r sends chunk r
   s.set_offset(0);
   s.set_total_elements(40);
-  s.set_dtype(static_cast<uint32_t>(DType::kFloat32));
+  s.set_dtype(WireDtypeNumber(WireDtype::kFp32));
   s.set_payload(std::string(elements * sizeof(float), '\0'));
   return s;
 }

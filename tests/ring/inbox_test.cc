@@ -18,7 +18,8 @@ constexpr int kRank = 2;  // left neighbour is rank 1
 // has 40 elements, so chunks have 10 elements each.
 Segment FirstSegment(uint64_t collective, uint64_t elements = 10) {
   Segment segment;
-  segment.header = SegmentHeader{kGeneration, collective, 1, 0, 1, 0, 40, DType::kFloat32};
+  segment.header =
+      SegmentHeader{kGeneration, collective, 1, 0, 1, 0, 40, WireDtypeNumber(WireDtype::kFp32)};
   segment.payload = SegmentPayload(std::string(elements * sizeof(float), '\0'));
   return segment;
 }
@@ -108,7 +109,7 @@ TEST_F(InboxTest, RejectsAStaleCollective) {
 
 TEST_F(InboxTest, RejectsAnUnknownDtype) {
   Segment segment = FirstSegment(1);
-  segment.header.dtype = static_cast<DType>(77);
+  segment.header.dtype = 77;
   ExpectRejected(std::move(segment), absl::StatusCode::kInvalidArgument, "dtype");
 }
 

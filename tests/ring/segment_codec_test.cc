@@ -80,7 +80,7 @@ TEST(SegmentCodecTest, RejectsTruncatedAndGarbledMessages) {
 
 // Found by tests/fuzz/ring_segment_fuzzer: the decoder took messages protobuf refuses (a zero tag
 // at the end, a tag cut short, field number 0, a tag or length over 5 bytes), and read a segment
-// without dtype as float32 where protobuf reads 0, DType::kInvalid.
+// without dtype as float32 where protobuf reads 0, kNoWireDtypeNumber.
 TEST(SegmentCodecTest, DecodesOnlyWhatProtobufParsesAndAsItParsesIt) {
   proto::RingSegment message;
   message.set_step(1);
@@ -99,7 +99,7 @@ TEST(SegmentCodecTest, DecodesOnlyWhatProtobufParsesAndAsItParsesIt) {
   grpc::ByteBuffer no_dtype = SlicedBuffer(wire, {});
   absl::StatusOr<Segment> segment = DecodeSegment(no_dtype);
   ASSERT_TRUE(segment.ok()) << segment.status();
-  EXPECT_EQ(segment->header.dtype, DType::kInvalid);
+  EXPECT_EQ(segment->header.dtype, kNoWireDtypeNumber);
 }
 
 }  // namespace
