@@ -22,6 +22,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/string_view.h"
+#include "common/file_util.h"
 #include "common/status_macros.h"
 
 // The payload is the floats' in-memory bytes, written and read without conversion.
@@ -46,27 +47,6 @@ constexpr absl::string_view kTempSuffix = ".tmp";
 // Reads go through the digest a chunk at a time, while the bytes are still in cache.
 constexpr size_t kReadChunkBytes = size_t{1} << 20;
 
-// "WHAT PATH: the system's reason[; HINT]", with a code a caller can act on. Callers pass errno
-// beside string views, never beside a StrCat, whose allocation could overwrite it first.
-absl::Status ErrnoStatus(int error, absl::string_view what, absl::string_view path,
-                         absl::string_view hint = "") {
-  std::string message = absl::StrCat(what, " ", path, ": ", std::strerror(error));
-  if (!hint.empty()) absl::StrAppend(&message, "; ", hint);
-  switch (error) {
-    case ENOENT:
-      return absl::NotFoundError(message);
-    case EACCES:
-    case EPERM:
-    case EROFS:
-      return absl::PermissionDeniedError(message);
-    case ENOSPC:
-    case EDQUOT:
-      return absl::ResourceExhaustedError(message);
-    default:
-      return absl::InternalError(message);
-  }
-}
-
 class Fd {
  public:
   explicit Fd(int fd) : fd_(fd) {}
@@ -76,12 +56,6 @@ class Fd {
     if (fd_ >= 0) close(fd_);
   }
   int get() const { return fd_; }
-  // Closes now so the caller sees close()'s error (a write-back failure on some file systems).
-  int Close() {
-    const int result = close(fd_);
-    fd_ = -1;
-    return result;
-  }
 
  private:
   int fd_;
@@ -121,20 +95,6 @@ uint64_t LoadLe(const unsigned char* in, size_t bytes) {
   return value;
 }
 
-// 0 on success, else the errno.
-int WriteAll(int fd, const void* data, size_t size) {
-  const auto* bytes = static_cast<const char*>(data);
-  while (size > 0) {
-    // Linux writes at most about 2 GiB a call; ask for 1 GiB at a time.
-    const ssize_t n = write(fd, bytes, std::min<size_t>(size, size_t{1} << 30));
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) return errno;
-    bytes += n;
-    size -= static_cast<size_t>(n);
-  }
-  return 0;
-}
-
 // The number of bytes read (short only at end of file), or -1 with errno set.
 ssize_t ReadAll(int fd, void* data, size_t size) {
   auto* bytes = static_cast<char*>(data);
@@ -147,16 +107,6 @@ ssize_t ReadAll(int fd, void* data, size_t size) {
     done += static_cast<size_t>(n);
   }
   return static_cast<ssize_t>(done);
-}
-
-// Makes the directory's entries (a rename, a new subdirectory) survive a power loss.
-absl::Status FsyncDirectory(const std::string& dir) {
-  Fd fd(open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
-  if (fd.get() < 0) return ErrnoStatus(errno, "cannot open directory", dir);
-  if (fsync(fd.get()) != 0 || fd.Close() != 0) {
-    return ErrnoStatus(errno, "cannot flush to disk the directory", dir);
-  }
-  return absl::OkStatus();
 }
 
 std::string Parent(const std::string& path) {
@@ -449,29 +399,12 @@ absl::Status CheckWritable(const Checkpoint& checkpoint, const CheckpointLimits&
   return absl::OkStatus();
 }
 
-// A write that failed: the temporary goes, and the status says no checkpoint was written.
-struct FailedWrite {
-  const std::string& dir;
-  const std::string& temporary;
-  uint64_t step;
-  // Takes the errno first: unlink() may overwrite it.
-  absl::Status operator()(int error, absl::string_view what) const {
-    unlink(temporary.c_str());
-    return ErrnoStatus(error, "cannot", what,
-                       absl::StrCat("no checkpoint of step ", step,
-                                    " was written; check the free space and permissions of ", dir));
-  }
-};
-
-// The whole file into `failed.temporary`, on disk before it gets its name: a crash leaves the old
-// checkpoint or this one, whole.
-absl::Status WriteTemporary(const Checkpoint& checkpoint, const FailedWrite& failed) {
-  const std::string& temporary = failed.temporary;
-  Fd fd(open(temporary.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644));
-  if (fd.get() < 0) {
-    const int error = errno;
-    return failed(error, absl::StrCat("create ", temporary));
-  }
+// The whole file into `temporary`, on disk before it is renamed to `path`: a crash leaves the
+// old checkpoint or this one, whole. The system's errors end with `hint`.
+absl::Status WriteCheckpointFile(const Checkpoint& checkpoint, const std::string& temporary,
+                                 const std::string& path, absl::string_view hint) {
+  absl::StatusOr<AtomicFileWriter> file = AtomicFileWriter::Create(temporary, 0644);
+  if (!file.ok()) return WithHint(file.status(), hint);
   unsigned char header[kHeaderBytes];
   std::memcpy(header, kMagic, kMagicBytes);
   StoreLe(checkpoint.step, 8, header + 8);
@@ -479,29 +412,21 @@ absl::Status WriteTemporary(const Checkpoint& checkpoint, const FailedWrite& fai
   StoreLe(checkpoint.parameters.size(), 8, header + 20);
   StoreLe(checkpoint.optimizer_state.size(), 8, header + 28);
   Sha256 digest;
-  int error = 0;
+  absl::Status written;
   const auto put = [&](const void* data, size_t bytes) {
-    if (error != 0) return;
+    if (!written.ok()) return;
     digest.Update(data, bytes);
-    error = WriteAll(fd.get(), data, bytes);
+    written = file->Append(data, bytes);
   };
   put(header, kHeaderBytes);
   put(checkpoint.job.data(), checkpoint.job.size());
   put(checkpoint.parameters.data(), checkpoint.parameters.size() * sizeof(float));
   put(checkpoint.optimizer_state.data(), checkpoint.optimizer_state.size() * sizeof(float));
-  if (error != 0) return failed(error, absl::StrCat("write ", temporary));
+  if (!written.ok()) return WithHint(written, hint);
   unsigned char computed[kDigestBytes];
-  if (absl::Status status = digest.Finish(computed); !status.ok()) {
-    unlink(temporary.c_str());
-    return status;
-  }
-  error = WriteAll(fd.get(), computed, kDigestBytes);
-  if (error != 0) return failed(error, absl::StrCat("write ", temporary));
-  if (fsync(fd.get()) != 0 || fd.Close() != 0) {
-    error = errno;
-    return failed(error, absl::StrCat("flush ", temporary, " to disk"));
-  }
-  return absl::OkStatus();
+  RETURN_IF_ERROR(digest.Finish(computed));
+  RETURN_IF_ERROR(WithHint(file->Append(computed, kDigestBytes), hint));
+  return WithHint(file->Commit(path), hint);
 }
 
 // Of the checkpoints older than `step`, the newest keep - 1 stay and the rest are deleted (and
@@ -553,12 +478,10 @@ absl::StatusOr<WrittenCheckpoint> CheckpointStore::Write(const Checkpoint& check
   const std::string temporary =
       absl::StrCat(dir_, "/", kTempPrefix, absl::StrFormat("%020u", checkpoint.step), ".", getpid(),
                    ".", next_temporary.fetch_add(1), kTempSuffix);
-  const FailedWrite failed{dir_, temporary, checkpoint.step};
-  RETURN_IF_ERROR(WriteTemporary(checkpoint, failed));
-  if (rename(temporary.c_str(), path.c_str()) != 0) {
-    const int error = errno;
-    return failed(error, absl::StrCat("rename ", temporary, " to ", path));
-  }
+  RETURN_IF_ERROR(WriteCheckpointFile(
+      checkpoint, temporary, path,
+      absl::StrCat("no checkpoint of step ", checkpoint.step,
+                   " was written; check the free space and permissions of ", dir_)));
   // The rename itself must survive a power loss before this returns OK.
   RETURN_IF_ERROR(
       Annotate(FsyncDirectory(dir_),

@@ -4,11 +4,13 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
 #include <fstream>
 #include <sstream>
+#include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
@@ -38,29 +40,109 @@ absl::Status WriteAllAt(int fd, uint64_t offset, absl::string_view contents,
 
 }  // namespace
 
-absl::Status WriteFileAtomically(const std::string& path, absl::string_view contents, mode_t mode) {
-  const std::string temp = absl::StrCat(path, ".tmp.", getpid());
-  // O_EXCL: a left-over temporary (of a crashed writer) could have looser permissions.
-  std::remove(temp.c_str());
-  const int fd = open(temp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, mode);
-  if (fd < 0) return ErrnoError("create", temp);
-  if (absl::Status status = WriteAllAt(fd, 0, contents, temp); !status.ok()) {
+absl::Status ErrnoStatus(int error, absl::string_view what, absl::string_view path,
+                         absl::string_view hint) {
+  std::string message = absl::StrCat(what, " ", path, ": ", std::strerror(error));
+  if (!hint.empty()) absl::StrAppend(&message, "; ", hint);
+  switch (error) {
+    case ENOENT:
+      return absl::NotFoundError(message);
+    case EACCES:
+    case EPERM:
+    case EROFS:
+      return absl::PermissionDeniedError(message);
+    case ENOSPC:
+    case EDQUOT:
+      return absl::ResourceExhaustedError(message);
+    default:
+      return absl::InternalError(message);
+  }
+}
+
+absl::Status WithHint(const absl::Status& status, absl::string_view hint) {
+  if (status.ok()) return status;
+  return absl::Status(status.code(), absl::StrCat(status.message(), "; ", hint));
+}
+
+absl::Status FsyncDirectory(const std::string& dir) {
+  const int fd = open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0) return ErrnoStatus(errno, "cannot open directory", dir);
+  if (fsync(fd) != 0) {
+    const int error = errno;
     close(fd);
-    std::remove(temp.c_str());
-    return status;
+    return ErrnoStatus(error, "cannot flush to disk the directory", dir);
   }
-  // Durable before it becomes visible: a crash leaves the old file or the new one, never a mix.
-  if (fsync(fd) != 0 || close(fd) != 0) {
-    absl::Status status = ErrnoError("flush", temp);
-    std::remove(temp.c_str());
-    return status;
+  if (close(fd) != 0) return ErrnoStatus(errno, "cannot flush to disk the directory", dir);
+  return absl::OkStatus();
+}
+
+absl::StatusOr<AtomicFileWriter> AtomicFileWriter::Create(std::string temporary, mode_t mode) {
+  const int fd = open(temporary.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, mode);
+  if (fd < 0) return ErrnoStatus(errno, "cannot create", temporary);
+  return AtomicFileWriter(fd, std::move(temporary));
+}
+
+AtomicFileWriter::AtomicFileWriter(AtomicFileWriter&& other) noexcept
+    : fd_(std::exchange(other.fd_, -1)),
+      temporary_(std::move(other.temporary_)),
+      committed_(std::exchange(other.committed_, true)) {}
+
+AtomicFileWriter& AtomicFileWriter::operator=(AtomicFileWriter&& other) noexcept {
+  if (this != &other) {
+    Discard();
+    fd_ = std::exchange(other.fd_, -1);
+    temporary_ = std::move(other.temporary_);
+    committed_ = std::exchange(other.committed_, true);
   }
-  if (std::rename(temp.c_str(), path.c_str()) != 0) {
-    absl::Status status = ErrnoError("rename over", path);
-    std::remove(temp.c_str());
-    return status;
+  return *this;
+}
+
+AtomicFileWriter::~AtomicFileWriter() { Discard(); }
+
+void AtomicFileWriter::Discard() {
+  if (fd_ >= 0) close(fd_);
+  fd_ = -1;
+  if (!committed_) unlink(temporary_.c_str());
+  committed_ = true;
+}
+
+absl::Status AtomicFileWriter::Append(const void* data, size_t size) {
+  const auto* bytes = static_cast<const char*>(data);
+  while (size > 0) {
+    // Linux writes at most about 2 GiB a call; ask for 1 GiB at a time.
+    const ssize_t n = write(fd_, bytes, std::min<size_t>(size, size_t{1} << 30));
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return ErrnoStatus(errno, "cannot write", temporary_);
+    bytes += n;
+    size -= static_cast<size_t>(n);
   }
   return absl::OkStatus();
+}
+
+absl::Status AtomicFileWriter::Commit(const std::string& path) {
+  // Durable before it becomes visible: a crash leaves the old file or the new one, never a mix.
+  const int fd = std::exchange(fd_, -1);
+  if (fsync(fd) != 0) {
+    const int error = errno;
+    close(fd);
+    return ErrnoStatus(error, "cannot flush to disk", temporary_);
+  }
+  if (close(fd) != 0) return ErrnoStatus(errno, "cannot flush to disk", temporary_);
+  if (rename(temporary_.c_str(), path.c_str()) != 0) {
+    const int error = errno;
+    return ErrnoStatus(error, "cannot rename", absl::StrCat(temporary_, " to ", path));
+  }
+  committed_ = true;
+  return absl::OkStatus();
+}
+
+absl::Status WriteFileAtomically(const std::string& path, absl::string_view contents, mode_t mode) {
+  const std::string temp = absl::StrCat(path, ".tmp.", getpid());
+  // A left-over temporary (of a crashed writer) goes first: the writer never opens one.
+  std::remove(temp.c_str());
+  ASSIGN_OR_RETURN(AtomicFileWriter file, AtomicFileWriter::Create(temp, mode));
+  RETURN_IF_ERROR(file.Append(contents));
+  return file.Commit(path);
 }
 
 absl::StatusOr<std::string> ReadFileToString(const std::string& path) {

@@ -1,9 +1,11 @@
 // Scratch files (common/file_util.h): written and read at offsets within their size; a file of
-// another size, or none, is an error naming it, never a partial read.
+// another size, or none, is an error naming it, never a partial read. Atomic writes: the file
+// appears whole at its path on Commit, and a writer that does not commit leaves nothing.
 #include "common/file_util.h"
 
 #include <unistd.h>
 
+#include <filesystem>
 #include <string>
 
 #include "gmock/gmock.h"
@@ -65,6 +67,36 @@ TEST(ScratchFileTest, AFileCutShortUnderItsReaderIsAnErrorNotAPartialRead) {
   const absl::Status status = file->Read(0, absl::MakeSpan(out));
   EXPECT_EQ(status.code(), absl::StatusCode::kInternal);
   EXPECT_THAT(status.message(), HasSubstr("ended early"));
+}
+
+TEST(AtomicFileWriterTest, TheFileAppearsWholeOnCommitAndAnAbandonedWriterLeavesNothing) {
+  auto dir = launch::TempDir::Create("ringside-atomic-");
+  ASSERT_TRUE(dir.ok()) << dir.status();
+  const std::string path = dir->File("file");
+  ASSERT_TRUE(WriteFileAtomically(path, "old").ok());
+  {
+    absl::StatusOr<AtomicFileWriter> file = AtomicFileWriter::Create(dir->File(".file.tmp"), 0644);
+    ASSERT_TRUE(file.ok()) << file.status();
+    ASSERT_TRUE(file->Append("ne").ok());
+    ASSERT_TRUE(file->Append("w").ok());
+    EXPECT_EQ(ReadFileToString(path).value(), "old") << "nothing visible before the commit";
+    ASSERT_TRUE(file->Commit(path).ok());
+  }
+  EXPECT_EQ(ReadFileToString(path).value(), "new");
+  {
+    absl::StatusOr<AtomicFileWriter> file = AtomicFileWriter::Create(dir->File(".file.tmp"), 0644);
+    ASSERT_TRUE(file.ok()) << file.status();
+    ASSERT_TRUE(file->Append("abandoned").ok());
+  }
+  EXPECT_EQ(ReadFileToString(path).value(), "new");
+  EXPECT_FALSE(std::filesystem::exists(dir->File(".file.tmp"))) << "the temporary is removed";
+  // An existing temporary is never written through (O_EXCL).
+  ASSERT_TRUE(WriteFileAtomically(dir->File(".taken"), "x").ok());
+  EXPECT_FALSE(AtomicFileWriter::Create(dir->File(".taken"), 0644).ok());
+  const absl::Status missing = AtomicFileWriter::Create(dir->File("no/such/dir"), 0644).status();
+  EXPECT_EQ(missing.code(), absl::StatusCode::kNotFound);
+  EXPECT_THAT(WithHint(missing, "a hint").message(), HasSubstr("no/such/dir: "));
+  EXPECT_THAT(WithHint(missing, "a hint").message(), HasSubstr("; a hint"));
 }
 
 }  // namespace
