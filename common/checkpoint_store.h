@@ -4,26 +4,7 @@
 // saying which files it passed over and why. No exceptions escape; every error is a status
 // naming the file and what to do.
 //
-// File format (version 01; every integer little-endian, every float IEEE-754 float32):
-//
-//   offset  size       field
-//   0       8          magic "RSCKPT01" (the last two characters are the format version)
-//   8       8          step: u64, completed training steps the state includes
-//   16      4          job length J: u32, bytes
-//   20      8          parameter count P: u64, floats
-//   28      8          optimiser-state count O: u64, floats
-//   36      J          the job spec, opaque bytes
-//   36+J    4P         the parameters
-//   36+J+4P 4O         the optimiser state
-//   end-32  32         SHA-256 of every byte before it
-//
-// so a file is exactly 68 + J + 4(P + O) bytes long. Names: `checkpoint-<step, 20 digits>.ckpt`
-// (lexical order is step order). A writer's temporary is `.checkpoint-<step>.<pid>.<n>.tmp`:
-// hidden, and never mistaken for a checkpoint.
-//
-// Reading checks, before allocating anything, every size in the header against
-// CheckpointLimits and against the file's length: a damaged header claiming 2^60 floats is an
-// error message, not an allocation.
+// The file format, and its reader and writer: common/checkpoint_file.h.
 //
 // Concurrency: one writing process per directory (Open deletes temporaries, so a second live
 // writer would lose its file in flight). Methods are const and thread-safe; a reader beside the
@@ -37,22 +18,9 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "common/checkpoint_file.h"
 
 namespace ringside {
-
-struct Checkpoint {
-  uint64_t step = 0;  // completed training steps the state includes
-  std::string job;    // the job spec, opaque bytes (the controller's serialised JobSpec)
-  std::vector<float> parameters;
-  std::vector<float> optimizer_state;
-};
-
-// What a reader agrees to allocate for one file; a writer refuses a checkpoint over them, so a
-// store never writes what it cannot read back. Raise them for models larger than 16 GiB.
-struct CheckpointLimits {
-  uint64_t max_job_bytes = 1 << 20;
-  uint64_t max_elements = uint64_t{1} << 32;  // parameters + optimiser state, in floats
-};
 
 struct WrittenCheckpoint {
   std::string path;
