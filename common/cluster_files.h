@@ -6,8 +6,9 @@
 //   ready file    every daemon, once serving: {"port", "metrics_port", "address"?,
 //                 "range_begin"?, "range_end"?}
 //   step trace    elastic workers, one JSON line per completed step
-//   evaluations   rank 0's test evaluator, one JSON line per evaluation (worker/test_evaluator.h)
-//   result file   workers, when their job is done (the train job's fields; benchmark jobs write
+//   evaluations   rank 0's test evaluator, one JSON line per evaluation
+//   (worker/accuracy_evaluator.h) result file   workers, when their job is done (the train job's
+//   fields; benchmark jobs write
 //                 common/rank_result.h's format)
 #ifndef RINGSIDE_COMMON_CLUSTER_FILES_H_
 #define RINGSIDE_COMMON_CLUSTER_FILES_H_

@@ -78,7 +78,7 @@ absl::StatusOr<std::string> ReadFileToString(const std::string& path);
 // written and read at offsets: pwrite and pread, so distinct ranges may be written from several
 // threads at once. Not in the process's memory: what is written sits in the page cache, which the
 // kernel may write out and drop. The test evaluator's snapshots of the parameters live in these
-// (worker/test_evaluator.h). Reads and writes past size() are INVALID_ARGUMENT.
+// (worker/accuracy_evaluator.h). Reads and writes past size() are INVALID_ARGUMENT.
 class ScratchFile {
  public:
   // A new file at `path` (0600; an existing file is never written over) of `size` zero bytes.

@@ -53,8 +53,8 @@ struct TrainingOptions {
   std::string data = "iris";  // --data
   int64_t steps = 200;        // --steps
   // --eval_every: rank 0 evaluates the parameters on the data's held-out test set after every
-  // this many steps (and after the last), off the step's critical path (worker/test_evaluator.h);
-  // data without a test set (Iris, synthetic) is not evaluated.
+  // this many steps (and after the last), off the step's critical path
+  // (worker/accuracy_evaluator.h); data without a test set (Iris, synthetic) is not evaluated.
   int64_t eval_every = 25;
   int64_t batch_size = 32;  // --batch_size (global: split across workers)
   OptimizerConfig optimizer = {OptimizerKind::kAdam, /*learning_rate=*/0.01f};

@@ -45,7 +45,7 @@
 #include "worker/member_state.h"
 #include "worker/regroup.h"
 #include "worker/step_listener.h"
-#include "worker/test_evaluator.h"
+#include "worker/accuracy_evaluator.h"
 #include "worker/timeline.h"
 #include "worker/wire_error_sampler.h"
 
@@ -78,7 +78,7 @@ struct ElasticOptions {
   // the trainer.
   Timeline* timeline = nullptr;
   // While this worker is rank 0 it evaluates the job's parameters on the data's held-out test
-  // set every `eval_every` steps (worker/test_evaluator.h: the shards' parameters in ps mode) and
+  // set every `eval_every` steps (worker/accuracy_evaluator.h: the shards' parameters in ps mode) and
   // hands each point here, on the evaluator's thread. Null, or data without a test set: none.
   TestEvaluator::Sink evaluations;
   // Where the test evaluator's snapshots wait on disk (TestEvaluator::Options::snapshot_prefix);

@@ -1,4 +1,4 @@
-// When rank 0 offers the job's parameters to its test evaluator (worker/test_evaluator.h), so the
+// When rank 0 offers the job's parameters to its test evaluator (worker/accuracy_evaluator.h), so the
 // test-accuracy curve has a point every `eval_every` steps, the initial parameters first and the
 // final ones last: in ps mode the shards' own copy, read on the evaluator's thread while this
 // worker trains on; else (ring mode, or the shards holding the state, whose ranges may hold
@@ -15,7 +15,7 @@
 #include "common/training_options.h"
 #include "server/ps/shard_group.h"
 #include "worker/step_listener.h"
-#include "worker/test_evaluator.h"
+#include "worker/accuracy_evaluator.h"
 
 namespace ringside::worker {
 

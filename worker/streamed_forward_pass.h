@@ -1,5 +1,5 @@
 // Loss and accuracy of parameters that stay in a file: the test evaluator's snapshots
-// (worker/test_evaluator.h), evaluated without a copy of the model in memory. The forward pass
+// (worker/accuracy_evaluator.h), evaluated without a copy of the model in memory. The forward pass
 // reads each layer's weights a block of input rows at a time and adds each block's product into
 // the layer's output (z = b + sum over blocks of in[:, block] * W[block, :]), so it holds one block
 // and two layers' activations of the batch, however large the model. On the CPU (OpenBLAS), at

@@ -20,8 +20,8 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "worker/accuracy_evaluator.h"
 #include "worker/elastic_training.h"
-#include "worker/test_evaluator.h"
 #include "worker/timeline.h"
 
 namespace ringside::worker {

@@ -63,7 +63,7 @@ struct LossPoint {
 };
 
 // One evaluation of the job's parameters on the data's held-out test set by rank 0's evaluator
-// (worker/test_evaluator.h), `seconds` after the cluster's first step began (when the evaluated
+// (worker/accuracy_evaluator.h), `seconds` after the cluster's first step began (when the evaluated
 // step ended; the evaluation itself runs off the training path).
 struct AccuracyPoint {
   int64_t step = 0;  // steps the evaluated parameters had completed (0: the initial ones)

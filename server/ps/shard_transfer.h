@@ -4,7 +4,7 @@
 // When the shards hold it (--staleness, async, --backup_workers), a later generation's rank 0
 // reads it back (ReadShardStates).
 // The one reader of the shards' live model (GetParameters) is rank 0's test evaluator
-// (worker/test_evaluator.h). The shard map is EvenRanges(K, S), as everywhere. Not training
+// (worker/accuracy_evaluator.h). The shard map is EvenRanges(K, S), as everywhere. Not training
 // traffic: nothing is counted in the link metrics.
 // Thread-compatible. Errors: a shard's gRPC status annotated with the shard.
 #ifndef RINGSIDE_SERVER_PS_SHARD_TRANSFER_H_

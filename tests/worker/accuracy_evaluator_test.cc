@@ -4,7 +4,7 @@
 // progress (nothing read), ps reads written segment by segment, retried while the shards straddle
 // a step and labelled with the step they held, failures counted. Readers stand in for the shards;
 // readers and the sink block on notifications, never on clocks.
-#include "worker/test_evaluator.h"
+#include "worker/accuracy_evaluator.h"
 
 #include <atomic>
 #include <filesystem>

@@ -32,8 +32,8 @@
 // evaluator's (compute) thread, one point at a time. An evaluation that fails (a shard unreachable,
 // the shards never agreeing on a step, a file that cannot be written or read) is counted and its
 // error kept (failures()), never fatal.
-#ifndef RINGSIDE_WORKER_TEST_EVALUATOR_H_
-#define RINGSIDE_WORKER_TEST_EVALUATOR_H_
+#ifndef RINGSIDE_WORKER_ACCURACY_EVALUATOR_H_
+#define RINGSIDE_WORKER_ACCURACY_EVALUATOR_H_
 
 #include <cstdint>
 #include <deque>
@@ -187,4 +187,4 @@ class TestEvaluator {
 
 }  // namespace ringside::worker
 
-#endif  // RINGSIDE_WORKER_TEST_EVALUATOR_H_
+#endif  // RINGSIDE_WORKER_ACCURACY_EVALUATOR_H_

@@ -1,4 +1,4 @@
-#include "worker/test_evaluator.h"
+#include "worker/accuracy_evaluator.h"
 
 #include <sys/resource.h>
 #include <sys/syscall.h>
