@@ -26,9 +26,10 @@ constexpr size_t kKeptSteps = 4096;
 
 }  // namespace
 
-absl::StatusOr<std::unique_ptr<TestEvaluator>> TestEvaluator::Create(const ModelSpec& spec,
-                                                                     const Dataset& test, Sink sink,
-                                                                     Options options) {
+absl::StatusOr<std::unique_ptr<AccuracyEvaluator>> AccuracyEvaluator::Create(const ModelSpec& spec,
+                                                                             const Dataset& test,
+                                                                             Sink sink,
+                                                                             Options options) {
   if (test.rows() == 0) {
     return absl::FailedPreconditionError("the data has no held-out test set to evaluate on");
   }
@@ -42,16 +43,18 @@ absl::StatusOr<std::unique_ptr<TestEvaluator>> TestEvaluator::Create(const Model
     const std::filesystem::path temp = std::filesystem::temp_directory_path(error);
     options.snapshot_prefix = ((error ? "/tmp" : temp) / "ringside-evaluation-").string();
   }
-  return std::unique_ptr<TestEvaluator>(new TestEvaluator(spec, test, std::move(sink), options));
+  return std::unique_ptr<AccuracyEvaluator>(
+      new AccuracyEvaluator(spec, test, std::move(sink), options));
 }
 
-TestEvaluator::TestEvaluator(const ModelSpec& spec, const Dataset& test, Sink sink, Options options)
+AccuracyEvaluator::AccuracyEvaluator(const ModelSpec& spec, const Dataset& test, Sink sink,
+                                     Options options)
     : test_(test), sink_(std::move(sink)), options_(options), pass_(spec) {
   thread_ = std::thread([this] { Loop(); });
   reader_thread_ = std::thread([this] { ReaderLoop(); });
 }
 
-TestEvaluator::~TestEvaluator() {
+AccuracyEvaluator::~AccuracyEvaluator() {
   {
     absl::MutexLock lock(&mu_);
     stopping_ = true;
@@ -64,19 +67,20 @@ TestEvaluator::~TestEvaluator() {
   rmdir(dir_.c_str());
 }
 
-void TestEvaluator::StepEnded(int64_t completed, absl::Time start, absl::Time end, double loss) {
+void AccuracyEvaluator::StepEnded(int64_t completed, absl::Time start, absl::Time end,
+                                  double loss) {
   absl::MutexLock lock(&mu_);
   if (!origin_.has_value()) origin_ = start;
   steps_[completed] = StepRecord{end, loss};
   while (steps_.size() > kKeptSteps) steps_.erase(steps_.begin());
 }
 
-void TestEvaluator::FailedLocked(absl::Status why) {
+void AccuracyEvaluator::FailedLocked(absl::Status why) {
   ++failures_.count;
   failures_.last = std::move(why);
 }
 
-bool TestEvaluator::ReserveLocked() {
+bool AccuracyEvaluator::ReserveLocked() {
   if (files_ > 0 &&
       static_cast<uint64_t>(files_ + 1) * SnapshotBytes() > options_.max_snapshot_bytes) {
     ++deferred_;
@@ -97,12 +101,12 @@ bool TestEvaluator::ReserveLocked() {
   return true;
 }
 
-void TestEvaluator::ReleaseLocked(const std::string& path) {
+void AccuracyEvaluator::ReleaseLocked(const std::string& path) {
   if (!path.empty()) std::remove(path.c_str());
   --files_;
 }
 
-void TestEvaluator::QueueLocked(Snapshot snapshot) {
+void AccuracyEvaluator::QueueLocked(Snapshot snapshot) {
   // A ps read can find the shards where the previous one did (the trainer offered again before
   // they moved on): that point is taken already.
   if (newest_.has_value() && snapshot.completed <= *newest_) {
@@ -114,11 +118,11 @@ void TestEvaluator::QueueLocked(Snapshot snapshot) {
   waiting_.push_back(std::move(snapshot));
 }
 
-std::string TestEvaluator::PathLocked(absl::string_view name) const {
+std::string AccuracyEvaluator::PathLocked(absl::string_view name) const {
   return absl::StrCat(dir_, "/", name);
 }
 
-bool TestEvaluator::OfferSnapshot(int64_t completed, absl::Span<const float> params) {
+bool AccuracyEvaluator::OfferSnapshot(int64_t completed, absl::Span<const float> params) {
   if (params.size() != pass_.spec().parameter_count()) {
     absl::MutexLock lock(&mu_);
     FailedLocked(absl::InvalidArgumentError(absl::StrCat("a snapshot of ", params.size(),
@@ -150,7 +154,7 @@ bool TestEvaluator::OfferSnapshot(int64_t completed, absl::Span<const float> par
   return true;
 }
 
-bool TestEvaluator::OfferShardRead(int64_t completed, ShardReader reader) {
+bool AccuracyEvaluator::OfferShardRead(int64_t completed, ShardReader reader) {
   absl::MutexLock lock(&mu_);
   if (read_.has_value()) {
     ++deferred_;
@@ -161,7 +165,7 @@ bool TestEvaluator::OfferShardRead(int64_t completed, ShardReader reader) {
   return true;
 }
 
-void TestEvaluator::Drain() {
+void AccuracyEvaluator::Drain() {
   absl::MutexLock lock(&mu_);
   auto idle = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     return stopping_ || (!read_.has_value() && !evaluating_ && waiting_.empty());
@@ -169,22 +173,22 @@ void TestEvaluator::Drain() {
   mu_.Await(absl::Condition(&idle));
 }
 
-int64_t TestEvaluator::deferred() const {
+int64_t AccuracyEvaluator::deferred() const {
   absl::MutexLock lock(&mu_);
   return deferred_;
 }
 
-int64_t TestEvaluator::repeated() const {
+int64_t AccuracyEvaluator::repeated() const {
   absl::MutexLock lock(&mu_);
   return repeated_;
 }
 
-TestEvaluator::Failures TestEvaluator::failures() const {
+AccuracyEvaluator::Failures AccuracyEvaluator::failures() const {
   absl::MutexLock lock(&mu_);
   return failures_;
 }
 
-void TestEvaluator::Loop() {
+void AccuracyEvaluator::Loop() {
   // The evaluation takes the machine's idle time first: the trainers' threads keep their share.
   // Best effort (a container may forbid it); Linux's setpriority takes a thread id here.
   setpriority(PRIO_PROCESS, static_cast<id_t>(syscall(SYS_gettid)), 19);
@@ -209,7 +213,7 @@ void TestEvaluator::Loop() {
   }
 }
 
-void TestEvaluator::ReaderLoop() {
+void AccuracyEvaluator::ReaderLoop() {
   while (true) {
     std::pair<int64_t, ShardReader> read;
     std::string path;
@@ -238,7 +242,7 @@ void TestEvaluator::ReaderLoop() {
   }
 }
 
-absl::StatusOr<EvaluationLine> TestEvaluator::Evaluate(const Snapshot& snapshot) {
+absl::StatusOr<EvaluationLine> AccuracyEvaluator::Evaluate(const Snapshot& snapshot) {
   const absl::Time start = absl::Now();
   ASSIGN_OR_RETURN(const ScratchFile file, ScratchFile::Open(snapshot.path, SnapshotBytes()));
   const absl::StatusOr<Evaluation> evaluation = EvaluateDatasetWith(
@@ -259,8 +263,8 @@ absl::StatusOr<EvaluationLine> TestEvaluator::Evaluate(const Snapshot& snapshot)
   return point;
 }
 
-absl::StatusOr<int64_t> TestEvaluator::ReadShards(int64_t completed, const ShardReader& reader,
-                                                  const std::string& path) {
+absl::StatusOr<int64_t> AccuracyEvaluator::ReadShards(int64_t completed, const ShardReader& reader,
+                                                      const std::string& path) {
   ASSIGN_OR_RETURN(const ScratchFile file, ScratchFile::Create(path, SnapshotBytes()));
   const ValuesWriter write = [&file](uint64_t offset, absl::string_view bytes) {
     return file.Write(offset * sizeof(float), bytes);
@@ -277,7 +281,7 @@ absl::StatusOr<int64_t> TestEvaluator::ReadShards(int64_t completed, const Shard
   return Annotate(last, absl::StrCat("reading the shards' parameters after step ", completed));
 }
 
-absl::StatusOr<std::pair<double, double>> TestEvaluator::WhenAndLossOf(int64_t step) {
+absl::StatusOr<std::pair<double, double>> AccuracyEvaluator::WhenAndLossOf(int64_t step) {
   absl::MutexLock lock(&mu_);
   if (step == 0) return std::make_pair(0.0, 0.0);  // the initial parameters: before any step
   auto reported = [this, step]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {

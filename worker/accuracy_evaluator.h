@@ -56,7 +56,7 @@
 
 namespace ringside::worker {
 
-class TestEvaluator {
+class AccuracyEvaluator {
  public:
   using Sink = std::function<void(const EvaluationLine&)>;
   // Where read parameters go: `bytes` (whole floats) are parameters [offset, ...). Thread-safe,
@@ -88,18 +88,18 @@ class TestEvaluator {
 
   // `test` must outlive the evaluator. Starts the threads; the snapshot directory is made at the
   // first offer.
-  static absl::StatusOr<std::unique_ptr<TestEvaluator>> Create(const ModelSpec& spec,
-                                                               const Dataset& test, Sink sink,
-                                                               Options options);
-  static absl::StatusOr<std::unique_ptr<TestEvaluator>> Create(const ModelSpec& spec,
-                                                               const Dataset& test, Sink sink) {
+  static absl::StatusOr<std::unique_ptr<AccuracyEvaluator>> Create(const ModelSpec& spec,
+                                                                   const Dataset& test, Sink sink,
+                                                                   Options options);
+  static absl::StatusOr<std::unique_ptr<AccuracyEvaluator>> Create(const ModelSpec& spec,
+                                                                   const Dataset& test, Sink sink) {
     return Create(spec, test, std::move(sink), Options());
   }
   // Stops the threads: a read or an evaluation in progress finishes first, snapshots not yet
   // evaluated are dropped; their files and the directory are removed.
-  ~TestEvaluator();
-  TestEvaluator(const TestEvaluator&) = delete;
-  TestEvaluator& operator=(const TestEvaluator&) = delete;
+  ~AccuracyEvaluator();
+  AccuracyEvaluator(const AccuracyEvaluator&) = delete;
+  AccuracyEvaluator& operator=(const AccuracyEvaluator&) = delete;
 
   // The step that brought the job to `completed` steps ran from `start` to `end` with training
   // loss `loss`.
@@ -139,7 +139,7 @@ class TestEvaluator {
     double loss = 0;
   };
 
-  TestEvaluator(const ModelSpec& spec, const Dataset& test, Sink sink, Options options);
+  AccuracyEvaluator(const ModelSpec& spec, const Dataset& test, Sink sink, Options options);
   uint64_t SnapshotBytes() const { return pass_.spec().parameter_count() * sizeof(float); }
   // Counts a failed read, evaluation or snapshot and keeps its error.
   void FailedLocked(absl::Status why) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);

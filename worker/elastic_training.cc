@@ -87,11 +87,11 @@ absl::Status ElasticTrainer::Run(const absl::Notification& stop, const FinishedC
   state_.gradient.resize(job_->parameter_count());
   records_ = std::make_unique<StepRecords>(options_.timeline, trace_);
   if (options_.evaluations && job_->test_set().rows() > 0) {
-    TestEvaluator::Options evaluation;
+    AccuracyEvaluator::Options evaluation;
     evaluation.snapshot_prefix = options_.evaluation_snapshot_prefix;
     ASSIGN_OR_RETURN(
-        std::unique_ptr<TestEvaluator> evaluator,
-        TestEvaluator::Create(job_->spec(), job_->test_set(), options_.evaluations, evaluation));
+        std::unique_ptr<AccuracyEvaluator> evaluator,
+        AccuracyEvaluator::Create(job_->spec(), job_->test_set(), options_.evaluations, evaluation));
     evaluation_ =
         std::make_unique<EvaluationPoints>(std::move(evaluator), job_->options(), shard_group_);
   }

@@ -80,8 +80,8 @@ struct ElasticOptions {
   // While this worker is rank 0 it evaluates the job's parameters on the data's held-out test
   // set every `eval_every` steps (worker/accuracy_evaluator.h: the shards' parameters in ps mode) and
   // hands each point here, on the evaluator's thread. Null, or data without a test set: none.
-  TestEvaluator::Sink evaluations;
-  // Where the test evaluator's snapshots wait on disk (TestEvaluator::Options::snapshot_prefix);
+  AccuracyEvaluator::Sink evaluations;
+  // Where the test evaluator's snapshots wait on disk (AccuracyEvaluator::Options::snapshot_prefix);
   // empty: the system's temporary directory.
   std::string evaluation_snapshot_prefix;
 };

@@ -33,7 +33,7 @@ void EvaluationPoints::EvaluateIfDue(const GenerationView& generation, const Mem
                          ? evaluator_->OfferShardRead(
                                completed,
                                [read = shards_.transfer()](
-                                   uint64_t count, const TestEvaluator::ValuesWriter& write) {
+                                   uint64_t count, const AccuracyEvaluator::ValuesWriter& write) {
                                  return server::ReadShardParameters(read, count, write);
                                })
                          : evaluator_->OfferSnapshot(completed, state.parameters);
@@ -42,7 +42,7 @@ void EvaluationPoints::EvaluateIfDue(const GenerationView& generation, const Mem
 
 void EvaluationPoints::Finish(int rank, std::ostream& log) {
   evaluator_->Drain();
-  const TestEvaluator::Failures failures = evaluator_->failures();
+  const AccuracyEvaluator::Failures failures = evaluator_->failures();
   const int64_t deferred = evaluator_->deferred();
   const int64_t repeated = evaluator_->repeated();
   if (failures.count == 0 && deferred == 0 && repeated == 0) return;

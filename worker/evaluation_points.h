@@ -23,7 +23,7 @@ class EvaluationPoints final : public StepListener {
  public:
   // `job` gives eval_every and steps; `shards` is read in ps mode. Everything referred to must
   // outlive this.
-  EvaluationPoints(std::unique_ptr<TestEvaluator> evaluator, const TrainingOptions& job,
+  EvaluationPoints(std::unique_ptr<AccuracyEvaluator> evaluator, const TrainingOptions& job,
                    server::ShardGroup& shards)
       : evaluator_(std::move(evaluator)), job_(job), shards_(shards) {}
 
@@ -38,7 +38,7 @@ class EvaluationPoints final : public StepListener {
   // step while the evaluator is busy; the final point waits for it).
   void EvaluateIfDue(const GenerationView& generation, const MemberState& state);
 
-  std::unique_ptr<TestEvaluator> evaluator_;
+  std::unique_ptr<AccuracyEvaluator> evaluator_;
   const TrainingOptions& job_;
   server::ShardGroup& shards_;
   int64_t last_evaluated_ = -1;  // the completed steps when an offer was last taken

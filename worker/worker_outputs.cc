@@ -99,7 +99,7 @@ Timeline* WorkerOutputFiles::timeline() {
   return timeline_ != nullptr ? timeline_->timeline() : nullptr;
 }
 
-TestEvaluator::Sink WorkerOutputFiles::EvaluationSink() {
+AccuracyEvaluator::Sink WorkerOutputFiles::EvaluationSink() {
   if (!evaluations_.is_open()) return nullptr;
   return [this](const EvaluationLine& point) {
     evaluations_ << EvaluationLineText(point) << "\n";

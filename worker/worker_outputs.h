@@ -52,7 +52,7 @@ class WorkerOutputFiles {
   // For ElasticOptions::timeline; null without --timeline_file.
   Timeline* timeline();
   // For ElasticOptions::evaluations; null without --eval_file.
-  TestEvaluator::Sink EvaluationSink();
+  AccuracyEvaluator::Sink EvaluationSink();
   // For the trainer's step trace: the trace line, and the timeline when it is due; null without
   // --trace_file and --timeline_file. A timeline that cannot be written is logged on `log`.
   StepTraceSink TraceSink(std::ostream& log);

@@ -21,8 +21,8 @@
 namespace ringside::worker {
 namespace {
 
-using ShardReader = TestEvaluator::ShardReader;
-using ValuesWriter = TestEvaluator::ValuesWriter;
+using ShardReader = AccuracyEvaluator::ShardReader;
+using ValuesWriter = AccuracyEvaluator::ValuesWriter;
 
 // A reader of shards that hold `params` at `step`: written in two segments, the second first, as
 // two shards' replies may land.
@@ -40,16 +40,16 @@ ShardReader ShardsAt(const std::vector<float>& params, uint64_t step) {
   };
 }
 
-class TestEvaluatorTest : public ::testing::Test {
+class AccuracyEvaluatorTest : public ::testing::Test {
  protected:
-  TestEvaluatorTest()
+  AccuracyEvaluatorTest()
       : spec_(*ModelSpec::Parse("6,12,4", "tanh")),
         test_(MakeSyntheticDataset(300, 6, 4, 3)),
         origin_(absl::FromUnixSeconds(1000)) {}
 
-  std::unique_ptr<TestEvaluator> Make(TestEvaluator::Options options = {}) {
+  std::unique_ptr<AccuracyEvaluator> Make(AccuracyEvaluator::Options options = {}) {
     if (options.snapshot_prefix.empty()) options.snapshot_prefix = dir_->File("snapshots-");
-    auto evaluator = TestEvaluator::Create(
+    auto evaluator = AccuracyEvaluator::Create(
         spec_, test_,
         [this](const EvaluationLine& point) {
           if (hold_first_point_) {
@@ -65,7 +65,7 @@ class TestEvaluatorTest : public ::testing::Test {
     return evaluator.ok() ? *std::move(evaluator) : nullptr;
   }
   // Step `completed` ran for one second, ending `completed` seconds after the origin.
-  void Ended(TestEvaluator& evaluator, int64_t completed, double loss) {
+  void Ended(AccuracyEvaluator& evaluator, int64_t completed, double loss) {
     evaluator.StepEnded(completed, origin_ + absl::Seconds(completed - 1),
                         origin_ + absl::Seconds(completed), loss);
   }
@@ -106,7 +106,7 @@ class TestEvaluatorTest : public ::testing::Test {
   absl::Notification in_sink_, release_sink_;
 };
 
-TEST_F(TestEvaluatorTest, ASnapshotIsEvaluatedOnTheWholeTestSetAndTimedFromTheFirstStep) {
+TEST_F(AccuracyEvaluatorTest, ASnapshotIsEvaluatedOnTheWholeTestSetAndTimedFromTheFirstStep) {
   auto evaluator = Make();
   const std::vector<float> initial = InitialParameters(spec_, 1);
   const std::vector<float> later = InitialParameters(spec_, 2);
@@ -135,7 +135,7 @@ TEST_F(TestEvaluatorTest, ASnapshotIsEvaluatedOnTheWholeTestSetAndTimedFromTheFi
 // Offers taken while an earlier snapshot is evaluated wait on disk, in the evaluator's directory
 // and not in memory, and are evaluated in order, each exactly: ring snapshots and shard reads
 // alike. The files are gone once evaluated, and their directory with the evaluator.
-TEST_F(TestEvaluatorTest, OffersTakenWhileOneIsEvaluatedWaitOnDiskInOrder) {
+TEST_F(AccuracyEvaluatorTest, OffersTakenWhileOneIsEvaluatedWaitOnDiskInOrder) {
   hold_first_point_ = true;
   auto evaluator = Make();
   EXPECT_EQ(Snapshots(), -1) << "no directory before the first offer";
@@ -170,7 +170,7 @@ TEST_F(TestEvaluatorTest, OffersTakenWhileOneIsEvaluatedWaitOnDiskInOrder) {
 
 // One shard read at a time: a read offered while the last is in progress is refused (counted) and
 // never reads; the trainer's next offer is taken.
-TEST_F(TestEvaluatorTest, AShardReadWhileOneIsInProgressIsRefused) {
+TEST_F(AccuracyEvaluatorTest, AShardReadWhileOneIsInProgressIsRefused) {
   auto evaluator = Make();
   const std::vector<float> params = InitialParameters(spec_, 4);
   for (int64_t step = 1; step <= 8; ++step) Ended(*evaluator, step, 0.1 * step);
@@ -199,9 +199,9 @@ TEST_F(TestEvaluatorTest, AShardReadWhileOneIsInProgressIsRefused) {
 
 // Beyond max_snapshot_bytes an offer is refused (counted): the trainer offers again later. The
 // snapshot being evaluated counts until its point is with the sink.
-TEST_F(TestEvaluatorTest, SnapshotsBeyondTheDiskBudgetAreRefused) {
+TEST_F(AccuracyEvaluatorTest, SnapshotsBeyondTheDiskBudgetAreRefused) {
   hold_first_point_ = true;
-  TestEvaluator::Options options;
+  AccuracyEvaluator::Options options;
   options.max_snapshot_bytes = 2 * spec_.parameter_count() * sizeof(float);
   auto evaluator = Make(options);
   const std::vector<float> params = InitialParameters(spec_, 1);
@@ -221,9 +221,9 @@ TEST_F(TestEvaluatorTest, SnapshotsBeyondTheDiskBudgetAreRefused) {
 
 // A budget smaller than one snapshot still takes one at a time: a model larger than the budget is
 // evaluated, never refused for ever.
-TEST_F(TestEvaluatorTest, OneSnapshotIsTakenWhateverTheBudget) {
+TEST_F(AccuracyEvaluatorTest, OneSnapshotIsTakenWhateverTheBudget) {
   hold_first_point_ = true;
-  TestEvaluator::Options options;
+  AccuracyEvaluator::Options options;
   options.max_snapshot_bytes = 1;
   auto evaluator = Make(options);
   const std::vector<float> params = InitialParameters(spec_, 1);
@@ -239,8 +239,8 @@ TEST_F(TestEvaluatorTest, OneSnapshotIsTakenWhateverTheBudget) {
 }
 
 // Where no snapshot can be written, offers are refused with the failure kept; never fatal.
-TEST_F(TestEvaluatorTest, ASnapshotThatCannotBeWrittenIsRefused) {
-  TestEvaluator::Options options;
+TEST_F(AccuracyEvaluatorTest, ASnapshotThatCannotBeWrittenIsRefused) {
+  AccuracyEvaluator::Options options;
   options.snapshot_prefix = dir_->File("no-such-directory/snapshots-");
   auto evaluator = Make(options);
   const std::vector<float> params = InitialParameters(spec_, 1);
@@ -256,7 +256,7 @@ TEST_F(TestEvaluatorTest, ASnapshotThatCannotBeWrittenIsRefused) {
 
 // A reader that writes past the model (a reply the reader did not bound) fails the read with the
 // file's error; nothing is evaluated, the next read is taken.
-TEST_F(TestEvaluatorTest, AReadWritingPastTheModelFails) {
+TEST_F(AccuracyEvaluatorTest, AReadWritingPastTheModelFails) {
   auto evaluator = Make();
   const std::vector<float> params = InitialParameters(spec_, 4);
   Ended(*evaluator, 1, 0.5);
@@ -279,7 +279,7 @@ TEST_F(TestEvaluatorTest, AReadWritingPastTheModelFails) {
   EXPECT_EQ(Steps(), (std::vector<int64_t>{1}));
 }
 
-TEST_F(TestEvaluatorTest, AShardReadThatStraddlesAStepIsReadAgainAndTakesTheShardsStep) {
+TEST_F(AccuracyEvaluatorTest, AShardReadThatStraddlesAStepIsReadAgainAndTakesTheShardsStep) {
   auto evaluator = Make();
   const std::vector<float> params = InitialParameters(spec_, 4);
   std::atomic<int> reads{0};
@@ -299,7 +299,7 @@ TEST_F(TestEvaluatorTest, AShardReadThatStraddlesAStepIsReadAgainAndTakesTheShar
   EXPECT_DOUBLE_EQ(points[0].test_accuracy, Direct(params).accuracy);
 }
 
-TEST_F(TestEvaluatorTest, AReadOfAStepAlreadyEvaluatedGivesNoSecondPoint) {
+TEST_F(AccuracyEvaluatorTest, AReadOfAStepAlreadyEvaluatedGivesNoSecondPoint) {
   auto evaluator = Make();
   const std::vector<float> params = InitialParameters(spec_, 4);
   for (int64_t step = 1; step <= 6; ++step) Ended(*evaluator, step, 0.1 * step);
@@ -312,7 +312,7 @@ TEST_F(TestEvaluatorTest, AReadOfAStepAlreadyEvaluatedGivesNoSecondPoint) {
   EXPECT_EQ(Snapshots(), 0) << "the repeated read's file is removed";
 }
 
-TEST_F(TestEvaluatorTest, APsPointWaitsForTheTrainerToReportTheShardsStep) {
+TEST_F(AccuracyEvaluatorTest, APsPointWaitsForTheTrainerToReportTheShardsStep) {
   auto evaluator = Make();
   const std::vector<float> params = InitialParameters(spec_, 4);
   Ended(*evaluator, 1, 0.25);
@@ -332,8 +332,8 @@ TEST_F(TestEvaluatorTest, APsPointWaitsForTheTrainerToReportTheShardsStep) {
   EXPECT_DOUBLE_EQ(points[0].loss, 0.125);
 }
 
-TEST_F(TestEvaluatorTest, FailuresAreCountedAndNeverFatal) {
-  TestEvaluator::Options options;
+TEST_F(AccuracyEvaluatorTest, FailuresAreCountedAndNeverFatal) {
+  AccuracyEvaluator::Options options;
   options.read_attempts = 4;
   options.step_report_timeout = absl::ZeroDuration();
   auto evaluator = Make(options);
@@ -360,7 +360,7 @@ TEST_F(TestEvaluatorTest, FailuresAreCountedAndNeverFatal) {
   EXPECT_EQ(evaluator->failures().last.code(), absl::StatusCode::kDeadlineExceeded);
   // A snapshot of another model's size.
   EXPECT_TRUE(evaluator->OfferSnapshot(0, std::vector<float>(params.size() + 1)));
-  const TestEvaluator::Failures failures = evaluator->failures();
+  const AccuracyEvaluator::Failures failures = evaluator->failures();
   EXPECT_EQ(failures.count, 4);
   EXPECT_EQ(failures.last.code(), absl::StatusCode::kInvalidArgument);
   EXPECT_TRUE(Points().empty());
@@ -370,12 +370,12 @@ TEST_F(TestEvaluatorTest, FailuresAreCountedAndNeverFatal) {
   EXPECT_EQ(Steps(), (std::vector<int64_t>{10}));
 }
 
-TEST_F(TestEvaluatorTest, NoTestSetOrAMismatchedOneIsRefused) {
+TEST_F(AccuracyEvaluatorTest, NoTestSetOrAMismatchedOneIsRefused) {
   const Dataset empty;
-  EXPECT_EQ(TestEvaluator::Create(spec_, empty, nullptr).status().code(),
+  EXPECT_EQ(AccuracyEvaluator::Create(spec_, empty, nullptr).status().code(),
             absl::StatusCode::kFailedPrecondition);
   const Dataset other = MakeSyntheticDataset(10, 5, 4, 3);
-  EXPECT_EQ(TestEvaluator::Create(spec_, other, nullptr).status().code(),
+  EXPECT_EQ(AccuracyEvaluator::Create(spec_, other, nullptr).status().code(),
             absl::StatusCode::kInvalidArgument);
 }
 
