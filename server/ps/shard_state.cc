@@ -119,9 +119,8 @@ ShardState::ShardState(ShardConfig config, uint64_t step, std::vector<float> val
       shares_(static_cast<size_t>(config.workers)),
       current_{step, nullptr},
       optimizer_(std::move(optimizer)),
-      values_(std::move(values)) {
-  applier_ = std::thread([this] { ApplyLoop(); });
-}
+      values_(std::move(values)),
+      applier_([this](const ApplierThread::Liveness& liveness) { ApplyLoop(liveness); }) {}
 
 ShardState::~ShardState() {
   std::vector<Reader> readers;
@@ -143,14 +142,8 @@ ShardState::~ShardState() {
                                                   config_.generation, " ended during the read")));
     }
   }
-  if (std::this_thread::get_id() == applier_.get_id()) {
-    // A callback the applier ran dropped the last reference: the applier cannot join itself, so
-    // it is told to return as soon as that callback is destroyed, touching nothing of this.
-    *applier_destroyed_ = true;
-    applier_.detach();
-  } else {
-    applier_.join();
-  }
+  // applier_, destroyed first, joins the applier, or (run on it, from a callback that dropped the
+  // last reference) tells it to return as soon as that callback is destroyed.
 }
 
 void ShardState::Close() {
@@ -409,9 +402,7 @@ void ShardState::AbandonPush(int worker, uint64_t step) {
   for (auto& [done, summed] : ready) done(std::move(summed));
 }
 
-void ShardState::ApplyLoop() {
-  bool destroyed = false;
-  applier_destroyed_ = &destroyed;
+void ShardState::ApplyLoop(const ApplierThread::Liveness& liveness) {
   while (true) {
     Segment segment;
     ApplyHook hook;
@@ -433,7 +424,7 @@ void ShardState::ApplyLoop() {
     for (const Read& read : reads) read->SaveBefore(segment.begin, segment.end);
     Apply(segment, begins_step, hook);
     Publish(segment);
-    if (destroyed) return;
+    if (liveness.owner_destroyed()) return;
   }
 }
 

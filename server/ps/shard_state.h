@@ -32,7 +32,7 @@
 // registered with WhenApplied, WhenSummed or ReadApplied run outside the lock on the applier
 // thread (or on the caller's, when the answer is already known or the state closed). One of them
 // may drop the last reference to the state: the destructor then runs on the applier thread and
-// lets it end by itself.
+// lets it end by itself (server/ps/applier_thread.h).
 //
 // Memory: the range's parameters and optimiser state, and what does not grow with the range: the
 // payloads received and not yet summed (at most kHeldShareElements of each share, refused past
@@ -72,7 +72,6 @@
 #include <map>
 #include <memory>
 #include <optional>
-#include <thread>
 #include <utility>
 #include <vector>
 
@@ -86,6 +85,7 @@
 #include "common/wire_dtype.h"
 #include "prometheus/counter.h"
 #include "prometheus/histogram.h"
+#include "server/ps/applier_thread.h"
 
 namespace ringside::server {
 
@@ -361,7 +361,7 @@ class ShardState {
   std::shared_ptr<std::vector<float>> SumBufferLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::Status LostStatus() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // The applier thread: waits for a segment, applies it, publishes it, runs its callbacks.
-  void ApplyLoop();
+  void ApplyLoop(const ApplierThread::Liveness& liveness);
   // Sums the segment in rank order and runs the optimiser on it, on the applier's own copy,
   // without the lock.
   void Apply(const Segment& segment, bool begins_step, const ApplyHook& hook);
@@ -406,10 +406,7 @@ class ShardState {
   std::shared_ptr<std::vector<float>> sum_;
   std::vector<float> scaled_;   // fp16: a segment's sum times the worker count, for the optimiser
   absl::Duration update_time_;  // this step's arithmetic so far
-  // Points at a flag on the applier's stack while it runs callbacks: the destructor, run there
-  // by a callback that dropped the last reference, sets it so the loop returns at once.
-  bool* applier_destroyed_ = nullptr;
-  std::thread applier_;  // last: starts once everything above is built
+  ApplierThread applier_;       // last: starts once everything above is built
 };
 
 }  // namespace ringside::server

@@ -46,10 +46,9 @@ StaleShard::StaleShard(StaleShardConfig config, std::vector<float> values, Optim
       published_(std::make_shared<const std::vector<float>>(values)),
       optimizer_(std::move(optimizer)),
       values_(std::move(values)),
-      resume_step_(config.completed_steps) {
-  if (quorum_mode()) sum_.assign(values_.size(), 0.0f);
-  applier_ = std::thread([this] { ApplyLoop(); });
-}
+      resume_step_(config.completed_steps),
+      sum_(quorum_mode() ? values_.size() : 0, 0.0f),
+      applier_([this](const ApplierThread::Liveness& liveness) { ApplyLoop(liveness); }) {}
 
 StaleShard::~StaleShard() {
   {
@@ -58,14 +57,8 @@ StaleShard::~StaleShard() {
     queued_.Signal();
   }
   Close();  // answers pulls still waiting
-  if (std::this_thread::get_id() == applier_.get_id()) {
-    // A callback the applier ran dropped the last reference (a reactor holding the generation):
-    // the applier cannot join itself; it returns as soon as that callback is destroyed.
-    *applier_destroyed_ = true;
-    applier_.detach();
-  } else {
-    applier_.join();
-  }
+  // applier_, destroyed first, joins the applier, or (run on it, from a callback that dropped the
+  // last reference: a reactor holding the generation) lets it return once that callback is gone.
 }
 
 void StaleShard::Close() {
@@ -170,9 +163,7 @@ void StaleShard::WhenMayStart(int worker, uint64_t step,
   for (auto& [callback, answer] : ready) callback(std::move(answer));
 }
 
-void StaleShard::ApplyLoop() {
-  bool destroyed = false;
-  applier_destroyed_ = &destroyed;
+void StaleShard::ApplyLoop(const ApplierThread::Liveness& liveness) {
   while (true) {
     Update update;
     uint64_t version = 0;
@@ -213,7 +204,7 @@ void StaleShard::ApplyLoop() {
       }
       for (auto& [done, answer] : ready) done(std::move(answer));
     }  // the callbacks are destroyed here, and one may destroy this (see ~StaleShard)
-    if (destroyed) return;
+    if (liveness.owner_destroyed()) return;
     absl::MutexLock lock(&mu_);
     settled_ = std::max(settled_, version + 1);
   }

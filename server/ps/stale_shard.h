@@ -32,7 +32,8 @@
 // ALREADY_EXISTS for a step the worker already pushed; INVALID_ARGUMENT for an unknown rank, a
 // gradient of the wrong size, or a read version the shard has not reached.
 // Lifetime: a callback run on the applier thread may drop the last reference to the shard; the
-// destructor then lets the applier end by itself instead of joining it.
+// destructor then lets the applier end by itself instead of joining it
+// (server/ps/applier_thread.h).
 #ifndef RINGSIDE_SERVER_PS_STALE_SHARD_H_
 #define RINGSIDE_SERVER_PS_STALE_SHARD_H_
 
@@ -40,7 +41,6 @@
 #include <deque>
 #include <functional>
 #include <memory>
-#include <thread>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -52,6 +52,7 @@
 #include "common/training_options.h"
 #include "prometheus/counter.h"
 #include "prometheus/histogram.h"
+#include "server/ps/applier_thread.h"
 #include "server/ps/shard_state.h"
 
 namespace ringside::server {
@@ -154,7 +155,7 @@ class StaleShard {
   uint64_t SlowestLocked() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   bool MayAnswerLocked(const Waiter& waiter) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   Ready ReadyLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  void ApplyLoop();
+  void ApplyLoop(const ApplierThread::Liveness& liveness);
   bool quorum_mode() const { return config_.backup_workers > 0; }
   // The applier's arithmetic for one update, under apply_mu_: the new parameters to publish, or
   // null while the quorum mode's step still collects.
@@ -188,10 +189,7 @@ class StaleShard {
   // The quorum mode: the step's sum so far and whose shares it holds.
   std::vector<float> sum_ ABSL_GUARDED_BY(apply_mu_);
   std::vector<std::pair<int, uint64_t>> summed_ ABSL_GUARDED_BY(apply_mu_);  // worker, step
-  // Points at a flag on the applier's stack while it runs: the destructor, run there by a
-  // callback that dropped the last reference, sets it so the loop returns at once.
-  bool* applier_destroyed_ = nullptr;
-  std::thread applier_;  // last: starts once everything above is built
+  ApplierThread applier_;  // last: starts once everything above is built
 };
 
 }  // namespace ringside::server
