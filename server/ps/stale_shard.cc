@@ -6,7 +6,6 @@
 #include "absl/strings/str_cat.h"
 #include "common/metrics.h"
 #include "common/status_macros.h"
-#include "server/ps/sync_rules.h"
 
 namespace ringside::server {
 
@@ -14,40 +13,35 @@ absl::StatusOr<std::unique_ptr<StaleShard>> StaleShard::Create(
     StaleShardConfig config, std::vector<float> values, absl::Span<const float> optimizer_state,
     const OptimizerConfig& optimizer, StaleShardMetrics metrics) {
   if (config.workers < 1) return absl::InvalidArgumentError("a shard needs at least one worker");
-  const bool quorum = config.backup_workers > 0;
-  if (quorum ? config.staleness != 0
-             : config.staleness < 1 && config.staleness != kAsyncStaleness) {
+  std::unique_ptr<PushPullPolicy> policy = MakePushPullPolicy(config, values.size());
+  if (policy == nullptr) {
     return absl::InvalidArgumentError(absl::StrCat(
         "a stale shard takes staleness >= 1 or async, or backup workers with "
         "staleness 0, not staleness ",
         StalenessText(config.staleness), " with ", config.backup_workers, " backup workers"));
   }
-  // N updates of a share scaled by N at lr / N make one synchronous step's worth (see the
-  // header); the quorum mode steps once per step, at the job's rate.
-  OptimizerConfig scaled = optimizer;
-  if (!quorum) scaled.learning_rate = optimizer.learning_rate / static_cast<float>(config.workers);
-  ASSIGN_OR_RETURN(Optimizer state, Optimizer::Create(scaled, values.size()));
+  ASSIGN_OR_RETURN(Optimizer state,
+                   Optimizer::Create(policy->ShardOptimizer(optimizer), values.size()));
   if (!optimizer_state.empty()) {
     RETURN_IF_ERROR(Annotate(state.ImportState(optimizer_state),
                              absl::StrCat("restoring ", PsShardName(config.shard))));
   }
   return std::unique_ptr<StaleShard>(
-      new StaleShard(config, std::move(values), std::move(state), metrics));
+      new StaleShard(config, std::move(policy), std::move(values), std::move(state), metrics));
 }
 
-StaleShard::StaleShard(StaleShardConfig config, std::vector<float> values, Optimizer optimizer,
-                       StaleShardMetrics metrics)
+StaleShard::StaleShard(StaleShardConfig config, std::unique_ptr<PushPullPolicy> policy,
+                       std::vector<float> values, Optimizer optimizer, StaleShardMetrics metrics)
     : config_(config),
       range_elements_(values.size()),
       metrics_(metrics),
+      policy_(std::move(policy)),
       accepted_(static_cast<size_t>(config.workers), config.completed_steps),
       completed_(static_cast<size_t>(config.workers), config.completed_steps),
-      last_read_(static_cast<size_t>(config.workers), -1),
       published_(std::make_shared<const std::vector<float>>(values)),
       optimizer_(std::move(optimizer)),
       values_(std::move(values)),
       resume_step_(config.completed_steps),
-      sum_(quorum_mode() ? values_.size() : 0, 0.0f),
       applier_([this](const ApplierThread::Liveness& liveness) { ApplyLoop(liveness); }) {}
 
 StaleShard::~StaleShard() {
@@ -96,7 +90,7 @@ absl::Status StaleShard::Push(int worker, uint64_t step, uint64_t read_version,
   if (step < accepted_[worker]) {
     return absl::AlreadyExistsError(absl::StrCat("worker ", worker, " already pushed step ", step));
   }
-  if (step > accepted_[worker] && !quorum_mode()) {  // the quorum mode's workers skip steps
+  if (step > accepted_[worker] && !policy_->MaySkipSteps()) {
     return absl::FailedPreconditionError(
         absl::StrCat("worker ", worker, " pushes step ", step, " before step ", accepted_[worker]));
   }
@@ -105,29 +99,24 @@ absl::Status StaleShard::Push(int worker, uint64_t step, uint64_t read_version,
                                                    PsShardName(config_.shard), "'s ", version_));
   }
   accepted_[worker] = step + 1;
-  if (quorum_mode()) {
-    last_read_[worker] = static_cast<int64_t>(read_version);
-    if (read_version < version_) {  // its step was applied without it
-      if (metrics_.dropped != nullptr) metrics_.dropped->Increment();
-      return absl::OkStatus();
-    }
+  policy_->Pushed(worker, read_version);
+  if (policy_->Drops(read_version, version_)) {
+    if (metrics_.dropped != nullptr) metrics_.dropped->Increment();
+    return absl::OkStatus();
   }
   queue_.push_back(Update{worker, step, read_version, std::move(gradient)});
   queued_.Signal();
   return absl::OkStatus();
 }
 
-uint64_t StaleShard::SlowestLocked() const {
-  if (quorum_mode()) return config_.completed_steps + version_;
-  return *std::min_element(completed_.begin(), completed_.end());
+PushPullProgress StaleShard::ProgressLocked() const {
+  return PushPullProgress{version_, &completed_};
 }
 
+uint64_t StaleShard::SlowestLocked() const { return policy_->Slowest(ProgressLocked()); }
+
 bool StaleShard::MayAnswerLocked(const Waiter& waiter) const {
-  if (closed_) return true;
-  if (quorum_mode()) return static_cast<int64_t>(version_) > last_read_[waiter.worker];
-  return completed_[waiter.worker] >= waiter.step &&
-         MayStartStep(config_.staleness, static_cast<int64_t>(waiter.step),
-                      static_cast<int64_t>(SlowestLocked()));
+  return closed_ || policy_->MayStart(waiter.worker, waiter.step, ProgressLocked());
 }
 
 StaleShard::Ready StaleShard::ReadyLocked() {
@@ -175,7 +164,7 @@ void StaleShard::ApplyLoop(const ApplierThread::Liveness& liveness) {
       queue_.pop_front();
       version = version_;
     }
-    if (quorum_mode() && update.read_version < version) {  // the step filled up before it
+    if (policy_->Drops(update.read_version, version)) {  // the quorum's step filled up before it
       if (metrics_.dropped != nullptr) metrics_.dropped->Increment();
       continue;
     }
@@ -212,24 +201,10 @@ void StaleShard::ApplyLoop(const ApplierThread::Liveness& liveness) {
 
 Values StaleShard::ApplyLocked(Update& update) {
   summed_.emplace_back(update.worker, update.step);
-  float scale = static_cast<float>(config_.workers);
-  if (quorum_mode()) {
-    const int quorum = BackupQuorum(config_.workers, config_.backup_workers);
-    for (size_t i = 0; i < sum_.size(); ++i) sum_[i] += update.gradient[i];
-    if (summed_.size() < static_cast<size_t>(quorum)) return nullptr;
-    // Each share is normalised by the global batch: N / q turns q of them into their mean.
-    scale /= static_cast<float>(quorum);
-    update.gradient.swap(sum_);
-    std::fill(sum_.begin(), sum_.end(), 0.0f);  // the pushed buffer holds the next step's sum
-  }
-  for (float& g : update.gradient) g *= scale;
+  if (!policy_->Take(update.gradient, summed_.size())) return nullptr;
   // Sizes match by Push's check, so the optimiser cannot refuse.
   optimizer_.Step(absl::MakeSpan(values_), update.gradient).IgnoreError();
-  if (quorum_mode()) {
-    ++resume_step_;
-  } else {
-    resume_step_ = std::max(resume_step_, update.step + 1);
-  }
+  resume_step_ = policy_->ResumeStep(resume_step_, update.step);
   return std::make_shared<const std::vector<float>>(values_);
 }
 
