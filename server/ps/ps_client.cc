@@ -9,6 +9,7 @@
 #include "common/grpc_util.h"
 #include "common/payload_codec.h"
 #include "common/status_macros.h"
+#include "server/ps/wire_share.h"
 
 namespace ringside::server {
 namespace {
@@ -357,7 +358,7 @@ void PsClient::Cancel() { calls_.Cancel(); }
 size_t PsClient::PrepareShare(absl::Span<float> part) const {
   const WireDtype wire = options_.wire_dtype;
   const size_t non_finite = wire == WireDtype::kFp32 ? 0 : CountNonFinite(part);
-  DivideShare(part, WireShareDivisor(wire, options_.workers));  // fp16's guard (else nothing)
+  WireShareScale(wire, options_.workers).ScaleShare(part);  // fp16's guard (else nothing)
   return non_finite;
 }
 
@@ -377,7 +378,7 @@ absl::Status PsClient::SumAsReady(int64_t step, absl::Span<float> gradient,
 absl::Status PsClient::FinishSum(int64_t step, absl::Span<float> gradient, size_t own_non_finite) {
   const WireDtype wire = options_.wire_dtype;
   if (wire == WireDtype::kFp32) return absl::OkStatus();
-  MultiplySum(gradient, WireShareDivisor(wire, options_.workers));
+  WireShareScale(wire, options_.workers).UnscaleSum(gradient);
   const size_t non_finite = CountNonFinite(gradient);
   if (non_finite == 0) return absl::OkStatus();
   return absl::InvalidArgumentError(absl::StrCat(

@@ -422,8 +422,13 @@ void ShardState::ApplyLoop(const ApplierThread::Liveness& liveness) {
     }
     // No read can begin meanwhile (applying_), and only this thread writes values_.
     for (const Read& read : reads) read->SaveBefore(segment.begin, segment.end);
-    Apply(segment, begins_step, hook);
-    Publish(segment);
+    // The workers' answer first: the segment's sum is final before the shard steps its own copy
+    // of the range with it (which no worker waits for).
+    Sum(segment, begins_step, hook);
+    PublishSum(segment);
+    if (liveness.owner_destroyed()) return;
+    Step(segment);
+    PublishStep(segment);
     if (liveness.owner_destroyed()) return;
   }
 }
@@ -453,7 +458,7 @@ std::shared_ptr<std::vector<float>> ShardState::SumBufferLocked() {
   return std::make_shared<std::vector<float>>(sum_elements_);
 }
 
-void ShardState::Apply(const Segment& segment, bool begins_step, const ApplyHook& hook) {
+void ShardState::Sum(const Segment& segment, bool begins_step, const ApplyHook& hook) {
   const absl::Time start = absl::Now();
   if (begins_step) {  // every element of sum_ is written before it is read or published
     optimizer_.BeginStep();
@@ -474,19 +479,22 @@ void ShardState::Apply(const Segment& segment, bool begins_step, const ApplyHook
                    }
                  });
   if (hook) hook(segment.step, segment.begin, segment.end);
+  // 16-bit: the sum as the replies carry it (encoded once), which the optimiser then applies.
+  ForEachRingRun(segment.begin, segment.end, sum_elements_,
+                 [&](uint64_t /*first*/, uint64_t at, uint64_t count) {
+                   RoundToWire(segment.dtype, absl::MakeSpan(*sum_).subspan(at, count));
+                 });
+  update_time_ += absl::Now() - start;
+}
+
+void ShardState::Step(const Segment& segment) {
+  const absl::Time start = absl::Now();
+  // The optimiser applies what the workers decode, multiplied back for fp16 (wire_share.h).
+  const WireShareScale scale(segment.dtype, config_.workers);
   ForEachRingRun(
       segment.begin, segment.end, sum_elements_, [&](uint64_t first, uint64_t at, uint64_t count) {
-        // 16-bit: the sum as the replies carry it (encoded once), and the optimiser applies what
-        // the workers decode, multiplied back for fp16.
-        const absl::Span<float> summed = absl::MakeSpan(*sum_).subspan(at, count);
-        RoundToWire(segment.dtype, summed);
-        absl::Span<const float> gradient = summed;
-        const float multiplier = WireShareDivisor(segment.dtype, config_.workers);
-        if (multiplier != 1.0f) {
-          scaled_.assign(summed.begin(), summed.end());
-          MultiplySum(absl::MakeSpan(scaled_), multiplier);
-          gradient = scaled_;
-        }
+        const absl::Span<const float> gradient =
+            scale.UnscaledSum(absl::MakeConstSpan(*sum_).subspan(at, count), scaled_);
         // The piece lies within the range by construction, so the optimiser cannot refuse.
         optimizer_.StepPiece(first, absl::MakeSpan(values_).subspan(first, count), gradient)
             .IgnoreError();
@@ -494,40 +502,46 @@ void ShardState::Apply(const Segment& segment, bool begins_step, const ApplyHook
   update_time_ += absl::Now() - start;
 }
 
-void ShardState::Publish(Segment& segment) {
+void ShardState::PublishSum(const Segment& segment) {
+  ReadyCallbacks ready;
+  {
+    absl::MutexLock lock(&mu_);
+    partial_ = Partial{segment.step, sum_, segment.known};  // applying_ stays: values_ will change
+    ready = ReadyLocked();
+  }
+  for (auto& [done, summed] : ready) done(std::move(summed));
+  // `ready` is cleared on return: that may drop the last reference to this state (see
+  // ~ShardState); the loop checks for it before touching anything.
+}
+
+void ShardState::PublishStep(Segment& segment) {
   ReadyCallbacks ready;
   std::vector<Reader> readers;
   std::vector<Read> completed, answers;
   {
     absl::MutexLock lock(&mu_);
     applying_ = false;
-    if (segment.last) {
-      current_ = Published{segment.step + 1, std::move(sum_)};
-      sum_ = nullptr;
-      partial_ = Partial{};
-      completed = ReadsOfLocked(segment.step, /*remove=*/true);
-      readers.swap(readers_);
-      // values_ holds the step just published until this thread applies the next one.
-      for (size_t r = 0; r < readers.size(); ++r) answers.push_back(NewReadLocked());
-    } else {
-      partial_ = Partial{segment.step, sum_, segment.known};
-    }
+    if (!segment.last) return;  // the segment's sum is published already
+    current_ = Published{segment.step + 1, std::move(sum_)};
+    sum_ = nullptr;
+    partial_ = Partial{};
+    completed = ReadsOfLocked(segment.step, /*remove=*/true);
+    readers.swap(readers_);
+    // values_ holds the step just published until this thread applies the next one.
+    for (size_t r = 0; r < readers.size(); ++r) answers.push_back(NewReadLocked());
     ready = ReadyLocked();
   }
   for (const Read& read : completed) read->Complete();
   for (size_t r = 0; r < readers.size(); ++r) readers[r](std::move(answers[r]));
-  if (segment.last) {
-    if (metrics_.steps != nullptr) metrics_.steps->Increment();
-    if (metrics_.wait_seconds != nullptr) {
-      metrics_.wait_seconds->Observe(absl::ToDoubleSeconds(segment.last_push - segment.first_push));
-    }
-    if (metrics_.update_seconds != nullptr) {
-      metrics_.update_seconds->Observe(absl::ToDoubleSeconds(update_time_));
-    }
+  if (metrics_.steps != nullptr) metrics_.steps->Increment();
+  if (metrics_.wait_seconds != nullptr) {
+    metrics_.wait_seconds->Observe(absl::ToDoubleSeconds(segment.last_push - segment.first_push));
+  }
+  if (metrics_.update_seconds != nullptr) {
+    metrics_.update_seconds->Observe(absl::ToDoubleSeconds(update_time_));
   }
   for (auto& [done, summed] : ready) done(std::move(summed));
-  // `ready` is cleared on return: that may drop the last reference to this state (see
-  // ~ShardState); the loop checks for it before touching anything.
+  // As PublishSum's: `ready` may hold the last reference to this state.
 }
 
 std::optional<Summed> ShardState::AnswerLocked(const Waiter& waiter) const {

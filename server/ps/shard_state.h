@@ -4,12 +4,13 @@
 // worker of the generation has pushed the elements [b, e) of its share of step t, those elements
 // of the shares are summed in rank order (deterministic, whatever order they arrived in) and the
 // shared optimiser (common/optimizer.h, elementwise) updates [b, e) of the range; the workers are
-// answered with that part of the sum while the rest of the step is still arriving, so a step's
-// pushes and replies overlap on the shard's (full-duplex) link. The bits are those of summing and
-// updating the whole range at once. Workers pre-scale their shares by the global batch size, so
-// the sum is the mean gradient of the global batch. Each worker applies the same optimiser to the
-// sum, so every worker holds the whole job's state and the shard's copy (the live model,
-// GetParameters) is never the only one: a lost shard loses nothing.
+// answered with that part of the sum (published before the shard's own update of [b, e)) while
+// the rest of the step is still arriving, so a step's pushes and replies overlap on the shard's
+// (full-duplex) link. The bits are those of summing and updating the whole range at once. Workers
+// pre-scale their shares by the global batch size, so the sum is the mean gradient of the global
+// batch. Each worker applies the same optimiser to the sum, so every worker holds the whole job's
+// state and the shard's copy (the live model, GetParameters) is never the only one: a lost shard
+// loses nothing.
 //
 // Whole or nothing. A share counts once every element of it has arrived (the half-close,
 // FinishPush, only confirms it). The step is complete, and the next one collected, when every
@@ -25,13 +26,14 @@
 // slices it was received in (AddSegment takes their owner), and the push that completes a segment
 // of every share hands those payloads to the shard's applier thread (one, started by the
 // constructor and joined by the destructor) and returns at once. The applier decodes and sums
-// straight from them, runs the optimiser on that segment without the lock, so pushes, reads and
-// Close() never wait for the arithmetic; it then publishes the progress (and, at the step's last
-// segment, the step count) in one short critical section. Shares of step t+1 may be collected
-// while step t's tail is applied: their payloads are kept apart, by step. Callbacks
-// registered with WhenApplied, WhenSummed or ReadApplied run outside the lock on the applier
-// thread (or on the caller's, when the answer is already known or the state closed). One of them
-// may drop the last reference to the state: the destructor then runs on the applier thread and
+// straight from them without the lock, so pushes, reads and Close() never wait for the
+// arithmetic, and publishes that part of the sum (the replies' next writes) in one short
+// critical section before it runs the optimiser on the segment of its own copy of the range,
+// which no worker waits for; at the step's last segment it then publishes the step count. Shares of
+// step t+1 may be collected while step t's tail is applied: their payloads are kept apart, by step.
+// Callbacks registered with WhenApplied, WhenSummed or ReadApplied run outside the lock on the
+// applier thread (or on the caller's, when the answer is already known or the state closed). One of
+// them may drop the last reference to the state: the destructor then runs on the applier thread and
 // lets it end by itself (server/ps/applier_thread.h).
 //
 // Memory: the range's parameters and optimiser state, and what does not grow with the range: the
@@ -51,8 +53,8 @@
 // decoded into float32 as it arrives and the shares are summed in float32, in rank order as
 // ever; with a 16-bit type the sum is then rounded to the wire type (what the replies carry,
 // encoded once), and the optimiser takes that rounded sum, multiplied by the worker count for
-// fp16 (whose shares the workers divided by it: WireShareDivisor), so the shard updates its range
-// with exactly the values every worker decodes and applies. fp32: the bits of before.
+// fp16 (whose shares the workers divided by it: server/ps/wire_share.h), so the shard updates its
+// range with exactly the values every worker decodes and applies. fp32: the bits of before.
 //
 // Thread-safe.
 // Errors: FAILED_PRECONDITION for a stale generation or a step that is not the current one;
@@ -86,6 +88,7 @@
 #include "prometheus/counter.h"
 #include "prometheus/histogram.h"
 #include "server/ps/applier_thread.h"
+#include "server/ps/wire_share.h"
 
 namespace ringside::server {
 
@@ -265,7 +268,8 @@ class ShardState {
 
  private:
   // Runs on the applier thread for every segment [begin, end) of a step it applies, after the
-  // segment is summed and before the optimiser updates it, without the lock. Set by tests only,
+  // segment is summed and before its sum is published and the optimiser updates it, without the
+  // lock. Set by tests only,
   // through tests/support/ps_test_hooks.h (a friend), to hold a step half-applied; null: none.
   using ApplyHook = std::function<void(uint64_t step, uint64_t begin, uint64_t end)>;
   friend class PsTestHooks;
@@ -362,10 +366,15 @@ class ShardState {
   absl::Status LostStatus() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // The applier thread: waits for a segment, applies it, publishes it, runs its callbacks.
   void ApplyLoop(const ApplierThread::Liveness& liveness);
-  // Sums the segment in rank order and runs the optimiser on it, on the applier's own copy,
+  // Sums the segment in rank order into sum_ (rounded to the wire dtype: what the replies carry),
   // without the lock.
-  void Apply(const Segment& segment, bool begins_step, const ApplyHook& hook);
-  void Publish(Segment& segment) ABSL_LOCKS_EXCLUDED(mu_);
+  void Sum(const Segment& segment, bool begins_step, const ApplyHook& hook);
+  // The segment's sum is final: answers the waiters it completes (the workers' replies).
+  void PublishSum(const Segment& segment) ABSL_LOCKS_EXCLUDED(mu_);
+  // Runs the optimiser on the segment of the applier's own copy of the range, without the lock.
+  void Step(const Segment& segment);
+  // The segment is applied; at the step's last one, publishes the step (count, parameters).
+  void PublishStep(Segment& segment) ABSL_LOCKS_EXCLUDED(mu_);
 
   const ShardConfig config_;
   const uint64_t range_elements_;
