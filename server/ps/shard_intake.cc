@@ -1,0 +1,245 @@
+// ShardState's intake (shard_state.h): the push calls, which validate a worker's segments and
+// keep their payloads as received, and the hand-over of each segment every share covers to the
+// applier.
+#include <algorithm>
+#include <deque>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "common/metrics.h"
+#include "common/status_macros.h"
+#include "server/ps/ps_client.h"
+#include "server/ps/shard_state.h"
+
+namespace ringside::server {
+
+// A worker within its push window (at most 1.25 windows pushed and not answered, in 16-bit
+// elements) never holds more of its share unsummed than a shard keeps, nor runs further ahead of
+// the sum (AddSegment's refusals).
+static_assert(kMaxPsWindowBytes / 2 + kMaxPsWindowBytes / 2 / 4 <= kHeldShareElements);
+static_assert(kMaxPsWindowBytes / 2 + kMaxPsWindowBytes / 2 / 4 <= kSumBufferElements);
+
+absl::Status ShardState::BeginPush(uint64_t generation, int worker, uint64_t step,
+                                   uint64_t range_elements, WireDtype dtype, bool descending) {
+  if (generation != config_.generation) {
+    return absl::FailedPreconditionError(absl::StrCat("generation ", generation, " is not ",
+                                                      PsShardName(config_.shard), "'s current ",
+                                                      config_.generation));
+  }
+  RETURN_IF_ERROR(CheckWorker(worker));
+  if (range_elements != range_elements_) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("worker ", worker, " pushes a range of ", range_elements, " elements but ",
+                     PsShardName(config_.shard), " owns ", range_elements_,
+                     "; do the worker and the shard use the same --model and --ps_shards?"));
+  }
+  absl::MutexLock lock(&mu_);
+  RETURN_IF_ERROR(CheckStep(step));
+  WorkerShare& share = shares_[worker];
+  RETURN_IF_ERROR(AgreeOnDtypeLocked(worker, dtype, descending));
+  if (share.state != PushState::kIdle) {
+    return absl::AlreadyExistsError(
+        absl::StrCat("worker ", worker, " already ",
+                     share.state == PushState::kDone ? "pushed" : "is pushing", " step ", step));
+  }
+  share.state = PushState::kPushing;
+  share.received = 0;
+  if (first_push_ == absl::InfinitePast()) first_push_ = absl::Now();
+  return absl::OkStatus();
+}
+
+absl::Status ShardState::AgreeOnDtypeLocked(int worker, WireDtype dtype, bool descending) {
+  const bool any_began = std::any_of(shares_.begin(), shares_.end(), [](const WorkerShare& share) {
+    return share.state != PushState::kIdle;
+  });
+  if (!any_began) {
+    dtype_ = dtype;
+    descending_ = descending;
+  } else if (descending != descending_) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("worker ", worker, " pushes step ", collecting_,
+                     descending ? " last part first" : " in order",
+                     " but the others do not; every member must use the job's --bucket_bytes"));
+  } else if (dtype != dtype_) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("worker ", worker, " pushes step ", collecting_, " as ", WireDtypeName(dtype),
+                     " but the others as ", WireDtypeName(dtype_),
+                     "; every member must use the job's --wire_dtype"));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ShardState::AddSegment(int worker, uint64_t step, uint64_t offset,
+                                    absl::string_view payload) {
+  auto copy = std::make_shared<const std::string>(payload);
+  const absl::string_view bytes = *copy;
+  return AddSegment(worker, step, offset, {bytes}, std::move(copy));
+}
+
+absl::Status ShardState::AddSegment(int worker, uint64_t step, uint64_t offset,
+                                    std::vector<absl::string_view> pieces,
+                                    std::shared_ptr<const void> owner) {
+  RETURN_IF_ERROR(CheckWorker(worker));
+  absl::MutexLock lock(&mu_);
+  RETURN_IF_ERROR(CheckStep(step));
+  WorkerShare& share = shares_[worker];
+  if (share.state != PushState::kPushing) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("worker ", worker, " sent a segment outside a push of step ", step));
+  }
+  const size_t width = WireBytesPerElement(dtype_);
+  size_t bytes = 0;
+  for (absl::string_view piece : pieces) bytes += piece.size();
+  if (bytes % width != 0) {
+    return absl::InvalidArgumentError(absl::StrCat("segment of ", bytes,
+                                                   " bytes is not a whole number of ",
+                                                   WireDtypeName(dtype_), " elements"));
+  }
+  const uint64_t count = bytes / width;
+  // In order, a segment begins where the share's received part ends; descending, it ends where
+  // that part (counted from the range's end) begins.
+  const uint64_t left = range_elements_ - share.received;
+  const bool continues = descending_ ? count <= left && offset == left - count
+                                     : offset == share.received && count <= left;
+  if (!continues) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("segment at ", offset, " of ", count, " elements does not continue worker ",
+                     worker, "'s share ", descending_ ? "(last part first) " : "", "after ",
+                     share.received, " elements within a range of ", range_elements_));
+  }
+  // What of this step the applier has summed, in push order: those payloads are released.
+  const uint64_t summed =
+      partial_.sum != nullptr && partial_.step == collecting_ ? partial_.end : 0;
+  if (share.received + count - summed > held_elements_) {
+    return absl::ResourceExhaustedError(absl::StrCat(
+        "worker ", worker, "'s segment of ", count, " elements would hold ",
+        share.received + count - summed, " elements of its share unsummed; the shard holds ",
+        held_elements_, " (a push window of at most ", kMaxPsWindowBytes, " bytes fits)"));
+  }
+  // Summing these elements may reuse the sum's slots of elements this worker has not been sent.
+  if (share.received + count - share.answered > sum_elements_) {
+    return absl::ResourceExhaustedError(absl::StrCat(
+        "worker ", worker, "'s segment of ", count, " elements runs ",
+        share.received + count - share.answered, " elements ahead of the sum it was answered; the ",
+        "shard keeps ", sum_elements_, " of it (a push window of at most ", kMaxPsWindowBytes,
+        " bytes fits)"));
+  }
+  if (count > 0) {
+    share.held.push_back(std::make_shared<const HeldPayload>(
+        HeldPayload{offset, count, share.received, std::move(pieces), std::move(owner)}));
+  }
+  share.received += count;
+  HandOverLocked();
+  return absl::OkStatus();
+}
+
+absl::Status ShardState::FinishPush(int worker, uint64_t step) {
+  RETURN_IF_ERROR(CheckWorker(worker));
+  absl::MutexLock lock(&mu_);
+  // Complete here: every share of it was, this one included.
+  if (step < collecting_) return absl::OkStatus();
+  RETURN_IF_ERROR(CheckStep(step));
+  WorkerShare& share = shares_[worker];
+  if (share.state != PushState::kPushing || share.received != range_elements_) {
+    return absl::InvalidArgumentError(absl::StrCat("worker ", worker, "'s share of step ", step,
+                                                   " is incomplete: ", share.received, " of ",
+                                                   range_elements_, " elements"));
+  }
+  share.state = PushState::kDone;
+  HandOverLocked();  // an empty range has no segment to complete it
+  return absl::OkStatus();
+}
+
+void ShardState::CollectNextStepLocked() {
+  for (WorkerShare& share : shares_) share = WorkerShare{};
+  ++collecting_;
+  handed_ = 0;
+  first_push_ = absl::InfinitePast();
+}
+
+void ShardState::HandOverLocked() {
+  // Every share holds [0, ready); the step is complete once every worker began and holds all.
+  uint64_t ready = range_elements_;
+  bool all_began = true;
+  for (const WorkerShare& share : shares_) {
+    ready = std::min(ready, share.received);
+    all_began = all_began && share.state != PushState::kIdle;
+  }
+  const bool complete = all_began && ready == range_elements_;
+  if (!complete && ready <= handed_) return;
+  Segment segment;
+  segment.step = collecting_;
+  // `ready` and `handed_` count in push order; the applier works on the range's own elements.
+  segment.begin = descending_ ? range_elements_ - ready : handed_;
+  segment.end = descending_ ? range_elements_ - handed_ : ready;
+  segment.known = ready;
+  segment.last = complete;
+  segment.dtype = dtype_;
+  segment.held = HandHeldLocked(handed_, ready);
+  handed_ = ready;
+  if (complete) {
+    segment.first_push = first_push_;
+    segment.last_push = absl::Now();
+    CollectNextStepLocked();
+  }
+  segments_.push_back(std::move(segment));
+  segment_ready_.Signal();
+}
+
+std::vector<ShardState::HeldPayloads> ShardState::HandHeldLocked(uint64_t from, uint64_t to) {
+  std::vector<HeldPayloads> held(shares_.size());
+  for (size_t w = 0; w < shares_.size(); ++w) {
+    std::deque<std::shared_ptr<const HeldPayload>>& kept = shares_[w].held;
+    for (const auto& payload : kept) {
+      if (payload->pushed_before >= to) break;
+      if (payload->pushed_before + payload->count > from) held[w].push_back(payload);
+    }
+    while (!kept.empty() && kept.front()->pushed_before + kept.front()->count <= to) {
+      kept.pop_front();
+    }
+    // Descending, push order runs from the range's end.
+    if (descending_) std::reverse(held[w].begin(), held[w].end());
+  }
+  return held;
+}
+
+void ShardState::AbandonPush(int worker, uint64_t step) {
+  if (!CheckWorker(worker).ok()) return;
+  ReadyCallbacks ready;
+  std::vector<Reader> readers;
+  absl::Status lost;
+  {
+    absl::MutexLock lock(&mu_);
+    WorkerShare& share = shares_[worker];
+    if (step != collecting_ || share.state == PushState::kIdle || lost_ ||
+        share.received == range_elements_) {
+      return;  // nothing open, or a complete share: it counts
+    }
+    if (handed_ == 0) {
+      share = WorkerShare{};  // nothing of the step summed yet: the push may be made again
+      return;
+    }
+    // Part of the step was summed with this share: the rest never can be.
+    lost_ = true;
+    lost_worker_ = worker;
+    ready = ReadyLocked();
+    readers.swap(readers_);  // the parameters will never be between steps again
+    lost = LostStatus();
+  }
+  RefuseReaders(std::move(readers), lost);
+  for (auto& [done, summed] : ready) done(std::move(summed));
+}
+
+void ShardState::Answered(int worker, uint64_t step, uint64_t sent) {
+  if (!CheckWorker(worker).ok()) return;
+  absl::MutexLock lock(&mu_);
+  // An earlier step's reply: its worker has not begun the step collected.
+  if (step != collecting_) return;
+  WorkerShare& share = shares_[worker];
+  share.answered = std::max(share.answered, sent);
+}
+
+}  // namespace ringside::server
