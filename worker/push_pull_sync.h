@@ -1,6 +1,6 @@
 // The step's sync under bounded staleness, async or backup workers (--staleness=k, async, or
-// --backup_workers=b; the shards hold the authoritative parameters, server/ps/stale_shard.h): the
-// worker pushes its gradient share to every shard, then pulls each shard's range of the
+// --backup_workers=b; the shards hold the authoritative parameters, server/ps/push_pull_shard.h):
+// the worker pushes its gradient share to every shard, then pulls each shard's range of the
 // parameters it computes its next step on, blocking while it is more than k steps ahead of the
 // slowest worker (backup workers: until the step it pushed is applied, with or without it).
 // Unlike SumThenUpdate, the worker runs no optimiser: its parameters are whatever it last pulled,
@@ -16,7 +16,7 @@
 #include <vector>
 
 #include "common/ranges.h"
-#include "server/ps/stale_client.h"
+#include "server/ps/push_pull_client.h"
 #include "worker/parameter_sync.h"
 
 namespace ringside::worker {

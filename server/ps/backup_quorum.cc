@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "server/ps/push_pull_policy.h"
-#include "server/ps/stale_shard.h"
+#include "server/ps/push_pull_shard.h"
 #include "server/ps/sync_rules.h"
 
 namespace ringside::server {

@@ -95,7 +95,7 @@ struct PsClientOptions {
 
 // The calls of a client's current generation, so that Cancel() ends them all: a call tracked
 // while in flight is cancelled by Cancel(); one tracked after Cancel() starts cancelled. Used by
-// both PS clients (PsClient, and StalePsClient in stale_client.h). Thread-safe.
+// both PS clients (PsClient, and StalePsClient in push_pull_client.h). Thread-safe.
 class CallCancellation final {
  public:
   void Track(grpc::ClientContext& context);

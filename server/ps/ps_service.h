@@ -33,8 +33,8 @@
 #include "common/optimizer.h"
 #include "common/ranges.h"
 #include "proto/ps.grpc.pb.h"
+#include "server/ps/push_pull_shard.h"
 #include "server/ps/shard_state.h"
-#include "server/ps/stale_shard.h"
 
 namespace ringside::server {
 

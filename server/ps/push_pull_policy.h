@@ -1,4 +1,4 @@
-// A push-pull shard's consistency policy (server/ps/stale_shard.h is the shard): what the shard
+// A push-pull shard's consistency policy (server/ps/push_pull_shard.h is the shard): what the shard
 // asks, and nothing else, to decide which pushes it applies, when and with what, and when a
 // worker's pull may be answered. The shard does the rest alike for every policy: validation, the
 // queue, the one applier thread, the optimiser, publishing, the pulls waiting, the metrics and

@@ -12,7 +12,7 @@
 // that sense: the generation's clients are swapped under a lock and used outside it.
 // Errors: FAILED_PRECONDITION when no generation is configured (or its kind of client is not the
 // one asked for); CANCELLED once superseded; otherwise the clients' (server/ps/ps_client.h,
-// server/ps/stale_client.h, server/ps/shard_transfer.h).
+// server/ps/push_pull_client.h, server/ps/shard_transfer.h).
 #ifndef RINGSIDE_SERVER_PS_SHARD_GROUP_H_
 #define RINGSIDE_SERVER_PS_SHARD_GROUP_H_
 
@@ -34,8 +34,8 @@
 #include "common/transport_security.h"
 #include "common/wire_dtype.h"
 #include "server/ps/ps_client.h"
+#include "server/ps/push_pull_client.h"
 #include "server/ps/shard_transfer.h"
-#include "server/ps/stale_client.h"
 
 namespace ringside::server {
 

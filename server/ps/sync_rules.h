@@ -3,7 +3,7 @@
 // (Ho et al., "More effective distributed ML via a stale synchronous parallel parameter server",
 // NIPS 2013; ps-lite's bounded delay), and how many pushes a shard with backup workers applies a
 // step with (Chen et al., "Revisiting distributed synchronous SGD", 2016; the rest is
-// server/ps/stale_shard.h's quorum mode). No state, no clock; thread-safe.
+// server/ps/backup_quorum.cc). No state, no clock; thread-safe.
 #ifndef RINGSIDE_SERVER_PS_SYNC_RULES_H_
 #define RINGSIDE_SERVER_PS_SYNC_RULES_H_
 

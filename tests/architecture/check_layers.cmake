@@ -19,7 +19,7 @@ set(project_nodes ${nodes} proto tests)  # tests/ (fuzz targets too) may include
 set(server_client_headers
     server/controller/controller_client.h server/controller/job_spec.h
     server/ps/ps_client.h server/ps/shard_group.h server/ps/shard_transfer.h
-    server/ps/stale_client.h)
+    server/ps/push_pull_client.h)
 
 # Flags live in binaries: common/flags/ (the flags several binaries share) is included, and
 # ABSL_FLAG used, only by a binary's own code: a *_main.cc, the `ringside` and `ringside-bench`

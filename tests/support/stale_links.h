@@ -1,4 +1,4 @@
-// In-process StaleShardLinks (server/ps/stale_client.h) over StaleShards in the same process:
+// In-process StaleShardLinks (server/ps/push_pull_client.h) over StaleShards in the same process:
 // what the stale-mode worker tests use, with trainers as threads. Header-only.
 #ifndef RINGSIDE_TESTS_SUPPORT_STALE_LINKS_H_
 #define RINGSIDE_TESTS_SUPPORT_STALE_LINKS_H_
@@ -9,8 +9,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/notification.h"
-#include "server/ps/stale_client.h"
-#include "server/ps/stale_shard.h"
+#include "server/ps/push_pull_client.h"
+#include "server/ps/push_pull_shard.h"
 
 namespace ringside::testing {
 

@@ -1,9 +1,9 @@
 // Training on Iris with the shards holding the parameters and applying each worker's gradient
 // as it arrives (--staleness=2 and async) or each step with the first two of three workers'
-// (--backup_workers=1; server/ps/stale_shard.h, worker/push_pull_sync.h):
+// (--backup_workers=1; server/ps/push_pull_shard.h, worker/push_pull_sync.h):
 // three trainers as threads, the real step loop, two StaleShards in the same process, reached
 // directly (tests/support/stale_links.h) or through the real ParameterShard service's PushPull
-// streams on loopback (server/ps/stale_client.h). Whatever the interleaving, the job still
+// streams on loopback (server/ps/push_pull_client.h). Whatever the interleaving, the job still
 // reaches the accuracy single-process training reaches (tests/worker/iris_training_test.cc: 95%
 // on the whole data set), on the shards' parameters and on every worker's last pull.
 #include <memory>
@@ -16,8 +16,8 @@
 #include "common/ranges.h"
 #include "gtest/gtest.h"
 #include "server/ps/ps_service.h"
-#include "server/ps/stale_client.h"
-#include "server/ps/stale_shard.h"
+#include "server/ps/push_pull_client.h"
+#include "server/ps/push_pull_shard.h"
 #include "tests/support/stale_links.h"
 #include "worker/data_parallel.h"
 #include "worker/push_pull_sync.h"

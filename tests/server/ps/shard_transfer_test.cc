@@ -15,7 +15,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "server/ps/ps_service.h"
-#include "server/ps/stale_shard.h"
+#include "server/ps/push_pull_shard.h"
 
 namespace ringside::worker {
 namespace {

@@ -1,14 +1,12 @@
-// A shard under bounded staleness or async (server/ps/stale_shard.h), in one process: a worker's
-// pull blocks exactly when it is more than s steps ahead of the slowest, and is released when
-// the slowest advances (a worker as a thread, the slowest driven by the test); async never
+// A shard under bounded staleness or async (server/ps/push_pull_shard.h), in one process: a
+// worker's pull blocks exactly when it is more than s steps ahead of the slowest, and is released
+// when the slowest advances (a worker as a thread, the slowest driven by the test); async never
 // blocks; each push is one scaled optimiser step; staleness is recorded; every refusal. Nothing
 // waits on time: the test waits for the shard's own events (AwaitSettled: updates applied and
 // the pulls they released answered) before it asserts that a pull still waits. Backup workers
 // (the quorum mode): a step is applied with the first N - b pushes computed on it, a late push is
 // dropped and counted, and a worker left behind pulls the latest parameters and skips to their
 // step, never holding the others back.
-#include "server/ps/stale_shard.h"
-
 #include <atomic>
 #include <thread>
 #include <vector>
@@ -18,6 +16,7 @@
 #include "gtest/gtest.h"
 #include "prometheus/counter.h"
 #include "prometheus/histogram.h"
+#include "server/ps/push_pull_shard.h"
 
 namespace ringside::server {
 namespace {

@@ -24,8 +24,8 @@
 // Lifetime: a callback run on the applier thread may drop the last reference to the shard; the
 // destructor then lets the applier end by itself instead of joining it
 // (server/ps/applier_thread.h).
-#ifndef RINGSIDE_SERVER_PS_STALE_SHARD_H_
-#define RINGSIDE_SERVER_PS_STALE_SHARD_H_
+#ifndef RINGSIDE_SERVER_PS_PUSH_PULL_SHARD_H_
+#define RINGSIDE_SERVER_PS_PUSH_PULL_SHARD_H_
 
 #include <cstdint>
 #include <deque>
@@ -187,4 +187,4 @@ class StaleShard {
 
 }  // namespace ringside::server
 
-#endif  // RINGSIDE_SERVER_PS_STALE_SHARD_H_
+#endif  // RINGSIDE_SERVER_PS_PUSH_PULL_SHARD_H_

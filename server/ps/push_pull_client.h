@@ -1,13 +1,13 @@
 // The worker's side of the parameter server under bounded staleness or async
-// (server/ps/stale_shard.h is the shard's): one shard as a worker sees it. A step pushes the
+// (server/ps/push_pull_shard.h is the shard's): one shard as a worker sees it. A step pushes the
 // worker's gradient share of the shard's range and then pulls the parameters it computes its
 // next step on, which the shard hands out once the staleness rule lets it start that step. The
 // two halves are separate so a worker pushes to every shard before it waits on any.
 //
 // Implementations: StalePsClient's links below (ParameterShard.PushPull over gRPC), and an
 // in-process one over a StaleShard for tests (tests/support/stale_links.h).
-#ifndef RINGSIDE_SERVER_PS_STALE_CLIENT_H_
-#define RINGSIDE_SERVER_PS_STALE_CLIENT_H_
+#ifndef RINGSIDE_SERVER_PS_PUSH_PULL_CLIENT_H_
+#define RINGSIDE_SERVER_PS_PUSH_PULL_CLIENT_H_
 
 #include <cstdint>
 #include <memory>
@@ -51,7 +51,7 @@ class StalePsClient final {
   // Ends every call in flight, and every later one, with CANCELLED (the generation is over).
   void Cancel();
 
-  // The links' side (stale_client.cc).
+  // The links' side (push_pull_client.cc).
   using Shard = PsShardLink;
   CallCancellation& calls() { return calls_; }
   const PsClientOptions& options() const { return options_; }
@@ -67,4 +67,4 @@ class StalePsClient final {
 
 }  // namespace ringside::server
 
-#endif  // RINGSIDE_SERVER_PS_STALE_CLIENT_H_
+#endif  // RINGSIDE_SERVER_PS_PUSH_PULL_CLIENT_H_

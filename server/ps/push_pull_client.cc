@@ -1,4 +1,4 @@
-#include "server/ps/stale_client.h"
+#include "server/ps/push_pull_client.h"
 
 #include <algorithm>
 #include <cstring>

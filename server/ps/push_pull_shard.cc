@@ -1,4 +1,4 @@
-#include "server/ps/stale_shard.h"
+#include "server/ps/push_pull_shard.h"
 
 #include <algorithm>
 #include <utility>
