@@ -124,7 +124,7 @@ std::string StragglerText(const Straggler& straggler);
 absl::StatusOr<Straggler> ParseStraggler(absl::string_view text);
 
 // Whether the shards hold the job's authoritative state, workers pushing gradients and pulling
-// parameters (server/ps/stale_shard.h): bounded staleness, async, and backup workers.
+// parameters (server/ps/push_pull_shard.h): bounded staleness, async, and backup workers.
 constexpr bool ShardsHoldTheState(int64_t staleness, int64_t backup_workers) {
   return staleness != 0 || backup_workers > 0;
 }
