@@ -63,7 +63,7 @@ absl::Status SetStaleness(const Value& value, TrainingOptions& options) {
 
 absl::Status SetBackupWorkers(const Value& value, TrainingOptions& options) {
   ASSIGN_OR_RETURN(const int64_t backup, ValueAs<int64_t>(value));
-  // The bound is the largest worker count a shard accepts (ps_state_transfer.cc).
+  // The bound is the largest worker count a shard accepts (shard_load.cc).
   if (backup < 0 || backup >= 65536) {
     return absl::InvalidArgumentError("must be 0 or more, below the worker count");
   }

@@ -89,9 +89,9 @@ absl::Status ElasticTrainer::Run(const absl::Notification& stop, const FinishedC
   if (options_.evaluations && job_->test_set().rows() > 0) {
     AccuracyEvaluator::Options evaluation;
     evaluation.snapshot_prefix = options_.evaluation_snapshot_prefix;
-    ASSIGN_OR_RETURN(
-        std::unique_ptr<AccuracyEvaluator> evaluator,
-        AccuracyEvaluator::Create(job_->spec(), job_->test_set(), options_.evaluations, evaluation));
+    ASSIGN_OR_RETURN(std::unique_ptr<AccuracyEvaluator> evaluator,
+                     AccuracyEvaluator::Create(job_->spec(), job_->test_set(), options_.evaluations,
+                                               evaluation));
     evaluation_ =
         std::make_unique<EvaluationPoints>(std::move(evaluator), job_->options(), shard_group_);
   }

@@ -36,6 +36,7 @@
 #include "ring/collective.h"
 #include "server/ps/ps_client.h"
 #include "server/ps/shard_group.h"
+#include "worker/accuracy_evaluator.h"
 #include "worker/assignment_source.h"
 #include "worker/checkpoint_uploads.h"
 #include "worker/data_parallel.h"
@@ -45,7 +46,6 @@
 #include "worker/member_state.h"
 #include "worker/regroup.h"
 #include "worker/step_listener.h"
-#include "worker/accuracy_evaluator.h"
 #include "worker/timeline.h"
 #include "worker/wire_error_sampler.h"
 
@@ -78,11 +78,11 @@ struct ElasticOptions {
   // the trainer.
   Timeline* timeline = nullptr;
   // While this worker is rank 0 it evaluates the job's parameters on the data's held-out test
-  // set every `eval_every` steps (worker/accuracy_evaluator.h: the shards' parameters in ps mode) and
-  // hands each point here, on the evaluator's thread. Null, or data without a test set: none.
+  // set every `eval_every` steps (worker/accuracy_evaluator.h: the shards' parameters in ps mode)
+  // and hands each point here, on the evaluator's thread. Null, or data without a test set: none.
   AccuracyEvaluator::Sink evaluations;
-  // Where the test evaluator's snapshots wait on disk (AccuracyEvaluator::Options::snapshot_prefix);
-  // empty: the system's temporary directory.
+  // Where the test evaluator's snapshots wait on disk
+  // (AccuracyEvaluator::Options::snapshot_prefix); empty: the system's temporary directory.
   std::string evaluation_snapshot_prefix;
 };
 

@@ -1,6 +1,6 @@
-// When rank 0 offers the job's parameters to its test evaluator (worker/accuracy_evaluator.h), so the
-// test-accuracy curve has a point every `eval_every` steps, the initial parameters first and the
-// final ones last: in ps mode the shards' own copy, read on the evaluator's thread while this
+// When rank 0 offers the job's parameters to its test evaluator (worker/accuracy_evaluator.h), so
+// the test-accuracy curve has a point every `eval_every` steps, the initial parameters first and
+// the final ones last: in ps mode the shards' own copy, read on the evaluator's thread while this
 // worker trains on; else (ring mode, or the shards holding the state, whose ranges may hold
 // different numbers of updates at any moment) a snapshot of the parameters this worker computes
 // its next step on. A step listener (worker/step_listener.h); thread-compatible.
@@ -14,8 +14,8 @@
 #include "absl/status/status.h"
 #include "common/training_options.h"
 #include "server/ps/shard_group.h"
-#include "worker/step_listener.h"
 #include "worker/accuracy_evaluator.h"
+#include "worker/step_listener.h"
 
 namespace ringside::worker {
 
