@@ -100,6 +100,8 @@ absl::Status ElasticTrainer::Run(const absl::Notification& stop, const FinishedC
   wire_error_ = std::make_unique<WireErrorSampler>(
       ring_, metrics_, training.wire_dtype, state_.gradient,
       ControlCollectiveOptions(options_.segment_bytes, options_.timeout));
+  // The sampled step's exact sum is numbered by whichever generation's sync is current.
+  wire_error_->set_collective_of([this](int64_t step) { return sync_.WireErrorCollective(step); });
 
   bool reported = false;
   while (!stop.HasBeenNotified()) {
@@ -239,18 +241,15 @@ absl::Status ElasticTrainer::AdoptGeneration(const GenerationAssignment& assignm
     if (state_.home == StateHome::kShards) state_.home = StateHome::kWorkers;
   }
 
+  const SyncParts parts{*job_,   *state_.optimizer,      *wire_error_,
+                        faults_, options_.segment_bytes, options_.timeout};
   if (mode == SyncMode::kPs) {
     if (!assignment.fresh_start) RETURN_IF_ERROR(RegroupMembers().LoadShards(generation, rank));
     RETURN_IF_ERROR(shard_group_.Connect());
-    const SyncParts parts{*job_,   *state_.optimizer,      *wire_error_,
-                          faults_, options_.segment_bytes, options_.timeout};
     ASSIGN_OR_RETURN(sync_, MakePsSync(parts, shard_group_, generation, state_.completed));
   } else {
-    const SyncParts parts{*job_,   *state_.optimizer,      *wire_error_,
-                          faults_, options_.segment_bytes, options_.timeout};
     sync_ = MakeRingSync(parts, *ring_, generation);
   }
-  wire_error_->set_collective_of([this](int64_t step) { return sync_.WireErrorCollective(step); });
   // The new slot's training rows are read now, in the regroup, not in the next step's compute.
   RETURN_IF_ERROR(job_->PrepareRows(state_.completed, WorkerSlot{rank, world}));
   generation_ =
