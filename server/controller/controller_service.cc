@@ -262,6 +262,14 @@ grpc::ServerUnaryReactor* ControllerService::SetMode(grpc::CallbackServerContext
   }
   absl::StatusOr<SyncMode> mode = ParseSyncMode(request->mode());
   if (!mode.ok()) return Done(context, mode.status());
+  // A switch to the mode already running is a no-op: a regroup would cost the job a step's
+  // worth of waiting for nothing.
+  const Topology current = membership_.topology();
+  if (current.generation != 0 && current.mode == *mode) {
+    reply->set_generation(current.generation);
+    reply->set_unchanged(true);
+    return Done(context, absl::OkStatus());
+  }
   absl::StatusOr<uint64_t> generation = membership_.SetMode(*mode);
   if (!generation.ok()) return Done(context, generation.status());
   reply->set_generation(*generation);

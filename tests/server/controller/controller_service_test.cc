@@ -111,6 +111,17 @@ TEST_F(ControllerServiceTest, WatchersLearnTheTopologyAndEveryModeChange) {
   EXPECT_EQ(assignment.mode(), "ps");
   EXPECT_EQ(assignment.job().staleness(), "2");
   EXPECT_EQ(assignment.job().straggler(), "worker-1:3");
+
+  // A switch to the mode already running changes nothing and says so.
+  grpc::ClientContext again_context;
+  SetDeadline(again_context, absl::Seconds(10));
+  again_context.AddMetadata(kOperatorTokenMetadata, kOperatorToken);
+  proto::ModeReply again_reply;
+  ASSERT_TRUE(stub_->SetMode(&again_context, mode, &again_reply).ok());
+  EXPECT_TRUE(again_reply.unchanged());
+  EXPECT_EQ(again_reply.generation(), 2u);
+  EXPECT_EQ(membership_->topology().generation, 2u) << "no regroup for the running mode";
+  EXPECT_FALSE(mode_reply.unchanged());
   context.TryCancel();
 }
 
