@@ -165,24 +165,45 @@ absl::StatusOr<ElasticResult> ElasticTrainer::Result() {
 
 absl::Status ElasticTrainer::AwaitNewGeneration(uint64_t failed, const absl::Status& why,
                                                 const absl::Notification& stop) {
-  log_ << WorkerName(generation_.slot.rank) << ": generation " << failed << " failed at step "
-       << state_.completed << " (" << why.message()
-       << "); waiting for the controller's next generation\n";
-  log_.flush();
+  const std::string worker = WorkerName(generation_.slot.rank);
   const absl::Time deadline = absl::Now() + options_.regroup_timeout;
+  bool told = false;
   while (absl::Now() < deadline) {
     if (stop.HasBeenNotified()) return absl::OkStatus();
     absl::StatusOr<GenerationAssignment> next =
         assignments_.WaitForNewer(failed, absl::Now() + absl::Milliseconds(200));
-    if (next.ok()) return absl::OkStatus();
+    if (next.ok()) {
+      LogNextGeneration(*next);
+      return absl::OkStatus();
+    }
     if (next.status().code() != absl::StatusCode::kDeadlineExceeded) {
       // No generation will come (a static cluster, or the controller lost): the failure stands.
       return absl::Status(why.code(), absl::StrCat(why.message(), "; ", next.status().message()));
+    }
+    // The step stopped and no generation replaced this one yet: say why while waiting (a
+    // switch's new generation usually arrives first, and is all the log says then).
+    if (!told) {
+      log_ << worker << ": generation " << failed << " stopped at step " << state_.completed << " ("
+           << why.message() << "); waiting for the controller's next generation\n";
+      log_.flush();
+      told = true;
     }
   }
   return Annotate(why, absl::StrCat("no new generation came within ",
                                     absl::FormatDuration(options_.regroup_timeout),
                                     " after generation ", failed, " failed"));
+}
+
+void ElasticTrainer::LogNextGeneration(const GenerationAssignment& next) {
+  const std::string worker = WorkerName(generation_.slot.rank);
+  if (next.mode != generation_.mode) {
+    log_ << worker << ": switching to " << SyncModeName(next.mode) << " at step "
+         << state_.completed << " (generation " << next.generation << ")\n";
+  } else {
+    log_ << worker << ": regrouping at step " << state_.completed << " for generation "
+         << next.generation << "\n";
+  }
+  log_.flush();
 }
 
 Regroup ElasticTrainer::RegroupMembers() {

@@ -139,7 +139,10 @@ class ElasticTrainer {
   // One step of the current generation, then its listeners (worker/step_listener.h).
   absl::Status Step();
   absl::StatusOr<ElasticResult> Result();
-  // Waits for a generation newer than the one that failed; `why` is logged.
+  // Logs what the generation that replaced this one brings: a mode switch, or a regroup.
+  void LogNextGeneration(const GenerationAssignment& next);
+  // Waits for a generation newer than the one whose step stopped with `why`, logged if none
+  // replaced it at once; the one that comes is logged as what it is (LogNextGeneration).
   absl::Status AwaitNewGeneration(uint64_t failed, const absl::Status& why,
                                   const absl::Notification& stop);
 
