@@ -41,6 +41,26 @@ absl::Status SetEvalEvery(const Value& value, TrainingOptions& options) {
   return absl::OkStatus();
 }
 
+absl::Status SetSteps(const Value& value, TrainingOptions& options) {
+  ASSIGN_OR_RETURN(const int64_t steps, ValueAs<int64_t>(value));
+  if (steps < 1 || steps > kUntilStoppedSteps) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("must be 1 to ", kUntilStoppedSteps, " steps, not ", steps));
+  }
+  options.steps = steps;
+  return absl::OkStatus();
+}
+
+absl::Status SetBatchSize(const Value& value, TrainingOptions& options) {
+  ASSIGN_OR_RETURN(const int64_t rows, ValueAs<int64_t>(value));
+  if (rows < 1 || rows > kMaxGlobalBatch) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("must be 1 to ", kMaxGlobalBatch, " rows, not ", rows));
+  }
+  options.batch_size = rows;
+  return absl::OkStatus();
+}
+
 absl::Status SetLearningRate(const Value& value, TrainingOptions& options) {
   OptimizerConfig config = options.optimizer;
   ASSIGN_OR_RETURN(config.learning_rate, ValueAs<float>(value));
@@ -107,16 +127,14 @@ constexpr TrainingOption kTable[] = {
      [](const TrainingOptions& o) -> Value { return o.data; },
      [](const Value& v, TrainingOptions& o) { return Store(v, o.data); }},
     {"steps", Scope::kJob, "training steps",
-     [](const TrainingOptions& o) -> Value { return o.steps; },
-     [](const Value& v, TrainingOptions& o) { return Store(v, o.steps); }},
+     [](const TrainingOptions& o) -> Value { return o.steps; }, &SetSteps},
     {"eval_every", Scope::kJob,
      "evaluate test accuracy on the data's held-out test set (fashion-mnist) every this many "
      "steps, off the training path",
      [](const TrainingOptions& o) -> Value { return o.eval_every; }, &SetEvalEvery,
      /*zero_means_unset=*/true},
     {"batch_size", Scope::kJob, "global batch size (split across workers)",
-     [](const TrainingOptions& o) -> Value { return o.batch_size; },
-     [](const Value& v, TrainingOptions& o) { return Store(v, o.batch_size); }},
+     [](const TrainingOptions& o) -> Value { return o.batch_size; }, &SetBatchSize},
     {"lr", Scope::kJob, "learning rate",
      [](const TrainingOptions& o) -> Value { return o.optimizer.learning_rate; }, &SetLearningRate},
     {"optimizer", Scope::kJob, "sgd, momentum or adam",

@@ -45,6 +45,12 @@ struct Straggler {
   friend bool operator!=(const Straggler& a, const Straggler& b) { return !(a == b); }
 };
 
+// The most steps a job may ask for: far beyond any run (a trillion), low enough that step counts
+// and what grows with them never overflow. `ringside up` trains this many, "until stopped".
+inline constexpr int64_t kUntilStoppedSteps = 1'000'000'000'000;
+// The largest global batch (the gradient computers' bound on a batch's rows).
+inline constexpr int64_t kMaxGlobalBatch = int64_t{1} << 24;
+
 // The defaults every Ringside command uses unless a flag says otherwise (the flags take theirs
 // from here: one default per setting).
 struct TrainingOptions {
