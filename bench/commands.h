@@ -16,6 +16,8 @@ struct Command {
   const char* summary;  // one line for --help
   bool hidden;          // internal (e.g. re-executed rank processes): not listed in --help
   int (*run)(const std::vector<std::string>& args);
+  // The flags it reads, space-separated: what `ringside-bench <command> --help` lists.
+  const char* flags = "";
 };
 
 // ring: Ringside's ring allreduce vs Gloo's, over worker processes on loopback.

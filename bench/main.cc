@@ -5,8 +5,12 @@
 #include <string>
 #include <vector>
 
+#include "absl/algorithm/container.h"
+#include "absl/flags/commandlineflag.h"
 #include "absl/flags/parse.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "absl/strings/string_view.h"
 #include "bench/commands.h"
 #include "common/flags/flags_usage.h"
 
@@ -17,14 +21,20 @@ using ringside::bench::Command;
 // The dispatch table. Add a command here and define its Run*Command in its own file.
 constexpr Command kCommands[] = {
     {"ring", "Ringside ring allreduce vs Gloo (allreduce RING, AllreduceRingChunked)", false,
-     &ringside::bench::RunRingCommand},
+     &ringside::bench::RunRingCommand,
+     "elements gloo_timeout_s implementations iters json keep_temp rank_binary segment_bytes sizes "
+     "timeout_s warmup workers worlds"},
     {"ps", "sharded parameter server (push-pull steps) vs the ring allreduce, same N and K", false,
-     &ringside::bench::RunPsCommand},
+     &ringside::bench::RunPsCommand,
+     "elements iters json keep_temp ps_binary ps_shards rank_binary segment_bytes shard_counts "
+     "sizes timeout_s warmup workers worlds"},
     {"compute", "samples/s of MLP gradients on CPU and CUDA for 4,16,3 and 784,1024,1024,10", false,
-     &ringside::bench::RunComputeCommand},
+     &ringside::bench::RunComputeCommand, "activation batch_size devices min_seconds models seed"},
     {"train",
      "samples/s of the whole training step, ring and ps, vs PyTorch DDP over Gloo (if installed)",
-     false, &ringside::bench::RunTrainCommand},
+     false, &ringside::bench::RunTrainCommand,
+     "batch_size data eval_every json keep_temp lr model ps_shards python rows runs seed steps "
+     "target_accuracy timeout_s tls torch torch_script workers"},
     {"gloo-rank", "one Gloo rank process (started by `ring`)", true,
      &ringside::bench::RunGlooRankCommand},
     {"ring-rank", "one Ringside ring rank process (started by `ring` and `ps`)", true,
@@ -48,6 +58,22 @@ std::string UsageMessage() {
 int main(int argc, char** argv) {
   const std::string usage = UsageMessage();
   ringside::ConfigureFlagsUsage(usage);
+  // `ringside-bench COMMAND --help`: that command's summary and the flags it reads.
+  if (argc > 1 && argv[1][0] != '-') {
+    for (const Command& command : kCommands) {
+      if (std::strcmp(argv[1], command.name) != 0) continue;
+      const std::vector<absl::string_view> flags =
+          absl::StrSplit(command.flags, ' ', absl::SkipEmpty());
+      const std::string command_usage =
+          absl::StrCat("usage: ringside-bench ", command.name, " [--flags]\n", command.summary);
+      if (ringside::PrintHelpIfAsked(argc, argv, command_usage, std::cout,
+                                     [&](const absl::CommandLineFlag& flag) {
+                                       return absl::c_linear_search(flags, flag.Name());
+                                     })) {
+        return 0;
+      }
+    }
+  }
   if (ringside::PrintHelpIfAsked(argc, argv, usage, std::cout)) return 0;
   const std::vector<char*> positional = absl::ParseCommandLine(argc, argv);
   if (positional.size() < 2) {
