@@ -1,18 +1,30 @@
 #!/usr/bin/env bash
-# Installs the Debian 12 packages Ringside needs to build and test. Idempotent: prints nothing
-# and touches nothing when every package is already present. Needs root (or sudo) only when
-# something is missing. Every program a test calls is listed in scripts/runtime-requirements.txt,
-# and scripts/check-runtime.sh --owners checks that this list provides it (a ctest);
+# Installs the Debian 12 packages Ringside needs. Idempotent: prints nothing and touches nothing
+# when every package is already present. Needs root (or sudo) only when something is missing.
+#   setup-debian.sh build   what building and `ringside compare` need (make, make demo)
+#   setup-debian.sh test    that and every tool a test calls (make test; the default)
+#   setup-debian.sh --list  every package it may install, one a line
+# Every program a test calls is listed in scripts/runtime-requirements.txt, and
+# scripts/check-runtime.sh --owners checks that this list provides it (a ctest);
 # scripts/check-fresh-root.sh runs this script in a fresh Debian 12 root and checks again there.
 set -euo pipefail
 
-packages=(
+# Building, and the demo's data.
+build_packages=(
   build-essential cmake pkg-config make
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
   libabsl-dev prometheus-cpp-dev
+  # the build configures the tests too (CMake finds GoogleTest), though the demo builds none
   libgtest-dev libgmock-dev
   libopenblas-dev nlohmann-json3-dev
   libssl-dev
+  # the real data set of the heavy job (--data=fashion-mnist): Fashion-MNIST's IDX files, gzipped
+  # (read through zlib, which gRPC and protobuf depend on too)
+  dataset-fashion-mnist zlib1g-dev
+)
+# The tests' tools, on top.
+test_packages=(
+  # the ring benchmark's baseline (bench/, tests/bench)
   libgloo-dev
   curl procps iproute2 util-linux python3 gzip
   # the formatting check (tests/architecture): .clang-format is the project's style
@@ -33,18 +45,26 @@ packages=(
   # the Kubernetes base rendered for `podman kube play` (deploy/k8s/podman/render.py) and the
   # deploy checks' Python scripts read YAML; named, not left to docker-compose's dependencies
   python3-yaml
-  # the real data set of the heavy job (--data=fashion-mnist): Fashion-MNIST's IDX files, gzipped
-  # (read through zlib, which gRPC and protobuf depend on too)
-  dataset-fashion-mnist zlib1g-dev
 )
 # Node.js runs the npm-based deploy checks; Debian's nodejs only where the machine has no node.
 node_packages=(nodejs npm)
-# --list: every package this script may install, one a line (scripts/check-runtime.sh reads it).
-if [ "${1:-}" = --list ]; then
-  printf '%s\n' "${packages[@]}" "${node_packages[@]}"
-  exit 0
-fi
-command -v node >/dev/null || packages+=("${node_packages[@]}")
+profile=${1:-test}
+case $profile in
+  --list)
+    # scripts/check-runtime.sh reads it
+    printf '%s\n' "${build_packages[@]}" "${test_packages[@]}" "${node_packages[@]}"
+    exit 0
+    ;;
+  build) packages=("${build_packages[@]}") ;;
+  test)
+    packages=("${build_packages[@]}" "${test_packages[@]}")
+    command -v node >/dev/null || packages+=("${node_packages[@]}")
+    ;;
+  *)
+    echo "setup: unknown profile '$profile' (build, test or --list)" >&2
+    exit 2
+    ;;
+esac
 packages+=(${RINGSIDE_EXTRA_PACKAGES:-})
 
 missing=()
@@ -75,8 +95,11 @@ npm_ci() {
   echo "$want" >"$stamp"
 }
 
+# The npm packages are the deploy checks': tests only.
+npm_for_profile() { if [ "$profile" = test ]; then npm_ci; fi; }
+
 if [ ${#missing[@]} -eq 0 ]; then
-  npm_ci
+  npm_for_profile
   exit 0
 fi
 
@@ -89,4 +112,4 @@ fi
 export DEBIAN_FRONTEND=noninteractive
 "${sudo_cmd[@]}" apt-get update -qq
 "${sudo_cmd[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
-npm_ci
+npm_for_profile
