@@ -5,6 +5,7 @@
 #include "absl/strings/str_join.h"
 #include "cli/commands.h"
 #include "common/file_util.h"
+#include "common/metrics.h"
 #include "common/status_macros.h"
 #include "launch/local_cluster.h"
 #include "launch/temp_dir.h"
@@ -18,12 +19,14 @@ using launch::LocalClusterOptions;
 namespace {
 
 // --ready_file: the controller's address, the flags a client needs, and every process's name,
-// pid and metrics URL; written again after a restart, so it names every server's current pid.
+// pid, gRPC address (what `ringside health --address` checks) and metrics URL; written again after
+// a restart, so it names every server's current pid.
 absl::Status WriteReadyFile(LocalCluster& cluster, const std::string& path) {
   nlohmann::json processes = nlohmann::json::array();
   for (auto& process : cluster.processes()) {
     processes.push_back({{"name", process->name},
                          {"pid", process->process.pid()},
+                         {"grpc_address", absl::StrCat(process->host, ":", process->port)},
                          {"metrics_url", process->metrics_url()}});
   }
   // How a client reaches the cluster: every flag `ringside ctl` and `health` need besides
@@ -90,6 +93,11 @@ absl::Status RunUp(const UpOptions& options, const TerminationSignals& signals, 
     return started.status();
   }
   std::unique_ptr<LocalCluster> cluster = *std::move(started);
+  out << "ringside up: "
+      << (options.job.steps >= kUntilStoppedSteps
+              ? std::string("training until stopped (Ctrl-C)")
+              : absl::StrCat("training ", options.job.steps, " steps"))
+      << ", " << SyncModeName(options.mode) << " mode\n";
   out << "ringside up: controller at " << cluster->controller_address() << ", logs in " << dir
       << (options.cluster.tls ? ", mutual TLS (throw-away CA and certificates in " + dir + "/tls)"
                               : ", plaintext (--insecure)")

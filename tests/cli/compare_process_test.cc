@@ -249,20 +249,19 @@ TEST(CompareCommandTest, EachPsVariantTrainsOnItsOwnClusterAgainstTheSameRing) {
 
 // Without --model compare runs its two default jobs (the heavy model on Fashion-MNIST, then
 // Iris); --steps and --batch_size given on the command line apply to both, where the heavy job's
-// own defaults (200 steps of 64 rows) once replaced them silently.
+// own defaults (200 steps of 64 rows) once replaced them silently. --data=fashion-mnist:DIR alone
+// picks the heavy job only.
 TEST(CompareCommandTest, TheDefaultJobsTakeTheStepsAndBatchGiven) {
   auto dir = launch::TempDir::Create("ringside-compare-test-");
   ASSERT_TRUE(dir.ok());
-  const std::string data = dir->File("data");
-  ASSERT_EQ(mkdir(data.c_str(), 0755), 0);
-  ASSERT_TRUE(testing::WriteTinyFashionMnist(data, 64, 20, 28, 28));  // the heavy model's shape
-  const absl::StatusOr<nlohmann::json> run =
-      RunCompareToJson(*dir, {"--data=fashion-mnist:" + data, "--steps=3", "--eval_every=3",
-                              "--batch_size=8", "--workers=2", "--ps_shards=1"});
+  const std::vector<std::string> given = {"--steps=3", "--eval_every=3", "--batch_size=8",
+                                          "--workers=2", "--ps_shards=1"};
+  const absl::StatusOr<nlohmann::json> run = RunCompareToJson(*dir, given);
   ASSERT_TRUE(run.ok()) << run.status();
   const nlohmann::json& json = *run;
   ASSERT_EQ(json["jobs"].size(), 2u) << json.dump();
   EXPECT_EQ(json["jobs"][0]["config"]["model"], "784,1024,1024,10");
+  EXPECT_EQ(json["jobs"][0]["config"]["data"], "fashion-mnist");
   EXPECT_EQ(json["jobs"][1]["config"]["data"], "iris");
   for (const nlohmann::json& job : json["jobs"]) {
     SCOPED_TRACE(job["config"]["model"].get<std::string>());
@@ -270,6 +269,17 @@ TEST(CompareCommandTest, TheDefaultJobsTakeTheStepsAndBatchGiven) {
     EXPECT_EQ(job["config"]["batch_size"], 8);
     for (const char* mode : {"ring", "ps"}) EXPECT_EQ(job["modes"][mode]["steps"], 3) << mode;
   }
+
+  const std::string data = dir->File("data");
+  ASSERT_EQ(mkdir(data.c_str(), 0755), 0);
+  ASSERT_TRUE(testing::WriteTinyFashionMnist(data, 64, 20, 28, 28));  // the heavy model's shape
+  std::vector<std::string> with_data = given;
+  with_data.push_back("--data=fashion-mnist:" + data);
+  const absl::StatusOr<nlohmann::json> heavy = RunCompareToJson(*dir, with_data);
+  ASSERT_TRUE(heavy.ok()) << heavy.status();
+  ASSERT_EQ((*heavy)["jobs"].size(), 1u) << heavy->dump();
+  EXPECT_EQ((*heavy)["jobs"][0]["config"]["model"], "784,1024,1024,10");
+  EXPECT_EQ((*heavy)["jobs"][0]["config"]["steps"], 3);
 }
 
 // Bad accuracy flags, a data directory without the four files and a model that does not fit the
@@ -470,7 +480,6 @@ TEST(UpCommandTest, ALostWorkerIsReportedAndAnAddedOneJoinsAndTrains) {
                 "--ps_shards=1",
                 "--model=16,64,4",
                 "--data=synthetic:512",
-                "--steps=100000000",
                 "--heartbeat_timeout=1s",
                 "--ready_file=" + dir->File("up.json")};
   spawn.log_path = dir->File("up.log");
@@ -503,6 +512,25 @@ TEST(UpCommandTest, ALostWorkerIsReportedAndAnAddedOneJoinsAndTrains) {
     }
   }
   ASSERT_GT(controller_metrics, 0);
+  // Without --steps it trains until stopped, and says so first.
+  EXPECT_EQ(ReadFileToString(spawn.log_path)
+                .value_or("")
+                .rfind("ringside up: training until "
+                       "stopped (Ctrl-C), ring mode\n",
+                       0),
+            0u)
+      << launch::TailOfFile(spawn.log_path, 5);
+  // Every process's gRPC address, as the ready file gives it, answers a health check with the
+  // ready file's client flags.
+  const absl::StatusOr<TransportSecurity> security = ClientSecurity(ready);
+  ASSERT_TRUE(security.ok()) << security.status();
+  for (const nlohmann::json& process : ready["processes"]) {
+    const std::string address = process["grpc_address"].get<std::string>();
+    EXPECT_TRUE(
+        wait_for([&] { return cli::CheckHealth(address, absl::Seconds(2), *security).ok(); },
+                 "SERVING " + process["name"].get<std::string>() + " at " + address));
+  }
+  EXPECT_EQ(ready["processes"][0]["grpc_address"], ready["controller"]);
   auto controller = [&](const std::string& name) {
     return launch::FindSample(testing::ScrapeMetrics(controller_metrics), name, {}).value_or(-1);
   };
@@ -565,6 +593,16 @@ TEST(UpCommandTest, ALostWorkerIsReportedAndAnAddedOneJoinsAndTrains) {
   ASSERT_TRUE(ctl_exit.ok());
   EXPECT_TRUE(ctl_exit->ok()) << launch::TailOfFile(ctl.log_path, 5);
   EXPECT_NE(ReadFileToString(ctl.log_path).value_or("").find("mode ps from generation"),
+            std::string::npos)
+      << launch::TailOfFile(ctl.log_path, 5);
+  // Asked again, the switch is a no-op that says so.
+  ctl.log_path = dir->File("ctl-again.log");
+  auto again = launch::Subprocess::Spawn(ctl);
+  ASSERT_TRUE(again.ok()) << again.status();
+  auto again_exit = again->Wait(absl::Seconds(30));
+  ASSERT_TRUE(again_exit.ok());
+  EXPECT_TRUE(again_exit->ok()) << launch::TailOfFile(ctl.log_path, 5);
+  EXPECT_NE(ReadFileToString(ctl.log_path).value_or("").find("already in ps mode (generation "),
             std::string::npos)
       << launch::TailOfFile(ctl.log_path, 5);
   worker->Kill();

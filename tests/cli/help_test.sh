@@ -33,6 +33,8 @@ expect_help "ringside-controller" "workers ps_shards join_token_file operator_to
 expect_help "ringside-ps" "shard ps_shards listen controller" ""
 expect_help "ringside-worker" "rank peers mode controller model" "fault_at"
 expect_help "ringside-bench" "" ""
+expect_help "ringside-bench ring" "worlds sizes implementations iters json" "torch model devices"
+expect_help "ringside-bench train" "model steps torch runs" "implementations worlds devices"
 # --helpfull lists every flag of the binary, test-only ones too, and exits 0.
 out=$($bin/ringside-worker --helpfull 2>&1) || fail "'ringside-worker --helpfull' exited $?"
 grep -q -- "^  --fault_at=" <<<"$out" || fail "'ringside-worker --helpfull' does not list --fault_at"
@@ -46,6 +48,14 @@ shown=$(for c in compare lab up "ctl mode" health; do $bin/ringside $c --help; d
         grep -o '^  --[a-z0-9_]*' | sort -u)
 missing=$(comm -23 <(echo "$all") <(echo "$shown") | tr -d ' ' | tr '\n' ' ')
 [ -z "$missing" ] || fail "no ringside subcommand's --help lists: $missing"
+
+# `ringside` alone prints its usage (a misuse: exit 2), not "unknown command".
+out=$($bin/ringside 2>&1); code=$?
+[ "$code" -eq 2 ] || fail "'ringside' alone exited $code, not 2"
+grep -q "^usage: ringside compare" <<<"$out" || fail "'ringside' alone does not print its usage: $out"
+# compare's --help says what plain compare runs (its defaults below are the Iris job's).
+grep -q "784,1024,1024,10" <<<"$($bin/ringside compare --help)" ||
+  fail "'ringside compare --help' does not say which jobs plain compare runs"
 
 echo "help checks: $failures failures"
 [ "$failures" -eq 0 ]
