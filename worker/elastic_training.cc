@@ -109,6 +109,7 @@ absl::Status ElasticTrainer::Run(const absl::Notification& stop, const FinishedC
     absl::StatusOr<GenerationAssignment> newer =
         assignments_.WaitForNewer(generation_.generation, absl::Now());
     if (newer.ok()) {
+      if (generation_.generation != 0) LogNextGeneration(*newer);
       const absl::Time regroup_start = absl::Now();
       absl::Status status =
           newer->rank < 0
@@ -172,16 +173,13 @@ absl::Status ElasticTrainer::AwaitNewGeneration(uint64_t failed, const absl::Sta
     if (stop.HasBeenNotified()) return absl::OkStatus();
     absl::StatusOr<GenerationAssignment> next =
         assignments_.WaitForNewer(failed, absl::Now() + absl::Milliseconds(200));
-    if (next.ok()) {
-      LogNextGeneration(*next);
-      return absl::OkStatus();
-    }
+    if (next.ok()) return absl::OkStatus();  // Run logs and adopts it
     if (next.status().code() != absl::StatusCode::kDeadlineExceeded) {
       // No generation will come (a static cluster, or the controller lost): the failure stands.
       return absl::Status(why.code(), absl::StrCat(why.message(), "; ", next.status().message()));
     }
     // The step stopped and no generation replaced this one yet: say why while waiting (a
-    // switch's new generation usually arrives first, and is all the log says then).
+    // switch's new generation usually arrives first, and then the log says only what it brings).
     if (!told) {
       log_ << worker << ": generation " << failed << " stopped at step " << state_.completed << " ("
            << why.message() << "); waiting for the controller's next generation\n";

@@ -142,7 +142,7 @@ class ElasticTrainer {
   // Logs what the generation that replaced this one brings: a mode switch, or a regroup.
   void LogNextGeneration(const GenerationAssignment& next);
   // Waits for a generation newer than the one whose step stopped with `why`, logged if none
-  // replaced it at once; the one that comes is logged as what it is (LogNextGeneration).
+  // replaced it at once; Run then logs the one that came as what it is (LogNextGeneration).
   absl::Status AwaitNewGeneration(uint64_t failed, const absl::Status& why,
                                   const absl::Notification& stop);
 

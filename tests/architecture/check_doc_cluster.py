@@ -7,9 +7,8 @@ command the text gives for ending the cluster. `build/bin/` becomes BIN_DIR and 
 controller address 127.0.0.1:7000 a free port; everything else runs as written, in a temporary
 directory. Then it checks what the README says happens:
   - every worker prints `generation 1, ring mode`;
-  - `ringside ctl mode ps` succeeds (`mode ps from generation N`), a worker prints
-    `switching to ps at step N (generation 2)` and every worker `generation 2, ps mode`, and no
-    worker reports a failure;
+  - `ringside ctl mode ps` succeeds (`mode ps from generation N`), and every worker prints
+    `switching to ps at step N (generation 2)` once, then `generation 2, ps mode`;
   - asking for ps again changes nothing (`already in ps mode (generation 2): nothing to switch`);
   - the README's `kill` command ends every process.
 Waits are for log lines, with one overall deadline against a hang; nothing sleeps for
@@ -206,11 +205,11 @@ def check(run, cluster, ctl, kill):
         raise Failure(f"`ringside ctl mode ps` did not say `mode ps from generation N`: {out!r}")
     log = run.wait_for(f"{WORKERS} workers printing `generation 2, ps mode`",
                        lambda log: len(lines_by_worker(log, r"generation 2, ps mode")) == WORKERS)
-    if not lines_by_worker(log, r"switching to ps at step \d+ \(generation 2\)"):
-        raise Failure("no worker printed `switching to ps at step N (generation 2)`")
-    failed = re.findall(r"^worker-\d+: .*failed.*$", log, re.M)
-    if failed:
-        raise Failure(f"a worker reported a failure at the switch: {failed}")
+    # Every worker says the switch as what it is, once, whether its step was cut short or not.
+    switched = re.findall(r"^(worker-\d+): switching to ps at step \d+ \(generation 2\)$", log, re.M)
+    if sorted(switched) != sorted(set(switched)) or len(switched) != WORKERS:
+        raise Failure(f"not every worker printed `switching to ps at step N (generation 2)` once: "
+                      f"{switched}")
 
     out = run.ctl(ctl, address)
     if "already in ps mode (generation 2): nothing to switch" not in out:
