@@ -7,6 +7,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "cli/report/format_units.h"
+#include "cli/report/job_runs.h"
 #include "cli/report/model_prediction.h"
 #include "cli/report/svg_chart.h"
 
@@ -79,54 +80,106 @@ std::string LinkBytesChart(const ModeReport& mode, const std::string& id) {
   return svg.Finish();
 }
 
-std::string PhaseChart(const JobComparison& job, const std::string& id) {
-  constexpr double kWidth = 440, kHeight = 340, kLeft = 78, kRight = 120, kTop = 44, kBottom = 46;
-  const std::string title = "Mean step time by phase";
-  SvgCanvas svg(id, kWidth, kHeight, title);
-  svg.Text(8, 18, title, "start", 14, true);
+namespace {
 
-  const ModeReport* modes[] = {&job.ring, &job.ps};
-  double max = 0;
-  for (const ModeReport* m : modes) {
-    if (!m->completed) continue;
-    max = std::max(
-        max, Drawable(m->phases.compute) + Drawable(m->phases.sync) + Drawable(m->phases.update));
+constexpr int kRunLabelSize = 13, kValueLabelSize = 11;
+constexpr size_t kRunLabelChars = 14;  // a run's name wraps at this many characters a line
+
+// One bar of the phase chart: its run, the name's lines under it, the total above it, and the
+// width its slot reserves so that no two slots' labels can meet.
+struct PhaseSlot {
+  const ModeReport* run;
+  std::vector<std::string> name_lines;
+  std::string value;  // "210 ms, sync 57.1%", or "failed"
+  double width;
+};
+
+std::vector<PhaseSlot> PhaseSlots(const JobComparison& job) {
+  constexpr double kMinSlot = 121, kGap = 12;  // two runs fill the chart's 242 px as always
+  std::vector<PhaseSlot> slots;
+  for (const ModeReport* run : JobRuns(job)) {
+    PhaseSlot slot{run, WrapText(RunName(*run), kRunLabelChars), "failed", kMinSlot};
+    if (run->completed) {
+      const double total =
+          Drawable(run->phases.compute) + Drawable(run->phases.sync) + Drawable(run->phases.update);
+      slot.value = absl::StrCat(HumanSeconds(total), ", sync ", Percent(run->sync_share));
+    }
+    double widest = TextWidth(slot.value, kValueLabelSize);
+    for (const std::string& line : slot.name_lines) {
+      widest = std::max(widest, TextWidth(line, kRunLabelSize, /*bold=*/true));
+    }
+    slot.width = std::max(kMinSlot, widest + kGap);
+    slots.push_back(std::move(slot));
   }
+  return slots;
+}
+
+// One run's bar, compute at the bottom, and its total above.
+void PhaseBar(SvgCanvas& svg, const Scale& y, const PhaseSlot& slot, double center, double bar) {
+  const ModeReport& m = *slot.run;
+  const std::string name = RunName(m);
+  double base = 0;
+  const std::pair<const char*, double> parts[] = {{"compute", Drawable(m.phases.compute)},
+                                                  {"sync", Drawable(m.phases.sync)},
+                                                  {"update", Drawable(m.phases.update)}};
+  const char* colors[] = {kComputeColor, kSyncColor, kUpdateColor};
+  for (int p = 0; p < 3; ++p) {
+    const auto& [phase, seconds] = parts[p];
+    svg.Bar(center - bar / 2, y(base + seconds), bar, y(base) - y(base + seconds), colors[p],
+            absl::StrCat("phase ", phase, " ", name),
+            absl::StrCat(name, " ", phase, ": ", HumanSeconds(seconds), " per step"));
+    base += seconds;
+  }
+  svg.Text(center, y(base) - 6, slot.value, "middle", kValueLabelSize, false, "bar-value");
+}
+
+}  // namespace
+
+// Every run (the ring, each PS variant, the colocated PS) gets a slot as wide as its longest
+// label, and long names wrap under the bar, so labels cannot overlap however many runs there are.
+std::string PhaseChart(const JobComparison& job, const std::string& id) {
+  constexpr double kLeft = 78, kRight = 120, kTop = 44, kBottom = 46, kPlotHeight = 250;
+  constexpr double kLineHeight = 17;  // 1.3 em: a wrapped name's lines clear each other
+  const std::vector<PhaseSlot> slots = PhaseSlots(job);
+  double plot_width = 0, max = 0;
+  size_t lines = 1;
+  for (const PhaseSlot& slot : slots) {
+    plot_width += slot.width;
+    lines = std::max(lines, slot.name_lines.size());
+    if (!slot.run->completed) continue;
+    const PhaseSeconds& p = slot.run->phases;
+    max = std::max(max, Drawable(p.compute) + Drawable(p.sync) + Drawable(p.update));
+  }
+  const double width = kLeft + plot_width + kRight;
+  const double plot_bottom = kTop + kPlotHeight, plot_right = kLeft + plot_width;
+  const double height = plot_bottom + kBottom + kLineHeight * static_cast<double>(lines - 1);
+  const std::string title =
+      slots.size() > 2 ? "Mean step time by phase, every run" : "Mean step time by phase";
+  SvgCanvas svg(id, width, height, title);
+  svg.Text(8, 18, title, "start", 14, true);
   if (!(max > 0)) {
-    svg.Text(kWidth / 2, kHeight / 2, "no data: no mode completed", "middle");
+    svg.Text(width / 2, height / 2, "no data: no mode completed", "middle");
     return svg.Finish();
   }
-  const double plot_bottom = kHeight - kBottom, plot_right = kWidth - kRight;
   const std::vector<double> ticks = LinearTicks(max * 1.12, 5);  // headroom for the labels
   const Scale y{0, ticks.back(), plot_bottom, kTop};
   for (double tick : ticks) {
     svg.Line(kLeft, y(tick), plot_right, y(tick), kGridColor);
     svg.Text(kLeft - 6, y(tick) + 4, HumanSeconds(tick), "end", 11);
   }
-  const double slot = (plot_right - kLeft) / 2, bar = slot * 0.5;
-  for (int i = 0; i < 2; ++i) {
-    const ModeReport& m = *modes[i];
-    const std::string name = ModeName(m.mode);
-    const double center = kLeft + (i + 0.5) * slot;
-    svg.Text(center, plot_bottom + 18, name, "middle", 13, true);
-    if (!m.completed) {
-      svg.Text(center, plot_bottom - 10, "failed", "middle", 12);
-      continue;
+  double slot_left = kLeft;
+  for (const PhaseSlot& slot : slots) {
+    const double center = slot_left + slot.width / 2;
+    slot_left += slot.width;
+    for (size_t i = 0; i < slot.name_lines.size(); ++i) {
+      svg.Text(center, plot_bottom + 18 + kLineHeight * static_cast<double>(i), slot.name_lines[i],
+               "middle", kRunLabelSize, true, "run-label");
     }
-    double base = 0;
-    const std::pair<const char*, double> parts[] = {{"compute", Drawable(m.phases.compute)},
-                                                    {"sync", Drawable(m.phases.sync)},
-                                                    {"update", Drawable(m.phases.update)}};
-    const char* colors[] = {kComputeColor, kSyncColor, kUpdateColor};
-    for (int p = 0; p < 3; ++p) {
-      const auto& [phase, seconds] = parts[p];
-      svg.Bar(center - bar / 2, y(base + seconds), bar, y(base) - y(base + seconds), colors[p],
-              absl::StrCat("phase ", phase, " ", name),
-              absl::StrCat(name, " ", phase, ": ", HumanSeconds(seconds), " per step"));
-      base += seconds;
+    if (slot.run->completed) {
+      PhaseBar(svg, y, slot, center, 60.5);  // the two-run chart's bar, whatever the slot
+    } else {
+      svg.Text(center, plot_bottom - 10, slot.value, "middle", kValueLabelSize, false, "bar-value");
     }
-    svg.Text(center, y(base) - 6,
-             absl::StrCat(HumanSeconds(base), ", sync ", Percent(m.sync_share)), "middle", 11);
   }
   svg.Line(kLeft, kTop, kLeft, plot_bottom, kInkColor);
   svg.Line(kLeft, plot_bottom, plot_right, plot_bottom, kInkColor);

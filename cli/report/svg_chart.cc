@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <string_view>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -74,6 +75,43 @@ std::vector<double> PowerOfTwoTicks(double min, double max, int max_ticks) {
   return ticks;
 }
 
+double TextWidth(const std::string& text, int size, bool bold) {
+  double ems = 0;
+  for (char c : text) {
+    if ((static_cast<unsigned char>(c) & 0xC0) == 0x80) continue;  // a UTF-8 continuation byte
+    const bool wide = std::string_view("mwMW=%@&").find(c) != std::string_view::npos;
+    ems += wide ? 1.0 : (bold ? 0.70 : 0.62);
+  }
+  return ems * size;
+}
+
+std::vector<std::string> WrapText(const std::string& text, size_t max_chars) {
+  // Words: split at spaces (dropped) and before '/' (kept with the word it starts).
+  std::vector<std::pair<std::string, bool>> words;  // a word, and whether a space preceded it
+  bool spaced = false;
+  for (char c : text) {
+    if (c == ' ') {
+      spaced = true;
+    } else if (c == '/' || words.empty() || spaced) {
+      words.push_back({std::string(1, c), spaced && !words.empty()});
+      spaced = false;
+    } else {
+      words.back().first += c;
+    }
+  }
+  std::vector<std::string> lines;
+  for (const auto& [word, after_space] : words) {
+    const std::string joined =
+        lines.empty() ? word : lines.back() + (after_space ? " " : "") + word;
+    if (!lines.empty() && joined.size() <= max_chars) {
+      lines.back() = joined;
+    } else {
+      lines.push_back(word);
+    }
+  }
+  return lines;
+}
+
 SvgCanvas::SvgCanvas(const std::string& id, double width, double height, const std::string& label)
     : id_(HtmlEscape(id)), label_(HtmlEscape(label)), width_(width), height_(height) {}
 
@@ -114,10 +152,13 @@ void SvgCanvas::Swatch(double x, double y, const char* fill) {
 }
 
 void SvgCanvas::Text(double x, double y, const std::string& text, const char* anchor, int size,
-                     bool bold) {
-  absl::StrAppend(&body_, "<text x=\"", Px(x), "\" y=\"", Px(y), "\" text-anchor=\"", anchor,
-                  "\" font-size=\"", size, "\"", bold ? " font-weight=\"bold\"" : "", " fill=\"",
-                  kInkColor, "\">", HtmlEscape(text), "</text>\n");
+                     bool bold, const char* css_class) {
+  absl::StrAppend(
+      &body_, "<text",
+      css_class != nullptr ? absl::StrCat(" class=\"", HtmlEscape(css_class), "\"") : "", " x=\"",
+      Px(x), "\" y=\"", Px(y), "\" text-anchor=\"", anchor, "\" font-size=\"", size, "\"",
+      bold ? " font-weight=\"bold\"" : "", " fill=\"", kInkColor, "\">", HtmlEscape(text),
+      "</text>\n");
 }
 
 std::string SvgCanvas::Finish() const {

@@ -37,6 +37,14 @@ std::vector<double> ByteTicks(double max, int target);
 // Powers of two covering [min, max] (min > 0), thinned to at most `max_ticks`.
 std::vector<double> PowerOfTwoTicks(double min, double max, int max_ticks);
 
+// About how wide `text` renders in DejaVu Sans at `size` px, erring wide: 0.62 em a character
+// (0.70 em bold), 1 em for the widest glyphs (m, w, =, %, ...). What a layout reserves so that
+// labels cannot run into each other.
+double TextWidth(const std::string& text, int size, bool bold = false);
+// `text` in lines of at most `max_chars` characters where it can break: at a space (dropped)
+// and before a '/' (kept: "backup_workers=1", "/no_straggler"). A longer word stays whole.
+std::vector<std::string> WrapText(const std::string& text, size_t max_chars);
+
 class SvgCanvas {
  public:
   // `id` and `label` (the accessible name and hover title) are escaped here.
@@ -53,9 +61,10 @@ class SvgCanvas {
   // Decoration: axes, grid lines, legend swatches, labels.
   void Line(double x1, double y1, double x2, double y2, const char* stroke, bool dashed = false);
   void Swatch(double x, double y, const char* fill);
-  // `anchor`: "start", "middle" or "end". `bold` for titles.
+  // `anchor`: "start", "middle" or "end". `bold` for titles. `css_class`, when given, names
+  // the label (tests find laid-out labels by it).
   void Text(double x, double y, const std::string& text, const char* anchor = "start",
-            int size = 12, bool bold = false);
+            int size = 12, bool bold = false, const char* css_class = nullptr);
 
   // The whole <svg> element.
   std::string Finish() const;

@@ -1,6 +1,10 @@
 #include "tests/cli/html_probe.h"
 
+#include <cstdlib>
+
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_replace.h"
+#include "cli/report/svg_chart.h"
 
 namespace ringside::cli::testing {
 
@@ -23,6 +27,56 @@ int CountMarks(const std::string& svg, const std::string& tag, const std::string
   const std::string prefix = absl::StrCat("<", tag, " class=\"mark");
   if (!classes.empty()) return CountOccurrences(svg, absl::StrCat(prefix, " ", classes, "\""));
   return CountOccurrences(svg, prefix);
+}
+
+namespace {
+
+// The value of attribute `name` in the start tag `tag`; "" when absent.
+std::string Attribute(const std::string& tag, const std::string& name) {
+  const std::string key = absl::StrCat(" ", name, "=\"");
+  const size_t at = tag.find(key);
+  if (at == std::string::npos) return "";
+  const size_t begin = at + key.size();
+  return tag.substr(begin, tag.find('"', begin) - begin);
+}
+
+std::string Unescape(const std::string& text) {
+  return absl::StrReplaceAll(
+      text, {{"&lt;", "<"}, {"&gt;", ">"}, {"&quot;", "\""}, {"&#39;", "'"}, {"&amp;", "&"}});
+}
+
+}  // namespace
+
+std::vector<SvgText> TextsOfClass(const std::string& svg, const std::string& css_class) {
+  std::vector<SvgText> texts;
+  const std::string opening = absl::StrCat("<text class=\"", css_class, "\"");
+  for (size_t at = svg.find(opening); at != std::string::npos; at = svg.find(opening, at + 1)) {
+    const size_t tag_end = svg.find('>', at);
+    const size_t close = svg.find("</text>", tag_end);
+    if (tag_end == std::string::npos || close == std::string::npos) break;
+    const std::string tag = svg.substr(at, tag_end - at);
+    SvgText text;
+    text.x = std::atof(Attribute(tag, "x").c_str());
+    text.y = std::atof(Attribute(tag, "y").c_str());
+    text.anchor = Attribute(tag, "text-anchor");
+    text.size = std::atoi(Attribute(tag, "font-size").c_str());
+    text.bold = Attribute(tag, "font-weight") == "bold";
+    text.text = Unescape(svg.substr(tag_end + 1, close - tag_end - 1));
+    texts.push_back(text);
+  }
+  return texts;
+}
+
+Box BoxOf(const SvgText& text) {
+  const double width = TextWidth(text.text, text.size, text.bold);
+  const double left = text.anchor == "middle" ? text.x - width / 2
+                      : text.anchor == "end"  ? text.x - width
+                                              : text.x;
+  return {left, text.y - text.size, left + width, text.y + text.size / 5.0};
+}
+
+bool Intersect(const Box& a, const Box& b) {
+  return a.left < b.right && b.left < a.right && a.top < b.bottom && b.top < a.bottom;
 }
 
 int CountOccurrences(const std::string& text, const std::string& needle) {

@@ -19,6 +19,25 @@ std::string SvgById(const std::string& html, const std::string& id);
 // class is exactly "mark " + classes.
 int CountMarks(const std::string& svg, const std::string& tag, const std::string& classes = "");
 
+// A <text> element of a chart as RenderHtmlReport writes it: where it is anchored, how, its
+// size and weight, and its (unescaped) content.
+struct SvgText {
+  double x = 0, y = 0;
+  std::string anchor;  // "start", "middle" or "end"
+  int size = 0;
+  bool bold = false;
+  std::string text;
+};
+// Every <text class="`css_class`"> of `svg`, in document order.
+std::vector<SvgText> TextsOfClass(const std::string& svg, const std::string& css_class);
+// The box `text` takes: left, top, right, bottom in pixels (its width from TextWidth, its
+// height the font size, above the baseline and a fifth below).
+struct Box {
+  double left, top, right, bottom;
+};
+Box BoxOf(const SvgText& text);
+bool Intersect(const Box& a, const Box& b);
+
 // Every occurrence of `needle` in `text`.
 int CountOccurrences(const std::string& text, const std::string& needle);
 

@@ -49,5 +49,28 @@ TEST(SvgCanvasTest, EscapesAndMarksDataElements) {
   EXPECT_THAT(text, HasSubstr("</svg>"));
 }
 
+TEST(TextLayoutTest, WrapsRunNamesAtSpacesAndBeforeSlashes) {
+  EXPECT_THAT(WrapText("ring", 14), ElementsAre("ring"));
+  EXPECT_THAT(WrapText("ps staleness=2", 14), ElementsAre("ps staleness=2"));
+  EXPECT_THAT(WrapText("ps backup_workers=1/no_straggler", 14),
+              ElementsAre("ps", "backup_workers=1", "/no_straggler"));
+  EXPECT_THAT(WrapText("ps sync/no_straggler", 14), ElementsAre("ps sync", "/no_straggler"));
+  EXPECT_THAT(WrapText("", 14), ElementsAre());
+}
+
+TEST(TextLayoutTest, WidthGrowsWithLengthSizeAndWeight) {
+  EXPECT_DOUBLE_EQ(TextWidth("", 12), 0);
+  EXPECT_DOUBLE_EQ(TextWidth("ab", 10), 2 * 0.62 * 10);
+  EXPECT_GT(TextWidth("ab", 10, /*bold=*/true), TextWidth("ab", 10));
+  EXPECT_DOUBLE_EQ(TextWidth("m=", 10), 20);                      // the widest glyphs: 1 em each
+  EXPECT_DOUBLE_EQ(TextWidth("\u00d7", 10), TextWidth("x", 10));  // one character, two bytes
+}
+
+TEST(SvgCanvasTest, ALabelCarriesItsClass) {
+  SvgCanvas svg("c", 10, 10, "t");
+  svg.Text(1, 2, "ps", "middle", 13, true, "run-label");
+  EXPECT_THAT(svg.Finish(), HasSubstr("<text class=\"run-label\" x=\"1.0\" y=\"2.0\""));
+}
+
 }  // namespace
 }  // namespace ringside::cli

@@ -8,6 +8,7 @@
 #include "cli/report/report_html.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tests/cli/html_probe.h"
 #include "tests/cli/sample_report.h"
 
 namespace ringside::cli {
@@ -148,6 +149,45 @@ TEST(VariantSummaryTest, ReportHasTheTableAndACurvePerRun) {
   const std::string chart = AccuracyOverTimeChart(report.jobs[0], "acc");
   for (const char* run : {"ring", "ps sync", "ps staleness=2", "ps backup_workers=1", "ps async"}) {
     EXPECT_THAT(chart, HasSubstr(std::string("accuracy ") + run)) << run;
+  }
+}
+
+// Every run gets a bar in the phase chart, and its labels (the run's name under the bar, the
+// total above it) cannot overlap however long the names: their boxes are disjoint and on the
+// canvas.
+TEST(VariantSummaryTest, ThePhaseChartsLabelsOfManyLongNamesDoNotOverlap) {
+  JobComparison job = StragglerJob();
+  for (const char* name : {"backup_workers=1/no_straggler", "staleness=async/no_straggler",
+                           "sync/no_straggler", "staleness=12"}) {
+    job.ps_variants.push_back(Variant(job, name, 9.0));
+  }
+  job.ps_variants[2].completed = false;  // a failed run says so in its slot
+  job.ps_colocated = job.ps;
+  job.ps_colocated->colocated = true;
+  job.ps_colocated->variant.clear();
+  const std::string svg = PhaseChart(job, "phases");
+  EXPECT_THAT(svg, HasSubstr("every run"));
+  const size_t runs = JobRuns(job).size();
+  EXPECT_EQ(testing::CountMarks(svg, "rect", "phase sync ps staleness=2"), 1);
+  EXPECT_EQ(testing::CountMarks(svg, "rect", "phase sync ps colocated"), 1);
+  EXPECT_EQ(testing::CountMarks(svg, "rect", "phase sync ps backup_workers=1"), 0);  // failed
+
+  std::vector<testing::SvgText> labels = testing::TextsOfClass(svg, "run-label");
+  std::string names;
+  for (const testing::SvgText& label : labels) names += label.text + "|";
+  EXPECT_THAT(names, HasSubstr("backup_workers=1|/no_straggler|")) << "wrapped before the '/'";
+  const std::vector<testing::SvgText> values = testing::TextsOfClass(svg, "bar-value");
+  EXPECT_EQ(values.size(), runs);
+  labels.insert(labels.end(), values.begin(), values.end());
+  const double width = std::stod(svg.substr(svg.find("width=\"") + 7));
+  for (size_t i = 0; i < labels.size(); ++i) {
+    const testing::Box a = testing::BoxOf(labels[i]);
+    EXPECT_GE(a.left, 0) << labels[i].text;
+    EXPECT_LE(a.right, width) << labels[i].text;
+    for (size_t j = i + 1; j < labels.size(); ++j) {
+      EXPECT_FALSE(testing::Intersect(a, testing::BoxOf(labels[j])))
+          << labels[i].text << " meets " << labels[j].text;
+    }
   }
 }
 
