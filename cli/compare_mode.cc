@@ -3,7 +3,6 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <cmath>
 #include <cstring>
 #include <map>
 #include <memory>
@@ -16,6 +15,7 @@
 #include "cli/progress.h"
 #include "cli/report/accuracy_summary.h"
 #include "cli/report/model_prediction.h"
+#include "cli/report/step_figures.h"
 #include "common/cluster_files.h"
 #include "common/file_util.h"
 #include "common/status_macros.h"
@@ -29,23 +29,6 @@ using launch::ClusterProcess;
 using launch::LocalCluster;
 using launch::LocalClusterOptions;
 namespace {
-
-// The first worker's loss at every step, against seconds since the cluster was started,
-// thinned evenly to at most kMaxLossPoints (the last step always kept).
-std::vector<LossPoint> LossOverTime(const StepTrace& trace, absl::Time cluster_start) {
-  std::vector<LossPoint> points;
-  const double origin = absl::ToDoubleSeconds(cluster_start - absl::UnixEpoch());
-  for (const StepTraceLine& line : trace.lines) {
-    if (line.unix_seconds > 0) points.push_back({line.unix_seconds - origin, line.step, line.loss});
-  }
-  if (points.size() <= kMaxLossPoints) return points;
-  std::vector<LossPoint> thinned;
-  const double stride = static_cast<double>(points.size() - 1) / (kMaxLossPoints - 1);
-  for (size_t i = 0; i < kMaxLossPoints; ++i) {
-    thinned.push_back(points[static_cast<size_t>(std::lround(i * stride))]);
-  }
-  return thinned;
-}
 
 std::string TimelinePath(const std::string& dir, int worker) {
   return absl::StrCat(dir, "/worker-", worker, ".timeline.json");
@@ -78,12 +61,6 @@ std::vector<worker::TimelineProcess> ReadTimelines(const std::string& dir, int w
     }
   }
   return out;
-}
-
-double Percentile(std::vector<double> values, double q) {
-  if (values.empty()) return 0;
-  std::sort(values.begin(), values.end());
-  return values[std::min(values.size() - 1, static_cast<size_t>(q * (values.size() - 1) + 0.5))];
 }
 
 // Per-link bytes per step from every process's link counters of `mode`, and the busiest node
@@ -125,23 +102,6 @@ void FillLinks(const std::vector<launch::Sample>& all, SyncMode mode, const JobC
   report.busiest_node_expected_bytes_per_step = model.busiest_node;
 }
 
-// Mean seconds per step in each phase, summed over the workers' step histograms of `mode`.
-void FillPhases(const std::vector<launch::Sample>& all, SyncMode mode, ModeReport& report) {
-  const std::string label(SyncModeName(mode));
-  auto phase_sum = [&](const std::string& name, const std::string& phase) {
-    return launch::SumSamples(all, name, {{"phase", phase}, {"mode", label}});
-  };
-  const double compute = phase_sum("ringside_step_seconds_sum", "compute");
-  const double sync = phase_sum("ringside_step_seconds_sum", "sync");
-  const double update = phase_sum("ringside_step_seconds_sum", "update");
-  const double count = phase_sum("ringside_step_seconds_count", "compute");
-  if (count > 0) {
-    report.phases = PhaseSeconds{compute / count, sync / count, update / count};
-    const double total = compute + sync + update;
-    report.sync_share = total > 0 ? sync / total : 0;
-  }
-}
-
 // The wire dtype's sampled error (ring/wire_error.h): the largest any worker saw in `mode`.
 void FillWireError(const std::vector<launch::Sample>& all, SyncMode mode, ModeReport& report) {
   const std::string label(SyncModeName(mode));
@@ -173,7 +133,6 @@ absl::Status MeasureTraffic(LocalCluster& cluster, SyncMode mode, const JobConfi
     all.insert(all.end(), samples.begin(), samples.end());
   }
   FillLinks(all, mode, config, shards, report);
-  FillPhases(all, mode, report);
   FillWireError(all, mode, report);
   return absl::OkStatus();
 }
@@ -330,32 +289,6 @@ const ClusterProcess* FirstLiveWorker(LocalCluster& cluster) {
   return nullptr;
 }
 
-// Step times and throughput from the first worker's step trace, and its loss over time.
-void FillStepFigures(const StepTrace& trace, const std::string& worker, int64_t batch_size,
-                     absl::Time cluster_start, ModeReport& report) {
-  std::vector<double> seconds, sync_seconds, compute_seconds, overlap_shares;
-  for (const StepTraceLine& line : trace.lines) {
-    seconds.push_back(line.seconds);
-    sync_seconds.push_back(line.sync_seconds);
-    compute_seconds.push_back(line.compute_seconds);
-    overlap_shares.push_back(line.seconds > 0 ? line.overlap_seconds / line.seconds : 0.0);
-  }
-  if (trace.unreadable > 0) {
-    report.events.push_back(absl::StrCat(worker, "'s step trace had ", trace.unreadable,
-                                         " unreadable lines; they are left out"));
-  }
-  report.loss_over_time = LossOverTime(trace, cluster_start);
-  report.step_p50 = Percentile(seconds, 0.5);
-  report.step_p95 = Percentile(seconds, 0.95);
-  report.sync_p50 = Percentile(sync_seconds, 0.5);
-  report.sync_min = Percentile(sync_seconds, 0);
-  report.compute_p50 = Percentile(compute_seconds, 0.5);
-  report.overlap_share = Percentile(overlap_shares, 0.5);
-  double total = 0;
-  for (double s : seconds) total += s;
-  if (total > 0) report.samples_per_second = batch_size * seconds.size() / total;
-}
-
 // Everything measured of a cluster whose workers reported `result`, while it still runs (its
 // /metrics are read). `first`: the first surviving worker.
 absl::Status Measure(const ModeRunSpec& spec, const std::string& dir, LocalCluster& cluster,
@@ -368,8 +301,9 @@ absl::Status Measure(const ModeRunSpec& spec, const std::string& dir, LocalClust
   report.final_loss = result.final_loss;
   report.accuracy = result.accuracy;
   RETURN_IF_ERROR(MeasureTraffic(cluster, spec.mode, spec.config, spec.shape.ps_shards, report));
-  FillStepFigures(ReadStepTrace(first.trace_file), first.name, spec.job().batch_size, cluster_start,
-                  report);
+  // Step times, samples/s and the phases all from this one worker's trace (step_figures.h).
+  FillStepFigures(ReadStepTrace(first.trace_file), first.name, spec.job().batch_size,
+                  absl::ToDoubleSeconds(cluster_start - absl::UnixEpoch()), report);
   std::vector<std::string> eval_files;  // lost workers' too: one may have been rank 0 a while
   for (ClusterProcess* w : cluster.workers()) eval_files.push_back(w->eval_file);
   ReadAccuracyOverTime(eval_files, spec.session.options.target_accuracy, report);

@@ -32,7 +32,8 @@ struct LinkTraffic {
   double bytes_per_step = 0, expected_bytes_per_step = 0;
 };
 
-// Mean seconds per step spent in each phase of `ringside_step_seconds`.
+// Mean seconds per step spent in each phase (compute, sync, update), as the step loop times
+// them for `ringside_step_seconds` and the step trace.
 struct PhaseSeconds {
   double compute = 0, sync = 0, update = 0;
 };
@@ -123,9 +124,11 @@ struct ModeReport {
   std::string bottleneck_node, bottleneck;
   // ps with one shard beside each worker (--colocate, S = N).
   bool colocated = false;
-  PhaseSeconds phases;
-  double sync_share = 0;  // sync / (compute + sync + update)
-  double samples_per_second = 0;
+  // Like step_p50, the sync and compute medians and overlap_share above, these have one
+  // definition: worker-0's step trace (the first live worker's; cli/report/step_figures.h).
+  PhaseSeconds phases;                  // worker-0's mean per step
+  double sync_share = 0;                // phases: sync / (compute + sync + update)
+  double samples_per_second = 0;        // batch × worker-0's steps ÷ their total seconds
   double final_loss = 0, accuracy = 0;  // accuracy in [0, 1]
   // A 16-bit wire dtype's error (ring/wire_error.h): the largest relative L2 error of a sampled
   // step's synchronised gradient against the exact float32 sum of the same shares, over every

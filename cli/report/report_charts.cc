@@ -161,6 +161,8 @@ std::string PhaseChart(const JobComparison& job, const std::string& id) {
     svg.Text(width / 2, height / 2, "no data: no mode completed", "middle");
     return svg.Finish();
   }
+  // The same steps as samples/s and step p50 (cli/report/step_figures.h).
+  svg.Text(8, 34, "worker-0's steps, as samples/s and p50", "start", 11);
   const std::vector<double> ticks = LinearTicks(max * 1.12, 5);  // headroom for the labels
   const Scale y{0, ticks.back(), plot_bottom, kTop};
   for (double tick : ticks) {
