@@ -167,6 +167,7 @@ json AccuracyJson(const std::vector<AccuracyPoint>& points) {
 // accuracy figures are null where nothing was measured (no test set) or the target not reached.
 json WithTimeAndScaling(json out, const ModeReport& m) {
   out["loss_over_time"] = LossJson(m.loss_over_time);
+  out["first_step_start_seconds"] = m.first_step_start_seconds;  // on loss_over_time's clock
   out["test_accuracy"] = NumberOrNull(m.test_accuracy);
   out["test_accuracy_recent_mean"] = NumberOrNull(m.test_accuracy_recent);
   out["recent_evaluations"] = m.recent_evaluations;

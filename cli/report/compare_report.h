@@ -141,6 +141,9 @@ struct ModeReport {
   std::vector<ProcessMemory> processes;          // every process the run started, in start order
   std::vector<ProcessFailure> process_failures;  // in the order they were seen (also if failed)
   std::vector<LossPoint> loss_over_time;         // at most kMaxLossPoints, evenly thinned
+  // When the first worker's first traced step began, on loss_over_time's clock (seconds since
+  // the cluster was started): the loss chart's origin, so start-up is not drawn. 0: not traced.
+  double first_step_start_seconds = 0;
   // Data with a held-out test set only: every evaluation, in step order, and one evaluation's
   // mean own time (on the evaluator's thread, in no step's phases nor in samples/s).
   std::vector<AccuracyPoint> accuracy_over_time;

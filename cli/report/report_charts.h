@@ -27,7 +27,8 @@ std::string ModelCurveChart(const JobComparison& job, ModelQuantity quantity,
 // A sweep's step time (p50, compute, sync) against N for one mode at `ps_shards` shards, with
 // the model's step time (cli/scaling_sweep.h) drawn over it (cli/report/scaling_chart.cc).
 std::string ScalingChart(const ModeReport& mode, int ps_shards, const std::string& id);
-// Each mode's first-worker loss against seconds since its cluster started.
+// Each mode's first-worker loss against seconds since that run's first step began
+// (ModeReport::first_step_start_seconds): start-up is not drawn.
 std::string LossOverTimeChart(const JobComparison& job, const std::string& id);
 // Each mode's test accuracy against seconds since its cluster's first step, a point per
 // evaluation, with the job's target accuracy drawn across (cli/report/accuracy_chart.cc).

@@ -37,6 +37,13 @@ void LegendEntry(SvgCanvas& svg, double& x, const char* color, const std::string
   x += 20 + 7.0 * static_cast<double>(text.size());
 }
 
+// Where a run's loss curve starts: its first step's start, else its first point (that step's
+// end), so the chart shows training, not the cluster's start-up.
+double LossOrigin(const ModeReport& mode) {
+  if (mode.first_step_start_seconds > 0) return mode.first_step_start_seconds;
+  return mode.loss_over_time.empty() ? 0 : mode.loss_over_time.front().seconds;
+}
+
 }  // namespace
 
 std::string ScalingChart(const ModeReport& mode, int ps_shards, const std::string& id) {
@@ -112,9 +119,10 @@ std::string LossOverTimeChart(const JobComparison& job, const std::string& id) {
   SvgCanvas svg(id, kWidth, kHeight, title);
   svg.Text(8, 18, title, "start", 14, true);
   double t_max = 0, loss_max = 0;
+  // Each run's time from its own first step: the clusters started at different moments.
   for (const ModeReport* mode : {&job.ring, &job.ps}) {
     for (const LossPoint& p : mode->loss_over_time) {
-      t_max = std::max(t_max, p.seconds);
+      t_max = std::max(t_max, p.seconds - LossOrigin(*mode));
       loss_max = std::max(loss_max, p.loss);
     }
   }
@@ -123,7 +131,7 @@ std::string LossOverTimeChart(const JobComparison& job, const std::string& id) {
     return svg.Finish();
   }
   svg.Text(8, 38,
-           absl::StrCat("first worker's batch loss; seconds since its cluster was started (N = ",
+           absl::StrCat("first worker's batch loss, from each run's first step (N = ",
                         job.config.workers, ")"),
            "start", 11);
   const double right = kWidth - kRight, bottom = kHeight - kBottom;
@@ -141,16 +149,20 @@ std::string LossOverTimeChart(const JobComparison& job, const std::string& id) {
   }
   svg.Line(kLeft, kTop, kLeft, bottom, kInkColor);
   svg.Line(kLeft, bottom, right, bottom, kInkColor);
-  svg.Text((kLeft + right) / 2, bottom + 34, "wall-clock seconds", "middle", 12);
+  svg.Text((kLeft + right) / 2, bottom + 34, "wall-clock seconds since the first step", "middle",
+           12);
   double legend = right - 150;
   for (const ModeReport* mode : {&job.ring, &job.ps}) {
     const std::string name(SyncModeName(mode->mode));
+    const double origin = LossOrigin(*mode);
     Points pixels;
-    for (const LossPoint& p : mode->loss_over_time) pixels.emplace_back(x(p.seconds), y(p.loss));
+    for (const LossPoint& p : mode->loss_over_time) {
+      pixels.emplace_back(x(p.seconds - origin), y(p.loss));
+    }
     if (pixels.size() > 1) {
       svg.Curve(pixels, ModeColor(mode->mode), "loss " + name,
                 absl::StrCat(name, ": loss ", ShortNumber(mode->loss_over_time.back().loss), " at ",
-                             ShortNumber(mode->loss_over_time.back().seconds), " s"));
+                             ShortNumber(mode->loss_over_time.back().seconds - origin), " s"));
     }
     LegendEntry(svg, legend, ModeColor(mode->mode), name);
   }

@@ -24,6 +24,14 @@ std::vector<LossPoint> LossOverTime(const StepTrace& trace, double origin) {
   return thinned;
 }
 
+// When the first timed step began (its end less its length), on the same clock; 0: untimed.
+double FirstStepStart(const StepTrace& trace, double origin) {
+  for (const StepTraceLine& line : trace.lines) {
+    if (line.unix_seconds > 0) return std::max(0.0, line.unix_seconds - line.seconds - origin);
+  }
+  return 0;
+}
+
 double Mean(const std::vector<double>& values) {
   double total = 0;
   for (double v : values) total += v;
@@ -53,6 +61,7 @@ void FillStepFigures(const StepTrace& trace, const std::string& worker, int64_t 
                                          " unreadable lines; they are left out"));
   }
   report.loss_over_time = LossOverTime(trace, cluster_start_unix_seconds);
+  report.first_step_start_seconds = FirstStepStart(trace, cluster_start_unix_seconds);
   report.step_p50 = Percentile(seconds, 0.5);
   report.step_p95 = Percentile(seconds, 0.95);
   report.sync_p50 = Percentile(sync, 0.5);

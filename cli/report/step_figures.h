@@ -26,9 +26,9 @@ double Percentile(std::vector<double> values, double q);
 
 // Fills `report`'s step_p50, step_p95, sync_p50, sync_min, compute_p50, overlap_share,
 // samples_per_second (batch_size × steps ÷ their total seconds), phases and sync_share (the
-// trace's mean per phase) and loss_over_time from the trace of `worker`, whose cluster was
-// started at `cluster_start_unix_seconds`. Unreadable trace lines are reported in
-// `report.events`.
+// trace's mean per phase), loss_over_time and first_step_start_seconds from the trace of
+// `worker`, whose cluster was started at `cluster_start_unix_seconds`. Unreadable trace lines
+// are reported in `report.events`.
 void FillStepFigures(const StepTrace& trace, const std::string& worker, int64_t batch_size,
                      double cluster_start_unix_seconds, ModeReport& report);
 

@@ -4,6 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_replace.h"
+#include "absl/strings/str_split.h"
 #include "cli/report/svg_chart.h"
 
 namespace ringside::cli::testing {
@@ -77,6 +78,19 @@ Box BoxOf(const SvgText& text) {
 
 bool Intersect(const Box& a, const Box& b) {
   return a.left < b.right && b.left < a.right && a.top < b.bottom && b.top < a.bottom;
+}
+
+std::vector<std::pair<double, double>> CurvePoints(const std::string& svg,
+                                                   const std::string& classes) {
+  const size_t at = svg.find(absl::StrCat("<polyline class=\"mark ", classes, "\""));
+  if (at == std::string::npos) return {};
+  const std::string tag = svg.substr(at, svg.find('>', at) - at);
+  std::vector<std::pair<double, double>> points;
+  for (absl::string_view pair : absl::StrSplit(Attribute(tag, "points"), ' ', absl::SkipEmpty())) {
+    const std::vector<std::string> xy = absl::StrSplit(pair, ',');
+    if (xy.size() == 2) points.emplace_back(std::atof(xy[0].c_str()), std::atof(xy[1].c_str()));
+  }
+  return points;
 }
 
 int CountOccurrences(const std::string& text, const std::string& needle) {

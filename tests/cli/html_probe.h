@@ -5,6 +5,7 @@
 #define RINGSIDE_TESTS_CLI_HTML_PROBE_H_
 
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace ringside::cli::testing {
@@ -37,6 +38,10 @@ struct Box {
 };
 Box BoxOf(const SvgText& text);
 bool Intersect(const Box& a, const Box& b);
+
+// The points of the first <polyline class="mark `classes`"> of `svg`; empty when none.
+std::vector<std::pair<double, double>> CurvePoints(const std::string& svg,
+                                                   const std::string& classes);
 
 // Every occurrence of `needle` in `text`.
 int CountOccurrences(const std::string& text, const std::string& needle);

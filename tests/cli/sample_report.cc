@@ -67,6 +67,8 @@ JobComparison SyntheticJob() {
   // Loss against seconds since each cluster started: the ring reaches the same loss sooner.
   job.ring.loss_over_time = {{2.0, 0, 2.31}, {6.2, 20, 0.92}, {10.5, 49, 0.3412}};
   job.ps.loss_over_time = {{2.4, 0, 2.31}, {9.4, 20, 0.92}, {17.7, 49, 0.3412}};
+  job.ring.first_step_start_seconds = 1.79;  // step 0 ended at 2.0 s, 210 ms long
+  job.ps.first_step_start_seconds = 2.05;
 
   // Memory: 4 K floats + 64 MiB = 96,929,200 B for a worker, 3 of K/2 + 64 MiB for a shard.
   job.config.worker_memory_bound_bytes = 96927904;
@@ -115,6 +117,8 @@ JobComparison IrisJobWithLostWorker() {
   job.ps.accuracy = 0.9733;
   job.ring.loss_over_time = {{1.1, 0, 1.10}, {1.3, 100, 0.21}, {1.5, 199, 0.0571}};
   job.ps.loss_over_time = {{1.2, 0, 1.10}, {1.4, 100, 0.21}, {1.6, 199, 0.0571}};
+  job.ring.first_step_start_seconds = 1.0979;
+  job.ps.first_step_start_seconds = 1.1984;
 
   job.parity_checked = true;
   job.max_abs_param_diff = 1.2e-7;

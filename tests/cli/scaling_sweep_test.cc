@@ -194,5 +194,37 @@ TEST(ScalingSweepTest, TheLossChartDrawsBothModes) {
   EXPECT_EQ(doc["modes"]["ps"]["loss_over_time"][1]["loss"], 1.5);
 }
 
+// Start-up (4 s to the ring's first step, 5 s to the PS's) is not drawn: each run's time is
+// counted from its own first step's start, so both curves begin at the plot's left edge.
+TEST(ScalingSweepTest, TheLossChartStartsAtEachRunsFirstStep) {
+  JobComparison job = testing::SyntheticJob();
+  job.ring.first_step_start_seconds = 4.0;
+  job.ring.loss_over_time = {{4.2, 0, 2.3}, {7.0, 10, 1.5}, {10.0, 20, 0.9}};
+  job.ps.first_step_start_seconds = 5.0;
+  job.ps.loss_over_time = {{5.3, 0, 2.3}, {8.0, 10, 1.5}, {9.5, 20, 0.9}};
+  const std::string chart = LossOverTimeChart(job, "loss");
+  // 6 s of training at most: the axis ends at 6 s, not at the cluster clock's 10 s.
+  EXPECT_NE(chart.find(">6 s</text>"), std::string::npos) << chart;
+  EXPECT_EQ(chart.find(">10 s</text>"), std::string::npos) << chart;
+  EXPECT_NE(chart.find("from each run"), std::string::npos);
+  const auto ring = testing::CurvePoints(chart, "loss ring");
+  const auto ps = testing::CurvePoints(chart, "loss ps");
+  ASSERT_EQ(ring.size(), 3u);
+  ASSERT_EQ(ps.size(), 3u);
+  // The plot spans x = 76..556 for 0..6 s: step 0 ended 0.2 s (ring) and 0.3 s (ps) in.
+  EXPECT_NEAR(ring[0].first, 76 + 0.2 / 6 * 480, 0.1);
+  EXPECT_NEAR(ps[0].first, 76 + 0.3 / 6 * 480, 0.1);
+  EXPECT_NEAR(ring[2].first, 556, 0.1);
+  // An untimed first step (0): the first point is the origin.
+  job.ring.first_step_start_seconds = 0;
+  EXPECT_NEAR(testing::CurvePoints(LossOverTimeChart(job, "l"), "loss ring")[0].first, 76, 0.1);
+  // The JSON keeps the cluster's clock and says where the first step began.
+  CompareReport report;
+  report.jobs.push_back(job);
+  const json doc = CompareJson(report);
+  EXPECT_EQ(doc["modes"]["ps"]["loss_over_time"][0]["seconds"], 5.3);
+  EXPECT_EQ(doc["modes"]["ps"]["first_step_start_seconds"], 5.0);
+}
+
 }  // namespace
 }  // namespace ringside::cli

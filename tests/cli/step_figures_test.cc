@@ -1,5 +1,5 @@
 // A run's step figures from its first worker's trace: samples/s, p50 and the phases come from
-// the same steps.
+// the same steps, and the loss over time carries where the first step began.
 #include "cli/report/step_figures.h"
 
 #include "cli/report/format_units.h"
@@ -64,6 +64,14 @@ TEST(StepFiguresTest, ThePhaseChartShowsTheStepSamplesPerSecondComesFrom) {
   EXPECT_THAT(svg, HasSubstr("worker-0"));
 }
 
+TEST(StepFiguresTest, LossOverTimeKeepsTheClusterClockAndMarksTheFirstStep) {
+  ModeReport report;
+  FillStepFigures(WorkerZeroTrace(), "worker-0", 64, kClusterStart, report);
+  ASSERT_EQ(report.loss_over_time.size(), 4u);
+  EXPECT_NEAR(report.loss_over_time[0].seconds, 4.2, 1e-9);  // JSON seconds: as before
+  EXPECT_NEAR(report.first_step_start_seconds, 4.0, 1e-9);   // step 0: 4.2 s less 0.2 s
+}
+
 TEST(StepFiguresTest, UnreadableLinesAreAnEvent) {
   StepTrace trace = WorkerZeroTrace();
   trace.unreadable = 1;
@@ -79,6 +87,7 @@ TEST(StepFiguresTest, AnEmptyTraceFillsZeros) {
   EXPECT_EQ(report.samples_per_second, 0);
   EXPECT_EQ(report.step_p50, 0);
   EXPECT_EQ(report.sync_share, 0);
+  EXPECT_EQ(report.first_step_start_seconds, 0);
   EXPECT_TRUE(report.loss_over_time.empty());
 }
 
