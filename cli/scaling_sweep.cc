@@ -9,6 +9,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "cli/report/format_units.h"
 #include "cli/report/model_prediction.h"
@@ -42,6 +43,58 @@ const ScalingPoint* Baseline(const std::vector<ScalingPoint>& points, int shards
 
 double BusiestBytes(SyncMode mode, const JobConfig& c, int workers, int shards) {
   return PredictBytesPerStep(mode, c.parameters, workers, shards, c.element_bytes).busiest_node;
+}
+
+// How far off the model a measured step may be and still be said to follow it.
+constexpr double kModelTolerance = 0.25;
+
+// A row of the sweep's table as the text names it: "N = 4", in ps mode "N = 4, S = 2".
+std::string SizeName(SyncMode mode, const ScalingPoint& p) {
+  return mode == SyncMode::kPs ? absl::StrCat("N = ", p.workers, ", S = ", p.ps_shards)
+                               : absl::StrCat("N = ", p.workers);
+}
+
+bool HasModel(const ScalingPoint& p) { return p.completed && p.model_step_seconds > 0; }
+
+// The measured step mean over the model's step time, as the table's two columns give it.
+double ModelRatio(const ScalingPoint& p) { return p.step_mean / p.model_step_seconds; }
+
+bool OffTheModel(const ScalingPoint& p) {
+  return HasModel(p) &&
+         std::abs(p.step_mean - p.model_step_seconds) > kModelTolerance * p.model_step_seconds;
+}
+
+// One line on how the measured step compares with the model over every row of the table (every
+// shard count), naming each size more than kModelTolerance off with its ratio, or the worst.
+std::string ModelAgreementLine(const ModeReport& mode) {
+  const std::string name(SyncModeName(mode.mode));
+  std::vector<std::string> off;
+  const ScalingPoint* worst = nullptr;
+  int compared = 0, failed = 0;
+  for (const ScalingPoint& p : mode.scaling) {
+    if (!p.completed) ++failed;
+    if (!HasModel(p)) continue;
+    ++compared;
+    if (worst == nullptr ||
+        std::abs(std::log(ModelRatio(p))) > std::abs(std::log(ModelRatio(*worst)))) {
+      worst = &p;
+    }
+    if (OffTheModel(p)) {
+      off.push_back(absl::StrFormat("%s (%.2f\u00d7)", SizeName(mode.mode, p), ModelRatio(p)));
+    }
+  }
+  if (worst == nullptr) return name + ": no size has a model step to compare with";
+  const std::string sizes = failed > 0 ? "completed size" : "size";
+  if (off.empty()) {
+    return absl::StrFormat(
+        "%s: the measured step stays within %.0f%% of the model at every %s (furthest: %.2f\u00d7 "
+        "the model at %s)",
+        name, kModelTolerance * 100, sizes, ModelRatio(*worst), SizeName(mode.mode, *worst));
+  }
+  return absl::StrFormat(
+      "%s: the measured step is more than %.0f%% off the model at %d of %d %ss, measured \u00f7 "
+      "model: %s",
+      name, kModelTolerance * 100, off.size(), compared, sizes, absl::StrJoin(off, "; "));
 }
 
 }  // namespace
@@ -203,21 +256,18 @@ std::vector<std::string> ScalingExplanation(const ModeReport& mode, int cores) {
   const std::string name(SyncModeName(mode.mode));
   const int shards = mode.scaling.front().ps_shards;
   const ScalingPoint* largest = nullptr;
-  const ScalingPoint* parted = nullptr;
+  const ScalingPoint* parted = nullptr;  // the first row of the table off the model
   for (const ScalingPoint& p : mode.scaling) {
+    if (parted == nullptr && OffTheModel(p)) parted = &p;
     if (!p.completed || p.ps_shards != shards) continue;
     if (largest == nullptr || p.workers > largest->workers) largest = &p;
-    if (parted == nullptr && p.model_step_seconds > 0 &&
-        std::abs(p.step_mean - p.model_step_seconds) > 0.25 * p.model_step_seconds) {
-      parted = &p;
-    }
   }
   if (largest == nullptr) {
     lines.push_back(name + ": no size of the sweep completed");
     return lines;
   }
   lines.push_back(absl::StrCat(
-      name, ": efficiency ", Percent(largest->efficiency), " at N = ", largest->workers,
+      name, ": efficiency ", Percent(largest->efficiency), " at ", SizeName(mode.mode, *largest),
       " against N0 = ", mode.scaling_baseline_workers,
       mode.scaling_baseline_workers == 1 ? "" : " (1 was not swept: N0 is the baseline)",
       "; the model's sync divides the busiest node's bytes by ",
@@ -225,15 +275,13 @@ std::vector<std::string> ScalingExplanation(const ModeReport& mode, int cores) {
       mode.model_calibrated_at > 0
           ? absl::StrCat(" (calibrated at N = ", mode.model_calibrated_at, ")")
           : (mode.model_bytes_per_second > 0 ? " (the link rate)" : " (no size had traffic)")));
-  if (parted == nullptr) {
-    lines.push_back(name + ": the measured step stays within 25% of the model at every size");
-    return lines;
-  }
+  lines.push_back(ModelAgreementLine(mode));
+  if (parted == nullptr) return lines;
   const double compute_ratio =
       parted->model.compute > 0 ? parted->phases.compute / parted->model.compute : 0;
   const double sync_ratio = parted->model.sync > 0 ? parted->phases.sync / parted->model.sync : 0;
   std::string why = absl::StrCat(
-      name, ": measurement and model part at N = ", parted->workers, ": step ",
+      name, ": measurement and model part first at ", SizeName(mode.mode, *parted), ": step ",
       HumanSeconds(parted->step_mean), " measured (mean) against ",
       HumanSeconds(parted->model_step_seconds), " modelled; compute ",
       HumanSeconds(parted->phases.compute), " (model ", HumanSeconds(parted->model.compute), ", ",

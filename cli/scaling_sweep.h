@@ -45,9 +45,11 @@ void FillScalingModel(ModeReport& mode, const JobConfig& config, double link_byt
 
 // The sweep's table (one row per point, both modes) and what the report says about it.
 void PrintScalingTable(const JobComparison& job, std::ostream& out);
-// Where the model and the measurement part and why, from the numbers: efficiency at the
-// largest N, the first N where the measured step is over 25% off the model, and compute beside
-// sync there (`cores`: this machine's, to name CPU contention when workers outnumber them).
+// Where the model and the measurement part and why, from the table's rows: efficiency at the
+// largest N (of the first shard count); every size, at every shard count, where the measured
+// step is over 25% off the model, each with measured ÷ model (or, none being off, the furthest);
+// and compute beside sync at the first such row (`cores`: this machine's, to name CPU contention
+// when workers outnumber them).
 std::vector<std::string> ScalingExplanation(const ModeReport& mode, int cores);
 
 }  // namespace ringside::cli

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/str_format.h"
 #include "cli/report/report_charts.h"
 #include "cli/report/report_html.h"
 #include "gtest/gtest.h"
@@ -80,11 +81,57 @@ TEST(ScalingSweepTest, TheModelScalesComputeAsOneOverNAndCalibratesTheSyncOnce) 
 }
 
 TEST(ScalingSweepTest, ExplainsWhereComputeStopsShrinking) {
-  const std::vector<std::string> lines = ScalingExplanation(RingSweep().ring, 2);
+  const JobComparison job = RingSweep();
+  const std::vector<std::string> lines = ScalingExplanation(job.ring, 2);
+  ASSERT_EQ(lines.size(), 3u);
+  // N = 4 and 8 are off the model, each named with its ratio; N = 1 and 2 are not.
+  EXPECT_NE(lines[1].find("more than 25% off the model at 2 of 4 sizes"), std::string::npos)
+      << lines[1];
+  for (int i : {2, 3}) {
+    const ScalingPoint& p = job.ring.scaling[i];
+    EXPECT_NE(lines[1].find(absl::StrFormat("N = %d (%.2f\u00d7)", p.workers,
+                                            p.step_mean / p.model_step_seconds)),
+              std::string::npos)
+        << lines[1];
+  }
+  EXPECT_EQ(lines[1].find("N = 2 ("), std::string::npos) << lines[1];
+  EXPECT_NE(lines[2].find("part first at N = 4"), std::string::npos) << lines[2];
+  EXPECT_NE(lines[2].find("share 2 cores"), std::string::npos) << lines[2];
+  EXPECT_NE(lines[2].find("CPU contention"), std::string::npos) << lines[2];
+}
+
+// A ps sweep at S = 1 and 2: S = 1 follows the model, S = 2 is 4-8x off it. The text covers
+// every row of the table, so it names the S = 2 sizes with the ratio of their two columns and
+// never says the step is within 25% everywhere.
+TEST(ScalingSweepTest, TheTextSaysWhatEveryShardCountsRowsSay) {
+  JobComparison job = testing::SyntheticJob();
+  job.ps.scaling = {Measured(1, 1, 300, 0.15, 0.02, 0.01), Measured(2, 1, 500, 0.075, 0.04, 0.01),
+                    Measured(1, 2, 100, 0.15, 0.50, 0.01), Measured(2, 2, 70, 0.075, 0.80, 0.01)};
+  FillScalingModel(job.ps, job.config, 0);
+  std::ostringstream table;
+  PrintScalingTable(job, table);
+  const std::string text = table.str();
+  EXPECT_EQ(text.find("within 25%"), std::string::npos) << text;
+  EXPECT_NE(text.find("more than 25% off the model at 2 of 4 sizes"), std::string::npos) << text;
+  for (const ScalingPoint& p : job.ps.scaling) {
+    const double ratio = p.step_mean / p.model_step_seconds;
+    const std::string named =
+        absl::StrFormat("N = %d, S = %d (%.2f\u00d7)", p.workers, p.ps_shards, ratio);
+    if (p.ps_shards == 2) {
+      EXPECT_GT(ratio, 3.5) << named;
+      EXPECT_NE(text.find(named), std::string::npos) << named << "\n" << text;
+    } else {
+      EXPECT_NEAR(ratio, 1, 0.25) << named;
+      EXPECT_EQ(text.find(named), std::string::npos) << named << "\n" << text;
+    }
+  }
+  // Only S = 1: within 25% everywhere, and the furthest size named.
+  job.ps.scaling.resize(2);
+  const std::vector<std::string> lines = ScalingExplanation(job.ps, 2);
   ASSERT_EQ(lines.size(), 2u);
-  EXPECT_NE(lines[1].find("part at N = 4"), std::string::npos) << lines[1];
-  EXPECT_NE(lines[1].find("share 2 cores"), std::string::npos) << lines[1];
-  EXPECT_NE(lines[1].find("CPU contention"), std::string::npos) << lines[1];
+  EXPECT_NE(lines[1].find("within 25% of the model at every size (furthest: 1.00\u00d7"),
+            std::string::npos)
+      << lines[1];
 }
 
 TEST(ScalingSweepTest, PsShardCountsHaveBaselinesOfTheirOwn) {
