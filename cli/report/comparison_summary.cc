@@ -10,6 +10,7 @@
 #include "cli/report/accuracy_summary.h"
 #include "cli/report/format_units.h"
 #include "cli/report/job_runs.h"
+#include "cli/report/key_figures.h"
 #include "cli/report/model_prediction.h"
 #include "common/cost_model.h"
 
@@ -61,6 +62,12 @@ TableRow Row(const JobComparison& job, std::string label, F value) {
   row.ring = job.ring.completed ? value(job.ring) : kMissing;
   row.ps = job.ps.completed ? value(job.ps) : kMissing;
   return row;
+}
+
+// A key figure's row, its cells as the verdict in numbers shows them.
+TableRow KeyRow(const JobComparison& job, std::string label, KeyFigureKind kind) {
+  const KeyFigure figure = MakeKeyFigure(job, kind);
+  return {std::move(label), figure.ring, figure.ps, false, true};
 }
 
 // The sampled relative error of the synchronised gradient against the exact float32 sum.
@@ -184,8 +191,7 @@ std::vector<TableRow> ComparisonRows(const JobComparison& job) {
                   "", true});
   rows.push_back(
       Row(job, "workers at end", [&](const ModeReport& m) { return WorkersAtEnd(c, m); }));
-  rows.push_back(Row(job, "bytes/worker/step",
-                     [](const ModeReport& m) { return HumanBytes(m.bytes_per_worker_per_step); }));
+  rows.push_back(KeyRow(job, "bytes/worker/step", KeyFigureKind::kBytesPerWorker));
   rows.push_back(Row(job, "  expected (model)", [](const ModeReport& m) {
     return HumanBytes(m.expected_bytes_per_worker_per_step);
   }));
@@ -193,14 +199,11 @@ std::vector<TableRow> ComparisonRows(const JobComparison& job) {
     return Ratio(m.bytes_per_worker_per_step, m.expected_bytes_per_worker_per_step);
   }));
   rows.push_back(Row(job, "busiest node", BusiestNode));
-  rows.push_back(Row(job, "  bytes/step", [](const ModeReport& m) {
-    return HumanBytes(m.busiest_node_bytes_per_step);
-  }));
+  rows.push_back(KeyRow(job, "  bytes/step", KeyFigureKind::kBusiestNodeBytes));
   rows.push_back(Row(job, "  expected (model)", [](const ModeReport& m) {
     return HumanBytes(m.busiest_node_expected_bytes_per_step);
   }));
-  rows.push_back(
-      Row(job, "step time p50", [](const ModeReport& m) { return HumanSeconds(m.step_p50); }));
+  rows.push_back(KeyRow(job, "step time p50", KeyFigureKind::kStepTimeP50));
   rows.push_back(
       Row(job, "step time p95", [](const ModeReport& m) { return HumanSeconds(m.step_p95); }));
   rows.push_back(Row(job, "compute/sync/update",

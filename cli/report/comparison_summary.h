@@ -17,6 +17,9 @@ struct TableRow {
   std::string label;
   std::string ring, ps;  // when `spans`, `ring` holds the one value and `ps` is empty
   bool spans = false;
+  // One of the key figures (cli/report/key_figures.h), whose cells it shows: the HTML table
+  // highlights it.
+  bool key = false;
 };
 
 enum class Outcome {

@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "cli/report/comparison_summary.h"
 #include "cli/report/format_units.h"
+#include "cli/report/key_figures.h"
 #include "cli/report/report_charts.h"
 #include "cli/report/variant_summary.h"
 #include "cli/scaling_sweep.h"
@@ -31,6 +32,13 @@ table.comparison th, table.comparison td { border: 1px solid #ccc; padding: 4px 
 table.comparison th.ring { border-bottom: 3px solid #1f77b4; }
 table.comparison th.ps { border-bottom: 3px solid #ff7f0e; }
 table.comparison td.label { color: #444; white-space: pre; }
+table.comparison tr.key td { background: #fff6d5; font-weight: bold; }
+table.key-figures { border-collapse: collapse; margin: 8px 0 12px; font-size: 15px;
+       background: #fff6d5; border: 2px solid #e0b000; }
+table.key-figures caption { text-align: left; font-weight: bold; padding: 0 0 4px; }
+table.key-figures th, table.key-figures td { padding: 4px 12px; text-align: left;
+       border-bottom: 1px solid #eadca0; }
+table.key-figures td.value { font-weight: bold; }
 .charts { display: flex; flex-wrap: wrap; align-items: flex-start; gap: 16px; margin: 12px 0; }
 figure { margin: 0; border: 1px solid #ddd; padding: 8px; background: #fff; }
 .model p { margin: 4px 0; }
@@ -41,7 +49,8 @@ std::string ComparisonTableHtml(const JobComparison& job) {
       "<table class=\"comparison\">\n<thead><tr><th></th><th class=\"ring\">ring</th>"
       "<th class=\"ps\">ps</th></tr></thead>\n<tbody>\n";
   for (const TableRow& row : ComparisonRows(job)) {
-    absl::StrAppend(&html, "<tr><td class=\"label\">", HtmlEscape(row.label), "</td>");
+    absl::StrAppend(&html, row.key ? "<tr class=\"key\">" : "<tr>", "<td class=\"label\">",
+                    HtmlEscape(row.label), "</td>");
     if (row.spans) {
       absl::StrAppend(&html, "<td colspan=\"2\">", HtmlEscape(row.ring), "</td>");
     } else {
@@ -49,6 +58,21 @@ std::string ComparisonTableHtml(const JobComparison& job) {
                       "</td>");
     }
     html += "</tr>\n";
+  }
+  return html + "</tbody>\n</table>\n";
+}
+
+// The verdict in numbers, for the first screen: the rows the comparison turns on, as the table
+// below shows (and marks) them, with how many times one mode's figure is the other's.
+std::string KeyFiguresHtml(const JobComparison& job) {
+  std::string html =
+      "<table class=\"key-figures\">\n<caption>The verdict in numbers</caption>\n<thead><tr>"
+      "<th></th><th class=\"ring\">ring</th><th class=\"ps\">ps</th><th>ratio</th></tr></thead>"
+      "\n<tbody>\n";
+  for (const KeyFigure& figure : KeyFigures(job)) {
+    absl::StrAppend(&html, "<tr><th>", HtmlEscape(figure.label), "</th><td class=\"value\">",
+                    HtmlEscape(figure.ring), "</td><td class=\"value\">", HtmlEscape(figure.ps),
+                    "</td><td>", HtmlEscape(figure.ratio), "</td></tr>\n");
   }
   return html + "</tbody>\n</table>\n";
 }
@@ -116,6 +140,7 @@ std::string JobSection(const JobComparison& job, size_t index) {
                    HtmlEscape(job.config.model), " on ", HtmlEscape(job.config.data),
                    "</h2>\n<p class=\"config\">", HtmlEscape(JobTitle(job.config)), "</p>\n");
   absl::StrAppend(&html, "<p class=\"verdict\">", HtmlEscape(DecideWinner(job).line), "</p>\n");
+  html += KeyFiguresHtml(job);
   const std::vector<std::string> events = EventLines(job);
   if (!events.empty()) {
     html += "<ul class=\"events\">\n";

@@ -1,6 +1,7 @@
 // `ringside compare --report FILE.html`: one self-contained page (inline CSS, inline SVG, no
-// scripts, fonts or anything else fetched) that shows every job's comparison table, verdict,
-// events and charts (cli/report/report_charts.h).
+// scripts, fonts or anything else fetched) that shows every job's verdict, the verdict in
+// numbers (cli/report/key_figures.h; on the first screen, its rows marked in the table below),
+// events, comparison table and charts (cli/report/report_charts.h).
 //
 // Chart ids, per job index i (stable; tests and readers link to them):
 //   links-ring-job<i>, links-ps-job<i>   bytes per link, measured vs model

@@ -99,6 +99,53 @@ TEST(ReportHtmlTest, CarriesTheTableVerdictModelAndEvents) {
   EXPECT_THAT(html, HasSubstr("<td>3 of 4 (1 lost)</td>"));
 }
 
+// The point of the comparison is on the first screen: right after the verdict, before the
+// events, the 25-row table and any chart, the figures it turns on with their ratios (the ring
+// sends 1.5x more per worker, a shard takes 1.33x a ring link), and the same rows, with the same
+// cells, marked in the table.
+TEST(ReportHtmlTest, TheVerdictInNumbersLeadsEachJobAndMarksItsRowsInTheTable) {
+  const std::string html = RenderHtmlReport(testing::SampleReport());
+  const size_t job = html.find("<section class=\"job\" id=\"job0\">");
+  const size_t verdict = html.find("<p class=\"verdict\">", job);
+  const size_t key = html.find("<table class=\"key-figures\">", job);
+  const size_t key_end = html.find("</table>", key);
+  ASSERT_NE(key, std::string::npos);
+  EXPECT_LT(verdict, key);
+  for (const char* later : {"<ul class=\"events\">", "<table class=\"comparison\">", "<svg"}) {
+    EXPECT_LT(key, html.find(later, job)) << later;
+  }
+  const std::string figures = html.substr(key, key_end - key);
+  EXPECT_THAT(figures, HasSubstr("The verdict in numbers"));
+  EXPECT_THAT(figures, HasSubstr("<tr><th>bytes/worker/step</th><td class=\"value\">10.7 MiB</td>"
+                                 "<td class=\"value\">7.11 MiB</td><td>ring 1.50\u00d7 ps "
+                                 "(model 1.50\u00d7)</td></tr>"));
+  EXPECT_THAT(figures, HasSubstr("<tr><th>busiest node&#39;s bytes/step</th><td class=\"value\">"
+                                 "10.7 MiB</td><td class=\"value\">14.2 MiB</td><td>ps 1.33\u00d7 "
+                                 "ring (model 1.33\u00d7)</td></tr>"));
+  EXPECT_THAT(figures, HasSubstr("<td class=\"value\">210 ms</td><td class=\"value\">350 ms</td>"
+                                 "<td>ps 1.67\u00d7 ring</td>"));
+  // The table marks the same three rows, with the same cells.
+  const size_t table = html.find("<table class=\"comparison\">", job);
+  const std::string rows = html.substr(table, html.find("</table>", table) - table);
+  EXPECT_EQ(CountOccurrences(rows, "<tr class=\"key\">"), 3);
+  EXPECT_THAT(rows, HasSubstr("<tr class=\"key\"><td class=\"label\">bytes/worker/step</td>"
+                              "<td>10.7 MiB</td><td>7.11 MiB</td>"));
+  EXPECT_THAT(rows, HasSubstr("<tr class=\"key\"><td class=\"label\">  bytes/step</td>"
+                              "<td>10.7 MiB</td><td>14.2 MiB</td>"));
+  EXPECT_THAT(rows, HasSubstr("<tr class=\"key\"><td class=\"label\">step time p50</td>"
+                              "<td>210 ms</td><td>350 ms</td>"));
+}
+
+TEST(ReportHtmlTest, TheVerdictInNumbersOfAFailedModeHasNoRatio) {
+  CompareReport report = testing::SampleReport();
+  report.jobs[0].ps.completed = false;
+  const std::string html = RenderHtmlReport(report);
+  const size_t key = html.find("<table class=\"key-figures\">");
+  const std::string figures = html.substr(key, html.find("</table>", key) - key);
+  EXPECT_THAT(figures, Not(HasSubstr("\u00d7")));
+  EXPECT_EQ(CountOccurrences(figures, "<td>\u2014</td>"), 3);
+}
+
 TEST(ReportHtmlTest, EscapesTextFromTheRun) {
   CompareReport report = testing::SampleReport();
   report.jobs[0].ps.completed = false;
