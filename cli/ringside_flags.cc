@@ -17,6 +17,7 @@
 #include "cli/lab_bound.h"
 #include "cli/ps_variants.h"
 #include "cli/scaling_sweep.h"
+#include "common/flags/command_line.h"
 #include "common/flags/security_flags.h"
 #include "common/flags/training_flags.h"
 #include "common/link_rate.h"
@@ -129,46 +130,19 @@ absl::StatusOr<ClusterFlags> ClusterFromFlags(const char* argv0) {
   return cluster;
 }
 
-bool FlagGiven(int argc, char** argv, const char* name) {
-  const size_t length = std::strlen(name);
-  for (int i = 1; i < argc; ++i) {
-    if (std::strncmp(argv[i], name, length) == 0 && (argv[i][length] == '=' || !argv[i][length])) {
-      return true;
-    }
-  }
-  return false;
-}
-
-// Every value of a flag that may be repeated (Abseil keeps only the last): `--name=V` and
-// `--name V`, with one dash or two.
-std::vector<std::string> RepeatedFlagValues(int argc, char** argv, const std::string& name) {
-  std::vector<std::string> values;
-  for (int i = 1; i < argc; ++i) {
-    std::string arg = argv[i];
-    if (arg == "--") break;
-    if (arg.rfind("--", 0) == 0) arg = arg.substr(1);
-    if (arg == "-" + name && i + 1 < argc) {
-      values.push_back(argv[++i]);
-    } else if (arg.rfind("-" + name + "=", 0) == 0) {
-      values.push_back(arg.substr(name.size() + 2));
-    }
-  }
-  return values;
-}
-
 // compare's jobs (kCompareJobs). A data set without a job of its own needs --model.
 absl::StatusOr<std::vector<TrainingOptions>> CompareJobs(const TrainingOptions& flags, int argc,
                                                          char** argv) {
-  if (FlagGiven(argc, argv, "--model")) return std::vector<TrainingOptions>{flags};
-  const bool data_given = FlagGiven(argc, argv, "--data");
+  if (FlagGiven(argc, argv, "model")) return std::vector<TrainingOptions>{flags};
+  const bool data_given = FlagGiven(argc, argv, "data");
   const bool fashion = flags.data.rfind("fashion-mnist", 0) == 0;
   TrainingOptions heavy = flags;
   heavy.model = "784,1024,1024,10";
   heavy.data = fashion ? flags.data : "fashion-mnist";
-  if (!FlagGiven(argc, argv, "--steps")) heavy.steps = 200;
-  if (!FlagGiven(argc, argv, "--batch_size")) heavy.batch_size = 64;
+  if (!FlagGiven(argc, argv, "steps")) heavy.steps = 200;
+  if (!FlagGiven(argc, argv, "batch_size")) heavy.batch_size = 64;
   // Adam at the project's default 0.01 diverges on this model and data; 0.001 learns.
-  if (!FlagGiven(argc, argv, "--lr")) heavy.optimizer.learning_rate = 0.001f;
+  if (!FlagGiven(argc, argv, "lr")) heavy.optimizer.learning_rate = 0.001f;
   TrainingOptions iris = flags;
   iris.data = "iris";
   if (!data_given) return std::vector<TrainingOptions>{heavy, iris};
@@ -317,7 +291,7 @@ absl::StatusOr<UpOptions> UpOptionsFromFlags(int argc, char** argv) {
     return absl::InvalidArgumentError("--mode: " + std::string(mode.status().message()));
   options.mode = *mode;
   // up is a cluster to watch: it trains until stopped unless --steps says otherwise.
-  if (!FlagGiven(argc, argv, "--steps")) options.job.steps = kUntilStoppedSteps;
+  if (!FlagGiven(argc, argv, "steps")) options.job.steps = kUntilStoppedSteps;
   RETURN_IF_ERROR(CheckJobData({options.job}));
   options.ready_file = absl::GetFlag(FLAGS_ready_file);
   RETURN_IF_ERROR(CheckOutputPath("--ready_file", options.ready_file));

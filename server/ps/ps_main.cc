@@ -5,10 +5,8 @@
 
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
-#include "absl/strings/match.h"
-#include "absl/strings/str_cat.h"
-#include "absl/strings/string_view.h"
 #include "common/allocator_tuning.h"
+#include "common/flags/command_line.h"
 #include "common/flags/flags_usage.h"
 #include "common/flags/security_flags.h"
 #include "common/flags/training_flags.h"
@@ -48,22 +46,6 @@ constexpr char kUsage[] =
     "Elastic: ringside-ps --controller=HOST:PORT --join_token_file=PATH --listen=HOST:PORT\n"
     "Every link: --tls_ca=PEM --tls_cert=PEM --tls_key=PEM (mutual TLS) or --insecure";
 
-namespace {
-
-// Whether the command line gives --workers (or -workers), with its value attached or next.
-bool WorkersGiven(int argc, char** argv) {
-  for (int i = 1; i < argc; ++i) {
-    const absl::string_view arg = argv[i];
-    if (arg == "--") break;
-    for (absl::string_view name : {"--workers", "-workers"}) {
-      if (arg == name || absl::StartsWith(arg, absl::StrCat(name, "="))) return true;
-    }
-  }
-  return false;
-}
-
-}  // namespace
-
 int main(int argc, char** argv) {
   ringside::TerminationSignals signals;
   // The shard streams the same segments as the worker: the same allocator settings, so the PS's
@@ -90,7 +72,8 @@ int main(int argc, char** argv) {
   if (status.ok()) status = security.status();
   // Neither a controller nor a static shape: a shard that silently became a one-worker static
   // one would wait for a worker nobody starts.
-  if (status.ok() && options.member.controller.empty() && !WorkersGiven(argc, argv)) {
+  if (status.ok() && options.member.controller.empty() &&
+      !ringside::FlagGiven(argc, argv, "workers")) {
     status = absl::InvalidArgumentError(
         "say which shard this is: --controller=HOST:PORT (elastic) or --workers=W with --shard "
         "and --ps_shards (static); see --help");
