@@ -41,23 +41,15 @@ absl::Status SetEvalEvery(const Value& value, TrainingOptions& options) {
   return absl::OkStatus();
 }
 
-absl::Status SetSteps(const Value& value, TrainingOptions& options) {
-  ASSIGN_OR_RETURN(const int64_t steps, ValueAs<int64_t>(value));
-  if (steps < 1 || steps > kUntilStoppedSteps) {
+// A count that must lie in [min, max] `unit`s.
+absl::Status StoreCount(const Value& value, int64_t min, int64_t max, const char* unit,
+                        int64_t& field) {
+  ASSIGN_OR_RETURN(const int64_t count, ValueAs<int64_t>(value));
+  if (count < min || count > max) {
     return absl::InvalidArgumentError(
-        absl::StrCat("must be 1 to ", kUntilStoppedSteps, " steps, not ", steps));
+        absl::StrCat("must be ", min, " to ", max, " ", unit, ", not ", count));
   }
-  options.steps = steps;
-  return absl::OkStatus();
-}
-
-absl::Status SetBatchSize(const Value& value, TrainingOptions& options) {
-  ASSIGN_OR_RETURN(const int64_t rows, ValueAs<int64_t>(value));
-  if (rows < 1 || rows > kMaxGlobalBatch) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("must be 1 to ", kMaxGlobalBatch, " rows, not ", rows));
-  }
-  options.batch_size = rows;
+  field = count;
   return absl::OkStatus();
 }
 
@@ -127,14 +119,20 @@ constexpr TrainingOption kTable[] = {
      [](const TrainingOptions& o) -> Value { return o.data; },
      [](const Value& v, TrainingOptions& o) { return Store(v, o.data); }},
     {"steps", Scope::kJob, "training steps",
-     [](const TrainingOptions& o) -> Value { return o.steps; }, &SetSteps},
+     [](const TrainingOptions& o) -> Value { return o.steps; },
+     [](const Value& v, TrainingOptions& o) {
+       return StoreCount(v, 1, kUntilStoppedSteps, "steps", o.steps);
+     }},
     {"eval_every", Scope::kJob,
      "evaluate test accuracy on the data's held-out test set (fashion-mnist) every this many "
      "steps, off the training path",
      [](const TrainingOptions& o) -> Value { return o.eval_every; }, &SetEvalEvery,
      /*zero_means_unset=*/true},
     {"batch_size", Scope::kJob, "global batch size (split across workers)",
-     [](const TrainingOptions& o) -> Value { return o.batch_size; }, &SetBatchSize},
+     [](const TrainingOptions& o) -> Value { return o.batch_size; },
+     [](const Value& v, TrainingOptions& o) {
+       return StoreCount(v, 1, kMaxGlobalBatch, "rows", o.batch_size);
+     }},
     {"lr", Scope::kJob, "learning rate",
      [](const TrainingOptions& o) -> Value { return o.optimizer.learning_rate; }, &SetLearningRate},
     {"optimizer", Scope::kJob, "sgd, momentum or adam",
