@@ -175,11 +175,9 @@ class Run:
                         pass
                 give_up = time.monotonic() + 5
                 while any(alive(pid) for pid in pids) and time.monotonic() < give_up:
-                    if self.shell.poll() is None:
-                        time.sleep(0.05)
-                    else:
+                    if self.shell.poll() is not None:  # reaped: its pid is no longer ours
                         pids = [pid for pid in pids if pid != self.shell.pid and alive(pid)]
-                        time.sleep(0.05)
+                    time.sleep(0.05)  # the next look at the processes
                 if not any(alive(pid) for pid in pids):
                     break
             try:

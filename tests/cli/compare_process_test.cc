@@ -586,25 +586,20 @@ TEST(UpCommandTest, ALostWorkerIsReportedAndAnAddedOneJoinsAndTrains) {
   EXPECT_EQ(absl::StrJoin(from_ready, " "), absl::StrJoin(printed, " "));
   EXPECT_NE(absl::StrJoin(ctl.argv, " ").find("--tls_cert="), std::string::npos)
       << absl::StrJoin(ctl.argv, " ");
-  ctl.log_path = dir->File("ctl.log");
-  auto switched = launch::Subprocess::Spawn(ctl);
-  ASSERT_TRUE(switched.ok()) << switched.status();
-  auto ctl_exit = switched->Wait(absl::Seconds(30));
-  ASSERT_TRUE(ctl_exit.ok());
-  EXPECT_TRUE(ctl_exit->ok()) << launch::TailOfFile(ctl.log_path, 5);
-  EXPECT_NE(ReadFileToString(ctl.log_path).value_or("").find("mode ps from generation"),
-            std::string::npos)
-      << launch::TailOfFile(ctl.log_path, 5);
+  // Runs ctl as built above; expects exit 0 and `said` in its output.
+  auto run_ctl = [&](const std::string& log_name, const std::string& said) {
+    ctl.log_path = dir->File(log_name);
+    auto process = launch::Subprocess::Spawn(ctl);
+    ASSERT_TRUE(process.ok()) << process.status();
+    auto ctl_exit = process->Wait(absl::Seconds(30));
+    ASSERT_TRUE(ctl_exit.ok());
+    EXPECT_TRUE(ctl_exit->ok()) << launch::TailOfFile(ctl.log_path, 5);
+    EXPECT_NE(ReadFileToString(ctl.log_path).value_or("").find(said), std::string::npos)
+        << launch::TailOfFile(ctl.log_path, 5);
+  };
+  run_ctl("ctl.log", "mode ps from generation");
   // Asked again, the switch is a no-op that says so.
-  ctl.log_path = dir->File("ctl-again.log");
-  auto again = launch::Subprocess::Spawn(ctl);
-  ASSERT_TRUE(again.ok()) << again.status();
-  auto again_exit = again->Wait(absl::Seconds(30));
-  ASSERT_TRUE(again_exit.ok());
-  EXPECT_TRUE(again_exit->ok()) << launch::TailOfFile(ctl.log_path, 5);
-  EXPECT_NE(ReadFileToString(ctl.log_path).value_or("").find("already in ps mode (generation "),
-            std::string::npos)
-      << launch::TailOfFile(ctl.log_path, 5);
+  run_ctl("ctl-again.log", "already in ps mode (generation ");
   worker->Kill();
   kill(up->pid(), SIGTERM);
   auto exit = up->Wait(absl::Seconds(60));
