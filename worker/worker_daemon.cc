@@ -1,6 +1,7 @@
 #include "worker/worker_daemon.h"
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -204,8 +205,28 @@ absl::Status ReportResult(const WorkerOptions& options, const ElasticResult& res
   return absl::OkStatus();
 }
 
+// An elastic worker told to stop (SIGTERM: a drain, a rolling restart) leaves at the step
+// boundary it stopped at, so the others regroup at once instead of at the heartbeat timeout. A
+// leave that fails is said and changes nothing else: the controller then drops the member when
+// its heartbeats stop, as before.
+void LeaveTheJob(server::ControllerClient& controller, const TerminationSignals& signals,
+                 std::ostream& log) {
+  const std::optional<proto::Assignment> last = controller.latest();
+  const std::string name =
+      last.has_value() && last->rank() >= 0 ? WorkerName(last->rank()) : std::string("worker");
+  const absl::StatusOr<uint64_t> generation = controller.Leave();
+  log << name << ": stopped by signal " << signals.signal() << "; ";
+  if (generation.ok()) {
+    log << "left the job, which goes on in generation " << *generation << " without it\n";
+  } else {
+    log << "could not leave the job (" << generation.status()
+        << "); the controller drops this member at its heartbeat timeout\n";
+  }
+  log.flush();
+}
+
 // Trains until the job is done (a static worker, then lingering if asked) or a signal arrives
-// (an elastic one).
+// (an elastic one, which then leaves the job).
 absl::Status Train(const WorkerOptions& options, RunningWorker& worker, WorkerOutputFiles& outputs,
                    const TerminationSignals& signals, std::ostream& log) {
   ElasticTrainer trainer(*worker.assignments, worker.member.get(), worker.metrics,
@@ -219,7 +240,10 @@ absl::Status Train(const WorkerOptions& options, RunningWorker& worker, WorkerOu
   worker.relay.Attach(nullptr);
   outputs.WriteTimelineAtExit(log);  // regroups after the job, too
   RETURN_IF_ERROR(status);
-  if (IsElastic(options)) return absl::OkStatus();
+  if (IsElastic(options)) {
+    if (signals.received()) LeaveTheJob(*worker.controller, signals, log);
+    return absl::OkStatus();
+  }
   if (!finished) return absl::CancelledError("stopped by a signal before the job ended");
   if (options.cluster.linger && !signals.received()) {
     log << WorkerName(options.cluster.rank) << ": job done; serving metrics until SIGINT/SIGTERM\n";

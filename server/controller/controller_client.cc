@@ -98,6 +98,32 @@ ControllerClient::~ControllerClient() {
   heartbeat_thread_.join();
 }
 
+absl::StatusOr<uint64_t> ControllerClient::Leave() {
+  grpc::ClientContext context;
+  SetDeadline(context, options_.rpc_timeout);
+  proto::LeaveRequest request;
+  {
+    absl::MutexLock lock(&mu_);
+    if (left_) return absl::FailedPreconditionError("this member has already left the job");
+    left_ = true;
+    // First: the controller's answer ends the watch (NOT_FOUND), which must not be taken for a
+    // drop to register again after.
+    stopping_ = true;
+    if (watch_context_ != nullptr) watch_context_->TryCancel();
+    if (register_context_ != nullptr) register_context_->TryCancel();
+    context.AddMetadata(kMemberCredentialMetadata, credential_);
+    request.set_member_id(member_id_);
+  }
+  request.set_completed_steps(completed_steps_);
+  proto::LeaveReply reply;
+  const grpc::Status status = stub_->Leave(&context, request, &reply);
+  if (!status.ok()) {
+    return Annotate(FromGrpcStatus(status),
+                    absl::StrCat("leaving the job at the controller at ", options_.controller));
+  }
+  return reply.generation();
+}
+
 void ControllerClient::Authenticate(grpc::ClientContext& context) const {
   absl::MutexLock lock(&mu_);
   context.AddMetadata(kMemberCredentialMetadata, credential_);

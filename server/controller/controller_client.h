@@ -106,6 +106,13 @@ class ControllerClient {
   absl::Status GetCheckpoint(uint64_t step, absl::Span<float> parameters,
                              absl::Span<float> optimizer_state);
 
+  // Leaves the job (membership rule 9): stops the watch and the heartbeats (the member
+  // registers again no more), then tells the controller, within the rpc timeout, so the others
+  // regroup without waiting for the heartbeat timeout. Returns the generation they go on in.
+  // The controller's status, annotated; FAILED_PRECONDITION when called twice. Nothing of the
+  // client works afterwards but its accessors.
+  absl::StatusOr<uint64_t> Leave();
+
   // Watch streams opened so far (1 until the controller is lost once); tests wait on it.
   int watch_streams_opened() const;
 
@@ -144,6 +151,7 @@ class ControllerClient {
   std::optional<proto::Assignment> latest_ ABSL_GUARDED_BY(mu_);
   absl::Status failure_ ABSL_GUARDED_BY(mu_);
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
+  bool left_ ABSL_GUARDED_BY(mu_) = false;
   // The watch thread's call in flight (a watch stream or a registration), cancelled on stop.
   grpc::ClientContext* watch_context_ ABSL_GUARDED_BY(mu_) = nullptr;
   grpc::ClientContext* register_context_ ABSL_GUARDED_BY(mu_) = nullptr;

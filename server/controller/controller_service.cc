@@ -241,6 +241,35 @@ grpc::ServerUnaryReactor* ControllerService::Heartbeat(grpc::CallbackServerConte
               membership_.Heartbeat(request->member_id(), request->generation(), clock_()));
 }
 
+grpc::ServerUnaryReactor* ControllerService::Leave(grpc::CallbackServerContext* context,
+                                                   const proto::LeaveRequest* request,
+                                                   proto::LeaveReply* reply) {
+  const uint64_t member = request->member_id();
+  if (absl::Status status = AuthenticateMember(*context, member); !status.ok()) {
+    return Done(context, status);
+  }
+  const std::optional<MemberAssignment> was = membership_.AssignmentOf(member);
+  absl::StatusOr<uint64_t> generation = membership_.Leave(member);
+  if (!generation.ok()) return Done(context, generation.status());
+  {
+    absl::MutexLock lock(&log_mu_);
+    log_ << "controller: member " << member;
+    if (was.has_value()) {
+      log_ << (was->rank >= 0 ? absl::StrCat(" (worker-", was->rank, ")")
+                              : absl::StrCat(" (shard ", was->shard, ")"));
+    }
+    log_ << " left";
+    if (was.has_value() && was->rank >= 0) {
+      log_ << " having completed " << request->completed_steps() << " steps";
+    }
+    log_ << "; generation " << *generation << " goes on without it\n";
+    log_.flush();
+  }
+  reply->set_generation(*generation);
+  Notify();
+  return Done(context, absl::OkStatus());
+}
+
 grpc::ServerUnaryReactor* ControllerService::SetMode(grpc::CallbackServerContext* context,
                                                      const proto::ModeRequest* request,
                                                      proto::ModeReply* reply) {

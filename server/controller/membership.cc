@@ -154,18 +154,33 @@ std::vector<uint64_t> Membership::Expire(absl::Time now) {
     }
   }
   bool changed = false;
-  for (uint64_t id : dropped) {
-    for (std::vector<uint64_t>* list : {&topology_.workers, &topology_.shards}) {
-      auto pos = std::find(list->begin(), list->end(), id);
-      if (pos != list->end()) {
-        list->erase(pos);
-        changed = true;
-      }
-    }
-  }
+  for (uint64_t id : dropped) changed = RemoveFromTopologyLocked(id) || changed;
   if (changed && topology_.generation > 0) NextGenerationLocked();
   if (!dropped.empty()) ++version_;
   return dropped;
+}
+
+absl::StatusOr<uint64_t> Membership::Leave(uint64_t member) {
+  absl::MutexLock lock(&mu_);
+  if (members_.erase(member) == 0) {
+    return absl::NotFoundError(
+        absl::StrCat("member ", member, " is unknown or was dropped; nothing to leave"));
+  }
+  ++version_;
+  if (RemoveFromTopologyLocked(member) && topology_.generation > 0) NextGenerationLocked();
+  return topology_.generation;
+}
+
+bool Membership::RemoveFromTopologyLocked(uint64_t id) {
+  bool removed = false;
+  for (std::vector<uint64_t>* list : {&topology_.workers, &topology_.shards}) {
+    auto pos = std::find(list->begin(), list->end(), id);
+    if (pos != list->end()) {
+      list->erase(pos);
+      removed = true;
+    }
+  }
+  return removed;
 }
 
 absl::StatusOr<uint64_t> Membership::SetMode(SyncMode mode) {

@@ -32,6 +32,9 @@
 //     Each registration reports the newest generation the member has seen; every later
 //     generation is above it, so a controller that forgot its members never numbers backwards
 //     (members ignore a generation that is not newer than theirs).
+//  9. A member told to stop (SIGTERM: a drain, a rolling restart) leaves: Leave drops it at
+//     once, as rule 4 drops a silent one at the timeout, so the survivors regroup without
+//     waiting for it. Unknown or already dropped: NOT_FOUND, changing nothing.
 // Thread-safe.
 #ifndef RINGSIDE_SERVER_CONTROLLER_MEMBERSHIP_H_
 #define RINGSIDE_SERVER_CONTROLLER_MEMBERSHIP_H_
@@ -116,6 +119,10 @@ class Membership {
   absl::Status Heartbeat(uint64_t member, uint64_t generation, absl::Time now);
   // Drops silent members; returns the ids dropped.
   std::vector<uint64_t> Expire(absl::Time now);
+  // Rule 9: drops `member` now. Returns the generation the members go on in: a new one when
+  // `member` was part of the topology, else the current one (0 before formation). NOT_FOUND for
+  // an unknown or dropped member.
+  absl::StatusOr<uint64_t> Leave(uint64_t member);
   // Returns the new generation. FAILED_PRECONDITION, changing nothing, before the topology has
   // formed, or for ps mode while the topology has no shard.
   absl::StatusOr<uint64_t> SetMode(SyncMode mode);
@@ -153,6 +160,8 @@ class Membership {
   void NextGenerationLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // The shard map's places are the topology's shards, in order (formation, restore).
   void ResetShardPlacesLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Removes `id` from the topology's workers and shards; true if it was in either.
+  bool RemoveFromTopologyLocked(uint64_t id) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Replaces `old_id` by `new_id` wherever the topology names it; true if it did.
   bool ReplaceInTopologyLocked(uint64_t old_id, uint64_t new_id) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 

@@ -365,6 +365,61 @@ TEST_F(ControllerRegisterAgainTest, ADroppedLiveMemberRegistersAgainWithAFreshCr
   EXPECT_NE(log_->str().find("again: it had seen generation 1"), std::string::npos) << log_->str();
 }
 
+// Issue 48: a member told to stop leaves. Its own credential is needed (a leave for another
+// member, or with a wrong credential, changes nothing); the others learn of the generation
+// without it at once, with the clock standing still (no heartbeat timeout is involved); the
+// leaver does not take the end of its watch for a drop and register again; a second leave, and
+// a leave of a member already gone, are refused.
+TEST_F(ControllerRegisterAgainTest, AMemberThatLeavesIsDroppedAtOnceAndDoesNotRegisterAgain) {
+  ASSERT_NO_FATAL_FAILURE(StartController(/*workers=*/2));
+  Member stays, leaves;
+  ASSERT_NO_FATAL_FAILURE(Connect(stays, "worker-a.test:7000", /*register_again=*/true));
+  ASSERT_NO_FATAL_FAILURE(Connect(leaves, "worker-b.test:7000", /*register_again=*/true));
+  ASSERT_TRUE(Eventually([&] {
+    return stays.client->latest_generation() == 1 && leaves.client->latest_generation() == 1;
+  }));
+  const uint64_t leaver = leaves.client->member_id();
+
+  auto leave_as = [&](uint64_t member, const std::string& credential) {
+    auto stub = proto::Controller::NewStub(
+        MakeChannel(absl::StrCat("127.0.0.1:", server_.port), TransportSecurity()));
+    grpc::ClientContext context;
+    SetDeadline(context, absl::Seconds(10));
+    if (!credential.empty()) context.AddMetadata(kMemberCredentialMetadata, credential);
+    proto::LeaveRequest request;
+    request.set_member_id(member);
+    proto::LeaveReply reply;
+    return stub->Leave(&context, request, &reply).error_code();
+  };
+  EXPECT_EQ(leave_as(leaver, ""), grpc::StatusCode::UNAUTHENTICATED);
+  EXPECT_EQ(leave_as(leaver, stays.credentials[0]), grpc::StatusCode::UNAUTHENTICATED)
+      << "one member making another leave";
+  EXPECT_EQ(leave_as(12345, stays.credentials[0]), grpc::StatusCode::NOT_FOUND);
+  EXPECT_EQ(membership_->topology().generation, 1u) << "a refused leave changes nothing";
+
+  leaves.client->set_completed_steps(7);
+  absl::StatusOr<uint64_t> left = leaves.client->Leave();
+  ASSERT_TRUE(left.ok()) << left.status();
+  EXPECT_EQ(*left, 2u);
+  ASSERT_TRUE(Eventually([&] { return stays.client->latest_generation() == 2; }));
+  EXPECT_EQ(stays.client->latest()->rank(), 0);
+  EXPECT_EQ(stays.client->latest()->ring_size(), 1);
+  EXPECT_EQ(leaves.client->Leave().status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ(leave_as(leaver, leaves.credentials[0]), grpc::StatusCode::NOT_FOUND)
+      << "a member already gone";
+  EXPECT_EQ(membership_->topology().generation, 2u);
+  EXPECT_NE(log_->str().find("(worker-1) left having completed 7 steps; generation 2 goes on"),
+            std::string::npos)
+      << log_->str();
+  // Dropped, a member that may register again would (ADroppedLiveMember... above); one that
+  // left must not. Its threads end with it: whatever it did is done by then.
+  EXPECT_TRUE(leaves.client->failure().ok()) << leaves.client->failure();
+  leaves.client.reset();
+  for (const MembershipRecord::Member& member : membership_->Record().members) {
+    EXPECT_NE(member.address, "worker-b.test:7000") << "the leaver registered again";
+  }
+}
+
 // The choice for a controller restarted without its record: its members register again too,
 // reporting the newest generation they saw, and the new controller numbers above it (the job's
 // state is the workers', which the next regroup agrees on). Its ids start over, so one member's

@@ -134,6 +134,63 @@ TEST(MembershipTest, AMemberThatNeverHeartbeatsIsDroppedAndTheTopologyReforms) {
       << "an old generation's heartbeat";
 }
 
+// Rule 9: a member that leaves is dropped at once, before any timeout; leaving twice, or as a
+// member never seen, changes nothing; two leaving one after the other each start a generation.
+TEST(MembershipTest, AMemberThatLeavesIsDroppedAtOnceAndTheTopologyReforms) {
+  MembershipConfig config = TwoWorkersOneShard();
+  config.workers = 3;
+  Membership membership(config);
+  std::vector<uint64_t> workers;
+  for (const char* address : {"worker-a.test:7000", "worker-b.test:7000", "worker-c.test:7000"}) {
+    auto id = membership.Register("s3cret", MemberRole::kWorker, address, kStart, kCredential);
+    ASSERT_TRUE(id.ok()) << id.status();
+    workers.push_back(*id);
+  }
+  auto s0 =
+      membership.Register("s3cret", MemberRole::kShard, "shard-a.test:8000", kStart, kCredential);
+  ASSERT_TRUE(s0.ok());
+  ASSERT_EQ(membership.topology().generation, 1u);
+  const uint64_t version = membership.version();
+
+  auto left = membership.Leave(workers[1]);
+  ASSERT_TRUE(left.ok()) << left.status();
+  EXPECT_EQ(*left, 2u);
+  EXPECT_GT(membership.version(), version) << "the record changed: a restart must not revive it";
+  EXPECT_EQ(membership.topology().workers, (std::vector<uint64_t>{workers[0], workers[2]}));
+  EXPECT_EQ(membership.AssignmentOf(workers[2])->rank, 1) << "ranks stay in their old order";
+  EXPECT_FALSE(membership.IsMember(workers[1]));
+  EXPECT_TRUE(membership.Expire(kStart).empty()) << "nobody else is dropped";
+
+  EXPECT_EQ(membership.Leave(workers[1]).status().code(), absl::StatusCode::kNotFound);
+  EXPECT_EQ(membership.Leave(999).status().code(), absl::StatusCode::kNotFound);
+  EXPECT_EQ(membership.topology().generation, 2u) << "a refused leave starts no generation";
+
+  // Two members leaving in the same step: each leave is a generation of its own.
+  ASSERT_TRUE(membership.Leave(workers[0]).ok());
+  auto last = membership.Leave(*s0);
+  ASSERT_TRUE(last.ok());
+  EXPECT_EQ(*last, 4u);
+  EXPECT_EQ(membership.topology().workers, std::vector<uint64_t>{workers[2]});
+  EXPECT_TRUE(membership.topology().shards.empty());
+  EXPECT_EQ(membership.AssignmentOf(workers[2])->rank, 0);
+}
+
+// A member that leaves before the topology formed is forgotten and the job waits for another.
+TEST(MembershipTest, LeavingBeforeFormationStartsNoGeneration) {
+  Membership membership(TwoWorkersOneShard());
+  auto w0 =
+      membership.Register("s3cret", MemberRole::kWorker, "worker-a.test:7000", kStart, kCredential);
+  ASSERT_TRUE(w0.ok());
+  auto left = membership.Leave(*w0);
+  ASSERT_TRUE(left.ok());
+  EXPECT_EQ(*left, 0u);
+  for (const char* address : {"worker-b.test:7000", "shard-a.test:8000"}) {
+    const MemberRole role = address[0] == 's' ? MemberRole::kShard : MemberRole::kWorker;
+    ASSERT_TRUE(membership.Register("s3cret", role, address, kStart, kCredential).ok());
+  }
+  EXPECT_EQ(membership.topology().generation, 0u) << "one worker short: the leaver does not count";
+}
+
 TEST(MembershipTest, ALateWorkerAndAModeSwitchEachStartAGeneration) {
   Membership membership(TwoWorkersOneShard());
   for (const char* address : {"worker-a.test:7000", "worker-b.test:7000"}) {
