@@ -44,6 +44,10 @@ double LinkBytes(const launch::ClusterProcess& process, const std::string& mode)
                             {{"mode", mode}});
 }
 
+std::string LogOf(const launch::ClusterProcess& process) {
+  return ReadFileToString(process.process.log_path()).value_or("");
+}
+
 TEST(ElasticClusterTest, SwitchesRingToPsAndBackWithTheSameParametersAndFallingLoss) {
   auto dir = launch::TempDir::Create("ringside-elastic-");
   ASSERT_TRUE(dir.ok());
@@ -164,10 +168,6 @@ TEST(ElasticClusterTest, SurvivesAKilledWorkerAndAdmitsALateOneMatchingTheRefere
   EXPECT_LT(MaxRelativeDifference(params, reference->parameters), 1e-5);
 }
 
-std::string LogOf(const launch::ClusterProcess& process) {
-  return ReadFileToString(process.process.log_path()).value_or("");
-}
-
 // The member id the controller gave `process` at its first registration ("... as member N").
 std::string MemberIdOf(const launch::ClusterProcess& process) {
   const std::string log = LogOf(process);
@@ -260,6 +260,71 @@ TEST(ElasticClusterTest, ALiveWorkerAndShardDroppedRegisterAgainMatchingTheRefer
   EXPECT_LT(MaxRelativeDifference(params, reference->parameters), 1e-5);
   EXPECT_NE(LogOf(c.controller()).find("again: it had seen generation"), std::string::npos);
 }
+
+// Issue 48: a worker sent SIGTERM (a drain, a rolling restart) leaves at a step boundary and
+// exits 0; the controller regroups the survivors at once. The heartbeat timeout is ten minutes,
+// so the regroup cannot come from it: if the leave did not work the test would stall and fail at
+// Eventually's limit. Exactly one regroup, and the survivors end with the reference parameters
+// (no step lost or applied twice).
+class LeavingWorkerTest : public ::testing::TestWithParam<SyncMode> {};
+
+TEST_P(LeavingWorkerTest, ASignalledWorkerLeavesAndTheOthersRegroupAtOnce) {
+  const SyncMode mode = GetParam();
+  auto dir = launch::TempDir::Create("ringside-leave-");
+  ASSERT_TRUE(dir.ok());
+  TrainingOptions training;
+  training.model = "32,128,10";
+  training.data = "synthetic:2048";
+  training.batch_size = 64;
+  training.steps = 600;
+  launch::LocalClusterOptions options =
+      testing::ClusterOptions(dir->path(), 3, mode == SyncMode::kPs ? 2 : 0, mode, training);
+  options.heartbeat_timeout = absl::Minutes(10);
+  auto cluster = launch::LocalCluster::Start(options);
+  ASSERT_TRUE(cluster.ok()) << cluster.status();
+  launch::LocalCluster& c = **cluster;
+  std::vector<launch::ClusterProcess*> workers = c.workers();
+  const std::string mode_name(SyncModeName(mode));
+  ASSERT_TRUE(Eventually(c, [&] {
+    return Metric(*workers[2], "ringside_steps_total", {{"mode", mode_name}}) >= 30;
+  }));
+  workers[2]->expected_to_end = true;
+  ASSERT_EQ(kill(workers[2]->process.pid(), SIGTERM), 0);
+  auto exited = workers[2]->process.Wait(absl::Seconds(120));
+  ASSERT_TRUE(exited.ok()) << exited.status();
+  EXPECT_TRUE(exited->ok()) << exited->ToString() << "\n" << LogOf(*workers[2]);
+  EXPECT_NE(LogOf(*workers[2])
+                .find("worker-2: stopped by signal 15; left the job, which goes "
+                      "on in generation 2 without it"),
+            std::string::npos)
+      << LogOf(*workers[2]);
+  ASSERT_TRUE(Eventually(c, [&] {
+    return Metric(c.controller(), "ringside_world_size") == 2 &&
+           Metric(c.controller(), "ringside_generation") == 2;
+  }));
+  EXPECT_NE(LogOf(c.controller()).find("(worker-2) left having completed "), std::string::npos)
+      << LogOf(c.controller());
+
+  auto results = c.WaitForResults(absl::Seconds(180));
+  ASSERT_TRUE(results.ok()) << results.status() << "\n" << testing::ClusterLogs(c);
+  ASSERT_EQ(results->size(), 2u);
+  for (const TrainResultFile& result : *results) {
+    EXPECT_EQ(result.steps, training.steps);
+    EXPECT_EQ(result.checksum, (*results)[0].checksum) << "workers disagree";
+  }
+  EXPECT_EQ(Metric(c.controller(), "ringside_generation"), 2) << "exactly one regroup";
+  auto reference = worker::TrainLocally(training);
+  ASSERT_TRUE(reference.ok()) << reference.status();
+  const std::vector<float> params = ReadParams(workers[0]->params_file);
+  ASSERT_EQ(params.size(), reference->parameters.size());
+  EXPECT_LT(MaxRelativeDifference(params, reference->parameters), 1e-5);
+}
+
+INSTANTIATE_TEST_SUITE_P(BothModes, LeavingWorkerTest,
+                         ::testing::Values(SyncMode::kRing, SyncMode::kPs),
+                         [](const ::testing::TestParamInfo<SyncMode>& info) {
+                           return std::string(SyncModeName(info.param));
+                         });
 
 }  // namespace
 }  // namespace ringside
