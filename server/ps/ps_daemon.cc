@@ -1,6 +1,7 @@
 #include "server/ps/ps_daemon.h"
 
 #include <memory>
+#include <optional>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -184,6 +185,35 @@ ControllerClient::AssignmentCallback FollowAssignments(const ShardOptions& optio
   };
 }
 
+// A shard told to stop (SIGTERM: a drain, a rolling restart) leaves the job, so the workers
+// regroup at once instead of at the heartbeat timeout. Where the workers hold the job's state
+// (ring mode, synchronous ps steps) nothing is lost. Where the shards hold it (bounded
+// staleness, async, backup workers) the shard's range since the newest checkpoint goes with it,
+// as it would at a crash: there is no hand-over yet, and the log says so.
+void LeaveTheJob(ControllerClient& controller, const ShardOptions& options, int signal,
+                 std::ostream& log) {
+  const std::optional<proto::Assignment> last = controller.latest();
+  bool holds_state = false;
+  if (last.has_value()) {
+    const absl::StatusOr<ShardAssignment> assignment = ElasticAssignment(*last, options);
+    holds_state = assignment.ok() && assignment->mode == SyncMode::kPs &&
+                  ShardsHoldTheState(assignment->staleness, assignment->backup_workers);
+  }
+  const absl::StatusOr<uint64_t> generation = controller.Leave();
+  log << "ps: stopped by signal " << signal << "; ";
+  if (generation.ok()) {
+    log << "left the job, which goes on in generation " << *generation << " without it\n";
+  } else {
+    log << "could not leave the job (" << generation.status()
+        << "); the controller drops this member at its heartbeat timeout\n";
+  }
+  if (holds_state) {
+    log << "ps: this shard held the authoritative state of its range (the job's shards hold "
+           "it): the next generation resumes that range from the newest checkpoint\n";
+  }
+  log.flush();
+}
+
 }  // namespace
 
 absl::Status RunShard(const ShardOptions& options, const TerminationSignals& signals,
@@ -239,6 +269,7 @@ absl::Status RunShard(const ShardOptions& options, const TerminationSignals& sig
   }
   std::shared_ptr<const ShardGeneration> last = service.current();
   log << "ps: stopping after step " << (last ? last->state->current_step() : 0) << "\n";
+  if (controller != nullptr) LeaveTheJob(*controller, options, signals.signal(), log);
   return absl::OkStatus();
 }
 

@@ -320,6 +320,52 @@ TEST_P(LeavingWorkerTest, ASignalledWorkerLeavesAndTheOthersRegroupAtOnce) {
   EXPECT_LT(MaxRelativeDifference(params, reference->parameters), 1e-5);
 }
 
+// Issue 48: a shard sent SIGTERM in synchronous ps mode (the workers hold the state) leaves and
+// exits 0; the workers regroup at once onto the other shard and end with the reference.
+TEST(ElasticClusterTest, ASignalledShardLeavesAndTheWorkersRegroupOntoTheOther) {
+  auto dir = launch::TempDir::Create("ringside-leave-");
+  ASSERT_TRUE(dir.ok());
+  TrainingOptions training;
+  training.model = "32,128,10";
+  training.data = "synthetic:2048";
+  training.batch_size = 64;
+  training.steps = 600;
+  launch::LocalClusterOptions options =
+      testing::ClusterOptions(dir->path(), 2, 2, SyncMode::kPs, training);
+  options.heartbeat_timeout = absl::Minutes(10);
+  auto cluster = launch::LocalCluster::Start(options);
+  ASSERT_TRUE(cluster.ok()) << cluster.status();
+  launch::LocalCluster& c = **cluster;
+  launch::ClusterProcess* shard = nullptr;
+  for (auto& process : c.processes()) {
+    if (process->name == "ps-1") shard = process.get();
+  }
+  ASSERT_NE(shard, nullptr);
+  ASSERT_TRUE(Eventually(c, [&] {
+    return Metric(*c.workers()[0], "ringside_steps_total", {{"mode", "ps"}}) >= 30;
+  }));
+  shard->expected_to_end = true;
+  ASSERT_EQ(kill(shard->process.pid(), SIGTERM), 0);
+  auto exited = shard->process.Wait(absl::Seconds(120));
+  ASSERT_TRUE(exited.ok()) << exited.status();
+  EXPECT_TRUE(exited->ok()) << exited->ToString() << "\n" << LogOf(*shard);
+  EXPECT_NE(LogOf(*shard).find("ps: stopped by signal 15; left the job, which goes on in "
+                               "generation 2 without it"),
+            std::string::npos)
+      << LogOf(*shard);
+  EXPECT_EQ(LogOf(*shard).find("authoritative state"), std::string::npos)
+      << "the workers held the state";
+  auto results = c.WaitForResults(absl::Seconds(180));
+  ASSERT_TRUE(results.ok()) << results.status() << "\n" << testing::ClusterLogs(c);
+  ASSERT_EQ(results->size(), 2u);
+  EXPECT_EQ(Metric(c.controller(), "ringside_generation"), 2) << "exactly one regroup";
+  auto reference = worker::TrainLocally(training);
+  ASSERT_TRUE(reference.ok()) << reference.status();
+  const std::vector<float> params = ReadParams(c.workers()[1]->params_file);
+  ASSERT_EQ(params.size(), reference->parameters.size());
+  EXPECT_LT(MaxRelativeDifference(params, reference->parameters), 1e-5);
+}
+
 INSTANTIATE_TEST_SUITE_P(BothModes, LeavingWorkerTest,
                          ::testing::Values(SyncMode::kRing, SyncMode::kPs),
                          [](const ::testing::TestParamInfo<SyncMode>& info) {
