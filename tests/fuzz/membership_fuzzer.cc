@@ -1,6 +1,7 @@
 // The controller's membership rules (server/controller/membership.h) under arbitrary call
 // sequences: registrations (right and wrong tokens, repeated and malformed addresses), heartbeats
-// of known and unknown members at any generation, expiries as time passes, mode switches, and
+// of known and unknown members at any generation, expiries as time passes, members leaving
+// (known, unknown and already gone), mode switches, and
 // restarts that restore the durable record, as saved, edited (a corrupt or hand-edited file) or
 // parsed from arbitrary JSON.
 //
@@ -99,6 +100,22 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
           FUZZ_CHECK(!membership.IsMember(id), "expired member %lu is still a member", id);
         }
         break;
+      case op::kLeave: {
+        const uint8_t pick = in.Byte();
+        const uint64_t id = !ids.empty() && pick < 224 ? ids[pick % ids.size()] : pick;
+        const bool was_member = membership.IsMember(id);
+        const uint64_t before = membership.topology().generation;
+        const absl::StatusOr<uint64_t> left = membership.Leave(id);
+        FUZZ_CHECK(left.ok() == was_member, "Leave of member %lu (a member: %d): %s", id,
+                   was_member, left.status().ToString().c_str());
+        FUZZ_CHECK(!membership.IsMember(id), "member %lu is still a member after leaving", id);
+        FUZZ_CHECK(left.ok() || membership.topology().generation == before,
+                   "a refused leave changed the generation");
+        FUZZ_CHECK(!left.ok() || *left == membership.topology().generation,
+                   "Leave returned generation %lu, the topology has %lu", *left,
+                   membership.topology().generation);
+        break;
+      }
       case op::kSetMode: {
         const absl::StatusOr<uint64_t> switched =
             membership.SetMode(in.Byte() % 2 == 0 ? SyncMode::kRing : SyncMode::kPs);
