@@ -110,6 +110,15 @@ class MembershipFollower {
       const Topology topology = membership_.topology();
       if (!dropped.empty() || topology.generation != exported_generation_) Announce(topology);
     }
+    // A change since the last save (a leave in the same instant as the signal, say) is saved
+    // too, so a controller restarted on the same directory resumes exactly where this one ended.
+    SaveRecord(membership_.version());
+    log_ << "controller: stopped by signal " << signals.signal() << " at generation "
+         << membership_.topology().generation
+         << (options_.checkpoint_dir.empty()
+                 ? "; without --checkpoint_dir its members register again with the next one\n"
+                 : "; its membership record is saved for the next one to resume\n");
+    log_.flush();
   }
 
  private:

@@ -152,7 +152,12 @@ TEST(DurableStateTest, AShardKilledWithNoReplacementLeavesTheJobOnTheOthers) {
   ExpectTheUninterruptedResult(c, training);
 }
 
-TEST(DurableStateTest, MembersTrainOnWithoutTheControllerAndARestartedOneCarriesOn) {
+// The controller killed (SIGKILL), or stopped (SIGTERM: a drain; it saves its record and says
+// so, exiting 0), then started again on the same directory.
+class ControllerRestartTest : public ::testing::TestWithParam<int> {};
+
+TEST_P(ControllerRestartTest, MembersTrainOnWithoutTheControllerAndARestartedOneCarriesOn) {
+  const int signal = GetParam();
   auto dir = launch::TempDir::Create("ringside-durable-");
   ASSERT_TRUE(dir.ok());
   const TrainingOptions training = SmallJob(1500);
@@ -174,7 +179,16 @@ TEST(DurableStateTest, MembersTrainOnWithoutTheControllerAndARestartedOneCarries
   // No controller: the members keep training their generation.
   launch::ClusterProcess& controller = c.controller();
   controller.expected_to_end = true;
-  ASSERT_EQ(kill(controller.process.pid(), SIGKILL), 0);
+  ASSERT_EQ(kill(controller.process.pid(), signal), 0);
+  if (signal == SIGTERM) {
+    auto exited = controller.process.Wait(absl::Seconds(60));
+    ASSERT_TRUE(exited.ok()) << exited.status();
+    EXPECT_TRUE(exited->ok()) << exited->ToString();
+    EXPECT_NE(LogOf(controller).find("controller: stopped by signal 15 at generation "),
+              std::string::npos)
+        << LogOf(controller);
+    EXPECT_NE(LogOf(controller).find("its membership record is saved"), std::string::npos);
+  }
   const double steps_at_kill = steps("ring");
   ASSERT_TRUE(Eventually(c, [&] { return steps("ring") >= steps_at_kill + 40; }));
 
@@ -194,6 +208,12 @@ TEST(DurableStateTest, MembersTrainOnWithoutTheControllerAndARestartedOneCarries
   EXPECT_GT(testing::MetricOf(c.controller(), "ringside_generation"), generation);
   ExpectTheUninterruptedResult(c, training);
 }
+
+INSTANTIATE_TEST_SUITE_P(KilledOrStopped, ControllerRestartTest,
+                         ::testing::Values(SIGKILL, SIGTERM),
+                         [](const ::testing::TestParamInfo<int>& info) {
+                           return std::string(info.param == SIGKILL ? "SIGKILL" : "SIGTERM");
+                         });
 
 // A job of 3 workers (a ring, or ps mode with `shards` shards) in `dir` (created) whose
 // controller checkpoints into `state` every 50 steps: the first cluster and the one resuming it
