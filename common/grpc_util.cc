@@ -93,6 +93,11 @@ void StartedServer::Shutdown(absl::Duration grace) {
   server.reset();
 }
 
+void StartedServer::StopReportingReady() {
+  if (server == nullptr || server->GetHealthCheckService() == nullptr) return;
+  server->GetHealthCheckService()->SetServingStatus(false);
+}
+
 absl::StatusOr<StartedServer> StartServer(const std::string& listen,
                                           const std::vector<grpc::Service*>& services,
                                           const TransportSecurity& security) {

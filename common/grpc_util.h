@@ -62,6 +62,9 @@ struct StartedServer {
 
   // Stops accepting calls; calls still running after `grace` are cancelled. Idempotent.
   void Shutdown(absl::Duration grace = absl::Milliseconds(500));
+  // From now on the health service answers NOT_SERVING (a readiness probe fails): a process that
+  // starts to leave says so while it still serves the calls in flight. Idempotent.
+  void StopReportingReady();
 
   std::unique_ptr<grpc::Server> server;
   int port = 0;

@@ -241,7 +241,10 @@ absl::Status Train(const WorkerOptions& options, RunningWorker& worker, WorkerOu
   outputs.WriteTimelineAtExit(log);  // regroups after the job, too
   RETURN_IF_ERROR(status);
   if (IsElastic(options)) {
-    if (signals.received()) LeaveTheJob(*worker.controller, signals, log);
+    if (signals.received()) {
+      worker.server.StopReportingReady();
+      LeaveTheJob(*worker.controller, signals, log);
+    }
     return absl::OkStatus();
   }
   if (!finished) return absl::CancelledError("stopped by a signal before the job ended");

@@ -269,6 +269,7 @@ absl::Status RunShard(const ShardOptions& options, const TerminationSignals& sig
   }
   std::shared_ptr<const ShardGeneration> last = service.current();
   log << "ps: stopping after step " << (last ? last->state->current_step() : 0) << "\n";
+  server.StopReportingReady();
   if (controller != nullptr) LeaveTheJob(*controller, options, signals.signal(), log);
   return absl::OkStatus();
 }

@@ -37,10 +37,10 @@ TEST(HealthCheckTest, ServingServerIsHealthy) {
                   .ok());
 }
 
-TEST(HealthCheckTest, NotServingIsUnavailable) {
+TEST(HealthCheckTest, AServerThatStoppedReportingReadyIsUnavailable) {
   auto server = StartHealthServer();
   ASSERT_TRUE(server.ok()) << server.status();
-  (*server)->started.server->GetHealthCheckService()->SetServingStatus(false);
+  (*server)->started.StopReportingReady();  // what a daemon does as it starts to leave
   const absl::Status status = CheckHealth(absl::StrCat("127.0.0.1:", (*server)->started.port),
                                           absl::Seconds(5), TransportSecurity());
   EXPECT_EQ(status.code(), absl::StatusCode::kUnavailable) << status;

@@ -29,6 +29,7 @@ What Podman 4.3 cannot run, and what stands in for it (each also in docs/deploy.
     their network.
   - gRPC probes: Podman 4.3 ignores them; they are dropped here and listed in pods.tsv, and the
     test runs the readiness probe's check (`ringside health` on its port) itself.
+  - PodDisruptionBudget: nothing evicts under kube play; the budgets are left out.
 Names that outlive a play in Podman's store carry the suffix: pods, Deployments, claims.
 
 OUT_DIR gets NN-NAME.yaml per workload (its ConfigMaps and claims first), secrets/ and pods.tsv,
@@ -371,6 +372,8 @@ def render(base, out, suffix, image_overrides):
     for workload in objects:
         kind = workload["kind"]
         if kind in played:
+            continue
+        if kind == "PodDisruptionBudget":  # no evictions under kube play: nothing to budget
             continue
         if kind not in ("StatefulSet", "Deployment"):
             fail(f"{kind} {workload['metadata']['name']}: not rendered for Podman")
