@@ -215,6 +215,71 @@ INSTANTIATE_TEST_SUITE_P(KilledOrStopped, ControllerRestartTest,
                            return std::string(info.param == SIGKILL ? "SIGKILL" : "SIGTERM");
                          });
 
+// Issue 48: a rolling restart, as `kubectl rollout restart` does it. Every worker, then every
+// shard, then the controller is sent SIGTERM and replaced while the job trains: each leaves and
+// exits 0, the workers' replacements join as new workers, the shards' and the controller's start
+// with their own command line at their own address (restart_servers). The heartbeat timeout is
+// ten minutes, so no regroup waits for it; the job never restarts, and every worker ends with the
+// reference parameters.
+TEST(DurableStateTest, ARollingRestartOfEveryProcessNeverStallsOrLosesTheJob) {
+  auto dir = launch::TempDir::Create("ringside-rolling-");
+  ASSERT_TRUE(dir.ok());
+  const TrainingOptions training = SmallJob(8000);
+  launch::LocalClusterOptions options =
+      testing::ClusterOptions(dir->path(), 3, 2, SyncMode::kPs, training);
+  options.checkpoint_dir = dir->path() + "/state";
+  options.restart_servers = true;
+  options.heartbeat_timeout = absl::Minutes(10);
+  auto cluster = launch::LocalCluster::Start(options);
+  ASSERT_TRUE(cluster.ok()) << cluster.status();
+  launch::LocalCluster& c = **cluster;
+  auto generation = [&] { return testing::MetricOf(c.controller(), "ringside_generation"); };
+  ASSERT_TRUE(Eventually(c, [&] {
+    return testing::MetricOf(*c.workers()[0], "ringside_steps_total", {{"mode", "ps"}}) >= 30;
+  }));
+  const std::vector<launch::ClusterProcess*> first_workers = c.workers();
+  for (launch::ClusterProcess* worker : first_workers) {
+    const double before = generation();
+    worker->expected_to_end = true;
+    ASSERT_EQ(kill(worker->process.pid(), SIGTERM), 0);
+    auto exited = worker->process.Wait(absl::Seconds(120));
+    ASSERT_TRUE(exited.ok()) << exited.status();
+    EXPECT_TRUE(exited->ok()) << worker->name << " " << exited->ToString();
+    ASSERT_TRUE(c.AddWorker().ok());
+    ASSERT_TRUE(Eventually(c, [&] {
+      return generation() >= before + 2 &&
+             testing::MetricOf(c.controller(), "ringside_world_size") == 3;
+    })) << "the leave and the join, each a generation";
+  }
+  for (const char* name : {"ps-0", "ps-1"}) {
+    launch::ClusterProcess& shard = Named(c, name);
+    const double before = generation();
+    ASSERT_EQ(kill(shard.process.pid(), SIGTERM), 0);
+    ASSERT_TRUE(Eventually(
+        c,
+        [&] {
+          return generation() >= before + 2 &&
+                 testing::MetricOf(shard, "ringside_generation") == generation();
+        },
+        true))
+        << name << " left, and its replacement serves the job's generation";
+    EXPECT_EQ(shard.restarted, 1) << name;
+  }
+  launch::ClusterProcess& controller = c.controller();
+  const double before = generation();
+  ASSERT_EQ(kill(controller.process.pid(), SIGTERM), 0);
+  ASSERT_TRUE(Eventually(
+      c,
+      [&] {
+        return controller.restarted == 1 &&
+               testing::MetricOf(controller, "ringside_generation") == before;
+      },
+      true))
+      << "the replacement resumes the generation";
+  EXPECT_NE(LogOf(controller).find("resumed generation"), std::string::npos);
+  ExpectTheUninterruptedResult(c, training);
+}
+
 // A job of 3 workers (a ring, or ps mode with `shards` shards) in `dir` (created) whose
 // controller checkpoints into `state` every 50 steps: the first cluster and the one resuming it
 // run the very same command lines.
