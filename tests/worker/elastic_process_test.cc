@@ -261,53 +261,38 @@ TEST(ElasticClusterTest, ALiveWorkerAndShardDroppedRegisterAgainMatchingTheRefer
   EXPECT_NE(LogOf(c.controller()).find("again: it had seen generation"), std::string::npos);
 }
 
-// Issue 48: a worker sent SIGTERM (a drain, a rolling restart) leaves at a step boundary and
-// exits 0; the controller regroups the survivors at once. The heartbeat timeout is ten minutes,
-// so the regroup cannot come from it: if the leave did not work the test would stall and fail at
-// Eventually's limit. Exactly one regroup, and the survivors end with the reference parameters
-// (no step lost or applied twice).
-class LeavingWorkerTest : public ::testing::TestWithParam<SyncMode> {};
-
-TEST_P(LeavingWorkerTest, ASignalledWorkerLeavesAndTheOthersRegroupAtOnce) {
-  const SyncMode mode = GetParam();
-  auto dir = launch::TempDir::Create("ringside-leave-");
-  ASSERT_TRUE(dir.ok());
+// The leave tests' job: short, and a heartbeat timeout of ten minutes, so no regroup can come
+// from it: a leave that did not work stalls the test until Eventually's limit.
+launch::LocalClusterOptions LeaveJob(const std::string& dir, int workers, int shards,
+                                     SyncMode mode) {
   TrainingOptions training;
   training.model = "32,128,10";
   training.data = "synthetic:2048";
   training.batch_size = 64;
   training.steps = 600;
   launch::LocalClusterOptions options =
-      testing::ClusterOptions(dir->path(), 3, mode == SyncMode::kPs ? 2 : 0, mode, training);
+      testing::ClusterOptions(dir, workers, shards, mode, training);
   options.heartbeat_timeout = absl::Minutes(10);
-  auto cluster = launch::LocalCluster::Start(options);
-  ASSERT_TRUE(cluster.ok()) << cluster.status();
-  launch::LocalCluster& c = **cluster;
-  std::vector<launch::ClusterProcess*> workers = c.workers();
-  const std::string mode_name(SyncModeName(mode));
-  ASSERT_TRUE(Eventually(c, [&] {
-    return Metric(*workers[2], "ringside_steps_total", {{"mode", mode_name}}) >= 30;
-  }));
-  workers[2]->expected_to_end = true;
-  ASSERT_EQ(kill(workers[2]->process.pid(), SIGTERM), 0);
-  auto exited = workers[2]->process.Wait(absl::Seconds(120));
-  ASSERT_TRUE(exited.ok()) << exited.status();
-  EXPECT_TRUE(exited->ok()) << exited->ToString() << "\n" << LogOf(*workers[2]);
-  EXPECT_NE(LogOf(*workers[2])
-                .find("worker-2: stopped by signal 15; left the job, which goes "
-                      "on in generation 2 without it"),
-            std::string::npos)
-      << LogOf(*workers[2]);
-  ASSERT_TRUE(Eventually(c, [&] {
-    return Metric(c.controller(), "ringside_world_size") == 2 &&
-           Metric(c.controller(), "ringside_generation") == 2;
-  }));
-  EXPECT_NE(LogOf(c.controller()).find("(worker-2) left having completed "), std::string::npos)
-      << LogOf(c.controller());
+  return options;
+}
 
+// Sends `process` SIGTERM and expects it to exit 0 having logged `says`.
+void ExpectItLeaves(launch::ClusterProcess& process, const std::string& says) {
+  process.expected_to_end = true;
+  ASSERT_EQ(kill(process.process.pid(), SIGTERM), 0);
+  auto exited = process.process.Wait(absl::Seconds(120));
+  ASSERT_TRUE(exited.ok()) << exited.status();
+  EXPECT_TRUE(exited->ok()) << exited->ToString() << "\n" << LogOf(process);
+  EXPECT_NE(LogOf(process).find(says), std::string::npos) << LogOf(process);
+}
+
+// The job ended on `workers` workers in one generation after the first (exactly one regroup),
+// every one with the reference parameters (no step lost or applied twice).
+void ExpectOneRegroupAndTheReference(launch::LocalCluster& c, const TrainingOptions& training,
+                                     size_t workers) {
   auto results = c.WaitForResults(absl::Seconds(180));
   ASSERT_TRUE(results.ok()) << results.status() << "\n" << testing::ClusterLogs(c);
-  ASSERT_EQ(results->size(), 2u);
+  ASSERT_EQ(results->size(), workers);
   for (const TrainResultFile& result : *results) {
     EXPECT_EQ(result.steps, training.steps);
     EXPECT_EQ(result.checksum, (*results)[0].checksum) << "workers disagree";
@@ -315,9 +300,35 @@ TEST_P(LeavingWorkerTest, ASignalledWorkerLeavesAndTheOthersRegroupAtOnce) {
   EXPECT_EQ(Metric(c.controller(), "ringside_generation"), 2) << "exactly one regroup";
   auto reference = worker::TrainLocally(training);
   ASSERT_TRUE(reference.ok()) << reference.status();
-  const std::vector<float> params = ReadParams(workers[0]->params_file);
+  const std::vector<float> params = ReadParams(c.workers()[0]->params_file);
   ASSERT_EQ(params.size(), reference->parameters.size());
   EXPECT_LT(MaxRelativeDifference(params, reference->parameters), 1e-5);
+}
+
+// Issue 48: a worker sent SIGTERM (a drain, a rolling restart) leaves at a step boundary and
+// exits 0; the controller regroups the survivors at once.
+class LeavingWorkerTest : public ::testing::TestWithParam<SyncMode> {};
+
+TEST_P(LeavingWorkerTest, ASignalledWorkerLeavesAndTheOthersRegroupAtOnce) {
+  const SyncMode mode = GetParam();
+  auto dir = launch::TempDir::Create("ringside-leave-");
+  ASSERT_TRUE(dir.ok());
+  const launch::LocalClusterOptions options =
+      LeaveJob(dir->path(), 3, mode == SyncMode::kPs ? 2 : 0, mode);
+  auto cluster = launch::LocalCluster::Start(options);
+  ASSERT_TRUE(cluster.ok()) << cluster.status();
+  launch::LocalCluster& c = **cluster;
+  launch::ClusterProcess& leaver = *c.workers()[2];
+  ASSERT_TRUE(Eventually(c, [&] {
+    return Metric(leaver, "ringside_steps_total", {{"mode", std::string(SyncModeName(mode))}}) >=
+           30;
+  }));
+  ASSERT_NO_FATAL_FAILURE(ExpectItLeaves(
+      leaver, "worker-2: stopped by signal 15; left the job, which goes on in generation 2"));
+  ASSERT_TRUE(Eventually(c, [&] { return Metric(c.controller(), "ringside_world_size") == 2; }));
+  EXPECT_NE(LogOf(c.controller()).find("(worker-2) left having completed "), std::string::npos)
+      << LogOf(c.controller());
+  ExpectOneRegroupAndTheReference(c, options.training, 2);
 }
 
 // Issue 48: a shard sent SIGTERM in synchronous ps mode (the workers hold the state) leaves and
@@ -325,14 +336,7 @@ TEST_P(LeavingWorkerTest, ASignalledWorkerLeavesAndTheOthersRegroupAtOnce) {
 TEST(ElasticClusterTest, ASignalledShardLeavesAndTheWorkersRegroupOntoTheOther) {
   auto dir = launch::TempDir::Create("ringside-leave-");
   ASSERT_TRUE(dir.ok());
-  TrainingOptions training;
-  training.model = "32,128,10";
-  training.data = "synthetic:2048";
-  training.batch_size = 64;
-  training.steps = 600;
-  launch::LocalClusterOptions options =
-      testing::ClusterOptions(dir->path(), 2, 2, SyncMode::kPs, training);
-  options.heartbeat_timeout = absl::Minutes(10);
+  const launch::LocalClusterOptions options = LeaveJob(dir->path(), 2, 2, SyncMode::kPs);
   auto cluster = launch::LocalCluster::Start(options);
   ASSERT_TRUE(cluster.ok()) << cluster.status();
   launch::LocalCluster& c = **cluster;
@@ -344,26 +348,11 @@ TEST(ElasticClusterTest, ASignalledShardLeavesAndTheWorkersRegroupOntoTheOther) 
   ASSERT_TRUE(Eventually(c, [&] {
     return Metric(*c.workers()[0], "ringside_steps_total", {{"mode", "ps"}}) >= 30;
   }));
-  shard->expected_to_end = true;
-  ASSERT_EQ(kill(shard->process.pid(), SIGTERM), 0);
-  auto exited = shard->process.Wait(absl::Seconds(120));
-  ASSERT_TRUE(exited.ok()) << exited.status();
-  EXPECT_TRUE(exited->ok()) << exited->ToString() << "\n" << LogOf(*shard);
-  EXPECT_NE(LogOf(*shard).find("ps: stopped by signal 15; left the job, which goes on in "
-                               "generation 2 without it"),
-            std::string::npos)
-      << LogOf(*shard);
+  ASSERT_NO_FATAL_FAILURE(ExpectItLeaves(
+      *shard, "ps: stopped by signal 15; left the job, which goes on in generation 2"));
   EXPECT_EQ(LogOf(*shard).find("authoritative state"), std::string::npos)
       << "the workers held the state";
-  auto results = c.WaitForResults(absl::Seconds(180));
-  ASSERT_TRUE(results.ok()) << results.status() << "\n" << testing::ClusterLogs(c);
-  ASSERT_EQ(results->size(), 2u);
-  EXPECT_EQ(Metric(c.controller(), "ringside_generation"), 2) << "exactly one regroup";
-  auto reference = worker::TrainLocally(training);
-  ASSERT_TRUE(reference.ok()) << reference.status();
-  const std::vector<float> params = ReadParams(c.workers()[1]->params_file);
-  ASSERT_EQ(params.size(), reference->parameters.size());
-  EXPECT_LT(MaxRelativeDifference(params, reference->parameters), 1e-5);
+  ExpectOneRegroupAndTheReference(c, options.training, 2);
 }
 
 INSTANTIATE_TEST_SUITE_P(BothModes, LeavingWorkerTest,
