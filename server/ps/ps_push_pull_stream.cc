@@ -20,116 +20,95 @@
 #include "common/status_macros.h"
 #include "server/ps/ps_refusals.h"
 #include "server/ps/ps_service.h"
+#include "server/ps/push_stream_reactor.h"
 
 namespace ringside::server {
 namespace {
 
 using PushPullBase = grpc::ServerBidiReactor<proto::PsGradientPush, proto::PsPulledValues>;
 
-class PushPullReactor final : public PushPullBase,
-                              public std::enable_shared_from_this<PushPullReactor> {
+class PushPullReactor final
+    : public PushStreamReactor<PushPullReactor, proto::PsGradientPush, proto::PsPulledValues> {
  public:
   PushPullReactor(grpc::CallbackServerContext* context, const ParameterShardService& service,
                   std::shared_ptr<const ShardGeneration> generation, uint64_t segment_elements)
-      : context_(context),
+      : PushStreamReactor(context),
         service_(service),
         presented_key_(MetadataValue(*context, kLinkKeyMetadata)),
         generation_(std::move(generation)),
         shard_(*generation_->stale),
         segment_elements_(segment_elements) {}
 
-  // Holds itself until OnDone, then starts reading. The shard's answer holds it only weakly.
-  static PushPullReactor* Start(std::shared_ptr<PushPullReactor> reactor) {
-    PushPullReactor* raw = reactor.get();
-    {
-      absl::MutexLock lock(&raw->mu_);
-      raw->self_ = std::move(reactor);
+  // PushStreamReactor's protocol.
+  void OnReadsEnded(bool cancelled) {
+    if (cancelled) {
+      FinishOnce(grpc::Status(grpc::StatusCode::CANCELLED, "push cancelled by the worker"));
+    } else {
+      CompletePush();
     }
-    raw->StartRead(&raw->push_);
-    return raw;
   }
 
-  void OnReadDone(bool ok) override {
-    if (!ok) {
-      if (context_->IsCancelled()) {
-        FinishOnce(grpc::Status(grpc::StatusCode::CANCELLED, "push cancelled by the worker"));
-      } else {
-        CompletePush();
-      }
-      return;
-    }
+  bool OnMessage() {
     absl::Status status = began_ ? CheckSameStream() : Begin();
     if (status.ok()) status = AddSegment();
     if (!status.ok()) {
       FinishOnce(ToGrpcStatus(status));
-      return;
+      return false;
     }
-    StartRead(&push_);
+    return true;
   }
 
-  void OnWriteDone(bool ok) override {
-    if (!ok) {
-      FinishOnce(grpc::Status(grpc::StatusCode::UNAVAILABLE, "worker stopped reading"));
-      return;
-    }
+  void OnWritten() {
     CountSent();
     WriteNext();
   }
 
-  void OnCancel() override {
-    FinishOnce(grpc::Status(grpc::StatusCode::CANCELLED, "worker cancelled the step"));
-  }
-
-  void OnDone() override {
-    std::shared_ptr<PushPullReactor> last;  // released after the lock: may delete this
-    absl::MutexLock lock(&mu_);
-    last = std::move(self_);
-  }
+  void OnStreamDone() {}
+  void OnFinishDeferred() {}
 
  private:
   // The first segment: the assigned worker's, of this generation and range. Sizes the share.
   absl::Status Begin() {
     const uint64_t generation = generation_->state->config().generation;
-    RETURN_IF_ERROR(service_.CheckStepKey(presented_key_, push_.generation(),
-                                          static_cast<int>(push_.worker_rank())));
-    if (push_.generation() != generation) {
+    RETURN_IF_ERROR(service_.CheckStepKey(presented_key_, in().generation(),
+                                          static_cast<int>(in().worker_rank())));
+    if (in().generation() != generation) {
       return absl::FailedPreconditionError(absl::StrCat(
-          "generation ", push_.generation(), " is not this shard's current ", generation));
+          "generation ", in().generation(), " is not this shard's current ", generation));
     }
-    if (push_.worker_rank() >= static_cast<uint32_t>(generation_->state->config().workers)) {
+    if (in().worker_rank() >= static_cast<uint32_t>(generation_->state->config().workers)) {
       return absl::InvalidArgumentError(
-          absl::StrCat("worker rank ", push_.worker_rank(), " is not in generation ", generation));
+          absl::StrCat("worker rank ", in().worker_rank(), " is not in generation ", generation));
     }
-    if (push_.range_elements() != shard_.range_elements()) {
+    if (in().range_elements() != shard_.range_elements()) {
       return absl::InvalidArgumentError(
-          absl::StrCat("a push for a range of ", push_.range_elements(),
+          absl::StrCat("a push for a range of ", in().range_elements(),
                        " elements; this shard owns ", shard_.range_elements()));
     }
     began_ = true;
-    worker_ = static_cast<int>(push_.worker_rank());
-    step_ = push_.step();
-    read_version_ = push_.read_version();
+    worker_ = static_cast<int>(in().worker_rank());
+    step_ = in().step();
+    read_version_ = in().read_version();
     gradient_.resize(shard_.range_elements());  // bounded by the shard's own range
     return absl::OkStatus();
   }
 
   absl::Status CheckSameStream() const {
-    if (push_.worker_rank() != static_cast<uint32_t>(worker_) || push_.step() != step_ ||
-        push_.generation() != generation_->state->config().generation ||
-        push_.read_version() != read_version_ ||
-        push_.range_elements() != shard_.range_elements()) {
+    if (in().worker_rank() != static_cast<uint32_t>(worker_) || in().step() != step_ ||
+        in().generation() != generation_->state->config().generation ||
+        in().read_version() != read_version_ || in().range_elements() != shard_.range_elements()) {
       return absl::InvalidArgumentError("a push stream carries one worker's share of one step");
     }
     return absl::OkStatus();
   }
 
   absl::Status AddSegment() {
-    const std::string& payload = push_.payload();
+    const std::string& payload = in().payload();
     const uint64_t count = payload.size() / sizeof(float);
-    if (payload.size() % sizeof(float) != 0 || push_.offset() != received_ ||
+    if (payload.size() % sizeof(float) != 0 || in().offset() != received_ ||
         count > gradient_.size() - received_) {
       return absl::InvalidArgumentError(
-          absl::StrCat("segment of ", payload.size(), " bytes at ", push_.offset(),
+          absl::StrCat("segment of ", payload.size(), " bytes at ", in().offset(),
                        " does not continue the share at ", received_, " of ", gradient_.size()));
     }
     if (count > 0) std::memcpy(gradient_.data() + received_, payload.data(), payload.size());
@@ -167,7 +146,7 @@ class PushPullReactor final : public PushPullBase,
       return;
     }
     {
-      absl::MutexLock lock(&mu_);
+      absl::MutexLock lock(&mutex());
       read_ = *std::move(read);
     }
     WriteNext();
@@ -176,8 +155,8 @@ class PushPullReactor final : public PushPullBase,
   // The next segment of the parameters, or the end. Empty ranges get one empty segment.
   void WriteNext() {
     bool done = false;
-    writes_.StartWrite([&]() -> const proto::PsPulledValues* {
-      mu_.AssertHeld();
+    writes().StartWrite([&]() -> const proto::PsPulledValues* {
+      mutex().AssertHeld();
       const std::vector<float>& values = *read_.values;
       if (written_ > 0 && sent_ >= values.size()) {
         done = true;
@@ -209,15 +188,11 @@ class PushPullReactor final : public PushPullBase,
     counted_expected_ = true;
   }
 
-  void FinishOnce(const grpc::Status& status) { writes_.Finish(status); }
-
-  grpc::CallbackServerContext* const context_;
   const ParameterShardService& service_;
   const std::string presented_key_;
   const std::shared_ptr<const ShardGeneration> generation_;  // keeps shard_ alive
   StaleShard& shard_;
   const uint64_t segment_elements_;
-  proto::PsGradientPush push_;
   // Read side: touched only by the reactions reading, in order, before the push is handed over.
   bool began_ = false;
   int worker_ = 0;
@@ -226,14 +201,11 @@ class PushPullReactor final : public PushPullBase,
   std::vector<float> gradient_;
   uint64_t received_ = 0;
 
-  absl::Mutex mu_;
-  ReactorWrites<PushPullReactor> writes_{*this, mu_};
-  StaleRead read_ ABSL_GUARDED_BY(mu_);
-  uint64_t sent_ ABSL_GUARDED_BY(mu_) = 0;
-  uint64_t written_ ABSL_GUARDED_BY(mu_) = 0;
-  proto::PsPulledValues out_;      // the write in flight, filled under mu_
-  bool counted_expected_ = false;  // OnWriteDone's only
-  std::shared_ptr<PushPullReactor> self_ ABSL_GUARDED_BY(mu_);
+  StaleRead read_ ABSL_GUARDED_BY(mutex());
+  uint64_t sent_ ABSL_GUARDED_BY(mutex()) = 0;
+  uint64_t written_ ABSL_GUARDED_BY(mutex()) = 0;
+  proto::PsPulledValues out_;      // the write in flight, filled under mutex()
+  bool counted_expected_ = false;  // OnWritten's only
 };
 
 class RefusedPushPull final : public PushPullBase {

@@ -18,6 +18,7 @@
 #include "common/wire_dtype.h"
 #include "server/ps/ps_refusals.h"
 #include "server/ps/ps_service.h"
+#include "server/ps/push_stream_reactor.h"
 
 namespace ringside::server {
 namespace {
@@ -99,15 +100,15 @@ absl::StatusOr<WireDtype> PushDtype(const proto::PsPush& push) {
 // ends the stream (the worker cancelling). So every write and the Finish go through
 // ReactorWrites (common/reactor_writes.h), which leaves a Finish to the writing thread while that
 // one is starting its write.
-class StepReactor final : public grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>,
-                          public std::enable_shared_from_this<StepReactor> {
+class StepReactor final
+    : public PushStreamReactor<StepReactor, grpc::ByteBuffer, grpc::ByteBuffer> {
  public:
   using Hook = std::function<void(ParameterShardService::StepEvent, int worker)>;
 
   StepReactor(grpc::CallbackServerContext* context, const ParameterShardService& service,
               std::shared_ptr<const ShardGeneration> generation, uint64_t segment_elements,
               Hook hook)
-      : context_(context),
+      : PushStreamReactor(context),
         service_(service),
         presented_key_(MetadataValue(*context, kLinkKeyMetadata)),
         generation_(std::move(generation)),
@@ -116,31 +117,20 @@ class StepReactor final : public grpc::ServerBidiReactor<grpc::ByteBuffer, grpc:
         segment_elements_(segment_elements),
         hook_(std::move(hook)) {}
 
-  // Holds itself until OnDone, then starts reading. The state's answers hold it only weakly (a
-  // waiter of a step that never completes must not keep it), and touch it only before OnDone.
-  static StepReactor* Start(std::shared_ptr<StepReactor> reactor) {
-    StepReactor* raw = reactor.get();
-    {
-      absl::MutexLock lock(&raw->mu_);
-      raw->self_ = std::move(reactor);
+  // PushStreamReactor's protocol.
+  void OnReadsEnded(bool cancelled) {
+    if (cancelled) {  // the worker went away mid-push
+      FinishOnce(grpc::Status(grpc::StatusCode::CANCELLED, "push cancelled by the worker"));
+      if (began_) state_.AbandonPush(worker_, step_);
+    } else {
+      CompletePush();
     }
-    raw->StartRead(&raw->received_);
-    return raw;
   }
 
-  void OnReadDone(bool ok) override {
-    if (!ok) {
-      if (context_->IsCancelled()) {  // the worker went away mid-push
-        FinishOnce(grpc::Status(grpc::StatusCode::CANCELLED, "push cancelled by the worker"));
-        if (began_) state_.AbandonPush(worker_, step_);
-      } else {
-        CompletePush();
-      }
-      return;
-    }
+  bool OnMessage() {
     const bool first = !began_;
     absl::StatusOr<ReceivedPayload> payload =
-        DecodeWithPayload(received_, proto::PsPush::kPayloadFieldNumber, push_);
+        DecodeWithPayload(in(), proto::PsPush::kPayloadFieldNumber, push_);
     absl::Status status = payload.status();
     if (status.ok()) status = first ? Begin(payload->size) : CheckSameStream();
     // The payload is summed from the received slices, which the state holds until then: nothing
@@ -153,7 +143,7 @@ class StepReactor final : public grpc::ServerBidiReactor<grpc::ByteBuffer, grpc:
       // Finished first: if abandoning loses the step, this stream says why it ended itself.
       FinishOnce(ToGrpcStatus(status));
       if (began_) state_.AbandonPush(worker_, step_);
-      return;
+      return false;
     }
     if (hook_) hook_(ParameterShardService::StepEvent::kSegmentAdded, worker_);
     if (static_cast<size_t>(worker_) < metrics_.from_worker.size() &&
@@ -161,28 +151,21 @@ class StepReactor final : public grpc::ServerBidiReactor<grpc::ByteBuffer, grpc:
       metrics_.from_worker[worker_].bytes->Increment(static_cast<double>(payload->size));
     }
     if (first) WaitForSum(0);  // the reply streams from now on, as the sum becomes final
-    StartRead(&received_);
+    return true;
   }
 
-  void OnWriteDone(bool ok) override {
-    if (!ok) {
-      FinishOnce(grpc::Status(grpc::StatusCode::UNAVAILABLE, "worker stopped reading"));
-      return;
-    }
+  void OnWritten() {
     CountSent();
     WriteNext();
   }
 
-  void OnCancel() override {
-    // The worker is gone: a complete share still counts, a partial one is abandoned (OnReadDone).
-    FinishOnce(grpc::Status(grpc::StatusCode::CANCELLED, "worker cancelled the step"));
+  void OnStreamDone() {
+    if (hook_) hook_(ParameterShardService::StepEvent::kDone, worker_);
   }
 
-  void OnDone() override {
-    if (hook_) hook_(ParameterShardService::StepEvent::kDone, worker_);
-    std::shared_ptr<StepReactor> last;  // released after the lock: may delete this
-    absl::MutexLock lock(&mu_);
-    last = std::move(self_);
+  // The stream ended while a reply's write was being started: its Finish waits for it.
+  void OnFinishDeferred() {
+    if (hook_) hook_(ParameterShardService::StepEvent::kFinishDeferred, worker_);
   }
 
  private:
@@ -211,7 +194,7 @@ class StepReactor final : public grpc::ServerBidiReactor<grpc::ByteBuffer, grpc:
     const uint64_t width = WireBytesPerElement(wire_);
     const uint64_t largest = std::max<uint64_t>(1, segment_elements_ * sizeof(float) / width);
     const uint64_t pushed = std::max<uint64_t>(1024, payload_bytes / width);
-    absl::MutexLock lock(&mu_);
+    absl::MutexLock lock(&mutex());
     writer_.emplace(step_, state_.range_elements(), std::min(largest, pushed), wire_, descending_);
     return absl::OkStatus();
   }
@@ -260,9 +243,9 @@ class StepReactor final : public grpc::ServerBidiReactor<grpc::ByteBuffer, grpc:
     }
     bool first = false;
     uint64_t sent = 0;
-    writes_.StartWrite(
+    writes().StartWrite(
         [&]() -> const grpc::ByteBuffer* {
-          mu_.AssertHeld();  // ReactorWrites runs it under the reactor's mutex
+          mutex().AssertHeld();  // ReactorWrites runs it under the reactor's mutex
           writer_->Known(std::move(summed.sum), summed.end);
           // Nothing new cannot happen: WhenSummed said there is more.
           if (!writer_->Next(out_, out_payload_bytes_)) return nullptr;
@@ -281,9 +264,9 @@ class StepReactor final : public grpc::ServerBidiReactor<grpc::ByteBuffer, grpc:
   void WriteNext() {
     bool done = false, wait = false;
     uint64_t sent = 0;
-    writes_.StartWrite(
+    writes().StartWrite(
         [&]() -> const grpc::ByteBuffer* {
-          mu_.AssertHeld();
+          mutex().AssertHeld();
           done = writer_->done();
           if (done) return nullptr;
           const bool more = writer_->Next(out_, out_payload_bytes_);
@@ -318,22 +301,13 @@ class StepReactor final : public grpc::ServerBidiReactor<grpc::ByteBuffer, grpc:
     if (link.messages != nullptr) link.messages->Increment();
   }
 
-  // The stream's one Finish (ReactorWrites: left to a thread that is starting a write).
-  void FinishOnce(const grpc::Status& status) {
-    if (writes_.Finish(status) == ReactorWrites<StepReactor>::Ending::kDeferred && hook_) {
-      hook_(ParameterShardService::StepEvent::kFinishDeferred, worker_);
-    }
-  }
-
-  grpc::CallbackServerContext* const context_;
   const ParameterShardService& service_;
   const std::string presented_key_;  // the link key the worker presented (common/auth.h)
   const std::shared_ptr<const ShardGeneration> generation_;  // keeps state_ and metrics_ alive
   ShardState& state_;
   const ShardLinkMetrics& metrics_;
   const uint64_t segment_elements_;
-  grpc::ByteBuffer received_;  // a proto::PsPush as read
-  proto::PsPush push_;         // its fields but the payload
+  proto::PsPush push_;  // the message read's fields but the payload
   // Read-side state: touched only by OnReadDone; worker_ and step_ are set before the first
   // WhenSummed, which the write side follows.
   bool began_ = false;
@@ -342,15 +316,12 @@ class StepReactor final : public grpc::ServerBidiReactor<grpc::ByteBuffer, grpc:
   WireDtype wire_ = WireDtype::kFp32;  // the share's, and so the reply's
   bool descending_ = false;            // likewise its order
 
-  absl::Mutex mu_;
-  ReactorWrites<StepReactor> writes_{*this, mu_};  // every write and the one Finish
-  std::optional<SumWriter> writer_ ABSL_GUARDED_BY(mu_);
-  bool reply_started_ ABSL_GUARDED_BY(mu_) = false;
+  std::optional<SumWriter> writer_ ABSL_GUARDED_BY(mutex());
+  bool reply_started_ ABSL_GUARDED_BY(mutex()) = false;
   // The write in flight (a proto::PsRangeValues), one at a time, and its payload's size: filled by
-  // prepare, under mu_.
+  // prepare, under mutex().
   grpc::ByteBuffer out_;
   uint64_t out_payload_bytes_ = 0;
-  std::shared_ptr<StepReactor> self_ ABSL_GUARDED_BY(mu_);
   const Hook hook_;  // test-only
 };
 
