@@ -28,6 +28,12 @@ namespace ringside {
 inline constexpr char kMemberCredentialMetadata[] = "ringside-member-credential";
 inline constexpr char kLinkKeyMetadata[] = "ringside-link-key";
 inline constexpr char kOperatorTokenMetadata[] = "ringside-operator-token";
+// What a link key is checked against, beside it in the same call's metadata (decimal), so a
+// callee checks the key when the call starts, before it reads anything: the generation and the
+// caller's rank (a ring sender's, a shard's worker's; absent for a load key). Messages keep their
+// own fields, which must agree.
+inline constexpr char kLinkGenerationMetadata[] = "ringside-link-generation";
+inline constexpr char kLinkRankMetadata[] = "ringside-link-rank";
 
 // 32 random bytes from OpenSSL's generator, as hex.
 absl::StatusOr<std::string> RandomSecret();

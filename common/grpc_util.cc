@@ -3,7 +3,9 @@
 #include <algorithm>
 #include <string>
 
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "common/auth.h"
 #include "grpcpp/create_channel.h"
 #include "grpcpp/health_check_service_interface.h"
 #include "grpcpp/security/credentials.h"
@@ -134,6 +136,29 @@ std::string MetadataValue(const grpc::ServerContextBase& context, const char* ke
   auto it = metadata.find(key);
   if (it == metadata.end()) return "";
   return std::string(it->second.data(), std::min<size_t>(it->second.size(), 256));
+}
+
+void AddLinkClaim(grpc::ClientContext& context, const LinkClaim& claim) {
+  if (!claim.key.empty()) context.AddMetadata(kLinkKeyMetadata, claim.key);
+  context.AddMetadata(kLinkGenerationMetadata, absl::StrCat(claim.generation));
+  if (claim.rank >= 0) context.AddMetadata(kLinkRankMetadata, absl::StrCat(claim.rank));
+}
+
+absl::StatusOr<LinkClaim> ReadLinkClaim(const grpc::ServerContextBase& context) {
+  LinkClaim claim;
+  claim.key = MetadataValue(context, kLinkKeyMetadata);
+  const std::string generation = MetadataValue(context, kLinkGenerationMetadata);
+  const std::string rank = MetadataValue(context, kLinkRankMetadata);
+  if (!generation.empty()) {
+    if (!absl::SimpleAtoi(generation, &claim.generation)) {
+      return absl::PermissionDeniedError("the call's link generation is not a number; refused");
+    }
+    claim.has_generation = true;
+  }
+  if (!rank.empty() && (!absl::SimpleAtoi(rank, &claim.rank) || claim.rank < 0)) {
+    return absl::PermissionDeniedError("the call's link rank is not a rank; refused");
+  }
+  return claim;
 }
 
 grpc::Status ToGrpcStatus(const absl::Status& status) {

@@ -77,6 +77,19 @@ absl::StatusOr<StartedServer> StartServer(const std::string& listen,
 // Values over 256 bytes are cut: no secret of ours is that long, and a peer's junk is bounded.
 std::string MetadataValue(const grpc::ServerContextBase& context, const char* key);
 
+// A link key and what it claims (common/auth.h), as a call's metadata carries them.
+struct LinkClaim {
+  std::string key;  // empty: none presented
+  uint64_t generation = 0;
+  int rank = -1;  // -1: none (a load key names no rank)
+  bool has_generation = false;
+};
+// Adds `claim`'s key (when not empty), generation and rank (when not -1) to `context`.
+void AddLinkClaim(grpc::ClientContext& context, const LinkClaim& claim);
+// The call's claim; PERMISSION_DENIED when the generation or the rank is present but not a
+// number. Absent fields stay at LinkClaim's defaults.
+absl::StatusOr<LinkClaim> ReadLinkClaim(const grpc::ServerContextBase& context);
+
 grpc::Status ToGrpcStatus(const absl::Status& status);
 absl::Status FromGrpcStatus(const grpc::Status& status);
 
