@@ -60,9 +60,11 @@ class PsClient::ShardCall final
         released_(descending ? 0 : link.range.size()) {
     SetDeadline(context_, options.timeout);
     context_.set_wait_for_ready(true);  // a shard still starting up is waited for
-    if (static_cast<size_t>(shard) < options.keys.size()) {
-      context_.AddMetadata(kLinkKeyMetadata, options.keys[shard]);
-    }
+    // The key and what it claims, checked by the shard before it reads the push.
+    AddLinkClaim(
+        context_,
+        LinkClaim{static_cast<size_t>(shard) < options.keys.size() ? options.keys[shard] : "",
+                  options.generation, options.rank, true});
     push_.set_generation(options.generation);
     push_.set_worker_rank(static_cast<uint32_t>(options.rank));
     push_.set_step(step);

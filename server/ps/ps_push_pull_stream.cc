@@ -27,16 +27,22 @@ namespace {
 
 using PushPullBase = grpc::ServerBidiReactor<proto::PsGradientPush, proto::PsPulledValues>;
 
+grpc::Status SynchronousGeneration() {
+  return grpc::Status(
+      grpc::StatusCode::FAILED_PRECONDITION,
+      "this shard's generation runs synchronous steps (--staleness=0 without backup "
+      "workers): use Step");
+}
+
 class PushPullReactor final
     : public PushStreamReactor<PushPullReactor, proto::PsGradientPush, proto::PsPulledValues> {
  public:
+  // `claim`: what the call's link key (checked already) says it is.
   PushPullReactor(grpc::CallbackServerContext* context, const ParameterShardService& service,
-                  std::shared_ptr<const ShardGeneration> generation, uint64_t segment_elements)
+                  LinkClaim claim, uint64_t segment_elements)
       : PushStreamReactor(context),
         service_(service),
-        presented_key_(MetadataValue(*context, kLinkKeyMetadata)),
-        generation_(std::move(generation)),
-        shard_(*generation_->stale),
+        claim_(std::move(claim)),
         segment_elements_(segment_elements) {}
 
   // PushStreamReactor's protocol.
@@ -69,9 +75,14 @@ class PushPullReactor final
  private:
   // The first segment: the assigned worker's, of this generation and range. Sizes the share.
   absl::Status Begin() {
+    RETURN_IF_ERROR(ParameterShardService::CheckClaimed(claim_, in().generation(),
+                                                        static_cast<int>(in().worker_rank())));
+    // Only now does the stream hold a generation: one that never pushes holds none.
+    generation_ = service_.current();
+    if (generation_ == nullptr) return FromGrpcStatus(NothingServed());
+    if (generation_->stale == nullptr) return FromGrpcStatus(SynchronousGeneration());
+    shard_ = generation_->stale.get();
     const uint64_t generation = generation_->state->config().generation;
-    RETURN_IF_ERROR(service_.CheckStepKey(presented_key_, in().generation(),
-                                          static_cast<int>(in().worker_rank())));
     if (in().generation() != generation) {
       return absl::FailedPreconditionError(absl::StrCat(
           "generation ", in().generation(), " is not this shard's current ", generation));
@@ -80,23 +91,23 @@ class PushPullReactor final
       return absl::InvalidArgumentError(
           absl::StrCat("worker rank ", in().worker_rank(), " is not in generation ", generation));
     }
-    if (in().range_elements() != shard_.range_elements()) {
+    if (in().range_elements() != shard_->range_elements()) {
       return absl::InvalidArgumentError(
           absl::StrCat("a push for a range of ", in().range_elements(),
-                       " elements; this shard owns ", shard_.range_elements()));
+                       " elements; this shard owns ", shard_->range_elements()));
     }
     began_ = true;
     worker_ = static_cast<int>(in().worker_rank());
     step_ = in().step();
     read_version_ = in().read_version();
-    gradient_.resize(shard_.range_elements());  // bounded by the shard's own range
+    gradient_.resize(shard_->range_elements());  // bounded by the shard's own range
     return absl::OkStatus();
   }
 
   absl::Status CheckSameStream() const {
     if (in().worker_rank() != static_cast<uint32_t>(worker_) || in().step() != step_ ||
         in().generation() != generation_->state->config().generation ||
-        in().read_version() != read_version_ || in().range_elements() != shard_.range_elements()) {
+        in().read_version() != read_version_ || in().range_elements() != shard_->range_elements()) {
       return absl::InvalidArgumentError("a push stream carries one worker's share of one step");
     }
     return absl::OkStatus();
@@ -129,15 +140,15 @@ class PushPullReactor final
           absl::StrCat("incomplete share: ", received_, " of ", gradient_.size(), " elements")));
       return;
     }
-    if (absl::Status status = shard_.Push(worker_, step_, read_version_, std::move(gradient_));
+    if (absl::Status status = shard_->Push(worker_, step_, read_version_, std::move(gradient_));
         !status.ok()) {
       FinishOnce(ToGrpcStatus(status));
       return;
     }
-    shard_.WhenMayStart(worker_, step_ + 1,
-                        [weak = weak_from_this()](absl::StatusOr<StaleRead> read) {
-                          if (auto self = weak.lock()) self->OnMayStart(std::move(read));
-                        });
+    shard_->WhenMayStart(worker_, step_ + 1,
+                         [weak = weak_from_this()](absl::StatusOr<StaleRead> read) {
+                           if (auto self = weak.lock()) self->OnMayStart(std::move(read));
+                         });
   }
 
   void OnMayStart(absl::StatusOr<StaleRead> read) {
@@ -183,15 +194,16 @@ class PushPullReactor final
     if (link.bytes != nullptr) link.bytes->Increment(static_cast<double>(out_.payload().size()));
     if (link.messages != nullptr) link.messages->Increment();
     if (!counted_expected_ && link.expected_bytes != nullptr) {
-      link.expected_bytes->Increment(static_cast<double>(shard_.range_elements() * sizeof(float)));
+      link.expected_bytes->Increment(static_cast<double>(shard_->range_elements() * sizeof(float)));
     }
     counted_expected_ = true;
   }
 
   const ParameterShardService& service_;
-  const std::string presented_key_;
-  const std::shared_ptr<const ShardGeneration> generation_;  // keeps shard_ alive
-  StaleShard& shard_;
+  const LinkClaim claim_;  // the call's, its key checked when it started (AdmitPush)
+  // From the first message on (Begin); the generation keeps the shard alive.
+  std::shared_ptr<const ShardGeneration> generation_;
+  StaleShard* shard_ = nullptr;
   const uint64_t segment_elements_;
   // Read side: touched only by the reactions reading, in order, before the push is handed over.
   bool began_ = false;
@@ -218,16 +230,18 @@ class RefusedPushPull final : public PushPullBase {
 
 grpc::ServerBidiReactor<proto::PsGradientPush, proto::PsPulledValues>*
 ParameterShardService::PushPull(grpc::CallbackServerContext* context) {
-  std::shared_ptr<const ShardGeneration> generation = current();
-  if (generation == nullptr) return new RefusedPushPull(NothingServed());
-  if (generation->stale == nullptr) {
-    return new RefusedPushPull(
-        grpc::Status(grpc::StatusCode::FAILED_PRECONDITION,
-                     "this shard's generation runs synchronous steps (--staleness=0 without backup "
-                     "workers): use Step"));
+  // Before anything is read: who the caller is, then whether it may hold one more stream.
+  absl::StatusOr<PushAdmission> admission = AdmitPush(*context, "PushPull streams");
+  if (!admission.ok()) return new RefusedPushPull(ToGrpcStatus(admission.status()));
+  {
+    // Looked at, not held: the stream takes the generation with its first message.
+    std::shared_ptr<const ShardGeneration> generation = current();
+    if (generation == nullptr) return new RefusedPushPull(NothingServed());
+    if (generation->stale == nullptr) return new RefusedPushPull(SynchronousGeneration());
   }
-  return PushPullReactor::Start(
-      std::make_shared<PushPullReactor>(context, *this, std::move(generation), segment_elements_));
+  return PushPullReactor::Start(std::make_shared<PushPullReactor>(
+                                    context, *this, std::move(admission->claim), segment_elements_),
+                                std::move(admission->ticket), watchdog_, "a PushPull stream");
 }
 
 }  // namespace ringside::server

@@ -11,6 +11,7 @@
 #include "common/auth.h"
 #include "common/grpc_util.h"
 #include "common/metrics.h"
+#include "common/status_macros.h"
 #include "server/ps/ps_refusals.h"
 
 namespace ringside::server {
@@ -128,9 +129,12 @@ using StateReactor = SegmentsReactor<proto::PsStateSegment, StateWriter>;
 
 }  // namespace
 
-ParameterShardService::ParameterShardService(uint64_t segment_bytes, ShardMetricsFactory metrics)
+ParameterShardService::ParameterShardService(uint64_t segment_bytes, ShardMetricsFactory metrics,
+                                             StreamLimits limits)
     : segment_elements_(std::max<uint64_t>(1, segment_bytes / sizeof(float))),
-      metrics_(std::move(metrics)) {}
+      metrics_(std::move(metrics)),
+      admission_(limits),
+      watchdog_(limits) {}
 
 void ParameterShardService::Serve(ShardGeneration generation) {
   std::shared_ptr<const ShardGeneration> previous;
@@ -139,8 +143,54 @@ void ParameterShardService::Serve(ShardGeneration generation) {
     previous =
         std::exchange(current_, std::make_shared<const ShardGeneration>(std::move(generation)));
   }
-  if (previous != nullptr) previous->state->Close();
-  if (previous != nullptr && previous->stale != nullptr) previous->stale->Close();
+  CloseGeneration(previous);
+}
+
+void ParameterShardService::CloseGeneration(
+    const std::shared_ptr<const ShardGeneration>& previous) {
+  if (previous == nullptr) return;
+  previous->state->Close();
+  // A push-pull generation's StaleShard is the authoritative state: its waiting pulls end too.
+  if (previous->stale != nullptr) previous->stale->Close();
+}
+
+bool ParameterShardService::elastic() const {
+  absl::MutexLock lock(&mu_);
+  return !credential_.empty();
+}
+
+absl::StatusOr<ParameterShardService::PushAdmission> ParameterShardService::AdmitPush(
+    const grpc::CallbackServerContext& context, const char* what) {
+  PushAdmission admission;
+  ASSIGN_OR_RETURN(admission.claim, ReadLinkClaim(context));
+  std::string peer;
+  if (elastic()) {
+    const LinkClaim& claim = admission.claim;
+    if (!claim.has_generation || claim.rank < 0) {
+      return absl::PermissionDeniedError(
+          absl::StrCat("a ", what,
+                       " call must claim its generation and worker rank in its "
+                       "metadata beside its link key; refused before anything was read"));
+    }
+    RETURN_IF_ERROR(CheckStepKey(claim.key, claim.generation, claim.rank));
+    peer = WorkerName(claim.rank);  // the key proved it: bounded per worker
+  } else {
+    peer = PeerOfCall(context);
+  }
+  ASSIGN_OR_RETURN(admission.ticket, admission_.Admit(peer, what));
+  return admission;
+}
+
+absl::Status ParameterShardService::CheckClaimed(const LinkClaim& claim, uint64_t generation,
+                                                 int rank) {
+  if ((claim.has_generation && claim.generation != generation) ||
+      (claim.rank >= 0 && claim.rank != rank)) {
+    return absl::PermissionDeniedError(
+        absl::StrCat("a message of ", WorkerName(rank), " in generation ", generation,
+                     " on a call whose link key claims ", WorkerName(claim.rank), " in generation ",
+                     claim.generation, "; refused"));
+  }
+  return absl::OkStatus();
 }
 
 void ParameterShardService::SetMemberCredential(std::string credential) {
@@ -260,20 +310,21 @@ grpc::ServerWriteReactor<proto::PsRangeValues>* ParameterShardService::GetParame
 
 grpc::ServerWriteReactor<proto::PsStateSegment>* ParameterShardService::ReadState(
     grpc::CallbackServerContext* context, const proto::PsStateRequest* request) {
+  // A later generation's rank 0 reads the state its workers left here: its own load key, checked
+  // before the shard says anything, the generation it serves included.
+  if (absl::Status status =
+          CheckLoadKey(MetadataValue(*context, kLinkKeyMetadata), request->generation());
+      !status.ok()) {
+    return new RefusedWrite<proto::PsStateSegment>(ToGrpcStatus(status));
+  }
   std::shared_ptr<const ShardGeneration> generation = current();
   if (generation == nullptr) return new RefusedWrite<proto::PsStateSegment>();
-  // A later generation's rank 0 reads the state its workers left here: its own load key.
   const uint64_t served = generation->state->config().generation;
   if (request->generation() < served) {
     return new RefusedWrite<proto::PsStateSegment>(grpc::Status(
         grpc::StatusCode::FAILED_PRECONDITION,
         absl::StrCat("a read for generation ", request->generation(), " of ",
                      PsShardName(generation->state->config().shard), ", which serves ", served)));
-  }
-  if (absl::Status status =
-          CheckLoadKey(MetadataValue(*context, kLinkKeyMetadata), request->generation());
-      !status.ok()) {
-    return new RefusedWrite<proto::PsStateSegment>(ToGrpcStatus(status));
   }
   if (generation->stale == nullptr) {
     return new RefusedWrite<proto::PsStateSegment>(

@@ -29,9 +29,11 @@
 
 #include "absl/strings/string_view.h"
 #include "absl/synchronization/mutex.h"
+#include "common/grpc_util.h"
 #include "common/metrics.h"
 #include "common/optimizer.h"
 #include "common/ranges.h"
+#include "common/stream_limits.h"
 #include "proto/ps.grpc.pb.h"
 #include "server/ps/push_pull_shard.h"
 #include "server/ps/shard_state.h"
@@ -88,10 +90,21 @@ using ParameterShardBase = proto::ParameterShard::WithRawCallbackMethod_Step<
                 proto::ParameterShard::WithCallbackMethod_ReadState<
                     proto::ParameterShard::Service>>>>>;
 
+// Who may hold a stream, and for how long (common/stream_limits.h). An elastic shard's Step,
+// PushPull and Load check the caller's link key against the generation and rank in the call's
+// metadata when the call starts, before anything is read (ReadState and GetParameters before
+// anything is said), and refuse with PERMISSION_DENIED; the key's claims must agree with the
+// messages' own fields (PERMISSION_DENIED otherwise). Push streams (Step, PushPull) are then
+// admitted within `limits` (per authenticated worker rank, or per TLS identity / address on a
+// static shard; RESOURCE_EXHAUSTED beyond) and take the generation served only with their
+// first message, so a stream that sends nothing holds no generation's state; every stream ends
+// with DEADLINE_EXCEEDED when its first message, or the next one, is later than `limits` allow.
 class ParameterShardService final : public ParameterShardBase {
  public:
-  // `segment_bytes`: largest segment sent back.
-  ParameterShardService(uint64_t segment_bytes, ShardMetricsFactory metrics = {});
+  // `segment_bytes`: largest segment sent back. `limits`: ValidateStreamLimits's (checked by the
+  // daemon's flags; tests make them small).
+  ParameterShardService(uint64_t segment_bytes, ShardMetricsFactory metrics = {},
+                        StreamLimits limits = {});
 
   // Serves `generation` from now on; the one it replaces is closed.
   void Serve(ShardGeneration generation);
@@ -167,6 +180,27 @@ class ParameterShardService final : public ParameterShardBase {
   // Loads waiting for an assignment now.
   size_t loads_awaiting_assignment() const;
 
+  // Streams (Step, PushPull, Load) held now; refused for a bound so far; push streams watched
+  // for silence now, and ended for it so far.
+  int streams_held() const { return admission_.held(); }
+  uint64_t streams_refused() const { return admission_.refused(); }
+  size_t streams_watched() const { return watchdog_.watched(); }
+  uint64_t streams_expired() const { return watchdog_.expired(); }
+
+  // A push stream's call start (ps_step_stream.cc, ps_push_pull_stream.cc): the caller's claim
+  // read and, on an elastic shard, its key checked (PERMISSION_DENIED); then a place admitted
+  // (RESOURCE_EXHAUSTED). `what` names the streams.
+  struct PushAdmission {
+    LinkClaim claim;
+    StreamAdmission::Ticket ticket;
+  };
+  absl::StatusOr<PushAdmission> AdmitPush(const grpc::CallbackServerContext& context,
+                                          const char* what);
+  // PERMISSION_DENIED unless a message's generation and rank are what its call claimed (a
+  // static shard's call may claim none).
+  static absl::Status CheckClaimed(const LinkClaim& claim, uint64_t generation, int rank);
+  StreamWatchdog& watchdog() { return watchdog_; }
+
  private:
   struct AssignmentWait {
     const void* waiter;
@@ -176,6 +210,9 @@ class ParameterShardService final : public ParameterShardBase {
 
   absl::StatusOr<ShardJob> CheckLoadLocked(const proto::PsStateSegment& first) const
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  bool elastic() const;  // a credential is set: link keys are checked
+  // A superseded generation's state, closed whatever its mode (synchronous and push-pull).
+  static void CloseGeneration(const std::shared_ptr<const ShardGeneration>& previous);
 
   const uint64_t segment_elements_;
   const ShardMetricsFactory metrics_;
@@ -189,6 +226,8 @@ class ParameterShardService final : public ParameterShardBase {
   std::function<void(uint64_t)> load_wait_hook_ ABSL_GUARDED_BY(mu_);
   std::vector<AssignmentWait> assignment_waits_ ABSL_GUARDED_BY(mu_);
   std::string credential_ ABSL_GUARDED_BY(mu_);
+  StreamAdmission admission_;
+  StreamWatchdog watchdog_;  // last: its thread may expire streams until it is destroyed
 };
 
 // One Load stream's state as its segments arrive, what the Load reactor does without gRPC: the

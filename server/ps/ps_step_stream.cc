@@ -15,6 +15,7 @@
 #include "common/metrics.h"
 #include "common/payload_codec.h"
 #include "common/reactor_writes.h"
+#include "common/status_macros.h"
 #include "common/wire_dtype.h"
 #include "server/ps/ps_refusals.h"
 #include "server/ps/ps_service.h"
@@ -105,15 +106,12 @@ class StepReactor final
  public:
   using Hook = std::function<void(ParameterShardService::StepEvent, int worker)>;
 
+  // `claim`: what the call's link key (checked already) says it is.
   StepReactor(grpc::CallbackServerContext* context, const ParameterShardService& service,
-              std::shared_ptr<const ShardGeneration> generation, uint64_t segment_elements,
-              Hook hook)
+              LinkClaim claim, uint64_t segment_elements, Hook hook)
       : PushStreamReactor(context),
         service_(service),
-        presented_key_(MetadataValue(*context, kLinkKeyMetadata)),
-        generation_(std::move(generation)),
-        state_(*generation_->state),
-        metrics_(generation_->links),
+        claim_(std::move(claim)),
         segment_elements_(segment_elements),
         hook_(std::move(hook)) {}
 
@@ -121,7 +119,7 @@ class StepReactor final
   void OnReadsEnded(bool cancelled) {
     if (cancelled) {  // the worker went away mid-push
       FinishOnce(grpc::Status(grpc::StatusCode::CANCELLED, "push cancelled by the worker"));
-      if (began_) state_.AbandonPush(worker_, step_);
+      if (began_) state_->AbandonPush(worker_, step_);
     } else {
       CompletePush();
     }
@@ -136,19 +134,19 @@ class StepReactor final
     // The payload is summed from the received slices, which the state holds until then: nothing
     // of it is copied.
     if (status.ok()) {
-      status = state_.AddSegment(worker_, step_, push_.offset(), std::move(payload->pieces),
-                                 std::move(payload->owner));
+      status = state_->AddSegment(worker_, step_, push_.offset(), std::move(payload->pieces),
+                                  std::move(payload->owner));
     }
     if (!status.ok()) {
       // Finished first: if abandoning loses the step, this stream says why it ended itself.
       FinishOnce(ToGrpcStatus(status));
-      if (began_) state_.AbandonPush(worker_, step_);
+      if (began_) state_->AbandonPush(worker_, step_);
       return false;
     }
     if (hook_) hook_(ParameterShardService::StepEvent::kSegmentAdded, worker_);
-    if (static_cast<size_t>(worker_) < metrics_.from_worker.size() &&
-        metrics_.from_worker[worker_].bytes != nullptr) {
-      metrics_.from_worker[worker_].bytes->Increment(static_cast<double>(payload->size));
+    if (static_cast<size_t>(worker_) < metrics_->from_worker.size() &&
+        metrics_->from_worker[worker_].bytes != nullptr) {
+      metrics_->from_worker[worker_].bytes->Increment(static_cast<double>(payload->size));
     }
     if (first) WaitForSum(0);  // the reply streams from now on, as the sum becomes final
     return true;
@@ -172,19 +170,20 @@ class StepReactor final
   // The first segment (of `payload_bytes`) opens the worker's share, once the push is the
   // assigned worker's.
   absl::Status Begin(uint64_t payload_bytes) {
-    absl::Status status = service_.CheckStepKey(presented_key_, push_.generation(),
-                                                static_cast<int>(push_.worker_rank()));
-    absl::StatusOr<WireDtype> dtype = PushDtype(push_);
-    if (status.ok()) status = dtype.status();
-    if (status.ok()) {
-      status = state_.BeginPush(push_.generation(), static_cast<int>(push_.worker_rank()),
-                                push_.step(), push_.range_elements(), *dtype, push_.descending());
-    }
-    if (!status.ok()) return status;
+    const int rank = static_cast<int>(push_.worker_rank());
+    RETURN_IF_ERROR(ParameterShardService::CheckClaimed(claim_, push_.generation(), rank));
+    // Only now does the stream hold a generation: one that never pushes holds none.
+    generation_ = service_.current();
+    if (generation_ == nullptr) return FromGrpcStatus(NothingServed());
+    state_ = generation_->state.get();
+    metrics_ = &generation_->links;
+    ASSIGN_OR_RETURN(const WireDtype dtype, PushDtype(push_));
+    RETURN_IF_ERROR(state_->BeginPush(push_.generation(), rank, push_.step(),
+                                      push_.range_elements(), dtype, push_.descending()));
     began_ = true;
-    worker_ = static_cast<int>(push_.worker_rank());
+    worker_ = rank;
     step_ = push_.step();
-    wire_ = *dtype;
+    wire_ = dtype;
     descending_ = push_.descending();
     // Answered at the grain the worker pushes at, in elements (at most the shard's own segment,
     // as many bytes per message as fp32's): a large reply write would hold the shard's link for
@@ -195,13 +194,13 @@ class StepReactor final
     const uint64_t largest = std::max<uint64_t>(1, segment_elements_ * sizeof(float) / width);
     const uint64_t pushed = std::max<uint64_t>(1024, payload_bytes / width);
     absl::MutexLock lock(&mutex());
-    writer_.emplace(step_, state_.range_elements(), std::min(largest, pushed), wire_, descending_);
+    writer_.emplace(step_, state_->range_elements(), std::min(largest, pushed), wire_, descending_);
     return absl::OkStatus();
   }
 
   absl::Status CheckSameStream() const {
     if (push_.worker_rank() != static_cast<uint32_t>(worker_) || push_.step() != step_ ||
-        push_.generation() != state_.config().generation) {
+        push_.generation() != state_->config().generation) {
       return absl::InvalidArgumentError("a push stream carries one worker's share of one step");
     }
     absl::StatusOr<WireDtype> dtype = PushDtype(push_);
@@ -216,10 +215,10 @@ class StepReactor final
       FinishOnce(grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "no gradient was pushed"));
       return;
     }
-    absl::Status status = state_.FinishPush(worker_, step_);
+    absl::Status status = state_->FinishPush(worker_, step_);
     if (!status.ok()) {
       FinishOnce(ToGrpcStatus(status));
-      state_.AbandonPush(worker_, step_);
+      state_->AbandonPush(worker_, step_);
       return;
     }
     if (hook_) hook_(ParameterShardService::StepEvent::kPushed, worker_);
@@ -228,7 +227,7 @@ class StepReactor final
   // Asks for more of the sum than the `after` elements written; the answer may come at once,
   // on this thread.
   void WaitForSum(uint64_t after) {
-    state_.WhenSummed(step_, after, [weak = weak_from_this()](Summed summed) {
+    state_->WhenSummed(step_, after, [weak = weak_from_this()](Summed summed) {
       if (std::shared_ptr<StepReactor> self = weak.lock()) self->OnSummed(std::move(summed));
     });
   }
@@ -255,7 +254,7 @@ class StepReactor final
         },
         [&] {
           if (first) CountExpected();
-          state_.Answered(worker_, step_, sent);
+          state_->Answered(worker_, step_, sent);
           if (hook_) hook_(ParameterShardService::StepEvent::kReplyStarting, worker_);
         });
   }
@@ -276,7 +275,7 @@ class StepReactor final
           return nullptr;
         },
         // Before the write starts: the worker can push on only once it has read it.
-        [&] { state_.Answered(worker_, step_, sent); });
+        [&] { state_->Answered(worker_, step_, sent); });
     if (done) {
       FinishOnce(grpc::Status::OK);
     } else if (wait) {
@@ -286,26 +285,27 @@ class StepReactor final
 
   // The reply's first write: the cost model's bytes for the link, once per step.
   void CountExpected() {
-    if (static_cast<size_t>(worker_) >= metrics_.to_worker.size()) return;
-    prometheus::Counter* expected = metrics_.to_worker[worker_].expected_bytes;
+    if (static_cast<size_t>(worker_) >= metrics_->to_worker.size()) return;
+    prometheus::Counter* expected = metrics_->to_worker[worker_].expected_bytes;
     if (expected != nullptr) {
       expected->Increment(
-          static_cast<double>(PsBytesPerShardLink(state_.range_elements(), 1, 0, wire_)));
+          static_cast<double>(PsBytesPerShardLink(state_->range_elements(), 1, 0, wire_)));
     }
   }
 
   void CountSent() {
-    if (static_cast<size_t>(worker_) >= metrics_.to_worker.size()) return;
-    const LinkSendMetrics& link = metrics_.to_worker[worker_];
+    if (static_cast<size_t>(worker_) >= metrics_->to_worker.size()) return;
+    const LinkSendMetrics& link = metrics_->to_worker[worker_];
     if (link.bytes != nullptr) link.bytes->Increment(static_cast<double>(out_payload_bytes_));
     if (link.messages != nullptr) link.messages->Increment();
   }
 
   const ParameterShardService& service_;
-  const std::string presented_key_;  // the link key the worker presented (common/auth.h)
-  const std::shared_ptr<const ShardGeneration> generation_;  // keeps state_ and metrics_ alive
-  ShardState& state_;
-  const ShardLinkMetrics& metrics_;
+  const LinkClaim claim_;  // the call's, its key checked when it started (AdmitPush)
+  // From the first message on (Begin); the generation keeps the state and the metrics alive.
+  std::shared_ptr<const ShardGeneration> generation_;
+  ShardState* state_ = nullptr;
+  const ShardLinkMetrics* metrics_ = nullptr;
   const uint64_t segment_elements_;
   proto::PsPush push_;  // the message read's fields but the payload
   // Read-side state: touched only by OnReadDone; worker_ and step_ are set before the first
@@ -328,7 +328,7 @@ class StepReactor final
 // A Step stream to a shard that has nothing to serve yet.
 class RefusedStep final : public grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer> {
  public:
-  RefusedStep() { Finish(NothingServed()); }
+  explicit RefusedStep(const grpc::Status& why) { Finish(why); }
   void OnDone() override { delete this; }
 };
 
@@ -336,15 +336,19 @@ class RefusedStep final : public grpc::ServerBidiReactor<grpc::ByteBuffer, grpc:
 
 grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>* ParameterShardService::Step(
     grpc::CallbackServerContext* context) {
-  std::shared_ptr<const ShardGeneration> generation = current();
-  if (generation == nullptr) return new RefusedStep();
+  // Before anything is read: who the caller is, then whether it may hold one more stream.
+  absl::StatusOr<PushAdmission> admission = AdmitPush(*context, "Step streams");
+  if (!admission.ok()) return new RefusedStep(ToGrpcStatus(admission.status()));
+  if (current() == nullptr) return new RefusedStep(NothingServed());
   StepReactor::Hook hook;
   {
     absl::MutexLock lock(&mu_);
     hook = step_hook_;
   }
-  return StepReactor::Start(std::make_shared<StepReactor>(context, *this, std::move(generation),
-                                                          segment_elements_, std::move(hook)));
+  return StepReactor::Start(
+      std::make_shared<StepReactor>(context, *this, std::move(admission->claim), segment_elements_,
+                                    std::move(hook)),
+      std::move(admission->ticket), watchdog_, "a Step stream");
 }
 
 }  // namespace ringside::server

@@ -28,9 +28,11 @@ class PushPullCall final
     const PsClientOptions& options = client.options();
     SetDeadline(context_, options.timeout);
     context_.set_wait_for_ready(true);
-    if (static_cast<size_t>(shard.index) < options.keys.size()) {
-      context_.AddMetadata(kLinkKeyMetadata, options.keys[shard.index]);
-    }
+    // The key and what it claims, checked by the shard before it reads the push.
+    AddLinkClaim(context_, LinkClaim{static_cast<size_t>(shard.index) < options.keys.size()
+                                         ? options.keys[shard.index]
+                                         : "",
+                                     options.generation, options.rank, true});
     push_.set_generation(options.generation);
     push_.set_worker_rank(static_cast<uint32_t>(options.rank));
     push_.set_step(step);

@@ -35,8 +35,16 @@ class LoadReactor final : public grpc::ServerReadReactor<proto::PsStateSegment> 
  public:
   using Hook = std::function<void(uint64_t generation)>;
 
-  LoadReactor(grpc::CallbackServerContext* context, ParameterShardService& service, Hook hook)
-      : context_(context), service_(service), load_(service), hook_(std::move(hook)) {
+  // `claim`: what the call's load key (checked already on an elastic shard) says it is;
+  // `ticket`: its place among the shard's streams, held until the call is done.
+  LoadReactor(grpc::CallbackServerContext* context, ParameterShardService& service, LinkClaim claim,
+              StreamAdmission::Ticket ticket, Hook hook)
+      : context_(context),
+        service_(service),
+        claim_(std::move(claim)),
+        ticket_(std::move(ticket)),
+        load_(service),
+        hook_(std::move(hook)) {
     StartRead(&segment_);
   }
 
@@ -52,8 +60,8 @@ class LoadReactor final : public grpc::ServerReadReactor<proto::PsStateSegment> 
     if (!checked_key_) {
       // Before anything is stored: the load must be the designated member's of its generation.
       checked_key_ = true;
-      const absl::Status status =
-          service_.CheckLoadKey(MetadataValue(*context_, kLinkKeyMetadata), segment_.generation());
+      absl::Status status = ParameterShardService::CheckClaimed(claim_, segment_.generation(), -1);
+      if (status.ok()) status = service_.CheckLoadKey(claim_.key, segment_.generation());
       if (!status.ok()) {
         Finish(ToGrpcStatus(status));
         return;
@@ -121,6 +129,8 @@ class LoadReactor final : public grpc::ServerReadReactor<proto::PsStateSegment> 
 
   grpc::CallbackServerContext* const context_;
   ParameterShardService& service_;
+  const LinkClaim claim_;
+  StreamAdmission::Ticket ticket_;
   bool checked_key_ = false;  // on the first segment (StateLoad keeps the generation unchanged)
   StateLoad load_;
   proto::PsStateSegment segment_;
@@ -129,6 +139,13 @@ class LoadReactor final : public grpc::ServerReadReactor<proto::PsStateSegment> 
   absl::Mutex mu_;
   bool waiting_ ABSL_GUARDED_BY(mu_) = false;    // for the shard's assignment
   bool cancelled_ ABSL_GUARDED_BY(mu_) = false;  // OnCancel has run
+};
+
+// A Load refused when its call starts: nothing of it is read.
+class RefusedRead final : public grpc::ServerReadReactor<proto::PsStateSegment> {
+ public:
+  explicit RefusedRead(const grpc::Status& why) { Finish(why); }
+  void OnDone() override { delete this; }
 };
 
 }  // namespace
@@ -221,7 +238,7 @@ absl::Status ParameterShardService::FinishLoad(const proto::PsStateSegment& firs
     previous =
         std::exchange(current_, std::make_shared<const ShardGeneration>(std::move(generation)));
   }
-  if (previous != nullptr) previous->state->Close();
+  CloseGeneration(previous);
   return absl::OkStatus();
 }
 
@@ -272,12 +289,28 @@ absl::Status StateLoad::Finish() {
 
 grpc::ServerReadReactor<proto::PsStateSegment>* ParameterShardService::Load(
     grpc::CallbackServerContext* context, proto::PsLoadReply* /*reply*/) {
+  // Before anything is read: an elastic shard's Load must claim its generation beside its key,
+  // and the key must be that generation's load key.
+  absl::StatusOr<LinkClaim> claim = ReadLinkClaim(*context);
+  if (claim.ok() && elastic()) {
+    if (!claim->has_generation) {
+      claim = absl::PermissionDeniedError(
+          "a Load must claim its generation in its metadata beside its load key; refused before "
+          "anything was read");
+    } else if (absl::Status status = CheckLoadKey(claim->key, claim->generation); !status.ok()) {
+      claim = status;
+    }
+  }
+  if (!claim.ok()) return new RefusedRead(ToGrpcStatus(claim.status()));
+  absl::StatusOr<StreamAdmission::Ticket> ticket =
+      admission_.Admit(elastic() ? WorkerName(0) : PeerOfCall(*context), "streams");
+  if (!ticket.ok()) return new RefusedRead(ToGrpcStatus(ticket.status()));
   LoadReactor::Hook hook;
   {
     absl::MutexLock lock(&mu_);
     hook = load_wait_hook_;
   }
-  return new LoadReactor(context, *this, std::move(hook));
+  return new LoadReactor(context, *this, *std::move(claim), *std::move(ticket), std::move(hook));
 }
 
 }  // namespace ringside::server

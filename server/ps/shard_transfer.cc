@@ -42,6 +42,8 @@ absl::Status LoadShard(const ShardTransferOptions& options, int shard, const Ele
   auto stub = proto::ParameterShard::NewStub(MakeChannel(options.shards[shard], options.security));
   grpc::ClientContext context;
   PrepareShardCall(options, shard, context);
+  // What the load key claims, checked by the shard before it reads the state.
+  context.AddMetadata(kLinkGenerationMetadata, absl::StrCat(generation));
   proto::PsLoadReply reply;
   auto writer = stub->Load(&context, &reply);
   proto::PsStateSegment segment;

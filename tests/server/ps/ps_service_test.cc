@@ -52,7 +52,8 @@ class PsServiceTest : public ::testing::Test {
       const std::function<void()>& before_cancel = [] {}) {
     grpc::ClientContext context;
     SetDeadline(context, absl::Seconds(20));
-    if (!link_key.empty()) context.AddMetadata(kLinkKeyMetadata, link_key);
+    // What the key claims: the push's own generation and rank.
+    AddLinkClaim(context, LinkClaim{link_key, generation, static_cast<int>(worker), true});
     auto stream = stub_->Step(&context);
     int sent = 0;
     for (uint64_t offset = 0; offset < share.size(); offset += 100, ++sent) {
@@ -454,7 +455,7 @@ TEST_F(PsServiceTest, OnlyAssignedWorkersMayPushLoadOrRead) {
   auto load = [&](uint32_t workers, const std::string& key) {
     grpc::ClientContext context;
     SetDeadline(context, absl::Seconds(10));
-    if (!key.empty()) context.AddMetadata(kLinkKeyMetadata, key);
+    AddLinkClaim(context, LinkClaim{key, kGeneration + 1, -1, true});
     proto::PsLoadReply reply;
     auto writer = stub_->Load(&context, &reply);
     proto::PsStateSegment segment;
