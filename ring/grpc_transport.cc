@@ -1,6 +1,7 @@
 #include "ring/grpc_transport.h"
 
 #include <deque>
+#include <optional>
 #include <utility>
 
 #include "absl/base/thread_annotations.h"
@@ -9,6 +10,7 @@
 #include "common/auth.h"
 #include "common/grpc_util.h"
 #include "common/metrics.h"
+#include "common/status_macros.h"
 #include "ring/segment_codec.h"
 
 namespace ringside::ring {
@@ -23,26 +25,49 @@ constexpr absl::Duration kCloseGrace = absl::Seconds(5);
 
 // One reactor per incoming stream; owns its message buffer and deletes itself in OnDone.
 //
-// With the receiver's member credential set (an elastic job), the stream must prove it is the
-// assigned left neighbour's of its generation: its link key (metadata, common/auth.h) is checked
-// against the first segment's generation and sender rank, and every later segment must keep
-// them. A stream that fails is refused (PERMISSION_DENIED) before anything reaches the inbox, so
-// it cannot fail the collective in progress.
+// With the receiver's member credential set (an elastic job), the stream proved when its call
+// started that it is the assigned left neighbour's of its generation (RingPeerService::Stream):
+// every segment must carry the generation and sender rank its link key claims. A segment that
+// does not is refused (PERMISSION_DENIED) before it reaches the inbox, so it cannot fail the
+// collective in progress. The stream is watched for silence (StreamWatchdog): a first segment
+// later than the limit, or a gap longer than the idle limit, ends it with DEADLINE_EXCEEDED, from
+// the watchdog's thread; so the one Finish is claimed under the reactor's mutex.
 class StreamReactor final : public grpc::ServerReadReactor<grpc::ByteBuffer> {
  public:
-  StreamReactor(RingInbox& inbox, grpc::ByteBuffer* summary, std::string credential,
-                std::string link_key)
+  StreamReactor(RingInbox& inbox, grpc::ByteBuffer* summary, LinkClaim claim,
+                StreamAdmission::Ticket ticket, StreamWatchdog& watchdog)
       : inbox_(inbox),
         summary_(summary),
         stream_id_(inbox.OpenStream()),
-        credential_(std::move(credential)),
-        link_key_(std::move(link_key)) {
+        claim_(std::move(claim)),
+        ticket_(std::move(ticket)) {
+    // The watch's destruction waits for an expiry in progress, so `this` outlives it. One due
+    // before the first read is started is left to the constructor.
+    watch_ = watchdog.Arm("a ring stream", [this](const absl::Status& why) {
+      {
+        absl::MutexLock lock(&mu_);
+        if (!reading_) {
+          expired_early_ = why;
+          return;
+        }
+      }
+      if (ClaimFinish()) Finish(ToGrpcStatus(why));
+    });
     StartRead(&message_);
+    std::optional<absl::Status> expired;
+    {
+      absl::MutexLock lock(&mu_);
+      reading_ = true;
+      expired.swap(expired_early_);
+    }
+    if (expired.has_value() && ClaimFinish()) Finish(ToGrpcStatus(*expired));
   }
 
   void OnReadDone(bool ok) override {
-    if (!ok) {  // the sender closed or cancelled the stream
+    if (!ok) {  // the sender closed or cancelled the stream, or this side ended it
+      watch_.Pause();
       inbox_.StreamEnded(stream_id_);
+      if (!ClaimFinish()) return;
       proto::RingStreamSummary summary;
       summary.set_segments_accepted(accepted_);
       bool own_buffer = false;
@@ -51,12 +76,13 @@ class StreamReactor final : public grpc::ServerReadReactor<grpc::ByteBuffer> {
       Finish(grpc::Status::OK);
       return;
     }
+    watch_.Touch();
     absl::StatusOr<Segment> segment = DecodeSegment(message_);
     absl::Status status = segment.status();
     if (status.ok()) status = Authorize(segment->header);
     if (status.ok()) status = inbox_.Accept(*std::move(segment), stream_id_);
     if (!status.ok()) {
-      Finish(ToGrpcStatus(status));
+      if (ClaimFinish()) Finish(ToGrpcStatus(status));
       return;
     }
     ++accepted_;
@@ -64,23 +90,26 @@ class StreamReactor final : public grpc::ServerReadReactor<grpc::ByteBuffer> {
     StartRead(&message_);
   }
 
-  void OnDone() override { delete this; }
+  void OnDone() override {
+    watch_.Disarm();  // no expiry runs from now on
+    delete this;
+  }
 
  private:
-  absl::Status Authorize(const SegmentHeader& header) {
-    if (credential_.empty()) return absl::OkStatus();  // a static ring: mutual TLS only
-    if (!authorized_) {
-      if (!SecretsEqual(link_key_,
-                        RingLinkKey(credential_, header.generation, header.sender_rank))) {
-        return absl::PermissionDeniedError(absl::StrCat(
-            "this stream's link key does not make it the link of ", WorkerName(header.sender_rank),
-            " in generation ", header.generation, " to this worker; refused"));
-      }
-      authorized_ = true;
-      generation_ = header.generation;
-      sender_rank_ = header.sender_rank;
-    } else if (header.generation != generation_ || header.sender_rank != sender_rank_) {
-      return absl::PermissionDeniedError("a ring stream carries one sender's one generation");
+  // True for the one caller that may finish the stream.
+  bool ClaimFinish() {
+    absl::MutexLock lock(&mu_);
+    return !std::exchange(finished_, true);
+  }
+
+  // The segments must be what the call's link key claimed (a static ring's call may claim none).
+  absl::Status Authorize(const SegmentHeader& header) const {
+    if ((claim_.has_generation && header.generation != claim_.generation) ||
+        (claim_.rank >= 0 && header.sender_rank != claim_.rank)) {
+      return absl::PermissionDeniedError(absl::StrCat(
+          "a segment of ", WorkerName(header.sender_rank), " in generation ", header.generation,
+          " on a stream whose link key claims ", WorkerName(claim_.rank), " in generation ",
+          claim_.generation, "; a ring stream carries one sender's one generation"));
     }
     return absl::OkStatus();
   }
@@ -88,26 +117,64 @@ class StreamReactor final : public grpc::ServerReadReactor<grpc::ByteBuffer> {
   RingInbox& inbox_;
   grpc::ByteBuffer* summary_;
   const uint64_t stream_id_;
-  const std::string credential_;  // this receiver's; empty: no link keys checked
-  const std::string link_key_;    // what the sender presented
-  bool authorized_ = false;
-  uint64_t generation_ = 0;
-  int sender_rank_ = -1;
+  const LinkClaim claim_;  // what the sender's link key said, checked when the call started
+  StreamAdmission::Ticket ticket_;
+  StreamWatchdog::Watch watch_;
   grpc::ByteBuffer message_;
   uint64_t accepted_ = 0;
+  absl::Mutex mu_;
+  bool finished_ ABSL_GUARDED_BY(mu_) = false;
+  bool reading_ ABSL_GUARDED_BY(mu_) = false;  // the constructor has started the first read
+  std::optional<absl::Status> expired_early_ ABSL_GUARDED_BY(mu_);  // a deadline before that
+};
+
+// A stream refused when its call starts: nothing of it is read.
+class RefusedStream final : public grpc::ServerReadReactor<grpc::ByteBuffer> {
+ public:
+  explicit RefusedStream(const absl::Status& why) { Finish(ToGrpcStatus(why)); }
+  void OnDone() override { delete this; }
 };
 
 }  // namespace
 
-grpc::ServerReadReactor<grpc::ByteBuffer>* RingPeerService::Stream(
-    grpc::CallbackServerContext* context, grpc::ByteBuffer* summary) {
+RingPeerService::RingPeerService(RingInbox& inbox, StreamLimits limits)
+    : inbox_(inbox), admission_(limits), watchdog_(limits) {}
+
+absl::StatusOr<LinkClaim> RingPeerService::Authenticate(const grpc::CallbackServerContext& context,
+                                                        std::string& peer) const {
+  ASSIGN_OR_RETURN(LinkClaim claim, ReadLinkClaim(context));
   std::string credential;
   {
     absl::MutexLock lock(&mu_);
     credential = credential_;
   }
-  return new StreamReactor(inbox_, summary, std::move(credential),
-                           MetadataValue(*context, kLinkKeyMetadata));
+  if (credential.empty()) {  // a static ring: mutual TLS only, and the claim proves nothing
+    peer = PeerOfCall(context);
+    return claim;
+  }
+  if (!claim.has_generation || claim.rank < 0) {
+    return absl::PermissionDeniedError(
+        "a ring stream must claim its generation and sender rank in its metadata beside its "
+        "link key; refused before anything was read");
+  }
+  if (!SecretsEqual(claim.key, RingLinkKey(credential, claim.generation, claim.rank))) {
+    return absl::PermissionDeniedError(
+        absl::StrCat("this stream's link key does not make it the link of ", WorkerName(claim.rank),
+                     " in generation ", claim.generation, " to this worker; refused"));
+  }
+  peer = WorkerName(claim.rank);  // the key proved it: bounded per sender
+  return claim;
+}
+
+grpc::ServerReadReactor<grpc::ByteBuffer>* RingPeerService::Stream(
+    grpc::CallbackServerContext* context, grpc::ByteBuffer* summary) {
+  // Before anything is read: who the sender is, then whether it may hold one more stream.
+  std::string peer;
+  absl::StatusOr<LinkClaim> claim = Authenticate(*context, peer);
+  if (!claim.ok()) return new RefusedStream(claim.status());
+  absl::StatusOr<StreamAdmission::Ticket> ticket = admission_.Admit(peer, "ring streams");
+  if (!ticket.ok()) return new RefusedStream(ticket.status());
+  return new StreamReactor(inbox_, summary, *std::move(claim), *std::move(ticket), watchdog_);
 }
 
 void RingPeerService::SetMemberCredential(std::string credential) {
@@ -120,18 +187,18 @@ void RingPeerService::SetMemberCredential(std::string credential) {
 struct RingStreamSender::Link {
   Link(std::string address, std::string peer_name,
        std::function<void(const absl::Status&)> on_error, prometheus::Counter* wire,
-       std::string link_key)
+       LinkClaim claim)
       : address(std::move(address)),
         peer_name(std::move(peer_name)),
         on_error(std::move(on_error)),
         wire(wire),
-        link_key(std::move(link_key)) {}
+        claim(std::move(claim)) {}
 
   const std::string address;
   const std::string peer_name;
   const std::function<void(const absl::Status&)> on_error;
   prometheus::Counter* const wire;
-  const std::string link_key;  // presented on every stream; empty: none
+  const LinkClaim claim;  // presented on every stream (its key may be empty: none)
 
   absl::Mutex mu;
   std::deque<grpc::ByteBuffer> queue ABSL_GUARDED_BY(mu);  // encoded segments, not yet written
@@ -155,9 +222,7 @@ class RingStreamSender::Stream final
  public:
   Stream(std::shared_ptr<Link> link, uint64_t epoch) : link(std::move(link)), epoch(epoch) {
     context_->set_wait_for_ready(true);  // a peer still starting up is waited for
-    if (!this->link->link_key.empty()) {
-      context_->AddMetadata(kLinkKeyMetadata, this->link->link_key);
-    }
+    AddLinkClaim(*context_, this->link->claim);
   }
 
   ~Stream() override {
@@ -191,7 +256,7 @@ class RingStreamSender::Stream final
     {
       absl::MutexLock lock(&link->mu);
       written = in_flight.Length();
-      if (!ok) ended = true;
+      if (!ok) ended = lost_write = true;
       if (!ended && link->stream.get() == this && !link->queue.empty()) {
         in_flight = std::move(link->queue.front());
         link->queue.pop_front();
@@ -222,7 +287,11 @@ class RingStreamSender::Stream final
       absl::MutexLock lock(&link->mu);
       done = true;
       if (link->stream.get() == this) link->stream = nullptr;
-      if (epoch == link->epoch && !link->stopping && !closing) {
+      // The receiver ended a stream that had been idle past its limit (StreamWatchdog) with
+      // nothing lost: not a failure; the next segment opens a fresh stream.
+      const bool idle_end = status.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED &&
+                            !lost_write && link->queue.empty();
+      if (epoch == link->epoch && !link->stopping && !closing && !idle_end) {
         error = status.ok()
                     ? absl::UnavailableError(absl::StrCat(link->peer_name, " closed the stream"))
                     : absl::Status(static_cast<absl::StatusCode>(status.error_code()),
@@ -239,11 +308,12 @@ class RingStreamSender::Stream final
   const std::shared_ptr<Link> link;
   const uint64_t epoch;
   // Guarded by link->mu.
-  bool writing = false;  // a write of `in_flight` is in flight (or about to be started)
-  bool ended = false;    // a write failed or the peer ended the call: no more writes
-  bool held = true;      // the hold taken in Start()
-  bool closing = false;  // this side half-closed the call (WritesDone): a graceful end
-  bool done = false;     // OnDone has run
+  bool writing = false;     // a write of `in_flight` is in flight (or about to be started)
+  bool ended = false;       // a write failed or the peer ended the call: no more writes
+  bool held = true;         // the hold taken in Start()
+  bool closing = false;     // this side half-closed the call (WritesDone): a graceful end
+  bool done = false;        // OnDone has run
+  bool lost_write = false;  // a write failed: a segment may not have reached the peer
   // Owned by whoever set `writing`; gRPC reads it until OnWriteDone.
   grpc::ByteBuffer in_flight;
   // Keeps the reactor alive until OnDone.
@@ -257,9 +327,9 @@ class RingStreamSender::Stream final
 RingStreamSender::RingStreamSender(std::string address, std::string peer_name,
                                    std::function<void(const absl::Status&)> on_error,
                                    prometheus::Counter* wire, const TransportSecurity& security,
-                                   std::string link_key)
+                                   LinkClaim claim)
     : link_(std::make_shared<Link>(address, std::move(peer_name), std::move(on_error), wire,
-                                   std::move(link_key))),
+                                   std::move(claim))),
       stub_(MakeChannel(address, security)) {}
 
 RingStreamSender::~RingStreamSender() {
@@ -330,6 +400,11 @@ absl::Status RingStreamSender::Enqueue(grpc::ByteBuffer segment) {
   return absl::OkStatus();
 }
 
+bool RingStreamSender::stream_open() const {
+  absl::MutexLock lock(&link_->mu);
+  return link_->stream != nullptr;
+}
+
 void RingStreamSender::Abandon() {
   std::shared_ptr<Stream> stream;
   bool release = false;
@@ -354,7 +429,7 @@ GrpcRingTransport::GrpcRingTransport(RingTopology topology, const std::string& r
       sender_(
           right_address, WorkerName(topology.right()),
           [&inbox](const absl::Status& status) { inbox.Fail(status); }, wire_bytes, security,
-          std::move(link_key)) {}
+          LinkClaim{std::move(link_key), topology.generation, topology.rank, true}) {}
 
 absl::Status GrpcRingTransport::SendFilled(const SegmentHeader& header, size_t payload_bytes,
                                            absl::FunctionRef<void(char*)> fill) {

@@ -18,7 +18,9 @@
 #include <string>
 
 #include "absl/synchronization/mutex.h"
+#include "common/grpc_util.h"
 #include "common/metrics.h"
+#include "common/stream_limits.h"
 #include "common/transport_security.h"
 #include "grpcpp/generic/generic_stub.h"
 #include "proto/ring.grpc.pb.h"
@@ -30,20 +32,38 @@ namespace ringside::ring {
 // Serves RingPeer.Stream: every stream's segments go through `inbox` (which must outlive the
 // service). Thread-safe; reactors never block.
 // The method is served raw: segments are decoded straight from gRPC's slices (segment_codec.h).
+// When a call starts, before anything is read: with a credential set, its link key must be the
+// one of the generation and sender rank its metadata claims (PERMISSION_DENIED), and every
+// segment must then carry those (PERMISSION_DENIED); then the stream is admitted within `limits`
+// (per authenticated sender, or per TLS identity / address in a static ring; RESOURCE_EXHAUSTED
+// beyond). A stream whose first segment, or next one, is later than `limits` allow ends with
+// DEADLINE_EXCEEDED; the sender (RingStreamSender) takes such an end of an idle stream with
+// nothing lost as no failure and opens a fresh stream for its next segment.
 class RingPeerService final
     : public proto::RingPeer::WithRawCallbackMethod_Stream<proto::RingPeer::Service> {
  public:
-  explicit RingPeerService(RingInbox& inbox) : inbox_(inbox) {}
+  explicit RingPeerService(RingInbox& inbox, StreamLimits limits = {});
   grpc::ServerReadReactor<grpc::ByteBuffer>* Stream(grpc::CallbackServerContext* context,
                                                     grpc::ByteBuffer* summary) override;
   // An elastic member's credential (common/auth.h): streams opened from now on must present the
   // link key the controller gave their sender. Empty (a static ring): none is checked.
   void SetMemberCredential(std::string credential);
 
+  // Streams held now; refused for a bound so far; ended for silence so far.
+  int streams_held() const { return admission_.held(); }
+  uint64_t streams_refused() const { return admission_.refused(); }
+  uint64_t streams_expired() const { return watchdog_.expired(); }
+
  private:
+  // The call's claim, its key checked with the credential; `peer`: whom it counts against.
+  absl::StatusOr<LinkClaim> Authenticate(const grpc::CallbackServerContext& context,
+                                         std::string& peer) const;
+
   RingInbox& inbox_;
-  absl::Mutex mu_;
+  mutable absl::Mutex mu_;
   std::string credential_ ABSL_GUARDED_BY(mu_);
+  StreamAdmission admission_;
+  StreamWatchdog watchdog_;  // last: its thread may expire streams until it is destroyed
 };
 
 // Owns the stream to one peer and its send queue. Runs no thread of its own: Enqueue() starts a
@@ -58,10 +78,11 @@ class RingStreamSender {
   // `on_error` runs on a gRPC callback thread when the stream fails (not when it is abandoned
   // or closed by this side); it must not block. `wire` counts serialized bytes
   // (ringside_link_wire_bytes_total); null is not counted. `security`: the channel's.
-  // `link_key` (common/auth.h) is presented on every stream; empty: none.
+  // `claim` (its link key, generation and sender rank: common/auth.h) is presented on every
+  // stream; an empty key: none.
   RingStreamSender(std::string address, std::string peer_name,
                    std::function<void(const absl::Status&)> on_error, prometheus::Counter* wire,
-                   const TransportSecurity& security, std::string link_key = "");
+                   const TransportSecurity& security, LinkClaim claim = {});
   // Closes the stream gracefully (bounded waits for the queue to drain and the peer to answer,
   // then cancels) and returns once no reaction of any of its streams can run any more.
   ~RingStreamSender();
@@ -73,6 +94,8 @@ class RingStreamSender {
   absl::Status Enqueue(grpc::ByteBuffer segment);
   // Drops queued segments, cancels the stream in use and clears the error.
   void Abandon();
+  // Whether a stream is open now (the next segment opens one otherwise).
+  bool stream_open() const;
 
  private:
   class Stream;  // one RingPeer.Stream call: a ClientBidiReactor
@@ -98,6 +121,7 @@ class GrpcRingTransport final : public RingTransport {
     return inbox_.Next(collective, deadline);
   }
   void AbandonCollective(const absl::Status& why) override { sender_.Abandon(); }
+  bool stream_open() const { return sender_.stream_open(); }
 
  private:
   RingTopology topology_;

@@ -6,12 +6,12 @@
 namespace ringside::ring {
 
 RingMember::RingMember(RingTopology topology, Metrics* metrics, TransportSecurity security,
-                       RingInboxOptions options)
+                       RingInboxOptions options, StreamLimits stream_limits)
     : topology_(topology),
       metrics_(metrics),
       security_(std::move(security)),
       inbox_(topology, options, ReceiveMetrics()),
-      service_(inbox_) {}
+      service_(inbox_, stream_limits) {}
 
 LinkReceiveMetrics RingMember::ReceiveMetrics() const {
   if (metrics_ == nullptr || topology_.world < 2) return {};

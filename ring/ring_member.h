@@ -16,6 +16,7 @@
 #include "absl/status/status.h"
 #include "absl/types/span.h"
 #include "common/metrics.h"
+#include "common/stream_limits.h"
 #include "common/transport_security.h"
 #include "ring/allreduce.h"
 #include "ring/collective.h"
@@ -28,10 +29,14 @@ class RingMember final : public Collective {
  public:
   // `metrics` may be null (nothing counted); otherwise it must outlive this object. `security`
   // secures the stream to the right neighbour (the server carrying service() is the caller's).
+  // `stream_limits` bound the streams service() holds (common/stream_limits.h).
   RingMember(RingTopology topology, Metrics* metrics, TransportSecurity security,
-             RingInboxOptions options = {});
+             RingInboxOptions options = {}, StreamLimits stream_limits = {});
 
   grpc::Service* service() { return &service_; }
+  // Its streams' counts (RingPeerService); whether its stream to the right neighbour is open.
+  const RingPeerService& peer_service() const { return service_; }
+  bool right_stream_open() const { return transport_ != nullptr && transport_->stream_open(); }
 
   // Opens the link to the right neighbour. `addresses[r]` is rank r's RingPeer address;
   // `link_key` is presented on it (empty: none).

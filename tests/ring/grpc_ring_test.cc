@@ -1,8 +1,10 @@
 // The ring over real gRPC servers on port 0 in one process: correctness, per-link accounting, and
 // every kind of bad input from a rogue client.
+#include <functional>
 #include <memory>
 #include <thread>
 #include <tuple>
+#include <vector>
 
 #include "common/auth.h"
 #include "common/cost_model.h"
@@ -30,12 +32,12 @@ class GrpcRingTest : public ::testing::Test {
  protected:
   // With `credentials`, every member checks link keys (an elastic job's ring, common/auth.h)
   // and presents the one the controller would give it.
-  void StartRing(int world, bool credentials = false) {
+  void StartRing(int world, bool credentials = false, StreamLimits limits = {}) {
     std::vector<std::string> addresses;
     for (int rank = 0; rank < world; ++rank) {
       auto node = std::make_unique<Node>();
       node->member = std::make_unique<RingMember>(RingTopology{1, world, rank}, &node->metrics,
-                                                  TransportSecurity());
+                                                  TransportSecurity(), RingInboxOptions{}, limits);
       if (credentials) node->member->SetMemberCredential(CredentialOf(rank));
       auto server = StartServer("127.0.0.1:0", {node->member->service()}, TransportSecurity());
       ASSERT_TRUE(server.ok()) << server.status();
@@ -119,7 +121,11 @@ class GrpcRingTest : public ::testing::Test {
     auto stub = proto::RingPeer::NewStub(MakeChannel(addresses_[rank], TransportSecurity()));
     grpc::ClientContext context;
     SetDeadline(context, absl::Seconds(10));
-    if (!link_key.empty()) context.AddMetadata(kLinkKeyMetadata, link_key);
+    // What the key claims: the first segment's generation and sender.
+    if (!link_key.empty()) {
+      AddLinkClaim(context, LinkClaim{link_key, segments.front().generation(),
+                                      static_cast<int>(segments.front().sender_rank()), true});
+    }
     proto::RingStreamSummary summary;
     auto writer = stub->Stream(&context, &summary);
     for (const auto& segment : segments) {
@@ -290,6 +296,112 @@ TEST_F(GrpcRingTest, ADeadNeighbourGivesDeadlineExceededNotAHang) {
   EXPECT_LT(absl::Now() - start, absl::Seconds(8));
   EXPECT_FALSE(statuses[1].ok());
   EXPECT_FALSE(statuses[2].ok());
+}
+
+// Issue 51, point 1, the ring's side: one worker's RingPeer service (its credential set, so an
+// elastic ring's) with small stream bounds, driven by hand-made streams.
+class RingStreamLimitsTest : public ::testing::Test {
+ protected:
+  void Start(StreamLimits limits) {
+    service_ = std::make_unique<RingPeerService>(inbox_, limits);
+    service_->SetMemberCredential(Credential());
+    auto server = StartServer("127.0.0.1:0", {service_.get()}, TransportSecurity());
+    ASSERT_TRUE(server.ok()) << server.status();
+    server_ = *std::move(server);
+    stub_ = proto::RingPeer::NewStub(
+        MakeChannel("127.0.0.1:" + std::to_string(server_.port), TransportSecurity()));
+  }
+  static std::string Credential() { return Hmac("ring-limits-test", "worker-2"); }
+
+  struct OpenStream {
+    std::unique_ptr<grpc::ClientContext> context = std::make_unique<grpc::ClientContext>();
+    proto::RingStreamSummary summary;
+    std::unique_ptr<grpc::ClientWriter<proto::RingSegment>> writer;
+  };
+  // A stream to worker 2 claiming `claim`, nothing written yet.
+  std::unique_ptr<OpenStream> Open(const LinkClaim& claim) {
+    auto open = std::make_unique<OpenStream>();
+    SetDeadline(*open->context, absl::Seconds(60));
+    AddLinkClaim(*open->context, claim);
+    open->writer = stub_->Stream(open->context.get(), &open->summary);
+    return open;
+  }
+  static bool Eventually(const std::function<bool()>& event) {
+    const absl::Time give_up = absl::Now() + absl::Seconds(20);
+    while (!event()) {
+      if (absl::Now() > give_up) return false;
+      absl::SleepFor(absl::Milliseconds(1));
+    }
+    return true;
+  }
+
+  RingInbox inbox_{RingTopology{1, 4, 2}, RingInboxOptions{}, LinkReceiveMetrics{}};
+  std::unique_ptr<RingPeerService> service_;
+  StartedServer server_;
+  std::unique_ptr<proto::RingPeer::Stub> stub_;
+};
+
+// A stranger's stream is refused when its call starts: it has written nothing, so nothing of it
+// was read; a stream whose segment is not what its key claimed is refused too; the assigned
+// neighbour's streams are held up to the bound, then RESOURCE_EXHAUSTED.
+TEST_F(RingStreamLimitsTest, StreamsAreAuthenticatedWhenTheyStartAndBounded) {
+  ASSERT_NO_FATAL_FAILURE(Start(StreamLimits{absl::Minutes(10), absl::Minutes(10), 2, 16}));
+  const LinkClaim left{RingLinkKey(Credential(), 1, 1), 1, 1, true};
+  for (const LinkClaim& stranger :
+       {LinkClaim{"", 1, 1, true}, LinkClaim{"0123456789abcdef", 1, 1, true},
+        LinkClaim{RingLinkKey(Credential(), 1, 1), 2, 1, true},
+        LinkClaim{RingLinkKey(Credential(), 1, 1), 1, 3, true}}) {
+    std::unique_ptr<OpenStream> open = Open(stranger);
+    EXPECT_EQ(open->writer->Finish().error_code(), grpc::StatusCode::PERMISSION_DENIED);
+  }
+  std::unique_ptr<OpenStream> disagreeing = Open(left);
+  disagreeing->writer->Write(Segment(3, 1));  // worker 3's segment on worker 1's link
+  disagreeing->writer->WritesDone();
+  const grpc::Status status = disagreeing->writer->Finish();
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::PERMISSION_DENIED) << status.error_message();
+  EXPECT_EQ(service_->streams_held(), 0);
+
+  std::vector<std::unique_ptr<OpenStream>> held;
+  held.push_back(Open(left));
+  held.push_back(Open(left));
+  ASSERT_TRUE(Eventually([&] { return service_->streams_held() == 2; }));
+  std::unique_ptr<OpenStream> third = Open(left);
+  EXPECT_EQ(third->writer->Finish().error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED);
+  EXPECT_EQ(service_->streams_refused(), 1u);
+  for (auto& open : held) open->context->TryCancel();
+  for (auto& open : held) open->writer->Finish();
+  EXPECT_TRUE(Eventually([&] { return service_->streams_held() == 0; }));
+}
+
+// A stream that sends nothing ends at its first-message deadline with DEADLINE_EXCEEDED from the
+// receiver (the sender's own deadline is a minute).
+TEST_F(RingStreamLimitsTest, AStreamThatSendsNothingEndsAtItsFirstMessageDeadline) {
+  ASSERT_NO_FATAL_FAILURE(Start(StreamLimits{absl::Milliseconds(1), absl::Minutes(10), 2, 16}));
+  std::unique_ptr<OpenStream> silent = Open(LinkClaim{RingLinkKey(Credential(), 1, 1), 1, 1, true});
+  const grpc::Status status = silent->writer->Finish();
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::DEADLINE_EXCEEDED);
+  EXPECT_NE(status.error_message().find("first-message deadline"), std::string::npos)
+      << status.error_message();
+  EXPECT_EQ(service_->streams_expired(), 1u);
+}
+
+// The receiver ends a ring stream idle past its limit between two collectives; the sender takes
+// that as no failure (its stream is gone, no error kept) and opens a fresh stream for the next
+// collective, which succeeds.
+TEST_F(GrpcRingTest, AnIdleStreamEndedBetweenCollectivesIsReopened) {
+  StartRing(2, /*credentials=*/true, StreamLimits{absl::Minutes(1), absl::Seconds(1), 64, 1024});
+  ExpectCorrectAllreduce(1, 4000);
+  for (int rank = 0; rank < 2; ++rank) {
+    const RingMember& member = *nodes_[rank]->member;
+    const absl::Time give_up = absl::Now() + absl::Seconds(30);
+    while ((member.peer_service().streams_expired() == 0 || member.right_stream_open()) &&
+           absl::Now() < give_up) {
+      absl::SleepFor(absl::Milliseconds(5));
+    }
+    ASSERT_EQ(member.peer_service().streams_expired(), 1u) << "worker-" << rank;
+    ASSERT_FALSE(member.right_stream_open()) << "worker-" << rank;
+  }
+  ExpectCorrectAllreduce(2, 4000);
 }
 
 }  // namespace
