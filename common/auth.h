@@ -26,6 +26,9 @@ namespace ringside {
 
 // gRPC metadata keys (lowercase, as HTTP/2 wants).
 inline constexpr char kMemberCredentialMetadata[] = "ringside-member-credential";
+// The member id the credential belongs to (decimal), beside it, so that a streaming call
+// (PutCheckpoint) is authenticated when it starts, before any of its payload is read.
+inline constexpr char kMemberIdMetadata[] = "ringside-member-id";
 inline constexpr char kLinkKeyMetadata[] = "ringside-link-key";
 inline constexpr char kOperatorTokenMetadata[] = "ringside-operator-token";
 // What a link key is checked against, beside it in the same call's metadata (decimal), so a

@@ -134,6 +134,12 @@ Metrics::Metrics(std::shared_ptr<prometheus::Registry> registry)
                        .Name("ringside_checkpoints_total")
                        .Help("Checkpoints uploaded (worker), written or restored (controller).")
                        .Register(*registry_)),
+      nonfinite_refused_(BuildCounter()
+                             .Name("ringside_nonfinite_refused_total")
+                             .Help("Values with a NaN or infinity refused, never applied: a "
+                                   "shard's push, a checkpoint upload, a worker's own gradient, "
+                                   "a regroup's source state.")
+                             .Register(*registry_)),
       wire_dtype_info_(BuildGauge()
                            .Name("ringside_wire_dtype_info")
                            .Help("1 for the element type gradients travel in (--wire_dtype), "
@@ -165,6 +171,10 @@ prometheus::Counter& Metrics::WireErrorSamples(SyncMode mode) {
 
 prometheus::Counter& Metrics::CheckpointBytes(absl::string_view what) {
   return checkpoint_bytes_.Add({{"what", std::string(what)}});
+}
+
+prometheus::Counter& Metrics::NonFiniteRefused(absl::string_view what) {
+  return nonfinite_refused_.Add({{"what", std::string(what)}});
 }
 
 prometheus::Counter& Metrics::Checkpoints(absl::string_view what) {

@@ -86,6 +86,12 @@ class Metrics {
   // (`what` = "uploaded" | "written" | "restored"), and how many.
   prometheus::Counter& CheckpointBytes(absl::string_view what);
   prometheus::Counter& Checkpoints(absl::string_view what);
+  // Values with a NaN or infinity that were refused, never applied
+  // (ringside_nonfinite_refused_total{what}): "push" (a shard refused a worker's push),
+  // "checkpoint" (the controller refused an upload), "own_gradient" (a worker skipped its own
+  // step's gradient), "regroup_state" (a regroup's source held such state and the regroup fell
+  // back to the newest checkpoint).
+  prometheus::Counter& NonFiniteRefused(absl::string_view what);
   // The wire dtype (common/wire_dtype.h): ringside_wire_dtype_info{dtype} 1 for `dtype`, 0 for
   // the others.
   void ExportWireDtype(WireDtype dtype);
@@ -115,6 +121,7 @@ class Metrics {
   prometheus::Family<prometheus::Histogram>& ps_update_staleness_;
   prometheus::Family<prometheus::Counter>& checkpoint_bytes_;
   prometheus::Family<prometheus::Counter>& checkpoints_;
+  prometheus::Family<prometheus::Counter>& nonfinite_refused_;
   prometheus::Family<prometheus::Gauge>& wire_dtype_info_;
   prometheus::Family<prometheus::Gauge>& wire_relative_error_;
   prometheus::Family<prometheus::Counter>& wire_error_samples_;
