@@ -2,9 +2,11 @@
 
 #include <memory>
 #include <optional>
+#include <string>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/synchronization/mutex.h"
 #include "common/auth.h"
 #include "common/cluster_files.h"
 #include "common/file_util.h"
@@ -49,7 +51,8 @@ absl::StatusOr<std::vector<float>> InitialVector(const ShardOptions& options) {
 
 namespace {
 
-ShardMetricsFactory MetricsFactoryOf(Metrics& metrics) {
+// `log` must outlive the factory's generations.
+ShardMetricsFactory MetricsFactoryOf(Metrics& metrics, std::ostream& log) {
   ShardMetricsFactory factory;
   factory.links = [&metrics](int shard, int workers) {
     ShardLinkMetrics links;
@@ -65,6 +68,16 @@ ShardMetricsFactory MetricsFactoryOf(Metrics& metrics) {
   factory.steps.steps = &metrics.StepsTotal(SyncMode::kPs);
   factory.stale.staleness = &metrics.PsUpdateStaleness();
   factory.stale.dropped = &metrics.PsDroppedPushes();
+  // Refusals come from gRPC's threads, so their lines take a lock of their own.
+  NonFiniteReport nonfinite;
+  nonfinite.refused = &metrics.NonFiniteRefused("push");
+  nonfinite.log = [&log, mu = std::make_shared<absl::Mutex>()](const std::string& line) {
+    absl::MutexLock lock(mu.get());
+    log << line << "\n";
+    log.flush();
+  };
+  factory.steps.nonfinite = nonfinite;
+  factory.stale.nonfinite = nonfinite;
   return factory;
 }
 
@@ -224,7 +237,7 @@ absl::Status RunShard(const ShardOptions& options, const TerminationSignals& sig
   Metrics metrics(registry);
   ASSIGN_OR_RETURN(std::unique_ptr<MetricsServer> metrics_server,
                    MetricsServer::Start(options.metrics_listen, registry));
-  const ShardMetricsFactory factory = MetricsFactoryOf(metrics);
+  const ShardMetricsFactory factory = MetricsFactoryOf(metrics, log);
   ParameterShardService service(static_cast<uint64_t>(options.segment_bytes), factory);
   ElementRange range;
   if (!elastic) {

@@ -6,6 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/metrics.h"
 #include "common/status_macros.h"
+#include "common/wire_dtype.h"
 
 namespace ringside::server {
 
@@ -81,6 +82,10 @@ absl::Status StaleShard::Push(int worker, uint64_t step, uint64_t read_version,
     return absl::InvalidArgumentError(absl::StrCat("a gradient of ", gradient.size(),
                                                    " elements for ", PsShardName(config_.shard),
                                                    "'s range of ", range_elements_));
+  }
+  if (const size_t non_finite = CountNonFinite(gradient); non_finite != 0) {
+    return metrics_.nonfinite.Refuse(config_.shard, config_.generation, worker, step, non_finite,
+                                     gradient.size());
   }
   absl::MutexLock lock(&mu_);
   if (closed_) {

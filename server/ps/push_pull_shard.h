@@ -20,7 +20,8 @@
 // condition now holds, outside the lock. Thread-safe.
 // Errors: FAILED_PRECONDITION for a closed state or a push ahead of the worker's next step;
 // ALREADY_EXISTS for a step the worker already pushed; INVALID_ARGUMENT for an unknown rank, a
-// gradient of the wrong size, or a read version the shard has not reached.
+// gradient of the wrong size or with a NaN or infinity (never applied: NonFiniteReport), or a
+// read version the shard has not reached.
 // Lifetime: a callback run on the applier thread may drop the last reference to the shard; the
 // destructor then lets the applier end by itself instead of joining it
 // (server/ps/applier_thread.h).
@@ -64,6 +65,7 @@ struct StaleShardMetrics {
   prometheus::Histogram* staleness = nullptr;  // ringside_ps_update_staleness
   prometheus::Counter* updates = nullptr;
   prometheus::Counter* dropped = nullptr;  // pushes the policy drops (the quorum's stale ones)
+  NonFiniteReport nonfinite;               // pushes refused for a NaN or infinity
 };
 
 // The parameters a worker computes its next step on.

@@ -2,6 +2,7 @@
 // keep their payloads as received, and the hand-over of each segment every share covers to the
 // applier.
 #include <algorithm>
+#include <array>
 #include <deque>
 #include <memory>
 #include <string>
@@ -15,6 +16,37 @@
 #include "server/ps/shard_state.h"
 
 namespace ringside::server {
+namespace {
+
+// NaNs and infinities among the `count` elements of `dtype` in `pieces`, decoded a block at a
+// time (no copy of the payload).
+size_t CountNonFiniteIn(WireDtype dtype, const std::vector<absl::string_view>& pieces,
+                        uint64_t count) {
+  WirePiecesReader reader(dtype, pieces);
+  std::array<float, 1024> block;
+  size_t non_finite = 0;
+  for (uint64_t done = 0; done < count;) {
+    const absl::Span<float> out =
+        absl::MakeSpan(block).first(std::min<uint64_t>(block.size(), count - done));
+    if (!reader.Read(out, /*add=*/false)) break;  // the caller checked the size
+    non_finite += CountNonFinite(out);
+    done += out.size();
+  }
+  return non_finite;
+}
+
+}  // namespace
+
+absl::Status NonFiniteReport::Refuse(int shard, uint64_t generation, int worker, uint64_t step,
+                                     size_t non_finite, size_t elements) const {
+  const std::string what =
+      absl::StrCat(WorkerName(worker), "'s push of step ", step, " (generation ", generation,
+                   ") has ", non_finite, " of ", elements, " values NaN or infinite");
+  if (refused != nullptr) refused->Increment();
+  if (log) log(absl::StrCat(PsShardName(shard), ": refused ", what, "; nothing of it is kept"));
+  return absl::InvalidArgumentError(
+      absl::StrCat(what, "; ", PsShardName(shard), " refuses it and keeps nothing of it"));
+}
 
 // A worker within its push window (at most 1.25 windows pushed and not answered, in 16-bit
 // elements) never holds more of its share unsummed than a shard keeps, nor runs further ahead of
@@ -99,6 +131,11 @@ absl::Status ShardState::AddSegment(int worker, uint64_t step, uint64_t offset,
                                                    WireDtypeName(dtype_), " elements"));
   }
   const uint64_t count = bytes / width;
+  // Before anything of it is kept. Under the lock (the dtype is the step's), as long as a copy.
+  if (const size_t non_finite = CountNonFiniteIn(dtype_, pieces, count); non_finite != 0) {
+    return metrics_.nonfinite.Refuse(config_.shard, config_.generation, worker, step, non_finite,
+                                     count);
+  }
   // In order, a segment begins where the share's received part ends; descending, it ends where
   // that part (counted from the range's end) begins.
   const uint64_t left = range_elements_ - share.received;

@@ -74,6 +74,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -123,11 +124,25 @@ void ForEachRingRun(uint64_t begin, uint64_t end, uint64_t slots, Run run) {
   }
 }
 
+// What a shard does besides refusing (INVALID_ARGUMENT) a push that carries a NaN or an
+// infinity, which is never kept nor applied: counts it and logs one line naming the worker
+// (its rank), the step and the generation. Null members: nothing. `log` is called on the
+// pushing thread (gRPC's), so it must be thread-safe.
+struct NonFiniteReport {
+  prometheus::Counter* refused = nullptr;  // ringside_nonfinite_refused_total{what="push"}
+  std::function<void(const std::string& line)> log;
+
+  // The refusal: counted, logged and returned.
+  absl::Status Refuse(int shard, uint64_t generation, int worker, uint64_t step, size_t non_finite,
+                      size_t elements) const;
+};
+
 // Null members are not recorded.
 struct ShardStepMetrics {
   prometheus::Histogram* wait_seconds = nullptr;    // first push begun -> last share complete
   prometheus::Histogram* update_seconds = nullptr;  // summing and the optimiser, all segments
   prometheus::Counter* steps = nullptr;
+  NonFiniteReport nonfinite;
 };
 
 // Float32 values of the shard's range, shared with the replies that stream them.
@@ -180,8 +195,11 @@ class ShardState {
   absl::Status BeginPush(uint64_t generation, int worker, uint64_t step, uint64_t range_elements,
                          WireDtype dtype = WireDtype::kFp32, bool descending = false);
   // Keeps a segment (elements of the step's wire dtype) until it is summed; the one that completes
-  // a segment of every share hands it to the applier. `pieces`: the payload's bytes in order (the
-  // received slices: common/payload_codec.h), kept valid by `owner` for as long as it is held.
+  // a segment of every share hands it to the applier. A segment with a NaN or an infinity is
+  // refused (INVALID_ARGUMENT, NonFiniteReport) and nothing of it kept: the push is then open
+  // as before it, and its stream's end abandons it (AbandonPush). `pieces`: the payload's bytes in
+  // order (the received slices: common/payload_codec.h), kept valid by `owner` for as long as it is
+  // held.
   absl::Status AddSegment(int worker, uint64_t step, uint64_t offset,
                           std::vector<absl::string_view> pieces, std::shared_ptr<const void> owner);
   // The same with a copy of `payload` (tests).

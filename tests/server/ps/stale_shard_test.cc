@@ -139,7 +139,8 @@ TEST(StaleShardTest, AsyncNeverBlocksAndEachPushIsOneScaledStep) {
 
 TEST(StaleShardTest, EachUpdatesStalenessIsRecorded) {
   prometheus::Histogram histogram({0, 1, 2, 4});
-  std::unique_ptr<StaleShard> shard = MakeShard(2, 2, StaleShardMetrics{&histogram, nullptr});
+  std::unique_ptr<StaleShard> shard =
+      MakeShard(2, 2, StaleShardMetrics{&histogram, nullptr, nullptr, {}});
   ASSERT_TRUE(shard->Push(0, 0, 0, {1.0f}).ok());  // applied at version 0: staleness 0
   ASSERT_TRUE(shard->Push(1, 0, 0, {1.0f}).ok());  // read at 0, applied at 1: staleness 1
   ASSERT_TRUE(shard->Push(0, 1, 0, {1.0f}).ok());  // read at 0, applied at 2: staleness 2
@@ -207,7 +208,7 @@ TEST(StaleShardQuorumTest, AStepIsAppliedWithTheFirstQuorumAndALatePushIsDropped
   prometheus::Counter dropped;
   prometheus::Histogram staleness({0, 1});
   std::unique_ptr<StaleShard> shard =
-      MakeQuorumShard(3, 1, StaleShardMetrics{&staleness, nullptr, &dropped});
+      MakeQuorumShard(3, 1, StaleShardMetrics{&staleness, nullptr, &dropped, {}});
   ASSERT_TRUE(shard->Push(0, 0, 0, {0.5f}).ok());
   ASSERT_TRUE(shard->Push(1, 0, 0, {1.0f}).ok());
   ASSERT_TRUE(shard->AwaitSettled(1, kDeadline).ok());
@@ -228,7 +229,7 @@ TEST(StaleShardQuorumTest, AStepIsAppliedWithTheFirstQuorumAndALatePushIsDropped
 TEST(StaleShardQuorumTest, AWorkerLeftBehindNeverHoldsTheOthersAndSkipsToTheLatestStep) {
   prometheus::Counter dropped;
   std::unique_ptr<StaleShard> shard =
-      MakeQuorumShard(3, 1, StaleShardMetrics{nullptr, nullptr, &dropped});
+      MakeQuorumShard(3, 1, StaleShardMetrics{nullptr, nullptr, &dropped, {}});
   // Workers 0 and 1 train five steps while worker 2 is still computing its step 0.
   for (uint64_t step = 0; step < 5; ++step) {
     ASSERT_TRUE(shard->Push(0, step, step, {1.0f}).ok());
@@ -252,7 +253,7 @@ TEST(StaleShardQuorumTest, AWorkerLeftBehindNeverHoldsTheOthersAndSkipsToTheLate
 TEST(StaleShardQuorumTest, PushesQueuedBehindAFullStepAreDroppedWhateverTheApplierIsDoing) {
   prometheus::Counter dropped;
   std::unique_ptr<StaleShard> shard =
-      MakeQuorumShard(4, 2, StaleShardMetrics{nullptr, nullptr, &dropped});
+      MakeQuorumShard(4, 2, StaleShardMetrics{nullptr, nullptr, &dropped, {}});
   // All four computed on version 0; the first two in order make the step, whether the applier
   // has applied it before the last two arrive (dropped on arrival) or not (dropped when reached).
   for (int worker = 0; worker < 4; ++worker) {
