@@ -127,6 +127,7 @@ absl::StatusOr<uint64_t> ControllerClient::Leave() {
 void ControllerClient::Authenticate(grpc::ClientContext& context) const {
   absl::MutexLock lock(&mu_);
   context.AddMetadata(kMemberCredentialMetadata, credential_);
+  context.AddMetadata(kMemberIdMetadata, absl::StrCat(member_id_));
 }
 
 absl::Duration ControllerClient::heartbeat_interval() const {
@@ -293,6 +294,20 @@ grpc::Status ControllerClient::HeartbeatOnce() {
   absl::MutexLock lock(&mu_);
   if (member_id_ == request.member_id() && watch_context_ != nullptr) watch_context_->TryCancel();
   return status;
+}
+
+absl::Status ControllerClient::ReportFailedGeneration(uint64_t generation) {
+  grpc::ClientContext context;
+  SetDeadline(context, options_.rpc_timeout);
+  Authenticate(context);
+  proto::HeartbeatRequest request;
+  request.set_member_id(member_id());
+  request.set_generation(latest_generation());
+  request.set_completed_steps(completed_steps_);
+  request.set_failed_generation(generation);
+  proto::HeartbeatReply reply;
+  return Annotate(FromGrpcStatus(stub_->Heartbeat(&context, request, &reply)),
+                  absl::StrCat("reporting generation ", generation, " failed to the controller"));
 }
 
 void ControllerClient::Fail(absl::Status status) {

@@ -83,6 +83,10 @@ class ControllerClient {
   uint64_t latest_generation() const;
   // Reported with the next heartbeats.
   void set_completed_steps(uint64_t steps) { completed_steps_ = steps; }
+  // Tells the controller at once (a heartbeat of its own, within the rpc timeout) that a
+  // collective of `generation` failed here, so that it forms a new generation of the same
+  // members (membership.h rule 9). The controller's status, annotated.
+  absl::Status ReportFailedGeneration(uint64_t generation);
   absl::Status failure() const;
   // The id of the latest registration (a member that registered again has a new one).
   uint64_t member_id() const;
@@ -106,7 +110,7 @@ class ControllerClient {
   absl::Status GetCheckpoint(uint64_t step, absl::Span<float> parameters,
                              absl::Span<float> optimizer_state);
 
-  // Leaves the job (membership rule 9): stops the watch and the heartbeats (the member
+  // Leaves the job (membership rule 11): stops the watch and the heartbeats (the member
   // registers again no more), then tells the controller, within the rpc timeout, so the others
   // regroup without waiting for the heartbeat timeout. Returns the generation they go on in.
   // The controller's status, annotated; FAILED_PRECONDITION when called twice. Nothing of the
@@ -119,7 +123,7 @@ class ControllerClient {
  private:
   ControllerClient(const ControllerClientOptions& options, uint64_t member_id,
                    absl::Duration heartbeat_interval, AssignmentCallback on_assignment);
-  // Every call after registration carries the member's credential.
+  // Every call after registration carries the member's credential and id.
   void Authenticate(grpc::ClientContext& context) const;
   void WatchLoop();
   // One watch stream, until it ends; returns its status.

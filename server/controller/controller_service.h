@@ -54,7 +54,7 @@ class ControllerService final : public proto::Controller::CallbackService {
   grpc::ServerUnaryReactor* Heartbeat(grpc::CallbackServerContext* context,
                                       const proto::HeartbeatRequest* request,
                                       proto::HeartbeatReply* reply) override;
-  // Membership rule 9; logged with the member's role, address and steps.
+  // Membership rule 11; logged with the member's role, address and steps.
   grpc::ServerUnaryReactor* Leave(grpc::CallbackServerContext* context,
                                   const proto::LeaveRequest* request,
                                   proto::LeaveReply* reply) override;

@@ -126,7 +126,8 @@ void Membership::MaybeFormLocked() {
   ResetShardPlacesLocked();
 }
 
-absl::Status Membership::Heartbeat(uint64_t member, uint64_t generation, absl::Time now) {
+absl::Status Membership::Heartbeat(uint64_t member, uint64_t generation, absl::Time now,
+                                   uint64_t completed_steps) {
   absl::MutexLock lock(&mu_);
   auto it = members_.find(member);
   if (it == members_.end()) {
@@ -139,7 +140,36 @@ absl::Status Membership::Heartbeat(uint64_t member, uint64_t generation, absl::T
                      "; take the latest assignment from the watch stream"));
   }
   it->second.last_seen = now;
+  it->second.completed_steps = completed_steps;
   return absl::OkStatus();
+}
+
+absl::StatusOr<uint64_t> Membership::ReportFailure(uint64_t member, uint64_t generation) {
+  absl::MutexLock lock(&mu_);
+  if (members_.count(member) == 0) {
+    return absl::NotFoundError(
+        absl::StrCat("member ", member, " is unknown or was dropped; register again"));
+  }
+  if (std::find(topology_.workers.begin(), topology_.workers.end(), member) ==
+      topology_.workers.end()) {
+    return absl::PermissionDeniedError(
+        absl::StrCat("member ", member, " is no worker of generation ", topology_.generation,
+                     ": only a worker's collective can fail"));
+  }
+  if (topology_.generation == 0) {
+    return absl::FailedPreconditionError("the job has not started: no generation failed");
+  }
+  if (generation != topology_.generation) return 0;
+  ++version_;
+  NextGenerationLocked();
+  return topology_.generation;
+}
+
+uint64_t Membership::CompletedStepsOf(uint64_t member) const {
+  absl::MutexLock lock(&mu_);
+  auto it = members_.find(member);
+  if (it == members_.end()) return 0;
+  return it->second.completed_steps;
 }
 
 std::vector<uint64_t> Membership::Expire(absl::Time now) {

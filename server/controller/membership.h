@@ -32,7 +32,16 @@
 //     Each registration reports the newest generation the member has seen; every later
 //     generation is above it, so a controller that forgot its members never numbers backwards
 //     (members ignore a generation that is not newer than theirs).
-//  9. A member told to stop (SIGTERM: a drain, a rolling restart) leaves: Leave drops it at
+//  9. A worker of the current generation whose collective failed in it (a message refused, a
+//     peer past the collective's deadline) reports that generation failed: the controller forms
+//     the next generation of the same members at once, so the job regroups without an operator.
+//     A report of an older generation changes nothing (a newer one already replaced it), so the
+//     members of one failed generation, who all report it, cause one regroup. A shard runs no
+//     collective: PERMISSION_DENIED.
+//  10. Heartbeats carry the steps the member completed; the last one a heartbeat of the current
+//     generation reported is kept (CompletedStepsOf), what the checkpoint rules account a step
+//     against.
+//  11. A member told to stop (SIGTERM: a drain, a rolling restart) leaves: Leave drops it at
 //     once, as rule 4 drops a silent one at the timeout, so the survivors regroup without
 //     waiting for it. Unknown or already dropped: NOT_FOUND, changing nothing.
 // Thread-safe.
@@ -116,10 +125,17 @@ class Membership {
                                     const std::string& credential, uint64_t generation_seen = 0);
   // NOT_FOUND for an unknown or dropped member, FAILED_PRECONDITION for a generation that is not
   // the current one (rule 3).
-  absl::Status Heartbeat(uint64_t member, uint64_t generation, absl::Time now);
+  absl::Status Heartbeat(uint64_t member, uint64_t generation, absl::Time now,
+                         uint64_t completed_steps = 0);
+  // Rule 9: returns the new generation when `generation` is the current one, else 0 (nothing
+  // changes). NOT_FOUND for an unknown or dropped member, PERMISSION_DENIED for a member that is
+  // not a worker of the topology, FAILED_PRECONDITION before the topology has formed.
+  absl::StatusOr<uint64_t> ReportFailure(uint64_t member, uint64_t generation);
+  // Rule 10: the steps `member` last reported (0: none yet, or not a member).
+  uint64_t CompletedStepsOf(uint64_t member) const;
   // Drops silent members; returns the ids dropped.
   std::vector<uint64_t> Expire(absl::Time now);
-  // Rule 9: drops `member` now. Returns the generation the members go on in: a new one when
+  // Rule 11: drops `member` now. Returns the generation the members go on in: a new one when
   // `member` was part of the topology, else the current one (0 before formation). NOT_FOUND for
   // an unknown or dropped member.
   absl::StatusOr<uint64_t> Leave(uint64_t member);
@@ -151,6 +167,7 @@ class Membership {
     std::string address;
     absl::Time last_seen;
     std::string credential;
+    uint64_t completed_steps = 0;  // rule 10
   };
   void MaybeFormLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // A member registering after formation joins the topology (rules 5 and 8).

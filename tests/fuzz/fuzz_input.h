@@ -129,6 +129,7 @@ enum Op : uint8_t {
   kRoundTrip,      // Record() through JSON and back into a restarted controller
   kRestoreEdited,  // what to change in Record(), a value; then Restore
   kRestoreJson,    // u16 length, JSON text; ParseMembershipRecord then Restore
+  kReportFailure,  // member selector, generation delta (membership.h rule 9)
   kLeave,          // member selector
   kCount
 };

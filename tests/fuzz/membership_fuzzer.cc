@@ -94,6 +94,30 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
                    current);
         break;
       }
+      case op::kReportFailure: {
+        const uint8_t pick = in.Byte();
+        const uint64_t id = !ids.empty() && pick < 224 ? ids[pick % ids.size()] : pick;
+        const server::Topology before = membership.topology();
+        const uint8_t delta = in.Byte() % 3;  // one behind, current, one ahead
+        const uint64_t failed = delta == 0 && before.generation > 0 ? before.generation - 1
+                                                                    : before.generation + delta / 2;
+        const absl::StatusOr<uint64_t> next = membership.ReportFailure(id, failed);
+        FUZZ_CHECK(next.ok() || absl::IsNotFound(next.status()) ||
+                       absl::IsPermissionDenied(next.status()) ||
+                       absl::IsFailedPrecondition(next.status()),
+                   "ReportFailure: %s", next.status().ToString().c_str());
+        const server::Topology after = membership.topology();
+        FUZZ_CHECK(after.workers == before.workers && after.shards == before.shards,
+                   "a failure report changed the members");
+        const bool formed = next.ok() && *next != 0;
+        FUZZ_CHECK(formed == (next.ok() && failed == before.generation && failed != 0),
+                   "a report of generation %lu (current %lu) formed %lu", failed, before.generation,
+                   next.value_or(0));
+        FUZZ_CHECK(!formed || (*next > before.generation && after.generation == *next),
+                   "a failure report formed generation %lu after %lu", next.value_or(0),
+                   before.generation);
+        break;
+      }
       case op::kExpire:
         now += absl::Seconds(in.Byte() % 16);
         for (uint64_t id : membership.Expire(now)) {

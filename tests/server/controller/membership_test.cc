@@ -134,7 +134,7 @@ TEST(MembershipTest, AMemberThatNeverHeartbeatsIsDroppedAndTheTopologyReforms) {
       << "an old generation's heartbeat";
 }
 
-// Rule 9: a member that leaves is dropped at once, before any timeout; leaving twice, or as a
+// Rule 11: a member that leaves is dropped at once, before any timeout; leaving twice, or as a
 // member never seen, changes nothing; two leaving one after the other each start a generation.
 TEST(MembershipTest, AMemberThatLeavesIsDroppedAtOnceAndTheTopologyReforms) {
   MembershipConfig config = TwoWorkersOneShard();
@@ -471,6 +471,48 @@ TEST(MembershipTest, IdsAreNeverReusedEvenAtTheEnd) {
   EXPECT_EQ(none.status().code(), absl::StatusCode::kResourceExhausted) << none.status();
   EXPECT_TRUE(Membership(TwoWorkersOneShard()).Restore(membership.Record(), kStart).ok())
       << "what the controller saves still restores";
+}
+
+TEST(MembershipTest, AWorkersFailedGenerationIsReplacedOnceByOneOfTheSameMembers) {
+  Membership membership(TwoWorkersOneShard());
+  auto w0 =
+      membership.Register("s3cret", MemberRole::kWorker, "worker-a.test:7000", kStart, kCredential);
+  auto s0 =
+      membership.Register("s3cret", MemberRole::kShard, "shard-a.test:8000", kStart, kCredential);
+  auto w1 =
+      membership.Register("s3cret", MemberRole::kWorker, "worker-b.test:7000", kStart, kCredential);
+  ASSERT_TRUE(w0.ok() && s0.ok() && w1.ok());
+  const Topology before = membership.topology();
+  ASSERT_EQ(before.generation, 1u);
+  EXPECT_EQ(membership.ReportFailure(*w1, 1).value_or(0), 2u) << "rule 9: a new generation";
+  EXPECT_EQ(membership.ReportFailure(*w0, 1).value_or(99), 0u)
+      << "the other member of the failed generation reports it too: no second regroup";
+  const Topology after = membership.topology();
+  EXPECT_EQ(after.generation, 2u);
+  EXPECT_EQ(after.workers, before.workers);
+  EXPECT_EQ(after.shards, before.shards);
+  EXPECT_EQ(membership.AssignmentOf(*w1)->rank, 1);
+  EXPECT_EQ(membership.ReportFailure(*s0, 2).status().code(), absl::StatusCode::kPermissionDenied);
+  EXPECT_EQ(membership.ReportFailure(12345, 2).status().code(), absl::StatusCode::kNotFound);
+  EXPECT_EQ(membership.topology().generation, 2u);
+}
+
+TEST(MembershipTest, HeartbeatsKeepTheStepsEachMemberCompleted) {
+  Membership membership(TwoWorkersOneShard());
+  auto w0 =
+      membership.Register("s3cret", MemberRole::kWorker, "worker-a.test:7000", kStart, kCredential);
+  ASSERT_TRUE(w0.ok());
+  ASSERT_TRUE(
+      membership.Register("s3cret", MemberRole::kShard, "shard-a.test:8000", kStart, kCredential)
+          .ok());
+  ASSERT_TRUE(
+      membership.Register("s3cret", MemberRole::kWorker, "worker-b.test:7000", kStart, kCredential)
+          .ok());
+  EXPECT_EQ(membership.CompletedStepsOf(*w0), 0u);
+  ASSERT_TRUE(membership.Heartbeat(*w0, 1, kStart, 17).ok());
+  EXPECT_EQ(membership.CompletedStepsOf(*w0), 17u);
+  EXPECT_FALSE(membership.Heartbeat(*w0, 7, kStart, 99).ok()) << "another generation's";
+  EXPECT_EQ(membership.CompletedStepsOf(*w0), 17u) << "a refused heartbeat reports nothing";
 }
 
 }  // namespace
