@@ -1,18 +1,24 @@
 // The Controller service's checkpoint RPCs (proto/controller.proto): rank 0 of the current
 // generation uploads the job's state (PutCheckpoint), and any member of it reads the newest back
-// when its regroup resumes from it (GetCheckpoint). Every size is checked against the job's
-// shape before anything is stored, so an upload can never make the controller allocate more
-// than the job's own state. The reactors only copy bounded segments; the keeper's writer thread
-// does the disk I/O.
+// when its regroup resumes from it (GetCheckpoint). An upload's caller is authenticated from the
+// call's metadata before its first message is read, so a caller without a member's credential
+// never has a payload buffered; every size is checked against the job's shape before anything
+// is stored, so an upload can never make the controller allocate more than the job's own state.
+// What else an upload must be is ControllerService::EnableCheckpoints's. The reactors only copy
+// bounded segments; the keeper's writer thread does the disk I/O.
 #include <algorithm>
 #include <memory>
 #include <utility>
 #include <vector>
 
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "common/auth.h"
 #include "common/grpc_util.h"
+#include "common/metrics.h"
 #include "common/state_pieces.h"
 #include "common/status_macros.h"
+#include "common/wire_dtype.h"
 #include "server/controller/controller_service.h"
 
 namespace ringside::server {
@@ -40,11 +46,24 @@ absl::Status CheckMember(const Membership& membership, uint64_t member, bool upl
   return absl::OkStatus();
 }
 
+// The uploading member, named and authenticated by the call's metadata (common/auth.h).
+absl::StatusOr<uint64_t> UploaderOf(const grpc::CallbackServerContext& context,
+                                    const ControllerService& service) {
+  uint64_t member = 0;
+  if (!absl::SimpleAtoi(MetadataValue(context, kMemberIdMetadata), &member)) {
+    return absl::UnauthenticatedError(absl::StrCat("an upload names its member in metadata ",
+                                                   kMemberIdMetadata, " beside its credential"));
+  }
+  RETURN_IF_ERROR(service.AuthenticateMember(context, member));
+  RETURN_IF_ERROR(CheckMember(service.membership(), member, true));
+  return member;
+}
+
 class PutReactor final : public grpc::ServerReadReactor<proto::CheckpointSegment> {
  public:
-  PutReactor(grpc::CallbackServerContext* context, const ControllerService& service,
-             CheckpointKeeper& keeper, proto::CheckpointReply* reply)
-      : context_(context), service_(service), keeper_(keeper), reply_(reply) {
+  PutReactor(grpc::CallbackServerContext* context, ControllerService& service,
+             CheckpointKeeper& keeper, uint64_t member, proto::CheckpointReply* reply)
+      : context_(context), service_(service), keeper_(keeper), member_(member), reply_(reply) {
     StartRead(&segment_);
   }
 
@@ -62,8 +81,15 @@ class PutReactor final : public grpc::ServerReadReactor<proto::CheckpointSegment
   absl::Status Take() {
     const CheckpointShape& shape = keeper_.shape();
     if (!began_) {
-      RETURN_IF_ERROR(service_.AuthenticateMember(*context_, segment_.member_id()));
-      RETURN_IF_ERROR(CheckMember(service_.membership(), segment_.member_id(), true));
+      if (segment_.member_id() != member_) {
+        return absl::PermissionDeniedError(absl::StrCat("member ", member_,
+                                                        " uploads a checkpoint in member ",
+                                                        segment_.member_id(), "'s name"));
+      }
+      // Its own credential checked again: a member registered again since the call began has a
+      // new one.
+      RETURN_IF_ERROR(service_.AuthenticateMember(*context_, member_));
+      RETURN_IF_ERROR(CheckMember(service_.membership(), member_, true));
       if (segment_.parameters() != shape.parameters ||
           segment_.state_elements() != shape.state_elements()) {
         return absl::InvalidArgumentError(
@@ -75,6 +101,11 @@ class PutReactor final : public grpc::ServerReadReactor<proto::CheckpointSegment
         return absl::FailedPreconditionError(
             absl::StrCat("step ", segment_.step(), " is not newer than the checkpoint held (step ",
                          keeper_.newest_step(), ")"));
+      }
+      const int64_t steps = service_.job().steps();
+      if (steps > 0 && segment_.step() > static_cast<uint64_t>(steps)) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "step ", segment_.step(), " is beyond the job's ", steps, " steps (--steps)"));
       }
       first_ = segment_;
       first_.clear_payload();
@@ -111,15 +142,24 @@ class PutReactor final : public grpc::ServerReadReactor<proto::CheckpointSegment
           grpc::StatusCode::INVALID_ARGUMENT,
           absl::StrCat("incomplete checkpoint: ", received_, " of ", total, " elements")));
     }
-    const absl::Status accepted =
-        keeper_.Accept(first_.step(), std::move(parameters_), std::move(optimizer_state_));
-    if (accepted.ok()) reply_->set_step(first_.step());
-    Finish(ToGrpcStatus(accepted));
+    const size_t non_finite = CountNonFinite(parameters_) + CountNonFinite(optimizer_state_);
+    if (non_finite != 0) {
+      service_.ReportNonFiniteCheckpoint(member_, first_.step(), non_finite);
+      return Finish(
+          grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
+                       absl::StrCat("the checkpoint of step ", first_.step(), " has ", non_finite,
+                                    " of ", total, " values NaN or infinite; it is not kept")));
+    }
+    absl::StatusOr<uint64_t> accepted = service_.TakeCheckpoint(
+        member_, first_.step(), std::move(parameters_), std::move(optimizer_state_));
+    if (accepted.ok()) reply_->set_step(*accepted);
+    Finish(ToGrpcStatus(accepted.status()));
   }
 
   grpc::CallbackServerContext* const context_;
-  const ControllerService& service_;
+  ControllerService& service_;
   CheckpointKeeper& keeper_;
+  const uint64_t member_;
   proto::CheckpointReply* const reply_;
   proto::CheckpointSegment segment_;
   proto::CheckpointSegment first_;  // header fields of the upload
@@ -183,7 +223,63 @@ class RefusedRead final : public grpc::ServerReadReactor<proto::CheckpointSegmen
 grpc::ServerReadReactor<proto::CheckpointSegment>* ControllerService::PutCheckpoint(
     grpc::CallbackServerContext* context, proto::CheckpointReply* reply) {
   if (keeper_ == nullptr) return new RefusedRead(NoCheckpoints());
-  return new PutReactor(context, *this, *keeper_, reply);
+  // Before the first read: a refused call's payload is never taken in.
+  absl::StatusOr<uint64_t> member = UploaderOf(*context, *this);
+  if (!member.ok()) return new RefusedRead(ToGrpcStatus(member.status()));
+  return new PutReactor(context, *this, *keeper_, *member, reply);
+}
+
+bool ControllerService::StepAccountedFor(uint64_t member, uint64_t step) const {
+  const Topology topology = membership_.topology();
+  for (uint64_t worker : topology.workers) {
+    if (worker == member && topology.workers.size() > 1) continue;
+    if (membership_.CompletedStepsOf(worker) + 1 >= step) return true;
+  }
+  return false;
+}
+
+absl::StatusOr<uint64_t> ControllerService::TakeCheckpoint(uint64_t member, uint64_t step,
+                                                           std::vector<float> parameters,
+                                                           std::vector<float> optimizer_state) {
+  if (StepAccountedFor(member, step)) {
+    {
+      // Rank 0's latest upload replaces one held (a forged one from the future, say).
+      absl::MutexLock lock(&held_mu_);
+      held_.reset();
+    }
+    RETURN_IF_ERROR(keeper_->Accept(step, std::move(parameters), std::move(optimizer_state)));
+    return step;
+  }
+  {
+    absl::MutexLock lock(&held_mu_);
+    held_ = HeldCheckpoint{member, step, std::move(parameters), std::move(optimizer_state)};
+  }
+  Log(absl::StrCat("controller: holding member ", member, "'s checkpoint of step ", step,
+                   " until another worker reports the step before it"));
+  AcceptHeldCheckpoint();  // a heartbeat may have come in meanwhile
+  return 0;
+}
+
+void ControllerService::AcceptHeldCheckpoint() {
+  if (keeper_ == nullptr) return;
+  std::optional<HeldCheckpoint> held;
+  {
+    absl::MutexLock lock(&held_mu_);
+    if (!held_.has_value() || !StepAccountedFor(held_->member, held_->step)) return;
+    held.swap(held_);
+  }
+  const absl::Status accepted =
+      keeper_->Accept(held->step, std::move(held->parameters), std::move(held->optimizer_state));
+  Log(absl::StrCat("controller: member ", held->member, "'s checkpoint of step ", held->step,
+                   accepted.ok() ? " is accounted for: kept"
+                                 : absl::StrCat(" is not kept: ", accepted.message())));
+}
+
+void ControllerService::ReportNonFiniteCheckpoint(uint64_t member, uint64_t step,
+                                                  size_t non_finite) {
+  if (nonfinite_refused_ != nullptr) nonfinite_refused_->Increment();
+  Log(absl::StrCat("controller: refused member ", member, "'s checkpoint of step ", step, ": ",
+                   non_finite, " values NaN or infinite"));
 }
 
 grpc::ServerWriteReactor<proto::CheckpointSegment>* ControllerService::GetCheckpoint(

@@ -193,7 +193,8 @@ absl::Status RunController(const ControllerOptions& options, const TerminationSi
   ControllerService service(membership, job, options.heartbeat_timeout, log);
   service.SetOperatorToken(tokens.operator_token);
   if (checkpoints != nullptr) {
-    service.EnableCheckpoints(checkpoints.get(), static_cast<uint64_t>(options.checkpoint_every));
+    service.EnableCheckpoints(checkpoints.get(), static_cast<uint64_t>(options.checkpoint_every),
+                              &metrics.NonFiniteRefused("checkpoint"));
   }
   ASSIGN_OR_RETURN(StartedServer server, StartServer(options.listen, {&service}, options.security));
   ExportTopology(membership.topology(), metrics);

@@ -6,6 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/auth.h"
 #include "common/grpc_util.h"
+#include "common/metrics.h"
 #include "common/net.h"
 #include "common/reactor_writes.h"
 
@@ -160,9 +161,17 @@ absl::Status ControllerService::AuthenticateMember(const grpc::ServerContextBase
   return absl::OkStatus();
 }
 
-void ControllerService::EnableCheckpoints(CheckpointKeeper* keeper, uint64_t every) {
+void ControllerService::EnableCheckpoints(CheckpointKeeper* keeper, uint64_t every,
+                                          prometheus::Counter* nonfinite_refused) {
   keeper_ = keeper;
   checkpoint_every_ = every;
+  nonfinite_refused_ = nonfinite_refused;
+}
+
+void ControllerService::Log(const std::string& line) {
+  absl::MutexLock lock(&log_mu_);
+  log_ << line << "\n";
+  log_.flush();
 }
 
 void ControllerService::Notify() {
@@ -237,8 +246,28 @@ grpc::ServerUnaryReactor* ControllerService::Heartbeat(grpc::CallbackServerConte
   if (absl::Status status = AuthenticateMember(*context, request->member_id()); !status.ok()) {
     return Done(context, status);
   }
-  return Done(context,
-              membership_.Heartbeat(request->member_id(), request->generation(), clock_()));
+  if (request->failed_generation() != 0) return ReportFailure(context, *request);
+  const absl::Status status = membership_.Heartbeat(request->member_id(), request->generation(),
+                                                    clock_(), request->completed_steps());
+  if (status.ok()) AcceptHeldCheckpoint();
+  return Done(context, status);
+}
+
+grpc::ServerUnaryReactor* ControllerService::ReportFailure(grpc::CallbackServerContext* context,
+                                                           const proto::HeartbeatRequest& request) {
+  const uint64_t failed = request.failed_generation();
+  absl::StatusOr<uint64_t> next = membership_.ReportFailure(request.member_id(), failed);
+  if (!next.ok()) return Done(context, next.status());
+  if (*next != 0) {
+    const std::optional<MemberAssignment> assignment =
+        membership_.AssignmentOf(request.member_id());
+    Log(absl::StrCat("controller: member ", request.member_id(), " (",
+                     assignment.has_value() ? WorkerName(assignment->rank) : "a worker",
+                     ") reports that generation ", failed, " failed; generation ", *next,
+                     " of the same members follows"));
+    Notify();
+  }
+  return Done(context, absl::OkStatus());
 }
 
 grpc::ServerUnaryReactor* ControllerService::Leave(grpc::CallbackServerContext* context,

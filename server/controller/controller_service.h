@@ -7,10 +7,13 @@
 
 #include <functional>
 #include <memory>
+#include <optional>
 #include <ostream>
+#include <string>
 #include <vector>
 
 #include "absl/synchronization/mutex.h"
+#include "prometheus/counter.h"
 #include "proto/controller.grpc.pb.h"
 #include "server/controller/checkpoint_keeper.h"
 #include "server/controller/membership.h"
@@ -28,8 +31,23 @@ class ControllerService final : public proto::Controller::CallbackService {
 
   // Durable state: assignments name `keeper`'s newest checkpoint and ask rank 0 for one every
   // `every` steps, and the checkpoint RPCs are served (without a keeper they are UNIMPLEMENTED
-  // with a hint). Call before serving; `keeper` must outlive the service.
-  void EnableCheckpoints(CheckpointKeeper* keeper, uint64_t every);
+  // with a hint). Call before serving; `keeper` and `nonfinite_refused`
+  // (ringside_nonfinite_refused_total{what="checkpoint"}; null: not counted) must outlive the
+  // service.
+  //
+  // What an upload must be (controller_checkpoints.cc), else it is refused and nothing changes,
+  // on disk or in memory: from the member the call's metadata names and authenticates, checked
+  // when the call starts, before any of its payload is read (UNAUTHENTICATED, NOT_FOUND);
+  // from rank 0 of the current generation (PERMISSION_DENIED); of the job's sizes; of a step
+  // newer than the checkpoint held and within the job's --steps (FAILED_PRECONDITION,
+  // INVALID_ARGUMENT); every value finite (INVALID_ARGUMENT, counted, logged). A step is
+  // accounted for once a worker of the generation other than the uploader (the uploader itself
+  // when it is the only one) has reported, in a heartbeat, at least the step before it: the
+  // upload is then accepted. An upload ahead of that is held, one at a time in memory (a later
+  // upload replaces it), and accepted by the heartbeat that accounts for it; until then it is
+  // neither named in assignments nor written.
+  void EnableCheckpoints(CheckpointKeeper* keeper, uint64_t every,
+                         prometheus::Counter* nonfinite_refused = nullptr);
   // The token SetMode requires (ringside-controller --operator_token_file); empty: no mode
   // switches at all (PERMISSION_DENIED). Call before serving.
   void SetOperatorToken(std::string token) { operator_token_ = std::move(token); }
@@ -69,15 +87,42 @@ class ControllerService final : public proto::Controller::CallbackService {
 
   const Membership& membership() const { return membership_; }
   const proto::JobSpec& job() const { return job_; }
+  // controller_checkpoints.cc: a complete upload that passed every check of its content, from
+  // `member`: accepted now when its step is accounted for, else held (see EnableCheckpoints).
+  // OK with the step accepted, or 0 when held; the keeper's refusal otherwise.
+  absl::StatusOr<uint64_t> TakeCheckpoint(uint64_t member, uint64_t step,
+                                          std::vector<float> parameters,
+                                          std::vector<float> optimizer_state);
+  // Counts and logs an upload refused for a NaN or infinity.
+  void ReportNonFiniteCheckpoint(uint64_t member, uint64_t step, size_t non_finite);
   const CheckpointKeeper* checkpoints() const { return keeper_; }
   uint64_t checkpoint_every() const { return checkpoint_every_; }
 
  private:
+  // An upload ahead of the steps reported: held until a heartbeat accounts for it.
+  struct HeldCheckpoint {
+    uint64_t member = 0;
+    uint64_t step = 0;
+    std::vector<float> parameters;
+    std::vector<float> optimizer_state;
+  };
+  // Whether a worker's report accounts for `step` uploaded by `member` (EnableCheckpoints).
+  bool StepAccountedFor(uint64_t member, uint64_t step) const;
+  // After a heartbeat: the held upload, if any, accepted once its step is accounted for.
+  void AcceptHeldCheckpoint();
+  // A Heartbeat that reports a failed generation (membership.h rule 9).
+  grpc::ServerUnaryReactor* ReportFailure(grpc::CallbackServerContext* context,
+                                          const proto::HeartbeatRequest& request);
+  void Log(const std::string& line);
+
   Membership& membership_;
   const proto::JobSpec job_;
   const absl::Duration heartbeat_timeout_;
   std::ostream& log_;
   CheckpointKeeper* keeper_ = nullptr;
+  prometheus::Counter* nonfinite_refused_ = nullptr;
+  absl::Mutex held_mu_;
+  std::optional<HeldCheckpoint> held_ ABSL_GUARDED_BY(held_mu_);
   std::string operator_token_;
   uint64_t checkpoint_every_ = 0;
   std::function<absl::Time()> clock_ = [] { return absl::Now(); };

@@ -1,18 +1,24 @@
 // Durable state through the Controller service over real gRPC in one process: only rank 0 of the
-// current generation may upload, every size is checked, what is read back is bit-identical, the
-// keeper writes it to its directory, and a controller reopened on that directory resumes from
-// the newest intact checkpoint (a damaged newer one is skipped and named).
+// current generation may upload, authenticated when the call starts; every size is checked; a
+// step the members' reports do not account for is held, never kept, and one past --steps or
+// with a NaN is refused, nothing on disk changed; what is read back is bit-identical, the keeper
+// writes it to its directory, and a controller reopened on that directory resumes from the
+// newest intact checkpoint (a damaged newer one is skipped and named).
 #include <stdlib.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <sstream>
 #include <string>
 #include <vector>
 
+#include "common/auth.h"
 #include "common/grpc_util.h"
 #include "gtest/gtest.h"
+#include "prometheus/counter.h"
 #include "server/controller/checkpoint_keeper.h"
 #include "server/controller/controller_client.h"
 #include "server/controller/controller_service.h"
@@ -41,9 +47,10 @@ class DurableStateTest : public ::testing::Test {
     auto keeper = CheckpointKeeper::Open(dir_, "job-a", kShape, nullptr, log_);
     ASSERT_TRUE(keeper.ok()) << keeper.status();
     keeper_ = *std::move(keeper);
-    service_ = std::make_unique<ControllerService>(*membership_, proto::JobSpec(),
-                                                   absl::Seconds(60), log_);
-    service_->EnableCheckpoints(keeper_.get(), /*every=*/10);
+    proto::JobSpec job;
+    job.set_steps(1000);
+    service_ = std::make_unique<ControllerService>(*membership_, job, absl::Seconds(60), log_);
+    service_->EnableCheckpoints(keeper_.get(), /*every=*/10, &nonfinite_refused_);
     auto server = StartServer("127.0.0.1:0", {service_.get()}, TransportSecurity());
     ASSERT_TRUE(server.ok()) << server.status();
     server_ = *std::move(server);
@@ -61,6 +68,30 @@ class DurableStateTest : public ::testing::Test {
     ASSERT_TRUE(assignment.ok()) << assignment.status();
     ASSERT_EQ(assignment->rank(), 0);
     EXPECT_EQ(assignment->checkpoint_every(), 10u);
+    stub_ = proto::Controller::NewStub(
+        MakeChannel("127.0.0.1:" + std::to_string(server_.port), TransportSecurity()));
+  }
+
+  // Rank 1 heartbeats with `completed` steps, as its client's heartbeat thread does.
+  void RankOneReports(uint64_t completed) {
+    grpc::ClientContext context;
+    SetDeadline(context, absl::Seconds(30));
+    context.AddMetadata(kMemberCredentialMetadata, std::string(32, 'b'));
+    proto::HeartbeatRequest request;
+    request.set_member_id(clients_[1]->member_id());
+    request.set_generation(membership_->topology().generation);
+    request.set_completed_steps(completed);
+    proto::HeartbeatReply reply;
+    ASSERT_TRUE(stub_->Heartbeat(&context, request, &reply).ok());
+  }
+
+  std::vector<std::string> Files() const {
+    std::vector<std::string> names;
+    for (const auto& entry : std::filesystem::directory_iterator(dir_)) {
+      names.push_back(entry.path().filename().string());
+    }
+    std::sort(names.begin(), names.end());
+    return names;
   }
 
   void TearDown() override {
@@ -78,6 +109,8 @@ class DurableStateTest : public ::testing::Test {
   std::unique_ptr<ControllerService> service_;
   StartedServer server_;
   std::vector<std::unique_ptr<ControllerClient>> clients_;  // rank 0, rank 1
+  std::unique_ptr<proto::Controller::Stub> stub_;
+  prometheus::Counter nonfinite_refused_;
 };
 
 TEST_F(DurableStateTest, OnlyRankZeroUploadsAndWhatIsReadBackIsBitIdentical) {
@@ -89,6 +122,7 @@ TEST_F(DurableStateTest, OnlyRankZeroUploadsAndWhatIsReadBackIsBitIdentical) {
             absl::StatusCode::kInvalidArgument)
       << "sizes are the job's";
   EXPECT_EQ(keeper_->newest_step(), 0u) << "a refused upload stores nothing";
+  RankOneReports(9);
   ASSERT_TRUE(clients_[0]->PutCheckpoint(10, params, moments).ok());
   EXPECT_EQ(clients_[0]->PutCheckpoint(10, params, moments).code(),
             absl::StatusCode::kFailedPrecondition)
@@ -114,6 +148,7 @@ TEST_F(DurableStateTest, OnlyRankZeroUploadsAndWhatIsReadBackIsBitIdentical) {
 
 TEST_F(DurableStateTest, AReopenedKeeperResumesFromTheNewestIntactCheckpoint) {
   const std::vector<float> moments = Ramp(kShape.optimizer_state, 0.5f);
+  RankOneReports(30);
   for (uint64_t step : {10, 20, 30}) {
     ASSERT_TRUE(clients_[0]->PutCheckpoint(step, Ramp(kShape.parameters, step), moments).ok());
     keeper_->AwaitWritten();  // each one reaches the disk (the writer keeps only the newest)
@@ -145,6 +180,102 @@ TEST_F(DurableStateTest, AReopenedKeeperResumesFromTheNewestIntactCheckpoint) {
   auto other_job = CheckpointKeeper::Open(dir_, "job-b", kShape, nullptr, reopened_log);
   EXPECT_EQ(other_job.status().code(), absl::StatusCode::kFailedPrecondition);
   EXPECT_NE(other_job.status().message().find("another job"), std::string::npos);
+}
+
+TEST_F(DurableStateTest, AnUploadIsAuthenticatedWhenTheCallStartsBeforeAnyPayloadIsRead) {
+  // No segment is ever written: a controller that read the first message before checking the
+  // caller would wait for it until the deadline.
+  for (const std::string& credential : {std::string(), std::string(32, 'x')}) {
+    grpc::ClientContext context;
+    SetDeadline(context, absl::Seconds(30));
+    if (!credential.empty()) context.AddMetadata(kMemberCredentialMetadata, credential);
+    context.AddMetadata(kMemberIdMetadata, std::to_string(clients_[0]->member_id()));
+    proto::CheckpointReply reply;
+    auto writer = stub_->PutCheckpoint(&context, &reply);
+    EXPECT_EQ(writer->Finish().error_code(), grpc::StatusCode::UNAUTHENTICATED);
+  }
+  grpc::ClientContext unnamed;  // a credential, but no member id beside it
+  SetDeadline(unnamed, absl::Seconds(30));
+  unnamed.AddMetadata(kMemberCredentialMetadata, std::string(32, 'a'));
+  proto::CheckpointReply reply;
+  EXPECT_EQ(stub_->PutCheckpoint(&unnamed, &reply)->Finish().error_code(),
+            grpc::StatusCode::UNAUTHENTICATED);
+  EXPECT_EQ(keeper_->newest_step(), 0u);
+}
+
+TEST_F(DurableStateTest, AnUploadInAnotherMembersNameIsRefused) {
+  grpc::ClientContext context;
+  SetDeadline(context, absl::Seconds(30));
+  context.AddMetadata(kMemberCredentialMetadata, std::string(32, 'a'));
+  context.AddMetadata(kMemberIdMetadata, std::to_string(clients_[0]->member_id()));
+  proto::CheckpointReply reply;
+  auto writer = stub_->PutCheckpoint(&context, &reply);
+  proto::CheckpointSegment segment;
+  segment.set_member_id(clients_[1]->member_id());
+  segment.set_step(10);
+  segment.set_parameters(kShape.parameters);
+  segment.set_state_elements(kShape.state_elements());
+  writer->Write(segment);
+  writer->WritesDone();
+  EXPECT_EQ(writer->Finish().error_code(), grpc::StatusCode::PERMISSION_DENIED);
+}
+
+TEST_F(DurableStateTest, AFutureCheckpointIsHeldNeverKeptAndTheRealRankZerosReplacesIt) {
+  RankOneReports(10);
+  const std::vector<float> moments = Ramp(kShape.optimizer_state, 0.5f);
+  ASSERT_TRUE(clients_[0]->PutCheckpoint(10, Ramp(kShape.parameters, 1), moments).ok());
+  keeper_->AwaitWritten();
+  const std::vector<std::string> files = Files();
+  // Rank 0's credential, a step far ahead of what rank 1 reported, every parameter 7.
+  const std::vector<float> forged(kShape.parameters, 7.0f);
+  ASSERT_TRUE(clients_[0]->PutCheckpoint(900, forged, moments).ok()) << "held, not refused";
+  keeper_->AwaitWritten();
+  EXPECT_EQ(keeper_->newest_step(), 10u) << "a held upload is not the job's checkpoint";
+  EXPECT_EQ(Files(), files) << "nor on disk";
+  RankOneReports(19);  // not enough for step 900
+  EXPECT_EQ(keeper_->newest_step(), 10u);
+  // The real rank 0's next upload is accepted and replaces the held one.
+  ASSERT_TRUE(clients_[0]->PutCheckpoint(20, Ramp(kShape.parameters, 20), moments).ok());
+  EXPECT_EQ(keeper_->newest_step(), 20u);
+  RankOneReports(899);  // would have accounted for step 900
+  EXPECT_EQ(keeper_->newest_step(), 20u) << "the forged upload was dropped";
+  EXPECT_EQ(keeper_->newest()->parameters, Ramp(kShape.parameters, 20));
+}
+
+TEST_F(DurableStateTest, AHeldUploadIsKeptOnceAReportAccountsForIt) {
+  RankOneReports(3);
+  const std::vector<float> params = Ramp(kShape.parameters, 1);
+  const std::vector<float> moments = Ramp(kShape.optimizer_state, 0.5f);
+  ASSERT_TRUE(clients_[0]->PutCheckpoint(10, params, moments).ok());
+  EXPECT_EQ(keeper_->newest_step(), 0u);
+  RankOneReports(9);  // rank 1 completed the step before it: rank 0 may well have done step 10
+  EXPECT_EQ(keeper_->newest_step(), 10u);
+  EXPECT_EQ(keeper_->newest()->parameters, params);
+}
+
+TEST_F(DurableStateTest, AStepPastTheJobsStepsOrANonFiniteValueIsRefusedAndNothingChanges) {
+  RankOneReports(1000);
+  const std::vector<float> params = Ramp(kShape.parameters, 1);
+  std::vector<float> moments = Ramp(kShape.optimizer_state, 0.5f);
+  ASSERT_TRUE(clients_[0]->PutCheckpoint(10, params, moments).ok());
+  keeper_->AwaitWritten();
+  const std::vector<std::string> files = Files();
+  EXPECT_EQ(clients_[0]->PutCheckpoint(1001, params, moments).code(),
+            absl::StatusCode::kInvalidArgument)
+      << "the job has 1000 steps";
+  moments[12345] = std::numeric_limits<float>::quiet_NaN();
+  EXPECT_EQ(clients_[0]->PutCheckpoint(20, params, moments).code(),
+            absl::StatusCode::kInvalidArgument);
+  std::vector<float> infinite = params;
+  infinite.back() = -std::numeric_limits<float>::infinity();
+  EXPECT_EQ(clients_[0]->PutCheckpoint(20, infinite, Ramp(kShape.optimizer_state, 0.5f)).code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(nonfinite_refused_.Value(), 2);
+  EXPECT_NE(log_.str().find("checkpoint of step 20: 1 values NaN or infinite"), std::string::npos)
+      << log_.str();
+  keeper_->AwaitWritten();
+  EXPECT_EQ(keeper_->newest_step(), 10u);
+  EXPECT_EQ(Files(), files) << "a refused upload changes nothing on disk";
 }
 
 }  // namespace
