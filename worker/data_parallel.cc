@@ -1,6 +1,8 @@
 #include "worker/data_parallel.h"
 
 #include <algorithm>
+#include <cmath>
+#include <string>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -116,7 +118,43 @@ void StepRecorder::Record(SyncMode mode, absl::Duration compute, const SyncTimin
   series->loss->Set(loss);
 }
 
+absl::Status NonFiniteSkips::AfterStep(int64_t step, int rank, const GradientStats& stats,
+                                       size_t elements) {
+  if (stats.non_finite == 0) {
+    in_a_row_ = 0;
+    return absl::OkStatus();
+  }
+  ++in_a_row_;
+  if (skipped_ != nullptr) skipped_->Increment();
+  const std::string what =
+      absl::StrCat(WorkerName(rank), "'s own gradient of step ", step, " had ", stats.non_finite,
+                   " of ", elements, " values NaN or infinite (", in_a_row_, " step",
+                   in_a_row_ == 1 ? "" : "s", " in a row)");
+  if (in_a_row_ > kMaxNonFiniteSkips) {
+    return absl::FailedPreconditionError(
+        absl::StrCat(what, "; more than ", kMaxNonFiniteSkips,
+                     " in a row: the model diverges, so the worker stops (lower --lr?)"));
+  }
+  if (log_ != nullptr) {
+    *log_ << what << ": they were sent as zeros, the rest of the share as computed\n";
+    log_->flush();
+  }
+  return absl::OkStatus();
+}
+
 namespace {
+
+// The share's NaNs and infinities become zeros: never sent, never summed. How many there were.
+int64_t ZeroNonFinite(absl::Span<float> share) {
+  int64_t zeroed = 0;
+  for (float& value : share) {
+    if (!std::isfinite(value)) {
+      value = 0.0f;
+      ++zeroed;
+    }
+  }
+  return zeroed;
+}
 
 // A step's end, overlapped or not: the sync's failure annotated with the step, else the step's
 // metrics and phases recorded from `start`.
@@ -145,13 +183,18 @@ absl::StatusOr<GradientStats> TrainOverlappedStep(TrainingJob& job, int64_t step
   const absl::Time start = absl::Now();
   if (before_sync) RETURN_IF_ERROR(before_sync());
   sync.Begin(step, gradient);
-  absl::StatusOr<GradientStats> stats = job.ComputeShare(
-      step, slot, params, gradient, [&sync](int layer, ElementRange) { sync.LayerReady(layer); });
+  int64_t non_finite = 0;
+  absl::StatusOr<GradientStats> stats =
+      job.ComputeShare(step, slot, params, gradient, [&](int layer, ElementRange range) {
+        non_finite += ZeroNonFinite(gradient.subspan(range.begin, range.end - range.begin));
+        sync.LayerReady(layer);
+      });
   const absl::Time computed = absl::Now();
   if (!stats.ok()) {
     sync.Abandon();
     return stats.status();
   }
+  stats->non_finite = non_finite;
   return EndStep(step, sync.mode(), start, computed - start, sync.Finish(params, computed), *stats,
                  metrics, timing);
 }
@@ -168,7 +211,8 @@ absl::StatusOr<GradientStats> TrainStep(TrainingJob& job, int64_t step, WorkerSl
                                timing);
   }
   const absl::Time start = absl::Now();
-  ASSIGN_OR_RETURN(const GradientStats stats, job.ComputeShare(step, slot, params, gradient));
+  ASSIGN_OR_RETURN(GradientStats stats, job.ComputeShare(step, slot, params, gradient));
+  stats.non_finite = ZeroNonFinite(gradient);
   if (before_sync) RETURN_IF_ERROR(before_sync());
   const absl::Duration compute = absl::Now() - start;
   return EndStep(step, sync.mode(), start, compute, sync.Step(step, gradient, params), stats,
@@ -188,10 +232,14 @@ absl::StatusOr<TrainingResult> TrainDataParallel(const TrainingOptions& options,
   std::vector<float> gradient(job->parameter_count());
   RETURN_IF_ERROR(job->PrepareRows(0, slot));  // before the first step's clock starts
   StepRecorder step_metrics(metrics);
+  // Single-process training has no log of its own: the counter and the stop say it.
+  NonFiniteSkips skips(metrics != nullptr ? &metrics->NonFiniteRefused("own_gradient") : nullptr,
+                       nullptr);
   for (int64_t step = 0; step < options.steps; step = result.steps) {
     ASSIGN_OR_RETURN(result.last_step,
                      TrainStep(*job, step, slot, sync, absl::MakeSpan(result.parameters),
                                absl::MakeSpan(gradient), &step_metrics));
+    RETURN_IF_ERROR(skips.AfterStep(step, slot.rank, result.last_step, gradient.size()));
     result.steps = sync.NextStep(step);
     if (observer && !observer(step, result.last_step, result.parameters)) break;
   }

@@ -13,6 +13,7 @@
 #include <functional>
 #include <memory>
 #include <optional>
+#include <ostream>
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
@@ -118,8 +119,30 @@ class TrainingJob {
   OwnedBatch batch_;
 };
 
+// A worker's own gradient with a NaN or infinity (a model diverging, an overflow) is never sent
+// as it is, as mixed-precision loss scaling skips such a step: TrainStep sends those values as
+// zeros (the share's finite rest goes as computed; the step is synchronised as ever, so every
+// worker still applies the same sum) and counts them in GradientStats::non_finite. The rule
+// after it (NonFiniteSkips): each such step is logged and counted; more than
+// kMaxNonFiniteSkips such steps in a row stop the worker with FAILED_PRECONDITION naming the step.
+inline constexpr int kMaxNonFiniteSkips = 3;
+
+class NonFiniteSkips {
+ public:
+  // `skipped` (ringside_nonfinite_refused_total{what="own_gradient"}) and `log` may be null.
+  NonFiniteSkips(prometheus::Counter* skipped, std::ostream* log) : skipped_(skipped), log_(log) {}
+  // After step `step` of worker `rank` (its share of `elements` values): OK, or the stop.
+  absl::Status AfterStep(int64_t step, int rank, const GradientStats& stats, size_t elements);
+
+ private:
+  prometheus::Counter* const skipped_;
+  std::ostream* const log_;
+  int in_a_row_ = 0;
+};
+
 // One step of the loop, for this and every other trainer (worker/elastic_training.h): the slot's
-// gradient share of step `step` at `params`, then `before_sync` (may be null; an error abandons
+// gradient share of step `step` at `params` (its non-finite values zeroed: see above), then
+// `before_sync` (may be null; an error abandons
 // the step before anything is sent), then the sync (on success `params` hold step `step`'s
 // result), then the step's metrics (`metrics` may be null). Errors are annotated with the step.
 // `timing` (may be null)

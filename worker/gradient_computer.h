@@ -53,6 +53,8 @@ struct GradientStats {
   double mean_loss = 0.0;  // cross-entropy averaged over the local rows (0 for an empty batch)
   int64_t rows = 0;
   int64_t correct = 0;  // rows whose argmax prediction (before this step's update) was right
+  // NaN or infinite values of the share, which TrainStep sent as zeros (worker/data_parallel.h).
+  int64_t non_finite = 0;
 };
 
 struct Evaluation {

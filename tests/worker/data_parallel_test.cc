@@ -5,12 +5,16 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
+#include <sstream>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "common/metrics.h"
 #include "common/optimizer.h"
 #include "gtest/gtest.h"
 #include "launch/temp_dir.h"
+#include "prometheus/counter.h"
 #include "prometheus/text_serializer.h"
 #include "tests/support/idx_files.h"
 #include "worker/batching.h"
@@ -257,6 +261,62 @@ TEST(TrainingJobTest, AFashionMnistJobHoldsOnlyItsSlotsRows) {
   // A file that no longer has the test set's shape is refused, not misread.
   ASSERT_TRUE(ringside::testing::WriteTinyFashionMnist(dir->path(), 300, 21));
   EXPECT_EQ((*job)->Evaluate(params).status().code(), absl::StatusCode::kFailedPrecondition);
+}
+
+// What a sync is handed: the share as it would be sent.
+class RecordingSync final : public ParameterSync {
+ public:
+  SyncMode mode() const override { return SyncMode::kRing; }
+  absl::StatusOr<SyncTiming> Step(int64_t, absl::Span<float> gradient, absl::Span<float>) override {
+    sent_.assign(gradient.begin(), gradient.end());
+    return SyncTiming{};
+  }
+  const std::vector<float>& sent() const { return sent_; }
+
+ private:
+  std::vector<float> sent_;
+};
+
+TEST(NonFiniteGradientTest, ANonFiniteShareIsSentAsZerosAndCounted) {
+  TrainingOptions options;
+  options.model = "4,8,3";
+  options.data = "synthetic:64";
+  options.batch_size = 16;
+  auto job = TrainingJob::Create(options);
+  ASSERT_TRUE(job.ok()) << job.status();
+  std::vector<float> params = (*job)->InitialParameters();
+  params[0] = std::numeric_limits<float>::infinity();  // a diverged weight: the gradient overflows
+  std::vector<float> gradient(params.size());
+  RecordingSync sync;
+  auto stats = TrainStep(**job, 0, WorkerSlot{0, 1}, sync, absl::MakeSpan(params),
+                         absl::MakeSpan(gradient), nullptr);
+  ASSERT_TRUE(stats.ok()) << stats.status();
+  EXPECT_GT(stats->non_finite, 0);
+  ASSERT_EQ(sync.sent().size(), params.size());
+  for (float value : sync.sent()) ASSERT_TRUE(std::isfinite(value)) << "a NaN was sent";
+}
+
+TEST(NonFiniteGradientTest, MoreThanTheLimitOfSuchStepsInARowStopsTheWorkerNamingTheStep) {
+  prometheus::Counter skipped;
+  std::ostringstream log;
+  NonFiniteSkips skips(&skipped, &log);
+  GradientStats bad, good;
+  bad.non_finite = 5;
+  int64_t step = 0;
+  for (int i = 0; i < kMaxNonFiniteSkips; ++i)
+    ASSERT_TRUE(skips.AfterStep(step++, 2, bad, 10).ok());
+  ASSERT_TRUE(skips.AfterStep(step++, 2, good, 10).ok()) << "a finite step ends the run";
+  for (int i = 0; i < kMaxNonFiniteSkips; ++i)
+    ASSERT_TRUE(skips.AfterStep(step++, 2, bad, 10).ok());
+  const absl::Status stop = skips.AfterStep(step, 2, bad, 10);
+  EXPECT_EQ(stop.code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_NE(stop.message().find(absl::StrCat("worker-2's own gradient of step ", step)),
+            std::string::npos)
+      << stop;
+  EXPECT_EQ(skipped.Value(), 2 * kMaxNonFiniteSkips + 1);
+  EXPECT_NE(log.str().find("worker-2's own gradient of step 0 had 5 of 10 values NaN or infinite"),
+            std::string::npos)
+      << log.str();
 }
 
 }  // namespace
