@@ -9,9 +9,29 @@
 #include "common/checksum.h"
 #include "common/state_pieces.h"
 #include "common/status_macros.h"
+#include "common/wire_dtype.h"
 #include "worker/regroup_plan.h"
 
 namespace ringside::worker {
+namespace {
+
+// NaNs and infinities in the member's parameters and optimiser state, the latter read a piece at
+// a time (no copy of the state).
+size_t NonFiniteIn(const MemberState& state) {
+  size_t non_finite = CountNonFinite(state.parameters);
+  if (state.optimizer == nullptr) return non_finite;
+  std::vector<float> piece(std::min<size_t>(size_t{1} << 16, state.state_size()));
+  for (size_t offset = state.parameters.size(); offset < state.state_size();) {
+    const absl::Span<float> out =
+        absl::MakeSpan(piece).first(std::min(piece.size(), state.state_size() - offset));
+    state.ReadPiece({}, offset, out);
+    non_finite += CountNonFinite(out);
+    offset += out.size();
+  }
+  return non_finite;
+}
+
+}  // namespace
 
 ring::AllreduceOptions ControlCollectiveOptions(uint64_t segment_bytes, absl::Duration timeout) {
   ring::AllreduceOptions control;
@@ -46,10 +66,28 @@ absl::Status Regroup::AgreeOnState(uint64_t generation, int world, int rank,
   census.at(kCompletedRow, rank) = static_cast<float>(state_.completed);  // exact up to 2^24
   census.at(kOnShardsRow, rank) = state_.home == StateHome::kShards ? 1.0f : 0.0f;
   census.at(kLastSumRow, rank) = state_.holds_last_sum() ? 1.0f : 0.0f;
+  census.at(kNonFiniteRow, rank) = NonFiniteIn(state_) > 0 ? 1.0f : 0.0f;
   census.SetDigest(rank, Checksum(state_.parameters));
   if (faults_.LostAt("census")) return faults_.LostStatus();
   RETURN_IF_ERROR(ring_.Allreduce(base + kCensusCollective, census.values(), ControlOptions()));
   const StatePlan plan = PlanState(census, world, checkpoint_step, options_.replay_last_step);
+  if (census.at(kNonFiniteRow, rank) != 0.0f) {
+    metrics_.NonFiniteRefused("regroup_state").Increment();
+    log_ << WorkerName(rank) << ": its state at step " << state_.completed
+         << " holds NaN or infinite values; it takes the job's state from "
+         << (plan.from_initial ? "the seeded initial state (no checkpoint)"
+                               : "the regroup's source")
+         << "\n";
+    log_.flush();
+  }
+  if (plan.from_initial) {
+    // Every member decides this alike from the same census: nothing goes over the ring.
+    if (faults_.LostAt("state")) return faults_.LostStatus();
+    RETURN_IF_ERROR(RestoreInitialState());
+    state_.completed = 0;
+    state_.ForgetLastSum();
+    return absl::OkStatus();
+  }
   if (plan.level) {
     // Every member decides this alike from the same census, so no one waits for a hand-over
     // that does not come. The loss point stays where the hand-over would begin.
@@ -256,6 +294,16 @@ void Regroup::ReadShardsState(uint64_t checkpoint_step, absl::Span<float> state)
   absl::StatusOr<server::JobState> read = shards_.ReadState(job_.options().optimizer);
   if (read.ok() && read->optimizer_state.size() != state.size() - 2 - state_.parameters.size()) {
     read = absl::InternalError("the shards' optimiser state does not fit this worker's");
+  }
+  if (read.ok()) {
+    const size_t non_finite =
+        CountNonFinite(read->parameters) + CountNonFinite(read->optimizer_state);
+    if (non_finite > 0) {
+      metrics_.NonFiniteRefused("regroup_state").Increment();
+      read =
+          absl::DataLossError(absl::StrCat("their state at step ", read->step, " has ", non_finite,
+                                           " values NaN or infinite, which no regroup adopts"));
+    }
   }
   if (!read.ok()) {
     // A shard lost (its replacement holds nothing) lost its range: the newest checkpoint is the

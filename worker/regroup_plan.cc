@@ -11,15 +11,23 @@ StatePlan PlanState(const Census& census, int world, uint64_t checkpoint_step,
   const auto holds_sum = [&](int member) {
     return replay_allowed && census.at(kLastSumRow, member) != 0.0f;
   };
-  int most = 0;
+  const auto finite = [&](int member) { return census.at(kNonFiniteRow, member) == 0.0f; };
+  int most = -1;
   for (int member = 0; member < world; ++member) {
     if (census.at(kOnShardsRow, member) != 0.0f) plan.from_shards = true;
+    if (!finite(member)) continue;
     const float completed = census.at(kCompletedRow, member);
-    if (completed > census.at(kCompletedRow, most) ||
+    if (most < 0 || completed > census.at(kCompletedRow, most) ||
         (completed == census.at(kCompletedRow, most) && holds_sum(member) && !holds_sum(most))) {
       most = member;
     }
   }
+  if (most < 0 && !plan.from_shards) {  // no member's state may be adopted
+    plan.from_checkpoint = checkpoint_step > 0;
+    plan.from_initial = !plan.from_checkpoint;
+    return plan;
+  }
+  if (most < 0) most = 0;  // the shards' state (rank 0 reads it, and checks it)
   plan.most = census.at(kCompletedRow, most);
   plan.from_checkpoint = !plan.from_shards && checkpoint_step > static_cast<uint64_t>(plan.most);
   plan.source = plan.from_checkpoint || plan.from_shards ? 0 : most;

@@ -16,8 +16,10 @@ namespace ringside::worker {
 // The census carries each member's parameter digest in 16-bit parts, exact in a float sum.
 constexpr int kDigestParts = 4;
 // The census's rows, one float per member each: its completed steps, whether it trained on the
-// shards' state, whether it holds the sum its last step applied, then its digest's parts.
-constexpr size_t kCompletedRow = 0, kOnShardsRow = 1, kLastSumRow = 2, kFirstDigestRow = 3;
+// shards' state, whether it holds the sum its last step applied, whether its state holds a NaN
+// or an infinity (1: it is never the source), then its digest's parts.
+constexpr size_t kCompletedRow = 0, kOnShardsRow = 1, kLastSumRow = 2, kNonFiniteRow = 3,
+                 kFirstDigestRow = 4;
 constexpr size_t kCensusRows = kFirstDigestRow + kDigestParts;
 
 // The regroup's census: kCensusRows rows of one float per member, summed over the ring (each
@@ -53,6 +55,9 @@ struct StatePlan {
   float most = 0;  // the source's completed steps, when it is a member
   bool from_shards = false;
   bool from_checkpoint = false;
+  // Every member's state holds a NaN or an infinity and the controller holds no checkpoint: the
+  // job starts again from the seeded initial state (step 0), on every member alike.
+  bool from_initial = false;
   bool replay = false;  // members one step behind replay the source's last step
   // Members the replay does not bring level (two or more steps behind, a joiner, say): the state
   // goes over to them after it. Without a replay the state goes over to every member behind.
@@ -66,7 +71,8 @@ struct StatePlan {
   // state give the same bits in both sync modes; the digest checks it) and needs no room to
   // receive it: at a mode switch, usually every member.
   bool SameAsSource(const Census& census, int member) const {
-    return !from_shards && !from_checkpoint && census.at(kCompletedRow, member) == most &&
+    return !from_shards && !from_checkpoint && !from_initial &&
+           census.at(kNonFiniteRow, member) == 0.0f && census.at(kCompletedRow, member) == most &&
            census.digest(member) == census.digest(source);
   }
   // Whether `member` replays the source's last step: it is exactly one step behind.
@@ -81,6 +87,9 @@ struct StatePlan {
 // only once the shards applied it); else the most advanced member's (every worker holds the
 // whole state in either mode; in ps mode it applies the optimiser to the shards' sums itself),
 // or the controller's checkpoint when every member is behind it (a whole cluster restarted).
+// Never a state with a NaN or an infinity: a member holding one is no source (it receives the
+// state like a member behind); when every member does, the newest checkpoint is the source, or
+// without one the seeded initial state (from_initial).
 // A switch or a lost worker often supersedes a step that some members had just completed: the
 // rest are one step behind, and replay that step from its sum, which the source still holds
 // (`replay_allowed`): K floats on the wire instead of the state's 3K for Adam, and no room for

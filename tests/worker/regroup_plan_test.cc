@@ -18,6 +18,7 @@ struct MemberView {
   bool holds_last_sum = true;
   uint64_t digest = 0xabcd;
   bool on_shards = false;
+  bool non_finite = false;  // its state holds a NaN or an infinity
 };
 
 Census CensusOf(const std::vector<MemberView>& members) {
@@ -27,6 +28,7 @@ Census CensusOf(const std::vector<MemberView>& members) {
     census.at(kCompletedRow, member) = static_cast<float>(members[m].completed);
     census.at(kOnShardsRow, member) = members[m].on_shards ? 1.0f : 0.0f;
     census.at(kLastSumRow, member) = members[m].holds_last_sum ? 1.0f : 0.0f;
+    census.at(kNonFiniteRow, member) = members[m].non_finite ? 1.0f : 0.0f;
     census.SetDigest(member, members[m].digest);
   }
   return census;
@@ -104,6 +106,30 @@ TEST(RegroupPlanTest, TheShardsStateOrANewerCheckpointIsTheSourceAndNothingIsRep
   plan = PlanState(CensusOf({{40}, {39, true, 0x1111}}), 2, /*checkpoint_step=*/40, true);
   EXPECT_FALSE(plan.from_checkpoint) << "a member as far as the checkpoint is the source";
   EXPECT_TRUE(plan.replay);
+}
+
+TEST(RegroupPlanTest, AMemberWhoseStateIsNotFiniteIsNeverTheSource) {
+  // Member 1 is the most advanced, but its state holds a NaN: the next most advanced finite one
+  // is the source, and member 1 receives its state like a member behind.
+  const Census census =
+      CensusOf({{7}, {9, true, 0x1111, false, /*non_finite=*/true}, {8, true, 0x2222}});
+  const StatePlan plan = PlanState(census, 3, /*checkpoint_step=*/0, true);
+  EXPECT_EQ(plan.source, 2);
+  EXPECT_EQ(plan.most, 8.0f);
+  EXPECT_FALSE(plan.from_checkpoint || plan.from_initial || plan.level);
+  EXPECT_FALSE(plan.SameAsSource(census, 1));
+  EXPECT_FALSE(plan.Replays(census, 1)) << "ahead of the source: it receives the whole state";
+}
+
+TEST(RegroupPlanTest, WhenNoMembersStateIsFiniteTheNewestCheckpointOrTheInitialStateIsTaken) {
+  const Census census = CensusOf({{7, true, 0x1, false, true}, {7, true, 0x1, false, true}});
+  const StatePlan checkpoint = PlanState(census, 2, /*checkpoint_step=*/5, true);
+  EXPECT_TRUE(checkpoint.from_checkpoint) << "an older checkpoint, but a finite one";
+  EXPECT_FALSE(checkpoint.from_initial || checkpoint.level || checkpoint.replay);
+  EXPECT_FALSE(checkpoint.SameAsSource(census, 0));
+  const StatePlan initial = PlanState(census, 2, /*checkpoint_step=*/0, true);
+  EXPECT_TRUE(initial.from_initial);
+  EXPECT_FALSE(initial.from_checkpoint || initial.level || initial.replay);
 }
 
 }  // namespace
