@@ -55,6 +55,14 @@ class AssignmentSource {
   // The steps this worker has completed, for the controller's view of the job.
   virtual void ReportCompletedSteps(uint64_t steps) = 0;
 
+  // A collective of `generation` failed on this worker (a message refused, a peer past the
+  // collective's deadline): the source is asked for a new generation of the same members, so the
+  // job regroups without an operator. The source's status (it may not take reports at all:
+  // UNIMPLEMENTED; the trainer then only waits).
+  virtual absl::Status ReportFailedGeneration(uint64_t generation) {
+    return absl::UnimplementedError("this assignment source forms no generation on request");
+  }
+
   // Durable state: stores the job's state after `step` completed steps, read a piece at a time
   // by `read` (elements [offset, offset + out.size()) of [parameters..., optimiser state...],
   // state_elements in all: the caller keeps no copy), and reads the stored one of `step` back

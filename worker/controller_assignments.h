@@ -23,6 +23,9 @@ class ControllerAssignments final : public AssignmentSource {
 
   absl::StatusOr<GenerationAssignment> WaitForNewer(uint64_t after, absl::Time deadline) override;
   void ReportCompletedSteps(uint64_t steps) override { client_.set_completed_steps(steps); }
+  absl::Status ReportFailedGeneration(uint64_t generation) override {
+    return client_.ReportFailedGeneration(generation);
+  }
   absl::Status SaveCheckpoint(uint64_t step, uint64_t parameters, uint64_t state_elements,
                               const StatePieceReader& read) override {
     return client_.PutCheckpoint(step, parameters, state_elements, read);

@@ -127,6 +127,7 @@ absl::Status ElasticTrainer::Run(const absl::Notification& stop, const FinishedC
     if (state_.completed < training.steps) {
       if (absl::Status status = Step(); !status.ok()) {
         if (faults_.lost()) return faults_.LostStatus();
+        if (diverged_) return status;
         RETURN_IF_ERROR(AwaitNewGeneration(generation_.generation, status, stop));
       }
       continue;
@@ -168,6 +169,25 @@ absl::Status ElasticTrainer::AwaitNewGeneration(uint64_t failed, const absl::Sta
                                                 const absl::Notification& stop) {
   const std::string worker = WorkerName(generation_.slot.rank);
   const absl::Time deadline = absl::Now() + options_.regroup_timeout;
+  if (why.code() == absl::StatusCode::kDeadlineExceeded) {
+    log_ << worker << ": generation " << failed << "'s collective timed out at step "
+         << state_.completed << " (--timeout=" << absl::FormatDuration(options_.timeout) << ")\n";
+  }
+  // A refused message or a silent peer heals without an operator: the controller forms a new
+  // generation of the same members (a superseded generation's report changes nothing).
+  if (!faults_.lost() && !stop.HasBeenNotified() &&
+      assignments_.WaitForNewer(failed, absl::Now()).status().code() ==
+          absl::StatusCode::kDeadlineExceeded) {
+    const absl::Status reported = assignments_.ReportFailedGeneration(failed);
+    if (reported.ok()) {
+      log_ << worker << ": generation " << failed << " failed at step " << state_.completed << " ("
+           << why.message() << "); asked the controller for a new generation\n";
+    } else if (reported.code() != absl::StatusCode::kUnimplemented) {
+      log_ << worker << ": could not report generation " << failed
+           << " failed: " << reported.message() << "\n";
+    }
+    log_.flush();
+  }
   bool told = false;
   while (absl::Now() < deadline) {
     if (stop.HasBeenNotified()) return absl::OkStatus();
@@ -302,6 +322,12 @@ absl::Status ElasticTrainer::Step() {
           },
           &timing));
   state_.completed = sync_.sync->NextStep(step);
+  if (absl::Status rule = nonfinite_skips_.AfterStep(step, generation_.slot.rank, last_stats_,
+                                                     state_.gradient.size());
+      !rule.ok()) {
+    diverged_ = true;
+    return rule;
+  }
   // The buffer holds the sum this step applied, which a regroup may replay on members behind;
   // not where the shards hold the state (each worker's pulls differ): they hold it now.
   state_.home = generation_.shards_hold_state ? StateHome::kShards : StateHome::kWorkersWithLastSum;

@@ -15,8 +15,14 @@
 //
 // Thread-compatible (one training thread); only Supersede() may be called from another (the
 // controller client's watch thread). Errors: the job's (bad model, data), a regroup that keeps
-// failing past `regroup_timeout`, the assignment source lost, or ABORTED when a fault hook
-// declares this worker lost (tests).
+// failing past `regroup_timeout`, the assignment source lost, more than kMaxNonFiniteSkips
+// steps in a row whose own gradient had a NaN or infinity (FAILED_PRECONDITION naming the step:
+// worker/data_parallel.h), or ABORTED when a fault hook declares this worker lost (tests).
+//
+// A step that fails (a message refused, a peer past the collective's `timeout`, which the log
+// names when it fires) is reported to the assignment source (ReportFailedGeneration): the
+// controller then forms a new generation of the same members and the job regroups and goes
+// on, without an operator.
 #ifndef RINGSIDE_WORKER_ELASTIC_TRAINING_H_
 #define RINGSIDE_WORKER_ELASTIC_TRAINING_H_
 
@@ -160,6 +166,9 @@ class ElasticTrainer {
   GenerationView generation_;  // the generation trained in; 0: none joined yet
   GenerationSync sync_;        // its sync, and its ring collectives' numbers
   GradientStats last_stats_;
+  // The rule for a non-finite gradient of its own (data_parallel.h); its stop ends Run().
+  NonFiniteSkips nonfinite_skips_{&metrics_.NonFiniteRefused("own_gradient"), &log_};
+  bool diverged_ = false;
   // The parameter server of every generation (its clients, transfers and sticky generation).
   server::ShardGroup shard_group_;
   // The step listeners, made with the job (they read job_ and the shard group): the timeline and

@@ -157,6 +157,10 @@ class FakeController {
     }
 
     void ReportCompletedSteps(uint64_t steps) override { controller_.Completed(steps); }
+    // As the controller's Heartbeat with failed_generation (membership.h rule 9).
+    absl::Status ReportFailedGeneration(uint64_t generation) override {
+      return controller_.Failed(member_, generation);
+    }
 
    private:
     FakeController& controller_;
@@ -172,6 +176,16 @@ class FakeController {
       EXPECT_TRUE(membership_.SetMode(switch_to_).ok());
     }
     SupersedeAll();
+  }
+
+  absl::Status Failed(uint64_t member, uint64_t generation) {
+    absl::StatusOr<uint64_t> next;
+    {
+      absl::MutexLock lock(&mu_);
+      next = membership_.ReportFailure(member, generation);
+    }
+    if (next.ok() && *next != 0) SupersedeAll();
+    return next.status();
   }
 
   // As the watch stream's callback: outside the lock, a trainer may be waiting on it.
@@ -262,6 +276,11 @@ struct FaultCase {
   int64_t left_behind_at = -1;
   // How many workers, the last registered, are left behind so: 2 leaves only the first ahead.
   int left_behind_members = 1;
+  // Ring mode: every segment of step `refused_at`'s allreduce in generation 1 to the worker
+  // registered last is refused (never reaches its inbox), so the step's collective times out
+  // (`timeout`) on every member and nothing supersedes it but the members' own reports. -1: none.
+  int64_t refused_at = -1;
+  absl::Duration timeout = absl::Seconds(60);  // ElasticOptions::timeout
 };
 
 // Within a generation (worker/elastic_training.cc): the ps load's barrier, and the first step.
@@ -332,7 +351,13 @@ void RunJobWithFault(const FaultCase& fault, const TrainingOptions& job, double 
                         fault.start == SyncMode::kRing ? SyncMode::kPs : SyncMode::kRing);
   }
   ring::InMemoryRingNetwork network;
-  if (fault.left_behind_at >= 0 || observe) {
+  if (fault.refused_at >= 0) {
+    const uint64_t collective = FirstGenerationStepCollective(fault.refused_at);
+    const std::string last = absl::StrCat("in-memory:", kWorkers);
+    network.LoseSegments([collective, last](const std::string& to, const ring::SegmentHeader& h) {
+      return to == last && h.generation == 1 && h.collective == collective;
+    });
+  } else if (fault.left_behind_at >= 0 || observe) {
     std::set<std::string> behind;
     for (int i = kWorkers - fault.left_behind_members; i < kWorkers; ++i) {
       behind.insert(absl::StrCat("in-memory:", i + 1));
@@ -360,7 +385,7 @@ void RunJobWithFault(const FaultCase& fault, const TrainingOptions& job, double 
     worker->metrics = std::make_unique<Metrics>(std::make_shared<prometheus::Registry>());
     ElasticOptions options;
     options.segment_bytes = 4096;
-    options.timeout = absl::Seconds(60);  // a deadline only for bugs: every failure is superseded
+    options.timeout = fault.timeout;  // 60 s: a deadline only for bugs, every failure superseded
     options.regroup_timeout = absl::Seconds(60);
     options.state_chunk_floats = 257;  // a regroup's state in many chunks, across every boundary
     options.replay_last_step = fault.replay;
@@ -449,6 +474,32 @@ void RunJobWithFault(const FaultCase& fault, const TrainingOptions& job, double 
   for (int i = 0; i < kWorkers && check; ++i) {
     if (i != fault.victim) check(i, *workers[i]);
   }
+}
+
+// Issue 51: a refused message (here every segment of one step's allreduce to one worker) used to
+// stop the job until an operator forced a new generation. Now the step's collective times out
+// (its deadline, logged when it fires), the members report the failed generation, the
+// controller forms a new one of the same members at once, and the job goes on to the reference.
+TEST(ElasticTrainerHealTest, ARefusedRingSegmentEndsInANewGenerationWithoutAnOperator) {
+  FaultCase fault;
+  fault.name = "refused_segment";
+  fault.victim = -1;  // nobody is lost
+  fault.refused_at = 3;
+  fault.timeout = absl::Seconds(3);
+  // The first member whose deadline fires reports; the others' collectives are then superseded.
+  int timed_out = 0, asked = 0;
+  RunJobWithFault(fault, SmallJob(8), 1e-5, [&](int, const TrainerThread& worker) {
+    EXPECT_GE(worker.result->generation, 2u) << "the failed generation was replaced";
+    EXPECT_EQ(worker.result->slot.world, 3) << "by one of the same members";
+    const std::string log = worker.log.str();
+    if (log.find("generation 1's collective timed out at step 3 (--timeout=3s)") !=
+        std::string::npos) {
+      ++timed_out;
+    }
+    if (log.find("asked the controller for a new generation") != std::string::npos) ++asked;
+  });
+  EXPECT_GE(timed_out, 1);
+  EXPECT_GE(asked, 1);
 }
 
 // Issue 23: a one-worker ps job whose rank 0 Loads the shard before the shard has its
