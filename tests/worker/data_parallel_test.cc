@@ -285,7 +285,8 @@ TEST(NonFiniteGradientTest, ANonFiniteShareIsSentAsZerosAndCounted) {
   auto job = TrainingJob::Create(options);
   ASSERT_TRUE(job.ok()) << job.status();
   std::vector<float> params = (*job)->InitialParameters();
-  params[0] = std::numeric_limits<float>::infinity();  // a diverged weight: the gradient overflows
+  // A diverged model: its gradient is NaN throughout.
+  std::fill(params.begin(), params.end(), std::numeric_limits<float>::quiet_NaN());
   std::vector<float> gradient(params.size());
   RecordingSync sync;
   auto stats = TrainStep(**job, 0, WorkerSlot{0, 1}, sync, absl::MakeSpan(params),
