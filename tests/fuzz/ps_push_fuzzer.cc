@@ -93,9 +93,13 @@ struct Model {
     const bool continues = descending ? count <= left && offset == left - count
                                       : offset == share.received && count <= left;
     if (payload.size() % width != 0 || !continues) return absl::StatusCode::kInvalidArgument;
+    std::vector<float> decoded(count);
     for (uint64_t i = 0; i < count; ++i) {  // one element at a time: decoded as it arrives
-      DecodeWire(dtype, payload.data() + i * width, absl::MakeSpan(&share.values[offset + i], 1));
+      DecodeWire(dtype, payload.data() + i * width, absl::MakeSpan(&decoded[i], 1));
     }
+    // A NaN or an infinity is refused and nothing of the segment kept (issue 51).
+    if (CountNonFinite(decoded) != 0) return absl::StatusCode::kInvalidArgument;
+    std::copy(decoded.begin(), decoded.end(), share.values.begin() + offset);
     share.received += count;
     Advance();
     return absl::StatusCode::kOk;
