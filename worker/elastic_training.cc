@@ -175,7 +175,13 @@ absl::Status ElasticTrainer::AwaitNewGeneration(uint64_t failed, const absl::Sta
   }
   // A refused message or a silent peer heals without an operator: the controller forms a new
   // generation of the same members (a superseded generation's report changes nothing).
-  if (!faults_.lost() && !stop.HasBeenNotified() &&
+  // A peer gone (its stream broken: UNAVAILABLE, CANCELLED, ABORTED) is the heartbeat timeout's
+  // to notice: a generation formed now would include it and fail again.
+  const absl::StatusCode code = why.code();
+  const bool refused = code != absl::StatusCode::kUnavailable &&
+                       code != absl::StatusCode::kCancelled && code != absl::StatusCode::kAborted &&
+                       code != absl::StatusCode::kUnknown;
+  if (refused && !faults_.lost() && !stop.HasBeenNotified() &&
       assignments_.WaitForNewer(failed, absl::Now()).status().code() ==
           absl::StatusCode::kDeadlineExceeded) {
     const absl::Status reported = assignments_.ReportFailedGeneration(failed);
