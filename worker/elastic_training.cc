@@ -120,7 +120,11 @@ absl::Status ElasticTrainer::Run(const absl::Notification& stop, const FinishedC
                                          regroup_start, absl::Now() - regroup_start);
       }
       if (faults_.lost()) return faults_.LostStatus();
-      if (!status.ok()) RETURN_IF_ERROR(AwaitNewGeneration(newer->generation, status, stop));
+      // A failed regroup is not reported: one that fails every time (a ps generation with no
+      // shard) would regroup for ever instead of ending after --regroup_timeout.
+      if (!status.ok()) {
+        RETURN_IF_ERROR(AwaitNewGeneration(newer->generation, status, stop, /*report=*/false));
+      }
       continue;  // a newer generation may have come during the regroup: adopt it before a step
     }
     if (newer.status().code() != absl::StatusCode::kDeadlineExceeded) return newer.status();
@@ -128,7 +132,7 @@ absl::Status ElasticTrainer::Run(const absl::Notification& stop, const FinishedC
       if (absl::Status status = Step(); !status.ok()) {
         if (faults_.lost()) return faults_.LostStatus();
         if (diverged_) return status;
-        RETURN_IF_ERROR(AwaitNewGeneration(generation_.generation, status, stop));
+        RETURN_IF_ERROR(AwaitNewGeneration(generation_.generation, status, stop, /*report=*/true));
       }
       continue;
     }
@@ -166,7 +170,7 @@ absl::StatusOr<ElasticResult> ElasticTrainer::Result() {
 }
 
 absl::Status ElasticTrainer::AwaitNewGeneration(uint64_t failed, const absl::Status& why,
-                                                const absl::Notification& stop) {
+                                                const absl::Notification& stop, bool report) {
   const std::string worker = WorkerName(generation_.slot.rank);
   const absl::Time deadline = absl::Now() + options_.regroup_timeout;
   if (why.code() == absl::StatusCode::kDeadlineExceeded) {
@@ -181,7 +185,7 @@ absl::Status ElasticTrainer::AwaitNewGeneration(uint64_t failed, const absl::Sta
   const bool refused = code != absl::StatusCode::kUnavailable &&
                        code != absl::StatusCode::kCancelled && code != absl::StatusCode::kAborted &&
                        code != absl::StatusCode::kUnknown;
-  if (refused && !faults_.lost() && !stop.HasBeenNotified() &&
+  if (report && refused && !faults_.lost() && !stop.HasBeenNotified() &&
       assignments_.WaitForNewer(failed, absl::Now()).status().code() ==
           absl::StatusCode::kDeadlineExceeded) {
     const absl::Status reported = assignments_.ReportFailedGeneration(failed);

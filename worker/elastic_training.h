@@ -149,8 +149,9 @@ class ElasticTrainer {
   void LogNextGeneration(const GenerationAssignment& next);
   // Waits for a generation newer than the one whose step stopped with `why`, logged if none
   // replaced it at once; Run then logs the one that came as what it is (LogNextGeneration).
+  // `report`: a failed step's refusal or deadline is reported to the assignment source first.
   absl::Status AwaitNewGeneration(uint64_t failed, const absl::Status& why,
-                                  const absl::Notification& stop);
+                                  const absl::Notification& stop, bool report);
 
   AssignmentSource& assignments_;
   ring::Collective* const ring_;
