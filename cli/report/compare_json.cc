@@ -2,8 +2,8 @@
 // a JSON number; a figure that was not measured (parity not checked) is null, never a string.
 #include "absl/strings/str_cat.h"
 #include "cli/report/compare_report.h"
-#include "cli/report/comparison_summary.h"
 #include "cli/report/variant_summary.h"
+#include "cli/report/verdict.h"
 #include "common/file_util.h"
 
 namespace ringside::cli {

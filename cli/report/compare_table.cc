@@ -9,7 +9,9 @@
 #include "absl/strings/strip.h"
 #include "cli/report/compare_report.h"
 #include "cli/report/comparison_summary.h"
+#include "cli/report/explanations.h"
 #include "cli/report/variant_summary.h"
+#include "cli/report/verdict.h"
 
 namespace ringside::cli {
 namespace {

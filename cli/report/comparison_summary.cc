@@ -1,18 +1,13 @@
 #include "cli/report/comparison_summary.h"
 
 #include <algorithm>
-#include <cmath>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
-#include "cli/report/accuracy_summary.h"
 #include "cli/report/format_units.h"
-#include "cli/report/job_runs.h"
 #include "cli/report/key_figures.h"
-#include "cli/report/model_prediction.h"
-#include "common/cost_model.h"
 
 namespace ringside::cli {
 namespace {
@@ -130,48 +125,6 @@ std::string EvaluationText(const ModeReport& m) {
   return absl::StrCat(m.accuracy_over_time.size(), " \u00d7 ", HumanSeconds(m.eval_seconds_mean));
 }
 
-// --colocate: the cost model's colocated traffic and how the run compares with the others.
-std::vector<std::string> ColocatedLines(const JobComparison& job) {
-  const JobConfig& c = job.config;
-  const ModeReport& m = *job.ps_colocated;
-  const int n = c.workers;
-  std::vector<std::string> lines;
-  lines.push_back(absl::StrFormat(
-      "ps colocated: S = N = %d shards, shard i beside worker i: each host sends worker i's "
-      "pushes to the other N\u22121 shards and shard i's replies to the other N\u22121 "
-      "workers, 2(N\u22121)K/N \u2248 %s each way, as a ring worker (its own shard's "
-      "traffic never leaves the host).",
-      n,
-      // Host 0 holds the largest range (EvenRanges puts the larger first): the busiest host.
-      HumanBytes(static_cast<double>(
-          ColocatedPsHostElements(static_cast<uint64_t>(c.parameters), n, 0) * c.element_bytes))));
-  if (!m.completed) return lines;
-  lines.push_back(absl::StrCat(
-      "Measured, ps colocated: samples/s ", ShortNumber(m.samples_per_second), " (ring ",
-      ShortNumber(job.ring.samples_per_second), ", ps ", ShortNumber(job.ps.samples_per_second),
-      "), step p50 ", HumanSeconds(m.step_p50), ", sync p50 ", HumanSeconds(m.sync_p50),
-      m.bound_seconds_per_step > 0
-          ? absl::StrCat(" against a bound of ", HumanSeconds(m.bound_seconds_per_step))
-          : "",
-      ", bytes/worker/step ", HumanBytes(m.bytes_per_worker_per_step), " (model ",
-      HumanBytes(m.expected_bytes_per_worker_per_step), ")."));
-  return lines;
-}
-
-// "20mbit", or with --slow_link "20mbit (worker-3: 5mbit)": the rates the lab's bound is at.
-std::string LinkRatesText(const JobConfig& c) {
-  if (c.slow_links.empty()) return c.link_rate;
-  std::vector<std::string> slow;
-  for (const auto& [host, rate] : c.slow_links) slow.push_back(absl::StrCat(host, ": ", rate));
-  return absl::StrCat(c.link_rate, " (", absl::StrJoin(slow, ", "), ")");
-}
-
-std::string VerdictDetails(const JobComparison& job) {
-  return absl::StrCat("samples/s ring ", ShortNumber(job.ring.samples_per_second), " vs ps ",
-                      ShortNumber(job.ps.samples_per_second), "; step p50 ring ",
-                      HumanSeconds(job.ring.step_p50), " vs ps ", HumanSeconds(job.ps.step_p50));
-}
-
 }  // namespace
 
 std::string JobTitle(const JobConfig& c) {
@@ -256,200 +209,11 @@ std::string TargetText(const JobConfig& config) {
   return absl::StrFormat("%g%%", config.target_accuracy * 100);
 }
 
-namespace {
-
-// Both reached the target: the sooner wins.
-Verdict ByTimeToTarget(const JobComparison& job) {
-  Verdict verdict;
-  const double ring = *job.ring.seconds_to_target, ps = *job.ps.seconds_to_target;
-  verdict.basis = "seconds_to_target";
-  verdict.winner = ring <= ps ? SyncMode::kRing : SyncMode::kPs;
-  verdict.ratio = std::max(ring, ps) / std::min(ring, ps);
-  const std::string target = TargetText(job.config);
-  const std::string details =
-      absl::StrCat("ring ", HumanSeconds(ring), " at step ",
-                   WithThousands(*job.ring.steps_to_target), ", ps ", HumanSeconds(ps), " at step ",
-                   WithThousands(*job.ps.steps_to_target), "; ", VerdictDetails(job));
-  if (verdict.ratio - 1 <= kTieTolerance) {
-    verdict.outcome = Outcome::kTie;
-    verdict.line = absl::StrFormat(
-        "A tie on this run: ring and ps reached %s test accuracy within %.0f%% of each other's "
-        "time (%s).",
-        target, kTieTolerance * 100, details);
-    return verdict;
-  }
-  verdict.outcome = Outcome::kWinner;
-  const SyncMode loser = verdict.winner == SyncMode::kRing ? SyncMode::kPs : SyncMode::kRing;
-  verdict.line = absl::StrFormat(
-      "Winner on this run: %s, reaching %s test accuracy %.2f\u00d7 as soon as %s (%s).",
-      SyncModeName(verdict.winner), target, verdict.ratio, SyncModeName(loser), details);
-  return verdict;
-}
-
-// Where the data has a test set but not both modes reached the target: which did.
-std::string TargetNote(const JobComparison& job) {
-  if (!job.config.has_test_set) return "";
-  const std::string target = TargetText(job.config);
-  const bool ring = job.ring.seconds_to_target.has_value();
-  const bool ps = job.ps.seconds_to_target.has_value();
-  if (!ring && !ps) {
-    return absl::StrCat(" Neither mode reached ", target, " test accuracy within ",
-                        WithThousands(job.config.steps), " steps.");
-  }
-  const ModeReport& reached = ring ? job.ring : job.ps;
-  return absl::StrCat(" Only ", SyncModeName(reached.mode), " reached ", target, " test accuracy (",
-                      HumanSeconds(*reached.seconds_to_target), ", step ",
-                      WithThousands(reached.steps_to_target.value_or(0)), ").");
-}
-
-// By throughput: samples/s, or 1/p50 when a rate is missing.
-Verdict ByThroughput(const JobComparison& job) {
-  Verdict verdict;
-  double ring = job.ring.samples_per_second, ps = job.ps.samples_per_second;
-  verdict.basis = "samples_per_second";
-  if (ring <= 0 || ps <= 0) {
-    if (job.ring.step_p50 <= 0 || job.ps.step_p50 <= 0) {
-      verdict.basis.clear();
-      verdict.line = "No winner: neither samples/s nor step times were measured for both modes.";
-      return verdict;
-    }
-    ring = 1 / job.ring.step_p50;
-    ps = 1 / job.ps.step_p50;
-    verdict.basis = "step_p50";
-  }
-  verdict.winner = ring >= ps ? SyncMode::kRing : SyncMode::kPs;
-  verdict.ratio = std::max(ring, ps) / std::min(ring, ps);
-  const std::string what = verdict.basis == "samples_per_second" ? "samples/s" : "step rate";
-  if (verdict.ratio - 1 <= kTieTolerance) {
-    verdict.outcome = Outcome::kTie;
-    verdict.line =
-        absl::StrFormat("A tie on this run: ring and ps within %.0f%% of each other (%s).",
-                        kTieTolerance * 100, VerdictDetails(job));
-    return verdict;
-  }
-  verdict.outcome = Outcome::kWinner;
-  const SyncMode loser = verdict.winner == SyncMode::kRing ? SyncMode::kPs : SyncMode::kRing;
-  verdict.line = absl::StrFormat("Winner on this run: %s, %.2f\u00d7 the %s of %s (%s).",
-                                 SyncModeName(verdict.winner), verdict.ratio, what,
-                                 SyncModeName(loser), VerdictDetails(job));
-  return verdict;
-}
-
-}  // namespace
-
-Verdict DecideWinner(const JobComparison& job) {
-  for (const ModeReport* mode : {&job.ring, &job.ps}) {
-    if (!mode->completed) {
-      Verdict verdict;
-      verdict.line = absl::StrCat("No winner: the ", SyncModeName(mode->mode), " run failed (",
-                                  mode->failure.empty() ? "no reason given" : mode->failure, ").");
-      return verdict;
-    }
-  }
-  // Time to target needs both times, and both above zero to make a ratio (a target the initial
-  // parameters already meet is no race).
-  if (job.ring.seconds_to_target.value_or(0) > 0 && job.ps.seconds_to_target.value_or(0) > 0) {
-    return ByTimeToTarget(job);
-  }
-  Verdict verdict = ByThroughput(job);
-  verdict.line += TargetNote(job);
-  return verdict;
-}
-
-std::vector<std::string> AccuracyExplanation(const JobComparison& job) {
-  const JobConfig& c = job.config;
-  std::vector<std::string> lines;
-  if (!c.has_test_set) return lines;
-  lines.push_back(absl::StrCat(
-      "Test accuracy: worker-0 evaluates the job's parameters (in ps mode the shards' own copy; "
-      "under --staleness or --backup_workers the parameters it pulled for its next step) on "
-      "the whole held-out test set every ",
-      c.eval_every,
-      " steps and after the last, on a thread of its own at low priority: the evaluation's time "
-      "is in no step's phases and not in samples/s, though it shares the machine's cores with the "
-      "training. It holds no copy of the model: each point's parameters wait in a file beside "
-      "its evaluation file and are evaluated from there, a block of weights at a time."));
-  lines.push_back(absl::StrCat(
-      "Time to ", TargetText(c),
-      " is defined on what was measured: the wall-clock time from the cluster's first step to the "
-      "end of the step whose parameters were the first evaluated at or above ",
-      TargetText(c), ", so it is resolved to ", c.eval_every,
-      " steps (more where ps points came late). One evaluation is noisy by a few points at this "
-      "batch size: the mean of the last ",
-      kRecentEvaluations, " evaluations is the steadier figure of where each mode ended."));
-  return lines;
-}
-
-std::vector<std::string> ModelExplanation(const JobComparison& job) {
-  const JobConfig& c = job.config;
-  const int n = c.workers, s = c.ps_shards;
-  const ModelBytes ring = PredictBytesPerStep(SyncMode::kRing, c.parameters, n, s, c.element_bytes);
-  const ModelBytes ps = PredictBytesPerStep(SyncMode::kPs, c.parameters, n, s, c.element_bytes);
-  const std::string k = WithThousands(c.parameters);
-  std::vector<std::string> lines;
-  lines.push_back(absl::StrCat("Cost model with K = ", k, " parameters of ", c.element_bytes,
-                               " B, N = ", n, " workers, S = ", s, " shards:"));
-  lines.push_back(absl::StrFormat(
-      "per worker and step the ring sends 2(N\u22121)K/N = 2\u00b7%d\u00b7%s/%d \u2248 %s, the "
-      "PS sends K = %s (the ring sends %.2f\u00d7 as much);",
-      n - 1, k, n, HumanBytes(ring.per_worker), HumanBytes(ps.per_worker),
-      ring.per_worker / std::max(ps.per_worker, 1.0)));
-  lines.push_back(absl::StrFormat(
-      "a PS shard takes N\u00b7K/S = %d\u00b7%s/%d \u2248 %s per step while a ring link "
-      "carries %s: the PS's busiest node (%s) takes %.2f\u00d7 the ring's busiest (%s).",
-      n, k, s, HumanBytes(ps.largest_shard_ingress), HumanBytes(ring.busiest_node),
-      ps.busiest_node_name, ps.busiest_node / std::max(ring.busiest_node, 1.0),
-      ring.busiest_node_name));
-  lines.push_back(absl::StrFormat(
-      "As N grows a ring link stays below 2K while a shard's ingress grows as N\u00b7K/S: the "
-      "PS's busiest node carries less only while N/S < 2(N\u22121)/N (here N/S = %.3g).",
-      static_cast<double>(n) / std::max(s, 1)));
-  if (!c.link_rate.empty()) {  // ringside lab: what its bound rows are
-    std::string shard_note;
-    if (absl::StartsWith(job.ps.bottleneck_node, "ps-")) {
-      shard_note = absl::StrFormat(
-          " Both directions of a shard's link are busy at once: a shard answers each part as "
-          "soon as every worker has pushed it, so the reply trails the last push by one segment "
-          "of every worker. A shard that answered after the whole step would need twice that "
-          "(%s).",
-          HumanSeconds(2 * job.ps.bound_seconds_per_step));
-    }
-    lines.push_back(absl::StrCat(
-        "The bound at ", LinkRatesText(c),
-        " is, over every node, the busier direction of its link \u00f7 its rate, at the node "
-        "that takes longest (every link is shaped each way, full duplex).",
-        shard_note, " What each mode waits for:"));
-    for (const ModeReport* mode : JobRuns(job)) {
-      if (!mode->bottleneck.empty()) lines.push_back(mode->bottleneck + ".");
-    }
-  }
-  if (job.ps_colocated.has_value()) {
-    for (std::string& line : ColocatedLines(job)) lines.push_back(std::move(line));
-  }
-  if (job.ring.completed && job.ps.completed) {
-    lines.push_back(absl::StrCat("Measured share of a step spent synchronising: ring ",
-                                 Percent(job.ring.sync_share), ", ps ", Percent(job.ps.sync_share),
-                                 "."));
-  }
-  return lines;
-}
-
-std::vector<std::string> EventLines(const JobComparison& job) {
-  std::vector<std::string> lines;
-  for (const ModeReport* mode : JobRuns(job)) {
-    const std::string prefix = absl::StrCat(RunName(*mode), ": ");
-    if (!mode->completed) {
-      lines.push_back(absl::StrCat(
-          prefix, "FAILED: ", mode->failure.empty() ? "no reason given" : mode->failure));
-    }
-    for (const std::string& event : mode->events) lines.push_back(prefix + event);
-    if (mode->completed && mode->events.empty() && mode->final_world > 0 &&
-        mode->final_world < job.config.workers) {
-      lines.push_back(absl::StrCat(prefix, "ended with ", mode->final_world, " of ",
-                                   job.config.workers, " workers"));
-    }
-  }
-  return lines;
+std::string LinkRatesText(const JobConfig& c) {
+  if (c.slow_links.empty()) return c.link_rate;
+  std::vector<std::string> slow;
+  for (const auto& [host, rate] : c.slow_links) slow.push_back(absl::StrCat(host, ": ", rate));
+  return absl::StrCat(c.link_rate, " (", absl::StrJoin(slow, ", "), ")");
 }
 
 }  // namespace ringside::cli

@@ -6,10 +6,12 @@
 
 #include "absl/strings/str_cat.h"
 #include "cli/report/comparison_summary.h"
+#include "cli/report/explanations.h"
 #include "cli/report/format_units.h"
 #include "cli/report/key_figures.h"
 #include "cli/report/report_charts.h"
 #include "cli/report/variant_summary.h"
+#include "cli/report/verdict.h"
 #include "cli/scaling_sweep.h"
 #include "common/file_util.h"
 

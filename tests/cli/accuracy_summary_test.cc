@@ -9,6 +9,8 @@
 #include <vector>
 
 #include "cli/report/comparison_summary.h"
+#include "cli/report/explanations.h"
+#include "cli/report/verdict.h"
 #include "cli/report/report_charts.h"
 #include "cli/report/report_html.h"
 #include "common/cluster_files.h"
