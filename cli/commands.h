@@ -86,6 +86,10 @@ struct CompareOptions {
   // --ps_variants: ps mode runs once per variant (cli/ps_variants.h), each against the same ring
   // run; empty: once, with the job's own settings. Not with a sweep.
   std::vector<PsVariant> ps_variants;
+  // --repeats: each mode (and each variant, and --colocate's run) runs this many times, in
+  // rounds alternated ring, ps, ring, ps, ... so a drift of the machine falls on every mode
+  // alike (cli/report/repeats.h summarises them). Not with a sweep.
+  int repeats = 1;
 };
 
 struct UpOptions {

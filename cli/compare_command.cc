@@ -14,6 +14,7 @@
 #include "cli/ps_variants.h"
 #include "cli/report/compare_report.h"
 #include "cli/report/model_prediction.h"
+#include "cli/report/repeats.h"
 #include "cli/report/report_html.h"
 #include "cli/scaling_sweep.h"
 #include "common/cost_model.h"
@@ -97,9 +98,12 @@ void AppendTimeline(std::vector<worker::TimelineProcess> processes,
 // signal stopped it.
 absl::StatusOr<std::vector<float>> RunAndRecord(const ModeRunSpec& spec, ModeReport& report) {
   const CompareSession& session = spec.session;
-  const std::string name =
-      absl::StrCat(spec.job().model, " in ", SyncModeName(spec.mode), " mode",
-                   spec.variant.empty() ? "" : absl::StrCat(" (", spec.variant, ")"));
+  const std::string name = absl::StrCat(
+      spec.job().model, " in ", SyncModeName(spec.mode), " mode",
+      spec.variant.empty() ? "" : absl::StrCat(" (", spec.variant, ")"),
+      spec.shape.repeats > 1
+          ? absl::StrCat(", repeat ", spec.shape.repeat + 1, " of ", spec.shape.repeats)
+          : "");
   std::vector<ProcessFailure> failures;
   absl::StatusOr<ModeRun> run = RunMode(spec, failures);
   if (!run.ok()) {
@@ -112,6 +116,9 @@ absl::StatusOr<std::vector<float>> RunAndRecord(const ModeRunSpec& spec, ModeRep
   }
   report = std::move(run->report);
   report.process_failures = std::move(failures);
+  report.synchronous = spec.mode == SyncMode::kRing ||
+                       (spec.job().staleness == 0 && spec.job().backup_workers == 0);
+  if (spec.job().straggler.worker >= 0) report.straggler = StragglerText(spec.job().straggler);
   if (const std::optional<LinkRate>& rate = session.options.link_rate; rate.has_value()) {
     // ringside lab: the links' bound on the sync, and what it waits for
     FillLabBound({*rate, session.options.slow_links}, spec.config, spec.shape.ps_shards, report,
@@ -211,6 +218,24 @@ absl::Status WriteOutputs(const CompareOptions& options, const CompareReport& re
   return absl::OkStatus();
 }
 
+// One job at the options' cluster size, in --repeats rounds: each round runs the ring, then ps
+// (each variant), then --colocate's ps, so the machine's drift falls on every mode alike; the
+// rounds are summarised into one comparison (cli/report/repeats.h). A failure ends the rounds.
+absl::StatusOr<JobComparison> RunRounds(const CompareSession& session, int job_index) {
+  const CompareOptions& options = session.options;
+  std::vector<JobComparison> rounds;
+  for (int r = 0; r < options.repeats && (r == 0 || session.failed.ok()); ++r) {
+    ClusterShape shape{options.cluster.workers, options.cluster.ps_shards};
+    shape.repeat = r;
+    shape.repeats = options.repeats;
+    ASSIGN_OR_RETURN(JobComparison round, RunJobComparison(session, job_index, shape,
+                                                           {SyncMode::kRing, SyncMode::kPs}));
+    if (options.colocate) RETURN_IF_ERROR(RunColocated(session, job_index, shape, round));
+    rounds.push_back(std::move(round));
+  }
+  return MergeRounds(std::move(rounds));
+}
+
 }  // namespace
 
 absl::StatusOr<JobComparison> RunJobComparison(const CompareSession& session, int job_index,
@@ -253,12 +278,7 @@ absl::Status RunCompare(const CompareOptions& options, const TerminationSignals&
     if (sweep) {
       ASSIGN_OR_RETURN(comparison, RunScalingSweep(session, static_cast<int>(job_index)));
     } else {
-      const ClusterShape shape{options.cluster.workers, options.cluster.ps_shards};
-      ASSIGN_OR_RETURN(comparison, RunJobComparison(session, static_cast<int>(job_index), shape,
-                                                    {SyncMode::kPs, SyncMode::kRing}));
-      if (options.colocate) {
-        RETURN_IF_ERROR(RunColocated(session, static_cast<int>(job_index), shape, comparison));
-      }
+      ASSIGN_OR_RETURN(comparison, RunRounds(session, static_cast<int>(job_index)));
     }
     out << "\n";
     PrintComparisonTable(comparison, out);

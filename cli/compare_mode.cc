@@ -146,7 +146,9 @@ std::string PhaseName(const ModeRunSpec& spec) {
   return absl::StrCat(
       spec.job().model, " ", SyncModeName(spec.mode), spec.shape.colocated ? " colocated" : "",
       spec.variant.empty() ? "" : " " + spec.variant,
-      spec.shape.swept ? absl::StrCat(" N=", spec.shape.workers, " S=", spec.shape.ps_shards) : "");
+      spec.shape.swept ? absl::StrCat(" N=", spec.shape.workers, " S=", spec.shape.ps_shards) : "",
+      spec.shape.repeats > 1 ? absl::StrCat(" (", spec.shape.repeat + 1, "/", spec.shape.repeats, ")")
+                             : "");
 }
 
 // The local cluster of `spec` in `dir`. A controller or shard that dies fails the run
@@ -185,6 +187,9 @@ LocalClusterOptions ClusterOptionsOf(const ModeRunSpec& spec, const std::string&
   }
   if (spec.shape.colocated && !cluster_options.checkpoint_dir.empty()) {
     cluster_options.checkpoint_dir += "-colocated";  // not the separate shards' state
+  }
+  if (spec.shape.repeat > 0 && !cluster_options.checkpoint_dir.empty()) {
+    absl::StrAppend(&cluster_options.checkpoint_dir, "-r", spec.shape.repeat + 1);
   }
   cluster_options.checkpoint_every = options.cluster.checkpoint_every;
   cluster_options.tls = options.cluster.tls;

@@ -23,6 +23,9 @@ struct ClusterShape {
   bool swept = false;
   // ps with shard i beside worker i (--colocate, ps_shards == workers).
   bool colocated = false;
+  // --repeats: this cluster's round (0 first) of `repeats`. Rounds after the first get
+  // "-r<round + 1>" on their checkpoint directory, so no repeat resumes another's state.
+  int repeat = 0, repeats = 1;
 };
 
 // What every cluster of one `ringside compare` shares. The references must outlive the runs.
@@ -40,7 +43,8 @@ struct CompareSession {
 // The job's configuration as the reports print it, for a cluster of `shape`.
 absl::StatusOr<JobConfig> JobConfigOf(const TrainingOptions& job, ClusterShape shape);
 
-// Runs job `job_index` of the session's options once per mode in `modes`, in that order, each
+// Runs job `job_index` of the session's options once per mode in `modes`, in that order (ps: once
+// per --ps_variants variant), each
 // on a fresh cluster of `shape`, and fills their reports (and the parity when both ran). A mode
 // that fails is recorded in its report and in `session.failed` (the first failure); the modes
 // after it are not run. A signal returns CANCELLED.

@@ -77,6 +77,11 @@ ABSL_FLAG(std::string, ps_variants, "",
           "compare/lab: run ps mode once per listed variant against the same ring run, e.g. "
           "sync,staleness=2,backup_workers=1,async (each overrides --staleness and "
           "--backup_workers); empty: once with the job's own settings");
+ABSL_FLAG(int64_t, repeats, 1,
+          "compare/lab: run each mode (each --ps_variants variant, --colocate's run) this many "
+          "times, alternated ring, ps, ring, ps, ...; the figures are then medians with their "
+          "min-max, and the verdict's 95% interval a bootstrap over the repeats (with 1: over the "
+          "steps of the one run), 1 to 50");
 ABSL_FLAG(int64_t, ps_window_bytes, 0,
           "compare/lab: the workers' push window in ps mode, 16 bytes to 2 MiB (their "
           "--ps_window_bytes); 0: their default (2 MiB), and the lab's 256 KiB");
@@ -86,6 +91,8 @@ ABSL_FLAG(std::string, bin_dir, "",
 
 namespace ringside::cli {
 namespace {
+
+constexpr int64_t kMaxRepeats = 50;  // 50 runs of each mode is hours: enough for any interval
 
 std::string OwnDirectory(const char* argv0) {
   char path[4096];
@@ -264,6 +271,16 @@ absl::StatusOr<CompareOptions> CompareOptionsFromFlags(int argc, char** argv) {
         "--timeline_capacity: keep between 4 (one step) and 1000000 events");
   }
   RETURN_IF_ERROR(SetPsVariants(options));
+  const int64_t repeats = absl::GetFlag(FLAGS_repeats);
+  if (repeats < 1 || repeats > kMaxRepeats) {
+    return absl::InvalidArgumentError(absl::StrCat("--repeats=", repeats, ": must be 1 to ",
+                                                   kMaxRepeats, ", e.g. 5"));
+  }
+  if (repeats > 1 && IsSweep(options)) {
+    return absl::InvalidArgumentError(
+        "--repeats runs one cluster size: give --workers and --ps_shards one count");
+  }
+  options.repeats = static_cast<int>(repeats);
   const int64_t window = absl::GetFlag(FLAGS_ps_window_bytes);
   if (absl::Status valid = server::CheckPsWindowBytes(window); window != 0 && !valid.ok()) {
     return absl::InvalidArgumentError(

@@ -9,6 +9,7 @@
 #include "cli/report/comparison_summary.h"
 #include "cli/report/format_units.h"
 #include "cli/report/job_runs.h"
+#include "cli/report/repeats.h"
 #include "cli/report/report_charts.h"
 #include "cli/report/svg_chart.h"
 
@@ -27,7 +28,7 @@ const char* RunColor(size_t run) {
 // Run `run`'s evaluations: a line through them, a mark on each, and a dashed drop line where it
 // first reached the target, labelled on a line of its own.
 void DrawRun(SvgCanvas& svg, const Scale& x, const Scale& y, const ModeReport& mode, size_t run,
-             const std::string& target) {
+             const std::string& target, double target_accuracy) {
   const std::string name = RunName(mode);
   const char* color = RunColor(run);
   std::vector<std::pair<double, double>> pixels;
@@ -46,6 +47,19 @@ void DrawRun(SvgCanvas& svg, const Scale& x, const Scale& y, const ModeReport& m
               absl::StrCat(name, ": ", Percent(p.test_accuracy), " test accuracy at ",
                            HumanSeconds(p.seconds), " (step ", WithThousands(p.step),
                            ", training loss ", ShortNumber(p.loss), ")"));
+  }
+  std::vector<double> reached;
+  for (const ModeReport* r : RunsOf(mode)) {
+    if (r->seconds_to_target.has_value()) reached.push_back(*r->seconds_to_target);
+  }
+  if (reached.size() >= 2) {  // --repeats: the time to target's range over the runs
+    const Spread spread = SpreadOf(reached);
+    const double at = y(target_accuracy) + 4 + 4 * static_cast<double>(run);
+    svg.Curve({{x(spread.min), at}, {x(spread.max), at}}, color, "target-spread " + name,
+              absl::StrCat(name, ": time to ", target, " over ", spread.count, " repeats ",
+                           HumanSeconds(spread.min), "\u2013", HumanSeconds(spread.max)));
+    svg.Line(x(spread.min), at - 4, x(spread.min), at + 4, color);
+    svg.Line(x(spread.max), at - 4, x(spread.max), at + 4, color);
   }
   if (mode.seconds_to_target.has_value()) {
     const double at = x(*mode.seconds_to_target);
@@ -67,7 +81,10 @@ std::string AccuracyOverTimeChart(const JobComparison& job, const std::string& i
   svg.Text(8, 18, title, "start", 14, true);
   double t_max = 0;
   for (const ModeReport* run : runs) {
-    for (const AccuracyPoint& p : run->accuracy_over_time) t_max = std::max(t_max, p.seconds);
+    // Every repeat's evaluations: the time to target's range must fit too.
+    for (const ModeReport* r : RunsOf(*run)) {
+      for (const AccuracyPoint& p : r->accuracy_over_time) t_max = std::max(t_max, p.seconds);
+    }
   }
   if (!(t_max > 0)) {
     svg.Text(kWidth / 2, kHeight / 2,
@@ -103,7 +120,8 @@ std::string AccuracyOverTimeChart(const JobComparison& job, const std::string& i
   svg.Line(kLeft, y(job.config.target_accuracy), right, y(job.config.target_accuracy), kInkColor,
            /*dashed=*/true);
   svg.Text(right - 4, y(job.config.target_accuracy) - 5, "target " + target, "end", 11);
-  for (size_t i = 0; i < runs.size(); ++i) DrawRun(svg, x, y, *runs[i], i, target);
+  for (size_t i = 0; i < runs.size(); ++i)
+    DrawRun(svg, x, y, *runs[i], i, target, job.config.target_accuracy);
   // Bottom right, one run a line upwards: where accuracy curves, rising from the bottom left,
   // leave room.
   for (size_t i = 0; i < runs.size(); ++i) {

@@ -2,6 +2,7 @@
 // a JSON number; a figure that was not measured (parity not checked) is null, never a string.
 #include "absl/strings/str_cat.h"
 #include "cli/report/compare_report.h"
+#include "cli/report/repeats.h"
 #include "cli/report/variant_summary.h"
 #include "cli/report/verdict.h"
 #include "common/file_util.h"
@@ -29,6 +30,7 @@ json ConfigJson(const JobConfig& c) {
               {"test_set", c.has_test_set},
               {"eval_every", c.eval_every},
               {"target_accuracy", c.target_accuracy},
+              {"repeats", c.repeats},
               {"memory_bound_bytes",
                {{"worker", c.worker_memory_bound_bytes}, {"shard", c.shard_memory_bound_bytes}}}};
   if (!c.link_rate.empty()) {  // ringside lab
@@ -184,6 +186,54 @@ json WithTimeAndScaling(json out, const ModeReport& m) {
   return out;
 }
 
+json SpreadJson(const Spread& s) {
+  if (s.count == 0) return nullptr;
+  return {{"median", s.median}, {"min", s.min}, {"max", s.max}, {"count", s.count}};
+}
+
+// --repeats: each figure's median and min-max over the mode's runs (the runs that have it).
+json SpreadsJson(const ModeReport& m) {
+  const auto target = [](const ModeReport& r) { return r.seconds_to_target.value_or(0); };
+  std::vector<double> reached;
+  for (const ModeReport* run : RunsOf(m)) {
+    if (run->completed && run->seconds_to_target.has_value()) reached.push_back(target(*run));
+  }
+  return {
+      {"step_seconds_p50",
+       SpreadJson(FigureSpread(m, [](const ModeReport& r) { return r.step_p50; }))},
+      {"samples_per_second",
+       SpreadJson(FigureSpread(m, [](const ModeReport& r) { return r.samples_per_second; }))},
+      {"phase_seconds",
+       {{"compute",
+         SpreadJson(FigureSpread(m, [](const ModeReport& r) { return r.phases.compute; }))},
+        {"sync", SpreadJson(FigureSpread(m, [](const ModeReport& r) { return r.phases.sync; }))},
+        {"update",
+         SpreadJson(FigureSpread(m, [](const ModeReport& r) { return r.phases.update; }))}}},
+      {"seconds_to_target", SpreadJson(SpreadOf(reached))}};
+}
+
+// One run of a mode as `repeats[]` keeps it: ModeJson's figures and the time to target.
+json RepeatJson(const ModeReport& run) {
+  json out = ModeJson(run);
+  out["seconds_to_target"] = NumberOrNull(run.seconds_to_target);
+  out["steps_to_target"] = NumberOrNull(run.steps_to_target);
+  out["test_accuracy"] = NumberOrNull(run.test_accuracy);
+  out["warmup"] = {{"steps", run.warmup_steps}, {"seconds", run.warmup_seconds}};
+  return out;
+}
+
+// What --repeats and the steady-state figures add to a mode's object.
+json WithRepeats(json out, const ModeReport& m) {
+  out["warmup"] = {{"steps", m.warmup_steps}, {"seconds", m.warmup_seconds}};
+  out["synchronous"] = m.synchronous;
+  out["spread"] = SpreadsJson(m);
+  out["repeats"] = json::array();
+  for (const ModeReport* run : RunsOf(m)) out["repeats"].push_back(RepeatJson(*run));
+  return out;
+}
+
+json ModeObject(const ModeReport& m) { return WithRepeats(WithTimeAndScaling(ModeJson(m), m), m); }
+
 json ParityJson(const JobComparison& job) {
   if (!job.parity_checked) {
     return {{"checked", false}, {"max_abs_param_diff", nullptr}, {"max_rel_param_diff", nullptr}};
@@ -193,18 +243,55 @@ json ParityJson(const JobComparison& job) {
           {"max_rel_param_diff", job.max_rel_param_diff}};
 }
 
+json IntervalJson(const RatioInterval& i, IntervalOver over) {
+  if (!i.valid) return nullptr;
+  return {{"low", i.low},
+          {"high", i.high},
+          {"confidence", i.confidence},
+          {"resamples", i.resamples},
+          {"over", over == IntervalOver::kRepeats ? "repeats" : "steps"}};
+}
+
+json PerRepeatJson(const Verdict& verdict) {
+  json out = json::array();
+  for (size_t i = 0; i < verdict.per_repeat.size(); ++i) {
+    const RepeatVerdict& r = verdict.per_repeat[i];
+    const bool decided = r.outcome != Outcome::kUndecided;
+    out.push_back(
+        {{"repeat", i + 1},
+         {"mode", r.outcome == Outcome::kWinner ? json(std::string(SyncModeName(r.winner)))
+                                                : json(nullptr)},
+         {"tie", r.outcome == Outcome::kTie},
+         {"ps_over_ring", decided ? json(r.interval.ratio) : json(nullptr)},
+         {"interval", IntervalJson(r.interval, IntervalOver::kSteps)}});
+  }
+  return out;
+}
+
 json WinnerJson(const JobComparison& job) {
   const Verdict verdict = DecideWinner(job);
-  json out = {{"mode", nullptr},
-              {"ratio", nullptr},
-              {"basis", nullptr},
-              {"tie", false},
-              {"line", verdict.line}};
+  json out = {
+      {"mode", nullptr},
+      {"ratio", nullptr},
+      {"basis", nullptr},
+      {"tie", false},
+      {"line", verdict.line},
+      {"repeats", verdict.repeats},
+      {"ps_over_ring", nullptr},
+      {"interval", nullptr},
+      {"same_steps", verdict.same_steps.has_value() ? json(*verdict.same_steps) : json(nullptr)},
+      {"deciding_term", nullptr},
+      {"per_repeat", PerRepeatJson(verdict)}};
   if (verdict.outcome == Outcome::kUndecided) return out;
   out["ratio"] = verdict.ratio;
   out["basis"] = verdict.basis;
   out["tie"] = verdict.outcome == Outcome::kTie;
-  if (verdict.outcome == Outcome::kWinner) out["mode"] = std::string(SyncModeName(verdict.winner));
+  out["ps_over_ring"] = verdict.interval.ratio;
+  out["interval"] = IntervalJson(verdict.interval, verdict.over);
+  if (verdict.outcome == Outcome::kWinner) {
+    out["mode"] = std::string(SyncModeName(verdict.winner));
+    out["deciding_term"] = {{"term", verdict.term}, {"clause", verdict.reason}};
+  }
   return out;
 }
 
@@ -213,7 +300,7 @@ json WinnerJson(const JobComparison& job) {
 json PsVariantsJson(const JobComparison& job) {
   json out = json::array();
   for (const ModeReport& run : job.ps_variants) {
-    json variant = WithTimeAndScaling(ModeJson(run), run);
+    json variant = ModeObject(run);
     variant["variant"] = run.variant;
     out.push_back(std::move(variant));
   }
@@ -235,9 +322,7 @@ json BestVariantJson(const JobComparison& job) {
 
 json JobJson(const JobComparison& job) {
   json out = {{"config", ConfigJson(job.config)},
-              {"modes",
-               {{"ring", WithTimeAndScaling(ModeJson(job.ring), job.ring)},
-                {"ps", WithTimeAndScaling(ModeJson(job.ps), job.ps)}}},
+              {"modes", {{"ring", ModeObject(job.ring)}, {"ps", ModeObject(job.ps)}}},
               {"parity", ParityJson(job)},
               {"winner", WinnerJson(job)}};
   if (!job.ps_variants.empty()) {
@@ -245,7 +330,7 @@ json JobJson(const JobComparison& job) {
     out["best_ps_variant"] = BestVariantJson(job);
   }
   if (job.ps_colocated.has_value()) {  // --colocate
-    json colocated = WithTimeAndScaling(ModeJson(*job.ps_colocated), *job.ps_colocated);
+    json colocated = ModeObject(*job.ps_colocated);
     colocated["colocated"] = true;
     colocated["ps_shards"] = job.config.workers;
     out["modes"]["ps_colocated"] = std::move(colocated);

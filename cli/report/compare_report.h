@@ -126,9 +126,22 @@ struct ModeReport {
   bool colocated = false;
   // Like step_p50, the sync and compute medians and overlap_share above, these have one
   // definition: worker-0's step trace (the first live worker's; cli/report/step_figures.h).
-  PhaseSeconds phases;                  // worker-0's mean per step
-  double sync_share = 0;                // phases: sync / (compute + sync + update)
-  double samples_per_second = 0;        // batch × worker-0's steps ÷ their total seconds
+  PhaseSeconds phases;            // worker-0's mean per step
+  double sync_share = 0;          // phases: sync / (compute + sync + update)
+  double samples_per_second = 0;  // batch × worker-0's steps ÷ their total seconds
+  // The per-step figures above leave out worker-0's first `warmup_steps` steps (connections,
+  // first allocations, caches: start-up, not the steady state), whose total is reported apart;
+  // `step_seconds` holds every step that is in them, in step order: what the verdict's interval
+  // resamples when each mode ran once (cli/report/spread.h).
+  int64_t warmup_steps = 0;
+  double warmup_seconds = 0;
+  std::vector<double> step_seconds;
+  // Every worker's gradient of a step is in that step's sum (ring; ps without --staleness or
+  // --backup_workers): ring and ps then compute the same sums and take the same steps to a
+  // target accuracy.
+  bool synchronous = true;
+  // --straggler as given ("worker-3:4"), empty: none (a `/no_straggler` variant has none).
+  std::string straggler;
   double final_loss = 0, accuracy = 0;  // accuracy in [0, 1]
   // A 16-bit wire dtype's error (ring/wire_error.h): the largest relative L2 error of a sampled
   // step's synchronised gradient against the exact float32 sum of the same shares, over every
@@ -164,6 +177,11 @@ struct ModeReport {
   // calibrated at the smallest swept N with traffic (sync time ÷ bytes); 0: none.
   double model_bytes_per_second = 0;
   int model_calibrated_at = 0;  // the N calibrated at; 0: a link rate was given
+  // --repeats=R, R >= 2: every run of this mode, in run order (each with empty `repeats`), and
+  // this report is their summary (cli/report/repeats.h): each scalar figure the median over
+  // the runs, the curves and links those of the run with the median step time. Empty: one run,
+  // and this report is it.
+  std::vector<ModeReport> repeats;
 };
 
 inline constexpr size_t kMaxLossPoints = 400;
@@ -191,6 +209,8 @@ struct JobConfig {
   // Issue 26's memory goal for each process kind (cli/report/model_prediction.h,
   // PredictMemoryBound).
   int64_t worker_memory_bound_bytes = 0, shard_memory_bound_bytes = 0;
+  // --repeats: each mode's runs (alternated: ring, ps, ring, ps, ...).
+  int repeats = 1;
 };
 
 struct JobComparison {

@@ -8,6 +8,7 @@
 #include "absl/strings/str_join.h"
 #include "cli/report/format_units.h"
 #include "cli/report/key_figures.h"
+#include "cli/report/repeats.h"
 
 namespace ringside::cli {
 namespace {
@@ -116,8 +117,31 @@ std::string TimeToTargetText(const ModeReport& m) {
   if (!m.seconds_to_target.has_value()) {
     return absl::StrCat("not reached in ", WithThousands(m.steps), " steps");
   }
-  return absl::StrCat(HumanSeconds(*m.seconds_to_target), ", step ",
-                      WithThousands(m.steps_to_target.value_or(0)));
+  std::string text = absl::StrCat(HumanSeconds(*m.seconds_to_target), ", step ",
+                                  WithThousands(m.steps_to_target.value_or(0)));
+  if (m.repeats.size() >= 2) {
+    absl::StrAppend(
+        &text, " ",
+        RangeText(
+            m, [](const ModeReport& r) { return r.seconds_to_target.value_or(0); }, HumanSeconds));
+  }
+  return text;
+}
+
+std::string SamplesPerSecondText(const ModeReport& m) {
+  std::string text = ShortNumber(m.samples_per_second);
+  if (m.repeats.size() >= 2) {
+    absl::StrAppend(&text, " ",
+                    RangeText(
+                        m, [](const ModeReport& r) { return r.samples_per_second; }, ShortNumber));
+  }
+  return text;
+}
+
+// "5 steps, 1.23 s": the first steps, left out of the per-step figures.
+std::string WarmupText(const ModeReport& m) {
+  if (m.warmup_steps == 0) return "none left out (a short run)";
+  return absl::StrCat(m.warmup_steps, " steps, ", HumanSeconds(m.warmup_seconds));
 }
 
 std::string EvaluationText(const ModeReport& m) {
@@ -138,6 +162,13 @@ std::vector<TableRow> ComparisonRows(const JobComparison& job) {
   const JobConfig& c = job.config;
   std::vector<TableRow> rows;
   rows.push_back({"status", Status(job.ring), Status(job.ps)});
+  if (c.repeats >= 2) {
+    rows.push_back({"repeats",
+                    absl::StrCat(c.repeats,
+                                 " runs per mode, alternated ring, ps, ...; each figure the "
+                                 "median, (min\u2013max) over the runs"),
+                    "", true});
+  }
   rows.push_back({"parameters (K)",
                   absl::StrCat(WithThousands(c.parameters), " \u00d7 ", c.element_bytes, " B = ",
                                HumanBytes(static_cast<double>(c.parameters) * c.element_bytes)),
@@ -176,8 +207,8 @@ std::vector<TableRow> ComparisonRows(const JobComparison& job) {
       return Ratio(m.sync_p50, m.bound_seconds_per_step);
     }));
   }
-  rows.push_back(
-      Row(job, "samples/s", [](const ModeReport& m) { return ShortNumber(m.samples_per_second); }));
+  rows.push_back(Row(job, "samples/s", SamplesPerSecondText));
+  rows.push_back(Row(job, "warm-up (not in step figures)", WarmupText));
   rows.push_back(
       Row(job, "final loss", [](const ModeReport& m) { return ShortNumber(m.final_loss); }));
   if (c.has_test_set) {

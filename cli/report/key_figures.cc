@@ -3,6 +3,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "cli/report/format_units.h"
+#include "cli/report/repeats.h"
 
 namespace ringside::cli {
 namespace {
@@ -51,8 +52,14 @@ std::string RatioText(const Quantity& q, const ModeReport& ring, const ModeRepor
 
 KeyFigure MakeKeyFigure(const JobComparison& job, KeyFigureKind kind) {
   const Quantity q = QuantityOf(kind);
-  const auto cell = [&q](const ModeReport& m) {
-    return m.completed ? q.text(q.measured(m)) : std::string(kMissing);
+  // With --repeats, the step time's range over the runs beside its median.
+  const bool spread = kind == KeyFigureKind::kStepTimeP50;
+  const auto cell = [&q, spread](const ModeReport& m) {
+    if (!m.completed) return std::string(kMissing);
+    std::string text = q.text(q.measured(m));
+    if (spread && m.repeats.size() >= 2)
+      absl::StrAppend(&text, " ", RangeText(m, q.measured, q.text));
+    return text;
   };
   return {q.label, cell(job.ring), cell(job.ps), RatioText(q, job.ring, job.ps)};
 }

@@ -9,6 +9,7 @@
 #include "cli/report/format_units.h"
 #include "cli/report/job_runs.h"
 #include "cli/report/model_prediction.h"
+#include "cli/report/repeats.h"
 #include "cli/report/svg_chart.h"
 
 namespace ringside::cli {
@@ -130,7 +131,19 @@ void PhaseBar(SvgCanvas& svg, const Scale& y, const PhaseSlot& slot, double cent
             absl::StrCat(name, " ", phase, ": ", HumanSeconds(seconds), " per step"));
     base += seconds;
   }
-  svg.Text(center, y(base) - 6, slot.value, "middle", kValueLabelSize, false, "bar-value");
+  double top = base;
+  if (m.repeats.size() >= 2) {  // --repeats: the whole step's range over the runs
+    const Spread spread = FigureSpread(m, [](const ModeReport& r) {
+      return Drawable(r.phases.compute) + Drawable(r.phases.sync) + Drawable(r.phases.update);
+    });
+    svg.Curve({{center, y(spread.min)}, {center, y(spread.max)}}, kInkColor, "spread " + name,
+              absl::StrCat(name, ": mean step over ", spread.count, " repeats ",
+                           HumanSeconds(spread.min), "\u2013", HumanSeconds(spread.max)));
+    svg.Line(center - 7, y(spread.min), center + 7, y(spread.min), kInkColor);
+    svg.Line(center - 7, y(spread.max), center + 7, y(spread.max), kInkColor);
+    top = std::max(top, spread.max);
+  }
+  svg.Text(center, y(top) - 6, slot.value, "middle", kValueLabelSize, false, "bar-value");
 }
 
 }  // namespace
@@ -147,8 +160,10 @@ std::string PhaseChart(const JobComparison& job, const std::string& id) {
     plot_width += slot.width;
     lines = std::max(lines, slot.name_lines.size());
     if (!slot.run->completed) continue;
-    const PhaseSeconds& p = slot.run->phases;
-    max = std::max(max, Drawable(p.compute) + Drawable(p.sync) + Drawable(p.update));
+    for (const ModeReport* run : RunsOf(*slot.run)) {
+      const PhaseSeconds& p = run->phases;
+      max = std::max(max, Drawable(p.compute) + Drawable(p.sync) + Drawable(p.update));
+    }
   }
   const double width = kLeft + plot_width + kRight;
   const double plot_bottom = kTop + kPlotHeight, plot_right = kLeft + plot_width;

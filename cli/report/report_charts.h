@@ -4,7 +4,9 @@
 // - ModelCurveChart: the cost model's bytes per worker (or per busiest node) per step for
 //   N = 2..1024 in both modes, for the job's K and S, with the measured points on it;
 // - ScalingChart, LossOverTimeChart: a sweep's step times, and loss over wall-clock time;
-// - AccuracyOverTimeChart: test accuracy over wall-clock time, with the target accuracy.
+// - AccuracyOverTimeChart: test accuracy over wall-clock time, with the target accuracy;
+// - StepTimeChart: each run's steady step time, its spread over the steps and the repeats.
+// With --repeats, the phase and accuracy charts draw each figure's range over the repeats.
 // A chart with nothing to draw (a failed mode) still renders, with a "no data" note and no
 // marks. Pure; thread-safe.
 #ifndef RINGSIDE_CLI_REPORT_REPORT_CHARTS_H_
@@ -33,6 +35,10 @@ std::string LossOverTimeChart(const JobComparison& job, const std::string& id);
 // Each mode's test accuracy against seconds since its cluster's first step, a point per
 // evaluation, with the job's target accuracy drawn across (cli/report/accuracy_chart.cc).
 std::string AccuracyOverTimeChart(const JobComparison& job, const std::string& id);
+// Each run's median step time (worker-0, warm-up left out), the 5th to 95th percentile of its
+// steps, each repeat's median as a point, and the verdict's interval where step time decided
+// (cli/report/step_time_chart.cc).
+std::string StepTimeChart(const JobComparison& job, const std::string& id);
 
 }  // namespace ringside::cli
 

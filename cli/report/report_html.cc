@@ -161,6 +161,7 @@ std::string JobSection(const JobComparison& job, size_t index) {
   html += Figure(LinkBytesChart(job.ring, "links-ring-" + suffix));
   html += Figure(LinkBytesChart(job.ps, "links-ps-" + suffix));
   html += Figure(PhaseChart(job, "phases-" + suffix));
+  html += Figure(StepTimeChart(job, "step-time-" + suffix));
   html += Figure(ModelCurveChart(job, ModelQuantity::kPerWorker, "model-worker-" + suffix));
   html += Figure(ModelCurveChart(job, ModelQuantity::kBusiestNode, "model-busiest-" + suffix));
   html += Figure(LossOverTimeChart(job, "loss-time-" + suffix));

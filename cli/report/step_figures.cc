@@ -49,7 +49,13 @@ double Percentile(std::vector<double> values, double q) {
 void FillStepFigures(const StepTrace& trace, const std::string& worker, int64_t batch_size,
                      double cluster_start_unix_seconds, ModeReport& report) {
   std::vector<double> seconds, compute, sync, update, overlap_shares;
-  for (const StepTraceLine& line : trace.lines) {
+  const size_t warmup =
+      trace.lines.size() > 2 * kWarmupSteps ? static_cast<size_t>(kWarmupSteps) : 0;
+  report.warmup_steps = static_cast<int64_t>(warmup);
+  report.warmup_seconds = 0;
+  for (size_t i = 0; i < warmup; ++i) report.warmup_seconds += trace.lines[i].seconds;
+  for (size_t i = warmup; i < trace.lines.size(); ++i) {
+    const StepTraceLine& line = trace.lines[i];
     seconds.push_back(line.seconds);
     compute.push_back(line.compute_seconds);
     sync.push_back(line.sync_seconds);
@@ -62,6 +68,7 @@ void FillStepFigures(const StepTrace& trace, const std::string& worker, int64_t 
   }
   report.loss_over_time = LossOverTime(trace, cluster_start_unix_seconds);
   report.first_step_start_seconds = FirstStepStart(trace, cluster_start_unix_seconds);
+  report.step_seconds = seconds;
   report.step_p50 = Percentile(seconds, 0.5);
   report.step_p95 = Percentile(seconds, 0.95);
   report.sync_p50 = Percentile(sync, 0.5);

@@ -24,11 +24,16 @@ namespace ringside::cli {
 // The value at quantile `q` in [0, 1] of `values` (nearest rank); 0 for none.
 double Percentile(std::vector<double> values, double q);
 
+// The first steps of a run that its per-step figures leave out (start-up, not the steady
+// state), where the run has more than twice as many.
+inline constexpr int64_t kWarmupSteps = 5;
+
 // Fills `report`'s step_p50, step_p95, sync_p50, sync_min, compute_p50, overlap_share,
 // samples_per_second (batch_size × steps ÷ their total seconds), phases and sync_share (the
-// trace's mean per phase), loss_over_time and first_step_start_seconds from the trace of
-// `worker`, whose cluster was started at `cluster_start_unix_seconds`. Unreadable trace lines
-// are reported in `report.events`.
+// trace's mean per phase), step_seconds, warmup_steps and warmup_seconds (the first kWarmupSteps
+// steps are in none of the others when the trace has more than 2 × kWarmupSteps), loss_over_time
+// and first_step_start_seconds from the trace of `worker`, whose cluster was started at
+// `cluster_start_unix_seconds`. Unreadable trace lines are reported in `report.events`.
 void FillStepFigures(const StepTrace& trace, const std::string& worker, int64_t batch_size,
                      double cluster_start_unix_seconds, ModeReport& report);
 

@@ -10,9 +10,9 @@
 
 #include "cli/report/comparison_summary.h"
 #include "cli/report/explanations.h"
-#include "cli/report/verdict.h"
 #include "cli/report/report_charts.h"
 #include "cli/report/report_html.h"
+#include "cli/report/verdict.h"
 #include "common/cluster_files.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -126,10 +126,12 @@ TEST(TimeToTargetTest, TheWinnerReachedTheTargetSoonerWhenBothDid) {
   const Verdict verdict = DecideWinner(job);
   EXPECT_EQ(verdict.outcome, Outcome::kWinner);
   EXPECT_EQ(verdict.winner, SyncMode::kRing);
-  EXPECT_EQ(verdict.basis, "seconds_to_target");
-  EXPECT_DOUBLE_EQ(verdict.ratio, 20.0 / 12.0);
+  // Both synchronous and both at step 150: steps × the step time decides.
+  EXPECT_EQ(verdict.basis, "step_seconds");
+  EXPECT_DOUBLE_EQ(verdict.ratio, 0.350 / 0.210);
   EXPECT_THAT(verdict.line, HasSubstr("reaching 75% test accuracy 1.67\u00d7 as soon as ps"));
-  EXPECT_THAT(verdict.line, HasSubstr("ring 12.0 s at step 150, ps 20.0 s at step 150"));
+  EXPECT_THAT(verdict.line, HasSubstr("both took 150 steps to it"));
+  EXPECT_THAT(verdict.line, HasSubstr("ring \u2248 31.5 s, ps \u2248 52.5 s"));
 
   const std::string table = Table(job);
   EXPECT_THAT(table, HasSubstr("test accuracy, final"));
@@ -147,7 +149,7 @@ TEST(TimeToTargetTest, WhenOnlyOneOrNeitherReachedItThroughputDecidesAndTheLineS
   job.ps.seconds_to_target.reset();
   job.ps.steps_to_target.reset();
   Verdict verdict = DecideWinner(job);
-  EXPECT_EQ(verdict.basis, "samples_per_second");
+  EXPECT_EQ(verdict.basis, "step_seconds");
   EXPECT_THAT(verdict.line, HasSubstr("Only ring reached 75% test accuracy (12.0 s, step 150)."));
   EXPECT_THAT(Table(job), HasSubstr("not reached in 300 steps"));
   job.ring.seconds_to_target.reset();
@@ -188,7 +190,7 @@ TEST(TimeToTargetTest, TheJsonCarriesTheFiguresAndNullsForWhatWasNotMeasured) {
   EXPECT_TRUE(point["loss"].is_number());
   EXPECT_TRUE(doc["modes"]["ps"]["seconds_to_target"].is_null());
   EXPECT_TRUE(doc["modes"]["ps"]["steps_to_target"].is_null());
-  EXPECT_EQ(doc["winner"]["basis"], "samples_per_second");
+  EXPECT_EQ(doc["winner"]["basis"], "step_seconds");
 
   const nlohmann::json iris = JobJson(testing::IrisJobWithLostWorker());
   EXPECT_TRUE(iris["modes"]["ring"]["test_accuracy"].is_null());

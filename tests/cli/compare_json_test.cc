@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "cli/report/compare_report.h"
+#include "cli/report/repeats.h"
 #include "common/file_util.h"
 #include "gtest/gtest.h"
 #include "launch/temp_dir.h"
@@ -71,7 +72,20 @@ TEST(CompareJsonTest, TopLevelDescribesTheFirstJob) {
   EXPECT_EQ(ps["links"][0]["bytes_per_step"], 3727380.0);
   EXPECT_DOUBLE_EQ(doc["parity"]["max_abs_param_diff"].get<double>(), 2.4e-7);
   EXPECT_EQ(doc["winner"]["mode"], "ring");
-  EXPECT_NEAR(doc["winner"]["ratio"].get<double>(), 301.2 / 180.5, 1e-12);
+  EXPECT_NEAR(doc["winner"]["ratio"].get<double>(), 0.350 / 0.210, 1e-12);
+  EXPECT_EQ(doc["winner"]["basis"], "step_seconds");
+  EXPECT_EQ(doc["winner"]["repeats"], 1);
+  EXPECT_EQ(doc["winner"]["interval"]["over"], "steps");
+  EXPECT_GT(doc["winner"]["interval"]["low"].get<double>(), 1.0);
+  EXPECT_EQ(doc["winner"]["interval"]["confidence"], 0.95);
+  EXPECT_EQ(doc["winner"]["deciding_term"]["term"], "bandwidth");
+  ASSERT_EQ(doc["winner"]["per_repeat"].size(), 1u);
+  EXPECT_EQ(doc["winner"]["per_repeat"][0]["mode"], "ring");
+  // Each mode keeps its one run, its spread and its warm-up.
+  EXPECT_EQ(doc["modes"]["ring"]["repeats"].size(), 1u);
+  EXPECT_EQ(doc["modes"]["ring"]["spread"]["step_seconds_p50"]["median"], 0.210);
+  EXPECT_EQ(doc["modes"]["ring"]["warmup"]["steps"], 5);
+  EXPECT_EQ(doc["modes"]["ring"]["synchronous"], true);
 }
 
 TEST(CompareJsonTest, JobsHoldEveryJobInTheSameShape) {
@@ -84,6 +98,24 @@ TEST(CompareJsonTest, JobsHoldEveryJobInTheSameShape) {
   EXPECT_EQ(iris["modes"]["ring"]["events"][0],
             "worker-3 exited (killed by signal 9) at ~step 40; continued with 3 workers");
   EXPECT_EQ(iris["winner"]["mode"], "ps");
+}
+
+TEST(CompareJsonTest, RepeatsKeepEveryRunItsSpreadAndEachRepeatsVerdict) {
+  JobComparison first = testing::SyntheticJob(), second = first, third = first;
+  second.ring.step_p50 = 0.200;
+  third.ring.step_p50 = 0.230;
+  const json doc = JobJson(MergeRounds({first, second, third}));
+  EXPECT_EQ(doc["config"]["repeats"], 3);
+  const json& ring = doc["modes"]["ring"];
+  ASSERT_EQ(ring["repeats"].size(), 3u);
+  EXPECT_EQ(ring["repeats"][1]["step_seconds"]["p50"], 0.200);
+  EXPECT_EQ(ring["step_seconds"]["p50"], 0.210);  // the median, where it always was
+  EXPECT_EQ(ring["spread"]["step_seconds_p50"]["min"], 0.200);
+  EXPECT_EQ(ring["spread"]["step_seconds_p50"]["max"], 0.230);
+  EXPECT_EQ(ring["spread"]["step_seconds_p50"]["count"], 3);
+  EXPECT_EQ(doc["winner"]["interval"]["over"], "repeats");
+  EXPECT_EQ(doc["winner"]["per_repeat"].size(), 3u);
+  EXPECT_EQ(doc["winner"]["mode"], "ring");
 }
 
 TEST(CompareJsonTest, UnmeasuredFiguresAreNullNotStrings) {

@@ -7,6 +7,7 @@
 
 #include "absl/strings/str_split.h"
 #include "cli/report/compare_report.h"
+#include "cli/report/repeats.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/cli/sample_report.h"
@@ -105,7 +106,8 @@ TEST(ComparisonTableTest, ShowsPeakMemoryAgainstItsBound) {
 
 TEST(ComparisonTableTest, NamesTheWinnerAndExplainsWithTheModel) {
   const std::string table = Prose(Table(testing::SyntheticJob()));
-  EXPECT_THAT(table, HasSubstr("Winner on this run: ring, 1.67\u00d7 the samples/s of ps"));
+  EXPECT_THAT(table, HasSubstr("Winner: ring, 1.67\u00d7 the step rate of ps (95% interval"));
+  EXPECT_THAT(table, HasSubstr("deciding: ring: its busiest link carried 10.7 MiB/step"));
   EXPECT_THAT(table, HasSubstr("2(N\u22121)K/N = 2\u00b73\u00b71,863,690/4 \u2248 10.7 MiB"));
   EXPECT_THAT(table, HasSubstr("PS sends K = 7.11 MiB"));
   EXPECT_THAT(table, HasSubstr("N\u00b7K/S = 4\u00b71,863,690/2 \u2248 14.2 MiB"));
@@ -132,7 +134,7 @@ TEST(ComparisonTableTest, SaysWhenAWorkerWasLost) {
   EXPECT_THAT(RowOf(table, "accuracy"), HasSubstr("97.3%"));
   EXPECT_THAT(table, HasSubstr("Events:"));
   EXPECT_THAT(Prose(table), HasSubstr("ring: worker-3 exited (killed by signal 9) at ~step 40"));
-  EXPECT_THAT(Prose(table), HasSubstr("Winner on this run: ps, 1.31\u00d7 the samples/s of ring"));
+  EXPECT_THAT(Prose(table), HasSubstr("Winner: ps, 1.31\u00d7 the step rate of ring"));
 }
 
 TEST(ComparisonTableTest, AFailedModeHasNoWinner) {
@@ -156,17 +158,27 @@ TEST(ComparisonTableTest, AnUnreportedWorldIsADashNotALoss) {
   EXPECT_THAT(table, Not(HasSubstr("Events:")));
 }
 
-TEST(ComparisonTableTest, CloseThroughputIsATie) {
+TEST(ComparisonTableTest, StepTimesThatOverlapAreNoSignificantDifference) {
   JobComparison job = testing::SyntheticJob();
-  job.ps.samples_per_second = 300;
-  EXPECT_THAT(Prose(Table(job)), HasSubstr("A tie on this run"));
+  job.ps.step_seconds = testing::StepTimes(0.212, 0.2, 95);
+  EXPECT_THAT(Prose(Table(job)), HasSubstr("No significant difference on this run set"));
 }
 
-TEST(ComparisonTableTest, FallsBackToStepTimeWithoutSamplesPerSecond) {
+TEST(ComparisonTableTest, TheStepTimeDecidesAlsoWithoutSamplesPerSecond) {
   JobComparison job = testing::SyntheticJob();
   job.ring.samples_per_second = job.ps.samples_per_second = 0;
-  EXPECT_THAT(Prose(Table(job)),
-              HasSubstr("Winner on this run: ring, 1.67\u00d7 the step rate of ps"));
+  EXPECT_THAT(Prose(Table(job)), HasSubstr("Winner: ring, 1.67\u00d7 the step rate of ps"));
+}
+
+TEST(ComparisonTableTest, RepeatsShowTheirRangeBesideTheMedian) {
+  JobComparison first = testing::SyntheticJob(), second = first;
+  second.ring.step_p50 = 0.230;
+  second.ring.samples_per_second = 280;
+  const std::string table = Table(MergeRounds({first, second}));
+  EXPECT_THAT(RowOf(table, "repeats"), HasSubstr("2 runs per mode, alternated ring, ps"));
+  EXPECT_THAT(RowOf(table, "step time p50"), HasSubstr("220 ms (210 ms\u2013230 ms)"));
+  EXPECT_THAT(RowOf(table, "samples/s"), HasSubstr("(280\u2013301)"));
+  EXPECT_THAT(RowOf(table, "warm-up (not in step figures)"), HasSubstr("5 steps, 2.50 s"));
 }
 
 TEST(ComparisonTableTest, WrapsProseAtOneHundredColumns) {

@@ -5,6 +5,8 @@
 #include <cmath>
 #include <string>
 
+#include "cli/report/repeats.h"
+#include "cli/report/report_charts.h"
 #include "common/file_util.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -27,10 +29,10 @@ TEST(ReportHtmlTest, IsOneSelfContainedPage) {
   EXPECT_EQ(html.rfind("<!DOCTYPE html>", 0), 0u);
   EXPECT_THAT(html, HasSubstr("<meta charset=\"utf-8\">"));
   EXPECT_THAT(html, HasSubstr("</html>"));
-  // The only URLs are the SVG namespace names, one per chart (6 per job).
+  // The only URLs are the SVG namespace names, one per chart (7 per job).
   const std::string xmlns = "xmlns=\"http://www.w3.org/2000/svg\"";
-  EXPECT_EQ(CountOccurrences(html, xmlns), 12);
-  EXPECT_EQ(CountOccurrences(html, "http://"), 12);
+  EXPECT_EQ(CountOccurrences(html, xmlns), 14);
+  EXPECT_EQ(CountOccurrences(html, "http://"), 14);
   EXPECT_EQ(CountOccurrences(html, "https://"), 0);
   for (const char* fetcher : {"<script", "<link", "<img", "<iframe", "@import", "url(", "src="}) {
     EXPECT_THAT(html, Not(HasSubstr(fetcher))) << fetcher;
@@ -92,7 +94,7 @@ TEST(ReportHtmlTest, CarriesTheTableVerdictModelAndEvents) {
   EXPECT_THAT(html, HasSubstr("<table class=\"comparison\">"));
   EXPECT_THAT(html, HasSubstr("<td>10.7 MiB</td><td>7.11 MiB</td>"));
   EXPECT_THAT(html, HasSubstr("<td>ps-0 (shard ingress)</td>"));
-  EXPECT_THAT(html, HasSubstr("Winner on this run: ring, 1.67\u00d7 the samples/s of ps"));
+  EXPECT_THAT(html, HasSubstr("Winner: ring, 1.67\u00d7 the step rate of ps (95% interval"));
   EXPECT_THAT(html, HasSubstr("N\u00b7K/S = 4\u00b71,863,690/2"));
   EXPECT_THAT(html, HasSubstr("<ul class=\"events\">"));
   EXPECT_THAT(html, HasSubstr("<li>ring: worker-3 exited (killed by signal 9) at ~step 40"));
@@ -192,6 +194,36 @@ TEST(ReportHtmlTest, WritesTheFile) {
   absl::StatusOr<std::string> text = ReadFileToString(dir->File("report.html"));
   ASSERT_TRUE(text.ok()) << text.status();
   EXPECT_EQ(*text, RenderHtmlReport(report));
+}
+
+// --repeats: the step-time chart draws each repeat's median, the phase chart the step's range
+// over the repeats, the accuracy chart the time to target's; the first screen's verdict line
+// carries the interval.
+TEST(ReportHtmlTest, RepeatsDrawTheirSpreadAndTheVerdictCarriesTheInterval) {
+  JobComparison first = testing::FashionMnistJob(), second = first, third = first;
+  second.ring.step_p50 = 0.200;
+  second.ring.phases.sync = 0.110;
+  third.ring.step_p50 = 0.230;
+  third.ring.phases.sync = 0.140;
+  third.ring.seconds_to_target = 13.5;
+  const JobComparison job = MergeRounds({first, second, third});
+  const std::string steps = StepTimeChart(job, "steps");
+  EXPECT_EQ(CountOccurrences(steps, "class=\"mark repeat ring\""), 3);
+  EXPECT_EQ(CountOccurrences(steps, "class=\"mark repeat ps\""), 3);
+  EXPECT_EQ(CountOccurrences(steps, "class=\"mark step-spread ring\""), 1);
+  EXPECT_THAT(steps, HasSubstr("over repeats)"));
+  const std::string phases = PhaseChart(job, "phases");
+  EXPECT_EQ(CountOccurrences(phases, "class=\"mark spread ring\""), 1);
+  EXPECT_THAT(phases, HasSubstr("ring: mean step over 3 repeats 200 ms\u2013230 ms"));
+  const std::string accuracy = AccuracyOverTimeChart(job, "accuracy");
+  EXPECT_THAT(accuracy, HasSubstr("ring: time to 75% over 3 repeats 12.0 s\u201313.5 s"));
+  const std::string html = RenderHtmlReport({{job}});
+  EXPECT_THAT(html, HasSubstr("bootstrap over 3 repeats per mode"));
+  // One run: no repeat points, but still the spread of its steps.
+  const std::string once = StepTimeChart(testing::FashionMnistJob(), "once");
+  EXPECT_EQ(CountOccurrences(once, "mark repeat"), 0);
+  EXPECT_EQ(CountOccurrences(once, "class=\"mark step-spread ring\""), 1);
+  EXPECT_THAT(once, HasSubstr("over steps)"));
 }
 
 }  // namespace

@@ -33,6 +33,15 @@ ModeReport Completed(SyncMode mode, int64_t steps, int world) {
 
 }  // namespace
 
+std::vector<double> StepTimes(double median, double spread, int count) {
+  std::vector<double> steps;
+  for (int i = 0; i < count; ++i) {
+    const int rank = (i * 37) % count;  // 37 is prime to the counts used: each rank once
+    steps.push_back(median * (1 + spread * (static_cast<double>(rank) / (count - 1) - 0.5)));
+  }
+  return steps;
+}
+
 JobComparison SyntheticJob() {
   JobComparison job;
   job.config = {4, 2, "784,1024,1024,10", "synthetic:4096", "adam", "cpu", 1863690, 100, 64, 1};
@@ -47,6 +56,9 @@ JobComparison SyntheticJob() {
   job.ring.busiest_node_bytes_per_step = job.ring.busiest_node_expected_bytes_per_step = 11182144;
   job.ring.step_p50 = 0.210;
   job.ring.step_p95 = 0.260;
+  job.ring.step_seconds = StepTimes(0.210, 0.2, 95);
+  job.ring.warmup_steps = 5;
+  job.ring.warmup_seconds = 2.5;
   job.ring.phases = {0.080, 0.120, 0.010};
   job.ring.sync_share = 0.120 / 0.210;
   job.ring.samples_per_second = 301.2;
@@ -59,6 +71,9 @@ JobComparison SyntheticJob() {
   job.ps.busiest_node_bytes_per_step = job.ps.busiest_node_expected_bytes_per_step = 14909520;
   job.ps.step_p50 = 0.350;
   job.ps.step_p95 = 0.420;
+  job.ps.step_seconds = StepTimes(0.350, 0.2, 95);
+  job.ps.warmup_steps = 5;
+  job.ps.warmup_seconds = 3.1;
   job.ps.phases = {0.082, 0.262, 0.001};
   job.ps.sync_share = 0.262 / 0.345;
   job.ps.samples_per_second = 180.5;
@@ -99,6 +114,7 @@ JobComparison IrisJobWithLostWorker() {
   job.ring.busiest_node_bytes_per_step = job.ring.busiest_node_expected_bytes_per_step = 788;
   job.ring.step_p50 = 0.0021;
   job.ring.step_p95 = 0.0048;
+  job.ring.step_seconds = StepTimes(0.0021, 0.4, 195);
   job.ring.phases = {0.0004, 0.0016, 0.0001};
   job.ring.sync_share = 0.0016 / 0.0021;
   job.ring.samples_per_second = 15238;
@@ -110,6 +126,7 @@ JobComparison IrisJobWithLostWorker() {
   job.ps.busiest_node_bytes_per_step = job.ps.busiest_node_expected_bytes_per_step = 1056;
   job.ps.step_p50 = 0.0016;
   job.ps.step_p95 = 0.0031;
+  job.ps.step_seconds = StepTimes(0.0016, 0.4, 195);
   job.ps.phases = {0.0004, 0.0011, 0.0001};
   job.ps.sync_share = 0.0011 / 0.0016;
   job.ps.samples_per_second = 20000;

@@ -8,6 +8,8 @@
 #ifndef RINGSIDE_TESTS_CLI_SAMPLE_REPORT_H_
 #define RINGSIDE_TESTS_CLI_SAMPLE_REPORT_H_
 
+#include <vector>
+
 #include "cli/report/compare_report.h"
 
 namespace ringside::cli::testing {
@@ -16,6 +18,10 @@ JobComparison SyntheticJob();
 JobComparison IrisJobWithLostWorker();
 CompareReport SampleReport();  // both jobs, in that order
 JobComparison FashionMnistJob();
+
+// `count` steady step times whose median is `median`, spread evenly over ±`spread`/2 of it in a
+// fixed shuffled order: what a step trace gives the verdict's interval.
+std::vector<double> StepTimes(double median, double spread, int count);
 
 }  // namespace ringside::cli::testing
 

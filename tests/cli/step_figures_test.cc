@@ -53,6 +53,30 @@ TEST(StepFiguresTest, SamplesPerSecondP50AndPhasesDescribeTheSameSteps) {
   EXPECT_DOUBLE_EQ(report.sync_share, report.phases.sync / phase_total);
   EXPECT_DOUBLE_EQ(report.sync_p50, 0.14);
   EXPECT_DOUBLE_EQ(report.compute_p50, 0.10);
+  // Too short a run to leave steps out: every step is in the figures.
+  EXPECT_EQ(report.warmup_steps, 0);
+  EXPECT_EQ(report.step_seconds.size(), 4u);
+}
+
+// A slow start-up (the first steps connect and allocate) is reported apart, not in the steady
+// figures: 5 warm-up steps of 1 s, then 20 of 0.2 s.
+TEST(StepFiguresTest, TheFirstStepsAreReportedApartFromTheSteadyFigures) {
+  StepTrace trace;
+  double end = 4;
+  for (int step = 0; step < 25; ++step) {
+    const double seconds = step < kWarmupSteps ? 1.0 : 0.2;
+    end += seconds;
+    trace.lines.push_back(Step(step, end, seconds - 0.1, 0.09, 0.01));
+  }
+  ModeReport report;
+  FillStepFigures(trace, "worker-0", 64, kClusterStart, report);
+  EXPECT_EQ(report.warmup_steps, kWarmupSteps);
+  EXPECT_NEAR(report.warmup_seconds, 5.0, 1e-9);
+  ASSERT_EQ(report.step_seconds.size(), 20u);
+  EXPECT_NEAR(report.step_p95, 0.2, 1e-9);
+  EXPECT_NEAR(report.samples_per_second, 64 / 0.2, 1e-6);
+  // The loss curve still starts at the first step.
+  EXPECT_EQ(report.loss_over_time.front().step, 0);
 }
 
 TEST(StepFiguresTest, ThePhaseChartShowsTheStepSamplesPerSecondComesFrom) {
