@@ -116,8 +116,8 @@ absl::StatusOr<std::vector<float>> RunAndRecord(const ModeRunSpec& spec, ModeRep
   }
   report = std::move(run->report);
   report.process_failures = std::move(failures);
-  report.synchronous = spec.mode == SyncMode::kRing ||
-                       (spec.job().staleness == 0 && spec.job().backup_workers == 0);
+  report.synchronous =
+      spec.mode == SyncMode::kRing || (spec.job().staleness == 0 && spec.job().backup_workers == 0);
   if (spec.job().straggler.worker >= 0) report.straggler = StragglerText(spec.job().straggler);
   if (const std::optional<LinkRate>& rate = session.options.link_rate; rate.has_value()) {
     // ringside lab: the links' bound on the sync, and what it waits for
@@ -228,8 +228,8 @@ absl::StatusOr<JobComparison> RunRounds(const CompareSession& session, int job_i
     ClusterShape shape{options.cluster.workers, options.cluster.ps_shards};
     shape.repeat = r;
     shape.repeats = options.repeats;
-    ASSIGN_OR_RETURN(JobComparison round, RunJobComparison(session, job_index, shape,
-                                                           {SyncMode::kRing, SyncMode::kPs}));
+    ASSIGN_OR_RETURN(JobComparison round,
+                     RunJobComparison(session, job_index, shape, {SyncMode::kRing, SyncMode::kPs}));
     if (options.colocate) RETURN_IF_ERROR(RunColocated(session, job_index, shape, round));
     rounds.push_back(std::move(round));
   }

@@ -147,8 +147,9 @@ std::string PhaseName(const ModeRunSpec& spec) {
       spec.job().model, " ", SyncModeName(spec.mode), spec.shape.colocated ? " colocated" : "",
       spec.variant.empty() ? "" : " " + spec.variant,
       spec.shape.swept ? absl::StrCat(" N=", spec.shape.workers, " S=", spec.shape.ps_shards) : "",
-      spec.shape.repeats > 1 ? absl::StrCat(" (", spec.shape.repeat + 1, "/", spec.shape.repeats, ")")
-                             : "");
+      spec.shape.repeats > 1
+          ? absl::StrCat(" (", spec.shape.repeat + 1, "/", spec.shape.repeats, ")")
+          : "");
 }
 
 // The local cluster of `spec` in `dir`. A controller or shard that dies fails the run

@@ -273,8 +273,8 @@ absl::StatusOr<CompareOptions> CompareOptionsFromFlags(int argc, char** argv) {
   RETURN_IF_ERROR(SetPsVariants(options));
   const int64_t repeats = absl::GetFlag(FLAGS_repeats);
   if (repeats < 1 || repeats > kMaxRepeats) {
-    return absl::InvalidArgumentError(absl::StrCat("--repeats=", repeats, ": must be 1 to ",
-                                                   kMaxRepeats, ", e.g. 5"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("--repeats=", repeats, ": must be 1 to ", kMaxRepeats, ", e.g. 5"));
   }
   if (repeats > 1 && IsSweep(options)) {
     return absl::InvalidArgumentError(
