@@ -42,11 +42,12 @@ DecidingTerm BySync(const ModeReport& w, const ModeReport& l) {
                          HumanBytes(l.busiest_node_bytes_per_step), "/step (at ", Rate(w), " and ",
                          Rate(l), " achieved)")};
   }
-  return {"rate",
-          absl::StrCat(ln, "'s busiest node carried ", HumanBytes(l.busiest_node_bytes_per_step),
-                       "/step, no more than ", wn, "'s ", HumanBytes(w.busiest_node_bytes_per_step),
-                       ", but achieved only ", Rate(l), " against ", Rate(w),
-                       ": its sync is bound by rounds, latency or CPU per byte, not bandwidth")};
+  return {
+      "rate",
+      absl::StrCat(ln, "'s busiest node carried less (", HumanBytes(l.busiest_node_bytes_per_step),
+                   "/step against ", wn, "'s ", HumanBytes(w.busiest_node_bytes_per_step),
+                   ") but achieved only ", Rate(l), " against ", Rate(w),
+                   ": its sync is bound by rounds, latency or CPU per byte, not bandwidth")};
 }
 
 DecidingTerm ByCompute(const JobConfig& config, const ModeReport& w, const ModeReport& l) {
