@@ -193,7 +193,7 @@ std::vector<absl::string_view> Join(std::vector<absl::string_view> a,
 const Subcommand kSubcommands[] = {
     {"compare", kCompareUsage,
      Join(kClusterFlags, {"json", "report", "timeline", "timeline_capacity", "target_accuracy",
-                          "colocate", "ps_variants", "ps_window_bytes"}),
+                          "colocate", "ps_variants", "ps_window_bytes", "repeats"}),
      true, &CompareCommand},
     {"lab",
      "usage: ringside lab --link_rate=RATE [flags]   (root)\n"
@@ -202,7 +202,7 @@ const Subcommand kSubcommands[] = {
      "and the cost model's sync-time bound at that rate per mode.",
      Join(kClusterFlags,
           {"json", "report", "timeline", "timeline_capacity", "target_accuracy", "colocate",
-           "ps_variants", "ps_window_bytes", "link_rate", "slow_link", "cleanup"}),
+           "ps_variants", "ps_window_bytes", "repeats", "link_rate", "slow_link", "cleanup"}),
      true, &LabCommand},
     {"up",
      "usage: ringside up [flags]\n"
