@@ -429,6 +429,8 @@ TEST(CompareCommandTest, ALostWorkerIsReportedAndTheRunGoesOn) {
       StartCompare(*dir, {"--model=64,256,10", "--data=synthetic:2048", "--steps=2000",
                           "--workers=3", "--ps_shards=1", "--json=" + dir->File("out.json")});
   ASSERT_TRUE(compare.children.count("worker-1"));
+  // The children named first are the first run's, and runs go ring first, then ps: the lost
+  // worker is the ring's.
   // The kill lands wherever the cluster is (forming, regrouping or training): the run must go on
   // whichever moment it is. The fault tests (tests/worker/elastic_fault_test.cc) hit each
   // protocol point on purpose.
@@ -437,14 +439,14 @@ TEST(CompareCommandTest, ALostWorkerIsReportedAndTheRunGoesOn) {
   ASSERT_TRUE(exit.ok() && exit->ok()) << launch::TailOfFile(compare.log, 20);
   const nlohmann::json json =
       nlohmann::json::parse(ReadFileToString(dir->File("out.json")).value());
-  EXPECT_EQ(json["modes"]["ps"]["final_world"], 2);
-  ASSERT_FALSE(json["modes"]["ps"]["events"].empty());
-  EXPECT_NE(json["modes"]["ps"]["events"][0].get<std::string>().find("worker-1"),
+  EXPECT_EQ(json["modes"]["ring"]["final_world"], 2);
+  ASSERT_FALSE(json["modes"]["ring"]["events"].empty());
+  EXPECT_NE(json["modes"]["ring"]["events"][0].get<std::string>().find("worker-1"),
             std::string::npos);
   EXPECT_NE(ReadFileToString(compare.log).value().find("2 of 3 (1 lost)"), std::string::npos)
       << "the table says a worker was lost";
   ExpectAllGone(compare.children);
-  ExpectTheLostWorkersLogQuotedAndKept(json["modes"]["ps"],
+  ExpectTheLostWorkersLogQuotedAndKept(json["modes"]["ring"],
                                        ReadFileToString(compare.log).value_or(""));
 }
 
