@@ -24,7 +24,9 @@ namespace ringside::cli {
 namespace {
 
 constexpr char kChromium[] = "/usr/bin/chromium";
-constexpr int kWidth = 1280, kHeight = 2000;
+// Tall enough for job 1's first row of charts below the verdict's numbers and the table: the
+// link charts, then the phase and step-time charts.
+constexpr int kWidth = 1280, kHeight = 2800;
 
 // 'text' for /bin/sh, whatever characters the temp dir's path holds.
 std::string ShellQuoted(const std::string& text) {
@@ -110,6 +112,10 @@ TEST_F(ReportInChromiumTest, ScreenshotShowsTheCharts) {
   EXPECT_GT(testing::CountPixelsNear(*image, Rgb(kPsColor), 2), 2000) << "ps bars";
   EXPECT_GT(testing::CountPixelsNear(*image, Rgb(kSyncColor), 2), 1000) << "sync phase";
   EXPECT_GT(testing::CountPixelsNear(*image, Rgb(kExpectedColor), 2), 2000) << "model bars";
+  if (HasFailure()) {
+    dir_->Keep();
+    ADD_FAILURE() << "the screenshot is kept: " << png;
+  }
 }
 
 TEST_F(ReportInChromiumTest, DomHoldsEveryChartWithItsMarks) {
