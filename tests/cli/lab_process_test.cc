@@ -267,10 +267,11 @@ TEST(LabCommandTest, SigtermMidRunRemovesTheLab) {
   ASSERT_TRUE(lab.ok()) << lab.status();
   const int pid = lab->pid();
   const std::string log_path = dir->File("lab.log");
-  // Mid-run: the lab is built and the first cluster's processes are running in it.
+  // Mid-run: the lab is built and the first cluster's processes (the ring's: runs go ring first)
+  // are running in it.
   const absl::Status started = testing::PollUntil(
       [&] {
-        return ReadFileToString(log_path).value_or("").find(" ps: started") != std::string::npos;
+        return ReadFileToString(log_path).value_or("").find(" ring: started") != std::string::npos;
       },
       absl::Seconds(120),
       [&]() -> std::optional<std::string> {
