@@ -13,6 +13,7 @@
 #include "prometheus/registry.h"
 #include "ring/ring_member.h"
 #include "tests/ring/ring_test_util.h"
+#include "tests/support/poll.h"
 
 namespace ringside::ring {
 namespace {
@@ -327,12 +328,7 @@ class RingStreamLimitsTest : public ::testing::Test {
     return open;
   }
   static bool Eventually(const std::function<bool()>& event) {
-    const absl::Time give_up = absl::Now() + absl::Seconds(20);
-    while (!event()) {
-      if (absl::Now() > give_up) return false;
-      absl::SleepFor(absl::Milliseconds(1));
-    }
-    return true;
+    return ringside::testing::PollUntil(event, absl::Seconds(20)).ok();
   }
 
   RingInbox inbox_{RingTopology{1, 4, 2}, RingInboxOptions{}, LinkReceiveMetrics{}};
@@ -395,11 +391,10 @@ TEST_F(GrpcRingTest, AnIdleStreamEndedBetweenCollectivesIsReopened) {
   ExpectCorrectAllreduce(1, 4000);
   for (int rank = 0; rank < 2; ++rank) {
     const RingMember& member = *nodes_[rank]->member;
-    const absl::Time give_up = absl::Now() + absl::Seconds(30);
-    while ((member.peer_service().streams_expired() == 0 || member.right_stream_open()) &&
-           absl::Now() < give_up) {
-      absl::SleepFor(absl::Milliseconds(5));
-    }
+    ringside::testing::PollUntil(
+        [&] { return member.peer_service().streams_expired() > 0 && !member.right_stream_open(); },
+        absl::Seconds(30))
+        .IgnoreError();  // the assertions below say what did not happen
     ASSERT_EQ(member.peer_service().streams_expired(), 1u) << "worker-" << rank;
     ASSERT_FALSE(member.right_stream_open()) << "worker-" << rank;
   }
