@@ -111,9 +111,9 @@ absl::StatusOr<uint64_t> ControllerClient::Leave() {
     stopping_ = true;
     if (watch_context_ != nullptr) watch_context_->TryCancel();
     if (register_context_ != nullptr) register_context_->TryCancel();
-    context.AddMetadata(kMemberCredentialMetadata, credential_);
-    request.set_member_id(member_id_);
   }
+  Authenticate(context);  // the registration cannot change now: the watch thread is stopping
+  request.set_member_id(member_id());
   request.set_completed_steps(completed_steps_);
   proto::LeaveReply reply;
   const grpc::Status status = stub_->Leave(&context, request, &reply);
