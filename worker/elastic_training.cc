@@ -129,6 +129,10 @@ absl::Status ElasticTrainer::Run(const absl::Notification& stop, const FinishedC
     }
     if (newer.status().code() != absl::StatusCode::kDeadlineExceeded) return newer.status();
     if (state_.completed < training.steps) {
+      if (HoldsForANewGeneration()) {
+        RETURN_IF_ERROR(AwaitHeldGeneration());
+        continue;
+      }
       if (absl::Status status = Step(); !status.ok()) {
         if (faults_.lost()) return faults_.LostStatus();
         if (diverged_) return status;
@@ -151,6 +155,23 @@ absl::Status ElasticTrainer::Run(const absl::Notification& stop, const FinishedC
     }
   }
   return absl::OkStatus();
+}
+
+bool ElasticTrainer::HoldsForANewGeneration() const {
+  return !held_ && options_.hold_for_new_generation_after >= 0 &&
+         state_.completed >= options_.hold_for_new_generation_after;
+}
+
+absl::Status ElasticTrainer::AwaitHeldGeneration() {
+  held_ = true;
+  log_ << WorkerName(generation_.slot.rank) << ": holding after step " << state_.completed
+       << " for the controller's next generation (--hold_at)\n";
+  absl::StatusOr<GenerationAssignment> next =
+      assignments_.WaitForNewer(generation_.generation, absl::Now() + options_.regroup_timeout);
+  if (next.ok() || next.status().code() == absl::StatusCode::kDeadlineExceeded) {
+    return absl::OkStatus();  // adopted by the loop; none within the limit: train on
+  }
+  return next.status();
 }
 
 absl::StatusOr<ElasticResult> ElasticTrainer::Result() {

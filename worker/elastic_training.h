@@ -77,6 +77,10 @@ struct ElasticOptions {
   // (KillSelfAt), or an in-process test's hook; null: none. When it returns true the worker is
   // lost at that point: Run() returns ABORTED at once, with nothing more sent.
   FaultHook fault;
+  // Test only (ringside-worker --hold_at): having completed this many steps (or more), wait once
+  // for a generation newer than the one trained in (up to regroup_timeout) before the next step, so
+  // a test switches modes at an exact step instead of racing the job to it. Negative: never.
+  int64_t hold_for_new_generation_after = -1;
   // After the job's last step: stay a member (elastic: later generations still regroup, so a
   // late joiner receives the final state), or return from Run() (a static cluster).
   bool stay_after_finish = true;
@@ -144,6 +148,9 @@ class ElasticTrainer {
   Regroup RegroupMembers();
   // One step of the current generation, then its listeners (worker/step_listener.h).
   absl::Status Step();
+  // --hold_at (ElasticOptions::hold_for_new_generation_after): reached, and its wait.
+  bool HoldsForANewGeneration() const;
+  absl::Status AwaitHeldGeneration();
   absl::StatusOr<ElasticResult> Result();
   // Logs what the generation that replaced this one brings: a mode switch, or a regroup.
   void LogNextGeneration(const GenerationAssignment& next);
@@ -170,6 +177,7 @@ class ElasticTrainer {
   // The rule for a non-finite gradient of its own (data_parallel.h); its stop ends Run().
   NonFiniteSkips nonfinite_skips_{&metrics_.NonFiniteRefused("own_gradient"), &log_};
   bool diverged_ = false;
+  bool held_ = false;  // options_.hold_for_new_generation_after has been held at
   // The parameter server of every generation (its clients, transfers and sticky generation).
   server::ShardGroup shard_group_;
   // The step listeners, made with the job (they read job_ and the shard group): the timeline and

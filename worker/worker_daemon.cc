@@ -181,6 +181,7 @@ ElasticOptions TrainerOptions(const WorkerOptions& options, WorkerOutputFiles& o
   training.security = options.security;
   training.stay_after_finish = IsElastic(options);
   if (options.testing.fault.has_value()) training.fault = KillSelfAt(*options.testing.fault);
+  training.hold_for_new_generation_after = options.testing.hold_at;
   training.timeline = outputs.timeline();
   training.evaluations = outputs.EvaluationSink();
   // Beside the evaluation file, which the worker writes anyway.

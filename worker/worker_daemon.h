@@ -63,6 +63,8 @@ struct ElasticWorkerOptions {
 // Test-only settings (tests drive the real binary through them; see worker/fault_injection.h).
 struct WorkerTestOptions {
   std::optional<FaultPlan> fault;  // --fault_at: SIGKILL at a named protocol point
+  // --hold_at: wait after this many steps for a new generation (ElasticOptions); negative: never
+  int64_t hold_at = -1;
 };
 
 struct WorkerOptions {

@@ -72,6 +72,9 @@ ABSL_FLAG(absl::Duration, regroup_timeout, kDefaults.elastic.regroup_timeout,
 ABSL_FLAG(std::string, fault_at, "",
           "test only: end this worker with SIGKILL at a named protocol point, POINT[@STEP] "
           "(worker/fault_injection.h lists the points)");
+ABSL_FLAG(int64_t, hold_at, -1,
+          "test only: having completed this many steps, wait there once for the controller's next "
+          "generation (so a test switches modes at an exact step); negative: never");
 ABSL_FLAG(bool, linger, kDefaults.cluster.linger,
           "after the job, keep serving metrics until SIGINT/SIGTERM (for scraping)");
 
@@ -134,6 +137,7 @@ absl::StatusOr<worker::WorkerTestOptions> TestOptionsFromFlags() {
     if (!plan.ok()) return plan.status();
     testing.fault = *std::move(plan);
   }
+  testing.hold_at = absl::GetFlag(FLAGS_hold_at);
   return testing;
 }
 

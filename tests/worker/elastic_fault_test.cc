@@ -54,12 +54,18 @@ void RunJobWithFault(const FaultCase& fault, const TrainingOptions& training) {
       testing::ClusterOptions(dir->path(), 3, fault.shards, fault.start, training);
   options.collective_timeout = absl::Seconds(20);
   options.flags_of_worker[fault.victim] = {"--fault_at=" + fault.fault};
+  const int survivor_index = fault.victim == 0 ? 1 : 0;
+  // The survivor waits at the switch's step for the generation the switch brings, so the switch
+  // lands there however fast the job runs (the others wait in that step's collective).
+  if (fault.switch_at >= 0) {
+    options.flags_of_worker[survivor_index] = {absl::StrCat("--hold_at=", fault.switch_at)};
+  }
   auto started = launch::LocalCluster::Start(options);
   ASSERT_TRUE(started.ok()) << started.status();
   launch::LocalCluster& cluster = **started;
   const std::vector<launch::ClusterProcess*> workers = cluster.workers();
   launch::ClusterProcess& victim = *workers[fault.victim];
-  launch::ClusterProcess& survivor = *workers[fault.victim == 0 ? 1 : 0];
+  launch::ClusterProcess& survivor = *workers[survivor_index];
 
   if (fault.switch_at >= 0) {
     ASSERT_TRUE(Eventually(
@@ -85,6 +91,13 @@ void RunJobWithFault(const FaultCase& fault, const TrainingOptions& training) {
     EXPECT_EQ(result.world, 2);
     EXPECT_GE(result.generation, 2u);
     EXPECT_EQ(result.checksum, (*results)[0].checksum) << "the survivors' parameters differ";
+  }
+  if (fault.switch_at >= 0) {
+    const std::string log =
+        ReadFileToString(dir->File(absl::StrCat("worker-", survivor_index, ".log"))).value_or("");
+    EXPECT_NE(log.find(absl::StrCat("holding after step ", fault.switch_at)), std::string::npos)
+        << "the survivor never held for the switch\n"
+        << log;
   }
   auto reference = worker::TrainLocally(training);
   ASSERT_TRUE(reference.ok()) << reference.status();
