@@ -220,6 +220,19 @@ absl::Status ParameterShardService::CheckLoadKey(absl::string_view presented,
                    "; only the member the controller designated may load or read a shard"));
 }
 
+absl::StatusOr<std::optional<uint64_t>> ParameterShardService::ParameterReadClaim(
+    const grpc::ServerContextBase& context) const {
+  if (!elastic()) return std::nullopt;
+  ASSIGN_OR_RETURN(const LinkClaim claim, ReadLinkClaim(context));
+  if (!claim.has_generation) {
+    return absl::PermissionDeniedError(
+        "a read of the parameters must claim its generation in its metadata beside its load key; "
+        "refused before anything was said");
+  }
+  RETURN_IF_ERROR(CheckLoadKey(claim.key, claim.generation));
+  return claim.generation;
+}
+
 void ParameterShardService::SetJob(ShardJob job) {
   std::vector<std::function<void()>> ready;
   {
@@ -269,13 +282,19 @@ std::shared_ptr<const ShardGeneration> ParameterShardService::current() const {
 
 grpc::ServerWriteReactor<proto::PsRangeValues>* ParameterShardService::GetParameters(
     grpc::CallbackServerContext* context, const proto::PsRangeRequest* /*request*/) {
+  // The live model is the job's: only the generation's designated member reads it, and on an
+  // elastic shard its load key and the generation it claims are checked before the shard says
+  // anything, whether it serves a generation included.
+  const absl::StatusOr<std::optional<uint64_t>> claimed = ParameterReadClaim(*context);
+  if (!claimed.ok()) return new RefusedWrite<proto::PsRangeValues>(ToGrpcStatus(claimed.status()));
   std::shared_ptr<const ShardGeneration> generation = current();
   if (generation == nullptr) return new RefusedWrite<proto::PsRangeValues>();
-  // The live model is the job's: only the generation's designated member reads it.
-  if (absl::Status status = CheckLoadKey(MetadataValue(*context, kLinkKeyMetadata),
-                                         generation->state->config().generation);
-      !status.ok()) {
-    return new RefusedWrite<proto::PsRangeValues>(ToGrpcStatus(status));
+  const uint64_t served = generation->state->config().generation;
+  if (claimed->has_value() && **claimed != served) {
+    return new RefusedWrite<proto::PsRangeValues>(grpc::Status(
+        grpc::StatusCode::FAILED_PRECONDITION,
+        absl::StrCat("a read of generation ", **claimed, "'s parameters from ",
+                     PsShardName(generation->state->config().shard), ", which serves ", served)));
   }
   // Parameters and step read together: a step being applied meanwhile cannot split them. Under
   // staleness the step is the slowest worker's completed steps.

@@ -156,6 +156,10 @@ class ParameterShardService final : public ParameterShardBase {
   // PERMISSION_DENIED unless `presented` is the key for `generation` and `rank`.
   absl::Status CheckStepKey(absl::string_view presented, uint64_t generation, int rank) const;
   absl::Status CheckLoadKey(absl::string_view presented, uint64_t generation) const;
+  // An elastic shard's GetParameters: the generation the call claims beside its load key, the key
+  // checked (PERMISSION_DENIED otherwise); nullopt on a static shard, which has no keys.
+  absl::StatusOr<std::optional<uint64_t>> ParameterReadClaim(
+      const grpc::ServerContextBase& context) const;
 
   // Checks a Load's first segment against the job and the generation served; on success returns
   // that job (its range and optimiser size the state: parameters, then the optimiser's state).

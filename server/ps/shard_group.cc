@@ -149,6 +149,7 @@ ShardTransferOptions ShardGroup::transfer() const {
   if (generation != nullptr) {
     transfer.shards = generation->topology.shards;
     transfer.keys = generation->topology.load_keys;
+    transfer.generation = generation->topology.generation;
   }
   return transfer;
 }

@@ -30,7 +30,11 @@ bool SameTransfer(const proto::PsStateSegment& a, const proto::PsStateSegment& b
 // pending, so nothing of the stream is read or stored meanwhile; SetJob's thread resumes it, off
 // any reaction. Off a reaction only a call that nobody has finished is alive: the wait is taken
 // back by exactly one of Resume (the assignment came) and OnCancel (the worker or the deadline
-// ended the call), and whichever takes it makes the stream's next move.
+// ended the call), and whichever takes it makes the stream's next move. Like the push streams it
+// is watched for silence (its first segment, then each next, must come in time; not while it
+// waits for the assignment): a silent Load is cancelled (the worker sees CANCELLED, as for any
+// call its server cancels; the shard counts it among its expired streams), and nothing of it is
+// kept.
 class LoadReactor final : public grpc::ServerReadReactor<proto::PsStateSegment> {
  public:
   using Hook = std::function<void(uint64_t generation)>;
@@ -45,11 +49,16 @@ class LoadReactor final : public grpc::ServerReadReactor<proto::PsStateSegment> 
         ticket_(std::move(ticket)),
         load_(service),
         hook_(std::move(hook)) {
+    // ~Watch waits for an expiry in progress, and the watch is the last member to go.
+    watch_ = service_.watchdog().Arm("a Load stream", [this](const absl::Status& /*why*/) {
+      context_->TryCancel();  // the reactions that follow finish the call
+    });
     StartRead(&segment_);
   }
 
   void OnReadDone(bool ok) override {
     if (!ok) {
+      watch_.Pause();  // half-closed (or gone): what remains is the shard's to do
       if (context_->IsCancelled()) {
         Finish(grpc::Status(grpc::StatusCode::CANCELLED, "load cancelled; nothing changed"));
       } else {
@@ -57,6 +66,7 @@ class LoadReactor final : public grpc::ServerReadReactor<proto::PsStateSegment> 
       }
       return;
     }
+    watch_.Touch();
     if (!checked_key_) {
       // Before anything is stored: the load must be the designated member's of its generation.
       checked_key_ = true;
@@ -98,6 +108,7 @@ class LoadReactor final : public grpc::ServerReadReactor<proto::PsStateSegment> 
     absl::MutexLock lock(&mu_);
     if (cancelled_) return false;  // the read that Continue starts ends the stream
     waiting_ = service_.AwaitAssignment(generation, this, [this] { Resume(); });
+    if (waiting_) watch_.Pause();  // waiting for the shard, not the worker
     return waiting_;
   }
 
@@ -114,6 +125,7 @@ class LoadReactor final : public grpc::ServerReadReactor<proto::PsStateSegment> 
       Finish(grpc::Status(grpc::StatusCode::CANCELLED, "load cancelled; nothing changed"));
       return;
     }
+    watch_.Touch();  // the worker's turn again
     Continue();
   }
 
@@ -139,6 +151,7 @@ class LoadReactor final : public grpc::ServerReadReactor<proto::PsStateSegment> 
   absl::Mutex mu_;
   bool waiting_ ABSL_GUARDED_BY(mu_) = false;    // for the shard's assignment
   bool cancelled_ ABSL_GUARDED_BY(mu_) = false;  // OnCancel has run
+  StreamWatchdog::Watch watch_;                  // last: gone (and any expiry done) before the rest
 };
 
 // A Load refused when its call starts: nothing of it is read.

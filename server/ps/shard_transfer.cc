@@ -128,6 +128,10 @@ absl::StatusOr<uint64_t> ReadShard(const ShardTransferOptions& options, int shar
       MakeChannel(options.shards[shard], options.security, ChannelUse::kBackgroundRead));
   grpc::ClientContext context;
   PrepareShardCall(options, shard, context);
+  // What the load key claims: an elastic shard checks it before it says anything.
+  if (options.generation != 0) {
+    context.AddMetadata(kLinkGenerationMetadata, absl::StrCat(options.generation));
+  }
   auto reader = stub->GetParameters(&context, proto::PsRangeRequest());
   return ReadSegments<proto::PsRangeValues>(
       *reader, context, shard, "parameters",

@@ -36,7 +36,10 @@ struct ShardTransferOptions {
   uint64_t segment_bytes = uint64_t{1} << 20;
   absl::Duration timeout = absl::Seconds(60);  // per shard
   std::vector<std::string> keys;               // load key per shard (common/auth.h); or none
-  TransportSecurity security;                  // of the channels to the shards
+  // The generation whose load keys `keys` are, claimed beside them where a read names none of its
+  // own (GetParameters); 0: none claimed (a static job, which has no keys).
+  uint64_t generation = 0;
+  TransportSecurity security;  // of the channels to the shards
 };
 
 // The job's state as a worker holds it, read in place: LoadShards copies one segment at a time

@@ -431,6 +431,54 @@ TEST_F(PsServiceTest, AReadDuringAStepIsAnsweredWithTheWholeStepWhenItEnds) {
     EXPECT_TRUE(reply.status.ok()) << reply.status.error_message();
 }
 
+// Issue 51: a read of the live parameters is checked before the shard says anything: its load
+// key against the generation it claims beside it, then the generation served. A caller without
+// the key learns neither whether the shard serves a generation nor which.
+TEST_F(PsServiceTest, AParameterReadIsCheckedBeforeTheShardSaysWhatItServes) {
+  const std::string credential = Hmac("ps-test", "shard-0");
+  service_->SetMemberCredential(credential);
+  auto read = [&](const LinkClaim& claim) {
+    grpc::ClientContext context;
+    SetDeadline(context, absl::Seconds(10));
+    AddLinkClaim(context, claim);
+    auto reader = stub_->GetParameters(&context, proto::PsRangeRequest());
+    proto::PsRangeValues values;
+    size_t segments = 0;
+    while (reader->Read(&values)) ++segments;
+    const grpc::Status status = reader->Finish();
+    return std::make_pair(status, segments);
+  };
+  const auto unclaimed = read(LinkClaim{ShardLoadKey(credential, kGeneration), 0, -1, false});
+  EXPECT_EQ(unclaimed.first.error_code(), grpc::StatusCode::PERMISSION_DENIED)
+      << "a key that claims no generation: " << unclaimed.first.error_message();
+  const auto forged = read(LinkClaim{"forged", kGeneration, -1, true});
+  EXPECT_EQ(forged.first.error_code(), grpc::StatusCode::PERMISSION_DENIED);
+  EXPECT_EQ(forged.first.error_message().find("serves"), std::string::npos)
+      << forged.first.error_message();
+  const auto older =
+      read(LinkClaim{ShardLoadKey(credential, kGeneration - 1), kGeneration - 1, -1, true});
+  EXPECT_EQ(older.first.error_code(), grpc::StatusCode::FAILED_PRECONDITION)
+      << "an older generation's own key: " << older.first.error_message();
+  EXPECT_EQ(older.second, 0u);
+  const auto current =
+      read(LinkClaim{ShardLoadKey(credential, kGeneration), kGeneration, -1, true});
+  EXPECT_TRUE(current.first.ok()) << current.first.error_message();
+  EXPECT_GE(current.second, 1u);
+
+  // A shard serving nothing yet says so only to a caller with the key of the generation it claims.
+  ParameterShardService empty(256);
+  empty.SetMemberCredential(credential);
+  auto server = StartServer("127.0.0.1:0", {&empty}, TransportSecurity());
+  ASSERT_TRUE(server.ok()) << server.status();
+  stub_ = proto::ParameterShard::NewStub(
+      MakeChannel("127.0.0.1:" + std::to_string(server->port), TransportSecurity()));
+  EXPECT_EQ(read(LinkClaim{"", kGeneration, -1, true}).first.error_code(),
+            grpc::StatusCode::PERMISSION_DENIED);
+  EXPECT_EQ(read(LinkClaim{ShardLoadKey(credential, 9), 9, -1, true}).first.error_code(),
+            grpc::StatusCode::FAILED_PRECONDITION)
+      << "the designated member is told the shard holds nothing yet";
+}
+
 // Issue 13: an elastic shard takes pushes only from the workers the controller assigned to its
 // generation, each as its own rank, and Load and GetParameters only from rank 0; a forged push
 // (1e30, say) or a junk Load changes nothing, and the honest workers' step goes through.

@@ -201,6 +201,46 @@ TEST_F(PsStreamLimitsTest, AStreamThatStopsMidwayEndsAtItsIdleLimit) {
   EXPECT_TRUE(Eventually([&] { return service_->streams_held() == 0; }));
 }
 
+// A Load is watched as the push streams are: one that sends nothing ends at its first-message
+// deadline, and one that stops after its first segment at its idle limit; neither loads anything.
+// The shard cancels the call (its worker sees CANCELLED) and counts it as expired.
+TEST_F(PsStreamLimitsTest, ASilentLoadEndsAtItsFirstMessageDeadline) {
+  ASSERT_NO_FATAL_FAILURE(Start(StreamLimits{absl::Milliseconds(1), absl::Minutes(10), 64, 1024}));
+  grpc::ClientContext context;
+  SetDeadline(context, absl::Seconds(60));
+  AddLinkClaim(context, LinkClaim{ShardLoadKey(credential_, 3), 3, -1, true});
+  proto::PsLoadReply reply;
+  std::unique_ptr<grpc::ClientWriter<proto::PsStateSegment>> load = stub_->Load(&context, &reply);
+  const grpc::Status status = load->Finish();
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::CANCELLED) << status.error_message();
+  EXPECT_EQ(service_->streams_expired(), 1u);
+  EXPECT_EQ(service_->current(), nullptr);
+  EXPECT_TRUE(Eventually([&] { return service_->streams_held() == 0; }));
+}
+
+TEST_F(PsStreamLimitsTest, ALoadThatStopsMidwayEndsAtItsIdleLimit) {
+  ASSERT_NO_FATAL_FAILURE(Start(StreamLimits{absl::Minutes(10), absl::Milliseconds(1), 64, 1024}));
+  service_->SetJob(ShardJob{0, ElementRange{0, kRange}, kSgd, 3});
+  const uint64_t state_elements = kRange + Optimizer::StateSize(OptimizerKind::kSgd, kRange);
+  grpc::ClientContext context;
+  SetDeadline(context, absl::Seconds(60));
+  AddLinkClaim(context, LinkClaim{ShardLoadKey(credential_, 3), 3, -1, true});
+  proto::PsLoadReply reply;
+  std::unique_ptr<grpc::ClientWriter<proto::PsStateSegment>> load = stub_->Load(&context, &reply);
+  proto::PsStateSegment first;
+  first.set_generation(3);
+  first.set_workers(2);
+  first.set_range_elements(kRange);
+  first.set_state_elements(state_elements);
+  first.set_payload(std::string(state_elements / 2 * sizeof(float), '\0'));
+  ASSERT_TRUE(load->Write(first));
+  const grpc::Status status = load->Finish();
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::CANCELLED) << status.error_message();
+  EXPECT_EQ(service_->streams_expired(), 1u);
+  EXPECT_EQ(service_->current(), nullptr) << "half a Load was served";
+  EXPECT_TRUE(Eventually([&] { return service_->streams_held() == 0; }));
+}
+
 // Point 5: a Load that replaces a push-pull generation closes that generation's StaleShard, so a
 // pull waiting on it is answered (ABORTED) instead of waiting for ever.
 TEST_F(PsStreamLimitsTest, ALoadClosesTheSupersededPushPullGeneration) {

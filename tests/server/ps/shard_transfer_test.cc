@@ -93,6 +93,10 @@ TEST_F(ShardReadTest, AnElasticShardWantsRankZerosLoadKey) {
   EXPECT_THAT(read.status().message(), HasSubstr("ps-0"));
   options_.keys = {ShardLoadKey(credential, kGeneration), ShardLoadKey(credential, kGeneration)};
   read = server::ReadShardParameters(options_, absl::MakeSpan(parameters));
+  ASSERT_EQ(read.status().code(), absl::StatusCode::kPermissionDenied)
+      << "keys that claim no generation";
+  options_.generation = kGeneration;
+  read = server::ReadShardParameters(options_, absl::MakeSpan(parameters));
   ASSERT_TRUE(read.ok()) << read.status();
   EXPECT_EQ(*read, 2u);
 }
