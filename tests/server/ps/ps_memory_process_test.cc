@@ -9,7 +9,6 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include <fstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -22,12 +21,14 @@
 #include "launch/subprocess.h"
 #include "launch/temp_dir.h"
 #include "proto/ps.grpc.pb.h"
+#include "tests/support/resident_memory.h"
 #include "tests/support/worker_processes.h"
 
 namespace ringside::server {
 namespace {
 
 using testing::BinDir;
+using testing::ResidentBytes;
 
 // A loopback TCP socket that listens and never accepts: a controller that never answers.
 class SilentListener {
@@ -54,22 +55,6 @@ class SilentListener {
   int fd_ = -1;
   int port_ = 0;
 };
-
-// VmRSS of `pid` in bytes; -1 when unreadable.
-int64_t ResidentBytes(pid_t pid) {
-  std::ifstream status(absl::StrCat("/proc/", pid, "/status"));
-  std::string line;
-  while (std::getline(status, line)) {
-    if (line.rfind("VmRSS:", 0) != 0) continue;
-    int64_t kib = 0;
-    std::string digits;
-    for (char c : line) {
-      if (c >= '0' && c <= '9') digits += c;
-    }
-    return absl::SimpleAtoi(digits, &kib) ? kib * 1024 : -1;
-  }
-  return -1;
-}
 
 TEST(PsMemoryProcessTest, RefusedLargePushesLeaveTheShardsMemoryWhereItWas) {
   auto dir = launch::TempDir::Create("ringside-ps-memory-");
