@@ -227,6 +227,9 @@ class ParameterShardService final : public ParameterShardBase {
   // header offers them; null: nothing reported.
   friend class PsTestHooks;
   std::function<void(StepEvent, int)> step_hook_ ABSL_GUARDED_BY(mu_);
+  // Asked at a Step stream's first segment (generation, worker, step): an error refuses the push
+  // as a refused message would be, with that status.
+  std::function<absl::Status(uint64_t, int, uint64_t)> push_refusal_hook_ ABSL_GUARDED_BY(mu_);
   std::function<void(uint64_t)> load_wait_hook_ ABSL_GUARDED_BY(mu_);
   std::vector<AssignmentWait> assignment_waits_ ABSL_GUARDED_BY(mu_);
   std::string credential_ ABSL_GUARDED_BY(mu_);

@@ -105,15 +105,18 @@ class StepReactor final
     : public PushStreamReactor<StepReactor, grpc::ByteBuffer, grpc::ByteBuffer> {
  public:
   using Hook = std::function<void(ParameterShardService::StepEvent, int worker)>;
+  using Refusal = std::function<absl::Status(uint64_t generation, int worker, uint64_t step)>;
 
-  // `claim`: what the call's link key (checked already) says it is.
+  // `claim`: what the call's link key (checked already) says it is. `hook` and `refusal`:
+  // test-only (tests/support/ps_test_hooks.h), null in production.
   StepReactor(grpc::CallbackServerContext* context, const ParameterShardService& service,
-              LinkClaim claim, uint64_t segment_elements, Hook hook)
+              LinkClaim claim, uint64_t segment_elements, Hook hook, Refusal refusal)
       : PushStreamReactor(context),
         service_(service),
         claim_(std::move(claim)),
         segment_elements_(segment_elements),
-        hook_(std::move(hook)) {}
+        hook_(std::move(hook)),
+        refusal_(std::move(refusal)) {}
 
   // PushStreamReactor's protocol.
   void OnReadsEnded(bool cancelled) {
@@ -172,6 +175,7 @@ class StepReactor final
   absl::Status Begin(uint64_t payload_bytes) {
     const int rank = static_cast<int>(push_.worker_rank());
     RETURN_IF_ERROR(ParameterShardService::CheckClaimed(claim_, push_.generation(), rank));
+    if (refusal_) RETURN_IF_ERROR(refusal_(push_.generation(), rank, push_.step()));
     // Only now does the stream hold a generation: one that never pushes holds none.
     generation_ = service_.current();
     if (generation_ == nullptr) return FromGrpcStatus(NothingServed());
@@ -322,7 +326,8 @@ class StepReactor final
   // prepare, under mutex().
   grpc::ByteBuffer out_;
   uint64_t out_payload_bytes_ = 0;
-  const Hook hook_;  // test-only
+  const Hook hook_;        // test-only
+  const Refusal refusal_;  // test-only
 };
 
 // A Step stream to a shard that has nothing to serve yet.
@@ -341,13 +346,15 @@ grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>* ParameterShardServi
   if (!admission.ok()) return new RefusedStep(ToGrpcStatus(admission.status()));
   if (current() == nullptr) return new RefusedStep(NothingServed());
   StepReactor::Hook hook;
+  StepReactor::Refusal refusal;
   {
     absl::MutexLock lock(&mu_);
     hook = step_hook_;
+    refusal = push_refusal_hook_;
   }
   return StepReactor::Start(
       std::make_shared<StepReactor>(context, *this, std::move(admission->claim), segment_elements_,
-                                    std::move(hook)),
+                                    std::move(hook), std::move(refusal)),
       std::move(admission->ticket), watchdog_, "a Step stream");
 }
 

@@ -10,6 +10,7 @@
 #include <functional>
 #include <utility>
 
+#include "absl/status/status.h"
 #include "absl/synchronization/mutex.h"
 #include "server/ps/ps_service.h"
 #include "server/ps/shard_state.h"
@@ -27,6 +28,16 @@ class PsTestHooks {
                           std::function<void(StepEvent event, int worker)> hook) {
     absl::MutexLock lock(&service.mu_);
     service.step_hook_ = std::move(hook);
+  }
+
+  // Asked (on a gRPC thread, holding no lock) by every Step stream opened after this at its
+  // first segment, with the push's generation, worker and step: an error refuses the push with
+  // that status, as the shard refuses a bad message (nothing of it is held). Null: none.
+  static void SetPushRefusalHook(
+      ParameterShardService& service,
+      std::function<absl::Status(uint64_t generation, int worker, uint64_t step)> hook) {
+    absl::MutexLock lock(&service.mu_);
+    service.push_refusal_hook_ = std::move(hook);
   }
 
   // Called (on a gRPC thread, holding no lock) by every Load stream opened after this that

@@ -7,6 +7,7 @@
 // steps. Nothing waits on a clock: faults fire at protocol points, the mode switch fires when a
 // trainer reports a step count, and the end is every survivor's finished callback.
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
@@ -280,6 +281,10 @@ struct FaultCase {
   // registered last is refused (never reaches its inbox), so the step's collective times out
   // (`timeout`) on every member and nothing supersedes it but the members' own reports. -1: none.
   int64_t refused_at = -1;
+  // Ps mode: shard 0 refuses the push of step `ps_refused_at` from rank 1, once (as it refuses a
+  // duplicate or non-finite share), so that worker's step fails at once and the others' waits
+  // for a sum that cannot come. -1: none.
+  int64_t ps_refused_at = -1;
   absl::Duration timeout = absl::Seconds(60);  // ElasticOptions::timeout
 };
 
@@ -375,6 +380,16 @@ void RunJobWithFault(const FaultCase& fault, const TrainingOptions& job, double 
   }
   InProcessShards shards(fault.shards, job);
   controller.WatchShards([&shards](uint64_t generation) { shards.Assign(generation); });
+  if (fault.ps_refused_at >= 0) {
+    auto refused = std::make_shared<std::atomic<bool>>(false);
+    server::PsTestHooks::SetPushRefusalHook(
+        shards.service(0), [refused, at = static_cast<uint64_t>(fault.ps_refused_at)](
+                               uint64_t, int worker, uint64_t step) {
+          if (worker != 1 || step != at || refused->exchange(true)) return absl::OkStatus();
+          return absl::InvalidArgumentError(
+              absl::StrCat("worker 1's share of step ", step, " refused by the test"));
+        });
+  }
 
   std::vector<std::unique_ptr<TrainerThread>> workers;
   for (int i = 0; i < kWorkers; ++i) {
@@ -500,6 +515,28 @@ TEST(ElasticTrainerHealTest, ARefusedRingSegmentEndsInANewGenerationWithoutAnOpe
   });
   EXPECT_GE(timed_out, 1);
   EXPECT_GE(asked, 1);
+}
+
+// ... and in ps mode: a push the shard refuses fails that worker's step at once, it reports the
+// generation as failed, and the others, waiting for a sum that cannot come, are superseded by the
+// new generation of the same members well before their own deadline.
+TEST(ElasticTrainerHealTest, ARefusedPsPushEndsInANewGenerationWithoutAnOperator) {
+  FaultCase fault;
+  fault.name = "refused_push";
+  fault.victim = -1;  // nobody is lost
+  fault.start = SyncMode::kPs;
+  fault.ps_refused_at = 3;
+  int asked = 0;
+  RunJobWithFault(fault, SmallJob(8), 1e-5, [&](int, const TrainerThread& worker) {
+    EXPECT_GE(worker.result->generation, 2u) << "the failed generation was replaced";
+    EXPECT_EQ(worker.result->slot.world, 3) << "by one of the same members";
+    const std::string log = worker.log.str();
+    if (log.find("refused by the test") != std::string::npos &&
+        log.find("asked the controller for a new generation") != std::string::npos) {
+      ++asked;
+    }
+  });
+  EXPECT_EQ(asked, 1) << "the refused worker reports the failed generation";
 }
 
 // Issue 23: a one-worker ps job whose rank 0 Loads the shard before the shard has its
