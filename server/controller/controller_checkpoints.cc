@@ -61,17 +61,30 @@ absl::StatusOr<uint64_t> UploaderOf(const grpc::CallbackServerContext& context,
 
 class PutReactor final : public grpc::ServerReadReactor<proto::CheckpointSegment> {
  public:
+  // `ticket`: the upload's place among the controller's uploads, held until the call is done.
   PutReactor(grpc::CallbackServerContext* context, ControllerService& service,
-             CheckpointKeeper& keeper, uint64_t member, proto::CheckpointReply* reply)
-      : context_(context), service_(service), keeper_(keeper), member_(member), reply_(reply) {
+             CheckpointKeeper& keeper, uint64_t member, StreamAdmission::Ticket ticket,
+             proto::CheckpointReply* reply)
+      : context_(context),
+        service_(service),
+        keeper_(keeper),
+        member_(member),
+        reply_(reply),
+        ticket_(std::move(ticket)) {
+    // A silent upload is cancelled (its uploader sees CANCELLED); ~Watch waits for an expiry in
+    // progress, and the watch is the last member to go.
+    watch_ = service.upload_watchdog().Arm(
+        "a checkpoint upload", [this](const absl::Status& /*why*/) { context_->TryCancel(); });
     StartRead(&segment_);
   }
 
   void OnReadDone(bool ok) override {
     if (!ok) {
+      watch_.Disarm();  // the rest is the controller's to do
       if (context_->IsCancelled()) return Finish(grpc::Status::CANCELLED);
       return Complete();
     }
+    watch_.Touch();
     if (absl::Status status = Take(); !status.ok()) return Finish(ToGrpcStatus(status));
     StartRead(&segment_);
   }
@@ -167,6 +180,8 @@ class PutReactor final : public grpc::ServerReadReactor<proto::CheckpointSegment
   std::vector<float> parameters_;
   std::vector<float> optimizer_state_;
   uint64_t received_ = 0;
+  StreamAdmission::Ticket ticket_;
+  StreamWatchdog::Watch watch_;  // last: gone (and any expiry done) before the rest
 };
 
 class GetReactor final : public grpc::ServerWriteReactor<proto::CheckpointSegment> {
@@ -226,7 +241,10 @@ grpc::ServerReadReactor<proto::CheckpointSegment>* ControllerService::PutCheckpo
   // Before the first read: a refused call's payload is never taken in.
   absl::StatusOr<uint64_t> member = UploaderOf(*context, *this);
   if (!member.ok()) return new RefusedRead(ToGrpcStatus(member.status()));
-  return new PutReactor(context, *this, *keeper_, *member, reply);
+  absl::StatusOr<StreamAdmission::Ticket> ticket =
+      upload_admission_.Admit(absl::StrCat("member ", *member), "checkpoint uploads");
+  if (!ticket.ok()) return new RefusedRead(ToGrpcStatus(ticket.status()));
+  return new PutReactor(context, *this, *keeper_, *member, *std::move(ticket), reply);
 }
 
 bool ControllerService::StepAccountedFor(uint64_t member, uint64_t step) const {

@@ -138,11 +138,14 @@ grpc::ServerUnaryReactor* Done(grpc::CallbackServerContext* context, const absl:
 }  // namespace
 
 ControllerService::ControllerService(Membership& membership, proto::JobSpec job,
-                                     absl::Duration heartbeat_timeout, std::ostream& log)
+                                     absl::Duration heartbeat_timeout, std::ostream& log,
+                                     StreamLimits upload_limits)
     : membership_(membership),
       job_(std::move(job)),
       heartbeat_timeout_(heartbeat_timeout),
-      log_(log) {}
+      log_(log),
+      upload_admission_(upload_limits),
+      upload_watchdog_(upload_limits) {}
 
 ControllerService::~ControllerService() = default;
 

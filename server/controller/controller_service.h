@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "absl/synchronization/mutex.h"
+#include "common/stream_limits.h"
 #include "prometheus/counter.h"
 #include "proto/controller.grpc.pb.h"
 #include "server/controller/checkpoint_keeper.h"
@@ -24,9 +25,10 @@ class WatchReactor;
 
 class ControllerService final : public proto::Controller::CallbackService {
  public:
-  // `membership` and `log` must outlive the service; `job` goes into every assignment.
+  // `membership` and `log` must outlive the service; `job` goes into every assignment;
+  // `upload_limits` bound the checkpoint uploads (kUploadLimits; tests make them small).
   ControllerService(Membership& membership, proto::JobSpec job, absl::Duration heartbeat_timeout,
-                    std::ostream& log);
+                    std::ostream& log, StreamLimits upload_limits = kUploadLimits);
   ~ControllerService() override;
 
   // Durable state: assignments name `keeper`'s newest checkpoint and ask rank 0 for one every
@@ -98,6 +100,13 @@ class ControllerService final : public proto::Controller::CallbackService {
   const CheckpointKeeper* checkpoints() const { return keeper_; }
   uint64_t checkpoint_every() const { return checkpoint_every_; }
 
+  // Checkpoint uploads open at once, and their silence (common/stream_limits.h): only rank 0
+  // uploads, one at a time, so two per member (a retry beside one being cancelled) and four in
+  // all. Each upload receives the job's whole state, so an insider opening many cannot multiply
+  // what the controller holds. Beyond: RESOURCE_EXHAUSTED; silent: cancelled.
+  static constexpr StreamLimits kUploadLimits{absl::Seconds(30), absl::Minutes(5), 2, 4};
+  StreamWatchdog& upload_watchdog() { return upload_watchdog_; }
+
  private:
   // An upload ahead of the steps reported: held until a heartbeat accounts for it.
   struct HeldCheckpoint {
@@ -129,6 +138,8 @@ class ControllerService final : public proto::Controller::CallbackService {
   absl::Mutex mu_;
   std::vector<std::weak_ptr<WatchReactor>> watchers_ ABSL_GUARDED_BY(mu_);
   absl::Mutex log_mu_;
+  StreamAdmission upload_admission_;
+  StreamWatchdog upload_watchdog_;  // last: it may expire uploads until it goes
 };
 
 }  // namespace ringside::server

@@ -49,7 +49,8 @@ class DurableStateTest : public ::testing::Test {
     keeper_ = *std::move(keeper);
     proto::JobSpec job;
     job.set_steps(1000);
-    service_ = std::make_unique<ControllerService>(*membership_, job, absl::Seconds(60), log_);
+    service_ = std::make_unique<ControllerService>(*membership_, job, absl::Seconds(60), log_,
+                                                   upload_limits_);
     service_->EnableCheckpoints(keeper_.get(), /*every=*/10, &nonfinite_refused_);
     auto server = StartServer("127.0.0.1:0", {service_.get()}, TransportSecurity());
     ASSERT_TRUE(server.ok()) << server.status();
@@ -111,7 +112,70 @@ class DurableStateTest : public ::testing::Test {
   std::vector<std::unique_ptr<ControllerClient>> clients_;  // rank 0, rank 1
   std::unique_ptr<proto::Controller::Stub> stub_;
   prometheus::Counter nonfinite_refused_;
+  StreamLimits upload_limits_ = ControllerService::kUploadLimits;  // derived fixtures change it
 };
+
+// Issue 51: checkpoint uploads are bounded per member and in all, and watched for silence.
+class UploadLimitsTest : public DurableStateTest {
+ protected:
+  // A rank-0 upload, opened with its real credential and left silent.
+  struct OpenUpload {
+    std::unique_ptr<grpc::ClientContext> context = std::make_unique<grpc::ClientContext>();
+    proto::CheckpointReply reply;
+    std::unique_ptr<grpc::ClientWriter<proto::CheckpointSegment>> writer;
+  };
+  std::unique_ptr<OpenUpload> Open() {
+    auto open = std::make_unique<OpenUpload>();
+    SetDeadline(*open->context, absl::Seconds(60));
+    open->context->AddMetadata(kMemberCredentialMetadata, std::string(32, 'a'));
+    open->context->AddMetadata(kMemberIdMetadata, std::to_string(clients_[0]->member_id()));
+    open->writer = stub_->PutCheckpoint(open->context.get(), &open->reply);
+    return open;
+  }
+};
+
+class UploadBoundTest : public UploadLimitsTest {
+ protected:
+  UploadBoundTest() { upload_limits_ = {absl::Minutes(10), absl::Minutes(10), 2, 4}; }
+};
+
+// Each upload receives the job's whole state: rank 0 may hold two at once, not more, so even an
+// insider cannot multiply what the controller holds; a place freed is taken again.
+TEST_F(UploadBoundTest, RankZeroHoldsAtMostTwoUploadsAtOnce) {
+  std::unique_ptr<OpenUpload> first = Open();
+  std::unique_ptr<OpenUpload> second = Open();
+  std::unique_ptr<OpenUpload> third = Open();
+  const grpc::Status refused = third->writer->Finish();
+  EXPECT_EQ(refused.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED) << refused.error_message();
+  first->context->TryCancel();
+  EXPECT_EQ(first->writer->Finish().error_code(), grpc::StatusCode::CANCELLED);
+  second->context->TryCancel();
+  EXPECT_EQ(second->writer->Finish().error_code(), grpc::StatusCode::CANCELLED);
+  // The places are free once the controller has seen the calls end: an upload goes through.
+  const std::vector<float> params = Ramp(kShape.parameters, 1);
+  const std::vector<float> moments = Ramp(kShape.optimizer_state, 0.5f);
+  RankOneReports(10);  // accounts for the step: the upload is kept, not held
+  absl::Status put = clients_[0]->PutCheckpoint(10, params, moments);
+  for (int attempt = 0; attempt < 1000 && put.code() == absl::StatusCode::kResourceExhausted;
+       ++attempt) {
+    absl::SleepFor(absl::Milliseconds(5));  // the server's OnDone runs after the client's end
+    put = clients_[0]->PutCheckpoint(10, params, moments);
+  }
+  EXPECT_TRUE(put.ok()) << put;
+  EXPECT_EQ(keeper_->newest_step(), 10u);
+}
+
+class UploadSilenceTest : public UploadLimitsTest {
+ protected:
+  UploadSilenceTest() { upload_limits_ = {absl::Milliseconds(1), absl::Minutes(10), 2, 4}; }
+};
+
+// An upload that sends nothing is cancelled at its first-message deadline; nothing is kept.
+TEST_F(UploadSilenceTest, ASilentUploadIsCancelledAtItsFirstMessageDeadline) {
+  std::unique_ptr<OpenUpload> silent = Open();
+  EXPECT_EQ(silent->writer->Finish().error_code(), grpc::StatusCode::CANCELLED);
+  EXPECT_EQ(keeper_->newest_step(), 0u);
+}
 
 TEST_F(DurableStateTest, OnlyRankZeroUploadsAndWhatIsReadBackIsBitIdentical) {
   const std::vector<float> params = Ramp(kShape.parameters, 1.0f);
