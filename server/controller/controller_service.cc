@@ -19,8 +19,9 @@ namespace ringside::server {
 // Finish from another thread waits until a write being started has been issued.
 class WatchReactor final : public grpc::ServerWriteReactor<proto::Assignment> {
  public:
-  WatchReactor(const ControllerService& service, uint64_t member)
-      : service_(service), member_(member) {}
+  // `ticket`: the stream's place among the member's watches, held until the reactor goes.
+  WatchReactor(const ControllerService& service, uint64_t member, StreamAdmission::Ticket ticket)
+      : service_(service), member_(member), ticket_(std::move(ticket)) {}
 
   static std::shared_ptr<WatchReactor> Start(std::shared_ptr<WatchReactor> reactor) {
     absl::MutexLock lock(&reactor->mu_);
@@ -111,6 +112,7 @@ class WatchReactor final : public grpc::ServerWriteReactor<proto::Assignment> {
 
   const ControllerService& service_;
   const uint64_t member_;
+  StreamAdmission::Ticket ticket_;
   absl::Mutex mu_;
   ReactorWrites<WatchReactor> writes_{*this, mu_};  // every write and the one Finish
   bool writing_ ABSL_GUARDED_BY(mu_) = false;
@@ -233,8 +235,11 @@ grpc::ServerWriteReactor<proto::Assignment>* ControllerService::Watch(
   if (absl::Status status = AuthenticateMember(*context, request->member_id()); !status.ok()) {
     return new RefusedWatch(ToGrpcStatus(status));
   }
-  std::shared_ptr<WatchReactor> reactor =
-      WatchReactor::Start(std::make_shared<WatchReactor>(*this, request->member_id()));
+  absl::StatusOr<StreamAdmission::Ticket> ticket =
+      watch_admission_.Admit(absl::StrCat("member ", request->member_id()), "Watch streams");
+  if (!ticket.ok()) return new RefusedWatch(ToGrpcStatus(ticket.status()));
+  std::shared_ptr<WatchReactor> reactor = WatchReactor::Start(
+      std::make_shared<WatchReactor>(*this, request->member_id(), *std::move(ticket)));
   {
     absl::MutexLock lock(&mu_);
     watchers_.push_back(reactor);

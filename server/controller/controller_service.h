@@ -105,7 +105,11 @@ class ControllerService final : public proto::Controller::CallbackService {
   // all. Each upload receives the job's whole state, so an insider opening many cannot multiply
   // what the controller holds. Beyond: RESOURCE_EXHAUSTED; silent: cancelled.
   static constexpr StreamLimits kUploadLimits{absl::Seconds(30), absl::Minutes(5), 2, 4};
+  // Watch streams: one per member, and a few more while a reconnecting member's old stream has
+  // not ended yet; the watches of many members in all. Beyond: RESOURCE_EXHAUSTED.
+  static constexpr StreamLimits kWatchLimits{absl::Seconds(30), absl::Minutes(5), 4, 4096};
   StreamWatchdog& upload_watchdog() { return upload_watchdog_; }
+  int watch_streams_held() const { return watch_admission_.held(); }
 
  private:
   // An upload ahead of the steps reported: held until a heartbeat accounts for it.
@@ -138,6 +142,7 @@ class ControllerService final : public proto::Controller::CallbackService {
   absl::Mutex mu_;
   std::vector<std::weak_ptr<WatchReactor>> watchers_ ABSL_GUARDED_BY(mu_);
   absl::Mutex log_mu_;
+  StreamAdmission watch_admission_{kWatchLimits};
   StreamAdmission upload_admission_;
   StreamWatchdog upload_watchdog_;  // last: it may expire uploads until it goes
 };

@@ -136,6 +136,52 @@ TEST_F(ControllerServiceTest, WatchingAsAnUnknownMemberIsNotFound) {
   EXPECT_EQ(watch->Finish().error_code(), grpc::StatusCode::NOT_FOUND);
 }
 
+// Issue 51: a member holds at most kWatchLimits.per_peer Watch streams at once (a reconnecting
+// member's old one may not have ended yet), not as many as it opens; a place freed is taken again.
+TEST_F(ControllerServiceTest, AMemberHoldsABoundedNumberOfWatchStreams) {
+  absl::StatusOr<uint64_t> member = Register("s3cret", proto::ROLE_WORKER, "worker-a.test:7000");
+  ASSERT_TRUE(member.ok()) << member.status();
+  struct OpenWatch {
+    grpc::ClientContext context;
+    std::unique_ptr<grpc::ClientReader<proto::Assignment>> reader;
+  };
+  auto open = [&] {
+    auto watch = std::make_unique<OpenWatch>();
+    SetDeadline(watch->context, absl::Seconds(60));
+    watch->context.AddMetadata(kMemberCredentialMetadata, CredentialOf("worker-a.test:7000"));
+    proto::WatchRequest request;
+    request.set_member_id(*member);
+    watch->reader = stub_->Watch(&watch->context, request);
+    return watch;
+  };
+  const int bound = ControllerService::kWatchLimits.per_peer;
+  std::vector<std::unique_ptr<OpenWatch>> held;
+  for (int i = 0; i < bound; ++i) {
+    held.push_back(open());
+    // Admitted when the controller has taken the call: each in turn, so the next is the one over.
+    ASSERT_TRUE(testing::PollUntil([&] { return service_->watch_streams_held() == i + 1; },
+                                   absl::Seconds(30))
+                    .ok());
+  }
+  std::unique_ptr<OpenWatch> beyond = open();
+  proto::Assignment assignment;
+  EXPECT_FALSE(beyond->reader->Read(&assignment));
+  const grpc::Status refused = beyond->reader->Finish();
+  EXPECT_EQ(refused.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED) << refused.error_message();
+  EXPECT_EQ(service_->watch_streams_held(), bound);
+  held.front()->context.TryCancel();
+  held.front()->reader->Finish();
+  ASSERT_TRUE(testing::PollUntil([&] { return service_->watch_streams_held() == bound - 1; },
+                                 absl::Seconds(30))
+                  .ok());
+  held.front() = open();
+  EXPECT_TRUE(
+      testing::PollUntil([&] { return service_->watch_streams_held() == bound; }, absl::Seconds(30))
+          .ok())
+      << "the freed place was never taken again";
+  for (auto& watch : held) watch->context.TryCancel();
+}
+
 // Issue 13: every controller RPC but Register needs a credential, and another member's will not
 // do: watching, heartbeating or switching modes as someone else is refused, and the job's
 // assignments (addresses, keys) are never handed to a stranger.
