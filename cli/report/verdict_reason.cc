@@ -21,6 +21,12 @@ double SyncSeconds(const ModeReport& run) {
   return run.sync_p50 > 0 ? run.sync_p50 : run.phases.sync;
 }
 
+// The compute phase likewise: the median where traced, else the mean. The verdict's step time is
+// a median, so its terms are too: a mean can move the other way (a few slow syncs).
+double ComputeSeconds(const ModeReport& run) {
+  return run.compute_p50 > 0 ? run.compute_p50 : run.phases.compute;
+}
+
 std::string Rate(const ModeReport& run) {
   const double seconds = SyncSeconds(run);
   return seconds > 0 ? absl::StrCat(HumanBytes(run.busiest_node_bytes_per_step / seconds), "/s")
@@ -53,8 +59,8 @@ DecidingTerm BySync(const ModeReport& w, const ModeReport& l) {
 DecidingTerm ByCompute(const JobConfig& config, const ModeReport& w, const ModeReport& l) {
   const std::string wn = RunName(w), ln = RunName(l);
   const std::string phases =
-      absl::StrCat(ln, "'s compute phase took ", HumanSeconds(l.phases.compute), "/step against ",
-                   wn, "'s ", HumanSeconds(w.phases.compute), " for the same work");
+      absl::StrCat(ln, "'s compute phase took ", HumanSeconds(ComputeSeconds(l)), "/step against ",
+                   wn, "'s ", HumanSeconds(ComputeSeconds(w)), " for the same work");
   if (config.has_test_set && l.eval_seconds_mean > 1.1 * w.eval_seconds_mean) {
     return {"evaluation", absl::StrCat(phases, ", while its evaluations on the same cores took ",
                                        HumanSeconds(l.eval_seconds_mean), " each against ",
@@ -82,9 +88,17 @@ DecidingTerm ExplainWin(const JobConfig& config, const ModeReport& winner, const
                               step_time > 0 ? 1 / step_time : 1)};
     }
   }
-  const double compute = loser.phases.compute - winner.phases.compute;
-  const double sync = loser.phases.sync - winner.phases.sync;
+  const double compute = ComputeSeconds(loser) - ComputeSeconds(winner);
+  const double sync = SyncSeconds(loser) - SyncSeconds(winner);
   const double update = loser.phases.update - winner.phases.update;
+  // A phase that moved far less than the step did explains nothing: the steps differ in how
+  // their phases vary, which no one phase's figure shows.
+  const double steps = loser.step_p50 - winner.step_p50;
+  if (steps > 0 && std::max({compute, sync, update}) < steps / 4) {
+    return {"spread", absl::StrCat("no phase explains it: the step medians differ by ",
+                                   HumanSeconds(steps), ", no phase's by more than ",
+                                   HumanSeconds(std::max({compute, sync, update, 0.0})))};
+  }
   if (sync >= compute && sync >= update) return BySync(winner, loser);
   if (compute >= update) return ByCompute(config, winner, loser);
   return {"update", absl::StrCat(RunName(loser), "'s update phase took ",

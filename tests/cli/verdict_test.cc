@@ -176,7 +176,27 @@ TEST(VerdictTest, TheDecidingTermIsNamedFromMeasuredFigures) {
   EXPECT_EQ(verdict.term, "compute");
   EXPECT_THAT(verdict.reason, HasSubstr("ps's compute phase took 300 ms/step against ring's"));
 
+  // The step verdict is on medians, so are its terms: where worker-0's trace has phase medians,
+  // a mean that moved the other way (a few slow syncs of the ring) does not name compute.
+  job = testing::SyntheticJob();
+  job.ring.phases = {0.080, 0.300, 0.010};  // mean sync above the ps's 0.262
+  job.ps.phases = {0.082, 0.262, 0.001};
+  job.ring.sync_p50 = 0.118;
+  job.ps.sync_p50 = 0.255;
+  job.ring.compute_p50 = 0.080;
+  job.ps.compute_p50 = 0.082;
+  verdict = DecideWinner(job);
+  EXPECT_EQ(verdict.term, "bandwidth") << verdict.reason;
+
+  // No phase moved as much as the step did: none is named as the cause.
+  job.ring.sync_p50 = 0.250;
+  verdict = DecideWinner(job);
+  EXPECT_EQ(verdict.term, "spread") << verdict.reason;
+  EXPECT_THAT(verdict.reason, HasSubstr("no phase explains it"));
+
   // A tie names no term.
+  job = testing::SyntheticJob();
+  job.ps.phases = {0.300, 0.121, 0.010};
   job.ps.step_seconds = job.ring.step_seconds;
   EXPECT_TRUE(DecideWinner(job).term.empty());
 }
