@@ -3,6 +3,9 @@
 #include "cli/report/verdict.h"
 
 #include <algorithm>
+#include <cstdlib>
+#include <optional>
+#include <string>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -46,11 +49,23 @@ RatioInterval StepTimeInterval(const JobComparison& job, IntervalOver& over) {
   return BootstrapRatioOfMedians(job.ps.step_seconds, job.ring.step_seconds, options);
 }
 
+// Two runs' steps to the target, as their evaluations saw them, are the same steps: equal, or
+// within one evaluation interval. A ps evaluation reads the shards while the next step runs, so
+// it may see step 51 for the evaluation due after step 50; the ring's copies its own parameters
+// at the step's end.
+bool SameEvaluation(const std::optional<int64_t>& a, const std::optional<int64_t>& b,
+                    int64_t eval_every) {
+  if (a == b) return true;
+  return a.has_value() && b.has_value() && eval_every > 0 && std::abs(*a - *b) < eval_every;
+}
+
 // Every repeat of both took the same steps to the target.
 bool SameSteps(const JobComparison& job) {
   const std::vector<const ModeReport*> ring = RunsOf(job.ring), ps = RunsOf(job.ps);
   for (size_t i = 0; i < ring.size() && i < ps.size(); ++i) {
-    if (ring[i]->steps_to_target != ps[i]->steps_to_target) return false;
+    if (!SameEvaluation(ring[i]->steps_to_target, ps[i]->steps_to_target, job.config.eval_every)) {
+      return false;
+    }
   }
   return ring.size() == ps.size();
 }
@@ -87,11 +102,20 @@ std::string StepDetails(const JobComparison& job) {
                       ShortNumber(job.ps.samples_per_second));
 }
 
-// Same-step synchronous modes: steps to target × the step time.
+// Same-step synchronous modes: steps to target × the step time (the fewer of the two where an
+// evaluation saw its parameters a step late).
 std::string SameStepDetails(const JobComparison& job) {
-  const int64_t steps = *job.ring.steps_to_target;
+  const int64_t ring = *job.ring.steps_to_target, ps = *job.ps.steps_to_target;
+  const int64_t steps = std::min(ring, ps);
+  const std::string late =
+      ring == ps ? ""
+                 : absl::StrCat("; ", ring > ps ? "ring" : "ps", "'s evaluation read step ",
+                                WithThousands(std::max(ring, ps)),
+                                ", being taken as the next "
+                                "step ran");
   return absl::StrCat("both took ", WithThousands(steps),
-                      " steps to it (synchronous: the same sums), so its time is those steps "
+                      " steps to it (synchronous: the same sums", late,
+                      "), so its time is those steps "
                       "\u00d7 the step time: ring \u2248 ",
                       HumanSeconds(steps * job.ring.step_p50), ", ps \u2248 ",
                       HumanSeconds(steps * job.ps.step_p50), " (", StepDetails(job), ")");

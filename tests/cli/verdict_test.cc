@@ -119,6 +119,22 @@ TEST(VerdictTest, SameStepSyncModesAreDecidedByStepTimeNotOneWallClockReading) {
   EXPECT_THAT(verdict.line, HasSubstr("both took 50 steps to it (synchronous: the same sums)"));
 }
 
+// A ps evaluation reads the shards while the next step runs: the one due after step 150 may see
+// step 151. Within one evaluation interval the steps are the same, the fewer are timed, and the
+// line says which evaluation read late.
+TEST(VerdictTest, AnEvaluationThatReadTheNextStepStillCountsAsTheSameSteps) {
+  JobComparison job = testing::FashionMnistJob();  // evaluations every 25 steps
+  job.ps.steps_to_target = 151;
+  Verdict verdict = DecideWinner(job);
+  EXPECT_EQ(verdict.same_steps, true);
+  EXPECT_EQ(verdict.basis, "step_seconds");
+  EXPECT_THAT(verdict.line, HasSubstr("both took 150 steps to it (synchronous: the same sums; ps's "
+                                      "evaluation read step 151"));
+  job.ps.steps_to_target = 175;  // the next evaluation: not the same steps
+  verdict = DecideWinner(job);
+  EXPECT_EQ(verdict.same_steps, false);
+}
+
 TEST(VerdictTest, SyncModesThatTookDifferentStepsSayItAndTheMeasuredTimesDecide) {
   JobComparison job = testing::FashionMnistJob();
   job.ps.steps_to_target = 175;  // e.g. a 16-bit wire's rounding
