@@ -41,7 +41,9 @@ TerminationSignals::TerminationSignals() {
     while (!stopping_.load()) {
       if (poll(&pending, 1, 100) <= 0) continue;
       unsigned char byte = 0;
-      if (read(read_fd, &byte, 1) == 1 && !notification_.HasBeenNotified()) {
+      if (read(read_fd, &byte, 1) != 1) continue;
+      count_.fetch_add(1);
+      if (!notification_.HasBeenNotified()) {
         signal_.store(byte);
         notification_.Notify();
       }

@@ -26,12 +26,15 @@ class TerminationSignals {
     return notification_.WaitForNotificationWithTimeout(timeout);
   }
   int signal() const { return signal_.load(); }  // 0 until one arrived
+  // Signals received so far: a second one asks a daemon still stopping to stop at once.
+  int count() const { return count_.load(); }
   // Notified once a signal arrived, for code that takes any stop event.
   const absl::Notification& notification() const { return notification_; }
 
  private:
   std::atomic<bool> stopping_{false};
   std::atomic<int> signal_{0};
+  std::atomic<int> count_{0};
   absl::Notification notification_;
   std::thread thread_;
 };

@@ -41,6 +41,11 @@ struct GenerationAssignment {
   std::string ring_key;
   std::vector<std::string> shard_keys;
   std::vector<std::string> load_keys;
+  // Rank 0 only: shards that left still holding their range of the state (a drain under
+  // --staleness, async, --backup_workers), with their read keys; a regroup reads them when the
+  // shards alone do not cover the parameters (server/ps/shard_transfer.h).
+  std::vector<std::string> departed_shards;
+  std::vector<std::string> departed_load_keys;
 };
 
 class AssignmentSource {

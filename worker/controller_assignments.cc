@@ -20,6 +20,10 @@ absl::StatusOr<GenerationAssignment> GenerationAssignmentOf(const proto::Assignm
   out.ring_key = assignment.ring_key();
   out.shard_keys.assign(assignment.shard_keys().begin(), assignment.shard_keys().end());
   out.load_keys.assign(assignment.load_keys().begin(), assignment.load_keys().end());
+  out.departed_shards.assign(assignment.departed_shards().begin(),
+                             assignment.departed_shards().end());
+  out.departed_load_keys.assign(assignment.departed_load_keys().begin(),
+                                assignment.departed_load_keys().end());
   return out;
 }
 

@@ -296,7 +296,8 @@ absl::Status ElasticTrainer::AdoptGeneration(const GenerationAssignment& assignm
   const bool shards_hold_state = ShardsHoldTheState(job.staleness, job.backup_workers);
   shard_group_.Reconfigure(server::ShardGroupTopology{
       job_->parameter_count(), job.wire_dtype, shards_hold_state, generation, rank, world,
-      assignment.shards, assignment.shard_keys, assignment.load_keys});
+      assignment.shards, assignment.shard_keys, assignment.load_keys, assignment.departed_shards,
+      assignment.departed_load_keys});
   if (mode == SyncMode::kPs && assignment.shards.empty()) {
     return absl::FailedPreconditionError(
         absl::StrCat("generation ", generation,

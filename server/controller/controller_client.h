@@ -117,6 +117,9 @@ class ControllerClient {
   // client works afterwards but its accessors.
   absl::StatusOr<uint64_t> Leave();
 
+  // A third of the controller's heartbeat timeout, as its registration reply said.
+  absl::Duration heartbeat_interval() const;
+
   // Watch streams opened so far (1 until the controller is lost once); tests wait on it.
   int watch_streams_opened() const;
 
@@ -136,7 +139,6 @@ class ControllerClient {
   // One heartbeat of the current registration; its status.
   grpc::Status HeartbeatOnce();
   void Fail(absl::Status status);
-  absl::Duration heartbeat_interval() const;
   // Waits `how_long` unless the client is stopping; true when stopping.
   bool StoppingAfter(absl::Duration how_long);
 

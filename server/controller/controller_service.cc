@@ -9,6 +9,8 @@
 #include "common/metrics.h"
 #include "common/net.h"
 #include "common/reactor_writes.h"
+#include "common/training_options.h"
+#include "server/controller/job_spec.h"
 
 namespace ringside::server {
 
@@ -107,6 +109,10 @@ class WatchReactor final : public grpc::ServerWriteReactor<proto::Assignment> {
       const std::string credential = membership.CredentialOf(shard).value_or("");
       out.add_shard_keys(ShardStepKey(credential, assignment.generation, assignment.rank));
       if (assignment.rank == 0) out.add_load_keys(ShardLoadKey(credential, assignment.generation));
+    }
+    for (const MemberAssignment::DepartedShard& departed : assignment.departed_shards) {
+      out.add_departed_shards(departed.address);
+      out.add_departed_load_keys(ShardLoadKey(departed.credential, assignment.generation));
     }
   }
 
@@ -278,6 +284,31 @@ grpc::ServerUnaryReactor* ControllerService::ReportFailure(grpc::CallbackServerC
   return Done(context, absl::OkStatus());
 }
 
+namespace {
+
+// A shard that leaves may hold its range of the job's state (membership rule 12): where it can
+// hand it over, and where not.
+void LogShardHandOver(const proto::JobSpec& job, const MemberAssignment& was, uint64_t generation,
+                      absl::Duration heartbeat_timeout, std::ostream& log) {
+  const absl::StatusOr<TrainingOptions> training = TrainingOptionsOf(job, "");
+  if (!training.ok() || was.mode != SyncMode::kPs ||
+      !ShardsHoldTheState(training->staleness, training->backup_workers)) {
+    return;
+  }
+  log << "controller: " << PsShardName(was.shard)
+      << " held its range of the job's state (the shards hold it): ";
+  if (was.shards.size() <= 1) {
+    log << "it was the last shard and no shard takes its range over; the job resumes that range "
+           "from the newest checkpoint\n";
+    return;
+  }
+  log << "offered to generation " << generation << "'s " << WorkerName(0) << " at "
+      << QuoteForLog(was.shards[static_cast<size_t>(was.shard)]) << " for the heartbeat timeout ("
+      << heartbeat_timeout << ")\n";
+}
+
+}  // namespace
+
 grpc::ServerUnaryReactor* ControllerService::Leave(grpc::CallbackServerContext* context,
                                                    const proto::LeaveRequest* request,
                                                    proto::LeaveReply* reply) {
@@ -286,7 +317,7 @@ grpc::ServerUnaryReactor* ControllerService::Leave(grpc::CallbackServerContext* 
     return Done(context, status);
   }
   const std::optional<MemberAssignment> was = membership_.AssignmentOf(member);
-  absl::StatusOr<uint64_t> generation = membership_.Leave(member);
+  absl::StatusOr<uint64_t> generation = membership_.Leave(member, clock_());
   if (!generation.ok()) return Done(context, generation.status());
   {
     absl::MutexLock lock(&log_mu_);
@@ -300,6 +331,9 @@ grpc::ServerUnaryReactor* ControllerService::Leave(grpc::CallbackServerContext* 
       log_ << " having completed " << request->completed_steps() << " steps";
     }
     log_ << "; generation " << *generation << " goes on without it\n";
+    if (was.has_value() && was->shard >= 0) {
+      LogShardHandOver(job_, *was, *generation, heartbeat_timeout_, log_);
+    }
     log_.flush();
   }
   reply->set_generation(*generation);

@@ -55,6 +55,11 @@ absl::StatusOr<uint64_t> Membership::Register(absl::string_view token, MemberRol
     break;
   }
   members_[id] = Member{role, address, now, credential};
+  // A departed shard's process no longer serves its address (rule 12).
+  departed_.erase(
+      std::remove_if(departed_.begin(), departed_.end(),
+                     [&](const Departed& departed) { return departed.shard.address == address; }),
+      departed_.end());
   if (replaced.has_value() && ReplaceInTopologyLocked(*replaced, id)) {
     NextGenerationLocked();  // same rank or shard index
   } else if (topology_.generation == 0) {
@@ -183,6 +188,11 @@ std::vector<uint64_t> Membership::Expire(absl::Time now) {
       ++it;
     }
   }
+  departed_.erase(std::remove_if(departed_.begin(), departed_.end(),
+                                 [&](const Departed& departed) {
+                                   return now - departed.left > config_.heartbeat_timeout;
+                                 }),
+                  departed_.end());
   bool changed = false;
   for (uint64_t id : dropped) changed = RemoveFromTopologyLocked(id) || changed;
   if (changed && topology_.generation > 0) NextGenerationLocked();
@@ -190,12 +200,18 @@ std::vector<uint64_t> Membership::Expire(absl::Time now) {
   return dropped;
 }
 
-absl::StatusOr<uint64_t> Membership::Leave(uint64_t member) {
+absl::StatusOr<uint64_t> Membership::Leave(uint64_t member, absl::Time now) {
   absl::MutexLock lock(&mu_);
-  if (members_.erase(member) == 0) {
+  auto it = members_.find(member);
+  if (it == members_.end()) {
     return absl::NotFoundError(
         absl::StrCat("member ", member, " is unknown or was dropped; nothing to leave"));
   }
+  if (std::find(topology_.shards.begin(), topology_.shards.end(), member) !=
+      topology_.shards.end()) {
+    departed_.push_back({{it->second.address, it->second.credential}, now});
+  }
+  members_.erase(it);
   ++version_;
   if (RemoveFromTopologyLocked(member) && topology_.generation > 0) NextGenerationLocked();
   return topology_.generation;
@@ -254,6 +270,9 @@ std::optional<MemberAssignment> Membership::AssignmentOf(uint64_t member) const 
     assignment.shard_ids.push_back(topology_.shards[s]);
   }
   if (assignment.rank < 0 && assignment.shard < 0) return std::nullopt;
+  if (assignment.rank == 0) {
+    for (const Departed& departed : departed_) assignment.departed_shards.push_back(departed.shard);
+  }
   return assignment;
 }
 

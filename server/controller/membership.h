@@ -44,6 +44,12 @@
 //  11. A member told to stop (SIGTERM: a drain, a rolling restart) leaves: Leave drops it at
 //     once, as rule 4 drops a silent one at the timeout, so the survivors regroup without
 //     waiting for it. Unknown or already dropped: NOT_FOUND, changing nothing.
+//  12. A shard that leaves the topology may hold its range of the job's state (the shards hold
+//     it under --staleness, async or --backup_workers) and stays up to hand it over: it is
+//     offered, as a departed shard, to rank 0 of every generation formed until the heartbeat
+//     timeout has passed since its leave (Expire forgets it then), or until a shard registers at
+//     its address (the process is gone). Rank 0 reads it when the generation's shards alone do
+//     not cover the parameters. Departed shards are not part of the record.
 // Thread-safe.
 #ifndef RINGSIDE_SERVER_CONTROLLER_MEMBERSHIP_H_
 #define RINGSIDE_SERVER_CONTROLLER_MEMBERSHIP_H_
@@ -96,6 +102,13 @@ struct MemberAssignment {
   std::vector<std::string> shards;  // shard addresses in shard order
   std::vector<uint64_t> ring_ids;   // their member ids (link keys are made from them)
   std::vector<uint64_t> shard_ids;
+  // Rule 12, rank 0 only: shards that left still holding their range of the state, oldest
+  // first, with the credentials their read keys are made from.
+  struct DepartedShard {
+    std::string address;
+    std::string credential;
+  };
+  std::vector<DepartedShard> departed_shards;
 };
 
 // What survives a controller restart (server/controller/membership_record.h stores it).
@@ -137,8 +150,8 @@ class Membership {
   std::vector<uint64_t> Expire(absl::Time now);
   // Rule 11: drops `member` now. Returns the generation the members go on in: a new one when
   // `member` was part of the topology, else the current one (0 before formation). NOT_FOUND for
-  // an unknown or dropped member.
-  absl::StatusOr<uint64_t> Leave(uint64_t member);
+  // an unknown or dropped member. A shard of the topology becomes a departed shard (rule 12).
+  absl::StatusOr<uint64_t> Leave(uint64_t member, absl::Time now);
   // Returns the new generation. FAILED_PRECONDITION, changing nothing, before the topology has
   // formed, or for ps mode while the topology has no shard.
   absl::StatusOr<uint64_t> SetMode(SyncMode mode);
@@ -182,6 +195,11 @@ class Membership {
   // Replaces `old_id` by `new_id` wherever the topology names it; true if it did.
   bool ReplaceInTopologyLocked(uint64_t old_id, uint64_t new_id) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
+  struct Departed {
+    MemberAssignment::DepartedShard shard;
+    absl::Time left;
+  };
+
   const MembershipConfig config_;
   mutable absl::Mutex mu_;
   uint64_t next_id_ ABSL_GUARDED_BY(mu_) = 1;
@@ -193,6 +211,7 @@ class Membership {
   // The shard map's places, each named by the address that held it last; a place whose address
   // no shard of the topology holds is vacant (rule 8).
   std::vector<std::string> shard_places_ ABSL_GUARDED_BY(mu_);
+  std::vector<Departed> departed_ ABSL_GUARDED_BY(mu_);  // rule 12, oldest first
 };
 
 }  // namespace ringside::server

@@ -1,5 +1,6 @@
 #include "server/ps/ps_daemon.h"
 
+#include <algorithm>
 #include <memory>
 #include <optional>
 #include <string>
@@ -152,6 +153,7 @@ absl::StatusOr<ElementRange> Follow(const ShardAssignment& assignment, Metrics& 
   if (assignment.fresh_start.has_value()) {
     const std::vector<float>& all = *assignment.fresh_start;
     ShardGeneration generation;
+    generation.range = range;
     ASSIGN_OR_RETURN(
         generation.state,
         ShardState::Create(ShardConfig{assignment.generation, assignment.workers, assignment.shard},
@@ -201,9 +203,14 @@ ControllerClient::AssignmentCallback FollowAssignments(const ShardOptions& optio
 // A shard told to stop (SIGTERM: a drain, a rolling restart) leaves the job, so the workers
 // regroup at once instead of at the heartbeat timeout. Where the workers hold the job's state
 // (ring mode, synchronous ps steps) nothing is lost. Where the shards hold it (bounded
-// staleness, async, backup workers) the shard's range since the newest checkpoint goes with it,
-// as it would at a crash: there is no hand-over yet, and the log says so.
-void LeaveTheJob(ControllerClient& controller, const ShardOptions& options, int signal,
+// staleness, async, backup workers) the shard hands its range over: it keeps serving it until
+// the next generation's rank 0 has read it (ParameterShard.ReadState, with the read key the
+// controller gives that worker for this departed shard: membership rule 12), at most for the
+// heartbeat timeout, for which the controller offers it; a second signal ends the wait. The last
+// shard has nobody to hand it to: the job resumes its range from the newest checkpoint, as
+// after a crash, and the log says so.
+void LeaveTheJob(ControllerClient& controller, const ShardOptions& options,
+                 const ParameterShardService& service, const TerminationSignals& signals,
                  std::ostream& log) {
   const std::optional<proto::Assignment> last = controller.latest();
   bool holds_state = false;
@@ -212,17 +219,44 @@ void LeaveTheJob(ControllerClient& controller, const ShardOptions& options, int 
     holds_state = assignment.ok() && assignment->mode == SyncMode::kPs &&
                   ShardsHoldTheState(assignment->staleness, assignment->backup_workers);
   }
+  const std::shared_ptr<const ShardGeneration> served = service.current();
+  const absl::Duration offered = 3 * controller.heartbeat_interval();  // the heartbeat timeout
   const absl::StatusOr<uint64_t> generation = controller.Leave();
-  log << "ps: stopped by signal " << signal << "; ";
+  log << "ps: stopped by signal " << signals.signal() << "; ";
   if (generation.ok()) {
     log << "left the job, which goes on in generation " << *generation << " without it\n";
   } else {
     log << "could not leave the job (" << generation.status()
         << "); the controller drops this member at its heartbeat timeout\n";
   }
-  if (holds_state) {
-    log << "ps: this shard held the authoritative state of its range (the job's shards hold "
-           "it): the next generation resumes that range from the newest checkpoint\n";
+  log.flush();
+  if (!holds_state || served == nullptr || served->stale == nullptr) return;
+  if (!generation.ok() || last->shards_size() <= 1) {
+    log << "ps: this shard held the authoritative state of its range (the job's shards hold it) "
+           "and has nobody to hand it to ("
+        << (generation.ok() ? "it was the last shard" : "the controller did not take its leave")
+        << "): the job resumes that range from the newest checkpoint\n";
+    log.flush();
+    return;
+  }
+  const uint64_t served_generation = served->state->config().generation;
+  log << "ps: handing over its range's state (step " << served->stale->ResumeState().step
+      << "): serving it to generation " << *generation << "'s " << WorkerName(0) << " for up to "
+      << offered << "\n";
+  log.flush();
+  const absl::Time deadline = absl::Now() + offered;
+  bool read = false;
+  while (!read && absl::Now() < deadline && signals.count() < 2) {
+    read = service.AwaitStateRead(served_generation,
+                                  std::min(deadline, absl::Now() + absl::Milliseconds(100)));
+  }
+  if (read) {
+    log << "ps: handed its range's state over; exiting\n";
+  } else {
+    log << "ps: "
+        << (signals.count() >= 2 ? "a second signal ended the hand-over"
+                                 : "nobody read its range's state in time")
+        << ": the job resumes that range from the newest checkpoint\n";
   }
   log.flush();
 }
@@ -283,7 +317,7 @@ absl::Status RunShard(const ShardOptions& options, const TerminationSignals& sig
   std::shared_ptr<const ShardGeneration> last = service.current();
   log << "ps: stopping after step " << (last ? last->state->current_step() : 0) << "\n";
   server.StopReportingReady();
-  if (controller != nullptr) LeaveTheJob(*controller, options, signals.signal(), log);
+  if (controller != nullptr) LeaveTheJob(*controller, options, service, signals, log);
   return absl::OkStatus();
 }
 

@@ -59,8 +59,10 @@ class RangeWriter {
 // Streams a shard's resumable state (ReadState) in segments of the Load layout.
 class StateWriter {
  public:
-  StateWriter(StaleShard::Resumable resumable, const ElementRange& range, uint64_t segment_elements)
+  StateWriter(StaleShard::Resumable resumable, const ElementRange& range, uint64_t served,
+              uint64_t segment_elements)
       : step_(resumable.step),
+        served_(served),
         range_(range),
         state_(std::move(resumable.state)),
         segment_elements_(segment_elements) {}
@@ -69,6 +71,7 @@ class StateWriter {
   bool Next(proto::PsStateSegment& out) {
     if (offset_ >= state_.size() && offset_ > 0) return false;
     const uint64_t count = std::min<uint64_t>(segment_elements_, state_.size() - offset_);
+    out.set_generation(served_);
     out.set_step(step_);
     out.set_range_begin(range_.begin);
     out.set_range_elements(range_.size());
@@ -84,6 +87,7 @@ class StateWriter {
 
  private:
   uint64_t step_;
+  uint64_t served_;  // the generation the state was served in
   ElementRange range_;
   std::vector<float> state_;
   uint64_t segment_elements_;
@@ -97,7 +101,12 @@ template <typename Message, typename Writer>
 class SegmentsReactor final : public grpc::ServerWriteReactor<Message> {
  public:
   SegmentsReactor() = default;
-  explicit SegmentsReactor(Writer writer) { Start(std::move(writer)); }
+  // `delivered`, if any, runs once gRPC is done with a stream that finished OK: every segment
+  // written and the status sent.
+  explicit SegmentsReactor(Writer writer, std::function<void()> delivered = nullptr)
+      : delivered_(std::move(delivered)) {
+    Start(std::move(writer));
+  }
   void Start(Writer writer) {
     writer_.emplace(std::move(writer));
     WriteNext();
@@ -110,18 +119,25 @@ class SegmentsReactor final : public grpc::ServerWriteReactor<Message> {
     }
     WriteNext();
   }
-  void OnDone() override { delete this; }
+  void OnDone() override {
+    if (finished_ok_ && delivered_) delivered_();
+    delete this;
+  }
 
  private:
   void WriteNext() {
     if (writer_->Next(out_)) {
       this->StartWrite(&out_);
     } else {
-      this->Finish(ToGrpcStatus(writer_->status()));
+      const grpc::Status status = ToGrpcStatus(writer_->status());
+      finished_ok_ = status.ok();
+      this->Finish(status);
     }
   }
   std::optional<Writer> writer_;
   Message out_;
+  std::function<void()> delivered_;
+  bool finished_ok_ = false;  // set before the Finish that leads to OnDone
 };
 
 using ParametersReactor = SegmentsReactor<proto::PsRangeValues, RangeWriter>;
@@ -352,11 +368,25 @@ grpc::ServerWriteReactor<proto::PsStateSegment>* ParameterShardService::ReadStat
                      "job's state, not the shard"));
   }
   ElementRange range{0, generation->stale->range_elements()};
-  {
+  if (generation->range.has_value()) {
+    range = *generation->range;
+  } else {
     absl::MutexLock lock(&mu_);
     if (job_.has_value() && job_->range.size() == range.size()) range = job_->range;
   }
-  return new StateReactor(StateWriter(generation->stale->ResumeState(), range, segment_elements_));
+  // A shard that left waits for this read to hand its range over (ps_daemon.cc).
+  return new StateReactor(
+      StateWriter(generation->stale->ResumeState(), range, served, segment_elements_),
+      [this, reader = request->generation()] {
+        absl::MutexLock lock(&mu_);
+        state_read_by_ = std::max(state_read_by_, reader);
+      });
+}
+
+bool ParameterShardService::AwaitStateRead(uint64_t after, absl::Time deadline) const {
+  absl::MutexLock lock(&mu_);
+  auto read = [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return state_read_by_ > after; };
+  return mu_.AwaitWithDeadline(absl::Condition(&read), deadline);
 }
 
 }  // namespace ringside::server

@@ -54,6 +54,10 @@ struct ShardGeneration {
   // authoritative state, which PushPull and GetParameters serve; `state` then only answers Step
   // with refusals of its own.
   std::shared_ptr<StaleShard> stale = nullptr;
+  // The range of the flat parameter vector served (an elastic or static shard's); ReadState says
+  // it, so a later generation with another shard map knows where the state goes. Unset: the
+  // job's range when its length fits, else one from 0.
+  std::optional<ElementRange> range = std::nullopt;
 };
 
 // The job's shape as the shard map gives it: what a Load must fit.
@@ -145,6 +149,10 @@ class ParameterShardService final : public ParameterShardBase {
   // The state a StaleShard holds (StaleShard::ResumeState), for a later generation's rank 0.
   grpc::ServerWriteReactor<proto::PsStateSegment>* ReadState(
       grpc::CallbackServerContext* context, const proto::PsStateRequest* request) override;
+  // Waits until a ReadState for a generation after `after` has delivered the whole state (every
+  // segment written, the stream finished OK), or `deadline`; true when one has. A shard that
+  // leaves holding the state waits on it to hand its range over.
+  bool AwaitStateRead(uint64_t after, absl::Time deadline) const;
 
   // An elastic shard's credential (common/auth.h): from now on a Step must present the link key
   // of its generation and worker rank, a Load (and GetParameters) rank 0's load key of its
@@ -233,6 +241,7 @@ class ParameterShardService final : public ParameterShardBase {
   std::function<void(uint64_t)> load_wait_hook_ ABSL_GUARDED_BY(mu_);
   std::vector<AssignmentWait> assignment_waits_ ABSL_GUARDED_BY(mu_);
   std::string credential_ ABSL_GUARDED_BY(mu_);
+  uint64_t state_read_by_ ABSL_GUARDED_BY(mu_) = 0;  // the newest generation AwaitStateRead saw
   StreamAdmission admission_;
   StreamWatchdog watchdog_;  // last: its thread may expire streams until it is destroyed
 };

@@ -150,6 +150,8 @@ ShardTransferOptions ShardGroup::transfer() const {
     transfer.shards = generation->topology.shards;
     transfer.keys = generation->topology.load_keys;
     transfer.generation = generation->topology.generation;
+    transfer.departed = generation->topology.departed;
+    transfer.departed_keys = generation->topology.departed_keys;
   }
   return transfer;
 }

@@ -67,6 +67,10 @@ struct ShardGroupTopology {
   std::vector<std::string> shards;     // addresses, in shard order
   std::vector<std::string> keys;       // this worker's link key per shard (common/auth.h)
   std::vector<std::string> load_keys;  // rank 0's load key per shard
+  // Rank 0's: shards that left holding their range of the state, and its read key for each
+  // (ShardTransferOptions::departed).
+  std::vector<std::string> departed;
+  std::vector<std::string> departed_keys;
 };
 
 class ShardGroup final {

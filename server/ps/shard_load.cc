@@ -226,6 +226,7 @@ absl::Status ParameterShardService::FinishLoad(const proto::PsStateSegment& firs
   }
   const int workers = static_cast<int>(first.workers());  // at most kMaxLoadWorkers
   ShardGeneration generation;
+  generation.range = job.range;
   if (ShardsHoldTheState(job.staleness, job.backup_workers)) {
     // Everyone resumes at the loaded step; the loaded state becomes the authoritative one.
     ASSIGN_OR_RETURN(

@@ -77,28 +77,38 @@ ValuesSink IntoSpan(absl::Span<float> out) {
   };
 }
 
-// Reads shard `shard`'s stream of float segments (PsRangeValues, PsStateSegment) into `sink`,
-// `expected` elements, sized by the reader, never by a reply: each segment must continue the last
-// at its offset, hold whole floats within `expected`, carry the first one's step and fit
-// `header_fits` (its range's length, say). `what` names the values in errors. Returns the step
-// they carry.
+// Reads `name`'s stream of float segments (PsRangeValues, PsStateSegment) into `sink`: as many
+// elements as `expected` says from the first segment's header (checked against what the reader
+// knows, never trusted), each segment continuing the last at its offset, holding whole floats
+// within that count, carrying the first one's step and fitting `header_fits` (its range's
+// length, say). `what` names the values in errors. Returns the step they carry.
 template <typename Segment>
-absl::StatusOr<uint64_t> ReadSegments(grpc::ClientReader<Segment>& reader,
-                                      grpc::ClientContext& context, int shard,
-                                      absl::string_view what,
-                                      const std::function<bool(const Segment&)>& header_fits,
-                                      uint64_t expected, const ValuesSink& sink) {
+absl::StatusOr<uint64_t> ReadSegments(
+    grpc::ClientReader<Segment>& reader, grpc::ClientContext& context, absl::string_view name,
+    absl::string_view what, const std::function<bool(const Segment&)>& header_fits,
+    const std::function<absl::StatusOr<uint64_t>(const Segment& first)>& expected_of,
+    const ValuesSink& sink) {
   Segment segment;
   uint64_t received = 0;
+  uint64_t expected = 0;
   std::optional<uint64_t> step;
   absl::Status bad;
   while (bad.ok() && reader.Read(&segment)) {
+    if (!step.has_value()) {
+      absl::StatusOr<uint64_t> size = expected_of(segment);
+      if (!size.ok()) {
+        bad = Annotate(size.status(), absl::StrCat(name, "'s ", what));
+        context.TryCancel();
+        break;
+      }
+      expected = *size;
+    }
     const uint64_t count = segment.payload().size() / sizeof(float);
     if (!header_fits(segment) || segment.offset() != received ||
         segment.payload().size() % sizeof(float) != 0 || count > expected - received ||
         (step.has_value() && *step != segment.step())) {
       bad = absl::InvalidArgumentError(absl::StrCat(
-          PsShardName(shard), "'s ", what, " do not fit its range of ", expected,
+          name, "'s ", what, " do not fit its range of ", expected,
           " elements: a segment at offset ", segment.offset(), " of ", segment.range_elements(),
           " with ", segment.payload().size(), " payload bytes after ", received));
     } else {
@@ -113,10 +123,12 @@ absl::StatusOr<uint64_t> ReadSegments(grpc::ClientReader<Segment>& reader,
   }
   const grpc::Status status = reader.Finish();
   RETURN_IF_ERROR(bad);
-  if (!status.ok()) return ShardError(status, shard, absl::StrCat("reading the ", what, " of"));
-  if (received != expected || !step.has_value()) {
+  if (!status.ok()) {
+    return Annotate(FromGrpcStatus(status), absl::StrCat("reading the ", what, " of ", name));
+  }
+  if (!step.has_value() || received != expected) {
     return absl::InvalidArgumentError(
-        absl::StrCat(PsShardName(shard), " sent ", received, " of its ", expected, " ", what));
+        absl::StrCat(name, " sent ", received, " of its ", expected, " ", what));
   }
   return *step;
 }
@@ -134,29 +146,103 @@ absl::StatusOr<uint64_t> ReadShard(const ShardTransferOptions& options, int shar
   }
   auto reader = stub->GetParameters(&context, proto::PsRangeRequest());
   return ReadSegments<proto::PsRangeValues>(
-      *reader, context, shard, "parameters",
+      *reader, context, PsShardName(shard), "parameters",
       [&](const proto::PsRangeValues& segment) { return segment.range_elements() == range.size(); },
-      range.size(),
+      [&](const proto::PsRangeValues&) -> absl::StatusOr<uint64_t> { return range.size(); },
       [&](uint64_t offset, absl::string_view bytes) { return sink(range.begin + offset, bytes); });
 }
 
-// Shard `shard`'s resumable state, [parameters..., optimiser state...] of `range`, into `state`
-// (sized by the reader); the step it resumes at.
-absl::StatusOr<uint64_t> ReadShardState(const ShardTransferOptions& options, int shard,
-                                        const ElementRange& range, uint64_t generation,
-                                        std::vector<float>& state) {
-  auto stub = proto::ParameterShard::NewStub(MakeChannel(options.shards[shard], options.security));
+// One shard's resumable state as it sent it: the range it says it holds (checked to lie within
+// the parameters), the generation it served it in, and the step it resumes at.
+struct StatePiece {
+  ElementRange range;
+  uint64_t served = 0;
+  uint64_t step = 0;
+  std::vector<float> state;  // [parameters..., optimiser state...] of the range
+};
+
+// The resumable state of the shard at `address` (`name` in errors), read with `key` for
+// `generation`'s rank 0. Its size is the range's, as the shard names it, but never past the
+// parameters.
+absl::StatusOr<StatePiece> ReadShardState(const ShardTransferOptions& options,
+                                          const std::string& address, const std::string& key,
+                                          absl::string_view name, uint64_t generation,
+                                          uint64_t parameter_count, OptimizerKind kind) {
+  auto stub = proto::ParameterShard::NewStub(MakeChannel(address, options.security));
   grpc::ClientContext context;
-  PrepareShardCall(options, shard, context);
+  SetDeadline(context, options.timeout);
+  if (!key.empty()) context.AddMetadata(kLinkKeyMetadata, key);
   proto::PsStateRequest request;
   request.set_generation(generation);
   auto reader = stub->ReadState(&context, request);
-  return ReadSegments<proto::PsStateSegment>(
-      *reader, context, shard, "state values",
-      [&](const proto::PsStateSegment& segment) {
-        return segment.range_elements() == range.size() && segment.state_elements() == state.size();
-      },
-      state.size(), IntoSpan(absl::MakeSpan(state)));
+  StatePiece piece;
+  const auto expected_of = [&](const proto::PsStateSegment& first) -> absl::StatusOr<uint64_t> {
+    if (first.range_begin() > parameter_count ||
+        first.range_elements() > parameter_count - first.range_begin()) {
+      return absl::InvalidArgumentError(absl::StrCat("range [", first.range_begin(), ", +",
+                                                     first.range_elements(), ") is not within the ",
+                                                     parameter_count, " parameters"));
+    }
+    const uint64_t elements =
+        first.range_elements() + Optimizer::StateSize(kind, first.range_elements());
+    if (first.state_elements() != elements) {
+      return absl::InvalidArgumentError(absl::StrCat("state of ", first.state_elements(),
+                                                     " elements for a range of ",
+                                                     first.range_elements(), ": not ", elements));
+    }
+    piece.range = {first.range_begin(), first.range_begin() + first.range_elements()};
+    piece.served = first.generation();
+    piece.state.resize(elements);
+    return elements;
+  };
+  ASSIGN_OR_RETURN(piece.step, ReadSegments<proto::PsStateSegment>(
+                                   *reader, context, name, "state values",
+                                   [&](const proto::PsStateSegment& segment) {
+                                     return segment.range_begin() == piece.range.begin &&
+                                            segment.range_elements() == piece.range.size() &&
+                                            segment.state_elements() == piece.state.size() &&
+                                            segment.generation() == piece.served;
+                                   },
+                                   expected_of,
+                                   [&](uint64_t offset, absl::string_view bytes) {
+                                     if (!bytes.empty())
+                                       std::memcpy(piece.state.data() + offset, bytes.data(),
+                                                   bytes.size());
+                                     return absl::OkStatus();
+                                   }));
+  return piece;
+}
+
+// Whether the non-empty ranges of `pieces` lie end to end over [0, parameter_count): each element
+// once.
+bool CoverTheParameters(std::vector<const StatePiece*> pieces, uint64_t parameter_count) {
+  std::sort(pieces.begin(), pieces.end(), [](const StatePiece* a, const StatePiece* b) {
+    return a->range.begin < b->range.begin;
+  });
+  uint64_t covered = 0;
+  for (const StatePiece* piece : pieces) {
+    if (piece->range.size() == 0) continue;
+    if (piece->range.begin != covered) return false;
+    covered = piece->range.end;
+  }
+  return covered == parameter_count;
+}
+
+// The pieces of the newest generation served that cover the parameters; empty when none do.
+std::vector<const StatePiece*> CoveringPieces(const std::vector<StatePiece>& pieces,
+                                              uint64_t parameter_count) {
+  std::vector<uint64_t> served;
+  for (const StatePiece& piece : pieces) served.push_back(piece.served);
+  std::sort(served.rbegin(), served.rend());
+  served.erase(std::unique(served.begin(), served.end()), served.end());
+  for (uint64_t generation : served) {
+    std::vector<const StatePiece*> of_generation;
+    for (const StatePiece& piece : pieces) {
+      if (piece.served == generation) of_generation.push_back(&piece);
+    }
+    if (CoverTheParameters(of_generation, parameter_count)) return of_generation;
+  }
+  return {};
 }
 
 }  // namespace
@@ -178,23 +264,50 @@ void JobStateView::CopyRange(const ElementRange& range, uint64_t offset,
 absl::StatusOr<JobState> ReadShardStates(const ShardTransferOptions& options, uint64_t generation,
                                          uint64_t parameter_count,
                                          const OptimizerConfig& optimizer) {
-  const std::vector<ElementRange> ranges =
-      EvenRanges(parameter_count, static_cast<int>(options.shards.size()));
+  // Every shard's piece as it holds it: the generation's shard map may be another (a shard left
+  // or joined), and a replacement holds nothing (its read fails).
+  std::vector<StatePiece> pieces;
+  std::vector<absl::Status> failed;
+  const auto read = [&](const std::string& address, const std::string& key,
+                        const std::string& name) {
+    absl::StatusOr<StatePiece> piece =
+        ReadShardState(options, address, key, name, generation, parameter_count, optimizer.kind);
+    if (piece.ok()) {
+      pieces.push_back(*std::move(piece));
+    } else {
+      failed.push_back(piece.status());
+    }
+  };
+  for (size_t s = 0; s < options.shards.size(); ++s) {
+    read(options.shards[s], s < options.keys.size() ? options.keys[s] : "",
+         PsShardName(static_cast<int>(s)));
+  }
+  std::vector<const StatePiece*> covering = CoveringPieces(pieces, parameter_count);
+  // Shards that left holding their ranges (a drain): read only when the others lack a range.
+  if (covering.empty() && !options.departed.empty()) {
+    for (size_t d = 0; d < options.departed.size(); ++d) {
+      read(options.departed[d], d < options.departed_keys.size() ? options.departed_keys[d] : "",
+           absl::StrCat("the departed shard at ", options.departed[d]));
+    }
+    covering = CoveringPieces(pieces, parameter_count);
+  }
+  if (covering.empty()) {
+    if (!failed.empty()) return failed.front();
+    return absl::InvalidArgumentError(absl::StrCat("the shards' ranges do not cover the ",
+                                                   parameter_count, " parameters exactly"));
+  }
   JobState job;
   job.parameters.resize(parameter_count);
   job.optimizer_state.resize(Optimizer::StateSize(optimizer.kind, parameter_count));
-  for (size_t s = 0; s < options.shards.size(); ++s) {
-    const ElementRange& range = ranges[s];
-    std::vector<float> state(range.size() + Optimizer::StateSize(optimizer.kind, range.size()));
-    ASSIGN_OR_RETURN(const uint64_t step,
-                     ReadShardState(options, static_cast<int>(s), range, generation, state));
-    std::copy(state.begin(), state.begin() + static_cast<ptrdiff_t>(range.size()),
+  for (const StatePiece* piece : covering) {
+    const ElementRange& range = piece->range;
+    std::copy(piece->state.begin(), piece->state.begin() + static_cast<ptrdiff_t>(range.size()),
               job.parameters.begin() + static_cast<ptrdiff_t>(range.begin));
-    RETURN_IF_ERROR(PlaceOptimizerStateRange(absl::MakeConstSpan(state).subspan(range.size()),
-                                             parameter_count, range.begin, range.end,
-                                             absl::MakeSpan(job.optimizer_state)));
+    RETURN_IF_ERROR(PlaceOptimizerStateRange(
+        absl::MakeConstSpan(piece->state).subspan(range.size()), parameter_count, range.begin,
+        range.end, absl::MakeSpan(job.optimizer_state)));
     // A worker lost between its pushes to two shards completed a step on one only.
-    job.step = std::max(job.step, step);
+    job.step = std::max(job.step, piece->step);
   }
   job.optimizer_state[0] = static_cast<float>(job.step);
   return job;

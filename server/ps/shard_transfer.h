@@ -39,6 +39,10 @@ struct ShardTransferOptions {
   // The generation whose load keys `keys` are, claimed beside them where a read names none of its
   // own (GetParameters); 0: none claimed (a static job, which has no keys).
   uint64_t generation = 0;
+  // Shards that left the job still holding their range of the state (a drain), with the read
+  // key of each: ReadShardStates reads them when `shards` alone do not cover the parameters.
+  std::vector<std::string> departed;
+  std::vector<std::string> departed_keys;
   TransportSecurity security;  // of the channels to the shards
 };
 
@@ -80,9 +84,13 @@ absl::StatusOr<uint64_t> ReadShardParameters(const ShardTransferOptions& options
 // The job's state when the shards hold it: every shard's range of the parameters and of the
 // optimiser state (ParameterShard.ReadState, authorised by `generation`'s load keys), joined in
 // `optimizer`'s layout for `parameter_count` parameters, at the most steps any shard resumes at
-// (the optimiser's step count too). FAILED_PRECONDITION from a shard whose workers hold the
-// state; INVALID_ARGUMENT when a reply does not fit its range; a shard's gRPC status annotated
-// with it (a replacement shard serves nothing: its range of the state is lost).
+// (the optimiser's step count too). Each shard says which range it holds (that of the generation
+// it served, which may be another shard map than `generation`'s); the ranges served in one
+// generation, the newest that covers every parameter exactly once, are joined; when the shards'
+// do not, the departed shards' are read too. None covering: the first failed read's status
+// (FAILED_PRECONDITION from a shard whose workers hold the state; a shard's gRPC status annotated
+// with it: a replacement shard serves nothing), else INVALID_ARGUMENT (the ranges do not cover
+// the parameters, or a reply does not fit its range).
 absl::StatusOr<JobState> ReadShardStates(const ShardTransferOptions& options, uint64_t generation,
                                          uint64_t parameter_count,
                                          const OptimizerConfig& optimizer);

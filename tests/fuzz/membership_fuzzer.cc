@@ -129,7 +129,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
         const uint64_t id = !ids.empty() && pick < 224 ? ids[pick % ids.size()] : pick;
         const bool was_member = membership.IsMember(id);
         const uint64_t before = membership.topology().generation;
-        const absl::StatusOr<uint64_t> left = membership.Leave(id);
+        const absl::StatusOr<uint64_t> left = membership.Leave(id, now);
         FUZZ_CHECK(left.ok() == was_member, "Leave of member %lu (a member: %d): %s", id,
                    was_member, left.status().ToString().c_str());
         FUZZ_CHECK(!membership.IsMember(id), "member %lu is still a member after leaving", id);

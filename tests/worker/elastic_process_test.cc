@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "absl/cleanup/cleanup.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "common/file_util.h"
 #include "gtest/gtest.h"
@@ -354,6 +355,76 @@ TEST(ElasticClusterTest, ASignalledShardLeavesAndTheWorkersRegroupOntoTheOther) 
       << "the workers held the state";
   ExpectOneRegroupAndTheReference(c, options.training, 2);
 }
+
+// The number after `prefix` in `text`; -1 when it is not there.
+int64_t NumberAfter(const std::string& text, const std::string& prefix) {
+  const size_t at = text.find(prefix);
+  if (at == std::string::npos) return -1;
+  int64_t number = -1;
+  if (!absl::SimpleAtoi(
+          text.substr(at + prefix.size(), text.find_first_not_of("0123456789", at + prefix.size()) -
+                                              at - prefix.size()),
+          &number)) {
+    return -1;
+  }
+  return number;
+}
+
+// Issue 48 point 2: where the shards hold the job's state (bounded staleness, backup workers), a
+// shard sent SIGTERM hands its range over before it exits: the next generation's worker-0 reads
+// it from the departed shard (membership rule 12). The job has no checkpoint to fall back to, so
+// any range lost would end it; it resumes at the most steps applied, at least the leaver's, and
+// finishes after exactly one regroup.
+struct ShardsHoldingTheState {
+  const char* name;
+  int64_t staleness;
+  int64_t backup_workers;
+};
+
+void PrintTo(const ShardsHoldingTheState& variant, std::ostream* out) { *out << variant.name; }
+
+class HandingOverShardTest : public ::testing::TestWithParam<ShardsHoldingTheState> {};
+
+TEST_P(HandingOverShardTest, ASignalledShardHandsItsRangeOverAndNoStepIsLost) {
+  auto dir = launch::TempDir::Create("ringside-handover-");
+  ASSERT_TRUE(dir.ok());
+  launch::LocalClusterOptions options = LeaveJob(dir->path(), 3, 2, SyncMode::kPs);
+  options.training.staleness = GetParam().staleness;
+  options.training.backup_workers = GetParam().backup_workers;
+  auto cluster = launch::LocalCluster::Start(options);
+  ASSERT_TRUE(cluster.ok()) << cluster.status();
+  launch::LocalCluster& c = **cluster;
+  launch::ClusterProcess* shard = nullptr;
+  for (auto& process : c.processes()) {
+    if (process->name == "ps-1") shard = process.get();
+  }
+  ASSERT_NE(shard, nullptr);
+  ASSERT_TRUE(Eventually(c, [&] {
+    return Metric(*c.workers()[0], "ringside_steps_total", {{"mode", "ps"}}) >= 30;
+  }));
+  ASSERT_NO_FATAL_FAILURE(ExpectItLeaves(*shard, "ps: handed its range's state over; exiting"));
+  const int64_t leaver_step = NumberAfter(LogOf(*shard), "handing over its range's state (step ");
+  EXPECT_GE(leaver_step, 30) << LogOf(*shard);
+
+  auto results = c.WaitForResults(absl::Seconds(180));
+  ASSERT_TRUE(results.ok()) << results.status() << "\n" << testing::ClusterLogs(c);
+  ASSERT_EQ(results->size(), 3u);
+  for (const TrainResultFile& result : *results) EXPECT_EQ(result.steps, options.training.steps);
+  const std::string rank0 = LogOf(*c.workers()[0]);
+  const int64_t resumed = NumberAfter(rank0, "read the job's state at step ");
+  EXPECT_GE(resumed, leaver_step) << "the regroup resumed behind the leaver's range:\n" << rank0;
+  EXPECT_EQ(rank0.find("cannot read the job's state"), std::string::npos) << rank0;
+  EXPECT_EQ(Metric(c.controller(), "ringside_generation"), 2) << "exactly one regroup";
+  EXPECT_NE(LogOf(c.controller()).find("offered to generation 2's worker-0"), std::string::npos)
+      << LogOf(c.controller());
+}
+
+INSTANTIATE_TEST_SUITE_P(ShardsHoldTheState, HandingOverShardTest,
+                         ::testing::Values(ShardsHoldingTheState{"staleness", 1, 0},
+                                           ShardsHoldingTheState{"backup_workers", 0, 1}),
+                         [](const ::testing::TestParamInfo<ShardsHoldingTheState>& info) {
+                           return std::string(info.param.name);
+                         });
 
 INSTANTIATE_TEST_SUITE_P(BothModes, LeavingWorkerTest,
                          ::testing::Values(SyncMode::kRing, SyncMode::kPs),

@@ -59,6 +59,7 @@ struct Served {
 
 Served Serve(const StaleJob& job, const TrainingOptions& options) {
   Served served;
+  uint64_t begin = 0;  // the shards' ranges lie end to end
   for (int s = 0; s < kShards; ++s) {
     auto state = server::ShardState::Create(server::ShardConfig{1, kWorkers, s},
                                             *job.shards[s]->Read().values, options.optimizer);
@@ -69,6 +70,8 @@ Served Serve(const StaleJob& job, const TrainingOptions& options) {
     // The test keeps ownership; the service shares it without deleting it.
     generation.stale =
         std::shared_ptr<server::StaleShard>(job.shards[s].get(), [](server::StaleShard*) {});
+    generation.range = ElementRange{begin, begin + job.shards[s]->range_elements()};
+    begin = generation.range->end;
     served.services.back()->Serve(std::move(generation));
     auto started = StartServer("127.0.0.1:0", {served.services.back().get()}, TransportSecurity());
     EXPECT_TRUE(started.ok()) << started.status();

@@ -152,7 +152,7 @@ TEST(MembershipTest, AMemberThatLeavesIsDroppedAtOnceAndTheTopologyReforms) {
   ASSERT_EQ(membership.topology().generation, 1u);
   const uint64_t version = membership.version();
 
-  auto left = membership.Leave(workers[1]);
+  auto left = membership.Leave(workers[1], kStart);
   ASSERT_TRUE(left.ok()) << left.status();
   EXPECT_EQ(*left, 2u);
   EXPECT_GT(membership.version(), version) << "the record changed: a restart must not revive it";
@@ -161,13 +161,13 @@ TEST(MembershipTest, AMemberThatLeavesIsDroppedAtOnceAndTheTopologyReforms) {
   EXPECT_FALSE(membership.IsMember(workers[1]));
   EXPECT_TRUE(membership.Expire(kStart).empty()) << "nobody else is dropped";
 
-  EXPECT_EQ(membership.Leave(workers[1]).status().code(), absl::StatusCode::kNotFound);
-  EXPECT_EQ(membership.Leave(999).status().code(), absl::StatusCode::kNotFound);
+  EXPECT_EQ(membership.Leave(workers[1], kStart).status().code(), absl::StatusCode::kNotFound);
+  EXPECT_EQ(membership.Leave(999, kStart).status().code(), absl::StatusCode::kNotFound);
   EXPECT_EQ(membership.topology().generation, 2u) << "a refused leave starts no generation";
 
   // Two members leaving in the same step: each leave is a generation of its own.
-  ASSERT_TRUE(membership.Leave(workers[0]).ok());
-  auto last = membership.Leave(*s0);
+  ASSERT_TRUE(membership.Leave(workers[0], kStart).ok());
+  auto last = membership.Leave(*s0, kStart);
   ASSERT_TRUE(last.ok());
   EXPECT_EQ(*last, 4u);
   EXPECT_EQ(membership.topology().workers, std::vector<uint64_t>{workers[2]});
@@ -181,7 +181,7 @@ TEST(MembershipTest, LeavingBeforeFormationStartsNoGeneration) {
   auto w0 =
       membership.Register("s3cret", MemberRole::kWorker, "worker-a.test:7000", kStart, kCredential);
   ASSERT_TRUE(w0.ok());
-  auto left = membership.Leave(*w0);
+  auto left = membership.Leave(*w0, kStart);
   ASSERT_TRUE(left.ok());
   EXPECT_EQ(*left, 0u);
   for (const char* address : {"worker-b.test:7000", "shard-a.test:8000"}) {
@@ -189,6 +189,66 @@ TEST(MembershipTest, LeavingBeforeFormationStartsNoGeneration) {
     ASSERT_TRUE(membership.Register("s3cret", role, address, kStart, kCredential).ok());
   }
   EXPECT_EQ(membership.topology().generation, 0u) << "one worker short: the leaver does not count";
+}
+
+// Rule 12: a shard that leaves is offered, with its credential, to rank 0 of the generations
+// formed while it may still hand its range over; a worker's leave offers nothing; the offer ends
+// at the heartbeat timeout, or when a shard registers at the departed one's address.
+TEST(MembershipTest, AShardThatLeavesIsOfferedToRankZeroUntilTheTimeoutOrItsReplacement) {
+  MembershipConfig config = TwoWorkersOneShard();
+  config.ps_shards = 2;
+  Membership membership(config);
+  std::vector<uint64_t> ids;
+  const std::string departing_credential(32, 'd');
+  for (const char* address :
+       {"worker-a.test:7000", "worker-b.test:7000", "shard-a.test:8000", "shard-b.test:8000"}) {
+    const MemberRole role = address[0] == 's' ? MemberRole::kShard : MemberRole::kWorker;
+    auto id = membership.Register(
+        "s3cret", role, address, kStart,
+        std::string(address) == "shard-b.test:8000" ? departing_credential : kCredential);
+    ASSERT_TRUE(id.ok()) << id.status();
+    ids.push_back(*id);
+  }
+  ASSERT_EQ(membership.topology().generation, 1u);
+  EXPECT_TRUE(membership.AssignmentOf(ids[0])->departed_shards.empty());
+
+  ASSERT_TRUE(membership.Leave(ids[3], kStart).ok());
+  std::optional<MemberAssignment> rank0 = membership.AssignmentOf(ids[0]);
+  ASSERT_TRUE(rank0.has_value());
+  EXPECT_EQ(rank0->generation, 2u);
+  EXPECT_EQ(rank0->shards, std::vector<std::string>{"shard-a.test:8000"});
+  ASSERT_EQ(rank0->departed_shards.size(), 1u);
+  EXPECT_EQ(rank0->departed_shards[0].address, "shard-b.test:8000");
+  EXPECT_EQ(rank0->departed_shards[0].credential, departing_credential);
+  EXPECT_TRUE(membership.AssignmentOf(ids[1])->departed_shards.empty()) << "rank 0 reads alone";
+  EXPECT_TRUE(membership.AssignmentOf(ids[2])->departed_shards.empty()) << "nor do shards";
+
+  // A worker leaving forms another generation; the departed shard is still offered in it.
+  ASSERT_TRUE(membership.Leave(ids[1], kStart).ok());
+  EXPECT_EQ(membership.AssignmentOf(ids[0])->departed_shards.size(), 1u);
+  EXPECT_EQ(membership.Record().members.size(), 2u) << "a departed shard is no member";
+
+  // Within the timeout the offer stands; past it, it ends.
+  for (uint64_t id : {ids[0], ids[2]}) {
+    ASSERT_TRUE(membership.Heartbeat(id, 3, kStart + absl::Seconds(5)).ok());
+  }
+  membership.Expire(kStart + absl::Seconds(5));
+  EXPECT_EQ(membership.AssignmentOf(ids[0])->departed_shards.size(), 1u);
+  for (uint64_t id : {ids[0], ids[2]}) {
+    ASSERT_TRUE(membership.Heartbeat(id, 3, kStart + absl::Seconds(6)).ok());
+  }
+  membership.Expire(kStart + absl::Seconds(6));
+  EXPECT_TRUE(membership.AssignmentOf(ids[0])->departed_shards.empty());
+  EXPECT_EQ(membership.topology().generation, 3u) << "an ended offer starts no generation";
+
+  // A replacement at the departed shard's address ends the offer at once.
+  ASSERT_TRUE(membership.Leave(ids[2], kStart + absl::Seconds(6)).ok());
+  EXPECT_EQ(membership.AssignmentOf(ids[0])->departed_shards.size(), 1u);
+  ASSERT_TRUE(membership
+                  .Register("s3cret", MemberRole::kShard, "shard-a.test:8000",
+                            kStart + absl::Seconds(6), kCredential)
+                  .ok());
+  EXPECT_TRUE(membership.AssignmentOf(ids[0])->departed_shards.empty());
 }
 
 TEST(MembershipTest, ALateWorkerAndAModeSwitchEachStartAGeneration) {

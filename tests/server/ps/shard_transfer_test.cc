@@ -123,8 +123,8 @@ class ShardStateReadTest : public ServedShards {
       auto state =
           server::ShardState::Create(server::ShardConfig{kGeneration, 2, s}, values, adam_);
       ASSERT_TRUE(state.ok()) << state.status();
-      ASSERT_NO_FATAL_FAILURE(
-          Serve(server::ShardGeneration{*std::move(state), {}, stale_.back()}, credential_));
+      ASSERT_NO_FATAL_FAILURE(Serve(
+          server::ShardGeneration{*std::move(state), {}, stale_.back(), ranges[s]}, credential_));
     }
     // ps-0: both workers' step 0 and worker 0's step 1; ps-1: worker 0's step 0 only (worker 0
     // was lost between its pushes to the two shards).
@@ -185,6 +185,55 @@ TEST_F(ShardStateReadTest, OnlyTheServedOrALaterGenerationsRankZeroMayRead) {
   EXPECT_TRUE(server::ReadShardStates(options_, kGeneration, kParameters, adam_).ok());
   EXPECT_EQ(server::ReadShardStates(options_, kGeneration, kParameters + 3, adam_).status().code(),
             absl::StatusCode::kInvalidArgument);  // ranges that do not fit
+}
+
+// A shard that left (a drain) still serves its range: the next generation's shards alone do not
+// cover the parameters, so rank 0 reads the departed shard too, with its own key for it, and
+// gets the very state both shards held. A shard that has delivered its whole state to a later
+// generation's rank 0 knows it (what a leaving shard waits for).
+TEST_F(ShardStateReadTest, ADepartedShardsRangeIsReadWhenTheShardsAloneDoNotCoverTheParameters) {
+  UseKeysOf(kGeneration + 1);
+  absl::StatusOr<server::JobState> both =
+      server::ReadShardStates(options_, kGeneration + 1, kParameters, adam_);
+  ASSERT_TRUE(both.ok()) << both.status();
+
+  server::ShardTransferOptions without = options_;
+  without.shards = {options_.shards[0]};
+  without.keys = {options_.keys[0]};
+  absl::StatusOr<server::JobState> short_of_one =
+      server::ReadShardStates(without, kGeneration + 1, kParameters, adam_);
+  ASSERT_EQ(short_of_one.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(short_of_one.status().message(), HasSubstr("do not cover"));
+
+  server::ShardTransferOptions with_departed = without;
+  with_departed.departed = {options_.shards[1]};
+  with_departed.departed_keys = {ShardLoadKey(credential_, kGeneration + 2)};
+  absl::StatusOr<server::JobState> wrong_key =
+      server::ReadShardStates(with_departed, kGeneration + 2, kParameters, adam_);
+  EXPECT_EQ(wrong_key.status().code(), absl::StatusCode::kPermissionDenied)
+      << "ps-0's key is for generation " << kGeneration + 1 << ": " << wrong_key.status();
+  with_departed.departed_keys = {options_.keys[1]};
+  absl::StatusOr<server::JobState> handed_over =
+      server::ReadShardStates(with_departed, kGeneration + 1, kParameters, adam_);
+  ASSERT_TRUE(handed_over.ok()) << handed_over.status();
+  EXPECT_EQ(handed_over->step, both->step);
+  EXPECT_EQ(handed_over->parameters, both->parameters);
+  EXPECT_EQ(handed_over->optimizer_state, both->optimizer_state);
+  EXPECT_TRUE(services_[1]->AwaitStateRead(kGeneration, absl::Now() + absl::Seconds(20)))
+      << "the departed shard delivered its state to generation " << kGeneration + 1;
+
+  // Shards that cover the parameters need no departed one (this one is not even there).
+  server::ShardTransferOptions covered = options_;
+  covered.departed = {"127.0.0.1:1"};
+  covered.departed_keys = {"no key"};
+  EXPECT_TRUE(server::ReadShardStates(covered, kGeneration + 1, kParameters, adam_).ok());
+}
+
+// A read by the generation a shard serves is no hand-over to a later one.
+TEST_F(ShardStateReadTest, AReadOfTheServedGenerationIsNoHandOver) {
+  UseKeysOf(kGeneration);
+  ASSERT_TRUE(server::ReadShardStates(options_, kGeneration, kParameters, adam_).ok());
+  EXPECT_FALSE(services_[0]->AwaitStateRead(kGeneration, absl::Now()));
 }
 
 // Rank 0 loads the shards from its live parameters and optimiser (LoadShards reads them in
