@@ -2,7 +2,7 @@
 // elastic job's parameters and optimiser state moved onto the shards when a ps-mode generation
 // begins. Nothing moves back for synchronous training: every worker holds the whole state then.
 // When the shards hold it (--staleness, async, --backup_workers), a later generation's rank 0
-// reads it back (ReadShardStates).
+// reads it back (ReadShardStates), from a shard that left holding its range too (a drain).
 // The one reader of the shards' live model (GetParameters) is rank 0's test evaluator
 // (worker/accuracy_evaluator.h). The shard map is EvenRanges(K, S), as everywhere. Not training
 // traffic: nothing is counted in the link metrics.
