@@ -165,8 +165,11 @@ absl::Status LocalCluster::StartController(int port, int metrics_port) {
 absl::StatusOr<ClusterProcess*> LocalCluster::SpawnShard(int index, int port, int metrics_port) {
   const std::string name = absl::StrCat("ps-", index);
   ASSIGN_OR_RETURN(const ProcessPlace place, PlaceOf(name, port, metrics_port));
-  return Spawn(name, ShardCommand(options_, Shared(), name, place),
-               ReadyFileOf(options_.dir, name));
+  std::vector<std::string> argv = ShardCommand(options_, Shared(), name, place);
+  if (auto it = options_.flags_of_shard.find(index); it != options_.flags_of_shard.end()) {
+    argv.insert(argv.end(), it->second.begin(), it->second.end());
+  }
+  return Spawn(name, std::move(argv), ReadyFileOf(options_.dir, name));
 }
 
 LocalCluster::~LocalCluster() { Stop(); }

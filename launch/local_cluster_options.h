@@ -40,6 +40,8 @@ struct LocalClusterOptions {
   std::vector<std::string> worker_flags;  // extra flags for every worker
   // Extra flags for the worker started i-th (tests: `--fault_at=...` for one of them).
   std::map<int, std::vector<std::string>> flags_of_worker;
+  // Extra flags for shard i (ps-i), a restart's included.
+  std::map<int, std::vector<std::string>> flags_of_shard;
   // The controller's --checkpoint_dir (created when missing; empty: none) and
   // --checkpoint_every (0: none).
   std::string checkpoint_dir;

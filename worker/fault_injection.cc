@@ -13,9 +13,9 @@
 namespace ringside::worker {
 namespace {
 
-constexpr const char* kPoints[] = {"assigned",  "switch",      "census", "replay",
-                                   "state",     "state_chunk", "load",   "barrier",
-                                   "ring_step", "ring_bucket", "ps_push"};
+constexpr const char* kPoints[] = {"assigned",  "switch",      "census",  "replay",
+                                   "state",     "state_chunk", "load",    "barrier",
+                                   "ring_step", "ring_bucket", "ps_push", "leave_sent"};
 
 }  // namespace
 

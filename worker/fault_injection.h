@@ -27,6 +27,8 @@
 //              begun, while its compute may still run (on the step's sync thread)
 //   ps_push    ps mode: this worker's share reached shard 0 (is on its way, when the shards hold
 //              the state) but no other shard
+//   leave_sent  an elastic worker sent SIGTERM: the controller took its leave, the worker has
+//              not exited (STEP counts as for the others: the steps it completed)
 #ifndef RINGSIDE_WORKER_FAULT_INJECTION_H_
 #define RINGSIDE_WORKER_FAULT_INJECTION_H_
 

@@ -211,7 +211,7 @@ absl::Status ReportResult(const WorkerOptions& options, const ElasticResult& res
 // leave that fails is said and changes nothing else: the controller then drops the member when
 // its heartbeats stop, as before.
 void LeaveTheJob(server::ControllerClient& controller, const TerminationSignals& signals,
-                 std::ostream& log) {
+                 const FaultHook& fault, std::ostream& log) {
   const std::optional<proto::Assignment> last = controller.latest();
   const std::string name =
       last.has_value() && last->rank() >= 0 ? WorkerName(last->rank()) : std::string("worker");
@@ -224,6 +224,7 @@ void LeaveTheJob(server::ControllerClient& controller, const TerminationSignals&
         << "); the controller drops this member at its heartbeat timeout\n";
   }
   log.flush();
+  if (fault) fault("leave_sent", static_cast<int64_t>(controller.completed_steps()));
 }
 
 // Trains until the job is done (a static worker, then lingering if asked) or a signal arrives
@@ -244,7 +245,10 @@ absl::Status Train(const WorkerOptions& options, RunningWorker& worker, WorkerOu
   if (IsElastic(options)) {
     if (signals.received()) {
       worker.server.StopReportingReady();
-      LeaveTheJob(*worker.controller, signals, log);
+      LeaveTheJob(
+          *worker.controller, signals,
+          options.testing.fault.has_value() ? KillSelfAt(*options.testing.fault) : FaultHook(),
+          log);
     }
     return absl::OkStatus();
   }

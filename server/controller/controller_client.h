@@ -83,6 +83,7 @@ class ControllerClient {
   uint64_t latest_generation() const;
   // Reported with the next heartbeats.
   void set_completed_steps(uint64_t steps) { completed_steps_ = steps; }
+  uint64_t completed_steps() const { return completed_steps_.load(); }
   // Tells the controller at once (a heartbeat of its own, within the rpc timeout) that a
   // collective of `generation` failed here, so that it forms a new generation of the same
   // members (membership.h rule 9). The controller's status, annotated.

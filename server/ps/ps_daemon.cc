@@ -1,5 +1,7 @@
 #include "server/ps/ps_daemon.h"
 
+#include <signal.h>
+
 #include <algorithm>
 #include <memory>
 #include <optional>
@@ -29,6 +31,12 @@ absl::Status ValidateShardOptions(const ShardOptions& options) {
   if (options.shard < 0 || options.shard >= options.ps_shards) {
     return absl::InvalidArgumentError(absl::StrCat(
         "--shard=", options.shard, " is not in [0, --ps_shards=", options.ps_shards, ")"));
+  }
+  if (!options.fault_at.empty() && options.fault_at != "leave_sent" &&
+      options.fault_at != "handover") {
+    return absl::InvalidArgumentError(absl::StrCat("--fault_at: unknown point '",
+                                                   options.fault_at.substr(0, 32),
+                                                   "'; known: leave_sent, handover"));
   }
   if (!options.member.controller.empty()) return ValidateMemberOptions(options.member);
   if (options.workers < 1) return absl::InvalidArgumentError("--workers must be >= 1");
@@ -230,6 +238,7 @@ void LeaveTheJob(ControllerClient& controller, const ShardOptions& options,
         << "); the controller drops this member at its heartbeat timeout\n";
   }
   log.flush();
+  if (options.fault_at == "leave_sent") raise(SIGKILL);
   if (!holds_state || served == nullptr || served->stale == nullptr) return;
   if (!generation.ok() || last->shards_size() <= 1) {
     log << "ps: this shard held the authoritative state of its range (the job's shards hold it) "
@@ -273,6 +282,7 @@ absl::Status RunShard(const ShardOptions& options, const TerminationSignals& sig
                    MetricsServer::Start(options.metrics_listen, registry));
   const ShardMetricsFactory factory = MetricsFactoryOf(metrics, log);
   ParameterShardService service(static_cast<uint64_t>(options.segment_bytes), factory);
+  if (options.fault_at == "handover") service.SetHandOverHook([] { raise(SIGKILL); });
   ElementRange range;
   if (!elastic) {
     ASSIGN_OR_RETURN(const ShardAssignment assignment, StaticAssignment(options));

@@ -38,6 +38,11 @@ struct ShardOptions {
   std::string ready_file;      // written (JSON: ports) once serving; empty: none
   MemberOptions member;        // elastic when member.controller is set
   TransportSecurity security;  // of the server and of the channel to the controller
+  // Test only (--fault_at): end with SIGKILL at a named point of the leave, as kill -9 would
+  // there (worker/fault_injection.h says why such points are in the product): `leave_sent`, once
+  // the controller took the leave, before the hand-over; `handover`, once the next generation's
+  // rank 0 has begun reading the range's state, before any of it is sent. Empty: none.
+  std::string fault_at;
 };
 
 absl::Status ValidateShardOptions(const ShardOptions& options);

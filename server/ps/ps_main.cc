@@ -39,6 +39,10 @@ ABSL_FLAG(std::string, advertise, "",
 ABSL_FLAG(std::string, ready_file, "",
           "once serving, write {port, metrics_port, range_begin, range_end} here as JSON");
 
+ABSL_FLAG(std::string, fault_at, "",
+          "test only: end this shard with SIGKILL at a named point of its leave: leave_sent, "
+          "handover (server/ps/ps_daemon.h)");
+
 constexpr char kUsage[] =
     "ringside-ps: one parameter-server shard.\n"
     "Static: ringside-ps --shard=S --ps_shards=N --workers=W --listen=HOST:PORT "
@@ -62,6 +66,7 @@ int main(int argc, char** argv) {
   options.metrics_listen = absl::GetFlag(FLAGS_metrics_listen);
   options.segment_bytes = absl::GetFlag(FLAGS_segment_bytes);
   options.ready_file = absl::GetFlag(FLAGS_ready_file);
+  options.fault_at = absl::GetFlag(FLAGS_fault_at);
   options.elements = absl::GetFlag(FLAGS_elements);
   options.member.controller = absl::GetFlag(FLAGS_controller);
   options.member.join_token_file = absl::GetFlag(FLAGS_join_token_file);

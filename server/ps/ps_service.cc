@@ -374,6 +374,7 @@ grpc::ServerWriteReactor<proto::PsStateSegment>* ParameterShardService::ReadStat
     absl::MutexLock lock(&mu_);
     if (job_.has_value() && job_->range.size() == range.size()) range = job_->range;
   }
+  if (hand_over_hook_ && request->generation() > served) hand_over_hook_();
   // A shard that left waits for this read to hand its range over (ps_daemon.cc).
   return new StateReactor(
       StateWriter(generation->stale->ResumeState(), range, served, segment_elements_),

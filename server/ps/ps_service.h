@@ -153,6 +153,9 @@ class ParameterShardService final : public ParameterShardBase {
   // segment written, the stream finished OK), or `deadline`; true when one has. A shard that
   // leaves holding the state waits on it to hand its range over.
   bool AwaitStateRead(uint64_t after, absl::Time deadline) const;
+  // Test only (ps_daemon.h's fault point `handover`): runs when a ReadState for a later
+  // generation than the one served is let in, before it sends anything. Set before serving.
+  void SetHandOverHook(std::function<void()> hook) { hand_over_hook_ = std::move(hook); }
 
   // An elastic shard's credential (common/auth.h): from now on a Step must present the link key
   // of its generation and worker rank, a Load (and GetParameters) rank 0's load key of its
@@ -241,7 +244,9 @@ class ParameterShardService final : public ParameterShardBase {
   std::function<void(uint64_t)> load_wait_hook_ ABSL_GUARDED_BY(mu_);
   std::vector<AssignmentWait> assignment_waits_ ABSL_GUARDED_BY(mu_);
   std::string credential_ ABSL_GUARDED_BY(mu_);
-  uint64_t state_read_by_ ABSL_GUARDED_BY(mu_) = 0;  // the newest generation AwaitStateRead saw
+  uint64_t state_read_by_ ABSL_GUARDED_BY(mu_) = 0;
+  std::function<void()> hand_over_hook_;  // set before serving, then only read  // the newest
+                                          // generation AwaitStateRead saw
   StreamAdmission admission_;
   StreamWatchdog watchdog_;  // last: its thread may expire streams until it is destroyed
 };
