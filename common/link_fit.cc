@@ -1,0 +1,48 @@
+#include "common/link_fit.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "absl/strings/str_cat.h"
+
+namespace ringside {
+
+absl::StatusOr<LinkFit> FitLatencyBandwidth(absl::Span<const MessageTiming> timings) {
+  // Centred sums: the sizes span three decades, so the plain normal equations would lose digits.
+  double mean_bytes = 0;
+  double mean_seconds = 0;
+  for (const MessageTiming& timing : timings) {
+    if (!(timing.seconds > 0) || !std::isfinite(timing.seconds)) {
+      return absl::InvalidArgumentError(absl::StrCat("a ", timing.bytes, "-byte message took ",
+                                                     timing.seconds, " s: not a timing"));
+    }
+    mean_bytes += static_cast<double>(timing.bytes);
+    mean_seconds += timing.seconds;
+  }
+  if (timings.size() < 2) {
+    return absl::InvalidArgumentError("a fit needs messages of at least two sizes");
+  }
+  mean_bytes /= timings.size();
+  mean_seconds /= timings.size();
+  double covariance = 0;
+  double variance = 0;
+  for (const MessageTiming& timing : timings) {
+    const double dx = static_cast<double>(timing.bytes) - mean_bytes;
+    covariance += dx * (timing.seconds - mean_seconds);
+    variance += dx * dx;
+  }
+  if (variance == 0) {
+    return absl::InvalidArgumentError("a fit needs messages of at least two sizes");
+  }
+  LinkFit fit;
+  fit.seconds_per_byte = covariance / variance;
+  if (!(fit.seconds_per_byte > 0)) {
+    return absl::InvalidArgumentError(
+        "larger messages did not take longer: no bandwidth can be fitted (a link this fast needs "
+        "larger messages, or the timings are noise)");
+  }
+  fit.latency_seconds = std::max(0.0, mean_seconds - fit.seconds_per_byte * mean_bytes);
+  return fit;
+}
+
+}  // namespace ringside

@@ -1,0 +1,186 @@
+#include "common/step_model.h"
+
+#include <algorithm>
+#include <cmath>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "common/cost_model.h"
+#include "common/ranges.h"
+
+namespace ringside {
+namespace {
+
+// The backward pass's share of a step's compute, which buckets can hide sync behind: two of the
+// three matrix products per layer (the gradient of the weights and of the input).
+constexpr double kBackwardShare = 2.0 / 3.0;
+
+bool IsPs(PlanMode mode) { return mode != PlanMode::kRing; }
+
+// Every CPU term is slowed by processes sharing cores.
+double CpuSlowdown(const ClusterCosts& costs) {
+  return 1.0 / std::min(1.0, costs.cores_per_process);
+}
+
+uint64_t LargestRange(uint64_t elements, int parts) {
+  uint64_t largest = 0;
+  for (const ElementRange& range : EvenRanges(elements, parts)) {
+    largest = std::max<uint64_t>(largest, range.end - range.begin);
+  }
+  return largest;
+}
+
+int BackupWorkers(const ClusterShape& cluster) {
+  return std::clamp(cluster.backup_workers, 0, cluster.workers - 1);
+}
+
+// Workers whose gradient a step waits for and uses.
+int WaitedForWorkers(PlanMode mode, const ClusterShape& cluster) {
+  return mode == PlanMode::kPsBackup ? cluster.workers - BackupWorkers(cluster) : cluster.workers;
+}
+
+// The slowest waited-for worker's compute: the straggler's unless a backup worker covers it.
+double ComputeSeconds(PlanMode mode, const PlanJob& job, const ClusterShape& cluster,
+                      const ClusterCosts& costs) {
+  const double rows = std::ceil(static_cast<double>(job.global_batch) / cluster.workers);
+  const double normal = rows * costs.compute_seconds_per_sample * CpuSlowdown(costs);
+  const bool straggler = cluster.straggler >= 0 && cluster.straggler_factor > 1;
+  const bool covered = mode == PlanMode::kPsBackup && BackupWorkers(cluster) >= 1;
+  return straggler && !covered ? normal * cluster.straggler_factor : normal;
+}
+
+// What the busiest node and the busiest process carry, and the rounds of a step.
+struct Traffic {
+  uint64_t busiest_elements = 0;  // in the busier direction of the busiest node's link
+  uint64_t cpu_elements = 0;      // sent plus received by the busiest process
+  uint64_t shard_elements = 0;    // summed by the fullest shard
+  int rounds = 0;                 // messages in sequence per allreduce or push
+  std::string wire_term;
+};
+
+Traffic RingTraffic(const PlanJob& job, int workers) {
+  Traffic traffic;
+  traffic.busiest_elements = RingBusiestNode(job.parameters, workers).elements;
+  traffic.cpu_elements = 2 * traffic.busiest_elements;
+  traffic.rounds = 2 * (workers - 1) * static_cast<int>(RingPieces(job.parameters).size());
+  traffic.wire_term = "ring link 2(N−1)/N·K";
+  return traffic;
+}
+
+Traffic PsTraffic(PlanMode mode, const PlanJob& job, const ClusterShape& cluster) {
+  Traffic traffic;
+  traffic.rounds = cluster.workers > 1 ? 2 : 0;
+  const uint64_t k = job.parameters;
+  if (mode == PlanMode::kColocatedPs) {
+    const int n = cluster.workers;
+    for (int host = 0; host < n; ++host) {
+      traffic.busiest_elements =
+          std::max(traffic.busiest_elements, ColocatedPsHostElements(k, n, host));
+    }
+    traffic.shard_elements = static_cast<uint64_t>(n) * LargestRange(k, n);
+    traffic.cpu_elements = std::max(2 * traffic.shard_elements, 2 * k);
+    traffic.wire_term = "host link 2(N−1)/N·K";
+    return traffic;
+  }
+  const int pushes = WaitedForWorkers(mode, cluster);
+  traffic.shard_elements = static_cast<uint64_t>(pushes) * LargestRange(k, cluster.shards);
+  traffic.busiest_elements = std::max(traffic.shard_elements, k);
+  traffic.cpu_elements = 2 * traffic.busiest_elements;
+  const bool shard_busiest = traffic.shard_elements >= k;
+  traffic.wire_term = !shard_busiest                ? "worker link K"
+                      : mode == PlanMode::kPsBackup ? "shard ingress (N−b)·K/S"
+                                                    : "shard ingress N·K/S";
+  return traffic;
+}
+
+std::string LatencyTerm(PlanMode mode) {
+  return mode == PlanMode::kRing ? "2(N−1) rounds of α" : "2 rounds of α";
+}
+
+// The largest term of the step names it.
+std::string DominantTerm(const StepPrediction& p, const Traffic& traffic, PlanMode mode) {
+  const std::pair<double, std::string> terms[] = {
+      {p.compute_seconds, "compute"},         {p.wire_seconds, traffic.wire_term},
+      {p.latency_seconds, LatencyTerm(mode)}, {p.cpu_seconds, "sync CPU"},
+      {p.shard_seconds, "shard sum rate"},
+  };
+  const auto* largest =
+      std::max_element(std::begin(terms), std::end(terms),
+                       [](const auto& a, const auto& b) { return a.first < b.first; });
+  return largest->second;
+}
+
+void FillSync(PlanMode mode, const PlanJob& job, const ClusterCosts& costs, const Traffic& traffic,
+              StepPrediction& p) {
+  const double bytes_per_element = job.element_bytes;
+  p.busiest_bytes = traffic.busiest_elements * static_cast<uint64_t>(job.element_bytes);
+  p.wire_seconds = p.busiest_bytes / costs.link_bytes_per_second;
+  p.latency_seconds =
+      static_cast<double>(traffic.rounds) * job.buckets * costs.link_latency_seconds;
+  p.cpu_seconds = traffic.cpu_elements * bytes_per_element * costs.sync_cpu_seconds_per_byte *
+                  CpuSlowdown(costs);
+  if (IsPs(mode) && costs.shard_bytes_per_second > 0) {
+    p.shard_seconds = traffic.shard_elements * bytes_per_element / costs.shard_bytes_per_second;
+  }
+  p.sync_seconds = p.latency_seconds + std::max({p.wire_seconds, p.cpu_seconds, p.shard_seconds});
+  StepPrediction sync_only = p;
+  sync_only.compute_seconds = 0;
+  p.sync_term = DominantTerm(sync_only, traffic, mode);
+}
+
+}  // namespace
+
+absl::string_view PlanModeName(PlanMode mode) {
+  switch (mode) {
+    case PlanMode::kRing:
+      return "ring";
+    case PlanMode::kPs:
+      return "ps";
+    case PlanMode::kColocatedPs:
+      return "ps-colocated";
+    case PlanMode::kPsBackup:
+      return "ps-backup";
+    case PlanMode::kPsStaleness:
+      return "ps-staleness";
+  }
+  return "unknown";
+}
+
+absl::StatusOr<StepPrediction> PredictStep(PlanMode mode, const PlanJob& job,
+                                           const ClusterShape& cluster, const ClusterCosts& costs) {
+  if (absl::Status valid = CheckPlanInput(job, cluster, costs); !valid.ok()) return valid;
+  StepPrediction p;
+  p.mode = mode;
+  p.compute_seconds = ComputeSeconds(mode, job, cluster, costs);
+  const Traffic traffic =
+      mode == PlanMode::kRing ? RingTraffic(job, cluster.workers) : PsTraffic(mode, job, cluster);
+  FillSync(mode, job, costs, traffic, p);
+  if (mode == PlanMode::kPsStaleness) {
+    // A worker at most k steps ahead pushes step t while it computes step t+1: the step is the
+    // longer of the two, the slowest worker's setting the pace.
+    p.overlap_seconds = std::min(p.sync_seconds, p.compute_seconds);
+  } else if (job.buckets > 1) {
+    const double hideable = p.sync_seconds * (job.buckets - 1) / job.buckets;
+    p.overlap_seconds = std::min(hideable, p.compute_seconds * kBackwardShare);
+  }
+  p.step_seconds = p.compute_seconds + p.sync_seconds - p.overlap_seconds;
+  const double used_samples =
+      static_cast<double>(job.global_batch) * WaitedForWorkers(mode, cluster) / cluster.workers;
+  p.samples_per_second = p.step_seconds > 0 ? used_samples / p.step_seconds : 0;
+  p.time_to_target_seconds = static_cast<double>(job.steps_to_target) * p.step_seconds;
+  p.dominant_term = DominantTerm(p, traffic, mode);
+  return p;
+}
+
+std::string FormatBitRate(double bytes_per_second) {
+  const double bits = bytes_per_second * 8;
+  const std::pair<double, const char*> units[] = {
+      {1e12, "Tbit/s"}, {1e9, "Gbit/s"}, {1e6, "Mbit/s"}, {1e3, "kbit/s"}};
+  for (const auto& [scale, name] : units) {
+    if (bits >= scale) return absl::StrFormat("%.4g %s", bits / scale, name);
+  }
+  return absl::StrFormat("%.4g bit/s", bits);
+}
+
+}  // namespace ringside
