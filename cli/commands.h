@@ -99,6 +99,26 @@ struct UpOptions {
   std::string ready_file;
 };
 
+// `ringside plan` (cli/plan_command.cc): the step model's prediction per mode on each (N, S).
+struct PlanOptions {
+  TrainingOptions job;  // its model, batch, wire dtype, buckets, straggler and PS variants
+  std::vector<int> worker_counts = {4};
+  std::vector<int> shard_counts = {2};
+  // The costs: a probe file (--probe), else a probe of this host on loopback (--probe_members
+  // links), written to --probe_out when given. --link_rate and --link_latency replace the link
+  // figures measured: the cluster the user does not have.
+  std::string probe_file;
+  std::string probe_out;
+  int probe_members = 3;
+  bool tls = true;  // the probe's links under mutual TLS (a throw-away CA); false: --insecure
+  std::optional<LinkRate> link_rate;
+  std::optional<absl::Duration> link_latency;
+  int64_t steps_to_target = 0;  // 0: unknown, no time to target
+  std::string json_file;
+  std::string chart_file;  // SVG: predicted step time against N per mode
+};
+absl::Status RunPlan(const PlanOptions& options, std::ostream& out);
+
 // The checkpoint directory of compare's cluster for its `job`-th job (0-based, in the order the
 // jobs run) in `mode`: <checkpoint_dir>/job-<job + 1>-<mode>, so no cluster resumes another's
 // state. Empty when checkpoint_dir is.

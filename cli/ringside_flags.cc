@@ -21,6 +21,7 @@
 #include "common/flags/security_flags.h"
 #include "common/flags/training_flags.h"
 #include "common/link_rate.h"
+#include "common/model_spec.h"
 #include "common/status_macros.h"
 #include "common/training_options.h"
 #include "server/ps/ps_client.h"
@@ -51,7 +52,7 @@ ABSL_FLAG(int64_t, timeline_capacity, 4096,
 ABSL_FLAG(std::string, mode, "ring", "up: the mode the cluster starts in (ring or ps)");
 ABSL_FLAG(absl::Duration, heartbeat_timeout, absl::Seconds(2),
           "compare/up: the controller drops a worker silent for this long");
-ABSL_FLAG(std::string, json, "", "compare: write the results here as JSON");
+ABSL_FLAG(std::string, json, "", "compare, plan: write the results here as JSON");
 ABSL_FLAG(std::string, report, "", "compare: write a self-contained HTML report here");
 ABSL_FLAG(std::string, ready_file, "",
           "up: once running, write {controller, processes: [{name, pid, metrics_url}]} here");
@@ -64,7 +65,21 @@ ABSL_FLAG(int64_t, checkpoint_every, 0,
           "compare/up: the controller writes a checkpoint every this many steps (needs "
           "--checkpoint_dir); 0: never");
 ABSL_FLAG(std::string, link_rate, "",
-          "lab: the rate of every host's link, each way, in tc syntax (100mbit, 1gbit, 500kbit)");
+          "lab: the rate of every host's link, each way, in tc syntax (100mbit, 1gbit, 500kbit); "
+          "plan: the rate of the cluster's links, in place of the probe's");
+ABSL_FLAG(std::string, link_latency, "",
+          "plan: each message's latency on the cluster's links (e.g. 50us, 1ms), in place of "
+          "the probe's");
+ABSL_FLAG(std::string, probe, "",
+          "plan: the probe file of the cluster (written by --probe_out) to take its costs from");
+ABSL_FLAG(std::string, probe_out, "",
+          "plan: probe this host on loopback and write the probe file here");
+ABSL_FLAG(int64_t, probe_members, 3, "plan: loopback links the probe measures, 1 to 64");
+ABSL_FLAG(int64_t, steps_to_target, 0,
+          "plan: steps the job takes to its target (from a run, or given); 0: unknown, no time "
+          "to target");
+ABSL_FLAG(std::string, chart, "",
+          "plan: write an SVG chart of the predicted step time against N (1 to 1024) here");
 ABSL_FLAG(std::string, slow_link, "",
           "lab: HOST:RATE (e.g. worker-3:20mbit): that lab host's link, each way, at RATE instead "
           "of --link_rate; a comma list, or the flag repeated, for several hosts");
@@ -312,6 +327,61 @@ absl::StatusOr<UpOptions> UpOptionsFromFlags(int argc, char** argv) {
   RETURN_IF_ERROR(CheckJobData({options.job}));
   options.ready_file = absl::GetFlag(FLAGS_ready_file);
   RETURN_IF_ERROR(CheckOutputPath("--ready_file", options.ready_file));
+  return options;
+}
+
+// plan: the step model's inputs; the costs' sources are read in RunPlan.
+absl::StatusOr<PlanOptions> PlanOptionsFromFlags(int argc, char** argv) {
+  PlanOptions options;
+  if (!RepeatedFlagValues(argc, argv, "slow_link").empty()) {
+    return absl::InvalidArgumentError(
+        "--slow_link is for `ringside lab`; plan's slow node is --straggler=worker-N:F");
+  }
+  ASSIGN_OR_RETURN(options.job, TrainingOptionsFromFlags());
+  if (!FlagGiven(argc, argv, "device")) options.job.device = "cpu";
+  RETURN_IF_ERROR(ModelSpec::Parse(options.job.model, options.job.activation).status());
+  ASSIGN_OR_RETURN(options.worker_counts,
+                   ParseCountList("--workers", absl::GetFlag(FLAGS_workers), 1 << 20));
+  ASSIGN_OR_RETURN(options.shard_counts,
+                   ParseCountList("--ps_shards", absl::GetFlag(FLAGS_ps_shards), 1 << 20));
+  options.probe_file = absl::GetFlag(FLAGS_probe);
+  options.probe_out = absl::GetFlag(FLAGS_probe_out);
+  if (!options.probe_file.empty() && !options.probe_out.empty()) {
+    return absl::InvalidArgumentError(
+        "--probe reads a probe file, --probe_out writes a new one: give one of them");
+  }
+  RETURN_IF_ERROR(CheckOutputPath("--probe_out", options.probe_out));
+  const int64_t members = absl::GetFlag(FLAGS_probe_members);
+  if (members < 1 || members > 64) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--probe_members=", members, ": must be 1 to 64"));
+  }
+  options.probe_members = static_cast<int>(members);
+  options.tls = !SecurityFlagsFromCommandLine().insecure;
+  if (!absl::GetFlag(FLAGS_link_rate).empty()) {
+    absl::StatusOr<LinkRate> rate = ParseLinkRate(absl::GetFlag(FLAGS_link_rate));
+    if (!rate.ok()) {
+      return absl::InvalidArgumentError("--link_rate: " + std::string(rate.status().message()));
+    }
+    options.link_rate = *rate;
+  }
+  if (const std::string latency = absl::GetFlag(FLAGS_link_latency); !latency.empty()) {
+    absl::Duration duration;
+    if (!absl::ParseDuration(latency, &duration) || duration < absl::ZeroDuration() ||
+        duration > absl::Seconds(60)) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "--link_latency=", latency, ": give a duration from 0 to 60s, e.g. 50us or 2ms"));
+    }
+    options.link_latency = duration;
+  }
+  options.steps_to_target = absl::GetFlag(FLAGS_steps_to_target);
+  if (options.steps_to_target < 0 || options.steps_to_target > kUntilStoppedSteps) {
+    return absl::InvalidArgumentError("--steps_to_target must be >= 0 (0: unknown)");
+  }
+  options.json_file = absl::GetFlag(FLAGS_json);
+  options.chart_file = absl::GetFlag(FLAGS_chart);
+  RETURN_IF_ERROR(CheckOutputPath("--json", options.json_file));
+  RETURN_IF_ERROR(CheckOutputPath("--chart", options.chart_file));
   return options;
 }
 

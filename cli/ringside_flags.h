@@ -31,6 +31,8 @@ absl::StatusOr<CompareOptions> CompareOptionsFromFlags(int argc, char** argv);
 absl::Status LabRatesFromFlags(int argc, char** argv, CompareOptions& options);
 // up: its one cluster and job, which trains until stopped unless --steps is given.
 absl::StatusOr<UpOptions> UpOptionsFromFlags(int argc, char** argv);
+// plan: the job, the cluster sizes and where the costs come from.
+absl::StatusOr<PlanOptions> PlanOptionsFromFlags(int argc, char** argv);
 // Whether lab's flags were given: compare and up refuse them, which taken silently would let a
 // user believe the links were shaped.
 bool LabFlagsGiven(int argc, char** argv);

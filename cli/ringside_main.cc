@@ -2,6 +2,7 @@
 //   ringside compare [flags]          PS vs ring on a local cluster, side by side (cli/commands.h)
 //   ringside lab --link_rate=RATE     compare on shaped links, one network namespace per process
 //   ringside lab --cleanup            removes namespaces left by lab runs that were killed
+//   ringside plan [flags]             predicts each mode's step on a cluster (cli/plan_report.h)
 //   ringside up [flags]               a local cluster kept running for Prometheus/Grafana
 //   ringside ctl mode ring|ps --controller=HOST:PORT   a live mode switch
 //   ringside health --address=HOST:PORT                exit 0 when the gRPC health check serves
@@ -34,10 +35,11 @@ namespace {
 
 // What `ringside --help` says; `ringside COMMAND --help` gives the command's own usage and flags.
 constexpr char kUsage[] =
-    "usage: ringside compare|lab|up|ctl mode ring|ps|health [flags]\n"
+    "usage: ringside compare|lab|plan|up|ctl mode ring|ps|health [flags]\n"
     "  compare  PS vs ring on a local cluster: table, --json, --report\n"
     "  lab      compare with each process in its own network namespace, links shaped to\n"
     "           --link_rate (root; tbf), and the cost model's sync bound; --cleanup\n"
+    "  plan     predicts each mode's step time on a cluster you do not have, from a probe\n"
     "  up       a local cluster that trains until Ctrl-C, for Prometheus/Grafana\n"
     "  ctl mode switches a running job's mode at its next step boundary\n"
     "  health   checks a daemon's gRPC health service (--address)\n"
@@ -89,7 +91,7 @@ struct Invocation {
 };
 
 int UnknownCommand() {
-  return Fail("unknown command; see --help (compare, lab, up, ctl mode ring|ps, health)");
+  return Fail("unknown command; see --help (compare, lab, plan, up, ctl mode ring|ps, health)");
 }
 
 // `ringside` alone: what it can do, as a misuse (exit 2).
@@ -127,6 +129,15 @@ int LabCommand(const Invocation& invocation) {
     return Fail(std::string(rates.message()));
   }
   return Finish(ringside::cli::RunLab(*options, invocation.signals, std::cout));
+}
+
+int PlanCommand(const Invocation& invocation) {
+  if (absl::GetFlag(FLAGS_cleanup)) return Fail("--cleanup is for `ringside lab`, not plan");
+  if (invocation.args.size() != 2) return UnknownCommand();
+  absl::StatusOr<ringside::cli::PlanOptions> options =
+      ringside::cli::PlanOptionsFromFlags(invocation.argc, invocation.argv);
+  if (!options.ok()) return Fail(std::string(options.status().message()));
+  return Finish(ringside::cli::RunPlan(*options, std::cout));
 }
 
 int UpCommand(const Invocation& invocation) {
@@ -204,6 +215,15 @@ const Subcommand kSubcommands[] = {
           {"json", "report", "timeline", "timeline_capacity", "target_accuracy", "colocate",
            "ps_variants", "ps_window_bytes", "repeats", "link_rate", "slow_link", "cleanup"}),
      true, &LabCommand},
+    {"plan",
+     "usage: ringside plan [--workers=8,64,256] [--ps_shards=1,4] [--link_rate=10gbit]\n"
+     "         [--link_latency=50us] [--straggler=worker-3:3] [--probe=FILE | --probe_out=FILE]\n"
+     "Predicts each mode's compute, sync and step time, samples/s and time to target on each\n"
+     "cluster size, ranks the modes and names the term that decides; --json and --chart.",
+     {"workers", "ps_shards", "link_rate", "link_latency", "probe", "probe_out", "probe_members",
+      "steps_to_target", "json", "chart", "insecure"},
+     true,
+     &PlanCommand},
     {"up",
      "usage: ringside up [flags]\n"
      "Starts a local cluster that trains until Ctrl-C (or for --steps), printing every\n"

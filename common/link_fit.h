@@ -1,5 +1,6 @@
 // A link's latency α and inverse bandwidth β fitted from timed messages: t(m) = α + β·m, by
-// ordinary least squares over the message sizes the probe sends (1 KiB to 4 MiB). Pure;
+// least squares over the message sizes the probe sends (1 KiB to 4 MiB), each timing weighted
+// by 1/t² (its error taken as relative, so the small messages set α). Pure;
 // thread-safe. Errors: INVALID_ARGUMENT when the timings cannot give a rate (fewer than two sizes,
 // a time that is not finite and positive, a slope that is not positive).
 #ifndef RINGSIDE_COMMON_LINK_FIT_H_

@@ -91,6 +91,9 @@ std::string DecidingTerm(const StepPrediction& first, const StepPrediction& seco
       second.compute_seconds / second_samples - first.compute_seconds / first_samples;
   const double sync_loss = (second.sync_seconds - second.overlap_seconds) / second_samples -
                            (first.sync_seconds - first.overlap_seconds) / first_samples;
+  // Equal to the model's precision: nothing decides.
+  const double first_cost = (first.step_seconds) / first_samples;
+  if (std::max(compute_loss, sync_loss) <= first_cost * 1e-9) return "nothing: a tie";
   if (sync_loss > compute_loss) return SyncTermWithRate(second, costs);
   const bool slowed = cluster.straggler >= 0 && cluster.straggler_factor > 1 &&
                       second.compute_seconds > first.compute_seconds * 1.000001;

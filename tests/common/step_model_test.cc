@@ -160,6 +160,18 @@ TEST(StepModelTest, ComputeDecidesAgainstAWaitedForStraggler) {
   EXPECT_EQ(ranking->deciding_term, "compute of straggler worker-2 at 10×");
 }
 
+TEST(StepModelTest, EqualModesAreATie) {
+  // One shard per worker and a ring carry the same bytes; with no latency nor CPU cost they tie.
+  ClusterCosts costs = Costs();
+  costs.link_latency_seconds = 0;
+  costs.sync_cpu_seconds_per_byte = 0;
+  ClusterShape cluster = Cluster();
+  cluster.backup_workers = 0;
+  const StepPrediction ring = Predict(PlanMode::kRing, Job(), cluster, costs);
+  const StepPrediction colocated = Predict(PlanMode::kColocatedPs, Job(), cluster, costs);
+  EXPECT_DOUBLE_EQ(ring.step_seconds, colocated.step_seconds);
+}
+
 TEST(StepModelTest, RefusesAClusterThatCannotExist) {
   struct Case {
     const char* what;

@@ -1,0 +1,66 @@
+// `ringside plan --probe_out`'s probe, both sides: LinkProbeService (a member's echo, on the
+// gRPC server common/grpc_util.h creates) and RunClusterProbe, which measures
+//  - each member's link: echoes of 1 KiB to 4 MiB (doubling, a few of each, the median kept)
+//    through MakeChannel with the job's transport security, fitted to α + β·m
+//    (common/link_fit.h), one way being half a round trip;
+//  - a sample's compute: forward and backward passes of the job's model on its device;
+//  - the sync's CPU seconds per byte: decoding, summing and encoding a float32 buffer (the
+//    ring's per-hop work), plus what a link's fit charges per byte beyond the wire;
+//  - the cores a process gets: the usable cores ÷ the processes the cluster puts on this host;
+//  - a shard's service rate: float32 bytes summed per second into a running sum.
+// Into a ClusterProbe (common/cluster_probe.h) whose top-level link figures are the slowest
+// member's. Thread-compatible. Errors: UNAVAILABLE / DEADLINE_EXCEEDED naming the member that
+// could not be reached and gRPC's reason; INVALID_ARGUMENT for bad options or a fit that fails.
+#ifndef RINGSIDE_CLI_CLUSTER_PROBE_RUN_H_
+#define RINGSIDE_CLI_CLUSTER_PROBE_RUN_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "common/cluster_probe.h"
+#include "common/transport_security.h"
+#include "proto/probe.grpc.pb.h"
+
+namespace ringside::cli {
+
+inline constexpr char kProbeTokenMetadata[] = "ringside-probe-token";
+inline constexpr uint64_t kMaxProbeMessageBytes = uint64_t{4} << 20;
+
+// Echoes every payload of at most kMaxProbeMessageBytes to a caller presenting `token`;
+// PERMISSION_DENIED otherwise. Thread-safe.
+class LinkProbeService final : public proto::LinkProbe::CallbackService {
+ public:
+  explicit LinkProbeService(std::string token) : token_(std::move(token)) {}
+  grpc::ServerUnaryReactor* Echo(grpc::CallbackServerContext* context,
+                                 const proto::ProbePayload* request,
+                                 proto::ProbePayload* reply) override;
+
+ private:
+  const std::string token_;
+};
+
+struct ProbeOptions {
+  std::vector<std::string> members;  // HOST:PORT of each member's LinkProbeService
+  std::string token;                 // their secret
+  TransportSecurity security;
+  absl::Duration timeout = absl::Seconds(10);  // each echo's deadline
+  int repeats = 5;                             // echoes per size; the median is kept
+  std::string model = "4,16,3";
+  std::string activation = "tanh";
+  std::string device = "cpu";
+  int64_t batch_rows = 64;     // rows per timed gradient computation
+  int processes_per_host = 1;  // of the cluster on this host, for cores_per_process
+};
+
+absl::StatusOr<ClusterProbe> RunClusterProbe(const ProbeOptions& options);
+
+// The probe of this host on loopback: `members` LinkProbeServices started in-process on
+// 127.0.0.1 with `options.security`, then RunClusterProbe over them.
+absl::StatusOr<ClusterProbe> RunLoopbackProbe(ProbeOptions options, int members);
+
+}  // namespace ringside::cli
+
+#endif  // RINGSIDE_CLI_CLUSTER_PROBE_RUN_H_

@@ -1,0 +1,66 @@
+#!/usr/bin/env bash
+# `ringside plan` refuses every bad value and every cluster that cannot exist in one line naming
+# it, and a probe file from another model or version, before it prints a plan. Then one plan from
+# a probe file runs and writes its JSON. Usage: plan_bad_input_test.sh BIN_DIR
+set -uo pipefail
+bin=$1
+failures=0
+fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
+work=$(mktemp -d /tmp/ringside-plan-XXXXXX)
+trap 'rm -rf "$work"' EXIT
+
+# expect_refused TEXT COMMAND...: exit 1, one line of output containing TEXT.
+expect_refused() {
+  local text=$1 out code lines
+  shift
+  out=$(timeout 60 "$@" 2>&1); code=$?
+  lines=$(grep -c . <<<"$out")
+  if [ "$code" -ne 1 ]; then
+    fail "'$*' exited $code, not 1: $out"
+  elif [ "$lines" -ne 1 ]; then
+    fail "'$*' should refuse in one line, not $lines:"$'\n'"$out"
+  elif ! grep -qF -- "$text" <<<"$out"; then
+    fail "'$*' does not say '$text': $out"
+  else
+    echo "ok: $* -> $out"
+  fi
+}
+
+# A probe file of the small model, written by the probe itself.
+probe=$work/probe.json
+if ! out=$(timeout 120 "$bin/ringside" plan --insecure --probe_out="$probe" --workers=2 \
+    --ps_shards=1 2>&1); then
+  fail "the probe did not run: $out"
+fi
+[ -s "$probe" ] || fail "no probe file written"
+
+plan=("$bin/ringside" plan --probe="$probe")
+expect_refused "--workers" "${plan[@]}" --workers=0
+expect_refused "--ps_shards" "${plan[@]}" --ps_shards=0
+expect_refused "more than the model's K = 131 parameters" "${plan[@]}" --workers=2 --ps_shards=132
+expect_refused "--link_rate" "${plan[@]}" --link_rate=0mbit
+expect_refused "--link_latency" "${plan[@]}" --link_latency=-1ms
+expect_refused "--straggler" "${plan[@]}" --straggler=worker-x:3
+expect_refused "straggler: worker-5 names no worker of 4" "${plan[@]}" --workers=4 \
+  --straggler=worker-5:3
+expect_refused "--steps_to_target" "${plan[@]}" --steps_to_target=-1
+expect_refused "--probe reads a probe file" "${plan[@]}" --probe_out="$work/other.json"
+expect_refused "--probe_members" "$bin/ringside" plan --probe_members=0
+expect_refused "--slow_link is for" "${plan[@]}" --slow_link=worker-1:1mbit
+expect_refused "probe file: " "$bin/ringside" plan --probe="$work/absent.json"
+expect_refused "measured --model=4,16,3" "${plan[@]}" --model=4,32,3
+sed 's/"version": 1/"version": 7/' "$probe" >"$work/v7.json"
+expect_refused "format version 7" "$bin/ringside" plan --probe="$work/v7.json"
+sed 's/"link_bytes_per_second": [0-9.e+]*/"link_bytes_per_second": 0/' "$probe" >"$work/r0.json"
+expect_refused "link rate 0" "$bin/ringside" plan --probe="$work/r0.json"
+
+# A plan from the probe file, with its JSON.
+if out=$("${plan[@]}" --workers=2,4 --ps_shards=1,2 --link_rate=1gbit --json="$work/plan.json" 2>&1); then
+  grep -q '^first: ' <<<"$out" || fail "no ranking in the plan: $out"
+  python3 -c "import json,sys; d=json.load(open(sys.argv[1])); assert len(d['cells'])==4, d" \
+    "$work/plan.json" || fail "plan JSON has not 4 cells"
+else
+  fail "plan from a probe file failed: $out"
+fi
+
+[ "$failures" -eq 0 ] && echo "all refused" || exit 1
