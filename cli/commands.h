@@ -27,6 +27,7 @@
 #include "cli/ps_variants.h"
 #include "common/link_rate.h"
 #include "common/metrics.h"
+#include "common/step_model.h"
 #include "common/termination_signals.h"
 #include "launch/local_cluster.h"
 #include "worker/local_training.h"
@@ -86,6 +87,9 @@ struct CompareOptions {
   // --ps_variants: ps mode runs once per variant (cli/ps_variants.h), each against the same ring
   // run; empty: once, with the job's own settings. Not with a sweep.
   std::vector<PsVariant> ps_variants;
+  // --probe=FILE's costs (common/cluster_probe.h; lab: its links at --link_rate): every run's
+  // predicted step and sync beside the measured ones (cli/compare_prediction.h). Unset: none.
+  std::optional<ClusterCosts> predicted_costs;
   // --repeats: each mode (and each variant, and --colocate's run) runs this many times, in
   // rounds alternated ring, ps, ring, ps, ... so a drift of the machine falls on every mode
   // alike (cli/report/repeats.h summarises them). Not with a sweep.

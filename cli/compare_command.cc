@@ -9,6 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "cli/commands.h"
 #include "cli/compare_mode.h"
+#include "cli/compare_prediction.h"
 #include "cli/compare_run.h"
 #include "cli/lab_bound.h"
 #include "cli/ps_variants.h"
@@ -123,6 +124,13 @@ absl::StatusOr<std::vector<float>> RunAndRecord(const ModeRunSpec& spec, ModeRep
     // ringside lab: the links' bound on the sync, and what it waits for
     FillLabBound({*rate, session.options.slow_links}, spec.config, spec.shape.ps_shards, report,
                  WorkersNotWaitedFor(spec.job(), report.final_world));
+  }
+  if (session.options.predicted_costs.has_value()) {
+    ClusterCosts costs = *session.options.predicted_costs;
+    if (session.options.link_rate.has_value()) {
+      costs.link_bytes_per_second = session.options.link_rate->bytes_per_second();
+    }
+    FillPrediction(costs, spec.job(), spec.config, spec.shape.ps_shards, report);
   }
   if (session.timeline != nullptr) AppendTimeline(std::move(run->timeline), *session.timeline);
   return std::move(run->parameters);

@@ -24,7 +24,7 @@ Points Curve(const PlanInput& input, PlanMode mode) {
   for (int n : WorkerCountsForCurve(kMaxWorkers)) counts.push_back(n);
   Points points;
   for (int n : counts) {
-    ClusterShape shape = input.shape;
+    PlanCluster shape = input.shape;
     shape.workers = n;
     shape.shards = input.shard_counts.empty() ? 1 : input.shard_counts.front();
     if (shape.straggler >= n) shape.straggler = -1;  // the straggler's worker is not there yet

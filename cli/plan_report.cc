@@ -47,8 +47,8 @@ nlohmann::json PredictionJson(const StepPrediction& p) {
           {"dominant_term", p.dominant_term}};
 }
 
-ClusterShape CellShape(const PlanInput& input, int workers, int shards) {
-  ClusterShape shape = input.shape;
+PlanCluster CellShape(const PlanInput& input, int workers, int shards) {
+  PlanCluster shape = input.shape;
   shape.workers = workers;
   shape.shards = shards;
   return shape;

@@ -23,7 +23,7 @@ struct PlanInput {
   PlanJob job;
   std::vector<int> worker_counts;  // one cell per (N, S) pair
   std::vector<int> shard_counts;
-  ClusterShape shape;  // straggler, backup workers, staleness; workers and shards per cell
+  PlanCluster shape;  // straggler, backup workers, staleness; workers and shards per cell
   ClusterCosts costs;
   std::string costs_source;  // where the costs came from: "probe FILE", "--link_rate=10gbit"
 };

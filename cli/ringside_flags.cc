@@ -17,6 +17,7 @@
 #include "cli/lab_bound.h"
 #include "cli/ps_variants.h"
 #include "cli/scaling_sweep.h"
+#include "common/cluster_probe.h"
 #include "common/flags/command_line.h"
 #include "common/flags/security_flags.h"
 #include "common/flags/training_flags.h"
@@ -71,7 +72,8 @@ ABSL_FLAG(std::string, link_latency, "",
           "plan: each message's latency on the cluster's links (e.g. 50us, 1ms), in place of "
           "the probe's");
 ABSL_FLAG(std::string, probe, "",
-          "plan: the probe file of the cluster (written by --probe_out) to take its costs from");
+          "plan: the probe file of the cluster (written by --probe_out) to take its costs from; "
+          "compare/lab: predict every run's step and sync from it, beside the measured ones");
 ABSL_FLAG(std::string, probe_out, "",
           "plan: probe this host on loopback and write the probe file here");
 ABSL_FLAG(int64_t, probe_members, 3, "plan: loopback links the probe measures, 1 to 64");
@@ -229,6 +231,22 @@ absl::Status CheckJobData(const std::vector<TrainingOptions>& jobs) {
   return absl::OkStatus();
 }
 
+// --probe: the costs every run's prediction is made with, from a probe of this job's model.
+absl::Status SetPredictedCosts(CompareOptions& options) {
+  const std::string path = absl::GetFlag(FLAGS_probe);
+  if (path.empty()) return absl::OkStatus();
+  ASSIGN_OR_RETURN(const ClusterProbe probe, ReadClusterProbe(path));
+  for (const TrainingOptions& job : options.jobs) {
+    if (absl::Status same = CheckProbeMatchesModel(probe, path, job.model, job.activation);
+        !same.ok()) {
+      return absl::Status(same.code(), absl::StrCat("--probe: ", same.message(),
+                                                    " (--model or --data runs one job)"));
+    }
+  }
+  options.predicted_costs = probe.costs;
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 // The jobs plain `compare` runs, what its --help says: the communication-heavy one (the sync cost
@@ -302,6 +320,7 @@ absl::StatusOr<CompareOptions> CompareOptionsFromFlags(int argc, char** argv) {
         absl::StrCat(valid.message(), "; or 0 for the workers' default"));
   }
   options.ps_window_bytes = static_cast<uint64_t>(window);
+  RETURN_IF_ERROR(SetPredictedCosts(options));
   return options;
 }
 

@@ -94,7 +94,7 @@ absl::StatusOr<ClusterProbe> ReadClusterProbe(const std::string& path) {
   if (!fields.status().ok()) return fields.status();
   // A cluster of one worker and one shard checks every cost's range.
   const PlanJob one{.parameters = 1, .element_bytes = 4, .global_batch = 1};
-  if (absl::Status valid = CheckPlanInput(one, ClusterShape{}, costs); !valid.ok()) {
+  if (absl::Status valid = CheckPlanInput(one, PlanCluster{}, costs); !valid.ok()) {
     return absl::InvalidArgumentError(absl::StrCat(what, ": ", valid.message()));
   }
   const nlohmann::json object = nlohmann::json::parse(*text, nullptr, false);

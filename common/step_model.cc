@@ -31,17 +31,17 @@ uint64_t LargestRange(uint64_t elements, int parts) {
   return largest;
 }
 
-int BackupWorkers(const ClusterShape& cluster) {
+int BackupWorkers(const PlanCluster& cluster) {
   return std::clamp(cluster.backup_workers, 0, cluster.workers - 1);
 }
 
 // Workers whose gradient a step waits for and uses.
-int WaitedForWorkers(PlanMode mode, const ClusterShape& cluster) {
+int WaitedForWorkers(PlanMode mode, const PlanCluster& cluster) {
   return mode == PlanMode::kPsBackup ? cluster.workers - BackupWorkers(cluster) : cluster.workers;
 }
 
 // The slowest waited-for worker's compute: the straggler's unless a backup worker covers it.
-double ComputeSeconds(PlanMode mode, const PlanJob& job, const ClusterShape& cluster,
+double ComputeSeconds(PlanMode mode, const PlanJob& job, const PlanCluster& cluster,
                       const ClusterCosts& costs) {
   const double rows = std::ceil(static_cast<double>(job.global_batch) / cluster.workers);
   const double normal = rows * costs.compute_seconds_per_sample * CpuSlowdown(costs);
@@ -68,7 +68,7 @@ Traffic RingTraffic(const PlanJob& job, int workers) {
   return traffic;
 }
 
-Traffic PsTraffic(PlanMode mode, const PlanJob& job, const ClusterShape& cluster) {
+Traffic PsTraffic(PlanMode mode, const PlanJob& job, const PlanCluster& cluster) {
   Traffic traffic;
   traffic.rounds = cluster.workers > 1 ? 2 : 0;
   const uint64_t k = job.parameters;
@@ -148,7 +148,7 @@ absl::string_view PlanModeName(PlanMode mode) {
 }
 
 absl::StatusOr<StepPrediction> PredictStep(PlanMode mode, const PlanJob& job,
-                                           const ClusterShape& cluster, const ClusterCosts& costs) {
+                                           const PlanCluster& cluster, const ClusterCosts& costs) {
   if (absl::Status valid = CheckPlanInput(job, cluster, costs); !valid.ok()) return valid;
   StepPrediction p;
   p.mode = mode;

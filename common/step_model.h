@@ -45,7 +45,7 @@ struct ClusterCosts {
 };
 
 // The cluster the prediction is for.
-struct ClusterShape {
+struct PlanCluster {
   int workers = 1;              // N >= 1
   int shards = 1;               // S >= 1 (ps, ps-backup, ps-staleness; colocated uses N)
   int straggler = -1;           // rank of the one slow worker; -1: none
@@ -86,12 +86,12 @@ struct StepPrediction {
 };
 
 // The checks the model needs (see the header comment); `mode` decides which fields matter.
-absl::Status CheckPlanInput(const PlanJob& job, const ClusterShape& cluster,
+absl::Status CheckPlanInput(const PlanJob& job, const PlanCluster& cluster,
                             const ClusterCosts& costs);
 
 // One mode's step. CheckPlanInput first (its error is returned).
 absl::StatusOr<StepPrediction> PredictStep(PlanMode mode, const PlanJob& job,
-                                           const ClusterShape& cluster, const ClusterCosts& costs);
+                                           const PlanCluster& cluster, const ClusterCosts& costs);
 
 // Every mode's prediction, fastest first (by time to target when known, else step time; ties in
 // kAllPlanModes' order), and what decides first against second.
@@ -102,7 +102,7 @@ struct PlanRanking {
   // ("shard ingress N·K/S at 10 Gbit/s", "compute of straggler worker-3 at 3×").
   std::string deciding_term;
 };
-absl::StatusOr<PlanRanking> RankModes(const PlanJob& job, const ClusterShape& cluster,
+absl::StatusOr<PlanRanking> RankModes(const PlanJob& job, const PlanCluster& cluster,
                                       const ClusterCosts& costs);
 
 // A rate in bits per second as people write it: "10 Gbit/s", "100 Mbit/s", "1.5 kbit/s".

@@ -12,7 +12,7 @@ namespace {
 
 absl::Status Invalid(const std::string& message) { return absl::InvalidArgumentError(message); }
 
-absl::Status CheckShape(const ClusterShape& cluster, uint64_t parameters) {
+absl::Status CheckShape(const PlanCluster& cluster, uint64_t parameters) {
   if (cluster.workers < 1) {
     return Invalid(absl::StrCat("workers: N = ", cluster.workers, " cannot exist; give 1 or more"));
   }
@@ -82,7 +82,7 @@ std::string SyncTermWithRate(const StepPrediction& loser, const ClusterCosts& co
 
 // The term in which `second` loses most per sample against `first`.
 std::string DecidingTerm(const StepPrediction& first, const StepPrediction& second,
-                         const PlanJob& job, const ClusterShape& cluster,
+                         const PlanJob& job, const PlanCluster& cluster,
                          const ClusterCosts& costs) {
   const double first_samples = first.samples_per_second * first.step_seconds;
   const double second_samples = second.samples_per_second * second.step_seconds;
@@ -106,7 +106,7 @@ std::string DecidingTerm(const StepPrediction& first, const StepPrediction& seco
 
 }  // namespace
 
-absl::Status CheckPlanInput(const PlanJob& job, const ClusterShape& cluster,
+absl::Status CheckPlanInput(const PlanJob& job, const PlanCluster& cluster,
                             const ClusterCosts& costs) {
   if (job.parameters < 1) return Invalid("the model has no parameters (K = 0)");
   if (job.element_bytes != 2 && job.element_bytes != 4) {
@@ -122,7 +122,7 @@ absl::Status CheckPlanInput(const PlanJob& job, const ClusterShape& cluster,
   return CheckCosts(costs);
 }
 
-absl::StatusOr<PlanRanking> RankModes(const PlanJob& job, const ClusterShape& cluster,
+absl::StatusOr<PlanRanking> RankModes(const PlanJob& job, const PlanCluster& cluster,
                                       const ClusterCosts& costs) {
   PlanRanking ranking;
   for (PlanMode mode : kAllPlanModes) {

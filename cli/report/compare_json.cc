@@ -112,6 +112,15 @@ json ModeJson(const ModeReport& m) {
     out["bottleneck"] = m.bottleneck;  // what the bound waits for, in words
     out["bottleneck_node"] = m.bottleneck_node;
   }
+  // --probe: the step model's prediction beside the measurement, and measured ÷ predicted.
+  if (m.predicted_step_seconds > 0) {
+    out["predicted"] = {{"step_seconds", m.predicted_step_seconds},
+                        {"sync_seconds", m.predicted_sync_seconds},
+                        {"measured_over_predicted_step", m.step_p50 / m.predicted_step_seconds},
+                        {"measured_over_predicted_sync",
+                         m.predicted_sync_seconds > 0 ? json(m.sync_p50 / m.predicted_sync_seconds)
+                                                      : json(nullptr)}};
+  }
   return out;
 }
 

@@ -122,6 +122,9 @@ struct ModeReport {
   // and one line saying so with its bytes and rate (cli/lab_bound.h); empty outside the lab.
   double bound_seconds_per_step = 0;
   std::string bottleneck_node, bottleneck;
+  // `--probe=FILE`: the step model's step and sync seconds for this run (cli/compare_prediction.h),
+  // beside the measured step_p50 and sync_p50; 0 without a probe or for a run it does not model.
+  double predicted_step_seconds = 0, predicted_sync_seconds = 0;
   // ps with one shard beside each worker (--colocate, S = N).
   bool colocated = false;
   // Like step_p50, the sync and compute medians and overlap_share above, these have one

@@ -207,6 +207,20 @@ std::vector<TableRow> ComparisonRows(const JobComparison& job) {
       return Ratio(m.sync_p50, m.bound_seconds_per_step);
     }));
   }
+  if (job.ring.predicted_step_seconds > 0 || job.ps.predicted_step_seconds > 0) {  // --probe
+    rows.push_back(Row(job, "step p50 predicted", [](const ModeReport& m) {
+      return m.predicted_step_seconds > 0 ? HumanSeconds(m.predicted_step_seconds) : kMissing;
+    }));
+    rows.push_back(Row(job, "  measured/predicted", [](const ModeReport& m) {
+      return Ratio(m.step_p50, m.predicted_step_seconds);
+    }));
+    rows.push_back(Row(job, "sync p50 predicted", [](const ModeReport& m) {
+      return m.predicted_sync_seconds > 0 ? HumanSeconds(m.predicted_sync_seconds) : kMissing;
+    }));
+    rows.push_back(Row(job, "  measured/predicted ", [](const ModeReport& m) {
+      return Ratio(m.sync_p50, m.predicted_sync_seconds);
+    }));
+  }
   rows.push_back(Row(job, "samples/s", SamplesPerSecondText));
   rows.push_back(Row(job, "warm-up (not in step figures)", WarmupText));
   rows.push_back(

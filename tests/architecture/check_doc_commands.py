@@ -6,7 +6,7 @@ lines) and inline code spans. Wherever a token names a Ringside binary (ringside
 ringside-controller, -ps, -worker, -bench, with or without a build/bin/ path) the tokens up to
 the next shell separator form its command line, and:
   - every --flag must be one of that binary's flags (its --helpfull);
-  - `ringside` must name a subcommand it has (compare, lab, up, ctl mode ring|ps, health);
+  - `ringside` must name a subcommand it has (compare, lab, plan, up, ctl mode ring|ps, health);
   - `ringside-bench` must name a command it has;
   - a command line with --help is run and must exit 0 and print something.
 A token naming a script (scripts/..., deploy/..., tests/...: a path ending in .sh or .py) must be
@@ -20,7 +20,7 @@ import subprocess
 import sys
 
 BINARIES = ["ringside", "ringside-controller", "ringside-ps", "ringside-worker", "ringside-bench"]
-RINGSIDE_COMMANDS = {"compare", "lab", "up", "ctl", "health"}
+RINGSIDE_COMMANDS = {"compare", "lab", "plan", "up", "ctl", "health"}
 SEPARATORS = {"|", "||", "&&", ";", "&", ">", ">>", "2>&1", "<", ")", "#"}
 
 

@@ -199,5 +199,24 @@ TEST(CompareJsonTest, WritesAFileThatParsesBack) {
   EXPECT_EQ(doc["modes"]["ring"]["bytes_per_worker_per_step"]["measured"], 11182140.0);
 }
 
+// --probe: every measured step and sync has its prediction beside it, and the ratio.
+TEST(CompareJsonTest, PredictedColumnBesideTheMeasurement) {
+  CompareReport report = testing::SampleReport();
+  ModeReport& ring = report.jobs[0].ring;
+  ring.step_p50 = 0.1;
+  ring.sync_p50 = 0.02;
+  ring.predicted_step_seconds = ring.step_p50 / 2;
+  ring.predicted_sync_seconds = ring.sync_p50 / 4;
+  const json doc = CompareJson(report);
+  const json& predicted = doc["modes"]["ring"]["predicted"];
+  ASSERT_TRUE(predicted.is_object()) << doc["modes"]["ring"].dump();
+  EXPECT_EQ(predicted["step_seconds"], ring.step_p50 / 2);
+  EXPECT_EQ(predicted["sync_seconds"], ring.sync_p50 / 4);
+  EXPECT_DOUBLE_EQ(predicted["measured_over_predicted_step"].get<double>(), 2.0);
+  EXPECT_DOUBLE_EQ(predicted["measured_over_predicted_sync"].get<double>(), 4.0);
+  // Without a probe there is no prediction to show.
+  EXPECT_FALSE(doc["modes"]["ps"].contains("predicted"));
+}
+
 }  // namespace
 }  // namespace ringside::cli

@@ -191,5 +191,16 @@ TEST(ComparisonTableTest, WrapsProseAtOneHundredColumns) {
   }
 }
 
+TEST(ComparisonTableTest, PredictedRowsOnlyWithAProbe) {
+  JobComparison job = testing::SyntheticJob();
+  EXPECT_THAT(Table(job), Not(HasSubstr("step p50 predicted")));
+  job.ring.predicted_step_seconds = job.ring.step_p50 / 2;
+  job.ring.predicted_sync_seconds = job.ring.sync_p50 / 2;
+  const std::string table = Table(job);
+  EXPECT_THAT(table, HasSubstr("step p50 predicted"));
+  EXPECT_THAT(table, HasSubstr("sync p50 predicted"));
+  EXPECT_THAT(table, HasSubstr("2.000"));  // measured/predicted
+}
+
 }  // namespace
 }  // namespace ringside::cli

@@ -25,6 +25,8 @@ expect_help "ringside" "" "fault_at"
 expect_help "ringside compare" "workers ps_shards colocate json report model data steps lr insecure" \
   "link_rate slow_link cleanup address controller ready_file fault_at"
 expect_help "ringside lab" "link_rate slow_link colocate cleanup workers json model" "address ready_file controller"
+expect_help "ringside plan" "workers ps_shards link_rate link_latency probe probe_out straggler json chart model" \
+  "slow_link cleanup colocate address controller ready_file report"
 expect_help "ringside up" "workers mode ready_file model insecure" "link_rate colocate json address"
 expect_help "ringside ctl mode" "controller operator_token_file tls_ca tls_cert tls_key insecure" \
   "workers model link_rate address"
@@ -44,7 +46,7 @@ grep -q -- "^  --address=" <<<"$out" || fail "'ringside --helpfull' does not lis
 # Every flag of `ringside` belongs to some subcommand's --help (a new flag left out of all of
 # them would be invisible).
 all=$($bin/ringside --helpfull | grep -o '^  --[a-z0-9_]*' | sort -u)
-shown=$(for c in compare lab up "ctl mode" health; do $bin/ringside $c --help; done |
+shown=$(for c in compare lab plan up "ctl mode" health; do $bin/ringside $c --help; done |
         grep -o '^  --[a-z0-9_]*' | sort -u)
 missing=$(comm -23 <(echo "$all") <(echo "$shown") | tr -d ' ' | tr '\n' ' ')
 [ -z "$missing" ] || fail "no ringside subcommand's --help lists: $missing"

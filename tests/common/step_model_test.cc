@@ -17,9 +17,9 @@ ClusterCosts Costs() {
   return costs;
 }
 PlanJob Job() { return {.parameters = 1000, .element_bytes = 4, .global_batch = 64}; }
-ClusterShape Cluster(int shards = 4) { return {.workers = 4, .shards = shards}; }
+PlanCluster Cluster(int shards = 4) { return {.workers = 4, .shards = shards}; }
 
-StepPrediction Predict(PlanMode mode, const PlanJob& job, const ClusterShape& cluster,
+StepPrediction Predict(PlanMode mode, const PlanJob& job, const PlanCluster& cluster,
                        const ClusterCosts& costs = Costs()) {
   absl::StatusOr<StepPrediction> p = PredictStep(mode, job, cluster, costs);
   EXPECT_TRUE(p.ok()) << p.status();
@@ -69,7 +69,7 @@ TEST(StepModelTest, ColocatedPsCarriesTheRingsBytesInTwoRounds) {
 }
 
 TEST(StepModelTest, StragglerSlowsEveryModeButTheBackupWorkers) {
-  ClusterShape cluster = Cluster();
+  PlanCluster cluster = Cluster();
   cluster.straggler = 1;
   cluster.straggler_factor = 3;
   EXPECT_DOUBLE_EQ(Predict(PlanMode::kRing, Job(), cluster).compute_seconds, 3 * 1.6e-3);
@@ -84,7 +84,7 @@ TEST(StepModelTest, StragglerSlowsEveryModeButTheBackupWorkers) {
 }
 
 TEST(StepModelTest, StalenessOverlapsTheSyncWithTheNextCompute) {
-  ClusterShape cluster = Cluster();
+  PlanCluster cluster = Cluster();
   cluster.straggler = 1;
   cluster.straggler_factor = 3;
   const StepPrediction p = Predict(PlanMode::kPsStaleness, Job(), cluster);
@@ -126,7 +126,7 @@ TEST(StepModelTest, TimeToTargetIsStepsTimesStep) {
 }
 
 TEST(StepModelTest, OneWorkerHasNoSync) {
-  ClusterShape one = Cluster(1);
+  PlanCluster one = Cluster(1);
   one.workers = 1;
   const StepPrediction p = Predict(PlanMode::kRing, Job(), one);
   EXPECT_EQ(p.sync_seconds, 0);
@@ -135,7 +135,7 @@ TEST(StepModelTest, OneWorkerHasNoSync) {
 }
 
 TEST(StepModelTest, RanksByTimePerSampleAndNamesTheDecidingTerm) {
-  ClusterShape cluster = Cluster();
+  PlanCluster cluster = Cluster();
   cluster.straggler = 1;
   cluster.straggler_factor = 3;
   absl::StatusOr<PlanRanking> ranking = RankModes(Job(), cluster, Costs());
@@ -149,7 +149,7 @@ TEST(StepModelTest, RanksByTimePerSampleAndNamesTheDecidingTerm) {
 }
 
 TEST(StepModelTest, ComputeDecidesAgainstAWaitedForStraggler) {
-  ClusterShape cluster = Cluster();
+  PlanCluster cluster = Cluster();
   cluster.straggler = 2;
   cluster.straggler_factor = 10;
   ClusterCosts costs = Costs();
@@ -165,7 +165,7 @@ TEST(StepModelTest, EqualModesAreATie) {
   ClusterCosts costs = Costs();
   costs.link_latency_seconds = 0;
   costs.sync_cpu_seconds_per_byte = 0;
-  ClusterShape cluster = Cluster();
+  PlanCluster cluster = Cluster();
   cluster.backup_workers = 0;
   const StepPrediction ring = Predict(PlanMode::kRing, Job(), cluster, costs);
   const StepPrediction colocated = Predict(PlanMode::kColocatedPs, Job(), cluster, costs);
@@ -176,7 +176,7 @@ TEST(StepModelTest, RefusesAClusterThatCannotExist) {
   struct Case {
     const char* what;
     PlanJob job;
-    ClusterShape cluster;
+    PlanCluster cluster;
     ClusterCosts costs;
     const char* message;
   };

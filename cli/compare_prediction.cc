@@ -1,0 +1,42 @@
+#include "cli/compare_prediction.h"
+
+#include <algorithm>
+#include <optional>
+
+namespace ringside::cli {
+namespace {
+
+std::optional<PlanMode> PlanModeOf(const TrainingOptions& job, const ModeReport& report) {
+  if (report.mode == SyncMode::kRing) return PlanMode::kRing;
+  if (report.colocated) return PlanMode::kColocatedPs;
+  if (job.staleness == kAsyncStaleness) return std::nullopt;  // no barrier, no step the model has
+  if (job.staleness > 0) return PlanMode::kPsStaleness;
+  if (job.backup_workers > 0) return PlanMode::kPsBackup;
+  return PlanMode::kPs;
+}
+
+}  // namespace
+
+void FillPrediction(const ClusterCosts& costs, const TrainingOptions& job, const JobConfig& config,
+                    int shards, ModeReport& report) {
+  const std::optional<PlanMode> mode = PlanModeOf(job, report);
+  if (!report.completed || !mode.has_value() || report.final_world < 1) return;
+  PlanJob plan_job;
+  plan_job.parameters = static_cast<uint64_t>(config.parameters);
+  plan_job.element_bytes = config.element_bytes;
+  plan_job.global_batch = config.batch_size;
+  plan_job.buckets = std::max<int>(1, static_cast<int>(config.ring_buckets.size()));
+  PlanCluster cluster;
+  cluster.workers = report.final_world;
+  cluster.shards = report.colocated ? report.final_world : std::max(1, shards);
+  cluster.straggler = job.straggler.worker < report.final_world ? job.straggler.worker : -1;
+  cluster.straggler_factor = job.straggler.factor;
+  cluster.backup_workers = static_cast<int>(job.backup_workers);
+  cluster.staleness = static_cast<int>(std::max<int64_t>(1, job.staleness));
+  absl::StatusOr<StepPrediction> p = PredictStep(*mode, plan_job, cluster, costs);
+  if (!p.ok()) return;  // a cluster the model refuses: no prediction rather than a wrong one
+  report.predicted_step_seconds = p->step_seconds;
+  report.predicted_sync_seconds = p->sync_seconds;
+}
+
+}  // namespace ringside::cli

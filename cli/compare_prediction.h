@@ -1,0 +1,21 @@
+// Every measurement is also a check: the step model's prediction (common/step_model.h) for one
+// compare or lab run, from the costs of `--probe=FILE` (lab: its links at --link_rate), set
+// beside the run's measured step and sync. Pure; thread-safe. Fills nothing for a run the model
+// does not describe (async staleness, a failed run).
+#ifndef RINGSIDE_CLI_COMPARE_PREDICTION_H_
+#define RINGSIDE_CLI_COMPARE_PREDICTION_H_
+
+#include "cli/report/compare_report.h"
+#include "common/step_model.h"
+#include "common/training_options.h"
+
+namespace ringside::cli {
+
+// Sets report.predicted_step_seconds and predicted_sync_seconds for `report`'s mode on
+// report.final_world workers and `shards` shards (colocated when report.colocated).
+void FillPrediction(const ClusterCosts& costs, const TrainingOptions& job, const JobConfig& config,
+                    int shards, ModeReport& report);
+
+}  // namespace ringside::cli
+
+#endif  // RINGSIDE_CLI_COMPARE_PREDICTION_H_
