@@ -101,6 +101,9 @@ struct UpOptions {
   SyncMode mode = SyncMode::kRing;
   TrainingOptions job;
   std::string ready_file;
+  // --probe=FILE's costs: every worker exports the step model's step in both modes
+  // (ringside_predicted_step_seconds{mode}) beside the measured one. Unset: not exported.
+  std::optional<ClusterCosts> predicted_costs;
 };
 
 // `ringside plan` (cli/plan_command.cc): the step model's prediction per mode on each (N, S).

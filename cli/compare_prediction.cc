@@ -3,6 +3,10 @@
 #include <algorithm>
 #include <optional>
 
+#include "common/model_spec.h"
+#include "common/wire_dtype.h"
+#include "worker/gradient_buckets.h"
+
 namespace ringside::cli {
 namespace {
 
@@ -37,6 +41,27 @@ void FillPrediction(const ClusterCosts& costs, const TrainingOptions& job, const
   if (!p.ok()) return;  // a cluster the model refuses: no prediction rather than a wrong one
   report.predicted_step_seconds = p->step_seconds;
   report.predicted_sync_seconds = p->sync_seconds;
+}
+
+absl::StatusOr<StepPrediction> PredictJobStep(const ClusterCosts& costs, const TrainingOptions& job,
+                                              PlanMode mode, int workers, int shards) {
+  absl::StatusOr<ModelSpec> spec = ModelSpec::Parse(job.model, job.activation);
+  if (!spec.ok()) return spec.status();
+  PlanJob plan_job;
+  plan_job.parameters = spec->parameter_count();
+  plan_job.element_bytes = static_cast<int>(WireBytesPerElement(job.wire_dtype));
+  plan_job.global_batch = job.batch_size;
+  plan_job.buckets = job.bucket_bytes > 0
+                         ? static_cast<int>(worker::PlanBuckets(*spec, job.bucket_bytes).size())
+                         : 1;
+  PlanCluster cluster;
+  cluster.workers = workers;
+  cluster.shards = mode == PlanMode::kColocatedPs ? workers : shards;
+  cluster.straggler = job.straggler.worker;
+  cluster.straggler_factor = job.straggler.factor;
+  cluster.backup_workers = static_cast<int>(job.backup_workers);
+  cluster.staleness = static_cast<int>(std::max<int64_t>(1, job.staleness));
+  return PredictStep(mode, plan_job, cluster, costs);
 }
 
 }  // namespace ringside::cli

@@ -5,6 +5,7 @@
 #ifndef RINGSIDE_CLI_COMPARE_PREDICTION_H_
 #define RINGSIDE_CLI_COMPARE_PREDICTION_H_
 
+#include "absl/status/statusor.h"
 #include "cli/report/compare_report.h"
 #include "common/step_model.h"
 #include "common/training_options.h"
@@ -15,6 +16,11 @@ namespace ringside::cli {
 // report.final_world workers and `shards` shards (colocated when report.colocated).
 void FillPrediction(const ClusterCosts& costs, const TrainingOptions& job, const JobConfig& config,
                     int shards, ModeReport& report);
+
+// The step model's step for `job` (its model, batch, wire dtype, buckets, straggler, variants)
+// in `mode` on `workers` workers and `shards` shards: what `ringside up --probe` exports.
+absl::StatusOr<StepPrediction> PredictJobStep(const ClusterCosts& costs, const TrainingOptions& job,
+                                              PlanMode mode, int workers, int shards);
 
 }  // namespace ringside::cli
 

@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -231,19 +232,20 @@ absl::Status CheckJobData(const std::vector<TrainingOptions>& jobs) {
   return absl::OkStatus();
 }
 
-// --probe: the costs every run's prediction is made with, from a probe of this job's model.
-absl::Status SetPredictedCosts(CompareOptions& options) {
+// --probe: the costs every run's prediction is made with, from a probe of the jobs' model.
+absl::Status ReadPredictedCosts(const std::vector<TrainingOptions>& jobs,
+                                std::optional<ClusterCosts>& costs) {
   const std::string path = absl::GetFlag(FLAGS_probe);
   if (path.empty()) return absl::OkStatus();
   ASSIGN_OR_RETURN(const ClusterProbe probe, ReadClusterProbe(path));
-  for (const TrainingOptions& job : options.jobs) {
+  for (const TrainingOptions& job : jobs) {
     if (absl::Status same = CheckProbeMatchesModel(probe, path, job.model, job.activation);
         !same.ok()) {
       return absl::Status(same.code(), absl::StrCat("--probe: ", same.message(),
                                                     " (--model or --data runs one job)"));
     }
   }
-  options.predicted_costs = probe.costs;
+  costs = probe.costs;
   return absl::OkStatus();
 }
 
@@ -320,7 +322,7 @@ absl::StatusOr<CompareOptions> CompareOptionsFromFlags(int argc, char** argv) {
         absl::StrCat(valid.message(), "; or 0 for the workers' default"));
   }
   options.ps_window_bytes = static_cast<uint64_t>(window);
-  RETURN_IF_ERROR(SetPredictedCosts(options));
+  RETURN_IF_ERROR(ReadPredictedCosts(options.jobs, options.predicted_costs));
   return options;
 }
 
@@ -346,6 +348,7 @@ absl::StatusOr<UpOptions> UpOptionsFromFlags(int argc, char** argv) {
   RETURN_IF_ERROR(CheckJobData({options.job}));
   options.ready_file = absl::GetFlag(FLAGS_ready_file);
   RETURN_IF_ERROR(CheckOutputPath("--ready_file", options.ready_file));
+  RETURN_IF_ERROR(ReadPredictedCosts({options.job}, options.predicted_costs));
   return options;
 }
 

@@ -229,7 +229,7 @@ const Subcommand kSubcommands[] = {
      "Starts a local cluster that trains until Ctrl-C (or for --steps), printing every\n"
      "process's metrics URL (and writing them, their gRPC addresses and the flags\n"
      "`ringside ctl` needs to --ready_file).",
-     Join(kClusterFlags, {"mode", "ready_file"}), true, &UpCommand},
+     Join(kClusterFlags, {"mode", "ready_file", "probe"}), true, &UpCommand},
     {"ctl",
      "usage: ringside ctl mode ring|ps --controller=HOST:PORT --operator_token_file=PATH\n"
      "         (--tls_ca=PEM --tls_cert=PEM --tls_key=PEM | --insecure)\n"

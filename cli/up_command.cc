@@ -4,6 +4,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "cli/commands.h"
+#include "cli/compare_prediction.h"
 #include "common/file_util.h"
 #include "common/metrics.h"
 #include "common/status_macros.h"
@@ -21,6 +22,22 @@ namespace {
 // --ready_file: the controller's address, the flags a client needs, and every process's name,
 // pid, gRPC address (what `ringside health --address` checks) and metrics URL; written again after
 // a restart, so it names every server's current pid.
+// --predicted_step_seconds for every worker: the step model's ring and ps steps of this cluster.
+absl::StatusOr<std::vector<std::string>> PredictedStepFlags(const UpOptions& options) {
+  const int workers = options.cluster.workers;
+  const int shards = options.cluster.ps_shards;
+  const TrainingOptions& job = options.job;
+  ASSIGN_OR_RETURN(const StepPrediction ring,
+                   PredictJobStep(*options.predicted_costs, job, PlanMode::kRing, workers, shards));
+  const PlanMode ps_mode = job.staleness > 0        ? PlanMode::kPsStaleness
+                           : job.backup_workers > 0 ? PlanMode::kPsBackup
+                                                    : PlanMode::kPs;
+  ASSIGN_OR_RETURN(const StepPrediction ps,
+                   PredictJobStep(*options.predicted_costs, job, ps_mode, workers, shards));
+  return std::vector<std::string>{
+      absl::StrCat("--predicted_step_seconds=ring=", ring.step_seconds, ",ps=", ps.step_seconds)};
+}
+
 absl::Status WriteReadyFile(LocalCluster& cluster, const std::string& path) {
   nlohmann::json processes = nlohmann::json::array();
   for (auto& process : cluster.processes()) {
@@ -87,6 +104,9 @@ absl::Status RunUp(const UpOptions& options, const TerminationSignals& signals, 
   cluster_options.checkpoint_every = options.cluster.checkpoint_every;
   cluster_options.restart_servers = true;  // what an orchestrator does for a pod that dies
   cluster_options.tls = options.cluster.tls;
+  if (options.predicted_costs.has_value()) {
+    ASSIGN_OR_RETURN(cluster_options.worker_flags, PredictedStepFlags(options));
+  }
   absl::StatusOr<std::unique_ptr<LocalCluster>> started = LocalCluster::Start(cluster_options);
   if (!started.ok()) {
     if (temp != nullptr) temp->Keep();  // the error names a log in it

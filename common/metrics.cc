@@ -153,7 +153,12 @@ Metrics::Metrics(std::shared_ptr<prometheus::Registry> registry)
       wire_error_samples_(BuildCounter()
                               .Name("ringside_wire_error_samples_total")
                               .Help("Steps whose wire error was measured.")
-                              .Register(*registry_)) {}
+                              .Register(*registry_)),
+      predicted_step_seconds_(BuildGauge()
+                                  .Name("ringside_predicted_step_seconds")
+                                  .Help("The step model's predicted seconds per step of this "
+                                        "cluster in each mode (ringside plan's model).")
+                                  .Register(*registry_)) {}
 
 void Metrics::ExportWireDtype(WireDtype dtype) {
   for (WireDtype each : {WireDtype::kFp32, WireDtype::kFp16, WireDtype::kBf16}) {
@@ -163,6 +168,10 @@ void Metrics::ExportWireDtype(WireDtype dtype) {
 
 prometheus::Gauge& Metrics::WireRelativeError(SyncMode mode) {
   return wire_relative_error_.Add({{"mode", std::string(SyncModeName(mode))}});
+}
+
+prometheus::Gauge& Metrics::PredictedStepSeconds(SyncMode mode) {
+  return predicted_step_seconds_.Add({{"mode", std::string(SyncModeName(mode))}});
 }
 
 prometheus::Counter& Metrics::WireErrorSamples(SyncMode mode) {

@@ -100,6 +100,9 @@ class Metrics {
   // steps were sampled.
   prometheus::Gauge& WireRelativeError(SyncMode mode);
   prometheus::Counter& WireErrorSamples(SyncMode mode);
+  // ringside_predicted_step_seconds{mode}: the step model's step time for this cluster in `mode`
+  // (common/step_model.h; `ringside up --probe`), beside the measured ringside_step_seconds.
+  prometheus::Gauge& PredictedStepSeconds(SyncMode mode);
 
   const std::shared_ptr<prometheus::Registry>& registry() const { return registry_; }
 
@@ -125,6 +128,7 @@ class Metrics {
   prometheus::Family<prometheus::Gauge>& wire_dtype_info_;
   prometheus::Family<prometheus::Gauge>& wire_relative_error_;
   prometheus::Family<prometheus::Counter>& wire_error_samples_;
+  prometheus::Family<prometheus::Gauge>& predicted_step_seconds_;
 };
 
 // Serves a registry as Prometheus text at http://HOST:PORT/metrics. Owns the HTTP server.

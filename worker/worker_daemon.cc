@@ -86,6 +86,12 @@ absl::Status StartServing(const WorkerOptions& options, RunningWorker& worker) {
   const bool elastic = IsElastic(options);
   ASSIGN_OR_RETURN(worker.metrics_server,
                    MetricsServer::Start(options.metrics_listen, worker.registry));
+  if (options.predicted_ring_step_seconds > 0) {
+    worker.metrics.PredictedStepSeconds(SyncMode::kRing).Set(options.predicted_ring_step_seconds);
+  }
+  if (options.predicted_ps_step_seconds > 0) {
+    worker.metrics.PredictedStepSeconds(SyncMode::kPs).Set(options.predicted_ps_step_seconds);
+  }
   std::string listen = options.listen;
   // Set before anything is served, so the left neighbour must present the controller's link key
   // from the first stream on.

@@ -79,6 +79,8 @@ struct WorkerOptions {
   absl::Duration timeout = absl::Seconds(60);  // per collective, ps step or state transfer
   // Of every link: the RingPeer server, the ring stream, the shards, the controller.
   TransportSecurity security;
+  // ringside_predicted_step_seconds{mode}'s values (--predicted_step_seconds); 0: not exported.
+  double predicted_ring_step_seconds = 0, predicted_ps_step_seconds = 0;
 
   StaticClusterOptions cluster;
   ElasticWorkerOptions elastic;

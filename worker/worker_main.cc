@@ -3,10 +3,12 @@
 
 #include <iostream>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "common/allocator_tuning.h"
@@ -77,6 +79,9 @@ ABSL_FLAG(int64_t, hold_at, -1,
           "generation (so a test switches modes at an exact step); negative: never");
 ABSL_FLAG(bool, linger, kDefaults.cluster.linger,
           "after the job, keep serving metrics until SIGINT/SIGTERM (for scraping)");
+ABSL_FLAG(std::string, predicted_step_seconds, "",
+          "ring=S,ps=S: the step model's predicted seconds per step in each mode, exported as "
+          "ringside_predicted_step_seconds{mode} (ringside up --probe sets it); empty: none");
 
 namespace {
 
@@ -141,6 +146,23 @@ absl::StatusOr<worker::WorkerTestOptions> TestOptionsFromFlags() {
   return testing;
 }
 
+// --predicted_step_seconds=ring=S,ps=S (either may be left out).
+absl::Status PredictedStepsFromFlags(worker::WorkerOptions& options) {
+  const std::string text = absl::GetFlag(FLAGS_predicted_step_seconds);
+  for (absl::string_view item : absl::StrSplit(text, ',', absl::SkipEmpty())) {
+    const std::pair<absl::string_view, absl::string_view> kv = absl::StrSplit(item, '=');
+    double seconds = 0;
+    if (!absl::SimpleAtod(kv.second, &seconds) || !(seconds > 0) || seconds > 1e6 ||
+        (kv.first != "ring" && kv.first != "ps")) {
+      return absl::InvalidArgumentError(absl::StrCat("--predicted_step_seconds: '", item,
+                                                     "' is not ring=SECONDS or ps=SECONDS (> 0)"));
+    }
+    (kv.first == "ring" ? options.predicted_ring_step_seconds : options.predicted_ps_step_seconds) =
+        seconds;
+  }
+  return absl::OkStatus();
+}
+
 // Each concern's flags in turn; the first bad flag is the error.
 absl::StatusOr<worker::WorkerOptions> OptionsFromFlags() {
   worker::WorkerOptions options;
@@ -153,6 +175,7 @@ absl::StatusOr<worker::WorkerOptions> OptionsFromFlags() {
   options.segment_bytes = absl::GetFlag(FLAGS_segment_bytes);
   options.ps_window_bytes = absl::GetFlag(FLAGS_ps_window_bytes);
   options.timeout = absl::GetFlag(FLAGS_timeout);
+  if (absl::Status predicted = PredictedStepsFromFlags(options); !predicted.ok()) return predicted;
   absl::StatusOr<ringside::TrainingOptions> training = ringside::TrainingOptionsFromFlags();
   if (!training.ok()) return training.status();
   options.training = *std::move(training);

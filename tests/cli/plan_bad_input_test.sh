@@ -54,6 +54,11 @@ expect_refused "format version 7" "$bin/ringside" plan --probe="$work/v7.json"
 sed 's/"link_bytes_per_second": [0-9.e+]*/"link_bytes_per_second": 0/' "$probe" >"$work/r0.json"
 expect_refused "link rate 0" "$bin/ringside" plan --probe="$work/r0.json"
 
+# The workers' side of `ringside up --probe`.
+expect_refused "--predicted_step_seconds" "$bin/ringside-worker" --insecure --predicted_step_seconds=ring=-1
+expect_refused "--predicted_step_seconds" "$bin/ringside-worker" --insecure --predicted_step_seconds=gpu=1
+expect_refused "format version 7" "$bin/ringside" up --insecure --probe="$work/v7.json"
+
 # A plan from the probe file, with its JSON.
 if out=$("${plan[@]}" --workers=2,4 --ps_shards=1,2 --link_rate=1gbit --json="$work/plan.json" 2>&1); then
   grep -q '^first: ' <<<"$out" || fail "no ranking in the plan: $out"

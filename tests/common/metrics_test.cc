@@ -32,6 +32,18 @@ TEST(MetricsTest, LinkCountersUseContractNamesAndLabels) {
             std::string::npos);
 }
 
+TEST(MetricsTest, PredictedStepSecondsPerMode) {
+  auto registry = std::make_shared<prometheus::Registry>();
+  Metrics metrics(registry);
+  metrics.PredictedStepSeconds(SyncMode::kRing).Set(0.25);
+  metrics.PredictedStepSeconds(SyncMode::kPs).Set(0.5);
+  const std::string text = prometheus::TextSerializer().Serialize(registry->Collect());
+  EXPECT_NE(text.find("ringside_predicted_step_seconds{mode=\"ring\"} 0.25"), std::string::npos)
+      << text;
+  EXPECT_NE(text.find("ringside_predicted_step_seconds{mode=\"ps\"} 0.5"), std::string::npos)
+      << text;
+}
+
 TEST(MetricsTest, ParsesModes) {
   EXPECT_EQ(*ParseSyncMode("ring"), SyncMode::kRing);
   EXPECT_EQ(*ParseSyncMode("ps"), SyncMode::kPs);

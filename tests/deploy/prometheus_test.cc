@@ -34,6 +34,7 @@
 #include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
+#include "common/cluster_probe.h"
 #include "common/file_util.h"
 #include "common/status_macros.h"
 #include "gtest/gtest.h"
@@ -119,13 +120,29 @@ struct Cluster {
   json ready;
 };
 
+// A probe of the clusters' model (fixed figures: the test checks the predicted series exists,
+// not its value), so the workers export ringside_predicted_step_seconds for the dashboard.
+absl::StatusOr<std::string> WriteProbe(const launch::TempDir& dir) {
+  ClusterProbe probe;
+  probe.model = "4,16,3";
+  probe.activation = "tanh";
+  probe.device = "cpu";
+  probe.costs.link_bytes_per_second = 1e9;
+  probe.costs.link_latency_seconds = 1e-4;
+  probe.costs.compute_seconds_per_sample = 1e-6;
+  const std::string path = dir.File("probe.json");
+  RETURN_IF_ERROR(WriteClusterProbe(path, probe));
+  return path;
+}
+
 absl::StatusOr<Cluster> StartCluster(const launch::TempDir& dir, const std::string& mode) {
   const std::string ready_file = dir.File("ready-" + mode + ".json");
+  ASSIGN_OR_RETURN(const std::string probe, WriteProbe(dir));
   std::vector<std::string> argv = {
       BinDir() + "/ringside", "up", "--workers=4", "--ps_shards=2", "--mode=" + mode,
       // Iris, small and fast: many steps in every scrape window.
       "--model=4,16,3", "--data=iris", "--steps=100000000", "--batch_size=32", "--optimizer=adam",
-      "--lr=0.01", "--ready_file=" + ready_file};
+      "--lr=0.01", "--ready_file=" + ready_file, "--probe=" + probe};
   launch::SpawnOptions options;
   options.argv = argv;
   options.log_path = dir.File("up-" + mode + ".log");
