@@ -123,6 +123,8 @@ struct PlanOptions {
   int64_t steps_to_target = 0;  // 0: unknown, no time to target
   std::string json_file;
   std::string chart_file;  // SVG: predicted step time against N per mode
+  // A `ringside compare --json` file: its runs' measured steps go on the chart as points.
+  std::string measured_file;
 };
 absl::Status RunPlan(const PlanOptions& options, std::ostream& out);
 

@@ -99,9 +99,49 @@ absl::StatusOr<PlanInput> PlanInputOf(const PlanOptions& options, std::ostream& 
   return input;
 }
 
+// The measured steps of a `ringside compare --json` file's runs of this model, for the chart:
+// every job's ring, ps and colocated ps at its final world. A file that is not compare's JSON
+// is an error naming it; a run without a step median is left out.
+absl::StatusOr<std::vector<MeasuredStep>> MeasuredSteps(const std::string& path,
+                                                        const std::string& model) {
+  ASSIGN_OR_RETURN(const std::string text, ReadFileToString(path));
+  const nlohmann::json doc = nlohmann::json::parse(text, nullptr, false);
+  if (!doc.is_object() || !doc.contains("jobs") || !doc["jobs"].is_array()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--measured=", path, ": not a ringside compare --json file (no \"jobs\")"));
+  }
+  const std::pair<const char*, const char*> modes[] = {
+      {"ring", "ring"}, {"ps", "ps"}, {"ps_colocated", "ps-colocated"}};
+  std::vector<MeasuredStep> steps;
+  for (const nlohmann::json& job : doc["jobs"]) {
+    const nlohmann::json* config =
+        job.is_object() && job.contains("config") ? &job["config"] : nullptr;
+    if (config == nullptr || !config->is_object() || config->value("model", "") != model) continue;
+    if (!job.contains("modes") || !job["modes"].is_object()) continue;
+    for (const auto& [key, name] : modes) {
+      const nlohmann::json& m = job["modes"].value(key, nlohmann::json::object());
+      const nlohmann::json step =
+          m.is_object() ? m.value("step_seconds", nlohmann::json::object()) : nlohmann::json();
+      const nlohmann::json world =
+          m.is_object() ? m.value("final_world", nlohmann::json()) : nlohmann::json();
+      if (!step.is_object() || !step.value("p50", nlohmann::json()).is_number() ||
+          !world.is_number_integer()) {
+        continue;
+      }
+      steps.push_back({name, world.get<int>(), step["p50"].get<double>()});
+    }
+  }
+  return steps;
+}
+
 }  // namespace
 
 absl::Status RunPlan(const PlanOptions& options, std::ostream& out) {
+  // The measured file first: a bad one is refused before anything is probed or printed.
+  std::vector<MeasuredStep> measured;
+  if (!options.measured_file.empty()) {
+    ASSIGN_OR_RETURN(measured, MeasuredSteps(options.measured_file, options.job.model));
+  }
   ASSIGN_OR_RETURN(const PlanInput input, PlanInputOf(options, out));
   ASSIGN_OR_RETURN(const std::vector<PlanCell> cells, PlanCells(input));
   out << PlanTable(input, cells);
@@ -110,8 +150,13 @@ absl::Status RunPlan(const PlanOptions& options, std::ostream& out) {
     out << "JSON written to " << options.json_file << "\n";
   }
   if (!options.chart_file.empty()) {
-    RETURN_IF_ERROR(WriteFileAtomically(options.chart_file, PlanChartSvg(input, {}) + "\n"));
-    out << "chart written to " << options.chart_file << "\n";
+    RETURN_IF_ERROR(WriteFileAtomically(options.chart_file, PlanChartSvg(input, measured) + "\n"));
+    out << "chart written to " << options.chart_file;
+    if (!options.measured_file.empty()) {
+      out << ", with " << measured.size() << " measured steps of " << options.job.model << " from "
+          << options.measured_file;
+    }
+    out << "\n";
   }
   return absl::OkStatus();
 }

@@ -69,20 +69,10 @@ ABSL_FLAG(int64_t, checkpoint_every, 0,
 ABSL_FLAG(std::string, link_rate, "",
           "lab: the rate of every host's link, each way, in tc syntax (100mbit, 1gbit, 500kbit); "
           "plan: the rate of the cluster's links, in place of the probe's");
-ABSL_FLAG(std::string, link_latency, "",
-          "plan: each message's latency on the cluster's links (e.g. 50us, 1ms), in place of "
-          "the probe's");
 ABSL_FLAG(std::string, probe, "",
           "plan: the probe file of the cluster (written by --probe_out) to take its costs from; "
-          "compare/lab: predict every run's step and sync from it, beside the measured ones");
-ABSL_FLAG(std::string, probe_out, "",
-          "plan: probe this host on loopback and write the probe file here");
-ABSL_FLAG(int64_t, probe_members, 3, "plan: loopback links the probe measures, 1 to 64");
-ABSL_FLAG(int64_t, steps_to_target, 0,
-          "plan: steps the job takes to its target (from a run, or given); 0: unknown, no time "
-          "to target");
-ABSL_FLAG(std::string, chart, "",
-          "plan: write an SVG chart of the predicted step time against N (1 to 1024) here");
+          "compare/lab: predict every run's step and sync from it, beside the measured ones; "
+          "up: every worker exports the predicted step (ringside_predicted_step_seconds)");
 ABSL_FLAG(std::string, slow_link, "",
           "lab: HOST:RATE (e.g. worker-3:20mbit): that lab host's link, each way, at RATE instead "
           "of --link_rate; a comma list, or the flag repeated, for several hosts");
@@ -178,26 +168,6 @@ absl::StatusOr<std::vector<TrainingOptions>> CompareJobs(const TrainingOptions& 
       " has no job of its own: add --model=INPUTS,...,CLASSES to say what to train on it"));
 }
 
-// Where a command will write, checked before anything starts rather than after a long run:
-// the directory must exist and be writable, and the path must not be a directory or a file it
-// cannot replace.
-absl::Status CheckOutputPath(const char* flag, const std::string& path) {
-  if (path.empty()) return absl::OkStatus();
-  const size_t slash = path.rfind('/');
-  const std::string dir =
-      slash == std::string::npos ? "." : path.substr(0, std::max<size_t>(slash, 1));
-  struct stat info {};
-  if (stat(path.c_str(), &info) == 0 && S_ISDIR(info.st_mode)) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(flag, "=", path, ": is a directory; give a file path"));
-  }
-  if (access(dir.c_str(), W_OK | X_OK) != 0) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(flag, "=", path, ": cannot write in ", dir, " (", std::strerror(errno), ")"));
-  }
-  return absl::OkStatus();
-}
-
 // --ps_variants, each checked against every job's other settings before any cluster starts.
 absl::Status SetPsVariants(CompareOptions& options) {
   const std::string text = absl::GetFlag(FLAGS_ps_variants);
@@ -250,6 +220,26 @@ absl::Status ReadPredictedCosts(const std::vector<TrainingOptions>& jobs,
 }
 
 }  // namespace
+
+// Where a command will write, checked before anything starts rather than after a long run:
+// the directory must exist and be writable, and the path must not be a directory or a file it
+// cannot replace.
+absl::Status CheckOutputPath(const char* flag, const std::string& path) {
+  if (path.empty()) return absl::OkStatus();
+  const size_t slash = path.rfind('/');
+  const std::string dir =
+      slash == std::string::npos ? "." : path.substr(0, std::max<size_t>(slash, 1));
+  struct stat info {};
+  if (stat(path.c_str(), &info) == 0 && S_ISDIR(info.st_mode)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(flag, "=", path, ": is a directory; give a file path"));
+  }
+  if (access(dir.c_str(), W_OK | X_OK) != 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(flag, "=", path, ": cannot write in ", dir, " (", std::strerror(errno), ")"));
+  }
+  return absl::OkStatus();
+}
 
 // The jobs plain `compare` runs, what its --help says: the communication-heavy one (the sync cost
 // dominates) on real data, timed to a test accuracy, then the small Iris one.
@@ -349,61 +339,6 @@ absl::StatusOr<UpOptions> UpOptionsFromFlags(int argc, char** argv) {
   options.ready_file = absl::GetFlag(FLAGS_ready_file);
   RETURN_IF_ERROR(CheckOutputPath("--ready_file", options.ready_file));
   RETURN_IF_ERROR(ReadPredictedCosts({options.job}, options.predicted_costs));
-  return options;
-}
-
-// plan: the step model's inputs; the costs' sources are read in RunPlan.
-absl::StatusOr<PlanOptions> PlanOptionsFromFlags(int argc, char** argv) {
-  PlanOptions options;
-  if (!RepeatedFlagValues(argc, argv, "slow_link").empty()) {
-    return absl::InvalidArgumentError(
-        "--slow_link is for `ringside lab`; plan's slow node is --straggler=worker-N:F");
-  }
-  ASSIGN_OR_RETURN(options.job, TrainingOptionsFromFlags());
-  if (!FlagGiven(argc, argv, "device")) options.job.device = "cpu";
-  RETURN_IF_ERROR(ModelSpec::Parse(options.job.model, options.job.activation).status());
-  ASSIGN_OR_RETURN(options.worker_counts,
-                   ParseCountList("--workers", absl::GetFlag(FLAGS_workers), 1 << 20));
-  ASSIGN_OR_RETURN(options.shard_counts,
-                   ParseCountList("--ps_shards", absl::GetFlag(FLAGS_ps_shards), 1 << 20));
-  options.probe_file = absl::GetFlag(FLAGS_probe);
-  options.probe_out = absl::GetFlag(FLAGS_probe_out);
-  if (!options.probe_file.empty() && !options.probe_out.empty()) {
-    return absl::InvalidArgumentError(
-        "--probe reads a probe file, --probe_out writes a new one: give one of them");
-  }
-  RETURN_IF_ERROR(CheckOutputPath("--probe_out", options.probe_out));
-  const int64_t members = absl::GetFlag(FLAGS_probe_members);
-  if (members < 1 || members > 64) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("--probe_members=", members, ": must be 1 to 64"));
-  }
-  options.probe_members = static_cast<int>(members);
-  options.tls = !SecurityFlagsFromCommandLine().insecure;
-  if (!absl::GetFlag(FLAGS_link_rate).empty()) {
-    absl::StatusOr<LinkRate> rate = ParseLinkRate(absl::GetFlag(FLAGS_link_rate));
-    if (!rate.ok()) {
-      return absl::InvalidArgumentError("--link_rate: " + std::string(rate.status().message()));
-    }
-    options.link_rate = *rate;
-  }
-  if (const std::string latency = absl::GetFlag(FLAGS_link_latency); !latency.empty()) {
-    absl::Duration duration;
-    if (!absl::ParseDuration(latency, &duration) || duration < absl::ZeroDuration() ||
-        duration > absl::Seconds(60)) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "--link_latency=", latency, ": give a duration from 0 to 60s, e.g. 50us or 2ms"));
-    }
-    options.link_latency = duration;
-  }
-  options.steps_to_target = absl::GetFlag(FLAGS_steps_to_target);
-  if (options.steps_to_target < 0 || options.steps_to_target > kUntilStoppedSteps) {
-    return absl::InvalidArgumentError("--steps_to_target must be >= 0 (0: unknown)");
-  }
-  options.json_file = absl::GetFlag(FLAGS_json);
-  options.chart_file = absl::GetFlag(FLAGS_chart);
-  RETURN_IF_ERROR(CheckOutputPath("--json", options.json_file));
-  RETURN_IF_ERROR(CheckOutputPath("--chart", options.chart_file));
   return options;
 }
 

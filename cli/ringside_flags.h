@@ -18,6 +18,12 @@ ABSL_DECLARE_FLAG(std::string, operator_token_file);
 ABSL_DECLARE_FLAG(std::string, address);
 ABSL_DECLARE_FLAG(absl::Duration, timeout);
 ABSL_DECLARE_FLAG(bool, cleanup);
+// plan reads these too (cli/plan_flags.cc).
+ABSL_DECLARE_FLAG(std::string, workers);
+ABSL_DECLARE_FLAG(std::string, ps_shards);
+ABSL_DECLARE_FLAG(std::string, link_rate);
+ABSL_DECLARE_FLAG(std::string, json);
+ABSL_DECLARE_FLAG(std::string, probe);
 
 namespace ringside::cli {
 
@@ -31,7 +37,10 @@ absl::StatusOr<CompareOptions> CompareOptionsFromFlags(int argc, char** argv);
 absl::Status LabRatesFromFlags(int argc, char** argv, CompareOptions& options);
 // up: its one cluster and job, which trains until stopped unless --steps is given.
 absl::StatusOr<UpOptions> UpOptionsFromFlags(int argc, char** argv);
-// plan: the job, the cluster sizes and where the costs come from.
+// Where a command will write, checked before anything starts: the directory must exist and be
+// writable, and the path must not be a directory. INVALID_ARGUMENT naming `flag`.
+absl::Status CheckOutputPath(const char* flag, const std::string& path);
+// plan (cli/plan_flags.cc): the job, the cluster sizes and where the costs come from.
 absl::StatusOr<PlanOptions> PlanOptionsFromFlags(int argc, char** argv);
 // Whether lab's flags were given: compare and up refuse them, which taken silently would let a
 // user believe the links were shaped.

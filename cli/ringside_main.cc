@@ -221,7 +221,7 @@ const Subcommand kSubcommands[] = {
      "Predicts each mode's compute, sync and step time, samples/s and time to target on each\n"
      "cluster size, ranks the modes and names the term that decides; --json and --chart.",
      {"workers", "ps_shards", "link_rate", "link_latency", "probe", "probe_out", "probe_members",
-      "steps_to_target", "json", "chart", "insecure"},
+      "steps_to_target", "json", "chart", "measured", "insecure"},
      true,
      &PlanCommand},
     {"up",

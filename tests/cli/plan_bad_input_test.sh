@@ -54,6 +54,10 @@ expect_refused "format version 7" "$bin/ringside" plan --probe="$work/v7.json"
 sed 's/"link_bytes_per_second": [0-9.e+]*/"link_bytes_per_second": 0/' "$probe" >"$work/r0.json"
 expect_refused "link rate 0" "$bin/ringside" plan --probe="$work/r0.json"
 
+expect_refused "--measured lays measured steps on --chart" "${plan[@]}" --measured="$probe"
+expect_refused "not a ringside compare --json file" "${plan[@]}" --measured="$probe" \
+  --chart="$work/chart.svg"
+
 # The workers' side of `ringside up --probe`.
 expect_refused "--predicted_step_seconds" "$bin/ringside-worker" --insecure --predicted_step_seconds=ring=-1
 expect_refused "--predicted_step_seconds" "$bin/ringside-worker" --insecure --predicted_step_seconds=gpu=1
@@ -66,6 +70,24 @@ if out=$("${plan[@]}" --workers=2,4 --ps_shards=1,2 --link_rate=1gbit --json="$w
     "$work/plan.json" || fail "plan JSON has not 4 cells"
 else
   fail "plan from a probe file failed: $out"
+fi
+
+# --chart with --measured: a compare JSON's runs of this model become points on the curves.
+cat >"$work/compare.json" <<'JSON'
+{"jobs": [{"config": {"model": "4,16,3"},
+           "modes": {"ring": {"step_seconds": {"p50": 0.01}, "final_world": 2},
+                     "ps": {"step_seconds": {"p50": 0.02}, "final_world": 2}}},
+          {"config": {"model": "784,1024,1024,10"},
+           "modes": {"ring": {"step_seconds": {"p50": 0.3}, "final_world": 2}}}]}
+JSON
+if out=$("${plan[@]}" --workers=2 --ps_shards=1 --chart="$work/chart.svg" \
+    --measured="$work/compare.json" 2>&1); then
+  grep -q "with 2 measured steps" <<<"$out" || fail "the chart does not say it took 2 steps: $out"
+  [ "$(grep -o 'class="mark measured ring"' "$work/chart.svg" | wc -l)" -eq 1 ] &&
+    [ "$(grep -o 'class="mark measured ps"' "$work/chart.svg" | wc -l)" -eq 1 ] ||
+    fail "the chart lacks the measured ring and ps points"
+else
+  fail "plan --chart --measured failed: $out"
 fi
 
 [ "$failures" -eq 0 ] && echo "all refused" || exit 1

@@ -1,0 +1,94 @@
+// `ringside plan`'s own flags and the options it reads from them (cli/ringside_flags.h): every
+// value checked before anything is probed, refused in one line naming its flag.
+#include <string>
+#include <vector>
+
+#include "absl/flags/flag.h"
+#include "absl/strings/str_cat.h"
+#include "absl/time/time.h"
+#include "cli/ringside_flags.h"
+#include "cli/scaling_sweep.h"
+#include "common/flags/command_line.h"
+#include "common/flags/security_flags.h"
+#include "common/flags/training_flags.h"
+#include "common/link_rate.h"
+#include "common/model_spec.h"
+#include "common/status_macros.h"
+#include "common/training_options.h"
+
+ABSL_FLAG(std::string, link_latency, "",
+          "plan: each message's latency on the cluster's links (e.g. 50us, 1ms), in place of "
+          "the probe's");
+ABSL_FLAG(std::string, probe_out, "",
+          "plan: probe this host on loopback and write the probe file here");
+ABSL_FLAG(int64_t, probe_members, 3, "plan: loopback links the probe measures, 1 to 64");
+ABSL_FLAG(int64_t, steps_to_target, 0,
+          "plan: steps the job takes to its target (from a run, or given); 0: unknown, no time "
+          "to target");
+ABSL_FLAG(std::string, chart, "",
+          "plan: write an SVG chart of the predicted step time against N (1 to 1024) here");
+ABSL_FLAG(std::string, measured, "",
+          "plan: a ringside compare --json file whose measured steps --chart lays on the curves");
+
+namespace ringside::cli {
+
+// plan: the step model's inputs; the costs' sources are read in RunPlan.
+absl::StatusOr<PlanOptions> PlanOptionsFromFlags(int argc, char** argv) {
+  PlanOptions options;
+  if (!RepeatedFlagValues(argc, argv, "slow_link").empty()) {
+    return absl::InvalidArgumentError(
+        "--slow_link is for `ringside lab`; plan's slow node is --straggler=worker-N:F");
+  }
+  ASSIGN_OR_RETURN(options.job, TrainingOptionsFromFlags());
+  if (!FlagGiven(argc, argv, "device")) options.job.device = "cpu";
+  RETURN_IF_ERROR(ModelSpec::Parse(options.job.model, options.job.activation).status());
+  ASSIGN_OR_RETURN(options.worker_counts,
+                   ParseCountList("--workers", absl::GetFlag(FLAGS_workers), 1 << 20));
+  ASSIGN_OR_RETURN(options.shard_counts,
+                   ParseCountList("--ps_shards", absl::GetFlag(FLAGS_ps_shards), 1 << 20));
+  options.probe_file = absl::GetFlag(FLAGS_probe);
+  options.probe_out = absl::GetFlag(FLAGS_probe_out);
+  if (!options.probe_file.empty() && !options.probe_out.empty()) {
+    return absl::InvalidArgumentError(
+        "--probe reads a probe file, --probe_out writes a new one: give one of them");
+  }
+  RETURN_IF_ERROR(CheckOutputPath("--probe_out", options.probe_out));
+  const int64_t members = absl::GetFlag(FLAGS_probe_members);
+  if (members < 1 || members > 64) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--probe_members=", members, ": must be 1 to 64"));
+  }
+  options.probe_members = static_cast<int>(members);
+  options.tls = !SecurityFlagsFromCommandLine().insecure;
+  if (!absl::GetFlag(FLAGS_link_rate).empty()) {
+    absl::StatusOr<LinkRate> rate = ParseLinkRate(absl::GetFlag(FLAGS_link_rate));
+    if (!rate.ok()) {
+      return absl::InvalidArgumentError("--link_rate: " + std::string(rate.status().message()));
+    }
+    options.link_rate = *rate;
+  }
+  if (const std::string latency = absl::GetFlag(FLAGS_link_latency); !latency.empty()) {
+    absl::Duration duration;
+    if (!absl::ParseDuration(latency, &duration) || duration < absl::ZeroDuration() ||
+        duration > absl::Seconds(60)) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "--link_latency=", latency, ": give a duration from 0 to 60s, e.g. 50us or 2ms"));
+    }
+    options.link_latency = duration;
+  }
+  options.steps_to_target = absl::GetFlag(FLAGS_steps_to_target);
+  if (options.steps_to_target < 0 || options.steps_to_target > kUntilStoppedSteps) {
+    return absl::InvalidArgumentError("--steps_to_target must be >= 0 (0: unknown)");
+  }
+  options.json_file = absl::GetFlag(FLAGS_json);
+  options.chart_file = absl::GetFlag(FLAGS_chart);
+  options.measured_file = absl::GetFlag(FLAGS_measured);
+  RETURN_IF_ERROR(CheckOutputPath("--json", options.json_file));
+  RETURN_IF_ERROR(CheckOutputPath("--chart", options.chart_file));
+  if (!options.measured_file.empty() && options.chart_file.empty()) {
+    return absl::InvalidArgumentError("--measured lays measured steps on --chart: give --chart");
+  }
+  return options;
+}
+
+}  // namespace ringside::cli
