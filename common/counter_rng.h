@@ -16,6 +16,7 @@ enum class RngStream : uint64_t {
   kSyntheticRows = 3,
   kSyntheticLabels = 4,
   kEpochShuffle = 5,
+  kRandomKCoordinates = 6,
 };
 
 inline uint64_t Mix64(uint64_t z) {

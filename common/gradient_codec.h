@@ -1,0 +1,74 @@
+// A gradient compressor (--compression, common/compression.h): one segment of float32 gradient
+// into far fewer bytes, and back. One interface, one implementation per kind, each in its own
+// file (topk_codec.h, sign_codec.h, randomk_codec.h); the error feedback that makes them
+// converge (error_feedback.h) is a policy beside them, not in each codec.
+//
+// Encode is lossy and says exactly what it lost: it leaves in its input what the wire does not
+// carry (values − Decode(wire)), so the caller's residual is updated in the same pass. A segment
+// is whatever the caller hands over (a PS push segment, a ring chunk's segment); EncodedBytes is
+// a pure function of its element count, so the cost model knows every link's bytes exactly.
+//
+// Decoding checks every field before it writes anything (a payload from the network may be
+// anything): its size, counts, index range and order, and that every value is finite. A bad
+// payload is INVALID_ARGUMENT naming what is wrong, and the output is left untouched.
+//
+// Little-endian on the wire. Implementations hold only their configuration: const, thread-safe.
+#ifndef RINGSIDE_COMMON_GRADIENT_CODEC_H_
+#define RINGSIDE_COMMON_GRADIENT_CODEC_H_
+
+#include <cstddef>
+#include <cstdint>
+
+#include "absl/status/status.h"
+#include "absl/strings/string_view.h"
+#include "absl/types/span.h"
+
+namespace ringside {
+
+// Which segment of which step a payload is: what a codec whose coordinates are drawn rather
+// than sent (random-k) derives them from, so every worker and shard draws the same.
+struct SegmentKey {
+  uint64_t seed = 0;    // the job's --seed
+  int64_t step = 0;     // the training step
+  uint64_t offset = 0;  // the segment's first element in the whole gradient
+};
+
+class GradientCodec {
+ public:
+  virtual ~GradientCodec() = default;
+
+  // The exact payload bytes of a segment of `elements` elements.
+  virtual size_t EncodedBytes(size_t elements) const = 0;
+
+  // Writes EncodedBytes(values.size()) bytes of `values` into `wire` and leaves in `values`
+  // what the wire does not carry: each value minus what Decode gives back for it. `values`
+  // must be finite (the caller counts non-finite values first, as every sync does).
+  virtual void Encode(const SegmentKey& key, absl::Span<float> values, char* wire) const = 0;
+
+  // Whether `wire` is a well-formed payload of `elements` elements for `key`: OK, or
+  // INVALID_ARGUMENT naming the first thing wrong.
+  virtual absl::Status Check(const SegmentKey& key, absl::string_view wire,
+                             size_t elements) const = 0;
+
+  // `wire` decoded and added to `sum` in float32 (a shard's sum of pushes), after Check: on
+  // error `sum` is unchanged.
+  absl::Status DecodeAdd(const SegmentKey& key, absl::string_view wire,
+                         absl::Span<float> sum) const;
+  // `wire` decoded into `out` (a worker's reply), after Check: on error `out` is unchanged.
+  absl::Status Decode(const SegmentKey& key, absl::string_view wire, absl::Span<float> out) const;
+
+ protected:
+  // DecodeAdd once Check has passed.
+  virtual void AddChecked(const SegmentKey& key, absl::string_view wire,
+                          absl::Span<float> sum) const = 0;
+};
+
+// Little-endian loads and stores the codecs' payloads are made of.
+void StoreU32(char* wire, uint32_t value);
+uint32_t LoadU32(const char* wire);
+void StoreF32(char* wire, float value);
+float LoadF32(const char* wire);
+
+}  // namespace ringside
+
+#endif  // RINGSIDE_COMMON_GRADIENT_CODEC_H_

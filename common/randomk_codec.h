@@ -1,0 +1,45 @@
+// Random-k (--compression=randomk:F; Stich et al. 2018, with error feedback): of each segment of
+// n elements, the values of k = TopKCount(n, F) coordinates travel, the coordinates themselves
+// drawn from the segment's key (the job's seed, the step, the segment's offset) and never sent.
+// Every worker draws the same coordinates for the same segment, so two payloads of one key add
+// value by value: a ring hop sums what it receives into its own k values and forwards k values,
+// and the sum decodes as any one payload does.
+//
+// Payload: k × f32 value, finite, in the order of the coordinates (ascending): 4k bytes. The
+// coordinates are k distinct indices drawn by Floyd's algorithm from the counter RNG
+// (common/counter_rng.h, stream kRandomKCoordinates), so every process draws the same ones.
+//
+// Thread-safe (const after construction); errors as GradientCodec says.
+#ifndef RINGSIDE_COMMON_RANDOMK_CODEC_H_
+#define RINGSIDE_COMMON_RANDOMK_CODEC_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include "common/gradient_codec.h"
+
+namespace ringside {
+
+// The k distinct coordinates in [0, elements) of segment `key`, ascending (k <= elements).
+std::vector<uint32_t> RandomKCoordinates(const SegmentKey& key, size_t elements, size_t k);
+
+class RandomKCodec final : public GradientCodec {
+ public:
+  explicit RandomKCodec(float fraction) : fraction_(fraction) {}
+
+  size_t EncodedBytes(size_t elements) const override;
+  void Encode(const SegmentKey& key, absl::Span<float> values, char* wire) const override;
+  absl::Status Check(const SegmentKey& key, absl::string_view wire, size_t elements) const override;
+
+ protected:
+  void AddChecked(const SegmentKey& key, absl::string_view wire,
+                  absl::Span<float> sum) const override;
+
+ private:
+  const float fraction_;
+};
+
+}  // namespace ringside
+
+#endif  // RINGSIDE_COMMON_RANDOMK_CODEC_H_

@@ -1,0 +1,44 @@
+// Top-k (--compression=topk:F; Deep Gradient Compression, Lin et al. 2018): of each segment of n
+// elements, the k = TopKCount(n, F) of largest magnitude travel as values with their indices.
+// Only through a parameter server: every worker picks its own indices, so a ring hop could not
+// add two payloads without decoding them.
+//
+// Payload: u32 count (= k) | k × u32 index, strictly increasing, each < n | k × f32 value,
+// finite: 4 + 8k bytes. The selection is nth_element over the magnitudes (linear on average)
+// and one pass in index order, never a full sort; of equal magnitudes at the threshold the
+// lowest indices are taken, so the choice is deterministic.
+//
+// Thread-safe (const after construction); errors as GradientCodec says.
+#ifndef RINGSIDE_COMMON_TOPK_CODEC_H_
+#define RINGSIDE_COMMON_TOPK_CODEC_H_
+
+#include <cstddef>
+
+#include "common/gradient_codec.h"
+
+namespace ringside {
+
+// k for a segment of `elements`: ceil(fraction · elements) (F as written: its float's rounding
+// never adds one), at least 1 and at most `elements` (0 for an empty segment). `fraction` in
+// (0, 1].
+size_t TopKCount(size_t elements, float fraction);
+
+class TopKCodec final : public GradientCodec {
+ public:
+  explicit TopKCodec(float fraction) : fraction_(fraction) {}
+
+  size_t EncodedBytes(size_t elements) const override;
+  void Encode(const SegmentKey& key, absl::Span<float> values, char* wire) const override;
+  absl::Status Check(const SegmentKey& key, absl::string_view wire, size_t elements) const override;
+
+ protected:
+  void AddChecked(const SegmentKey& key, absl::string_view wire,
+                  absl::Span<float> sum) const override;
+
+ private:
+  const float fraction_;
+};
+
+}  // namespace ringside
+
+#endif  // RINGSIDE_COMMON_TOPK_CODEC_H_
