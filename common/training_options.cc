@@ -104,6 +104,12 @@ absl::Status SetBucketBytes(const Value& value, TrainingOptions& options) {
   return absl::OkStatus();
 }
 
+absl::Status SetCompression(const Value& value, TrainingOptions& options) {
+  ASSIGN_OR_RETURN(const std::string text, ValueAs<std::string>(value));
+  ASSIGN_OR_RETURN(options.compression, ParseCompression(text));
+  return absl::OkStatus();
+}
+
 // The rows. Help texts are what the flags' --help has always said.
 constexpr TrainingOption kTable[] = {
     {"model", Scope::kJob, "MLP layer sizes, Spark ML style (inputs,...,classes)",
@@ -163,6 +169,18 @@ constexpr TrainingOption kTable[] = {
      "sync the gradient in buckets of whole layers of about this many bytes, last layer first, "
      "overlapped with the backward pass (ring and ps mode, --staleness=0); 0: one sync after it",
      [](const TrainingOptions& o) -> Value { return o.bucket_bytes; }, &SetBucketBytes,
+     /*zero_means_unset=*/true},
+    {"compression", Scope::kJob,
+     "gradient compression with error feedback: none, topk:F or sign (ps mode), randomk:F (ring "
+     "and ps mode); F the fraction of each segment's elements sent; --staleness=0 only",
+     [](const TrainingOptions& o) -> Value { return CompressionText(o.compression); },
+     &SetCompression, /*zero_means_unset=*/true},
+    {"compression_warmup", Scope::kJob,
+     "with --compression: the first this many steps travel uncompressed",
+     [](const TrainingOptions& o) -> Value { return o.compression_warmup; },
+     [](const Value& v, TrainingOptions& o) {
+       return StoreCount(v, 0, kUntilStoppedSteps, "steps", o.compression_warmup);
+     },
      /*zero_means_unset=*/true},
     {"device", Scope::kMember, "auto, cpu or cuda[:i]",
      [](const TrainingOptions& o) -> Value { return o.device; },
@@ -264,6 +282,20 @@ absl::Status CheckSyncSettings(const TrainingOptions& options) {
                      " needs --staleness=0 and --backup_workers=0, not ",
                      StalenessText(options.staleness), " and ", options.backup_workers,
                      ": overlapping the sync with the backward pass is not built for them"));
+  }
+  if (options.compression.kind != CompressionKind::kNone) {
+    const std::string flag = "--compression=" + CompressionText(options.compression);
+    if (ShardsHoldTheState(options.staleness, options.backup_workers)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(flag, " needs --staleness=0 and --backup_workers=0, not ",
+                       StalenessText(options.staleness), " and ", options.backup_workers,
+                       ": a compressed push with the shards holding the state is not built"));
+    }
+    if (options.wire_dtype != WireDtype::kFp32) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(flag, " carries float32 values: it takes --wire_dtype=fp32, not ",
+                       WireDtypeName(options.wire_dtype)));
+    }
   }
   return absl::OkStatus();
 }

@@ -23,6 +23,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "absl/types/span.h"
+#include "common/compression.h"
 #include "common/optimizer.h"
 #include "common/wire_dtype.h"
 
@@ -82,6 +83,13 @@ struct TrainingOptions {
   // bucket at most kFirstBucketBytes, the others about this many bytes of float32 gradient).
   // Ring and synchronous ps mode; refused with --staleness or --backup_workers.
   uint64_t bucket_bytes = 0;
+  // --compression: none, or the codec gradients travel through (common/compression.h: topk:F and
+  // sign in ps mode, randomk:F in both), with error feedback; synchronous steps only, float32
+  // values (refused with --staleness, --backup_workers or a 16-bit --wire_dtype). The job's.
+  Compression compression;
+  // --compression_warmup: the first this many steps travel uncompressed (DeepSpeed's
+  // freeze_step); 0, compressed from the first.
+  int64_t compression_warmup = 0;
   // --device: auto (CUDA when a device is present, else CPU), cpu or cuda[:i]; each member's own.
   std::string device = "auto";
 };
@@ -135,9 +143,11 @@ constexpr bool ShardsHoldTheState(int64_t staleness, int64_t backup_workers) {
   return staleness != 0 || backup_workers > 0;
 }
 
-// The settings that only make sense together: backup workers need staleness 0; a 16-bit wire and
-// buckets need staleness 0 and no backup workers (not built for the modes in which the shards
-// hold the state). (That b is below
+// The settings that only make sense together: backup workers need staleness 0; a 16-bit wire,
+// buckets and compression need staleness 0 and no backup workers (not built for the modes in
+// which the shards hold the state); compression carries float32 values, so no 16-bit wire. (That
+// the compression fits the mode is checked where the mode is known: CheckCompressionFitsMode, by
+// the controller at start and at each mode switch, and by each member's sync. That b is below
 // the generation's worker count is checked where the count is known: the shard.)
 absl::Status CheckSyncSettings(const TrainingOptions& options);
 

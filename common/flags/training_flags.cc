@@ -35,6 +35,9 @@ ABSL_FLAG(std::string, straggler, ringside::StragglerText(kDefaults.straggler), 
 ABSL_FLAG(std::string, wire_dtype, std::string(ringside::WireDtypeName(kDefaults.wire_dtype)),
           Help("wire_dtype"));
 ABSL_FLAG(uint64_t, bucket_bytes, kDefaults.bucket_bytes, Help("bucket_bytes"));
+ABSL_FLAG(std::string, compression, ringside::CompressionText(kDefaults.compression),
+          Help("compression"));
+ABSL_FLAG(int64_t, compression_warmup, kDefaults.compression_warmup, Help("compression_warmup"));
 ABSL_FLAG(std::string, device, kDefaults.device, Help("device"));
 
 namespace ringside {

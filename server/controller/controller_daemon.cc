@@ -8,6 +8,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/cluster_files.h"
+#include "common/compression.h"
 #include "common/file_util.h"
 #include "common/grpc_util.h"
 #include "common/model_spec.h"
@@ -41,7 +42,10 @@ absl::Status ValidateControllerOptions(const ControllerOptions& options) {
     return absl::InvalidArgumentError(
         "--checkpoint_every must be >= 0, and > 0 only with a --checkpoint_dir to write to");
   }
-  return absl::OkStatus();
+  // The job's settings together, and its compression against the mode it starts in: refused
+  // here, before any member joins, rather than by every worker at its first step.
+  RETURN_IF_ERROR(CheckSyncSettings(options.training));
+  return CheckCompressionFitsMode(options.training.compression, options.mode);
 }
 
 struct Tokens {

@@ -5,6 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/auth.h"
+#include "common/compression.h"
 #include "common/grpc_util.h"
 #include "common/metrics.h"
 #include "common/net.h"
@@ -370,6 +371,13 @@ grpc::ServerUnaryReactor* ControllerService::SetMode(grpc::CallbackServerContext
     reply->set_unchanged(true);
     return Done(context, absl::OkStatus());
   }
+  // A compression that does not fit the new mode (top-k or sign in a ring) is refused, and the
+  // job goes on in its mode.
+  absl::StatusOr<Compression> compression =
+      ParseCompression(job_.compression().empty() ? "none" : job_.compression());
+  absl::Status fits = compression.status();
+  if (fits.ok()) fits = CheckCompressionFitsMode(*compression, *mode);
+  if (!fits.ok()) return Done(context, fits);
   absl::StatusOr<uint64_t> generation = membership_.SetMode(*mode);
   if (!generation.ok()) return Done(context, generation.status());
   reply->set_generation(*generation);

@@ -42,6 +42,8 @@ for command in compare lab; do
   expect_refused --eval_every "${rs[@]}" --eval_every=0
   expect_refused --staleness "${rs[@]}" --staleness=-1
   expect_refused --wire_dtype "${rs[@]}" --wire_dtype=fp8
+  expect_refused --compression "${rs[@]}" --compression=topk:2
+  expect_refused --compression_warmup "${rs[@]}" --compression_warmup=-1
   expect_refused --optimizer "${rs[@]}" --optimizer=lbfgs
   expect_refused --model "${rs[@]}" --model=4,,3
   expect_refused --workers "${rs[@]}" --workers=0
@@ -72,6 +74,11 @@ expect_refused --heartbeat_timeout "${up[@]}" --heartbeat_timeout=-1s
 
 expect_refused --steps "$bin/ringside-controller" --insecure --steps=0 --workers=1 --ps_shards=0
 expect_refused --controller "$bin/ringside-ps" --insecure
+# A kind that does not fit the controller's mode, and one with staleness: refused at start.
+expect_refused --compression "$bin/ringside-controller" --insecure --workers=1 --ps_shards=0 \
+  --mode=ring --compression=sign
+expect_refused --compression "$bin/ringside-controller" --insecure --workers=1 --ps_shards=1 \
+  --mode=ps --compression=topk:0.01 --staleness=2
 
 # Nothing above started a cluster: no directory of one, no output written.
 leftovers=$(ls -A "$TMPDIR")

@@ -23,8 +23,8 @@ using testing::NonDefaultTrainingOptions;
 TEST(TrainingOptionsTest, TheSampleChangesEveryField) {
   const TrainingOptions defaults;
   const auto& [model, activation, data, steps, eval_every, batch_size, optimizer, seed, staleness,
-               backup_workers, straggler, wire_dtype, bucket_bytes, device] =
-      NonDefaultTrainingOptions();
+               backup_workers, straggler, wire_dtype, bucket_bytes, compression, compression_warmup,
+               device] = NonDefaultTrainingOptions();
   EXPECT_NE(model, defaults.model);
   EXPECT_NE(activation, defaults.activation);
   EXPECT_NE(data, defaults.data);
@@ -39,6 +39,8 @@ TEST(TrainingOptionsTest, TheSampleChangesEveryField) {
   EXPECT_NE(straggler, defaults.straggler);
   EXPECT_NE(wire_dtype, defaults.wire_dtype);
   EXPECT_NE(bucket_bytes, defaults.bucket_bytes);
+  EXPECT_NE(compression, defaults.compression);
+  EXPECT_NE(compression_warmup, defaults.compression_warmup);
   EXPECT_NE(device, defaults.device);
 }
 
@@ -206,6 +208,39 @@ TEST(TrainingOptionsTest, BucketsNeedSynchronousStepsWithoutBackupWorkers) {
   EXPECT_EQ(FindTrainingOption("bucket_bytes")->set(kMaxBucketBytes + 1, options).code(),
             absl::StatusCode::kInvalidArgument);
   EXPECT_TRUE(FindTrainingOption("bucket_bytes")->set(kMaxBucketBytes, options).ok());
+}
+
+TEST(TrainingOptionsTest, CompressionNeedsSynchronousStepsAndAFloat32Wire) {
+  TrainingOptions options;
+  ASSERT_TRUE(FindTrainingOption("compression")->set(std::string("topk:0.01"), options).ok());
+  EXPECT_EQ(options.compression, (Compression{CompressionKind::kTopK, 0.01f}));
+  EXPECT_TRUE(CheckSyncSettings(options).ok());
+  for (const auto& [staleness, backup] :
+       {std::pair<int64_t, int64_t>{1, 0}, {kAsyncStaleness, 0}, {0, 1}}) {
+    options.staleness = staleness;
+    options.backup_workers = backup;
+    const absl::Status refused = CheckSyncSettings(options);
+    EXPECT_EQ(refused.code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_NE(refused.message().find("--compression=topk:0.01 needs --staleness=0"),
+              absl::string_view::npos)
+        << refused;
+  }
+  options.staleness = 0;
+  options.backup_workers = 0;
+  options.wire_dtype = WireDtype::kFp16;
+  const absl::Status refused = CheckSyncSettings(options);
+  EXPECT_EQ(refused.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(refused.message().find("takes --wire_dtype=fp32"), absl::string_view::npos) << refused;
+  options.compression = Compression{};  // none: any wire, any staleness
+  EXPECT_TRUE(CheckSyncSettings(options).ok());
+  const absl::Status bad = FindTrainingOption("compression")->set(std::string("top5"), options);
+  EXPECT_EQ(bad.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(bad.message().find("is not none, topk:F, sign or randomk:F"), absl::string_view::npos)
+      << bad;
+  EXPECT_EQ(FindTrainingOption("compression_warmup")->set(int64_t{-1}, options).code(),
+            absl::StatusCode::kInvalidArgument);
+  ASSERT_TRUE(FindTrainingOption("compression_warmup")->set(int64_t{50}, options).ok());
+  EXPECT_EQ(options.compression_warmup, 50);
 }
 
 }  // namespace

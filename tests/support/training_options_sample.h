@@ -17,7 +17,8 @@ namespace ringside::testing {
 inline TrainingOptions NonDefaultTrainingOptions() {
   TrainingOptions options;
   auto& [model, activation, data, steps, eval_every, batch_size, optimizer, seed, staleness,
-         backup_workers, straggler, wire_dtype, bucket_bytes, device] = options;
+         backup_workers, straggler, wire_dtype, bucket_bytes, compression, compression_warmup,
+         device] = options;
   model = "784,64,10";
   activation = "relu";
   data = "fashion-mnist:/data/fm";
@@ -33,6 +34,8 @@ inline TrainingOptions NonDefaultTrainingOptions() {
   straggler = {2, 2.5f};
   wire_dtype = WireDtype::kBf16;
   bucket_bytes = 1048573;  // odd: not a whole number of floats, and refused with staleness 3
+  compression = {CompressionKind::kTopK, 0.0123f};
+  compression_warmup = 17;
   device = "cuda:1";
   return options;
 }
@@ -41,7 +44,8 @@ inline TrainingOptions NonDefaultTrainingOptions() {
 inline void ExpectSameTrainingOptions(const TrainingOptions& actual,
                                       const TrainingOptions& expected) {
   const auto& [model, activation, data, steps, eval_every, batch_size, optimizer, seed, staleness,
-               backup_workers, straggler, wire_dtype, bucket_bytes, device] = actual;
+               backup_workers, straggler, wire_dtype, bucket_bytes, compression, compression_warmup,
+               device] = actual;
   EXPECT_EQ(model, expected.model);
   EXPECT_EQ(activation, expected.activation);
   EXPECT_EQ(data, expected.data);
@@ -61,6 +65,8 @@ inline void ExpectSameTrainingOptions(const TrainingOptions& actual,
   EXPECT_EQ(straggler, expected.straggler);
   EXPECT_EQ(wire_dtype, expected.wire_dtype);
   EXPECT_EQ(bucket_bytes, expected.bucket_bytes);
+  EXPECT_EQ(compression, expected.compression);
+  EXPECT_EQ(compression_warmup, expected.compression_warmup);
   EXPECT_EQ(device, expected.device);
 }
 

@@ -125,6 +125,56 @@ TEST_F(ControllerServiceTest, WatchersLearnTheTopologyAndEveryModeChange) {
   context.TryCancel();
 }
 
+// A ps-only compression (top-k) cannot follow the job into a ring: the switch is refused, naming
+// why, and the job stays in ps mode; a switch the compression fits (random-k) goes through.
+TEST(ControllerCompressionTest, ASwitchToAModeTheCompressionDoesNotFitIsRefused) {
+  for (const char* compression : {"topk:0.01", "randomk:0.01"}) {
+    SCOPED_TRACE(compression);
+    MembershipConfig config;
+    config.workers = 1;
+    config.ps_shards = 1;
+    config.join_token = "s3cret";
+    config.mode = SyncMode::kPs;
+    Membership membership(config);
+    ASSERT_TRUE(membership
+                    .Register("s3cret", MemberRole::kWorker, "worker-a.test:7000", absl::Now(),
+                              CredentialOf("worker-a.test:7000"))
+                    .ok());
+    ASSERT_TRUE(membership
+                    .Register("s3cret", MemberRole::kShard, "shard-a.test:8000", absl::Now(),
+                              CredentialOf("shard-a.test:8000"))
+                    .ok());
+    ASSERT_EQ(membership.topology().generation, 1u);
+    proto::JobSpec job;
+    job.set_compression(compression);
+    std::ostringstream log;
+    ControllerService service(membership, job, absl::Seconds(9), log);
+    service.SetOperatorToken(kOperatorToken);
+    auto server = StartServer("127.0.0.1:0", {&service}, TransportSecurity());
+    ASSERT_TRUE(server.ok()) << server.status();
+    auto stub = proto::Controller::NewStub(
+        MakeChannel("127.0.0.1:" + std::to_string(server->port), TransportSecurity()));
+    grpc::ClientContext context;
+    SetDeadline(context, absl::Seconds(10));
+    context.AddMetadata(kOperatorTokenMetadata, kOperatorToken);
+    proto::ModeRequest request;
+    request.set_mode("ring");
+    proto::ModeReply reply;
+    const grpc::Status status = stub->SetMode(&context, request, &reply);
+    if (absl::string_view(compression) == "topk:0.01") {
+      EXPECT_EQ(status.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+      EXPECT_NE(status.error_message().find("does not fit ring mode"), std::string::npos)
+          << status.error_message();
+      EXPECT_EQ(membership.topology().generation, 1u) << "nothing switched";
+      EXPECT_EQ(membership.topology().mode, SyncMode::kPs);
+    } else {
+      EXPECT_TRUE(status.ok()) << status.error_message();
+      EXPECT_EQ(membership.topology().generation, 2u);
+      EXPECT_EQ(membership.topology().mode, SyncMode::kRing);
+    }
+  }
+}
+
 TEST_F(ControllerServiceTest, WatchingAsAnUnknownMemberIsNotFound) {
   grpc::ClientContext context;
   SetDeadline(context, absl::Seconds(10));

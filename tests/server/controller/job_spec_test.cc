@@ -71,6 +71,8 @@ TEST(JobSpecTest, TheEncodingIsTheOneEarlierMembersRead) {
   by_hand.set_straggler("worker-2:2.5");
   by_hand.set_wire_dtype("bf16");
   by_hand.set_bucket_bytes(options.bucket_bytes);
+  by_hand.set_compression("topk:0.0123");
+  by_hand.set_compression_warmup(17);
   EXPECT_EQ(JobSpecOf(options).SerializeAsString(), by_hand.SerializeAsString());
 }
 
