@@ -143,6 +143,12 @@ constexpr uint8_t kIntactOlder = 4;    // an intact checkpoint of step 0 sits be
 constexpr uint8_t kDefaultLimits = 8;  // CheckpointLimits{} rather than small ones
 }  // namespace checkpoint_flags
 
+// gradient_codec_fuzzer: kind byte (0 top-k, 1 sign, 2 random-k, mod 3), fraction byte
+// ((b % 255 + 1) / 255), u16 elements (mod 4097), u8 step, u16 offset; the rest is the payload.
+namespace codec_kinds {
+enum Kind : uint8_t { kTopK, kSign, kRandomK };
+}  // namespace codec_kinds
+
 }  // namespace ringside::fuzz
 
 #endif  // RINGSIDE_TESTS_FUZZ_FUZZ_INPUT_H_

@@ -6,12 +6,15 @@
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "common/checkpoint_store.h"
+#include "common/compression.h"
 #include "common/file_util.h"
+#include "common/gradient_codec.h"
 #include "grpcpp/support/byte_buffer.h"
 #include "proto/ps.pb.h"
 #include "proto/ring.pb.h"
@@ -397,6 +400,60 @@ void CheckpointSeeds() {
   Seed(target, "empty", with_flags(1 << 4, ""));
 }
 
+// Gradient codec payloads: each kind's own encoding of a segment (odd sizes), and the malformed
+// ones a decoder must refuse (top-k indices repeated and out of range, a sign payload's stray
+// padding bit).
+void GradientCodecSeeds() {
+  const char* target = "gradient_codec";
+  struct Case {
+    const char* name;
+    codec_kinds::Kind kind;
+    uint8_t fraction;  // (b % 255 + 1) / 255
+    uint16_t elements;
+  };
+  for (const Case& c :
+       {Case{"topk_13", codec_kinds::kTopK, 50, 13}, Case{"topk_1001", codec_kinds::kTopK, 2, 1001},
+        Case{"sign_13", codec_kinds::kSign, 0, 13}, Case{"sign_64", codec_kinds::kSign, 0, 64},
+        Case{"randomk_13", codec_kinds::kRandomK, 50, 13},
+        Case{"randomk_1001", codec_kinds::kRandomK, 2, 1001}}) {
+    const float fraction = static_cast<float>(c.fraction % 255 + 1) / 255.0f;
+    const Compression compression =
+        c.kind == codec_kinds::kTopK   ? Compression{CompressionKind::kTopK, fraction}
+        : c.kind == codec_kinds::kSign ? Compression{CompressionKind::kSign, 1}
+                                       : Compression{CompressionKind::kRandomK, fraction};
+    const std::unique_ptr<GradientCodec> codec = MakeGradientCodec(compression);
+    const SegmentKey key{1, 3, 77};
+    std::vector<float> values(c.elements);
+    for (size_t i = 0; i < values.size(); ++i) {
+      values[i] = static_cast<float>((i * 37) % 11) - 5.0f + 0.25f * static_cast<float>(i % 3);
+    }
+    std::string wire(codec->EncodedBytes(values.size()), '\0');
+    codec->Encode(key, absl::MakeSpan(values), wire.data());
+    FuzzWriter seed;
+    seed.Byte(c.kind).Byte(c.fraction).Uint(c.elements, 2).Byte(3).Uint(77, 2).Bytes(wire);
+    Seed(target, c.name, seed.data());
+    if (c.kind == codec_kinds::kTopK && wire.size() >= 12) {
+      std::string repeated = wire;  // the second index equal to the first
+      std::memcpy(&repeated[8], &repeated[4], 4);
+      FuzzWriter bad;
+      bad.Byte(c.kind).Byte(c.fraction).Uint(c.elements, 2).Byte(3).Uint(77, 2).Bytes(repeated);
+      Seed(target, absl::StrCat(c.name, "_repeated_index"), bad.data());
+      std::string outside = wire;
+      StoreU32(&outside[4], c.elements);
+      FuzzWriter far;
+      far.Byte(c.kind).Byte(c.fraction).Uint(c.elements, 2).Byte(3).Uint(77, 2).Bytes(outside);
+      Seed(target, absl::StrCat(c.name, "_index_outside"), far.data());
+    }
+    if (c.kind == codec_kinds::kSign && c.elements % 8 != 0) {
+      std::string padded = wire;
+      padded.back() = static_cast<char>(padded.back() | 0x80);
+      FuzzWriter bad;
+      bad.Byte(c.kind).Byte(c.fraction).Uint(c.elements, 2).Byte(3).Uint(77, 2).Bytes(padded);
+      Seed(target, absl::StrCat(c.name, "_padding_bit"), bad.data());
+    }
+  }
+}
+
 }  // namespace
 }  // namespace ringside::fuzz
 
@@ -412,5 +469,6 @@ int main(int argc, char** argv) {
   ringside::fuzz::MembershipSeeds();
   ringside::fuzz::MembershipRecordSeeds();
   ringside::fuzz::CheckpointSeeds();
+  ringside::fuzz::GradientCodecSeeds();
   return 0;
 }
