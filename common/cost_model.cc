@@ -1,6 +1,7 @@
 #include "common/cost_model.h"
 
 #include <algorithm>
+#include <cassert>
 
 #include "common/metrics.h"
 #include "common/ranges.h"
@@ -146,6 +147,22 @@ SyncBottleneck FindSyncBottleneck(const std::vector<NodeLinkLoad>& loads, int el
       slowest = {load.node, bytes, rate, seconds};
   }
   return slowest;
+}
+
+uint64_t CompressedLinkBytes(const GradientCodec& codec,
+                             absl::Span<const uint64_t> segment_elements) {
+  uint64_t bytes = 0;
+  for (const uint64_t n : segment_elements) bytes += codec.EncodedBytes(n);
+  return bytes;
+}
+
+std::vector<uint64_t> SegmentLengths(uint64_t elements, uint64_t segment_elements) {
+  assert(segment_elements > 0);
+  std::vector<uint64_t> lengths;
+  for (uint64_t at = 0; at < elements; at += segment_elements) {
+    lengths.push_back(std::min(segment_elements, elements - at));
+  }
+  return lengths;
 }
 
 }  // namespace ringside

@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "absl/types/span.h"
+#include "common/gradient_codec.h"
 #include "common/metrics.h"
 #include "common/ranges.h"
 #include "common/wire_dtype.h"
@@ -50,6 +51,16 @@ uint64_t PsElementsPerShardLink(uint64_t elements, int shards, int shard);
 // takes WireBytesPerElement(dtype) bytes, so fp16 and bf16 halve every link's payload exactly.
 uint64_t RingBytesSentByRank(uint64_t elements, int world, int rank, WireDtype dtype);
 uint64_t PsBytesPerShardLink(uint64_t elements, int shards, int shard, WireDtype dtype);
+
+// Compressed links (--compression, common/compression.h): a codec sends a segment of n elements
+// in codec.EncodedBytes(n) bytes, a pure function of n (top-k's count and sign's scale are per
+// segment), so a link carries the sum over the segments it sends: `segment_elements`, their
+// lengths.
+uint64_t CompressedLinkBytes(const GradientCodec& codec,
+                             absl::Span<const uint64_t> segment_elements);
+// `elements` cut front to back into segments of `segment_elements` (> 0), the last one shorter:
+// how a stream cuts what it sends. Empty for 0 elements.
+std::vector<uint64_t> SegmentLengths(uint64_t elements, uint64_t segment_elements);
 
 // The node with the most payload arriving per step: the one prediction the compare table, the
 // HTML report and `ringside-bench ps` quote.

@@ -2,8 +2,12 @@
 
 #include <numeric>
 #include <string>
+#include <vector>
 
+#include "common/randomk_codec.h"
 #include "common/ranges.h"
+#include "common/sign_codec.h"
+#include "common/topk_codec.h"
 #include "gtest/gtest.h"
 
 namespace ringside {
@@ -160,6 +164,25 @@ TEST(WireBytesTest, SixteenBitDtypesHalveEveryLinkExactlyAtOddSizes) {
       }
     }
   }
+}
+
+// --compression: a link's bytes are its segments' payloads, each the codec's size of its own
+// length, worked out by hand here at odd sizes (1001 elements in segments of 256: 256, 256, 256,
+// 233).
+TEST(CompressedBytesTest, EachSegmentCostsItsCodecsBytes) {
+  EXPECT_EQ(SegmentLengths(1001, 256), (std::vector<uint64_t>{256, 256, 256, 233}));
+  EXPECT_EQ(SegmentLengths(256, 256), (std::vector<uint64_t>{256}));
+  EXPECT_TRUE(SegmentLengths(0, 256).empty());
+  const std::vector<uint64_t> segments = SegmentLengths(1001, 256);
+  // top-k 0.01: k = 3 of each (ceil 2.56, ceil 2.33): 4 + 8·3 bytes each.
+  const TopKCodec topk(0.01f);
+  EXPECT_EQ(CompressedLinkBytes(topk, segments), 4 * (4 + 8 * 3));
+  // sign: a scale and ceil(n/8) bytes: 4 + 32 three times, 4 + 30 once.
+  EXPECT_EQ(CompressedLinkBytes(SignCodec(), segments), 3 * 36 + 34);
+  // random-k 0.1: 26, 26, 26, 24 values of 4 bytes, no indices.
+  EXPECT_EQ(CompressedLinkBytes(RandomKCodec(0.1f), segments), 4 * (26 + 26 + 26 + 24));
+  // One segment of a single element still sends one value.
+  EXPECT_EQ(CompressedLinkBytes(topk, SegmentLengths(1, 256)), 4 + 8);
 }
 
 // --bucket_bytes: a step is one allreduce per bucket, each cut into its own chunks, so a rank
