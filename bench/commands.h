@@ -26,6 +26,8 @@ int RunRingCommand(const std::vector<std::string>& args);
 int RunPsCommand(const std::vector<std::string>& args);
 // compute: samples/second of MLP gradient computation on CPU and (where present) CUDA.
 int RunComputeCommand(const std::vector<std::string>& args);
+// codec: the gradient codecs' encode + error update + decode per element beside a plain copy.
+int RunCodecCommand(const std::vector<std::string>& args);
 // train: samples/s of the whole training loop, both modes, beside PyTorch DDP when installed.
 int RunTrainCommand(const std::vector<std::string>& args);
 // gloo-rank (hidden): one Gloo rank process, started by `ring`.

@@ -30,6 +30,9 @@ constexpr Command kCommands[] = {
      "sizes timeout_s warmup workers worlds"},
     {"compute", "samples/s of MLP gradients on CPU and CUDA for 4,16,3 and 784,1024,1024,10", false,
      &ringside::bench::RunComputeCommand, "activation batch_size devices min_seconds models seed"},
+    {"codec", "encode + error update + decode per element of each gradient codec vs a plain copy",
+     false, &ringside::bench::RunCodecCommand,
+     "codec_elements codec_seconds codecs seed segment_elements"},
     {"train",
      "samples/s of the whole training step, ring and ps, vs PyTorch DDP over Gloo (if installed)",
      false, &ringside::bench::RunTrainCommand,
@@ -77,7 +80,7 @@ int main(int argc, char** argv) {
   if (ringside::PrintHelpIfAsked(argc, argv, usage, std::cout)) return 0;
   const std::vector<char*> positional = absl::ParseCommandLine(argc, argv);
   if (positional.size() < 2) {
-    std::cerr << "ringside-bench: missing command (ring, ps, compute, train); see --help\n";
+    std::cerr << "ringside-bench: missing command (ring, ps, compute, codec, train); see --help\n";
     return 1;
   }
   const std::vector<std::string> args(positional.begin() + 2, positional.end());
@@ -85,6 +88,6 @@ int main(int argc, char** argv) {
     if (std::strcmp(command.name, positional[1]) == 0) return command.run(args);
   }
   std::cerr << "ringside-bench: unknown command '" << positional[1]
-            << "' (expected ring, ps, compute or train); see --help\n";
+            << "' (expected ring, ps, compute, codec or train); see --help\n";
   return 1;
 }
