@@ -73,6 +73,12 @@ absl::Status CheckCompressionFitsMode(const Compression& compression, SyncMode m
         " does not fit ring mode: each worker's indices or scales are its own, so a ring hop "
         "cannot add two payloads; ring mode takes none or randomk:F"));
   }
+  if (mode == SyncMode::kPs && compression.kind == CompressionKind::kRandomK) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--compression=", CompressionText(compression),
+        " does not fit ps mode: it is the ring's (its payloads add hop by hop); ps mode takes "
+        "none, topk:F or sign"));
+  }
   return absl::OkStatus();
 }
 

@@ -6,8 +6,8 @@
 //   none        every value (the default; --wire_dtype applies)
 //   topk:F      ps only: each segment's ceil(F·n) largest magnitudes with their indices
 //   sign        ps only: one bit per element and a scale per segment
-//   randomk:F   ring (and ps): the values of ceil(F·n) coordinates drawn from a seed all
-//               workers share, so partial sums add hop by hop
+//   randomk:F   ring only: the values of ceil(F·n) coordinates drawn from a seed all workers
+//               share, so partial sums add hop by hop
 //
 // Top-k and sign cannot be summed by a ring hop (each worker's indices and scales are its
 // own), so they fit the parameter server only. For the first --compression_warmup steps
@@ -48,7 +48,8 @@ std::string CompressionText(const Compression& compression);
 
 // Whether a ring hop can add two of its payloads without decoding them (none, randomk).
 bool SummableInRing(CompressionKind kind);
-// OK where `compression` fits `mode`; else INVALID_ARGUMENT saying which kinds fit it.
+// OK where `compression` fits `mode` (ring: none, randomk; ps: none, topk, sign); else
+// INVALID_ARGUMENT saying which kinds fit it.
 absl::Status CheckCompressionFitsMode(const Compression& compression, SyncMode mode);
 
 // Whether step `step` (0-based) is compressed: the kind is not none and the warm-up is over.

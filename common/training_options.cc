@@ -172,7 +172,7 @@ constexpr TrainingOption kTable[] = {
      /*zero_means_unset=*/true},
     {"compression", Scope::kJob,
      "gradient compression with error feedback: none, topk:F or sign (ps mode), randomk:F (ring "
-     "and ps mode); F the fraction of each segment's elements sent; --staleness=0 only",
+     "mode); F the fraction of each segment's elements sent; --staleness=0 only",
      [](const TrainingOptions& o) -> Value { return CompressionText(o.compression); },
      &SetCompression, /*zero_means_unset=*/true},
     {"compression_warmup", Scope::kJob,
@@ -295,6 +295,11 @@ absl::Status CheckSyncSettings(const TrainingOptions& options) {
       return absl::InvalidArgumentError(
           absl::StrCat(flag, " carries float32 values: it takes --wire_dtype=fp32, not ",
                        WireDtypeName(options.wire_dtype)));
+    }
+    if (options.bucket_bytes > 0) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(flag, " needs --bucket_bytes=0, not ", options.bucket_bytes,
+                       ": a compressed step is not overlapped with the backward pass"));
     }
   }
   return absl::OkStatus();

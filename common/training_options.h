@@ -84,7 +84,7 @@ struct TrainingOptions {
   // Ring and synchronous ps mode; refused with --staleness or --backup_workers.
   uint64_t bucket_bytes = 0;
   // --compression: none, or the codec gradients travel through (common/compression.h: topk:F and
-  // sign in ps mode, randomk:F in both), with error feedback; synchronous steps only, float32
+  // sign in ps mode, randomk:F in the ring), with error feedback; synchronous steps only, float32
   // values (refused with --staleness, --backup_workers or a 16-bit --wire_dtype). The job's.
   Compression compression;
   // --compression_warmup: the first this many steps travel uncompressed (DeepSpeed's

@@ -4,7 +4,10 @@
 #include <utility>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
+#include "common/compression.h"
 #include "common/status_macros.h"
+#include "ring/compressed_sum.h"
 #include "worker/gradient_buckets.h"
 #include "worker/overlapped_sync.h"
 #include "worker/push_pull_sync.h"
@@ -45,11 +48,19 @@ GenerationSync MakeRingSync(const SyncParts& parts, ring::Collective& ring, uint
         parts.wire_error.KeepingBuckets(nullptr), parts.optimizer);
     return made;
   }
+  // --compression (random-k): the ring sums each step's compact vector. One per generation, so a
+  // regroup resets the residual (ring/compressed_sum.h).
+  const TrainingOptions& job = parts.job.options();
+  auto compressed = std::make_shared<ring::CompressedRingSum>(
+      job.compression, job.compression_warmup, job.seed, parts.job.spec().parameter_count());
   made.sync = std::make_unique<SumThenUpdate>(
       SyncMode::kRing,
-      parts.wire_error.Keeping([&ring, allreduce, first](int64_t step, absl::Span<float> g) {
-        return ring.Allreduce(first + 2 * static_cast<uint64_t>(step), g, allreduce);
-      }),
+      parts.wire_error.Keeping(
+          [&ring, allreduce, first, compressed](int64_t step, absl::Span<float> g) {
+            return compressed->Sum(step, g, [&](absl::Span<float> buffer) {
+              return ring.Allreduce(first + 2 * static_cast<uint64_t>(step), buffer, allreduce);
+            });
+          }),
       parts.optimizer);
   return made;
 }
@@ -67,6 +78,11 @@ absl::StatusOr<GenerationSync> MakePsSync(const SyncParts& parts, server::ShardG
                      shards.PushPullLinks());
     made.sync = std::make_unique<PushPullSync>(shards.ranges(), std::move(links), version_steps);
     return made;
+  }
+  if (job.compression.kind != CompressionKind::kNone) {
+    return absl::UnimplementedError(
+        absl::StrCat("--compression=", CompressionText(job.compression),
+                     ": the parameter server does not carry compressed gradients yet"));
   }
   server::ShardGroup* group = &shards;
   std::vector<GradientBucket> buckets = PlanBuckets(parts.job.spec(), job.bucket_bytes);

@@ -73,7 +73,9 @@ TEST(CompressionSpecTest, KindsFitTheirModes) {
   const Compression randomk = *ParseCompression("randomk:0.1");
   EXPECT_TRUE(CheckCompressionFitsMode(Compression{}, SyncMode::kRing).ok());
   EXPECT_TRUE(CheckCompressionFitsMode(randomk, SyncMode::kRing).ok());
-  EXPECT_TRUE(CheckCompressionFitsMode(randomk, SyncMode::kPs).ok());
+  EXPECT_THAT(std::string(CheckCompressionFitsMode(randomk, SyncMode::kPs).message()),
+              HasSubstr("does not fit ps mode"));
+  EXPECT_TRUE(CheckCompressionFitsMode(Compression{}, SyncMode::kPs).ok());
   EXPECT_TRUE(CheckCompressionFitsMode(topk, SyncMode::kPs).ok());
   EXPECT_TRUE(CheckCompressionFitsMode(sign, SyncMode::kPs).ok());
   for (const Compression& kind : {topk, sign}) {

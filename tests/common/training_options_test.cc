@@ -231,7 +231,14 @@ TEST(TrainingOptionsTest, CompressionNeedsSynchronousStepsAndAFloat32Wire) {
   const absl::Status refused = CheckSyncSettings(options);
   EXPECT_EQ(refused.code(), absl::StatusCode::kInvalidArgument);
   EXPECT_NE(refused.message().find("takes --wire_dtype=fp32"), absl::string_view::npos) << refused;
-  options.compression = Compression{};  // none: any wire, any staleness
+  options.wire_dtype = WireDtype::kFp32;
+  options.bucket_bytes = 4096;
+  const absl::Status overlapped = CheckSyncSettings(options);
+  EXPECT_EQ(overlapped.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(overlapped.message().find("needs --bucket_bytes=0"), absl::string_view::npos)
+      << overlapped;
+  options.wire_dtype = WireDtype::kFp16;
+  options.compression = Compression{};  // none: any wire, any staleness, buckets
   EXPECT_TRUE(CheckSyncSettings(options).ok());
   const absl::Status bad = FindTrainingOption("compression")->set(std::string("top5"), options);
   EXPECT_EQ(bad.code(), absl::StatusCode::kInvalidArgument);

@@ -1,5 +1,6 @@
 // A compressed parameter-server step in memory (server/ps/compressed_exchange.h): four workers and
-// two shards over an odd parameter count, every codec that fits a PS. The parameters every worker
+// two shards over an odd parameter count, every codec (random-k too, which jobs take in the ring
+// only: the exchange does not mind). The parameters every worker
 // holds stay bit-identical to the shards' ranges, step after step and across a regroup's reset;
 // every link carries exactly the cost model's bytes; a malformed push refuses the segment and
 // changes nothing.
