@@ -110,6 +110,7 @@ class ControllerService final : public proto::Controller::CallbackService {
   static constexpr StreamLimits kWatchLimits{absl::Seconds(30), absl::Minutes(5), 4, 4096};
   StreamWatchdog& upload_watchdog() { return upload_watchdog_; }
   int watch_streams_held() const { return watch_admission_.held(); }
+  int uploads_held() const { return upload_admission_.held(); }
 
  private:
   // An upload ahead of the steps reported: held until a heartbeat accounts for it.

@@ -22,9 +22,12 @@
 #include "server/controller/checkpoint_keeper.h"
 #include "server/controller/controller_client.h"
 #include "server/controller/controller_service.h"
+#include "tests/support/poll.h"
 
 namespace ringside::server {
 namespace {
+
+using testing::PollUntil;
 
 constexpr CheckpointShape kShape{/*parameters=*/300000, /*optimizer_state=*/600001};
 
@@ -142,8 +145,11 @@ class UploadBoundTest : public UploadLimitsTest {
 // Each upload receives the job's whole state: rank 0 may hold two at once, not more, so even an
 // insider cannot multiply what the controller holds; a place freed is taken again.
 TEST_F(UploadBoundTest, RankZeroHoldsAtMostTwoUploadsAtOnce) {
+  // Admitted when the controller has taken the call: each in turn, so the third is the one over.
   std::unique_ptr<OpenUpload> first = Open();
+  ASSERT_TRUE(PollUntil([&] { return service_->uploads_held() == 1; }, absl::Seconds(30)).ok());
   std::unique_ptr<OpenUpload> second = Open();
+  ASSERT_TRUE(PollUntil([&] { return service_->uploads_held() == 2; }, absl::Seconds(30)).ok());
   std::unique_ptr<OpenUpload> third = Open();
   const grpc::Status refused = third->writer->Finish();
   EXPECT_EQ(refused.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED) << refused.error_message();
@@ -152,15 +158,11 @@ TEST_F(UploadBoundTest, RankZeroHoldsAtMostTwoUploadsAtOnce) {
   second->context->TryCancel();
   EXPECT_EQ(second->writer->Finish().error_code(), grpc::StatusCode::CANCELLED);
   // The places are free once the controller has seen the calls end: an upload goes through.
+  ASSERT_TRUE(PollUntil([&] { return service_->uploads_held() == 0; }, absl::Seconds(30)).ok());
   const std::vector<float> params = Ramp(kShape.parameters, 1);
   const std::vector<float> moments = Ramp(kShape.optimizer_state, 0.5f);
   RankOneReports(10);  // accounts for the step: the upload is kept, not held
-  absl::Status put = clients_[0]->PutCheckpoint(10, params, moments);
-  for (int attempt = 0; attempt < 1000 && put.code() == absl::StatusCode::kResourceExhausted;
-       ++attempt) {
-    absl::SleepFor(absl::Milliseconds(5));  // the server's OnDone runs after the client's end
-    put = clients_[0]->PutCheckpoint(10, params, moments);
-  }
+  const absl::Status put = clients_[0]->PutCheckpoint(10, params, moments);
   EXPECT_TRUE(put.ok()) << put;
   EXPECT_EQ(keeper_->newest_step(), 10u);
 }
