@@ -43,6 +43,21 @@ export DOCKER_HOST=unix://$socket COMPOSE_PROJECT_NAME=$project
 export RINGSIDE_IMAGE=$RINGSIDE_TEST_IMAGE PROMETHEUS_IMAGE=$RINGSIDE_TEST_PROMETHEUS_IMAGE
 export PROMETHEUS_PORT=$prometheus_port RINGSIDE_MODE=ring
 compose() { (cd "$compose_dir" && docker-compose -f docker-compose.yml "$@"); }
+
+# The step model's prediction for this cluster, made by `ringside plan` in the image (a loopback
+# probe inside the container), given to the workers for the dashboard's predicted-step panel.
+podman run --rm --network none "$RINGSIDE_IMAGE" sh -c 'ringside plan --workers=4 \
+  --ps_shards=2 --model=64,256,256,10 --batch_size=256 --json=/tmp/plan.json >/dev/null &&
+  cat /tmp/plan.json' >"$work/plan.json" 2>"$work/plan.log" ||
+  { cat "$work/plan.log" >&2; die "ringside plan in the image failed"; }
+RINGSIDE_PREDICTED_STEP_SECONDS=$(/usr/bin/python3 -c '
+import json, sys
+ranking = json.load(open(sys.argv[1]))["cells"][0]["ranking"]
+step = {row["mode"]: row["step_seconds"] for row in ranking}
+print("ring=%r,ps=%r" % (step["ring"], step["ps"]))' "$work/plan.json") ||
+  die "no ring and ps step in ringside plan's JSON: $(head -c 400 "$work/plan.json")"
+export RINGSIDE_PREDICTED_STEP_SECONDS
+note "ringside plan predicts $RINGSIDE_PREDICTED_STEP_SECONDS (seconds per step)"
 in_project=(--filter "label=com.docker.compose.project=$project")
 # Undone in this order: compose's own down, then anything of this project it left behind.
 on_exit 'podman volume ls -q "${in_project[@]}" | xargs -r podman volume rm -f'

@@ -11,7 +11,7 @@ locked=(--pull=never --read-only --cap-drop=ALL --security-opt=no-new-privileges
 
 # --help: absl exits 1 after printing usage, so the text is what is checked.
 declare -A usage=(
-  [ringside]="usage: ringside compare|lab|up|ctl mode"
+  [ringside]="usage: ringside compare|lab|plan|up|ctl mode"
   [ringside-controller]="ringside-controller: assigns ranks"
   [ringside-ps]="ringside-ps: one parameter-server shard"
   [ringside-worker]="ringside-worker: computes gradients"

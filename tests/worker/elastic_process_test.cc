@@ -437,7 +437,8 @@ launch::ClusterProcess& Named(launch::LocalCluster& c, const std::string& name) 
 // Issue 48 point 6: the hand-over's job under bounded staleness, with checkpoints (every 10
 // steps) to fall back to when a hand-over does not happen. The controller accepts a checkpoint
 // once a heartbeat accounts for its step, so heartbeats come every 5 s here (the timeout 15 s:
-// none of these tests waits for it).
+// none of these tests waits for it). Every worker holds at step 100 for the generation the leave
+// brings, so the job cannot finish before the first checkpoint is accepted, however fast it runs.
 launch::LocalClusterOptions HandOverJob(const std::string& dir) {
   launch::LocalClusterOptions options = LeaveJob(dir, 3, 2, SyncMode::kPs);
   options.heartbeat_timeout = absl::Seconds(15);
@@ -445,6 +446,7 @@ launch::LocalClusterOptions HandOverJob(const std::string& dir) {
   options.training.staleness = 1;
   options.checkpoint_dir = dir + "/state";
   options.checkpoint_every = 10;
+  for (int worker = 0; worker < 3; ++worker) options.flags_of_worker[worker] = {"--hold_at=100"};
   return options;
 }
 
