@@ -205,6 +205,21 @@ void SilenceUntilDropped(launch::LocalCluster& cluster, launch::ClusterProcess& 
   }));
 }
 
+launch::ClusterProcess& Named(launch::LocalCluster& c, const std::string& name) {
+  for (auto& process : c.processes()) {
+    if (process->name == name) return *process;
+  }
+  ADD_FAILURE() << "no process " << name;
+  return *c.processes().front();
+}
+
+// Waits until worker-0 has trained 30 ps-mode steps.
+void TrainPast30Steps(launch::LocalCluster& c) {
+  ASSERT_TRUE(Eventually(c, [&] {
+    return Metric(*c.workers()[0], "ringside_steps_total", {{"mode", "ps"}}) >= 30;
+  }));
+}
+
 // Issue 23: a live worker and a live shard that missed their heartbeats (stopped past the
 // controller's timeout) register again with fresh credentials and rejoin the job, the shard at
 // its old index, and the job ends on every worker with the reference parameters.
@@ -221,14 +236,8 @@ TEST(ElasticClusterTest, ALiveWorkerAndShardDroppedRegisterAgainMatchingTheRefer
   ASSERT_TRUE(cluster.ok()) << cluster.status();
   launch::LocalCluster& c = **cluster;
   std::vector<launch::ClusterProcess*> workers = c.workers();
-  launch::ClusterProcess* shard = nullptr;
-  for (auto& process : c.processes()) {
-    if (process->name == "ps-1") shard = process.get();
-  }
-  ASSERT_NE(shard, nullptr);
-  ASSERT_TRUE(Eventually(c, [&] {
-    return Metric(*workers[0], "ringside_steps_total", {{"mode", "ps"}}) >= 30;
-  }));
+  launch::ClusterProcess* shard = &Named(c, "ps-1");
+  ASSERT_NO_FATAL_FAILURE(TrainPast30Steps(c));
 
   ASSERT_NO_FATAL_FAILURE(SilenceUntilDropped(c, *workers[2]));
   ASSERT_TRUE(Eventually(c, [&] {
@@ -341,14 +350,8 @@ TEST(ElasticClusterTest, ASignalledShardLeavesAndTheWorkersRegroupOntoTheOther) 
   auto cluster = launch::LocalCluster::Start(options);
   ASSERT_TRUE(cluster.ok()) << cluster.status();
   launch::LocalCluster& c = **cluster;
-  launch::ClusterProcess* shard = nullptr;
-  for (auto& process : c.processes()) {
-    if (process->name == "ps-1") shard = process.get();
-  }
-  ASSERT_NE(shard, nullptr);
-  ASSERT_TRUE(Eventually(c, [&] {
-    return Metric(*c.workers()[0], "ringside_steps_total", {{"mode", "ps"}}) >= 30;
-  }));
+  launch::ClusterProcess* shard = &Named(c, "ps-1");
+  ASSERT_NO_FATAL_FAILURE(TrainPast30Steps(c));
   ASSERT_NO_FATAL_FAILURE(ExpectItLeaves(
       *shard, "ps: stopped by signal 15; left the job, which goes on in generation 2"));
   EXPECT_EQ(LogOf(*shard).find("authoritative state"), std::string::npos)
@@ -394,14 +397,8 @@ TEST_P(HandingOverShardTest, ASignalledShardHandsItsRangeOverAndNoStepIsLost) {
   auto cluster = launch::LocalCluster::Start(options);
   ASSERT_TRUE(cluster.ok()) << cluster.status();
   launch::LocalCluster& c = **cluster;
-  launch::ClusterProcess* shard = nullptr;
-  for (auto& process : c.processes()) {
-    if (process->name == "ps-1") shard = process.get();
-  }
-  ASSERT_NE(shard, nullptr);
-  ASSERT_TRUE(Eventually(c, [&] {
-    return Metric(*c.workers()[0], "ringside_steps_total", {{"mode", "ps"}}) >= 30;
-  }));
+  launch::ClusterProcess* shard = &Named(c, "ps-1");
+  ASSERT_NO_FATAL_FAILURE(TrainPast30Steps(c));
   ASSERT_NO_FATAL_FAILURE(ExpectItLeaves(*shard, "ps: handed its range's state over; exiting"));
   const int64_t leaver_step = NumberAfter(LogOf(*shard), "handing over its range's state (step ");
   EXPECT_GE(leaver_step, 30) << LogOf(*shard);
@@ -425,14 +422,6 @@ INSTANTIATE_TEST_SUITE_P(ShardsHoldTheState, HandingOverShardTest,
                          [](const ::testing::TestParamInfo<ShardsHoldingTheState>& info) {
                            return std::string(info.param.name);
                          });
-
-launch::ClusterProcess& Named(launch::LocalCluster& c, const std::string& name) {
-  for (auto& process : c.processes()) {
-    if (process->name == name) return *process;
-  }
-  ADD_FAILURE() << "no process " << name;
-  return *c.processes().front();
-}
 
 // Issue 48 point 6: the hand-over's job under bounded staleness, with checkpoints (every 10
 // steps) to fall back to when a hand-over does not happen. The controller accepts a checkpoint
@@ -538,9 +527,7 @@ TEST(ElasticClusterTest, AWorkerAndAShardLeavingTogetherLoseNothing) {
   auto cluster = launch::LocalCluster::Start(options);
   ASSERT_TRUE(cluster.ok()) << cluster.status();
   launch::LocalCluster& c = **cluster;
-  ASSERT_TRUE(Eventually(c, [&] {
-    return Metric(*c.workers()[0], "ringside_steps_total", {{"mode", "ps"}}) >= 30;
-  }));
+  ASSERT_NO_FATAL_FAILURE(TrainPast30Steps(c));
   std::vector<launch::ClusterProcess*> leavers = {c.workers()[2], &Named(c, "ps-1")};
   for (launch::ClusterProcess* leaver : leavers) {
     leaver->expected_to_end = true;
