@@ -4,31 +4,13 @@
 # output file). Then `--data=iris` alone runs only the Iris job. Usage: bad_values_test.sh BIN_DIR
 set -uo pipefail
 bin=$1
-failures=0
-fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
+source "$(dirname "$0")/refusals.sh"
 work=$(mktemp -d /tmp/ringside-bad-values-XXXXXX)
 trap 'rm -rf "$work"' EXIT
 # Where compare and up would make their clusters' directories: none may appear.
 export TMPDIR=$work/tmp
 mkdir -p "$TMPDIR"
 missing_dir=$work/no-such-dir
-
-# expect_refused NAMED-FLAG COMMAND...: exit 1, one line of output naming NAMED-FLAG.
-expect_refused() {
-  local flag=$1 out code lines
-  shift
-  out=$(timeout 60 "$@" 2>&1); code=$?
-  lines=$(grep -c . <<<"$out")
-  if [ "$code" -ne 1 ]; then
-    fail "'$*' exited $code, not 1: $out"
-  elif [ "$lines" -ne 1 ]; then
-    fail "'$*' should refuse in one line, not $lines:"$'\n'"$out"
-  elif ! grep -q -- "$flag" <<<"$out"; then
-    fail "'$*' does not name $flag: $out"
-  else
-    echo "ok: $* -> $out"
-  fi
-}
 
 for command in compare lab; do
   rs=("$bin/ringside" "$command" --insecure)

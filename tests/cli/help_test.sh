@@ -4,8 +4,7 @@
 # flags, test-only flags).  Usage: help_test.sh BIN_DIR
 set -uo pipefail
 bin=$1
-failures=0
-fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
+source "$(dirname "$0")/refusals.sh"
 
 # expect_help "COMMAND..." "FLAGS IT MUST LIST" "FLAGS IT MUST NOT LIST"
 expect_help() {

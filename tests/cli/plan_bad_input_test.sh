@@ -4,27 +4,9 @@
 # a probe file runs and writes its JSON. Usage: plan_bad_input_test.sh BIN_DIR
 set -uo pipefail
 bin=$1
-failures=0
-fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
+source "$(dirname "$0")/refusals.sh"
 work=$(mktemp -d /tmp/ringside-plan-XXXXXX)
 trap 'rm -rf "$work"' EXIT
-
-# expect_refused TEXT COMMAND...: exit 1, one line of output containing TEXT.
-expect_refused() {
-  local text=$1 out code lines
-  shift
-  out=$(timeout 60 "$@" 2>&1); code=$?
-  lines=$(grep -c . <<<"$out")
-  if [ "$code" -ne 1 ]; then
-    fail "'$*' exited $code, not 1: $out"
-  elif [ "$lines" -ne 1 ]; then
-    fail "'$*' should refuse in one line, not $lines:"$'\n'"$out"
-  elif ! grep -qF -- "$text" <<<"$out"; then
-    fail "'$*' does not say '$text': $out"
-  else
-    echo "ok: $* -> $out"
-  fi
-}
 
 # A probe file of the small model, written by the probe itself.
 probe=$work/probe.json
