@@ -7,7 +7,9 @@
 # and Docker Hub is out of reach, so its service is not started. Checked, each by observing
 # state: every health check turns healthy, the workers train, every Prometheus target is up,
 # the recording rules and the dashboard's queries return data, a live `ctl mode ps` shows in the
-# per-mode link counters, and a worker killed with kill -9 is regrouped around and rejoins.
+# per-mode link counters, a worker killed with kill -9 is regrouped around and rejoins, and a
+# rolling restart of every process (each stopped with SIGTERM and re-created in turn) never
+# restarts the job.
 source "$(dirname "$0")/lib.sh"
 set_budget "${RINGSIDE_CONTAINER_BUDGET:-1740}"
 require_image
@@ -164,4 +166,86 @@ wait_for 180 "worker-3's container restarted by its restart policy" restarted
 prom above 'max(ringside_world_size{job="ringside-controller"})' 3 180 \
   "worker-3 rejoined (world size back to 4)" >/dev/null
 note "regrouped (generation $gen_before -> $regrouped), trained on, worker-3 rejoined"
+
+# A rolling restart, as a drain or a StatefulSet's rollout makes one: every worker, then both
+# shards, then the controller, one at a time while the job trains (in ps mode now). Each is
+# stopped as a drain stops it (SIGTERM, then the compose file's stop_grace_period) and must
+# exit 0 having logged its leave; its container is removed and a new one of the same service
+# made (the same name, the address the others dial), which must turn healthy and take part: its
+# own metrics, through Prometheus, show a generation after its leave. The workers' logs then
+# show the job's step never going back (job_progress.py).
+rolling_start=$SECONDS
+gone=$work/gone
+mkdir -p "$gone"
+of() { echo "max($1{instance=\"$2:9100\"})"; } # a metric of one service's own process
+healthy() {
+  [ "$(podman inspect --format '{{.State.Health.Status}}' "$(container "$1")")" = healthy ]
+}
+# replace SERVICE SAID: stops it, checks its exit and that its log says SAID, and makes a new
+# container of it, healthy. Its log is kept as $gone/SERVICE.log.
+replace() {
+  local service=$1 said=$2 old code
+  old=$(container "$service")
+  compose stop "$service" >"$work/stop.log" 2>&1 ||
+    { cat "$work/stop.log" >&2; die "docker-compose stop $service failed"; }
+  code=$(podman inspect --format '{{.State.ExitCode}}' "$old")
+  podman logs "$old" >"$gone/$service.log" 2>&1
+  [ "$code" = 0 ] ||
+    { tail -n 20 "$gone/$service.log" >&2; die "$service exited $code on SIGTERM, not 0"; }
+  grep -q "$said" "$gone/$service.log" ||
+    { tail -n 20 "$gone/$service.log" >&2; die "$service's log does not say '$said'"; }
+  compose rm -f "$service" >"$work/rm.log" 2>&1 ||
+    { cat "$work/rm.log" >&2; die "docker-compose rm $service failed"; }
+  compose up -d --no-deps "$service" >"$work/up.log" 2>&1 ||
+    { cat "$work/up.log" >&2; die "docker-compose up -d --no-deps $service failed"; }
+  wait_for 300 "$service's new container healthy" healthy "$service"
+}
+# The generation a member's leave log line names ("... goes on in generation G without it").
+left_for() {
+  sed -n 's/.*left the job, which goes on in generation \([0-9]*\) without it$/\1/p' \
+    "$gone/$1.log" | tail -n 1
+}
+for service in worker-0 worker-1 worker-2 worker-3 ps-0 ps-1; do
+  before=$(prom value "$generation")
+  replace "$service" 'stopped by signal 15; left the job, which goes on in generation'
+  left=$(left_for "$service")
+  [ -n "$left" ] && ((left > ${before%.*})) ||
+    die "$service's leave named generation '$left', not one after $before"
+  prom above "$(of ringside_generation "$service")" "$left" 180 \
+    "$service's new process serves a generation after its leave ($left)" >/dev/null
+  prom above "$(of ringside_world_size "$service")" 3 60 \
+    "$service's new process is in a generation of 4 workers" >/dev/null
+  if [[ $service == ps-* ]]; then # the workers push to the new shard
+    prom above "sum(ringside_link_received_bytes_total{instance=\"$service:9100\"})" 0 120 \
+      "$service's new process receives the workers' pushes" >/dev/null
+  fi
+  note "replaced $service: it left for generation $left; its new process is in generation \
+$(prom value "$(of ringside_generation "$service")")"
+done
+saved=$(prom value "$generation")
+replace controller 'controller: stopped by signal 15 at generation .*; its membership record is saved'
+resumed() {
+  podman logs "$(container controller)" 2>&1 | grep -q '^controller: resumed generation '
+}
+wait_for 180 "the new controller resumes the job from its membership record" resumed
+resumed_at=$(podman logs "$(container controller)" 2>&1 |
+  sed -n 's/^controller: resumed generation \([0-9]*\) .*/\1/p')
+((resumed_at >= ${saved%.*})) ||
+  die "the new controller resumed generation $resumed_at, older than the job's $saved"
+prom each-above "$steps_by_worker" "$(prom series "$steps_by_worker")" 180 >/dev/null
+note "replaced the controller: it resumed generation $resumed_at; every worker trains on"
+
+# The end: every worker in the controller's generation, and their logs, the leavers' with them.
+prom above "count(ringside_generation{job=\"ringside-worker\"} == scalar($generation))" 3 120 \
+  "every worker in the controller's generation" >/dev/null
+final=$(prom value "$generation")
+current=()
+for service in worker-0 worker-1 worker-2 worker-3; do
+  podman logs "$(container "$service")" >"$work/$service.now.log" 2>&1
+  current+=("$work/$service.now.log")
+done
+progress=$(/usr/bin/python3 "$SOURCE_DIR/tests/containers/job_progress.py" --final "${final%.*}" \
+  --current "${current[@]}" --gone "$gone"/worker-*.log) ||
+  die "the workers' logs do not show a job that never restarted (above)"
+note "rolling restart in $((SECONDS - rolling_start)) s; the workers' logs: $progress"
 echo "container_compose: ok"

@@ -7,7 +7,9 @@
 # pod and container Running with the manifests' user and read-only root, every readiness
 # probe's check (`ringside health` on its port) SERVING, the controller's topology holding
 # every shard and worker of job.env with each member's advertised pod DNS name registered, its
-# ringside_world_size equal to the workers, and every worker's ringside_steps_total growing.
+# ringside_world_size equal to the workers, every worker's ringside_steps_total growing, and a
+# rolling restart of every pod (each stopped with SIGTERM and played again in turn) that never
+# restarts the job.
 source "$(dirname "$0")/lib.sh"
 set_budget "${RINGSIDE_CONTAINER_BUDGET:-840}"
 require_image
@@ -171,4 +173,130 @@ for i in "${!before[@]}"; do
 done
 note "every worker trains (ringside_steps_total grows: $(for i in "${!before[@]}"; do
   printf '%s ' "${pods[i]%-"$run_id"}=$(metric "$i" ringside_steps_total)"; done))"
+
+# A rolling restart as Kubernetes makes one, each pod in turn (every worker, then every shard,
+# then the controller) while the job trains (ring mode): stopped with SIGTERM and its
+# manifest's terminationGracePeriodSeconds (`podman pod stop -t`), it must exit 0 having logged
+# its leave; the pod is removed with its emptyDir and played again from its file, so a new pod
+# of the same name and DNS aliases (a new address, as a StatefulSet re-creates a pod), which
+# must turn SERVING and take part: its own metrics show a generation after its leave. The
+# workers' logs then show the job's step never going back (job_progress.py).
+rolling_start=$SECONDS
+gone=$work/gone
+mkdir -p "$gone"
+# What a pod's play file says of it: its grace period, then its emptyDir volumes' names.
+pod_facts() {
+  /usr/bin/python3 - "$render/$1" <<'PY'
+import sys, yaml
+workload = [d for d in yaml.safe_load_all(open(sys.argv[1])) if d][-1]
+spec = workload["spec"] if workload["kind"] == "Pod" else workload["spec"]["template"]["spec"]
+print(spec.get("terminationGracePeriodSeconds", 30),
+      *[v["name"] for v in spec.get("volumes", []) if "emptyDir" in v])
+PY
+}
+# The play file again without its claims: Podman 4.3 refuses a claim whose volume exists (4.4
+# reuses it), and the claim's volume is what the new pod must find (the controller's record).
+without_claims() {
+  /usr/bin/python3 - "$render/$1" "$2" <<'PY'
+import sys, yaml
+documents = [d for d in yaml.safe_load_all(open(sys.argv[1])) if d]
+with open(sys.argv[2], "w") as f:
+    yaml.safe_dump_all([d for d in documents if d["kind"] != "PersistentVolumeClaim"], f,
+                       sort_keys=False)
+PY
+}
+serving() {
+  [ "$(podman exec "${containers[$1]}" ringside health --address="127.0.0.1:${ready_ports[$1]}" \
+      --insecure --timeout=2s 2>&1)" = SERVING ]
+}
+running() {
+  [ "$(podman inspect --format '{{.State.Status}}' "${containers[$1]}" 2>/dev/null)" = running ]
+}
+# replace INDEX SAID: stops container INDEX's pod, checks its exit and that its log says SAID,
+# and plays the pod again; its old log is kept as $gone/CONTAINER.log.
+replace() {
+  local i=$1 said=$2 facts grace code volume
+  local pod=${pods[$1]} container=${containers[$1]} log=$gone/${containers[$1]}.log
+  facts=$(pod_facts "${files[i]}") || die "cannot read ${files[i]}"
+  read -r -a facts <<<"$facts"
+  grace=${facts[0]}
+  podman pod stop -t "$grace" "$pod" >"$work/stop.log" 2>&1 ||
+    { cat "$work/stop.log" >&2; die "podman pod stop $pod failed"; }
+  code=$(podman inspect --format '{{.State.ExitCode}}' "$container")
+  podman logs "$container" >"$log" 2>&1
+  [ "$code" = 0 ] || { tail -n 20 "$log" >&2; die "$container exited $code on SIGTERM, not 0"; }
+  grep -q "$said" "$log" || { tail -n 20 "$log" >&2; die "$container's log does not say '$said'"; }
+  podman pod rm "$pod" >/dev/null || die "podman pod rm $pod failed"
+  for volume in "${facts[@]:1}"; do # a new pod's emptyDir starts empty
+    ! podman volume exists "$volume" || podman volume rm "$volume" >/dev/null ||
+      die "podman volume rm $volume ($pod's emptyDir) failed"
+  done
+  without_claims "${files[i]}" "$work/replay.yaml"
+  podman kube play --network "$net:alias=${aliases[i]//,/,alias=}" "$work/replay.yaml" \
+    >"$work/play.log" 2>&1 || { cat "$work/play.log" >&2; die "podman kube play $pod again failed"; }
+  wait_for 120 "$container running again" running "$i"
+  wait_for 300 "$container's readiness check SERVING again" serving "$i"
+}
+left_for() {
+  sed -n 's/.*left the job, which goes on in generation \([0-9]*\) without it$/\1/p' \
+    "$gone/${containers[$1]}.log" | tail -n 1
+}
+after_leave() { # after_leave INDEX GENERATION: its new process serves a later one, of every worker
+  local now world
+  now=$(metric "$1" ringside_generation) && world=$(metric "$1" ringside_world_size) || return 1
+  ((now > $2 && world == workers))
+}
+order=()
+for component in worker ps; do
+  for i in "${!components[@]}"; do [ "${components[i]}" = $component ] && order+=("$i"); done
+done
+for i in "${order[@]}"; do
+  generation_before=$(metric "$controller" ringside_generation)
+  replace "$i" 'stopped by signal 15; left the job, which goes on in generation'
+  left=$(left_for "$i")
+  [ -n "$left" ] && ((left > generation_before)) ||
+    die "${containers[i]}'s leave named generation '$left', not one after $generation_before"
+  wait_for 180 "${pods[i]}'s new process in a generation after its leave ($left) with \
+$workers workers" after_leave "$i" "$left"
+  note "replaced ${pods[i]%-"$run_id"}: it left for generation $left; its new process is in \
+generation $(metric "$i" ringside_generation)"
+done
+saved=$(metric "$controller" ringside_generation)
+replace "$controller" 'controller: stopped by signal 15 at generation .*; its membership record is saved'
+resumed() { podman logs "${containers[controller]}" 2>&1 | grep -q '^controller: resumed generation '; }
+wait_for 180 "the new controller resumes the job from its membership record" resumed
+resumed_at=$(podman logs "${containers[controller]}" 2>&1 |
+  sed -n 's/^controller: resumed generation \([0-9]*\) .*/\1/p')
+((resumed_at >= saved)) ||
+  die "the new controller resumed generation $resumed_at, older than the job's $saved"
+for i in "${!before[@]}"; do
+  before[$i]=$(metric "$i" ringside_steps_total) || die "no metrics from ${pods[i]}"
+done
+for i in "${!before[@]}"; do
+  wait_for 180 "${pods[i]}'s ringside_steps_total above ${before[$i]} after the controller's \
+replacement" advanced "$i"
+done
+note "replaced the controller: it resumed generation $resumed_at; every worker trains on"
+
+# The end: every worker in the controller's generation, and their logs, the leavers' with them.
+at_controllers() {
+  local final i
+  final=$(metric "$controller" ringside_generation) || return 1
+  for i in "${!before[@]}"; do
+    [ "$(metric "$i" ringside_generation)" = "$final" ] || return 1
+  done
+}
+wait_for 120 "every worker in the controller's generation" at_controllers
+final=$(metric "$controller" ringside_generation)
+current=()
+for i in "${!before[@]}"; do
+  podman logs "${containers[i]}" >"$work/${containers[i]}.now.log" 2>&1
+  current+=("$work/${containers[i]}.now.log")
+done
+gone_workers=()
+for i in "${!before[@]}"; do gone_workers+=("$gone/${containers[i]}.log"); done
+progress=$(/usr/bin/python3 "$SOURCE_DIR/tests/containers/job_progress.py" --final "$final" \
+  --current "${current[@]}" --gone "${gone_workers[@]}") ||
+  die "the workers' logs do not show a job that never restarted (above)"
+note "rolling restart in $((SECONDS - rolling_start)) s; the workers' logs: $progress"
 echo "container_kube: ok ($((SECONDS - start)) s from the first play)"

@@ -3,14 +3,16 @@
 on stdin) with deploy/prometheus/compose.yml: the services docs/deploy.md lists, a gRPC health check
 through `ringside health` on each daemon's own --listen port, the join token as a secret, the
 controller's --checkpoint_dir on a named volume, mutual TLS on every daemon (the CA and the
-service's own certificate and key as secrets, the same flags in its health check), every daemon
-scraped by Prometheus, Grafana provisioned. Prints one line per problem; exit 1 if any."""
+service's own certificate and key as secrets, the same flags in its health check), a stop grace
+on every daemon that covers a leave (30 s, as the Kubernetes manifests), every daemon scraped by
+Prometheus, Grafana provisioned. Prints one line per problem; exit 1 if any."""
 import re
 import sys
 
 import yaml
 
 DAEMONS = ["controller", "ps-0", "ps-1", "worker-0", "worker-1", "worker-2", "worker-3"]
+MIN_STOP_GRACE_SECONDS = 30  # the manifests' terminationGracePeriodSeconds, for the same reason
 TLS_FLAGS = ["--tls_ca=/run/secrets/tls_ca", "--tls_cert=/run/secrets/tls_cert",
              "--tls_key=/run/secrets/tls_key"]
 
@@ -43,6 +45,15 @@ def tls_problems(name, service, top_secrets):
     return problems
 
 
+def seconds(duration):
+    """A compose duration ("30s", "1m30s", "1.5m") in seconds; None if it is not one."""
+    parts = re.findall(r"(\d+(?:\.\d+)?)(h|ms|m|s|us)", str(duration))
+    if not parts or "".join(n + u for n, u in parts) != str(duration):
+        return None
+    scale = {"h": 3600, "m": 60, "s": 1, "ms": 1e-3, "us": 1e-6}
+    return sum(float(n) * scale[u] for n, u in parts)
+
+
 def flag(command, name):
     for arg in command:
         if arg.startswith(f"--{name}="):
@@ -73,6 +84,11 @@ def main(prometheus_config_path):
                 for s in service.get("secrets", [])):
             problems.append(f"{name}: join token not read from the join_token secret")
         problems += tls_problems(name, service, compose.get("secrets") or {})
+        grace = service.get("stop_grace_period")
+        if grace is None or (seconds(grace) or 0) < MIN_STOP_GRACE_SECONDS:
+            problems.append(f"{name}: stop_grace_period {grace}, want at least "
+                            f"{MIN_STOP_GRACE_SECONDS}s (a step plus the leave's rpc timeout; "
+                            "Docker's default 10s can kill a daemon mid-leave)")
         if name != "controller":
             advertise = flag(command, "advertise")
             if advertise != f"{name}:{port}":
