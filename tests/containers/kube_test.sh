@@ -176,7 +176,7 @@ note "every worker trains (ringside_steps_total grows: $(for i in "${!before[@]}
 
 # A rolling restart as Kubernetes makes one, each pod in turn (every worker, then every shard,
 # then the controller) while the job trains (ring mode): stopped with SIGTERM and its
-# manifest's terminationGracePeriodSeconds (`podman pod stop -t`), it must exit 0 having logged
+# manifest's terminationGracePeriodSeconds (`podman stop -t`), it must exit 0 having logged
 # its leave; the pod is removed with its emptyDir and played again from its file, so a new pod
 # of the same name and DNS aliases (a new address, as a StatefulSet re-creates a pod), which
 # must turn SERVING and take part: its own metrics show a generation after its leave. The
@@ -220,13 +220,16 @@ replace() {
   facts=$(pod_facts "${files[i]}") || die "cannot read ${files[i]}"
   read -r -a facts <<<"$facts"
   grace=${facts[0]}
-  podman pod stop -t "$grace" "$pod" >"$work/stop.log" 2>&1 ||
-    { cat "$work/stop.log" >&2; die "podman pod stop $pod failed"; }
+  # The container, not the pod: `podman pod stop` stops the infra container, and with it the
+  # pod's network, beside it, so the leave finds no network (the kubelet keeps a pod's
+  # sandbox until its containers have exited).
+  podman stop -t "$grace" "$container" >"$work/stop.log" 2>&1 ||
+    { cat "$work/stop.log" >&2; die "podman stop $container failed"; }
   code=$(podman inspect --format '{{.State.ExitCode}}' "$container")
   podman logs "$container" >"$log" 2>&1
   [ "$code" = 0 ] || { tail -n 20 "$log" >&2; die "$container exited $code on SIGTERM, not 0"; }
   grep -q "$said" "$log" || { tail -n 20 "$log" >&2; die "$container's log does not say '$said'"; }
-  podman pod rm "$pod" >/dev/null || die "podman pod rm $pod failed"
+  podman pod rm -f -t 0 "$pod" >/dev/null || die "podman pod rm $pod failed"
   for volume in "${facts[@]:1}"; do # a new pod's emptyDir starts empty
     ! podman volume exists "$volume" || podman volume rm "$volume" >/dev/null ||
       die "podman volume rm $volume ($pod's emptyDir) failed"
