@@ -68,6 +68,10 @@ std::shared_ptr<grpc::Channel> MakeChannel(const std::string& address,
   // Reconnect quickly after a peer restarts (the default backoff grows to two minutes).
   args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 1000);
   args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 100);
+  // A peer replaced at a new address under the same name (a container or pod made again) is
+  // found at once: the default rate limit lets a failed channel look its name up again only
+  // after 30 s, past the heartbeat timeout, so a member would be dropped meanwhile.
+  args.SetInt(GRPC_ARG_DNS_MIN_TIME_BETWEEN_RESOLUTIONS_MS, 1000);
   // A private subchannel per channel: each peer link is its own TCP connection.
   args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
   return grpc::CreateCustomChannel(address, ChannelCredentials(security), args);
