@@ -85,11 +85,11 @@ absl::Status CheckCompressionFitsMode(const Compression& compression, SyncMode m
 std::unique_ptr<GradientCodec> MakeGradientCodec(const Compression& compression) {
   switch (compression.kind) {
     case CompressionKind::kTopK:
-      return std::make_unique<TopKCodec>(compression.fraction);
+      return MakeTopKCodec(compression.fraction);
     case CompressionKind::kSign:
-      return std::make_unique<SignCodec>();
+      return MakeSignCodec();
     case CompressionKind::kRandomK:
-      return std::make_unique<RandomKCodec>(compression.fraction);
+      return MakeRandomKCodec(compression.fraction);
     case CompressionKind::kNone:
       break;
   }

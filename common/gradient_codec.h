@@ -1,6 +1,7 @@
 // A gradient compressor (--compression, common/compression.h): one segment of float32 gradient
-// into far fewer bytes, and back. One interface, one implementation per kind, each in its own
-// file (topk_codec.h, sign_codec.h, randomk_codec.h); the error feedback that makes them
+// into far fewer bytes, and back. One interface, one class over it (SegmentCodec below), one
+// encoding per kind, each in its own file (topk_codec.h, sign_codec.h, randomk_codec.h: the
+// payload and the four operations); the error feedback that makes them
 // converge (error_feedback.h) is a policy beside them, not in each codec.
 //
 // Encode is lossy and says exactly what it lost: it leaves in its input what the wire does not
@@ -61,6 +62,39 @@ class GradientCodec {
   // DecodeAdd once Check has passed.
   virtual void AddChecked(const SegmentKey& key, absl::string_view wire,
                           absl::Span<float> sum) const = 0;
+};
+
+// The one codec class: GradientCodec over an encoding, a value type holding the kind's
+// configuration with its four operations, defined in the kind's .cc (each kind's header declares
+// only its Make...Codec; the payload formats are written there):
+//   size_t EncodedBytes(size_t elements) const;
+//   void Encode(const SegmentKey&, absl::Span<float> values, char* wire) const;
+//   absl::Status Check(const SegmentKey&, absl::string_view wire, size_t elements) const;
+//   void AddChecked(const SegmentKey&, absl::string_view wire, absl::Span<float> sum) const;
+// The constructor's arguments initialise the encoding (its fraction, or none).
+template <typename Encoding>
+class SegmentCodec final : public GradientCodec {
+ public:
+  template <typename... Config>
+  explicit SegmentCodec(Config... config) : encoding_{config...} {}
+
+  size_t EncodedBytes(size_t elements) const override { return encoding_.EncodedBytes(elements); }
+  void Encode(const SegmentKey& key, absl::Span<float> values, char* wire) const override {
+    encoding_.Encode(key, values, wire);
+  }
+  absl::Status Check(const SegmentKey& key, absl::string_view wire,
+                     size_t elements) const override {
+    return encoding_.Check(key, wire, elements);
+  }
+
+ protected:
+  void AddChecked(const SegmentKey& key, absl::string_view wire,
+                  absl::Span<float> sum) const override {
+    encoding_.AddChecked(key, wire, sum);
+  }
+
+ private:
+  const Encoding encoding_;
 };
 
 // Little-endian loads and stores the codecs' payloads are made of.

@@ -33,44 +33,54 @@ std::vector<uint32_t> RandomKCoordinates(const SegmentKey& key, size_t elements,
   return coordinates;
 }
 
-size_t RandomKCodec::EncodedBytes(size_t elements) const {
-  return 4 * TopKCount(elements, fraction_);
-}
+namespace {
 
-void RandomKCodec::Encode(const SegmentKey& key, absl::Span<float> values, char* wire) const {
-  const size_t k = TopKCount(values.size(), fraction_);
-  for (const uint32_t i : RandomKCoordinates(key, values.size(), k)) {
-    StoreF32(wire, values[i]);
-    wire += 4;
-    values[i] = 0.0f;  // sent whole
-  }
-}
+// The randomk payload of randomk_codec.h, for SegmentCodec.
+struct RandomKEncoding {
+  float fraction;  // F in (0, 1]
 
-absl::Status RandomKCodec::Check(const SegmentKey&, absl::string_view wire, size_t elements) const {
-  if (elements > std::numeric_limits<uint32_t>::max()) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "random-k segment of ", elements, " elements: more than 32-bit coordinates reach"));
-  }
-  if (wire.size() != EncodedBytes(elements)) {
-    return absl::InvalidArgumentError(absl::StrCat("random-k payload of ", wire.size(),
-                                                   " bytes; a segment of ", elements,
-                                                   " elements takes ", EncodedBytes(elements)));
-  }
-  for (size_t j = 0; j < wire.size() / 4; ++j) {
-    if (!std::isfinite(LoadF32(wire.data() + 4 * j))) {
-      return absl::InvalidArgumentError(absl::StrCat("random-k value ", j, " is not finite"));
+  size_t EncodedBytes(size_t elements) const { return 4 * TopKCount(elements, fraction); }
+
+  void Encode(const SegmentKey& key, absl::Span<float> values, char* wire) const {
+    const size_t k = TopKCount(values.size(), fraction);
+    for (const uint32_t i : RandomKCoordinates(key, values.size(), k)) {
+      StoreF32(wire, values[i]);
+      wire += 4;
+      values[i] = 0.0f;  // sent whole
     }
   }
-  return absl::OkStatus();
-}
 
-void RandomKCodec::AddChecked(const SegmentKey& key, absl::string_view wire,
-                              absl::Span<float> sum) const {
-  const char* value = wire.data();
-  for (const uint32_t i : RandomKCoordinates(key, sum.size(), wire.size() / 4)) {
-    sum[i] += LoadF32(value);
-    value += 4;
+  absl::Status Check(const SegmentKey&, absl::string_view wire, size_t elements) const {
+    if (elements > std::numeric_limits<uint32_t>::max()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "random-k segment of ", elements, " elements: more than 32-bit coordinates reach"));
+    }
+    if (wire.size() != EncodedBytes(elements)) {
+      return absl::InvalidArgumentError(absl::StrCat("random-k payload of ", wire.size(),
+                                                     " bytes; a segment of ", elements,
+                                                     " elements takes ", EncodedBytes(elements)));
+    }
+    for (size_t j = 0; j < wire.size() / 4; ++j) {
+      if (!std::isfinite(LoadF32(wire.data() + 4 * j))) {
+        return absl::InvalidArgumentError(absl::StrCat("random-k value ", j, " is not finite"));
+      }
+    }
+    return absl::OkStatus();
   }
+
+  void AddChecked(const SegmentKey& key, absl::string_view wire, absl::Span<float> sum) const {
+    const char* value = wire.data();
+    for (const uint32_t i : RandomKCoordinates(key, sum.size(), wire.size() / 4)) {
+      sum[i] += LoadF32(value);
+      value += 4;
+    }
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<GradientCodec> MakeRandomKCodec(float fraction) {
+  return std::make_unique<SegmentCodec<RandomKEncoding>>(fraction);
 }
 
 }  // namespace ringside

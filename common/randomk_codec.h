@@ -15,6 +15,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 #include "common/gradient_codec.h"
@@ -24,21 +25,8 @@ namespace ringside {
 // The k distinct coordinates in [0, elements) of segment `key`, ascending (k <= elements).
 std::vector<uint32_t> RandomKCoordinates(const SegmentKey& key, size_t elements, size_t k);
 
-class RandomKCodec final : public GradientCodec {
- public:
-  explicit RandomKCodec(float fraction) : fraction_(fraction) {}
-
-  size_t EncodedBytes(size_t elements) const override;
-  void Encode(const SegmentKey& key, absl::Span<float> values, char* wire) const override;
-  absl::Status Check(const SegmentKey& key, absl::string_view wire, size_t elements) const override;
-
- protected:
-  void AddChecked(const SegmentKey& key, absl::string_view wire,
-                  absl::Span<float> sum) const override;
-
- private:
-  const float fraction_;
-};
+// The randomk codec (SegmentCodec over this file's encoding).
+std::unique_ptr<GradientCodec> MakeRandomKCodec(float fraction);
 
 }  // namespace ringside
 

@@ -12,21 +12,14 @@
 #define RINGSIDE_COMMON_SIGN_CODEC_H_
 
 #include <cstddef>
+#include <memory>
 
 #include "common/gradient_codec.h"
 
 namespace ringside {
 
-class SignCodec final : public GradientCodec {
- public:
-  size_t EncodedBytes(size_t elements) const override;
-  void Encode(const SegmentKey& key, absl::Span<float> values, char* wire) const override;
-  absl::Status Check(const SegmentKey& key, absl::string_view wire, size_t elements) const override;
-
- protected:
-  void AddChecked(const SegmentKey& key, absl::string_view wire,
-                  absl::Span<float> sum) const override;
-};
+// The sign codec (SegmentCodec over this file's encoding).
+std::unique_ptr<GradientCodec> MakeSignCodec();
 
 }  // namespace ringside
 

@@ -13,6 +13,7 @@
 #define RINGSIDE_COMMON_TOPK_CODEC_H_
 
 #include <cstddef>
+#include <memory>
 
 #include "common/gradient_codec.h"
 
@@ -23,21 +24,8 @@ namespace ringside {
 // (0, 1].
 size_t TopKCount(size_t elements, float fraction);
 
-class TopKCodec final : public GradientCodec {
- public:
-  explicit TopKCodec(float fraction) : fraction_(fraction) {}
-
-  size_t EncodedBytes(size_t elements) const override;
-  void Encode(const SegmentKey& key, absl::Span<float> values, char* wire) const override;
-  absl::Status Check(const SegmentKey& key, absl::string_view wire, size_t elements) const override;
-
- protected:
-  void AddChecked(const SegmentKey& key, absl::string_view wire,
-                  absl::Span<float> sum) const override;
-
- private:
-  const float fraction_;
-};
+// The topk codec (SegmentCodec over this file's encoding).
+std::unique_ptr<GradientCodec> MakeTopKCodec(float fraction);
 
 }  // namespace ringside
 

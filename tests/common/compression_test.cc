@@ -8,6 +8,7 @@
 #include <cmath>
 #include <cstdint>
 #include <limits>
+#include <memory>
 #include <numeric>
 #include <string>
 #include <vector>
@@ -106,7 +107,8 @@ TEST(TopKCodecTest, CountIsCeilingClampedToTheSegment) {
 }
 
 TEST(TopKCodecTest, SendsTheLargestMagnitudesWithSortedIndicesAndKeepsTheRest) {
-  const TopKCodec codec(0.1f);
+  const std::unique_ptr<GradientCodec> owned = MakeTopKCodec(0.1f);
+  const GradientCodec& codec = *owned;
   for (const size_t n : kOddSizes) {
     const std::vector<float> original = Gradient(n, n);
     std::vector<float> values = original;
@@ -135,7 +137,8 @@ TEST(TopKCodecTest, SendsTheLargestMagnitudesWithSortedIndicesAndKeepsTheRest) {
 }
 
 TEST(TopKCodecTest, TiesAtTheThresholdTakeTheLowestIndices) {
-  const TopKCodec codec(0.5f);
+  const std::unique_ptr<GradientCodec> owned = MakeTopKCodec(0.5f);
+  const GradientCodec& codec = *owned;
   std::vector<float> values = {1, -1, 1, 5, 1, -1};  // k = 3: the 5, then two of the 1s
   const std::string wire = Encoded(codec, {}, values);
   EXPECT_EQ(LoadU32(wire.data() + 4), 0u);
@@ -157,7 +160,8 @@ std::string TopKPayload(uint32_t count, const std::vector<uint32_t>& indices,
 }
 
 TEST(TopKCodecTest, RefusesEveryMalformedPayloadAndWritesNothing) {
-  const TopKCodec codec(0.3f);  // 10 elements: k = 3
+  const std::unique_ptr<GradientCodec> owned = MakeTopKCodec(0.3f);  // 10 elements: k = 3
+  const GradientCodec& codec = *owned;
   ASSERT_TRUE(codec.Check({}, TopKPayload(3, {0, 4, 9}, {1, 2, 3}), 10).ok());
   ExpectRefused(codec, {}, TopKPayload(3, {0, 4, 10}, {1, 2, 3}), 10, "outside the segment");
   ExpectRefused(codec, {}, TopKPayload(3, {0, 4, 4}, {1, 2, 3}), 10, "strictly increase");
@@ -173,7 +177,8 @@ TEST(TopKCodecTest, RefusesEveryMalformedPayloadAndWritesNothing) {
 }
 
 TEST(SignCodecTest, OneBitPerElementAndTheMeanMagnitudeAsScale) {
-  const SignCodec codec;
+  const std::unique_ptr<GradientCodec> owned = MakeSignCodec();
+  const GradientCodec& codec = *owned;
   for (const size_t n : kOddSizes) {
     const std::vector<float> original = Gradient(n, 100 + n);
     std::vector<float> values = original;
@@ -194,7 +199,8 @@ TEST(SignCodecTest, OneBitPerElementAndTheMeanMagnitudeAsScale) {
 }
 
 TEST(SignCodecTest, RefusesEveryMalformedPayloadAndWritesNothing) {
-  const SignCodec codec;
+  const std::unique_ptr<GradientCodec> owned = MakeSignCodec();
+  const GradientCodec& codec = *owned;
   std::string wire(4 + 2, '\0');  // 13 elements
   StoreF32(wire.data(), 0.5f);
   wire[4] = '\xff';
@@ -232,7 +238,8 @@ TEST(RandomKCodecTest, CoordinatesAreDistinctAscendingAndTheSameForEveryWorker) 
 }
 
 TEST(RandomKCodecTest, PayloadsOfOneSegmentAddValueByValueAsARingHopAddsThem) {
-  const RandomKCodec codec(0.1f);
+  const std::unique_ptr<GradientCodec> owned = MakeRandomKCodec(0.1f);
+  const GradientCodec& codec = *owned;
   const SegmentKey key{1, 3, 65};
   for (const size_t n : kOddSizes) {
     std::vector<float> a = Gradient(n, 1), b = Gradient(n, 2);
@@ -257,7 +264,8 @@ TEST(RandomKCodecTest, PayloadsOfOneSegmentAddValueByValueAsARingHopAddsThem) {
 }
 
 TEST(RandomKCodecTest, RefusesEveryMalformedPayloadAndWritesNothing) {
-  const RandomKCodec codec(0.3f);  // 10 elements: 3 values
+  const std::unique_ptr<GradientCodec> owned = MakeRandomKCodec(0.3f);  // 10 elements: 3 values
+  const GradientCodec& codec = *owned;
   std::string wire(12, '\0');
   ASSERT_TRUE(codec.Check({}, wire, 10).ok());
   ExpectRefused(codec, {}, wire.substr(0, 8), 10, "takes 12");

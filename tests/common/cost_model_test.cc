@@ -1,5 +1,6 @@
 #include "common/cost_model.h"
 
+#include <memory>
 #include <numeric>
 #include <string>
 #include <vector>
@@ -175,12 +176,13 @@ TEST(CompressedBytesTest, EachSegmentCostsItsCodecsBytes) {
   EXPECT_TRUE(SegmentLengths(0, 256).empty());
   const std::vector<uint64_t> segments = SegmentLengths(1001, 256);
   // top-k 0.01: k = 3 of each (ceil 2.56, ceil 2.33): 4 + 8·3 bytes each.
-  const TopKCodec topk(0.01f);
+  const std::unique_ptr<GradientCodec> topk_codec = MakeTopKCodec(0.01f);
+  const GradientCodec& topk = *topk_codec;
   EXPECT_EQ(CompressedLinkBytes(topk, segments), 4 * (4 + 8 * 3));
   // sign: a scale and ceil(n/8) bytes: 4 + 32 three times, 4 + 30 once.
-  EXPECT_EQ(CompressedLinkBytes(SignCodec(), segments), 3 * 36 + 34);
+  EXPECT_EQ(CompressedLinkBytes(*MakeSignCodec(), segments), 3 * 36 + 34);
   // random-k 0.1: 26, 26, 26, 24 values of 4 bytes, no indices.
-  EXPECT_EQ(CompressedLinkBytes(RandomKCodec(0.1f), segments), 4 * (26 + 26 + 26 + 24));
+  EXPECT_EQ(CompressedLinkBytes(*MakeRandomKCodec(0.1f), segments), 4 * (26 + 26 + 26 + 24));
   // One segment of a single element still sends one value.
   EXPECT_EQ(CompressedLinkBytes(topk, SegmentLengths(1, 256)), 4 + 8);
 }
