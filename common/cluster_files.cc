@@ -94,13 +94,14 @@ StepTrace ReadStepTrace(const std::string& path) {
 }
 
 std::string EvaluationLineText(const EvaluationLine& line) {
-  return json{{"step", line.step},
+  json out = {{"step", line.step},
               {"seconds", line.seconds},
               {"test_accuracy", line.test_accuracy},
               {"test_loss", line.test_loss},
               {"loss", line.loss},
-              {"eval_seconds", line.eval_seconds}}
-      .dump();
+              {"eval_seconds", line.eval_seconds}};
+  if (line.sent_bytes >= 0) out["sent_bytes"] = line.sent_bytes;
+  return out.dump();
 }
 
 absl::StatusOr<EvaluationLine> ParseEvaluationLine(absl::string_view text) {
@@ -112,11 +113,13 @@ absl::StatusOr<EvaluationLine> ParseEvaluationLine(absl::string_view text) {
   fields.Read("test_loss", line.test_loss);
   fields.Read("loss", line.loss);
   fields.Read("eval_seconds", line.eval_seconds);
+  fields.Read("sent_bytes", line.sent_bytes, /*required=*/false);
   if (!fields.status().ok()) return fields.status();
-  if (line.step < 0 || !(line.test_accuracy >= 0 && line.test_accuracy <= 1)) {
-    return absl::InvalidArgumentError(absl::StrCat("evaluation line: step ", line.step,
-                                                   " or test_accuracy ", line.test_accuracy,
-                                                   " out of range"));
+  if (line.step < 0 || !(line.test_accuracy >= 0 && line.test_accuracy <= 1) ||
+      line.sent_bytes < -1) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("evaluation line: step ", line.step, ", test_accuracy ", line.test_accuracy,
+                     " or sent_bytes ", line.sent_bytes, " out of range"));
   }
   return line;
 }

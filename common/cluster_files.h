@@ -70,6 +70,9 @@ struct EvaluationLine {
   double test_accuracy = 0, test_loss = 0;  // on the whole test set
   double loss = 0;          // the training loss of that step (the worker's batch); 0 at step 0
   double eval_seconds = 0;  // the evaluation's own time: reading the parameters, forward passes
+  // The payload bytes the evaluating worker had sent on its links (ringside_link_bytes_total,
+  // summed over the job) when that step ended; -1: not recorded (optional in the file).
+  int64_t sent_bytes = -1;
 };
 std::string EvaluationLineText(const EvaluationLine& line);  // one line, no newline
 absl::StatusOr<EvaluationLine> ParseEvaluationLine(absl::string_view text);

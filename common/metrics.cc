@@ -196,6 +196,14 @@ LinkSendMetrics Metrics::LinkSend(absl::string_view src, absl::string_view dst, 
                          &link_expected_bytes_.Add(labels), &link_wire_bytes_.Add(labels)};
 }
 
+double Metrics::LinkBytesSent() const {
+  double sum = 0;
+  for (const prometheus::MetricFamily& family : link_bytes_.Collect()) {
+    for (const prometheus::ClientMetric& metric : family.metric) sum += metric.counter.value;
+  }
+  return sum;
+}
+
 LinkReceiveMetrics Metrics::LinkReceive(absl::string_view src, absl::string_view dst,
                                         SyncMode mode) {
   return LinkReceiveMetrics{&link_received_bytes_.Add(LinkLabels(src, dst, mode))};

@@ -63,6 +63,11 @@ class Metrics {
 
   LinkSendMetrics LinkSend(absl::string_view src, absl::string_view dst, SyncMode mode);
   LinkReceiveMetrics LinkReceive(absl::string_view src, absl::string_view dst, SyncMode mode);
+  // The sum of every ringside_link_bytes_total series of this registry: in a worker's own
+  // registry, the payload bytes it has sent over the job, every mode and rank it held (what
+  // `ringside compare` sets test accuracy against). Collects the family (its lock, a pass over
+  // its few series): once per step, not per message.
+  double LinkBytesSent() const;
 
   // Every series of the step loop of `mode` (creates them: see StepRecorder in
   // worker/data_parallel.h for when).

@@ -67,11 +67,11 @@ AccuracyEvaluator::~AccuracyEvaluator() {
   rmdir(dir_.c_str());
 }
 
-void AccuracyEvaluator::StepEnded(int64_t completed, absl::Time start, absl::Time end,
-                                  double loss) {
+void AccuracyEvaluator::StepEnded(int64_t completed, absl::Time start, absl::Time end, double loss,
+                                  int64_t sent_bytes) {
   absl::MutexLock lock(&mu_);
   if (!origin_.has_value()) origin_ = start;
-  steps_[completed] = StepRecord{end, loss};
+  steps_[completed] = StepRecord{end, loss, sent_bytes};
   while (steps_.size() > kKeptSteps) steps_.erase(steps_.begin());
 }
 
@@ -252,11 +252,12 @@ absl::StatusOr<EvaluationLine> AccuracyEvaluator::Evaluate(const Snapshot& snaps
   pass_.Release();
   RETURN_IF_ERROR(evaluation.status());
   const absl::Duration took = absl::Now() - start + snapshot.read_time;
-  ASSIGN_OR_RETURN(const auto when_and_loss, WhenAndLossOf(snapshot.completed));
+  ASSIGN_OR_RETURN(const StepFacts facts, FactsOf(snapshot.completed));
   EvaluationLine point;
   point.step = snapshot.completed;
-  point.seconds = when_and_loss.first;
-  point.loss = when_and_loss.second;
+  point.seconds = facts.seconds;
+  point.loss = facts.loss;
+  point.sent_bytes = facts.sent_bytes;
   point.test_accuracy = evaluation->accuracy;
   point.test_loss = evaluation->mean_loss;
   point.eval_seconds = absl::ToDoubleSeconds(took);
@@ -281,9 +282,10 @@ absl::StatusOr<int64_t> AccuracyEvaluator::ReadShards(int64_t completed, const S
   return Annotate(last, absl::StrCat("reading the shards' parameters after step ", completed));
 }
 
-absl::StatusOr<std::pair<double, double>> AccuracyEvaluator::WhenAndLossOf(int64_t step) {
+absl::StatusOr<AccuracyEvaluator::StepFacts> AccuracyEvaluator::FactsOf(int64_t step) {
   absl::MutexLock lock(&mu_);
-  if (step == 0) return std::make_pair(0.0, 0.0);  // the initial parameters: before any step
+  // The initial parameters: before any step, so before any gradient was sent.
+  if (step == 0) return StepFacts{0, 0, 0};
   auto reported = [this, step]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     return stopping_ || steps_.count(step) > 0;
   };
@@ -293,7 +295,8 @@ absl::StatusOr<std::pair<double, double>> AccuracyEvaluator::WhenAndLossOf(int64
     return absl::DeadlineExceededError(
         absl::StrCat("the shards held step ", step, " but this worker never reported ending it"));
   }
-  return std::make_pair(absl::ToDoubleSeconds(it->second.end - *origin_), it->second.loss);
+  return StepFacts{absl::ToDoubleSeconds(it->second.end - *origin_), it->second.loss,
+                   it->second.sent_bytes};
 }
 
 }  // namespace ringside::worker

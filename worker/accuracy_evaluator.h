@@ -102,8 +102,10 @@ class AccuracyEvaluator {
   AccuracyEvaluator& operator=(const AccuracyEvaluator&) = delete;
 
   // The step that brought the job to `completed` steps ran from `start` to `end` with training
-  // loss `loss`.
-  void StepEnded(int64_t completed, absl::Time start, absl::Time end, double loss);
+  // loss `loss`, and this worker had sent `sent_bytes` on its links by its end (the point's
+  // sent_bytes; -1: not counted).
+  void StepEnded(int64_t completed, absl::Time start, absl::Time end, double loss,
+                 int64_t sent_bytes = -1);
   // Evaluates `params`, the parameters after `completed` steps, written to a snapshot file now.
   // False (nothing written, counted in deferred()) when the disk budget is spent or the file
   // cannot be written (also counted in failures()).
@@ -137,6 +139,13 @@ class AccuracyEvaluator {
   struct StepRecord {
     absl::Time end;
     double loss = 0;
+    int64_t sent_bytes = -1;
+  };
+  // What a point says of its step besides the evaluation.
+  struct StepFacts {
+    double seconds = 0;  // its end, relative to the first step's start
+    double loss = 0;
+    int64_t sent_bytes = -1;
   };
 
   AccuracyEvaluator(const ModelSpec& spec, const Dataset& test, Sink sink, Options options);
@@ -159,8 +168,8 @@ class AccuracyEvaluator {
   // failure the file is gone (or was never made: one at `path` already is left alone).
   absl::StatusOr<int64_t> ReadShards(int64_t completed, const ShardReader& reader,
                                      const std::string& path);
-  // `step`'s end, relative to the first step's start, and its loss (waiting for its report).
-  absl::StatusOr<std::pair<double, double>> WhenAndLossOf(int64_t step);
+  // `step`'s facts (waiting for its report).
+  absl::StatusOr<StepFacts> FactsOf(int64_t step);
 
   const Dataset& test_;
   const Sink sink_;

@@ -92,8 +92,8 @@ absl::Status ElasticTrainer::Run(const absl::Notification& stop, const FinishedC
     ASSIGN_OR_RETURN(std::unique_ptr<AccuracyEvaluator> evaluator,
                      AccuracyEvaluator::Create(job_->spec(), job_->test_set(), options_.evaluations,
                                                evaluation));
-    evaluation_ =
-        std::make_unique<EvaluationPoints>(std::move(evaluator), job_->options(), shard_group_);
+    evaluation_ = std::make_unique<EvaluationPoints>(std::move(evaluator), job_->options(),
+                                                     shard_group_, metrics_);
   }
   checkpoints_ = std::make_unique<CheckpointUploads>(assignments_, shard_group_, training.optimizer,
                                                      metrics_, log_);

@@ -12,8 +12,10 @@ void EvaluationPoints::BeforeStep(const GenerationView& generation, const Member
 }
 
 absl::Status EvaluationPoints::AfterStep(const CompletedStep& step) {
+  // Rank 0 evaluates, but any worker may become rank 0: every one counts what it sent.
   evaluator_->StepEnded(step.state.completed, step.timing.start,
-                        step.timing.start + step.timing.total(), step.stats.mean_loss);
+                        step.timing.start + step.timing.total(), step.stats.mean_loss,
+                        static_cast<int64_t>(metrics_.LinkBytesSent()));
   EvaluateIfDue(step.generation, step.state);
   return absl::OkStatus();
 }

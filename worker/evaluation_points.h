@@ -12,6 +12,7 @@
 #include <ostream>
 
 #include "absl/status/status.h"
+#include "common/metrics.h"
 #include "common/training_options.h"
 #include "server/ps/shard_group.h"
 #include "worker/accuracy_evaluator.h"
@@ -21,11 +22,11 @@ namespace ringside::worker {
 
 class EvaluationPoints final : public StepListener {
  public:
-  // `job` gives eval_every and steps; `shards` is read in ps mode. Everything referred to must
-  // outlive this.
+  // `job` gives eval_every and steps; `shards` is read in ps mode; `metrics` counts what this
+  // worker sent (each point's sent_bytes). Everything referred to must outlive this.
   EvaluationPoints(std::unique_ptr<AccuracyEvaluator> evaluator, const TrainingOptions& job,
-                   server::ShardGroup& shards)
-      : evaluator_(std::move(evaluator)), job_(job), shards_(shards) {}
+                   server::ShardGroup& shards, const Metrics& metrics)
+      : evaluator_(std::move(evaluator)), job_(job), shards_(shards), metrics_(metrics) {}
 
   // The initial parameters, the curve's first point, before the job's first step.
   void BeforeStep(const GenerationView& generation, const MemberState& state) override;
@@ -41,6 +42,7 @@ class EvaluationPoints final : public StepListener {
   std::unique_ptr<AccuracyEvaluator> evaluator_;
   const TrainingOptions& job_;
   server::ShardGroup& shards_;
+  const Metrics& metrics_;
   int64_t last_evaluated_ = -1;  // the completed steps when an offer was last taken
 };
 

@@ -32,6 +32,18 @@ TEST(MetricsTest, LinkCountersUseContractNamesAndLabels) {
             std::string::npos);
 }
 
+TEST(MetricsTest, LinkBytesSentSumsEverySentSeriesOfEveryModeAndRank) {
+  Metrics metrics(std::make_shared<prometheus::Registry>());
+  EXPECT_EQ(metrics.LinkBytesSent(), 0);
+  metrics.LinkSend("worker-0", "worker-1", SyncMode::kRing).bytes->Increment(100);
+  metrics.LinkSend("worker-0", "ps-0", SyncMode::kPs).bytes->Increment(20);
+  metrics.LinkSend("worker-2", "worker-0", SyncMode::kRing).bytes->Increment(3);  // after a regroup
+  // What it received, expected or put on the wire is not what it sent.
+  metrics.LinkReceive("worker-1", "worker-0", SyncMode::kRing).bytes->Increment(1000);
+  metrics.LinkSend("worker-0", "worker-1", SyncMode::kRing).expected_bytes->Increment(1000);
+  EXPECT_EQ(metrics.LinkBytesSent(), 123);
+}
+
 TEST(MetricsTest, PredictedStepSecondsPerMode) {
   auto registry = std::make_shared<prometheus::Registry>();
   Metrics metrics(registry);

@@ -106,6 +106,25 @@ class AccuracyEvaluatorTest : public ::testing::Test {
   absl::Notification in_sink_, release_sink_;
 };
 
+TEST_F(AccuracyEvaluatorTest, APointCarriesTheBytesSentByTheEndOfItsStep) {
+  auto evaluator = Make();
+  EXPECT_TRUE(evaluator->OfferSnapshot(0, InitialParameters(spec_, 1)));
+  evaluator->Drain();
+  for (int64_t step = 1; step <= 3; ++step) {
+    evaluator->StepEnded(step, origin_ + absl::Seconds(step - 1), origin_ + absl::Seconds(step),
+                         0.5, 1000 * step);
+  }
+  // A ps read that finds the shards at step 2, offered at step 1: step 2's bytes.
+  const std::vector<float> params = InitialParameters(spec_, 2);
+  EXPECT_TRUE(evaluator->OfferShardRead(1, ShardsAt(params, 2)));
+  evaluator->Drain();
+  const std::vector<EvaluationLine> points = Points();
+  ASSERT_EQ(points.size(), 2u);
+  EXPECT_EQ(points[0].sent_bytes, 0) << "the initial parameters: nothing sent yet";
+  EXPECT_EQ(points[1].step, 2);
+  EXPECT_EQ(points[1].sent_bytes, 2000);
+}
+
 TEST_F(AccuracyEvaluatorTest, ASnapshotIsEvaluatedOnTheWholeTestSetAndTimedFromTheFirstStep) {
   auto evaluator = Make();
   const std::vector<float> initial = InitialParameters(spec_, 1);
