@@ -24,6 +24,7 @@
 
 #include "absl/status/status.h"
 #include "absl/time/time.h"
+#include "cli/compression_variants.h"
 #include "cli/ps_variants.h"
 #include "common/link_rate.h"
 #include "common/metrics.h"
@@ -87,6 +88,10 @@ struct CompareOptions {
   // --ps_variants: ps mode runs once per variant (cli/ps_variants.h), each against the same ring
   // run; empty: once, with the job's own settings. Not with a sweep.
   std::vector<PsVariant> ps_variants;
+  // --compression_variants: each codec runs once more in every mode it fits (ring: randomk),
+  // beside the plain runs and alternated with them (cli/compression_variants.h). Not with a
+  // sweep.
+  std::vector<Compression> compression_variants;
   // --probe=FILE's costs (common/cluster_probe.h; lab: its links at --link_rate): every run's
   // predicted step and sync beside the measured ones (cli/compare_prediction.h). Unset: none.
   std::optional<ClusterCosts> predicted_costs;

@@ -11,6 +11,7 @@
 #include "cli/compare_mode.h"
 #include "cli/compare_prediction.h"
 #include "cli/compare_run.h"
+#include "cli/compression_variants.h"
 #include "cli/lab_bound.h"
 #include "cli/ps_variants.h"
 #include "cli/report/compare_report.h"
@@ -111,6 +112,7 @@ absl::StatusOr<std::vector<float>> RunAndRecord(const ModeRunSpec& spec, ModeRep
     if (run.status().code() == absl::StatusCode::kCancelled) return run.status();
     session.failed = Annotate(run.status(), name);
     report.failure = std::string(session.failed.message());
+    report.compression = CompressionText(spec.job().compression);
     report.process_failures = std::move(failures);
     session.out << "\n" << name << ": failed: " << session.failed.message() << "\n";
     return std::vector<float>();
@@ -136,30 +138,77 @@ absl::StatusOr<std::vector<float>> RunAndRecord(const ModeRunSpec& spec, ModeRep
   return std::move(run->parameters);
 }
 
+// A run beside the plain modes: its mode, its name in the reports (the --ps_variants item, the
+// --compression_variants codec) and the job as it trains it.
+struct VariantRun {
+  SyncMode mode = SyncMode::kPs;
+  std::string name;
+  TrainingOptions training;
+};
+
+// Runs each of `runs` into a report of its own appended to `reports` (named, and failed, also
+// when not run): the one way the --ps_variants and --compression_variants rows run. Returns each
+// run's final parameters (empty for one that did not run to its end).
+absl::StatusOr<std::vector<std::vector<float>>> RunVariants(const CompareSession& session,
+                                                            int job_index, ClusterShape shape,
+                                                            const JobConfig& config,
+                                                            const std::vector<VariantRun>& runs,
+                                                            std::vector<ModeReport>& reports) {
+  std::vector<std::vector<float>> params;
+  reports.reserve(reports.size() + runs.size());
+  for (const VariantRun& run : runs) {
+    ModeReport& report = reports.emplace_back();
+    report.mode = run.mode;
+    report.variant = run.name;  // also when it is not run
+    report.compression = CompressionText(run.training.compression);
+    if (!session.failed.ok()) {
+      report.failure = "not run: an earlier run failed";
+      params.emplace_back();
+      continue;
+    }
+    ASSIGN_OR_RETURN(std::vector<float> final_params,
+                     RunAndRecord(ModeRunSpec{session, job_index, config, shape, run.mode,
+                                              run.training, run.name},
+                                  report));
+    params.push_back(std::move(final_params));
+  }
+  return params;
+}
+
 // Runs every --ps_variants item of the job as a ps run (the first is also `comparison.ps`).
 // Returns the first variant's final parameters, for the parity.
 absl::StatusOr<std::vector<float>> RunPsVariants(const CompareSession& session, int job_index,
                                                  ClusterShape shape, JobComparison& comparison) {
-  std::vector<float> first;
-  comparison.ps_variants.reserve(session.options.ps_variants.size());
+  std::vector<VariantRun> runs;
   for (const PsVariant& variant : session.options.ps_variants) {
-    ModeReport& report = comparison.ps_variants.emplace_back();
-    report.mode = SyncMode::kPs;
-    report.variant = variant.name;  // also when it is not run
-    if (!session.failed.ok()) {
-      report.failure = "not run: an earlier run failed";
-      continue;
-    }
-    ASSIGN_OR_RETURN(const TrainingOptions training,
+    ASSIGN_OR_RETURN(TrainingOptions training,
                      WithPsVariant(session.options.jobs[job_index], variant));
-    ASSIGN_OR_RETURN(std::vector<float> params,
-                     RunAndRecord(ModeRunSpec{session, job_index, comparison.config, shape,
-                                              SyncMode::kPs, training, variant.name},
-                                  report));
-    if (&report == &comparison.ps_variants.front()) first = std::move(params);
+    runs.push_back({SyncMode::kPs, variant.name, std::move(training)});
   }
+  ASSIGN_OR_RETURN(
+      std::vector<std::vector<float>> params,
+      RunVariants(session, job_index, shape, comparison.config, runs, comparison.ps_variants));
   comparison.ps = comparison.ps_variants.front();
-  return first;
+  return std::move(params.front());
+}
+
+// Every --compression_variants codec once in each of `modes` it runs in (RunsCompressed), after
+// the round's plain runs, into comparison.compression_variants.
+absl::Status RunCompressionVariants(const CompareSession& session, int job_index,
+                                    ClusterShape shape, const std::vector<SyncMode>& modes,
+                                    JobComparison& comparison) {
+  std::vector<VariantRun> runs;
+  for (const Compression& compression : session.options.compression_variants) {
+    for (SyncMode mode : modes) {
+      if (!RunsCompressed(compression, mode)) continue;
+      ASSIGN_OR_RETURN(TrainingOptions training,
+                       WithCompression(session.options.jobs[job_index], compression));
+      runs.push_back({mode, CompressionText(compression), std::move(training)});
+    }
+  }
+  return RunVariants(session, job_index, shape, comparison.config, runs,
+                     comparison.compression_variants)
+      .status();
 }
 
 // --colocate: the job once more in ps mode on a cluster of `shape` with S = N, shard i beside
@@ -227,8 +276,9 @@ absl::Status WriteOutputs(const CompareOptions& options, const CompareReport& re
 }
 
 // One job at the options' cluster size, in --repeats rounds: each round runs the ring, then ps
-// (each variant), then --colocate's ps, so the machine's drift falls on every mode alike; the
-// rounds are summarised into one comparison (cli/report/repeats.h). A failure ends the rounds.
+// (each variant), then each --compression_variants run, then --colocate's ps, so the machine's
+// drift falls on every mode alike; the rounds are summarised into one comparison
+// (cli/report/repeats.h). A failure ends the rounds.
 absl::StatusOr<JobComparison> RunRounds(const CompareSession& session, int job_index) {
   const CompareOptions& options = session.options;
   std::vector<JobComparison> rounds;
@@ -269,6 +319,7 @@ absl::StatusOr<JobComparison> RunJobComparison(const CompareSession& session, in
         RunAndRecord(ModeRunSpec{session, job_index, comparison.config, shape, mode, job}, report));
   }
   CheckParity(ring_params, ps_params, comparison);
+  RETURN_IF_ERROR(RunCompressionVariants(session, job_index, shape, modes, comparison));
   return comparison;
 }
 

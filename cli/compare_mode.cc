@@ -17,6 +17,7 @@
 #include "cli/report/model_prediction.h"
 #include "cli/report/step_figures.h"
 #include "common/cluster_files.h"
+#include "common/compression.h"
 #include "common/file_util.h"
 #include "common/status_macros.h"
 #include "launch/local_cluster.h"
@@ -64,12 +65,14 @@ std::vector<worker::TimelineProcess> ReadTimelines(const std::string& dir, int w
 }
 
 // Per-link bytes per step from every process's link counters of `mode`, and the busiest node
-// (the most received) beside the cost model's figures.
+// (the most received) beside the cost model's figures: for a compressed run the links' own
+// expectation (each sender counts its codec's cost-model bytes), which PredictBytesPerStep's
+// uncompressed model is not.
 void FillLinks(const std::vector<launch::Sample>& all, SyncMode mode, const JobConfig& config,
-               int shards, ModeReport& report) {
+               int shards, bool compressed, ModeReport& report) {
   const double steps = std::max<double>(1, report.steps);
   std::map<std::pair<std::string, std::string>, LinkTraffic> links;
-  std::map<std::string, double> sent, received;
+  std::map<std::string, double> sent, received, expected_sent, expected_received;
   for (const launch::Sample& s : all) {
     if (!s.labels.count("mode") || s.labels.at("mode") != SyncModeName(mode)) continue;
     const std::string src = s.labels.count("src") ? s.labels.at("src") : "";
@@ -82,6 +85,8 @@ void FillLinks(const std::vector<launch::Sample>& all, SyncMode mode, const JobC
       sent[src] += s.value / steps;
     } else if (s.name == "ringside_link_expected_bytes_total") {
       link.expected_bytes_per_step += s.value / steps;
+      expected_sent[src] += s.value / steps;
+      expected_received[dst] += s.value / steps;
     } else if (s.name == "ringside_link_received_bytes_total") {
       received[dst] += s.value / steps;
     }
@@ -100,6 +105,10 @@ void FillLinks(const std::vector<launch::Sample>& all, SyncMode mode, const JobC
     report.busiest_node_bytes_per_step = busiest->second;
   }
   report.busiest_node_expected_bytes_per_step = model.busiest_node;
+  if (compressed) {
+    report.expected_bytes_per_worker_per_step = expected_sent["worker-0"];
+    report.busiest_node_expected_bytes_per_step = expected_received[report.busiest_node];
+  }
 }
 
 // The wire dtype's sampled error (ring/wire_error.h): the largest any worker saw in `mode`.
@@ -124,7 +133,7 @@ void FillWireError(const std::vector<launch::Sample>& all, SyncMode mode, ModeRe
 
 // Fills the traffic figures of `report` from every running process's /metrics.
 absl::Status MeasureTraffic(LocalCluster& cluster, SyncMode mode, const JobConfig& config,
-                            int shards, ModeReport& report) {
+                            int shards, bool compressed, ModeReport& report) {
   std::vector<launch::Sample> all;
   for (auto& process : cluster.processes()) {
     if (!process->process.running()) continue;
@@ -132,7 +141,7 @@ absl::Status MeasureTraffic(LocalCluster& cluster, SyncMode mode, const JobConfi
                      launch::FetchMetrics(process->host, process->metrics_port));
     all.insert(all.end(), samples.begin(), samples.end());
   }
-  FillLinks(all, mode, config, shards, report);
+  FillLinks(all, mode, config, shards, compressed, report);
   FillWireError(all, mode, report);
   return absl::OkStatus();
 }
@@ -306,7 +315,8 @@ absl::Status Measure(const ModeRunSpec& spec, const std::string& dir, LocalClust
   report.final_world = result.world;
   report.final_loss = result.final_loss;
   report.accuracy = result.accuracy;
-  RETURN_IF_ERROR(MeasureTraffic(cluster, spec.mode, spec.config, spec.shape.ps_shards, report));
+  RETURN_IF_ERROR(MeasureTraffic(cluster, spec.mode, spec.config, spec.shape.ps_shards,
+                                 spec.job().compression.kind != CompressionKind::kNone, report));
   // Step times, samples/s and the phases all from this one worker's trace (step_figures.h).
   FillStepFigures(ReadStepTrace(first.trace_file), first.name, spec.job().batch_size,
                   absl::ToDoubleSeconds(cluster_start - absl::UnixEpoch()), report);
@@ -333,6 +343,7 @@ absl::StatusOr<ModeRun> RunCluster(const ModeRunSpec& spec, const std::string& d
   run.report.mode = spec.mode;
   run.report.colocated = spec.shape.colocated;
   run.report.variant = spec.variant;
+  run.report.compression = CompressionText(spec.job().compression);
   const std::string phase = PhaseName(spec);
   PrintStarted(spec, phase, *cluster);
   ASSIGN_OR_RETURN(const std::vector<TrainResultFile> results,

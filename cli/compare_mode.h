@@ -18,7 +18,8 @@ namespace ringside::cli {
 
 // What one mode's run needs besides the session: which job, its configuration as the reports
 // print it, the cluster's size, the mode and the job's settings as this run trains it (the
-// session's job, or a --ps_variants variant of it). The references must outlive the run.
+// session's job, or a --ps_variants or --compression_variants variant of it). The references must
+// outlive the run.
 struct ModeRunSpec {
   const CompareSession& session;
   int job_index = 0;
@@ -26,7 +27,9 @@ struct ModeRunSpec {
   ClusterShape shape;
   SyncMode mode = SyncMode::kRing;
   const TrainingOptions& training;
-  std::string variant = {};  // the --ps_variants item ("staleness=2"); empty: the job as given
+  // The --ps_variants item ("staleness=2") or --compression_variants codec ("randomk:0.01");
+  // empty: the job as given.
+  std::string variant = {};
 
   const TrainingOptions& job() const { return training; }
 };

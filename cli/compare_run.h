@@ -44,8 +44,9 @@ struct CompareSession {
 absl::StatusOr<JobConfig> JobConfigOf(const TrainingOptions& job, ClusterShape shape);
 
 // Runs job `job_index` of the session's options once per mode in `modes`, in that order (ps: once
-// per --ps_variants variant), each
-// on a fresh cluster of `shape`, and fills their reports (and the parity when both ran). A mode
+// per --ps_variants variant), then once per --compression_variants codec and mode of `modes` it
+// runs in, each on a fresh cluster of `shape`, and fills their reports (and the parity when both
+// plain modes ran). A mode
 // that fails is recorded in its report and in `session.failed` (the first failure); the modes
 // after it are not run. A signal returns CANCELLED.
 absl::StatusOr<JobComparison> RunJobComparison(const CompareSession& session, int job_index,

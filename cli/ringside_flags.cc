@@ -85,6 +85,10 @@ ABSL_FLAG(std::string, ps_variants, "",
           "compare/lab: run ps mode once per listed variant against the same ring run, e.g. "
           "sync,staleness=2,backup_workers=1,async (each overrides --staleness and "
           "--backup_workers); empty: once with the job's own settings");
+ABSL_FLAG(std::string, compression_variants, "",
+          "compare/lab: run each listed codec once more in every mode it fits, beside the plain "
+          "runs, e.g. randomk:0.01 (the ring's; top-k and sign wait for the parameter server's "
+          "stream); the table and report set test accuracy against bytes sent");
 ABSL_FLAG(int64_t, repeats, 1,
           "compare/lab: run each mode (each --ps_variants variant, --colocate's run) this many "
           "times, alternated ring, ps, ring, ps, ...; the figures are then medians with their "
@@ -180,6 +184,24 @@ absl::Status SetPsVariants(CompareOptions& options) {
   for (const TrainingOptions& job : options.jobs) {
     for (const PsVariant& variant : options.ps_variants) {
       RETURN_IF_ERROR(WithPsVariant(job, variant).status());
+    }
+  }
+  return absl::OkStatus();
+}
+
+// --compression_variants, each checked against every job's other settings before any cluster
+// starts.
+absl::Status SetCompressionVariants(CompareOptions& options) {
+  const std::string text = absl::GetFlag(FLAGS_compression_variants);
+  if (text.empty()) return absl::OkStatus();
+  if (IsSweep(options)) {
+    return absl::InvalidArgumentError(
+        "--compression_variants compares one cluster size; a --workers or --ps_shards list sweeps");
+  }
+  ASSIGN_OR_RETURN(options.compression_variants, ParseCompressionVariants(text));
+  for (const TrainingOptions& job : options.jobs) {
+    for (const Compression& compression : options.compression_variants) {
+      RETURN_IF_ERROR(WithCompression(job, compression).status());
     }
   }
   return absl::OkStatus();
@@ -296,6 +318,7 @@ absl::StatusOr<CompareOptions> CompareOptionsFromFlags(int argc, char** argv) {
         "--timeline_capacity: keep between 4 (one step) and 1000000 events");
   }
   RETURN_IF_ERROR(SetPsVariants(options));
+  RETURN_IF_ERROR(SetCompressionVariants(options));
   const int64_t repeats = absl::GetFlag(FLAGS_repeats);
   if (repeats < 1 || repeats > kMaxRepeats) {
     return absl::InvalidArgumentError(

@@ -11,8 +11,9 @@ std::vector<AccuracyPoint> MergeEvaluations(const std::vector<Evaluations>& file
   std::map<int64_t, AccuracyPoint> by_step;
   for (const Evaluations& file : files) {
     for (const EvaluationLine& line : file.lines) {
-      by_step.emplace(line.step,
-                      AccuracyPoint{line.step, line.seconds, line.test_accuracy, line.loss});
+      AccuracyPoint point{line.step, line.seconds, line.test_accuracy, line.loss};
+      if (line.sent_bytes >= 0) point.sent_bytes = line.sent_bytes;
+      by_step.emplace(line.step, point);
     }
   }
   std::vector<AccuracyPoint> points;
@@ -38,6 +39,7 @@ void SummariseAccuracy(double target, ModeReport& mode) {
   mode.recent_evaluations = 0;
   mode.seconds_to_target.reset();
   mode.steps_to_target.reset();
+  mode.bytes_to_target.reset();
   const std::vector<AccuracyPoint>& points = mode.accuracy_over_time;
   if (points.empty()) return;
   mode.test_accuracy = points.back().test_accuracy;
@@ -50,6 +52,7 @@ void SummariseAccuracy(double target, ModeReport& mode) {
     if (point.test_accuracy >= target) {
       mode.seconds_to_target = point.seconds;
       mode.steps_to_target = point.step;
+      mode.bytes_to_target = point.sent_bytes;
       return;
     }
   }

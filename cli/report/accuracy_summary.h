@@ -1,4 +1,5 @@
-// Test accuracy against wall-clock time and the time to a target accuracy, from rank 0's
+// Test accuracy against wall-clock time and bytes sent, and the time and bytes to a target
+// accuracy, from rank 0's
 // evaluations (common/cluster_files.h's EvaluationLine, one file per worker). What a user
 // comparing the modes asks: which one trains the model to a given accuracy soonest.
 //
@@ -28,8 +29,8 @@ std::vector<AccuracyPoint> MergeEvaluations(const std::vector<Evaluations>& file
 double MeanEvaluationSeconds(const std::vector<Evaluations>& files);
 
 // Fills `mode`'s test_accuracy, test_accuracy_recent (over the last kRecentEvaluations points),
-// recent_evaluations and time and steps to `target` from its accuracy_over_time; all unset when
-// it has no points.
+// recent_evaluations and time, steps and bytes to `target` from its accuracy_over_time; all
+// unset when it has no points.
 void SummariseAccuracy(double target, ModeReport& mode);
 
 // The workers' evaluation files at `paths` (missing ones read as empty) into `mode`'s

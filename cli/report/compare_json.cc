@@ -75,6 +75,7 @@ json ProcessFailuresJson(const std::vector<ProcessFailure>& failures) {
 json ModeJson(const ModeReport& m) {
   json out = {
       {"mode", std::string(SyncModeName(m.mode))},
+      {"compression", m.compression},
       {"completed", m.completed},
       {"failure", m.failure},
       {"steps", m.steps},
@@ -168,6 +169,7 @@ json AccuracyJson(const std::vector<AccuracyPoint>& points) {
   for (const AccuracyPoint& p : points) {
     out.push_back({{"step", p.step},
                    {"seconds", p.seconds},
+                   {"sent_bytes", NumberOrNull(p.sent_bytes)},
                    {"test_accuracy", p.test_accuracy},
                    {"loss", p.loss}});
   }
@@ -184,6 +186,7 @@ json WithTimeAndScaling(json out, const ModeReport& m) {
   out["recent_evaluations"] = m.recent_evaluations;
   out["seconds_to_target"] = NumberOrNull(m.seconds_to_target);
   out["steps_to_target"] = NumberOrNull(m.steps_to_target);
+  out["bytes_to_target"] = NumberOrNull(m.bytes_to_target);
   out["accuracy_over_time"] = AccuracyJson(m.accuracy_over_time);
   out["eval_seconds_mean"] = m.eval_seconds_mean;
   if (!m.scaling.empty()) {
@@ -202,10 +205,13 @@ json SpreadJson(const Spread& s) {
 
 // --repeats: each figure's median and min-max over the mode's runs (the runs that have it).
 json SpreadsJson(const ModeReport& m) {
-  const auto target = [](const ModeReport& r) { return r.seconds_to_target.value_or(0); };
-  std::vector<double> reached;
+  std::vector<double> reached, reached_bytes;
   for (const ModeReport* run : RunsOf(m)) {
-    if (run->completed && run->seconds_to_target.has_value()) reached.push_back(target(*run));
+    if (!run->completed) continue;
+    if (run->seconds_to_target.has_value()) reached.push_back(*run->seconds_to_target);
+    if (run->bytes_to_target.has_value()) {
+      reached_bytes.push_back(static_cast<double>(*run->bytes_to_target));
+    }
   }
   return {
       {"step_seconds_p50",
@@ -218,7 +224,8 @@ json SpreadsJson(const ModeReport& m) {
         {"sync", SpreadJson(FigureSpread(m, [](const ModeReport& r) { return r.phases.sync; }))},
         {"update",
          SpreadJson(FigureSpread(m, [](const ModeReport& r) { return r.phases.update; }))}}},
-      {"seconds_to_target", SpreadJson(SpreadOf(reached))}};
+      {"seconds_to_target", SpreadJson(SpreadOf(reached))},
+      {"bytes_to_target", SpreadJson(SpreadOf(reached_bytes))}};
 }
 
 // One run of a mode as `repeats[]` keeps it: ModeJson's figures and the time to target.
@@ -226,6 +233,7 @@ json RepeatJson(const ModeReport& run) {
   json out = ModeJson(run);
   out["seconds_to_target"] = NumberOrNull(run.seconds_to_target);
   out["steps_to_target"] = NumberOrNull(run.steps_to_target);
+  out["bytes_to_target"] = NumberOrNull(run.bytes_to_target);
   out["test_accuracy"] = NumberOrNull(run.test_accuracy);
   out["warmup"] = {{"steps", run.warmup_steps}, {"seconds", run.warmup_seconds}};
   return out;
@@ -316,6 +324,14 @@ json PsVariantsJson(const JobComparison& job) {
   return out;
 }
 
+// --compression_variants: every compressed run as `modes.<mode>` describes one (its `mode` and
+// `compression` say which).
+json CompressionVariantsJson(const JobComparison& job) {
+  json out = json::array();
+  for (const ModeReport& run : job.compression_variants) out.push_back(ModeObject(run));
+  return out;
+}
+
 json BestVariantJson(const JobComparison& job) {
   const VariantVerdict verdict = DecideBestVariant(job);
   return {
@@ -337,6 +353,9 @@ json JobJson(const JobComparison& job) {
   if (!job.ps_variants.empty()) {
     out["modes"]["ps_variants"] = PsVariantsJson(job);
     out["best_ps_variant"] = BestVariantJson(job);
+  }
+  if (!job.compression_variants.empty()) {
+    out["modes"]["compression_variants"] = CompressionVariantsJson(job);
   }
   if (job.ps_colocated.has_value()) {  // --colocate
     json colocated = ModeObject(*job.ps_colocated);

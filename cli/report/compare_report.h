@@ -71,6 +71,10 @@ struct AccuracyPoint {
   double seconds = 0;
   double test_accuracy = 0;  // in [0, 1]
   double loss = 0;           // the training loss of that step (rank 0's batch)
+  // The payload bytes the evaluating worker had sent on its links by the end of that step
+  // (ringside_link_bytes_total summed over the job, one worker's: every worker sends as much in
+  // a synchronous step); unset where the worker did not record it.
+  std::optional<int64_t> sent_bytes = std::nullopt;
 };
 
 // One cluster size of a `--workers=1,2,4,8` sweep (cli/scaling_sweep.h fills the efficiency
@@ -96,8 +100,11 @@ struct ScalingPoint {
 struct ModeReport {
   SyncMode mode = SyncMode::kRing;
   // ps mode under `ringside compare --ps_variants`: the variant's name ("staleness=2",
-  // "sync/no_straggler"); empty otherwise.
+  // "sync/no_straggler"); a --compression_variants run: its codec ("randomk:0.01"); empty
+  // otherwise.
   std::string variant;
+  // The run's --compression ("none" for the job as given without one).
+  std::string compression = "none";
   bool completed = false;  // false: the run failed; `failure` says why
   std::string failure;
   int64_t steps = 0;
@@ -173,6 +180,9 @@ struct ModeReport {
   // since the first step) and that step. Unset: not reached (or not measured).
   std::optional<double> seconds_to_target;
   std::optional<int64_t> steps_to_target;
+  // That evaluation's sent_bytes: what one worker had sent when the target was first reached.
+  // Unset where not reached or not recorded.
+  std::optional<int64_t> bytes_to_target;
   // A sweep's points in sweep order (empty: no sweep); the rest of this report is one of them.
   std::vector<ScalingPoint> scaling;
   int scaling_baseline_workers = 0;
@@ -222,6 +232,9 @@ struct JobComparison {
   // the order listed (cli/ps_variants.h); without, `ps_variants` is empty.
   ModeReport ring, ps;
   std::vector<ModeReport> ps_variants;
+  // --compression_variants: a run per codec and mode it fits, in the order listed, each mode's
+  // in the order the modes run (cli/compression_variants.h); empty without.
+  std::vector<ModeReport> compression_variants;
   // --colocate: ps once more with one shard beside each worker (S = N); JSON modes.ps_colocated.
   std::optional<ModeReport> ps_colocated;
   double max_abs_param_diff = 0, max_rel_param_diff = 0;

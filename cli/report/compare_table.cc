@@ -133,10 +133,10 @@ void PrintComparisonTable(const JobComparison& job, std::ostream& out) {
     out << Wrapped(model[i], i == 0 ? "" : "  ", i == 0 ? "  " : "    ");
   }
   for (const std::string& line : AccuracyExplanation(job)) out << Wrapped(line, "", "  ");
-  if (!job.ps_variants.empty()) {
-    out << "The ring and every PS variant (--ps_variants):\n" << BoxGrid(VariantTable(job));
-    out << Wrapped(DecideBestVariant(job).line, "", "  ");
+  if (!job.ps_variants.empty() || !job.compression_variants.empty()) {
+    out << VariantTableTitle(job) << ":\n" << BoxGrid(VariantTable(job));
   }
+  if (!job.ps_variants.empty()) out << Wrapped(DecideBestVariant(job).line, "", "  ");
   const std::vector<std::string> events = EventLines(job);
   if (!events.empty()) {
     out << "Events:\n";

@@ -128,6 +128,23 @@ std::string TimeToTargetText(const ModeReport& m) {
   return text;
 }
 
+// What one worker had sent when the target was first reached, with its range over repeats.
+std::string BytesToTargetText(const ModeReport& m) {
+  if (m.accuracy_over_time.empty()) return "not measured";
+  if (!m.seconds_to_target.has_value()) return "not reached";
+  if (!m.bytes_to_target.has_value()) return "not recorded";
+  std::string text = HumanBytes(static_cast<double>(*m.bytes_to_target));
+  if (m.repeats.size() >= 2) {
+    absl::StrAppend(
+        &text, " ",
+        RangeText(
+            m,
+            [](const ModeReport& r) { return static_cast<double>(r.bytes_to_target.value_or(0)); },
+            HumanBytes));
+  }
+  return text;
+}
+
 std::string SamplesPerSecondText(const ModeReport& m) {
   std::string text = ShortNumber(m.samples_per_second);
   if (m.repeats.size() >= 2) {
@@ -230,6 +247,7 @@ std::vector<TableRow> ComparisonRows(const JobComparison& job) {
     rows.push_back(Row(job, "  mean of last evaluations", RecentAccuracyText));
     rows.push_back(
         Row(job, absl::StrCat("time to ", TargetText(c), " test accuracy"), TimeToTargetText));
+    rows.push_back(Row(job, "  bytes sent by then (one worker)", BytesToTargetText));
     rows.push_back(Row(job, "evaluations (off the step)", EvaluationText));
   } else {
     rows.push_back(Row(job, "accuracy", [](const ModeReport& m) { return Percent(m.accuracy); }));

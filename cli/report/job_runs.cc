@@ -19,6 +19,7 @@ std::vector<const ModeReport*> JobRuns(const JobComparison& job) {
     for (const ModeReport& variant : job.ps_variants) runs.push_back(&variant);
   }
   if (job.ps_colocated.has_value()) runs.push_back(&*job.ps_colocated);
+  for (const ModeReport& compressed : job.compression_variants) runs.push_back(&compressed);
   return runs;
 }
 

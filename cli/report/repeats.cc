@@ -47,6 +47,7 @@ std::optional<double> MedianIfAll(std::vector<ModeReport>& runs,
 void MedianOfTargets(std::vector<ModeReport>& runs, ModeReport& summary) {
   const auto seconds = [](ModeReport& m) -> std::optional<double>& { return m.seconds_to_target; };
   const auto steps = [](ModeReport& m) -> std::optional<int64_t>& { return m.steps_to_target; };
+  const auto bytes = [](ModeReport& m) -> std::optional<int64_t>& { return m.bytes_to_target; };
   const auto accuracy = [](ModeReport& m) -> std::optional<double>& { return m.test_accuracy; };
   const auto recent = [](ModeReport& m) -> std::optional<double>& {
     return m.test_accuracy_recent;
@@ -55,6 +56,9 @@ void MedianOfTargets(std::vector<ModeReport>& runs, ModeReport& summary) {
   const std::optional<double> median_steps = MedianIfAll<int64_t>(runs, steps);
   summary.steps_to_target.reset();
   if (median_steps) summary.steps_to_target = static_cast<int64_t>(*median_steps + 0.5);
+  const std::optional<double> median_bytes = MedianIfAll<int64_t>(runs, bytes);
+  summary.bytes_to_target.reset();
+  if (median_bytes) summary.bytes_to_target = static_cast<int64_t>(*median_bytes + 0.5);
   summary.test_accuracy = MedianIfAll<double>(runs, accuracy);
   summary.test_accuracy_recent = MedianIfAll<double>(runs, recent);
   const auto reached = std::count_if(runs.begin(), runs.end(), [](const ModeReport& m) {
@@ -126,6 +130,7 @@ JobComparison MergeRounds(std::vector<JobComparison> rounds) {
   if (rounds.size() == 1) return merged;
   std::vector<ModeReport> ring, ps, colocated;
   std::vector<std::vector<ModeReport>> variants(merged.ps_variants.size());
+  std::vector<std::vector<ModeReport>> compressed(merged.compression_variants.size());
   merged.parity_checked = false;
   merged.max_abs_param_diff = merged.max_rel_param_diff = 0;
   for (JobComparison& round : rounds) {
@@ -133,6 +138,9 @@ JobComparison MergeRounds(std::vector<JobComparison> rounds) {
     ps.push_back(std::move(round.ps));
     for (size_t v = 0; v < variants.size() && v < round.ps_variants.size(); ++v) {
       variants[v].push_back(std::move(round.ps_variants[v]));
+    }
+    for (size_t v = 0; v < compressed.size() && v < round.compression_variants.size(); ++v) {
+      compressed[v].push_back(std::move(round.compression_variants[v]));
     }
     if (round.ps_colocated.has_value()) colocated.push_back(std::move(*round.ps_colocated));
     if (round.parity_checked) {
@@ -147,6 +155,9 @@ JobComparison MergeRounds(std::vector<JobComparison> rounds) {
     merged.ps_variants[v] = SummariseRepeats(std::move(variants[v]));
   }
   if (!merged.ps_variants.empty()) merged.ps = merged.ps_variants.front();
+  for (size_t v = 0; v < compressed.size(); ++v) {
+    merged.compression_variants[v] = SummariseRepeats(std::move(compressed[v]));
+  }
   if (!colocated.empty()) merged.ps_colocated = SummariseRepeats(std::move(colocated));
   return merged;
 }

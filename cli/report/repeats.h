@@ -16,15 +16,16 @@ namespace ringside::cli {
 // One mode's runs, in run order, as one report: with a single run, that run; otherwise the run
 // with the median step time p50 (its links, curves and processes), every scalar figure replaced
 // by its median over the runs, `repeats` holding the runs and `events` each run's, prefixed
-// "repeat i: ". The time and steps to target are the medians where every run reached the target
-// (an event says so where only some did). A failed run makes the summary failed: that run's
-// report, with the runs in `repeats`.
+// "repeat i: ". The time, steps and bytes to target are the medians where every run reached the
+// target (an event says so where only some did). A failed run makes the summary failed: that
+// run's report, with the runs in `repeats`.
 ModeReport SummariseRepeats(std::vector<ModeReport> runs);
 
 // A job's rounds (round r: one run of each mode, alternated ring, ps, ...) as one comparison:
-// the first round's configuration with `repeats` set, each mode (and each --ps_variants variant,
-// and the colocated run) summarised, and the parity's largest difference over the rounds that
-// checked it. Rounds cut short by a failure are merged as far as they ran. Needs one round.
+// the first round's configuration with `repeats` set, each mode (and each --ps_variants and
+// --compression_variants run, and the colocated run) summarised, and the parity's largest
+// difference over the rounds that checked it. Rounds cut short by a failure are merged as far as
+// they ran. Needs one round.
 JobComparison MergeRounds(std::vector<JobComparison> rounds);
 
 // A mode's runs: `repeats`, or the report itself when it ran once.

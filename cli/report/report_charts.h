@@ -4,7 +4,8 @@
 // - ModelCurveChart: the cost model's bytes per worker (or per busiest node) per step for
 //   N = 2..1024 in both modes, for the job's K and S, with the measured points on it;
 // - ScalingChart, LossOverTimeChart: a sweep's step times, and loss over wall-clock time;
-// - AccuracyOverTimeChart: test accuracy over wall-clock time, with the target accuracy;
+// - AccuracyOverTimeChart, AccuracyOverBytesChart: test accuracy over wall-clock time and over
+//   the bytes one worker sent, with the target accuracy;
 // - StepTimeChart: each run's steady step time, its spread over the steps and the repeats.
 // With --repeats, the phase and accuracy charts draw each figure's range over the repeats.
 // A chart with nothing to draw (a failed mode) still renders, with a "no data" note and no
@@ -35,6 +36,9 @@ std::string LossOverTimeChart(const JobComparison& job, const std::string& id);
 // Each mode's test accuracy against seconds since its cluster's first step, a point per
 // evaluation, with the job's target accuracy drawn across (cli/report/accuracy_chart.cc).
 std::string AccuracyOverTimeChart(const JobComparison& job, const std::string& id);
+// The same points against the payload bytes the evaluating worker had sent (AccuracyPoint's
+// sent_bytes; points without it are not drawn), with each run's bytes to target.
+std::string AccuracyOverBytesChart(const JobComparison& job, const std::string& id);
 // Each run's median step time (worker-0, warm-up left out), the 5th to 95th percentile of its
 // steps, each repeat's median as a point, and the verdict's interval where step time decided
 // (cli/report/step_time_chart.cc).

@@ -79,12 +79,12 @@ std::string KeyFiguresHtml(const JobComparison& job) {
   return html + "</tbody>\n</table>\n";
 }
 
-// --ps_variants: the ring and every PS variant, a row each, and which variant was first.
+// --ps_variants, --compression_variants: every run, a row each, and which PS variant was first.
 std::string VariantTableHtml(const JobComparison& job) {
-  if (job.ps_variants.empty()) return "";
+  if (job.ps_variants.empty() && job.compression_variants.empty()) return "";
   const std::vector<std::vector<std::string>> table = VariantTable(job);
-  std::string html =
-      "<h3>The ring and every PS variant</h3>\n<table class=\"comparison\">\n<thead><tr>";
+  std::string html = absl::StrCat("<h3>", HtmlEscape(VariantTableTitle(job)),
+                                  "</h3>\n<table class=\"comparison\">\n<thead><tr>");
   for (const std::string& cell : table.front())
     absl::StrAppend(&html, "<th>", HtmlEscape(cell), "</th>");
   html += "</tr></thead>\n<tbody>\n";
@@ -94,8 +94,10 @@ std::string VariantTableHtml(const JobComparison& job) {
       absl::StrAppend(&html, "<td>", HtmlEscape(cell), "</td>");
     html += "</tr>\n";
   }
-  return absl::StrCat(html, "</tbody>\n</table>\n<p class=\"verdict\">",
-                      HtmlEscape(DecideBestVariant(job).line), "</p>\n");
+  html += "</tbody>\n</table>\n";
+  if (job.ps_variants.empty()) return html;
+  return absl::StrCat(html, "<p class=\"verdict\">", HtmlEscape(DecideBestVariant(job).line),
+                      "</p>\n");
 }
 
 std::string Figure(const std::string& svg) { return absl::StrCat("<figure>", svg, "</figure>\n"); }
@@ -124,7 +126,8 @@ std::string ScalingSection(const JobComparison& job, const std::string& suffix) 
   return html + "</div>\n";
 }
 
-// Test accuracy against time and what the time to target means (data with a test set only).
+// Test accuracy against time and bytes sent, and what the time and bytes to target mean (data
+// with a test set only).
 std::string AccuracySection(const JobComparison& job, const std::string& suffix) {
   const std::vector<std::string> lines = AccuracyExplanation(job);
   if (lines.empty()) return "";
@@ -132,6 +135,7 @@ std::string AccuracySection(const JobComparison& job, const std::string& suffix)
   for (const std::string& line : lines) absl::StrAppend(&html, "<p>", HtmlEscape(line), "</p>\n");
   html += "</div>\n<div class=\"charts\">\n";
   html += Figure(AccuracyOverTimeChart(job, "accuracy-time-" + suffix));
+  html += Figure(AccuracyOverBytesChart(job, "accuracy-bytes-" + suffix));
   return html + "</div>\n";
 }
 

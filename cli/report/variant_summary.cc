@@ -19,6 +19,15 @@ std::string ToTargetCell(const ModeReport& run) {
                       WithThousands(run.steps_to_target.value_or(0)), ")");
 }
 
+// "1.20 MiB (step 120)": what one worker had sent when the target was first reached.
+std::string BytesToTargetCell(const ModeReport& run) {
+  if (!run.completed) return "failed";
+  if (run.accuracy_over_time.empty()) return "not measured";
+  if (!run.seconds_to_target.has_value()) return "not reached";
+  if (!run.bytes_to_target.has_value()) return "not recorded";
+  return HumanBytes(static_cast<double>(*run.bytes_to_target));
+}
+
 std::string OrDash(bool measured, const std::string& text) { return measured ? text : "\u2014"; }
 
 // "2.41× sooner than the ring (29.6 s)", or why there is no ratio.
@@ -37,18 +46,26 @@ std::string Against(const std::optional<double>& ratio, const ModeReport* other,
 
 std::vector<std::vector<std::string>> VariantTable(const JobComparison& job) {
   const std::string target = TargetText(job.config);
-  std::vector<std::vector<std::string>> table = {{"run", absl::StrCat("time to ", target),
-                                                  "final test accuracy", "samples/s (worker-0)",
-                                                  "step p50"}};
+  std::vector<std::vector<std::string>> table = {
+      {"run", absl::StrCat("time to ", target), absl::StrCat("bytes to ", target),
+       "final test accuracy", "samples/s (worker-0)", "step p50"}};
   for (const ModeReport* run : JobRuns(job)) {
     const bool ran = run->completed;
     table.push_back(
-        {RunName(*run), ToTargetCell(*run),
+        {RunName(*run), ToTargetCell(*run), BytesToTargetCell(*run),
          OrDash(ran && run->test_accuracy.has_value(), Percent(run->test_accuracy.value_or(0))),
          OrDash(ran, ShortNumber(run->samples_per_second)),
          OrDash(ran, HumanSeconds(run->step_p50))});
   }
   return table;
+}
+
+std::string VariantTableTitle(const JobComparison& job) {
+  if (job.compression_variants.empty()) return "The ring and every PS variant (--ps_variants)";
+  if (job.ps_variants.empty()) {
+    return "Every run, plain and compressed (--compression_variants)";
+  }
+  return "Every run (--ps_variants, --compression_variants)";
 }
 
 VariantVerdict DecideBestVariant(const JobComparison& job) {

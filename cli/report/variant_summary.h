@@ -1,8 +1,8 @@
-// `ringside compare --ps_variants`: the ring and every parameter-server variant of one job side
-// by side (issue 28's question: with one slow worker, which reaches my accuracy first?), as a
-// table's cells and a verdict, computed once and rendered by the terminal table
-// (compare_table.cc), the JSON (compare_json.cc) and the HTML report (report_html.cc).
-// Pure; thread-safe.
+// `ringside compare --ps_variants` and `--compression_variants`: the ring and every
+// parameter-server variant or compressed run of one job side by side (issue 28's question: with one
+// slow worker, which reaches my accuracy first?), as a table's cells and a verdict, computed once
+// and rendered by the terminal table (compare_table.cc), the JSON (compare_json.cc) and the HTML
+// report (report_html.cc). Pure; thread-safe.
 #ifndef RINGSIDE_CLI_REPORT_VARIANT_SUMMARY_H_
 #define RINGSIDE_CLI_REPORT_VARIANT_SUMMARY_H_
 
@@ -14,8 +14,12 @@
 
 namespace ringside::cli {
 
-// The variants table: a header row, then one row per run of JobRuns (the ring first).
+// The variants table: a header row, then one row per run of JobRuns (the ring first), each
+// with its time and bytes to the target.
 std::vector<std::vector<std::string>> VariantTable(const JobComparison& job);
+// Its heading: "The ring and every PS variant (--ps_variants)", "Every run, plain and
+// compressed (--compression_variants)", or both flags named.
+std::string VariantTableTitle(const JobComparison& job);
 
 struct VariantVerdict {
   std::string best;  // RunName of the PS variant first at the target; empty: none reached it

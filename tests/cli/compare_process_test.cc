@@ -247,6 +247,71 @@ TEST(CompareCommandTest, EachPsVariantTrainsOnItsOwnClusterAgainstTheSameRing) {
   EXPECT_NE(html.find("evaluation ps async"), std::string::npos);  // its marks in the chart
 }
 
+// --compression_variants=randomk: a ring run with the codec beside the plain ring and ps, and
+// accuracy per byte: every evaluation says what the evaluating worker had sent by then (the
+// measured link bytes, rising from 0 at the initial parameters), and the bytes to target are those
+// of the evaluation that first reached it. Random-k's run sends less than the plain ring.
+TEST(CompareCommandTest, ARandomKRowBesideThePlainModesWithAccuracyAgainstBytes) {
+  auto dir = launch::TempDir::Create("ringside-compare-test-");
+  ASSERT_TRUE(dir.ok());
+  const std::vector<std::string> small = SmallFashionMnistJob(*dir);
+  ASSERT_FALSE(small.empty());
+  const absl::StatusOr<nlohmann::json> run = RunCompareToJson(
+      *dir,
+      Plus(small, {"--steps=40", "--workers=2", "--target_accuracy=0.3",
+                   "--compression_variants=randomk:0.25", "--report=" + dir->File("out.html")}));
+  ASSERT_TRUE(run.ok()) << run.status();
+  const nlohmann::json& variants = (*run)["modes"]["compression_variants"];
+  ASSERT_EQ(variants.size(), 1u) << "random-k fits the ring only: " << run->dump();
+  const nlohmann::json& compressed = variants[0];
+  EXPECT_EQ(compressed["mode"], "ring");
+  EXPECT_EQ(compressed["compression"], "randomk:0.25");
+  EXPECT_EQ(compressed["completed"], true) << compressed["failure"];
+  EXPECT_EQ((*run)["modes"]["ring"]["compression"], "none");
+  for (const nlohmann::json* m : {&(*run)["modes"]["ring"], &(*run)["modes"]["ps"], &compressed}) {
+    SCOPED_TRACE((*m)["mode"].get<std::string>() + " " + (*m)["compression"].get<std::string>());
+    const nlohmann::json& points = (*m)["accuracy_over_time"];
+    ASSERT_FALSE(points.empty());
+    // The ring evaluates the initial parameters; a ps read of them may find the shards a few
+    // steps on (accuracy_evaluator.h), and then its bytes are that step's.
+    if (points[0]["step"] == 0) {
+      EXPECT_EQ(points[0]["sent_bytes"], 0) << "nothing is sent before the first step";
+    }
+    if ((*m)["mode"] == "ring") {
+      EXPECT_EQ(points[0]["step"], 0);
+    }
+    nlohmann::json first_at_target;
+    for (size_t i = 0; i < points.size(); ++i) {
+      ASSERT_TRUE(points[i]["sent_bytes"].is_number_integer()) << points[i].dump();
+      if (i > 0 || points[i]["step"] > 0) {
+        EXPECT_GT(points[i]["sent_bytes"], i > 0 ? points[i - 1]["sent_bytes"] : nlohmann::json(0));
+      }
+      if (first_at_target.is_null() && points[i]["test_accuracy"].get<double>() >= 0.3) {
+        first_at_target = points[i];
+      }
+    }
+    EXPECT_GT(points.back()["sent_bytes"].get<double>(), 0);
+    if (first_at_target.is_null()) {
+      EXPECT_TRUE((*m)["bytes_to_target"].is_null());
+    } else {
+      EXPECT_EQ((*m)["bytes_to_target"], first_at_target["sent_bytes"]);
+      EXPECT_EQ((*m)["steps_to_target"], first_at_target["step"]);
+    }
+  }
+  // Random-k sends a quarter of the values (and no more than the plain ring in any step).
+  EXPECT_LT(compressed["accuracy_over_time"].back()["sent_bytes"].get<double>(),
+            (*run)["modes"]["ring"]["accuracy_over_time"].back()["sent_bytes"].get<double>() / 2);
+  const std::string log = ReadFileToString(dir->File("compare.log")).value_or("");
+  for (const char* printed :
+       {"20,32,10 ring randomk:0.25: started",
+        "Every run, plain and compressed (--compression_variants)", "bytes to 30%"}) {
+    EXPECT_NE(log.find(printed), std::string::npos) << printed << "\n" << log;
+  }
+  const std::string html = ReadFileToString(dir->File("out.html")).value_or("");
+  EXPECT_NE(html.find("id=\"accuracy-bytes-job0\""), std::string::npos);
+  EXPECT_NE(html.find("evaluation ring randomk:0.25"), std::string::npos);
+}
+
 // Without --model compare runs its two default jobs (the heavy model on Fashion-MNIST, then
 // Iris); --steps and --batch_size given on the command line apply to both, where the heavy job's
 // own defaults (200 steps of 64 rows) once replaced them silently. --data=fashion-mnist:DIR alone
@@ -323,6 +388,9 @@ TEST(CompareCommandTest, BadAccuracyFlagsAndMissingDataFailBeforeAnyClusterStart
       {"--data=fashion-mnist:" + data, "use a model like 20,16,10"},  // the default 784,...,10
       {"--ps_variants=fast", "--ps_variants: \"fast\" is not a variant"},
       {"--ps_variants=sync,async,sync", "sync is listed twice"},
+      {"--compression_variants=topk:0.01", "does not carry compressed gradients yet"},
+      {"--compression_variants=none", "list codecs only"},
+      {"--compression_variants=randomk:0.1,randomk:0.1", "randomk:0.1 is listed twice"},
       {"--ps_window_bytes=8", "--ps_window_bytes=8: between 16 bytes and"},
       {"--ps_window_bytes=4194304", "--ps_window_bytes=4194304: between 16 bytes and"},
   };
