@@ -15,6 +15,7 @@
 #include "absl/flags/flag.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "cli/compression_variants.h"
 #include "cli/lab_bound.h"
 #include "cli/ps_variants.h"
 #include "cli/scaling_sweep.h"
@@ -172,37 +173,23 @@ absl::StatusOr<std::vector<TrainingOptions>> CompareJobs(const TrainingOptions& 
       " has no job of its own: add --model=INPUTS,...,CLASSES to say what to train on it"));
 }
 
-// --ps_variants, each checked against every job's other settings before any cluster starts.
-absl::Status SetPsVariants(CompareOptions& options) {
-  const std::string text = absl::GetFlag(FLAGS_ps_variants);
-  if (text.empty()) return absl::OkStatus();
-  if (options.worker_counts.size() > 1 || options.shard_counts.size() > 1) {
-    return absl::InvalidArgumentError(
-        "--ps_variants compares one cluster size; a --workers or --ps_shards list sweeps");
-  }
-  ASSIGN_OR_RETURN(options.ps_variants, ParsePsVariants(text));
-  for (const TrainingOptions& job : options.jobs) {
-    for (const PsVariant& variant : options.ps_variants) {
-      RETURN_IF_ERROR(WithPsVariant(job, variant).status());
-    }
-  }
-  return absl::OkStatus();
-}
-
-// --compression_variants, each checked against every job's other settings before any cluster
-// starts.
-absl::Status SetCompressionVariants(CompareOptions& options) {
-  const std::string text = absl::GetFlag(FLAGS_compression_variants);
+// A variants flag (--ps_variants, --compression_variants): its list, each variant checked against
+// every job's other settings before any cluster starts; not with a sweep.
+template <typename Variant>
+absl::Status SetVariants(const CompareOptions& options, absl::string_view flag,
+                         const std::string& text,
+                         absl::StatusOr<std::vector<Variant>> (*parse)(absl::string_view),
+                         absl::StatusOr<TrainingOptions> (*with)(const TrainingOptions&,
+                                                                 const Variant&),
+                         std::vector<Variant>& variants) {
   if (text.empty()) return absl::OkStatus();
   if (IsSweep(options)) {
     return absl::InvalidArgumentError(
-        "--compression_variants compares one cluster size; a --workers or --ps_shards list sweeps");
+        absl::StrCat(flag, " compares one cluster size; a --workers or --ps_shards list sweeps"));
   }
-  ASSIGN_OR_RETURN(options.compression_variants, ParseCompressionVariants(text));
+  ASSIGN_OR_RETURN(variants, parse(text));
   for (const TrainingOptions& job : options.jobs) {
-    for (const Compression& compression : options.compression_variants) {
-      RETURN_IF_ERROR(WithCompression(job, compression).status());
-    }
+    for (const Variant& variant : variants) RETURN_IF_ERROR(with(job, variant).status());
   }
   return absl::OkStatus();
 }
@@ -317,8 +304,11 @@ absl::StatusOr<CompareOptions> CompareOptionsFromFlags(int argc, char** argv) {
     return absl::InvalidArgumentError(
         "--timeline_capacity: keep between 4 (one step) and 1000000 events");
   }
-  RETURN_IF_ERROR(SetPsVariants(options));
-  RETURN_IF_ERROR(SetCompressionVariants(options));
+  RETURN_IF_ERROR(SetVariants(options, "--ps_variants", absl::GetFlag(FLAGS_ps_variants),
+                              &ParsePsVariants, &WithPsVariant, options.ps_variants));
+  RETURN_IF_ERROR(SetVariants(options, "--compression_variants",
+                              absl::GetFlag(FLAGS_compression_variants), &ParseCompressionVariants,
+                              &WithCompression, options.compression_variants));
   const int64_t repeats = absl::GetFlag(FLAGS_repeats);
   if (repeats < 1 || repeats > kMaxRepeats) {
     return absl::InvalidArgumentError(
