@@ -16,38 +16,6 @@
 #include "server/ps/shard_state.h"
 
 namespace ringside::server {
-namespace {
-
-// NaNs and infinities among the `count` elements of `dtype` in `pieces`, decoded a block at a
-// time (no copy of the payload).
-size_t CountNonFiniteIn(WireDtype dtype, const std::vector<absl::string_view>& pieces,
-                        uint64_t count) {
-  WirePiecesReader reader(dtype, pieces);
-  std::array<float, 1024> block;
-  size_t non_finite = 0;
-  for (uint64_t done = 0; done < count;) {
-    const absl::Span<float> out =
-        absl::MakeSpan(block).first(std::min<uint64_t>(block.size(), count - done));
-    if (!reader.Read(out, /*add=*/false)) break;  // the caller checked the size
-    non_finite += CountNonFinite(out);
-    done += out.size();
-  }
-  return non_finite;
-}
-
-}  // namespace
-
-absl::Status NonFiniteReport::Refuse(int shard, uint64_t generation, int worker, uint64_t step,
-                                     size_t non_finite, size_t elements) const {
-  const std::string what =
-      absl::StrCat(WorkerName(worker), "'s push of step ", step, " (generation ", generation,
-                   ") has ", non_finite, " of ", elements, " values NaN or infinite");
-  if (refused != nullptr) refused->Increment();
-  if (log) log(absl::StrCat(PsShardName(shard), ": refused ", what, "; nothing of it is kept"));
-  return absl::InvalidArgumentError(
-      absl::StrCat(what, "; ", PsShardName(shard), " refuses it and keeps nothing of it"));
-}
-
 // A worker within its push window (at most 1.25 windows pushed and not answered, in 16-bit
 // elements) never holds more of its share unsummed than a shard keeps, nor runs further ahead of
 // the sum (AddSegment's refusals).

@@ -89,6 +89,7 @@
 #include "prometheus/counter.h"
 #include "prometheus/histogram.h"
 #include "server/ps/applier_thread.h"
+#include "server/ps/push_check.h"
 #include "server/ps/wire_share.h"
 
 namespace ringside::server {
@@ -123,19 +124,6 @@ void ForEachRingRun(uint64_t begin, uint64_t end, uint64_t slots, Run run) {
     begin += length;
   }
 }
-
-// What a shard does besides refusing (INVALID_ARGUMENT) a push that carries a NaN or an
-// infinity, which is never kept nor applied: counts it and logs one line naming the worker
-// (its rank), the step and the generation. Null members: nothing. `log` is called on the
-// pushing thread (gRPC's), so it must be thread-safe.
-struct NonFiniteReport {
-  prometheus::Counter* refused = nullptr;  // ringside_nonfinite_refused_total{what="push"}
-  std::function<void(const std::string& line)> log;
-
-  // The refusal: counted, logged and returned.
-  absl::Status Refuse(int shard, uint64_t generation, int worker, uint64_t step, size_t non_finite,
-                      size_t elements) const;
-};
 
 // Null members are not recorded.
 struct ShardStepMetrics {
