@@ -82,20 +82,9 @@ class PushPullReactor final
     if (generation_ == nullptr) return FromGrpcStatus(NothingServed());
     if (generation_->stale == nullptr) return FromGrpcStatus(SynchronousGeneration());
     shard_ = generation_->stale.get();
-    const uint64_t generation = generation_->state->config().generation;
-    if (in().generation() != generation) {
-      return absl::FailedPreconditionError(absl::StrCat(
-          "generation ", in().generation(), " is not this shard's current ", generation));
-    }
-    if (in().worker_rank() >= static_cast<uint32_t>(generation_->state->config().workers)) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("worker rank ", in().worker_rank(), " is not in generation ", generation));
-    }
-    if (in().range_elements() != shard_->range_elements()) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("a push for a range of ", in().range_elements(),
-                       " elements; this shard owns ", shard_->range_elements()));
-    }
+    // A rank past int's range turns negative, which Worker refuses.
+    RETURN_IF_ERROR(shard_->check().Header(in().generation(), static_cast<int>(in().worker_rank()),
+                                           in().range_elements()));
     began_ = true;
     worker_ = static_cast<int>(in().worker_rank());
     step_ = in().step();
@@ -106,7 +95,7 @@ class PushPullReactor final
 
   absl::Status CheckSameStream() const {
     if (in().worker_rank() != static_cast<uint32_t>(worker_) || in().step() != step_ ||
-        in().generation() != generation_->state->config().generation ||
+        in().generation() != shard_->check().identity().generation ||
         in().read_version() != read_version_ || in().range_elements() != shard_->range_elements()) {
       return absl::InvalidArgumentError("a push stream carries one worker's share of one step");
     }

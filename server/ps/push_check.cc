@@ -6,8 +6,10 @@
 #include "absl/strings/str_cat.h"
 #include "absl/types/span.h"
 #include "common/metrics.h"
+#include "common/status_macros.h"
 
 namespace ringside::server {
+namespace {
 
 size_t CountNonFiniteIn(WireDtype dtype, const std::vector<absl::string_view>& pieces,
                         uint64_t count) {
@@ -24,6 +26,8 @@ size_t CountNonFiniteIn(WireDtype dtype, const std::vector<absl::string_view>& p
   return non_finite;
 }
 
+}  // namespace
+
 absl::Status NonFiniteReport::Refuse(int shard, uint64_t generation, int worker, uint64_t step,
                                      size_t non_finite, size_t elements) const {
   const std::string what =
@@ -35,5 +39,52 @@ absl::Status NonFiniteReport::Refuse(int shard, uint64_t generation, int worker,
       absl::StrCat(what, "; ", PsShardName(shard), " refuses it and keeps nothing of it"));
 }
 
+absl::Status PushCheck::Header(uint64_t generation, int worker, uint64_t range_elements) const {
+  RETURN_IF_ERROR(Generation(generation));
+  RETURN_IF_ERROR(Worker(worker));
+  return Range(worker, range_elements);
+}
+
+absl::Status PushCheck::Generation(uint64_t generation) const {
+  if (generation != identity_.generation) {
+    return absl::FailedPreconditionError(absl::StrCat("generation ", generation, " is not ",
+                                                      PsShardName(identity_.shard), "'s current ",
+                                                      identity_.generation));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status PushCheck::Worker(int worker) const {
+  if (worker < 0 || worker >= identity_.workers) {
+    return absl::InvalidArgumentError(absl::StrCat("worker rank ", worker, " is not in generation ",
+                                                   identity_.generation, " of ", identity_.workers,
+                                                   " workers on ", PsShardName(identity_.shard)));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status PushCheck::Range(int worker, uint64_t range_elements) const {
+  if (range_elements != identity_.range_elements) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("worker ", worker, " pushes a range of ", range_elements, " elements but ",
+                     PsShardName(identity_.shard), " owns ", identity_.range_elements,
+                     "; do the worker and the shard use the same --model and --ps_shards?"));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status PushCheck::Finite(int worker, uint64_t step, absl::Span<const float> values) const {
+  const size_t non_finite = CountNonFinite(values);
+  if (non_finite == 0) return absl::OkStatus();
+  return nonfinite_.Refuse(identity_.shard, identity_.generation, worker, step, non_finite,
+                           values.size());
+}
+
+absl::Status PushCheck::Finite(int worker, uint64_t step, WireDtype dtype,
+                               const std::vector<absl::string_view>& pieces, uint64_t count) const {
+  const size_t non_finite = CountNonFiniteIn(dtype, pieces, count);
+  if (non_finite == 0) return absl::OkStatus();
+  return nonfinite_.Refuse(identity_.shard, identity_.generation, worker, step, non_finite, count);
+}
 
 }  // namespace ringside::server

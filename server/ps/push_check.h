@@ -1,5 +1,12 @@
 // The checks a shard makes of every push before it keeps anything of it, alike for each
-// consistency mode. Thread-safe.
+// consistency mode (the synchronous Step stream and the push-pull PushPull stream): the push is of
+// the generation served, from one of its workers, for a range of the shard's length, and carries
+// no NaN or infinity (counted and logged: NonFiniteReport). What a mode checks beyond that (the
+// step, the order of segments, the dtype a step's pushes agree on) is its own. A plain value over
+// no transport, so tests build one in memory.
+// Thread-safe: immutable once built (NonFiniteReport's `log` must be thread-safe).
+// Errors: FAILED_PRECONDITION for another generation; INVALID_ARGUMENT for anything else. A refused
+// push is kept nowhere.
 #ifndef RINGSIDE_SERVER_PS_PUSH_CHECK_H_
 #define RINGSIDE_SERVER_PS_PUSH_CHECK_H_
 
@@ -7,10 +14,12 @@
 #include <cstdint>
 #include <functional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/status/status.h"
 #include "absl/strings/string_view.h"
+#include "absl/types/span.h"
 #include "common/wire_dtype.h"
 #include "prometheus/counter.h"
 
@@ -29,10 +38,39 @@ struct NonFiniteReport {
                       size_t elements) const;
 };
 
-// NaNs and infinities among the `count` elements of `dtype` in `pieces`, decoded a block at a
-// time (no copy of the payload).
-size_t CountNonFiniteIn(WireDtype dtype, const std::vector<absl::string_view>& pieces,
-                        uint64_t count);
+// Who a shard serves in one generation: what a push is checked against.
+struct ShardIdentity {
+  uint64_t generation = 1;
+  int workers = 1;
+  int shard = 0;
+  uint64_t range_elements = 0;  // of the flat parameter vector, the shard's range
+};
+
+class PushCheck {
+ public:
+  explicit PushCheck(ShardIdentity identity, NonFiniteReport nonfinite = {})
+      : identity_(identity), nonfinite_(std::move(nonfinite)) {}
+
+  const ShardIdentity& identity() const { return identity_; }
+
+  // The push's header: Generation, Worker and Range, in that order.
+  absl::Status Header(uint64_t generation, int worker, uint64_t range_elements) const;
+  absl::Status Generation(uint64_t generation) const;
+  // A rank of the generation's workers.
+  absl::Status Worker(int worker) const;
+  // A share of the shard's whole range.
+  absl::Status Range(int worker, uint64_t range_elements) const;
+  // No NaN or infinity among `values` (a whole share, say), or among the `count` elements of
+  // `dtype` in `pieces` (a segment as received, decoded a block at a time, never copied); else
+  // the refusal, counted and logged.
+  absl::Status Finite(int worker, uint64_t step, absl::Span<const float> values) const;
+  absl::Status Finite(int worker, uint64_t step, WireDtype dtype,
+                      const std::vector<absl::string_view>& pieces, uint64_t count) const;
+
+ private:
+  const ShardIdentity identity_;
+  const NonFiniteReport nonfinite_;
+};
 
 }  // namespace ringside::server
 

@@ -6,7 +6,6 @@
 #include "absl/strings/str_cat.h"
 #include "common/metrics.h"
 #include "common/status_macros.h"
-#include "common/wire_dtype.h"
 
 namespace ringside::server {
 
@@ -36,6 +35,8 @@ StaleShard::StaleShard(StaleShardConfig config, std::unique_ptr<PushPullPolicy> 
     : config_(config),
       range_elements_(values.size()),
       metrics_(metrics),
+      check_(ShardIdentity{config.generation, config.workers, config.shard, values.size()},
+             metrics.nonfinite),
       policy_(std::move(policy)),
       accepted_(static_cast<size_t>(config.workers), config.completed_steps),
       completed_(static_cast<size_t>(config.workers), config.completed_steps),
@@ -66,27 +67,11 @@ void StaleShard::Close() {
   for (auto& [done, answer] : ready) done(std::move(answer));
 }
 
-absl::Status StaleShard::CheckWorker(int worker) const {
-  if (worker < 0 || worker >= config_.workers) {
-    return absl::InvalidArgumentError(absl::StrCat("worker rank ", worker, " is not in generation ",
-                                                   config_.generation, " of ", config_.workers,
-                                                   " workers on ", PsShardName(config_.shard)));
-  }
-  return absl::OkStatus();
-}
-
 absl::Status StaleShard::Push(int worker, uint64_t step, uint64_t read_version,
                               std::vector<float> gradient) {
-  RETURN_IF_ERROR(CheckWorker(worker));
-  if (gradient.size() != range_elements_) {
-    return absl::InvalidArgumentError(absl::StrCat("a gradient of ", gradient.size(),
-                                                   " elements for ", PsShardName(config_.shard),
-                                                   "'s range of ", range_elements_));
-  }
-  if (const size_t non_finite = CountNonFinite(gradient); non_finite != 0) {
-    return metrics_.nonfinite.Refuse(config_.shard, config_.generation, worker, step, non_finite,
-                                     gradient.size());
-  }
+  RETURN_IF_ERROR(check_.Worker(worker));
+  RETURN_IF_ERROR(check_.Range(worker, gradient.size()));
+  RETURN_IF_ERROR(check_.Finite(worker, step, gradient));
   absl::MutexLock lock(&mu_);
   if (closed_) {
     return absl::FailedPreconditionError(absl::StrCat(
@@ -144,7 +129,7 @@ StaleShard::Ready StaleShard::ReadyLocked() {
 
 void StaleShard::WhenMayStart(int worker, uint64_t step,
                               std::function<void(absl::StatusOr<StaleRead>)> done) {
-  if (absl::Status status = CheckWorker(worker); !status.ok()) {
+  if (absl::Status status = check_.Worker(worker); !status.ok()) {
     done(status);
     return;
   }
@@ -248,7 +233,7 @@ StaleShard::Resumable StaleShard::ResumeState() const {
 }
 
 uint64_t StaleShard::completed(int worker) const {
-  if (!CheckWorker(worker).ok()) return 0;
+  if (!check_.Worker(worker).ok()) return 0;
   absl::MutexLock lock(&mu_);
   return completed_[worker];
 }

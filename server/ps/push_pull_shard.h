@@ -44,6 +44,7 @@
 #include "prometheus/counter.h"
 #include "prometheus/histogram.h"
 #include "server/ps/applier_thread.h"
+#include "server/ps/push_check.h"
 #include "server/ps/push_pull_policy.h"
 #include "server/ps/shard_state.h"
 
@@ -129,6 +130,8 @@ class StaleShard {
   // Steps `worker` has completed here (pushes applied).
   uint64_t completed(int worker) const;
   uint64_t range_elements() const { return range_elements_; }
+  // The checks every push passes, the generation's included (its stream checks that one).
+  const PushCheck& check() const { return check_; }
 
  private:
   struct Update {
@@ -147,7 +150,6 @@ class StaleShard {
 
   StaleShard(StaleShardConfig config, std::unique_ptr<PushPullPolicy> policy,
              std::vector<float> values, Optimizer optimizer, StaleShardMetrics metrics);
-  absl::Status CheckWorker(int worker) const;
   uint64_t SlowestLocked() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   bool MayAnswerLocked(const Waiter& waiter) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   Ready ReadyLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -160,6 +162,7 @@ class StaleShard {
   const StaleShardConfig config_;
   const uint64_t range_elements_;
   const StaleShardMetrics metrics_;
+  const PushCheck check_;  // the worker, range and finiteness of every push
   // Its methods under mu_ or apply_mu_, as push_pull_policy.h marks them.
   const std::unique_ptr<PushPullPolicy> policy_;
   mutable absl::Mutex mu_;

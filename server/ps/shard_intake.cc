@@ -2,7 +2,6 @@
 // keep their payloads as received, and the hand-over of each segment every share covers to the
 // applier.
 #include <algorithm>
-#include <array>
 #include <deque>
 #include <memory>
 #include <string>
@@ -24,18 +23,7 @@ static_assert(kMaxPsWindowBytes / 2 + kMaxPsWindowBytes / 2 / 4 <= kSumBufferEle
 
 absl::Status ShardState::BeginPush(uint64_t generation, int worker, uint64_t step,
                                    uint64_t range_elements, WireDtype dtype, bool descending) {
-  if (generation != config_.generation) {
-    return absl::FailedPreconditionError(absl::StrCat("generation ", generation, " is not ",
-                                                      PsShardName(config_.shard), "'s current ",
-                                                      config_.generation));
-  }
-  RETURN_IF_ERROR(CheckWorker(worker));
-  if (range_elements != range_elements_) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("worker ", worker, " pushes a range of ", range_elements, " elements but ",
-                     PsShardName(config_.shard), " owns ", range_elements_,
-                     "; do the worker and the shard use the same --model and --ps_shards?"));
-  }
+  RETURN_IF_ERROR(check_.Header(generation, worker, range_elements));
   absl::MutexLock lock(&mu_);
   RETURN_IF_ERROR(CheckStep(step));
   WorkerShare& share = shares_[worker];
@@ -82,7 +70,7 @@ absl::Status ShardState::AddSegment(int worker, uint64_t step, uint64_t offset,
 absl::Status ShardState::AddSegment(int worker, uint64_t step, uint64_t offset,
                                     std::vector<absl::string_view> pieces,
                                     std::shared_ptr<const void> owner) {
-  RETURN_IF_ERROR(CheckWorker(worker));
+  RETURN_IF_ERROR(check_.Worker(worker));
   absl::MutexLock lock(&mu_);
   RETURN_IF_ERROR(CheckStep(step));
   WorkerShare& share = shares_[worker];
@@ -100,10 +88,7 @@ absl::Status ShardState::AddSegment(int worker, uint64_t step, uint64_t offset,
   }
   const uint64_t count = bytes / width;
   // Before anything of it is kept. Under the lock (the dtype is the step's), as long as a copy.
-  if (const size_t non_finite = CountNonFiniteIn(dtype_, pieces, count); non_finite != 0) {
-    return metrics_.nonfinite.Refuse(config_.shard, config_.generation, worker, step, non_finite,
-                                     count);
-  }
+  RETURN_IF_ERROR(check_.Finite(worker, step, dtype_, pieces, count));
   // In order, a segment begins where the share's received part ends; descending, it ends where
   // that part (counted from the range's end) begins.
   const uint64_t left = range_elements_ - share.received;
@@ -142,7 +127,7 @@ absl::Status ShardState::AddSegment(int worker, uint64_t step, uint64_t offset,
 }
 
 absl::Status ShardState::FinishPush(int worker, uint64_t step) {
-  RETURN_IF_ERROR(CheckWorker(worker));
+  RETURN_IF_ERROR(check_.Worker(worker));
   absl::MutexLock lock(&mu_);
   // Complete here: every share of it was, this one included.
   if (step < collecting_) return absl::OkStatus();
@@ -212,7 +197,7 @@ std::vector<ShardState::HeldPayloads> ShardState::HandHeldLocked(uint64_t from, 
 }
 
 void ShardState::AbandonPush(int worker, uint64_t step) {
-  if (!CheckWorker(worker).ok()) return;
+  if (!check_.Worker(worker).ok()) return;
   ReadyCallbacks ready;
   std::vector<Reader> readers;
   absl::Status lost;
@@ -239,7 +224,7 @@ void ShardState::AbandonPush(int worker, uint64_t step) {
 }
 
 void ShardState::Answered(int worker, uint64_t step, uint64_t sent) {
-  if (!CheckWorker(worker).ok()) return;
+  if (!check_.Worker(worker).ok()) return;
   absl::MutexLock lock(&mu_);
   // An earlier step's reply: its worker has not begun the step collected.
   if (step != collecting_) return;

@@ -106,6 +106,8 @@ ShardState::ShardState(ShardConfig config, uint64_t step, std::vector<float> val
       sum_elements_(
           std::min<uint64_t>(values.size(), std::max<uint64_t>(1, config.sum_buffer_elements))),
       metrics_(metrics),
+      check_(ShardIdentity{config.generation, config.workers, config.shard, values.size()},
+             metrics.nonfinite),
       collecting_(step),
       shares_(static_cast<size_t>(config.workers)),
       current_{step, nullptr},
@@ -150,15 +152,6 @@ void ShardState::Close() {
   }
   RefuseReaders(std::move(readers), unreadable);
   for (auto& [done, summed] : ready) done(std::move(summed));
-}
-
-absl::Status ShardState::CheckWorker(int worker) const {
-  if (worker < 0 || worker >= config_.workers) {
-    return absl::InvalidArgumentError(absl::StrCat("worker rank ", worker, " is not in generation ",
-                                                   config_.generation, " of ", config_.workers,
-                                                   " workers on ", PsShardName(config_.shard)));
-  }
-  return absl::OkStatus();
 }
 
 absl::Status ShardState::CheckStep(uint64_t step) const {

@@ -271,6 +271,7 @@ class ShardState {
   uint64_t current_step() const;        // steps applied so far
   uint64_t range_elements() const { return range_elements_; }
   const ShardConfig& config() const { return config_; }
+  const PushCheck& check() const { return check_; }
 
  private:
   // Runs on the applier thread for every segment [begin, end) of a step it applies, after the
@@ -338,7 +339,6 @@ class ShardState {
 
   ShardState(ShardConfig config, uint64_t step, std::vector<float> values, Optimizer optimizer,
              ShardStepMetrics metrics);
-  absl::Status CheckWorker(int worker) const;
   absl::Status CheckStep(uint64_t step) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // A step's first push sets its wire dtype and order; every later one must match them.
   absl::Status AgreeOnDtypeLocked(int worker, WireDtype dtype, bool descending)
@@ -387,6 +387,7 @@ class ShardState {
   const uint64_t held_elements_;  // of each share, at most: min(range, config), at least 1
   const uint64_t sum_elements_;   // of the sum: min(range, config); none for an empty range
   const ShardStepMetrics metrics_;
+  const PushCheck check_;  // the generation, worker, range and finiteness of every push
   mutable absl::Mutex mu_;
   absl::CondVar segment_ready_;  // signalled when segments_ gains one, or on stopping_
 
