@@ -72,11 +72,11 @@ ShardMetricsFactory MetricsFactoryOf(Metrics& metrics, std::ostream& log) {
     }
     return links;
   };
-  factory.steps.wait_seconds = &metrics.PsWaitSeconds();
-  factory.steps.update_seconds = &metrics.StepSeconds(SyncMode::kPs, StepPhase::kUpdate);
-  factory.steps.steps = &metrics.StepsTotal(SyncMode::kPs);
-  factory.stale.staleness = &metrics.PsUpdateStaleness();
-  factory.stale.dropped = &metrics.PsDroppedPushes();
+  factory.shard.steps.wait_seconds = &metrics.PsWaitSeconds();
+  factory.shard.steps.update_seconds = &metrics.StepSeconds(SyncMode::kPs, StepPhase::kUpdate);
+  factory.shard.steps.steps = &metrics.StepsTotal(SyncMode::kPs);
+  factory.shard.push_pull.staleness = &metrics.PsUpdateStaleness();
+  factory.shard.push_pull.dropped = &metrics.PsDroppedPushes();
   // Refusals come from gRPC's threads, so their lines take a lock of their own.
   NonFiniteReport nonfinite;
   nonfinite.refused = &metrics.NonFiniteRefused("push");
@@ -85,8 +85,8 @@ ShardMetricsFactory MetricsFactoryOf(Metrics& metrics, std::ostream& log) {
     log << line << "\n";
     log.flush();
   };
-  factory.steps.nonfinite = nonfinite;
-  factory.stale.nonfinite = nonfinite;
+  factory.shard.steps.nonfinite = nonfinite;
+  factory.shard.push_pull.nonfinite = nonfinite;
   return factory;
 }
 
@@ -163,19 +163,11 @@ absl::StatusOr<ElementRange> Follow(const ShardAssignment& assignment, Metrics& 
     ShardGeneration generation;
     generation.range = range;
     ASSIGN_OR_RETURN(
-        generation.state,
-        ShardState::Create(ShardConfig{assignment.generation, assignment.workers, assignment.shard},
-                           {all.begin() + range.begin, all.begin() + range.end},
-                           assignment.optimizer, factory.steps));
-    if (ShardsHoldTheState(assignment.staleness, assignment.backup_workers)) {
-      ASSIGN_OR_RETURN(
-          generation.stale,
-          StaleShard::Create(StaleShardConfig{assignment.generation, assignment.workers,
-                                              assignment.shard, assignment.staleness,
-                                              /*completed_steps=*/0, assignment.backup_workers},
-                             {all.begin() + range.begin, all.begin() + range.end}, {},
-                             assignment.optimizer, factory.stale));
-    }
+        generation.shard,
+        Shard::Start(
+            ShardSpec{assignment.generation, assignment.workers, assignment.shard,
+                      assignment.optimizer, assignment.staleness, assignment.backup_workers},
+            {all.begin() + range.begin, all.begin() + range.end}, factory.shard));
     generation.links = factory.links(assignment.shard, assignment.workers);
     service.Serve(std::move(generation));
   } else {
@@ -239,7 +231,7 @@ void LeaveTheJob(ControllerClient& controller, const ShardOptions& options,
   }
   log.flush();
   if (options.fault_at == "leave_sent") raise(SIGKILL);
-  if (!holds_state || served == nullptr || served->stale == nullptr) return;
+  if (!holds_state || served == nullptr || served->shard->push_pull() == nullptr) return;
   if (!generation.ok() || last->shards_size() <= 1) {
     log << "ps: this shard held the authoritative state of its range (the job's shards hold it) "
            "and has nobody to hand it to ("
@@ -248,10 +240,10 @@ void LeaveTheJob(ControllerClient& controller, const ShardOptions& options,
     log.flush();
     return;
   }
-  const uint64_t served_generation = served->state->config().generation;
-  log << "ps: handing over its range's state (step " << served->stale->ResumeState().step
-      << "): serving it to generation " << *generation << "'s " << WorkerName(0) << " for up to "
-      << offered << "\n";
+  const uint64_t served_generation = served->shard->identity().generation;
+  log << "ps: handing over its range's state (step "
+      << served->shard->push_pull()->ResumeState().step << "): serving it to generation "
+      << *generation << "'s " << WorkerName(0) << " for up to " << offered << "\n";
   log.flush();
   const absl::Time deadline = absl::Now() + offered;
   bool read = false;
@@ -325,7 +317,7 @@ absl::Status RunShard(const ShardOptions& options, const TerminationSignals& sig
     if (controller != nullptr && !controller->failure().ok()) return controller->failure();
   }
   std::shared_ptr<const ShardGeneration> last = service.current();
-  log << "ps: stopping after step " << (last ? last->state->current_step() : 0) << "\n";
+  log << "ps: stopping after step " << (last ? last->shard->step() : 0) << "\n";
   server.StopReportingReady();
   if (controller != nullptr) LeaveTheJob(*controller, options, service, signals, log);
   return absl::OkStatus();

@@ -1,10 +1,10 @@
 // The ParameterShard service's PushPull streams (ps_service.h), bounded staleness, async and
-// backup workers: one
-// reactor per worker, shard and step that reads the worker's gradient share whole, hands it to
-// the generation's StaleShard, and once the shard lets the worker start its next step streams
-// the range's parameters back. The answer comes on the shard's applier thread, off any
-// reaction, and may race with a reaction that ends the stream (the worker cancelling): every
-// write and the Finish go through ReactorWrites (common/reactor_writes.h), as in Step's.
+// backup workers: one reactor per worker, shard and step that reads the worker's gradient share
+// whole, hands it to the generation's push-pull shard (Shard::push_pull), and once the shard lets
+// the worker start its next step streams the range's parameters back. The answer comes on the
+// shard's applier thread, off any reaction, and may race with a reaction that ends the stream (the
+// worker cancelling): every write and the Finish go through ReactorWrites
+// (common/reactor_writes.h), as in Step's.
 #include <algorithm>
 #include <cstring>
 #include <memory>
@@ -26,13 +26,6 @@ namespace ringside::server {
 namespace {
 
 using PushPullBase = grpc::ServerBidiReactor<proto::PsGradientPush, proto::PsPulledValues>;
-
-grpc::Status SynchronousGeneration() {
-  return grpc::Status(
-      grpc::StatusCode::FAILED_PRECONDITION,
-      "this shard's generation runs synchronous steps (--staleness=0 without backup "
-      "workers): use Step");
-}
 
 class PushPullReactor final
     : public PushStreamReactor<PushPullReactor, proto::PsGradientPush, proto::PsPulledValues> {
@@ -80,8 +73,8 @@ class PushPullReactor final
     // Only now does the stream hold a generation: one that never pushes holds none.
     generation_ = service_.current();
     if (generation_ == nullptr) return FromGrpcStatus(NothingServed());
-    if (generation_->stale == nullptr) return FromGrpcStatus(SynchronousGeneration());
-    shard_ = generation_->stale.get();
+    shard_ = generation_->shard->push_pull();
+    if (shard_ == nullptr) return FromGrpcStatus(SynchronousGeneration());
     // A rank past int's range turns negative, which Worker refuses.
     RETURN_IF_ERROR(shard_->check().Header(in().generation(), static_cast<int>(in().worker_rank()),
                                            in().range_elements()));
@@ -226,7 +219,9 @@ ParameterShardService::PushPull(grpc::CallbackServerContext* context) {
     // Looked at, not held: the stream takes the generation with its first message.
     std::shared_ptr<const ShardGeneration> generation = current();
     if (generation == nullptr) return new RefusedPushPull(NothingServed());
-    if (generation->stale == nullptr) return new RefusedPushPull(SynchronousGeneration());
+    if (generation->shard->push_pull() == nullptr) {
+      return new RefusedPushPull(SynchronousGeneration());
+    }
   }
   return PushPullReactor::Start(std::make_shared<PushPullReactor>(
                                     context, *this, std::move(admission->claim), segment_elements_),

@@ -18,7 +18,7 @@ namespace ringside::server {
 namespace {
 
 // Streams a range of values in segments: the parameters (GetParameters), copied a segment at a
-// time from `read` (a ShardState::ParameterRead, or a copy already made).
+// time by `read` (Shard::ParametersRead).
 class RangeWriter {
  public:
   // Copies elements [offset, offset + out.size()) of the range.
@@ -164,10 +164,7 @@ void ParameterShardService::Serve(ShardGeneration generation) {
 
 void ParameterShardService::CloseGeneration(
     const std::shared_ptr<const ShardGeneration>& previous) {
-  if (previous == nullptr) return;
-  previous->state->Close();
-  // A push-pull generation's StaleShard is the authoritative state: its waiting pulls end too.
-  if (previous->stale != nullptr) previous->stale->Close();
+  if (previous != nullptr) previous->shard->Close();
 }
 
 bool ParameterShardService::elastic() const {
@@ -305,40 +302,24 @@ grpc::ServerWriteReactor<proto::PsRangeValues>* ParameterShardService::GetParame
   if (!claimed.ok()) return new RefusedWrite<proto::PsRangeValues>(ToGrpcStatus(claimed.status()));
   std::shared_ptr<const ShardGeneration> generation = current();
   if (generation == nullptr) return new RefusedWrite<proto::PsRangeValues>();
-  const uint64_t served = generation->state->config().generation;
-  if (claimed->has_value() && **claimed != served) {
+  const ShardIdentity& served = generation->shard->identity();
+  if (claimed->has_value() && **claimed != served.generation) {
     return new RefusedWrite<proto::PsRangeValues>(grpc::Status(
         grpc::StatusCode::FAILED_PRECONDITION,
         absl::StrCat("a read of generation ", **claimed, "'s parameters from ",
-                     PsShardName(generation->state->config().shard), ", which serves ", served)));
+                     PsShardName(served.shard), ", which serves ", served.generation)));
   }
-  // Parameters and step read together: a step being applied meanwhile cannot split them. Under
-  // staleness the step is the slowest worker's completed steps.
-  if (generation->stale != nullptr) {
-    const StaleRead read = generation->stale->Read();
-    const uint64_t size = read.values->size();
-    return new ParametersReactor(RangeWriter(
-        [values = read.values](uint64_t offset, absl::Span<float> out) {
-          std::copy_n(values->begin() + offset, out.size(), out.begin());
-          return absl::OkStatus();
-        },
-        size, read.slowest_completed, segment_elements_));
-  }
-  // The read begins when the shard's applier is between steps: now, or at the step's end (never
-  // waited for on this thread), and copies a segment at a time as the stream takes them. The
-  // shard answers every read, also when the step is lost or the generation ends, so the stream
-  // always finishes.
+  // The read begins when the shard can give one (never waited for on this thread) and copies a
+  // segment at a time as the stream takes them. The shard answers every read, also when the step
+  // is lost or the generation ends, so the stream always finishes.
   auto* reactor = new ParametersReactor();
-  generation->state->ReadInPlace([reactor, segment_elements = segment_elements_](
-                                     absl::StatusOr<ShardState::Read> read) {
+  generation->shard->ReadParameters([reactor, segment_elements = segment_elements_](
+                                        absl::StatusOr<Shard::ParametersRead> read) {
     if (!read.ok()) {
       reactor->Refuse(ToGrpcStatus(read.status()));
       return;
     }
-    const ShardState::Read& shared = *read;
-    reactor->Start(RangeWriter(
-        [shared](uint64_t offset, absl::Span<float> out) { return shared->CopyTo(offset, out); },
-        shared->size(), shared->step(), segment_elements));
+    reactor->Start(RangeWriter(std::move(read->copy), read->size, read->step, segment_elements));
   });
   return reactor;
 }
@@ -354,20 +335,21 @@ grpc::ServerWriteReactor<proto::PsStateSegment>* ParameterShardService::ReadStat
   }
   std::shared_ptr<const ShardGeneration> generation = current();
   if (generation == nullptr) return new RefusedWrite<proto::PsStateSegment>();
-  const uint64_t served = generation->state->config().generation;
+  const uint64_t served = generation->shard->identity().generation;
   if (request->generation() < served) {
     return new RefusedWrite<proto::PsStateSegment>(grpc::Status(
         grpc::StatusCode::FAILED_PRECONDITION,
         absl::StrCat("a read for generation ", request->generation(), " of ",
-                     PsShardName(generation->state->config().shard), ", which serves ", served)));
+                     PsShardName(generation->shard->identity().shard), ", which serves ", served)));
   }
-  if (generation->stale == nullptr) {
+  StaleShard* const push_pull = generation->shard->push_pull();
+  if (push_pull == nullptr) {
     return new RefusedWrite<proto::PsStateSegment>(
         grpc::Status(grpc::StatusCode::FAILED_PRECONDITION,
                      "this shard's generation runs synchronous steps: every worker holds the "
                      "job's state, not the shard"));
   }
-  ElementRange range{0, generation->stale->range_elements()};
+  ElementRange range{0, push_pull->range_elements()};
   if (generation->range.has_value()) {
     range = *generation->range;
   } else {
@@ -376,12 +358,11 @@ grpc::ServerWriteReactor<proto::PsStateSegment>* ParameterShardService::ReadStat
   }
   if (hand_over_hook_ && request->generation() > served) hand_over_hook_();
   // A shard that left waits for this read to hand its range over (ps_daemon.cc).
-  return new StateReactor(
-      StateWriter(generation->stale->ResumeState(), range, served, segment_elements_),
-      [this, reader = request->generation()] {
-        absl::MutexLock lock(&mu_);
-        state_read_by_ = std::max(state_read_by_, reader);
-      });
+  return new StateReactor(StateWriter(push_pull->ResumeState(), range, served, segment_elements_),
+                          [this, reader = request->generation()] {
+                            absl::MutexLock lock(&mu_);
+                            state_read_by_ = std::max(state_read_by_, reader);
+                          });
 }
 
 bool ParameterShardService::AwaitStateRead(uint64_t after, absl::Time deadline) const {

@@ -1,10 +1,13 @@
-// The ParameterShard gRPC service (proto/ps.proto says the protocol). One small reactor per Step
-// stream (ps_step_stream.cc): it validates and stores segments as they are read and, at the same
-// time, streams the step's sum back as the shard makes each part of it final (ShardState: a part
-// is summed once every worker's share covers it), so a step's pushes and replies overlap on the
-// link. A stream cancelled before its share is complete abandons it (ShardState says what that
-// costs the step); a worker whose whole share arrived and then disappears still counts for the
-// step.
+// The ParameterShard gRPC service (proto/ps.proto says the protocol), the adapter of one Shard
+// per generation (server/ps/shard.h), whatever its consistency. One small reactor per push stream
+// (server/ps/push_stream_reactor.h): a Step stream (ps_step_stream.cc) for a shard of synchronous
+// steps validates and stores segments as they are read and, at the same time, streams the step's
+// sum back as the shard makes each part of it final (ShardState: a part is summed once every
+// worker's share covers it), so a step's pushes and replies overlap on the link; a stream
+// cancelled before its share is complete abandons it (ShardState says what that costs the step);
+// a worker whose whole share arrived and then disappears still counts for the step. A PushPull
+// stream (ps_push_pull_stream.cc) serves a push-pull shard. Each refuses the other mode's
+// generation (FAILED_PRECONDITION).
 //
 // What the shard serves is one ShardGeneration at a time. A static shard (ringside-ps --workers)
 // is given its only one at start; an elastic shard (--controller) learns the job's shape from the
@@ -35,8 +38,7 @@
 #include "common/ranges.h"
 #include "common/stream_limits.h"
 #include "proto/ps.grpc.pb.h"
-#include "server/ps/push_pull_shard.h"
-#include "server/ps/shard_state.h"
+#include "server/ps/shard.h"
 
 namespace ringside::server {
 
@@ -46,14 +48,11 @@ struct ShardLinkMetrics {
   std::vector<LinkSendMetrics> to_worker;       // shard -> worker parameters
 };
 
-// What the shard serves in one generation.
+// What the shard serves in one generation: its one Shard (server/ps/shard.h), whatever the
+// job's consistency, and its links.
 struct ShardGeneration {
-  std::shared_ptr<ShardState> state;
+  std::shared_ptr<Shard> shard;
   ShardLinkMetrics links;
-  // --staleness=k, async or --backup_workers (ps_push_pull_stream.cc): the generation's
-  // authoritative state, which PushPull and GetParameters serve; `state` then only answers Step
-  // with refusals of its own.
-  std::shared_ptr<StaleShard> stale = nullptr;
   // The range of the flat parameter vector served (an elastic or static shard's); ReadState says
   // it, so a later generation with another shard map knows where the state goes. Unset: the
   // job's range when its length fits, else one from 0.
@@ -68,7 +67,7 @@ struct ShardJob {
   // The controller's generation that assigned it. A Load is checked only against the assignment
   // of its own generation or a later one: an older one may have another shard map.
   uint64_t generation = 0;
-  // The job's: whether a Load also makes a StaleShard (sync_rules.h ShardsHoldTheState).
+  // The job's consistency settings: which policy a Load's Shard takes.
   int64_t backup_workers = 0;
   int64_t staleness = 0;
 };
@@ -77,8 +76,7 @@ struct ShardJob {
 // nothing counted.
 struct ShardMetricsFactory {
   std::function<ShardLinkMetrics(int shard, int workers)> links;
-  ShardStepMetrics steps;
-  StaleShardMetrics stale;
+  ShardMetrics shard;
 };
 
 // The most workers a Load may announce. Far above any real job; a shard keeps per-worker state
@@ -142,11 +140,11 @@ class ParameterShardService final : public ParameterShardBase {
       grpc::CallbackServerContext* context, const proto::PsRangeRequest* request) override;
   grpc::ServerReadReactor<proto::PsStateSegment>* Load(grpc::CallbackServerContext* context,
                                                        proto::PsLoadReply* reply) override;
-  // Bounded staleness and async (ps_push_pull_stream.cc): FAILED_PRECONDITION from a generation
-  // without a StaleShard.
+  // Bounded staleness, async and backup workers (ps_push_pull_stream.cc): FAILED_PRECONDITION
+  // from a generation of synchronous steps (as Step's from a push-pull one).
   grpc::ServerBidiReactor<proto::PsGradientPush, proto::PsPulledValues>* PushPull(
       grpc::CallbackServerContext* context) override;
-  // The state a StaleShard holds (StaleShard::ResumeState), for a later generation's rank 0.
+  // The state a push-pull shard holds (StaleShard::ResumeState), for a later generation's rank 0.
   grpc::ServerWriteReactor<proto::PsStateSegment>* ReadState(
       grpc::CallbackServerContext* context, const proto::PsStateRequest* request) override;
   // Waits until a ReadState for a generation after `after` has delivered the whole state (every
@@ -226,7 +224,7 @@ class ParameterShardService final : public ParameterShardBase {
   absl::StatusOr<ShardJob> CheckLoadLocked(const proto::PsStateSegment& first) const
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   bool elastic() const;  // a credential is set: link keys are checked
-  // A superseded generation's state, closed whatever its mode (synchronous and push-pull).
+  // A superseded generation's shard, closed.
   static void CloseGeneration(const std::shared_ptr<const ShardGeneration>& previous);
 
   const uint64_t segment_elements_;

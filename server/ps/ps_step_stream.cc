@@ -179,7 +179,8 @@ class StepReactor final
     // Only now does the stream hold a generation: one that never pushes holds none.
     generation_ = service_.current();
     if (generation_ == nullptr) return FromGrpcStatus(NothingServed());
-    state_ = generation_->state.get();
+    state_ = generation_->shard->steps();
+    if (state_ == nullptr) return FromGrpcStatus(PushPullGeneration());
     metrics_ = &generation_->links;
     ASSIGN_OR_RETURN(const WireDtype dtype, PushDtype(push_));
     RETURN_IF_ERROR(state_->BeginPush(push_.generation(), rank, push_.step(),

@@ -190,10 +190,10 @@ absl::StatusOr<ShardJob> ParameterShardService::CheckLoadLocked(
     return absl::InvalidArgumentError(absl::StrCat(
         "a generation of ", first.workers(), " workers; a shard takes 1 to ", kMaxLoadWorkers));
   }
-  if (current_ != nullptr && first.generation() < current_->state->config().generation) {
+  if (current_ != nullptr && first.generation() < current_->shard->identity().generation) {
     return absl::FailedPreconditionError(absl::StrCat("state for generation ", first.generation(),
                                                       " but the shard already serves ",
-                                                      current_->state->config().generation));
+                                                      current_->shard->identity().generation));
   }
   const uint64_t expected =
       job_->range.size() + Optimizer::StateSize(job_->optimizer.kind, job_->range.size());
@@ -227,18 +227,11 @@ absl::Status ParameterShardService::FinishLoad(const proto::PsStateSegment& firs
   const int workers = static_cast<int>(first.workers());  // at most kMaxLoadWorkers
   ShardGeneration generation;
   generation.range = job.range;
-  if (ShardsHoldTheState(job.staleness, job.backup_workers)) {
-    // Everyone resumes at the loaded step; the loaded state becomes the authoritative one.
-    ASSIGN_OR_RETURN(
-        generation.stale,
-        StaleShard::Create(StaleShardConfig{first.generation(), workers, job.shard, job.staleness,
-                                            first.step(), job.backup_workers},
-                           parameters, optimizer.ExportState(), job.optimizer, metrics_.stale));
-  }
   ASSIGN_OR_RETURN(
-      generation.state,
-      ShardState::Restore(ShardConfig{first.generation(), workers, job.shard}, first.step(),
-                          std::move(parameters), std::move(optimizer), metrics_.steps));
+      generation.shard,
+      Shard::Resume(ShardSpec{first.generation(), workers, job.shard, job.optimizer, job.staleness,
+                              job.backup_workers},
+                    first.step(), std::move(parameters), std::move(optimizer), metrics_.shard));
   if (metrics_.links) generation.links = metrics_.links(job.shard, workers);
   std::shared_ptr<const ShardGeneration> previous;
   {

@@ -75,7 +75,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
         {served_generation, 1, 0}, std::vector<float>(range), OptimizerConfig{});
     FUZZ_CHECK(state.ok(), "%s", state.status().ToString().c_str());
     server::ShardGeneration generation;
-    generation.state = *std::move(state);
+    generation.shard = server::Shard::Synchronous(*std::move(state));
     service.Serve(std::move(generation));
   }
 
@@ -153,7 +153,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
           FUZZ_CHECK(first.has_value(), "a load with no segment succeeded");
           const auto current = service.current();
           FUZZ_CHECK(current != nullptr, "a load succeeded and nothing is served");
-          server::ShardState& state = *current->state;
+          server::ShardState& state = *current->shard->steps();
           FUZZ_CHECK(state.config().generation == first->generation() &&
                          state.config().workers == static_cast<int>(first->workers()) &&
                          state.current_step() == first->step(),

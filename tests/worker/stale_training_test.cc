@@ -61,15 +61,11 @@ Served Serve(const StaleJob& job, const TrainingOptions& options) {
   Served served;
   uint64_t begin = 0;  // the shards' ranges lie end to end
   for (int s = 0; s < kShards; ++s) {
-    auto state = server::ShardState::Create(server::ShardConfig{1, kWorkers, s},
-                                            *job.shards[s]->Read().values, options.optimizer);
-    EXPECT_TRUE(state.ok()) << state.status();
     served.services.push_back(std::make_unique<server::ParameterShardService>(64));
     server::ShardGeneration generation;
-    generation.state = *std::move(state);
     // The test keeps ownership; the service shares it without deleting it.
-    generation.stale =
-        std::shared_ptr<server::StaleShard>(job.shards[s].get(), [](server::StaleShard*) {});
+    generation.shard = server::Shard::PushPull(
+        std::shared_ptr<server::StaleShard>(job.shards[s].get(), [](server::StaleShard*) {}));
     generation.range = ElementRange{begin, begin + job.shards[s]->range_elements()};
     begin = generation.range->end;
     served.services.back()->Serve(std::move(generation));

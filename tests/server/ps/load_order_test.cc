@@ -130,7 +130,7 @@ TEST_F(LoadOrderTest, ALoadBeforeTheShardsFirstAssignmentWaitsForItAndIsServed) 
   service_->SetJob(JobOf(1));
   ASSERT_TRUE(Ended(load).ok()) << Ended(load);
   ASSERT_NE(service_->current(), nullptr);
-  ShardState& state = *service_->current()->state;
+  ShardState& state = *service_->current()->shard->steps();
   EXPECT_EQ(state.config().generation, 1u);
   EXPECT_EQ(state.current_step(), 0u);
   EXPECT_EQ(*state.parameters().value(), std::vector<float>(kParameters, 2.0f));
@@ -148,10 +148,10 @@ TEST_F(LoadOrderTest, ALoadOfANewerGenerationWaitsForThatGenerationsAssignment) 
   ASSERT_TRUE(WaitsFor(2, load)) << "the Load of generation 2 was checked against generation "
                                     "1's shard map: "
                                  << Ended(load);
-  EXPECT_EQ(service_->current()->state->config().generation, 1u) << "still generation 1";
+  EXPECT_EQ(service_->current()->shard->steps()->config().generation, 1u) << "still generation 1";
   service_->SetJob(JobOf(2, half));
   ASSERT_TRUE(Ended(load).ok()) << Ended(load);
-  ShardState& state = *service_->current()->state;
+  ShardState& state = *service_->current()->shard->steps();
   EXPECT_EQ(state.config().generation, 2u);
   EXPECT_EQ(state.current_step(), 4u);
   EXPECT_EQ(*state.parameters().value(), std::vector<float>(half.size(), 3.0f));
@@ -166,13 +166,13 @@ TEST_F(LoadOrderTest, ALaterAssignmentReleasesTheLoadToBeCheckedAgainstIt) {
   EXPECT_EQ(service_->loads_awaiting_assignment(), 1u) << "generation 2 is not generation 3";
   service_->SetJob(JobOf(4));
   ASSERT_TRUE(Ended(fits).ok()) << Ended(fits);
-  EXPECT_EQ(service_->current()->state->config().generation, 3u);
+  EXPECT_EQ(service_->current()->shard->steps()->config().generation, 3u);
 
   const size_t misfit = StartLoad(6, StateOf(1, 5.0f, kParameters / 2));
   ASSERT_TRUE(WaitsFor(6, misfit)) << Ended(misfit);
   service_->SetJob(JobOf(7));  // one shard again: the Load's half range does not fit
   EXPECT_EQ(Ended(misfit).code(), absl::StatusCode::kInvalidArgument) << Ended(misfit);
-  EXPECT_EQ(service_->current()->state->config().generation, 3u) << "nothing changed";
+  EXPECT_EQ(service_->current()->shard->steps()->config().generation, 3u) << "nothing changed";
 }
 
 // A waiting Load that its worker gives up (a newer generation, its deadline) leaves no wait
@@ -220,7 +220,7 @@ TEST(StaticShardLoadTest, IsRefusedAtOnce) {
   ParameterShardService service(256);
   auto state = ShardState::Create(ShardConfig{1, 1, 0}, std::vector<float>(kParameters), kSgd);
   ASSERT_TRUE(state.ok()) << state.status();
-  service.Serve(ShardGeneration{*std::move(state), ShardLinkMetrics{}});
+  service.Serve(ShardGeneration{Shard::Synchronous(*std::move(state)), ShardLinkMetrics{}});
   bool waited = false;
   PsTestHooks::SetLoadWaitHook(service, [&waited](uint64_t) { waited = true; });
   auto server = StartServer("127.0.0.1:0", {&service}, TransportSecurity());

@@ -114,7 +114,8 @@ class PsClientTest : public ::testing::Test {
           optimizer);
       ASSERT_TRUE(state.ok()) << state.status();
       services_.push_back(std::make_unique<server::ParameterShardService>(kSegmentBytes));
-      services_.back()->Serve(server::ShardGeneration{*std::move(state), {}});
+      services_.back()->Serve(
+          server::ShardGeneration{server::Shard::Synchronous(*std::move(state)), {}});
       auto started = StartServer("127.0.0.1:0", {services_.back().get()}, TransportSecurity());
       ASSERT_TRUE(started.ok()) << started.status();
       addresses_.push_back("127.0.0.1:" + std::to_string(started->port));
@@ -237,7 +238,8 @@ TEST_F(PsClientTest, StreamedStepsAreBitIdenticalToAWholeRangeReference) {
   static_assert(kWorkers == kShards, "the colocated placement has a shard per worker");
   ExpectColocatedHostBytes(metrics, kSteps);
   for (int s = 0; s < kShards; ++s) {
-    const server::ShardState::Applied applied = services_[s]->current()->state->applied().value();
+    const server::ShardState::Applied applied =
+        services_[s]->current()->shard->steps()->applied().value();
     EXPECT_EQ(applied.step, static_cast<uint64_t>(kSteps));
     ASSERT_EQ(applied.values->size(), ranges[s].size());
     EXPECT_EQ(std::memcmp(applied.values->data(), expected.data() + ranges[s].begin,

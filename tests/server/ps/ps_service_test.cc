@@ -36,7 +36,7 @@ class PsServiceTest : public ::testing::Test {
     ASSERT_TRUE(state.ok()) << state.status();
     state_ = *std::move(state);
     service_ = std::make_unique<ParameterShardService>(256);
-    service_->Serve(ShardGeneration{state_, ShardLinkMetrics{}});
+    service_->Serve(ShardGeneration{Shard::Synchronous(state_), ShardLinkMetrics{}});
     auto server = StartServer("127.0.0.1:0", {service_.get()}, TransportSecurity());
     ASSERT_TRUE(server.ok()) << server.status();
     server_ = *std::move(server);
@@ -133,6 +133,22 @@ TEST_F(PsServiceTest, BadPushesGetPreciseStatusesAndTrainingContinues) {
   }
 }
 
+// One Shard per generation: a push-pull one has no synchronous steps, so a Step stream is refused
+// (FAILED_PRECONDITION, naming the stream to use) and nothing of the push is applied.
+TEST_F(PsServiceTest, AStepToAPushPullGenerationIsRefusedNamingPushPull) {
+  auto push_pull = StaleShard::Create(StaleShardConfig{kGeneration, 2, 0, /*staleness=*/1},
+                                      std::vector<float>(kRange, 100.0f), {}, OptimizerConfig{});
+  ASSERT_TRUE(push_pull.ok()) << push_pull.status();
+  std::shared_ptr<StaleShard> shard = *std::move(push_pull);
+  service_->Serve(ShardGeneration{Shard::PushPull(shard), ShardLinkMetrics{}});
+  const StepReply reply = Push(0, 0, std::vector<float>(kRange, 1.0f));
+  EXPECT_EQ(reply.status.error_code(), grpc::StatusCode::FAILED_PRECONDITION);
+  EXPECT_NE(reply.status.error_message().find("use PushPull"), std::string::npos)
+      << reply.status.error_message();
+  EXPECT_EQ(shard->completed(0), 0u);
+  EXPECT_EQ(*shard->Read().values, std::vector<float>(kRange, 100.0f));
+}
+
 TEST_F(PsServiceTest, AWorkerVanishingMidStepIsNeverHalfApplied) {
   // Worker 0's three segments are in the step's sum before it vanishes. The shard is done with
   // the vanished stream (OnDone, after it abandoned the push) only some time after the worker's
@@ -193,7 +209,7 @@ TEST_F(PsServiceTest, ANewGenerationIsServedWhileTheOldOneIsApplyingAStep) {
   held->applying.WaitForNotification();  // generation 4's step 0 is held, not yet applied
 
   // A regroup's Load replaces the generation: it must not wait for that step.
-  service_->Serve(ShardGeneration{*std::move(next), ShardLinkMetrics{}});
+  service_->Serve(ShardGeneration{Shard::Synchronous(*std::move(next)), ShardLinkMetrics{}});
   const std::vector<StepReply> new_replies = BothPush(0, 1.0f, 2.0f, kGeneration + 1);
   for (const StepReply& reply : new_replies) {
     EXPECT_TRUE(reply.status.ok()) << reply.status.error_message();
@@ -307,7 +323,7 @@ TEST_F(PsServiceTest, RepliesStreamWhileTheSharesAreStillArriving) {
                          {OptimizerKind::kSgd, 1.0f});
   ASSERT_TRUE(counted.ok()) << counted.status();
   state_ = *std::move(counted);
-  service_->Serve(ShardGeneration{state_, links});
+  service_->Serve(ShardGeneration{Shard::Synchronous(state_), links});
   StepReply worker0;
   std::thread full([&] { worker0 = Push(0, 0, std::vector<float>(kRange, 1.0f)); });
   grpc::ClientContext context;

@@ -53,7 +53,7 @@ class PsStreamLimitsTest : public ::testing::Test {
         ShardState::Create(ShardConfig{generation, 2, 0}, std::vector<float>(kRange, 1.0f), kSgd);
     EXPECT_TRUE(state.ok()) << state.status();
     std::shared_ptr<ShardState> shared = *std::move(state);
-    service_->Serve(ShardGeneration{shared, ShardLinkMetrics{}});
+    service_->Serve(ShardGeneration{Shard::Synchronous(shared), ShardLinkMetrics{}});
     return shared;
   }
 
@@ -249,9 +249,7 @@ TEST_F(PsStreamLimitsTest, ALoadClosesTheSupersededPushPullGeneration) {
                                   std::vector<float>(kRange, 1.0f), {}, kSgd);
   ASSERT_TRUE(stale.ok()) << stale.status();
   std::shared_ptr<StaleShard> old = *std::move(stale);
-  auto state = ShardState::Create(ShardConfig{4, 2, 0}, std::vector<float>(kRange, 1.0f), kSgd);
-  ASSERT_TRUE(state.ok());
-  service_->Serve(ShardGeneration{*std::move(state), {}, old});
+  service_->Serve(ShardGeneration{Shard::PushPull(old), {}});
   // Worker 0 may not start step 3 before worker 1 has completed a step: the pull waits.
   absl::Notification answered;
   absl::Status pull;
@@ -273,7 +271,7 @@ TEST_F(PsStreamLimitsTest, ALoadClosesTheSupersededPushPullGeneration) {
   StateLoad load(*service_);
   ASSERT_TRUE(load.Add(segment).ok());
   ASSERT_TRUE(load.Finish().ok());
-  ASSERT_NE(service_->current()->stale, old);
+  ASSERT_NE(service_->current()->shard->push_pull(), old.get());
 
   ASSERT_TRUE(answered.WaitForNotificationWithTimeout(absl::Seconds(20)))
       << "the superseded generation's push-pull state was left open";

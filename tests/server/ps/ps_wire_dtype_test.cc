@@ -45,7 +45,7 @@ class PsWireDtypeTest : public ::testing::Test {
           optimizer);
       ASSERT_TRUE(state.ok()) << state.status();
       services_.push_back(std::make_unique<ParameterShardService>(kSegmentBytes));
-      services_.back()->Serve(ShardGeneration{*std::move(state), {}});
+      services_.back()->Serve(ShardGeneration{Shard::Synchronous(*std::move(state)), {}});
       auto started = StartServer("127.0.0.1:0", {services_.back().get()}, TransportSecurity());
       ASSERT_TRUE(started.ok()) << started.status();
       addresses_.push_back("127.0.0.1:" + std::to_string(started->port));
@@ -155,7 +155,7 @@ TEST_P(PsWireDtypeBytesTest, HalfOfFp32sBytesBothWaysAndWorkersAndShardsApplyThe
   }
   // Every shard updated its range with the values the workers decoded: the same parameters.
   for (int s = 0; s < kShards; ++s) {
-    const ShardState::Applied applied = services_[s]->current()->state->applied().value();
+    const ShardState::Applied applied = services_[s]->current()->shard->steps()->applied().value();
     EXPECT_EQ(applied.step, static_cast<uint64_t>(kSteps));
     EXPECT_EQ(std::memcmp(applied.values->data(), run.params[0].data() + ranges[s].begin,
                           ranges[s].size() * sizeof(float)),
@@ -203,7 +203,7 @@ TEST_P(PsWireDtypeBytesTest, ASumKeptInPartAnswersTheBitsOfAWholeOne) {
         << WorkerName(w);
   }
   for (int s = 0; s < kShards; ++s) {
-    const ShardState::Applied applied = services_[s]->current()->state->applied().value();
+    const ShardState::Applied applied = services_[s]->current()->shard->steps()->applied().value();
     EXPECT_EQ(std::memcmp(applied.values->data(), whole.params[0].data() + ranges[s].begin,
                           ranges[s].size() * sizeof(float)),
               0)

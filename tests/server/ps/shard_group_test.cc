@@ -32,7 +32,7 @@ class ShardGroupTest : public ::testing::Test {
                                       OptimizerConfig{OptimizerKind::kSgd, 1.0f});
       ASSERT_TRUE(state.ok()) << state.status();
       services_.push_back(std::make_unique<ParameterShardService>(kSegmentBytes));
-      services_.back()->Serve(ShardGeneration{*std::move(state), {}});
+      services_.back()->Serve(ShardGeneration{Shard::Synchronous(*std::move(state)), {}});
       auto started = StartServer("127.0.0.1:0", {services_.back().get()}, TransportSecurity());
       ASSERT_TRUE(started.ok()) << started.status();
       addresses_.push_back("127.0.0.1:" + std::to_string(started->port));

@@ -62,7 +62,8 @@ class ShardReadTest : public ServedShards {
       auto state = server::ShardState::Restore(server::ShardConfig{kGeneration, 2, s}, steps[s],
                                                values, moments, sgd);
       ASSERT_TRUE(state.ok()) << state.status();
-      ASSERT_NO_FATAL_FAILURE(Serve(server::ShardGeneration{*std::move(state), {}}, credential));
+      ASSERT_NO_FATAL_FAILURE(Serve(
+          server::ShardGeneration{server::Shard::Synchronous(*std::move(state)), {}}, credential));
     }
   }
 };
@@ -120,11 +121,9 @@ class ShardStateReadTest : public ServedShards {
                                               values, {}, adam_);
       ASSERT_TRUE(shard.ok()) << shard.status();
       stale_.push_back(std::shared_ptr<server::StaleShard>(std::move(*shard)));
-      auto state =
-          server::ShardState::Create(server::ShardConfig{kGeneration, 2, s}, values, adam_);
-      ASSERT_TRUE(state.ok()) << state.status();
-      ASSERT_NO_FATAL_FAILURE(Serve(
-          server::ShardGeneration{*std::move(state), {}, stale_.back(), ranges[s]}, credential_));
+      ASSERT_NO_FATAL_FAILURE(
+          Serve(server::ShardGeneration{server::Shard::PushPull(stale_.back()), {}, ranges[s]},
+                credential_));
     }
     // ps-0: both workers' step 0 and worker 0's step 1; ps-1: worker 0's step 0 only (worker 0
     // was lost between its pushes to the two shards).

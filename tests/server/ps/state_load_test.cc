@@ -43,7 +43,7 @@ TEST(StateLoadTest, ServesACompleteState) {
   ASSERT_TRUE(load.Add(Segment(2, 3, 3, {4, 3})).ok());  // the step count last
   ASSERT_TRUE(load.Finish().ok());
   ASSERT_NE(service.current(), nullptr);
-  ShardState& state = *service.current()->state;
+  ShardState& state = *service.current()->shard->steps();
   EXPECT_EQ(state.config().generation, 2u);
   EXPECT_EQ(state.config().workers, 3);
   EXPECT_EQ(state.current_step(), 3u);
@@ -82,7 +82,7 @@ TEST(StateLoadTest, AnOlderGenerationFinishingLastIsRefused) {
   ASSERT_TRUE(newer.Add(Segment(3, 1, 0, {5, 6, 7, 8, 3})).ok());
   ASSERT_TRUE(newer.Finish().ok());
   EXPECT_EQ(older.Finish().code(), absl::StatusCode::kFailedPrecondition);
-  EXPECT_EQ(service.current()->state->config().generation, 3u);
+  EXPECT_EQ(service.current()->shard->steps()->config().generation, 3u);
 }
 
 // A load is checked only against the assignment of its own generation or a later one: an older
