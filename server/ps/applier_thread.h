@@ -1,9 +1,9 @@
 // A shard's applier thread, the one the synchronous shard (ShardState) and the push-pull shard
-// (StaleShard) both run their arithmetic on: started by the constructor, joined by the destructor.
-// The loop runs callbacks (a reply's next write, a pull's answer), and one of them may drop the
-// last reference to the shard that owns the thread: the shard's destructor, and so this one, then
-// runs on the applier itself, which cannot join itself. It is detached instead and told so
-// through the Liveness it was given, which lives on its own stack: the loop checks
+// (PushPullShard) both run their arithmetic on: started by the constructor, joined by the
+// destructor. The loop runs callbacks (a reply's next write, a pull's answer), and one of them may
+// drop the last reference to the shard that owns the thread: the shard's destructor, and so this
+// one, then runs on the applier itself, which cannot join itself. It is detached instead and told
+// so through the Liveness it was given, which lives on its own stack: the loop checks
 // owner_destroyed() after running callbacks and returns at once, touching nothing of its owner.
 // The owner declares it last (built once everything the loop reads is, destroyed first) and tells
 // its loop to return (a flag under its lock, signalled) before this destructor joins.

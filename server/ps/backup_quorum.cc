@@ -21,7 +21,7 @@ namespace {
 
 class BackupQuorumPolicy final : public PushPullPolicy {
  public:
-  BackupQuorumPolicy(const StaleShardConfig& config, uint64_t range_elements)
+  BackupQuorumPolicy(const PushPullShardConfig& config, uint64_t range_elements)
       : workers_(config.workers),
         quorum_(BackupQuorum(config.workers, config.backup_workers)),
         completed_steps_(config.completed_steps),
@@ -71,7 +71,7 @@ class BackupQuorumPolicy final : public PushPullPolicy {
 
 }  // namespace
 
-std::unique_ptr<PushPullPolicy> MakeBackupQuorum(const StaleShardConfig& config,
+std::unique_ptr<PushPullPolicy> MakeBackupQuorum(const PushPullShardConfig& config,
                                                  uint64_t range_elements) {
   if (config.backup_workers <= 0 || config.staleness != 0) return nullptr;
   return std::make_unique<BackupQuorumPolicy>(config, range_elements);

@@ -58,7 +58,7 @@ class BoundedStalenessPolicy final : public PushPullPolicy {
 
 }  // namespace
 
-std::unique_ptr<PushPullPolicy> MakeBoundedStaleness(const StaleShardConfig& config,
+std::unique_ptr<PushPullPolicy> MakeBoundedStaleness(const PushPullShardConfig& config,
                                                      uint64_t /*range_elements*/) {
   if (config.backup_workers > 0 || (config.staleness < 1 && config.staleness != kAsyncStaleness)) {
     return nullptr;

@@ -128,12 +128,12 @@ class PushPullReactor final
       return;
     }
     shard_->WhenMayStart(worker_, step_ + 1,
-                         [weak = weak_from_this()](absl::StatusOr<StaleRead> read) {
+                         [weak = weak_from_this()](absl::StatusOr<PushPullRead> read) {
                            if (auto self = weak.lock()) self->OnMayStart(std::move(read));
                          });
   }
 
-  void OnMayStart(absl::StatusOr<StaleRead> read) {
+  void OnMayStart(absl::StatusOr<PushPullRead> read) {
     if (!read.ok()) {
       FinishOnce(ToGrpcStatus(read.status()));
       return;
@@ -185,7 +185,7 @@ class PushPullReactor final
   const LinkClaim claim_;  // the call's, its key checked when it started (AdmitPush)
   // From the first message on (Begin); the generation keeps the shard alive.
   std::shared_ptr<const ShardGeneration> generation_;
-  StaleShard* shard_ = nullptr;
+  PushPullShard* shard_ = nullptr;
   const uint64_t segment_elements_;
   // Read side: touched only by the reactions reading, in order, before the push is handed over.
   bool began_ = false;
@@ -195,7 +195,7 @@ class PushPullReactor final
   std::vector<float> gradient_;
   uint64_t received_ = 0;
 
-  StaleRead read_ ABSL_GUARDED_BY(mutex());
+  PushPullRead read_ ABSL_GUARDED_BY(mutex());
   uint64_t sent_ ABSL_GUARDED_BY(mutex()) = 0;
   uint64_t written_ ABSL_GUARDED_BY(mutex()) = 0;
   proto::PsPulledValues out_;      // the write in flight, filled under mutex()

@@ -59,7 +59,7 @@ class RangeWriter {
 // Streams a shard's resumable state (ReadState) in segments of the Load layout.
 class StateWriter {
  public:
-  StateWriter(StaleShard::Resumable resumable, const ElementRange& range, uint64_t served,
+  StateWriter(PushPullShard::Resumable resumable, const ElementRange& range, uint64_t served,
               uint64_t segment_elements)
       : step_(resumable.step),
         served_(served),
@@ -342,7 +342,7 @@ grpc::ServerWriteReactor<proto::PsStateSegment>* ParameterShardService::ReadStat
         absl::StrCat("a read for generation ", request->generation(), " of ",
                      PsShardName(generation->shard->identity().shard), ", which serves ", served)));
   }
-  StaleShard* const push_pull = generation->shard->push_pull();
+  PushPullShard* const push_pull = generation->shard->push_pull();
   if (push_pull == nullptr) {
     return new RefusedWrite<proto::PsStateSegment>(
         grpc::Status(grpc::StatusCode::FAILED_PRECONDITION,

@@ -144,7 +144,8 @@ class ParameterShardService final : public ParameterShardBase {
   // from a generation of synchronous steps (as Step's from a push-pull one).
   grpc::ServerBidiReactor<proto::PsGradientPush, proto::PsPulledValues>* PushPull(
       grpc::CallbackServerContext* context) override;
-  // The state a push-pull shard holds (StaleShard::ResumeState), for a later generation's rank 0.
+  // The state a push-pull shard holds (PushPullShard::ResumeState), for a later generation's rank
+  // 0.
   grpc::ServerWriteReactor<proto::PsStateSegment>* ReadState(
       grpc::CallbackServerContext* context, const proto::PsStateRequest* request) override;
   // Waits until a ReadState for a generation after `after` has delivered the whole state (every

@@ -5,7 +5,7 @@
 // two halves are separate so a worker pushes to every shard before it waits on any.
 //
 // Implementations: StalePsClient's links below (ParameterShard.PushPull over gRPC), and an
-// in-process one over a StaleShard for tests (tests/support/stale_links.h).
+// in-process one over a PushPullShard for tests (tests/support/stale_links.h).
 #ifndef RINGSIDE_SERVER_PS_PUSH_PULL_CLIENT_H_
 #define RINGSIDE_SERVER_PS_PUSH_PULL_CLIENT_H_
 

@@ -26,7 +26,7 @@
 
 namespace ringside::server {
 
-struct StaleShardConfig;
+struct PushPullShardConfig;
 
 // What the shard knows when a policy decides, read under the shard's lock.
 struct PushPullProgress {
@@ -60,14 +60,14 @@ class PushPullPolicy {
   // the shard now steps its optimiser with `gradient` (replaced by what it steps with: the push,
   // or what the policy gathered, scaled), false while the policy gathers more.
   virtual bool Take(std::vector<float>& gradient, size_t pushes) = 0;
-  // Applier. The steps a later generation resumes at (StaleShard::ResumeState) after an update
+  // Applier. The steps a later generation resumes at (PushPullShard::ResumeState) after an update
   // that applied a push of `step`, from `resume` before it.
   virtual uint64_t ResumeStep(uint64_t resume, uint64_t step) const = 0;
 };
 
 // The registered policy that serves `config` over a range of `range_elements`; null when none
 // does (the shard refuses the configuration).
-std::unique_ptr<PushPullPolicy> MakePushPullPolicy(const StaleShardConfig& config,
+std::unique_ptr<PushPullPolicy> MakePushPullPolicy(const PushPullShardConfig& config,
                                                    uint64_t range_elements);
 
 }  // namespace ringside::server

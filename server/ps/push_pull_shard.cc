@@ -9,9 +9,9 @@
 
 namespace ringside::server {
 
-absl::StatusOr<std::unique_ptr<StaleShard>> StaleShard::Create(
-    StaleShardConfig config, std::vector<float> values, absl::Span<const float> optimizer_state,
-    const OptimizerConfig& optimizer, StaleShardMetrics metrics) {
+absl::StatusOr<std::unique_ptr<PushPullShard>> PushPullShard::Create(
+    PushPullShardConfig config, std::vector<float> values, absl::Span<const float> optimizer_state,
+    const OptimizerConfig& optimizer, PushPullShardMetrics metrics) {
   if (config.workers < 1) return absl::InvalidArgumentError("a shard needs at least one worker");
   std::unique_ptr<PushPullPolicy> policy = MakePushPullPolicy(config, values.size());
   if (policy == nullptr) {
@@ -26,12 +26,13 @@ absl::StatusOr<std::unique_ptr<StaleShard>> StaleShard::Create(
     RETURN_IF_ERROR(Annotate(state.ImportState(optimizer_state),
                              absl::StrCat("restoring ", PsShardName(config.shard))));
   }
-  return std::unique_ptr<StaleShard>(
-      new StaleShard(config, std::move(policy), std::move(values), std::move(state), metrics));
+  return std::unique_ptr<PushPullShard>(
+      new PushPullShard(config, std::move(policy), std::move(values), std::move(state), metrics));
 }
 
-StaleShard::StaleShard(StaleShardConfig config, std::unique_ptr<PushPullPolicy> policy,
-                       std::vector<float> values, Optimizer optimizer, StaleShardMetrics metrics)
+PushPullShard::PushPullShard(PushPullShardConfig config, std::unique_ptr<PushPullPolicy> policy,
+                             std::vector<float> values, Optimizer optimizer,
+                             PushPullShardMetrics metrics)
     : config_(config),
       range_elements_(values.size()),
       metrics_(metrics),
@@ -46,7 +47,7 @@ StaleShard::StaleShard(StaleShardConfig config, std::unique_ptr<PushPullPolicy> 
       resume_step_(config.completed_steps),
       applier_([this](const ApplierThread::Liveness& liveness) { ApplyLoop(liveness); }) {}
 
-StaleShard::~StaleShard() {
+PushPullShard::~PushPullShard() {
   {
     absl::MutexLock lock(&mu_);
     stopping_ = true;
@@ -57,7 +58,7 @@ StaleShard::~StaleShard() {
   // last reference: a reactor holding the generation) lets it return once that callback is gone.
 }
 
-void StaleShard::Close() {
+void PushPullShard::Close() {
   Ready ready;
   {
     absl::MutexLock lock(&mu_);
@@ -67,8 +68,8 @@ void StaleShard::Close() {
   for (auto& [done, answer] : ready) done(std::move(answer));
 }
 
-absl::Status StaleShard::Push(int worker, uint64_t step, uint64_t read_version,
-                              std::vector<float> gradient) {
+absl::Status PushPullShard::Push(int worker, uint64_t step, uint64_t read_version,
+                                 std::vector<float> gradient) {
   RETURN_IF_ERROR(check_.Worker(worker));
   RETURN_IF_ERROR(check_.Range(worker, gradient.size()));
   RETURN_IF_ERROR(check_.Finite(worker, step, gradient));
@@ -99,36 +100,36 @@ absl::Status StaleShard::Push(int worker, uint64_t step, uint64_t read_version,
   return absl::OkStatus();
 }
 
-PushPullProgress StaleShard::ProgressLocked() const {
+PushPullProgress PushPullShard::ProgressLocked() const {
   return PushPullProgress{version_, &completed_};
 }
 
-uint64_t StaleShard::SlowestLocked() const { return policy_->Slowest(ProgressLocked()); }
+uint64_t PushPullShard::SlowestLocked() const { return policy_->Slowest(ProgressLocked()); }
 
-bool StaleShard::MayAnswerLocked(const Waiter& waiter) const {
+bool PushPullShard::MayAnswerLocked(const Waiter& waiter) const {
   return closed_ || policy_->MayStart(waiter.worker, waiter.step, ProgressLocked());
 }
 
-StaleShard::Ready StaleShard::ReadyLocked() {
+PushPullShard::Ready PushPullShard::ReadyLocked() {
   Ready ready;
   for (auto it = waiters_.begin(); it != waiters_.end();) {
     if (!MayAnswerLocked(*it)) {
       ++it;
       continue;
     }
-    absl::StatusOr<StaleRead> answer =
-        closed_ ? absl::StatusOr<StaleRead>(absl::AbortedError(absl::StrCat(
+    absl::StatusOr<PushPullRead> answer =
+        closed_ ? absl::StatusOr<PushPullRead>(absl::AbortedError(absl::StrCat(
                       PsShardName(config_.shard), " moved past generation ", config_.generation,
                       " before step ", it->step, " could start; take the latest assignment")))
-                : StaleRead{version_, SlowestLocked(), published_};
+                : PushPullRead{version_, SlowestLocked(), published_};
     ready.emplace_back(std::move(it->done), std::move(answer));
     it = waiters_.erase(it);
   }
   return ready;
 }
 
-void StaleShard::WhenMayStart(int worker, uint64_t step,
-                              std::function<void(absl::StatusOr<StaleRead>)> done) {
+void PushPullShard::WhenMayStart(int worker, uint64_t step,
+                                 std::function<void(absl::StatusOr<PushPullRead>)> done) {
   if (absl::Status status = check_.Worker(worker); !status.ok()) {
     done(status);
     return;
@@ -142,7 +143,7 @@ void StaleShard::WhenMayStart(int worker, uint64_t step,
   for (auto& [callback, answer] : ready) callback(std::move(answer));
 }
 
-void StaleShard::ApplyLoop(const ApplierThread::Liveness& liveness) {
+void PushPullShard::ApplyLoop(const ApplierThread::Liveness& liveness) {
   while (true) {
     Update update;
     uint64_t version = 0;
@@ -182,14 +183,14 @@ void StaleShard::ApplyLoop(const ApplierThread::Liveness& liveness) {
         ready = ReadyLocked();
       }
       for (auto& [done, answer] : ready) done(std::move(answer));
-    }  // the callbacks are destroyed here, and one may destroy this (see ~StaleShard)
+    }  // the callbacks are destroyed here, and one may destroy this (see ~PushPullShard)
     if (liveness.owner_destroyed()) return;
     absl::MutexLock lock(&mu_);
     settled_ = std::max(settled_, version + 1);
   }
 }
 
-Values StaleShard::ApplyLocked(Update& update) {
+Values PushPullShard::ApplyLocked(Update& update) {
   summed_.emplace_back(update.worker, update.step);
   if (!policy_->Take(update.gradient, summed_.size())) return nullptr;
   // Sizes match by Push's check, so the optimiser cannot refuse.
@@ -198,7 +199,7 @@ Values StaleShard::ApplyLocked(Update& update) {
   return std::make_shared<const std::vector<float>>(values_);
 }
 
-absl::Status StaleShard::AwaitSettled(uint64_t version, absl::Duration timeout) const {
+absl::Status PushPullShard::AwaitSettled(uint64_t version, absl::Duration timeout) const {
   absl::MutexLock lock(&mu_);
   const auto settled = [this, version]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     return settled_ >= version || closed_;
@@ -210,12 +211,12 @@ absl::Status StaleShard::AwaitSettled(uint64_t version, absl::Duration timeout) 
   return absl::OkStatus();
 }
 
-StaleRead StaleShard::Read() const {
+PushPullRead PushPullShard::Read() const {
   absl::MutexLock lock(&mu_);
-  return StaleRead{version_, SlowestLocked(), published_};
+  return PushPullRead{version_, SlowestLocked(), published_};
 }
 
-std::vector<float> StaleShard::ExportState() const {
+std::vector<float> PushPullShard::ExportState() const {
   absl::MutexLock apply(&apply_mu_);
   std::vector<float> state = values_;
   const std::vector<float> optimizer = optimizer_.ExportState();
@@ -223,7 +224,7 @@ std::vector<float> StaleShard::ExportState() const {
   return state;
 }
 
-StaleShard::Resumable StaleShard::ResumeState() const {
+PushPullShard::Resumable PushPullShard::ResumeState() const {
   absl::MutexLock apply(&apply_mu_);
   Resumable resumable{resume_step_, values_};
   std::vector<float> optimizer = optimizer_.ExportState();
@@ -232,7 +233,7 @@ StaleShard::Resumable StaleShard::ResumeState() const {
   return resumable;
 }
 
-uint64_t StaleShard::completed(int worker) const {
+uint64_t PushPullShard::completed(int worker) const {
   if (!check_.Worker(worker).ok()) return 0;
   absl::MutexLock lock(&mu_);
   return completed_[worker];

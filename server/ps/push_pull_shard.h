@@ -50,7 +50,7 @@
 
 namespace ringside::server {
 
-struct StaleShardConfig {
+struct PushPullShardConfig {
   uint64_t generation = 1;
   int workers = 1;
   int shard = 0;
@@ -62,7 +62,7 @@ struct StaleShardConfig {
 };
 
 // Null members are not recorded.
-struct StaleShardMetrics {
+struct PushPullShardMetrics {
   prometheus::Histogram* staleness = nullptr;  // ringside_ps_update_staleness
   prometheus::Counter* updates = nullptr;
   prometheus::Counter* dropped = nullptr;  // pushes the policy drops (the quorum's stale ones)
@@ -70,27 +70,26 @@ struct StaleShardMetrics {
 };
 
 // The parameters a worker computes its next step on.
-struct StaleRead {
+struct PushPullRead {
   uint64_t version = 0;
   // Steps the slowest worker had completed (PushPullPolicy::Slowest; the quorum: steps applied).
   uint64_t slowest_completed = 0;
   Values values;
 };
 
-class StaleShard {
+class PushPullShard {
  public:
   // `values` is the range's parameters; `optimizer_state` its optimiser state in the job's
   // configuration (Optimizer::ExportState layout; empty: a fresh optimiser). `optimizer` is the
   // job's: the shard steps with what the policy makes of it (bounded staleness: lr / workers).
   // INVALID_ARGUMENT when no policy serves `config`.
-  static absl::StatusOr<std::unique_ptr<StaleShard>> Create(StaleShardConfig config,
-                                                            std::vector<float> values,
-                                                            absl::Span<const float> optimizer_state,
-                                                            const OptimizerConfig& optimizer,
-                                                            StaleShardMetrics metrics = {});
-  ~StaleShard();
-  StaleShard(const StaleShard&) = delete;
-  StaleShard& operator=(const StaleShard&) = delete;
+  static absl::StatusOr<std::unique_ptr<PushPullShard>> Create(
+      PushPullShardConfig config, std::vector<float> values,
+      absl::Span<const float> optimizer_state, const OptimizerConfig& optimizer,
+      PushPullShardMetrics metrics = {});
+  ~PushPullShard();
+  PushPullShard(const PushPullShard&) = delete;
+  PushPullShard& operator=(const PushPullShard&) = delete;
 
   // A new generation replaces this one: every waiting pull is answered ABORTED, pushes are
   // refused; an update being applied is finished.
@@ -106,11 +105,12 @@ class StaleShard {
   // and the policy lets it start `step` (bounded staleness: its pushes of the steps before are
   // applied and the staleness rule allows it; the quorum: the version of its last push is past);
   // with the error once the state is closed.
-  void WhenMayStart(int worker, uint64_t step, std::function<void(absl::StatusOr<StaleRead>)> done);
+  void WhenMayStart(int worker, uint64_t step,
+                    std::function<void(absl::StatusOr<PushPullRead>)> done);
 
   // The current parameters; and the whole state, [parameters..., optimiser state...] in the
   // job's optimiser layout (what a checkpoint or a regroup takes).
-  StaleRead Read() const;
+  PushPullRead Read() const;
   std::vector<float> ExportState() const;
   // What a later generation resumes from (ParameterShard.ReadState): the steps it resumes at
   // (PushPullPolicy::ResumeStep: the quorum's steps applied; under staleness the most steps any
@@ -143,13 +143,13 @@ class StaleShard {
   struct Waiter {
     int worker = 0;
     uint64_t step = 0;
-    std::function<void(absl::StatusOr<StaleRead>)> done;
+    std::function<void(absl::StatusOr<PushPullRead>)> done;
   };
   using Ready = std::vector<
-      std::pair<std::function<void(absl::StatusOr<StaleRead>)>, absl::StatusOr<StaleRead>>>;
+      std::pair<std::function<void(absl::StatusOr<PushPullRead>)>, absl::StatusOr<PushPullRead>>>;
 
-  StaleShard(StaleShardConfig config, std::unique_ptr<PushPullPolicy> policy,
-             std::vector<float> values, Optimizer optimizer, StaleShardMetrics metrics);
+  PushPullShard(PushPullShardConfig config, std::unique_ptr<PushPullPolicy> policy,
+                std::vector<float> values, Optimizer optimizer, PushPullShardMetrics metrics);
   uint64_t SlowestLocked() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   bool MayAnswerLocked(const Waiter& waiter) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   Ready ReadyLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -159,9 +159,9 @@ class StaleShard {
   // null while the policy gathers more pushes.
   Values ApplyLocked(Update& update) ABSL_EXCLUSIVE_LOCKS_REQUIRED(apply_mu_);
 
-  const StaleShardConfig config_;
+  const PushPullShardConfig config_;
   const uint64_t range_elements_;
-  const StaleShardMetrics metrics_;
+  const PushPullShardMetrics metrics_;
   const PushCheck check_;  // the worker, range and finiteness of every push
   // Its methods under mu_ or apply_mu_, as push_pull_policy.h marks them.
   const std::unique_ptr<PushPullPolicy> policy_;

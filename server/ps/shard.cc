@@ -14,9 +14,10 @@ ShardConfig StepsConfig(const ShardSpec& spec) {
   return ShardConfig{spec.generation, spec.workers, spec.shard};
 }
 
-StaleShardConfig PushPullConfig(const ShardSpec& spec, uint64_t step) {
-  return StaleShardConfig{spec.generation,          spec.workers,       spec.shard, spec.staleness,
-                          /*completed_steps=*/step, spec.backup_workers};
+PushPullShardConfig PushPullConfig(const ShardSpec& spec, uint64_t step) {
+  return PushPullShardConfig{spec.generation,          spec.workers,       spec.shard,
+                             spec.staleness,
+                             /*completed_steps=*/step, spec.backup_workers};
 }
 
 }  // namespace
@@ -25,9 +26,9 @@ absl::StatusOr<std::shared_ptr<Shard>> Shard::Start(const ShardSpec& spec,
                                                     std::vector<float> values,
                                                     const ShardMetrics& metrics) {
   if (ShardsHoldTheState(spec.staleness, spec.backup_workers)) {
-    ASSIGN_OR_RETURN(std::unique_ptr<StaleShard> push_pull,
-                     StaleShard::Create(PushPullConfig(spec, /*step=*/0), std::move(values), {},
-                                        spec.optimizer, metrics.push_pull));
+    ASSIGN_OR_RETURN(std::unique_ptr<PushPullShard> push_pull,
+                     PushPullShard::Create(PushPullConfig(spec, /*step=*/0), std::move(values), {},
+                                           spec.optimizer, metrics.push_pull));
     return PushPull(std::move(push_pull));
   }
   ASSIGN_OR_RETURN(
@@ -48,9 +49,9 @@ absl::StatusOr<std::shared_ptr<Shard>> Shard::Resume(const ShardSpec& spec, uint
     }
     // Everyone resumes at the loaded step; the loaded state becomes the authoritative one.
     ASSIGN_OR_RETURN(
-        std::unique_ptr<StaleShard> push_pull,
-        StaleShard::Create(PushPullConfig(spec, step), std::move(values), optimizer.ExportState(),
-                           spec.optimizer, metrics.push_pull));
+        std::unique_ptr<PushPullShard> push_pull,
+        PushPullShard::Create(PushPullConfig(spec, step), std::move(values),
+                              optimizer.ExportState(), spec.optimizer, metrics.push_pull));
     return PushPull(std::move(push_pull));
   }
   ASSIGN_OR_RETURN(std::unique_ptr<ShardState> steps,
@@ -63,7 +64,7 @@ std::shared_ptr<Shard> Shard::Synchronous(std::shared_ptr<ShardState> steps) {
   return std::shared_ptr<Shard>(new Shard(std::move(steps), nullptr));
 }
 
-std::shared_ptr<Shard> Shard::PushPull(std::shared_ptr<StaleShard> push_pull) {
+std::shared_ptr<Shard> Shard::PushPull(std::shared_ptr<PushPullShard> push_pull) {
   return std::shared_ptr<Shard>(new Shard(nullptr, std::move(push_pull)));
 }
 
@@ -79,7 +80,7 @@ void Shard::Close() {
 void Shard::ReadParameters(std::function<void(absl::StatusOr<ParametersRead>)> done) const {
   if (push_pull_ != nullptr) {
     // Parameters and step read together: an update applied meanwhile cannot split them.
-    const StaleRead read = push_pull_->Read();
+    const PushPullRead read = push_pull_->Read();
     done(ParametersRead{read.slowest_completed, read.values->size(),
                         [values = read.values](uint64_t offset, absl::Span<float> out) {
                           std::copy_n(values->begin() + offset, out.size(), out.begin());

@@ -6,7 +6,7 @@
 // answered is the consistency policy's, exactly one of:
 //   synchronous steps  steps(): ShardState (shard_state.h), each step's shares summed in rank
 //                      order and streamed back; every worker holds the job's state.
-//   push-pull          push_pull(): StaleShard (push_pull_shard.h) with its PushPullPolicy:
+//   push-pull          push_pull(): PushPullShard (push_pull_shard.h) with its PushPullPolicy:
 //                      bounded staleness and async (bounded_staleness.cc), the backup quorum
 //                      (backup_quorum.cc); the shard holds its range's state (ReadState).
 // The job's settings choose it (common/training_options.h ShardsHoldTheState). The Step stream
@@ -47,7 +47,7 @@ struct ShardSpec {
 // Each policy's counters; null members are not recorded.
 struct ShardMetrics {
   ShardStepMetrics steps;
-  StaleShardMetrics push_pull;
+  PushPullShardMetrics push_pull;
 };
 
 class Shard {
@@ -64,7 +64,7 @@ class Shard {
                                                        const ShardMetrics& metrics);
   // Around a policy already made (tests).
   static std::shared_ptr<Shard> Synchronous(std::shared_ptr<ShardState> steps);
-  static std::shared_ptr<Shard> PushPull(std::shared_ptr<StaleShard> push_pull);
+  static std::shared_ptr<Shard> PushPull(std::shared_ptr<PushPullShard> push_pull);
 
   Shard(const Shard&) = delete;
   Shard& operator=(const Shard&) = delete;
@@ -74,7 +74,7 @@ class Shard {
   const ShardIdentity& identity() const { return check().identity(); }
   // The policy: exactly one is non-null.
   ShardState* steps() const { return steps_.get(); }
-  StaleShard* push_pull() const { return push_pull_.get(); }
+  PushPullShard* push_pull() const { return push_pull_.get(); }
 
   // A new generation replaces this one: whatever waits is answered ABORTED, pushes are refused.
   void Close();
@@ -95,11 +95,11 @@ class Shard {
   uint64_t step() const;
 
  private:
-  Shard(std::shared_ptr<ShardState> steps, std::shared_ptr<StaleShard> push_pull)
+  Shard(std::shared_ptr<ShardState> steps, std::shared_ptr<PushPullShard> push_pull)
       : steps_(std::move(steps)), push_pull_(std::move(push_pull)) {}
 
   const std::shared_ptr<ShardState> steps_;
-  const std::shared_ptr<StaleShard> push_pull_;
+  const std::shared_ptr<PushPullShard> push_pull_;
 };
 
 }  // namespace ringside::server

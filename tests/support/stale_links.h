@@ -16,7 +16,7 @@ namespace ringside::testing {
 
 class InProcessStaleLink final : public server::StaleShardLink {
  public:
-  InProcessStaleLink(server::StaleShard& shard, int worker, absl::Duration deadline)
+  InProcessStaleLink(server::PushPullShard& shard, int worker, absl::Duration deadline)
       : shard_(shard), worker_(worker), deadline_(deadline) {}
 
   absl::Status Start(uint64_t step, uint64_t read_version,
@@ -27,10 +27,11 @@ class InProcessStaleLink final : public server::StaleShardLink {
       return pushed;
     }
     pull_ = std::make_shared<Pull>();
-    shard_.WhenMayStart(worker_, step + 1, [pull = pull_](absl::StatusOr<server::StaleRead> read) {
-      pull->read = std::move(read);
-      pull->answered.Notify();
-    });
+    shard_.WhenMayStart(worker_, step + 1,
+                        [pull = pull_](absl::StatusOr<server::PushPullRead> read) {
+                          pull->read = std::move(read);
+                          pull->answered.Notify();
+                        });
     return absl::OkStatus();
   }
 
@@ -51,9 +52,9 @@ class InProcessStaleLink final : public server::StaleShardLink {
  private:
   struct Pull {
     absl::Notification answered;
-    absl::StatusOr<server::StaleRead> read = absl::UnknownError("unanswered");
+    absl::StatusOr<server::PushPullRead> read = absl::UnknownError("unanswered");
   };
-  server::StaleShard& shard_;
+  server::PushPullShard& shard_;
   const int worker_;
   const absl::Duration deadline_;
   std::shared_ptr<Pull> pull_;

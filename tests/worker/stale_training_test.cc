@@ -31,7 +31,7 @@ constexpr absl::Duration kDeadline = absl::Seconds(60);  // a hang fails; no res
 
 struct StaleJob {
   std::vector<ElementRange> ranges;
-  std::vector<std::unique_ptr<server::StaleShard>> shards;
+  std::vector<std::unique_ptr<server::PushPullShard>> shards;
 };
 
 StaleJob MakeShards(const TrainingOptions& options) {
@@ -41,8 +41,8 @@ StaleJob MakeShards(const TrainingOptions& options) {
   job.ranges = EvenRanges(initial.size(), kShards);
   for (int s = 0; s < kShards; ++s) {
     const ElementRange& range = job.ranges[s];
-    auto shard = server::StaleShard::Create(
-        server::StaleShardConfig{1, kWorkers, s, options.staleness, 0, options.backup_workers},
+    auto shard = server::PushPullShard::Create(
+        server::PushPullShardConfig{1, kWorkers, s, options.staleness, 0, options.backup_workers},
         {initial.begin() + range.begin, initial.begin() + range.end}, {}, options.optimizer);
     EXPECT_TRUE(shard.ok()) << shard.status();
     job.shards.push_back(std::move(*shard));
@@ -65,7 +65,7 @@ Served Serve(const StaleJob& job, const TrainingOptions& options) {
     server::ShardGeneration generation;
     // The test keeps ownership; the service shares it without deleting it.
     generation.shard = server::Shard::PushPull(
-        std::shared_ptr<server::StaleShard>(job.shards[s].get(), [](server::StaleShard*) {}));
+        std::shared_ptr<server::PushPullShard>(job.shards[s].get(), [](server::PushPullShard*) {}));
     generation.range = ElementRange{begin, begin + job.shards[s]->range_elements()};
     begin = generation.range->end;
     served.services.back()->Serve(std::move(generation));
@@ -121,7 +121,7 @@ void TrainAndExpectAccuracy(int64_t staleness, bool over_grpc = false, int64_t b
   std::vector<float> parameters;
   for (int s = 0; s < kShards; ++s) {
     ASSERT_TRUE(job.shards[s]->AwaitSettled(updates, kDeadline).ok());
-    const server::StaleRead read = job.shards[s]->Read();
+    const server::PushPullRead read = job.shards[s]->Read();
     EXPECT_EQ(read.version, updates);
     parameters.insert(parameters.end(), read.values->begin(), read.values->end());
   }

@@ -1,6 +1,6 @@
 // Both shards refuse a push that carries a NaN or an infinity (issue 51): the synchronous shard
 // (ShardState, whatever the wire dtype, a non-finite element split across received slices
-// included) and the push-pull shard (StaleShard). The refusal is INVALID_ARGUMENT, counted, and
+// included) and the push-pull shard (PushPullShard). The refusal is INVALID_ARGUMENT, counted, and
 // logged naming the worker and the step; nothing of the push is kept or applied, and the worker
 // may push the step again with finite values.
 #include <cmath>
@@ -129,14 +129,14 @@ TEST(SyncShardNonFiniteSlicesTest, AnInfinityStraddlingTwoReceivedSlicesIsFound)
 
 TEST(StaleShardNonFiniteTest, APushWithANaNIsRefusedAndTheStepMayBePushedAgain) {
   Reported reported;
-  StaleShardMetrics metrics;
+  PushPullShardMetrics metrics;
   metrics.nonfinite = reported.Report();
-  auto created = StaleShard::Create(StaleShardConfig{/*generation=*/2, /*workers=*/2, /*shard=*/0,
-                                                     /*staleness=*/1},
-                                    std::vector<float>{1.0f, 2.0f}, {},
-                                    OptimizerConfig{OptimizerKind::kSgd, 1.0f}, metrics);
+  auto created = PushPullShard::Create(
+      PushPullShardConfig{/*generation=*/2, /*workers=*/2, /*shard=*/0,
+                          /*staleness=*/1},
+      std::vector<float>{1.0f, 2.0f}, {}, OptimizerConfig{OptimizerKind::kSgd, 1.0f}, metrics);
   ASSERT_TRUE(created.ok()) << created.status();
-  StaleShard& shard = **created;
+  PushPullShard& shard = **created;
   const absl::Status refused = shard.Push(1, 0, 0, {kNaN, 1.0f});
   EXPECT_EQ(refused.code(), absl::StatusCode::kInvalidArgument) << refused;
   EXPECT_EQ(shard.Push(1, 0, 0, {1.0f, kInf}).code(), absl::StatusCode::kInvalidArgument);
@@ -151,7 +151,7 @@ TEST(StaleShardNonFiniteTest, APushWithANaNIsRefusedAndTheStepMayBePushedAgain) 
   // The refusal did not count as the step's push: the worker pushes it again, finite.
   ASSERT_TRUE(shard.Push(1, 0, 0, {0.5f, 0.5f}).ok());
   ASSERT_TRUE(shard.AwaitSettled(1, kDeadline).ok());
-  const StaleRead read = shard.Read();
+  const PushPullRead read = shard.Read();
   ASSERT_NE(read.values, nullptr);
   for (float value : *read.values) EXPECT_TRUE(std::isfinite(value)) << value;
   EXPECT_EQ(shard.completed(1), 1u);

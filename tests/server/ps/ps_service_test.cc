@@ -136,10 +136,10 @@ TEST_F(PsServiceTest, BadPushesGetPreciseStatusesAndTrainingContinues) {
 // One Shard per generation: a push-pull one has no synchronous steps, so a Step stream is refused
 // (FAILED_PRECONDITION, naming the stream to use) and nothing of the push is applied.
 TEST_F(PsServiceTest, AStepToAPushPullGenerationIsRefusedNamingPushPull) {
-  auto push_pull = StaleShard::Create(StaleShardConfig{kGeneration, 2, 0, /*staleness=*/1},
-                                      std::vector<float>(kRange, 100.0f), {}, OptimizerConfig{});
+  auto push_pull = PushPullShard::Create(PushPullShardConfig{kGeneration, 2, 0, /*staleness=*/1},
+                                         std::vector<float>(kRange, 100.0f), {}, OptimizerConfig{});
   ASSERT_TRUE(push_pull.ok()) << push_pull.status();
-  std::shared_ptr<StaleShard> shard = *std::move(push_pull);
+  std::shared_ptr<PushPullShard> shard = *std::move(push_pull);
   service_->Serve(ShardGeneration{Shard::PushPull(shard), ShardLinkMetrics{}});
   const StepReply reply = Push(0, 0, std::vector<float>(kRange, 1.0f));
   EXPECT_EQ(reply.status.error_code(), grpc::StatusCode::FAILED_PRECONDITION);

@@ -241,19 +241,19 @@ TEST_F(PsStreamLimitsTest, ALoadThatStopsMidwayEndsAtItsIdleLimit) {
   EXPECT_TRUE(Eventually([&] { return service_->streams_held() == 0; }));
 }
 
-// Point 5: a Load that replaces a push-pull generation closes that generation's StaleShard, so a
+// Point 5: a Load that replaces a push-pull generation closes that generation's PushPullShard, so a
 // pull waiting on it is answered (ABORTED) instead of waiting for ever.
 TEST_F(PsStreamLimitsTest, ALoadClosesTheSupersededPushPullGeneration) {
   ASSERT_NO_FATAL_FAILURE(Start(StreamLimits{}, ""));
-  auto stale = StaleShard::Create(StaleShardConfig{4, 2, 0, /*staleness=*/1},
-                                  std::vector<float>(kRange, 1.0f), {}, kSgd);
+  auto stale = PushPullShard::Create(PushPullShardConfig{4, 2, 0, /*staleness=*/1},
+                                     std::vector<float>(kRange, 1.0f), {}, kSgd);
   ASSERT_TRUE(stale.ok()) << stale.status();
-  std::shared_ptr<StaleShard> old = *std::move(stale);
+  std::shared_ptr<PushPullShard> old = *std::move(stale);
   service_->Serve(ShardGeneration{Shard::PushPull(old), {}});
   // Worker 0 may not start step 3 before worker 1 has completed a step: the pull waits.
   absl::Notification answered;
   absl::Status pull;
-  old->WhenMayStart(0, 3, [&](absl::StatusOr<StaleRead> read) {
+  old->WhenMayStart(0, 3, [&](absl::StatusOr<PushPullRead> read) {
     pull = read.status();
     answered.Notify();
   });

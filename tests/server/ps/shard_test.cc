@@ -100,7 +100,7 @@ TEST(ShardTest, APushPullReadIsOfTheSlowestWorkersCompletedSteps) {
   auto made = Shard::Resume(Spec(1, 0), /*step=*/5, {1, 2}, std::move(loaded), {});
   ASSERT_TRUE(made.ok()) << made.status();
   Shard& shard = **made;
-  StaleShard& push_pull = *shard.push_pull();
+  PushPullShard& push_pull = *shard.push_pull();
   EXPECT_EQ(push_pull.completed(0), 5u) << "a Load resumes at its step";
   ASSERT_TRUE(push_pull.Push(0, 5, 0, {0.5f, 0.5f}).ok());
   ASSERT_TRUE(push_pull.AwaitSettled(1, kDeadline).ok());
@@ -130,7 +130,7 @@ TEST(ShardTest, CloseEndsWhatWaitsInEitherMode) {
   ASSERT_TRUE(push_pull.ok());
   absl::Notification pulled;
   // Worker 0 may not start step 2 before worker 1 has completed a step: the pull waits.
-  (*push_pull)->push_pull()->WhenMayStart(0, 2, [&](absl::StatusOr<StaleRead> read) {
+  (*push_pull)->push_pull()->WhenMayStart(0, 2, [&](absl::StatusOr<PushPullRead> read) {
     EXPECT_EQ(read.status().code(), absl::StatusCode::kAborted);
     pulled.Notify();
   });

@@ -117,10 +117,10 @@ class ShardStateReadTest : public ServedShards {
     const std::vector<ElementRange> ranges = EvenRanges(kParameters, 2);
     for (int s = 0; s < 2; ++s) {
       std::vector<float> values(ranges[s].size(), 0.5f);
-      auto shard = server::StaleShard::Create(server::StaleShardConfig{kGeneration, 2, s, 1},
-                                              values, {}, adam_);
+      auto shard = server::PushPullShard::Create(server::PushPullShardConfig{kGeneration, 2, s, 1},
+                                                 values, {}, adam_);
       ASSERT_TRUE(shard.ok()) << shard.status();
-      stale_.push_back(std::shared_ptr<server::StaleShard>(std::move(*shard)));
+      stale_.push_back(std::shared_ptr<server::PushPullShard>(std::move(*shard)));
       ASSERT_NO_FATAL_FAILURE(
           Serve(server::ShardGeneration{server::Shard::PushPull(stale_.back()), {}, ranges[s]},
                 credential_));
@@ -144,7 +144,7 @@ class ShardStateReadTest : public ServedShards {
 
   const OptimizerConfig adam_{OptimizerKind::kAdam, 0.01f};
   const std::string credential_ = Hmac("shard-state-read-test", "shard");
-  std::vector<std::shared_ptr<server::StaleShard>> stale_;
+  std::vector<std::shared_ptr<server::PushPullShard>> stale_;
 };
 
 TEST_F(ShardStateReadTest, JoinsParametersAndMomentsAtTheMostAdvancedShardsStep) {

@@ -7,6 +7,8 @@
 // (the quorum mode): a step is applied with the first N - b pushes computed on it, a late push is
 // dropped and counted, and a worker left behind pulls the latest parameters and skips to their
 // step, never holding the others back.
+#include "server/ps/push_pull_shard.h"
+
 #include <atomic>
 #include <thread>
 #include <vector>
@@ -16,18 +18,18 @@
 #include "gtest/gtest.h"
 #include "prometheus/counter.h"
 #include "prometheus/histogram.h"
-#include "server/ps/push_pull_shard.h"
 
 namespace ringside::server {
 namespace {
 
 constexpr absl::Duration kDeadline = absl::Seconds(30);  // a hang fails, no result depends on it
 
-std::unique_ptr<StaleShard> MakeShard(int workers, int64_t staleness,
-                                      StaleShardMetrics metrics = {}, uint64_t completed = 0) {
-  auto created = StaleShard::Create(StaleShardConfig{1, workers, 0, staleness, completed},
-                                    std::vector<float>{0.0f}, {},
-                                    OptimizerConfig{OptimizerKind::kSgd, 1.0f}, metrics);
+std::unique_ptr<PushPullShard> MakeShard(int workers, int64_t staleness,
+                                         PushPullShardMetrics metrics = {},
+                                         uint64_t completed = 0) {
+  auto created = PushPullShard::Create(PushPullShardConfig{1, workers, 0, staleness, completed},
+                                       std::vector<float>{0.0f}, {},
+                                       OptimizerConfig{OptimizerKind::kSgd, 1.0f}, metrics);
   EXPECT_TRUE(created.ok()) << created.status();
   return created.ok() ? std::move(*created) : nullptr;
 }
@@ -35,11 +37,11 @@ std::unique_ptr<StaleShard> MakeShard(int workers, int64_t staleness,
 // A pull's answer, delivered to the test's thread.
 struct Pull {
   absl::Notification answered;
-  absl::StatusOr<StaleRead> read = absl::UnknownError("unanswered");
+  absl::StatusOr<PushPullRead> read = absl::UnknownError("unanswered");
 };
 
-void Ask(StaleShard& shard, int worker, uint64_t step, Pull& pull) {
-  shard.WhenMayStart(worker, step, [&pull](absl::StatusOr<StaleRead> read) {
+void Ask(PushPullShard& shard, int worker, uint64_t step, Pull& pull) {
+  shard.WhenMayStart(worker, step, [&pull](absl::StatusOr<PushPullRead> read) {
     pull.read = std::move(read);
     pull.answered.Notify();
   });
@@ -49,7 +51,7 @@ void Ask(StaleShard& shard, int worker, uint64_t step, Pull& pull) {
 // step it is about to wait for.
 class WorkerThread {
  public:
-  WorkerThread(StaleShard& shard, uint64_t steps) : shard_(shard) {
+  WorkerThread(PushPullShard& shard, uint64_t steps) : shard_(shard) {
     thread_ = std::thread([this, steps] {
       for (uint64_t step = 0; step < steps; ++step) {
         Pull pull;
@@ -82,7 +84,7 @@ class WorkerThread {
   }
 
  private:
-  StaleShard& shard_;
+  PushPullShard& shard_;
   absl::Mutex mu_;
   uint64_t waiting_for_ ABSL_GUARDED_BY(mu_) = 0;
   uint64_t started_ ABSL_GUARDED_BY(mu_) = 0;  // steps whose pull was answered
@@ -92,7 +94,7 @@ class WorkerThread {
 TEST(StaleShardTest, AWorkerBlocksExactlyWhenMoreThanStalenessAheadAndIsReleasedByTheSlowest) {
   for (const int64_t staleness : {1, 2, 3}) {
     SCOPED_TRACE(staleness);
-    std::unique_ptr<StaleShard> shard = MakeShard(2, staleness);
+    std::unique_ptr<PushPullShard> shard = MakeShard(2, staleness);
     const uint64_t s = static_cast<uint64_t>(staleness);
     WorkerThread fast(*shard, /*steps=*/s + 3);
     // Worker 1 has completed nothing: worker 0 starts steps 0..s and then waits for step s + 1.
@@ -112,7 +114,7 @@ TEST(StaleShardTest, AWorkerBlocksExactlyWhenMoreThanStalenessAheadAndIsReleased
 }
 
 TEST(StaleShardTest, APullWaitsForTheWorkersOwnPushes) {
-  std::unique_ptr<StaleShard> shard = MakeShard(1, kAsyncStaleness);
+  std::unique_ptr<PushPullShard> shard = MakeShard(1, kAsyncStaleness);
   ASSERT_TRUE(shard->Push(0, 0, 0, {2.0f}).ok());
   Pull pull;
   Ask(*shard, 0, 1, pull);
@@ -123,7 +125,7 @@ TEST(StaleShardTest, APullWaitsForTheWorkersOwnPushes) {
 }
 
 TEST(StaleShardTest, AsyncNeverBlocksAndEachPushIsOneScaledStep) {
-  std::unique_ptr<StaleShard> shard = MakeShard(4, kAsyncStaleness);
+  std::unique_ptr<PushPullShard> shard = MakeShard(4, kAsyncStaleness);
   for (uint64_t step = 0; step < 20; ++step) {
     Pull pull;
     Ask(*shard, 2, step, pull);
@@ -139,8 +141,8 @@ TEST(StaleShardTest, AsyncNeverBlocksAndEachPushIsOneScaledStep) {
 
 TEST(StaleShardTest, EachUpdatesStalenessIsRecorded) {
   prometheus::Histogram histogram({0, 1, 2, 4});
-  std::unique_ptr<StaleShard> shard =
-      MakeShard(2, 2, StaleShardMetrics{&histogram, nullptr, nullptr, {}});
+  std::unique_ptr<PushPullShard> shard =
+      MakeShard(2, 2, PushPullShardMetrics{&histogram, nullptr, nullptr, {}});
   ASSERT_TRUE(shard->Push(0, 0, 0, {1.0f}).ok());  // applied at version 0: staleness 0
   ASSERT_TRUE(shard->Push(1, 0, 0, {1.0f}).ok());  // read at 0, applied at 1: staleness 1
   ASSERT_TRUE(shard->Push(0, 1, 0, {1.0f}).ok());  // read at 0, applied at 2: staleness 2
@@ -151,7 +153,7 @@ TEST(StaleShardTest, EachUpdatesStalenessIsRecorded) {
 }
 
 TEST(StaleShardTest, RefusesWhatDoesNotFit) {
-  std::unique_ptr<StaleShard> shard = MakeShard(2, 1);
+  std::unique_ptr<PushPullShard> shard = MakeShard(2, 1);
   EXPECT_EQ(shard->Push(2, 0, 0, {1.0f}).code(), absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(shard->Push(-1, 0, 0, {1.0f}).code(), absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(shard->Push(0, 0, 0, {1.0f, 2.0f}).code(), absl::StatusCode::kInvalidArgument);
@@ -159,15 +161,15 @@ TEST(StaleShardTest, RefusesWhatDoesNotFit) {
   EXPECT_EQ(shard->Push(0, 0, 5, {1.0f}).code(), absl::StatusCode::kInvalidArgument);
   ASSERT_TRUE(shard->Push(0, 0, 0, {1.0f}).ok());
   EXPECT_EQ(shard->Push(0, 0, 0, {1.0f}).code(), absl::StatusCode::kAlreadyExists);
-  EXPECT_EQ(StaleShard::Create(StaleShardConfig{1, 2, 0, 0, 0}, {0.0f}, {},
-                               OptimizerConfig{OptimizerKind::kSgd, 1.0f})
+  EXPECT_EQ(PushPullShard::Create(PushPullShardConfig{1, 2, 0, 0, 0}, {0.0f}, {},
+                                  OptimizerConfig{OptimizerKind::kSgd, 1.0f})
                 .status()
                 .code(),
             absl::StatusCode::kInvalidArgument);
 }
 
 TEST(StaleShardTest, ClosingAnswersWaitingPullsAbortedAndRefusesPushes) {
-  std::unique_ptr<StaleShard> shard = MakeShard(2, 1);
+  std::unique_ptr<PushPullShard> shard = MakeShard(2, 1);
   Pull pull;
   Ask(*shard, 0, 2, pull);  // needs its own steps 0 and 1 first
   shard->Close();
@@ -177,7 +179,7 @@ TEST(StaleShardTest, ClosingAnswersWaitingPullsAbortedAndRefusesPushes) {
 }
 
 TEST(StaleShardTest, ARegroupsCompletedStepsAreEveryonesStart) {
-  std::unique_ptr<StaleShard> shard = MakeShard(2, 1, {}, /*completed=*/40);
+  std::unique_ptr<PushPullShard> shard = MakeShard(2, 1, {}, /*completed=*/40);
   EXPECT_EQ(shard->Push(0, 0, 0, {1.0f}).code(), absl::StatusCode::kAlreadyExists);
   ASSERT_TRUE(shard->Push(0, 40, 0, {1.0f}).ok());
   Pull pull;
@@ -186,29 +188,29 @@ TEST(StaleShardTest, ARegroupsCompletedStepsAreEveryonesStart) {
   EXPECT_TRUE(pull.read.ok());
 }
 
-std::unique_ptr<StaleShard> MakeQuorumShard(int workers, int64_t backup_workers,
-                                            StaleShardMetrics metrics = {}) {
-  auto created = StaleShard::Create(
-      StaleShardConfig{1, workers, 0, /*staleness=*/0, /*completed_steps=*/0, backup_workers},
+std::unique_ptr<PushPullShard> MakeQuorumShard(int workers, int64_t backup_workers,
+                                               PushPullShardMetrics metrics = {}) {
+  auto created = PushPullShard::Create(
+      PushPullShardConfig{1, workers, 0, /*staleness=*/0, /*completed_steps=*/0, backup_workers},
       std::vector<float>{0.0f}, {}, OptimizerConfig{OptimizerKind::kSgd, 1.0f}, metrics);
   EXPECT_TRUE(created.ok()) << created.status();
   return created.ok() ? std::move(*created) : nullptr;
 }
 
 // The pull worker `worker` makes after its push, answered.
-StaleRead PullAfterPush(StaleShard& shard, int worker, uint64_t pushed_step) {
+PushPullRead PullAfterPush(PushPullShard& shard, int worker, uint64_t pushed_step) {
   Pull pull;
   Ask(shard, worker, pushed_step + 1, pull);
   EXPECT_TRUE(pull.answered.WaitForNotificationWithTimeout(kDeadline));
   EXPECT_TRUE(pull.read.ok()) << pull.read.status();
-  return pull.read.ok() ? *pull.read : StaleRead{};
+  return pull.read.ok() ? *pull.read : PushPullRead{};
 }
 
 TEST(StaleShardQuorumTest, AStepIsAppliedWithTheFirstQuorumAndALatePushIsDroppedAndCounted) {
   prometheus::Counter dropped;
   prometheus::Histogram staleness({0, 1});
-  std::unique_ptr<StaleShard> shard =
-      MakeQuorumShard(3, 1, StaleShardMetrics{&staleness, nullptr, &dropped, {}});
+  std::unique_ptr<PushPullShard> shard =
+      MakeQuorumShard(3, 1, PushPullShardMetrics{&staleness, nullptr, &dropped, {}});
   ASSERT_TRUE(shard->Push(0, 0, 0, {0.5f}).ok());
   ASSERT_TRUE(shard->Push(1, 0, 0, {1.0f}).ok());
   ASSERT_TRUE(shard->AwaitSettled(1, kDeadline).ok());
@@ -218,7 +220,7 @@ TEST(StaleShardQuorumTest, AStepIsAppliedWithTheFirstQuorumAndALatePushIsDropped
   // Worker 2's push of step 0 comes after the step was applied: dropped, never applied.
   ASSERT_TRUE(shard->Push(2, 0, 0, {100.0f}).ok());
   EXPECT_EQ(dropped.Value(), 1.0);
-  const StaleRead read = PullAfterPush(*shard, 2, 0);  // answered at once, with the latest
+  const PushPullRead read = PullAfterPush(*shard, 2, 0);  // answered at once, with the latest
   EXPECT_EQ(read.version, 1u);
   EXPECT_EQ(*read.values, std::vector<float>{-2.25f});
   EXPECT_EQ(read.slowest_completed, 1u);                      // the steps applied
@@ -228,8 +230,8 @@ TEST(StaleShardQuorumTest, AStepIsAppliedWithTheFirstQuorumAndALatePushIsDropped
 
 TEST(StaleShardQuorumTest, AWorkerLeftBehindNeverHoldsTheOthersAndSkipsToTheLatestStep) {
   prometheus::Counter dropped;
-  std::unique_ptr<StaleShard> shard =
-      MakeQuorumShard(3, 1, StaleShardMetrics{nullptr, nullptr, &dropped, {}});
+  std::unique_ptr<PushPullShard> shard =
+      MakeQuorumShard(3, 1, PushPullShardMetrics{nullptr, nullptr, &dropped, {}});
   // Workers 0 and 1 train five steps while worker 2 is still computing its step 0.
   for (uint64_t step = 0; step < 5; ++step) {
     ASSERT_TRUE(shard->Push(0, step, step, {1.0f}).ok());
@@ -252,8 +254,8 @@ TEST(StaleShardQuorumTest, AWorkerLeftBehindNeverHoldsTheOthersAndSkipsToTheLate
 
 TEST(StaleShardQuorumTest, PushesQueuedBehindAFullStepAreDroppedWhateverTheApplierIsDoing) {
   prometheus::Counter dropped;
-  std::unique_ptr<StaleShard> shard =
-      MakeQuorumShard(4, 2, StaleShardMetrics{nullptr, nullptr, &dropped, {}});
+  std::unique_ptr<PushPullShard> shard =
+      MakeQuorumShard(4, 2, PushPullShardMetrics{nullptr, nullptr, &dropped, {}});
   // All four computed on version 0; the first two in order make the step, whether the applier
   // has applied it before the last two arrive (dropped on arrival) or not (dropped when reached).
   for (int worker = 0; worker < 4; ++worker) {
@@ -273,12 +275,12 @@ TEST(StaleShardQuorumTest, PushesQueuedBehindAFullStepAreDroppedWhateverTheAppli
 }
 
 TEST(StaleShardQuorumTest, RefusesStalenessWithBackupWorkersAndAStepPushedTwice) {
-  EXPECT_EQ(StaleShard::Create(StaleShardConfig{1, 3, 0, /*staleness=*/2, 0, 1}, {0.0f}, {},
-                               OptimizerConfig{OptimizerKind::kSgd, 1.0f})
+  EXPECT_EQ(PushPullShard::Create(PushPullShardConfig{1, 3, 0, /*staleness=*/2, 0, 1}, {0.0f}, {},
+                                  OptimizerConfig{OptimizerKind::kSgd, 1.0f})
                 .status()
                 .code(),
             absl::StatusCode::kInvalidArgument);
-  std::unique_ptr<StaleShard> shard = MakeQuorumShard(3, 1);
+  std::unique_ptr<PushPullShard> shard = MakeQuorumShard(3, 1);
   ASSERT_TRUE(shard->Push(0, 3, 0, {1.0f}).ok());  // a worker may skip steps
   EXPECT_EQ(shard->Push(0, 3, 0, {1.0f}).code(), absl::StatusCode::kAlreadyExists);
   EXPECT_EQ(shard->Push(1, 0, 7, {1.0f}).code(), absl::StatusCode::kInvalidArgument);
