@@ -245,8 +245,8 @@ TEST_F(PsWireDtypeTest, Fp16SumsBeyond65504AreGuardedByDividingByN) {
 TEST_F(PsWireDtypeTest, ANanGradientFailsTheStepOnEveryWorkerAndNothingIsApplied) {
   for (WireDtype dtype : {WireDtype::kFp16, WireDtype::kBf16}) {
     SCOPED_TRACE(WireDtypeName(dtype));
+    servers_.clear();  // first: the services outlive their servers
     services_.clear();
-    servers_.clear();
     addresses_.clear();
     constexpr int kWorkers = 2;
     auto gradients = RandomGradients(1, kWorkers, 1.0f);
