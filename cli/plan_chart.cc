@@ -36,25 +36,6 @@ Points Curve(const PlanInput& input, PlanMode mode) {
   return points;
 }
 
-struct Frame {
-  double left, top, right, bottom;
-  Scale x, y;
-};
-
-void DrawAxes(SvgCanvas& svg, const Frame& f) {
-  for (double n : PowerOfTwoTicks(1, kMaxWorkers, 11)) {
-    svg.Line(f.x(n), f.top, f.x(n), f.bottom, kGridColor);
-    svg.Text(f.x(n), f.bottom + 16, absl::StrCat(static_cast<int>(n)), "middle", 11);
-  }
-  for (double s : PowerOfTwoTicks(f.y.domain_min, f.y.domain_max, 8)) {
-    svg.Line(f.left, f.y(s), f.right, f.y(s), kGridColor);
-    svg.Text(f.left - 6, f.y(s) + 4, HumanSeconds(s), "end", 11);
-  }
-  svg.Line(f.left, f.top, f.left, f.bottom, kInkColor);
-  svg.Line(f.left, f.bottom, f.right, f.bottom, kInkColor);
-  svg.Text((f.left + f.right) / 2, f.bottom + 34, "workers N", "middle", 12);
-}
-
 }  // namespace
 
 std::string PlanChartSvg(const PlanInput& input, const std::vector<MeasuredStep>& measured) {
@@ -74,13 +55,13 @@ std::string PlanChartSvg(const PlanInput& input, const std::vector<MeasuredStep>
       low = std::min(low, m.step_seconds), high = std::max(high, m.step_seconds);
   }
   if (!(high > 0)) return svg.Finish();
-  const Frame f{kLeft,
-                kTop,
-                kWidth - kRight,
-                kHeight - kBottom,
-                Scale{1, kMaxWorkers, kLeft, kWidth - kRight, true},
-                Scale{low / 1.5, high * 1.5, kHeight - kBottom, kTop, true}};
-  DrawAxes(svg, f);
+  const ChartFrame f{kLeft,
+                     kTop,
+                     kWidth - kRight,
+                     kHeight - kBottom,
+                     Scale{1, kMaxWorkers, kLeft, kWidth - kRight, true},
+                     Scale{low / 1.5, high * 1.5, kHeight - kBottom, kTop, true}};
+  DrawWorkersAxes(svg, f, 1, kMaxWorkers, 11, [](double s) { return HumanSeconds(s); });
   double legend_x = kLeft;
   for (const auto& [mode, points] : curves) {
     const char* color = kColors[static_cast<int>(mode)];

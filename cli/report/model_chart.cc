@@ -38,11 +38,6 @@ Points ModelCurve(const JobConfig& c, SyncMode mode, ModelQuantity quantity) {
 }
 
 // The plotting area in pixels and its two log scales.
-struct Frame {
-  double left, top, right, bottom;
-  Scale x, y;
-};
-
 // One mode: its model curve and the run's measured value (0 when not measured).
 struct Series {
   SyncMode mode;
@@ -52,25 +47,15 @@ struct Series {
 
 const char* Color(SyncMode mode) { return mode == SyncMode::kRing ? kRingColor : kPsColor; }
 
-void DrawAxes(SvgCanvas& svg, const Frame& f, int workers) {
-  for (double n : PowerOfTwoTicks(2, kModelMaxWorkers, 10)) {
-    svg.Line(f.x(n), f.top, f.x(n), f.bottom, kGridColor);
-    svg.Text(f.x(n), f.bottom + 16, absl::StrCat(static_cast<int>(n)), "middle", 11);
-  }
-  for (double bytes : PowerOfTwoTicks(f.y.domain_min, f.y.domain_max, 8)) {
-    svg.Line(f.left, f.y(bytes), f.right, f.y(bytes), kGridColor);
-    svg.Text(f.left - 6, f.y(bytes) + 4, HumanBytes(bytes), "end", 11);
-  }
-  svg.Line(f.left, f.top, f.left, f.bottom, kInkColor);
-  svg.Line(f.left, f.bottom, f.right, f.bottom, kInkColor);
-  svg.Text((f.left + f.right) / 2, f.bottom + 34, "workers N", "middle", 12);
+void DrawAxes(SvgCanvas& svg, const ChartFrame& f, int workers) {
+  DrawWorkersAxes(svg, f, 2, kModelMaxWorkers, 10, [](double bytes) { return HumanBytes(bytes); });
   if (workers >= 2 && workers <= kModelMaxWorkers) {
     svg.Line(f.x(workers), f.top, f.x(workers), f.bottom, kInkColor, /*dashed=*/true);
     svg.Text(f.x(workers) + 4, f.top + 12, absl::StrCat("this run: N = ", workers), "start", 11);
   }
 }
 
-void DrawSeries(SvgCanvas& svg, const Frame& f, const Series& series, const JobConfig& c,
+void DrawSeries(SvgCanvas& svg, const ChartFrame& f, const Series& series, const JobConfig& c,
                 ModelQuantity quantity) {
   const std::string name(SyncModeName(series.mode));
   Points pixels;
@@ -129,12 +114,12 @@ std::string ModelCurveChart(const JobComparison& job, ModelQuantity quantity,
   const double y_min = std::exp2(std::floor(std::log2(low / 1.4)));
   const double y_max = std::exp2(std::ceil(std::log2(high * 1.4)));
   const double bottom = kHeight - kBottom, right = kWidth - kRight;
-  const Frame frame{kLeft,
-                    kTop,
-                    right,
-                    bottom,
-                    Scale{2, kModelMaxWorkers, kLeft, right, true},
-                    Scale{y_min, y_max, bottom, kTop, true}};
+  const ChartFrame frame{kLeft,
+                         kTop,
+                         right,
+                         bottom,
+                         Scale{2, kModelMaxWorkers, kLeft, right, true},
+                         Scale{y_min, y_max, bottom, kTop, true}};
   svg.Text(8, 38,
            absl::StrCat("K = ", WithThousands(c.parameters), ", S = ", c.ps_shards,
                         " shards; log-log axes"),

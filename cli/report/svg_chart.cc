@@ -170,4 +170,19 @@ std::string SvgCanvas::Finish() const {
                       label_, "</title>\n", body_, "</svg>\n");
 }
 
+void DrawWorkersAxes(SvgCanvas& svg, const ChartFrame& f, double min_workers, double max_workers,
+                     int x_ticks, const std::function<std::string(double)>& y_label) {
+  for (double n : PowerOfTwoTicks(min_workers, max_workers, x_ticks)) {
+    svg.Line(f.x(n), f.top, f.x(n), f.bottom, kGridColor);
+    svg.Text(f.x(n), f.bottom + 16, absl::StrCat(static_cast<int>(n)), "middle", 11);
+  }
+  for (double value : PowerOfTwoTicks(f.y.domain_min, f.y.domain_max, 8)) {
+    svg.Line(f.left, f.y(value), f.right, f.y(value), kGridColor);
+    svg.Text(f.left - 6, f.y(value) + 4, y_label(value), "end", 11);
+  }
+  svg.Line(f.left, f.top, f.left, f.bottom, kInkColor);
+  svg.Line(f.left, f.bottom, f.right, f.bottom, kInkColor);
+  svg.Text((f.left + f.right) / 2, f.bottom + 34, "workers N", "middle", 12);
+}
+
 }  // namespace ringside::cli

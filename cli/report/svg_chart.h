@@ -6,6 +6,7 @@
 #ifndef RINGSIDE_CLI_REPORT_SVG_CHART_H_
 #define RINGSIDE_CLI_REPORT_SVG_CHART_H_
 
+#include <functional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -74,6 +75,18 @@ class SvgCanvas {
   double width_, height_;
   std::string body_;
 };
+
+// A chart's plot area in pixels and its two scales.
+struct ChartFrame {
+  double left, top, right, bottom;
+  Scale x, y;
+};
+
+// The axes of a chart against the number of workers N on a log-2 x axis: a grid line and label
+// at each power of two in [min_workers, max_workers] (at most `x_ticks`), at each power of two
+// of the y domain (at most 8) labelled by `y_label`, the two axis lines and the x axis's title.
+void DrawWorkersAxes(SvgCanvas& svg, const ChartFrame& f, double min_workers, double max_workers,
+                     int x_ticks, const std::function<std::string(double)>& y_label);
 
 }  // namespace ringside::cli
 
