@@ -255,8 +255,9 @@ void ElasticTrainer::LogNextGeneration(const GenerationAssignment& next) {
   log_.flush();
 }
 
-Regroup ElasticTrainer::RegroupMembers() {
+Regroup ElasticTrainer::RegroupMembers(bool shards_may_keep_state) {
   RegroupOptions regroup;
+  regroup.shards_may_keep_state = shards_may_keep_state;
   regroup.segment_bytes = options_.segment_bytes;
   regroup.timeout = options_.timeout;
   regroup.state_chunk_floats = options_.state_chunk_floats;
@@ -305,17 +306,20 @@ absl::Status ElasticTrainer::AdoptGeneration(const GenerationAssignment& assignm
                      "to register (or for `ringside ctl mode ring`)"));
   }
   // A fresh start needs no regroup: everyone holds the initial parameters, the shards too.
+  Regroup regroup = RegroupMembers(mode == SyncMode::kPs && shards_hold_state &&
+                                   assignment.departed_shards.empty());
   if (!assignment.fresh_start) {
-    RETURN_IF_ERROR(
-        RegroupMembers().AgreeOnState(generation, world, rank, assignment.checkpoint_step));
-    // Every member holds the job's state again.
-    if (state_.home == StateHome::kShards) state_.home = StateHome::kWorkers;
+    RETURN_IF_ERROR(regroup.AgreeOnState(generation, world, rank, assignment.checkpoint_step));
+    // Every member holds the job's state again, unless the shards kept it.
+    if (state_.home == StateHome::kShards && !regroup.shards_kept_state()) {
+      state_.home = StateHome::kWorkers;
+    }
   }
 
   const SyncParts parts{*job_,   *state_.optimizer,      *wire_error_,
                         faults_, options_.segment_bytes, options_.timeout};
   if (mode == SyncMode::kPs) {
-    if (!assignment.fresh_start) RETURN_IF_ERROR(RegroupMembers().LoadShards(generation, rank));
+    if (!assignment.fresh_start) RETURN_IF_ERROR(regroup.LoadShards(generation, rank));
     RETURN_IF_ERROR(shard_group_.Connect());
     ASSIGN_OR_RETURN(sync_, MakePsSync(parts, shard_group_, generation, state_.completed));
   } else {

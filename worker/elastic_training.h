@@ -144,8 +144,9 @@ class ElasticTrainer {
   // the regroup (worker/regroup.h) unless it is a fresh start, then the generation's sync
   // (worker/generation_sync.h).
   absl::Status AdoptGeneration(const GenerationAssignment& assignment);
-  // The regroup of this member's state over the new ring (which it requires).
-  Regroup RegroupMembers();
+  // The regroup of this member's state over the new ring (which it requires);
+  // RegroupOptions::shards_may_keep_state as given.
+  Regroup RegroupMembers(bool shards_may_keep_state);
   // One step of the current generation, then its listeners (worker/step_listener.h).
   absl::Status Step();
   // --hold_at (ElasticOptions::hold_for_new_generation_after): reached, and its wait.

@@ -121,10 +121,19 @@ absl::Status Regroup::HandOverState(uint64_t generation, int rank, uint64_t chec
                                     bool keeps_own) {
   const uint64_t base = CollectiveBase(generation);
   // The source broadcasts it (sum-allreduces with -0.0 elsewhere: exact), so every member adopts
-  // the very same state: first [ok, step], then [parameters..., optimiser state...] in chunks.
-  std::vector<float> header(2, 0.0f);
+  // the very same state: first [ok, step, kept], then [parameters..., optimiser state...] in
+  // chunks, or the parameters alone when the shards kept the state (kept: 1).
+  std::vector<float> header(3, 0.0f);
   std::vector<float> read;  // the source's, read from the shards or a checkpoint: [ok, step, ...]
-  if (rank == source && (from_shards || from_checkpoint)) {
+  if (rank == source && from_shards && options_.shards_may_keep_state) {
+    read.assign(2 + state_.parameters.size(), 0.0f);
+    if (KeepShardsState(absl::MakeSpan(read))) {
+      header = {read[0], read[1], 1.0f};
+    } else {
+      read.clear();
+    }
+  }
+  if (read.empty() && rank == source && (from_shards || from_checkpoint)) {
     read.assign(2 + state_.parameters.size() + state_.optimizer->state_size(), 0.0f);
     if (from_shards) {
       ReadShardsState(checkpoint_step, absl::MakeSpan(read));
@@ -132,8 +141,8 @@ absl::Status Regroup::HandOverState(uint64_t generation, int rank, uint64_t chec
       ReadCheckpoint(checkpoint_step, absl::MakeSpan(read));
     }
     std::copy_n(read.begin(), 2, header.begin());
-  } else if (rank == source) {
-    header = {1.0f, static_cast<float>(state_.completed)};
+  } else if (read.empty() && rank == source) {
+    header = {1.0f, static_cast<float>(state_.completed), 0.0f};
   }
   if (faults_.LostAt("state")) return faults_.LostStatus();
   RETURN_IF_ERROR(
@@ -152,7 +161,9 @@ absl::Status Regroup::HandOverState(uint64_t generation, int rank, uint64_t chec
   // more with Adam, 58 MiB on the 4x model), and should the hand-over fail midway it makes the
   // initial state again, so a torn state never enters a census.
   const bool in_place = !keeps_own && held.empty() && state_.completed == 0;
-  const absl::Status broadcast = BroadcastState(base, rank == source, !keeps_own, in_place, held);
+  const bool kept = header[2] == 1.0f;
+  const absl::Status broadcast =
+      BroadcastState(base, rank == source, !keeps_own, in_place, kept, held);
   if (!broadcast.ok() && in_place && !faults_.lost()) {
     log_ << WorkerName(rank) << ": the state's hand-over failed midway; back to the initial state "
          << "(step 0) until the next regroup\n";
@@ -163,6 +174,11 @@ absl::Status Regroup::HandOverState(uint64_t generation, int rank, uint64_t chec
   if (!keeps_own) state_.completed = static_cast<int64_t>(header[1]);
   // The gradient's buffer holds the last step's sum only where the state stayed this member's.
   if (!keeps_own) state_.ForgetLastSum();
+  if (kept) {
+    // Every member holds the parameters now, and the shards, which train on, the whole state.
+    state_.home = StateHome::kShards;
+    shards_kept_state_ = true;
+  }
   return absl::OkStatus();
 }
 
@@ -191,9 +207,9 @@ absl::StatusOr<bool> Regroup::ReplayLastStep(uint64_t base, int world, int rank,
 }
 
 absl::Status Regroup::BroadcastState(uint64_t base, bool source, bool adopt, bool in_place,
-                                     absl::Span<const float> held) {
+                                     bool parameters_only, absl::Span<const float> held) {
   const size_t parameters = state_.parameters.size();
-  const size_t total = parameters + state_.optimizer->state_size();
+  const size_t total = parameters + (parameters_only ? 0 : state_.optimizer->state_size());
   const size_t chunk_floats = std::min(total, std::max<size_t>(1, options_.state_chunk_floats));
   if (total / chunk_floats >= kLoadedCollective - kFirstStateChunkCollective) {
     return absl::InvalidArgumentError("the state needs more chunks than a regroup may number");
@@ -255,12 +271,14 @@ absl::Status Regroup::BroadcastState(uint64_t base, bool source, bool adopt, boo
   }
   if (!adopt || in_place) return absl::OkStatus();
   if (receive_whole) {
-    RETURN_IF_ERROR(state_.optimizer->ImportState(
-        absl::MakeConstSpan(optimizer_state.get(), total - parameters)));
+    if (!parameters_only) {
+      RETURN_IF_ERROR(state_.optimizer->ImportState(
+          absl::MakeConstSpan(optimizer_state.get(), total - parameters)));
+    }
     std::copy_n(state_.gradient.begin(), parameters, state_.parameters.begin());
     return absl::OkStatus();
   }
-  RETURN_IF_ERROR(state_.optimizer->ImportState(held.subspan(parameters)));
+  if (!parameters_only) RETURN_IF_ERROR(state_.optimizer->ImportState(held.subspan(parameters)));
   std::copy_n(held.begin(), parameters, state_.parameters.begin());
   return absl::OkStatus();
 }
@@ -329,7 +347,34 @@ void Regroup::ReadShardsState(uint64_t checkpoint_step, absl::Span<float> state)
   log_.flush();
 }
 
+bool Regroup::KeepShardsState(absl::Span<float> state) {
+  std::fill(state.begin(), state.end(), 0.0f);
+  const absl::Status kept = shards_.KeepServedStates(job_.options().optimizer.kind);
+  // The parameters as the shards now serve them in this generation, with the step they resume
+  // at (each its own: a worker lost between its pushes to two shards leaves them a step apart,
+  // ABORTED here, and the whole read that follows joins them at the later one).
+  absl::StatusOr<uint64_t> step =
+      kept.ok() ? server::ReadShardParameters(shards_.transfer(), state.subspan(2))
+                : absl::StatusOr<uint64_t>(kept);
+  if (step.ok() && CountNonFinite(state.subspan(2)) > 0) {
+    step = absl::DataLossError("their parameters hold NaN or infinite values");
+  }
+  if (!step.ok()) {
+    log_ << WorkerName(0) << ": the shards did not keep the job's state (" << step.status()
+         << "); reading the whole of it from them\n";
+    log_.flush();
+    return false;
+  }
+  state[0] = 1.0f;
+  state[1] = static_cast<float>(*step);
+  log_ << WorkerName(0) << ": the shards kept the job's state at step " << *step
+       << "; read its parameters from them\n";
+  log_.flush();
+  return true;
+}
+
 absl::Status Regroup::LoadShards(uint64_t generation, int rank) {
+  if (shards_kept_state_) return absl::OkStatus();  // every member learnt it from the header
   // Rank 0 loads the shards; the barrier carries whether it managed, so no one pushes to a
   // shard still serving an older generation.
   std::vector<float> loaded = {0.0f};

@@ -15,7 +15,10 @@
 //      shards' (falling back to the checkpoint). A regroup that finds every member level with
 //      the source sends nothing after the census;
 //   4. ps mode: rank 0 loads the shards with that state for the generation (a replacement shard
-//      starts empty), and a barrier tells everyone it did.
+//      starts empty), and a barrier tells everyone it did. When the shards hold the state and
+//      keep their map (a worker drained under staleness, async or backup workers), rank 0 asks
+//      them in step 3 to keep it instead, and only its parameters go over the ring: K floats,
+//      not 3K with Adam read, sent and loaded back.
 // Collective numbers are (generation << 32) + n, so no two generations' segments can match; the
 // training steps' collectives follow the regroup's (kFirstStepCollective).
 //
@@ -62,6 +65,10 @@ struct RegroupOptions {
   // The state goes over in chunks of this many floats (ElasticOptions::state_chunk_floats).
   size_t state_chunk_floats = size_t{1} << 20;
   bool replay_last_step = true;  // ElasticOptions::replay_last_step
+  // The generation is in ps mode, the shards hold the state and none departed (the last
+  // generation's shard map, usually: a worker left or joined): a hand-over from the shards asks
+  // them to keep their state, and only its parameters go over to the members.
+  bool shards_may_keep_state = false;
 };
 
 // The control collectives' options: sums of the segment size and deadline given.
@@ -81,21 +88,26 @@ class Regroup {
   // status (FaultPoints::lost() then says so).
   absl::Status AgreeOnState(uint64_t generation, int world, int rank, uint64_t checkpoint_step);
   // Step 4 (ps mode): rank 0 loads the shards, and the barrier says whether it did
-  // (UNAVAILABLE on every member when not).
+  // (UNAVAILABLE on every member when not). Nothing when the shards kept their state.
   absl::Status LoadShards(uint64_t generation, int rank);
+  // The hand-over found the shards keeping their state (RegroupOptions::shards_may_keep_state):
+  // every member holds its parameters, the shards the whole of it (StateHome::kShards).
+  bool shards_kept_state() const { return shards_kept_state_; }
 
  private:
   // The state's hand-over from `source` (a member; rank 0 reading the shards' state, or the
-  // controller's checkpoint): [ok, step], then the state in chunks; `keeps_own`: this member
-  // holds the source's state already and adopts nothing.
+  // controller's checkpoint): [ok, step, kept], then the state in chunks (the parameters alone
+  // when the shards kept it); `keeps_own`: this member holds the source's state already and
+  // adopts nothing.
   absl::Status HandOverState(uint64_t generation, int rank, uint64_t checkpoint_step, int source,
                              bool from_shards, bool from_checkpoint, bool keeps_own);
-  // Sends the state after [ok, step] as chunks of sum-allreduces: the source's (`source`: its own
-  // parameters and optimiser, or `held` when it read them elsewhere) and -0.0 elsewhere;
+  // Sends the state after [ok, step, kept] as chunks of sum-allreduces: the source's (`source`:
+  // its own parameters and optimiser, or `held` when it read them elsewhere) and -0.0 elsewhere;
   // `adopt`: this member makes it its own, chunk by chunk (`in_place`: its own state is the
-  // initial one, which it can make again), or else once it has all of it.
+  // initial one, which it can make again), or else once it has all of it. `parameters_only`:
+  // the parameters alone (the shards kept the optimiser's state).
   absl::Status BroadcastState(uint64_t base, bool source, bool adopt, bool in_place,
-                              absl::Span<const float> held);
+                              bool parameters_only, absl::Span<const float> held);
   // The seeded initial parameters and a fresh optimiser, as at step 0.
   absl::Status RestoreInitialState();
   // Members one step behind the source (`behind`) apply the sum of its last step, which it
@@ -109,6 +121,9 @@ class Regroup {
   void ReadShardsState(uint64_t checkpoint_step, absl::Span<float> state);
   // The controller's checkpoint into `state`, likewise.
   void ReadCheckpoint(uint64_t checkpoint_step, absl::Span<float> state);
+  // Rank 0 asks the shards to keep their state and reads its parameters into `state` ([ok, step,
+  // parameters...]); false, and why logged, when they cannot (ReadShardsState follows).
+  bool KeepShardsState(absl::Span<float> state);
   ring::AllreduceOptions ControlOptions() const;
 
   ring::Collective& ring_;
@@ -120,6 +135,7 @@ class Regroup {
   Metrics& metrics_;
   std::ostream& log_;
   const RegroupOptions options_;
+  bool shards_kept_state_ = false;
 };
 
 }  // namespace ringside::worker

@@ -181,6 +181,12 @@ class ParameterShardService final : public ParameterShardBase {
   // meanwhile so that the state no longer fits (another optimiser included); nothing changes.
   absl::Status FinishLoad(const proto::PsStateSegment& first, std::vector<float> parameters,
                           Optimizer optimizer);
+  // A load that keeps the served state (`first` checked by CheckLoad, keep_served_state set):
+  // the generation served, push-pull and of the job's range, goes on as `first`'s generation with
+  // its workers, at the step it resumes at (PushPullShard::ResumeState), as FinishLoad would
+  // serve it loaded with that very state. NOT_FOUND when there is none to keep; FinishLoad's
+  // refusals.
+  absl::Status KeepServedState(const proto::PsStateSegment& first);
 
   // A Load of `generation` (its key checked) before anything of it is stored: false when the
   // shard has its assignment of that generation or a later one, or never will (a static shard,
@@ -253,7 +259,8 @@ class ParameterShardService final : public ParameterShardBase {
 // One Load stream's state as its segments arrive, what the Load reactor does without gRPC: the
 // first segment is checked (CheckLoad) and sizes the sequence, every later one must carry the
 // same header and continue the sequence, and on the half-close Finish checks that the sequence
-// is complete and hands it to FinishLoad. Nothing changes on the shard before that.
+// is complete and hands it to FinishLoad. Nothing changes on the shard before that. A load that
+// keeps the served state is its first segment alone, with no payload (KeepServedState).
 // Thread-compatible.
 class StateLoad {
  public:
@@ -269,6 +276,7 @@ class StateLoad {
   ParameterShardService& service_;
   proto::PsStateSegment first_;  // the transfer's header fields
   bool began_ = false;
+  bool keeps_ = false;  // keep_served_state: the first segment was the whole load
   // The sequence as it arrives, cut where the range's parameters end: the parameters into their
   // vector, the optimiser's state imported into the range's optimiser (made at the first
   // segment), so the load holds the state once, as the shard will, and no copy of it.

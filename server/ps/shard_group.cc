@@ -157,15 +157,33 @@ ShardTransferOptions ShardGroup::transfer() const {
 }
 
 absl::Status ShardGroup::Load(const JobStateView& state) {
+  return LoadUntilTaken("load", [&](const ShardTransferOptions& shards,
+                                    const ShardGroupTopology& topology) {
+    return LoadShards(shards, topology.generation, topology.workers, state);
+  });
+}
+
+absl::Status ShardGroup::KeepServedStates(OptimizerKind optimizer) {
+  return LoadUntilTaken("keep the state", [&](const ShardTransferOptions& shards,
+                                                 const ShardGroupTopology& topology) {
+    return KeepShardStates(shards, topology.generation, topology.workers, topology.parameters,
+                           optimizer);
+  });
+}
+
+absl::Status ShardGroup::LoadUntilTaken(
+    absl::string_view what,
+    const std::function<absl::Status(const ShardTransferOptions&, const ShardGroupTopology&)>&
+        load) {
   const std::shared_ptr<const Generation> generation = current();
-  if (generation == nullptr) return NotConfigured("load");
+  if (generation == nullptr) return NotConfigured(what);
   const ShardGroupTopology& topology = generation->topology;
   const ShardTransferOptions shards = transfer();
   const absl::Time deadline = absl::Now() + options_.timeout / 2;
   constexpr absl::Duration kFirstPause = absl::Milliseconds(5);
   absl::Duration pause = kFirstPause;
   while (true) {
-    const absl::Status status = LoadShards(shards, topology.generation, topology.workers, state);
+    const absl::Status status = load(shards, topology);
     // No job yet (FAILED_PRECONDITION), the previous generation's range (INVALID_ARGUMENT), or
     // restarting (UNAVAILABLE). Loading again is harmless: the same state for the same
     // generation, and nobody pushes before the barrier that follows the load.

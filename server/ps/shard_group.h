@@ -25,6 +25,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "absl/types/span.h"
@@ -106,6 +107,10 @@ class ShardGroup final {
   // the shards take it, the generation is superseded, or half the timeout passes (the other
   // members wait for the load behind a barrier within the whole timeout).
   absl::Status Load(const JobStateView& state);
+  // Instead, when the shards hold the state and the generation keeps the last one's shard map:
+  // every shard keeps the state it serves (KeepShardStates, `optimizer` its layout), made again
+  // as Load is. NOT_FOUND from a shard holding none to keep.
+  absl::Status KeepServedStates(OptimizerKind optimizer);
   // The job's state as the shards hold it (ReadShardStates), `optimizer` its layout.
   absl::StatusOr<JobState> ReadState(const OptimizerConfig& optimizer) const;
   // How the generation's shards are reached for a transfer: a copy, for a reader on another
@@ -124,6 +129,11 @@ class ShardGroup final {
     std::shared_ptr<StalePsClient> push_pull;
   };
   std::shared_ptr<const Generation> current() const;
+  // `load` made again, with a growing pause, while a shard lags behind the generation (Load).
+  absl::Status LoadUntilTaken(
+      absl::string_view what,
+      const std::function<absl::Status(const ShardTransferOptions&, const ShardGroupTopology&)>&
+          load);
   bool SupersededAfter(uint64_t generation) const;
 
   const ShardGroupOptions options_;

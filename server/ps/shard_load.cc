@@ -249,7 +249,57 @@ absl::Status ParameterShardService::FinishLoad(const proto::PsStateSegment& firs
   return absl::OkStatus();
 }
 
+absl::Status ParameterShardService::KeepServedState(const proto::PsStateSegment& first) {
+  ShardJob job;
+  std::shared_ptr<const ShardGeneration> served;
+  {
+    absl::MutexLock lock(&mu_);
+    RETURN_IF_ERROR(CheckLoadLocked(first).status());
+    job = *job_;
+    served = current_;
+  }
+  PushPullShard* const push_pull = served == nullptr ? nullptr : served->shard->push_pull();
+  const std::string shard = PsShardName(job.shard);
+  if (push_pull == nullptr) {
+    return absl::NotFoundError(absl::StrCat(
+        shard, served == nullptr ? " serves no generation" : " runs synchronous steps",
+        ": it holds no state of the job to keep; load it instead"));
+  }
+  const ElementRange range = served->range.value_or(ElementRange{0, push_pull->range_elements()});
+  if (range.begin != job.range.begin || range.end != job.range.end) {
+    return absl::NotFoundError(absl::StrCat(shard, " served [", range.begin, ", ", range.end,
+                                            "), not its range now [", job.range.begin, ", ",
+                                            job.range.end, "): load it instead"));
+  }
+  // The state as a later generation would read it (ReadState), loaded as if it came over.
+  PushPullShard::Resumable kept = push_pull->ResumeState();
+  ASSIGN_OR_RETURN(Optimizer optimizer, Optimizer::Create(job.optimizer, range.size()));
+  if (kept.state.size() != range.size() + optimizer.state_size()) {
+    return absl::NotFoundError(
+        absl::StrCat(shard, "'s state does not fit the job's optimiser: load it instead"));
+  }
+  RETURN_IF_ERROR(optimizer.ImportState(absl::MakeConstSpan(kept.state).subspan(range.size())));
+  kept.state.resize(range.size());
+  proto::PsStateSegment resumed = first;
+  resumed.set_step(kept.step);
+  return FinishLoad(resumed, std::move(kept.state), std::move(optimizer));
+}
+
 absl::Status StateLoad::Add(const proto::PsStateSegment& segment) {
+  if (keeps_ || (began_ && segment.keep_served_state())) {
+    return absl::InvalidArgumentError(
+        "a load that keeps the served state is one segment; nothing changed");
+  }
+  if (!began_ && segment.keep_served_state()) {
+    RETURN_IF_ERROR(service_.CheckLoad(segment).status());
+    if (!segment.payload().empty() || segment.offset() != 0) {
+      return absl::InvalidArgumentError(
+          "a load that keeps the served state carries no state; nothing changed");
+    }
+    first_ = segment;
+    began_ = keeps_ = true;
+    return absl::OkStatus();
+  }
   if (!began_) {
     ASSIGN_OR_RETURN(const ShardJob job, service_.CheckLoad(segment));
     ASSIGN_OR_RETURN(Optimizer optimizer, Optimizer::Create(job.optimizer, job.range.size()));
@@ -287,6 +337,7 @@ absl::Status StateLoad::Add(const proto::PsStateSegment& segment) {
 }
 
 absl::Status StateLoad::Finish() {
+  if (keeps_) return service_.KeepServedState(first_);
   if (!began_ || received_ != elements_) {
     return absl::InvalidArgumentError(absl::StrCat("incomplete state: ", received_, " of ",
                                                    elements_, " elements; nothing changed"));

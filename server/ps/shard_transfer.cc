@@ -35,10 +35,22 @@ void PrepareShardCall(const ShardTransferOptions& options, int shard,
   }
 }
 
-absl::Status LoadShard(const ShardTransferOptions& options, int shard, const ElementRange& range,
-                       uint64_t generation, int workers, const JobStateView& state) {
-  const uint64_t state_elements =
-      range.size() + Optimizer::StateSize(state.optimizer->config().kind, range.size());
+// A Load's header for shard `range` of `generation` with `workers` workers, its state laid out
+// for an optimiser of `kind`.
+proto::PsStateSegment LoadHeader(const ElementRange& range, uint64_t generation, int workers,
+                                 OptimizerKind kind) {
+  proto::PsStateSegment segment;
+  segment.set_generation(generation);
+  segment.set_workers(static_cast<uint32_t>(workers));
+  segment.set_range_begin(range.begin);
+  segment.set_range_elements(range.size());
+  segment.set_state_elements(range.size() + Optimizer::StateSize(kind, range.size()));
+  return segment;
+}
+
+// Shard `shard`'s Load stream: `write` sends its segments (false: the stream broke).
+absl::Status StreamLoad(const ShardTransferOptions& options, int shard, uint64_t generation,
+                        const std::function<void(grpc::ClientWriter<proto::PsStateSegment>&)>& write) {
   auto stub = proto::ParameterShard::NewStub(MakeChannel(options.shards[shard], options.security));
   grpc::ClientContext context;
   PrepareShardCall(options, shard, context);
@@ -46,13 +58,20 @@ absl::Status LoadShard(const ShardTransferOptions& options, int shard, const Ele
   context.AddMetadata(kLinkGenerationMetadata, absl::StrCat(generation));
   proto::PsLoadReply reply;
   auto writer = stub->Load(&context, &reply);
-  proto::PsStateSegment segment;
-  segment.set_generation(generation);
-  segment.set_workers(static_cast<uint32_t>(workers));
+  write(*writer);
+  writer->WritesDone();
+  const grpc::Status status = writer->Finish();
+  if (!status.ok()) return ShardError(status, shard, "loading");
+  return absl::OkStatus();
+}
+
+absl::Status LoadShard(const ShardTransferOptions& options, int shard, const ElementRange& range,
+                       uint64_t generation, int workers, const JobStateView& state) {
+  proto::PsStateSegment segment =
+      LoadHeader(range, generation, workers, state.optimizer->config().kind);
   segment.set_step(state.step);
-  segment.set_range_begin(range.begin);
-  segment.set_range_elements(range.size());
-  segment.set_state_elements(state_elements);
+  const uint64_t state_elements = segment.state_elements();
+  return StreamLoad(options, shard, generation, [&](grpc::ClientWriter<proto::PsStateSegment>& writer) {
   const uint64_t per_segment = std::max<uint64_t>(1, options.segment_bytes / sizeof(float));
   for (uint64_t offset = 0; offset < state_elements; offset += per_segment) {
     const uint64_t count = std::min<uint64_t>(per_segment, state_elements - offset);
@@ -61,12 +80,9 @@ absl::Status LoadShard(const ShardTransferOptions& options, int shard, const Ele
     payload.resize(count * sizeof(float));
     // Within the state: LoadShards checked that the optimiser owns the parameters.
     state.CopyRange(range, offset, absl::MakeSpan(reinterpret_cast<float*>(payload.data()), count));
-    if (!writer->Write(segment)) break;  // Finish() says why
+    if (!writer.Write(segment)) break;  // Finish() says why
   }
-  writer->WritesDone();
-  const grpc::Status status = writer->Finish();
-  if (!status.ok()) return ShardError(status, shard, "loading");
-  return absl::OkStatus();
+  });
 }
 
 // A sink that copies into `out` (elements from its start).
@@ -341,6 +357,21 @@ absl::StatusOr<uint64_t> ReadShardParameters(const ShardTransferOptions& options
 absl::StatusOr<uint64_t> ReadShardParameters(const ShardTransferOptions& options,
                                              absl::Span<float> out) {
   return ReadShardParameters(options, out.size(), IntoSpan(out));
+}
+
+absl::Status KeepShardStates(const ShardTransferOptions& options, uint64_t generation, int workers,
+                             uint64_t parameter_count, OptimizerKind kind) {
+  const std::vector<ElementRange> ranges =
+      EvenRanges(parameter_count, static_cast<int>(options.shards.size()));
+  for (size_t s = 0; s < options.shards.size(); ++s) {
+    proto::PsStateSegment keep = LoadHeader(ranges[s], generation, workers, kind);
+    keep.set_keep_served_state(true);
+    RETURN_IF_ERROR(StreamLoad(options, static_cast<int>(s), generation,
+                               [&](grpc::ClientWriter<proto::PsStateSegment>& writer) {
+                                 writer.Write(keep);  // Finish() says why not
+                               }));
+  }
+  return absl::OkStatus();
 }
 
 absl::Status LoadShards(const ShardTransferOptions& options, uint64_t generation, int workers,

@@ -64,6 +64,15 @@ struct JobStateView {
 absl::Status LoadShards(const ShardTransferOptions& options, uint64_t generation, int workers,
                         const JobStateView& state);
 
+// Asks every shard to keep the state it serves for `generation` with `workers` workers
+// (PsStateSegment.keep_served_state): a regroup whose shard map and optimiser (`kind`, over
+// `parameter_count` parameters) are the last generation's, when the shards hold the state.
+// NOT_FOUND from a shard holding none to keep (a replacement, another map), whose range of the
+// state is then lost to any reader too (the shards before it went on with theirs); Load's
+// refusals otherwise.
+absl::Status KeepShardStates(const ShardTransferOptions& options, uint64_t generation, int workers,
+                             uint64_t parameter_count, OptimizerKind kind);
+
 // Where read values go: `bytes` (whole floats) are elements [offset, ...) of the destination.
 // Called from one thread per shard at once, for disjoint elements. An error ends the read.
 using ValuesSink = std::function<absl::Status(uint64_t offset, absl::string_view bytes)>;

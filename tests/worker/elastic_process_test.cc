@@ -423,6 +423,46 @@ INSTANTIATE_TEST_SUITE_P(ShardsHoldTheState, HandingOverShardTest,
                            return std::string(info.param.name);
                          });
 
+// Issue 48 point 1: where the shards hold the job's state, a worker sent SIGTERM leaves and the
+// shards keep their state for the survivors' generation (the same shard map): nothing of it is
+// read, sent and loaded back, only its parameters go over, at the step the shards resume at,
+// which no survivor's or leaver's completed step is beyond (no step applied twice, none lost).
+class LeavingOverKeptShardsTest : public ::testing::TestWithParam<ShardsHoldingTheState> {};
+
+TEST_P(LeavingOverKeptShardsTest, TheShardsKeepTheirStateAndTheSurvivorsTrainOn) {
+  auto dir = launch::TempDir::Create("ringside-leave-kept-");
+  ASSERT_TRUE(dir.ok());
+  launch::LocalClusterOptions options = LeaveJob(dir->path(), 3, 2, SyncMode::kPs);
+  options.training.staleness = GetParam().staleness;
+  options.training.backup_workers = GetParam().backup_workers;
+  auto cluster = launch::LocalCluster::Start(options);
+  ASSERT_TRUE(cluster.ok()) << cluster.status();
+  launch::LocalCluster& c = **cluster;
+  ASSERT_NO_FATAL_FAILURE(TrainPast30Steps(c));
+  ASSERT_NO_FATAL_FAILURE(ExpectItLeaves(
+      *c.workers()[2], "worker-2: stopped by signal 15; left the job, which goes on in generation 2"));
+  auto results = c.WaitForResults(absl::Seconds(180));
+  ASSERT_TRUE(results.ok()) << results.status() << "\n" << testing::ClusterLogs(c);
+  ASSERT_EQ(results->size(), 2u);
+  for (const TrainResultFile& result : *results) EXPECT_EQ(result.steps, options.training.steps);
+  EXPECT_EQ(Metric(c.controller(), "ringside_generation"), 2) << "exactly one regroup";
+  const std::string rank0 = LogOf(*c.workers()[0]);
+  const int64_t kept = NumberAfter(rank0, "the shards kept the job's state at step ");
+  const int64_t left = NumberAfter(LogOf(c.controller()), "(worker-2) left having completed ");
+  EXPECT_GE(left, 30) << LogOf(c.controller());
+  EXPECT_GE(kept, left) << rank0;
+  EXPECT_EQ(rank0.find("did not keep"), std::string::npos) << rank0;
+  EXPECT_EQ(rank0.find("read the job's state at step"), std::string::npos) << rank0;
+}
+
+INSTANTIATE_TEST_SUITE_P(ShardsHoldTheState, LeavingOverKeptShardsTest,
+                         ::testing::Values(ShardsHoldingTheState{"staleness", 1, 0},
+                                           ShardsHoldingTheState{"async", kAsyncStaleness, 0},
+                                           ShardsHoldingTheState{"backup_workers", 0, 1}),
+                         [](const ::testing::TestParamInfo<ShardsHoldingTheState>& info) {
+                           return std::string(info.param.name);
+                         });
+
 // Issue 48 point 6: the hand-over's job under bounded staleness, with checkpoints (every 10
 // steps) to fall back to when a hand-over does not happen. The controller accepts a checkpoint
 // once a heartbeat accounts for its step, so heartbeats come every 5 s here (the timeout 15 s:

@@ -235,6 +235,46 @@ TEST_F(ShardStateReadTest, AReadOfTheServedGenerationIsNoHandOver) {
   EXPECT_FALSE(services_[0]->AwaitStateRead(kGeneration, absl::Now()));
 }
 
+// A regroup that keeps the shard map (a worker drained): over gRPC, with the new generation's
+// load keys, each shard keeps the state it serves (nothing of it on the wire), which a whole read
+// then finds unchanged. The two shards resume at their own steps, a step apart here (worker 0
+// was lost between its pushes), so a read of the parameters alone is refused as straddled: the
+// regroup then reads the whole state, which joins them at the later step.
+TEST_F(ShardStateReadTest, ShardsKeepTheStateTheyServeForTheNextGeneration) {
+  UseKeysOf(kGeneration + 1);
+  absl::StatusOr<server::JobState> before =
+      server::ReadShardStates(options_, kGeneration + 1, kParameters, adam_);
+  ASSERT_TRUE(before.ok()) << before.status();
+  const std::vector<ElementRange> ranges = EvenRanges(kParameters, 2);
+  for (int s = 0; s < 2; ++s) {
+    services_[s]->SetJob(server::ShardJob{s, ranges[s], adam_, kGeneration + 1,
+                                          /*backup_workers=*/0, /*staleness=*/1});
+  }
+  server::ShardTransferOptions wrong = options_;
+  wrong.keys = {ShardLoadKey(credential_, kGeneration + 2), ShardLoadKey(credential_, kGeneration + 2)};
+  EXPECT_EQ(server::KeepShardStates(wrong, kGeneration + 1, 3, kParameters, adam_.kind).code(),
+            absl::StatusCode::kPermissionDenied);
+  ASSERT_TRUE(
+      server::KeepShardStates(options_, kGeneration + 1, /*workers=*/3, kParameters, adam_.kind)
+          .ok());
+  for (int s = 0; s < 2; ++s) {
+    const server::ShardIdentity& served = services_[s]->current()->shard->identity();
+    EXPECT_EQ(served.generation, kGeneration + 1);
+    EXPECT_EQ(served.workers, 3);
+  }
+  absl::StatusOr<server::JobState> after =
+      server::ReadShardStates(options_, kGeneration + 1, kParameters, adam_);
+  ASSERT_TRUE(after.ok()) << after.status();
+  EXPECT_EQ(after->step, before->step);
+  EXPECT_EQ(after->parameters, before->parameters);
+  EXPECT_EQ(after->optimizer_state, before->optimizer_state);
+  server::ShardTransferOptions parameters = options_;
+  parameters.generation = kGeneration + 1;
+  std::vector<float> out(kParameters);
+  EXPECT_EQ(server::ReadShardParameters(parameters, absl::MakeSpan(out)).status().code(),
+            absl::StatusCode::kAborted);
+}
+
 // Rank 0 loads the shards from its live parameters and optimiser (LoadShards reads them in
 // place, a segment at a time): with segments of 3 floats, which straddle each range's
 // parameters, step count and moments, the shards hold exactly the state's ranges, as read back.

@@ -5,8 +5,10 @@
 #include <string>
 #include <vector>
 
+#include "absl/time/time.h"
 #include "gtest/gtest.h"
 #include "server/ps/ps_service.h"
+#include "server/ps/push_pull_shard.h"
 
 namespace ringside::server {
 namespace {
@@ -110,6 +112,107 @@ TEST(StateLoadTest, RefusesAnIncompleteOrChangedState) {
   EXPECT_EQ(changed.Add(Segment(2, 2, 2, {3})).code(), absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(StateLoad(service).Finish().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(service.current(), nullptr);
+}
+
+// A keep (PsStateSegment.keep_served_state): the header of a load with no state.
+proto::PsStateSegment Keep(uint64_t generation, uint32_t workers, const ShardJob& job = Job()) {
+  proto::PsStateSegment segment = Segment(generation, workers, 0, {}, job);
+  segment.clear_step();
+  segment.set_keep_served_state(true);
+  return segment;
+}
+
+// Under bounded staleness the shard holds the job's state: loaded in generation 2 with 3 workers
+// at step 3, and trained on by one push.
+ShardJob StaleJob(uint64_t generation) {
+  ShardJob job = Job();
+  job.generation = generation;
+  job.staleness = 1;
+  return job;
+}
+
+std::shared_ptr<const ShardGeneration> ServeStale(ParameterShardService& service) {
+  service.SetJob(StaleJob(2));
+  StateLoad load(service);
+  EXPECT_TRUE(load.Add(Segment(2, 3, 0, {1, 2, 3, 4, 3})).ok());
+  EXPECT_TRUE(load.Finish().ok());
+  std::shared_ptr<const ShardGeneration> served = service.current();
+  EXPECT_TRUE(served->shard->push_pull()->Push(0, 3, 0, {1, 1, 1, 1}).ok());
+  EXPECT_TRUE(served->shard->push_pull()->AwaitSettled(1, absl::Seconds(20)).ok());
+  return served;
+}
+
+// A regroup that keeps the shard map (a worker drained): the shard goes on with the very state it
+// served, for the new generation and its workers, at the step it resumes at; the generation
+// before is closed.
+TEST(StateLoadTest, AKeepServesTheServedStateInTheNewGeneration) {
+  ParameterShardService service(64);
+  const std::shared_ptr<const ShardGeneration> before = ServeStale(service);
+  const PushPullShard::Resumable served = before->shard->push_pull()->ResumeState();
+  ASSERT_EQ(served.step, 4u);
+  service.SetJob(StaleJob(3));
+  StateLoad keep(service);
+  ASSERT_TRUE(keep.Add(Keep(3, 2)).ok());
+  ASSERT_TRUE(keep.Finish().ok());
+  const std::shared_ptr<const ShardGeneration> after = service.current();
+  ASSERT_NE(after, before);
+  EXPECT_EQ(after->shard->identity().generation, 3u);
+  EXPECT_EQ(after->shard->identity().workers, 2);
+  const PushPullShard::Resumable kept = after->shard->push_pull()->ResumeState();
+  EXPECT_EQ(kept.step, served.step);
+  EXPECT_EQ(kept.state, served.state);
+  EXPECT_EQ(before->shard->push_pull()->Push(1, 3, 0, {1, 1, 1, 1}).code(),
+            absl::StatusCode::kFailedPrecondition)
+      << "the generation before is closed";
+}
+
+TEST(StateLoadTest, AKeepIsOneSegmentWithNoState) {
+  ParameterShardService service(64);
+  ServeStale(service);
+  service.SetJob(StaleJob(3));
+  proto::PsStateSegment with_state = Keep(3, 2);
+  with_state.set_payload(std::string(4, '\0'));
+  EXPECT_EQ(StateLoad(service).Add(with_state).code(), absl::StatusCode::kInvalidArgument);
+  StateLoad twice(service);
+  ASSERT_TRUE(twice.Add(Keep(3, 2)).ok());
+  EXPECT_EQ(twice.Add(Keep(3, 2)).code(), absl::StatusCode::kInvalidArgument);
+  StateLoad after_state(service);
+  ASSERT_TRUE(after_state.Add(Segment(3, 2, 0, {1, 2})).ok());
+  EXPECT_EQ(after_state.Add(Keep(3, 2)).code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(StateLoad(service).Add(Keep(4, 2)).code(), absl::StatusCode::kFailedPrecondition)
+      << "no assignment of generation 4";
+  EXPECT_EQ(service.current()->shard->identity().generation, 2u) << "nothing changed";
+}
+
+// Nothing to keep: no generation served, synchronous steps (every worker holds the state), or a
+// range other than the one the shard map gives it now. The shard is loaded instead.
+TEST(StateLoadTest, AShardKeepsOnlyAStateOfItsRange) {
+  ParameterShardService empty(64);
+  empty.SetJob(StaleJob(3));
+  StateLoad nothing(empty);
+  ASSERT_TRUE(nothing.Add(Keep(3, 2)).ok());
+  EXPECT_EQ(nothing.Finish().code(), absl::StatusCode::kNotFound);
+
+  ParameterShardService synchronous(64);
+  synchronous.SetJob(Job());
+  StateLoad load(synchronous);
+  ASSERT_TRUE(load.Add(Segment(2, 3, 0, {1, 2, 3, 4, 3})).ok());
+  ASSERT_TRUE(load.Finish().ok());
+  StateLoad sync_keep(synchronous);
+  ASSERT_TRUE(sync_keep.Add(Keep(3, 2)).ok());
+  EXPECT_EQ(sync_keep.Finish().code(), absl::StatusCode::kNotFound);
+
+  ParameterShardService moved(64);
+  ServeStale(moved);
+  ShardJob wider = StaleJob(3);
+  wider.range = {10, 16};
+  moved.SetJob(wider);
+  StateLoad other_range(moved);
+  ASSERT_TRUE(other_range.Add(Keep(3, 2, wider)).ok());
+  const absl::Status status = other_range.Finish();
+  EXPECT_EQ(status.code(), absl::StatusCode::kNotFound) << status;
+  EXPECT_NE(status.message().find("[10, 14)"), absl::string_view::npos) << status;
+  EXPECT_EQ(moved.current()->shard->identity().generation, 2u) << "nothing changed";
 }
 
 }  // namespace
