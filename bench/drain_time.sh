@@ -8,7 +8,8 @@
 # the job passed step 60, and prints the time from the end of worker-3's last step to the start
 # of the survivors' first step of the new generation (the step traces' unix_seconds minus the
 # step's seconds), and the generations the job went through (one regroup: 2). Stops each
-# cluster on exit, also on failure. Run it on a quiet machine.
+# cluster on exit, also on failure. Run it on a quiet machine. DRAIN_SIGNALS="TERM" runs the
+# SIGTERM runs alone (a before/after comparison of the leave).
 set -euo pipefail
 bin=${1:?usage: bench/drain_time.sh BIN_DIR [RUNS] [TAG]}
 runs=${2:-3}
@@ -79,7 +80,7 @@ one_run() {  # one_run SIGNAL NAME FLAGS...
 }
 
 for run in $(seq "$runs"); do
-  for signal in TERM KILL; do
+  for signal in ${DRAIN_SIGNALS:-TERM KILL}; do
     one_run "$signal" "ring#$run" --mode=ring
     one_run "$signal" "ps#$run" --mode=ps --ps_shards=2
     one_run "$signal" "ps-staleness-1#$run" --mode=ps --ps_shards=2 --staleness=1
