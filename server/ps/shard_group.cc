@@ -157,15 +157,15 @@ ShardTransferOptions ShardGroup::transfer() const {
 }
 
 absl::Status ShardGroup::Load(const JobStateView& state) {
-  return LoadUntilTaken("load", [&](const ShardTransferOptions& shards,
-                                    const ShardGroupTopology& topology) {
-    return LoadShards(shards, topology.generation, topology.workers, state);
-  });
+  return LoadUntilTaken(
+      "load", [&](const ShardTransferOptions& shards, const ShardGroupTopology& topology) {
+        return LoadShards(shards, topology.generation, topology.workers, state);
+      });
 }
 
 absl::Status ShardGroup::KeepServedStates(OptimizerKind optimizer) {
   return LoadUntilTaken("keep the state", [&](const ShardTransferOptions& shards,
-                                                 const ShardGroupTopology& topology) {
+                                              const ShardGroupTopology& topology) {
     return KeepShardStates(shards, topology.generation, topology.workers, topology.parameters,
                            optimizer);
   });

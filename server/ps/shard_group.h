@@ -130,10 +130,9 @@ class ShardGroup final {
   };
   std::shared_ptr<const Generation> current() const;
   // `load` made again, with a growing pause, while a shard lags behind the generation (Load).
-  absl::Status LoadUntilTaken(
-      absl::string_view what,
-      const std::function<absl::Status(const ShardTransferOptions&, const ShardGroupTopology&)>&
-          load);
+  absl::Status LoadUntilTaken(absl::string_view what,
+                              const std::function<absl::Status(const ShardTransferOptions&,
+                                                               const ShardGroupTopology&)>& load);
   bool SupersededAfter(uint64_t generation) const;
 
   const ShardGroupOptions options_;

@@ -261,9 +261,9 @@ absl::Status ParameterShardService::KeepServedState(const proto::PsStateSegment&
   PushPullShard* const push_pull = served == nullptr ? nullptr : served->shard->push_pull();
   const std::string shard = PsShardName(job.shard);
   if (push_pull == nullptr) {
-    return absl::NotFoundError(absl::StrCat(
-        shard, served == nullptr ? " serves no generation" : " runs synchronous steps",
-        ": it holds no state of the job to keep; load it instead"));
+    return absl::NotFoundError(
+        absl::StrCat(shard, served == nullptr ? " serves no generation" : " runs synchronous steps",
+                     ": it holds no state of the job to keep; load it instead"));
   }
   const ElementRange range = served->range.value_or(ElementRange{0, push_pull->range_elements()});
   if (range.begin != job.range.begin || range.end != job.range.end) {

@@ -49,8 +49,9 @@ proto::PsStateSegment LoadHeader(const ElementRange& range, uint64_t generation,
 }
 
 // Shard `shard`'s Load stream: `write` sends its segments (false: the stream broke).
-absl::Status StreamLoad(const ShardTransferOptions& options, int shard, uint64_t generation,
-                        const std::function<void(grpc::ClientWriter<proto::PsStateSegment>&)>& write) {
+absl::Status StreamLoad(
+    const ShardTransferOptions& options, int shard, uint64_t generation,
+    const std::function<void(grpc::ClientWriter<proto::PsStateSegment>&)>& write) {
   auto stub = proto::ParameterShard::NewStub(MakeChannel(options.shards[shard], options.security));
   grpc::ClientContext context;
   PrepareShardCall(options, shard, context);
@@ -71,18 +72,20 @@ absl::Status LoadShard(const ShardTransferOptions& options, int shard, const Ele
       LoadHeader(range, generation, workers, state.optimizer->config().kind);
   segment.set_step(state.step);
   const uint64_t state_elements = segment.state_elements();
-  return StreamLoad(options, shard, generation, [&](grpc::ClientWriter<proto::PsStateSegment>& writer) {
-  const uint64_t per_segment = std::max<uint64_t>(1, options.segment_bytes / sizeof(float));
-  for (uint64_t offset = 0; offset < state_elements; offset += per_segment) {
-    const uint64_t count = std::min<uint64_t>(per_segment, state_elements - offset);
-    segment.set_offset(offset);
-    std::string& payload = *segment.mutable_payload();
-    payload.resize(count * sizeof(float));
-    // Within the state: LoadShards checked that the optimiser owns the parameters.
-    state.CopyRange(range, offset, absl::MakeSpan(reinterpret_cast<float*>(payload.data()), count));
-    if (!writer.Write(segment)) break;  // Finish() says why
-  }
-  });
+  return StreamLoad(
+      options, shard, generation, [&](grpc::ClientWriter<proto::PsStateSegment>& writer) {
+        const uint64_t per_segment = std::max<uint64_t>(1, options.segment_bytes / sizeof(float));
+        for (uint64_t offset = 0; offset < state_elements; offset += per_segment) {
+          const uint64_t count = std::min<uint64_t>(per_segment, state_elements - offset);
+          segment.set_offset(offset);
+          std::string& payload = *segment.mutable_payload();
+          payload.resize(count * sizeof(float));
+          // Within the state: LoadShards checked that the optimiser owns the parameters.
+          state.CopyRange(range, offset,
+                          absl::MakeSpan(reinterpret_cast<float*>(payload.data()), count));
+          if (!writer.Write(segment)) break;  // Finish() says why
+        }
+      });
 }
 
 // A sink that copies into `out` (elements from its start).

@@ -440,7 +440,8 @@ TEST_P(LeavingOverKeptShardsTest, TheShardsKeepTheirStateAndTheSurvivorsTrainOn)
   launch::LocalCluster& c = **cluster;
   ASSERT_NO_FATAL_FAILURE(TrainPast30Steps(c));
   ASSERT_NO_FATAL_FAILURE(ExpectItLeaves(
-      *c.workers()[2], "worker-2: stopped by signal 15; left the job, which goes on in generation 2"));
+      *c.workers()[2],
+      "worker-2: stopped by signal 15; left the job, which goes on in generation 2"));
   auto results = c.WaitForResults(absl::Seconds(180));
   ASSERT_TRUE(results.ok()) << results.status() << "\n" << testing::ClusterLogs(c);
   ASSERT_EQ(results->size(), 2u);

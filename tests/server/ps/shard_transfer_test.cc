@@ -251,7 +251,8 @@ TEST_F(ShardStateReadTest, ShardsKeepTheStateTheyServeForTheNextGeneration) {
                                           /*backup_workers=*/0, /*staleness=*/1});
   }
   server::ShardTransferOptions wrong = options_;
-  wrong.keys = {ShardLoadKey(credential_, kGeneration + 2), ShardLoadKey(credential_, kGeneration + 2)};
+  wrong.keys = {ShardLoadKey(credential_, kGeneration + 2),
+                ShardLoadKey(credential_, kGeneration + 2)};
   EXPECT_EQ(server::KeepShardStates(wrong, kGeneration + 1, 3, kParameters, adam_.kind).code(),
             absl::StatusCode::kPermissionDenied);
   ASSERT_TRUE(
