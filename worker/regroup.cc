@@ -349,13 +349,15 @@ void Regroup::ReadShardsState(uint64_t checkpoint_step, absl::Span<float> state)
 
 bool Regroup::KeepShardsState(absl::Span<float> state) {
   std::fill(state.begin(), state.end(), 0.0f);
-  const absl::Status kept = shards_.KeepServedStates(job_.options().optimizer.kind);
-  // The parameters as the shards now serve them in this generation, with the step they resume
-  // at (each its own: a worker lost between its pushes to two shards leaves them a step apart,
-  // ABORTED here, and the whole read that follows joins them at the later one).
+  // The parameters as the shards now serve them in this generation, at the step they all resume
+  // at (a worker cut off between its pushes to two shards left them a step apart: they are kept
+  // at the later one, as a whole read would join them).
+  const absl::StatusOr<uint64_t> kept = shards_.KeepServedStates(job_.options().optimizer.kind);
   absl::StatusOr<uint64_t> step =
-      kept.ok() ? server::ReadShardParameters(shards_.transfer(), state.subspan(2))
-                : absl::StatusOr<uint64_t>(kept);
+      kept.ok() ? server::ReadShardParameters(shards_.transfer(), state.subspan(2)) : kept;
+  if (step.ok() && *step != *kept) {
+    step = absl::AbortedError(absl::StrCat("the shards kept step ", *kept, " but served ", *step));
+  }
   if (step.ok() && CountNonFinite(state.subspan(2)) > 0) {
     step = absl::DataLossError("their parameters hold NaN or infinite values");
   }

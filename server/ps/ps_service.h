@@ -183,10 +183,10 @@ class ParameterShardService final : public ParameterShardBase {
                           Optimizer optimizer);
   // A load that keeps the served state (`first` checked by CheckLoad, keep_served_state set):
   // the generation served, push-pull and of the job's range, goes on as `first`'s generation with
-  // its workers, at the step it resumes at (PushPullShard::ResumeState), as FinishLoad would
-  // serve it loaded with that very state. NOT_FOUND when there is none to keep; FinishLoad's
-  // refusals.
-  absl::Status KeepServedState(const proto::PsStateSegment& first);
+  // its workers, at the step it resumes at (PushPullShard::ResumeState) or `first`'s step if
+  // later, as FinishLoad would serve it loaded with that very state. Returns that step.
+  // NOT_FOUND when there is none to keep; FinishLoad's refusals.
+  absl::StatusOr<uint64_t> KeepServedState(const proto::PsStateSegment& first);
 
   // A Load of `generation` (its key checked) before anything of it is stored: false when the
   // shard has its assignment of that generation or a later one, or never will (a static shard,
@@ -271,12 +271,15 @@ class StateLoad {
   absl::Status Add(const proto::PsStateSegment& segment);
   // INVALID_ARGUMENT when incomplete; else FinishLoad's status.
   absl::Status Finish();
+  // After a keep's Finish: the step the shard resumes at (PsLoadReply.step); else 0.
+  uint64_t kept_step() const { return kept_step_; }
 
  private:
   ParameterShardService& service_;
   proto::PsStateSegment first_;  // the transfer's header fields
   bool began_ = false;
   bool keeps_ = false;  // keep_served_state: the first segment was the whole load
+  uint64_t kept_step_ = 0;
   // The sequence as it arrives, cut where the range's parameters end: the parameters into their
   // vector, the optimiser's state imported into the range's optimiser (made at the first
   // segment), so the load holds the state once, as the shard will, and no copy of it.

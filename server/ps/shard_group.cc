@@ -163,12 +163,16 @@ absl::Status ShardGroup::Load(const JobStateView& state) {
       });
 }
 
-absl::Status ShardGroup::KeepServedStates(OptimizerKind optimizer) {
-  return LoadUntilTaken("keep the state", [&](const ShardTransferOptions& shards,
-                                              const ShardGroupTopology& topology) {
-    return KeepShardStates(shards, topology.generation, topology.workers, topology.parameters,
-                           optimizer);
-  });
+absl::StatusOr<uint64_t> ShardGroup::KeepServedStates(OptimizerKind optimizer) {
+  uint64_t step = 0;
+  RETURN_IF_ERROR(LoadUntilTaken("keep the state", [&](const ShardTransferOptions& shards,
+                                                       const ShardGroupTopology& topology) {
+    absl::StatusOr<uint64_t> kept = KeepShardStates(shards, topology.generation, topology.workers,
+                                                    topology.parameters, optimizer);
+    if (kept.ok()) step = *kept;
+    return kept.status();
+  }));
+  return step;
 }
 
 absl::Status ShardGroup::LoadUntilTaken(

@@ -109,8 +109,8 @@ class ShardGroup final {
   absl::Status Load(const JobStateView& state);
   // Instead, when the shards hold the state and the generation keeps the last one's shard map:
   // every shard keeps the state it serves (KeepShardStates, `optimizer` its layout), made again
-  // as Load is. NOT_FOUND from a shard holding none to keep.
-  absl::Status KeepServedStates(OptimizerKind optimizer);
+  // as Load is; the step they resume at. NOT_FOUND from a shard holding none to keep.
+  absl::StatusOr<uint64_t> KeepServedStates(OptimizerKind optimizer);
   // The job's state as the shards hold it (ReadShardStates), `optimizer` its layout.
   absl::StatusOr<JobState> ReadState(const OptimizerConfig& optimizer) const;
   // How the generation's shards are reached for a transfer: a copy, for a reader on another

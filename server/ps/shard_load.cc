@@ -41,9 +41,11 @@ class LoadReactor final : public grpc::ServerReadReactor<proto::PsStateSegment> 
 
   // `claim`: what the call's load key (checked already on an elastic shard) says it is;
   // `ticket`: its place among the shard's streams, held until the call is done.
-  LoadReactor(grpc::CallbackServerContext* context, ParameterShardService& service, LinkClaim claim,
-              StreamAdmission::Ticket ticket, Hook hook)
+  LoadReactor(grpc::CallbackServerContext* context, proto::PsLoadReply* reply,
+              ParameterShardService& service, LinkClaim claim, StreamAdmission::Ticket ticket,
+              Hook hook)
       : context_(context),
+        reply_(reply),
         service_(service),
         claim_(std::move(claim)),
         ticket_(std::move(ticket)),
@@ -62,7 +64,9 @@ class LoadReactor final : public grpc::ServerReadReactor<proto::PsStateSegment> 
       if (context_->IsCancelled()) {
         Finish(grpc::Status(grpc::StatusCode::CANCELLED, "load cancelled; nothing changed"));
       } else {
-        Finish(ToGrpcStatus(load_.Finish()));
+        const absl::Status finished = load_.Finish();
+        reply_->set_step(load_.kept_step());
+        Finish(ToGrpcStatus(finished));
       }
       return;
     }
@@ -140,6 +144,7 @@ class LoadReactor final : public grpc::ServerReadReactor<proto::PsStateSegment> 
   }
 
   grpc::CallbackServerContext* const context_;
+  proto::PsLoadReply* const reply_;
   ParameterShardService& service_;
   const LinkClaim claim_;
   StreamAdmission::Ticket ticket_;
@@ -249,7 +254,8 @@ absl::Status ParameterShardService::FinishLoad(const proto::PsStateSegment& firs
   return absl::OkStatus();
 }
 
-absl::Status ParameterShardService::KeepServedState(const proto::PsStateSegment& first) {
+absl::StatusOr<uint64_t> ParameterShardService::KeepServedState(
+    const proto::PsStateSegment& first) {
   ShardJob job;
   std::shared_ptr<const ShardGeneration> served;
   {
@@ -278,11 +284,15 @@ absl::Status ParameterShardService::KeepServedState(const proto::PsStateSegment&
     return absl::NotFoundError(
         absl::StrCat(shard, "'s state does not fit the job's optimiser: load it instead"));
   }
+  // [steps, ...]: Adam's bias correction counts the steps resumed at, as after a whole read.
+  const uint64_t step = std::max(kept.step, first.step());
+  kept.state[range.size()] = static_cast<float>(step);
   RETURN_IF_ERROR(optimizer.ImportState(absl::MakeConstSpan(kept.state).subspan(range.size())));
   kept.state.resize(range.size());
   proto::PsStateSegment resumed = first;
-  resumed.set_step(kept.step);
-  return FinishLoad(resumed, std::move(kept.state), std::move(optimizer));
+  resumed.set_step(step);
+  RETURN_IF_ERROR(FinishLoad(resumed, std::move(kept.state), std::move(optimizer)));
+  return step;
 }
 
 absl::Status StateLoad::Add(const proto::PsStateSegment& segment) {
@@ -337,7 +347,10 @@ absl::Status StateLoad::Add(const proto::PsStateSegment& segment) {
 }
 
 absl::Status StateLoad::Finish() {
-  if (keeps_) return service_.KeepServedState(first_);
+  if (keeps_) {
+    ASSIGN_OR_RETURN(kept_step_, service_.KeepServedState(first_));
+    return absl::OkStatus();
+  }
   if (!began_ || received_ != elements_) {
     return absl::InvalidArgumentError(absl::StrCat("incomplete state: ", received_, " of ",
                                                    elements_, " elements; nothing changed"));
@@ -346,7 +359,7 @@ absl::Status StateLoad::Finish() {
 }
 
 grpc::ServerReadReactor<proto::PsStateSegment>* ParameterShardService::Load(
-    grpc::CallbackServerContext* context, proto::PsLoadReply* /*reply*/) {
+    grpc::CallbackServerContext* context, proto::PsLoadReply* reply) {
   // Before anything is read: an elastic shard's Load must claim its generation beside its key,
   // and the key must be that generation's load key.
   absl::StatusOr<LinkClaim> claim = ReadLinkClaim(*context);
@@ -368,7 +381,8 @@ grpc::ServerReadReactor<proto::PsStateSegment>* ParameterShardService::Load(
     absl::MutexLock lock(&mu_);
     hook = load_wait_hook_;
   }
-  return new LoadReactor(context, *this, *std::move(claim), *std::move(ticket), std::move(hook));
+  return new LoadReactor(context, reply, *this, *std::move(claim), *std::move(ticket),
+                         std::move(hook));
 }
 
 }  // namespace ringside::server

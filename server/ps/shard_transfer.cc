@@ -48,10 +48,12 @@ proto::PsStateSegment LoadHeader(const ElementRange& range, uint64_t generation,
   return segment;
 }
 
-// Shard `shard`'s Load stream: `write` sends its segments (false: the stream broke).
+// Shard `shard`'s Load stream: `write` sends its segments; the shard's reply, when given, into
+// `reply`.
 absl::Status StreamLoad(
     const ShardTransferOptions& options, int shard, uint64_t generation,
-    const std::function<void(grpc::ClientWriter<proto::PsStateSegment>&)>& write) {
+    const std::function<void(grpc::ClientWriter<proto::PsStateSegment>&)>& write,
+    proto::PsLoadReply* replied = nullptr) {
   auto stub = proto::ParameterShard::NewStub(MakeChannel(options.shards[shard], options.security));
   grpc::ClientContext context;
   PrepareShardCall(options, shard, context);
@@ -63,6 +65,7 @@ absl::Status StreamLoad(
   writer->WritesDone();
   const grpc::Status status = writer->Finish();
   if (!status.ok()) return ShardError(status, shard, "loading");
+  if (replied != nullptr) *replied = reply;
   return absl::OkStatus();
 }
 
@@ -362,19 +365,34 @@ absl::StatusOr<uint64_t> ReadShardParameters(const ShardTransferOptions& options
   return ReadShardParameters(options, out.size(), IntoSpan(out));
 }
 
-absl::Status KeepShardStates(const ShardTransferOptions& options, uint64_t generation, int workers,
-                             uint64_t parameter_count, OptimizerKind kind) {
+absl::StatusOr<uint64_t> KeepShardStates(const ShardTransferOptions& options, uint64_t generation,
+                                         int workers, uint64_t parameter_count,
+                                         OptimizerKind kind) {
   const std::vector<ElementRange> ranges =
       EvenRanges(parameter_count, static_cast<int>(options.shards.size()));
-  for (size_t s = 0; s < options.shards.size(); ++s) {
-    proto::PsStateSegment keep = LoadHeader(ranges[s], generation, workers, kind);
-    keep.set_keep_served_state(true);
-    RETURN_IF_ERROR(StreamLoad(options, static_cast<int>(s), generation,
-                               [&](grpc::ClientWriter<proto::PsStateSegment>& writer) {
-                                 writer.Write(keep);  // Finish() says why not
-                               }));
+  // Each shard keeps its state at the latest step any before it resumed at; one behind that
+  // (a worker cut off between its pushes) is kept once more at that step, as a whole read joins
+  // the shards at the most advanced one's step. The steps only rise, so two rounds suffice.
+  uint64_t step = 0;
+  for (int round = 0; round < 2; ++round) {
+    bool level = true;
+    for (size_t s = 0; s < options.shards.size(); ++s) {
+      proto::PsStateSegment keep = LoadHeader(ranges[s], generation, workers, kind);
+      keep.set_keep_served_state(true);
+      keep.set_step(step);
+      proto::PsLoadReply reply;
+      RETURN_IF_ERROR(StreamLoad(
+          options, static_cast<int>(s), generation,
+          [&](grpc::ClientWriter<proto::PsStateSegment>& writer) {
+            writer.Write(keep);  // Finish() says why not
+          },
+          &reply));
+      if (s > 0 && reply.step() != step) level = false;
+      step = std::max(step, reply.step());
+    }
+    if (level) return step;
   }
-  return absl::OkStatus();
+  return absl::InternalError("the shards resumed at different steps after a second keep");
 }
 
 absl::Status LoadShards(const ShardTransferOptions& options, uint64_t generation, int workers,

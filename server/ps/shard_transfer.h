@@ -67,11 +67,12 @@ absl::Status LoadShards(const ShardTransferOptions& options, uint64_t generation
 // Asks every shard to keep the state it serves for `generation` with `workers` workers
 // (PsStateSegment.keep_served_state): a regroup whose shard map and optimiser (`kind`, over
 // `parameter_count` parameters) are the last generation's, when the shards hold the state.
+// Returns the step they all resume at: the most advanced shard's, as ReadShardStates joins them.
 // NOT_FOUND from a shard holding none to keep (a replacement, another map), whose range of the
 // state is then lost to any reader too (the shards before it went on with theirs); Load's
 // refusals otherwise.
-absl::Status KeepShardStates(const ShardTransferOptions& options, uint64_t generation, int workers,
-                             uint64_t parameter_count, OptimizerKind kind);
+absl::StatusOr<uint64_t> KeepShardStates(const ShardTransferOptions& options, uint64_t generation,
+                                         int workers, uint64_t parameter_count, OptimizerKind kind);
 
 // Where read values go: `bytes` (whole floats) are elements [offset, ...) of the destination.
 // Called from one thread per shard at once, for disjoint elements. An error ends the read.

@@ -154,6 +154,7 @@ TEST(StateLoadTest, AKeepServesTheServedStateInTheNewGeneration) {
   StateLoad keep(service);
   ASSERT_TRUE(keep.Add(Keep(3, 2)).ok());
   ASSERT_TRUE(keep.Finish().ok());
+  EXPECT_EQ(keep.kept_step(), served.step);
   const std::shared_ptr<const ShardGeneration> after = service.current();
   ASSERT_NE(after, before);
   EXPECT_EQ(after->shard->identity().generation, 3u);
@@ -164,6 +165,25 @@ TEST(StateLoadTest, AKeepServesTheServedStateInTheNewGeneration) {
   EXPECT_EQ(before->shard->push_pull()->Push(1, 3, 0, {1, 1, 1, 1}).code(),
             absl::StatusCode::kFailedPrecondition)
       << "the generation before is closed";
+}
+
+// A shard a step behind another (a worker cut off between its pushes to them) is kept at the
+// later step, which its optimiser's step count takes too, as a whole read and load would set it.
+TEST(StateLoadTest, AKeepAtALaterStepResumesThereWithTheSameValues) {
+  ParameterShardService service(64);
+  const PushPullShard::Resumable served = ServeStale(service)->shard->push_pull()->ResumeState();
+  service.SetJob(StaleJob(3));
+  proto::PsStateSegment later = Keep(3, 2);
+  later.set_step(served.step + 2);
+  StateLoad keep(service);
+  ASSERT_TRUE(keep.Add(later).ok());
+  ASSERT_TRUE(keep.Finish().ok());
+  EXPECT_EQ(keep.kept_step(), served.step + 2);
+  const PushPullShard::Resumable kept = service.current()->shard->push_pull()->ResumeState();
+  EXPECT_EQ(kept.step, served.step + 2);
+  std::vector<float> expected = served.state;
+  expected[4] = static_cast<float>(served.step + 2);  // [4 parameters, steps]
+  EXPECT_EQ(kept.state, expected);
 }
 
 TEST(StateLoadTest, AKeepIsOneSegmentWithNoState) {
