@@ -386,14 +386,21 @@ struct ShardsHoldingTheState {
 
 void PrintTo(const ShardsHoldingTheState& variant, std::ostream* out) { *out << variant.name; }
 
+// The leave tests' job (3 workers, 2 shards, ps mode) under `variant`.
+launch::LocalClusterOptions LeaveJobHoldingTheState(const std::string& dir,
+                                                    const ShardsHoldingTheState& variant) {
+  launch::LocalClusterOptions options = LeaveJob(dir, 3, 2, SyncMode::kPs);
+  options.training.staleness = variant.staleness;
+  options.training.backup_workers = variant.backup_workers;
+  return options;
+}
+
 class HandingOverShardTest : public ::testing::TestWithParam<ShardsHoldingTheState> {};
 
 TEST_P(HandingOverShardTest, ASignalledShardHandsItsRangeOverAndNoStepIsLost) {
   auto dir = launch::TempDir::Create("ringside-handover-");
   ASSERT_TRUE(dir.ok());
-  launch::LocalClusterOptions options = LeaveJob(dir->path(), 3, 2, SyncMode::kPs);
-  options.training.staleness = GetParam().staleness;
-  options.training.backup_workers = GetParam().backup_workers;
+  const launch::LocalClusterOptions options = LeaveJobHoldingTheState(dir->path(), GetParam());
   auto cluster = launch::LocalCluster::Start(options);
   ASSERT_TRUE(cluster.ok()) << cluster.status();
   launch::LocalCluster& c = **cluster;
@@ -432,9 +439,7 @@ class LeavingOverKeptShardsTest : public ::testing::TestWithParam<ShardsHoldingT
 TEST_P(LeavingOverKeptShardsTest, TheShardsKeepTheirStateAndTheSurvivorsTrainOn) {
   auto dir = launch::TempDir::Create("ringside-leave-kept-");
   ASSERT_TRUE(dir.ok());
-  launch::LocalClusterOptions options = LeaveJob(dir->path(), 3, 2, SyncMode::kPs);
-  options.training.staleness = GetParam().staleness;
-  options.training.backup_workers = GetParam().backup_workers;
+  const launch::LocalClusterOptions options = LeaveJobHoldingTheState(dir->path(), GetParam());
   auto cluster = launch::LocalCluster::Start(options);
   ASSERT_TRUE(cluster.ok()) << cluster.status();
   launch::LocalCluster& c = **cluster;
