@@ -349,12 +349,10 @@ grpc::ServerWriteReactor<proto::PsStateSegment>* ParameterShardService::ReadStat
                      "this shard's generation runs synchronous steps: every worker holds the "
                      "job's state, not the shard"));
   }
-  ElementRange range{0, push_pull->range_elements()};
-  if (generation->range.has_value()) {
-    range = *generation->range;
-  } else {
+  ElementRange range;
+  {
     absl::MutexLock lock(&mu_);
-    if (job_.has_value() && job_->range.size() == range.size()) range = job_->range;
+    range = ServedRangeLocked(*generation, *push_pull);
   }
   if (hand_over_hook_ && request->generation() > served) hand_over_hook_();
   // A shard that left waits for this read to hand its range over (ps_daemon.cc).
@@ -363,6 +361,13 @@ grpc::ServerWriteReactor<proto::PsStateSegment>* ParameterShardService::ReadStat
                             absl::MutexLock lock(&mu_);
                             state_read_by_ = std::max(state_read_by_, reader);
                           });
+}
+
+ElementRange ParameterShardService::ServedRangeLocked(const ShardGeneration& generation,
+                                                      const PushPullShard& push_pull) const {
+  if (generation.range.has_value()) return *generation.range;
+  if (job_.has_value() && job_->range.size() == push_pull.range_elements()) return job_->range;
+  return ElementRange{0, push_pull.range_elements()};
 }
 
 bool ParameterShardService::AwaitStateRead(uint64_t after, absl::Time deadline) const {

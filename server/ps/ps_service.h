@@ -230,6 +230,12 @@ class ParameterShardService final : public ParameterShardBase {
 
   absl::StatusOr<ShardJob> CheckLoadLocked(const proto::PsStateSegment& first) const
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The range of the parameters `generation` (push-pull, `push_pull` its policy) serves: its own,
+  // else the job's when the lengths agree, else one from 0 (what ReadState says it holds, and
+  // what a keep must find equal to its range now).
+  ElementRange ServedRangeLocked(const ShardGeneration& generation,
+                                 const PushPullShard& push_pull) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   bool elastic() const;  // a credential is set: link keys are checked
   // A superseded generation's shard, closed.
   static void CloseGeneration(const std::shared_ptr<const ShardGeneration>& previous);

@@ -258,20 +258,22 @@ absl::StatusOr<uint64_t> ParameterShardService::KeepServedState(
     const proto::PsStateSegment& first) {
   ShardJob job;
   std::shared_ptr<const ShardGeneration> served;
+  PushPullShard* push_pull = nullptr;
+  ElementRange range;
   {
     absl::MutexLock lock(&mu_);
     RETURN_IF_ERROR(CheckLoadLocked(first).status());
     job = *job_;
     served = current_;
+    push_pull = served == nullptr ? nullptr : served->shard->push_pull();
+    if (push_pull != nullptr) range = ServedRangeLocked(*served, *push_pull);
   }
-  PushPullShard* const push_pull = served == nullptr ? nullptr : served->shard->push_pull();
   const std::string shard = PsShardName(job.shard);
   if (push_pull == nullptr) {
     return absl::NotFoundError(
         absl::StrCat(shard, served == nullptr ? " serves no generation" : " runs synchronous steps",
                      ": it holds no state of the job to keep; load it instead"));
   }
-  const ElementRange range = served->range.value_or(ElementRange{0, push_pull->range_elements()});
   if (range.begin != job.range.begin || range.end != job.range.end) {
     return absl::NotFoundError(absl::StrCat(shard, " served [", range.begin, ", ", range.end,
                                             "), not its range now [", job.range.begin, ", ",

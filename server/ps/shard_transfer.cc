@@ -48,8 +48,8 @@ proto::PsStateSegment LoadHeader(const ElementRange& range, uint64_t generation,
   return segment;
 }
 
-// Shard `shard`'s Load stream: `write` sends its segments; the shard's reply, when given, into
-// `reply`.
+// Shard `shard`'s Load stream: `write` sends its segments; the shard's reply goes into
+// `replied` when given.
 absl::Status StreamLoad(
     const ShardTransferOptions& options, int shard, uint64_t generation,
     const std::function<void(grpc::ClientWriter<proto::PsStateSegment>&)>& write,
