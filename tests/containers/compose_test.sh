@@ -173,10 +173,12 @@ note "regrouped (generation $gen_before -> $regrouped), trained on, worker-3 rej
 # exit 0 having logged its leave; its container is removed and a new one of the same service
 # made (the same name, the address the others dial), which must turn healthy and take part: its
 # own metrics, through Prometheus, show a generation after its leave. The workers' logs then
-# show the job's step never going back (job_progress.py).
+# show the job's step never going back, and the controller's that each stop was a leave, no
+# member dropped for its heartbeat timeout (job_progress.py).
 rolling_start=$SECONDS
 gone=$work/gone
 mkdir -p "$gone"
+controller_lines=$(podman logs "$(container controller)" 2>&1 | wc -l) # before the restart
 of() { echo "max($1{instance=\"$2:9100\"})"; } # a metric of one service's own process
 healthy() {
   [ "$(podman inspect --format '{{.State.Health.Status}}' "$(container "$1")")" = healthy ]
@@ -244,8 +246,11 @@ for service in worker-0 worker-1 worker-2 worker-3; do
   podman logs "$(container "$service")" >"$work/$service.now.log" 2>&1
   current+=("$work/$service.now.log")
 done
+tail -n "+$((controller_lines + 1))" "$gone/controller.log" >"$work/controller.rolling.log"
+podman logs "$(container controller)" >"$work/controller.now.log" 2>&1
 progress=$(/usr/bin/python3 "$SOURCE_DIR/tests/containers/job_progress.py" --final "${final%.*}" \
-  --current "${current[@]}" --gone "$gone"/worker-*.log) ||
+  --current "${current[@]}" --gone "$gone"/worker-*.log \
+  --controller "$work/controller.rolling.log" "$work/controller.now.log" --leaves 6) ||
   die "the workers' logs do not show a job that never restarted (above)"
 note "rolling restart in $((SECONDS - rolling_start)) s; the workers' logs: $progress"
 echo "container_compose: ok"

@@ -12,6 +12,11 @@ every process that left (--gone), it must show a job that never restarted:
   - ordered by generation, that step never goes back (a restart from the initial state or an
     older checkpoint resumes at a smaller one);
   - each current worker adopted GENERATION (the controller's now), at that one step.
+With --controller (the controller's log lines since the rolling restart began: the stopped
+process's, then its replacement's) and --leaves N (how many members the restart stopped), it
+also checks that no member was lost silently: the controller logged N leaves (`controller:
+member M (worker-R|shard S) left ...`) and dropped no member for its heartbeat timeout
+(`controller: dropped member M ...`), so every stop was a hand-over, never a stall.
 Prints what it found in one line; exits 1 saying what broke.
 """
 import argparse
@@ -20,25 +25,43 @@ import sys
 
 LINE = re.compile(r"^worker-(\d+): generation (\d+), (\w+) mode, (\d+) workers, "
                   r"resuming at step (\d+)$")
+LEFT = re.compile(r"^controller: member \d+ \((worker-\d+|shard \d+)\) left")
+DROPPED = re.compile(r"^controller: dropped member \d+")
 
 
 def fail(message):
     sys.exit(f"job_progress: FAIL: {message}")
 
 
-def resumptions(path):
-    """[(generation, step, line)] of one log, in its order."""
+def read_lines(path):
     try:
         with open(path, encoding="utf-8", errors="replace") as f:
-            lines = f.read().splitlines()
+            return [line.strip() for line in f.read().splitlines()]
     except OSError as error:
         fail(f"cannot read {path}: {error}")
+
+
+def resumptions(path):
+    """[(generation, step, line)] of one log, in its order."""
     found = []
-    for line in lines:
-        match = LINE.match(line.strip())
+    for line in read_lines(path):
+        match = LINE.match(line)
         if match:
-            found.append((int(match.group(2)), int(match.group(5)), line.strip()))
+            found.append((int(match.group(2)), int(match.group(5)), line))
     return found
+
+
+def leaves_seen(controller_logs, leaves):
+    """What the controller logged of the members that left: a phrase for the summary."""
+    lines = [line for path in controller_logs for line in read_lines(path)]
+    dropped = [line for line in lines if DROPPED.match(line)]
+    if dropped:
+        fail(f"the controller dropped a member for its heartbeat timeout: {dropped[0]}")
+    left = [LEFT.match(line).group(1) for line in lines if LEFT.match(line)]
+    if len(left) != leaves:
+        fail(f"the controller logged {len(left)} leaves ({', '.join(left) or 'none'}), not "
+             f"{leaves}")
+    return f"; the controller saw {leaves} leaves and dropped no member"
 
 
 def main(argv):
@@ -46,7 +69,11 @@ def main(argv):
     parser.add_argument("--final", type=int, required=True)
     parser.add_argument("--current", nargs="+", required=True)
     parser.add_argument("--gone", nargs="*", default=[])
+    parser.add_argument("--controller", nargs="+")
+    parser.add_argument("--leaves", type=int)
     args = parser.parse_args(argv)
+    if (args.controller is None) != (args.leaves is None):
+        parser.error("--controller and --leaves go together")
 
     by_log = {path: resumptions(path) for path in args.current + args.gone}
     step_of, logged = {}, {}  # generation -> step, generation -> how many logs adopted it
@@ -71,9 +98,10 @@ def main(argv):
               if args.final not in {g for g, _, _ in by_log[path]}]
     if behind:
         fail(f"not every current worker adopted generation {args.final}: {behind}")
+    seen = leaves_seen(args.controller, args.leaves) if args.controller else ""
     print(f"{len(step_of)} generations ({min(step_of)} to {previous}), each at one step, never "
           f"going back; generation {args.final} at step {step_of[args.final]} on "
-          f"{len(args.current)} workers")
+          f"{len(args.current)} workers{seen}")
 
 
 if __name__ == "__main__":

@@ -27,11 +27,56 @@ class JobProgressTest(unittest.TestCase):
             f.write("ringside-worker: starting\n" + "".join(lines) + "worker-0: a step\n")
         return path
 
-    def run_check(self, final, current, gone=()):
+    def run_check(self, final, current, gone=(), controller=(), leaves=None):
         args = [sys.executable, SCRIPT, "--final", str(final), "--current", *current]
         if gone:
             args += ["--gone", *gone]
+        if controller:
+            args += ["--controller", *controller]
+        if leaves is not None:
+            args += ["--leaves", str(leaves)]
         return subprocess.run(args, capture_output=True, text=True, check=False)
+
+    def controller_log(self, name, *lines):
+        path = os.path.join(self.dir.name, name)
+        with open(path, "w", encoding="utf-8") as f:
+            f.write("".join(f"controller: {text}\n" for text in lines))
+        return path
+
+    def test_leaves_the_controller_logged_and_no_drop_pass(self):
+        a = self.log("a", line(0, 9, 120))
+        old = self.controller_log(
+            "old", "member 4 (worker-1) left having completed 130 steps; generation 9 goes on "
+            "without it", "member 7 registered (\"10.0.0.5:5000\")")
+        new = self.controller_log("new", "resumed generation 9 with 4 workers",
+                                  "member 8 (shard 0) left; generation 10 goes on without it")
+        result = self.run_check(9, [a], controller=[old, new], leaves=2)
+        self.assertEqual(result.returncode, 0, result.stderr)
+        self.assertIn("the controller saw 2 leaves and dropped no member", result.stdout)
+
+    def test_a_member_dropped_for_its_heartbeat_timeout_fails(self):
+        a = self.log("a", line(0, 9, 120))
+        log = self.controller_log(
+            "c", "member 4 (worker-1) left having completed 130 steps; generation 9 goes on "
+            "without it", "dropped member 5 (silent for 10s)")
+        result = self.run_check(9, [a], controller=[log], leaves=1)
+        self.assertEqual(result.returncode, 1)
+        self.assertIn("the controller dropped a member for its heartbeat timeout: controller: "
+                      "dropped member 5 (silent for 10s)", result.stderr)
+
+    def test_a_stop_the_controller_saw_no_leave_for_fails(self):
+        a = self.log("a", line(0, 9, 120))
+        log = self.controller_log("c", "member 8 (shard 1) left; generation 9 goes on without it")
+        result = self.run_check(9, [a], controller=[log], leaves=2)
+        self.assertEqual(result.returncode, 1)
+        self.assertIn("the controller logged 1 leaves (shard 1), not 2", result.stderr)
+
+    def test_controller_logs_without_a_count_of_leaves_are_refused(self):
+        a = self.log("a", line(0, 9, 120))
+        log = self.controller_log("c")
+        result = self.run_check(9, [a], controller=[log])
+        self.assertEqual(result.returncode, 2)
+        self.assertIn("--controller and --leaves go together", result.stderr)
 
     def test_a_job_whose_step_only_moves_on_passes(self):
         gone = self.log("gone", line(0, 7, 0, "ring"), line(0, 9, 120), line(1, 11, 200))

@@ -180,10 +180,12 @@ note "every worker trains (ringside_steps_total grows: $(for i in "${!before[@]}
 # its leave; the pod is removed with its emptyDir and played again from its file, so a new pod
 # of the same name and DNS aliases (a new address, as a StatefulSet re-creates a pod), which
 # must turn SERVING and take part: its own metrics show a generation after its leave. The
-# workers' logs then show the job's step never going back (job_progress.py).
+# workers' logs then show the job's step never going back, and the controller's that each stop
+# was a leave, no member dropped for its heartbeat timeout (job_progress.py).
 rolling_start=$SECONDS
 gone=$work/gone
 mkdir -p "$gone"
+controller_lines=$(podman logs "${containers[controller]}" 2>&1 | wc -l) # before the restart
 # What a pod's play file says of it: its grace period, then its emptyDir volumes' names.
 pod_facts() {
   /usr/bin/python3 - "$render/$1" <<'PY'
@@ -298,8 +300,12 @@ for i in "${!before[@]}"; do
 done
 gone_workers=()
 for i in "${!before[@]}"; do gone_workers+=("$gone/${containers[i]}.log"); done
+tail -n "+$((controller_lines + 1))" "$gone/${containers[controller]}.log" \
+  >"$work/controller.rolling.log"
+podman logs "${containers[controller]}" >"$work/controller.now.log" 2>&1
 progress=$(/usr/bin/python3 "$SOURCE_DIR/tests/containers/job_progress.py" --final "$final" \
-  --current "${current[@]}" --gone "${gone_workers[@]}") ||
+  --current "${current[@]}" --gone "${gone_workers[@]}" \
+  --controller "$work/controller.rolling.log" "$work/controller.now.log" --leaves "${#order[@]}") ||
   die "the workers' logs do not show a job that never restarted (above)"
 note "rolling restart in $((SECONDS - rolling_start)) s; the workers' logs: $progress"
 echo "container_kube: ok ($((SECONDS - start)) s from the first play)"
