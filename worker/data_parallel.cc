@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <future>
 #include <string>
 #include <vector>
 
@@ -81,7 +82,30 @@ absl::Duration StragglerDelay(const Straggler& straggler, int rank, absl::Durati
 absl::Status TrainingJob::PrepareRows(int64_t step, WorkerSlot slot) {
   // A finished job (a regroup after the last step) runs no step that would use them.
   if (step >= options_.steps) return absl::OkStatus();
-  if (data_.Holds(schedule_.WorkerBatchRows(step, slot.rank, slot.world))) return absl::OkStatus();
+  return HoldRows(step, slot);
+}
+
+void TrainingJob::PrefetchRows(int64_t step, WorkerSlot slot) {
+  if (step >= options_.steps || prefetched_.valid()) return;
+  if (data_.Holds(schedule_.WorkerBatchRows(step, slot.rank, slot.world))) return;
+  prefetched_ =
+      std::async(std::launch::async, [spec = data_spec_, model = spec_, seed = options_.seed,
+                                      rows = WindowRows(schedule_, slot, step, options_.steps,
+                                                        data_.features, kTrainingWindowBytes)] {
+        return LoadTrainingRows(spec, model, seed, rows);
+      });
+}
+
+absl::Status TrainingJob::HoldRows(int64_t step, WorkerSlot slot) {
+  const std::vector<int64_t> rows = schedule_.WorkerBatchRows(step, slot.rank, slot.world);
+  if (data_.Holds(rows)) return absl::OkStatus();
+  if (prefetched_.valid()) {
+    absl::StatusOr<Dataset> window = prefetched_.get();
+    if (window.ok() && window->Holds(rows)) {
+      data_ = *std::move(window);
+      return absl::OkStatus();
+    }
+  }
   return ReadWindow(step, slot);
 }
 
@@ -96,8 +120,8 @@ absl::Status TrainingJob::ReadWindow(int64_t step, WorkerSlot slot) {
 absl::StatusOr<GradientStats> TrainingJob::ComputeShare(
     int64_t step, WorkerSlot slot, absl::Span<const float> params, absl::Span<float> gradient,
     const std::function<void(int layer, ElementRange range)>& on_layer_ready) {
+  RETURN_IF_ERROR(HoldRows(step, slot));
   const std::vector<int64_t> rows = schedule_.WorkerBatchRows(step, slot.rank, slot.world);
-  if (!data_.Holds(rows)) RETURN_IF_ERROR(ReadWindow(step, slot));
   const absl::Time start = absl::Now();  // the straggler slows the compute, not the read
   GatherRows(data_, rows, batch_);
   GradientOptions gradient_options;

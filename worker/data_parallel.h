@@ -11,6 +11,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <future>
 #include <memory>
 #include <optional>
 #include <ostream>
@@ -74,6 +75,12 @@ absl::Duration StragglerDelay(const Straggler& straggler, int rank, absl::Durati
 // the step asked for up to the job's last step -- and reads the next window from the files when
 // a step or a new slot falls outside it (PrepareRows), so a worker of N holds about 1/N of the
 // rows its job's steps touch, never the whole set. Every label stays. Other data is held whole.
+// A regroup reads its new slot's window on a thread of its own (PrefetchRows) while the state
+// is handed over, since the read (the whole gzip stream inflated) takes longer than a step:
+// until PrepareRows takes it, two windows are held.
+//
+// Thread-safety: one thread calls the methods; the prefetch's thread touches only the files
+// and its own window.
 class TrainingJob {
  public:
   static absl::StatusOr<std::unique_ptr<TrainingJob>> Create(const TrainingOptions& options);
@@ -89,6 +96,11 @@ class TrainingJob {
   // its slot changes (a regroup), so that the read is not in the step's compute time. Nothing to
   // do from the job's last step on.
   absl::Status PrepareRows(int64_t step, WorkerSlot slot);
+  // Starts reading the window PrepareRows(step, slot) would read, unless its rows are held,
+  // and returns at once. PrepareRows (or the next ComputeShare) waits for it and takes it when
+  // it holds the rows asked for then (a regroup may settle on another step than the one
+  // guessed here), else reads as ever; a failed read is read again there, its error reported.
+  void PrefetchRows(int64_t step, WorkerSlot slot);
   // The training set as held now (tests check which rows it keeps).
   const Dataset& training_set() const { return data_; }
   // The slot's share of step `step`'s gradient, normalised by the global batch (so the sum over
@@ -105,6 +117,9 @@ class TrainingJob {
  private:
   // Reads the window of `slot`'s rows from step `step` on in place of the one held.
   absl::Status ReadWindow(int64_t step, WorkerSlot slot);
+  // Makes the rows of `slot`'s step `step` held: the window held, else the prefetched one if
+  // it holds them, else a new read.
+  absl::Status HoldRows(int64_t step, WorkerSlot slot);
 
   TrainingJob(TrainingOptions options, ModelSpec spec, DataSpec data_spec, DataSplits data,
               BatchSchedule schedule, std::unique_ptr<GradientComputer> computer);
@@ -113,6 +128,7 @@ class TrainingJob {
   ModelSpec spec_;
   DataSpec data_spec_;
   Dataset data_;  // the training set: every row, or the window's (see the class comment)
+  std::future<absl::StatusOr<Dataset>> prefetched_;  // PrefetchRows's read; invalid when none
   Dataset test_;
   BatchSchedule schedule_;
   std::unique_ptr<GradientComputer> computer_;

@@ -305,6 +305,10 @@ absl::Status ElasticTrainer::AdoptGeneration(const GenerationAssignment& assignm
                      " is in ps mode but has no shard left: waiting for a shard "
                      "to register (or for `ringside ctl mode ring`)"));
   }
+  // The new slot's rows are read while the state is agreed on and handed over, at the step this
+  // member completed (the one the regroup settles on but where a member lags or a checkpoint
+  // is read; PrepareRows below then reads again).
+  job_->PrefetchRows(state_.completed, WorkerSlot{rank, world});
   // A fresh start needs no regroup: everyone holds the initial parameters, the shards too.
   Regroup regroup = RegroupMembers(mode == SyncMode::kPs && shards_hold_state &&
                                    assignment.departed_shards.empty());
@@ -325,7 +329,8 @@ absl::Status ElasticTrainer::AdoptGeneration(const GenerationAssignment& assignm
   } else {
     sync_ = MakeRingSync(parts, *ring_, generation);
   }
-  // The new slot's training rows are read now, in the regroup, not in the next step's compute.
+  // The new slot's training rows are held now (PrefetchRows read them during the hand-over),
+  // not read in the next step's compute.
   RETURN_IF_ERROR(job_->PrepareRows(state_.completed, WorkerSlot{rank, world}));
   generation_ =
       GenerationView{generation, mode, WorkerSlot{rank, world}, assignment.checkpoint_every,

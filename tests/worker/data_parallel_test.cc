@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <limits>
 #include <sstream>
 #include <vector>
@@ -273,6 +274,58 @@ TEST(TrainingJobTest, AFashionMnistJobHoldsOnlyItsSlotsRows) {
   // A file that no longer has the test set's shape is refused, not misread.
   ASSERT_TRUE(ringside::testing::WriteTinyFashionMnist(dir->path(), 300, 21));
   EXPECT_EQ((*job)->Evaluate(params).status().code(), absl::StatusCode::kFailedPrecondition);
+}
+
+// A regroup's prefetched window (PrefetchRows) is what PrepareRows would have read, so the job
+// trains on the whole set's rows as ever; one that holds other rows than those asked for (the
+// regroup settled on another step or slot) is read again, and a read that failed is read again
+// where the rows are asked for, its error said then, not lost.
+TEST(TrainingJobTest, APrefetchedWindowIsTakenWhereItHoldsTheRowsAskedFor) {
+  auto dir = launch::TempDir::Create("ringside-job-prefetch-");
+  ASSERT_TRUE(dir.ok()) << dir.status();
+  ASSERT_TRUE(ringside::testing::WriteTinyFashionMnist(dir->path(), 3000, 20));
+  TrainingOptions options;
+  options.model = "20,8,10";
+  options.data = "fashion-mnist:" + dir->path();
+  options.batch_size = 12;
+  options.steps = 200;  // under one epoch (250 steps): each row in one step's batch alone
+  options.device = "cpu";
+  auto job = TrainingJob::Create(options);
+  ASSERT_TRUE(job.ok()) << job.status();
+  const BatchSchedule schedule = *BatchSchedule::Create(3000, 12, options.seed);
+  // A window of this tiny set covers every step: a later step is in the one read at step 0.
+  const auto window = [&](WorkerSlot slot, int64_t step) {
+    return WindowRows(schedule, slot, step, options.steps, 20, kTrainingWindowBytes);
+  };
+
+  const WorkerSlot first{1, 3};
+  (*job)->PrefetchRows(0, first);
+  ASSERT_TRUE((*job)->PrepareRows(7, first).ok());  // a later step the window holds
+  EXPECT_EQ(*(*job)->training_set().stored_rows, window(first, 0));
+
+  const WorkerSlot second{0, 2};
+  (*job)->PrefetchRows(5, first);  // held already: nothing to read
+  (*job)->PrefetchRows(5, second);
+  ASSERT_TRUE((*job)->PrepareRows(5, second).ok());
+  EXPECT_EQ(*(*job)->training_set().stored_rows, window(second, 5));
+
+  const WorkerSlot third{3, 4};    // the batches' last quarter: in neither window
+  (*job)->PrefetchRows(3, first);  // a guess the regroup does not keep to
+  ASSERT_TRUE((*job)->PrepareRows(9, third).ok());
+  EXPECT_EQ(*(*job)->training_set().stored_rows, window(third, 9));
+
+  // The files gone while the prefetch reads and where the rows are asked for: an error, said.
+  const std::string images = dir->path() + "/train-images-idx3-ubyte.gz";
+  const std::string moved = dir->path() + "/moved.gz";
+  ASSERT_EQ(std::rename(images.c_str(), moved.c_str()), 0);
+  const WorkerSlot fourth{0, 1};
+  (*job)->PrefetchRows(2, fourth);
+  const absl::Status missing = (*job)->PrepareRows(2, fourth);
+  EXPECT_FALSE(missing.ok());
+  EXPECT_NE(missing.message().find("train-images"), absl::string_view::npos) << missing;
+  ASSERT_EQ(std::rename(moved.c_str(), images.c_str()), 0);
+  ASSERT_TRUE((*job)->PrepareRows(2, fourth).ok());
+  EXPECT_EQ(*(*job)->training_set().stored_rows, window(fourth, 2));
 }
 
 // What a sync is handed: the share as it would be sent.
