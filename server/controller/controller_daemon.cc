@@ -88,6 +88,9 @@ absl::StatusOr<std::unique_ptr<CheckpointKeeper>> OpenDurableState(const Control
         << record->members.size() << " members from "
         << MembershipRecordPath(options.checkpoint_dir) << "\n";
   }
+  // Said before anything is served: a reader who sees the restored generation in the metrics
+  // finds these lines in the log.
+  log.flush();
   return checkpoints;
 }
 
