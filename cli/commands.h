@@ -130,6 +130,9 @@ struct PlanOptions {
   std::string chart_file;  // SVG: predicted step time against N per mode
   // A `ringside compare --json` file: its runs' measured steps go on the chart as points.
   std::string measured_file;
+  // compare or lab --json files of this model: the model is fitted to their runs first
+  // (cli/plan_calibration.h).
+  std::vector<std::string> calibrate_files;
 };
 absl::Status RunPlan(const PlanOptions& options, std::ostream& out);
 

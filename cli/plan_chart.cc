@@ -30,7 +30,8 @@ Points Curve(const PlanInput& input, PlanMode mode) {
     if (shape.straggler >= n) shape.straggler = -1;  // the straggler's worker is not there yet
     PlanJob job = input.job;
     job.global_batch = std::max<int64_t>(job.global_batch, n);
-    absl::StatusOr<StepPrediction> p = PredictStep(mode, job, shape, input.costs);
+    absl::StatusOr<StepPrediction> p =
+        PredictStep(mode, job, shape, input.costs, input.calibration);
     if (p.ok() && p->step_seconds > 0) points.emplace_back(n, p->step_seconds);
   }
   return points;

@@ -1,12 +1,15 @@
 // `ringside plan` (cli/commands.h): the costs from a probe file, or a probe of this host on
 // loopback, with --link_rate and --link_latency in place of the measured link; then the step
-// model on every (N, S) asked for, as a table, --json and --chart.
+// model, fitted first to the runs of --calibrate, on every (N, S) asked for, as a table, --json
+// and --chart.
 #include <memory>
 #include <optional>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "cli/cluster_probe_run.h"
 #include "cli/commands.h"
+#include "cli/plan_calibration.h"
 #include "cli/plan_report.h"
 #include "common/file_util.h"
 #include "common/model_spec.h"
@@ -99,50 +102,39 @@ absl::StatusOr<PlanInput> PlanInputOf(const PlanOptions& options, std::ostream& 
   return input;
 }
 
-// The measured steps of a `ringside compare --json` file's runs of this model, for the chart:
-// every job's ring, ps and colocated ps at its final world. A file that is not compare's JSON
-// is an error naming it; a run without a step median is left out.
-absl::StatusOr<std::vector<MeasuredStep>> MeasuredSteps(const std::string& path,
-                                                        const std::string& model) {
-  ASSIGN_OR_RETURN(const std::string text, ReadFileToString(path));
-  const nlohmann::json doc = nlohmann::json::parse(text, nullptr, false);
-  if (!doc.is_object() || !doc.contains("jobs") || !doc["jobs"].is_array()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("--measured=", path, ": not a ringside compare --json file (no \"jobs\")"));
-  }
-  const std::pair<const char*, const char*> modes[] = {
-      {"ring", "ring"}, {"ps", "ps"}, {"ps_colocated", "ps-colocated"}};
-  std::vector<MeasuredStep> steps;
-  for (const nlohmann::json& job : doc["jobs"]) {
-    const nlohmann::json* config =
-        job.is_object() && job.contains("config") ? &job["config"] : nullptr;
-    if (config == nullptr || !config->is_object() || config->value("model", "") != model) continue;
-    if (!job.contains("modes") || !job["modes"].is_object()) continue;
-    for (const auto& [key, name] : modes) {
-      const nlohmann::json& m = job["modes"].value(key, nlohmann::json::object());
-      const nlohmann::json step =
-          m.is_object() ? m.value("step_seconds", nlohmann::json::object()) : nlohmann::json();
-      const nlohmann::json world =
-          m.is_object() ? m.value("final_world", nlohmann::json()) : nlohmann::json();
-      if (!step.is_object() || !step.value("p50", nlohmann::json()).is_number() ||
-          !world.is_number_integer()) {
-        continue;
-      }
-      steps.push_back({name, world.get<int>(), step["p50"].get<double>()});
+// The runs of every --calibrate file, read before anything is probed.
+absl::StatusOr<std::vector<MeasuredRun>> CalibrationRuns(const PlanOptions& options) {
+  std::vector<MeasuredRun> runs;
+  for (const std::string& path : options.calibrate_files) {
+    ASSIGN_OR_RETURN(std::vector<MeasuredRun> file_runs,
+                     ReadMeasuredRuns("--calibrate", path, options.job.model));
+    if (file_runs.empty()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--calibrate=", path, ": no run of --model=", options.job.model, " in it"));
     }
+    runs.insert(runs.end(), file_runs.begin(), file_runs.end());
   }
-  return steps;
+  return runs;
 }
 
 }  // namespace
 
 absl::Status RunPlan(const PlanOptions& options, std::ostream& out) {
-  // The measured file first: a bad one is refused before anything is probed or printed.
+  // The measured files first: a bad one is refused before anything is probed or printed.
   std::vector<MeasuredStep> measured;
   if (!options.measured_file.empty()) {
-    ASSIGN_OR_RETURN(measured, MeasuredSteps(options.measured_file, options.job.model));
+    ASSIGN_OR_RETURN(const std::vector<MeasuredRun> runs,
+                     ReadMeasuredRuns("--measured", options.measured_file, options.job.model));
+    for (const MeasuredRun& run : runs) {
+      measured.push_back({std::string(PlanModeName(run.mode)), run.workers, run.step_seconds});
+    }
   }
-  ASSIGN_OR_RETURN(const PlanInput input, PlanInputOf(options, out));
+  ASSIGN_OR_RETURN(const std::vector<MeasuredRun> calibration_runs, CalibrationRuns(options));
+  ASSIGN_OR_RETURN(PlanInput input, PlanInputOf(options, out));
+  if (!calibration_runs.empty()) {
+    ASSIGN_OR_RETURN(input.calibration, FitPlanCalibration(input, calibration_runs));
+    input.calibration_source = absl::StrJoin(options.calibrate_files, ", ");
+  }
   ASSIGN_OR_RETURN(const std::vector<PlanCell> cells, PlanCells(input));
   out << PlanTable(input, cells);
   if (!options.json_file.empty()) {

@@ -27,6 +27,9 @@ ABSL_FLAG(int64_t, steps_to_target, 0,
           "to target");
 ABSL_FLAG(std::string, chart, "",
           "plan: write an SVG chart of the predicted step time against N (1 to 1024) here");
+ABSL_FLAG(std::vector<std::string>, calibrate, {},
+          "plan: ringside compare or lab --json files (comma-separated) of this model whose "
+          "measured steps and syncs the model is fitted to before it predicts");
 ABSL_FLAG(std::string, measured, "",
           "plan: a ringside compare --json file whose measured steps --chart lays on the curves");
 
@@ -83,6 +86,7 @@ absl::StatusOr<PlanOptions> PlanOptionsFromFlags(int argc, char** argv) {
   options.json_file = absl::GetFlag(FLAGS_json);
   options.chart_file = absl::GetFlag(FLAGS_chart);
   options.measured_file = absl::GetFlag(FLAGS_measured);
+  options.calibrate_files = absl::GetFlag(FLAGS_calibrate);
   RETURN_IF_ERROR(CheckOutputPath("--json", options.json_file));
   RETURN_IF_ERROR(CheckOutputPath("--chart", options.chart_file));
   if (!options.measured_file.empty() && options.chart_file.empty()) {

@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "cli/plan_calibration.h"
 #include "cli/report/format_units.h"
 
 namespace ringside::cli {
@@ -38,6 +39,7 @@ nlohmann::json PredictionJson(const StepPrediction& p) {
           {"latency_seconds", p.latency_seconds},
           {"cpu_seconds", p.cpu_seconds},
           {"shard_seconds", p.shard_seconds},
+          {"overhead_seconds", p.overhead_seconds},
           {"sync_seconds", p.sync_seconds},
           {"overlap_seconds", p.overlap_seconds},
           {"step_seconds", p.step_seconds},
@@ -61,7 +63,7 @@ absl::StatusOr<std::vector<PlanCell>> PlanCells(const PlanInput& input) {
   for (int workers : input.worker_counts) {
     for (int shards : input.shard_counts) {
       absl::StatusOr<PlanRanking> ranking =
-          RankModes(input.job, CellShape(input, workers, shards), input.costs);
+          RankModes(input.job, CellShape(input, workers, shards), input.costs, input.calibration);
       if (!ranking.ok()) {
         return absl::InvalidArgumentError(
             absl::StrCat("N = ", workers, ", S = ", shards, ": ", ranking.status().message()));
@@ -81,6 +83,10 @@ std::string PlanTable(const PlanInput& input, const std::vector<PlanCell>& cells
       input.job.global_batch, input.costs_source, FormatBitRate(c.link_bytes_per_second),
       HumanSeconds(c.link_latency_seconds), HumanSeconds(c.compute_seconds_per_sample),
       c.sync_cpu_seconds_per_byte * 1e9, c.cores_per_process);
+  if (!input.calibration_source.empty()) {
+    absl::StrAppend(&out, "  calibrated by the runs of ", input.calibration_source, ": ",
+                    CalibrationText(input.calibration), "; ps-backup and ps-staleness as ps\n");
+  }
   if (input.shape.straggler >= 0) {
     absl::StrAppendFormat(&out, "  straggler worker-%d computes %g× slower\n",
                           input.shape.straggler, input.shape.straggler_factor);
@@ -107,6 +113,18 @@ nlohmann::json PlanJson(const PlanInput& input, const std::vector<PlanCell>& cel
                          {"deciding_term", cell.ranking.deciding_term}});
   }
   const ClusterCosts& c = input.costs;
+  nlohmann::json calibration = nullptr;  // --calibrate's fit per mode
+  if (!input.calibration_source.empty()) {
+    calibration = {{"source", input.calibration_source}};
+    for (PlanMode mode : kAllPlanModes) {
+      const StepCalibration& fit = input.calibration.of(mode);
+      calibration[std::string(PlanModeName(mode))] = {
+          {"runs", fit.runs},
+          {"compute_scale", fit.compute_scale},
+          {"sync_scale", fit.sync_scale},
+          {"sync_offset_seconds", fit.sync_offset_seconds}};
+    }
+  }
   return {{"plan_version", kPlanJsonVersion},
           {"model", input.model},
           {"activation", input.activation},
@@ -127,6 +145,7 @@ nlohmann::json PlanJson(const PlanInput& input, const std::vector<PlanCell>& cel
             {"sync_cpu_seconds_per_byte", c.sync_cpu_seconds_per_byte},
             {"cores_per_process", c.cores_per_process},
             {"shard_bytes_per_second", c.shard_bytes_per_second}}},
+          {"calibration", std::move(calibration)},
           {"cells", std::move(out_cells)}};
 }
 

@@ -25,7 +25,9 @@ struct PlanInput {
   std::vector<int> shard_counts;
   PlanCluster shape;  // straggler, backup workers, staleness; workers and shards per cell
   ClusterCosts costs;
-  std::string costs_source;  // where the costs came from: "probe FILE", "--link_rate=10gbit"
+  std::string costs_source;        // where the costs came from: "probe FILE", "--link_rate=10gbit"
+  PlanCalibration calibration;     // --calibrate's fit; the identity without
+  std::string calibration_source;  // its files; empty: not calibrated
 };
 
 struct PlanCell {

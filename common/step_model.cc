@@ -103,7 +103,7 @@ std::string DominantTerm(const StepPrediction& p, const Traffic& traffic, PlanMo
   const std::pair<double, std::string> terms[] = {
       {p.compute_seconds, "compute"},         {p.wire_seconds, traffic.wire_term},
       {p.latency_seconds, LatencyTerm(mode)}, {p.cpu_seconds, "sync CPU"},
-      {p.shard_seconds, "shard sum rate"},
+      {p.shard_seconds, "shard sum rate"},    {p.overhead_seconds, "per-step cost (calibrated)"},
   };
   const auto* largest =
       std::max_element(std::begin(terms), std::end(terms),
@@ -112,18 +112,22 @@ std::string DominantTerm(const StepPrediction& p, const Traffic& traffic, PlanMo
 }
 
 void FillSync(PlanMode mode, const PlanJob& job, const ClusterCosts& costs, const Traffic& traffic,
-              StepPrediction& p) {
+              const StepCalibration& correction, StepPrediction& p) {
   const double bytes_per_element = job.element_bytes;
+  const double scale = correction.sync_scale;
   p.busiest_bytes = traffic.busiest_elements * static_cast<uint64_t>(job.element_bytes);
-  p.wire_seconds = p.busiest_bytes / costs.link_bytes_per_second;
+  p.wire_seconds = scale * p.busiest_bytes / costs.link_bytes_per_second;
   p.latency_seconds =
-      static_cast<double>(traffic.rounds) * job.buckets * costs.link_latency_seconds;
-  p.cpu_seconds = traffic.cpu_elements * bytes_per_element * costs.sync_cpu_seconds_per_byte *
-                  CpuSlowdown(costs);
+      scale * static_cast<double>(traffic.rounds) * job.buckets * costs.link_latency_seconds;
+  p.cpu_seconds = scale * traffic.cpu_elements * bytes_per_element *
+                  costs.sync_cpu_seconds_per_byte * CpuSlowdown(costs);
   if (IsPs(mode) && costs.shard_bytes_per_second > 0) {
-    p.shard_seconds = traffic.shard_elements * bytes_per_element / costs.shard_bytes_per_second;
+    p.shard_seconds =
+        scale * traffic.shard_elements * bytes_per_element / costs.shard_bytes_per_second;
   }
-  p.sync_seconds = p.latency_seconds + std::max({p.wire_seconds, p.cpu_seconds, p.shard_seconds});
+  p.overhead_seconds = correction.sync_offset_seconds;
+  p.sync_seconds = p.latency_seconds + std::max({p.wire_seconds, p.cpu_seconds, p.shard_seconds}) +
+                   p.overhead_seconds;
   StepPrediction sync_only = p;
   sync_only.compute_seconds = 0;
   p.sync_term = DominantTerm(sync_only, traffic, mode);
@@ -148,14 +152,16 @@ absl::string_view PlanModeName(PlanMode mode) {
 }
 
 absl::StatusOr<StepPrediction> PredictStep(PlanMode mode, const PlanJob& job,
-                                           const PlanCluster& cluster, const ClusterCosts& costs) {
+                                           const PlanCluster& cluster, const ClusterCosts& costs,
+                                           const PlanCalibration& calibration) {
   if (absl::Status valid = CheckPlanInput(job, cluster, costs); !valid.ok()) return valid;
+  const StepCalibration& correction = calibration.of(mode);
   StepPrediction p;
   p.mode = mode;
-  p.compute_seconds = ComputeSeconds(mode, job, cluster, costs);
+  p.compute_seconds = correction.CalibratedCompute(ComputeSeconds(mode, job, cluster, costs));
   const Traffic traffic =
       mode == PlanMode::kRing ? RingTraffic(job, cluster.workers) : PsTraffic(mode, job, cluster);
-  FillSync(mode, job, costs, traffic, p);
+  FillSync(mode, job, costs, traffic, correction, p);
   if (mode == PlanMode::kPsStaleness) {
     // A worker at most k steps ahead pushes step t while it computes step t+1: the step is the
     // longer of the two, the slowest worker's setting the pace.

@@ -8,12 +8,14 @@
 #define RINGSIDE_COMMON_STEP_MODEL_H_
 
 #include <cstdint>
+#include <iterator>
 #include <string>
 #include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "common/step_calibration.h"
 
 namespace ringside {
 
@@ -68,12 +70,16 @@ struct PlanJob {
 // One mode's prediction, term by term (seconds per step unless named otherwise).
 struct StepPrediction {
   PlanMode mode = PlanMode::kRing;
-  double compute_seconds = 0;         // the slowest waited-for worker's forward and backward pass
-  double wire_seconds = 0;            // the busiest node's bytes ÷ the link's rate
-  double latency_seconds = 0;         // rounds × α
-  double cpu_seconds = 0;             // the busiest process's sync bytes × CPU seconds per byte
-  double shard_seconds = 0;           // a shard's ingress ÷ its service rate (ps modes)
-  double sync_seconds = 0;            // latency + max(wire, cpu, shard): segments pipeline the rest
+  double compute_seconds = 0;  // the slowest waited-for worker's forward and backward pass
+  double wire_seconds = 0;     // the busiest node's bytes ÷ the link's rate
+  double latency_seconds = 0;  // rounds × α
+  double cpu_seconds = 0;      // the busiest process's sync bytes × CPU seconds per byte
+  double shard_seconds = 0;    // a shard's ingress ÷ its service rate (ps modes)
+  // A calibration's per-step cost the model has no term for (common/step_calibration.h); 0
+  // uncalibrated. A calibration also scales the four terms above by its sync scale.
+  double overhead_seconds = 0;
+  double sync_seconds =
+      0;  // latency + max(wire, cpu, shard) + overhead: segments pipeline the rest
   double overlap_seconds = 0;         // sync hidden behind the backward pass (buckets)
   double step_seconds = 0;            // compute + sync - overlap
   double samples_per_second = 0;      // samples that reach the update per second
@@ -85,13 +91,23 @@ struct StepPrediction {
   std::string sync_term;  // the largest of the sync's terms, named as above
 };
 
+// Each mode's correction from measured runs (common/step_calibration.h); the identity unless
+// `ringside plan --calibrate` fitted one.
+struct PlanCalibration {
+  StepCalibration modes[std::size(kAllPlanModes)];
+  const StepCalibration& of(PlanMode mode) const { return modes[static_cast<int>(mode)]; }
+  StepCalibration& of(PlanMode mode) { return modes[static_cast<int>(mode)]; }
+};
+
 // The checks the model needs (see the header comment); `mode` decides which fields matter.
 absl::Status CheckPlanInput(const PlanJob& job, const PlanCluster& cluster,
                             const ClusterCosts& costs);
 
-// One mode's step. CheckPlanInput first (its error is returned).
+// One mode's step. CheckPlanInput first (its error is returned). A calibration scales the
+// compute and the sync's terms, and adds its overhead, before the overlap and the step.
 absl::StatusOr<StepPrediction> PredictStep(PlanMode mode, const PlanJob& job,
-                                           const PlanCluster& cluster, const ClusterCosts& costs);
+                                           const PlanCluster& cluster, const ClusterCosts& costs,
+                                           const PlanCalibration& calibration = {});
 
 // Every mode's prediction, fastest first (by time to target when known, else step time; ties in
 // kAllPlanModes' order), and what decides first against second.
@@ -103,7 +119,8 @@ struct PlanRanking {
   std::string deciding_term;
 };
 absl::StatusOr<PlanRanking> RankModes(const PlanJob& job, const PlanCluster& cluster,
-                                      const ClusterCosts& costs);
+                                      const ClusterCosts& costs,
+                                      const PlanCalibration& calibration = {});
 
 // A rate in bits per second as people write it: "10 Gbit/s", "100 Mbit/s", "1.5 kbit/s".
 std::string FormatBitRate(double bytes_per_second);

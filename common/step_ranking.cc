@@ -123,10 +123,11 @@ absl::Status CheckPlanInput(const PlanJob& job, const PlanCluster& cluster,
 }
 
 absl::StatusOr<PlanRanking> RankModes(const PlanJob& job, const PlanCluster& cluster,
-                                      const ClusterCosts& costs) {
+                                      const ClusterCosts& costs,
+                                      const PlanCalibration& calibration) {
   PlanRanking ranking;
   for (PlanMode mode : kAllPlanModes) {
-    absl::StatusOr<StepPrediction> prediction = PredictStep(mode, job, cluster, costs);
+    absl::StatusOr<StepPrediction> prediction = PredictStep(mode, job, cluster, costs, calibration);
     if (!prediction.ok()) return prediction.status();
     ranking.modes.push_back(*std::move(prediction));
   }

@@ -72,4 +72,32 @@ else
   fail "plan --chart --measured failed: $out"
 fi
 
+# --calibrate: compare JSON of this model with a step and a sync median per run, else refused.
+expect_refused "--calibrate=$probe: not a ringside compare --json file" "${plan[@]}" \
+  --calibrate="$probe"
+expect_refused "--calibrate=$work/compare.json: no run of --model=784,128,10" "${plan[@]}" \
+  --model=784,128,10 --calibrate="$work/compare.json"
+cat >"$work/no-sync.json" <<'JSON'
+{"jobs": [{"config": {"model": "4,16,3", "batch_size": 64},
+           "modes": {"ring": {"step_seconds": {"p50": 0.01}, "final_world": 2}}}]}
+JSON
+expect_refused "no run with a measured step and sync" "${plan[@]}" --calibrate="$work/no-sync.json"
+cat >"$work/runs.json" <<'JSON'
+{"jobs": [{"config": {"model": "4,16,3", "batch_size": 64, "ps_shards": 1},
+           "modes": {"ring": {"step_seconds": {"p50": 0.02}, "sync_seconds": {"p50": 0.012},
+                              "final_world": 2},
+                     "ps": {"step_seconds": {"p50": 0.03}, "sync_seconds": {"p50": 0.02},
+                            "final_world": 2}}}]}
+JSON
+if out=$("${plan[@]}" --workers=8 --ps_shards=1 --calibrate="$work/runs.json" \
+    --json="$work/calibrated.json" 2>&1); then
+  grep -q "calibrated by the runs of $work/runs.json: ring compute" <<<"$out" ||
+    fail "the plan does not say it is calibrated: $out"
+  python3 -c "import json,sys; c=json.load(open(sys.argv[1]))['calibration']; \
+assert c['ring']['runs']==1 and c['ps']['runs']==1 and c['ps-colocated']['runs']==0, c" \
+    "$work/calibrated.json" || fail "the plan JSON lacks its calibration"
+else
+  fail "plan --calibrate failed: $out"
+fi
+
 [ "$failures" -eq 0 ] && echo "all refused" || exit 1
