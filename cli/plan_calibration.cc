@@ -4,9 +4,6 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_format.h"
-#include "absl/strings/str_join.h"
-#include "cli/report/format_units.h"
 #include "common/file_util.h"
 #include "common/status_macros.h"
 #include "nlohmann/json.hpp"
@@ -103,21 +100,6 @@ absl::StatusOr<PlanCalibration> FitPlanCalibration(const PlanInput& input,
     calibration.of(variant) = calibration.of(PlanMode::kPs);
   }
   return calibration;
-}
-
-std::string CalibrationText(const PlanCalibration& calibration) {
-  std::vector<std::string> parts;
-  for (PlanMode mode : {PlanMode::kRing, PlanMode::kPs, PlanMode::kColocatedPs}) {
-    const StepCalibration& c = calibration.of(mode);
-    if (c.runs == 0) {
-      parts.push_back(absl::StrCat(PlanModeName(mode), " as modelled (no run)"));
-      continue;
-    }
-    parts.push_back(absl::StrFormat(
-        "%s compute ×%.3g, sync ×%.3g + %s (%d run%s)", PlanModeName(mode), c.compute_scale,
-        c.sync_scale, HumanSeconds(c.sync_offset_seconds), c.runs, c.runs == 1 ? "" : "s"));
-  }
-  return absl::StrJoin(parts, "; ");
 }
 
 }  // namespace ringside::cli

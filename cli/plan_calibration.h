@@ -39,9 +39,6 @@ absl::StatusOr<std::vector<MeasuredRun>> ReadMeasuredRuns(absl::string_view flag
 absl::StatusOr<PlanCalibration> FitPlanCalibration(const PlanInput& input,
                                                    const std::vector<MeasuredRun>& runs);
 
-// "ring compute ×0.95, sync ×1.1 + 2.10 ms (2 runs); ps-colocated as modelled (no run); ..."
-std::string CalibrationText(const PlanCalibration& calibration);
-
 }  // namespace ringside::cli
 
 #endif  // RINGSIDE_CLI_PLAN_CALIBRATION_H_

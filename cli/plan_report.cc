@@ -6,7 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
-#include "cli/plan_calibration.h"
+#include "absl/strings/str_join.h"
 #include "cli/report/format_units.h"
 
 namespace ringside::cli {
@@ -97,6 +97,21 @@ std::string PlanTable(const PlanInput& input, const std::vector<PlanCell>& cells
     out += CellTable(cell);
   }
   return out;
+}
+
+std::string CalibrationText(const PlanCalibration& calibration) {
+  std::vector<std::string> parts;
+  for (PlanMode mode : {PlanMode::kRing, PlanMode::kPs, PlanMode::kColocatedPs}) {
+    const StepCalibration& c = calibration.of(mode);
+    if (c.runs == 0) {
+      parts.push_back(absl::StrCat(PlanModeName(mode), " as modelled (no run)"));
+      continue;
+    }
+    parts.push_back(absl::StrFormat(
+        "%s compute ×%.3g, sync ×%.3g + %s (%d run%s)", PlanModeName(mode), c.compute_scale,
+        c.sync_scale, HumanSeconds(c.sync_offset_seconds), c.runs, c.runs == 1 ? "" : "s"));
+  }
+  return absl::StrJoin(parts, "; ");
 }
 
 nlohmann::json PlanJson(const PlanInput& input, const std::vector<PlanCell>& cells) {
