@@ -34,8 +34,9 @@ absl::StatusOr<std::vector<MeasuredRun>> ReadMeasuredRuns(absl::string_view flag
                                                           const std::string& model);
 
 // Each mode's correction from the runs with a sync median, predicted (uncalibrated) with input's
-// costs and job at the run's N, S, batch and wire dtype, without a straggler. The PS variants, never run by compare,
-// take synchronous ps's. INVALID_ARGUMENT when no run has a sync median to fit.
+// costs and job at the run's N, S, batch and wire dtype, without a straggler. The PS variants,
+// never run by compare, take synchronous ps's. INVALID_ARGUMENT when no run has a sync median to
+// fit.
 absl::StatusOr<PlanCalibration> FitPlanCalibration(const PlanInput& input,
                                                    const std::vector<MeasuredRun>& runs);
 
