@@ -220,9 +220,10 @@ const Subcommand kSubcommands[] = {
      "usage: ringside plan [--workers=8,64,256] [--ps_shards=1,4] [--link_rate=10gbit]\n"
      "         [--link_latency=50us] [--straggler=worker-3:3] [--probe=FILE | --probe_out=FILE]\n"
      "Predicts each mode's compute, sync and step time, samples/s and time to target on each\n"
-     "cluster size, ranks the modes and names the term that decides; --json and --chart.",
+     "cluster size, ranks the modes and names the term that decides; --json and --chart;\n"
+     "--calibrate=FILE,... fits the model to measured runs first.",
      {"workers", "ps_shards", "link_rate", "link_latency", "probe", "probe_out", "probe_members",
-      "steps_to_target", "json", "chart", "measured", "insecure"},
+      "steps_to_target", "json", "chart", "measured", "calibrate", "insecure"},
      true,
      &PlanCommand},
     {"up",
