@@ -84,8 +84,9 @@ absl::StatusOr<PlanCalibration> FitPlanCalibration(const PlanInput& input,
       return absl::InvalidArgumentError(absl::StrCat(
           "a ", PlanModeName(run.mode), " run at N = ", run.workers, ": ", p.status().message()));
     }
-    by_mode[static_cast<int>(run.mode)].push_back(
-        {p->compute_seconds, p->sync_seconds, run.step_seconds, run.sync_seconds});
+    by_mode[static_cast<int>(run.mode)].push_back({p->compute_seconds, p->sync_seconds,
+                                                   p->latency_seconds, run.step_seconds,
+                                                   run.sync_seconds});
   }
   PlanCalibration calibration;
   for (PlanMode mode : kAllPlanModes) {

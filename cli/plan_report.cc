@@ -39,7 +39,6 @@ nlohmann::json PredictionJson(const StepPrediction& p) {
           {"latency_seconds", p.latency_seconds},
           {"cpu_seconds", p.cpu_seconds},
           {"shard_seconds", p.shard_seconds},
-          {"overhead_seconds", p.overhead_seconds},
           {"sync_seconds", p.sync_seconds},
           {"overlap_seconds", p.overlap_seconds},
           {"step_seconds", p.step_seconds},
@@ -107,9 +106,9 @@ std::string CalibrationText(const PlanCalibration& calibration) {
       parts.push_back(absl::StrCat(PlanModeName(mode), " as modelled (no run)"));
       continue;
     }
-    parts.push_back(absl::StrFormat(
-        "%s compute ×%.3g, sync ×%.3g + %s (%d run%s)", PlanModeName(mode), c.compute_scale,
-        c.sync_scale, HumanSeconds(c.sync_offset_seconds), c.runs, c.runs == 1 ? "" : "s"));
+    parts.push_back(absl::StrFormat("%s compute ×%.3g, bandwidth ×%.3g, latency ×%.3g (%d run%s)",
+                                    PlanModeName(mode), c.compute_scale, c.bandwidth_scale,
+                                    c.latency_scale, c.runs, c.runs == 1 ? "" : "s"));
   }
   return absl::StrJoin(parts, "; ");
 }
@@ -133,11 +132,10 @@ nlohmann::json PlanJson(const PlanInput& input, const std::vector<PlanCell>& cel
     calibration = {{"source", input.calibration_source}};
     for (PlanMode mode : kAllPlanModes) {
       const StepCalibration& fit = input.calibration.of(mode);
-      calibration[std::string(PlanModeName(mode))] = {
-          {"runs", fit.runs},
-          {"compute_scale", fit.compute_scale},
-          {"sync_scale", fit.sync_scale},
-          {"sync_offset_seconds", fit.sync_offset_seconds}};
+      calibration[std::string(PlanModeName(mode))] = {{"runs", fit.runs},
+                                                      {"compute_scale", fit.compute_scale},
+                                                      {"bandwidth_scale", fit.bandwidth_scale},
+                                                      {"latency_scale", fit.latency_scale}};
     }
   }
   return {{"plan_version", kPlanJsonVersion},

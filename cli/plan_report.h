@@ -40,7 +40,8 @@ struct PlanCell {
 absl::StatusOr<std::vector<PlanCell>> PlanCells(const PlanInput& input);
 
 std::string PlanTable(const PlanInput& input, const std::vector<PlanCell>& cells);
-// "ring compute ×0.95, sync ×1.1 + 2.10 ms (2 runs); ps-colocated as modelled (no run); ..."
+// "ring compute ×0.95, bandwidth ×0.77, latency ×20.3 (2 runs); ps-colocated as modelled (no
+// run); ..."
 std::string CalibrationText(const PlanCalibration& calibration);
 nlohmann::json PlanJson(const PlanInput& input, const std::vector<PlanCell>& cells);
 

@@ -1,6 +1,5 @@
 #include "common/step_calibration.h"
 
-#include <algorithm>
 #include <cmath>
 
 namespace ringside {
@@ -8,68 +7,59 @@ namespace {
 
 bool Usable(const CalibrationRun& run) {
   const bool finite = std::isfinite(run.predicted_compute) && std::isfinite(run.predicted_sync) &&
-                      std::isfinite(run.measured_step) && std::isfinite(run.measured_sync);
-  return finite && run.predicted_compute > 0 && run.predicted_sync >= 0 && run.measured_step > 0 &&
+                      std::isfinite(run.predicted_latency) && std::isfinite(run.measured_step) &&
+                      std::isfinite(run.measured_sync);
+  return finite && run.predicted_compute > 0 && run.predicted_latency >= 0 &&
+         run.predicted_sync >= run.predicted_latency && run.measured_step > 0 &&
          run.measured_sync >= 0 && run.measured_sync < run.measured_step;
 }
 
-// y ≈ scale × x through the origin; 1 when every x is 0.
-double ScaleThroughOrigin(const std::vector<double>& x, const std::vector<double>& y) {
-  double xy = 0, xx = 0;
-  for (size_t i = 0; i < x.size(); ++i) {
-    xy += x[i] * y[i];
-    xx += x[i] * x[i];
-  }
-  return xx > 0 ? xy / xx : 1;
-}
+// The sums of the sync's normal equations: x the bandwidth part, y the latency part, m measured.
+struct SyncSums {
+  double xx = 0, xy = 0, yy = 0, xm = 0, ym = 0;
+};
 
-void FitSync(const std::vector<double>& predicted, const std::vector<double>& measured,
-             StepCalibration& fit) {
-  const double n = static_cast<double>(predicted.size());
-  double sx = 0, sy = 0;
-  for (size_t i = 0; i < predicted.size(); ++i) {
-    sx += predicted[i];
-    sy += measured[i];
-  }
-  const double mean_x = sx / n, mean_y = sy / n;
-  double sxx = 0, sxy = 0;
-  for (size_t i = 0; i < predicted.size(); ++i) {
-    sxx += (predicted[i] - mean_x) * (predicted[i] - mean_x);
-    sxy += (predicted[i] - mean_x) * (measured[i] - mean_y);
-  }
-  if (sx == 0) {  // nothing predicted to sync: what was measured is all offset
-    fit.sync_offset_seconds = mean_y;
-    return;
-  }
-  // Relative spread: predicted syncs equal to rounding do not fix a slope.
-  if (sxx > 1e-12 * mean_x * mean_x * n) {
-    const double slope = sxy / sxx;
-    const double offset = mean_y - slope * mean_x;
-    if (slope > 0 && offset >= 0) {
-      fit.sync_scale = slope;
-      fit.sync_offset_seconds = offset;
+void FitSync(const SyncSums& s, StepCalibration& fit) {
+  const double det = s.xx * s.yy - s.xy * s.xy;
+  if (det > 1e-9 * s.xx * s.yy) {  // the runs tell the two parts apart
+    const double bandwidth = (s.xm * s.yy - s.ym * s.xy) / det;
+    const double latency = (s.ym * s.xx - s.xm * s.xy) / det;
+    if (bandwidth > 0 && latency > 0) {
+      fit.bandwidth_scale = bandwidth;
+      fit.latency_scale = latency;
       return;
     }
   }
-  fit.sync_scale = ScaleThroughOrigin(predicted, measured);
+  if (s.xx > 0) {
+    fit.bandwidth_scale = (s.xm - s.xy) / s.xx;  // the latency as modelled: m − y ≈ scale × x
+    if (fit.bandwidth_scale > 0) return;
+    fit.bandwidth_scale = 1;
+  }
+  if (s.yy > 0 && s.ym > 0) fit.latency_scale = s.ym / s.yy;
 }
 
 }  // namespace
 
 StepCalibration FitStepCalibration(const std::vector<CalibrationRun>& runs) {
-  std::vector<double> predicted_compute, measured_compute, predicted_sync, measured_sync;
+  StepCalibration fit;
+  double cc = 0, cm = 0;  // compute: predicted², predicted × measured
+  SyncSums sync;
   for (const CalibrationRun& run : runs) {
     if (!Usable(run)) continue;
-    predicted_compute.push_back(run.predicted_compute);
-    measured_compute.push_back(run.measured_step - run.measured_sync);
-    predicted_sync.push_back(run.predicted_sync);
-    measured_sync.push_back(run.measured_sync);
+    ++fit.runs;
+    const double measured_compute = run.measured_step - run.measured_sync;
+    cc += run.predicted_compute * run.predicted_compute;
+    cm += run.predicted_compute * measured_compute;
+    const double x = run.predicted_sync - run.predicted_latency, y = run.predicted_latency;
+    sync.xx += x * x;
+    sync.xy += x * y;
+    sync.yy += y * y;
+    sync.xm += x * run.measured_sync;
+    sync.ym += y * run.measured_sync;
   }
-  StepCalibration fit;
-  if (predicted_compute.empty()) return fit;
-  fit.runs = static_cast<int>(predicted_compute.size());
-  fit.compute_scale = ScaleThroughOrigin(predicted_compute, measured_compute);
-  FitSync(predicted_sync, measured_sync, fit);
+  if (fit.runs == 0) return fit;
+  fit.compute_scale = cm / cc;
+  FitSync(sync, fit);
   return fit;
 }
 

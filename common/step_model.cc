@@ -103,7 +103,7 @@ std::string DominantTerm(const StepPrediction& p, const Traffic& traffic, PlanMo
   const std::pair<double, std::string> terms[] = {
       {p.compute_seconds, "compute"},         {p.wire_seconds, traffic.wire_term},
       {p.latency_seconds, LatencyTerm(mode)}, {p.cpu_seconds, "sync CPU"},
-      {p.shard_seconds, "shard sum rate"},    {p.overhead_seconds, "per-step cost (calibrated)"},
+      {p.shard_seconds, "shard sum rate"},
   };
   const auto* largest =
       std::max_element(std::begin(terms), std::end(terms),
@@ -114,20 +114,18 @@ std::string DominantTerm(const StepPrediction& p, const Traffic& traffic, PlanMo
 void FillSync(PlanMode mode, const PlanJob& job, const ClusterCosts& costs, const Traffic& traffic,
               const StepCalibration& correction, StepPrediction& p) {
   const double bytes_per_element = job.element_bytes;
-  const double scale = correction.sync_scale;
+  const double scale = correction.bandwidth_scale;
   p.busiest_bytes = traffic.busiest_elements * static_cast<uint64_t>(job.element_bytes);
   p.wire_seconds = scale * p.busiest_bytes / costs.link_bytes_per_second;
   p.latency_seconds =
-      scale * static_cast<double>(traffic.rounds) * job.buckets * costs.link_latency_seconds;
+      correction.latency_scale * traffic.rounds * job.buckets * costs.link_latency_seconds;
   p.cpu_seconds = scale * traffic.cpu_elements * bytes_per_element *
                   costs.sync_cpu_seconds_per_byte * CpuSlowdown(costs);
   if (IsPs(mode) && costs.shard_bytes_per_second > 0) {
     p.shard_seconds =
         scale * traffic.shard_elements * bytes_per_element / costs.shard_bytes_per_second;
   }
-  p.overhead_seconds = correction.sync_offset_seconds;
-  p.sync_seconds = p.latency_seconds + std::max({p.wire_seconds, p.cpu_seconds, p.shard_seconds}) +
-                   p.overhead_seconds;
+  p.sync_seconds = p.latency_seconds + std::max({p.wire_seconds, p.cpu_seconds, p.shard_seconds});
   StepPrediction sync_only = p;
   sync_only.compute_seconds = 0;
   p.sync_term = DominantTerm(sync_only, traffic, mode);
@@ -158,7 +156,7 @@ absl::StatusOr<StepPrediction> PredictStep(PlanMode mode, const PlanJob& job,
   const StepCalibration& correction = calibration.of(mode);
   StepPrediction p;
   p.mode = mode;
-  p.compute_seconds = correction.CalibratedCompute(ComputeSeconds(mode, job, cluster, costs));
+  p.compute_seconds = correction.compute_scale * ComputeSeconds(mode, job, cluster, costs);
   const Traffic traffic =
       mode == PlanMode::kRing ? RingTraffic(job, cluster.workers) : PsTraffic(mode, job, cluster);
   FillSync(mode, job, costs, traffic, correction, p);

@@ -70,16 +70,12 @@ struct PlanJob {
 // One mode's prediction, term by term (seconds per step unless named otherwise).
 struct StepPrediction {
   PlanMode mode = PlanMode::kRing;
-  double compute_seconds = 0;  // the slowest waited-for worker's forward and backward pass
-  double wire_seconds = 0;     // the busiest node's bytes ÷ the link's rate
-  double latency_seconds = 0;  // rounds × α
-  double cpu_seconds = 0;      // the busiest process's sync bytes × CPU seconds per byte
-  double shard_seconds = 0;    // a shard's ingress ÷ its service rate (ps modes)
-  // A calibration's per-step cost the model has no term for (common/step_calibration.h); 0
-  // uncalibrated. A calibration also scales the four terms above by its sync scale.
-  double overhead_seconds = 0;
-  double sync_seconds =
-      0;  // latency + max(wire, cpu, shard) + overhead: segments pipeline the rest
+  double compute_seconds = 0;         // the slowest waited-for worker's forward and backward pass
+  double wire_seconds = 0;            // the busiest node's bytes ÷ the link's rate
+  double latency_seconds = 0;         // rounds × α
+  double cpu_seconds = 0;             // the busiest process's sync bytes × CPU seconds per byte
+  double shard_seconds = 0;           // a shard's ingress ÷ its service rate (ps modes)
+  double sync_seconds = 0;            // latency + max(wire, cpu, shard): segments pipeline the rest
   double overlap_seconds = 0;         // sync hidden behind the backward pass (buckets)
   double step_seconds = 0;            // compute + sync - overlap
   double samples_per_second = 0;      // samples that reach the update per second
@@ -104,7 +100,8 @@ absl::Status CheckPlanInput(const PlanJob& job, const PlanCluster& cluster,
                             const ClusterCosts& costs);
 
 // One mode's step. CheckPlanInput first (its error is returned). A calibration scales the
-// compute and the sync's terms, and adds its overhead, before the overlap and the step.
+// compute, the latency term and the bandwidth terms (wire, CPU, shard) before the sync, the
+// overlap and the step.
 absl::StatusOr<StepPrediction> PredictStep(PlanMode mode, const PlanJob& job,
                                            const PlanCluster& cluster, const ClusterCosts& costs,
                                            const PlanCalibration& calibration = {});

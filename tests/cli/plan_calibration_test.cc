@@ -24,13 +24,14 @@ PlanInput SmallJobOn100Mbit() {
   return input;
 }
 
-// What a cluster the model misses measures: compute 1.1×, sync 1.3× plus 3 ms a step.
+// What a cluster the model misses measures: compute 1.1×, the sync's bandwidth part 1.3× and
+// its rounds 20× what the probe's α says.
 MeasuredRun TruthAt(const PlanInput& input, PlanMode mode, int workers, int shards) {
   PlanCluster cluster = input.shape;
   cluster.workers = workers;
   cluster.shards = shards;
   const StepPrediction p = *PredictStep(mode, input.job, cluster, input.costs);
-  const double sync = 1.3 * p.sync_seconds + 0.003;
+  const double sync = 1.3 * (p.sync_seconds - p.latency_seconds) + 20 * p.latency_seconds;
   return {mode, workers, shards, input.job.global_batch, 4, 1.1 * p.compute_seconds + sync, sync};
 }
 
@@ -52,13 +53,13 @@ TEST(PlanCalibrationTest, RunsAtTwoAndFourWorkersPredictEight) {
     EXPECT_NEAR(calibrated.step_seconds, truth.step_seconds, 1e-9 * truth.step_seconds)
         << PlanModeName(mode);
     EXPECT_NEAR(calibrated.sync_seconds, truth.sync_seconds, 1e-9 * truth.sync_seconds);
-    // Uncalibrated, the model misses by the 3 ms and the scales.
+    // Uncalibrated, the model misses by the scales.
     EXPECT_LT(PredictStep(mode, input.job, eight, input.costs)->step_seconds,
               0.95 * truth.step_seconds);
   }
   EXPECT_EQ(fit->of(PlanMode::kColocatedPs).runs, 0);  // not run: the model as it is
-  EXPECT_EQ(fit->of(PlanMode::kPsBackup).sync_scale, fit->of(PlanMode::kPs).sync_scale);
-  EXPECT_NE(CalibrationText(*fit).find("ring compute ×1.1, sync ×1.3 + 3.00 ms (2 runs)"),
+  EXPECT_EQ(fit->of(PlanMode::kPsBackup).bandwidth_scale, fit->of(PlanMode::kPs).bandwidth_scale);
+  EXPECT_NE(CalibrationText(*fit).find("ring compute ×1.1, bandwidth ×1.3, latency ×20 (2 runs)"),
             std::string::npos)
       << CalibrationText(*fit);
 }

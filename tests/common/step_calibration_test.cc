@@ -2,7 +2,7 @@
 // known corrections, and applied by PredictStep.
 #include "common/step_calibration.h"
 
-#include <cmath>
+#include <algorithm>
 #include <limits>
 #include <vector>
 
@@ -12,64 +12,70 @@
 namespace ringside {
 namespace {
 
-// A run whose measurement is `compute_scale` × the predicted compute and `sync_scale` × the
-// predicted sync + `offset`.
-CalibrationRun MadeRun(double compute, double sync, double compute_scale, double sync_scale,
-                       double offset) {
-  const double measured_sync = sync_scale * sync + offset;
-  return {compute, sync, compute_scale * compute + measured_sync, measured_sync};
+// A run whose measurement is `compute_scale` × the predicted compute, `bandwidth_scale` × the
+// sync's bandwidth part and `latency_scale` × its latency.
+CalibrationRun MadeRun(double compute, double bandwidth, double latency, double compute_scale,
+                       double bandwidth_scale, double latency_scale) {
+  const double measured_sync = bandwidth_scale * bandwidth + latency_scale * latency;
+  return {compute, bandwidth + latency, latency, compute_scale * compute + measured_sync,
+          measured_sync};
 }
 
 TEST(StepCalibrationTest, NoRunIsTheIdentity) {
   const StepCalibration fit = FitStepCalibration({});
   EXPECT_EQ(fit.runs, 0);
-  EXPECT_EQ(fit.CalibratedCompute(0.3), 0.3);
-  EXPECT_EQ(fit.CalibratedSync(0.2), 0.2);
+  EXPECT_EQ(fit.compute_scale, 1);
+  EXPECT_EQ(fit.bandwidth_scale, 1);
+  EXPECT_EQ(fit.latency_scale, 1);
 }
 
-TEST(StepCalibrationTest, RecoversTheScalesAndTheOffsetRunsWereMadeWith) {
-  const std::vector<CalibrationRun> runs = {MadeRun(0.40, 0.10, 1.2, 1.5, 0.004),
-                                            MadeRun(0.20, 0.15, 1.2, 1.5, 0.004),
-                                            MadeRun(0.10, 0.175, 1.2, 1.5, 0.004)};
-  const StepCalibration fit = FitStepCalibration(runs);
+TEST(StepCalibrationTest, RecoversTheScalesRunsWereMadeWith) {
+  // A ring at N = 2, 4, 8: the bandwidth part saturates, the rounds grow.
+  const StepCalibration fit = FitStepCalibration({MadeRun(0.40, 0.0326, 0.0005, 1.2, 0.8, 20),
+                                                  MadeRun(0.20, 0.0488, 0.0016, 1.2, 0.8, 20),
+                                                  MadeRun(0.10, 0.0570, 0.0038, 1.2, 0.8, 20)});
   EXPECT_EQ(fit.runs, 3);
   EXPECT_NEAR(fit.compute_scale, 1.2, 1e-12);
-  EXPECT_NEAR(fit.sync_scale, 1.5, 1e-12);
-  EXPECT_NEAR(fit.sync_offset_seconds, 0.004, 1e-12);
-  EXPECT_NEAR(fit.CalibratedSync(0.2), 0.304, 1e-12);  // a sync none of the runs had
+  EXPECT_NEAR(fit.bandwidth_scale, 0.8, 1e-9);
+  EXPECT_NEAR(fit.latency_scale, 20, 1e-7);
 }
 
-TEST(StepCalibrationTest, ANegativeOffsetOrOneRunFitsTheSyncThroughTheOrigin) {
-  // Measured 2 × predicted − 10 ms: an affine fit would give a negative per-step cost.
-  const StepCalibration steep =
-      FitStepCalibration({MadeRun(0.1, 0.02, 1, 2, -0.01), MadeRun(0.1, 0.04, 1, 2, -0.01)});
-  EXPECT_EQ(steep.sync_offset_seconds, 0);
-  EXPECT_NEAR(steep.sync_scale, (0.02 * 0.03 + 0.04 * 0.07) / (0.02 * 0.02 + 0.04 * 0.04), 1e-12);
-  const StepCalibration one = FitStepCalibration({MadeRun(0.1, 0.05, 0.9, 1.3, 0)});
-  EXPECT_NEAR(one.sync_scale, 1.3, 1e-12);
-  EXPECT_EQ(one.sync_offset_seconds, 0);
+TEST(StepCalibrationTest, ANegativeScaleOrOneRunScalesTheBandwidthAlone) {
+  // The PS's two rounds at every N (the lab's N = 2 and 4 at 100mbit): the sync grows faster
+  // than its bandwidth part, so the two-part fit gives the latency a negative scale; it stays as
+  // modelled and the bandwidth part takes the rest.
+  const StepCalibration ps = FitStepCalibration(
+      {{0.001, 0.06554, 0.00054, 0.0904, 0.0896}, {0.001, 0.13054, 0.00054, 0.1965, 0.1959}});
+  EXPECT_EQ(ps.latency_scale, 1);
+  EXPECT_NEAR(
+      ps.bandwidth_scale,
+      (0.065 * (0.0896 - 0.00054) + 0.130 * (0.1959 - 0.00054)) / (0.065 * 0.065 + 0.130 * 0.130),
+      1e-9);
+  const StepCalibration one = FitStepCalibration({MadeRun(0.1, 0.05, 0.001, 0.9, 1.3, 1)});
+  EXPECT_NEAR(one.bandwidth_scale, 1.3, 1e-12);
+  EXPECT_EQ(one.latency_scale, 1);
   EXPECT_NEAR(one.compute_scale, 0.9, 1e-12);
 }
 
-TEST(StepCalibrationTest, ASyncPredictedAsNothingIsAllOffset) {
+TEST(StepCalibrationTest, ASyncOfLatencyAloneScalesTheLatency) {
   const StepCalibration fit =
-      FitStepCalibration({MadeRun(0.1, 0, 1, 1, 0.002), MadeRun(0.2, 0, 1, 1, 0.004)});
-  EXPECT_EQ(fit.sync_scale, 1);
-  EXPECT_NEAR(fit.sync_offset_seconds, 0.003, 1e-12);
+      FitStepCalibration({MadeRun(0.1, 0, 0.001, 1, 1, 3), MadeRun(0.2, 0, 0.002, 1, 1, 3)});
+  EXPECT_EQ(fit.bandwidth_scale, 1);
+  EXPECT_NEAR(fit.latency_scale, 3, 1e-12);
 }
 
 TEST(StepCalibrationTest, RunsWithFiguresOutOfRangeAreLeftOut) {
   const double nan = std::numeric_limits<double>::quiet_NaN();
   const StepCalibration fit = FitStepCalibration({
-      MadeRun(0.1, 0.05, 2, 1, 0),
-      {0.1, 0.05, nan, 0.05},   // no step
-      {0.1, 0.05, 0.04, 0.05},  // a sync longer than its step
-      {0, 0.05, 0.2, 0.05},     // no compute predicted
-      {0.1, -1, 0.2, 0.05},     // a negative sync predicted
+      MadeRun(0.1, 0.05, 0, 2, 1, 1),
+      {0.1, 0.05, 0, nan, 0.05},     // no step
+      {0.1, 0.05, 0, 0.04, 0.05},    // a sync longer than its step
+      {0, 0.05, 0, 0.2, 0.05},       // no compute predicted
+      {0.1, 0.01, 0.02, 0.2, 0.05},  // a latency above its sync
   });
   EXPECT_EQ(fit.runs, 1);
   EXPECT_NEAR(fit.compute_scale, 2, 1e-12);
-  EXPECT_EQ(FitStepCalibration({{0.1, 0.05, nan, 0.05}}).runs, 0);
+  EXPECT_EQ(FitStepCalibration({{0.1, 0.05, 0, nan, 0.05}}).runs, 0);
 }
 
 TEST(StepCalibrationTest, PredictStepScalesTheComputeAndTheSyncTermsOfItsModeAlone) {
@@ -81,15 +87,16 @@ TEST(StepCalibrationTest, PredictStepScalesTheComputeAndTheSyncTermsOfItsModeAlo
                            .sync_cpu_seconds_per_byte = 1e-9};
   PlanCalibration calibration;
   calibration.of(PlanMode::kRing) = {
-      .runs = 2, .compute_scale = 1.5, .sync_scale = 2, .sync_offset_seconds = 0.001};
+      .runs = 2, .compute_scale = 1.5, .bandwidth_scale = 2, .latency_scale = 10};
   const StepPrediction raw = *PredictStep(PlanMode::kRing, job, cluster, costs);
   const StepPrediction fitted = *PredictStep(PlanMode::kRing, job, cluster, costs, calibration);
   EXPECT_DOUBLE_EQ(fitted.compute_seconds, 1.5 * raw.compute_seconds);
-  EXPECT_DOUBLE_EQ(fitted.sync_seconds, 2 * raw.sync_seconds + 0.001);
+  EXPECT_DOUBLE_EQ(fitted.wire_seconds, 2 * raw.wire_seconds);
+  EXPECT_DOUBLE_EQ(fitted.cpu_seconds, 2 * raw.cpu_seconds);
+  EXPECT_DOUBLE_EQ(fitted.latency_seconds, 10 * raw.latency_seconds);
+  EXPECT_DOUBLE_EQ(fitted.sync_seconds,
+                   10 * raw.latency_seconds + 2 * std::max(raw.wire_seconds, raw.cpu_seconds));
   EXPECT_DOUBLE_EQ(fitted.step_seconds, fitted.compute_seconds + fitted.sync_seconds);
-  EXPECT_DOUBLE_EQ(fitted.wire_seconds, 2 * raw.wire_seconds);  // each term scaled
-  EXPECT_EQ(fitted.overhead_seconds, 0.001);
-  EXPECT_EQ(raw.overhead_seconds, 0);
   const StepPrediction ps = *PredictStep(PlanMode::kPs, job, cluster, costs, calibration);
   EXPECT_EQ(ps.step_seconds, PredictStep(PlanMode::kPs, job, cluster, costs)->step_seconds);
 }
