@@ -1,6 +1,7 @@
 #include "cli/plan_calibration.h"
 
 #include <algorithm>
+#include <cmath>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -13,30 +14,34 @@ namespace {
 
 using nlohmann::json;
 
-// A number in `object[key]`, or `fallback`.
-double NumberAt(const json& object, const char* key, double fallback) {
+constexpr double kMaxCount = 1 << 20;  // workers, shards: plan's own bound
+constexpr double kMaxBatch = 1 << 30;
+
+// A number in `object[key]` within [low, high], or `fallback` (absent, not a number, out of
+// range: a file is not trusted to hold what fits the cast).
+double NumberAt(const json& object, const char* key, double low, double high, double fallback) {
   if (!object.is_object() || !object.contains(key) || !object[key].is_number()) return fallback;
-  return object[key].get<double>();
+  const double value = object[key].get<double>();
+  return std::isfinite(value) && value >= low && value <= high ? value : fallback;
 }
 
-// The mode object's run, if it has a step median and a final world.
+// The mode object's run, if it has a step median and a final world in range.
 bool RunOf(const json& config, const json& m, PlanMode mode, MeasuredRun& run) {
   if (!m.is_object()) return false;
   const json step = m.value("step_seconds", json::object());
-  const json world = m.value("final_world", json());
-  if (!step.is_object() || !step.value("p50", json()).is_number() || !world.is_number_integer() ||
-      world.get<int>() < 1) {
-    return false;
-  }
+  const double world = NumberAt(m, "final_world", 1, kMaxCount, 0);
+  const double step_p50 = NumberAt(step, "p50", 0, 1e9, -1);
+  if (world < 1 || step_p50 <= 0) return false;
   run.mode = mode;
-  run.workers = world.get<int>();
+  run.workers = static_cast<int>(world);
   run.shards = mode == PlanMode::kColocatedPs
                    ? run.workers
-                   : std::max(1, static_cast<int>(NumberAt(config, "ps_shards", 1)));
-  run.batch_size = static_cast<int64_t>(NumberAt(config, "batch_size", 0));
-  run.element_bytes = static_cast<int>(NumberAt(config, "element_bytes", 4));
-  run.step_seconds = step["p50"].get<double>();
-  run.sync_seconds = NumberAt(m.value("sync_seconds", json::object()), "p50", -1);
+                   : static_cast<int>(NumberAt(config, "ps_shards", 1, kMaxCount, 1));
+  run.batch_size = static_cast<int64_t>(NumberAt(config, "batch_size", 1, kMaxBatch, 0));
+  const double element_bytes = NumberAt(config, "element_bytes", 2, 4, 4);
+  run.element_bytes = element_bytes == 2 ? 2 : 4;
+  run.step_seconds = step_p50;
+  run.sync_seconds = NumberAt(m.value("sync_seconds", json::object()), "p50", 0, 1e9, -1);
   return true;
 }
 

@@ -85,12 +85,16 @@ TEST(PlanCalibrationTest, ReadsEveryModesRunOfTheModelFromCompareJson) {
                "ps_colocated": {"step_seconds": {"p50": 0.07}, "sync_seconds": {"p50": 0.03},
                                 "final_world": 4},
                "async": {"step_seconds": {"p50": 0.01}, "final_world": 4}}},
+    {"config": {"model": "784,128,10", "batch_size": 1e300, "ps_shards": -4},
+     "modes": {"ring": {"step_seconds": {"p50": 0.05}, "final_world": 1e12},
+               "ps": {"step_seconds": {"p50": 0.05}, "sync_seconds": {"p50": 1e300},
+                      "final_world": 2}}},
     {"config": {"model": "784,1024,1024,10"},
      "modes": {"ring": {"step_seconds": {"p50": 0.3}, "final_world": 2}}}]})";
   const absl::StatusOr<std::vector<MeasuredRun>> runs =
       ReadMeasuredRuns("--calibrate", path, "784,128,10");
   ASSERT_TRUE(runs.ok()) << runs.status();
-  ASSERT_EQ(runs->size(), 3u);
+  ASSERT_EQ(runs->size(), 4u);
   EXPECT_EQ((*runs)[0].mode, PlanMode::kRing);
   EXPECT_EQ((*runs)[0].workers, 4);
   EXPECT_EQ((*runs)[0].batch_size, 128);
@@ -101,6 +105,11 @@ TEST(PlanCalibrationTest, ReadsEveryModesRunOfTheModelFromCompareJson) {
   EXPECT_EQ((*runs)[1].sync_seconds, -1);  // none in the file
   EXPECT_EQ((*runs)[2].mode, PlanMode::kColocatedPs);
   EXPECT_EQ((*runs)[2].shards, 4);
+  // Figures out of range are not cast: a world of 10^12 is no run, a batch of 10^300 none given.
+  EXPECT_EQ((*runs)[3].mode, PlanMode::kPs);
+  EXPECT_EQ((*runs)[3].batch_size, 0);
+  EXPECT_EQ((*runs)[3].shards, 1);
+  EXPECT_EQ((*runs)[3].sync_seconds, -1);  // a sync of 10^300 s: none
 
   std::ofstream(dir->path() + "/probe.json") << R"({"version": 1})";
   const absl::StatusOr<std::vector<MeasuredRun>> probe =
