@@ -82,7 +82,7 @@ absl::Duration StragglerDelay(const Straggler& straggler, int rank, absl::Durati
 absl::Status TrainingJob::PrepareRows(int64_t step, WorkerSlot slot) {
   // A finished job (a regroup after the last step) runs no step that would use them.
   if (step >= options_.steps) return absl::OkStatus();
-  return HoldRows(step, slot);
+  return HoldRows(step, slot, schedule_.WorkerBatchRows(step, slot.rank, slot.world));
 }
 
 void TrainingJob::PrefetchRows(int64_t step, WorkerSlot slot) {
@@ -90,14 +90,13 @@ void TrainingJob::PrefetchRows(int64_t step, WorkerSlot slot) {
   if (data_.Holds(schedule_.WorkerBatchRows(step, slot.rank, slot.world))) return;
   prefetched_ =
       std::async(std::launch::async, [spec = data_spec_, model = spec_, seed = options_.seed,
-                                      rows = WindowRows(schedule_, slot, step, options_.steps,
-                                                        data_.features, kTrainingWindowBytes)] {
+                                      rows = TrainingWindowRows(step, slot)] {
         return LoadTrainingRows(spec, model, seed, rows);
       });
 }
 
-absl::Status TrainingJob::HoldRows(int64_t step, WorkerSlot slot) {
-  const std::vector<int64_t> rows = schedule_.WorkerBatchRows(step, slot.rank, slot.world);
+absl::Status TrainingJob::HoldRows(int64_t step, WorkerSlot slot,
+                                   const std::vector<int64_t>& rows) {
   if (data_.Holds(rows)) return absl::OkStatus();
   if (prefetched_.valid()) {
     absl::StatusOr<Dataset> window = prefetched_.get();
@@ -109,9 +108,12 @@ absl::Status TrainingJob::HoldRows(int64_t step, WorkerSlot slot) {
   return ReadWindow(step, slot);
 }
 
+std::vector<int64_t> TrainingJob::TrainingWindowRows(int64_t step, WorkerSlot slot) const {
+  return WindowRows(schedule_, slot, step, options_.steps, data_.features, kTrainingWindowBytes);
+}
+
 absl::Status TrainingJob::ReadWindow(int64_t step, WorkerSlot slot) {
-  const std::vector<int64_t> rows =
-      WindowRows(schedule_, slot, step, options_.steps, data_.features, kTrainingWindowBytes);
+  const std::vector<int64_t> rows = TrainingWindowRows(step, slot);
   data_ = Dataset();  // the old window goes before the new one is read
   ASSIGN_OR_RETURN(data_, LoadTrainingRows(data_spec_, spec_, options_.seed, rows));
   return absl::OkStatus();
@@ -120,8 +122,8 @@ absl::Status TrainingJob::ReadWindow(int64_t step, WorkerSlot slot) {
 absl::StatusOr<GradientStats> TrainingJob::ComputeShare(
     int64_t step, WorkerSlot slot, absl::Span<const float> params, absl::Span<float> gradient,
     const std::function<void(int layer, ElementRange range)>& on_layer_ready) {
-  RETURN_IF_ERROR(HoldRows(step, slot));
   const std::vector<int64_t> rows = schedule_.WorkerBatchRows(step, slot.rank, slot.world);
+  RETURN_IF_ERROR(HoldRows(step, slot, rows));
   const absl::Time start = absl::Now();  // the straggler slows the compute, not the read
   GatherRows(data_, rows, batch_);
   GradientOptions gradient_options;

@@ -117,9 +117,11 @@ class TrainingJob {
  private:
   // Reads the window of `slot`'s rows from step `step` on in place of the one held.
   absl::Status ReadWindow(int64_t step, WorkerSlot slot);
-  // Makes the rows of `slot`'s step `step` held: the window held, else the prefetched one if
-  // it holds them, else a new read.
-  absl::Status HoldRows(int64_t step, WorkerSlot slot);
+  // The rows of the window read for `slot` from step `step` on.
+  std::vector<int64_t> TrainingWindowRows(int64_t step, WorkerSlot slot) const;
+  // Makes `rows` (those of `slot`'s step `step`) held: the window held, else the prefetched one
+  // if it holds them, else a new read.
+  absl::Status HoldRows(int64_t step, WorkerSlot slot, const std::vector<int64_t>& rows);
 
   TrainingJob(TrainingOptions options, ModelSpec spec, DataSpec data_spec, DataSplits data,
               BatchSchedule schedule, std::unique_ptr<GradientComputer> computer);
