@@ -31,11 +31,11 @@ void FitSync(const SyncSums& s, StepCalibration& fit) {
     }
   }
   if (s.xx > 0) {
-    fit.bandwidth_scale = (s.xm - s.xy) / s.xx;  // the latency as modelled: m − y ≈ scale × x
-    if (fit.bandwidth_scale > 0) return;
-    fit.bandwidth_scale = 1;
+    const double bandwidth = (s.xm - s.xy) / s.xx;  // the latency as modelled: m − y ≈ scale × x
+    if (bandwidth > 0) fit.bandwidth_scale = bandwidth;
+  } else if (s.yy > 0 && s.ym > 0) {  // no bandwidth part: the latency is the whole sync
+    fit.latency_scale = s.ym / s.yy;
   }
-  if (s.yy > 0 && s.ym > 0) fit.latency_scale = s.ym / s.yy;
 }
 
 }  // namespace

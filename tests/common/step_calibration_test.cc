@@ -57,6 +57,16 @@ TEST(StepCalibrationTest, ANegativeScaleOrOneRunScalesTheBandwidthAlone) {
   EXPECT_NEAR(one.compute_scale, 0.9, 1e-12);
 }
 
+TEST(StepCalibrationTest, ASyncBelowItsModelledLatencyLeavesTheSyncAsModelled) {
+  // Measured below the rounds' modelled cost alone: no positive bandwidth scale fits, and the
+  // latency is not refitted as if the bandwidth part were not there.
+  const StepCalibration fit =
+      FitStepCalibration({{0.1, 0.11, 0.01, 0.105, 0.005}, {0.1, 0.21, 0.01, 0.102, 0.002}});
+  EXPECT_EQ(fit.runs, 2);
+  EXPECT_EQ(fit.bandwidth_scale, 1);
+  EXPECT_EQ(fit.latency_scale, 1);
+}
+
 TEST(StepCalibrationTest, ASyncOfLatencyAloneScalesTheLatency) {
   const StepCalibration fit =
       FitStepCalibration({MadeRun(0.1, 0, 0.001, 1, 1, 3), MadeRun(0.2, 0, 0.002, 1, 1, 3)});
