@@ -16,12 +16,11 @@ namespace ringside::cli {
 
 // A comma-separated list of --compression specs other than none (randomk:0.01,topk:0.001,sign),
 // each at most once. INVALID_ARGUMENT naming the item for anything else, a repeat or an empty
-// list; UNIMPLEMENTED for a kind that fits only a mode whose sync does not carry it yet (today
-// top-k and sign: the parameter server's stream does not carry compressed gradients).
+// list.
 absl::StatusOr<std::vector<Compression>> ParseCompressionVariants(absl::string_view text);
 
 // Whether a run of `compression` in `mode` is part of the comparison: the kind fits the mode
-// (CheckCompressionFitsMode) and the mode's sync carries it.
+// (CheckCompressionFitsMode).
 bool RunsCompressed(const Compression& compression, SyncMode mode);
 
 // `job` compressed with `compression`, checked together with the job's other settings

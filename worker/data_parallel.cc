@@ -49,14 +49,6 @@ TrainingJob::TrainingJob(TrainingOptions options, ModelSpec spec, DataSpec data_
 
 absl::StatusOr<std::unique_ptr<TrainingJob>> TrainingJob::Create(const TrainingOptions& options) {
   RETURN_IF_ERROR(CheckSyncSettings(options));
-  // Top-k and sign fit the parameter server only, whose sync does not carry them yet: refused
-  // rather than trained uncompressed under a name that says otherwise. Random-k runs in the ring
-  // (ring/compressed_sum.h); the ps sync refuses it per generation.
-  if (!SummableInRing(options.compression.kind)) {
-    return absl::UnimplementedError(
-        absl::StrCat("--compression=", CompressionText(options.compression),
-                     ": the parameter server does not carry compressed gradients yet"));
-  }
   ASSIGN_OR_RETURN(ModelSpec spec, ModelSpec::Parse(options.model, options.activation));
   ASSIGN_OR_RETURN(const DataSpec data_spec, ParseDataSpec(options.data));
   ASSIGN_OR_RETURN(DataSplits data,

@@ -298,7 +298,7 @@ absl::Status ElasticTrainer::AdoptGeneration(const GenerationAssignment& assignm
   shard_group_.Reconfigure(server::ShardGroupTopology{
       job_->parameter_count(), job.wire_dtype, shards_hold_state, generation, rank, world,
       assignment.shards, assignment.shard_keys, assignment.load_keys, assignment.departed_shards,
-      assignment.departed_load_keys});
+      assignment.departed_load_keys, job.compression, job.compression_warmup});
   if (mode == SyncMode::kPs && assignment.shards.empty()) {
     return absl::FailedPreconditionError(
         absl::StrCat("generation ", generation,

@@ -79,11 +79,6 @@ absl::StatusOr<GenerationSync> MakePsSync(const SyncParts& parts, server::ShardG
     made.sync = std::make_unique<PushPullSync>(shards.ranges(), std::move(links), version_steps);
     return made;
   }
-  if (job.compression.kind != CompressionKind::kNone) {
-    return absl::UnimplementedError(
-        absl::StrCat("--compression=", CompressionText(job.compression),
-                     ": the parameter server does not carry compressed gradients yet"));
-  }
   server::ShardGroup* group = &shards;
   std::vector<GradientBucket> buckets = PlanBuckets(parts.job.spec(), job.bucket_bytes);
   if (buckets.size() > 1) {

@@ -15,7 +15,10 @@
 //   4. Worker (WorkerCompression::DecodeReply): decodes the reply into the segment of the sum its
 //      optimiser takes.
 // Every payload of a segment is keyed by (job seed, step, the segment's offset in the whole
-// gradient), which random-k draws its coordinates from.
+// gradient), which random-k draws its coordinates from. On the Step stream (ps_client.h,
+// shard_state.h) each shard's range is a gradient of its own: a worker keeps a WorkerCompression
+// per shard over that range, and the key is (0, step, offset in the range); top-k and sign, the
+// kinds a server carries, draw nothing from it.
 //
 // Residuals are reset (Reset) at every regroup: a new generation, a mode switch, a lost or joined
 // member, a loaded state or checkpoint. They are never carried in a checkpoint: parameters and
@@ -51,6 +54,7 @@ class WorkerCompression {
                            absl::Span<float> out) const;
   void Reset() { feedback_.Reset(); }
   absl::Span<const float> residual() const { return feedback_.residual(); }
+  const GradientCodec& codec() const { return codec_; }
 
  private:
   const GradientCodec& codec_;

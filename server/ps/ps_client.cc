@@ -44,8 +44,10 @@ class PsClient::ShardCall final
  public:
   // `descending`: the share is pushed last part first, no further than Release() allows
   // (SumAsReady); else in order, all of it.
+  // `compression`: this worker's error feedback over the shard's range when the step is
+  // compressed, else null (an empty range is never compressed).
   ShardCall(const PsClientOptions& options, ShardLink& link, int shard, uint64_t step,
-            absl::Span<float> gradient, bool descending)
+            absl::Span<float> gradient, bool descending, WorkerCompression* compression)
       : link_(link),
         shard_(shard),
         step_(step),
@@ -57,7 +59,8 @@ class PsClient::ShardCall final
         window_elements_(WindowElements(options)),
         window_full_(options.window_full),
         descending_(descending),
-        released_(descending ? 0 : link.range.size()) {
+        released_(descending ? 0 : link.range.size()),
+        compression_(link.range.size() > 0 ? compression : nullptr) {
     SetDeadline(context_, options.timeout);
     context_.set_wait_for_ready(true);  // a shard still starting up is waited for
     // The key and what it claims, checked by the shard before it reads the push.
@@ -72,6 +75,7 @@ class PsClient::ShardCall final
     // fp32 pushes leave the field out, as before it existed: the same bytes as ever.
     if (wire_ != WireDtype::kFp32) push_.set_dtype(WireDtypeNumber(wire_));
     if (descending_) push_.set_descending(true);
+    if (compression_ != nullptr) push_.set_compression(CompressionText(options.compression));
   }
 
   grpc::ClientContext& context() { return context_; }
@@ -85,10 +89,7 @@ class PsClient::ShardCall final
       AddHold();
       held_ = true;
     }
-    if (link_.send.expected_bytes != nullptr) {
-      link_.send.expected_bytes->Increment(
-          static_cast<double>(PsBytesPerShardLink(link_.range.size(), 1, 0, wire_)));
-    }
+    if (link_.send.expected_bytes != nullptr) link_.send.expected_bytes->Increment(ExpectedBytes());
     WriteSegment();  // an empty range still sends one (empty) segment
     StartRead(&reply_message_);
     StartCall();
@@ -130,7 +131,7 @@ class PsClient::ShardCall final
   void OnWriteDone(bool ok) override {
     if (!ok) return;  // the shard ended the stream: its status (OnDone) says why
     if (link_.send.bytes != nullptr) {
-      link_.send.bytes->Increment(static_cast<double>(writing_ * width_));
+      link_.send.bytes->Increment(static_cast<double>(writing_bytes_));
     }
     if (link_.send.messages != nullptr) link_.send.messages->Increment();
     bool write = false;
@@ -170,37 +171,70 @@ class PsClient::ShardCall final
       context_.TryCancel();
       return;
     }
-    const uint64_t size = link_.range.size();
-    const uint64_t count = payload->size / width_;
     const uint64_t received = Received();  // only this reaction changes it
-    const uint32_t dtype = reply_.dtype() == 0 ? WireDtypeNumber(WireDtype::kFp32) : reply_.dtype();
-    // Descending, each segment ends where the part received (from the range's end) begins.
-    const uint64_t offset =
-        descending_ ? size - received - std::min(count, size - received) : received;
-    if (reply_.step() != step_ || reply_.range_elements() != size || reply_.offset() != offset ||
-        dtype != WireDtypeNumber(wire_) || payload->size % width_ != 0 || count > size - received) {
-      reply_error_ = absl::InternalError(absl::StrCat(
-          "reply segment (step ", reply_.step(), ", offset ", reply_.offset(), ", ", payload->size,
-          " bytes of dtype ", dtype, ") does not continue the range at ", received, " in ",
-          WireDtypeName(wire_)));
+    const absl::StatusOr<uint64_t> read =
+        compression_ != nullptr ? ReadEncoded(*payload, received) : ReadPlain(*payload, received);
+    if (!read.ok()) {
+      reply_error_ = read.status();
       context_.TryCancel();
       return;
     }
-    // The payload holds `count` elements (checked above): the read cannot fall short.
-    WirePiecesReader(wire_, payload->pieces)
-        .Read(gradient_.subspan(link_.range.begin + offset, count), /*add=*/false);
     if (link_.receive.bytes != nullptr) {
       link_.receive.bytes->Increment(static_cast<double>(payload->size));
     }
     bool resume = false;
     {
       absl::MutexLock lock(&window_mu_);
-      received_ += count;
+      received_ += *read;
       resume = parked_ && MayWrite();
       if (resume) parked_ = false;
     }
     StartRead(&reply_message_);
     if (resume) WriteSegment();
+  }
+
+  // A reply segment of the sum in the wire dtype, read into the gradient after `received`
+  // elements; how many elements it held.
+  absl::StatusOr<uint64_t> ReadPlain(const ReceivedPayload& payload, uint64_t received) {
+    const uint64_t size = link_.range.size();
+    const uint64_t count = payload.size / width_;
+    const uint32_t dtype = reply_.dtype() == 0 ? WireDtypeNumber(WireDtype::kFp32) : reply_.dtype();
+    // Descending, each segment ends where the part received (from the range's end) begins.
+    const uint64_t offset =
+        descending_ ? size - received - std::min(count, size - received) : received;
+    if (reply_.step() != step_ || reply_.range_elements() != size || reply_.offset() != offset ||
+        dtype != WireDtypeNumber(wire_) || payload.size % width_ != 0 || count > size - received ||
+        !reply_.compression().empty()) {
+      return absl::InternalError(
+          absl::StrCat("reply segment (step ", reply_.step(), ", offset ", reply_.offset(), ", ",
+                       payload.size, " bytes of dtype ", dtype, ") does not continue the range at ",
+                       received, " in ", WireDtypeName(wire_)));
+    }
+    // The payload holds `count` elements (checked above): the read cannot fall short.
+    WirePiecesReader(wire_, payload.pieces)
+        .Read(gradient_.subspan(link_.range.begin + offset, count), /*add=*/false);
+    return count;
+  }
+
+  // A compressed step's reply segment: the next of the push's segments, decoded into the
+  // gradient (checked whole first: a bad one is INTERNAL, the shard's fault).
+  absl::StatusOr<uint64_t> ReadEncoded(const ReceivedPayload& payload, uint64_t received) {
+    const uint64_t size = link_.range.size();
+    const uint64_t count = std::min(segment_elements_, size - received);
+    if (reply_.step() != step_ || reply_.range_elements() != size || reply_.offset() != received ||
+        reply_.elements() != count || count == 0 || reply_.compression() != push_.compression()) {
+      return absl::InternalError(absl::StrCat(
+          "compressed reply segment (step ", reply_.step(), ", offset ", reply_.offset(), ", ",
+          reply_.elements(), " elements of ", reply_.compression(), ") is not the range's ", count,
+          " at ", received, " in ", push_.compression()));
+    }
+    std::string joined;
+    for (absl::string_view piece : payload.pieces) joined.append(piece.data(), piece.size());
+    const absl::Status decoded =
+        compression_->DecodeReply(static_cast<int64_t>(step_), received, joined,
+                                  gradient_.subspan(link_.range.begin + received, count));
+    if (!decoded.ok()) return absl::InternalError(decoded.message());
+    return count;
   }
 
   // The last reaction: every other one has returned, so the fields they wrote are final here.
@@ -239,6 +273,14 @@ class PsClient::ShardCall final
     return received_;
   }
 
+  // The cost model's bytes of this share (and of its reply, which is cut alike).
+  double ExpectedBytes() const {
+    const uint64_t size = link_.range.size();
+    if (compression_ == nullptr) return static_cast<double>(PsBytesPerShardLink(size, 1, 0, wire_));
+    return static_cast<double>(
+        CompressedLinkBytes(compression_->codec(), SegmentLengths(size, segment_elements_)));
+  }
+
   void WriteSegment() {
     uint64_t written = 0, released = 0;
     {
@@ -251,8 +293,19 @@ class PsClient::ShardCall final
     const uint64_t offset = descending_ ? link_.range.size() - written - writing_ : written;
     push_.set_offset(offset);
     const absl::Span<const float> values = gradient_.subspan(link_.range.begin + offset, writing_);
-    sending_ = EncodeWithPayload(push_, proto::PsPush::kPayloadFieldNumber, writing_ * width_,
-                                 [&](char* payload) { EncodeWire(wire_, values, payload); });
+    if (compression_ != nullptr) {
+      // The share's encoding under this worker's error feedback (its residual keeps the rest).
+      const std::string encoded =
+          compression_->EncodePush(static_cast<int64_t>(step_), offset, values);
+      push_.set_elements(writing_);
+      writing_bytes_ = encoded.size();
+      sending_ = EncodeWithPayload(push_, proto::PsPush::kPayloadFieldNumber, writing_bytes_,
+                                   [&](char* payload) { encoded.copy(payload, encoded.size()); });
+    } else {
+      writing_bytes_ = writing_ * width_;
+      sending_ = EncodeWithPayload(push_, proto::PsPush::kPayloadFieldNumber, writing_bytes_,
+                                   [&](char* payload) { EncodeWire(wire_, values, payload); });
+    }
     StartWrite(&sending_);
   }
 
@@ -268,9 +321,10 @@ class PsClient::ShardCall final
 
   // The write side: one write at a time, started by Start(), OnWriteDone or (after a pause for
   // the window) OnReadDone.
-  proto::PsPush push_;        // the pushes' fields but the payload
-  grpc::ByteBuffer sending_;  // the write in flight, a proto::PsPush
-  uint64_t writing_ = 0;      // elements of it
+  proto::PsPush push_;          // the pushes' fields but the payload
+  grpc::ByteBuffer sending_;    // the write in flight, a proto::PsPush
+  uint64_t writing_ = 0;        // elements of it
+  uint64_t writing_bytes_ = 0;  // its payload's bytes
 
   // The read side: touched only by OnReadDone, then read by OnDone.
   grpc::ByteBuffer reply_message_;  // a proto::PsRangeValues as read
@@ -288,6 +342,8 @@ class PsClient::ShardCall final
   const bool descending_;
   uint64_t released_ ABSL_GUARDED_BY(window_mu_);  // elements that may be pushed
   bool held_ = false;  // a hold is outstanding (Start, Release and Unhold: the caller's thread)
+  // The step's error feedback over the range when compressed; null: the wire dtype's values.
+  WorkerCompression* const compression_;
 
   absl::Mutex mu_;
   bool pushed_ ABSL_GUARDED_BY(mu_) = false;
@@ -334,6 +390,14 @@ absl::StatusOr<std::unique_ptr<PsClient>> PsClient::Create(const PsClientOptions
                                                            uint64_t parameters, Metrics* metrics) {
   ASSIGN_OR_RETURN(std::vector<PsShardLink> links, ConnectPsShards(options, parameters, metrics));
   std::unique_ptr<PsClient> sync(new PsClient(options));
+  if (options.compression.kind != CompressionKind::kNone) {
+    RETURN_IF_ERROR(CheckCompressionFitsMode(options.compression, SyncMode::kPs));
+    sync->codec_ = MakeGradientCodec(options.compression);
+    for (const PsShardLink& link : links) {
+      sync->feedback_.push_back(
+          std::make_unique<WorkerCompression>(*sync->codec_, /*seed=*/0, link.range.size()));
+    }
+  }
   sync->links_ = std::move(links);
   return sync;
 }
@@ -364,7 +428,20 @@ size_t PsClient::PrepareShare(absl::Span<float> part) const {
   return non_finite;
 }
 
+bool PsClient::Compresses(int64_t step) const {
+  return CompressesStep(options_.compression, options_.compression_warmup, step);
+}
+
 absl::Status PsClient::Sum(int64_t step, absl::Span<float> gradient) {
+  if (Compresses(step)) {
+    // A codec takes finite values only (gradient_codec.h); the shard would refuse them too.
+    if (const size_t non_finite = CountNonFinite(gradient); non_finite > 0) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(WorkerName(options_.rank), "'s share of step ", step, " has ", non_finite,
+                       " of ", gradient.size(), " values NaN or infinite: it is not pushed"));
+    }
+    return Exchange(step, gradient);
+  }
   const size_t own_non_finite = PrepareShare(gradient);
   RETURN_IF_ERROR(Exchange(step, gradient));
   return FinishSum(step, gradient, own_non_finite);
@@ -372,6 +449,10 @@ absl::Status PsClient::Sum(int64_t step, absl::Span<float> gradient) {
 
 absl::Status PsClient::SumAsReady(int64_t step, absl::Span<float> gradient,
                                   const AwaitFinal& await_final) {
+  if (Compresses(step)) {
+    return absl::FailedPreconditionError(
+        "a compressed step is pushed whole, in order (--compression takes no --bucket_bytes)");
+  }
   RETURN_IF_ERROR(ExchangeAsReady(step, gradient, await_final));
   // The share's own values are gone (the sum overwrote them): the caller counted them.
   return FinishSum(step, gradient, 0);
@@ -391,19 +472,22 @@ absl::Status PsClient::FinishSum(int64_t step, absl::Span<float> gradient, size_
 
 std::vector<std::unique_ptr<PsClient::ShardCall>> PsClient::MakeCalls(int64_t step,
                                                                       absl::Span<float> gradient,
-                                                                      bool descending) {
+                                                                      bool descending,
+                                                                      bool compressed) {
   std::vector<std::unique_ptr<ShardCall>> calls;
   calls.reserve(links_.size());
   for (size_t s = 0; s < links_.size(); ++s) {
     calls.push_back(std::make_unique<ShardCall>(options_, links_[s], static_cast<int>(s),
-                                                static_cast<uint64_t>(step), gradient, descending));
+                                                static_cast<uint64_t>(step), gradient, descending,
+                                                compressed ? feedback_[s].get() : nullptr));
     calls_.Track(calls.back()->context());
   }
   return calls;
 }
 
 absl::Status PsClient::Exchange(int64_t step, absl::Span<float> gradient) {
-  std::vector<std::unique_ptr<ShardCall>> calls = MakeCalls(step, gradient, /*descending=*/false);
+  std::vector<std::unique_ptr<ShardCall>> calls =
+      MakeCalls(step, gradient, /*descending=*/false, Compresses(step));
   calls[0]->Start();
   if (options_.pushed_to_first_shard != nullptr) {
     calls[0]->WaitPushed();
@@ -417,7 +501,8 @@ absl::Status PsClient::Exchange(int64_t step, absl::Span<float> gradient) {
 
 absl::Status PsClient::ExchangeAsReady(int64_t step, absl::Span<float> gradient,
                                        const AwaitFinal& await_final) {
-  std::vector<std::unique_ptr<ShardCall>> calls = MakeCalls(step, gradient, /*descending=*/true);
+  std::vector<std::unique_ptr<ShardCall>> calls =
+      MakeCalls(step, gradient, /*descending=*/true, /*compressed=*/false);
   std::vector<bool> started(calls.size(), false);
   bool fault_checked = options_.pushed_to_first_shard == nullptr;
   bool abandoned = false;

@@ -16,6 +16,11 @@
 // push, the shard sums the decoded shares in float32 and encodes the sum once for the reply (two
 // roundings per value whatever N is). fp16 divides the share by N before encoding and
 // multiplies the decoded sum back (WireShareDivisor), as the shard does for its own optimiser.
+// Compression (--compression: top-k or sign, after --compression_warmup steps): each shard's
+// range is pushed in segments of the codec's encoding, under this worker's error feedback over
+// that range (server/ps/compressed_exchange.h), and its reply, segment for segment, is decoded
+// into the sum; a share holding a NaN or an infinity is then refused here (INVALID_ARGUMENT)
+// before anything is pushed. The residuals live as long as the client: one generation.
 // Thread-compatible (Cancel() is thread-safe). Errors: a shard's gRPC status, annotated with the
 // shard and step; a reply that does not cover the range exactly, or in another dtype, is
 // INTERNAL; with a 16-bit wire dtype a sum holding a NaN or an infinity is INVALID_ARGUMENT
@@ -35,12 +40,14 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "absl/types/span.h"
+#include "common/compression.h"
 #include "common/metrics.h"
 #include "common/ranges.h"
 #include "common/transport_security.h"
 #include "common/wire_dtype.h"
 #include "grpcpp/generic/generic_stub.h"
 #include "proto/ps.grpc.pb.h"
+#include "server/ps/compressed_exchange.h"
 
 namespace ringside::server {
 
@@ -77,6 +84,8 @@ struct PsClientOptions {
   // kLabPsWindowBytes.
   uint64_t window_bytes = kDefaultPsWindowBytes;
   WireDtype wire_dtype = WireDtype::kFp32;  // the job's --wire_dtype
+  Compression compression;                  // the job's --compression: none, topk or sign
+  int64_t compression_warmup = 0;           // and --compression_warmup
   int workers = 1;                          // in the generation: fp16's divisor (WireShareDivisor)
   absl::Duration timeout = absl::Seconds(60);  // per step and shard
   TransportSecurity security;                  // of the channels to the shards
@@ -159,6 +168,7 @@ class PsClient final {
   class ShardCall;  // one shard's Step stream of one step (ps_client.cc)
 
   explicit PsClient(PsClientOptions options) : options_(std::move(options)) {}
+  bool Compresses(int64_t step) const;  // --compression, past its warm-up
   // One step's streams, every shard at once: the share (as the wire carries it) out, the sum in.
   absl::Status Exchange(int64_t step, absl::Span<float> gradient);
   // SumAsReady's streams: each shard's share released to its stream as it becomes final.
@@ -167,7 +177,7 @@ class PsClient final {
   // One call a shard for step `step` (pushing in order, or `descending`), each tracked before
   // any starts, so that a Cancel() meanwhile reaches them all.
   std::vector<std::unique_ptr<ShardCall>> MakeCalls(int64_t step, absl::Span<float> gradient,
-                                                    bool descending);
+                                                    bool descending, bool compressed);
   // Waits for the calls started (after cancelling every call when `abandoned`).
   absl::Status AwaitCalls(int64_t step, std::vector<std::unique_ptr<ShardCall>>& calls,
                           const std::vector<bool>& started, bool abandoned);
@@ -177,6 +187,9 @@ class PsClient final {
   PsClientOptions options_;
   std::vector<ShardLink> links_;
   CallCancellation calls_;
+  // --compression: the codec, and this worker's error feedback per shard (over its range).
+  std::unique_ptr<GradientCodec> codec_;
+  std::vector<std::unique_ptr<WorkerCompression>> feedback_;
 };
 
 }  // namespace ringside::server

@@ -10,6 +10,7 @@
 
 #include "absl/synchronization/mutex.h"
 #include "common/auth.h"
+#include "common/compression.h"
 #include "common/cost_model.h"
 #include "common/grpc_util.h"
 #include "common/metrics.h"
@@ -26,7 +27,9 @@ namespace {
 
 // Streams a step's sum as it becomes final (ShardState::WhenSummed): segments of at most
 // `segment_elements` from the part known so far; an empty range gets one empty segment. A step
-// pushed `descending` is known, and answered, from the range's end: counts are from there.
+// pushed `descending` is known, and answered, from the range's end: counts are from there. A
+// compressed step's segments are its pushes' (Summed.encoded), each sent as the applier encoded
+// it.
 class SumWriter {
  public:
   // The sum's values are rounded to `dtype` already (ShardState): encoding them is exact.
@@ -39,14 +42,22 @@ class SumWriter {
         descending_(descending) {}
 
   // More of the sum is final: `end` elements of `sum` (from the range's end when descending).
-  void Known(Values sum, uint64_t end) {
-    sum_ = std::move(sum);
-    known_ = end;
+  void Known(Summed summed) {
+    sum_ = std::move(summed.sum);
+    if (summed.encoded != nullptr) encoded_ = std::move(summed.encoded);
+    known_ = summed.end;
+  }
+  // The cost model's bytes of the whole reply, once something is known.
+  uint64_t ExpectedBytes() const {
+    if (encoded_ == nullptr) return PsBytesPerShardLink(range_elements_, 1, 0, dtype_);
+    return CompressedLinkBytes(*encoded_->codec->codec,
+                               SegmentLengths(range_elements_, encoded_->segment_elements));
   }
   // The next segment of the known part, a PsRangeValues message, into `out` and its payload's
   // size into `payload_bytes`; false when there is none (yet).
   bool Next(grpc::ByteBuffer& out, uint64_t& payload_bytes) {
     if (sent_ == known_ && (wrote_any_ || known_ != range_elements_)) return false;
+    if (encoded_ != nullptr) return NextEncoded(out, payload_bytes);
     const uint64_t count = std::min<uint64_t>(segment_elements_, known_ - sent_);
     const uint64_t offset = descending_ ? range_elements_ - sent_ - count : sent_;
     proto::PsRangeValues header;
@@ -76,12 +87,34 @@ class SumWriter {
   uint64_t sent() const { return sent_; }
 
  private:
+  // A compressed step's next segment: the applier's encoding of it. The part known ends on a
+  // segment's end (shard_state.h), so it is whole.
+  bool NextEncoded(grpc::ByteBuffer& out, uint64_t& payload_bytes) {
+    const uint64_t length = encoded_->segment_elements;
+    const uint64_t count = std::min<uint64_t>(length, known_ - sent_);
+    const std::string& payload = encoded_->segments[sent_ / length];
+    proto::PsRangeValues header;
+    header.set_step(step_);
+    header.set_offset(sent_);
+    header.set_range_elements(range_elements_);
+    header.set_compression(encoded_->codec->text);
+    header.set_elements(count);
+    payload_bytes = payload.size();
+    out = EncodeWithPayload(header, proto::PsRangeValues::kPayloadFieldNumber, payload_bytes,
+                            [&](char* wire) { payload.copy(wire, payload.size()); });
+    sent_ += count;
+    wrote_any_ = true;
+    if (sent_ == range_elements_) sum_ = nullptr;  // as Next's
+    return true;
+  }
+
   const uint64_t step_;
   const uint64_t range_elements_;
   const uint64_t segment_elements_;
   const WireDtype dtype_;
   const bool descending_;
   Values sum_;
+  std::shared_ptr<const EncodedReply> encoded_;  // a compressed step's; null: none
   uint64_t known_ = 0;
   uint64_t sent_ = 0;
   bool wrote_any_ = false;
@@ -91,6 +124,19 @@ class SumWriter {
 absl::StatusOr<WireDtype> PushDtype(const proto::PsPush& push) {
   if (push.dtype() == 0) return WireDtype::kFp32;
   return WireDtypeOfNumber(push.dtype());
+}
+
+// A push's codec: absent is none. Only a kind a server carries (top-k, sign).
+absl::StatusOr<Compression> PushCompression(const proto::PsPush& push) {
+  if (push.compression().empty()) return Compression{};
+  constexpr size_t kLongestCompression = 32;  // "topk:" and a fraction's digits
+  if (push.compression().size() > kLongestCompression) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("a push's compression of ", push.compression().size(), " characters"));
+  }
+  ASSIGN_OR_RETURN(const Compression compression, ParseCompression(push.compression()));
+  RETURN_IF_ERROR(CheckCompressionFitsMode(compression, SyncMode::kPs));
+  return compression;
 }
 
 // One Step stream. Its reactions (gRPC's callback threads) read the share while the reply
@@ -136,7 +182,10 @@ class StepReactor final
     if (status.ok()) status = first ? Begin(payload->size) : CheckSameStream();
     // The payload is summed from the received slices, which the state holds until then: nothing
     // of it is copied.
-    if (status.ok()) {
+    if (status.ok() && compression_.kind != CompressionKind::kNone) {
+      status = state_->AddCompressedSegment(worker_, step_, push_.offset(), push_.elements(),
+                                            payload->pieces);
+    } else if (status.ok()) {
       status = state_->AddSegment(worker_, step_, push_.offset(), std::move(payload->pieces),
                                   std::move(payload->owner));
     }
@@ -183,8 +232,10 @@ class StepReactor final
     if (state_ == nullptr) return FromGrpcStatus(PushPullGeneration());
     metrics_ = &generation_->links;
     ASSIGN_OR_RETURN(const WireDtype dtype, PushDtype(push_));
+    ASSIGN_OR_RETURN(compression_, PushCompression(push_));
     RETURN_IF_ERROR(state_->BeginPush(push_.generation(), rank, push_.step(),
-                                      push_.range_elements(), dtype, push_.descending()));
+                                      push_.range_elements(), dtype, push_.descending(),
+                                      compression_));
     began_ = true;
     worker_ = rank;
     step_ = push_.step();
@@ -209,8 +260,11 @@ class StepReactor final
       return absl::InvalidArgumentError("a push stream carries one worker's share of one step");
     }
     absl::StatusOr<WireDtype> dtype = PushDtype(push_);
-    if (!dtype.ok() || *dtype != wire_ || push_.descending() != descending_) {
-      return absl::InvalidArgumentError("a push stream carries its share in one dtype and order");
+    absl::StatusOr<Compression> compression = PushCompression(push_);
+    if (!dtype.ok() || *dtype != wire_ || push_.descending() != descending_ || !compression.ok() ||
+        *compression != compression_) {
+      return absl::InvalidArgumentError(
+          "a push stream carries its share in one dtype, compression and order");
     }
     return absl::OkStatus();
   }
@@ -246,19 +300,20 @@ class StepReactor final
       return;
     }
     bool first = false;
-    uint64_t sent = 0;
+    uint64_t sent = 0, expected = 0;
     writes().StartWrite(
         [&]() -> const grpc::ByteBuffer* {
           mutex().AssertHeld();  // ReactorWrites runs it under the reactor's mutex
-          writer_->Known(std::move(summed.sum), summed.end);
+          writer_->Known(std::move(summed));
           // Nothing new cannot happen: WhenSummed said there is more.
           if (!writer_->Next(out_, out_payload_bytes_)) return nullptr;
           first = !std::exchange(reply_started_, true);
           sent = writer_->sent();
+          expected = writer_->ExpectedBytes();
           return &out_;
         },
         [&] {
-          if (first) CountExpected();
+          if (first) CountExpected(expected);
           state_->Answered(worker_, step_, sent);
           if (hook_) hook_(ParameterShardService::StepEvent::kReplyStarting, worker_);
         });
@@ -288,14 +343,11 @@ class StepReactor final
     }
   }
 
-  // The reply's first write: the cost model's bytes for the link, once per step.
-  void CountExpected() {
+  // The reply's first write: the cost model's bytes for the link (`bytes`), once per step.
+  void CountExpected(uint64_t bytes) {
     if (static_cast<size_t>(worker_) >= metrics_->to_worker.size()) return;
     prometheus::Counter* expected = metrics_->to_worker[worker_].expected_bytes;
-    if (expected != nullptr) {
-      expected->Increment(
-          static_cast<double>(PsBytesPerShardLink(state_->range_elements(), 1, 0, wire_)));
-    }
+    if (expected != nullptr) expected->Increment(static_cast<double>(bytes));
   }
 
   void CountSent() {
@@ -319,6 +371,7 @@ class StepReactor final
   int worker_ = 0;
   uint64_t step_ = 0;
   WireDtype wire_ = WireDtype::kFp32;  // the share's, and so the reply's
+  Compression compression_;            // likewise its codec
   bool descending_ = false;            // likewise its order
 
   std::optional<SumWriter> writer_ ABSL_GUARDED_BY(mutex());

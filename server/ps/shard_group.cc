@@ -62,6 +62,8 @@ absl::Status ShardGroup::Connect() {
   ps.rank = topology.rank;
   ps.workers = topology.workers;
   ps.wire_dtype = topology.wire_dtype;
+  ps.compression = topology.compression;
+  ps.compression_warmup = topology.compression_warmup;
   ps.shards = topology.shards;
   ps.keys = topology.keys;
   ps.segment_bytes = options_.segment_bytes;

@@ -29,6 +29,7 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "absl/types/span.h"
+#include "common/compression.h"
 #include "common/metrics.h"
 #include "common/optimizer.h"
 #include "common/ranges.h"
@@ -72,6 +73,9 @@ struct ShardGroupTopology {
   // (ShardTransferOptions::departed).
   std::vector<std::string> departed;
   std::vector<std::string> departed_keys;
+  // The job's --compression and --compression_warmup (PsClientOptions).
+  Compression compression = {};
+  int64_t compression_warmup = 0;
 };
 
 class ShardGroup final {

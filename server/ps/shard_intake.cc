@@ -22,12 +22,21 @@ static_assert(kMaxPsWindowBytes / 2 + kMaxPsWindowBytes / 2 / 4 <= kHeldShareEle
 static_assert(kMaxPsWindowBytes / 2 + kMaxPsWindowBytes / 2 / 4 <= kSumBufferElements);
 
 absl::Status ShardState::BeginPush(uint64_t generation, int worker, uint64_t step,
-                                   uint64_t range_elements, WireDtype dtype, bool descending) {
+                                   uint64_t range_elements, WireDtype dtype, bool descending,
+                                   const Compression& compression) {
   RETURN_IF_ERROR(check_.Header(generation, worker, range_elements));
+  if (compression.kind != CompressionKind::kNone &&
+      (dtype != WireDtype::kFp32 || descending || range_elements_ == 0)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "worker ", worker, " pushes step ", step, " compressed (", CompressionText(compression),
+        ") ", dtype != WireDtype::kFp32 ? "in a 16-bit dtype" : "",
+        descending ? "last part first" : "", range_elements_ == 0 ? "for an empty range" : "",
+        ": a compressed step is float32, in order, of a range that is not empty"));
+  }
   absl::MutexLock lock(&mu_);
   RETURN_IF_ERROR(CheckStep(step));
   WorkerShare& share = shares_[worker];
-  RETURN_IF_ERROR(AgreeOnDtypeLocked(worker, dtype, descending));
+  RETURN_IF_ERROR(AgreeOnDtypeLocked(worker, dtype, descending, compression));
   if (share.state != PushState::kIdle) {
     return absl::AlreadyExistsError(
         absl::StrCat("worker ", worker, " already ",
@@ -39,13 +48,30 @@ absl::Status ShardState::BeginPush(uint64_t generation, int worker, uint64_t ste
   return absl::OkStatus();
 }
 
-absl::Status ShardState::AgreeOnDtypeLocked(int worker, WireDtype dtype, bool descending) {
+absl::Status ShardState::AgreeOnDtypeLocked(int worker, WireDtype dtype, bool descending,
+                                            const Compression& compression) {
   const bool any_began = std::any_of(shares_.begin(), shares_.end(), [](const WorkerShare& share) {
     return share.state != PushState::kIdle;
   });
+  const Compression step_compression = codec_ == nullptr ? Compression{} : codec_->compression;
   if (!any_began) {
     dtype_ = dtype;
     descending_ = descending;
+    codec_ = nullptr;
+    if (compression.kind != CompressionKind::kNone) {
+      // One codec object while the job's stays the same: the applier's error feedback is kept
+      // for as long as it is.
+      if (last_codec_ == nullptr || last_codec_->compression != compression) {
+        last_codec_ = std::make_shared<const StepCodec>(
+            StepCodec{compression, CompressionText(compression), MakeGradientCodec(compression)});
+      }
+      codec_ = last_codec_;
+    }
+  } else if (compression != step_compression) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "worker ", worker, " pushes step ", collecting_,
+        " with --compression=", CompressionText(compression), " but the others with ",
+        CompressionText(step_compression), "; every member must use the job's --compression"));
   } else if (descending != descending_) {
     return absl::InvalidArgumentError(
         absl::StrCat("worker ", worker, " pushes step ", collecting_,
@@ -70,6 +96,15 @@ absl::Status ShardState::AddSegment(int worker, uint64_t step, uint64_t offset,
 absl::Status ShardState::AddSegment(int worker, uint64_t step, uint64_t offset,
                                     std::vector<absl::string_view> pieces,
                                     std::shared_ptr<const void> owner) {
+  size_t bytes = 0;
+  for (absl::string_view piece : pieces) bytes += piece.size();
+  return KeepSegment(worker, step, offset, bytes, /*compressed=*/false, std::move(pieces),
+                     std::move(owner));
+}
+
+absl::Status ShardState::KeepSegment(int worker, uint64_t step, uint64_t offset, uint64_t bytes,
+                                     bool compressed, std::vector<absl::string_view> pieces,
+                                     std::shared_ptr<const void> owner) {
   RETURN_IF_ERROR(check_.Worker(worker));
   absl::MutexLock lock(&mu_);
   RETURN_IF_ERROR(CheckStep(step));
@@ -78,9 +113,12 @@ absl::Status ShardState::AddSegment(int worker, uint64_t step, uint64_t offset,
     return absl::FailedPreconditionError(
         absl::StrCat("worker ", worker, " sent a segment outside a push of step ", step));
   }
+  if (compressed != (codec_ != nullptr)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "worker ", worker, " sent ", compressed ? "a compressed" : "an uncompressed",
+        " segment in a push of step ", step, " that is ", compressed ? "not" : "", " compressed"));
+  }
   const size_t width = WireBytesPerElement(dtype_);
-  size_t bytes = 0;
-  for (absl::string_view piece : pieces) bytes += piece.size();
   if (bytes % width != 0) {
     return absl::InvalidArgumentError(absl::StrCat("segment of ", bytes,
                                                    " bytes is not a whole number of ",
@@ -88,7 +126,8 @@ absl::Status ShardState::AddSegment(int worker, uint64_t step, uint64_t offset,
   }
   const uint64_t count = bytes / width;
   // Before anything of it is kept. Under the lock (the dtype is the step's), as long as a copy.
-  RETURN_IF_ERROR(check_.Finite(worker, step, dtype_, pieces, count));
+  // A decoded segment is finite already (its codec checks every value).
+  if (!compressed) RETURN_IF_ERROR(check_.Finite(worker, step, dtype_, pieces, count));
   // In order, a segment begins where the share's received part ends; descending, it ends where
   // that part (counted from the range's end) begins.
   const uint64_t left = range_elements_ - share.received;
@@ -100,6 +139,7 @@ absl::Status ShardState::AddSegment(int worker, uint64_t step, uint64_t offset,
                      worker, "'s share ", descending_ ? "(last part first) " : "", "after ",
                      share.received, " elements within a range of ", range_elements_));
   }
+  if (compressed) RETURN_IF_ERROR(AgreeOnSegmentLocked(worker, offset, count));
   // What of this step the applier has summed, in push order: those payloads are released.
   const uint64_t summed =
       partial_.sum != nullptr && partial_.step == collecting_ ? partial_.end : 0;
@@ -143,8 +183,30 @@ absl::Status ShardState::FinishPush(int worker, uint64_t step) {
   return absl::OkStatus();
 }
 
+absl::Status ShardState::AgreeOnSegmentLocked(int worker, uint64_t offset, uint64_t count) {
+  // The first segment of the step sets the length (a shorter one only as the range's whole).
+  if (codec_segment_ == 0) {
+    if (count == 0) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("worker ", worker, "'s compressed segment at ", offset, " of ", count,
+                       " elements cannot set its step's segment length"));
+    }
+    codec_segment_ = count;
+    return absl::OkStatus();
+  }
+  const uint64_t expected = std::min(codec_segment_, range_elements_ - offset);
+  if (count != expected) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "worker ", worker, "'s compressed segment at ", offset, " holds ", count, " elements, not ",
+        expected, ": every segment of a compressed step holds ", codec_segment_,
+        " (the range's last piece excepted), as the step's first one does"));
+  }
+  return absl::OkStatus();
+}
+
 void ShardState::CollectNextStepLocked() {
   for (WorkerShare& share : shares_) share = WorkerShare{};
+  codec_segment_ = 0;
   ++collecting_;
   handed_ = 0;
   first_push_ = absl::InfinitePast();
@@ -168,6 +230,8 @@ void ShardState::HandOverLocked() {
   segment.known = ready;
   segment.last = complete;
   segment.dtype = dtype_;
+  segment.codec = codec_;
+  segment.codec_segment = codec_segment_;
   segment.held = HandHeldLocked(handed_, ready);
   handed_ = ready;
   if (complete) {

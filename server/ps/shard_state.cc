@@ -110,7 +110,7 @@ ShardState::ShardState(ShardConfig config, uint64_t step, std::vector<float> val
              metrics.nonfinite),
       collecting_(step),
       shares_(static_cast<size_t>(config.workers)),
-      current_{step, nullptr},
+      current_{step, nullptr, nullptr},
       optimizer_(std::move(optimizer)),
       values_(std::move(values)),
       applier_([this](const ApplierThread::Liveness& liveness) { ApplyLoop(liveness); }) {}
@@ -243,11 +243,13 @@ void ShardState::Sum(const Segment& segment, bool begins_step, const ApplyHook& 
                    }
                  });
   if (hook) hook(segment.step, segment.begin, segment.end);
-  // 16-bit: the sum as the replies carry it (encoded once), which the optimiser then applies.
+  // 16-bit: the sum as the replies carry it (encoded once), which the optimiser then applies;
+  // compressed: the sum's encoding decoded, likewise.
   ForEachRingRun(segment.begin, segment.end, sum_elements_,
                  [&](uint64_t /*first*/, uint64_t at, uint64_t count) {
                    RoundToWire(segment.dtype, absl::MakeSpan(*sum_).subspan(at, count));
                  });
+  EncodeReplies(segment, begins_step);
   update_time_ += absl::Now() - start;
 }
 
@@ -270,7 +272,8 @@ void ShardState::PublishSum(const Segment& segment) {
   ReadyCallbacks ready;
   {
     absl::MutexLock lock(&mu_);
-    partial_ = Partial{segment.step, sum_, segment.known};  // applying_ stays: values_ will change
+    // applying_ stays: values_ will change
+    partial_ = Partial{segment.step, sum_, segment.known, encoded_};
     ready = ReadyLocked();
   }
   for (auto& [done, summed] : ready) done(std::move(summed));
@@ -286,8 +289,9 @@ void ShardState::PublishStep(Segment& segment) {
     absl::MutexLock lock(&mu_);
     applying_ = false;
     if (!segment.last) return;  // the segment's sum is published already
-    current_ = Published{segment.step + 1, std::move(sum_)};
+    current_ = Published{segment.step + 1, std::move(sum_), std::move(encoded_)};
     sum_ = nullptr;
+    encoded_ = nullptr;
     partial_ = Partial{};
     completed = ReadsOfLocked(segment.step, /*remove=*/true);
     readers.swap(readers_);
@@ -320,7 +324,7 @@ std::optional<Summed> ShardState::AnswerLocked(const Waiter& waiter) const {
   if (waiter.step < current_.step) {
     // A waiter's step is the one being collected or applied; an older one is not kept.
     if (waiter.step + 1 == current_.step && current_.sum != nullptr) {
-      return Summed{current_.sum, range_elements_, {}};
+      return Summed{current_.sum, range_elements_, {}, current_.encoded};
     }
     return Summed{
         nullptr, 0,
@@ -330,7 +334,7 @@ std::optional<Summed> ShardState::AnswerLocked(const Waiter& waiter) const {
   }
   if (lost_ && waiter.step >= collecting_) return Summed{nullptr, 0, LostStatus()};
   if (partial_.sum != nullptr && partial_.step == waiter.step && partial_.end > waiter.after) {
-    return Summed{partial_.sum, partial_.end, {}};
+    return Summed{partial_.sum, partial_.end, {}, partial_.encoded};
   }
   return std::nullopt;
 }

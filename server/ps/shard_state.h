@@ -56,6 +56,17 @@
 // fp16 (whose shares the workers divided by it: server/ps/wire_share.h), so the shard updates its
 // range with exactly the values every worker decodes and applies. fp32: the bits of before.
 //
+// Compression (--compression: top-k or sign; server/ps/compressed_exchange.h says the exchange).
+// A step's first push also sets its codec, or none; a compressed step is float32 and ascending,
+// and its segments are cut at one length, the step's first segment's (the range's last piece
+// excepted). Each compressed segment is decoded once as it arrives (AddCompressedSegment: the
+// payload checked whole first) and kept as float32, then summed in rank order as ever; the
+// applier then encodes each segment's sum with the codec under the shard's own error feedback
+// (ShardCompression: one residual over the range, kept from step to step while the codec stays
+// the same, new with the state, so reset at every regroup) and replaces the sum with that
+// encoding decoded, which its optimiser applies; every reply sends the encoding (Summed.encoded),
+// made once for all workers, so the shard and every worker apply the same bits.
+//
 // Thread-safe.
 // Errors: FAILED_PRECONDITION for a stale generation or a step that is not the current one;
 // ABORTED for a step lost on this shard (above); INVALID_ARGUMENT for an unknown rank, a range
@@ -84,11 +95,13 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "absl/types/span.h"
+#include "common/compression.h"
 #include "common/optimizer.h"
 #include "common/wire_dtype.h"
 #include "prometheus/counter.h"
 #include "prometheus/histogram.h"
 #include "server/ps/applier_thread.h"
+#include "server/ps/compressed_exchange.h"
 #include "server/ps/push_check.h"
 #include "server/ps/wire_share.h"
 
@@ -136,6 +149,22 @@ struct ShardStepMetrics {
 // Float32 values of the shard's range, shared with the replies that stream them.
 using Values = std::shared_ptr<const std::vector<float>>;
 
+// A compressed step's codec, as its first push named it.
+struct StepCodec {
+  Compression compression;
+  std::string text;  // CompressionText: what the replies name
+  std::unique_ptr<GradientCodec> codec;
+};
+
+// A compressed step's reply, segment by segment, encoded once by the applier for every worker:
+// entry i holds elements [i·L, min((i + 1)·L, range)) (L = segment_elements), written before the
+// sum that covers it is published and never changed after.
+struct EncodedReply {
+  std::shared_ptr<const StepCodec> codec;
+  uint64_t segment_elements = 1;
+  std::vector<std::string> segments;
+};
+
 // How far a step's sum is known: its elements [0, end) are final and will not change (the
 // applier writes only past `end`); of a step pushed descending, its last `end` elements. `sum`
 // holds element i at slot i mod sum->size() (ForEachRingRun): the whole range when it fits
@@ -146,6 +175,8 @@ struct Summed {
   Values sum;
   uint64_t end = 0;
   absl::Status ended;
+  // A compressed step's: what the replies send instead of `sum`'s values; null otherwise.
+  std::shared_ptr<const EncodedReply> encoded = nullptr;
 };
 
 class ShardState {
@@ -180,8 +211,11 @@ class ShardState {
 
   // `descending`: the share's segments come last first (PsPush.descending); then every count
   // here and in Summed (`end`, `after`, how much is final) is of elements from the range's end.
+  // `compression`: the step's codec (PsPush.compression), kNone for none; a compressed push must
+  // be float32, ascending and of a range that is not empty (INVALID_ARGUMENT otherwise).
   absl::Status BeginPush(uint64_t generation, int worker, uint64_t step, uint64_t range_elements,
-                         WireDtype dtype = WireDtype::kFp32, bool descending = false);
+                         WireDtype dtype = WireDtype::kFp32, bool descending = false,
+                         const Compression& compression = {});
   // Keeps a segment (elements of the step's wire dtype) until it is summed; the one that completes
   // a segment of every share hands it to the applier. A segment with a NaN or an infinity is
   // refused (INVALID_ARGUMENT, NonFiniteReport) and nothing of it kept: the push is then open
@@ -192,6 +226,14 @@ class ShardState {
                           std::vector<absl::string_view> pieces, std::shared_ptr<const void> owner);
   // The same with a copy of `payload` (tests).
   absl::Status AddSegment(int worker, uint64_t step, uint64_t offset, absl::string_view payload);
+  // A compressed step's segment: `elements` elements from `offset`, encoded in `pieces` by the
+  // step's codec. Decoded once, here, after the payload is checked whole (INVALID_ARGUMENT naming
+  // what is wrong, and nothing kept: indices out of the segment, repeated or unsorted, a count
+  // the size disagrees with, a value not finite), then kept as float32 as AddSegment keeps a
+  // segment. INVALID_ARGUMENT too for a segment of another length than the step's (above), and
+  // for either call in a step of the other kind.
+  absl::Status AddCompressedSegment(int worker, uint64_t step, uint64_t offset, uint64_t elements,
+                                    absl::Span<const absl::string_view> pieces);
   // The worker says its share is complete: INVALID_ARGUMENT unless every element has arrived.
   // OK for a step already complete here (every share of it was).
   absl::Status FinishPush(int worker, uint64_t step);
@@ -309,7 +351,9 @@ class ShardState {
     uint64_t end = 0;
     bool last = false;   // the step's last segment: every share is complete
     uint64_t known = 0;  // elements of the step's sum final with this segment (in push order)
-    WireDtype dtype = WireDtype::kFp32;  // how the step's values travel
+    WireDtype dtype = WireDtype::kFp32;      // how the step's values travel
+    std::shared_ptr<const StepCodec> codec;  // a compressed step's; null: none
+    uint64_t codec_segment = 0;              // its segment length
     // By rank, the share's payloads that hold [begin, end), in range order.
     std::vector<HeldPayloads> held;
     absl::Time first_push;  // last: first push begun
@@ -321,12 +365,14 @@ class ShardState {
     // The summed gradient of step `step - 1`; null before any step, and once the applier took its
     // buffer for step `step` (every worker has begun that step, so none reads this one again).
     Values sum;
+    std::shared_ptr<const EncodedReply> encoded;  // that step's, when compressed
   };
   // The step the applier is part-way through: [0, end) of its sum is final.
   struct Partial {
     uint64_t step = 0;
     Values sum;  // null when no step is part-way
     uint64_t end = 0;
+    std::shared_ptr<const EncodedReply> encoded;  // when compressed
   };
   struct Waiter {
     uint64_t step = 0;
@@ -341,7 +387,16 @@ class ShardState {
              ShardStepMetrics metrics);
   absl::Status CheckStep(uint64_t step) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // A step's first push sets its wire dtype and order; every later one must match them.
-  absl::Status AgreeOnDtypeLocked(int worker, WireDtype dtype, bool descending)
+  absl::Status AgreeOnDtypeLocked(int worker, WireDtype dtype, bool descending,
+                                  const Compression& compression)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // AddSegment's and AddCompressedSegment's keeping of a segment of `bytes` bytes in the step's
+  // wire dtype; `compressed`: float32 decoded from a compressed one.
+  absl::Status KeepSegment(int worker, uint64_t step, uint64_t offset, uint64_t bytes,
+                           bool compressed, std::vector<absl::string_view> pieces,
+                           std::shared_ptr<const void> owner);
+  // The compressed step's segment length: set by its first segment, then every one must match.
+  absl::Status AgreeOnSegmentLocked(int worker, uint64_t offset, uint64_t count)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Hands the segment every share now covers to the applier; at the step's end, starts the
   // next step.
@@ -375,6 +430,10 @@ class ShardState {
   // Sums the segment in rank order into sum_ (rounded to the wire dtype: what the replies carry),
   // without the lock.
   void Sum(const Segment& segment, bool begins_step, const ApplyHook& hook);
+  // A compressed step: each of the segment's codec segments summed, encoded under the shard's
+  // error feedback into encoded_, and its sum replaced by that encoding decoded (what the
+  // optimiser applies). Without the lock (shard_reply_codec.cc).
+  void EncodeReplies(const Segment& segment, bool begins_step);
   // The segment's sum is final: answers the waiters it completes (the workers' replies).
   void PublishSum(const Segment& segment) ABSL_LOCKS_EXCLUDED(mu_);
   // Runs the optimiser on the segment of the applier's own copy of the range, without the lock.
@@ -399,6 +458,9 @@ class ShardState {
   // The wire dtype of step collecting_: set by its first push, while no share has begun.
   WireDtype dtype_ ABSL_GUARDED_BY(mu_) = WireDtype::kFp32;
   bool descending_ ABSL_GUARDED_BY(mu_) = false;  // step collecting_'s order, likewise
+  std::shared_ptr<const StepCodec> codec_ ABSL_GUARDED_BY(mu_);       // and its codec; null: none
+  std::shared_ptr<const StepCodec> last_codec_ ABSL_GUARDED_BY(mu_);  // the last one made
+  uint64_t codec_segment_ ABSL_GUARDED_BY(mu_) = 0;  // its segment length; 0: none pushed yet
   int lost_worker_ ABSL_GUARDED_BY(mu_) = 0;
   absl::Time first_push_ ABSL_GUARDED_BY(mu_) = absl::InfinitePast();
   std::deque<Segment> segments_ ABSL_GUARDED_BY(mu_);  // handed to the applier, in order
@@ -420,7 +482,13 @@ class ShardState {
   Optimizer optimizer_;
   std::vector<float> values_;
   std::shared_ptr<std::vector<float>> sum_;
-  std::vector<float> scaled_;   // fp16: a segment's sum times the worker count, for the optimiser
+  std::vector<float> scaled_;  // fp16: a segment's sum times the worker count, for the optimiser
+  // Compressed steps: the shard's error feedback (with the codec it was made for, which it
+  // refers to), the step's encodings being made, and a codec segment's sum and its decoding.
+  std::shared_ptr<const StepCodec> feedback_codec_;
+  std::optional<ShardCompression> feedback_;
+  std::shared_ptr<EncodedReply> encoded_;
+  std::vector<float> codec_sum_, codec_applied_;
   absl::Duration update_time_;  // this step's arithmetic so far
   ApplierThread applier_;       // last: starts once everything above is built
 };

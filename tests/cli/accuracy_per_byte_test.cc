@@ -187,12 +187,17 @@ TEST(BytesToTargetTest, TheReportChartsAccuracyAgainstBytes) {
 
 TEST(CompressionVariantsTest, ParsesCodecsAndRunsEachWhereItFits) {
   const absl::StatusOr<std::vector<Compression>> variants =
-      ParseCompressionVariants("randomk:0.01,randomk:0.1");
+      ParseCompressionVariants("randomk:0.01,randomk:0.1,topk:0.01,sign");
   ASSERT_TRUE(variants.ok()) << variants.status();
-  ASSERT_EQ(variants->size(), 2u);
+  ASSERT_EQ(variants->size(), 4u);
   EXPECT_EQ(CompressionText((*variants)[0]), "randomk:0.01");
   EXPECT_TRUE(RunsCompressed((*variants)[0], SyncMode::kRing));
   EXPECT_FALSE(RunsCompressed((*variants)[0], SyncMode::kPs)) << "random-k is the ring's";
+  for (size_t k = 2; k < 4; ++k) {
+    EXPECT_TRUE(RunsCompressed((*variants)[k], SyncMode::kPs)) << CompressionText((*variants)[k]);
+    EXPECT_FALSE(RunsCompressed((*variants)[k], SyncMode::kRing))
+        << CompressionText((*variants)[k]) << " is the server's";
+  }
   EXPECT_FALSE(RunsCompressed(Compression{}, SyncMode::kRing)) << "none is the plain run";
 }
 
@@ -203,14 +208,6 @@ TEST(CompressionVariantsTest, RefusesWhatDoesNotRunNamingWhy) {
   EXPECT_THAT(refused("none").message(), HasSubstr("list codecs only"));
   EXPECT_THAT(refused("zip:3").message(), HasSubstr("--compression_variants"));
   EXPECT_EQ(refused("").code(), absl::StatusCode::kInvalidArgument);
-  // Top-k and sign fit ps only, whose stream does not carry them yet.
-  for (const char* ps_kind : {"topk:0.01", "sign"}) {
-    SCOPED_TRACE(ps_kind);
-    const absl::Status status = refused(ps_kind);
-    EXPECT_EQ(status.code(), absl::StatusCode::kUnimplemented);
-    EXPECT_THAT(status.message(), HasSubstr("fits ps mode only"));
-    EXPECT_THAT(status.message(), HasSubstr("does not carry compressed gradients yet"));
-  }
 }
 
 TEST(CompressionVariantsTest, ACodecTheJobCannotTakeIsRefusedNamingIt) {

@@ -247,28 +247,34 @@ TEST(CompareCommandTest, EachPsVariantTrainsOnItsOwnClusterAgainstTheSameRing) {
   EXPECT_NE(html.find("evaluation ps async"), std::string::npos);  // its marks in the chart
 }
 
-// --compression_variants=randomk: a ring run with the codec beside the plain ring and ps, and
-// accuracy per byte: every evaluation says what the evaluating worker had sent by then (the
-// measured link bytes, rising from 0 at the initial parameters), and the bytes to target are those
-// of the evaluation that first reached it. Random-k's run sends less than the plain ring.
-TEST(CompareCommandTest, ARandomKRowBesideThePlainModesWithAccuracyAgainstBytes) {
+// --compression_variants=randomk,topk: a ring run with random-k and a ps run with top-k beside
+// the plain ring and ps, and accuracy per byte: every evaluation says what the evaluating worker
+// had sent by then (the measured link bytes, rising from 0 at the initial parameters), and the
+// bytes to target are those of the evaluation that first reached it. Each compressed run sends
+// less than its plain mode, and every link of it exactly the codec's bytes.
+TEST(CompareCommandTest, CompressedRowsBesideThePlainModesWithAccuracyAgainstBytes) {
   auto dir = launch::TempDir::Create("ringside-compare-test-");
   ASSERT_TRUE(dir.ok());
   const std::vector<std::string> small = SmallFashionMnistJob(*dir);
   ASSERT_FALSE(small.empty());
-  const absl::StatusOr<nlohmann::json> run = RunCompareToJson(
-      *dir,
-      Plus(small, {"--steps=40", "--workers=2", "--target_accuracy=0.3",
-                   "--compression_variants=randomk:0.25", "--report=" + dir->File("out.html")}));
+  const absl::StatusOr<nlohmann::json> run =
+      RunCompareToJson(*dir, Plus(small, {"--steps=40", "--workers=2", "--target_accuracy=0.3",
+                                          "--compression_variants=randomk:0.25,topk:0.1",
+                                          "--report=" + dir->File("out.html")}));
   ASSERT_TRUE(run.ok()) << run.status();
   const nlohmann::json& variants = (*run)["modes"]["compression_variants"];
-  ASSERT_EQ(variants.size(), 1u) << "random-k fits the ring only: " << run->dump();
+  ASSERT_EQ(variants.size(), 2u) << "random-k fits the ring only, top-k ps: " << run->dump();
   const nlohmann::json& compressed = variants[0];
+  const nlohmann::json& topk = variants[1];
   EXPECT_EQ(compressed["mode"], "ring");
   EXPECT_EQ(compressed["compression"], "randomk:0.25");
   EXPECT_EQ(compressed["completed"], true) << compressed["failure"];
+  EXPECT_EQ(topk["mode"], "ps");
+  EXPECT_EQ(topk["compression"], "topk:0.1");
+  EXPECT_EQ(topk["completed"], true) << topk["failure"];
   EXPECT_EQ((*run)["modes"]["ring"]["compression"], "none");
-  for (const nlohmann::json* m : {&(*run)["modes"]["ring"], &(*run)["modes"]["ps"], &compressed}) {
+  for (const nlohmann::json* m :
+       {&(*run)["modes"]["ring"], &(*run)["modes"]["ps"], &compressed, &topk}) {
     SCOPED_TRACE((*m)["mode"].get<std::string>() + " " + (*m)["compression"].get<std::string>());
     const nlohmann::json& points = (*m)["accuracy_over_time"];
     ASSERT_FALSE(points.empty());
@@ -298,9 +304,19 @@ TEST(CompareCommandTest, ARandomKRowBesideThePlainModesWithAccuracyAgainstBytes)
       EXPECT_EQ((*m)["steps_to_target"], first_at_target["step"]);
     }
   }
-  // Random-k sends a quarter of the values (and no more than the plain ring in any step).
+  // Random-k sends a quarter of the values (and no more than the plain ring in any step); top-k a
+  // tenth, with its indices, both ways.
   EXPECT_LT(compressed["accuracy_over_time"].back()["sent_bytes"].get<double>(),
             (*run)["modes"]["ring"]["accuracy_over_time"].back()["sent_bytes"].get<double>() / 2);
+  EXPECT_LT(topk["accuracy_over_time"].back()["sent_bytes"].get<double>(),
+            (*run)["modes"]["ps"]["accuracy_over_time"].back()["sent_bytes"].get<double>() / 2);
+  // Exact accounting: every link of the compressed runs carried the cost model's bytes.
+  for (const nlohmann::json* m : {&compressed, &topk}) {
+    ASSERT_FALSE((*m)["links"].empty()) << m->dump();
+    for (const nlohmann::json& link : (*m)["links"]) {
+      EXPECT_EQ(link["bytes_per_step"], link["expected_bytes_per_step"]) << link.dump();
+    }
+  }
   const std::string log = ReadFileToString(dir->File("compare.log")).value_or("");
   for (const char* printed :
        {"20,32,10 ring randomk:0.25: started",
@@ -388,7 +404,7 @@ TEST(CompareCommandTest, BadAccuracyFlagsAndMissingDataFailBeforeAnyClusterStart
       {"--data=fashion-mnist:" + data, "use a model like 20,16,10"},  // the default 784,...,10
       {"--ps_variants=fast", "--ps_variants: \"fast\" is not a variant"},
       {"--ps_variants=sync,async,sync", "sync is listed twice"},
-      {"--compression_variants=topk:0.01", "does not carry compressed gradients yet"},
+      {"--compression_variants=topk:2", "topk:F"},
       {"--compression_variants=none", "list codecs only"},
       {"--compression_variants=randomk:0.1,randomk:0.1", "randomk:0.1 is listed twice"},
       {"--ps_window_bytes=8", "--ps_window_bytes=8: between 16 bytes and"},

@@ -72,18 +72,6 @@ std::vector<float> SummedWorkerGradient(GradientComputer& computer, const Proble
   return sum;
 }
 
-// The codecs exist but no sync carries them yet: a compressed job is refused, naming the flag,
-// rather than trained uncompressed under its name.
-TEST(TrainingJobTest, ACompressedJobIsRefusedUntilASyncCarriesIt) {
-  TrainingOptions options;
-  options.device = "cpu";
-  options.compression = Compression{CompressionKind::kTopK, 0.01f};
-  const auto job = TrainingJob::Create(options);
-  EXPECT_EQ(job.status().code(), absl::StatusCode::kUnimplemented);
-  EXPECT_NE(job.status().message().find("--compression=topk:0.01"), absl::string_view::npos)
-      << job.status();
-}
-
 TEST(DataParallelTest, SummedShardGradientsEqualTheGlobalBatchGradient) {
   for (const auto& [model, activation, data, batch_size] :
        {std::make_tuple("4,16,3", "tanh", "iris", 23),
