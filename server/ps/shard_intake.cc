@@ -206,6 +206,7 @@ absl::Status ShardState::AgreeOnSegmentLocked(int worker, uint64_t offset, uint6
 
 void ShardState::CollectNextStepLocked() {
   for (WorkerShare& share : shares_) share = WorkerShare{};
+  codec_ = nullptr;  // the next step's first push says its own
   codec_segment_ = 0;
   ++collecting_;
   handed_ = 0;

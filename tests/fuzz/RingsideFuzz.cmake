@@ -8,8 +8,8 @@
 # test is still registered and fails saying so: a missing fuzzer never passes silently.
 # -DRINGSIDE_FUZZ=OFF leaves the targets and their tests out on purpose.
 option(RINGSIDE_FUZZ "Build the libFuzzer targets (tests/fuzz/) with clang and run them as tests" ON)
-set(RINGSIDE_FUZZERS ring_segment ps_push ps_load membership membership_record checkpoint
-                     gradient_codec)
+set(RINGSIDE_FUZZERS ring_segment ps_push ps_compressed_push ps_load membership membership_record
+                     checkpoint gradient_codec)
 if(NOT RINGSIDE_FUZZ)
   message(STATUS "Ringside: fuzz targets off (RINGSIDE_FUZZ=OFF)")
   return()

@@ -107,6 +107,18 @@ enum Op : uint8_t {
 };
 }  // namespace ps_push_ops
 
+// ps_compressed_push_fuzzer: configuration bytes workers, range elements, codec kind (even: top-k,
+// odd: sign), fraction ((b % 255 + 1) / 255); then ops.
+namespace ps_compressed_push_ops {
+enum Op : uint8_t {
+  kBegin,    // worker
+  kAdd,      // worker, how (offset, payload kind, cut), count; values or bytes
+  kFinish,   // worker
+  kAbandon,  // worker
+  kCount
+};
+}  // namespace ps_compressed_push_ops
+
 // ps_load_fuzzer: configuration bytes flags, range begin and size, optimiser, served generation;
 // then segments and what happens around them.
 namespace ps_load_ops {

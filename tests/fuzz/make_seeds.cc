@@ -3,6 +3,7 @@
 // formed memberships, intact checkpoints) and from the inputs of the bugs found so far. Run it
 // after changing an input format (tests/fuzz/fuzz_input.h):
 //   build/fuzz/make_seeds tests/fuzz/corpus
+#include <algorithm>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
@@ -147,6 +148,63 @@ void RingSeeds() {
   flood.Byte(op::kSenderGeneration).Byte(2);
   for (int i = 0; i < 40; ++i) flood.Byte(op::kMutatedSegment).Byte(0).Byte(9).Uint(0, 8).Byte(0);
   Seed(target, "regression_empty_held_flood", flood.data());
+}
+
+// ps_compressed_push_fuzzer: two workers over 10 elements in top-k at 0.2 (segments of 6 and
+// 4), two whole steps, the second with each worker's first segment refused once (a changed byte,
+// raw bytes) before it is pushed well; and sign over 7 elements, two workers, a push of the wrong
+// length, an abandon before anything was summed and the share pushed again.
+void PsCompressedPushSeeds() {
+  namespace op = ps_compressed_push_ops;
+  const char* target = "ps_compressed_push";
+  auto values = [](FuzzWriter& out, int n, int seed) {
+    for (int i = 0; i < n; ++i) out.Byte(static_cast<uint8_t>((seed * 37 + i * 11) % 256));
+  };
+  FuzzWriter topk;
+  topk.Byte(1).Byte(9).Byte(0).Byte(50);  // 2 workers, 10 elements, top-k, F = 51/255 = 0.2
+  for (int step = 0; step < 2; ++step) {
+    for (int w = 0; w < 2; ++w) topk.Byte(op::kBegin).Byte(static_cast<uint8_t>(w + 1));
+    for (int w = 0; w < 2; ++w) {
+      if (step == 1) {
+        topk.Byte(op::kAdd).Byte(static_cast<uint8_t>(w + 1)).Byte(2).Byte(6);  // a byte changed
+        values(topk, 6, w);
+        topk.Byte(5).Byte(0x40);
+        topk.Byte(op::kAdd)
+            .Byte(static_cast<uint8_t>(w + 1))
+            .Byte(3)
+            .Byte(6)
+            .Byte(8)
+            .Bytes("raw8byte");
+      }
+      topk.Byte(op::kAdd).Byte(static_cast<uint8_t>(w + 1)).Byte(0).Byte(6);
+      values(topk, 6, w + step);
+    }
+    for (int w = 0; w < 2; ++w) {
+      topk.Byte(op::kAdd).Byte(static_cast<uint8_t>(w + 1)).Byte(4).Byte(4);
+      values(topk, 4, w * 3 + step);
+      topk.Byte(op::kFinish).Byte(static_cast<uint8_t>(w + 1));
+    }
+  }
+  Seed(target, "topk_two_steps", topk.data());
+
+  FuzzWriter sign;
+  sign.Byte(1).Byte(6).Byte(1).Byte(0);  // 2 workers, 7 elements, sign
+  for (int w = 0; w < 2; ++w) sign.Byte(op::kBegin).Byte(static_cast<uint8_t>(w + 1));
+  sign.Byte(op::kAdd).Byte(1).Byte(0).Byte(3);  // worker 0's 3 of 7: sets the step's length
+  values(sign, 3, 1);
+  sign.Byte(op::kAdd).Byte(1).Byte(253).Byte(2);  // at 3 (253 % 50), 2 where 3 are due
+  values(sign, 2, 2);
+  sign.Byte(op::kAbandon).Byte(1);  // nothing summed yet: it may push again
+  sign.Byte(op::kBegin).Byte(1);
+  for (int w = 0; w < 2; ++w) {
+    for (int at = 0; at < 7; at += 3) {
+      const int n = std::min(3, 7 - at);
+      sign.Byte(op::kAdd).Byte(static_cast<uint8_t>(w + 1)).Byte(0).Byte(static_cast<uint8_t>(n));
+      values(sign, n, at + w);
+    }
+    sign.Byte(op::kFinish).Byte(static_cast<uint8_t>(w + 1));
+  }
+  Seed(target, "sign_abandoned_and_again", sign.data());
 }
 
 // ps_push_fuzzer's worker byte: rank `w`.
@@ -465,6 +523,7 @@ int main(int argc, char** argv) {
   ringside::fuzz::corpus_dir = argv[1];
   ringside::fuzz::RingSeeds();
   ringside::fuzz::PsPushSeeds();
+  ringside::fuzz::PsCompressedPushSeeds();
   ringside::fuzz::PsLoadSeeds();
   ringside::fuzz::MembershipSeeds();
   ringside::fuzz::MembershipRecordSeeds();

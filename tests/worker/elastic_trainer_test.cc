@@ -790,6 +790,37 @@ INSTANTIATE_TEST_SUITE_P(RandomK, ElasticTrainerCompressionTest,
                                            FaultCase{"NoLoss", "", 0, -1, SyncMode::kRing, 1, -1}),
                          [](const auto& info) { return info.param.name; });
 
+// --compression=topk and sign (server/ps/ps_client.h, shard_state.h) through a worker lost mid
+// ps step between two shards, and with nobody lost: every generation starts with zero residuals
+// on the workers and the shards (the documented reset: a new client, a new shard state), the job
+// spec carries the kind and the warm-up to every generation, and the survivors end bit-identical.
+// As random-k's above, a loose bound against the uncompressed reference.
+class ElasticTrainerPsCompressionTest
+    : public ::testing::TestWithParam<std::tuple<std::string, FaultCase>> {};
+
+TEST_P(ElasticTrainerPsCompressionTest, SurvivorsAgreeBitForBit) {
+  TrainingOptions job = SmallJob(24);
+  job.compression = ParseCompression(std::get<0>(GetParam())).value();
+  job.compression_warmup = 3;
+  auto reference = TrainLocally(job);
+  ASSERT_TRUE(reference.ok()) << reference.status();
+  RunJobWithFault(
+      std::get<1>(GetParam()), job, /*tolerance=*/0.5, [&](int, const TrainerThread& worker) {
+        EXPECT_GT(MaxRelativeDifference(worker.result->training.parameters, reference->parameters),
+                  1e-3);
+      });
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    TopKAndSign, ElasticTrainerPsCompressionTest,
+    ::testing::Combine(::testing::Values(std::string("topk:0.1"), std::string("sign")),
+                       ::testing::Values(FaultCase{"MidPsStepBetweenShards", "ps_push", 7, 1,
+                                                   SyncMode::kPs, 2, -1},
+                                         FaultCase{"NoLoss", "", 0, -1, SyncMode::kPs, 2, -1})),
+    [](const auto& info) {
+      return std::get<0>(info.param).substr(0, 4) + "_" + std::get<1>(info.param).name;
+    });
+
 // --bucket_bytes: every step overlapped with the backward pass, a bucket per layer of odd
 // sizes (518, 418 and 48 elements), through a worker lost between two buckets of a ring step
 // (the survivors' second bucket is superseded mid-step), before a bucketed step's compute, mid ps
