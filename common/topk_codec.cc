@@ -4,6 +4,7 @@
 #include <cassert>
 #include <cmath>
 #include <cstdint>
+#include <functional>
 #include <limits>
 #include <vector>
 
@@ -43,24 +44,17 @@ struct TopKEncoding {
     const size_t k = TopKCount(n, fraction);
     StoreU32(wire, static_cast<uint32_t>(k));
     if (k == 0) return;
-    // The k-th largest magnitude, and how many of the k are above it (the rest tie with it).
-    std::vector<float> magnitudes(n);
-    std::transform(values.begin(), values.end(), magnitudes.begin(), Magnitude);
-    std::nth_element(magnitudes.begin(), magnitudes.begin() + (k - 1), magnitudes.end(),
-                     [](float a, float b) { return a > b; });
-    const float threshold = magnitudes[k - 1];
-    const size_t above =
-        static_cast<size_t>(std::count_if(magnitudes.begin(), magnitudes.begin() + (k - 1),
-                                          [threshold](float m) { return m > threshold; }));
-    size_t ties = k - above;
-    // One pass in index order: the indices come out sorted.
+    const Selection selection = Select(values, k);
+    // Of the elements at the threshold, the lowest indices: the candidates are in index order,
+    // and every element above the threshold is one of them.
+    size_t ties = k - selection.above;
     char* index_at = wire + 4;
     char* value_at = wire + 4 + 4 * k;
-    for (size_t i = 0; i < n; ++i) {
+    for (const uint32_t i : selection.candidates) {
       const float m = Magnitude(values[i]);
-      if (m > threshold || (m == threshold && ties > 0)) {
-        if (!(m > threshold)) --ties;
-        StoreU32(index_at, static_cast<uint32_t>(i));
+      if (m > selection.threshold || (m == selection.threshold && ties > 0)) {
+        if (!(m > selection.threshold)) --ties;
+        StoreU32(index_at, i);
         StoreF32(value_at, values[i]);
         index_at += 4;
         value_at += 4;
@@ -68,6 +62,79 @@ struct TopKEncoding {
       }
     }
     assert(index_at == wire + 4 + 4 * k);
+  }
+
+  // The k-th largest magnitude of `values`, how many are above it, and (in index order) the
+  // indices of every element at or above it, perhaps with some below.
+  struct Selection {
+    float threshold = 0;
+    size_t above = 0;
+    std::vector<uint32_t> candidates;
+  };
+
+  // Deep Gradient Compression's sampled threshold, made exact: the magnitude a little above the
+  // k-th largest of a sample (every 1 in n/s elements) gathers, in one pass, the few elements
+  // at or above it, and the k-th largest is found among them, which holds it whenever they are
+  // at least k (else it is found among them all). No full sort, and for a small fraction no
+  // copy of the segment: the same selection as nth_element over every magnitude, in a pass.
+  static Selection Select(absl::Span<const float> values, size_t k) {
+    const size_t n = values.size();
+    // Enough of the sample above the estimate that the k-th largest falls below it but for a
+    // rare segment: 8 of the sample expected above the k-th largest, 2 × 8 + 8 above the
+    // estimate.
+    const size_t sample = std::min<size_t>(n, 8 * (n / k) + 64);
+    if (4 * sample < n) {
+      std::vector<float> sampled(sample);
+      for (size_t j = 0; j < sample; ++j) sampled[j] = Magnitude(values[j * (n / sample)]);
+      const size_t rank = std::min(sample, 2 * ((sample * k + n - 1) / n) + 8);
+      std::nth_element(sampled.begin(), sampled.begin() + (rank - 1), sampled.end(),
+                       std::greater<float>());
+      const float estimate = sampled[rank - 1];
+      Selection selection;
+      selection.candidates.reserve(4 * k + 64);
+      Gather(values, estimate, selection.candidates);
+      if (selection.candidates.size() >= k) {
+        FindThreshold(values, k, selection);
+        return selection;
+      }
+    }
+    Selection every;
+    every.candidates.resize(n);
+    for (size_t i = 0; i < n; ++i) every.candidates[i] = static_cast<uint32_t>(i);
+    FindThreshold(values, k, every);
+    return every;
+  }
+
+  // Appends to `out`, in order, the index of every element whose magnitude is at least
+  // `estimate` (a NaN's too, as Magnitude ranks it): eight elements a mask, compared without a
+  // branch so that the compiler vectorises the pass, the few set bits then taken one by one.
+  static void Gather(absl::Span<const float> values, float estimate, std::vector<uint32_t>& out) {
+    const size_t n = values.size();
+    for (size_t base = 0; base < n; base += 8) {
+      const size_t count = std::min<size_t>(8, n - base);
+      unsigned mask = 0;
+      for (size_t j = 0; j < count; ++j) {
+        mask |= static_cast<unsigned>(!(std::fabs(values[base + j]) < estimate)) << j;
+      }
+      for (; mask != 0; mask &= mask - 1) {
+        out.push_back(static_cast<uint32_t>(base + static_cast<size_t>(__builtin_ctz(mask))));
+      }
+    }
+  }
+
+  // The k-th largest magnitude among the selection's candidates (at least k, holding every
+  // element at or above it) and how many are above it.
+  static void FindThreshold(absl::Span<const float> values, size_t k, Selection& selection) {
+    std::vector<float> magnitudes(selection.candidates.size());
+    for (size_t j = 0; j < magnitudes.size(); ++j) {
+      magnitudes[j] = Magnitude(values[selection.candidates[j]]);
+    }
+    std::nth_element(magnitudes.begin(), magnitudes.begin() + (k - 1), magnitudes.end(),
+                     std::greater<float>());
+    selection.threshold = magnitudes[k - 1];
+    selection.above =
+        static_cast<size_t>(std::count_if(magnitudes.begin(), magnitudes.begin() + (k - 1),
+                                          [&](float m) { return m > selection.threshold; }));
   }
 
   absl::Status Check(const SegmentKey&, absl::string_view wire, size_t elements) const {

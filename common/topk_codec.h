@@ -4,9 +4,11 @@
 // add two payloads without decoding them.
 //
 // Payload: u32 count (= k) | k × u32 index, strictly increasing, each < n | k × f32 value,
-// finite: 4 + 8k bytes. The selection is nth_element over the magnitudes (linear on average)
-// and one pass in index order, never a full sort; of equal magnitudes at the threshold the
-// lowest indices are taken, so the choice is deterministic.
+// finite: 4 + 8k bytes. The selection is exact and never a full sort: a threshold estimated
+// from a sample of the segment (as Deep Gradient Compression does) gathers the few elements
+// above it in one pass and nth_element finds the k-th largest among them (among every element
+// when the estimate gathers fewer than k); of equal magnitudes at the threshold the lowest
+// indices are taken, so the choice is deterministic.
 //
 // Thread-safe (const after construction); errors as GradientCodec says.
 #ifndef RINGSIDE_COMMON_TOPK_CODEC_H_

@@ -25,13 +25,17 @@ absl::Status ShardState::BeginPush(uint64_t generation, int worker, uint64_t ste
                                    uint64_t range_elements, WireDtype dtype, bool descending,
                                    const Compression& compression) {
   RETURN_IF_ERROR(check_.Header(generation, worker, range_elements));
-  if (compression.kind != CompressionKind::kNone &&
-      (dtype != WireDtype::kFp32 || descending || range_elements_ == 0)) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "worker ", worker, " pushes step ", step, " compressed (", CompressionText(compression),
-        ") ", dtype != WireDtype::kFp32 ? "in a 16-bit dtype" : "",
-        descending ? "last part first" : "", range_elements_ == 0 ? "for an empty range" : "",
-        ": a compressed step is float32, in order, of a range that is not empty"));
+  if (compression.kind != CompressionKind::kNone) {
+    const char* unfit = dtype != WireDtype::kFp32 ? "in a 16-bit dtype"
+                        : descending              ? "last part first"
+                        : range_elements_ == 0    ? "for an empty range"
+                                                  : nullptr;
+    if (unfit != nullptr) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("worker ", worker, " pushes step ", step,
+                       " with --compression=", CompressionText(compression), " ", unfit,
+                       ": a compressed step is float32, in order, of a range that is not empty"));
+    }
   }
   absl::MutexLock lock(&mu_);
   RETURN_IF_ERROR(CheckStep(step));
@@ -114,9 +118,10 @@ absl::Status ShardState::KeepSegment(int worker, uint64_t step, uint64_t offset,
         absl::StrCat("worker ", worker, " sent a segment outside a push of step ", step));
   }
   if (compressed != (codec_ != nullptr)) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "worker ", worker, " sent ", compressed ? "a compressed" : "an uncompressed",
-        " segment in a push of step ", step, " that is ", compressed ? "not" : "", " compressed"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("worker ", worker, " sent ", compressed ? "a compressed" : "an uncompressed",
+                     " segment in a push of step ", step,
+                     compressed ? ", which is not compressed" : ", which is compressed"));
   }
   const size_t width = WireBytesPerElement(dtype_);
   if (bytes % width != 0) {
@@ -184,7 +189,8 @@ absl::Status ShardState::FinishPush(int worker, uint64_t step) {
 }
 
 absl::Status ShardState::AgreeOnSegmentLocked(int worker, uint64_t offset, uint64_t count) {
-  // The first segment of the step sets the length (a shorter one only as the range's whole).
+  // The step's first segment sets the length; every later one holds it, the range's last piece
+  // excepted.
   if (codec_segment_ == 0) {
     if (count == 0) {
       return absl::InvalidArgumentError(

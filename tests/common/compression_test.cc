@@ -147,6 +147,51 @@ TEST(TopKCodecTest, TiesAtTheThresholdTakeTheLowestIndices) {
   EXPECT_EQ(values, (std::vector<float>{0, 0, 1, 0, 1, -1}));
 }
 
+// The selection by a sampled threshold (topk_codec.h) is the selection over every magnitude:
+// the indices a plain reference takes (the k largest magnitudes, the lowest indices among those
+// equal to the k-th) on large segments, where the sample is used, with ties at the threshold,
+// many equal values (the estimate gathers them all), and huge values at every 20th element, where
+// the sample of F = 0.01 (every 20th) sees only them, its estimate gathers fewer than k, and the
+// selection falls back to every element.
+TEST(TopKCodecTest, TheSampledSelectionIsTheFullOne) {
+  const auto reference = [](const std::vector<float>& values, size_t k) {
+    std::vector<uint32_t> order(values.size());
+    std::iota(order.begin(), order.end(), 0u);
+    std::stable_sort(order.begin(), order.end(), [&](uint32_t a, uint32_t b) {
+      return std::fabs(values[a]) > std::fabs(values[b]);
+    });
+    order.resize(k);
+    std::sort(order.begin(), order.end());
+    return order;
+  };
+  for (const float fraction : {0.001f, 0.01f, 0.1f}) {
+    const std::unique_ptr<GradientCodec> codec = MakeTopKCodec(fraction);
+    for (int shape = 0; shape < 4; ++shape) {
+      SCOPED_TRACE(::testing::Message() << "F = " << fraction << ", shape " << shape);
+      std::vector<float> values(65536 + 7);
+      for (size_t i = 0; i < values.size(); ++i) {
+        const float normal = static_cast<float>(CounterNormal(5, RngStream::kParameters, i));
+        values[i] = shape == 0   ? normal
+                    : shape == 1 ? std::round(normal * 4) / 4  // ties at every magnitude
+                    : shape == 2 ? 1.0f                        // all equal
+                                 : (i % 20 == 0 ? 1e6f + normal : 1e-3f * normal);
+      }
+      const size_t k = TopKCount(values.size(), fraction);
+      const std::vector<uint32_t> expected = reference(values, k);
+      std::vector<float> left = values;
+      const std::string wire = Encoded(*codec, {}, left);
+      ASSERT_EQ(LoadU32(wire.data()), k);
+      std::vector<uint32_t> taken(k);
+      for (size_t j = 0; j < k; ++j) taken[j] = LoadU32(wire.data() + 4 + 4 * j);
+      EXPECT_EQ(taken, expected);
+      for (size_t j = 0; j < k; ++j) {
+        EXPECT_EQ(LoadF32(wire.data() + 4 + 4 * k + 4 * j), values[taken[j]]);
+        EXPECT_EQ(left[taken[j]], 0.0f);
+      }
+    }
+  }
+}
+
 // A top-k payload of 10 elements with k = 3 at `indices` with `values`.
 std::string TopKPayload(uint32_t count, const std::vector<uint32_t>& indices,
                         const std::vector<float>& values) {
