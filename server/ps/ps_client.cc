@@ -60,7 +60,8 @@ class PsClient::ShardCall final
         window_full_(options.window_full),
         descending_(descending),
         released_(descending ? 0 : link.range.size()),
-        compression_(link.range.size() > 0 ? compression : nullptr) {
+        compression_(link.range.size() > 0 ? compression : nullptr),
+        compression_text_(compression_ != nullptr ? CompressionText(options.compression) : "") {
     SetDeadline(context_, options.timeout);
     context_.set_wait_for_ready(true);  // a shard still starting up is waited for
     // The key and what it claims, checked by the shard before it reads the push.
@@ -75,7 +76,7 @@ class PsClient::ShardCall final
     // fp32 pushes leave the field out, as before it existed: the same bytes as ever.
     if (wire_ != WireDtype::kFp32) push_.set_dtype(WireDtypeNumber(wire_));
     if (descending_) push_.set_descending(true);
-    if (compression_ != nullptr) push_.set_compression(CompressionText(options.compression));
+    if (compression_ != nullptr) push_.set_compression(compression_text_);
   }
 
   grpc::ClientContext& context() { return context_; }
@@ -222,11 +223,11 @@ class PsClient::ShardCall final
     const uint64_t size = link_.range.size();
     const uint64_t count = std::min(segment_elements_, size - received);
     if (reply_.step() != step_ || reply_.range_elements() != size || reply_.offset() != received ||
-        reply_.elements() != count || count == 0 || reply_.compression() != push_.compression()) {
+        reply_.elements() != count || count == 0 || reply_.compression() != compression_text_) {
       return absl::InternalError(absl::StrCat(
           "compressed reply segment (step ", reply_.step(), ", offset ", reply_.offset(), ", ",
           reply_.elements(), " elements of ", reply_.compression(), ") is not the range's ", count,
-          " at ", received, " in ", push_.compression()));
+          " at ", received, " in ", compression_text_));
     }
     std::string joined;
     for (absl::string_view piece : payload.pieces) joined.append(piece.data(), piece.size());
@@ -344,6 +345,7 @@ class PsClient::ShardCall final
   bool held_ = false;  // a hold is outstanding (Start, Release and Unhold: the caller's thread)
   // The step's error feedback over the range when compressed; null: the wire dtype's values.
   WorkerCompression* const compression_;
+  const std::string compression_text_;  // what its pushes and replies name; empty: none
 
   absl::Mutex mu_;
   bool pushed_ ABSL_GUARDED_BY(mu_) = false;
