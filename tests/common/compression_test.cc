@@ -20,6 +20,7 @@
 #include "common/topk_codec.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tests/support/topk_payload.h"
 
 namespace ringside {
 namespace {
@@ -192,17 +193,7 @@ TEST(TopKCodecTest, TheSampledSelectionIsTheFullOne) {
   }
 }
 
-// A top-k payload of 10 elements with k = 3 at `indices` with `values`.
-std::string TopKPayload(uint32_t count, const std::vector<uint32_t>& indices,
-                        const std::vector<float>& values) {
-  std::string wire(4 + 4 * indices.size() + 4 * values.size(), '\0');
-  StoreU32(wire.data(), count);
-  for (size_t j = 0; j < indices.size(); ++j) StoreU32(wire.data() + 4 + 4 * j, indices[j]);
-  for (size_t j = 0; j < values.size(); ++j) {
-    StoreF32(wire.data() + 4 + 4 * indices.size() + 4 * j, values[j]);
-  }
-  return wire;
-}
+using ringside::testing::TopKPayload;
 
 TEST(TopKCodecTest, RefusesEveryMalformedPayloadAndWritesNothing) {
   const std::unique_ptr<GradientCodec> owned = MakeTopKCodec(0.3f);  // 10 elements: k = 3

@@ -17,6 +17,7 @@
 #include "gtest/gtest.h"
 #include "server/ps/compressed_exchange.h"
 #include "server/ps/shard_state.h"
+#include "tests/support/topk_payload.h"
 
 namespace ringside::server {
 namespace {
@@ -25,17 +26,7 @@ constexpr uint64_t kRange = 10;
 constexpr uint64_t kSegment = 6;  // segments of 6 and 4
 constexpr int kWorkers = 2;
 
-// A top-k payload by hand: count, indices, values.
-std::string TopKPayload(uint32_t count, const std::vector<uint32_t>& indices,
-                        const std::vector<float>& values) {
-  std::string wire(4 + 4 * indices.size() + 4 * values.size(), '\0');
-  StoreU32(wire.data(), count);
-  for (size_t j = 0; j < indices.size(); ++j) StoreU32(wire.data() + 4 + 4 * j, indices[j]);
-  for (size_t j = 0; j < values.size(); ++j) {
-    StoreF32(wire.data() + 4 + 4 * indices.size() + 4 * j, values[j]);
-  }
-  return wire;
-}
+using ringside::testing::TopKPayload;
 
 class CompressedPushTest : public ::testing::Test {
  protected:
