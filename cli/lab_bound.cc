@@ -1,6 +1,10 @@
 #include "cli/lab_bound.h"
 
 #include <algorithm>
+#include <cmath>
+#include <map>
+#include <utility>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -13,9 +17,17 @@
 namespace ringside::cli {
 namespace {
 
+// A compressed run's codec text; empty for an uncompressed one.
+std::string CodecOf(const ModeReport& report) {
+  return report.compression == "none" ? "" : report.compression;
+}
+
 // The cost model's formula for what `node` carries each way in `report`'s mode, with `bytes`
 // per element: the words a user checks the figure against.
 std::string LoadFormula(const ModeReport& report, const std::string& node, int element_bytes) {
+  if (!CodecOf(report).empty()) {
+    return absl::StrCat("the ", CodecOf(report), " codec's bytes on its links");
+  }
   if (report.mode == SyncMode::kRing || report.colocated) {
     return absl::StrCat("2(N\u22121)/N\u00b7K\u00b7", element_bytes, " B");
   }
@@ -55,6 +67,27 @@ std::vector<NodeLinkLoad> WithoutSlowestWorkers(std::vector<NodeLinkLoad> loads,
     }
     if (slowest == loads.end()) break;
     loads.erase(slowest);
+  }
+  return loads;
+}
+
+// A compressed run's load on each node's link, in bytes (the busier direction): its links'
+// expected bytes per step, which are the codec's exactly (CompressedLinkBytes, and the
+// uncompressed warm-up steps), workers first in rank order, then the shards.
+std::vector<NodeLinkLoad> LoadsOfLinks(const std::vector<LinkTraffic>& links) {
+  std::map<std::string, std::pair<double, double>> in_out;
+  for (const LinkTraffic& link : links) {
+    in_out[link.dst].first += link.expected_bytes_per_step;
+    in_out[link.src].second += link.expected_bytes_per_step;
+  }
+  std::vector<NodeLinkLoad> loads;
+  for (const char* role : {"worker-", "ps-"}) {
+    for (int index = 0;; ++index) {
+      const auto node = in_out.find(absl::StrCat(role, index));
+      if (node == in_out.end()) break;
+      const double busier = std::max(node->second.first, node->second.second);
+      loads.push_back({node->first, static_cast<uint64_t>(std::llround(busier))});
+    }
   }
   return loads;
 }
@@ -114,12 +147,15 @@ void FillLabBound(const LabRates& rates, const JobConfig& config, int shards, Mo
                   int not_waited_for) {
   const PsPlacement placement = report.colocated ? PsPlacement::kColocated : PsPlacement::kSeparate;
   if (report.mode != SyncMode::kPs || report.colocated) not_waited_for = 0;
+  // A codec's bytes are not K's elements at a width: its run's own links say them (in bytes).
+  const bool compressed = !CodecOf(report).empty();
   const SyncBottleneck bottleneck = FindSyncBottleneck(
-      WithoutSlowestWorkers(
-          NodeLinkLoads(report.mode, placement, static_cast<uint64_t>(config.parameters),
-                        report.final_world, shards),
-          not_waited_for, rates),
-      config.element_bytes,
+      WithoutSlowestWorkers(compressed ? LoadsOfLinks(report.links)
+                                       : NodeLinkLoads(report.mode, placement,
+                                                       static_cast<uint64_t>(config.parameters),
+                                                       report.final_world, shards),
+                            not_waited_for, rates),
+      compressed ? 1 : config.element_bytes,
       [&](const std::string& node) { return rates.Of(node).bytes_per_second(); });
   report.bound_seconds_per_step = bottleneck.seconds;
   report.bottleneck_node = bottleneck.node;

@@ -40,7 +40,9 @@ int WorkersNotWaitedFor(const TrainingOptions& training, int workers);
 // Fills report.bound_seconds_per_step, bottleneck_node and bottleneck for `report`'s mode on
 // report.final_world workers and `shards` shards (ps; colocated when report.colocated), leaving
 // out the `not_waited_for` slowest workers' links (separate shards only: a colocated host also
-// carries a shard).
+// carries a shard). A compressed run (report.compression not "none") is bound by its links'
+// expected bytes per step (report.links: the codec's bytes, exactly), each node by the busier
+// direction of its own.
 void FillLabBound(const LabRates& rates, const JobConfig& config, int shards, ModeReport& report,
                   int not_waited_for = 0);
 

@@ -126,6 +126,34 @@ TEST(LabBoundTest, BackupWorkersAndAsyncDoNotWaitForTheSlowestWorkersLink) {
   EXPECT_EQ(ring.bottleneck_node, "worker-3");
 }
 
+// A compressed run moves the codec's bytes, not K's: its bound is its links' expected bytes
+// (what the cost model says the codec sends) at their rates.
+TEST(LabBoundTest, ACompressedRunIsBoundByItsCodecsBytes) {
+  const LabRates rates{ParseLinkRate("100mbit").value(),
+                       ParseSlowLinks({"worker-1:20mbit"}).value()};
+  ModeReport ps = Mode(SyncMode::kPs);
+  ps.final_world = 2;
+  ps.compression = "topk:0.01";
+  // Two workers, two shards: every push 1000 B and every reply 1000 B, but ps-1's replies
+  // 1500 B (its range is larger).
+  for (const char* worker : {"worker-0", "worker-1"}) {
+    ps.links.push_back({worker, "ps-0", 1000, 1000});
+    ps.links.push_back({worker, "ps-1", 1000, 1000});
+    ps.links.push_back({"ps-0", worker, 1000, 1000});
+    ps.links.push_back({"ps-1", worker, 1500, 1500});
+  }
+  FillLabBound(rates, LabConfig(), 2, ps);
+  // worker-1 receives 2500 B a step at 20mbit: 1 ms, against ps-1's 3000 B at 100mbit.
+  EXPECT_EQ(ps.bottleneck_node, "worker-1");
+  EXPECT_DOUBLE_EQ(ps.bound_seconds_per_step, 2500 / (20e6 / 8));
+  EXPECT_THAT(ps.bottleneck, HasSubstr("the topk:0.01 codec's bytes on its links = "));
+  // Uniform links: ps-1 sends 3000 B, the most of any node either way.
+  ModeReport uniform = ps;
+  FillLabBound({rates.link_rate, {}}, LabConfig(), 2, uniform);
+  EXPECT_EQ(uniform.bottleneck_node, "ps-1");
+  EXPECT_DOUBLE_EQ(uniform.bound_seconds_per_step, 3000 / (100e6 / 8));
+}
+
 TEST(LabBoundTest, TableAndJsonCarryTheBottleneckAndTheSlowLinks) {
   JobComparison job = testing::SyntheticJob();
   job.config.link_rate = "100mbit";
