@@ -11,6 +11,7 @@
 #include "absl/cleanup/cleanup.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "common/compression.h"
 #include "common/file_util.h"
 #include "gtest/gtest.h"
 #include "launch/local_cluster.h"
@@ -357,6 +358,43 @@ TEST(ElasticClusterTest, ASignalledShardLeavesAndTheWorkersRegroupOntoTheOther) 
   EXPECT_EQ(LogOf(*shard).find("authoritative state"), std::string::npos)
       << "the workers held the state";
   ExpectOneRegroupAndTheReference(c, options.training, 2);
+}
+
+// Issue 47: a job compressed through the shards (top-k, after a warm-up) across a shard's
+// SIGTERM: the workers regroup onto the other shard at once, a new generation with zero
+// residuals on both sides (the documented reset), and finish the job bit-identical to each other.
+// Compressed steps follow another path than the uncompressed reference: they are checked for
+// agreement, not against it.
+TEST(ElasticClusterTest, ACompressedJobGoesOnAcrossAShardsLeave) {
+  auto dir = launch::TempDir::Create("ringside-leave-");
+  ASSERT_TRUE(dir.ok());
+  launch::LocalClusterOptions options = LeaveJob(dir->path(), 2, 2, SyncMode::kPs);
+  options.training.compression = Compression{CompressionKind::kTopK, 0.05f};
+  options.training.compression_warmup = 5;
+  auto cluster = launch::LocalCluster::Start(options);
+  ASSERT_TRUE(cluster.ok()) << cluster.status();
+  launch::LocalCluster& c = **cluster;
+  ASSERT_NO_FATAL_FAILURE(TrainPast30Steps(c));
+  ASSERT_NO_FATAL_FAILURE(ExpectItLeaves(
+      Named(c, "ps-1"), "ps: stopped by signal 15; left the job, which goes on in generation 2"));
+  auto results = c.WaitForResults(absl::Seconds(180));
+  ASSERT_TRUE(results.ok()) << results.status() << "\n" << testing::ClusterLogs(c);
+  ASSERT_EQ(results->size(), 2u);
+  for (const TrainResultFile& result : *results) {
+    EXPECT_EQ(result.steps, options.training.steps);
+    EXPECT_EQ(result.checksum, (*results)[0].checksum) << "workers disagree";
+  }
+  EXPECT_EQ(Metric(c.controller(), "ringside_generation"), 2) << "exactly one regroup";
+  // Compressed it was, and every byte the cost model's: worker-0's link to the shard that
+  // stayed carried exactly the codec's bytes (its expected counter), and all it sent is far
+  // below the K floats a step an uncompressed push sends (K = 5514 for 32,128,10).
+  launch::ClusterProcess& worker = *c.workers()[0];
+  const std::map<std::string, std::string> link = {
+      {"src", "worker-0"}, {"dst", "ps-0"}, {"mode", "ps"}};
+  EXPECT_GT(Metric(worker, "ringside_link_bytes_total", link), 0);
+  EXPECT_EQ(Metric(worker, "ringside_link_bytes_total", link),
+            Metric(worker, "ringside_link_expected_bytes_total", link));
+  EXPECT_LT(LinkBytes(worker, "ps"), 0.2 * options.training.steps * 5514 * 4);
 }
 
 // The number after `prefix` in `text`; -1 when it is not there.
