@@ -161,6 +161,14 @@ grpc::ByteBuffer EncodeWithPieces(const MessageLite& header, int payload_field,
   return grpc::ByteBuffer(slices.data(), slices.size());
 }
 
+absl::string_view ContiguousBytes(absl::Span<const absl::string_view> pieces, std::string& joined) {
+  if (pieces.empty()) return {};
+  if (pieces.size() == 1) return pieces[0];
+  joined.clear();
+  for (absl::string_view piece : pieces) joined.append(piece.data(), piece.size());
+  return joined;
+}
+
 absl::StatusOr<ReceivedPayload> DecodeWithPayload(grpc::ByteBuffer& message, int payload_field,
                                                   MessageLite& header) {
   if (message.Length() > static_cast<size_t>(INT_MAX)) {

@@ -15,11 +15,13 @@
 
 #include <cstddef>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "absl/functional/function_ref.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "absl/types/span.h"
 #include "google/protobuf/message_lite.h"
 #include "grpcpp/support/byte_buffer.h"
 
@@ -49,6 +51,11 @@ grpc::ByteBuffer EncodeWithPieces(const google::protobuf::MessageLite& header, i
 // length-delimited field is the payload, as protobuf keeps the last), and returns the payload.
 absl::StatusOr<ReceivedPayload> DecodeWithPayload(grpc::ByteBuffer& message, int payload_field,
                                                   google::protobuf::MessageLite& header);
+
+// A received payload's bytes in one piece, for a reader that needs them so (a compressed
+// segment's decoder): its one piece itself, copying nothing (none: empty), else the pieces
+// joined into `joined`, which the result then views.
+absl::string_view ContiguousBytes(absl::Span<const absl::string_view> pieces, std::string& joined);
 
 }  // namespace ringside
 

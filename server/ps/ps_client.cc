@@ -230,10 +230,9 @@ class PsClient::ShardCall final
           " at ", received, " in ", compression_text_));
     }
     std::string joined;
-    for (absl::string_view piece : payload.pieces) joined.append(piece.data(), piece.size());
-    const absl::Status decoded =
-        compression_->DecodeReply(static_cast<int64_t>(step_), received, joined,
-                                  gradient_.subspan(link_.range.begin + received, count));
+    const absl::Status decoded = compression_->DecodeReply(
+        static_cast<int64_t>(step_), received, ContiguousBytes(payload.pieces, joined),
+        gradient_.subspan(link_.range.begin + received, count));
     if (!decoded.ok()) return absl::InternalError(decoded.message());
     return count;
   }

@@ -7,8 +7,8 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_join.h"
 #include "common/metrics.h"
+#include "common/payload_codec.h"
 #include "common/status_macros.h"
 #include "server/ps/shard_state.h"
 
@@ -40,8 +40,8 @@ absl::Status ShardState::AddCompressedSegment(int worker, uint64_t step, uint64_
         "worker ", worker, "'s compressed segment of ", elements, " elements exceeds the ",
         held_elements_, " a shard holds of a share unsummed"));
   }
-  const std::string joined = pieces.size() == 1 ? std::string() : absl::StrJoin(pieces, "");
-  const absl::string_view wire = pieces.size() == 1 ? pieces[0] : absl::string_view(joined);
+  std::string joined;
+  const absl::string_view wire = ContiguousBytes(pieces, joined);
   auto decoded = std::make_shared<std::vector<float>>(elements);
   if (absl::Status status = codec->codec->Decode(SegmentKey{0, static_cast<int64_t>(step), offset},
                                                  wire, absl::MakeSpan(*decoded));

@@ -161,5 +161,19 @@ TEST(PayloadCodecTest, RefusesWhatProtobufRefusesNamingTheMessage) {
   }
 }
 
+// One piece is viewed where it lies; several are joined; none is empty.
+TEST(PayloadCodecTest, ContiguousBytesViewsOnePieceAndJoinsMore) {
+  const std::string whole = "abcdef";
+  std::string joined;
+  const absl::string_view one = ContiguousBytes({absl::string_view(whole)}, joined);
+  EXPECT_EQ(one.data(), whole.data()) << "one piece is not copied";
+  EXPECT_TRUE(joined.empty());
+  const absl::string_view cut = absl::string_view(whole);
+  const absl::string_view two = ContiguousBytes({cut.substr(0, 2), cut.substr(2)}, joined);
+  EXPECT_EQ(two, "abcdef");
+  EXPECT_EQ(two.data(), joined.data());
+  EXPECT_TRUE(ContiguousBytes({}, joined).empty());
+}
+
 }  // namespace
 }  // namespace ringside
