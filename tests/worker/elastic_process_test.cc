@@ -214,6 +214,19 @@ launch::ClusterProcess& Named(launch::LocalCluster& c, const std::string& name) 
   return *c.processes().front();
 }
 
+// The job's results from its `workers` workers: each ran every step of `training`, and all
+// hold the same parameters (their checksums agree).
+void ExpectEveryWorkerFinishedAlike(launch::LocalCluster& c, const TrainingOptions& training,
+                                    size_t workers) {
+  auto results = c.WaitForResults(absl::Seconds(180));
+  ASSERT_TRUE(results.ok()) << results.status() << "\n" << testing::ClusterLogs(c);
+  ASSERT_EQ(results->size(), workers);
+  for (const TrainResultFile& result : *results) {
+    EXPECT_EQ(result.steps, training.steps);
+    EXPECT_EQ(result.checksum, (*results)[0].checksum) << "workers disagree";
+  }
+}
+
 // Waits until worker-0 has trained 30 ps-mode steps.
 void TrainPast30Steps(launch::LocalCluster& c) {
   ASSERT_TRUE(Eventually(c, [&] {
@@ -257,13 +270,7 @@ TEST(ElasticClusterTest, ALiveWorkerAndShardDroppedRegisterAgainMatchingTheRefer
   })) << "the shard is back";
   EXPECT_EQ(LastShardName(*shard), index_before) << "at its old index:\n" << LogOf(*shard);
 
-  auto results = c.WaitForResults(absl::Seconds(180));
-  ASSERT_TRUE(results.ok()) << results.status() << "\n" << testing::ClusterLogs(c);
-  ASSERT_EQ(results->size(), 3u);
-  for (const TrainResultFile& result : *results) {
-    EXPECT_EQ(result.steps, training.steps);
-    EXPECT_EQ(result.checksum, (*results)[0].checksum) << "workers disagree";
-  }
+  ASSERT_NO_FATAL_FAILURE(ExpectEveryWorkerFinishedAlike(c, training, 3u));
   auto reference = worker::TrainLocally(training);
   ASSERT_TRUE(reference.ok()) << reference.status();
   const std::vector<float> params = ReadParams(workers[2]->params_file);
@@ -301,13 +308,7 @@ void ExpectItLeaves(launch::ClusterProcess& process, const std::string& says) {
 // every one with the reference parameters (no step lost or applied twice).
 void ExpectOneRegroupAndTheReference(launch::LocalCluster& c, const TrainingOptions& training,
                                      size_t workers) {
-  auto results = c.WaitForResults(absl::Seconds(180));
-  ASSERT_TRUE(results.ok()) << results.status() << "\n" << testing::ClusterLogs(c);
-  ASSERT_EQ(results->size(), workers);
-  for (const TrainResultFile& result : *results) {
-    EXPECT_EQ(result.steps, training.steps);
-    EXPECT_EQ(result.checksum, (*results)[0].checksum) << "workers disagree";
-  }
+  ASSERT_NO_FATAL_FAILURE(ExpectEveryWorkerFinishedAlike(c, training, workers));
   EXPECT_EQ(Metric(c.controller(), "ringside_generation"), 2) << "exactly one regroup";
   auto reference = worker::TrainLocally(training);
   ASSERT_TRUE(reference.ok()) << reference.status();
@@ -377,13 +378,7 @@ TEST(ElasticClusterTest, ACompressedJobGoesOnAcrossAShardsLeave) {
   ASSERT_NO_FATAL_FAILURE(TrainPast30Steps(c));
   ASSERT_NO_FATAL_FAILURE(ExpectItLeaves(
       Named(c, "ps-1"), "ps: stopped by signal 15; left the job, which goes on in generation 2"));
-  auto results = c.WaitForResults(absl::Seconds(180));
-  ASSERT_TRUE(results.ok()) << results.status() << "\n" << testing::ClusterLogs(c);
-  ASSERT_EQ(results->size(), 2u);
-  for (const TrainResultFile& result : *results) {
-    EXPECT_EQ(result.steps, options.training.steps);
-    EXPECT_EQ(result.checksum, (*results)[0].checksum) << "workers disagree";
-  }
+  ASSERT_NO_FATAL_FAILURE(ExpectEveryWorkerFinishedAlike(c, options.training, 2u));
   EXPECT_EQ(Metric(c.controller(), "ringside_generation"), 2) << "exactly one regroup";
   // Compressed it was, and every byte the cost model's: worker-0's link to the shard that
   // stayed carried exactly the codec's bytes (its expected counter), and all it sent is far
@@ -627,13 +622,7 @@ TEST(ElasticClusterTest, AWorkerAndAShardLeavingTogetherLoseNothing) {
     EXPECT_NE(LogOf(*leaver).find("left the job, which goes on in generation"), std::string::npos)
         << LogOf(*leaver);
   }
-  auto results = c.WaitForResults(absl::Seconds(180));
-  ASSERT_TRUE(results.ok()) << results.status() << "\n" << testing::ClusterLogs(c);
-  ASSERT_EQ(results->size(), 2u);
-  for (const TrainResultFile& result : *results) {
-    EXPECT_EQ(result.steps, options.training.steps);
-    EXPECT_EQ(result.checksum, (*results)[0].checksum) << "workers disagree";
-  }
+  ASSERT_NO_FATAL_FAILURE(ExpectEveryWorkerFinishedAlike(c, options.training, 2u));
   EXPECT_LE(Metric(c.controller(), "ringside_generation"), 3) << "a generation per leave at most";
   auto reference = worker::TrainLocally(options.training);
   ASSERT_TRUE(reference.ok()) << reference.status();

@@ -21,6 +21,7 @@
 #include "server/ps/compressed_exchange.h"
 #include "server/ps/ps_client.h"
 #include "server/ps/ps_service.h"
+#include "tests/support/ps_link_checks.h"
 
 namespace ringside::server {
 namespace {
@@ -167,6 +168,16 @@ class PsCompressionTest : public ::testing::TestWithParam<const char*> {
     return params;
   }
 
+  // Every worker finished, holding bit for bit the exchange's parameters `expected`: the same
+  // sums in the same order, the same residuals on both sides.
+  static void ExpectTheExchangesParameters(const Workers& run, const std::vector<float>& expected) {
+    for (int w = 0; w < kWorkers; ++w) {
+      ASSERT_TRUE(run.statuses[w].ok()) << WorkerName(w) << ": " << run.statuses[w];
+      EXPECT_EQ(std::memcmp(run.params[w].data(), expected.data(), kParameters * sizeof(float)), 0)
+          << WorkerName(w);
+    }
+  }
+
   Compression compression_;
   std::unique_ptr<GradientCodec> codec_;
   uint64_t window_bytes_ = 0;
@@ -181,13 +192,9 @@ TEST_P(PsCompressionTest, EveryLinkCarriesTheCodecsBytesAndEveryoneAppliesTheExc
   StartShards(kWindowBytes);
   const Gradients gradients = RandomGradients();
   const Workers run = RunWorkers(gradients);
-  const std::vector<float> expected = InMemory(gradients);
+  ASSERT_NO_FATAL_FAILURE(ExpectTheExchangesParameters(run, InMemory(gradients)));
 
   for (int w = 0; w < kWorkers; ++w) {
-    ASSERT_TRUE(run.statuses[w].ok()) << WorkerName(w) << ": " << run.statuses[w];
-    // Bit for bit: the same sums in the same order, the same residuals on both sides.
-    EXPECT_EQ(std::memcmp(run.params[w].data(), expected.data(), kParameters * sizeof(float)), 0)
-        << WorkerName(w);
     for (int s = 0; s < kShards; ++s) {
       const uint64_t size = ranges_[s].size();
       const double compressed = static_cast<double>(
@@ -196,23 +203,10 @@ TEST_P(PsCompressionTest, EveryLinkCarriesTheCodecsBytesAndEveryoneAppliesTheExc
           static_cast<double>(PsBytesPerShardLink(size, 1, 0, WireDtype::kFp32)) * kWarmup +
           compressed * (kSteps - kWarmup);
       EXPECT_LT(compressed * 3, static_cast<double>(size * sizeof(float)));  // it does compress
-      const LinkSendMetrics up =
-          run.metrics[w]->LinkSend(WorkerName(w), PsShardName(s), SyncMode::kPs);
-      const LinkReceiveMetrics down =
-          run.metrics[w]->LinkReceive(PsShardName(s), WorkerName(w), SyncMode::kPs);
-      EXPECT_EQ(up.bytes->Value(), bytes) << WorkerName(w) << " -> " << PsShardName(s);
-      EXPECT_EQ(up.expected_bytes->Value(), bytes) << WorkerName(w) << " -> " << PsShardName(s);
-      EXPECT_EQ(down.bytes->Value(), bytes) << PsShardName(s) << " -> " << WorkerName(w);
+      testing::ExpectPsLinkBytes(*run.metrics[w], w, s, bytes);
     }
   }
-  for (int s = 0; s < kShards; ++s) {
-    const ShardState::Applied applied = services_[s]->current()->shard->steps()->applied().value();
-    EXPECT_EQ(applied.step, static_cast<uint64_t>(kSteps));
-    EXPECT_EQ(std::memcmp(applied.values->data(), run.params[0].data() + ranges_[s].begin,
-                          ranges_[s].size() * sizeof(float)),
-              0)
-        << PsShardName(s);
-  }
+  testing::ExpectShardsHold(services_, ranges_, kSteps, run.params[0]);
 }
 
 // Shards that keep 55 elements of each step's sum, under segments of 10 (a window of 40): the
@@ -222,12 +216,7 @@ TEST_P(PsCompressionTest, ASumKeptInPartEncodesTheBitsOfAWholeOne) {
   StartShards(/*window_bytes=*/40 * sizeof(float), /*sum_buffer_elements=*/55);
   const Gradients gradients = RandomGradients();
   const Workers run = RunWorkers(gradients);
-  const std::vector<float> expected = InMemory(gradients);
-  for (int w = 0; w < kWorkers; ++w) {
-    ASSERT_TRUE(run.statuses[w].ok()) << WorkerName(w) << ": " << run.statuses[w];
-    EXPECT_EQ(std::memcmp(run.params[w].data(), expected.data(), kParameters * sizeof(float)), 0)
-        << WorkerName(w);
-  }
+  ExpectTheExchangesParameters(run, InMemory(gradients));
 }
 
 INSTANTIATE_TEST_SUITE_P(Codecs, PsCompressionTest, ::testing::Values("topk:0.1", "sign"),

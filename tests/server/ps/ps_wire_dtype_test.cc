@@ -21,6 +21,7 @@
 #include "prometheus/registry.h"
 #include "server/ps/ps_client.h"
 #include "server/ps/ps_service.h"
+#include "tests/support/ps_link_checks.h"
 
 namespace ringside::server {
 namespace {
@@ -144,24 +145,10 @@ TEST_P(PsWireDtypeBytesTest, HalfOfFp32sBytesBothWaysAndWorkersAndShardsApplyThe
       const double bytes =
           static_cast<double>(PsBytesPerShardLink(kParameters, kShards, s, dtype) * kSteps);
       EXPECT_EQ(bytes, ranges[s].size() * 2.0 * kSteps);  // exactly half of float32's
-      const LinkSendMetrics up =
-          run.metrics[w]->LinkSend(WorkerName(w), PsShardName(s), SyncMode::kPs);
-      const LinkReceiveMetrics down =
-          run.metrics[w]->LinkReceive(PsShardName(s), WorkerName(w), SyncMode::kPs);
-      EXPECT_EQ(up.bytes->Value(), bytes) << WorkerName(w) << " -> " << PsShardName(s);
-      EXPECT_EQ(up.expected_bytes->Value(), bytes) << WorkerName(w) << " -> " << PsShardName(s);
-      EXPECT_EQ(down.bytes->Value(), bytes) << PsShardName(s) << " -> " << WorkerName(w);
+      testing::ExpectPsLinkBytes(*run.metrics[w], w, s, bytes);
     }
   }
-  // Every shard updated its range with the values the workers decoded: the same parameters.
-  for (int s = 0; s < kShards; ++s) {
-    const ShardState::Applied applied = services_[s]->current()->shard->steps()->applied().value();
-    EXPECT_EQ(applied.step, static_cast<uint64_t>(kSteps));
-    EXPECT_EQ(std::memcmp(applied.values->data(), run.params[0].data() + ranges[s].begin,
-                          ranges[s].size() * sizeof(float)),
-              0)
-        << PsShardName(s);
-  }
+  testing::ExpectShardsHold(services_, ranges, kSteps, run.params[0]);
   // Two roundings per value (the push, the reply), whatever N is.
   const double ulp = dtype == WireDtype::kFp16 ? std::ldexp(1.0, -11) : std::ldexp(1.0, -8);
   for (uint64_t i = 0; i < kParameters; ++i) {
