@@ -88,8 +88,8 @@ ABSL_FLAG(std::string, ps_variants, "",
           "--backup_workers); empty: once with the job's own settings");
 ABSL_FLAG(std::string, compression_variants, "",
           "compare/lab: run each listed codec once more in every mode it fits, beside the plain "
-          "runs, e.g. randomk:0.01 (the ring's; top-k and sign wait for the parameter server's "
-          "stream); the table and report set test accuracy against bytes sent");
+          "runs, e.g. powersgd:2,randomk:0.01,topk:0.01,sign (the first two the ring's, the others "
+          "the parameter server's); the table and report set test accuracy against bytes sent");
 ABSL_FLAG(int64_t, repeats, 1,
           "compare/lab: run each mode (each --ps_variants variant, --colocate's run) this many "
           "times, alternated ring, ps, ring, ps, ...; the figures are then medians with their "

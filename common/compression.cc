@@ -13,9 +13,10 @@ namespace ringside {
 namespace {
 
 absl::Status BadCompression(absl::string_view text) {
-  return absl::InvalidArgumentError(absl::StrCat(
-      "compression \"", text.substr(0, 32),
-      "\" is not none, topk:F, sign or randomk:F (F a fraction in (0, 1], e.g. 0.01)"));
+  return absl::InvalidArgumentError(absl::StrCat("compression \"", text.substr(0, 32),
+                                                 "\" is not none, topk:F, sign, randomk:F (F a "
+                                                 "fraction in (0, 1], e.g. 0.01) or powersgd:R (R ",
+                                                 "an integer from 1 to ", kMaxPowerSgdRank, ")"));
 }
 
 std::string FractionText(float fraction) {
@@ -34,6 +35,14 @@ absl::StatusOr<Compression> ParseCompression(absl::string_view text) {
   if (text == "sign") return Compression{CompressionKind::kSign, 1};
   Compression compression;
   absl::string_view fraction_text = text;
+  if (absl::ConsumePrefix(&fraction_text, "powersgd:")) {
+    compression.kind = CompressionKind::kPowerSgd;
+    if (!absl::SimpleAtoi(fraction_text, &compression.rank) || compression.rank < 1 ||
+        compression.rank > kMaxPowerSgdRank) {
+      return BadCompression(text);
+    }
+    return compression;
+  }
   if (absl::ConsumePrefix(&fraction_text, "topk:")) {
     compression.kind = CompressionKind::kTopK;
   } else if (absl::ConsumePrefix(&fraction_text, "randomk:")) {
@@ -56,6 +65,8 @@ std::string CompressionText(const Compression& compression) {
       return "sign";
     case CompressionKind::kRandomK:
       return "randomk:" + FractionText(compression.fraction);
+    case CompressionKind::kPowerSgd:
+      return absl::StrCat("powersgd:", compression.rank);
     case CompressionKind::kNone:
       break;
   }
@@ -63,7 +74,8 @@ std::string CompressionText(const Compression& compression) {
 }
 
 bool SummableInRing(CompressionKind kind) {
-  return kind == CompressionKind::kNone || kind == CompressionKind::kRandomK;
+  return kind == CompressionKind::kNone || kind == CompressionKind::kRandomK ||
+         kind == CompressionKind::kPowerSgd;
 }
 
 absl::Status CheckCompressionFitsMode(const Compression& compression, SyncMode mode) {
@@ -71,9 +83,10 @@ absl::Status CheckCompressionFitsMode(const Compression& compression, SyncMode m
     return absl::InvalidArgumentError(absl::StrCat(
         "--compression=", CompressionText(compression),
         " does not fit ring mode: each worker's indices or scales are its own, so a ring hop "
-        "cannot add two payloads; ring mode takes none or randomk:F"));
+        "cannot add two payloads; ring mode takes none, randomk:F or powersgd:R"));
   }
-  if (mode == SyncMode::kPs && compression.kind == CompressionKind::kRandomK) {
+  if (mode == SyncMode::kPs && (compression.kind == CompressionKind::kRandomK ||
+                                compression.kind == CompressionKind::kPowerSgd)) {
     return absl::InvalidArgumentError(absl::StrCat(
         "--compression=", CompressionText(compression),
         " does not fit ps mode: it is the ring's (its payloads add hop by hop); ps mode takes "
@@ -90,6 +103,7 @@ std::unique_ptr<GradientCodec> MakeGradientCodec(const Compression& compression)
       return MakeSignCodec();
     case CompressionKind::kRandomK:
       return MakeRandomKCodec(compression.fraction);
+    case CompressionKind::kPowerSgd:
     case CompressionKind::kNone:
       break;
   }

@@ -17,6 +17,7 @@ enum class RngStream : uint64_t {
   kSyntheticLabels = 4,
   kEpochShuffle = 5,
   kRandomKCoordinates = 6,
+  kPowerSgdFactors = 7,
 };
 
 inline uint64_t Mix64(uint64_t z) {

@@ -171,8 +171,9 @@ constexpr TrainingOption kTable[] = {
      [](const TrainingOptions& o) -> Value { return o.bucket_bytes; }, &SetBucketBytes,
      /*zero_means_unset=*/true},
     {"compression", Scope::kJob,
-     "gradient compression with error feedback: none, topk:F or sign (ps mode), randomk:F (ring "
-     "mode); F the fraction of each segment's elements sent; --staleness=0 only",
+     "gradient compression with error feedback: none, topk:F or sign (ps mode), randomk:F or "
+     "powersgd:R (ring mode); F the fraction of each segment's elements sent, R the rank of each "
+     "weight matrix's factors; --staleness=0 only",
      [](const TrainingOptions& o) -> Value { return CompressionText(o.compression); },
      &SetCompression, /*zero_means_unset=*/true},
     {"compression_warmup", Scope::kJob,

@@ -6,6 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/cost_model.h"
 #include "common/status_macros.h"
+#include "ring/powersgd_sum.h"
 
 namespace ringside::ring {
 
@@ -16,8 +17,17 @@ uint64_t CompactElements(const Compression& compression, uint64_t elements) {
   return CompressedLinkBytes(*codec, SegmentLengths(elements, kCompressionBlockElements)) / 4;
 }
 
-CompressedRingSum::CompressedRingSum(const Compression& compression, int64_t warmup_steps,
-                                     uint64_t seed, uint64_t elements)
+std::unique_ptr<CompressedRingSum> MakeCompressedRingSum(const Compression& compression,
+                                                         int64_t warmup_steps, uint64_t seed,
+                                                         const ModelSpec& spec) {
+  if (compression.kind == CompressionKind::kPowerSgd) {
+    return std::make_unique<PowerSgdRingSum>(compression.rank, warmup_steps, seed, spec);
+  }
+  return std::make_unique<CodecRingSum>(compression, warmup_steps, seed, spec.parameter_count());
+}
+
+CodecRingSum::CodecRingSum(const Compression& compression, int64_t warmup_steps, uint64_t seed,
+                           uint64_t elements)
     : compression_(compression),
       warmup_steps_(warmup_steps),
       seed_(seed),
@@ -25,10 +35,13 @@ CompressedRingSum::CompressedRingSum(const Compression& compression, int64_t war
       feedback_(codec_ == nullptr ? 0 : elements),
       compact_(CompactElements(compression, elements)) {}
 
-absl::Status CompressedRingSum::Sum(int64_t step, absl::Span<float> gradient,
-                                    absl::FunctionRef<absl::Status(absl::Span<float>)> allreduce) {
-  if (!CompressesStep(compression_, warmup_steps_, step)) return allreduce(gradient);
+absl::Status CodecRingSum::Sum(int64_t step, absl::Span<float> gradient, StepAllreduce allreduce) {
+  if (!CompressesStep(compression_, warmup_steps_, step)) return allreduce(0, gradient);
   RETURN_IF_ERROR(CheckCompressionFitsMode(compression_, SyncMode::kRing));
+  if (codec_ == nullptr) {
+    return absl::InvalidArgumentError(absl::StrCat("--compression=", CompressionText(compression_),
+                                                   " has no segment codec to sum"));
+  }
   if (gradient.size() != feedback_.size()) {
     return absl::InternalError(absl::StrCat("a compressed ring step of ", gradient.size(),
                                             " elements; the residual holds ", feedback_.size()));
@@ -42,7 +55,7 @@ absl::Status CompressedRingSum::Sum(int64_t step, absl::Span<float> gradient,
                      wire.data());
     for (size_t j = 0; j < wire.size() / 4; ++j) compact_[filled++] = LoadF32(wire.data() + 4 * j);
   }
-  RETURN_IF_ERROR(allreduce(absl::MakeSpan(compact_)));
+  RETURN_IF_ERROR(allreduce(0, absl::MakeSpan(compact_)));
   filled = 0;
   for (uint64_t at = 0; at < gradient.size(); at += kCompressionBlockElements) {
     const size_t n = std::min<uint64_t>(kCompressionBlockElements, gradient.size() - at);

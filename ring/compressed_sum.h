@@ -1,7 +1,11 @@
-// A compressed ring step (--compression=randomk:F in ring mode, common/compression.h): every
-// worker draws the same coordinates for each block of the gradient, so the ring sums only the
-// drawn values, hop by hop, with the allreduce it always uses, and every link carries the
-// compact vector's bytes (RingBytesSentByRank over CompactElements: the cost model's, exact).
+// A compressed ring step (--compression in ring mode, common/compression.h): a policy beside the
+// ring's one allreduce, which sums whatever buffers the policy hands it. Two policies:
+// CodecRingSum (none and randomk:F, below) and PowerSgdRingSum (powersgd:R, powersgd_sum.h).
+//
+// CodecRingSum (randomk:F): every worker draws the same coordinates for each block of the gradient,
+// so the ring sums only the drawn values, hop by hop, with the allreduce it always uses, and every
+// link carries the compact vector's bytes (RingBytesSentByRank over CompactElements: the cost
+// model's, exact).
 //
 //   1. Each block [b, b + n) of kCompressionBlockElements (the last shorter) is error-fed and
 //      encoded (common/error_feedback.h), keyed by (job seed, step, b): its k values go into the
@@ -14,9 +18,10 @@
 // Only a codec that sums in a ring (SummableInRing: its payload is its k float32 values) is
 // taken; any other fails the step with INVALID_ARGUMENT.
 //
-// The residual lives as long as this object: the worker builds one per generation, so every
-// regroup (a mode switch, a lost or joined member, a loaded state) resets it, the documented
-// rule (docs/architecture.md, "Gradient compression"); a checkpoint never carries it.
+// A policy's state (its residual) lives as long as the object: the worker builds one per
+// generation, so every regroup (a mode switch, a lost or joined member, a loaded state) resets
+// it, the documented rule (docs/architecture.md, "Gradient compression"); a checkpoint never
+// carries it. A step that fails leaves the object to be dropped with its generation.
 // Thread-compatible: the sync's one thread.
 #ifndef RINGSIDE_RING_COMPRESSED_SUM_H_
 #define RINGSIDE_RING_COMPRESSED_SUM_H_
@@ -30,6 +35,7 @@
 #include "absl/types/span.h"
 #include "common/compression.h"
 #include "common/error_feedback.h"
+#include "common/model_spec.h"
 
 namespace ringside::ring {
 
@@ -39,15 +45,31 @@ inline constexpr uint64_t kCompressionBlockElements = uint64_t{1} << 16;
 // The compact vector's length for a gradient of `elements`: each block's k values.
 uint64_t CompactElements(const Compression& compression, uint64_t elements);
 
+// Sums a buffer across the ring: `part` numbers the step's allreduces (0 up to
+// allreduces_per_step() - 1), each its own ring collective; a warm-up step runs part 0 only.
+using StepAllreduce = absl::FunctionRef<absl::Status(int part, absl::Span<float> buffer)>;
+
 class CompressedRingSum {
  public:
-  CompressedRingSum(const Compression& compression, int64_t warmup_steps, uint64_t seed,
-                    uint64_t elements);
+  virtual ~CompressedRingSum() = default;
+  virtual int allreduces_per_step() const = 0;
+  // Leaves the step's (compressed) sum across the ring in `gradient`, the same bits on every rank.
+  virtual absl::Status Sum(int64_t step, absl::Span<float> gradient, StepAllreduce allreduce) = 0;
+};
 
-  // Leaves the step's compressed sum in `gradient` (its elements() values); `allreduce` sums a
-  // buffer across the ring (the whole gradient in a warm-up step, else the compact vector).
-  absl::Status Sum(int64_t step, absl::Span<float> gradient,
-                   absl::FunctionRef<absl::Status(absl::Span<float>)> allreduce);
+// The policy for the job's `compression` over `spec`'s gradient.
+std::unique_ptr<CompressedRingSum> MakeCompressedRingSum(const Compression& compression,
+                                                         int64_t warmup_steps, uint64_t seed,
+                                                         const ModelSpec& spec);
+
+class CodecRingSum final : public CompressedRingSum {
+ public:
+  CodecRingSum(const Compression& compression, int64_t warmup_steps, uint64_t seed,
+               uint64_t elements);
+
+  int allreduces_per_step() const override { return 1; }
+  // The whole gradient in a warm-up step (or with none), else the compact vector.
+  absl::Status Sum(int64_t step, absl::Span<float> gradient, StepAllreduce allreduce) override;
 
   absl::Span<const float> residual() const { return feedback_.residual(); }
 

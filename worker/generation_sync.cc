@@ -48,17 +48,21 @@ GenerationSync MakeRingSync(const SyncParts& parts, ring::Collective& ring, uint
         parts.wire_error.KeepingBuckets(nullptr), parts.optimizer);
     return made;
   }
-  // --compression (random-k): the ring sums each step's compact vector. One per generation, so a
-  // regroup resets the residual (ring/compressed_sum.h).
+  // --compression (random-k, PowerSGD): the ring sums each step's compressed buffers. One per
+  // generation, so a regroup resets its state (ring/compressed_sum.h).
   const TrainingOptions& job = parts.job.options();
-  auto compressed = std::make_shared<ring::CompressedRingSum>(
-      job.compression, job.compression_warmup, job.seed, parts.job.spec().parameter_count());
+  std::shared_ptr<ring::CompressedRingSum> compressed = ring::MakeCompressedRingSum(
+      job.compression, job.compression_warmup, job.seed, parts.job.spec());
+  made.collectives_per_step = compressed->allreduces_per_step() + 1;
+  const uint64_t stride = made.collectives_per_step;
   made.sync = std::make_unique<SumThenUpdate>(
       SyncMode::kRing,
       parts.wire_error.Keeping(
-          [&ring, allreduce, first, compressed](int64_t step, absl::Span<float> g) {
-            return compressed->Sum(step, g, [&](absl::Span<float> buffer) {
-              return ring.Allreduce(first + 2 * static_cast<uint64_t>(step), buffer, allreduce);
+          [&ring, allreduce, first, stride, compressed](int64_t step, absl::Span<float> g) {
+            return compressed->Sum(step, g, [&](int part, absl::Span<float> buffer) {
+              return ring.Allreduce(
+                  first + stride * static_cast<uint64_t>(step) + static_cast<uint64_t>(part),
+                  buffer, allreduce);
             });
           }),
       parts.optimizer);

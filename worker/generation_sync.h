@@ -7,8 +7,9 @@
 // Ring collective numbers of a generation's steps: step t's B buckets are first + (B + 1)t + b and
 // its sampled wire error's exact sum the next, first + (B + 1)t + B (worker/wire_error_sampler.h);
 // every worker plans alike (the same job), so every worker numbers alike; unbucketed (B = 1)
-// that is first + 2t. first is the generation's kFirstStepCollective (worker/regroup.h).
-// Thread-compatible.
+// that is first + 2t, and with PowerSGD (two allreduces a step, ring/powersgd_sum.h) first + 3t
+// and first + 3t + 1, the wire error's first + 3t + 2. first is the generation's
+// kFirstStepCollective (worker/regroup.h). Thread-compatible.
 #ifndef RINGSIDE_WORKER_GENERATION_SYNC_H_
 #define RINGSIDE_WORKER_GENERATION_SYNC_H_
 

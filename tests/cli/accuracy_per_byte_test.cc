@@ -187,9 +187,9 @@ TEST(BytesToTargetTest, TheReportChartsAccuracyAgainstBytes) {
 
 TEST(CompressionVariantsTest, ParsesCodecsAndRunsEachWhereItFits) {
   const absl::StatusOr<std::vector<Compression>> variants =
-      ParseCompressionVariants("randomk:0.01,randomk:0.1,topk:0.01,sign");
+      ParseCompressionVariants("randomk:0.01,randomk:0.1,topk:0.01,sign,powersgd:2");
   ASSERT_TRUE(variants.ok()) << variants.status();
-  ASSERT_EQ(variants->size(), 4u);
+  ASSERT_EQ(variants->size(), 5u);
   EXPECT_EQ(CompressionText((*variants)[0]), "randomk:0.01");
   EXPECT_TRUE(RunsCompressed((*variants)[0], SyncMode::kRing));
   EXPECT_FALSE(RunsCompressed((*variants)[0], SyncMode::kPs)) << "random-k is the ring's";
@@ -198,6 +198,8 @@ TEST(CompressionVariantsTest, ParsesCodecsAndRunsEachWhereItFits) {
     EXPECT_FALSE(RunsCompressed((*variants)[k], SyncMode::kRing))
         << CompressionText((*variants)[k]) << " is the server's";
   }
+  EXPECT_TRUE(RunsCompressed((*variants)[4], SyncMode::kRing));
+  EXPECT_FALSE(RunsCompressed((*variants)[4], SyncMode::kPs)) << "PowerSGD is the ring's";
   EXPECT_FALSE(RunsCompressed(Compression{}, SyncMode::kRing)) << "none is the plain run";
 }
 

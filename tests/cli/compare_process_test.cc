@@ -247,11 +247,11 @@ TEST(CompareCommandTest, EachPsVariantTrainsOnItsOwnClusterAgainstTheSameRing) {
   EXPECT_NE(html.find("evaluation ps async"), std::string::npos);  // its marks in the chart
 }
 
-// --compression_variants=randomk,topk: a ring run with random-k and a ps run with top-k beside
-// the plain ring and ps, and accuracy per byte: every evaluation says what the evaluating worker
-// had sent by then (the measured link bytes, rising from 0 at the initial parameters), and the
-// bytes to target are those of the evaluation that first reached it. Each compressed run sends
-// less than its plain mode, and every link of it exactly the codec's bytes.
+// --compression_variants=randomk,powersgd,topk: ring runs with random-k and PowerSGD and a ps run
+// with top-k beside the plain ring and ps, and accuracy per byte: every evaluation says what the
+// evaluating worker had sent by then (the measured link bytes, rising from 0 at the initial
+// parameters), and the bytes to target are those of the evaluation that first reached it. Each
+// compressed run sends less than its plain mode, and every link of it exactly the codec's bytes.
 TEST(CompareCommandTest, CompressedRowsBesideThePlainModesWithAccuracyAgainstBytes) {
   auto dir = launch::TempDir::Create("ringside-compare-test-");
   ASSERT_TRUE(dir.ok());
@@ -259,22 +259,27 @@ TEST(CompareCommandTest, CompressedRowsBesideThePlainModesWithAccuracyAgainstByt
   ASSERT_FALSE(small.empty());
   const absl::StatusOr<nlohmann::json> run =
       RunCompareToJson(*dir, Plus(small, {"--steps=40", "--workers=2", "--target_accuracy=0.3",
-                                          "--compression_variants=randomk:0.25,topk:0.1",
+                                          "--compression_variants=randomk:0.25,powersgd:1,topk:0.1",
                                           "--report=" + dir->File("out.html")}));
   ASSERT_TRUE(run.ok()) << run.status();
   const nlohmann::json& variants = (*run)["modes"]["compression_variants"];
-  ASSERT_EQ(variants.size(), 2u) << "random-k fits the ring only, top-k ps: " << run->dump();
+  ASSERT_EQ(variants.size(), 3u) << "random-k and PowerSGD fit the ring only, top-k ps: "
+                                 << run->dump();
   const nlohmann::json& compressed = variants[0];
-  const nlohmann::json& topk = variants[1];
+  const nlohmann::json& powersgd = variants[1];
+  const nlohmann::json& topk = variants[2];
   EXPECT_EQ(compressed["mode"], "ring");
   EXPECT_EQ(compressed["compression"], "randomk:0.25");
   EXPECT_EQ(compressed["completed"], true) << compressed["failure"];
+  EXPECT_EQ(powersgd["mode"], "ring");
+  EXPECT_EQ(powersgd["compression"], "powersgd:1");
+  EXPECT_EQ(powersgd["completed"], true) << powersgd["failure"];
   EXPECT_EQ(topk["mode"], "ps");
   EXPECT_EQ(topk["compression"], "topk:0.1");
   EXPECT_EQ(topk["completed"], true) << topk["failure"];
   EXPECT_EQ((*run)["modes"]["ring"]["compression"], "none");
   for (const nlohmann::json* m :
-       {&(*run)["modes"]["ring"], &(*run)["modes"]["ps"], &compressed, &topk}) {
+       {&(*run)["modes"]["ring"], &(*run)["modes"]["ps"], &compressed, &powersgd, &topk}) {
     SCOPED_TRACE((*m)["mode"].get<std::string>() + " " + (*m)["compression"].get<std::string>());
     const nlohmann::json& points = (*m)["accuracy_over_time"];
     ASSERT_FALSE(points.empty());
@@ -304,14 +309,16 @@ TEST(CompareCommandTest, CompressedRowsBesideThePlainModesWithAccuracyAgainstByt
       EXPECT_EQ((*m)["steps_to_target"], first_at_target["step"]);
     }
   }
-  // Random-k sends a quarter of the values (and no more than the plain ring in any step); top-k a
-  // tenth, with its indices, both ways.
+  // Random-k sends a quarter of the values (and no more than the plain ring in any step), PowerSGD
+  // rank 1 two thin factors of each matrix; top-k a tenth, with its indices, both ways.
   EXPECT_LT(compressed["accuracy_over_time"].back()["sent_bytes"].get<double>(),
             (*run)["modes"]["ring"]["accuracy_over_time"].back()["sent_bytes"].get<double>() / 2);
+  EXPECT_LT(powersgd["accuracy_over_time"].back()["sent_bytes"].get<double>(),
+            (*run)["modes"]["ring"]["accuracy_over_time"].back()["sent_bytes"].get<double>() / 4);
   EXPECT_LT(topk["accuracy_over_time"].back()["sent_bytes"].get<double>(),
             (*run)["modes"]["ps"]["accuracy_over_time"].back()["sent_bytes"].get<double>() / 2);
   // Exact accounting: every link of the compressed runs carried the cost model's bytes.
-  for (const nlohmann::json* m : {&compressed, &topk}) {
+  for (const nlohmann::json* m : {&compressed, &powersgd, &topk}) {
     ASSERT_FALSE((*m)["links"].empty()) << m->dump();
     for (const nlohmann::json& link : (*m)["links"]) {
       EXPECT_EQ(link["bytes_per_step"], link["expected_bytes_per_step"]) << link.dump();

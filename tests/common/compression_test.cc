@@ -55,15 +55,19 @@ void ExpectRefused(const GradientCodec& codec, const SegmentKey& key, const std:
 }
 
 TEST(CompressionSpecTest, ParsesAndWritesBack) {
-  for (const char* text : {"none", "sign", "topk:0.01", "topk:1", "randomk:0.25", "topk:0.001"}) {
+  for (const char* text : {"none", "sign", "topk:0.01", "topk:1", "randomk:0.25", "topk:0.001",
+                           "powersgd:1", "powersgd:32"}) {
     const absl::StatusOr<Compression> compression = ParseCompression(text);
     ASSERT_TRUE(compression.ok()) << text << ": " << compression.status();
     EXPECT_EQ(CompressionText(*compression), text);
   }
   EXPECT_EQ(ParseCompression("topk:0.01")->kind, CompressionKind::kTopK);
   EXPECT_FLOAT_EQ(ParseCompression("randomk:0.5")->fraction, 0.5f);
-  for (const char* text : {"", "topk", "topk:", "topk:0", "topk:1.5", "topk:-0.1", "topk:nan",
-                           "sign:1", "powersgd", "randomk:x", "TOPK:0.1"}) {
+  EXPECT_EQ(ParseCompression("powersgd:4")->rank, 4);
+  EXPECT_EQ(ParseCompression("powersgd:4")->kind, CompressionKind::kPowerSgd);
+  for (const char* text :
+       {"", "topk", "topk:", "topk:0", "topk:1.5", "topk:-0.1", "topk:nan", "sign:1", "powersgd",
+        "powersgd:0", "powersgd:33", "powersgd:1.5", "powersgd:-1", "randomk:x", "TOPK:0.1"}) {
     const absl::StatusOr<Compression> compression = ParseCompression(text);
     EXPECT_EQ(compression.status().code(), absl::StatusCode::kInvalidArgument) << text;
   }
@@ -73,10 +77,13 @@ TEST(CompressionSpecTest, KindsFitTheirModes) {
   const Compression topk = *ParseCompression("topk:0.1");
   const Compression sign = *ParseCompression("sign");
   const Compression randomk = *ParseCompression("randomk:0.1");
+  const Compression powersgd = *ParseCompression("powersgd:2");
   EXPECT_TRUE(CheckCompressionFitsMode(Compression{}, SyncMode::kRing).ok());
-  EXPECT_TRUE(CheckCompressionFitsMode(randomk, SyncMode::kRing).ok());
-  EXPECT_THAT(std::string(CheckCompressionFitsMode(randomk, SyncMode::kPs).message()),
-              HasSubstr("does not fit ps mode"));
+  for (const Compression& kind : {randomk, powersgd}) {
+    EXPECT_TRUE(CheckCompressionFitsMode(kind, SyncMode::kRing).ok());
+    EXPECT_THAT(std::string(CheckCompressionFitsMode(kind, SyncMode::kPs).message()),
+                HasSubstr("does not fit ps mode"));
+  }
   EXPECT_TRUE(CheckCompressionFitsMode(Compression{}, SyncMode::kPs).ok());
   EXPECT_TRUE(CheckCompressionFitsMode(topk, SyncMode::kPs).ok());
   EXPECT_TRUE(CheckCompressionFitsMode(sign, SyncMode::kPs).ok());
@@ -86,6 +93,7 @@ TEST(CompressionSpecTest, KindsFitTheirModes) {
     EXPECT_THAT(std::string(status.message()), HasSubstr("does not fit ring mode"));
   }
   EXPECT_EQ(MakeGradientCodec(Compression{}), nullptr);
+  EXPECT_EQ(MakeGradientCodec(powersgd), nullptr) << "no segment codec";
   EXPECT_NE(MakeGradientCodec(topk), nullptr);
 }
 

@@ -92,6 +92,7 @@ void CheckDecode(const Setup& setup, const GradientCodec& codec, const std::stri
       }
       break;
     }
+    case CompressionKind::kPowerSgd:  // no segment codec: never drawn here
     case CompressionKind::kNone:
       break;
   }

@@ -38,7 +38,7 @@ std::vector<float> Share(int rank, int64_t step) {
   return share;
 }
 
-TEST(CompressedRingSumTest, RanksAgreeOnTheDrawnSumAndLinksCarryTheCompactBytes) {
+TEST(CodecRingSumTest, RanksAgreeOnTheDrawnSumAndLinksCarryTheCompactBytes) {
   const Compression randomk{CompressionKind::kRandomK, 0.01f};
   const uint64_t compact = CompactElements(randomk, kElements);
   EXPECT_EQ(compact, 2 * TopKCount(kCompressionBlockElements, 0.01f) + TopKCount(18929, 0.01f));
@@ -55,11 +55,11 @@ TEST(CompressedRingSumTest, RanksAgreeOnTheDrawnSumAndLinksCarryTheCompactBytes)
   std::vector<absl::Status> statuses(kWorld);
   testing::RunRanks(kWorld, [&](int rank) {
     RingAllreduce allreduce(ring.transport(rank), links[rank]);
-    CompressedRingSum compressed(randomk, kWarmup, /*seed=*/3, kElements);
+    CodecRingSum compressed(randomk, kWarmup, /*seed=*/3, kElements);
     for (int64_t step = 0; step < kSteps && statuses[rank].ok(); ++step) {
       std::vector<float> gradient = Share(rank, step);
       statuses[rank] =
-          compressed.Sum(step, absl::MakeSpan(gradient), [&](absl::Span<float> buffer) {
+          compressed.Sum(step, absl::MakeSpan(gradient), [&](int, absl::Span<float> buffer) {
             return allreduce.Run(static_cast<uint64_t>(step) + 1, buffer, options);
           });
       sums[step][rank] = std::move(gradient);
@@ -116,14 +116,15 @@ TEST(CompressedRingSumTest, RanksAgreeOnTheDrawnSumAndLinksCarryTheCompactBytes)
   }
 }
 
-TEST(CompressedRingSumTest, AKindThatDoesNotSumInARingFailsTheStep) {
-  CompressedRingSum compressed({CompressionKind::kTopK, 0.1f}, 0, 1, 100);
+TEST(CodecRingSumTest, AKindThatDoesNotSumInARingFailsTheStep) {
+  CodecRingSum compressed({CompressionKind::kTopK, 0.1f}, 0, 1, 100);
   std::vector<float> gradient(100, 1.0f);
   bool ran = false;
-  const absl::Status status = compressed.Sum(0, absl::MakeSpan(gradient), [&](absl::Span<float>) {
-    ran = true;
-    return absl::OkStatus();
-  });
+  const absl::Status status =
+      compressed.Sum(0, absl::MakeSpan(gradient), [&](int, absl::Span<float>) {
+        ran = true;
+        return absl::OkStatus();
+      });
   EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
   EXPECT_FALSE(ran);
 }

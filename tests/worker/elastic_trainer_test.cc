@@ -764,31 +764,39 @@ INSTANTIATE_TEST_SUITE_P(
              std::get<1>(info.param).name;
     });
 
-// --compression=randomk (ring/compressed_sum.h) through a worker lost mid ring step, and with
-// nobody lost: every generation starts with zero residuals (the documented reset), the job spec
-// carries the kind and the warm-up to every generation, and the survivors end bit-identical.
-// Compressed steps follow another path than the uncompressed reference, so it is a loose bound
-// here: that they trained the same job, not that they match.
-class ElasticTrainerCompressionTest : public ::testing::TestWithParam<FaultCase> {};
+// --compression=randomk and powersgd (ring/compressed_sum.h, powersgd_sum.h) through a worker
+// lost mid ring step, and with nobody lost: every generation starts with zero residuals (and
+// PowerSGD with Q drawn afresh: the documented reset), the job spec carries the kind and the
+// warm-up to every generation, and the survivors end bit-identical. Compressed steps follow
+// another path than the uncompressed reference, so it is a loose bound here: that they trained
+// the same job, not that they match.
+class ElasticTrainerCompressionTest
+    : public ::testing::TestWithParam<std::tuple<std::string, FaultCase>> {};
 
 TEST_P(ElasticTrainerCompressionTest, SurvivorsAgreeBitForBit) {
   TrainingOptions job = SmallJob(24);
-  job.compression = Compression{CompressionKind::kRandomK, 0.5f};
+  job.compression = ParseCompression(std::get<0>(GetParam())).value();
   job.compression_warmup = 3;
   auto reference = TrainLocally(job);
   ASSERT_TRUE(reference.ok()) << reference.status();
-  RunJobWithFault(GetParam(), job, /*tolerance=*/0.5, [&](int, const TrainerThread& worker) {
-    // Compressed it was: an uncompressed ring ends within 1e-5 of the reference.
-    EXPECT_GT(MaxRelativeDifference(worker.result->training.parameters, reference->parameters),
-              1e-3);
-  });
+  RunJobWithFault(
+      std::get<1>(GetParam()), job, /*tolerance=*/0.5, [&](int, const TrainerThread& worker) {
+        // Compressed it was: an uncompressed ring ends within 1e-5 of the reference.
+        EXPECT_GT(MaxRelativeDifference(worker.result->training.parameters, reference->parameters),
+                  1e-3);
+      });
 }
 
-INSTANTIATE_TEST_SUITE_P(RandomK, ElasticTrainerCompressionTest,
-                         ::testing::Values(FaultCase{"MidRingStep", "ring_step", 7, 1,
-                                                     SyncMode::kRing, 1, -1},
-                                           FaultCase{"NoLoss", "", 0, -1, SyncMode::kRing, 1, -1}),
-                         [](const auto& info) { return info.param.name; });
+INSTANTIATE_TEST_SUITE_P(
+    RandomKAndPowerSgd, ElasticTrainerCompressionTest,
+    ::testing::Combine(::testing::Values(std::string("randomk:0.5"), std::string("powersgd:1")),
+                       ::testing::Values(FaultCase{"MidRingStep", "ring_step", 7, 1,
+                                                   SyncMode::kRing, 1, -1},
+                                         FaultCase{"NoLoss", "", 0, -1, SyncMode::kRing, 1, -1})),
+    [](const auto& info) {
+      return std::get<0>(info.param).substr(0, std::get<0>(info.param).find(':')) + "_" +
+             std::get<1>(info.param).name;
+    });
 
 // --compression=topk and sign (server/ps/ps_client.h, shard_state.h) through a worker lost mid
 // ps step between two shards, and with nobody lost: every generation starts with zero residuals

@@ -126,9 +126,10 @@ TEST_F(ControllerServiceTest, WatchersLearnTheTopologyAndEveryModeChange) {
 }
 
 // A ps-only compression (top-k) cannot follow the job into a ring: the switch is refused, naming
-// why, and the job stays in ps mode; a switch the compression fits (random-k) goes through.
+// why, and the job stays in ps mode; a switch the compression fits (random-k, PowerSGD) goes
+// through.
 TEST(ControllerCompressionTest, ASwitchToAModeTheCompressionDoesNotFitIsRefused) {
-  for (const char* compression : {"topk:0.01", "randomk:0.01"}) {
+  for (const char* compression : {"topk:0.01", "randomk:0.01", "powersgd:2"}) {
     SCOPED_TRACE(compression);
     MembershipConfig config;
     config.workers = 1;
