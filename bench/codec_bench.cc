@@ -1,5 +1,6 @@
 #include "bench/codec_bench.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cstring>
 #include <memory>
@@ -10,7 +11,9 @@
 #include "common/cost_model.h"
 #include "common/counter_rng.h"
 #include "common/error_feedback.h"
+#include "common/model_spec.h"
 #include "common/status_macros.h"
+#include "ring/powersgd_sum.h"
 
 namespace ringside::bench {
 namespace {
@@ -30,6 +33,34 @@ CodecBenchRecord Time(const std::string& name, uint64_t elements, double min_sec
   } while (record.seconds < min_seconds);
   record.nanoseconds_per_element =
       1e9 * record.seconds / (static_cast<double>(record.rounds) * static_cast<double>(elements));
+  return record;
+}
+
+// PowerSGD, which is no segment codec: one rank's step (both factors, the residual and the sum
+// rebuilt; the allreduces of one worker leave the buffers as they are) on one matrix of 1024
+// columns and about `elements` elements, so per element it is comparable with the codecs'.
+absl::StatusOr<CodecBenchRecord> TimePowerSgd(const std::string& text, int rank,
+                                              const CodecBenchOptions& options) {
+  const int rows = static_cast<int>(std::max<uint64_t>(1, options.elements / 1024));
+  ASSIGN_OR_RETURN(const ModelSpec spec, ModelSpec::Create({rows, 1024}, Activation::kRelu));
+  std::vector<float> share(spec.parameter_count()), gradient(spec.parameter_count());
+  for (size_t i = 0; i < share.size(); ++i) {
+    share[i] = static_cast<float>(CounterNormal(options.seed, RngStream::kParameters, i));
+  }
+  ring::PowerSgdRingSum power(rank, /*warmup_steps=*/0, options.seed, spec);
+  int64_t step = 0;
+  absl::Status summed = absl::OkStatus();
+  CodecBenchRecord record = Time(text, spec.parameter_count(), options.min_seconds, [&] {
+    std::copy(share.begin(), share.end(), gradient.begin());
+    const absl::Status status = power.Sum(step++, absl::MakeSpan(gradient),
+                                          [](int, absl::Span<float>) { return absl::OkStatus(); });
+    if (!status.ok()) summed = status;
+  });
+  RETURN_IF_ERROR(summed);
+  const ring::PowerSgdLayout& layout = power.layout();
+  record.bytes_per_element = 4.0 *
+                             static_cast<double>(layout.first_elements + layout.second_elements) /
+                             static_cast<double>(spec.parameter_count());
   return record;
 }
 
@@ -67,7 +98,13 @@ absl::StatusOr<std::vector<CodecBenchRecord>> MeasureCodecs(const CodecBenchOpti
   records.back().bytes_per_element = 4;
   const std::vector<uint64_t> segments = SegmentLengths(options.elements, options.segment_elements);
   for (const std::string& text : options.codecs) {
-    const std::unique_ptr<GradientCodec> codec = MakeGradientCodec(*ParseCompression(text));
+    const Compression compression = *ParseCompression(text);
+    if (compression.kind == CompressionKind::kPowerSgd) {
+      ASSIGN_OR_RETURN(CodecBenchRecord record, TimePowerSgd(text, compression.rank, options));
+      records.push_back(record);
+      continue;
+    }
+    const std::unique_ptr<GradientCodec> codec = MakeGradientCodec(compression);
     ErrorFeedback feedback(options.elements);
     std::string wire(codec->EncodedBytes(options.segment_elements), '\0');
     std::vector<float> sum(options.elements, 0.0f);

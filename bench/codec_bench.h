@@ -2,8 +2,9 @@
 // per element of what a sync adds to a step: error feedback's add and the encode
 // (ErrorFeedback::Encode) and the receiver's decode (GradientCodec::DecodeAdd), over a gradient
 // of `elements` cut into segments as a push is; beside it a plain copy of the same gradient
-// (memcpy), the cost an uncompressed sync pays at least once. No network. Not a test: numbers
-// depend on the machine (docs/benchmarks.md says how they were measured).
+// (memcpy), the cost an uncompressed sync pays at least once. PowerSGD, no segment codec, is one
+// rank's whole step of factors (ring/powersgd_sum.h) on a matrix of 1024 columns. No network. Not a
+// test: numbers depend on the machine (docs/benchmarks.md says how they were measured).
 //
 // Thread-compatible; the functions own what they create. Errors: INVALID_ARGUMENT for bad
 // options.
@@ -21,7 +22,8 @@
 namespace ringside::bench {
 
 struct CodecBenchOptions {
-  std::vector<std::string> codecs = {"topk:0.01", "sign", "randomk:0.01"};  // --compression text
+  std::vector<std::string> codecs = {"topk:0.01", "sign", "randomk:0.01",
+                                     "powersgd:4"};  // --compression text
   uint64_t elements = 1863690;        // the heavy model's parameters (784,1024,1024,10)
   uint64_t segment_elements = 65536;  // a quarter of the default 1 MiB push window, in floats
   double min_seconds = 1.0;           // each codec (and the copy) for at least this long

@@ -10,7 +10,7 @@
 #include "bench/codec_bench.h"
 #include "bench/commands.h"
 
-ABSL_FLAG(std::string, codecs, "topk:0.01;sign;randomk:0.01",
+ABSL_FLAG(std::string, codecs, "topk:0.01;sign;randomk:0.01;powersgd:4",
           "codecs to measure, ';'-separated --compression values");
 ABSL_FLAG(uint64_t, codec_elements, 1863690,
           "float32 elements of the gradient (the heavy model's)");

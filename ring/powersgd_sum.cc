@@ -122,14 +122,14 @@ absl::Status PowerSgdRingSum::Sum(int64_t step, absl::Span<float> gradient,
 // first buffer, then the whole ranges after them.
 void PowerSgdRingSum::ProjectShare(absl::Span<const float> gradient) {
   for (const PowerSgdMatrix& at : layout_.matrices) {
-    const size_t elements = static_cast<size_t>(at.rows) * at.cols;
-    float* m = residual_.data() + at.offset;
-    for (size_t i = 0; i < elements; ++i) m[i] += gradient[at.offset + i];
-    for (int k = 0; k < rank_; ++k) {
-      const float* q = q_.data() + at.q_at + static_cast<uint64_t>(k) * at.cols;
-      float* p = first_.data() + at.p_at + static_cast<uint64_t>(k) * at.rows;
-      for (int i = 0; i < at.rows; ++i)
-        p[i] = Dot(m + static_cast<size_t>(i) * at.cols, q, at.cols);
+    const float* q = q_.data() + at.q_at;
+    float* p = first_.data() + at.p_at;
+    for (int i = 0; i < at.rows; ++i) {  // row by row, so each row is read from memory once
+      const size_t row_at = static_cast<size_t>(i) * at.cols;
+      float* m = residual_.data() + at.offset + row_at;
+      const float* g = gradient.data() + at.offset + row_at;
+      for (int j = 0; j < at.cols; ++j) m[j] += g[j];
+      for (int k = 0; k < rank_; ++k) p[k * at.rows + i] = Dot(m, q + k * at.cols, at.cols);
     }
   }
   float* whole = first_.data() + layout_.whole_at;
@@ -150,42 +150,52 @@ absl::Status PowerSgdRingSum::SumFactors(int64_t step, absl::Span<float> gradien
     whole += range.size();
   }
   std::fill(second_.begin(), second_.end(), 0.0f);
-  for (const PowerSgdMatrix& at : layout_.matrices) {
-    float* p = first_.data() + at.p_at;
-    Orthonormalise(p, rank_, at.rows);
-    float* m = residual_.data() + at.offset;
-    float* q = second_.data() + at.q_at;
-    for (int i = 0; i < at.rows; ++i) {  // Q_w = Mᵀ·P̂, row by row of M
-      const float* row = m + static_cast<size_t>(i) * at.cols;
-      for (int k = 0; k < rank_; ++k) Axpy(p[k * at.rows + i], row, q + k * at.cols, at.cols);
-    }
-    for (int i = 0; i < at.rows; ++i) {  // the residual: M - P̂·Q_wᵀ
-      float* row = m + static_cast<size_t>(i) * at.cols;
-      for (int k = 0; k < rank_; ++k) Axpy(-p[k * at.rows + i], q + k * at.cols, row, at.cols);
-    }
-  }
+  for (const PowerSgdMatrix& at : layout_.matrices) ProjectOntoP(at);
   RETURN_IF_ERROR(allreduce(1, absl::MakeSpan(second_)));
   RETURN_IF_ERROR(CheckFinite(second_, "Q", step));
   for (size_t matrix = 0; matrix < layout_.matrices.size(); ++matrix) {
-    const PowerSgdMatrix& at = layout_.matrices[matrix];
-    const float* p = first_.data() + at.p_at;
-    const float* q = second_.data() + at.q_at;
-    float* g = gradient.data() + at.offset;
-    std::fill_n(g, static_cast<size_t>(at.rows) * at.cols, 0.0f);
-    for (int i = 0; i < at.rows; ++i) {  // the sum: P̂·Qᵀ
-      for (int k = 0; k < rank_; ++k) {
-        Axpy(p[k * at.rows + i], q + k * at.cols, g + static_cast<size_t>(i) * at.cols, at.cols);
-      }
-    }
-    std::copy_n(q, static_cast<size_t>(rank_) * at.cols, q_.data() + at.q_at);
-    for (int k = 0; k < rank_; ++k) {
-      const float* column = q + k * at.cols;
-      if (std::all_of(column, column + at.cols, [](float v) { return v == 0.0f; })) {
-        DrawQ(matrix, k, static_cast<uint64_t>(step) + 1);
-      }
-    }
+    Reconstruct(matrix, step, gradient);
   }
   return absl::OkStatus();
+}
+
+// P̂ (in place of the summed P), this worker's Q_w = Mᵀ·P̂ into the second buffer, and its
+// residual M - P̂·Q_wᵀ.
+void PowerSgdRingSum::ProjectOntoP(const PowerSgdMatrix& at) {
+  float* p = first_.data() + at.p_at;
+  Orthonormalise(p, rank_, at.rows);
+  float* m = residual_.data() + at.offset;
+  float* q = second_.data() + at.q_at;
+  for (int i = 0; i < at.rows; ++i) {
+    const float* row = m + static_cast<size_t>(i) * at.cols;
+    for (int k = 0; k < rank_; ++k) Axpy(p[k * at.rows + i], row, q + k * at.cols, at.cols);
+  }
+  for (int i = 0; i < at.rows; ++i) {
+    float* row = m + static_cast<size_t>(i) * at.cols;
+    for (int k = 0; k < rank_; ++k) Axpy(-p[k * at.rows + i], q + k * at.cols, row, at.cols);
+  }
+}
+
+// The matrix's sum P̂·Qᵀ into the gradient; the summed Q kept for the next step, a column of
+// zeros drawn again.
+void PowerSgdRingSum::Reconstruct(size_t matrix, int64_t step, absl::Span<float> gradient) {
+  const PowerSgdMatrix& at = layout_.matrices[matrix];
+  const float* p = first_.data() + at.p_at;
+  const float* q = second_.data() + at.q_at;
+  float* g = gradient.data() + at.offset;
+  std::fill_n(g, static_cast<size_t>(at.rows) * at.cols, 0.0f);
+  for (int i = 0; i < at.rows; ++i) {
+    for (int k = 0; k < rank_; ++k) {
+      Axpy(p[k * at.rows + i], q + k * at.cols, g + static_cast<size_t>(i) * at.cols, at.cols);
+    }
+  }
+  std::copy_n(q, static_cast<size_t>(rank_) * at.cols, q_.data() + at.q_at);
+  for (int k = 0; k < rank_; ++k) {
+    const float* column = q + k * at.cols;
+    if (std::all_of(column, column + at.cols, [](float v) { return v == 0.0f; })) {
+      DrawQ(matrix, k, static_cast<uint64_t>(step) + 1);
+    }
+  }
 }
 
 }  // namespace ringside::ring

@@ -68,6 +68,8 @@ class PowerSgdRingSum final : public CompressedRingSum {
  private:
   void ProjectShare(absl::Span<const float> gradient);
   absl::Status SumFactors(int64_t step, absl::Span<float> gradient, StepAllreduce allreduce);
+  void ProjectOntoP(const PowerSgdMatrix& at);
+  void Reconstruct(size_t matrix, int64_t step, absl::Span<float> gradient);
   void DrawQ(size_t matrix, int column, uint64_t draw);
 
   const int rank_;

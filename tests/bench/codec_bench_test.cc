@@ -12,19 +12,23 @@ namespace {
 
 TEST(CodecBenchTest, MeasuresTheCopyThenEveryCodecWithItsBytes) {
   CodecBenchOptions options;
-  options.codecs = {"topk:0.1", "sign", "randomk:0.1"};
+  options.codecs = {"topk:0.1", "sign", "randomk:0.1", "powersgd:2"};
   options.elements = 1001;
   options.segment_elements = 256;  // 256, 256, 256, 233
   options.min_seconds = 0;
   auto records = MeasureCodecs(options);
   ASSERT_TRUE(records.ok()) << records.status();
-  ASSERT_EQ(records->size(), 4u);
+  ASSERT_EQ(records->size(), 5u);
   EXPECT_EQ((*records)[0].codec, "copy");
   EXPECT_EQ((*records)[0].bytes_per_element, 4.0);
   EXPECT_EQ((*records)[1].codec, "topk:0.1");
   EXPECT_DOUBLE_EQ((*records)[1].bytes_per_element, (3 * (4 + 8 * 26) + 4 + 8 * 24) / 1001.0);
   EXPECT_DOUBLE_EQ((*records)[2].bytes_per_element, (3 * 36 + 34) / 1001.0);
   EXPECT_DOUBLE_EQ((*records)[3].bytes_per_element, 4 * (3 * 26 + 24) / 1001.0);
+  // PowerSGD on a matrix of 1024 columns (one row here, too small to gain: sent whole, with its
+  // bias).
+  EXPECT_EQ((*records)[4].codec, "powersgd:2");
+  EXPECT_DOUBLE_EQ((*records)[4].bytes_per_element, 4.0);
   for (const CodecBenchRecord& record : *records) EXPECT_GE(record.rounds, 1) << record.codec;
   std::ostringstream out;
   ASSERT_TRUE(RunCodecBench(options, out).ok());
