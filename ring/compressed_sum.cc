@@ -6,7 +6,6 @@
 #include "absl/strings/str_cat.h"
 #include "common/cost_model.h"
 #include "common/status_macros.h"
-#include "ring/powersgd_sum.h"
 
 namespace ringside::ring {
 
@@ -15,15 +14,6 @@ uint64_t CompactElements(const Compression& compression, uint64_t elements) {
   if (codec == nullptr) return elements;
   // A summable codec's payload is its values, four bytes each.
   return CompressedLinkBytes(*codec, SegmentLengths(elements, kCompressionBlockElements)) / 4;
-}
-
-std::unique_ptr<CompressedRingSum> MakeCompressedRingSum(const Compression& compression,
-                                                         int64_t warmup_steps, uint64_t seed,
-                                                         const ModelSpec& spec) {
-  if (compression.kind == CompressionKind::kPowerSgd) {
-    return std::make_unique<PowerSgdRingSum>(compression.rank, warmup_steps, seed, spec);
-  }
-  return std::make_unique<CodecRingSum>(compression, warmup_steps, seed, spec.parameter_count());
 }
 
 CodecRingSum::CodecRingSum(const Compression& compression, int64_t warmup_steps, uint64_t seed,

@@ -35,7 +35,6 @@
 #include "absl/types/span.h"
 #include "common/compression.h"
 #include "common/error_feedback.h"
-#include "common/model_spec.h"
 
 namespace ringside::ring {
 
@@ -56,11 +55,6 @@ class CompressedRingSum {
   // Leaves the step's (compressed) sum across the ring in `gradient`, the same bits on every rank.
   virtual absl::Status Sum(int64_t step, absl::Span<float> gradient, StepAllreduce allreduce) = 0;
 };
-
-// The policy for the job's `compression` over `spec`'s gradient.
-std::unique_ptr<CompressedRingSum> MakeCompressedRingSum(const Compression& compression,
-                                                         int64_t warmup_steps, uint64_t seed,
-                                                         const ModelSpec& spec);
 
 class CodecRingSum final : public CompressedRingSum {
  public:

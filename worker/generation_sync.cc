@@ -8,12 +8,27 @@
 #include "common/compression.h"
 #include "common/status_macros.h"
 #include "ring/compressed_sum.h"
+#include "ring/powersgd_sum.h"
 #include "worker/gradient_buckets.h"
 #include "worker/overlapped_sync.h"
 #include "worker/push_pull_sync.h"
 #include "worker/regroup.h"
 
 namespace ringside::worker {
+namespace {
+
+// The ring's policy for the job's --compression (ring/compressed_sum.h).
+std::shared_ptr<ring::CompressedRingSum> MakeCompressedRingSum(const TrainingJob& job) {
+  const TrainingOptions& options = job.options();
+  if (options.compression.kind == CompressionKind::kPowerSgd) {
+    return std::make_shared<ring::PowerSgdRingSum>(
+        options.compression.rank, options.compression_warmup, options.seed, job.spec());
+  }
+  return std::make_shared<ring::CodecRingSum>(options.compression, options.compression_warmup,
+                                              options.seed, job.spec().parameter_count());
+}
+
+}  // namespace
 
 GenerationSync MakeRingSync(const SyncParts& parts, ring::Collective& ring, uint64_t generation) {
   ring::AllreduceOptions allreduce;
@@ -50,9 +65,7 @@ GenerationSync MakeRingSync(const SyncParts& parts, ring::Collective& ring, uint
   }
   // --compression (random-k, PowerSGD): the ring sums each step's compressed buffers. One per
   // generation, so a regroup resets its state (ring/compressed_sum.h).
-  const TrainingOptions& job = parts.job.options();
-  std::shared_ptr<ring::CompressedRingSum> compressed = ring::MakeCompressedRingSum(
-      job.compression, job.compression_warmup, job.seed, parts.job.spec());
+  std::shared_ptr<ring::CompressedRingSum> compressed = MakeCompressedRingSum(parts.job);
   made.collectives_per_step = compressed->allreduces_per_step() + 1;
   const uint64_t stride = made.collectives_per_step;
   made.sync = std::make_unique<SumThenUpdate>(

@@ -44,10 +44,7 @@ TEST(CodecRingSumTest, RanksAgreeOnTheDrawnSumAndLinksCarryTheCompactBytes) {
   EXPECT_EQ(compact, 2 * TopKCount(kCompressionBlockElements, 0.01f) + TopKCount(18929, 0.01f));
   InMemoryRing ring(kWorld);
   Metrics metrics(std::make_shared<prometheus::Registry>());
-  std::vector<LinkSendMetrics> links;
-  for (int r = 0; r < kWorld; ++r) {
-    links.push_back(metrics.LinkSend(WorkerName(r), WorkerName((r + 1) % kWorld), SyncMode::kRing));
-  }
+  const std::vector<LinkSendMetrics> links = testing::RingLinks(metrics, kWorld);
   AllreduceOptions options;
   options.segment_bytes = 4096;  // many segments per chunk
   std::vector<std::vector<std::vector<float>>> sums(kSteps,

@@ -51,10 +51,7 @@ RingRun RunPowerSgd(const ModelSpec& spec, int rank, int64_t warmup, int64_t ste
                     const ShareFn& share) {
   InMemoryRing ring(kWorld);
   Metrics metrics(std::make_shared<prometheus::Registry>());
-  std::vector<LinkSendMetrics> links;
-  for (int r = 0; r < kWorld; ++r) {
-    links.push_back(metrics.LinkSend(WorkerName(r), WorkerName((r + 1) % kWorld), SyncMode::kRing));
-  }
+  const std::vector<LinkSendMetrics> links = testing::RingLinks(metrics, kWorld);
   AllreduceOptions options;
   options.segment_bytes = 256;  // many segments per chunk
   RingRun run;
@@ -213,17 +210,6 @@ TEST(PowerSgdRingSumTest, ASumThatIsNotFiniteFailsTheStepOnEveryRank) {
   for (int r = 0; r < kWorld; ++r) {
     EXPECT_EQ(run.statuses[r].code(), absl::StatusCode::kInvalidArgument) << run.statuses[r];
   }
-}
-
-TEST(PowerSgdRingSumTest, TheFactoryPicksThePolicyOfTheKind) {
-  const ModelSpec spec = OddModel();
-  EXPECT_EQ(
-      MakeCompressedRingSum({CompressionKind::kPowerSgd, 1, 3}, 0, 1, spec)->allreduces_per_step(),
-      2);
-  EXPECT_EQ(
-      MakeCompressedRingSum({CompressionKind::kRandomK, 0.1f}, 0, 1, spec)->allreduces_per_step(),
-      1);
-  EXPECT_EQ(MakeCompressedRingSum({}, 0, 1, spec)->allreduces_per_step(), 1);
 }
 
 }  // namespace

@@ -1,5 +1,5 @@
-// Helpers for ring tests: deterministic inputs whose sums are exact in float32, and running one
-// function per rank on its own thread.
+// Helpers for ring tests: deterministic inputs whose sums are exact in float32, running one
+// function per rank on its own thread, and each rank's counted link to its right.
 #ifndef RINGSIDE_TESTS_RING_RING_TEST_UTIL_H_
 #define RINGSIDE_TESTS_RING_RING_TEST_UTIL_H_
 
@@ -7,6 +7,8 @@
 #include <functional>
 #include <thread>
 #include <vector>
+
+#include "common/metrics.h"
 
 namespace ringside::ring::testing {
 
@@ -31,6 +33,15 @@ inline void RunRanks(int world, const std::function<void(int)>& body) {
   std::vector<std::thread> threads;
   for (int rank = 0; rank < world; ++rank) threads.emplace_back(body, rank);
   for (auto& thread : threads) thread.join();
+}
+
+// Rank r's link to rank r + 1 (mod world), counted in `metrics` as a ring link.
+inline std::vector<LinkSendMetrics> RingLinks(Metrics& metrics, int world) {
+  std::vector<LinkSendMetrics> links;
+  for (int r = 0; r < world; ++r) {
+    links.push_back(metrics.LinkSend(WorkerName(r), WorkerName((r + 1) % world), SyncMode::kRing));
+  }
+  return links;
 }
 
 }  // namespace ringside::ring::testing

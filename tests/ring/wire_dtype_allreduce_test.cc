@@ -35,10 +35,7 @@ CountedRun RunCounted(std::vector<std::vector<float>> inputs, const AllreduceOpt
   const int world = static_cast<int>(inputs.size());
   InMemoryRing ring(world);
   Metrics metrics(std::make_shared<prometheus::Registry>());
-  std::vector<LinkSendMetrics> links;
-  for (int r = 0; r < world; ++r) {
-    links.push_back(metrics.LinkSend(WorkerName(r), WorkerName((r + 1) % world), SyncMode::kRing));
-  }
+  const std::vector<LinkSendMetrics> links = testing::RingLinks(metrics, world);
   CountedRun run;
   run.buffers = std::move(inputs);
   run.statuses.assign(world, absl::OkStatus());
@@ -85,11 +82,7 @@ TEST(BucketedAllreduceTest, EachBucketsAllreduceSendsTheCostModelsBytes) {
     SCOPED_TRACE(WireDtypeName(dtype));
     InMemoryRing ring(kWorld);
     Metrics metrics(std::make_shared<prometheus::Registry>());
-    std::vector<LinkSendMetrics> links;
-    for (int r = 0; r < kWorld; ++r) {
-      links.push_back(
-          metrics.LinkSend(WorkerName(r), WorkerName((r + 1) % kWorld), SyncMode::kRing));
-    }
+    const std::vector<LinkSendMetrics> links = testing::RingLinks(metrics, kWorld);
     std::vector<std::vector<float>> buffers = RandomShares(kWorld, elements, 1.0f, 5);
     std::vector<absl::Status> statuses(kWorld);
     AllreduceOptions options;

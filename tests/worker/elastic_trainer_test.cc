@@ -764,12 +764,14 @@ INSTANTIATE_TEST_SUITE_P(
              std::get<1>(info.param).name;
     });
 
-// --compression=randomk and powersgd (ring/compressed_sum.h, powersgd_sum.h) through a worker
-// lost mid ring step, and with nobody lost: every generation starts with zero residuals (and
-// PowerSGD with Q drawn afresh: the documented reset), the job spec carries the kind and the
-// warm-up to every generation, and the survivors end bit-identical. Compressed steps follow
-// another path than the uncompressed reference, so it is a loose bound here: that they trained
-// the same job, not that they match.
+// --compression through a lost worker, and with nobody lost: in the ring randomk and powersgd
+// (ring/compressed_sum.h, powersgd_sum.h) lost mid ring step, in ps mode topk and sign
+// (server/ps/ps_client.h, shard_state.h) lost mid ps step between two shards. Every generation
+// starts with zero residuals on the workers and the shards, and PowerSGD with its Q drawn afresh
+// (the documented reset: a new ring sum, client and shard state); the job spec carries the kind
+// and the warm-up to every generation, and the survivors end bit-identical. Compressed steps
+// follow another path than the uncompressed reference, so it is a loose bound here: that they
+// trained the same job, not that they match.
 class ElasticTrainerCompressionTest
     : public ::testing::TestWithParam<std::tuple<std::string, FaultCase>> {};
 
@@ -781,53 +783,33 @@ TEST_P(ElasticTrainerCompressionTest, SurvivorsAgreeBitForBit) {
   ASSERT_TRUE(reference.ok()) << reference.status();
   RunJobWithFault(
       std::get<1>(GetParam()), job, /*tolerance=*/0.5, [&](int, const TrainerThread& worker) {
-        // Compressed it was: an uncompressed ring ends within 1e-5 of the reference.
+        // Compressed it was: an uncompressed run ends within 1e-5 of the reference.
         EXPECT_GT(MaxRelativeDifference(worker.result->training.parameters, reference->parameters),
                   1e-3);
       });
 }
 
+std::string CompressionCaseName(
+    const ::testing::TestParamInfo<std::tuple<std::string, FaultCase>>& info) {
+  const std::string& kind = std::get<0>(info.param);
+  return kind.substr(0, kind.find(':')) + "_" + std::get<1>(info.param).name;
+}
+
 INSTANTIATE_TEST_SUITE_P(
-    RandomKAndPowerSgd, ElasticTrainerCompressionTest,
+    RingKinds, ElasticTrainerCompressionTest,
     ::testing::Combine(::testing::Values(std::string("randomk:0.5"), std::string("powersgd:1")),
                        ::testing::Values(FaultCase{"MidRingStep", "ring_step", 7, 1,
                                                    SyncMode::kRing, 1, -1},
                                          FaultCase{"NoLoss", "", 0, -1, SyncMode::kRing, 1, -1})),
-    [](const auto& info) {
-      return std::get<0>(info.param).substr(0, std::get<0>(info.param).find(':')) + "_" +
-             std::get<1>(info.param).name;
-    });
-
-// --compression=topk and sign (server/ps/ps_client.h, shard_state.h) through a worker lost mid
-// ps step between two shards, and with nobody lost: every generation starts with zero residuals
-// on the workers and the shards (the documented reset: a new client, a new shard state), the job
-// spec carries the kind and the warm-up to every generation, and the survivors end bit-identical.
-// As random-k's above, a loose bound against the uncompressed reference.
-class ElasticTrainerPsCompressionTest
-    : public ::testing::TestWithParam<std::tuple<std::string, FaultCase>> {};
-
-TEST_P(ElasticTrainerPsCompressionTest, SurvivorsAgreeBitForBit) {
-  TrainingOptions job = SmallJob(24);
-  job.compression = ParseCompression(std::get<0>(GetParam())).value();
-  job.compression_warmup = 3;
-  auto reference = TrainLocally(job);
-  ASSERT_TRUE(reference.ok()) << reference.status();
-  RunJobWithFault(
-      std::get<1>(GetParam()), job, /*tolerance=*/0.5, [&](int, const TrainerThread& worker) {
-        EXPECT_GT(MaxRelativeDifference(worker.result->training.parameters, reference->parameters),
-                  1e-3);
-      });
-}
+    CompressionCaseName);
 
 INSTANTIATE_TEST_SUITE_P(
-    TopKAndSign, ElasticTrainerPsCompressionTest,
+    PsKinds, ElasticTrainerCompressionTest,
     ::testing::Combine(::testing::Values(std::string("topk:0.1"), std::string("sign")),
                        ::testing::Values(FaultCase{"MidPsStepBetweenShards", "ps_push", 7, 1,
                                                    SyncMode::kPs, 2, -1},
                                          FaultCase{"NoLoss", "", 0, -1, SyncMode::kPs, 2, -1})),
-    [](const auto& info) {
-      return std::get<0>(info.param).substr(0, 4) + "_" + std::get<1>(info.param).name;
-    });
+    CompressionCaseName);
 
 // --bucket_bytes: every step overlapped with the backward pass, a bucket per layer of odd
 // sizes (518, 418 and 48 elements), through a worker lost between two buckets of a ring step
