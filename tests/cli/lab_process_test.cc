@@ -54,6 +54,9 @@ absl::StatusOr<launch::Subprocess> StartLab(const launch::TempDir& dir, int step
   spawn.argv = LabCommand(dir, steps);
   spawn.log_path = dir.File("lab.log");
   spawn.term_grace = absl::Seconds(30);  // its own clean-up must have time to run
+  // Its cluster directories under the test's own: a run killed mid-way leaves them there, and
+  // the test's directory takes them away.
+  spawn.extra_env = {"TMPDIR=" + dir.path()};
   return launch::Subprocess::Spawn(spawn);
 }
 
