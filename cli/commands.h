@@ -69,6 +69,9 @@ struct CompareOptions {
   // The workers' --ps_window_bytes (server::PsClientOptions::window_bytes); 0: their default,
   // and in the lab server::kLabPsWindowBytes (for its shaped links).
   uint64_t ps_window_bytes = 0;
+  // --stall_timeout: a run whose first live worker shows no new step and no new byte sent for
+  // this long has stalled, and fails (its logs kept) rather than waiting for ever.
+  absl::Duration stall_timeout = absl::Minutes(5);
   // `ringside lab --slow_link=HOST:RATE`: hosts whose link has a rate of its own (both ways).
   std::map<std::string, LinkRate> slow_links;
   // A scaling sweep (cli/scaling_sweep.h) when either lists more than one count: every job runs

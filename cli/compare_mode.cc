@@ -258,6 +258,7 @@ class ResultWait {
         return done.status();
       }
       ShowProgress();
+      RETURN_IF_ERROR(CheckNotStalled());
     }
   }
 
@@ -281,12 +282,36 @@ class ResultWait {
           launch::FetchMetrics(w->host, w->metrics_port);
       if (!samples.ok()) return;
       const std::string label(SyncModeName(spec_.mode));
-      progress_.Update(
+      const Seen seen{
           launch::FindSample(*samples, "ringside_steps_total", {{"mode", label}}).value_or(0),
-          launch::SumSamples(*samples, "ringside_link_bytes_total", {{"mode", label}}));
+          launch::SumSamples(*samples, "ringside_link_bytes_total", {{"mode", label}})};
+      progress_.Update(seen.steps, seen.bytes);
+      if (seen.steps != seen_.steps || seen.bytes != seen_.bytes) {
+        seen_ = seen;
+        last_change_ = absl::Now();
+      }
       return;
     }
   }
+
+  // DEADLINE_EXCEEDED once --stall_timeout has passed with no step and no byte seen (or no
+  // /metrics answering): a cluster that hangs fails, naming where it stopped, instead of keeping
+  // compare waiting for ever. A slow link still moves bytes, so it is never taken for a stall.
+  absl::Status CheckNotStalled() const {
+    const absl::Duration limit = spec_.session.options.stall_timeout;
+    if (absl::Now() - last_change_ < limit) return absl::OkStatus();
+    const std::string where =
+        seen_.steps < 0 ? "no worker's /metrics answered"
+                        : absl::StrCat("the first live worker at step ", seen_.steps, " of ",
+                                       spec_.job().steps, ", ", seen_.bytes, " bytes sent");
+    return absl::DeadlineExceededError(absl::StrCat("stalled: no step and no byte sent for ",
+                                                    absl::FormatDuration(limit), " (", where,
+                                                    "); stopped the cluster (--stall_timeout)"));
+  }
+
+  struct Seen {
+    double steps = -1, bytes = -1;  // none yet
+  };
 
   const ModeRunSpec& spec_;
   const std::string& phase_;
@@ -294,6 +319,8 @@ class ResultWait {
   ModeReport& report_;
   std::vector<ProcessFailure>& failures_;
   PhaseProgress progress_;
+  Seen seen_;
+  absl::Time last_change_ = absl::Now();
 };
 
 // The first worker still expected to run: its step trace and parameters are the run's.

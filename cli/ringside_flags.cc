@@ -95,6 +95,9 @@ ABSL_FLAG(int64_t, repeats, 1,
           "times, alternated ring, ps, ring, ps, ...; the figures are then medians with their "
           "min-max, and the verdict's 95% interval a bootstrap over the repeats (with 1: over the "
           "steps of the one run), 1 to 50");
+ABSL_FLAG(absl::Duration, stall_timeout, absl::Minutes(5),
+          "compare/lab: fail a run whose workers make no step and send no byte for this long "
+          "(a stalled cluster), keeping its logs; at least 1s");
 ABSL_FLAG(int64_t, ps_window_bytes, 0,
           "compare/lab: the workers' push window in ps mode, 16 bytes to 2 MiB (their "
           "--ps_window_bytes); 0: their default (2 MiB), and the lab's 256 KiB");
@@ -325,6 +328,11 @@ absl::StatusOr<CompareOptions> CompareOptionsFromFlags(int argc, char** argv) {
         absl::StrCat(valid.message(), "; or 0 for the workers' default"));
   }
   options.ps_window_bytes = static_cast<uint64_t>(window);
+  options.stall_timeout = absl::GetFlag(FLAGS_stall_timeout);
+  if (options.stall_timeout < absl::Seconds(1)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--stall_timeout=", absl::FormatDuration(options.stall_timeout), ": at least 1s, e.g. 5m"));
+  }
   RETURN_IF_ERROR(ReadPredictedCosts(options.jobs, options.predicted_costs));
   return options;
 }

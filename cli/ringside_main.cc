@@ -203,18 +203,19 @@ std::vector<absl::string_view> Join(std::vector<absl::string_view> a,
 
 const Subcommand kSubcommands[] = {
     {"compare", kCompareUsage,
-     Join(kClusterFlags,
-          {"json", "report", "timeline", "timeline_capacity", "target_accuracy", "colocate",
-           "ps_variants", "compression_variants", "ps_window_bytes", "repeats", "probe"}),
+     Join(kClusterFlags, {"json", "report", "timeline", "timeline_capacity", "target_accuracy",
+                          "colocate", "ps_variants", "compression_variants", "ps_window_bytes",
+                          "repeats", "probe", "stall_timeout"}),
      true, &CompareCommand},
     {"lab",
      "usage: ringside lab --link_rate=RATE [flags]   (root)\n"
      "       ringside lab --cleanup\n"
      "compare with every process in its own network namespace on links shaped to --link_rate,\n"
      "and the cost model's sync-time bound at that rate per mode.",
-     Join(kClusterFlags, {"json", "report", "timeline", "timeline_capacity", "target_accuracy",
-                          "colocate", "ps_variants", "compression_variants", "ps_window_bytes",
-                          "repeats", "link_rate", "slow_link", "cleanup", "probe"}),
+     Join(kClusterFlags,
+          {"json", "report", "timeline", "timeline_capacity", "target_accuracy", "colocate",
+           "ps_variants", "compression_variants", "ps_window_bytes", "repeats", "link_rate",
+           "slow_link", "cleanup", "probe", "stall_timeout"}),
      true, &LabCommand},
     {"plan",
      "usage: ringside plan [--workers=8,64,256] [--ps_shards=1,4] [--link_rate=10gbit]\n"

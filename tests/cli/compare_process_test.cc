@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
@@ -416,6 +417,7 @@ TEST(CompareCommandTest, BadAccuracyFlagsAndMissingDataFailBeforeAnyClusterStart
       {"--compression_variants=randomk:0.1,randomk:0.1", "randomk:0.1 is listed twice"},
       {"--ps_window_bytes=8", "--ps_window_bytes=8: between 16 bytes and"},
       {"--ps_window_bytes=4194304", "--ps_window_bytes=4194304: between 16 bytes and"},
+      {"--stall_timeout=500ms", "--stall_timeout=500ms: at least 1s"},
   };
   for (const auto& [flag, named] : cases) {
     SCOPED_TRACE(flag);
@@ -539,6 +541,32 @@ TEST(CompareCommandTest, ALostWorkerIsReportedAndTheRunGoesOn) {
   ExpectAllGone(compare.children);
   ExpectTheLostWorkersLogQuotedAndKept(json["modes"]["ring"],
                                        ReadFileToString(compare.log).value_or(""));
+}
+
+// A cluster that hangs (every worker stopped by SIGSTOP: alive, silent) fails once
+// --stall_timeout passes with no step and no byte seen, naming the stall; compare stops every
+// child, keeps the logs and exits instead of waiting for ever.
+TEST(CompareCommandTest, AStalledClusterFailsAfterTheStallTimeoutNamingIt) {
+  auto dir = launch::TempDir::Create("ringside-compare-test-");
+  ASSERT_TRUE(dir.ok());
+  RunningCompare compare =
+      StartCompare(*dir, {"--model=64,256,10", "--data=synthetic:2048", "--steps=100000",
+                          "--workers=2", "--ps_shards=1", "--stall_timeout=2s"});
+  ASSERT_TRUE(compare.children.count("worker-1"));
+  for (const auto& [name, pid] : compare.children) {
+    if (absl::StartsWith(name, "worker-")) {
+      ASSERT_EQ(kill(pid, SIGSTOP), 0) << name;
+    }
+  }
+  auto exit = compare.process.Wait(absl::Seconds(120));
+  ASSERT_TRUE(exit.ok()) << "compare did not stop a stalled cluster";
+  EXPECT_FALSE(exit->ok());
+  const std::string output = ReadFileToString(compare.log).value_or("");
+  EXPECT_NE(output.find("stalled: no step and no byte sent for 2s"), std::string::npos) << output;
+  EXPECT_NE(output.find("(--stall_timeout)"), std::string::npos) << output;
+  EXPECT_NE(output.find("the cluster's logs are kept in "), std::string::npos) << output;
+  ExpectAllGone(compare.children);
+  RemoveKeptDirectories(output);
 }
 
 TEST(CompareCommandTest, ALostControllerStopsEveryChildAndFailsNamingIt) {
