@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/counter_rng.h"
 #include "common/status_macros.h"
+#include "common/wire_dtype.h"
 
 namespace ringside::ring {
 namespace {
@@ -50,13 +51,10 @@ void Orthonormalise(float* p, int rank, size_t rows) {
 }
 
 absl::Status CheckFinite(absl::Span<const float> sum, const char* what, int64_t step) {
-  for (size_t i = 0; i < sum.size(); ++i) {
-    if (!std::isfinite(sum[i])) {
-      return absl::InvalidArgumentError(absl::StrCat("powersgd step ", step, ": the summed ", what,
-                                                     " is not finite at element ", i));
-    }
-  }
-  return absl::OkStatus();
+  const size_t non_finite = CountNonFinite(sum);
+  if (non_finite == 0) return absl::OkStatus();
+  return absl::InvalidArgumentError(absl::StrCat("powersgd step ", step, ": the summed ", what,
+                                                 " has ", non_finite, " values not finite"));
 }
 
 }  // namespace
