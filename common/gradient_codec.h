@@ -19,6 +19,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 
 #include "absl/status/status.h"
 #include "absl/strings/string_view.h"
@@ -97,11 +98,31 @@ class SegmentCodec final : public GradientCodec {
   const Encoding encoding_;
 };
 
-// Little-endian loads and stores the codecs' payloads are made of.
-void StoreU32(char* wire, uint32_t value);
-uint32_t LoadU32(const char* wire);
-void StoreF32(char* wire, float value);
-float LoadF32(const char* wire);
+// Little-endian loads and stores the codecs' payloads are made of. Inline: the decoders call
+// them once an element, and inlined the byte shifts compile to one move.
+inline void StoreU32(char* wire, uint32_t value) {
+  auto* bytes = reinterpret_cast<unsigned char*>(wire);
+  for (int i = 0; i < 4; ++i) bytes[i] = static_cast<unsigned char>(value >> (8 * i));
+}
+
+inline uint32_t LoadU32(const char* wire) {
+  const auto* bytes = reinterpret_cast<const unsigned char*>(wire);
+  return uint32_t{bytes[0]} | uint32_t{bytes[1]} << 8 | uint32_t{bytes[2]} << 16 |
+         uint32_t{bytes[3]} << 24;
+}
+
+inline void StoreF32(char* wire, float value) {
+  uint32_t bits;
+  std::memcpy(&bits, &value, sizeof(bits));
+  StoreU32(wire, bits);
+}
+
+inline float LoadF32(const char* wire) {
+  const uint32_t bits = LoadU32(wire);
+  float value;
+  std::memcpy(&value, &bits, sizeof(value));
+  return value;
+}
 
 }  // namespace ringside
 

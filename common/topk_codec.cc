@@ -8,6 +8,10 @@
 #include <limits>
 #include <vector>
 
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
+
 #include "absl/strings/str_cat.h"
 
 namespace ringside {
@@ -110,15 +114,36 @@ struct TopKEncoding {
   // branch so that the compiler vectorises the pass, the few set bits then taken one by one.
   static void Gather(absl::Span<const float> values, float estimate, std::vector<uint32_t>& out) {
     const size_t n = values.size();
-    for (size_t base = 0; base < n; base += 8) {
+    const float* value = values.data();  // unchecked (error_feedback.cc says why)
+    size_t base = 0;
+#if defined(__SSE2__)
+    // Four at a time where every x86-64 can (no compiler turns the shifts below into movemask):
+    // not below the estimate, as cmpnlt is, NaN included.
+    const __m128 limit = _mm_set1_ps(estimate);
+    const __m128 magnitude_bits = _mm_castsi128_ps(_mm_set1_epi32(0x7fffffff));
+    for (; base + 8 <= n; base += 8) {
+      const __m128 low = _mm_and_ps(_mm_loadu_ps(value + base), magnitude_bits);
+      const __m128 high = _mm_and_ps(_mm_loadu_ps(value + base + 4), magnitude_bits);
+      AppendSet(base,
+                static_cast<unsigned>(_mm_movemask_ps(_mm_cmpnlt_ps(low, limit))) |
+                    static_cast<unsigned>(_mm_movemask_ps(_mm_cmpnlt_ps(high, limit))) << 4,
+                out);
+    }
+#endif
+    for (; base < n; base += 8) {
       const size_t count = std::min<size_t>(8, n - base);
       unsigned mask = 0;
       for (size_t j = 0; j < count; ++j) {
-        mask |= static_cast<unsigned>(!(std::fabs(values[base + j]) < estimate)) << j;
+        mask |= static_cast<unsigned>(!(std::fabs(value[base + j]) < estimate)) << j;
       }
-      for (; mask != 0; mask &= mask - 1) {
-        out.push_back(static_cast<uint32_t>(base + static_cast<size_t>(__builtin_ctz(mask))));
-      }
+      AppendSet(base, mask, out);
+    }
+  }
+
+  // Appends base + j for every bit j set in `mask`, in order.
+  static void AppendSet(size_t base, unsigned mask, std::vector<uint32_t>& out) {
+    for (; mask != 0; mask &= mask - 1) {
+      out.push_back(static_cast<uint32_t>(base + static_cast<size_t>(__builtin_ctz(mask))));
     }
   }
 
