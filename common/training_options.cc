@@ -173,7 +173,8 @@ constexpr TrainingOption kTable[] = {
     {"compression", Scope::kJob,
      "gradient compression with error feedback: none, topk:F or sign (ps mode), randomk:F or "
      "powersgd:R (ring mode); F the fraction of each segment's elements sent, R the rank of each "
-     "weight matrix's factors; --staleness=0 only",
+     "weight matrix's factors; --staleness=0 only. topk and sign train best under "
+     "--optimizer=sgd (under adam they trail fp32: docs/benchmarks.md)",
      [](const TrainingOptions& o) -> Value { return CompressionText(o.compression); },
      &SetCompression, /*zero_means_unset=*/true},
     {"compression_warmup", Scope::kJob,
