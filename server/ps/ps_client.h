@@ -165,7 +165,7 @@ class PsClient final {
 
  private:
   using ShardLink = PsShardLink;
-  class ShardCall;  // one shard's Step stream of one step (ps_client.cc)
+  class ShardCall;  // one shard's Step stream of one step (ps_step_call.cc)
 
   explicit PsClient(PsClientOptions options) : options_(std::move(options)) {}
   bool Compresses(int64_t step) const;  // --compression, past its warm-up
