@@ -111,7 +111,7 @@ struct TopKEncoding {
 
   // Appends to `out`, in order, the index of every element whose magnitude is at least
   // `estimate` (a NaN's too, as Magnitude ranks it): eight elements a mask, compared without a
-  // branch so that the compiler vectorises the pass, the few set bits then taken one by one.
+  // branch, the few set bits then taken one by one.
   static void Gather(absl::Span<const float> values, float estimate, std::vector<uint32_t>& out) {
     const size_t n = values.size();
     const float* value = values.data();  // unchecked (error_feedback.cc says why)
