@@ -7,8 +7,13 @@ S = 2) and writes each run's measured and predicted step and sync (modes.<mode>.
 one line per run, then the goals: the median |predicted - measured| / measured of sync and of
 step, the share of cells whose top-ranked mode is within 5% of the measured best, and, for
 N = 8, the error of the prediction from the probe alone and from `ringside plan --calibrate` on
-that rate's N = 2 and 4 runs. Needs root (the lab) and a quiet machine: do not run it on a
-shared one. Usage: scripts/plan_accuracy.py BIN_DIR OUT_DIR [--quick]
+that rate's N = 2 and 4 runs, and the same goals per model and rate (the rows of
+docs/benchmarks.md's table). Needs root (the lab) and a quiet machine: do not run it on a shared
+one. The whole sweep takes hours (the heavy model at 10mbit is a minute or more a ps step), so it
+can be run in parts: --models=heavy,small and --rates=10mbit,100mbit,1gbit choose the cells, and
+--resume keeps every cell (and probe) whose JSON is already in OUT_DIR instead of running it
+again, so later sittings add to an earlier one and the summary covers every cell there.
+Usage: scripts/plan_accuracy.py BIN_DIR OUT_DIR [--quick] [--models=...] [--rates=...] [--resume]
 """
 import json
 import os
@@ -22,9 +27,28 @@ RATES = ["10mbit", "100mbit", "1gbit"]
 STEPS = {"10mbit": 6, "100mbit": 12, "1gbit": 30}
 
 
-def run(command):
+RESUME = "--resume" in sys.argv
+
+
+def run(command, output=None):
+    """Runs `command` unless --resume and `output` (the file it writes) is already there."""
+    if RESUME and output is not None and os.path.exists(output):
+        print("= kept", output, flush=True)
+        return
     print("+", " ".join(command), flush=True)
     subprocess.run(command, check=True, stdout=subprocess.DEVNULL)
+
+
+def chosen(flag, known):
+    """The values of --flag=a,b (each one of `known`), or all of `known`."""
+    for arg in sys.argv:
+        if arg.startswith(f"--{flag}="):
+            values = arg.split("=", 1)[1].split(",")
+            unknown = [v for v in values if v not in known]
+            if unknown:
+                sys.exit(f"--{flag}: {', '.join(unknown)} not one of {', '.join(known)}")
+            return values
+    return list(known)
 
 
 def lab_runs(bin_dir, out_dir, model, probe, n, rate):
@@ -35,7 +59,7 @@ def lab_runs(bin_dir, out_dir, model, probe, n, rate):
         run([f"{bin_dir}/ringside", "lab", f"--link_rate={rate}", f"--model={MODELS[model]}",
              "--data=synthetic:2048", "--batch_size=64", f"--steps={STEPS[rate]}",
              f"--workers={n}", f"--ps_shards={shards}", f"--probe={probe}", f"--json={path}"]
-            + extra)
+            + extra, output=path)
         modes = json.load(open(path))["modes"]
         names = {"ps": f"ps-s{shards}", "ps_colocated": "ps-colocated"}
         if shards == 2:
@@ -53,7 +77,7 @@ def calibrated_n8(bin_dir, out_dir, model, probe, rate):
     path = os.path.join(out_dir, f"plan-{model}-n8-{rate}.json")
     run([f"{bin_dir}/ringside", "plan", f"--probe={probe}", f"--link_rate={rate}",
          f"--model={MODELS[model]}", "--batch_size=64", "--workers=8", "--ps_shards=1,2",
-         "--calibrate=" + ",".join(files), f"--json={path}"])
+         "--calibrate=" + ",".join(files), f"--json={path}"], output=path)
     steps = {}
     for cell in json.load(open(path))["cells"]:
         by_mode = {p["mode"]: p["step_seconds"] for p in cell["ranking"]}
@@ -64,15 +88,39 @@ def calibrated_n8(bin_dir, out_dir, model, probe, rate):
     return steps
 
 
+def relative_error(predicted, measured):
+    return abs(predicted - measured) / measured
+
+
+def summary(label, sync_errors, step_errors, ranked, n8_calibrated):
+    """One line of the goals over a group of runs (every cell, or one model and rate)."""
+    if not step_errors:
+        return
+    line = (f"{label}: median sync error {statistics.median(sync_errors):.1%} (goal <= 10%), "
+            f"median step error {statistics.median(step_errors):.1%} (goal <= 15%), "
+            f"top-ranked within 5% of the best in {sum(ranked)}/{len(ranked)} cells "
+            f"(goal >= 90%)")
+    if n8_calibrated:
+        line += (f", N = 8 from N = 2 and 4 median step error "
+                 f"{statistics.median(n8_calibrated):.1%} (goal <= 15%)")
+    print(line)
+
+
 def main():
     bin_dir, out_dir = sys.argv[1], sys.argv[2]
     workers = [2, 4, 8] if "--quick" in sys.argv else WORKERS
+    models = chosen("models", MODELS)
+    rates = chosen("rates", RATES)
     os.makedirs(out_dir, exist_ok=True)
-    sync_errors, step_errors, ranked, n8_errors, n8_calibrated = [], [], [], [], []
-    for model, layers in MODELS.items():
+    everything = ([], [], [], [])  # sync errors, step errors, ranked, N = 8 calibrated
+    n8_errors = []
+    for model in models:
+        layers = MODELS[model]
         probe = os.path.join(out_dir, f"probe-{model}.json")
-        run([f"{bin_dir}/ringside", "plan", f"--model={layers}", f"--probe_out={probe}"])
-        for rate in RATES:
+        run([f"{bin_dir}/ringside", "plan", f"--model={layers}", f"--probe_out={probe}"],
+            output=probe)
+        for rate in rates:
+            group = ([], [], [], [])
             n8_runs = []
             for n in workers:
                 runs = lab_runs(bin_dir, out_dir, model, probe, n, rate)
@@ -80,12 +128,10 @@ def main():
                     n8_runs = runs
                 for name, mode in runs:
                     p = mode["predicted"]
-                    step_error = abs(p["step_seconds"] - mode["step_seconds"]["p50"]) / \
-                        mode["step_seconds"]["p50"]
-                    sync_error = abs(p["sync_seconds"] - mode["sync_seconds"]["p50"]) / \
-                        mode["sync_seconds"]["p50"]
-                    step_errors.append(step_error)
-                    sync_errors.append(sync_error)
+                    step_error = relative_error(p["step_seconds"], mode["step_seconds"]["p50"])
+                    sync_error = relative_error(p["sync_seconds"], mode["sync_seconds"]["p50"])
+                    group[0].append(sync_error)
+                    group[1].append(step_error)
                     if n == 8:
                         n8_errors.append(step_error)
                     print(f"{model} N={n} {rate} {name}: step {mode['step_seconds']['p50']:.4f}"
@@ -95,23 +141,21 @@ def main():
                 if runs:
                     best = min(m["step_seconds"]["p50"] for _, m in runs)
                     top = min(runs, key=lambda r: r[1]["predicted"]["step_seconds"])
-                    ranked.append(top[1]["step_seconds"]["p50"] <= 1.05 * best)
+                    group[2].append(top[1]["step_seconds"]["p50"] <= 1.05 * best)
             if n8_runs:
                 predicted = calibrated_n8(bin_dir, out_dir, model, probe, rate)
                 for name, mode in n8_runs:
                     measured = mode["step_seconds"]["p50"]
-                    error = abs(predicted[name] - measured) / measured
-                    n8_calibrated.append(error)
+                    error = relative_error(predicted[name], measured)
+                    group[3].append(error)
                     print(f"{model} N=8 {rate} {name} from N = 2, 4: step {measured:.4f} s "
                           f"predicted {predicted[name]:.4f} s ({error:.1%})")
-    print(f"median sync error {statistics.median(sync_errors):.1%} (goal <= 10%)")
-    print(f"median step error {statistics.median(step_errors):.1%} (goal <= 15%)")
-    print(f"top-ranked within 5% of the best in {sum(ranked)}/{len(ranked)} cells (goal >= 90%)")
+            summary(f"{model} {rate}", *group)
+            for whole, part in zip(everything, group):
+                whole.extend(part)
+    summary("every cell", *everything)
     if n8_errors:
         print(f"N = 8 median step error {statistics.median(n8_errors):.1%} from the probe")
-    if n8_calibrated:
-        print(f"N = 8 median step error {statistics.median(n8_calibrated):.1%} from the N = 2 "
-              f"and 4 runs (goal <= 15%)")
 
 
 if __name__ == "__main__":
