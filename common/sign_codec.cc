@@ -85,10 +85,9 @@ struct SignEncoding {
 #endif
   }
 
-  // Adds `count` (at most eight) elements' signed scale, as PackByte packed them, into `sum`.
-  template <size_t kCount>
+  // Adds `count` (at most eight) elements' signed scale, as PackByte packed them, into `sum`:
+  // the segment's last part byte (whole bytes go through AddChecked's table).
   static void AddByte(float scale, unsigned packed, float* sum, size_t count) {
-    if (kCount != 0) count = kCount;
     for (size_t j = 0; j < count; ++j) sum[j] += (packed >> j) & 1 ? scale : -scale;
   }
 
@@ -130,7 +129,7 @@ struct SignEncoding {
       for (size_t j = 0; j < 4; ++j) out[8 * byte + j] += low[j];
       for (size_t j = 0; j < 4; ++j) out[8 * byte + 4 + j] += high[j];
     }
-    if (sum.size() % 8 != 0) AddByte<0>(scale, bits[whole], sum.data() + 8 * whole, sum.size() % 8);
+    if (sum.size() % 8 != 0) AddByte(scale, bits[whole], sum.data() + 8 * whole, sum.size() % 8);
   }
 };
 

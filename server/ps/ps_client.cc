@@ -1,13 +1,7 @@
 #include "server/ps/ps_client.h"
 
-#include <algorithm>
-#include <cstring>
-
 #include "absl/strings/str_cat.h"
-#include "common/auth.h"
-#include "common/cost_model.h"
 #include "common/grpc_util.h"
-#include "common/payload_codec.h"
 #include "common/status_macros.h"
 #include "server/ps/wire_share.h"
 
