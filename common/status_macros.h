@@ -27,9 +27,10 @@
 
 namespace ringside {
 
-// Prefixes a non-OK status's message with `context`, keeping its code.
+// Prefixes a non-OK status's message with `context`, keeping its code; an empty context leaves
+// the message as it is.
 inline absl::Status Annotate(const absl::Status& status, absl::string_view context) {
-  if (status.ok()) return status;
+  if (status.ok() || context.empty()) return status;
   return absl::Status(status.code(), std::string(context) + ": " + std::string(status.message()));
 }
 

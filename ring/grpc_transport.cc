@@ -207,6 +207,7 @@ struct RingStreamSender::Link {
   uint64_t epoch ABSL_GUARDED_BY(mu) = 0;
   absl::Status error ABSL_GUARDED_BY(mu);
   int live_streams ABSL_GUARDED_BY(mu) = 0;  // Stream objects not yet destroyed
+  uint64_t written ABSL_GUARDED_BY(mu) = 0;  // segments whose write completed
 };
 
 // One RingPeer.Stream call to the right neighbour. Its reactions run on gRPC's callback threads
@@ -256,6 +257,7 @@ class RingStreamSender::Stream final
     {
       absl::MutexLock lock(&link->mu);
       written = in_flight.Length();
+      if (ok) ++link->written;
       if (!ok) ended = lost_write = true;
       if (!ended && link->stream.get() == this && !link->queue.empty()) {
         in_flight = std::move(link->queue.front());
@@ -330,7 +332,8 @@ RingStreamSender::RingStreamSender(std::string address, std::string peer_name,
                                    LinkClaim claim)
     : link_(std::make_shared<Link>(address, std::move(peer_name), std::move(on_error), wire,
                                    std::move(claim))),
-      stub_(MakeChannel(address, security)) {}
+      channel_(MakeChannel(address, security)),
+      stub_(channel_) {}
 
 RingStreamSender::~RingStreamSender() {
   Link& link = *link_;
@@ -405,6 +408,32 @@ bool RingStreamSender::stream_open() const {
   return link_->stream != nullptr;
 }
 
+std::string RingStreamSender::Describe() const {
+  const char* state = "unknown";
+  switch (channel_->GetState(/*try_to_connect=*/false)) {
+    case GRPC_CHANNEL_IDLE:
+      state = "idle";
+      break;
+    case GRPC_CHANNEL_CONNECTING:
+      state = "connecting";
+      break;
+    case GRPC_CHANNEL_READY:
+      state = "ready";
+      break;
+    case GRPC_CHANNEL_TRANSIENT_FAILURE:
+      state = "failing to connect";
+      break;
+    case GRPC_CHANNEL_SHUTDOWN:
+      state = "shut down";
+      break;
+  }
+  absl::MutexLock lock(&link_->mu);
+  const bool in_flight = link_->stream != nullptr && link_->stream->writing;
+  return absl::StrCat("this worker's link to ", link_->peer_name, " (", link_->address, ") is ",
+                      state, "; segments written: ", link_->written,
+                      ", not yet written: ", link_->queue.size() + (in_flight ? 1 : 0));
+}
+
 void RingStreamSender::Abandon() {
   std::shared_ptr<Stream> stream;
   bool release = false;
@@ -430,6 +459,13 @@ GrpcRingTransport::GrpcRingTransport(RingTopology topology, const std::string& r
           right_address, WorkerName(topology.right()),
           [&inbox](const absl::Status& status) { inbox.Fail(status); }, wire_bytes, security,
           LinkClaim{std::move(link_key), topology.generation, topology.rank, true}) {}
+
+absl::StatusOr<Segment> GrpcRingTransport::Receive(uint64_t collective, absl::Time deadline) {
+  absl::StatusOr<Segment> segment = inbox_.Next(collective, deadline);
+  if (segment.status().code() != absl::StatusCode::kDeadlineExceeded) return segment;
+  return absl::DeadlineExceededError(
+      absl::StrCat(segment.status().message(), " (", sender_.Describe(), ")"));
+}
 
 absl::Status GrpcRingTransport::SendFilled(const SegmentHeader& header, size_t payload_bytes,
                                            absl::FunctionRef<void(char*)> fill) {

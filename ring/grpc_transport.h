@@ -22,6 +22,7 @@
 #include "common/metrics.h"
 #include "common/stream_limits.h"
 #include "common/transport_security.h"
+#include "grpcpp/channel.h"
 #include "grpcpp/generic/generic_stub.h"
 #include "proto/ring.grpc.pb.h"
 #include "ring/inbox.h"
@@ -96,12 +97,16 @@ class RingStreamSender {
   void Abandon();
   // Whether a stream is open now (the next segment opens one otherwise).
   bool stream_open() const;
+  // The send side's state, for a receive that timed out: the peer and its address, the channel's
+  // connectivity, the segments written and still queued since the sender was made.
+  std::string Describe() const;
 
  private:
   class Stream;  // one RingPeer.Stream call: a ClientBidiReactor
   struct Link;   // the queue and state shared with the streams' reactions
 
   std::shared_ptr<Link> link_;
+  std::shared_ptr<grpc::Channel> channel_;
   grpc::GenericStub stub_;  // declared after link_: destroyed first, once every stream is gone
 };
 
@@ -117,9 +122,9 @@ class GrpcRingTransport final : public RingTransport {
   absl::Status SendFilled(const SegmentHeader& header, size_t payload_bytes,
                           absl::FunctionRef<void(char*)> fill) override;
   absl::Status Forward(const SegmentHeader& header, const SegmentPayload& payload) override;
-  absl::StatusOr<Segment> Receive(uint64_t collective, absl::Time deadline) override {
-    return inbox_.Next(collective, deadline);
-  }
+  // A receive past its deadline says what the send side did meanwhile: a ring waits in a cycle,
+  // and a stream of this worker's that never connected is as likely the cause as a silent left.
+  absl::StatusOr<Segment> Receive(uint64_t collective, absl::Time deadline) override;
   void AbandonCollective(const absl::Status& why) override { sender_.Abandon(); }
   bool stream_open() const { return sender_.stream_open(); }
 

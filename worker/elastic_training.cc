@@ -120,10 +120,13 @@ absl::Status ElasticTrainer::Run(const absl::Notification& stop, const FinishedC
                                          regroup_start, absl::Now() - regroup_start);
       }
       if (faults_.lost()) return faults_.LostStatus();
-      // A failed regroup is not reported: one that fails every time (a ps generation with no
-      // shard) would regroup for ever instead of ending after --regroup_timeout.
+      // A regroup refused outright is not reported: one that fails every time (a ps generation
+      // with no shard) would regroup for ever instead of ending after --regroup_timeout. One
+      // whose collective or shard call ran out of time is, as a step's is: every member may be
+      // alive and waiting in a cycle, and only a new generation (fresh streams) frees them.
       if (!status.ok()) {
-        RETURN_IF_ERROR(AwaitNewGeneration(newer->generation, status, stop, /*report=*/false));
+        const bool timed_out = status.code() == absl::StatusCode::kDeadlineExceeded;
+        RETURN_IF_ERROR(AwaitNewGeneration(newer->generation, status, stop, /*report=*/timed_out));
       }
       continue;  // a newer generation may have come during the regroup: adopt it before a step
     }

@@ -299,6 +299,35 @@ TEST_F(GrpcRingTest, ADeadNeighbourGivesDeadlineExceededNotAHang) {
   EXPECT_FALSE(statuses[2].ok());
 }
 
+// A receive past its deadline says what this worker's own send side did: a ring waits in a
+// cycle, so a link that never connected (here 2's, to the dead 0) is told apart from one that
+// delivered (1's, to 2). Rank 2's deadline comes first, so each fails by its own.
+TEST_F(GrpcRingTest, ATimedOutReceiveSaysWhetherThisWorkersOwnLinkDelivered) {
+  StartRing(3);
+  nodes_[0]->server.Shutdown(absl::ZeroDuration());
+  std::vector<absl::Status> statuses(3);
+  std::vector<std::vector<float>> buffers = {{}, RankInput(1, 1000), RankInput(2, 1000)};
+  std::vector<std::thread> threads;
+  for (int rank : {1, 2}) {
+    threads.emplace_back([&, rank] {
+      AllreduceOptions options;
+      options.timeout = rank == 2 ? absl::Seconds(1) : absl::Seconds(3);
+      statuses[rank] = nodes_[rank]->member->Allreduce(1, absl::MakeSpan(buffers[rank]), options);
+    });
+  }
+  for (auto& thread : threads) thread.join();
+  EXPECT_EQ(statuses[2].code(), absl::StatusCode::kDeadlineExceeded) << statuses[2];
+  EXPECT_NE(statuses[2].message().find("this worker's link to worker-0 (" + addresses_[0] + ")"),
+            std::string::npos)
+      << statuses[2];
+  EXPECT_NE(statuses[2].message().find("; segments written: 0,"), std::string::npos) << statuses[2];
+  EXPECT_EQ(statuses[2].message().find(" is ready;"), std::string::npos) << statuses[2];
+  EXPECT_EQ(statuses[1].code(), absl::StatusCode::kDeadlineExceeded) << statuses[1];
+  EXPECT_NE(statuses[1].message().find("this worker's link to worker-2"), std::string::npos)
+      << statuses[1];
+  EXPECT_EQ(statuses[1].message().find("; segments written: 0,"), std::string::npos) << statuses[1];
+}
+
 // Issue 51, point 1, the ring's side: one worker's RingPeer service (its credential set, so an
 // elastic ring's) with small stream bounds, driven by hand-made streams.
 class RingStreamLimitsTest : public ::testing::Test {

@@ -43,6 +43,7 @@
 #include "worker/fault_injection.h"
 #include "worker/gradient_buckets.h"
 #include "worker/local_training.h"
+#include "worker/regroup.h"
 
 namespace ringside::worker {
 namespace {
@@ -282,6 +283,9 @@ struct FaultCase {
   // registered last is refused (never reaches its inbox), so the step's collective times out
   // (`timeout`) on every member and nothing supersedes it but the members' own reports. -1: none.
   int64_t refused_at = -1;
+  // With refused_at: the census of the regroup that follows (generation 2's) never reaches that
+  // worker either, so the regroup times out on every member with none lost.
+  bool census_refused = false;
   // Ps mode: shard 0 refuses the push of step `ps_refused_at` from rank 1, once (as it refuses a
   // duplicate or non-finite share), so that worker's step fails at once and the others' waits
   // for a sum that cannot come. -1: none.
@@ -360,9 +364,13 @@ void RunJobWithFault(const FaultCase& fault, const TrainingOptions& job, double 
   if (fault.refused_at >= 0) {
     const uint64_t collective = FirstGenerationStepCollective(fault.refused_at);
     const std::string last = absl::StrCat("in-memory:", kWorkers);
-    network.LoseSegments([collective, last](const std::string& to, const ring::SegmentHeader& h) {
-      return to == last && h.generation == 1 && h.collective == collective;
-    });
+    const bool census = fault.census_refused;
+    network.LoseSegments(
+        [collective, last, census](const std::string& to, const ring::SegmentHeader& h) {
+          if (to != last) return false;
+          if (census && h.generation == 2) return CollectiveInGeneration(h) == kCensusCollective;
+          return h.generation == 1 && h.collective == collective;
+        });
   } else if (fault.left_behind_at >= 0 || observe) {
     std::set<std::string> behind;
     for (int i = kWorkers - fault.left_behind_members; i < kWorkers; ++i) {
@@ -516,6 +524,30 @@ TEST(ElasticTrainerHealTest, ARefusedRingSegmentEndsInANewGenerationWithoutAnOpe
   });
   EXPECT_GE(timed_out, 1);
   EXPECT_GE(asked, 1);
+}
+
+// A regroup whose census never completes, every member alive (a link that never connected, as
+// once in container_kube): its deadline fires, the members report the generation, and the
+// controller forms another of the same members, instead of each waiting --regroup_timeout for a
+// generation nobody asks for and then exiting.
+TEST(ElasticTrainerHealTest, ARegroupThatTimesOutEndsInANewGenerationWithoutAnOperator) {
+  FaultCase fault;
+  fault.name = "refused_census";
+  fault.victim = -1;  // nobody is lost
+  fault.refused_at = 3;
+  fault.census_refused = true;
+  fault.timeout = absl::Seconds(3);
+  int asked = 0;
+  RunJobWithFault(fault, SmallJob(8), 1e-5, [&](int, const TrainerThread& worker) {
+    EXPECT_GE(worker.result->generation, 3u) << "the regroup's generation was replaced";
+    EXPECT_EQ(worker.result->slot.world, 3) << "by one of the same members";
+    const std::string log = worker.log.str();
+    if (log.find("generation 2 failed at step 3") != std::string::npos &&
+        log.find("asked the controller for a new generation") != std::string::npos) {
+      ++asked;
+    }
+  });
+  EXPECT_GE(asked, 1) << "a member whose census timed out reports generation 2";
 }
 
 // ... and in ps mode: a push the shard refuses fails that worker's step at once, it reports the
