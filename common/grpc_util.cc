@@ -68,6 +68,11 @@ std::shared_ptr<grpc::Channel> MakeChannel(const std::string& address,
   // Reconnect quickly after a peer restarts (the default backoff grows to two minutes).
   args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 1000);
   args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 100);
+  // The time a connection attempt is given (gRPC names it a backoff; its default is 20 s). An
+  // address that no longer answers (a container or pod gone, its packets dropped, no reset sent)
+  // is given up after 5 s and the name looked up again, within the controller's 10 s heartbeat
+  // timeout and a collective's deadline; a live peer's TCP and TLS handshake takes milliseconds.
+  args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, 5000);
   // A peer replaced at a new address under the same name (a container or pod made again) is
   // found at once: the default rate limit lets a failed channel look its name up again only
   // after 30 s, past the heartbeat timeout, so a member would be dropped meanwhile.
