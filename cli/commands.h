@@ -128,6 +128,9 @@ struct PlanOptions {
   bool tls = true;  // the probe's links under mutual TLS (a throw-away CA); false: --insecure
   std::optional<LinkRate> link_rate;
   std::optional<absl::Duration> link_latency;
+  // The workers' push window in ps mode (--ps_window_bytes; 0: their default): the segment the
+  // model's pipeline term counts.
+  uint64_t ps_window_bytes = 0;
   int64_t steps_to_target = 0;  // 0: unknown, no time to target
   std::string json_file;
   std::string chart_file;  // SVG: predicted step time against N per mode

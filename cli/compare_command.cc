@@ -130,7 +130,7 @@ absl::StatusOr<std::vector<float>> RunAndRecord(const ModeRunSpec& spec, ModeRep
   if (session.options.predicted_costs.has_value()) {
     ClusterCosts costs = *session.options.predicted_costs;
     if (session.options.link_rate.has_value()) {
-      costs.link_bytes_per_second = session.options.link_rate->bytes_per_second();
+      costs.link_bytes_per_second = session.options.link_rate->payload_bytes_per_second();
     }
     FillPrediction(costs, spec.job(), spec.config, spec.shape.ps_shards, report);
   }

@@ -5,6 +5,7 @@
 
 #include "common/model_spec.h"
 #include "common/wire_dtype.h"
+#include "server/ps/ps_client.h"
 #include "worker/gradient_buckets.h"
 
 namespace ringside::cli {
@@ -30,6 +31,8 @@ void FillPrediction(const ClusterCosts& costs, const TrainingOptions& job, const
   plan_job.element_bytes = config.element_bytes;
   plan_job.global_batch = config.batch_size;
   plan_job.buckets = std::max<int>(1, static_cast<int>(config.ring_buckets.size()));
+  plan_job.ps_segment_bytes = server::PsPushSegmentBytes(
+      config.ps_window_bytes > 0 ? config.ps_window_bytes : server::kDefaultPsWindowBytes);
   PlanCluster cluster;
   cluster.workers = report.final_world;
   cluster.shards = report.colocated ? report.final_world : std::max(1, shards);
@@ -54,6 +57,7 @@ absl::StatusOr<StepPrediction> PredictJobStep(const ClusterCosts& costs, const T
   plan_job.buckets = job.bucket_bytes > 0
                          ? static_cast<int>(worker::PlanBuckets(*spec, job.bucket_bytes).size())
                          : 1;
+  plan_job.ps_segment_bytes = server::PsPushSegmentBytes(server::kDefaultPsWindowBytes);
   PlanCluster cluster;
   cluster.workers = workers;
   cluster.shards = mode == PlanMode::kColocatedPs ? workers : shards;

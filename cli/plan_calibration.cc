@@ -8,6 +8,7 @@
 #include "common/file_util.h"
 #include "common/status_macros.h"
 #include "nlohmann/json.hpp"
+#include "server/ps/ps_client.h"
 
 namespace ringside::cli {
 namespace {
@@ -40,6 +41,8 @@ bool RunOf(const json& config, const json& m, PlanMode mode, MeasuredRun& run) {
   run.batch_size = static_cast<int64_t>(NumberAt(config, "batch_size", 1, kMaxBatch, 0));
   const double element_bytes = NumberAt(config, "element_bytes", 2, 4, 4);
   run.element_bytes = element_bytes == 2 ? 2 : 4;
+  const double window = NumberAt(config, "ps_window_bytes", 16, server::kMaxPsWindowBytes, 0);
+  run.ps_segment_bytes = window > 0 ? server::PsPushSegmentBytes(static_cast<uint64_t>(window)) : 0;
   run.step_seconds = step_p50;
   run.sync_seconds = NumberAt(m.value("sync_seconds", json::object()), "p50", 0, 1e9, -1);
   return true;
@@ -80,6 +83,7 @@ absl::StatusOr<PlanCalibration> FitPlanCalibration(const PlanInput& input,
     PlanJob job = input.job;
     if (run.batch_size > 0) job.global_batch = run.batch_size;
     job.element_bytes = run.element_bytes;
+    if (run.ps_segment_bytes > 0) job.ps_segment_bytes = run.ps_segment_bytes;
     PlanCluster cluster = input.shape;
     cluster.workers = run.workers;
     cluster.shards = run.shards;

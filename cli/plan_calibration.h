@@ -24,6 +24,7 @@ struct MeasuredRun {
   int element_bytes = 4;            // its wire dtype's
   double step_seconds = 0;          // the median step
   double sync_seconds = -1;         // the median sync; -1: not in the file
+  uint64_t ps_segment_bytes = 0;    // its workers' push segment; 0: not in the file (plan's)
 };
 
 // The runs of `model` in the compare --json file at `path`, given with `flag` (named in errors:

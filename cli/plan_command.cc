@@ -17,6 +17,7 @@
 #include "common/wire_dtype.h"
 #include "launch/certificates.h"
 #include "launch/temp_dir.h"
+#include "server/ps/ps_client.h"
 #include "worker/gradient_buckets.h"
 
 namespace ringside::cli {
@@ -67,7 +68,7 @@ absl::StatusOr<std::pair<ClusterCosts, std::string>> PlanCosts(const PlanOptions
   }
   ClusterCosts costs = probe.costs;
   if (options.link_rate.has_value()) {
-    costs.link_bytes_per_second = options.link_rate->bytes_per_second();
+    costs.link_bytes_per_second = options.link_rate->payload_bytes_per_second();
     absl::StrAppend(&source, ", links at --link_rate=", options.link_rate->text);
   }
   if (options.link_latency.has_value()) {
@@ -91,6 +92,8 @@ absl::StatusOr<PlanInput> PlanInputOf(const PlanOptions& options, std::ostream& 
                           ? static_cast<int>(worker::PlanBuckets(spec, job.bucket_bytes).size())
                           : 1;
   input.job.steps_to_target = options.steps_to_target;
+  input.job.ps_segment_bytes = server::PsPushSegmentBytes(
+      options.ps_window_bytes > 0 ? options.ps_window_bytes : server::kDefaultPsWindowBytes);
   input.worker_counts = options.worker_counts;
   input.shard_counts = options.shard_counts;
   input.shape.straggler = job.straggler.worker;

@@ -15,6 +15,7 @@
 #include "common/model_spec.h"
 #include "common/status_macros.h"
 #include "common/training_options.h"
+#include "server/ps/ps_client.h"
 
 ABSL_FLAG(std::string, link_latency, "",
           "plan: each message's latency on the cluster's links (e.g. 50us, 1ms), in place of "
@@ -63,6 +64,10 @@ absl::StatusOr<PlanOptions> PlanOptionsFromFlags(int argc, char** argv) {
   }
   options.probe_members = static_cast<int>(members);
   options.tls = !SecurityFlagsFromCommandLine().insecure;
+  if (const int64_t window = absl::GetFlag(FLAGS_ps_window_bytes); window != 0) {
+    RETURN_IF_ERROR(server::CheckPsWindowBytes(window));
+    options.ps_window_bytes = static_cast<uint64_t>(window);
+  }
   if (!absl::GetFlag(FLAGS_link_rate).empty()) {
     absl::StatusOr<LinkRate> rate = ParseLinkRate(absl::GetFlag(FLAGS_link_rate));
     if (!rate.ok()) {

@@ -39,6 +39,7 @@ nlohmann::json PredictionJson(const StepPrediction& p) {
           {"latency_seconds", p.latency_seconds},
           {"cpu_seconds", p.cpu_seconds},
           {"shard_seconds", p.shard_seconds},
+          {"pipeline_seconds", p.pipeline_seconds},
           {"sync_seconds", p.sync_seconds},
           {"overlap_seconds", p.overlap_seconds},
           {"step_seconds", p.step_seconds},
@@ -77,7 +78,8 @@ std::string PlanTable(const PlanInput& input, const std::vector<PlanCell>& cells
   const ClusterCosts& c = input.costs;
   std::string out = absl::StrFormat(
       "plan: --model=%s (K = %s, %s on the wire), global batch %d, from %s\n"
-      "  links %s, α %s; compute %s/sample; sync CPU %.3g ns/byte; %.3g cores/process\n",
+      "  links %s of payload each way, α %s; compute %s/sample; sync CPU %.3g ns/byte; %.3g "
+      "cores/process\n",
       input.model, WithThousands(static_cast<int64_t>(input.job.parameters)), input.wire_dtype,
       input.job.global_batch, input.costs_source, FormatBitRate(c.link_bytes_per_second),
       HumanSeconds(c.link_latency_seconds), HumanSeconds(c.compute_seconds_per_sample),

@@ -99,8 +99,8 @@ ABSL_FLAG(absl::Duration, stall_timeout, absl::Minutes(5),
           "compare/lab: fail a run whose workers make no step and send no byte for this long "
           "(a stalled cluster), keeping its logs; at least 1s");
 ABSL_FLAG(int64_t, ps_window_bytes, 0,
-          "compare/lab: the workers' push window in ps mode, 16 bytes to 2 MiB (their "
-          "--ps_window_bytes); 0: their default (2 MiB), and the lab's 256 KiB");
+          "compare/lab/plan: the workers' push window in ps mode, 16 bytes to 2 MiB (their "
+          "--ps_window_bytes); 0: their default (2 MiB), and the lab's 256 KiB (plan: 2 MiB)");
 ABSL_FLAG(std::string, bin_dir, "",
           "compare/up: where ringside-controller, -ps and -worker are (default: next to this "
           "binary)");

@@ -4,6 +4,7 @@
 #ifndef RINGSIDE_CLI_RINGSIDE_FLAGS_H_
 #define RINGSIDE_CLI_RINGSIDE_FLAGS_H_
 
+#include <cstdint>
 #include <string>
 
 #include "absl/flags/declare.h"
@@ -24,6 +25,7 @@ ABSL_DECLARE_FLAG(std::string, ps_shards);
 ABSL_DECLARE_FLAG(std::string, link_rate);
 ABSL_DECLARE_FLAG(std::string, json);
 ABSL_DECLARE_FLAG(std::string, probe);
+ABSL_DECLARE_FLAG(int64_t, ps_window_bytes);
 
 namespace ringside::cli {
 

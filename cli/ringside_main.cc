@@ -224,7 +224,7 @@ const Subcommand kSubcommands[] = {
      "cluster size, ranks the modes and names the term that decides; --json and --chart;\n"
      "--calibrate=FILE,... fits the model to measured runs first.",
      {"workers", "ps_shards", "link_rate", "link_latency", "probe", "probe_out", "probe_members",
-      "steps_to_target", "json", "chart", "measured", "calibrate", "insecure"},
+      "steps_to_target", "json", "chart", "measured", "calibrate", "insecure", "ps_window_bytes"},
      true,
      &PlanCommand},
     {"up",

@@ -16,10 +16,17 @@
 
 namespace ringside {
 
+// What of a link's bytes a TCP stream's payload gets over Ethernet with an MTU of 1500, while the
+// other direction carries data too: each 1448-byte segment (with TCP timestamps) is a 1514-byte
+// frame, and half a 66-byte acknowledgement of the other direction's data shares its way.
+inline constexpr double kTcpPayloadShare = 1448.0 / (1514.0 + 33.0);
+
 struct LinkRate {
   std::string text;            // as typed, for tc and for messages ("100mbit")
   double bits_per_second = 0;  // > 0
   double bytes_per_second() const { return bits_per_second / 8; }
+  // The payload's share of it (kTcpPayloadShare): what a step model divides payload bytes by.
+  double payload_bytes_per_second() const { return bytes_per_second() * kTcpPayloadShare; }
 };
 
 absl::StatusOr<LinkRate> ParseLinkRate(absl::string_view text);

@@ -55,6 +55,7 @@ struct Traffic {
   uint64_t busiest_elements = 0;  // in the busier direction of the busiest node's link
   uint64_t cpu_elements = 0;      // sent plus received by the busiest process
   uint64_t shard_elements = 0;    // summed by the fullest shard
+  uint64_t pipeline_bytes = 0;    // the PS segment pipeline's fill and drain on a shard's link
   int rounds = 0;                 // messages in sequence per allreduce or push
   std::string wire_term;
 };
@@ -66,6 +67,17 @@ Traffic RingTraffic(const PlanJob& job, int workers) {
   traffic.rounds = 2 * (workers - 1) * static_cast<int>(RingPieces(job.parameters).size());
   traffic.wire_term = "ring link 2(N−1)/N·K";
   return traffic;
+}
+
+// A synchronous shard's reply to a segment leaves once every push of it is in: before the
+// first segment is in, the shard's egress has nothing to send, and after the last push its
+// ingress is idle while the last reply goes out. `pushes` cross the link, each of `range`
+// elements: two segments of each, at most the whole range (a range of one segment is pushed
+// whole, then answered whole, and no more). Bounded staleness has no barrier.
+uint64_t PipelineBytes(PlanMode mode, const PlanJob& job, int pushes, uint64_t range) {
+  if (mode == PlanMode::kPsStaleness || pushes < 1) return 0;
+  const uint64_t range_bytes = range * static_cast<uint64_t>(job.element_bytes);
+  return static_cast<uint64_t>(pushes) * std::min(2 * job.ps_segment_bytes, range_bytes);
 }
 
 Traffic PsTraffic(PlanMode mode, const PlanJob& job, const PlanCluster& cluster) {
@@ -80,10 +92,12 @@ Traffic PsTraffic(PlanMode mode, const PlanJob& job, const PlanCluster& cluster)
     }
     traffic.shard_elements = static_cast<uint64_t>(n) * LargestRange(k, n);
     traffic.cpu_elements = std::max(2 * traffic.shard_elements, 2 * k);
+    traffic.pipeline_bytes = PipelineBytes(mode, job, n - 1, LargestRange(k, n));  // one is local
     traffic.wire_term = "host link 2(N−1)/N·K";
     return traffic;
   }
   const int pushes = WaitedForWorkers(mode, cluster);
+  traffic.pipeline_bytes = PipelineBytes(mode, job, pushes, LargestRange(k, cluster.shards));
   traffic.shard_elements = static_cast<uint64_t>(pushes) * LargestRange(k, cluster.shards);
   traffic.busiest_elements = std::max(traffic.shard_elements, k);
   traffic.cpu_elements = 2 * traffic.busiest_elements;
@@ -101,9 +115,12 @@ std::string LatencyTerm(PlanMode mode) {
 // The largest term of the step names it.
 std::string DominantTerm(const StepPrediction& p, const Traffic& traffic, PlanMode mode) {
   const std::pair<double, std::string> terms[] = {
-      {p.compute_seconds, "compute"},         {p.wire_seconds, traffic.wire_term},
-      {p.latency_seconds, LatencyTerm(mode)}, {p.cpu_seconds, "sync CPU"},
+      {p.compute_seconds, "compute"},
+      {p.wire_seconds, traffic.wire_term},
+      {p.latency_seconds, LatencyTerm(mode)},
+      {p.cpu_seconds, "sync CPU"},
       {p.shard_seconds, "shard sum rate"},
+      {p.pipeline_seconds, "segment pipeline fill and drain"},
   };
   const auto* largest =
       std::max_element(std::begin(terms), std::end(terms),
@@ -125,7 +142,9 @@ void FillSync(PlanMode mode, const PlanJob& job, const ClusterCosts& costs, cons
     p.shard_seconds =
         scale * traffic.shard_elements * bytes_per_element / costs.shard_bytes_per_second;
   }
-  p.sync_seconds = p.latency_seconds + std::max({p.wire_seconds, p.cpu_seconds, p.shard_seconds});
+  p.pipeline_seconds = scale * traffic.pipeline_bytes / costs.link_bytes_per_second;
+  p.sync_seconds = p.latency_seconds + std::max({p.wire_seconds, p.cpu_seconds, p.shard_seconds}) +
+                   p.pipeline_seconds;
   StepPrediction sync_only = p;
   sync_only.compute_seconds = 0;
   p.sync_term = DominantTerm(sync_only, traffic, mode);

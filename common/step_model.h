@@ -65,17 +65,24 @@ struct PlanJob {
   // all but the last bucket overlaps the backward pass (two thirds of the compute).
   int buckets = 1;
   int64_t steps_to_target = 0;  // from a run, or given; 0: unknown (no time to target)
+  // The PS pushes' segment (server/ps/ps_client.h PsPushSegmentBytes): a shard answers a segment
+  // once every worker's push of it is in, so the sync also pays the first segment's arrival and
+  // the last one's reply, which no other traffic of the shard's link overlaps. 0: not modelled.
+  uint64_t ps_segment_bytes = 0;
 };
 
 // One mode's prediction, term by term (seconds per step unless named otherwise).
 struct StepPrediction {
   PlanMode mode = PlanMode::kRing;
-  double compute_seconds = 0;         // the slowest waited-for worker's forward and backward pass
-  double wire_seconds = 0;            // the busiest node's bytes ÷ the link's rate
-  double latency_seconds = 0;         // rounds × α
-  double cpu_seconds = 0;             // the busiest process's sync bytes × CPU seconds per byte
-  double shard_seconds = 0;           // a shard's ingress ÷ its service rate (ps modes)
-  double sync_seconds = 0;            // latency + max(wire, cpu, shard): segments pipeline the rest
+  double compute_seconds = 0;  // the slowest waited-for worker's forward and backward pass
+  double wire_seconds = 0;     // the busiest node's bytes ÷ the link's rate
+  double latency_seconds = 0;  // rounds × α
+  double cpu_seconds = 0;      // the busiest process's sync bytes × CPU seconds per byte
+  double shard_seconds = 0;    // a shard's ingress ÷ its service rate (ps modes)
+  // PS: the segment pipeline's fill and drain, 2 × a shard's pushes over the link × a segment
+  double pipeline_seconds = 0;
+  double sync_seconds =
+      0;  // latency + max(wire, cpu, shard) + pipeline: segments pipeline the rest
   double overlap_seconds = 0;         // sync hidden behind the backward pass (buckets)
   double step_seconds = 0;            // compute + sync - overlap
   double samples_per_second = 0;      // samples that reach the update per second

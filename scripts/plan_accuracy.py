@@ -13,7 +13,11 @@ one. The whole sweep takes hours (the heavy model at 10mbit is a minute or more 
 can be run in parts: --models=heavy,small and --rates=10mbit,100mbit,1gbit choose the cells, and
 --resume keeps every cell (and probe) whose JSON is already in OUT_DIR instead of running it
 again, so later sittings add to an earlier one and the summary covers every cell there.
+--repredict (with --resume) leaves the measurements as they are and predicts every kept cell
+again with `ringside plan` (the same probe, rate, shape and the lab's push window), so a change
+to the model is judged against the same runs in seconds.
 Usage: scripts/plan_accuracy.py BIN_DIR OUT_DIR [--quick] [--models=...] [--rates=...] [--resume]
+       [--repredict]
 """
 import json
 import os
@@ -28,6 +32,8 @@ STEPS = {"10mbit": 6, "100mbit": 12, "1gbit": 30}
 
 
 RESUME = "--resume" in sys.argv
+REPREDICT = "--repredict" in sys.argv
+LAB_WINDOW_BYTES = 256 << 10  # server/ps/ps_client.h kLabPsWindowBytes
 
 
 def run(command, output=None):
@@ -61,6 +67,8 @@ def lab_runs(bin_dir, out_dir, model, probe, n, rate):
              f"--workers={n}", f"--ps_shards={shards}", f"--probe={probe}", f"--json={path}"]
             + extra, output=path)
         modes = json.load(open(path))["modes"]
+        if REPREDICT:
+            repredict(bin_dir, out_dir, model, probe, n, rate, shards, modes)
         names = {"ps": f"ps-s{shards}", "ps_colocated": "ps-colocated"}
         if shards == 2:
             modes.pop("ring", None)  # measured once, with S = 1
@@ -70,6 +78,20 @@ def lab_runs(bin_dir, out_dir, model, probe, n, rate):
     return runs
 
 
+def repredict(bin_dir, out_dir, model, probe, n, rate, shards, modes):
+    """Replaces each measured mode's `predicted` with what `ringside plan` predicts now."""
+    path = os.path.join(out_dir, f"repredict-{model}-n{n}-{rate}-s{shards}.json")
+    run([f"{bin_dir}/ringside", "plan", f"--probe={probe}", f"--link_rate={rate}",
+         f"--model={MODELS[model]}", "--batch_size=64", f"--workers={n}",
+         f"--ps_shards={shards}", f"--ps_window_bytes={LAB_WINDOW_BYTES}", f"--json={path}"])
+    ranking = json.load(open(path))["cells"][0]["ranking"]
+    by_mode = {p["mode"]: p for p in ranking}
+    for key, plan_mode in (("ring", "ring"), ("ps", "ps"), ("ps_colocated", "ps-colocated")):
+        if key in modes and "predicted" in modes[key]:
+            modes[key]["predicted"] = {"step_seconds": by_mode[plan_mode]["step_seconds"],
+                                       "sync_seconds": by_mode[plan_mode]["sync_seconds"]}
+
+
 def calibrated_n8(bin_dir, out_dir, model, probe, rate):
     """N = 8 as `plan --calibrate` predicts it from the N = 2 and 4 runs: {run name: step}."""
     files = [os.path.join(out_dir, f"lab-{model}-n{n}-{rate}-s{s}.json")
@@ -77,7 +99,9 @@ def calibrated_n8(bin_dir, out_dir, model, probe, rate):
     path = os.path.join(out_dir, f"plan-{model}-n8-{rate}.json")
     run([f"{bin_dir}/ringside", "plan", f"--probe={probe}", f"--link_rate={rate}",
          f"--model={MODELS[model]}", "--batch_size=64", "--workers=8", "--ps_shards=1,2",
-         "--calibrate=" + ",".join(files), f"--json={path}"], output=path)
+         f"--ps_window_bytes={LAB_WINDOW_BYTES}",
+         "--calibrate=" + ",".join(files), f"--json={path}"],
+        output=None if REPREDICT else path)
     steps = {}
     for cell in json.load(open(path))["cells"]:
         by_mode = {p["mode"]: p["step_seconds"] for p in cell["ranking"]}

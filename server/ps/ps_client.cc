@@ -1,5 +1,7 @@
 #include "server/ps/ps_client.h"
 
+#include <algorithm>
+
 #include "absl/strings/str_cat.h"
 #include "common/grpc_util.h"
 #include "common/status_macros.h"
@@ -14,6 +16,10 @@ absl::Status CheckPsWindowBytes(int64_t bytes) {
         " (a shard holds 1.25 windows of 16-bit elements of each share unsummed and of the sum)"));
   }
   return absl::OkStatus();
+}
+
+uint64_t PsPushSegmentBytes(uint64_t window_bytes, uint64_t segment_bytes) {
+  return std::min(segment_bytes, window_bytes / 4);
 }
 
 absl::StatusOr<std::vector<PsShardLink>> ConnectPsShards(const PsClientOptions& options,

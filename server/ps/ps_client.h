@@ -64,6 +64,10 @@ inline constexpr uint64_t kLabPsWindowBytes = uint64_t{256} << 10;
 // INVALID_ARGUMENT naming --ps_window_bytes unless `bytes` is from 16 to kMaxPsWindowBytes.
 absl::Status CheckPsWindowBytes(int64_t bytes);
 
+// The bytes a push segment holds: a quarter of the window, at most `segment_bytes` (the
+// worker's --segment_bytes; PsClientOptions' default when not given).
+uint64_t PsPushSegmentBytes(uint64_t window_bytes, uint64_t segment_bytes = uint64_t{1} << 20);
+
 struct PsClientOptions {
   uint64_t generation = 1;
   int rank = 0;

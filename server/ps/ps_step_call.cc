@@ -21,7 +21,7 @@ constexpr char kStepMethod[] = "/ringside.proto.ParameterShard/Step";
 // Pushes travel in segments of a quarter of the window (at most --segment_bytes): the shard sums
 // and answers at that grain, so the last part of the reply trails the last push by little.
 uint64_t PushSegmentElements(const PsClientOptions& options) {
-  const uint64_t bytes = std::min(options.segment_bytes, options.window_bytes / 4);
+  const uint64_t bytes = PsPushSegmentBytes(options.window_bytes, options.segment_bytes);
   return std::max<uint64_t>(1, bytes / WireBytesPerElement(options.wire_dtype));
 }
 

@@ -35,13 +35,22 @@ TEST(ComparePredictionTest, RingAndPsGetTheModelsStep) {
   FillPrediction(Costs(), TrainingOptions{}, Config(), 2, ring);
   EXPECT_DOUBLE_EQ(ring.predicted_sync_seconds, 6000 / 1e6);  // 2(N-1)/N·K·4 bytes
   EXPECT_DOUBLE_EQ(ring.predicted_step_seconds, 16e-4 + 6e-3);
+  // The run's push window, 1600 bytes: segments of 400 (100 elements), whose pipeline's fill and
+  // drain the PS pays on the shard's link, 2 × pushes × 400 bytes.
+  JobConfig config = Config();
+  config.ps_window_bytes = 1600;
   ModeReport ps = CompletedRun(SyncMode::kPs, 4);
-  FillPrediction(Costs(), TrainingOptions{}, Config(), 2, ps);
-  EXPECT_DOUBLE_EQ(ps.predicted_sync_seconds, 8000 / 1e6);  // N·K/S·4 bytes into a shard
+  FillPrediction(Costs(), TrainingOptions{}, config, 2, ps);
+  EXPECT_DOUBLE_EQ(ps.predicted_sync_seconds, (8000 + 2 * 4 * 400) / 1e6);  // N·K/S·4 in
   ModeReport colocated = CompletedRun(SyncMode::kPs, 4);
   colocated.colocated = true;
-  FillPrediction(Costs(), TrainingOptions{}, Config(), 4, colocated);
-  EXPECT_DOUBLE_EQ(colocated.predicted_sync_seconds, 6000 / 1e6);
+  FillPrediction(Costs(), TrainingOptions{}, config, 4, colocated);
+  EXPECT_DOUBLE_EQ(colocated.predicted_sync_seconds, (6000 + 2 * 3 * 400) / 1e6);
+  // No window given: the workers' default (2 MiB, segments of 512 KiB), longer than a shard's
+  // range of 500 elements, which is pushed whole and then answered whole.
+  ModeReport ps_default = CompletedRun(SyncMode::kPs, 4);
+  FillPrediction(Costs(), TrainingOptions{}, Config(), 2, ps_default);
+  EXPECT_DOUBLE_EQ(ps_default.predicted_sync_seconds, (8000 + 4 * 2000) / 1e6);
 }
 
 TEST(ComparePredictionTest, NoneForAsyncOrAFailedRun) {

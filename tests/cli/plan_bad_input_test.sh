@@ -26,6 +26,7 @@ expect_refused "--straggler" "${plan[@]}" --straggler=worker-x:3
 expect_refused "straggler: worker-5 names no worker of 4" "${plan[@]}" --workers=4 \
   --straggler=worker-5:3
 expect_refused "--steps_to_target" "${plan[@]}" --steps_to_target=-1
+expect_refused "--ps_window_bytes=8" "${plan[@]}" --ps_window_bytes=8
 expect_refused "--probe reads a probe file" "${plan[@]}" --probe_out="$work/other.json"
 expect_refused "--probe_members" "$bin/ringside" plan --probe_members=0
 expect_refused "--slow_link is for" "${plan[@]}" --slow_link=worker-1:1mbit

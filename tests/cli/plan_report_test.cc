@@ -18,8 +18,11 @@ PlanInput HeavyJob() {
   input.model = "784,1024,1024,10";
   input.activation = "tanh";
   input.wire_dtype = "fp32";
-  input.job = {
-      .parameters = 1'863'690, .element_bytes = 4, .global_batch = 1024, .steps_to_target = 300};
+  input.job = {.parameters = 1'863'690,
+               .element_bytes = 4,
+               .global_batch = 1024,
+               .steps_to_target = 300,
+               .ps_segment_bytes = 512 << 10};  // the workers' default window's
   input.worker_counts = {4, 64, 256};
   input.shard_counts = {2, 8};
   input.shape.straggler = 3;

@@ -25,6 +25,14 @@ TEST(LinkRateTest, ReadsTcUnits) {
   }
 }
 
+// What a step model divides payload by: 1448 payload bytes a 1514-byte frame, and half a 66-byte
+// acknowledgement of the other direction's data beside it.
+TEST(LinkRateTest, TcpPayloadIsTheFramesShare) {
+  absl::StatusOr<LinkRate> rate = ParseLinkRate("100mbit");
+  ASSERT_TRUE(rate.ok()) << rate.status();
+  EXPECT_DOUBLE_EQ(rate->payload_bytes_per_second(), 12.5e6 * 1448 / 1547);
+}
+
 TEST(LinkRateTest, RefusesWhatTcWouldNot) {
   for (const char* text : {"", "mbit", "fast", "100 mbit", "-5mbit", "0mbit", "0", "1e", "100mbits",
                            "10xbit", "nanmbit", "infmbit", "1bit", "100mbit100"}) {

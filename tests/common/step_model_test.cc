@@ -68,6 +68,30 @@ TEST(StepModelTest, ColocatedPsCarriesTheRingsBytesInTwoRounds) {
   EXPECT_EQ(p.sync_term, "host link 2(N−1)/N·K");
 }
 
+// A shard answers a push segment once every push of it is in: the first segment's arrival and
+// the last one's reply add 2 × pushes × segment to the shard's link, at most the whole range
+// (pushed whole, then answered whole); the colocated shard's own worker pushes over no link;
+// staleness has no barrier and pays none.
+TEST(StepModelTest, PsPaysItsSegmentPipelinesFillAndDrain) {
+  PlanJob job = Job();
+  job.ps_segment_bytes = 400;  // 100 elements
+  const StepPrediction ps = Predict(PlanMode::kPs, job, Cluster(2));
+  EXPECT_DOUBLE_EQ(ps.pipeline_seconds, 2 * 4 * 400 / 1e6);
+  EXPECT_DOUBLE_EQ(ps.sync_seconds, 1e-3 + 8e-3 + 3.2e-3);
+  PlanCluster backup = Cluster(2);
+  backup.backup_workers = 1;  // the first N - b = 3 pushes
+  EXPECT_DOUBLE_EQ(Predict(PlanMode::kPsBackup, job, backup).pipeline_seconds, 2 * 3 * 400 / 1e6);
+  // K/N = 250 elements a colocated range: 3 remote pushes of one 100-element segment each way.
+  EXPECT_DOUBLE_EQ(Predict(PlanMode::kColocatedPs, job, Cluster(1)).pipeline_seconds,
+                   2 * 3 * 400 / 1e6);
+  job.ps_segment_bytes = 800;  // two of them longer than a colocated range (1000 bytes)
+  EXPECT_DOUBLE_EQ(Predict(PlanMode::kColocatedPs, job, Cluster(1)).pipeline_seconds,
+                   3 * 1000 / 1e6);
+  EXPECT_EQ(Predict(PlanMode::kPsStaleness, job, Cluster(2)).pipeline_seconds, 0);
+  EXPECT_EQ(Predict(PlanMode::kRing, job, Cluster()).pipeline_seconds, 0);
+  EXPECT_EQ(Predict(PlanMode::kPs, Job(), Cluster(2)).pipeline_seconds, 0) << "not modelled";
+}
+
 TEST(StepModelTest, StragglerSlowsEveryModeButTheBackupWorkers) {
   PlanCluster cluster = Cluster();
   cluster.straggler = 1;
