@@ -79,10 +79,10 @@ struct StepPrediction {
   double latency_seconds = 0;  // rounds × α
   double cpu_seconds = 0;      // the busiest process's sync bytes × CPU seconds per byte
   double shard_seconds = 0;    // a shard's ingress ÷ its service rate (ps modes)
-  // PS: the segment pipeline's fill and drain, 2 × a shard's pushes over the link × a segment
+  // PS: the segment pipeline's fill and drain, a shard's pushes × min(2 segments, its range)
   double pipeline_seconds = 0;
-  double sync_seconds =
-      0;  // latency + max(wire, cpu, shard) + pipeline: segments pipeline the rest
+  // latency + max(wire, cpu, shard) + pipeline: segments pipeline the three
+  double sync_seconds = 0;
   double overlap_seconds = 0;         // sync hidden behind the backward pass (buckets)
   double step_seconds = 0;            // compute + sync - overlap
   double samples_per_second = 0;      // samples that reach the update per second
