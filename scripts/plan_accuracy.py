@@ -10,14 +10,15 @@ N = 8, the error of the prediction from the probe alone and from `ringside plan 
 that rate's N = 2 and 4 runs, and the same goals per model and rate (the rows of
 docs/benchmarks.md's table). Needs root (the lab) and a quiet machine: do not run it on a shared
 one. The whole sweep takes hours (the heavy model at 10mbit is a minute or more a ps step), so it
-can be run in parts: --models=heavy,small and --rates=10mbit,100mbit,1gbit choose the cells, and
+can be run in parts: --models=heavy,small, --rates=10mbit,100mbit,1gbit and --workers=2,3 choose
+the cells (N = 8's calibrated figure needs N = 2, 4 and 8), and
 --resume keeps every cell (and probe) whose JSON is already in OUT_DIR instead of running it
 again, so later sittings add to an earlier one and the summary covers every cell there.
 --repredict (with --resume) leaves the measurements as they are and predicts every kept cell
 again with `ringside plan` (the same probe, rate, shape and the lab's push window), so a change
 to the model is judged against the same runs in seconds.
-Usage: scripts/plan_accuracy.py BIN_DIR OUT_DIR [--quick] [--models=...] [--rates=...] [--resume]
-       [--repredict]
+Usage: scripts/plan_accuracy.py BIN_DIR OUT_DIR [--quick] [--models=...] [--rates=...]
+       [--workers=...] [--resume] [--repredict]
 """
 import json
 import os
@@ -133,6 +134,7 @@ def summary(label, sync_errors, step_errors, ranked, n8_calibrated):
 def main():
     bin_dir, out_dir = sys.argv[1], sys.argv[2]
     workers = [2, 4, 8] if "--quick" in sys.argv else WORKERS
+    workers = [int(n) for n in chosen("workers", [str(n) for n in workers])]
     models = chosen("models", MODELS)
     rates = chosen("rates", RATES)
     os.makedirs(out_dir, exist_ok=True)
