@@ -31,8 +31,7 @@ void FillPrediction(const ClusterCosts& costs, const TrainingOptions& job, const
   plan_job.element_bytes = config.element_bytes;
   plan_job.global_batch = config.batch_size;
   plan_job.buckets = std::max<int>(1, static_cast<int>(config.ring_buckets.size()));
-  plan_job.ps_segment_bytes = server::PsPushSegmentBytes(
-      config.ps_window_bytes > 0 ? config.ps_window_bytes : server::kDefaultPsWindowBytes);
+  plan_job.ps_segment_bytes = server::PsPushSegmentBytes(config.ps_window_bytes);
   PlanCluster cluster;
   cluster.workers = report.final_world;
   cluster.shards = report.colocated ? report.final_world : std::max(1, shards);

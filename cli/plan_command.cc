@@ -92,8 +92,7 @@ absl::StatusOr<PlanInput> PlanInputOf(const PlanOptions& options, std::ostream& 
                           ? static_cast<int>(worker::PlanBuckets(spec, job.bucket_bytes).size())
                           : 1;
   input.job.steps_to_target = options.steps_to_target;
-  input.job.ps_segment_bytes = server::PsPushSegmentBytes(
-      options.ps_window_bytes > 0 ? options.ps_window_bytes : server::kDefaultPsWindowBytes);
+  input.job.ps_segment_bytes = server::PsPushSegmentBytes(options.ps_window_bytes);
   input.worker_counts = options.worker_counts;
   input.shard_counts = options.shard_counts;
   input.shape.straggler = job.straggler.worker;

@@ -34,7 +34,6 @@ STEPS = {"10mbit": 6, "100mbit": 12, "1gbit": 30}
 
 RESUME = "--resume" in sys.argv
 REPREDICT = "--repredict" in sys.argv
-LAB_WINDOW_BYTES = 256 << 10  # server/ps/ps_client.h kLabPsWindowBytes
 
 
 def run(command, output=None):
@@ -67,9 +66,11 @@ def lab_runs(bin_dir, out_dir, model, probe, n, rate):
              "--data=synthetic:2048", "--batch_size=64", f"--steps={STEPS[rate]}",
              f"--workers={n}", f"--ps_shards={shards}", f"--probe={probe}", f"--json={path}"]
             + extra, output=path)
-        modes = json.load(open(path))["modes"]
+        cell = json.load(open(path))
+        modes = cell["modes"]
         if REPREDICT:
-            repredict(bin_dir, out_dir, model, probe, n, rate, shards, modes)
+            window = cell["config"]["ps_window_bytes"]
+            repredict(bin_dir, out_dir, model, probe, n, rate, shards, window, modes)
         names = {"ps": f"ps-s{shards}", "ps_colocated": "ps-colocated"}
         if shards == 2:
             modes.pop("ring", None)  # measured once, with S = 1
@@ -79,12 +80,13 @@ def lab_runs(bin_dir, out_dir, model, probe, n, rate):
     return runs
 
 
-def repredict(bin_dir, out_dir, model, probe, n, rate, shards, modes):
-    """Replaces each measured mode's `predicted` with what `ringside plan` predicts now."""
+def repredict(bin_dir, out_dir, model, probe, n, rate, shards, window, modes):
+    """Replaces each measured mode's `predicted` with what `ringside plan` predicts now for the
+    run's cell and push window."""
     path = os.path.join(out_dir, f"repredict-{model}-n{n}-{rate}-s{shards}.json")
     run([f"{bin_dir}/ringside", "plan", f"--probe={probe}", f"--link_rate={rate}",
          f"--model={MODELS[model]}", "--batch_size=64", f"--workers={n}",
-         f"--ps_shards={shards}", f"--ps_window_bytes={LAB_WINDOW_BYTES}", f"--json={path}"])
+         f"--ps_shards={shards}", f"--ps_window_bytes={window}", f"--json={path}"])
     ranking = json.load(open(path))["cells"][0]["ranking"]
     by_mode = {p["mode"]: p for p in ranking}
     for key, plan_mode in (("ring", "ring"), ("ps", "ps"), ("ps_colocated", "ps-colocated")):
@@ -98,9 +100,10 @@ def calibrated_n8(bin_dir, out_dir, model, probe, rate):
     files = [os.path.join(out_dir, f"lab-{model}-n{n}-{rate}-s{s}.json")
              for n in (2, 4) for s in (1, 2)]
     path = os.path.join(out_dir, f"plan-{model}-n8-{rate}.json")
+    window = json.load(open(files[0]))["config"]["ps_window_bytes"]  # the lab's, as its runs'
     run([f"{bin_dir}/ringside", "plan", f"--probe={probe}", f"--link_rate={rate}",
          f"--model={MODELS[model]}", "--batch_size=64", "--workers=8", "--ps_shards=1,2",
-         f"--ps_window_bytes={LAB_WINDOW_BYTES}",
+         f"--ps_window_bytes={window}",
          "--calibrate=" + ",".join(files), f"--json={path}"],
         output=None if REPREDICT else path)
     steps = {}

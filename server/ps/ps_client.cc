@@ -19,7 +19,7 @@ absl::Status CheckPsWindowBytes(int64_t bytes) {
 }
 
 uint64_t PsPushSegmentBytes(uint64_t window_bytes, uint64_t segment_bytes) {
-  return std::min(segment_bytes, window_bytes / 4);
+  return std::min(segment_bytes, (window_bytes > 0 ? window_bytes : kDefaultPsWindowBytes) / 4);
 }
 
 absl::StatusOr<std::vector<PsShardLink>> ConnectPsShards(const PsClientOptions& options,

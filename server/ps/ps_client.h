@@ -64,9 +64,11 @@ inline constexpr uint64_t kLabPsWindowBytes = uint64_t{256} << 10;
 // INVALID_ARGUMENT naming --ps_window_bytes unless `bytes` is from 16 to kMaxPsWindowBytes.
 absl::Status CheckPsWindowBytes(int64_t bytes);
 
-// The bytes a push segment holds: a quarter of the window, at most `segment_bytes` (the
-// worker's --segment_bytes; PsClientOptions' default when not given).
-uint64_t PsPushSegmentBytes(uint64_t window_bytes, uint64_t segment_bytes = uint64_t{1} << 20);
+// The workers' --segment_bytes by default: the most a push segment holds.
+inline constexpr uint64_t kDefaultPsSegmentBytes = uint64_t{1} << 20;
+// The bytes a push segment holds: a quarter of the window (0: kDefaultPsWindowBytes), at most
+// `segment_bytes` (the worker's --segment_bytes).
+uint64_t PsPushSegmentBytes(uint64_t window_bytes, uint64_t segment_bytes = kDefaultPsSegmentBytes);
 
 struct PsClientOptions {
   uint64_t generation = 1;
@@ -74,7 +76,7 @@ struct PsClientOptions {
   std::vector<std::string> shards;  // ParameterShard address of every shard, in shard order
   // The link key this worker presents to each shard (common/auth.h); empty: none.
   std::vector<std::string> keys;
-  uint64_t segment_bytes = uint64_t{1} << 20;
+  uint64_t segment_bytes = kDefaultPsSegmentBytes;
   // How far this worker's pushes to a shard may run ahead of the sum it has received back
   // (--ps_window_bytes). The shard answers a part only once every worker has pushed it, so a
   // worker far ahead only takes the shard's link from the slowest one, whose pushes the replies
