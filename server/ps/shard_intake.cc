@@ -39,24 +39,17 @@ absl::Status ShardState::BeginPush(uint64_t generation, int worker, uint64_t ste
   }
   absl::MutexLock lock(&mu_);
   RETURN_IF_ERROR(CheckStep(step));
-  WorkerShare& share = shares_[worker];
   RETURN_IF_ERROR(AgreeOnDtypeLocked(worker, dtype, descending, compression));
-  if (share.state != PushState::kIdle) {
-    return absl::AlreadyExistsError(
-        absl::StrCat("worker ", worker, " already ",
-                     share.state == PushState::kDone ? "pushed" : "is pushing", " step ", step));
-  }
-  share.state = PushState::kPushing;
-  share.received = 0;
+  RETURN_IF_ERROR(shares_[worker].Begin(worker, step));
   if (first_push_ == absl::InfinitePast()) first_push_ = absl::Now();
   return absl::OkStatus();
 }
 
 absl::Status ShardState::AgreeOnDtypeLocked(int worker, WireDtype dtype, bool descending,
                                             const Compression& compression) {
-  const bool any_began = std::any_of(shares_.begin(), shares_.end(), [](const WorkerShare& share) {
-    return share.state != PushState::kIdle;
-  });
+  const bool any_began = std::any_of(
+      shares_.begin(), shares_.end(),
+      [](const ReceivedShare& share) { return share.state() != ReceivedShare::State::kIdle; });
   const Compression step_compression = codec_ == nullptr ? Compression{} : codec_->compression;
   if (!any_began) {
     dtype_ = dtype;
@@ -112,61 +105,36 @@ absl::Status ShardState::KeepSegment(int worker, uint64_t step, uint64_t offset,
   RETURN_IF_ERROR(check_.Worker(worker));
   absl::MutexLock lock(&mu_);
   RETURN_IF_ERROR(CheckStep(step));
-  WorkerShare& share = shares_[worker];
-  if (share.state != PushState::kPushing) {
-    return absl::FailedPreconditionError(
-        absl::StrCat("worker ", worker, " sent a segment outside a push of step ", step));
-  }
-  if (compressed != (codec_ != nullptr)) {
+  ReceivedShare& share = shares_[worker];
+  if (share.state() == ReceivedShare::State::kPushing && compressed != (codec_ != nullptr)) {
     return absl::InvalidArgumentError(
         absl::StrCat("worker ", worker, " sent ", compressed ? "a compressed" : "an uncompressed",
                      " segment in a push of step ", step,
                      compressed ? ", which is not compressed" : ", which is compressed"));
   }
-  const size_t width = WireBytesPerElement(dtype_);
-  if (bytes % width != 0) {
-    return absl::InvalidArgumentError(absl::StrCat("segment of ", bytes,
-                                                   " bytes is not a whole number of ",
-                                                   WireDtypeName(dtype_), " elements"));
-  }
-  const uint64_t count = bytes / width;
-  // Before anything of it is kept. Under the lock (the dtype is the step's), as long as a copy.
-  // A decoded segment is finite already (its codec checks every value).
-  if (!compressed) RETURN_IF_ERROR(check_.Finite(worker, step, dtype_, pieces, count));
-  // In order, a segment begins where the share's received part ends; descending, it ends where
-  // that part (counted from the range's end) begins.
-  const uint64_t left = range_elements_ - share.received;
-  const bool continues = descending_ ? count <= left && offset == left - count
-                                     : offset == share.received && count <= left;
-  if (!continues) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("segment at ", offset, " of ", count, " elements does not continue worker ",
-                     worker, "'s share ", descending_ ? "(last part first) " : "", "after ",
-                     share.received, " elements within a range of ", range_elements_));
-  }
+  // Under the lock: the dtype and order are the step's.
+  ASSIGN_OR_RETURN(const uint64_t count,
+                   share.Check(check_, worker, step, {dtype_, descending_, range_elements_}, offset,
+                               bytes, pieces, /*decoded=*/compressed));
   if (compressed) RETURN_IF_ERROR(AgreeOnSegmentLocked(worker, offset, count));
   // What of this step the applier has summed, in push order: those payloads are released.
   const uint64_t summed =
       partial_.sum != nullptr && partial_.step == collecting_ ? partial_.end : 0;
-  if (share.received + count - summed > held_elements_) {
+  if (share.received() + count - summed > held_elements_) {
     return absl::ResourceExhaustedError(absl::StrCat(
         "worker ", worker, "'s segment of ", count, " elements would hold ",
-        share.received + count - summed, " elements of its share unsummed; the shard holds ",
+        share.received() + count - summed, " elements of its share unsummed; the shard holds ",
         held_elements_, " (a push window of at most ", kMaxPsWindowBytes, " bytes fits)"));
   }
   // Summing these elements may reuse the sum's slots of elements this worker has not been sent.
-  if (share.received + count - share.answered > sum_elements_) {
+  if (share.received() + count - answered_[worker] > sum_elements_) {
     return absl::ResourceExhaustedError(absl::StrCat(
         "worker ", worker, "'s segment of ", count, " elements runs ",
-        share.received + count - share.answered, " elements ahead of the sum it was answered; the ",
-        "shard keeps ", sum_elements_, " of it (a push window of at most ", kMaxPsWindowBytes,
-        " bytes fits)"));
+        share.received() + count - answered_[worker],
+        " elements ahead of the sum it was answered; the ", "shard keeps ", sum_elements_,
+        " of it (a push window of at most ", kMaxPsWindowBytes, " bytes fits)"));
   }
-  if (count > 0) {
-    share.held.push_back(std::make_shared<const HeldPayload>(
-        HeldPayload{offset, count, share.received, std::move(pieces), std::move(owner)}));
-  }
-  share.received += count;
+  share.Keep(offset, count, std::move(pieces), std::move(owner));
   HandOverLocked();
   return absl::OkStatus();
 }
@@ -177,13 +145,7 @@ absl::Status ShardState::FinishPush(int worker, uint64_t step) {
   // Complete here: every share of it was, this one included.
   if (step < collecting_) return absl::OkStatus();
   RETURN_IF_ERROR(CheckStep(step));
-  WorkerShare& share = shares_[worker];
-  if (share.state != PushState::kPushing || share.received != range_elements_) {
-    return absl::InvalidArgumentError(absl::StrCat("worker ", worker, "'s share of step ", step,
-                                                   " is incomplete: ", share.received, " of ",
-                                                   range_elements_, " elements"));
-  }
-  share.state = PushState::kDone;
+  RETURN_IF_ERROR(shares_[worker].Finish(worker, step, range_elements_));
   HandOverLocked();  // an empty range has no segment to complete it
   return absl::OkStatus();
 }
@@ -211,7 +173,8 @@ absl::Status ShardState::AgreeOnSegmentLocked(int worker, uint64_t offset, uint6
 }
 
 void ShardState::CollectNextStepLocked() {
-  for (WorkerShare& share : shares_) share = WorkerShare{};
+  for (ReceivedShare& share : shares_) share.Reset();
+  std::fill(answered_.begin(), answered_.end(), 0);
   codec_ = nullptr;  // the next step's first push says its own
   codec_segment_ = 0;
   ++collecting_;
@@ -223,9 +186,9 @@ void ShardState::HandOverLocked() {
   // Every share holds [0, ready); the step is complete once every worker began and holds all.
   uint64_t ready = range_elements_;
   bool all_began = true;
-  for (const WorkerShare& share : shares_) {
-    ready = std::min(ready, share.received);
-    all_began = all_began && share.state != PushState::kIdle;
+  for (const ReceivedShare& share : shares_) {
+    ready = std::min(ready, share.received());
+    all_began = all_began && share.state() != ReceivedShare::State::kIdle;
   }
   const bool complete = all_began && ready == range_elements_;
   if (!complete && ready <= handed_) return;
@@ -250,20 +213,10 @@ void ShardState::HandOverLocked() {
   segment_ready_.Signal();
 }
 
-std::vector<ShardState::HeldPayloads> ShardState::HandHeldLocked(uint64_t from, uint64_t to) {
-  std::vector<HeldPayloads> held(shares_.size());
-  for (size_t w = 0; w < shares_.size(); ++w) {
-    std::deque<std::shared_ptr<const HeldPayload>>& kept = shares_[w].held;
-    for (const auto& payload : kept) {
-      if (payload->pushed_before >= to) break;
-      if (payload->pushed_before + payload->count > from) held[w].push_back(payload);
-    }
-    while (!kept.empty() && kept.front()->pushed_before + kept.front()->count <= to) {
-      kept.pop_front();
-    }
-    // Descending, push order runs from the range's end.
-    if (descending_) std::reverse(held[w].begin(), held[w].end());
-  }
+std::vector<HeldPayloads> ShardState::HandHeldLocked(uint64_t from, uint64_t to) {
+  std::vector<HeldPayloads> held;
+  held.reserve(shares_.size());
+  for (ReceivedShare& share : shares_) held.push_back(share.Hand(from, to, descending_));
   return held;
 }
 
@@ -274,13 +227,14 @@ void ShardState::AbandonPush(int worker, uint64_t step) {
   absl::Status lost;
   {
     absl::MutexLock lock(&mu_);
-    WorkerShare& share = shares_[worker];
-    if (step != collecting_ || share.state == PushState::kIdle || lost_ ||
-        share.received == range_elements_) {
+    ReceivedShare& share = shares_[worker];
+    if (step != collecting_ || share.state() == ReceivedShare::State::kIdle || lost_ ||
+        share.received() == range_elements_) {
       return;  // nothing open, or a complete share: it counts
     }
     if (handed_ == 0) {
-      share = WorkerShare{};  // nothing of the step summed yet: the push may be made again
+      share.Reset();  // nothing of the step summed yet: the push may be made again
+      answered_[worker] = 0;
       return;
     }
     // Part of the step was summed with this share: the rest never can be.
@@ -299,8 +253,7 @@ void ShardState::Answered(int worker, uint64_t step, uint64_t sent) {
   absl::MutexLock lock(&mu_);
   // An earlier step's reply: its worker has not begun the step collected.
   if (step != collecting_) return;
-  WorkerShare& share = shares_[worker];
-  share.answered = std::max(share.answered, sent);
+  answered_[worker] = std::max(answered_[worker], sent);
 }
 
 }  // namespace ringside::server

@@ -15,41 +15,6 @@ namespace ringside::server {
 // adds into stays in the cache while the N shares are added (a segment may be far larger).
 constexpr uint64_t kSumBlockElements = 8192;
 
-class ShardState::HeldShareReader {
- public:
-  // From range element `begin`, which the first of `payloads` (in range order) holds.
-  HeldShareReader(WireDtype dtype, const HeldPayloads& payloads, uint64_t begin)
-      : dtype_(dtype), payloads_(payloads) {
-    if (!payloads_.empty()) Open(begin - payloads_.front()->first);
-  }
-  // The next out.size() elements into `out`, added to it when `add`. The segment's payloads hold
-  // every element of it (HandHeldLocked), so none is missing.
-  void Read(absl::Span<float> out, bool add) {
-    while (!out.empty()) {
-      const uint64_t take = std::min<uint64_t>(out.size(), left_);
-      reader_->Read(out.subspan(0, take), add);
-      out.remove_prefix(take);
-      left_ -= take;
-      if (left_ == 0 && next_ < payloads_.size()) Open(0);
-    }
-  }
-
- private:
-  // Opens payloads_[next_], skipping its first `skip` elements.
-  void Open(uint64_t skip) {
-    const HeldPayload& payload = *payloads_[next_++];
-    reader_.emplace(dtype_, payload.pieces);
-    reader_->Skip(skip);
-    left_ = payload.count - skip;
-  }
-
-  const WireDtype dtype_;
-  const HeldPayloads& payloads_;
-  size_t next_ = 0;
-  std::optional<WirePiecesReader> reader_;
-  uint64_t left_ = 0;  // elements of the open payload not yet read
-};
-
 namespace {
 
 absl::Status CheckShardConfig(const ShardConfig& config) {
@@ -110,6 +75,7 @@ ShardState::ShardState(ShardConfig config, uint64_t step, std::vector<float> val
              metrics.nonfinite),
       collecting_(step),
       shares_(static_cast<size_t>(config.workers)),
+      answered_(static_cast<size_t>(config.workers)),
       current_{step, nullptr, nullptr},
       optimizer_(std::move(optimizer)),
       values_(std::move(values)),

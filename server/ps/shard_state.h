@@ -103,6 +103,7 @@
 #include "server/ps/applier_thread.h"
 #include "server/ps/compressed_exchange.h"
 #include "server/ps/push_check.h"
+#include "server/ps/received_share.h"
 #include "server/ps/wire_share.h"
 
 namespace ringside::server {
@@ -323,27 +324,6 @@ class ShardState {
   using ApplyHook = std::function<void(uint64_t step, uint64_t begin, uint64_t end)>;
   friend class PsTestHooks;
 
-  enum class PushState { kIdle, kPushing, kDone };
-  // One segment of a share as it was received: elements [first, first + count) of the range in
-  // the step's wire dtype, in `pieces`, which `owner` keeps valid. Never changed once kept, so the
-  // applier reads it without the lock.
-  struct HeldPayload {
-    uint64_t first = 0;
-    uint64_t count = 0;
-    uint64_t pushed_before = 0;  // elements of the share pushed before it (push order)
-    std::vector<absl::string_view> pieces;
-    std::shared_ptr<const void> owner;
-  };
-  using HeldPayloads = std::vector<std::shared_ptr<const HeldPayload>>;
-  // Reads a share's elements in range order across its held payloads (shard_state.cc).
-  class HeldShareReader;
-  struct WorkerShare {
-    PushState state = PushState::kIdle;
-    uint64_t received = 0;
-    uint64_t answered = 0;  // elements of the step's sum its reply has taken (Answered)
-    // Its payloads not yet wholly handed to the applier, in push order.
-    std::deque<std::shared_ptr<const HeldPayload>> held;
-  };
   // Elements [begin, end) of every share of `step` are in: the applier's next piece of work.
   struct Segment {
     uint64_t step = 0;
@@ -452,7 +432,9 @@ class ShardState {
 
   // The collecting side: shares of step `collecting_`, filled by the pushing threads.
   uint64_t collecting_ ABSL_GUARDED_BY(mu_) = 0;
-  std::vector<WorkerShare> shares_ ABSL_GUARDED_BY(mu_);
+  std::vector<ReceivedShare> shares_ ABSL_GUARDED_BY(mu_);  // by rank
+  // By rank, elements of the step's sum its reply has taken (Answered).
+  std::vector<uint64_t> answered_ ABSL_GUARDED_BY(mu_);
   uint64_t handed_ ABSL_GUARDED_BY(mu_) = 0;  // elements of the step handed to the applier
   bool lost_ ABSL_GUARDED_BY(mu_) = false;    // step collecting_ can never complete here
   // The wire dtype of step collecting_: set by its first push, while no share has begun.
