@@ -1,7 +1,7 @@
 // The ParameterShard service's PushPull streams (ps_service.h), bounded staleness, async and
-// backup workers: one reactor per worker, shard and step that reads the worker's gradient share
-// whole, hands it to the generation's push-pull shard (Shard::push_pull), and once the shard lets
-// the worker start its next step streams the range's parameters back. The answer comes on the
+// backup workers: one reactor per worker, shard and step that hands the worker's gradient share,
+// segment by segment, to the generation's push-pull shard (Shard::push_pull), and once the shard
+// lets the worker start its next step streams the range's parameters back. The answer comes on the
 // shard's applier thread, off any reaction, and may race with a reaction that ends the stream (the
 // worker cancelling): every write and the Finish go through ReactorWrites
 // (common/reactor_writes.h), as in Step's.
@@ -42,6 +42,7 @@ class PushPullReactor final
   void OnReadsEnded(bool cancelled) {
     if (cancelled) {
       FinishOnce(grpc::Status(grpc::StatusCode::CANCELLED, "push cancelled by the worker"));
+      if (began_) shard_->AbandonPush(worker_, step_);
     } else {
       CompletePush();
     }
@@ -52,6 +53,7 @@ class PushPullReactor final
     if (status.ok()) status = AddSegment();
     if (!status.ok()) {
       FinishOnce(ToGrpcStatus(status));
+      if (began_) shard_->AbandonPush(worker_, step_);
       return false;
     }
     return true;
@@ -75,14 +77,13 @@ class PushPullReactor final
     if (generation_ == nullptr) return FromGrpcStatus(NothingServed());
     shard_ = generation_->shard->push_pull();
     if (shard_ == nullptr) return FromGrpcStatus(SynchronousGeneration());
-    // A rank past int's range turns negative, which Worker refuses.
-    RETURN_IF_ERROR(shard_->check().Header(in().generation(), static_cast<int>(in().worker_rank()),
-                                           in().range_elements()));
+    // A rank past int's range turns negative, which the shard refuses.
+    RETURN_IF_ERROR(shard_->BeginPush(in().generation(), static_cast<int>(in().worker_rank()),
+                                      in().step(), in().read_version(), in().range_elements()));
     began_ = true;
     worker_ = static_cast<int>(in().worker_rank());
     step_ = in().step();
     read_version_ = in().read_version();
-    gradient_.resize(shard_->range_elements());  // bounded by the shard's own range
     return absl::OkStatus();
   }
 
@@ -95,36 +96,29 @@ class PushPullReactor final
     return absl::OkStatus();
   }
 
+  // The shard keeps the payload as received (the message's string, moved, not copied) until its
+  // applier decodes the whole share.
   absl::Status AddSegment() {
-    const std::string& payload = in().payload();
-    const uint64_t count = payload.size() / sizeof(float);
-    if (payload.size() % sizeof(float) != 0 || in().offset() != received_ ||
-        count > gradient_.size() - received_) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("segment of ", payload.size(), " bytes at ", in().offset(),
-                       " does not continue the share at ", received_, " of ", gradient_.size()));
-    }
-    if (count > 0) std::memcpy(gradient_.data() + received_, payload.data(), payload.size());
-    received_ += count;
+    auto payload = std::make_shared<const std::string>(std::move(*in().mutable_payload()));
+    const absl::string_view bytes = *payload;
+    RETURN_IF_ERROR(shard_->AddSegment(worker_, step_, in().offset(), {bytes}, payload));
     const ShardLinkMetrics& links = generation_->links;
     if (static_cast<size_t>(worker_) < links.from_worker.size() &&
         links.from_worker[worker_].bytes != nullptr) {
-      links.from_worker[worker_].bytes->Increment(static_cast<double>(payload.size()));
+      links.from_worker[worker_].bytes->Increment(static_cast<double>(bytes.size()));
     }
     return absl::OkStatus();
   }
 
-  // The half-close: the whole share is applied, then the pull waits for the staleness rule.
+  // The half-close: the whole share is handed to the shard, then the pull waits for the
+  // consistency policy.
   void CompletePush() {
-    if (!began_ || received_ != gradient_.size()) {
-      FinishOnce(grpc::Status(
-          grpc::StatusCode::INVALID_ARGUMENT,
-          absl::StrCat("incomplete share: ", received_, " of ", gradient_.size(), " elements")));
-      return;
-    }
-    if (absl::Status status = shard_->Push(worker_, step_, read_version_, std::move(gradient_));
-        !status.ok()) {
+    const absl::Status status =
+        began_ ? shard_->FinishPush(worker_, step_)
+               : absl::InvalidArgumentError("a push stream ended before its first segment");
+    if (!status.ok()) {
       FinishOnce(ToGrpcStatus(status));
+      if (began_) shard_->AbandonPush(worker_, step_);
       return;
     }
     shard_->WhenMayStart(worker_, step_ + 1,
@@ -192,8 +186,6 @@ class PushPullReactor final
   int worker_ = 0;
   uint64_t step_ = 0;
   uint64_t read_version_ = 0;
-  std::vector<float> gradient_;
-  uint64_t received_ = 0;
 
   PushPullRead read_ ABSL_GUARDED_BY(mutex());
   uint64_t sent_ ABSL_GUARDED_BY(mutex()) = 0;

@@ -41,6 +41,7 @@ PushPullShard::PushPullShard(PushPullShardConfig config, std::unique_ptr<PushPul
       policy_(std::move(policy)),
       accepted_(static_cast<size_t>(config.workers), config.completed_steps),
       completed_(static_cast<size_t>(config.workers), config.completed_steps),
+      open_(static_cast<size_t>(config.workers)),
       published_(std::make_shared<const std::vector<float>>(values)),
       optimizer_(std::move(optimizer)),
       values_(std::move(values)),
@@ -68,11 +69,9 @@ void PushPullShard::Close() {
   for (auto& [done, answer] : ready) done(std::move(answer));
 }
 
-absl::Status PushPullShard::Push(int worker, uint64_t step, uint64_t read_version,
-                                 std::vector<float> gradient) {
-  RETURN_IF_ERROR(check_.Worker(worker));
-  RETURN_IF_ERROR(check_.Range(worker, gradient.size()));
-  RETURN_IF_ERROR(check_.Finite(worker, step, gradient));
+absl::Status PushPullShard::BeginPush(uint64_t generation, int worker, uint64_t step,
+                                      uint64_t read_version, uint64_t range_elements) {
+  RETURN_IF_ERROR(check_.Header(generation, worker, range_elements));
   absl::MutexLock lock(&mu_);
   if (closed_) {
     return absl::FailedPreconditionError(absl::StrCat(
@@ -89,15 +88,76 @@ absl::Status PushPullShard::Push(int worker, uint64_t step, uint64_t read_versio
     return absl::InvalidArgumentError(absl::StrCat("read version ", read_version, " is beyond ",
                                                    PsShardName(config_.shard), "'s ", version_));
   }
+  OpenPush& push = open_[worker];
+  RETURN_IF_ERROR(push.share.Begin(worker, step));
+  push.step = step;
+  push.read_version = read_version;
+  return absl::OkStatus();
+}
+
+absl::StatusOr<PushPullShard::OpenPush*> PushPullShard::OpenPushLocked(int worker, uint64_t step) {
+  RETURN_IF_ERROR(check_.Worker(worker));
+  OpenPush& push = open_[worker];
+  if (push.share.state() == ReceivedShare::State::kIdle || push.step != step) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("worker ", worker, " sent a segment outside a push of step ", step));
+  }
+  return &push;
+}
+
+absl::Status PushPullShard::AddSegment(int worker, uint64_t step, uint64_t offset,
+                                       std::vector<absl::string_view> pieces,
+                                       std::shared_ptr<const void> owner) {
+  size_t bytes = 0;
+  for (absl::string_view piece : pieces) bytes += piece.size();
+  absl::MutexLock lock(&mu_);
+  ASSIGN_OR_RETURN(OpenPush* const push, OpenPushLocked(worker, step));
+  ASSIGN_OR_RETURN(const uint64_t count,
+                   push->share.Check(check_, worker, step,
+                                     {WireDtype::kFp32, /*descending=*/false, range_elements_},
+                                     offset, bytes, pieces, /*decoded=*/false));
+  push->share.Keep(offset, count, std::move(pieces), std::move(owner));
+  return absl::OkStatus();
+}
+
+absl::Status PushPullShard::FinishPush(int worker, uint64_t step) {
+  absl::MutexLock lock(&mu_);
+  ASSIGN_OR_RETURN(OpenPush* const push, OpenPushLocked(worker, step));
+  RETURN_IF_ERROR(push->share.Finish(worker, step, range_elements_));
+  if (closed_) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        PsShardName(config_.shard), " has moved past generation ", config_.generation));
+  }
+  // BeginPush checked the step; only this push could have moved accepted_[worker] since.
+  Update update{worker, step, push->read_version, push->share.Hand(0, range_elements_, false)};
+  *push = OpenPush{};
   accepted_[worker] = step + 1;
-  policy_->Pushed(worker, read_version);
-  if (policy_->Drops(read_version, version_)) {
+  policy_->Pushed(worker, update.read_version);
+  if (policy_->Drops(update.read_version, version_)) {
     if (metrics_.dropped != nullptr) metrics_.dropped->Increment();
     return absl::OkStatus();
   }
-  queue_.push_back(Update{worker, step, read_version, std::move(gradient)});
+  queue_.push_back(std::move(update));
   queued_.Signal();
   return absl::OkStatus();
+}
+
+void PushPullShard::AbandonPush(int worker, uint64_t step) {
+  absl::MutexLock lock(&mu_);
+  absl::StatusOr<OpenPush*> push = OpenPushLocked(worker, step);
+  if (push.ok()) **push = OpenPush{};
+}
+
+absl::Status PushPullShard::Push(int worker, uint64_t step, uint64_t read_version,
+                                 std::vector<float> gradient) {
+  RETURN_IF_ERROR(BeginPush(config_.generation, worker, step, read_version, gradient.size()));
+  auto copy = std::make_shared<const std::vector<float>>(std::move(gradient));
+  const absl::string_view bytes(reinterpret_cast<const char*>(copy->data()),
+                                copy->size() * sizeof(float));
+  absl::Status status = AddSegment(worker, step, 0, {bytes}, std::move(copy));
+  if (status.ok()) status = FinishPush(worker, step);
+  if (!status.ok()) AbandonPush(worker, step);
+  return status;
 }
 
 PushPullProgress PushPullShard::ProgressLocked() const {
@@ -190,11 +250,14 @@ void PushPullShard::ApplyLoop(const ApplierThread::Liveness& liveness) {
   }
 }
 
-Values PushPullShard::ApplyLocked(Update& update) {
+Values PushPullShard::ApplyLocked(const Update& update) {
   summed_.emplace_back(update.worker, update.step);
-  if (!policy_->Take(update.gradient, summed_.size())) return nullptr;
-  // Sizes match by Push's check, so the optimiser cannot refuse.
-  optimizer_.Step(absl::MakeSpan(values_), update.gradient).IgnoreError();
+  // The share holds every element of the range (FinishPush), so the reader fills it.
+  gradient_.resize(range_elements_);
+  HeldShareReader(WireDtype::kFp32, update.share, 0).Read(absl::MakeSpan(gradient_), false);
+  if (!policy_->Take(gradient_, summed_.size())) return nullptr;
+  // Sizes match by BeginPush's check, so the optimiser cannot refuse.
+  optimizer_.Step(absl::MakeSpan(values_), gradient_).IgnoreError();
   resume_step_ = policy_->ResumeStep(resume_step_, update.step);
   return std::make_shared<const std::vector<float>>(values_);
 }

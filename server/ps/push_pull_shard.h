@@ -14,14 +14,16 @@
 // on; the difference to the version it is applied at is its staleness (the histogram
 // ringside_ps_update_staleness; always 0 in the quorum, which drops what is stale).
 //
-// Threads. Push and WhenMayStart run on the caller's thread (gRPC's callback threads) and only
-// validate and queue; one applier thread (server/ps/applier_thread.h) runs the optimiser without
-// the lock and publishes each update in a short critical section, then runs the callbacks whose
-// condition now holds, outside the lock. Thread-safe.
-// Errors: FAILED_PRECONDITION for a closed state or a push ahead of the worker's next step;
-// ALREADY_EXISTS for a step the worker already pushed; INVALID_ARGUMENT for an unknown rank, a
-// gradient of the wrong size or with a NaN or infinity (never applied: NonFiniteReport), or a
-// read version the shard has not reached.
+// Threads. The push calls and WhenMayStart run on the caller's thread (gRPC's callback
+// threads) and only validate and keep; one applier thread (server/ps/applier_thread.h) decodes
+// each whole push and runs the optimiser without the lock, publishes each update in a short
+// critical section, then runs the callbacks whose condition now holds, outside the lock.
+// Thread-safe.
+// Errors: FAILED_PRECONDITION for another generation, a closed state, a push ahead of the worker's
+// next step or a segment outside a push; ALREADY_EXISTS for a step the worker already pushed or
+// is pushing; INVALID_ARGUMENT for an unknown rank, a share of another range's size, a segment
+// that does not continue the share or holds a NaN or infinity (never applied: NonFiniteReport),
+// an incomplete share, or a read version the shard has not reached.
 // Lifetime: a callback run on the applier thread may drop the last reference to the shard; the
 // destructor then lets the applier end by itself instead of joining it
 // (server/ps/applier_thread.h).
@@ -36,6 +38,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "absl/types/span.h"
@@ -46,6 +49,7 @@
 #include "server/ps/applier_thread.h"
 #include "server/ps/push_check.h"
 #include "server/ps/push_pull_policy.h"
+#include "server/ps/received_share.h"
 #include "server/ps/shard_state.h"
 
 namespace ringside::server {
@@ -96,8 +100,23 @@ class PushPullShard {
   void Close();
 
   // Worker `worker`'s gradient share of step `step`, computed on the parameters of
-  // `read_version`. Each worker pushes its steps in order, each once (the policy may let it skip
-  // steps: the quorum's).
+  // `read_version`, pushed segment by segment through the intake every shard shares
+  // (received_share.h), as ShardState's steps are: BeginPush checks the header (generation,
+  // worker, a share of the whole range) and the step (each worker pushes its steps in order,
+  // each once; the policy may let it skip steps: the quorum's); AddSegment checks each float32
+  // segment (in order, finite) and keeps it as received; FinishPush, once every element has
+  // arrived, hands the share to the applier, which decodes it there. A push the policy drops is
+  // accepted and never applied. AbandonPush forgets a push that will not be finished (its stream
+  // broke): it may be made again. A refused call changes nothing.
+  absl::Status BeginPush(uint64_t generation, int worker, uint64_t step, uint64_t read_version,
+                         uint64_t range_elements);
+  // `pieces`: the payload's bytes in order (the received slices), kept valid by `owner` for as
+  // long as the shard holds them.
+  absl::Status AddSegment(int worker, uint64_t step, uint64_t offset,
+                          std::vector<absl::string_view> pieces, std::shared_ptr<const void> owner);
+  absl::Status FinishPush(int worker, uint64_t step);
+  void AbandonPush(int worker, uint64_t step);
+  // The three at once with a copy of `gradient`, abandoned when refused (tests).
   absl::Status Push(int worker, uint64_t step, uint64_t read_version, std::vector<float> gradient);
 
   // Runs `done` (on the applier's thread, or the caller's when the answer is known now) with the
@@ -134,11 +153,18 @@ class PushPullShard {
   const PushCheck& check() const { return check_; }
 
  private:
+  // A worker's push being received.
+  struct OpenPush {
+    uint64_t step = 0;
+    uint64_t read_version = 0;
+    ReceivedShare share;
+  };
+  // A whole push, queued for the applier: its share as received, in range order.
   struct Update {
     int worker = 0;
     uint64_t step = 0;
     uint64_t read_version = 0;
-    std::vector<float> gradient;
+    HeldPayloads share;
   };
   struct Waiter {
     int worker = 0;
@@ -157,7 +183,10 @@ class PushPullShard {
   void ApplyLoop(const ApplierThread::Liveness& liveness);
   // The applier's arithmetic for one update, under apply_mu_: the new parameters to publish, or
   // null while the policy gathers more pushes.
-  Values ApplyLocked(Update& update) ABSL_EXCLUSIVE_LOCKS_REQUIRED(apply_mu_);
+  Values ApplyLocked(const Update& update) ABSL_EXCLUSIVE_LOCKS_REQUIRED(apply_mu_);
+  // `worker`'s open push of `step`, or why there is none.
+  absl::StatusOr<OpenPush*> OpenPushLocked(int worker, uint64_t step)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   const PushPullShardConfig config_;
   const uint64_t range_elements_;
@@ -169,6 +198,7 @@ class PushPullShard {
   absl::CondVar queued_;
   std::vector<uint64_t> accepted_ ABSL_GUARDED_BY(mu_);   // each worker's next step to push
   std::vector<uint64_t> completed_ ABSL_GUARDED_BY(mu_);  // each worker's steps applied
+  std::vector<OpenPush> open_ ABSL_GUARDED_BY(mu_);       // by worker
   std::deque<Update> queue_ ABSL_GUARDED_BY(mu_);
   std::vector<Waiter> waiters_ ABSL_GUARDED_BY(mu_);
   uint64_t version_ ABSL_GUARDED_BY(mu_) = 0;
@@ -187,6 +217,8 @@ class PushPullShard {
   uint64_t resume_step_ ABSL_GUARDED_BY(apply_mu_) = 0;
   // The pushes the policy has taken since the last update applied: worker, step.
   std::vector<std::pair<int, uint64_t>> summed_ ABSL_GUARDED_BY(apply_mu_);
+  // The update's gradient, decoded from its share (then what the policy makes of it).
+  std::vector<float> gradient_ ABSL_GUARDED_BY(apply_mu_);
   ApplierThread applier_;  // last: starts once everything above is built
 };
 

@@ -1,6 +1,7 @@
 // One parameter-server shard in one generation, whatever its consistency, without any transport
 // (ps_service.h adapts it to gRPC; ShardGeneration holds it with its links). What every mode
-// shares is here: who it serves and the checks every push passes (check(): PushCheck), its making
+// shares is here or beside it: who it serves and the checks every push's header passes (check():
+// PushCheck), the intake every policy keeps a push's segments with (received_share.h), its making
 // from a fresh start or a Load, its end when a generation replaces it (Close), and a read of its
 // parameters (GetParameters). Which pushes are summed or applied, when, and when a worker is
 // answered is the consistency policy's, exactly one of:

@@ -10,6 +10,8 @@
 #include "server/ps/push_pull_shard.h"
 
 #include <atomic>
+#include <cmath>
+#include <memory>
 #include <thread>
 #include <vector>
 
@@ -166,6 +168,69 @@ TEST(StaleShardTest, RefusesWhatDoesNotFit) {
                 .status()
                 .code(),
             absl::StatusCode::kInvalidArgument);
+}
+
+// A push in segments passes the intake every shard shares (received_share.h): each segment is
+// checked before anything of it is kept, a refused one leaves the push as it was, an abandoned
+// push may be made again, and the share applied is the one a whole push would apply, bit for bit.
+std::unique_ptr<PushPullShard> MakeWideShard(PushPullShardMetrics metrics = {}) {
+  auto created = PushPullShard::Create(PushPullShardConfig{1, 2, 0, /*staleness=*/1},
+                                       std::vector<float>{1.0f, 2.0f, 3.0f, 4.0f}, {},
+                                       OptimizerConfig{OptimizerKind::kSgd, 0.25f}, metrics);
+  EXPECT_TRUE(created.ok()) << created.status();
+  return created.ok() ? std::move(*created) : nullptr;
+}
+
+absl::Status AddFloats(PushPullShard& shard, int worker, uint64_t step, uint64_t offset,
+                       std::vector<float> values) {
+  auto owner = std::make_shared<const std::vector<float>>(std::move(values));
+  const absl::string_view bytes(reinterpret_cast<const char*>(owner->data()),
+                                owner->size() * sizeof(float));
+  return shard.AddSegment(worker, step, offset, {bytes}, owner);
+}
+
+TEST(StaleShardTest, APushInSegmentsIsCheckedAsItArrivesAndAppliesWhatAWholePushWould) {
+  prometheus::Counter refused;
+  PushPullShardMetrics metrics;
+  metrics.nonfinite.refused = &refused;
+  std::unique_ptr<PushPullShard> shard = MakeWideShard(metrics);
+  std::unique_ptr<PushPullShard> whole = MakeWideShard();
+  const std::vector<float> gradient = {0.5f, -1.5f, 0.125f, 3.0f};
+
+  EXPECT_EQ(AddFloats(*shard, 0, 0, 0, {0.5f}).code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ(shard->BeginPush(2, 0, 0, 0, 4).code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ(shard->BeginPush(1, 0, 0, 0, 3).code(), absl::StatusCode::kInvalidArgument);
+  ASSERT_TRUE(shard->BeginPush(1, 0, 0, 0, 4).ok());
+  EXPECT_EQ(shard->BeginPush(1, 0, 0, 0, 4).code(), absl::StatusCode::kAlreadyExists);
+  EXPECT_EQ(AddFloats(*shard, 0, 0, 1, {-1.5f}).code(), absl::StatusCode::kInvalidArgument);
+  const char three_bytes[3] = {0, 0, 0};
+  EXPECT_EQ(shard->AddSegment(0, 0, 0, {absl::string_view(three_bytes, 3)}, nullptr).code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(AddFloats(*shard, 0, 0, 0, {0.5f, std::nanf("")}).code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(refused.Value(), 1.0);
+  EXPECT_EQ(AddFloats(*shard, 0, 0, 0, {0.5f, -1.5f, 0.125f, 3.0f, 9.0f}).code(),
+            absl::StatusCode::kInvalidArgument);
+  ASSERT_TRUE(AddFloats(*shard, 0, 0, 0, {0.5f, -1.5f}).ok());
+  EXPECT_EQ(shard->FinishPush(0, 0).code(), absl::StatusCode::kInvalidArgument);
+  // Abandoned with half of it kept: nothing applied, and the push may be made again.
+  shard->AbandonPush(0, 0);
+  EXPECT_EQ(AddFloats(*shard, 0, 0, 2, {0.125f, 3.0f}).code(),
+            absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ(shard->Read().version, 0u);
+  ASSERT_TRUE(shard->BeginPush(1, 0, 0, 0, 4).ok());
+  ASSERT_TRUE(AddFloats(*shard, 0, 0, 0, {0.5f, -1.5f}).ok());
+  ASSERT_TRUE(AddFloats(*shard, 0, 0, 2, {}).ok());  // an empty segment continues it
+  ASSERT_TRUE(AddFloats(*shard, 0, 0, 2, {0.125f, 3.0f}).ok());
+  ASSERT_TRUE(shard->FinishPush(0, 0).ok());
+  EXPECT_EQ(shard->BeginPush(1, 0, 0, 0, 4).code(), absl::StatusCode::kAlreadyExists);
+  ASSERT_TRUE(whole->Push(0, 0, 0, gradient).ok());
+
+  ASSERT_TRUE(shard->AwaitSettled(1, kDeadline).ok());
+  ASSERT_TRUE(whole->AwaitSettled(1, kDeadline).ok());
+  EXPECT_EQ(shard->completed(0), 1u);
+  EXPECT_EQ(*shard->Read().values, *whole->Read().values);
+  EXPECT_EQ(shard->ExportState(), whole->ExportState());
 }
 
 TEST(StaleShardTest, ClosingAnswersWaitingPullsAbortedAndRefusesPushes) {
