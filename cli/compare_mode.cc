@@ -12,6 +12,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "cli/lab_bound.h"
 #include "cli/progress.h"
 #include "cli/report/accuracy_summary.h"
 #include "cli/report/model_prediction.h"
@@ -185,6 +186,11 @@ LocalClusterOptions ClusterOptionsOf(const ModeRunSpec& spec, const std::string&
   cluster_options.mode = spec.mode;
   cluster_options.training = spec.job();
   cluster_options.heartbeat_timeout = options.cluster.heartbeat_timeout;
+  if (options.link_rate.has_value()) {  // the lab: a step may take longer than the default
+    cluster_options.collective_timeout =
+        LabCollectiveTimeout({*options.link_rate, options.slow_links}, spec.shape.workers,
+                             spec.config.parameters, cluster_options.collective_timeout);
+  }
   cluster_options.checkpoint_dir =
       CompareCheckpointDir(options.cluster.checkpoint_dir, spec.job_index, spec.mode);
   if (spec.shape.swept && !cluster_options.checkpoint_dir.empty()) {

@@ -171,4 +171,16 @@ void FillLabBound(const LabRates& rates, const JobConfig& config, int shards, Mo
                    WaitReason(report, bottleneck.node, not_waited_for), ")");
 }
 
+absl::Duration LabCollectiveTimeout(const LabRates& rates, int workers, int64_t parameters,
+                                    absl::Duration floor) {
+  double slowest = rates.link_rate.payload_bytes_per_second();
+  for (const auto& [host, rate] : rates.slow_links) {
+    slowest = std::min(slowest, rate.payload_bytes_per_second());
+  }
+  const double busiest_bytes = static_cast<double>(std::max(workers, 1)) *
+                               static_cast<double>(std::max<int64_t>(parameters, 0)) *
+                               sizeof(float);
+  return std::max(floor, absl::Seconds(kLabTimeoutMargin * busiest_bytes / slowest));
+}
+
 }  // namespace ringside::cli

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "absl/time/time.h"
 #include "cli/report/compare_report.h"
 #include "common/link_rate.h"
 #include "common/training_options.h"
@@ -45,6 +46,16 @@ int WorkersNotWaitedFor(const TrainingOptions& training, int workers);
 // direction of its own.
 void FillLabBound(const LabRates& rates, const JobConfig& config, int shards, ModeReport& report,
                   int not_waited_for = 0);
+
+// The workers' --timeout for a run of `workers` workers of a model of `parameters` parameters
+// on `rates`' links: at least `floor`, and kLabTimeoutMargin times what the busiest link of any
+// mode carries in a step (one shard's N float32 shares, in), at the slowest rate. A collective
+// that waits past --timeout fails its step, so a fixed deadline would fail every step of a job
+// whose busiest link needs longer (eight workers' pushes of the heavy model into one shard at
+// 10mbit take about 50 s).
+inline constexpr double kLabTimeoutMargin = 3;
+absl::Duration LabCollectiveTimeout(const LabRates& rates, int workers, int64_t parameters,
+                                    absl::Duration floor);
 
 }  // namespace ringside::cli
 

@@ -14,6 +14,24 @@ namespace {
 
 using ::testing::HasSubstr;
 
+// A step's deadline in the lab: the default where links are fast, and three times the busiest
+// link's step (one shard taking N float32 shares) at the slowest rate where that is longer.
+TEST(LabCollectiveTimeoutTest, GrowsWithTheBusiestLinksStepAtTheSlowestRate) {
+  const absl::Duration floor = absl::Seconds(30);
+  const LinkRate fast = ParseLinkRate("1gbit").value();
+  const LinkRate slow = ParseLinkRate("10mbit").value();
+  EXPECT_EQ(LabCollectiveTimeout({fast, {}}, 8, 1863690, floor), floor);
+  // 8 × 1,863,690 × 4 bytes at 10 Mbit/s's payload share: 51.0 s, thrice.
+  const double step = 8.0 * 1863690 * 4 / slow.payload_bytes_per_second();
+  EXPECT_NEAR(absl::ToDoubleSeconds(LabCollectiveTimeout({slow, {}}, 8, 1863690, floor)),
+              kLabTimeoutMargin * step, 1e-6);
+  // One slow host is the slowest rate.
+  EXPECT_NEAR(
+      absl::ToDoubleSeconds(LabCollectiveTimeout({fast, {{"worker-3", slow}}}, 8, 1863690, floor)),
+      kLabTimeoutMargin * step, 1e-6);
+  EXPECT_EQ(LabCollectiveTimeout({slow, {}}, 2, 1000, floor), floor);
+}
+
 TEST(SlowLinksTest, ParsesRepeatedFlagsAndCommaLists) {
   auto links = ParseSlowLinks({"worker-3:20mbit,ps-0:1gbit", "worker-1:500kbit"});
   ASSERT_TRUE(links.ok()) << links.status();
