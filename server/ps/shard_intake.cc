@@ -128,11 +128,11 @@ absl::Status ShardState::KeepSegment(int worker, uint64_t step, uint64_t offset,
   }
   // Summing these elements may reuse the sum's slots of elements this worker has not been sent.
   if (share.received() + count - answered_[worker] > sum_elements_) {
-    return absl::ResourceExhaustedError(absl::StrCat(
-        "worker ", worker, "'s segment of ", count, " elements runs ",
-        share.received() + count - answered_[worker],
-        " elements ahead of the sum it was answered; the ", "shard keeps ", sum_elements_,
-        " of it (a push window of at most ", kMaxPsWindowBytes, " bytes fits)"));
+    return absl::ResourceExhaustedError(
+        absl::StrCat("worker ", worker, "'s segment of ", count, " elements runs ",
+                     share.received() + count - answered_[worker],
+                     " elements ahead of the sum it was answered; the shard keeps ", sum_elements_,
+                     " of it (a push window of at most ", kMaxPsWindowBytes, " bytes fits)"));
   }
   share.Keep(offset, count, std::move(pieces), std::move(owner));
   HandOverLocked();
