@@ -11,10 +11,10 @@
 #include "absl/strings/str_cat.h"
 #include "common/auth.h"
 #include "common/grpc_util.h"
-#include "common/link_fit.h"
 #include "common/model_spec.h"
 #include "common/status_macros.h"
 #include "common/wire_dtype.h"
+#include "server/probe/link_probe.h"
 #include "worker/batching.h"
 #include "worker/dataset.h"
 #include "worker/device.h"
@@ -31,46 +31,6 @@ double SecondsSince(Clock::time_point start) {
 double Median(std::vector<double> values) {
   std::sort(values.begin(), values.end());
   return values[values.size() / 2];
-}
-
-// One echo's round trip, or the member's error naming it.
-absl::StatusOr<double> TimeEcho(proto::LinkProbe::Stub& stub, const std::string& member,
-                                const proto::ProbePayload& request, const ProbeOptions& options) {
-  grpc::ClientContext context;
-  SetDeadline(context, options.timeout);
-  context.AddMetadata(kProbeTokenMetadata, options.token);
-  proto::ProbePayload reply;
-  const Clock::time_point start = Clock::now();
-  const grpc::Status status = stub.Echo(&context, request, &reply);
-  const double seconds = SecondsSince(start);
-  if (!status.ok()) {
-    return absl::Status(
-        FromGrpcStatus(status).code(),
-        absl::StrCat("probe of member ", member, " failed: ", status.error_message()));
-  }
-  if (reply.payload().size() != request.payload().size()) {
-    return absl::DataLossError(absl::StrCat("member ", member, " echoed ", reply.payload().size(),
-                                            " bytes of ", request.payload().size()));
-  }
-  return seconds;
-}
-
-absl::StatusOr<LinkProbe> ProbeMember(const std::string& member, const ProbeOptions& options) {
-  auto stub = proto::LinkProbe::NewStub(MakeChannel(member, options.security));
-  std::vector<MessageTiming> timings;
-  for (uint64_t bytes = 1024; bytes <= kMaxProbeMessageBytes; bytes *= 2) {
-    proto::ProbePayload request;
-    request.set_payload(std::string(bytes, 'p'));
-    std::vector<double> round_trips;
-    for (int i = 0; i < options.repeats; ++i) {
-      ASSIGN_OR_RETURN(const double seconds, TimeEcho(*stub, member, request, options));
-      round_trips.push_back(seconds);
-    }
-    timings.push_back({bytes, Median(round_trips) / 2});
-  }
-  absl::StatusOr<LinkFit> fit = FitLatencyBandwidth(timings);
-  if (!fit.ok()) return Annotate(fit.status(), absl::StrCat("link to ", member));
-  return LinkProbe{absl::StrCat("probe->", member), fit->latency_seconds, fit->bytes_per_second()};
 }
 
 absl::StatusOr<double> ComputeSecondsPerSample(const ProbeOptions& options) {
@@ -147,29 +107,16 @@ absl::Status CheckProbeOptions(const ProbeOptions& options) {
 
 }  // namespace
 
-grpc::ServerUnaryReactor* LinkProbeService::Echo(grpc::CallbackServerContext* context,
-                                                 const proto::ProbePayload* request,
-                                                 proto::ProbePayload* reply) {
-  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
-  if (!SecretsEqual(MetadataValue(*context, kProbeTokenMetadata), token_)) {
-    reactor->Finish(grpc::Status(grpc::StatusCode::PERMISSION_DENIED, "no probe token"));
-  } else if (request->payload().size() > kMaxProbeMessageBytes) {
-    reactor->Finish(grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "probe payload over 4 MiB"));
-  } else {
-    reply->set_payload(request->payload());
-    reactor->Finish(grpc::Status::OK);
-  }
-  return reactor;
-}
-
 absl::StatusOr<ClusterProbe> RunClusterProbe(const ProbeOptions& options) {
   RETURN_IF_ERROR(CheckProbeOptions(options));
+  const probe::LinkProbeOptions links{options.token, options.security, options.timeout,
+                                      options.repeats};
   ClusterProbe probe;
   probe.model = options.model;
   probe.activation = options.activation;
   probe.device = options.device;
   for (const std::string& member : options.members) {
-    ASSIGN_OR_RETURN(LinkProbe link, ProbeMember(member, options));
+    ASSIGN_OR_RETURN(LinkProbe link, probe::ProbeLink(member, links));
     probe.links.push_back(std::move(link));
   }
   const auto slowest = std::min_element(probe.links.begin(), probe.links.end(),
@@ -190,7 +137,7 @@ absl::StatusOr<ClusterProbe> RunLoopbackProbe(ProbeOptions options, int members)
   if (options.token.empty()) {
     ASSIGN_OR_RETURN(options.token, RandomSecret());
   }
-  LinkProbeService service(options.token);
+  probe::LinkProbeService service(options.token);
   std::vector<StartedServer> servers;
   options.members.clear();
   for (int i = 0; i < members; ++i) {

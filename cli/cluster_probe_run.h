@@ -1,8 +1,6 @@
-// `ringside plan --probe_out`'s probe, both sides: LinkProbeService (a member's echo, on the
-// gRPC server common/grpc_util.h creates) and RunClusterProbe, which measures
-//  - each member's link: echoes of 1 KiB to 4 MiB (doubling, a few of each, the median kept)
-//    through MakeChannel with the job's transport security, fitted to α + β·m
-//    (common/link_fit.h), one way being half a round trip;
+// `ringside plan --probe_out`'s probe: RunClusterProbe measures
+//  - each member's link (server/probe/link_probe.h: echoes of 1 KiB to 4 MiB through the job's
+//    transport security, fitted to α + β·m);
 //  - a sample's compute: forward and backward passes of the job's model on its device;
 //  - the sync's CPU seconds per byte: decoding, summing and encoding a float32 buffer (the
 //    ring's per-hop work), plus what a link's fit charges per byte beyond the wire;
@@ -22,25 +20,8 @@
 #include "absl/time/time.h"
 #include "common/cluster_probe.h"
 #include "common/transport_security.h"
-#include "proto/probe.grpc.pb.h"
 
 namespace ringside::cli {
-
-inline constexpr char kProbeTokenMetadata[] = "ringside-probe-token";
-inline constexpr uint64_t kMaxProbeMessageBytes = uint64_t{4} << 20;
-
-// Echoes every payload of at most kMaxProbeMessageBytes to a caller presenting `token`;
-// PERMISSION_DENIED otherwise. Thread-safe.
-class LinkProbeService final : public proto::LinkProbe::CallbackService {
- public:
-  explicit LinkProbeService(std::string token) : token_(std::move(token)) {}
-  grpc::ServerUnaryReactor* Echo(grpc::CallbackServerContext* context,
-                                 const proto::ProbePayload* request,
-                                 proto::ProbePayload* reply) override;
-
- private:
-  const std::string token_;
-};
 
 struct ProbeOptions {
   std::vector<std::string> members;  // HOST:PORT of each member's LinkProbeService

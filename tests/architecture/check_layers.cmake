@@ -9,11 +9,12 @@ set(allowed_common            "")
 set(allowed_ring              "common;proto")
 set(allowed_server/controller "common;proto")
 set(allowed_server/ps         "common;proto;server/controller")
+set(allowed_server/probe      "common;proto")
 set(allowed_worker            "common;proto;ring;server/controller;server/ps")
 set(allowed_launch            "common")
-set(allowed_cli               "common;proto;ring;server/controller;server/ps;worker;launch")
-set(allowed_bench             "common;proto;ring;server/controller;server/ps;worker;launch")
-set(nodes common ring server/controller server/ps worker launch cli bench)
+set(allowed_cli               "common;proto;ring;server/controller;server/ps;server/probe;worker;launch")
+set(allowed_bench             "common;proto;ring;server/controller;server/ps;server/probe;worker;launch")
+set(nodes common ring server/controller server/ps server/probe worker launch cli bench)
 set(project_nodes ${nodes} proto tests)  # tests/ (fuzz targets too) may include anything
 # The worker reaches the servers through their clients only: these headers, and no others.
 set(server_client_headers

@@ -7,6 +7,7 @@
 #include "common/grpc_util.h"
 #include "gtest/gtest.h"
 #include "launch/free_port.h"
+#include "server/probe/link_probe.h"
 
 namespace ringside::cli {
 namespace {
@@ -55,7 +56,7 @@ TEST(PlanProbeTest, NamesAMemberThatCannotBeReached) {
 }
 
 TEST(PlanProbeTest, RefusesACallerWithoutTheToken) {
-  LinkProbeService service("the-token");
+  probe::LinkProbeService service("the-token");
   absl::StatusOr<StartedServer> server =
       StartServer("127.0.0.1:0", {&service}, TransportSecurity::Plaintext());
   ASSERT_TRUE(server.ok()) << server.status();

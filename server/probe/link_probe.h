@@ -1,0 +1,49 @@
+// The link probe protocol (proto/probe.proto), both sides: LinkProbeService, the echo a member
+// serves (`ringside plan`'s loopback members), and ProbeLink, which times echoes of 1 KiB to
+// 4 MiB (doubling, a few of each, the median kept) through MakeChannel with the job's transport
+// security and fits them to α + β·m (common/link_fit.h), one way being half a round trip. Errors:
+// UNAVAILABLE / DEADLINE_EXCEEDED / PERMISSION_DENIED naming the member and gRPC's reason;
+// DATA_LOSS for a short echo; INVALID_ARGUMENT for a fit that fails.
+#ifndef RINGSIDE_SERVER_PROBE_LINK_PROBE_H_
+#define RINGSIDE_SERVER_PROBE_LINK_PROBE_H_
+
+#include <cstdint>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "common/cluster_probe.h"
+#include "common/transport_security.h"
+#include "proto/probe.grpc.pb.h"
+
+namespace ringside::probe {
+
+inline constexpr char kProbeTokenMetadata[] = "ringside-probe-token";
+inline constexpr uint64_t kMaxProbeMessageBytes = uint64_t{4} << 20;
+
+// Echoes every payload of at most kMaxProbeMessageBytes to a caller presenting `token`;
+// PERMISSION_DENIED otherwise. Thread-safe.
+class LinkProbeService final : public proto::LinkProbe::CallbackService {
+ public:
+  explicit LinkProbeService(std::string token) : token_(std::move(token)) {}
+  grpc::ServerUnaryReactor* Echo(grpc::CallbackServerContext* context,
+                                 const proto::ProbePayload* request,
+                                 proto::ProbePayload* reply) override;
+
+ private:
+  const std::string token_;
+};
+
+struct LinkProbeOptions {
+  std::string token;  // the members' secret
+  TransportSecurity security;
+  absl::Duration timeout = absl::Seconds(10);  // each echo's deadline
+  int repeats = 5;                             // echoes per size (>= 1); the median is kept
+};
+
+// The link to `member` (HOST:PORT of a LinkProbeService), named "probe->MEMBER".
+absl::StatusOr<LinkProbe> ProbeLink(const std::string& member, const LinkProbeOptions& options);
+
+}  // namespace ringside::probe
+
+#endif  // RINGSIDE_SERVER_PROBE_LINK_PROBE_H_
