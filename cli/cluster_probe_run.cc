@@ -96,6 +96,32 @@ int UsableCores() {
   return static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
 }
 
+// Every member's link, in the members' order.
+absl::StatusOr<std::vector<LinkProbe>> ProbeLinks(const ProbeOptions& options) {
+  const probe::LinkProbeOptions each{
+      options.token,   options.security,          options.timeout,
+      options.repeats, options.round_trip_budget, options.fit_from_bytes};
+  std::vector<absl::StatusOr<LinkProbe>> probed(options.members.size(),
+                                                absl::UnknownError("not probed"));
+  if (options.concurrent_links) {
+    std::vector<std::thread> threads;
+    for (size_t i = 0; i < options.members.size(); ++i) {
+      threads.emplace_back([&, i] { probed[i] = probe::ProbeLink(options.members[i], each); });
+    }
+    for (std::thread& thread : threads) thread.join();
+  } else {
+    for (size_t i = 0; i < options.members.size(); ++i) {
+      probed[i] = probe::ProbeLink(options.members[i], each);
+    }
+  }
+  std::vector<LinkProbe> links;
+  for (absl::StatusOr<LinkProbe>& link : probed) {
+    if (!link.ok()) return link.status();
+    links.push_back(*std::move(link));
+  }
+  return links;
+}
+
 absl::Status CheckProbeOptions(const ProbeOptions& options) {
   if (options.members.empty()) return absl::InvalidArgumentError("the probe needs a member");
   if (options.repeats < 1) return absl::InvalidArgumentError("probe repeats must be >= 1");
@@ -109,16 +135,11 @@ absl::Status CheckProbeOptions(const ProbeOptions& options) {
 
 absl::StatusOr<ClusterProbe> RunClusterProbe(const ProbeOptions& options) {
   RETURN_IF_ERROR(CheckProbeOptions(options));
-  const probe::LinkProbeOptions links{options.token, options.security, options.timeout,
-                                      options.repeats};
   ClusterProbe probe;
   probe.model = options.model;
   probe.activation = options.activation;
   probe.device = options.device;
-  for (const std::string& member : options.members) {
-    ASSIGN_OR_RETURN(LinkProbe link, probe::ProbeLink(member, links));
-    probe.links.push_back(std::move(link));
-  }
+  ASSIGN_OR_RETURN(probe.links, ProbeLinks(options));
   const auto slowest = std::min_element(probe.links.begin(), probe.links.end(),
                                         [](const LinkProbe& a, const LinkProbe& b) {
                                           return a.bytes_per_second < b.bytes_per_second;

@@ -29,6 +29,12 @@ struct ProbeOptions {
   TransportSecurity security;
   absl::Duration timeout = absl::Seconds(10);  // each echo's deadline
   int repeats = 5;                             // echoes per size; the median is kept
+  // probe::LinkProbeOptions::round_trip_budget: infinite, every size to 4 MiB.
+  absl::Duration round_trip_budget = absl::InfiniteDuration();
+  uint64_t fit_from_bytes = 0;  // probe::LinkProbeOptions::fit_from_bytes: 0, every size
+  // Each member's link probed on a thread of its own, all at once: only where the links do not
+  // share the prober's (the lab's members, behind their own shapers, reached unshaped).
+  bool concurrent_links = false;
   std::string model = "4,16,3";
   std::string activation = "tanh";
   std::string device = "cpu";

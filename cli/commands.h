@@ -30,6 +30,7 @@
 #include "common/metrics.h"
 #include "common/step_model.h"
 #include "common/termination_signals.h"
+#include "common/transport_security.h"
 #include "launch/local_cluster.h"
 #include "worker/local_training.h"
 
@@ -98,6 +99,11 @@ struct CompareOptions {
   // --probe=FILE's costs (common/cluster_probe.h; lab: its links at --link_rate): every run's
   // predicted step and sync beside the measured ones (cli/compare_prediction.h). Unset: none.
   std::optional<ClusterCosts> predicted_costs;
+  // `ringside lab --probe_out=FILE`: the lab's worker links are probed first (cli/lab_probe.h),
+  // the probe written here and every run predicted from it, its links as measured rather than
+  // --link_rate's (predicted_links_measured).
+  std::string lab_probe_out;
+  bool predicted_links_measured = false;
   // --repeats: each mode (and each variant, and --colocate's run) runs this many times, in
   // rounds alternated ring, ps, ring, ps, ... so a drift of the machine falls on every mode
   // alike (cli/report/repeats.h summarises them). Not with a sweep.
@@ -126,6 +132,12 @@ struct PlanOptions {
   std::string probe_out;
   int probe_members = 3;
   bool tls = true;  // the probe's links under mutual TLS (a throw-away CA); false: --insecure
+  // --probe_targets: the members (HOST:PORT of a LinkProbeService each: workers given
+  // --probe_token_file) probed instead of loopback, their secret and the cluster's security.
+  // Compute, CPU and cores are measured where plan runs: run it on one of the cluster's hosts.
+  std::vector<std::string> probe_targets;
+  std::string probe_token;
+  TransportSecurity probe_security;
   std::optional<LinkRate> link_rate;
   std::optional<absl::Duration> link_latency;
   // The workers' push window in ps mode (--ps_window_bytes; 0: their default): the segment the

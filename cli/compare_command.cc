@@ -129,7 +129,7 @@ absl::StatusOr<std::vector<float>> RunAndRecord(const ModeRunSpec& spec, ModeRep
   }
   if (session.options.predicted_costs.has_value()) {
     ClusterCosts costs = *session.options.predicted_costs;
-    if (session.options.link_rate.has_value()) {
+    if (session.options.link_rate.has_value() && !session.options.predicted_links_measured) {
       costs.link_bytes_per_second = session.options.link_rate->payload_bytes_per_second();
     }
     FillPrediction(costs, spec.job(), spec.config, spec.shape.ps_shards, report);

@@ -8,10 +8,12 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "cli/commands.h"
 #include "cli/lab_bound.h"
+#include "cli/lab_probe.h"
 #include "common/status_macros.h"
 #include "launch/network_lab.h"
 #include "server/ps/ps_client.h"
@@ -44,6 +46,32 @@ std::vector<std::string> HostNames(const CompareOptions& options) {
   return names;
 }
 
+// --probe_out: the lab's worker links probed (cli/lab_probe.h), the file written, and every run
+// predicted from it.
+absl::Status ProbeTheLab(const NetworkLab& lab, CompareOptions& options, std::ostream& out) {
+  LabProbeOptions probe;
+  probe.bin_dir = options.cluster.bin_dir;
+  probe.tls = options.cluster.tls;
+  for (const LabHost& host : lab.hosts()) {
+    if (absl::StartsWith(host.name, "worker-")) probe.hosts.push_back(host.name);
+  }
+  const TrainingOptions& job = options.jobs.front();
+  probe.model = job.model;
+  probe.activation = job.activation;
+  probe.device = job.device == "auto" ? "cpu" : job.device;
+  out << "lab: probing the links of " << probe.hosts.size()
+      << " worker hosts through their shapers, and the job's model on this host...\n";
+  out.flush();
+  ASSIGN_OR_RETURN(const ClusterProbe probed, ProbeLabLinks(lab, probe));
+  RETURN_IF_ERROR(WriteClusterProbe(options.lab_probe_out, probed));
+  out << "lab: probe written to " << options.lab_probe_out << " (slowest link "
+      << probed.costs.link_bytes_per_second * 8 / 1e6 << " Mbit/s, latency "
+      << probed.costs.link_latency_seconds * 1e6 << " us)\n";
+  options.predicted_costs = probed.costs;
+  options.predicted_links_measured = true;
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 absl::Status RunLab(CompareOptions options, const TerminationSignals& signals, std::ostream& out) {
@@ -71,6 +99,7 @@ absl::Status RunLab(CompareOptions options, const TerminationSignals& signals, s
   if (signals.received()) return absl::CancelledError("stopped by a signal; the lab is removed");
   options.link_burst_bytes = lab->burst_bytes();
   if (options.ps_window_bytes == 0) options.ps_window_bytes = server::kLabPsWindowBytes;
+  if (!options.lab_probe_out.empty()) RETURN_IF_ERROR(ProbeTheLab(*lab, options, out));
   const NetworkLab* hosts = lab.get();
   options.host_of = [hosts](const std::string& name) -> std::optional<launch::ProcessHost> {
     const LabHost* host = hosts->host(name);

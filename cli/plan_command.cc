@@ -36,13 +36,29 @@ absl::StatusOr<TransportSecurity> ProbeSecurity(bool tls, std::optional<launch::
 }
 
 absl::StatusOr<ClusterProbe> ProbeThisHost(const PlanOptions& options) {
-  std::optional<launch::TempDir> dir;
   ProbeOptions probe;
-  ASSIGN_OR_RETURN(probe.security, ProbeSecurity(options.tls, dir));
   probe.model = options.job.model;
   probe.activation = options.job.activation;
   probe.device = options.job.device == "auto" ? "cpu" : options.job.device;
+  if (!options.probe_targets.empty()) {
+    probe.members = options.probe_targets;
+    probe.token = options.probe_token;
+    probe.security = options.probe_security;
+    return RunClusterProbe(probe);
+  }
+  std::optional<launch::TempDir> dir;
+  ASSIGN_OR_RETURN(probe.security, ProbeSecurity(options.tls, dir));
   return RunLoopbackProbe(probe, options.probe_members);
+}
+
+void SayWhatIsProbed(const PlanOptions& options, std::ostream& out) {
+  if (options.probe_targets.empty()) {
+    out << "probing this host on loopback (" << options.probe_members << " links, "
+        << (options.tls ? "mutual TLS" : "plaintext") << ", the job's model)...\n";
+  } else {
+    out << "probing the links to " << options.probe_targets.size() << " members ("
+        << absl::StrJoin(options.probe_targets, ", ") << ") and the job's model on this host...\n";
+  }
 }
 
 // The costs and what they came from.
@@ -56,10 +72,9 @@ absl::StatusOr<std::pair<ClusterCosts, std::string>> PlanCosts(const PlanOptions
                                            options.job.activation));
     source = "probe " + options.probe_file;
   } else {
-    out << "probing this host on loopback (" << options.probe_members << " links, "
-        << (options.tls ? "mutual TLS" : "plaintext") << ", the job's model)...\n";
+    SayWhatIsProbed(options, out);
     ASSIGN_OR_RETURN(probe, ProbeThisHost(options));
-    source = "a probe of this host";
+    source = options.probe_targets.empty() ? "a probe of this host" : "a probe of the members";
     if (!options.probe_out.empty()) {
       RETURN_IF_ERROR(WriteClusterProbe(options.probe_out, probe));
       out << "probe written to " << options.probe_out << "\n";

@@ -13,16 +13,22 @@
 #include "common/flags/training_flags.h"
 #include "common/link_rate.h"
 #include "common/model_spec.h"
+#include "common/net.h"
 #include "common/status_macros.h"
 #include "common/training_options.h"
+#include "server/controller/job_spec.h"
 #include "server/ps/ps_client.h"
 
 ABSL_FLAG(std::string, link_latency, "",
           "plan: each message's latency on the cluster's links (e.g. 50us, 1ms), in place of "
           "the probe's");
-ABSL_FLAG(std::string, probe_out, "",
-          "plan: probe this host on loopback and write the probe file here");
 ABSL_FLAG(int64_t, probe_members, 3, "plan: loopback links the probe measures, 1 to 64");
+ABSL_FLAG(std::string, probe_targets, "",
+          "plan: probe these members' links instead of loopback: HOST:PORT of each, "
+          "comma-separated (workers started with --probe_token_file; with the cluster's "
+          "--tls_ca/--tls_cert/--tls_key or --insecure)");
+ABSL_FLAG(std::string, probe_token_file, "",
+          "plan: the file holding the secret the --probe_targets members were given");
 ABSL_FLAG(int64_t, steps_to_target, 0,
           "plan: steps the job takes to its target (from a run, or given); 0: unknown, no time "
           "to target");
@@ -35,6 +41,67 @@ ABSL_FLAG(std::string, measured, "",
           "plan: a ringside compare --json file whose measured steps --chart lays on the curves");
 
 namespace ringside::cli {
+namespace {
+
+constexpr int kMaxProbeTargets = 1024;
+
+// --probe_targets: each HOST:PORT, the secret and the cluster's transport security.
+absl::Status ProbeTargetsFromFlags(int argc, char** argv, PlanOptions& options) {
+  const SecurityFlags security = SecurityFlagsFromCommandLine();
+  const std::string token_file = absl::GetFlag(FLAGS_probe_token_file);
+  const std::string listed = absl::GetFlag(FLAGS_probe_targets);
+  if (listed.empty()) {
+    if (!token_file.empty() || !security.tls.ca.empty() || !security.tls.cert.empty() ||
+        !security.tls.key.empty()) {
+      return absl::InvalidArgumentError(
+          "--probe_token_file and --tls_ca/--tls_cert/--tls_key are for --probe_targets: a "
+          "loopback probe makes its own secret and CA");
+    }
+    return absl::OkStatus();
+  }
+  absl::StatusOr<std::vector<HostPort>> parsed = ParseHostPortList(listed);
+  if (!parsed.ok()) return Annotate(parsed.status(), "--probe_targets");
+  const std::vector<HostPort>& targets = *parsed;
+  if (!options.probe_file.empty() || FlagGiven(argc, argv, "probe_members")) {
+    return absl::InvalidArgumentError(
+        "--probe_targets probes the members it names: give neither --probe nor --probe_members");
+  }
+  if (targets.size() > kMaxProbeTargets) {
+    return absl::InvalidArgumentError(absl::StrCat("--probe_targets names ", targets.size(),
+                                                   " members; at most ", kMaxProbeTargets));
+  }
+  for (const HostPort& target : targets) {
+    if (target.port == 0) {
+      return absl::InvalidArgumentError(absl::StrCat("--probe_targets: ", target.ToString(),
+                                                     " has port 0, which cannot be dialled"));
+    }
+    options.probe_targets.push_back(target.ToString());
+  }
+  ASSIGN_OR_RETURN(options.probe_token, server::ReadTokenFile(token_file, "--probe_token_file"));
+  ASSIGN_OR_RETURN(options.probe_security, ResolveSecurityFlags(security));
+  return absl::OkStatus();
+}
+
+// Where the costs come from: --probe, --probe_targets or loopback (--probe_members).
+absl::Status ProbeSourceFromFlags(int argc, char** argv, PlanOptions& options) {
+  options.probe_file = absl::GetFlag(FLAGS_probe);
+  options.probe_out = absl::GetFlag(FLAGS_probe_out);
+  if (!options.probe_file.empty() && !options.probe_out.empty()) {
+    return absl::InvalidArgumentError(
+        "--probe reads a probe file, --probe_out writes a new one: give one of them");
+  }
+  RETURN_IF_ERROR(CheckOutputPath("--probe_out", options.probe_out));
+  const int64_t members = absl::GetFlag(FLAGS_probe_members);
+  if (members < 1 || members > 64) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--probe_members=", members, ": must be 1 to 64"));
+  }
+  options.probe_members = static_cast<int>(members);
+  options.tls = !SecurityFlagsFromCommandLine().insecure;
+  return ProbeTargetsFromFlags(argc, argv, options);
+}
+
+}  // namespace
 
 // plan: the step model's inputs; the costs' sources are read in RunPlan.
 absl::StatusOr<PlanOptions> PlanOptionsFromFlags(int argc, char** argv) {
@@ -50,20 +117,7 @@ absl::StatusOr<PlanOptions> PlanOptionsFromFlags(int argc, char** argv) {
                    ParseCountList("--workers", absl::GetFlag(FLAGS_workers), 1 << 20));
   ASSIGN_OR_RETURN(options.shard_counts,
                    ParseCountList("--ps_shards", absl::GetFlag(FLAGS_ps_shards), 1 << 20));
-  options.probe_file = absl::GetFlag(FLAGS_probe);
-  options.probe_out = absl::GetFlag(FLAGS_probe_out);
-  if (!options.probe_file.empty() && !options.probe_out.empty()) {
-    return absl::InvalidArgumentError(
-        "--probe reads a probe file, --probe_out writes a new one: give one of them");
-  }
-  RETURN_IF_ERROR(CheckOutputPath("--probe_out", options.probe_out));
-  const int64_t members = absl::GetFlag(FLAGS_probe_members);
-  if (members < 1 || members > 64) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("--probe_members=", members, ": must be 1 to 64"));
-  }
-  options.probe_members = static_cast<int>(members);
-  options.tls = !SecurityFlagsFromCommandLine().insecure;
+  RETURN_IF_ERROR(ProbeSourceFromFlags(argc, argv, options));
   if (const int64_t window = absl::GetFlag(FLAGS_ps_window_bytes); window != 0) {
     RETURN_IF_ERROR(server::CheckPsWindowBytes(window));
     options.ps_window_bytes = static_cast<uint64_t>(window);

@@ -70,6 +70,10 @@ ABSL_FLAG(int64_t, checkpoint_every, 0,
 ABSL_FLAG(std::string, link_rate, "",
           "lab: the rate of every host's link, each way, in tc syntax (100mbit, 1gbit, 500kbit); "
           "plan: the rate of the cluster's links, in place of the probe's");
+ABSL_FLAG(std::string, probe_out, "",
+          "plan: probe this host on loopback (or --probe_targets) and write the probe file here; "
+          "lab: probe the lab's worker links first, write the file here and predict every run "
+          "from it");
 ABSL_FLAG(std::string, probe, "",
           "plan: the probe file of the cluster (written by --probe_out) to take its costs from; "
           "compare/lab: predict every run's step and sync from it, beside the measured ones; "
@@ -273,6 +277,17 @@ absl::Status LabRatesFromFlags(int argc, char** argv, CompareOptions& options) {
   }
   options.link_rate = *rate;
   ASSIGN_OR_RETURN(options.slow_links, ParseSlowLinks(RepeatedFlagValues(argc, argv, "slow_link")));
+  options.lab_probe_out = absl::GetFlag(FLAGS_probe_out);
+  if (options.lab_probe_out.empty()) return absl::OkStatus();
+  RETURN_IF_ERROR(CheckOutputPath("--probe_out", options.lab_probe_out));
+  if (options.predicted_costs.has_value()) {
+    return absl::InvalidArgumentError(
+        "--probe reads a probe file, --probe_out probes the lab's links: give one of them");
+  }
+  if (options.jobs.size() != 1) {
+    return absl::InvalidArgumentError(
+        "--probe_out probes one job's model: give --model or --data to run one job");
+  }
   return absl::OkStatus();
 }
 

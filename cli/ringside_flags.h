@@ -25,6 +25,7 @@ ABSL_DECLARE_FLAG(std::string, ps_shards);
 ABSL_DECLARE_FLAG(std::string, link_rate);
 ABSL_DECLARE_FLAG(std::string, json);
 ABSL_DECLARE_FLAG(std::string, probe);
+ABSL_DECLARE_FLAG(std::string, probe_out);
 ABSL_DECLARE_FLAG(int64_t, ps_window_bytes);
 
 namespace ringside::cli {

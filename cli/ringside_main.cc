@@ -215,16 +215,18 @@ const Subcommand kSubcommands[] = {
      Join(kClusterFlags,
           {"json", "report", "timeline", "timeline_capacity", "target_accuracy", "colocate",
            "ps_variants", "compression_variants", "ps_window_bytes", "repeats", "link_rate",
-           "slow_link", "cleanup", "probe", "stall_timeout"}),
+           "slow_link", "cleanup", "probe", "probe_out", "stall_timeout"}),
      true, &LabCommand},
     {"plan",
      "usage: ringside plan [--workers=8,64,256] [--ps_shards=1,4] [--link_rate=10gbit]\n"
      "         [--link_latency=50us] [--straggler=worker-3:3] [--probe=FILE | --probe_out=FILE]\n"
+     "         [--probe_targets=HOST:PORT,... --probe_token_file=FILE (--tls_* | --insecure)]\n"
      "Predicts each mode's compute, sync and step time, samples/s and time to target on each\n"
      "cluster size, ranks the modes and names the term that decides; --json and --chart;\n"
      "--calibrate=FILE,... fits the model to measured runs first.",
      {"workers", "ps_shards", "link_rate", "link_latency", "probe", "probe_out", "probe_members",
-      "steps_to_target", "json", "chart", "measured", "calibrate", "insecure", "ps_window_bytes"},
+      "probe_targets", "probe_token_file", "tls_ca", "tls_cert", "tls_key", "steps_to_target",
+      "json", "chart", "measured", "calibrate", "insecure", "ps_window_bytes"},
      true,
      &PlanCommand},
     {"up",

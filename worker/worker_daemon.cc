@@ -19,6 +19,8 @@
 #include "prometheus/registry.h"
 #include "ring/ring_member.h"
 #include "server/controller/controller_client.h"
+#include "server/controller/job_spec.h"
+#include "server/probe/link_probe.h"
 #include "server/ps/ps_client.h"
 #include "worker/assignment_source.h"
 #include "worker/controller_assignments.h"
@@ -57,7 +59,8 @@ struct RunningWorker {
   std::shared_ptr<prometheus::Registry> registry = std::make_shared<prometheus::Registry>();
   Metrics metrics{registry};
   std::unique_ptr<MetricsServer> metrics_server;
-  std::unique_ptr<ring::RingMember> member;  // none in a static ps cluster
+  std::unique_ptr<ring::RingMember> member;        // none in a static ps cluster
+  std::unique_ptr<probe::LinkProbeService> probe;  // with --probe_token_file only
   StartedServer server;
   std::string address;     // the RingPeer address others dial; empty when none is served
   std::string credential;  // an elastic member's own secret (common/auth.h)
@@ -104,9 +107,20 @@ absl::Status StartServing(const WorkerOptions& options, RunningWorker& worker) {
     worker.member->SetMemberCredential(worker.credential);
     if (listen.empty()) listen = options.cluster.peers[options.cluster.rank];
   }
+  if (!options.probe_token_file.empty()) {
+    if (listen.empty()) {
+      return absl::InvalidArgumentError(
+          "--probe_token_file: a static ps worker serves nothing; give --listen=HOST:PORT for "
+          "the probe");
+    }
+    ASSIGN_OR_RETURN(const std::string token,
+                     server::ReadTokenFile(options.probe_token_file, "--probe_token_file"));
+    worker.probe = std::make_unique<probe::LinkProbeService>(token);
+  }
   if (listen.empty()) return absl::OkStatus();
   std::vector<grpc::Service*> services;
   if (worker.member != nullptr) services.push_back(worker.member->service());
+  if (worker.probe != nullptr) services.push_back(worker.probe.get());
   ASSIGN_OR_RETURN(worker.server, StartServer(listen, services, options.security));
   // Elastic peers dial what the controller hands out; a static cluster's addresses are the
   // command line's, so only an elastic member needs a dialable advertised address.
@@ -306,8 +320,42 @@ absl::Status ValidateWorkerOptions(const WorkerOptions& options) {
   return absl::OkStatus();
 }
 
+namespace {
+
+// A worker given --probe_token_file but no cluster (no --peers, --ps or --controller) is a probe
+// member: it serves only the link probe, until a termination signal, so `ringside plan
+// --probe_targets` can measure a pod's or a lab host's link before any job starts there.
+bool IsProbeMember(const WorkerOptions& options) {
+  return !IsElastic(options) && options.cluster.peers.empty() && options.cluster.ps.empty() &&
+         !options.probe_token_file.empty();
+}
+
+absl::Status ServeProbeOnly(const WorkerOptions& options, const TerminationSignals& signals,
+                            std::ostream& log) {
+  if (options.listen.empty()) {
+    return absl::InvalidArgumentError(
+        "--probe_token_file without --peers, --ps or --controller serves the link probe only: "
+        "give --listen=HOST:PORT");
+  }
+  ASSIGN_OR_RETURN(const std::string token,
+                   server::ReadTokenFile(options.probe_token_file, "--probe_token_file"));
+  probe::LinkProbeService service(token);
+  ASSIGN_OR_RETURN(StartedServer server, StartServer(options.listen, {&service}, options.security));
+  if (!options.outputs.ready_file.empty()) {
+    RETURN_IF_ERROR(
+        WriteFileAtomically(options.outputs.ready_file, ReadyFileText({server.port, 0, ""})));
+  }
+  log << "serving the link probe on port " << server.port << " until SIGINT or SIGTERM\n";
+  log.flush();
+  signals.Wait();
+  return absl::OkStatus();
+}
+
+}  // namespace
+
 absl::Status RunWorker(const WorkerOptions& options, const TerminationSignals& signals,
                        std::ostream& log) {
+  if (IsProbeMember(options)) return ServeProbeOnly(options, signals, log);
   RETURN_IF_ERROR(ValidateWorkerOptions(options));
   RunningWorker worker;
   RETURN_IF_ERROR(StartServing(options, worker));

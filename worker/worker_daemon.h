@@ -79,6 +79,10 @@ struct WorkerOptions {
   absl::Duration timeout = absl::Seconds(60);  // per collective, ps step or state transfer
   // Of every link: the RingPeer server, the ring stream, the shards, the controller.
   TransportSecurity security;
+  // Also serve the link probe (server/probe/link_probe.h) on the `listen` server, to callers
+  // presenting the secret in this file, so `ringside plan --probe_targets` measures this
+  // worker's link; empty: no probe.
+  std::string probe_token_file;
   // ringside_predicted_step_seconds{mode}'s values (--predicted_step_seconds); 0: not exported.
   double predicted_ring_step_seconds = 0, predicted_ps_step_seconds = 0;
 

@@ -79,6 +79,9 @@ ABSL_FLAG(int64_t, hold_at, -1,
           "generation (so a test switches modes at an exact step); negative: never");
 ABSL_FLAG(bool, linger, kDefaults.cluster.linger,
           "after the job, keep serving metrics until SIGINT/SIGTERM (for scraping)");
+ABSL_FLAG(std::string, probe_token_file, "",
+          "also serve the link probe on --listen to callers presenting the secret in this file "
+          "(`ringside plan --probe_targets` measures this worker's link); empty: none");
 ABSL_FLAG(std::string, predicted_step_seconds, "",
           "ring=S,ps=S: the step model's predicted seconds per step in each mode, exported as "
           "ringside_predicted_step_seconds{mode} (ringside up --probe sets it); empty: none");
@@ -175,6 +178,7 @@ absl::StatusOr<worker::WorkerOptions> OptionsFromFlags() {
   options.segment_bytes = absl::GetFlag(FLAGS_segment_bytes);
   options.ps_window_bytes = absl::GetFlag(FLAGS_ps_window_bytes);
   options.timeout = absl::GetFlag(FLAGS_timeout);
+  options.probe_token_file = absl::GetFlag(FLAGS_probe_token_file);
   if (absl::Status predicted = PredictedStepsFromFlags(options); !predicted.ok()) return predicted;
   absl::StatusOr<ringside::TrainingOptions> training = ringside::TrainingOptionsFromFlags();
   if (!training.ok()) return training.status();
@@ -198,6 +202,8 @@ constexpr char kUsage[] =
     "Static PS:   ringside-worker --mode=ps --rank=R --workers=N --ps=HOST:PORT,...\n"
     "Elastic:     ringside-worker --controller=HOST:PORT --join_token_file=PATH "
     "--listen=HOST:PORT\n"
+    "Probe only:  ringside-worker --probe_token_file=PATH --listen=HOST:PORT (the link probe\n"
+    "             `ringside plan --probe_targets` measures, until SIGTERM)\n"
     "Every link: --tls_ca=PEM --tls_cert=PEM --tls_key=PEM (mutual TLS) or --insecure";
 
 int main(int argc, char** argv) {

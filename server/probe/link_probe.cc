@@ -64,6 +64,7 @@ grpc::ServerUnaryReactor* LinkProbeService::Echo(grpc::CallbackServerContext* co
 absl::StatusOr<LinkProbe> ProbeLink(const std::string& member, const LinkProbeOptions& options) {
   if (options.repeats < 1) return absl::InvalidArgumentError("probe repeats must be >= 1");
   auto stub = proto::LinkProbe::NewStub(MakeChannel(member, options.security));
+  const uint64_t fit_from = std::min(options.fit_from_bytes, kMaxProbeMessageBytes / 2);
   std::vector<MessageTiming> timings;
   for (uint64_t bytes = 1024; bytes <= kMaxProbeMessageBytes; bytes *= 2) {
     proto::ProbePayload request;
@@ -73,11 +74,21 @@ absl::StatusOr<LinkProbe> ProbeLink(const std::string& member, const LinkProbeOp
       ASSIGN_OR_RETURN(const double seconds, TimeEcho(*stub, member, request, options));
       round_trips.push_back(seconds);
     }
-    timings.push_back({bytes, Median(round_trips) / 2});
+    const double round_trip = Median(round_trips);
+    timings.push_back({bytes, round_trip / 2});
+    if (bytes >= std::max(kAlwaysProbedBytes, 2 * fit_from) &&
+        round_trip > absl::ToDoubleSeconds(options.round_trip_budget)) {
+      break;
+    }
   }
-  absl::StatusOr<LinkFit> fit = FitLatencyBandwidth(timings);
+  std::vector<MessageTiming> fitted;
+  for (const MessageTiming& timing : timings) {
+    if (timing.bytes >= fit_from) fitted.push_back(timing);
+  }
+  absl::StatusOr<LinkFit> fit = FitLatencyBandwidth(fitted);
   if (!fit.ok()) return Annotate(fit.status(), absl::StrCat("link to ", member));
-  return LinkProbe{absl::StrCat("probe->", member), fit->latency_seconds, fit->bytes_per_second()};
+  const double latency = fit_from > 0 ? timings.front().seconds : fit->latency_seconds;
+  return LinkProbe{absl::StrCat("probe->", member), latency, fit->bytes_per_second()};
 }
 
 }  // namespace ringside::probe

@@ -1,9 +1,11 @@
 // The link probe protocol (proto/probe.proto), both sides: LinkProbeService, the echo a member
-// serves (`ringside plan`'s loopback members), and ProbeLink, which times echoes of 1 KiB to
-// 4 MiB (doubling, a few of each, the median kept) through MakeChannel with the job's transport
-// security and fits them to α + β·m (common/link_fit.h), one way being half a round trip. Errors:
-// UNAVAILABLE / DEADLINE_EXCEEDED / PERMISSION_DENIED naming the member and gRPC's reason;
-// DATA_LOSS for a short echo; INVALID_ARGUMENT for a fit that fails.
+// serves (`ringside plan`'s loopback members, a worker given --probe_token_file), and ProbeLink,
+// which times echoes of 1 KiB to 4 MiB (doubling, a few of each, the median kept; with a budget,
+// sizes past 64 KiB stop once one's round trip outlasts it) through
+// MakeChannel with the job's transport security and fits them to α + β·m (common/link_fit.h),
+// one way being half a round trip. Errors: UNAVAILABLE / DEADLINE_EXCEEDED / PERMISSION_DENIED
+// naming the member and gRPC's reason; DATA_LOSS for a short echo; INVALID_ARGUMENT for a fit
+// that fails.
 #ifndef RINGSIDE_SERVER_PROBE_LINK_PROBE_H_
 #define RINGSIDE_SERVER_PROBE_LINK_PROBE_H_
 
@@ -20,6 +22,7 @@ namespace ringside::probe {
 
 inline constexpr char kProbeTokenMetadata[] = "ringside-probe-token";
 inline constexpr uint64_t kMaxProbeMessageBytes = uint64_t{4} << 20;
+inline constexpr uint64_t kAlwaysProbedBytes = uint64_t{64} << 10;
 
 // Echoes every payload of at most kMaxProbeMessageBytes to a caller presenting `token`;
 // PERMISSION_DENIED otherwise. Thread-safe.
@@ -39,6 +42,14 @@ struct LinkProbeOptions {
   TransportSecurity security;
   absl::Duration timeout = absl::Seconds(10);  // each echo's deadline
   int repeats = 5;                             // echoes per size (>= 1); the median is kept
+  // Past kAlwaysProbedBytes, no larger size is sent once a size's median round trip is over this
+  // (a slow link's 4 MiB echo takes seconds); infinite: every size.
+  absl::Duration round_trip_budget = absl::InfiniteDuration();
+  // A shaper's burst lets the first bytes of a message through at line speed, which bends the
+  // line the fit assumes. Non-zero: the bandwidth is fitted to the sizes of at least this many
+  // bytes only (capped at half of kMaxProbeMessageBytes, so two sizes remain), and the latency is
+  // the smallest size's one-way time. 0: every size, one fit.
+  uint64_t fit_from_bytes = 0;
 };
 
 // The link to `member` (HOST:PORT of a LinkProbeService), named "probe->MEMBER".

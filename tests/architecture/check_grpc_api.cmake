@@ -3,7 +3,7 @@
 # into the build tree) is gRPC's own and not checked. Usage: cmake -DSOURCE_DIR=<repo> -P
 # check_grpc_api.cmake
 cmake_minimum_required(VERSION 3.25)
-set(folders common model ring ps control train launch daemons cli bench tests fuzz)
+set(folders common ring server worker launch cli bench tests)
 
 set(violations "")
 foreach(folder IN LISTS folders)

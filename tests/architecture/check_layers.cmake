@@ -10,7 +10,7 @@ set(allowed_ring              "common;proto")
 set(allowed_server/controller "common;proto")
 set(allowed_server/ps         "common;proto;server/controller")
 set(allowed_server/probe      "common;proto")
-set(allowed_worker            "common;proto;ring;server/controller;server/ps")
+set(allowed_worker            "common;proto;ring;server/controller;server/ps;server/probe")
 set(allowed_launch            "common")
 set(allowed_cli               "common;proto;ring;server/controller;server/ps;server/probe;worker;launch")
 set(allowed_bench             "common;proto;ring;server/controller;server/ps;server/probe;worker;launch")
@@ -20,7 +20,7 @@ set(project_nodes ${nodes} proto tests)  # tests/ (fuzz targets too) may include
 set(server_client_headers
     server/controller/controller_client.h server/controller/job_spec.h
     server/ps/ps_client.h server/ps/shard_group.h server/ps/shard_transfer.h
-    server/ps/push_pull_client.h)
+    server/ps/push_pull_client.h server/probe/link_probe.h)
 
 # Flags live in binaries: common/flags/ (the flags several binaries share) is included, and
 # ABSL_FLAG used, only by a binary's own code: a *_main.cc, the `ringside` and `ringside-bench`

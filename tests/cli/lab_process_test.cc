@@ -263,6 +263,46 @@ TEST(LabCommandTest, ASlowLinkIsWhatEveryModeWaitsForAndColocatedShardsShareThei
   EXPECT_NE(log.find(", worker-1's to 5mbit"), std::string::npos) << log;
 }
 
+// --probe_out: a probe member in each worker host's namespace, probed under the lab's mutual TLS
+// through its shapers; every run predicted from the probe's links. The physical check: no
+// probed link is much faster than its shaper lets it be (the fit starts past the shaper's burst;
+// an unshaped veth's would be a hundred times that).
+TEST(LabCommandTest, ItsProbeMeasuresTheShapedLinksAndPredictsEveryRunFromThem) {
+  auto dir = launch::TempDir::Create("ringside-lab-test-");
+  ASSERT_TRUE(dir.ok());
+  launch::SpawnOptions spawn;
+  spawn.argv = LabCommand(*dir, 3);
+  spawn.argv.push_back("--probe_out=" + dir->File("probe.json"));
+  spawn.log_path = dir->File("lab.log");
+  spawn.extra_env = {"TMPDIR=" + dir->path()};
+  auto lab = launch::Subprocess::Spawn(spawn);
+  ASSERT_TRUE(lab.ok()) << lab.status();
+  const int pid = lab->pid();
+  auto exit = lab->Wait(absl::Seconds(300));
+  const std::string log = ReadFileToString(dir->File("lab.log")).value_or("");
+  ASSERT_TRUE(exit.ok()) << exit.status() << "\n" << log;
+  ASSERT_TRUE(exit->ok()) << exit->ToString() << "\n" << log;
+  EXPECT_TRUE(NetworkLab::NamespacesOf(pid).empty());
+  EXPECT_NE(log.find("lab: probe written to"), std::string::npos) << log;
+
+  const nlohmann::json probe =
+      nlohmann::json::parse(ReadFileToString(dir->File("probe.json")).value());
+  ASSERT_EQ(probe["links"].size(), 2u) << probe.dump();  // worker-0's and worker-1's
+  for (const nlohmann::json& link : probe["links"]) {
+    const double rate = link["bytes_per_second"].get<double>();
+    EXPECT_GT(rate, 0) << link.dump();
+    EXPECT_LT(rate, 1.5 * kRate) << link.dump()
+                                 << ": is the probe's path shaped, its burst left out?";
+  }
+  const nlohmann::json json =
+      nlohmann::json::parse(ReadFileToString(dir->File("lab.json")).value());
+  for (const char* mode : {"ring", "ps"}) {
+    const nlohmann::json& predicted = json["modes"][mode]["predicted"];
+    ASSERT_TRUE(predicted.is_object()) << mode << ": " << json["modes"][mode].dump();
+    EXPECT_GT(predicted["step_seconds"].get<double>(), 0) << mode;
+  }
+}
+
 TEST(LabCommandTest, SigtermMidRunRemovesTheLab) {
   auto dir = launch::TempDir::Create("ringside-lab-test-");
   ASSERT_TRUE(dir.ok());

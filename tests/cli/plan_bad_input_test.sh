@@ -29,6 +29,17 @@ expect_refused "--steps_to_target" "${plan[@]}" --steps_to_target=-1
 expect_refused "--ps_window_bytes=8" "${plan[@]}" --ps_window_bytes=8
 expect_refused "--probe reads a probe file" "${plan[@]}" --probe_out="$work/other.json"
 expect_refused "--probe_members" "$bin/ringside" plan --probe_members=0
+echo secret >"$work/token"
+targets=("$bin/ringside" plan --probe_token_file="$work/token" --insecure)
+expect_refused "port 0, which cannot be dialled" "${targets[@]}" --probe_targets=127.0.0.1:0
+expect_refused "--probe_targets" "${targets[@]}" --probe_targets=no-port
+expect_refused "give neither --probe nor --probe_members" "${targets[@]}" \
+  --probe_targets=127.0.0.1:9 --probe="$probe"
+expect_refused "--probe_token_file: give the file" "$bin/ringside" plan --insecure \
+  --probe_targets=127.0.0.1:9
+expect_refused "no transport security given" "$bin/ringside" plan --probe_targets=127.0.0.1:9 \
+  --probe_token_file="$work/token"
+expect_refused "are for --probe_targets" "$bin/ringside" plan --probe_token_file="$work/token"
 expect_refused "--slow_link is for" "${plan[@]}" --slow_link=worker-1:1mbit
 expect_refused "probe file: " "$bin/ringside" plan --probe="$work/absent.json"
 expect_refused "measured --model=4,16,3" "${plan[@]}" --model=4,32,3
