@@ -137,6 +137,18 @@ prom above 'max(ringside_mode_info{mode="ps",job="ringside-controller"})' 0 120 
 prom above "$ps_links" "$ps_before" 120 "the ps-mode link counters grow after the switch" >/dev/null
 note "ctl mode ps: ps-mode link bytes $ps_before -> $(prom value "$ps_links")"
 
+# The link probe from inside the controller's container, through each worker's TLS server (the
+# workers serve it with the join token as its secret): every worker's link is measured.
+compose exec -T controller ringside plan \
+  --probe_targets=worker-0:7200,worker-1:7200,worker-2:7200,worker-3:7200 \
+  --probe_token_file=/run/secrets/join_token --workers=4 --ps_shards=2 \
+  --tls_ca=/run/secrets/tls_ca --tls_cert=/run/secrets/tls_cert --tls_key=/run/secrets/tls_key \
+  >"$work/plan.log" 2>&1 ||
+  { cat "$work/plan.log" >&2; die "ringside plan --probe_targets in the controller's container failed"; }
+grep -q "probing the links to 4 members" "$work/plan.log" ||
+  { cat "$work/plan.log" >&2; die "ringside plan did not probe the 4 workers"; }
+note "plan --probe_targets: the 4 workers' links probed from the controller's container"
+
 # Both modes have run now: the recording rules and every dashboard query return data.
 prom rules 120
 prom dashboard "$SOURCE_DIR/deploy/grafana/ringside.json" 120
