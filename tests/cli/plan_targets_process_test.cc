@@ -1,14 +1,16 @@
 // `ringside plan --probe_targets` against real probe members: `ringside-worker
-// --probe_token_file` processes serving only the link probe on loopback, one under mutual TLS.
-// The probe file names each member's link and holds every figure measured; a wrong secret, a
-// member that is gone and a worker that cannot serve the probe are refused, each naming what and
-// why. No timing is asserted.
+// --probe_token_file` processes serving only the link probe on loopback, one under mutual TLS,
+// and a worker of a job, which serves it beside its ring. The probe file names each member's
+// link and holds every figure measured; a wrong secret, a member that is gone and a worker that
+// cannot serve the probe are refused, each naming what and why. No timing is asserted.
 #include <signal.h>
 
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "common/cluster_files.h"
 #include "common/file_util.h"
 #include "gtest/gtest.h"
 #include "launch/await_file.h"
@@ -157,6 +159,28 @@ TEST_F(PlanTargetsTest, AWrongSecretAndAMemberThatIsGoneAreNamed) {
   EXPECT_EQ(missing.exit.exit_code, 1) << missing.log;
   EXPECT_NE(missing.log.find("probe of member " + gone + " failed"), std::string::npos)
       << missing.log;
+}
+
+// A worker of a job given --probe_token_file trains as ever, and serves the probe on its RingPeer
+// server: probed once its job is done and it lingers.
+TEST_F(PlanTargetsTest, AWorkerOfAJobServesTheProbeBesideItsRing) {
+  absl::StatusOr<std::unique_ptr<testing::WorkerProcesses>> workers =
+      testing::WorkerProcesses::Start(
+          2, {"--steps=2", "--linger", "--probe_token_file=" + dir().File("token")},
+          {"ringside-worker"}, {{0, {"--ready_file=" + dir().File("worker-0.ready")}}});
+  ASSERT_TRUE(workers.ok()) << workers.status();
+  absl::StatusOr<std::vector<nlohmann::json>> results = (*workers)->WaitForResults(kStart * 4);
+  ASSERT_TRUE(results.ok()) << results.status();
+  absl::StatusOr<std::string> text = ReadFileToString(dir().File("worker-0.ready"));
+  ASSERT_TRUE(text.ok()) << text.status();
+  absl::StatusOr<ReadyFile> ready = ParseReadyFile(*text);
+  ASSERT_TRUE(ready.ok()) << ready.status();
+  std::vector<std::string> plan =
+      Plan(dir(), absl::StrCat("127.0.0.1:", ready->port), dir().File("token"));
+  plan.push_back("--insecure");
+  const Ran ran = RunToEnd(dir(), "plan-worker", plan);
+  EXPECT_TRUE(ran.exit.ok()) << ran.exit.ToString() << "\n" << ran.log;
+  EXPECT_NE(ran.log.find("probing the links to 1 members"), std::string::npos) << ran.log;
 }
 
 TEST_F(PlanTargetsTest, AProbeMemberNeedsAnAddressAndItsSecret) {
