@@ -48,7 +48,7 @@ absl::StatusOr<double> ComputeSecondsPerSample(const ProbeOptions& options) {
   RETURN_IF_ERROR(computer->ComputeGradient(params, batch.view(), absl::MakeSpan(gradient))
                       .status());  // warm-up: allocations, BLAS threads
   std::vector<double> seconds;
-  for (int i = 0; i < options.repeats; ++i) {
+  for (int i = 0; i < options.links.repeats; ++i) {
     const Clock::time_point start = Clock::now();
     RETURN_IF_ERROR(
         computer->ComputeGradient(params, batch.view(), absl::MakeSpan(gradient)).status());
@@ -98,20 +98,18 @@ int UsableCores() {
 
 // Every member's link, in the members' order.
 absl::StatusOr<std::vector<LinkProbe>> ProbeLinks(const ProbeOptions& options) {
-  const probe::LinkProbeOptions each{
-      options.token,   options.security,          options.timeout,
-      options.repeats, options.round_trip_budget, options.fit_from_bytes};
   std::vector<absl::StatusOr<LinkProbe>> probed(options.members.size(),
                                                 absl::UnknownError("not probed"));
   if (options.concurrent_links) {
     std::vector<std::thread> threads;
     for (size_t i = 0; i < options.members.size(); ++i) {
-      threads.emplace_back([&, i] { probed[i] = probe::ProbeLink(options.members[i], each); });
+      threads.emplace_back(
+          [&, i] { probed[i] = probe::ProbeLink(options.members[i], options.links); });
     }
     for (std::thread& thread : threads) thread.join();
   } else {
     for (size_t i = 0; i < options.members.size(); ++i) {
-      probed[i] = probe::ProbeLink(options.members[i], each);
+      probed[i] = probe::ProbeLink(options.members[i], options.links);
     }
   }
   std::vector<LinkProbe> links;
@@ -124,7 +122,7 @@ absl::StatusOr<std::vector<LinkProbe>> ProbeLinks(const ProbeOptions& options) {
 
 absl::Status CheckProbeOptions(const ProbeOptions& options) {
   if (options.members.empty()) return absl::InvalidArgumentError("the probe needs a member");
-  if (options.repeats < 1) return absl::InvalidArgumentError("probe repeats must be >= 1");
+  if (options.links.repeats < 1) return absl::InvalidArgumentError("probe repeats must be >= 1");
   if (options.batch_rows < 1 || options.processes_per_host < 1) {
     return absl::InvalidArgumentError("probe batch rows and processes per host must be >= 1");
   }
@@ -148,22 +146,22 @@ absl::StatusOr<ClusterProbe> RunClusterProbe(const ProbeOptions& options) {
   costs.link_bytes_per_second = slowest->bytes_per_second;
   costs.link_latency_seconds = slowest->latency_seconds;
   ASSIGN_OR_RETURN(costs.compute_seconds_per_sample, ComputeSecondsPerSample(options));
-  costs.sync_cpu_seconds_per_byte = SyncCpuSecondsPerByte(options.repeats);
+  costs.sync_cpu_seconds_per_byte = SyncCpuSecondsPerByte(options.links.repeats);
   costs.cores_per_process = static_cast<double>(UsableCores()) / options.processes_per_host;
-  costs.shard_bytes_per_second = ShardBytesPerSecond(options.repeats);
+  costs.shard_bytes_per_second = ShardBytesPerSecond(options.links.repeats);
   return probe;
 }
 
 absl::StatusOr<ClusterProbe> RunLoopbackProbe(ProbeOptions options, int members) {
-  if (options.token.empty()) {
-    ASSIGN_OR_RETURN(options.token, RandomSecret());
+  if (options.links.token.empty()) {
+    ASSIGN_OR_RETURN(options.links.token, RandomSecret());
   }
-  probe::LinkProbeService service(options.token);
+  probe::LinkProbeService service(options.links.token);
   std::vector<StartedServer> servers;
   options.members.clear();
   for (int i = 0; i < members; ++i) {
     ASSIGN_OR_RETURN(StartedServer server,
-                     StartServer("127.0.0.1:0", {&service}, options.security));
+                     StartServer("127.0.0.1:0", {&service}, options.links.security));
     options.members.push_back(absl::StrCat("127.0.0.1:", server.port));
     servers.push_back(std::move(server));
   }

@@ -17,21 +17,16 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "absl/time/time.h"
 #include "common/cluster_probe.h"
-#include "common/transport_security.h"
+#include "server/probe/link_probe.h"
 
 namespace ringside::cli {
 
 struct ProbeOptions {
   std::vector<std::string> members;  // HOST:PORT of each member's LinkProbeService
-  std::string token;                 // their secret
-  TransportSecurity security;
-  absl::Duration timeout = absl::Seconds(10);  // each echo's deadline
-  int repeats = 5;                             // echoes per size; the median is kept
-  // probe::LinkProbeOptions::round_trip_budget: infinite, every size to 4 MiB.
-  absl::Duration round_trip_budget = absl::InfiniteDuration();
-  uint64_t fit_from_bytes = 0;  // probe::LinkProbeOptions::fit_from_bytes: 0, every size
+  // Each link's echoes: the members' secret and security, the deadline, the repeats (also of
+  // the compute, CPU and shard timings), the size budget and the fit.
+  probe::LinkProbeOptions links;
   // Each member's link probed on a thread of its own, all at once: only where the links do not
   // share the prober's (the lab's members, behind their own shapers, reached unshaped).
   bool concurrent_links = false;
@@ -45,7 +40,7 @@ struct ProbeOptions {
 absl::StatusOr<ClusterProbe> RunClusterProbe(const ProbeOptions& options);
 
 // The probe of this host on loopback: `members` LinkProbeServices started in-process on
-// 127.0.0.1 with `options.security`, then RunClusterProbe over them.
+// 127.0.0.1 with `options.links.security`, then RunClusterProbe over them.
 absl::StatusOr<ClusterProbe> RunLoopbackProbe(ProbeOptions options, int members);
 
 }  // namespace ringside::cli

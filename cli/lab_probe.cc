@@ -88,17 +88,17 @@ absl::StatusOr<ClusterProbe> ProbeLabLinks(const launch::NetworkLab& lab,
     ASSIGN_OR_RETURN(std::string address, StartMember(lab, *host, options, secrets, dir, members));
     probe.members.push_back(std::move(address));
   }
-  probe.token = secrets.token;
-  probe.security = secrets.security;
+  probe.links.token = secrets.token;
+  probe.links.security = secrets.security;
   probe.model = options.model;
   probe.activation = options.activation;
   probe.device = options.device;
   // Each member's link is its own (its shapers), and the management link is not shaped: all at
   // once, and no echo much over a few seconds, so eight 10mbit links take about half a minute.
   probe.concurrent_links = true;
-  probe.round_trip_budget = kLabRoundTripBudget;
+  probe.links.round_trip_budget = kLabRoundTripBudget;
   // Past four bursts of the shaper, a message's time is its bytes at the rate.
-  probe.fit_from_bytes = 4 * static_cast<uint64_t>(lab.burst_bytes());
+  probe.links.fit_from_bytes = 4 * static_cast<uint64_t>(lab.burst_bytes());
   absl::StatusOr<ClusterProbe> probed = RunClusterProbe(probe);
   for (launch::Subprocess& member : members) member.Kill();
   return probed;

@@ -42,12 +42,12 @@ absl::StatusOr<ClusterProbe> ProbeThisHost(const PlanOptions& options) {
   probe.device = options.job.device == "auto" ? "cpu" : options.job.device;
   if (!options.probe_targets.empty()) {
     probe.members = options.probe_targets;
-    probe.token = options.probe_token;
-    probe.security = options.probe_security;
+    probe.links.token = options.probe_token;
+    probe.links.security = options.probe_security;
     return RunClusterProbe(probe);
   }
   std::optional<launch::TempDir> dir;
-  ASSIGN_OR_RETURN(probe.security, ProbeSecurity(options.tls, dir));
+  ASSIGN_OR_RETURN(probe.links.security, ProbeSecurity(options.tls, dir));
   return RunLoopbackProbe(probe, options.probe_members);
 }
 

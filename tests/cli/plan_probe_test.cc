@@ -14,7 +14,7 @@ namespace {
 
 ProbeOptions SmallProbe() {
   ProbeOptions options;
-  options.repeats = 1;
+  options.links.repeats = 1;
   options.batch_rows = 4;
   options.model = "4,16,3";
   options.activation = "tanh";
@@ -45,8 +45,8 @@ TEST(PlanProbeTest, NamesAMemberThatCannotBeReached) {
   ProbeOptions options = SmallProbe();
   const std::string member = absl::StrCat("127.0.0.1:", *port);
   options.members = {member};
-  options.token = "t";
-  options.timeout = absl::Seconds(5);
+  options.links.token = "t";
+  options.links.timeout = absl::Seconds(5);
   absl::StatusOr<ClusterProbe> probe = RunClusterProbe(options);
   ASSERT_FALSE(probe.ok());
   EXPECT_EQ(probe.status().code(), absl::StatusCode::kUnavailable) << probe.status();
@@ -62,7 +62,7 @@ TEST(PlanProbeTest, RefusesACallerWithoutTheToken) {
   ASSERT_TRUE(server.ok()) << server.status();
   ProbeOptions options = SmallProbe();
   options.members = {absl::StrCat("127.0.0.1:", server->port)};
-  options.token = "another";
+  options.links.token = "another";
   absl::StatusOr<ClusterProbe> probe = RunClusterProbe(options);
   ASSERT_FALSE(probe.ok());
   EXPECT_EQ(probe.status().code(), absl::StatusCode::kPermissionDenied) << probe.status();
