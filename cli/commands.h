@@ -101,9 +101,8 @@ struct CompareOptions {
   std::optional<ClusterCosts> predicted_costs;
   // `ringside lab --probe_out=FILE`: the lab's worker links are probed first (cli/lab_probe.h),
   // the probe written here and every run predicted from it, its links as measured rather than
-  // --link_rate's (predicted_links_measured).
+  // --link_rate's.
   std::string lab_probe_out;
-  bool predicted_links_measured = false;
   // --repeats: each mode (and each variant, and --colocate's run) runs this many times, in
   // rounds alternated ring, ps, ring, ps, ... so a drift of the machine falls on every mode
   // alike (cli/report/repeats.h summarises them). Not with a sweep.

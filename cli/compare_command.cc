@@ -129,7 +129,8 @@ absl::StatusOr<std::vector<float>> RunAndRecord(const ModeRunSpec& spec, ModeRep
   }
   if (session.options.predicted_costs.has_value()) {
     ClusterCosts costs = *session.options.predicted_costs;
-    if (session.options.link_rate.has_value() && !session.options.predicted_links_measured) {
+    // The lab's own probe measured its links; a probe file's are another cluster's.
+    if (session.options.link_rate.has_value() && session.options.lab_probe_out.empty()) {
       costs.link_bytes_per_second = session.options.link_rate->payload_bytes_per_second();
     }
     FillPrediction(costs, spec.job(), spec.config, spec.shape.ps_shards, report);

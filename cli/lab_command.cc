@@ -68,7 +68,6 @@ absl::Status ProbeTheLab(const NetworkLab& lab, CompareOptions& options, std::os
       << probed.costs.link_bytes_per_second * 8 / 1e6 << " Mbit/s, latency "
       << probed.costs.link_latency_seconds * 1e6 << " us)\n";
   options.predicted_costs = probed.costs;
-  options.predicted_links_measured = true;
   return absl::OkStatus();
 }
 

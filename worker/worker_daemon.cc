@@ -82,6 +82,14 @@ absl::Status ValidateElasticOptions(const WorkerOptions& options) {
   return absl::OkStatus();
 }
 
+// --probe_token_file's link probe, with the secret read from the file.
+absl::StatusOr<std::unique_ptr<probe::LinkProbeService>> MakeProbeService(
+    const WorkerOptions& options) {
+  ASSIGN_OR_RETURN(const std::string token,
+                   server::ReadTokenFile(options.probe_token_file, "--probe_token_file"));
+  return std::make_unique<probe::LinkProbeService>(token);
+}
+
 // Metrics, and the ring: an elastic member always has one (generation 0 until assigned:
 // segments of the first generation wait in the inbox); a static ring is --peers; a static ps
 // cluster has none.
@@ -113,9 +121,7 @@ absl::Status StartServing(const WorkerOptions& options, RunningWorker& worker) {
           "--probe_token_file: a static ps worker serves nothing; give --listen=HOST:PORT for "
           "the probe");
     }
-    ASSIGN_OR_RETURN(const std::string token,
-                     server::ReadTokenFile(options.probe_token_file, "--probe_token_file"));
-    worker.probe = std::make_unique<probe::LinkProbeService>(token);
+    ASSIGN_OR_RETURN(worker.probe, MakeProbeService(options));
   }
   if (listen.empty()) return absl::OkStatus();
   std::vector<grpc::Service*> services;
@@ -337,10 +343,10 @@ absl::Status ServeProbeOnly(const WorkerOptions& options, const TerminationSigna
         "--probe_token_file without --peers, --ps or --controller serves the link probe only: "
         "give --listen=HOST:PORT");
   }
-  ASSIGN_OR_RETURN(const std::string token,
-                   server::ReadTokenFile(options.probe_token_file, "--probe_token_file"));
-  probe::LinkProbeService service(token);
-  ASSIGN_OR_RETURN(StartedServer server, StartServer(options.listen, {&service}, options.security));
+  ASSIGN_OR_RETURN(const std::unique_ptr<probe::LinkProbeService> service,
+                   MakeProbeService(options));
+  ASSIGN_OR_RETURN(StartedServer server,
+                   StartServer(options.listen, {service.get()}, options.security));
   if (!options.outputs.ready_file.empty()) {
     RETURN_IF_ERROR(
         WriteFileAtomically(options.outputs.ready_file, ReadyFileText({server.port, 0, ""})));
