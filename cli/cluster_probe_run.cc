@@ -46,6 +46,42 @@ absl::Status CheckProbeOptions(const ProbeOptions& options) {
   return absl::OkStatus();
 }
 
+// Each member's profile of itself (the first's only where they share a host), one after
+// another, since a profile times the cores it is given; the costs are the slowest member's.
+absl::Status ProfileMembers(const ProbeOptions& options, ClusterProbe& probe) {
+  proto::ProfileRequest request;
+  request.set_model(options.model);
+  request.set_activation(options.activation);
+  request.set_batch_rows(options.batch_rows);
+  request.set_repeats(options.links.repeats);
+  const size_t profiled = options.profile_each_member ? options.members.size() : 1;
+  ClusterCosts& costs = probe.costs;
+  double fewest_cores = 0;
+  for (size_t i = 0; i < profiled; ++i) {
+    ASSIGN_OR_RETURN(
+        const proto::MemberProfile profile,
+        probe::ProfileMember(options.members[i], request, options.links, options.profile_timeout));
+    LinkProbe& link = probe.links[i];
+    link.device = profile.device();
+    link.compute_seconds_per_sample = profile.compute_seconds_per_sample();
+    link.usable_cores = profile.usable_cores();
+    const bool first = i == 0;
+    if (first || profile.compute_seconds_per_sample() > costs.compute_seconds_per_sample) {
+      costs.compute_seconds_per_sample = profile.compute_seconds_per_sample();
+      probe.device = profile.device();
+    }
+    costs.sync_cpu_seconds_per_byte =
+        first ? profile.sync_cpu_seconds_per_byte()
+              : std::max(costs.sync_cpu_seconds_per_byte, profile.sync_cpu_seconds_per_byte());
+    costs.shard_bytes_per_second =
+        first ? profile.shard_bytes_per_second()
+              : std::min(costs.shard_bytes_per_second, profile.shard_bytes_per_second());
+    fewest_cores = first ? profile.usable_cores() : std::min(fewest_cores, profile.usable_cores());
+  }
+  costs.cores_per_process = fewest_cores / options.processes_per_host;
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 absl::StatusOr<ClusterProbe> RunClusterProbe(const ProbeOptions& options) {
@@ -53,23 +89,14 @@ absl::StatusOr<ClusterProbe> RunClusterProbe(const ProbeOptions& options) {
   ClusterProbe probe;
   probe.model = options.model;
   probe.activation = options.activation;
-  probe.device = options.device;
   ASSIGN_OR_RETURN(probe.links, ProbeLinks(options));
   const auto slowest = std::min_element(probe.links.begin(), probe.links.end(),
                                         [](const LinkProbe& a, const LinkProbe& b) {
                                           return a.bytes_per_second < b.bytes_per_second;
                                         });
-  ClusterCosts& costs = probe.costs;
-  costs.link_bytes_per_second = slowest->bytes_per_second;
-  costs.link_latency_seconds = slowest->latency_seconds;
-  ASSIGN_OR_RETURN(costs.compute_seconds_per_sample,
-                   worker::ComputeSecondsPerSample(options.model, options.activation,
-                                                   options.device, options.batch_rows,
-                                                   options.links.repeats));
-  costs.sync_cpu_seconds_per_byte = worker::SyncCpuSecondsPerByte(options.links.repeats);
-  costs.cores_per_process =
-      static_cast<double>(worker::UsableCores()) / options.processes_per_host;
-  costs.shard_bytes_per_second = worker::ShardBytesPerSecond(options.links.repeats);
+  probe.costs.link_bytes_per_second = slowest->bytes_per_second;
+  probe.costs.link_latency_seconds = slowest->latency_seconds;
+  RETURN_IF_ERROR(ProfileMembers(options, probe));
   return probe;
 }
 
@@ -77,9 +104,13 @@ absl::StatusOr<ClusterProbe> RunLoopbackProbe(ProbeOptions options, int members)
   if (options.links.token.empty()) {
     ASSIGN_OR_RETURN(options.links.token, RandomSecret());
   }
-  probe::LinkProbeService service(options.links.token);
+  probe::LinkProbeService service(options.links.token,
+                                  [device = options.device](const proto::ProfileRequest& request) {
+                                    return worker::ProfileThisProcess(request, device);
+                                  });
   std::vector<StartedServer> servers;
   options.members.clear();
+  options.profile_each_member = false;  // every member is this process
   for (int i = 0; i < members; ++i) {
     ASSIGN_OR_RETURN(StartedServer server,
                      StartServer("127.0.0.1:0", {&service}, options.links.security));

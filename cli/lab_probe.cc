@@ -53,6 +53,7 @@ absl::StatusOr<std::string> StartMember(const launch::NetworkLab& lab, const lau
   spawn.argv.push_back("--probe_token_file=" + secrets.token_file);
   spawn.argv.push_back(absl::StrCat("--listen=", host.address, ":0"));
   spawn.argv.push_back("--ready_file=" + ready);
+  spawn.argv.push_back("--device=" + options.device);
   if (secrets.ca.has_value()) {
     ASSIGN_OR_RETURN(const TlsFiles files, secrets.ca->Issue(host.name, {}, {host.address}));
     for (std::string& flag : launch::CertificateAuthority::Flags(files)) {
@@ -92,7 +93,9 @@ absl::StatusOr<ClusterProbe> ProbeLabLinks(const launch::NetworkLab& lab,
   probe.links.security = secrets.security;
   probe.model = options.model;
   probe.activation = options.activation;
-  probe.device = options.device;
+  // The lab's hosts are namespaces of this machine: one member's profile (on
+  // --device, as each was started) is every member's.
+  probe.profile_each_member = false;
   // Each member's link is its own (its shapers), and the management link is not shaped: all at
   // once, and no echo much over a few seconds, so eight 10mbit links take about half a minute.
   probe.concurrent_links = true;

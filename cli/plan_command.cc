@@ -39,8 +39,7 @@ absl::StatusOr<ClusterProbe> ProbeThisHost(const PlanOptions& options) {
   ProbeOptions probe;
   probe.model = options.job.model;
   probe.activation = options.job.activation;
-  probe.device = options.job.device == "auto" ? "cpu" : options.job.device;
-  if (!options.probe_targets.empty()) {
+  if (!options.probe_targets.empty()) {  // each member profiles itself on its own --device
     probe.members = options.probe_targets;
     probe.links.token = options.probe_token;
     probe.links.security = options.probe_security;
@@ -48,6 +47,7 @@ absl::StatusOr<ClusterProbe> ProbeThisHost(const PlanOptions& options) {
   }
   std::optional<launch::TempDir> dir;
   ASSIGN_OR_RETURN(probe.links.security, ProbeSecurity(options.tls, dir));
+  probe.device = options.job.device == "auto" ? "cpu" : options.job.device;
   return RunLoopbackProbe(probe, options.probe_members);
 }
 
@@ -57,7 +57,9 @@ void SayWhatIsProbed(const PlanOptions& options, std::ostream& out) {
         << (options.tls ? "mutual TLS" : "plaintext") << ", the job's model)...\n";
   } else {
     out << "probing the links to " << options.probe_targets.size() << " members ("
-        << absl::StrJoin(options.probe_targets, ", ") << ") and the job's model on this host...\n";
+        << absl::StrJoin(options.probe_targets, ", ")
+        << ") and each member's profile of itself (the job's model on its own device and "
+           "cores)...\n";
   }
 }
 

@@ -21,10 +21,18 @@ absl::Status ReadLinks(const nlohmann::json& links, const std::string& what,
     fields.Read("link", link.link);
     fields.Read("latency_seconds", link.latency_seconds);
     fields.Read("bytes_per_second", link.bytes_per_second);
+    fields.Read("device", link.device, /*required=*/false);
+    fields.Read("compute_seconds_per_sample", link.compute_seconds_per_sample, /*required=*/false);
+    fields.Read("usable_cores", link.usable_cores, /*required=*/false);
     if (!fields.status().ok()) return fields.status();
     if (!(link.bytes_per_second > 0) || !(link.latency_seconds >= 0)) {
       return absl::InvalidArgumentError(
           absl::StrCat(what, ": link ", link.link, " has a rate or latency out of range"));
+    }
+    if (!link.device.empty() &&
+        (!(link.compute_seconds_per_sample > 0) || !(link.usable_cores > 0))) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(what, ": member of link ", link.link, " has a profile out of range"));
     }
     out.push_back(std::move(link));
   }
@@ -36,9 +44,15 @@ absl::Status ReadLinks(const nlohmann::json& links, const std::string& what,
 nlohmann::json ClusterProbeJson(const ClusterProbe& probe) {
   nlohmann::json links = nlohmann::json::array();
   for (const LinkProbe& link : probe.links) {
-    links.push_back({{"link", link.link},
-                     {"latency_seconds", link.latency_seconds},
-                     {"bytes_per_second", link.bytes_per_second}});
+    nlohmann::json item = {{"link", link.link},
+                           {"latency_seconds", link.latency_seconds},
+                           {"bytes_per_second", link.bytes_per_second}};
+    if (!link.device.empty()) {
+      item["device"] = link.device;
+      item["compute_seconds_per_sample"] = link.compute_seconds_per_sample;
+      item["usable_cores"] = link.usable_cores;
+    }
+    links.push_back(std::move(item));
   }
   const ClusterCosts& costs = probe.costs;
   return {{"format", kFormat},

@@ -6,9 +6,16 @@
 #include <chrono>
 #include <cstring>
 #include <memory>
+#include <optional>
+#include <string>
 #include <thread>
 #include <vector>
 
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
+#include "common/file_util.h"
 #include "common/model_spec.h"
 #include "common/status_macros.h"
 #include "worker/batching.h"
@@ -29,14 +36,9 @@ double Median(std::vector<double> values) {
   return values[values.size() / 2];
 }
 
-}  // namespace
-
-absl::StatusOr<double> ComputeSecondsPerSample(const std::string& model,
-                                               const std::string& activation,
-                                               const std::string& device, int64_t batch_rows,
-                                               int repeats) {
-  ASSIGN_OR_RETURN(const ModelSpec spec, ModelSpec::Parse(model, activation));
-  ASSIGN_OR_RETURN(std::unique_ptr<GradientComputer> computer, MakeGradientComputer(device, spec));
+// Forward and backward passes over `batch_rows` synthetic rows, per row.
+absl::StatusOr<double> ComputeSecondsPerSample(const ModelSpec& spec, GradientComputer& computer,
+                                               int64_t batch_rows, int repeats) {
   const DataSpec data_spec{DataSpec::Kind::kSynthetic, batch_rows};
   ASSIGN_OR_RETURN(const Dataset data, LoadDataset(data_spec, spec, 1));
   std::vector<int64_t> rows(batch_rows);
@@ -45,18 +47,20 @@ absl::StatusOr<double> ComputeSecondsPerSample(const std::string& model,
   GatherRows(data, rows, batch);
   const std::vector<float> params = InitialParameters(spec, 1);
   std::vector<float> gradient(spec.parameter_count());
-  RETURN_IF_ERROR(computer->ComputeGradient(params, batch.view(), absl::MakeSpan(gradient))
+  RETURN_IF_ERROR(computer.ComputeGradient(params, batch.view(), absl::MakeSpan(gradient))
                       .status());  // warm-up: allocations, BLAS threads
   std::vector<double> seconds;
   for (int i = 0; i < repeats; ++i) {
     const Clock::time_point start = Clock::now();
     RETURN_IF_ERROR(
-        computer->ComputeGradient(params, batch.view(), absl::MakeSpan(gradient)).status());
+        computer.ComputeGradient(params, batch.view(), absl::MakeSpan(gradient)).status());
     seconds.push_back(SecondsSince(start));
   }
-  return Median(seconds) / static_cast<double>(batch_rows);
+  return std::max(Median(seconds), 1e-9) / static_cast<double>(batch_rows);
 }
 
+// A ring hop's CPU work on 4 MiB of float32: decode a received payload, add it in, encode the
+// sum; per payload byte.
 double SyncCpuSecondsPerByte(int repeats) {
   constexpr size_t kElements = size_t{1} << 20;
   std::vector<float> sum(kElements, 1.0f);
@@ -70,9 +74,11 @@ double SyncCpuSecondsPerByte(int repeats) {
     std::memcpy(wire.data(), sum.data(), wire.size());
     seconds.push_back(SecondsSince(start));
   }
-  return Median(seconds) / static_cast<double>(wire.size());
+  return std::max(Median(seconds), 1e-9) / static_cast<double>(wire.size());
 }
 
+// A shard's sum of one worker's share into the step's running sum, bytes per second. Each
+// timing is at least a nanosecond: a figure of 0 or infinity is not a measurement.
 double ShardBytesPerSecond(int repeats) {
   constexpr size_t kElements = size_t{1} << 20;
   std::vector<float> sum(kElements, 0.0f);
@@ -87,10 +93,87 @@ double ShardBytesPerSecond(int repeats) {
   return kElements * sizeof(float) / median;
 }
 
-int UsableCores() {
+// This process's cgroup v2 path ("/kubepods/pod1/c2"): the "0::" line of /proc/self/cgroup;
+// nullopt where there is none (cgroup v1, or no /proc).
+std::optional<std::string> OwnCgroup() {
+  absl::StatusOr<std::string> text = ReadFileToString("/proc/self/cgroup");
+  if (!text.ok()) return std::nullopt;
+  for (absl::string_view line : absl::StrSplit(*text, '\n')) {
+    if (absl::ConsumePrefix(&line, "0::")) return std::string(line);
+  }
+  return std::nullopt;
+}
+
+// The smallest quota on the way from this process's cgroup to the root: a limit on a pod holds
+// for each of its containers. Unreadable files are no quota (none is then known to apply).
+std::optional<double> CgroupQuotaCores() {
+  std::optional<std::string> cgroup = OwnCgroup();
+  if (!cgroup.has_value()) return std::nullopt;
+  std::optional<double> smallest;
+  std::string path = *cgroup;
+  while (true) {
+    absl::StatusOr<std::string> text =
+        ReadFileToString(absl::StrCat("/sys/fs/cgroup", path, path == "/" ? "" : "/", "cpu.max"));
+    const std::optional<double> cores = text.ok() ? CoresFromCpuMax(*text) : std::nullopt;
+    if (cores.has_value()) smallest = std::min(smallest.value_or(*cores), *cores);
+    if (path.empty() || path == "/") return smallest;
+    const size_t slash = path.rfind('/');
+    path = slash == 0 || slash == std::string::npos ? "/" : path.substr(0, slash);
+  }
+}
+
+// A profile allocates the parameters, the gradient and a batch's activations: bounded before
+// any of them is.
+absl::Status CheckProfileSize(const ModelSpec& spec, int64_t batch_rows) {
+  uint64_t widths = 0;
+  for (const int width : spec.layers()) widths += static_cast<uint64_t>(width);
+  if (spec.parameter_count() > kMaxProfileParameters ||
+      widths * static_cast<uint64_t>(batch_rows) > kMaxProfileActivations) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "profile of ", spec.ToString(), " with ", batch_rows, " rows: over ", kMaxProfileParameters,
+        " parameters or ", kMaxProfileActivations, " activations"));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+std::optional<double> CoresFromCpuMax(absl::string_view text) {
+  const std::vector<absl::string_view> fields =
+      absl::StrSplit(absl::StripAsciiWhitespace(text), ' ', absl::SkipEmpty());
+  double quota = 0, period = 0;
+  if (fields.size() != 2 || !absl::SimpleAtod(fields[0], &quota) ||
+      !absl::SimpleAtod(fields[1], &period) || !(quota > 0) || !(period > 0)) {
+    return std::nullopt;  // "max 100000" (no quota) is one of these
+  }
+  return quota / period;
+}
+
+double UsableCores() {
   cpu_set_t cpus;
-  if (sched_getaffinity(0, sizeof(cpus), &cpus) == 0) return CPU_COUNT(&cpus);
-  return static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  const double affinity = sched_getaffinity(0, sizeof(cpus), &cpus) == 0
+                              ? CPU_COUNT(&cpus)
+                              : std::max(1u, std::thread::hardware_concurrency());
+  const std::optional<double> quota = CgroupQuotaCores();
+  return quota.has_value() ? std::min(affinity, *quota) : affinity;
+}
+
+absl::StatusOr<proto::MemberProfile> ProfileThisProcess(const proto::ProfileRequest& request,
+                                                        const std::string& device) {
+  ASSIGN_OR_RETURN(const ModelSpec spec, ModelSpec::Parse(request.model(), request.activation()));
+  RETURN_IF_ERROR(CheckProfileSize(spec, request.batch_rows()));
+  ASSIGN_OR_RETURN(const std::unique_ptr<GradientComputer> computer,
+                   MakeGradientComputer(device, spec));
+  proto::MemberProfile profile;
+  profile.set_device(computer->device());
+  ASSIGN_OR_RETURN(
+      const double compute,
+      ComputeSecondsPerSample(spec, *computer, request.batch_rows(), request.repeats()));
+  profile.set_compute_seconds_per_sample(compute);
+  profile.set_sync_cpu_seconds_per_byte(SyncCpuSecondsPerByte(request.repeats()));
+  profile.set_shard_bytes_per_second(ShardBytesPerSecond(request.repeats()));
+  profile.set_usable_cores(UsableCores());
+  return profile;
 }
 
 }  // namespace ringside::worker

@@ -1,33 +1,40 @@
 // What a member of a cluster measures of itself for `ringside plan`'s probe (cli/
-// cluster_probe_run.h): a sample's compute on the job's model and device, the sync work's CPU
-// seconds per byte, a shard's service rate and the cores this process may use. Each timing is
-// the median of `repeats`. Thread-compatible; the timings take the cores they are given, so run
-// one at a time. Errors: as ModelSpec::Parse, MakeGradientComputer and the computer's.
+// cluster_probe_run.h; served to it by a worker given --probe_token_file, server/probe/
+// link_probe.h): a sample's compute on the job's model and device, the sync work's CPU seconds
+// per byte, a shard's service rate and the cores this process may use. Each timing is the median
+// of `repeats`. Thread-compatible; the timings take the cores they are given, so run one at a
+// time. Errors: as ModelSpec::Parse, MakeGradientComputer and the computer's; INVALID_ARGUMENT
+// for a profile over kMaxProfileParameters or
+// kMaxProfileActivations.
 #ifndef RINGSIDE_WORKER_MEMBER_PROFILE_H_
 #define RINGSIDE_WORKER_MEMBER_PROFILE_H_
 
 #include <cstdint>
+#include <optional>
 #include <string>
 
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "proto/probe.pb.h"
 
 namespace ringside::worker {
 
-// Forward and backward passes of `model` on `device` over `batch_rows` synthetic rows, per row.
-absl::StatusOr<double> ComputeSecondsPerSample(const std::string& model,
-                                               const std::string& activation,
-                                               const std::string& device, int64_t batch_rows,
-                                               int repeats);
+// The cores this process may run on: its affinity mask, capped by the CPU quota (cgroup v2
+// `cpu.max`) of its cgroup and every cgroup above it, as a pod's or a container's CPU limit.
+double UsableCores();
 
-// A ring hop's CPU work on 4 MiB of float32: decode a received payload, add it in, encode the
-// sum; per payload byte.
-double SyncCpuSecondsPerByte(int repeats);
+// The cores a cgroup v2 `cpu.max` ("QUOTA PERIOD", or "max PERIOD" for none) allows; nullopt
+// for no quota or text that is not one.
+std::optional<double> CoresFromCpuMax(absl::string_view text);
 
-// A shard's sum of one worker's share into the step's running sum, bytes per second.
-double ShardBytesPerSecond(int repeats);
+// The largest profile a member runs: its parameters and gradient, and a batch's activations
+// (rows × the sum of the layers' widths), are allocated.
+inline constexpr uint64_t kMaxProfileParameters = uint64_t{1} << 26;
+inline constexpr uint64_t kMaxProfileActivations = uint64_t{1} << 26;
 
-// The cores this process may run on (its affinity mask).
-int UsableCores();
+// The whole profile for `request` (within server/probe's bounds) on `device` (--device).
+absl::StatusOr<proto::MemberProfile> ProfileThisProcess(const proto::ProfileRequest& request,
+                                                        const std::string& device);
 
 }  // namespace ringside::worker
 

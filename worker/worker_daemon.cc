@@ -25,6 +25,7 @@
 #include "worker/assignment_source.h"
 #include "worker/controller_assignments.h"
 #include "worker/elastic_training.h"
+#include "worker/member_profile.h"
 
 namespace ringside::worker {
 namespace {
@@ -82,12 +83,16 @@ absl::Status ValidateElasticOptions(const WorkerOptions& options) {
   return absl::OkStatus();
 }
 
-// --probe_token_file's link probe, with the secret read from the file.
+// --probe_token_file's link probe, with the secret read from the file: it echoes, and profiles
+// this process on --device.
 absl::StatusOr<std::unique_ptr<probe::LinkProbeService>> MakeProbeService(
     const WorkerOptions& options) {
   ASSIGN_OR_RETURN(const std::string token,
                    server::ReadTokenFile(options.probe_token_file, "--probe_token_file"));
-  return std::make_unique<probe::LinkProbeService>(token);
+  return std::make_unique<probe::LinkProbeService>(
+      token, [device = options.training.device](const proto::ProfileRequest& request) {
+        return ProfileThisProcess(request, device);
+      });
 }
 
 // Metrics, and the ring: an elastic member always has one (generation 0 until assigned:

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <memory>
 #include <vector>
 
@@ -16,9 +17,18 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
+constexpr size_t kMaxDeviceChars = 64;
+
 double Median(std::vector<double> values) {
   std::sort(values.begin(), values.end());
   return values[values.size() / 2];
+}
+
+// A failed call to `member`, naming it and gRPC's reason with gRPC's code.
+absl::Status MemberError(const grpc::Status& status, const std::string& member, const char* what) {
+  return absl::Status(
+      FromGrpcStatus(status).code(),
+      absl::StrCat(what, " of member ", member, " failed: ", status.error_message()));
 }
 
 // One echo's round trip, or the member's error naming it.
@@ -32,11 +42,7 @@ absl::StatusOr<double> TimeEcho(proto::LinkProbe::Stub& stub, const std::string&
   const Clock::time_point start = Clock::now();
   const grpc::Status status = stub.Echo(&context, request, &reply);
   const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
-  if (!status.ok()) {
-    return absl::Status(
-        FromGrpcStatus(status).code(),
-        absl::StrCat("probe of member ", member, " failed: ", status.error_message()));
-  }
+  if (!status.ok()) return MemberError(status, member, "probe");
   if (reply.payload().size() != request.payload().size()) {
     return absl::DataLossError(absl::StrCat("member ", member, " echoed ", reply.payload().size(),
                                             " bytes of ", request.payload().size()));
@@ -44,7 +50,48 @@ absl::StatusOr<double> TimeEcho(proto::LinkProbe::Stub& stub, const std::string&
   return seconds;
 }
 
+bool IsPositive(double value) { return std::isfinite(value) && value > 0; }
+
+absl::Status CheckProfile(const proto::MemberProfile& profile, const std::string& member) {
+  const std::pair<const char*, double> figures[] = {
+      {"compute_seconds_per_sample", profile.compute_seconds_per_sample()},
+      {"sync_cpu_seconds_per_byte", profile.sync_cpu_seconds_per_byte()},
+      {"shard_bytes_per_second", profile.shard_bytes_per_second()},
+      {"usable_cores", profile.usable_cores()}};
+  for (const auto& [name, value] : figures) {
+    if (!IsPositive(value)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("member ", member, "'s profile: ", name, " ", value, " is not positive"));
+    }
+  }
+  if (profile.device().empty() || profile.device().size() > kMaxDeviceChars) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("member ", member, "'s profile names no device"));
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
+
+absl::Status CheckProfileRequest(const proto::ProfileRequest& request) {
+  if (request.model().empty() || request.model().size() > kMaxProfileModelChars) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("profile model: 1 to ", kMaxProfileModelChars, " characters"));
+  }
+  if (request.activation().empty() || request.activation().size() > kMaxProfileActivationChars) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("profile activation: 1 to ", kMaxProfileActivationChars, " characters"));
+  }
+  if (request.batch_rows() < 1 || request.batch_rows() > kMaxProfileBatchRows) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("profile batch rows ", request.batch_rows(), ": 1 to ", kMaxProfileBatchRows));
+  }
+  if (request.repeats() < 1 || request.repeats() > kMaxProfileRepeats) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("profile repeats ", request.repeats(), ": 1 to ", kMaxProfileRepeats));
+  }
+  return absl::OkStatus();
+}
 
 grpc::ServerUnaryReactor* LinkProbeService::Echo(grpc::CallbackServerContext* context,
                                                  const proto::ProbePayload* request,
@@ -59,6 +106,30 @@ grpc::ServerUnaryReactor* LinkProbeService::Echo(grpc::CallbackServerContext* co
     reactor->Finish(grpc::Status::OK);
   }
   return reactor;
+}
+
+grpc::Status LinkProbeService::Profile(grpc::ServerContext* context,
+                                       const proto::ProfileRequest* request,
+                                       proto::MemberProfile* reply) {
+  if (!SecretsEqual(MetadataValue(*context, kProbeTokenMetadata), token_)) {
+    return grpc::Status(grpc::StatusCode::PERMISSION_DENIED, "no probe token");
+  }
+  if (profiler_ == nullptr) {
+    return grpc::Status(grpc::StatusCode::UNIMPLEMENTED, "this member does not profile itself");
+  }
+  if (const absl::Status checked = CheckProfileRequest(*request); !checked.ok()) {
+    return ToGrpcStatus(checked);
+  }
+  std::lock_guard<std::mutex> one_at_a_time(profiling_);
+  // A caller whose deadline passed while an earlier profile ran no longer waits for this one.
+  if (context->IsCancelled()) {
+    return grpc::Status(grpc::StatusCode::CANCELLED,
+                        "the caller left while an earlier profile ran");
+  }
+  absl::StatusOr<proto::MemberProfile> profile = profiler_(*request);
+  if (!profile.ok()) return ToGrpcStatus(profile.status());
+  *reply = *std::move(profile);
+  return grpc::Status::OK;
 }
 
 absl::StatusOr<LinkProbe> ProbeLink(const std::string& member, const LinkProbeOptions& options) {
@@ -88,7 +159,27 @@ absl::StatusOr<LinkProbe> ProbeLink(const std::string& member, const LinkProbeOp
   absl::StatusOr<LinkFit> fit = FitLatencyBandwidth(fitted);
   if (!fit.ok()) return Annotate(fit.status(), absl::StrCat("link to ", member));
   const double latency = fit_from > 0 ? timings.front().seconds : fit->latency_seconds;
-  return LinkProbe{absl::StrCat("probe->", member), latency, fit->bytes_per_second()};
+  LinkProbe probed;
+  probed.link = absl::StrCat("probe->", member);
+  probed.latency_seconds = latency;
+  probed.bytes_per_second = fit->bytes_per_second();
+  return probed;
+}
+
+absl::StatusOr<proto::MemberProfile> ProfileMember(const std::string& member,
+                                                   const proto::ProfileRequest& request,
+                                                   const LinkProbeOptions& options,
+                                                   absl::Duration deadline) {
+  RETURN_IF_ERROR(CheckProfileRequest(request));
+  auto stub = proto::LinkProbe::NewStub(MakeChannel(member, options.security));
+  grpc::ClientContext context;
+  SetDeadline(context, deadline);
+  context.AddMetadata(kProbeTokenMetadata, options.token);
+  proto::MemberProfile profile;
+  const grpc::Status status = stub->Profile(&context, request, &profile);
+  if (!status.ok()) return MemberError(status, member, "profile");
+  RETURN_IF_ERROR(CheckProfile(profile, member));
+  return profile;
 }
 
 }  // namespace ringside::probe

@@ -1,15 +1,18 @@
-// The link probe protocol (proto/probe.proto), both sides: LinkProbeService, the echo a member
-// serves (`ringside plan`'s loopback members, a worker given --probe_token_file), and ProbeLink,
-// which times echoes of 1 KiB to 4 MiB (doubling, a few of each, the median kept; with a budget,
-// sizes past 64 KiB stop once one's round trip outlasts it) through
-// MakeChannel with the job's transport security and fits them to α + β·m (common/link_fit.h),
-// one way being half a round trip. Errors: UNAVAILABLE / DEADLINE_EXCEEDED / PERMISSION_DENIED
-// naming the member and gRPC's reason; DATA_LOSS for a short echo; INVALID_ARGUMENT for a fit
-// that fails.
+// The probe protocol (proto/probe.proto), both sides: LinkProbeService, what a member serves
+// (`ringside plan`'s loopback members, a worker given --probe_token_file), and its callers:
+// ProbeLink times echoes of 1 KiB to 4 MiB (doubling, a few of each, the median kept; with a
+// budget, sizes past 64 KiB stop once one's round trip outlasts it) through MakeChannel with the
+// job's transport security and fits them to α + β·m (common/link_fit.h), one way being half a
+// round trip; ProfileMember asks the member to measure itself (the measuring is the member's
+// MemberProfiler: this layer knows no model or device). Errors: UNAVAILABLE / DEADLINE_EXCEEDED
+// / PERMISSION_DENIED naming the member and gRPC's reason; DATA_LOSS for a short echo;
+// INVALID_ARGUMENT for a fit that fails or a profile out of range.
 #ifndef RINGSIDE_SERVER_PROBE_LINK_PROBE_H_
 #define RINGSIDE_SERVER_PROBE_LINK_PROBE_H_
 
 #include <cstdint>
+#include <functional>
+#include <mutex>
 #include <string>
 
 #include "absl/status/statusor.h"
@@ -23,18 +26,38 @@ namespace ringside::probe {
 inline constexpr char kProbeTokenMetadata[] = "ringside-probe-token";
 inline constexpr uint64_t kMaxProbeMessageBytes = uint64_t{4} << 20;
 inline constexpr uint64_t kAlwaysProbedBytes = uint64_t{64} << 10;
+inline constexpr size_t kMaxProfileModelChars = 256;
+inline constexpr size_t kMaxProfileActivationChars = 32;
+inline constexpr int64_t kMaxProfileBatchRows = 4096;
+inline constexpr int kMaxProfileRepeats = 20;
 
-// Echoes every payload of at most kMaxProbeMessageBytes to a caller presenting `token`;
-// PERMISSION_DENIED otherwise. Thread-safe.
-class LinkProbeService final : public proto::LinkProbe::CallbackService {
+// A member's measurement of itself for a request already within the bounds above.
+using MemberProfiler =
+    std::function<absl::StatusOr<proto::MemberProfile>(const proto::ProfileRequest&)>;
+
+// INVALID_ARGUMENT naming the field unless every field of `request` is within the bounds above.
+absl::Status CheckProfileRequest(const proto::ProfileRequest& request);
+
+// To a caller presenting `token` (PERMISSION_DENIED otherwise): echoes every payload of at most
+// kMaxProbeMessageBytes, and answers Profile with `profiler`, one request at a time (a profile
+// times the cores it is given; the next waits; one whose caller has left is not run). A null
+// profiler: Profile is UNIMPLEMENTED. Echo is a callback method; Profile, which takes seconds,
+// runs on the server's synchronous threads. Thread-safe.
+class LinkProbeService final
+    : public proto::LinkProbe::WithCallbackMethod_Echo<proto::LinkProbe::Service> {
  public:
-  explicit LinkProbeService(std::string token) : token_(std::move(token)) {}
+  explicit LinkProbeService(std::string token, MemberProfiler profiler = nullptr)
+      : token_(std::move(token)), profiler_(std::move(profiler)) {}
   grpc::ServerUnaryReactor* Echo(grpc::CallbackServerContext* context,
                                  const proto::ProbePayload* request,
                                  proto::ProbePayload* reply) override;
+  grpc::Status Profile(grpc::ServerContext* context, const proto::ProfileRequest* request,
+                       proto::MemberProfile* reply) override;
 
  private:
   const std::string token_;
+  const MemberProfiler profiler_;
+  std::mutex profiling_;  // held while a profile runs
 };
 
 struct LinkProbeOptions {
@@ -54,6 +77,13 @@ struct LinkProbeOptions {
 
 // The link to `member` (HOST:PORT of a LinkProbeService), named "probe->MEMBER".
 absl::StatusOr<LinkProbe> ProbeLink(const std::string& member, const LinkProbeOptions& options);
+
+// `member`'s profile of itself, within `deadline`, through `options`' secret and security; a
+// reply whose figures are not finite and positive is refused (INVALID_ARGUMENT naming it).
+absl::StatusOr<proto::MemberProfile> ProfileMember(const std::string& member,
+                                                   const proto::ProfileRequest& request,
+                                                   const LinkProbeOptions& options,
+                                                   absl::Duration deadline);
 
 }  // namespace ringside::probe
 

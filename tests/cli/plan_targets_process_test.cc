@@ -1,8 +1,9 @@
 // `ringside plan --probe_targets` against real probe members: `ringside-worker
 // --probe_token_file` processes serving only the link probe on loopback, one under mutual TLS,
 // and a worker of a job, which serves it beside its ring. The probe file names each member's
-// link and holds every figure measured; a wrong secret, a member that is gone and a worker that
-// cannot serve the probe are refused, each naming what and why. No timing is asserted.
+// link and holds every figure measured, each member's profile of itself with its link; a wrong
+// secret, a member that is gone and a worker that cannot serve the probe are refused, each naming
+// what and why. No timing is asserted.
 #include <signal.h>
 
 #include <memory>
@@ -104,9 +105,18 @@ TEST_F(PlanTargetsTest, ProbesEachMemberAndWritesItsLinks) {
   ASSERT_EQ(probe["links"].size(), 2u) << probe.dump();
   EXPECT_EQ(probe["links"][0]["link"], "probe->" + a->address);
   EXPECT_EQ(probe["links"][1]["link"], "probe->" + b->address);
+  // Each member profiled itself: its device, a sample's compute and its cores.
+  bool slowest_named = false;
   for (const nlohmann::json& link : probe["links"]) {
     EXPECT_GT(link["bytes_per_second"].get<double>(), 0) << link.dump();
+    EXPECT_FALSE(link.value("device", "").empty()) << link.dump();
+    EXPECT_GT(link.value("compute_seconds_per_sample", 0.0), 0) << link.dump();
+    EXPECT_GT(link.value("usable_cores", 0.0), 0) << link.dump();
+    slowest_named |= link.value("compute_seconds_per_sample", 0.0) ==
+                         probe["compute_seconds_per_sample"].get<double>() &&
+                     link.value("device", "") == probe["device"];
   }
+  EXPECT_TRUE(slowest_named) << "the costs are the slowest member's: " << probe.dump();
   EXPECT_EQ(probe["model"], "4,16,3");
   // A member stops cleanly on SIGTERM.
   ASSERT_EQ(kill(a->process.pid(), SIGTERM), 0);

@@ -1,5 +1,6 @@
-// The probe's file (common/cluster_probe.h): written and read back, and refused when it is from
-// another format version or another model, or is damaged.
+// The probe's file (common/cluster_probe.h): written and read back (a member's profile of itself
+// with its link, where it made one), and refused when it is from another format version or
+// another model, or is damaged.
 #include "common/cluster_probe.h"
 
 #include <fstream>
@@ -21,7 +22,8 @@ ClusterProbe Probe() {
                  .sync_cpu_seconds_per_byte = 3e-10,
                  .cores_per_process = 0.5,
                  .shard_bytes_per_second = 4e9};
-  probe.links = {{"probe->127.0.0.1:1", 5e-5, 1.25e9}, {"probe->127.0.0.1:2", 4e-5, 2e9}};
+  probe.links = {{"probe->127.0.0.1:1", 5e-5, 1.25e9, "cpu", 2e-4, 1.5},
+                 {"probe->127.0.0.1:2", 4e-5, 2e9, "", 0, 0}};
   return probe;
 }
 
@@ -43,7 +45,12 @@ TEST(ClusterProbeTest, RoundTrips) {
   EXPECT_EQ(read->costs.cores_per_process, 0.5);
   EXPECT_EQ(read->costs.shard_bytes_per_second, 4e9);
   ASSERT_EQ(read->links.size(), 2u);
+  EXPECT_EQ(read->links[0].device, "cpu");
+  EXPECT_EQ(read->links[0].compute_seconds_per_sample, 2e-4);
+  EXPECT_EQ(read->links[0].usable_cores, 1.5);
   EXPECT_EQ(read->links[1].link, "probe->127.0.0.1:2");
+  EXPECT_EQ(read->links[1].device, "");  // not profiled: no profile written
+  EXPECT_FALSE(ClusterProbeJson(Probe())["links"][1].contains("device"));
   EXPECT_TRUE(CheckProbeMatchesModel(*read, path, "784,1024,1024,10", "tanh").ok());
 }
 
@@ -82,6 +89,8 @@ TEST(ClusterProbeTest, RefusesDamagedFiles) {
   other["format"] = "something-else";
   nlohmann::json bad_link = ClusterProbeJson(Probe());
   bad_link["links"][0]["bytes_per_second"] = -1;
+  nlohmann::json bad_profile = ClusterProbeJson(Probe());
+  bad_profile["links"][0]["usable_cores"] = 0;
   const struct {
     std::string text;
     absl::StatusCode code;
@@ -91,6 +100,7 @@ TEST(ClusterProbeTest, RefusesDamagedFiles) {
       {missing.dump(), absl::StatusCode::kInvalidArgument, "compute_seconds_per_sample"},
       {other.dump(), absl::StatusCode::kFailedPrecondition, "not a ringside probe"},
       {bad_link.dump(), absl::StatusCode::kInvalidArgument, "out of range"},
+      {bad_profile.dump(), absl::StatusCode::kInvalidArgument, "profile out of range"},
       {ClusterProbeJson(Probe()).dump().substr(0, 40), absl::StatusCode::kInvalidArgument,
        "not a JSON object"},
   };

@@ -7,7 +7,8 @@
 # pod and container Running with the manifests' user and read-only root, every readiness
 # probe's check (`ringside health` on its port) SERVING, the controller's topology holding
 # every shard and worker of job.env with each member's advertised pod DNS name registered, its
-# ringside_world_size equal to the workers, every worker's ringside_steps_total growing, and a
+# ringside_world_size equal to the workers, every worker's ringside_steps_total growing, `ringside
+# plan --probe_targets` from the controller's pod measuring every worker's link and profile, and a
 # rolling restart of every pod (each stopped with SIGTERM and played again in turn) that never
 # restarts the job.
 source "$(dirname "$0")/lib.sh"
@@ -173,6 +174,30 @@ for i in "${!before[@]}"; do
 done
 note "every worker trains (ringside_steps_total grows: $(for i in "${!before[@]}"; do
   printf '%s ' "${pods[i]%-"$run_id"}=$(metric "$i" ringside_steps_total)"; done))"
+
+# The link probe from inside the controller's pod, to every worker by its pod DNS name (the
+# workers serve it with the join token as its secret): each member's link is measured and each
+# profiles itself.
+targets=
+for i in "${!components[@]}"; do
+  [ "${components[i]}" = worker ] && targets+="${targets:+,}${aliases[i]##*,}:${ready_ports[i]}"
+done
+podman exec "${containers[controller]}" ringside plan --probe_targets="$targets" \
+  --probe_token_file=/etc/ringside/join-token/token --insecure --workers="$workers" \
+  --ps_shards="$shards" --probe_out=/tmp/probe.json >"$work/plan.log" 2>&1 ||
+  { cat "$work/plan.log" >&2; die "ringside plan --probe_targets in the controller's pod failed"; }
+podman exec "${containers[controller]}" cat /tmp/probe.json >"$work/probe.json" ||
+  die "the controller's pod holds no /tmp/probe.json"
+/usr/bin/python3 - "$work/probe.json" "$workers" <<'CHECK' || die "the probe file misses a member's link or profile"
+import json, sys
+probe = json.load(open(sys.argv[1]))
+links = probe["links"]
+assert len(links) == int(sys.argv[2]), links
+for link in links:
+    assert link["bytes_per_second"] > 0 and link["compute_seconds_per_sample"] > 0, link
+    assert link["usable_cores"] > 0 and link["device"], link
+CHECK
+note "plan --probe_targets: $workers workers' links probed and each profiled, from the controller's pod"
 
 # A rolling restart as Kubernetes makes one, each pod in turn (every worker, then every shard,
 # then the controller) while the job trains (ring mode): stopped with SIGTERM and its
