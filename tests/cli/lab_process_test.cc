@@ -264,9 +264,9 @@ TEST(LabCommandTest, ASlowLinkIsWhatEveryModeWaitsForAndColocatedShardsShareThei
 }
 
 // --probe_out: a probe member in each worker host's namespace, probed under the lab's mutual TLS
-// through its shapers; every run predicted from the probe's links. The physical check: no
-// probed link is much faster than its shaper lets it be (the fit starts past the shaper's burst;
-// an unshaped veth's would be a hundred times that).
+// through its shapers, the first profiling itself; every run predicted from the probe's links. The
+// physical check: no probed link is much faster than its shaper lets it be (the fit starts past the
+// shaper's burst; an unshaped veth's would be a hundred times that).
 TEST(LabCommandTest, ItsProbeMeasuresTheShapedLinksAndPredictsEveryRunFromThem) {
   auto dir = launch::TempDir::Create("ringside-lab-test-");
   ASSERT_TRUE(dir.ok());
@@ -294,6 +294,13 @@ TEST(LabCommandTest, ItsProbeMeasuresTheShapedLinksAndPredictsEveryRunFromThem) 
     EXPECT_LT(rate, 1.5 * kRate) << link.dump()
                                  << ": is the probe's path shaped, its burst left out?";
   }
+  // The hosts share this machine: the first member profiled itself, on the lab's device, for
+  // all of them.
+  EXPECT_EQ(probe["links"][0].value("device", ""), "cpu") << probe.dump();
+  EXPECT_EQ(probe["links"][0].value("compute_seconds_per_sample", 0.0),
+            probe["compute_seconds_per_sample"].get<double>())
+      << probe.dump();
+  EXPECT_FALSE(probe["links"][1].contains("device")) << probe.dump();
   const nlohmann::json json =
       nlohmann::json::parse(ReadFileToString(dir->File("lab.json")).value());
   for (const char* mode : {"ring", "ps"}) {
