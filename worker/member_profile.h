@@ -4,8 +4,7 @@
 // per byte, a shard's service rate and the cores this process may use. Each timing is the median
 // of `repeats`. Thread-compatible; the timings take the cores they are given, so run one at a
 // time. Errors: as ModelSpec::Parse, MakeGradientComputer and the computer's; INVALID_ARGUMENT
-// for a profile over kMaxProfileParameters or
-// kMaxProfileActivations.
+// for a profile over kMaxProfileParameters or kMaxProfileActivations.
 #ifndef RINGSIDE_WORKER_MEMBER_PROFILE_H_
 #define RINGSIDE_WORKER_MEMBER_PROFILE_H_
 
