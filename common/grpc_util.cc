@@ -61,9 +61,15 @@ std::shared_ptr<grpc::Channel> MakeChannel(const std::string& address,
   if (background) args.SetInt(GRPC_ARG_HTTP2_BDP_PROBE, 0);
   args.SetMaxReceiveMessageSize(kMaxMessageBytes);
   args.SetMaxSendMessageSize(kMaxMessageBytes);
-  // Detect a dead peer on an idle long-lived stream within seconds, not TCP's minutes.
+  // Detect a dead peer on an idle long-lived stream within seconds, not TCP's minutes. gRPC also
+  // sets the keepalive timeout as the socket's TCP_USER_TIMEOUT (gRPC proposal A18): a
+  // connection whose sent data stays unacknowledged that long is closed (ETIMEDOUT). A congested
+  // link (the lab's six colocated workers and shards at 10 Mbit/s, the shapers' queues dropping)
+  // leaves a starved flow's retransmissions unacknowledged for over 5 s, so 5 s killed live
+  // links mid-step; 20 s, gRPC's default, does not, and a dead member is still found first by
+  // the controller's heartbeat and the collective's deadline.
   args.SetInt(GRPC_ARG_KEEPALIVE_TIME_MS, 10000);
-  args.SetInt(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, 5000);
+  args.SetInt(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, 20000);
   args.SetInt(GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS, 1);
   // Reconnect quickly after a peer restarts (the default backoff grows to two minutes).
   args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 1000);
