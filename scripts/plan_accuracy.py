@@ -96,9 +96,14 @@ def repredict(bin_dir, out_dir, model, probe, n, rate, shards, window, modes):
 
 
 def calibrated_n8(bin_dir, out_dir, model, probe, rate):
-    """N = 8 as `plan --calibrate` predicts it from the N = 2 and 4 runs: {run name: step}."""
+    """N = 8 as `plan --calibrate` predicts it from the N = 2 and 4 runs: {run name: step}, or
+    None when OUT_DIR lacks one of those runs (a sitting that ran N = 8 alone)."""
     files = [os.path.join(out_dir, f"lab-{model}-n{n}-{rate}-s{s}.json")
              for n in (2, 4) for s in (1, 2)]
+    missing = [f for f in files if not os.path.exists(f)]
+    if missing:
+        print(f"{model} N=8 {rate}: not calibrated, no {', '.join(missing)}")
+        return None
     path = os.path.join(out_dir, f"plan-{model}-n8-{rate}.json")
     window = json.load(open(files[0]))["config"]["ps_window_bytes"]  # the lab's, as its runs'
     run([f"{bin_dir}/ringside", "plan", f"--probe={probe}", f"--link_rate={rate}",
@@ -171,8 +176,8 @@ def main():
                     best = min(m["step_seconds"]["p50"] for _, m in runs)
                     top = min(runs, key=lambda r: r[1]["predicted"]["step_seconds"])
                     group[2].append(top[1]["step_seconds"]["p50"] <= 1.05 * best)
-            if n8_runs:
-                predicted = calibrated_n8(bin_dir, out_dir, model, probe, rate)
+            predicted = calibrated_n8(bin_dir, out_dir, model, probe, rate) if n8_runs else None
+            if predicted:
                 for name, mode in n8_runs:
                     measured = mode["step_seconds"]["p50"]
                     error = relative_error(predicted[name], measured)
