@@ -1,6 +1,7 @@
 #include "cli/cluster_probe_run.h"
 
 #include <algorithm>
+#include <limits>
 #include <thread>
 
 #include "absl/strings/str_cat.h"
@@ -56,7 +57,10 @@ absl::Status ProfileMembers(const ProbeOptions& options, ClusterProbe& probe) {
   request.set_repeats(options.links.repeats);
   const size_t profiled = options.profile_each_member ? options.members.size() : 1;
   ClusterCosts& costs = probe.costs;
-  double fewest_cores = 0;
+  costs.compute_seconds_per_sample = 0;  // every profile's figures are positive (CheckProfile)
+  costs.sync_cpu_seconds_per_byte = 0;
+  costs.shard_bytes_per_second = std::numeric_limits<double>::infinity();
+  double fewest_cores = std::numeric_limits<double>::infinity();
   for (size_t i = 0; i < profiled; ++i) {
     ASSIGN_OR_RETURN(
         const proto::MemberProfile profile,
@@ -65,18 +69,15 @@ absl::Status ProfileMembers(const ProbeOptions& options, ClusterProbe& probe) {
     link.device = profile.device();
     link.compute_seconds_per_sample = profile.compute_seconds_per_sample();
     link.usable_cores = profile.usable_cores();
-    const bool first = i == 0;
-    if (first || profile.compute_seconds_per_sample() > costs.compute_seconds_per_sample) {
+    if (profile.compute_seconds_per_sample() > costs.compute_seconds_per_sample) {
       costs.compute_seconds_per_sample = profile.compute_seconds_per_sample();
       probe.device = profile.device();
     }
     costs.sync_cpu_seconds_per_byte =
-        first ? profile.sync_cpu_seconds_per_byte()
-              : std::max(costs.sync_cpu_seconds_per_byte, profile.sync_cpu_seconds_per_byte());
+        std::max(costs.sync_cpu_seconds_per_byte, profile.sync_cpu_seconds_per_byte());
     costs.shard_bytes_per_second =
-        first ? profile.shard_bytes_per_second()
-              : std::min(costs.shard_bytes_per_second, profile.shard_bytes_per_second());
-    fewest_cores = first ? profile.usable_cores() : std::min(fewest_cores, profile.usable_cores());
+        std::min(costs.shard_bytes_per_second, profile.shard_bytes_per_second());
+    fewest_cores = std::min(fewest_cores, profile.usable_cores());
   }
   costs.cores_per_process = fewest_cores / options.processes_per_host;
   return absl::OkStatus();

@@ -31,9 +31,10 @@ double SecondsSince(Clock::time_point start) {
   return std::chrono::duration<double>(Clock::now() - start).count();
 }
 
-double Median(std::vector<double> values) {
+// The median of `values`, at least a nanosecond: a figure of 0 or infinity is not a measurement.
+double MedianSeconds(std::vector<double> values) {
   std::sort(values.begin(), values.end());
-  return values[values.size() / 2];
+  return std::max(values[values.size() / 2], 1e-9);
 }
 
 // Forward and backward passes over `batch_rows` synthetic rows, per row.
@@ -56,7 +57,7 @@ absl::StatusOr<double> ComputeSecondsPerSample(const ModelSpec& spec, GradientCo
         computer.ComputeGradient(params, batch.view(), absl::MakeSpan(gradient)).status());
     seconds.push_back(SecondsSince(start));
   }
-  return std::max(Median(seconds), 1e-9) / static_cast<double>(batch_rows);
+  return MedianSeconds(seconds) / static_cast<double>(batch_rows);
 }
 
 // A ring hop's CPU work on 4 MiB of float32: decode a received payload, add it in, encode the
@@ -74,11 +75,10 @@ double SyncCpuSecondsPerByte(int repeats) {
     std::memcpy(wire.data(), sum.data(), wire.size());
     seconds.push_back(SecondsSince(start));
   }
-  return std::max(Median(seconds), 1e-9) / static_cast<double>(wire.size());
+  return MedianSeconds(seconds) / static_cast<double>(wire.size());
 }
 
-// A shard's sum of one worker's share into the step's running sum, bytes per second. Each
-// timing is at least a nanosecond: a figure of 0 or infinity is not a measurement.
+// A shard's sum of one worker's share into the step's running sum, bytes per second.
 double ShardBytesPerSecond(int repeats) {
   constexpr size_t kElements = size_t{1} << 20;
   std::vector<float> sum(kElements, 0.0f);
@@ -89,7 +89,7 @@ double ShardBytesPerSecond(int repeats) {
     for (size_t e = 0; e < kElements; ++e) sum[e] += share[e];
     seconds.push_back(SecondsSince(start));
   }
-  const double median = std::max(Median(seconds), 1e-9);
+  const double median = MedianSeconds(seconds);
   return kElements * sizeof(float) / median;
 }
 
