@@ -143,6 +143,9 @@ struct PlanOptions {
   // model's pipeline term counts.
   uint64_t ps_window_bytes = 0;
   int64_t steps_to_target = 0;  // 0: unknown, no time to target
+  // --one_host: this host's usable cores, every process of the cluster on them as compare and
+  // lab run it (PlanCluster::shared_host_cores); 0: a host per process.
+  double shared_host_cores = 0;
   std::string json_file;
   std::string chart_file;  // SVG: predicted step time against N per mode
   // A `ringside compare --json` file: its runs' measured steps go on the chart as points.

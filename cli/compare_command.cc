@@ -25,6 +25,7 @@
 #include "server/ps/ps_client.h"
 #include "worker/dataset.h"
 #include "worker/gradient_buckets.h"
+#include "worker/member_profile.h"
 
 namespace ringside::cli {
 
@@ -133,7 +134,9 @@ absl::StatusOr<std::vector<float>> RunAndRecord(const ModeRunSpec& spec, ModeRep
     if (session.options.link_rate.has_value() && session.options.lab_probe_out.empty()) {
       costs.link_bytes_per_second = session.options.link_rate->payload_bytes_per_second();
     }
-    FillPrediction(costs, spec.job(), spec.config, spec.shape.ps_shards, report);
+    // Every process of compare's and lab's clusters runs on this host.
+    FillPrediction(costs, spec.job(), spec.config, spec.shape.ps_shards, worker::UsableCores(),
+                   report);
   }
   if (session.timeline != nullptr) AppendTimeline(std::move(run->timeline), *session.timeline);
   return std::move(run->parameters);

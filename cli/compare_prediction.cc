@@ -23,7 +23,7 @@ std::optional<PlanMode> PlanModeOf(const TrainingOptions& job, const ModeReport&
 }  // namespace
 
 void FillPrediction(const ClusterCosts& costs, const TrainingOptions& job, const JobConfig& config,
-                    int shards, ModeReport& report) {
+                    int shards, double host_cores, ModeReport& report) {
   const std::optional<PlanMode> mode = PlanModeOf(job, report);
   if (!report.completed || !mode.has_value() || report.final_world < 1) return;
   PlanJob plan_job;
@@ -39,6 +39,7 @@ void FillPrediction(const ClusterCosts& costs, const TrainingOptions& job, const
   cluster.straggler_factor = job.straggler.factor;
   cluster.backup_workers = static_cast<int>(job.backup_workers);
   cluster.staleness = static_cast<int>(std::max<int64_t>(1, job.staleness));
+  cluster.shared_host_cores = host_cores;
   absl::StatusOr<StepPrediction> p = PredictStep(*mode, plan_job, cluster, costs);
   if (!p.ok()) return;  // a cluster the model refuses: no prediction rather than a wrong one
   report.predicted_step_seconds = p->step_seconds;
@@ -46,7 +47,8 @@ void FillPrediction(const ClusterCosts& costs, const TrainingOptions& job, const
 }
 
 absl::StatusOr<StepPrediction> PredictJobStep(const ClusterCosts& costs, const TrainingOptions& job,
-                                              PlanMode mode, int workers, int shards) {
+                                              PlanMode mode, int workers, int shards,
+                                              double host_cores) {
   absl::StatusOr<ModelSpec> spec = ModelSpec::Parse(job.model, job.activation);
   if (!spec.ok()) return spec.status();
   PlanJob plan_job;
@@ -64,6 +66,7 @@ absl::StatusOr<StepPrediction> PredictJobStep(const ClusterCosts& costs, const T
   cluster.straggler_factor = job.straggler.factor;
   cluster.backup_workers = static_cast<int>(job.backup_workers);
   cluster.staleness = static_cast<int>(std::max<int64_t>(1, job.staleness));
+  cluster.shared_host_cores = host_cores;
   return PredictStep(mode, plan_job, cluster, costs);
 }
 

@@ -13,14 +13,17 @@
 namespace ringside::cli {
 
 // Sets report.predicted_step_seconds and predicted_sync_seconds for `report`'s mode on
-// report.final_world workers and `shards` shards (colocated when report.colocated).
+// report.final_world workers and `shards` shards (colocated when report.colocated), every
+// process on one host of `host_cores` cores (PlanCluster::shared_host_cores).
 void FillPrediction(const ClusterCosts& costs, const TrainingOptions& job, const JobConfig& config,
-                    int shards, ModeReport& report);
+                    int shards, double host_cores, ModeReport& report);
 
 // The step model's step for `job` (its model, batch, wire dtype, buckets, straggler, variants)
-// in `mode` on `workers` workers and `shards` shards: what `ringside up --probe` exports.
+// in `mode` on `workers` workers and `shards` shards, every process on one host of `host_cores`
+// cores: what `ringside up --probe` exports.
 absl::StatusOr<StepPrediction> PredictJobStep(const ClusterCosts& costs, const TrainingOptions& job,
-                                              PlanMode mode, int workers, int shards);
+                                              PlanMode mode, int workers, int shards,
+                                              double host_cores);
 
 }  // namespace ringside::cli
 

@@ -117,7 +117,12 @@ absl::StatusOr<PlanInput> PlanInputOf(const PlanOptions& options, std::ostream& 
   // The variants' own settings when the job has them, else the smallest that does anything.
   input.shape.backup_workers = job.backup_workers > 0 ? static_cast<int>(job.backup_workers) : 1;
   input.shape.staleness = job.staleness > 0 ? static_cast<int>(job.staleness) : 2;
+  input.shape.shared_host_cores = options.shared_host_cores;
   ASSIGN_OR_RETURN(std::tie(input.costs, input.costs_source), PlanCosts(options, out));
+  if (options.shared_host_cores > 0) {
+    absl::StrAppend(&input.costs_source, ", every process on this host's ",
+                    options.shared_host_cores, " cores (--one_host)");
+  }
   return input;
 }
 

@@ -18,6 +18,7 @@
 #include "common/training_options.h"
 #include "server/controller/job_spec.h"
 #include "server/ps/ps_client.h"
+#include "worker/member_profile.h"
 
 ABSL_FLAG(std::string, link_latency, "",
           "plan: each message's latency on the cluster's links (e.g. 50us, 1ms), in place of "
@@ -37,6 +38,9 @@ ABSL_FLAG(std::string, chart, "",
 ABSL_FLAG(std::vector<std::string>, calibrate, {},
           "plan: ringside compare or lab --json files (comma-separated) of this model whose "
           "measured steps and syncs the model is fitted to before it predicts");
+ABSL_FLAG(bool, one_host, false,
+          "plan: every process of the cluster on this host, as ringside compare and lab run "
+          "them: the workers' compute and every process's sync CPU share this host's cores");
 ABSL_FLAG(std::string, measured, "",
           "plan: a ringside compare --json file whose measured steps --chart lays on the curves");
 
@@ -142,6 +146,7 @@ absl::StatusOr<PlanOptions> PlanOptionsFromFlags(int argc, char** argv) {
   if (options.steps_to_target < 0 || options.steps_to_target > kUntilStoppedSteps) {
     return absl::InvalidArgumentError("--steps_to_target must be >= 0 (0: unknown)");
   }
+  if (absl::GetFlag(FLAGS_one_host)) options.shared_host_cores = worker::UsableCores();
   options.json_file = absl::GetFlag(FLAGS_json);
   options.chart_file = absl::GetFlag(FLAGS_chart);
   options.measured_file = absl::GetFlag(FLAGS_measured);

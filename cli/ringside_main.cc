@@ -224,9 +224,13 @@ const Subcommand kSubcommands[] = {
      "Predicts each mode's compute, sync and step time, samples/s and time to target on each\n"
      "cluster size, ranks the modes and names the term that decides; --json and --chart;\n"
      "--calibrate=FILE,... fits the model to measured runs first.",
-     {"workers", "ps_shards", "link_rate", "link_latency", "probe", "probe_out", "probe_members",
-      "probe_targets", "probe_token_file", "tls_ca", "tls_cert", "tls_key", "steps_to_target",
-      "json", "chart", "measured", "calibrate", "insecure", "ps_window_bytes"},
+     {"workers",         "ps_shards",     "link_rate",
+      "link_latency",    "probe",         "probe_out",
+      "probe_members",   "probe_targets", "probe_token_file",
+      "tls_ca",          "tls_cert",      "tls_key",
+      "steps_to_target", "json",          "chart",
+      "measured",        "calibrate",     "insecure",
+      "ps_window_bytes", "one_host"},
      true,
      &PlanCommand},
     {"up",

@@ -11,6 +11,7 @@
 #include "launch/local_cluster.h"
 #include "launch/temp_dir.h"
 #include "nlohmann/json.hpp"
+#include "worker/member_profile.h"
 
 namespace ringside::cli {
 
@@ -27,13 +28,15 @@ absl::StatusOr<std::vector<std::string>> PredictedStepFlags(const UpOptions& opt
   const int workers = options.cluster.workers;
   const int shards = options.cluster.ps_shards;
   const TrainingOptions& job = options.job;
-  ASSIGN_OR_RETURN(const StepPrediction ring,
-                   PredictJobStep(*options.predicted_costs, job, PlanMode::kRing, workers, shards));
+  const double host_cores = worker::UsableCores();  // every process of `up` runs on this host
+  ASSIGN_OR_RETURN(
+      const StepPrediction ring,
+      PredictJobStep(*options.predicted_costs, job, PlanMode::kRing, workers, shards, host_cores));
   const PlanMode ps_mode = job.staleness > 0        ? PlanMode::kPsStaleness
                            : job.backup_workers > 0 ? PlanMode::kPsBackup
                                                     : PlanMode::kPs;
-  ASSIGN_OR_RETURN(const StepPrediction ps,
-                   PredictJobStep(*options.predicted_costs, job, ps_mode, workers, shards));
+  ASSIGN_OR_RETURN(const StepPrediction ps, PredictJobStep(*options.predicted_costs, job, ps_mode,
+                                                           workers, shards, host_cores));
   return std::vector<std::string>{
       absl::StrCat("--predicted_step_seconds=ring=", ring.step_seconds, ",ps=", ps.step_seconds)};
 }

@@ -47,23 +47,34 @@ double ComputeSeconds(PlanMode mode, const PlanJob& job, const PlanCluster& clus
   const double normal = rows * costs.compute_seconds_per_sample * CpuSlowdown(costs);
   const bool straggler = cluster.straggler >= 0 && cluster.straggler_factor > 1;
   const bool covered = mode == PlanMode::kPsBackup && BackupWorkers(cluster) >= 1;
-  return straggler && !covered ? normal * cluster.straggler_factor : normal;
+  const double slowest = straggler && !covered ? normal * cluster.straggler_factor : normal;
+  if (!(cluster.shared_host_cores > 0)) return slowest;
+  // A sample took costs.cores_per_process cores (at most the host's): the whole batch's samples
+  // share the host's cores, however many workers split it.
+  const double measured_cores = std::min(costs.cores_per_process, cluster.shared_host_cores);
+  const double host = static_cast<double>(job.global_batch) * costs.compute_seconds_per_sample *
+                      measured_cores / cluster.shared_host_cores;
+  return std::max(slowest, host);
 }
 
 // What the busiest node and the busiest process carry, and the rounds of a step.
 struct Traffic {
-  uint64_t busiest_elements = 0;  // in the busier direction of the busiest node's link
-  uint64_t cpu_elements = 0;      // sent plus received by the busiest process
-  uint64_t shard_elements = 0;    // summed by the fullest shard
-  uint64_t pipeline_bytes = 0;    // the PS segment pipeline's fill and drain on a shard's link
-  int rounds = 0;                 // messages in sequence per allreduce or push
+  uint64_t busiest_elements = 0;   // in the busier direction of the busiest node's link
+  uint64_t cpu_elements = 0;       // sent plus received by the busiest process
+  uint64_t host_cpu_elements = 0;  // sent plus received by every process
+  uint64_t shard_elements = 0;     // summed by the fullest shard
+  uint64_t pipeline_bytes = 0;     // the PS segment pipeline's fill and drain on a shard's link
+  int rounds = 0;                  // messages in sequence per allreduce or push
   std::string wire_term;
+  std::string cpu_term = "sync CPU";
 };
 
 Traffic RingTraffic(const PlanJob& job, int workers) {
   Traffic traffic;
   traffic.busiest_elements = RingBusiestNode(job.parameters, workers).elements;
   traffic.cpu_elements = 2 * traffic.busiest_elements;
+  // Each of a ring's pieces crosses N − 1 hops in the reduce-scatter and N − 1 in the allgather.
+  traffic.host_cpu_elements = 2 * 2 * static_cast<uint64_t>(workers - 1) * job.parameters;
   traffic.rounds = 2 * (workers - 1) * static_cast<int>(RingPieces(job.parameters).size());
   traffic.wire_term = "ring link 2(N−1)/N·K";
   return traffic;
@@ -84,6 +95,8 @@ Traffic PsTraffic(PlanMode mode, const PlanJob& job, const PlanCluster& cluster)
   Traffic traffic;
   traffic.rounds = cluster.workers > 1 ? 2 : 0;
   const uint64_t k = job.parameters;
+  // Every worker pushes K and is answered K, a colocated one's own range through loopback too.
+  traffic.host_cpu_elements = 2 * 2 * static_cast<uint64_t>(cluster.workers) * k;
   if (mode == PlanMode::kColocatedPs) {
     const int n = cluster.workers;
     for (int host = 0; host < n; ++host) {
@@ -118,7 +131,7 @@ std::string DominantTerm(const StepPrediction& p, const Traffic& traffic, PlanMo
       {p.compute_seconds, "compute"},
       {p.wire_seconds, traffic.wire_term},
       {p.latency_seconds, LatencyTerm(mode)},
-      {p.cpu_seconds, "sync CPU"},
+      {p.cpu_seconds, traffic.cpu_term},
       {p.shard_seconds, "shard sum rate"},
       {p.pipeline_seconds, "segment pipeline fill and drain"},
   };
@@ -128,16 +141,28 @@ std::string DominantTerm(const StepPrediction& p, const Traffic& traffic, PlanMo
   return largest->second;
 }
 
-void FillSync(PlanMode mode, const PlanJob& job, const ClusterCosts& costs, const Traffic& traffic,
-              const StepCalibration& correction, StepPrediction& p) {
+// The sync's CPU: the busiest process's bytes on its own cores, and on a shared host at least
+// every process's bytes on the host's cores (which then names the term).
+double CpuSeconds(const PlanJob& job, const PlanCluster& cluster, const ClusterCosts& costs,
+                  Traffic& traffic) {
+  const double seconds_per_element = job.element_bytes * costs.sync_cpu_seconds_per_byte;
+  const double process = traffic.cpu_elements * seconds_per_element * CpuSlowdown(costs);
+  if (!(cluster.shared_host_cores > 0)) return process;
+  const double host = traffic.host_cpu_elements * seconds_per_element / cluster.shared_host_cores;
+  if (host > process) traffic.cpu_term = "the shared host's CPU";
+  return std::max(process, host);
+}
+
+void FillSync(PlanMode mode, const PlanJob& job, const PlanCluster& cluster,
+              const ClusterCosts& costs, Traffic& traffic, const StepCalibration& correction,
+              StepPrediction& p) {
   const double bytes_per_element = job.element_bytes;
   const double scale = correction.bandwidth_scale;
   p.busiest_bytes = traffic.busiest_elements * static_cast<uint64_t>(job.element_bytes);
   p.wire_seconds = scale * p.busiest_bytes / costs.link_bytes_per_second;
   p.latency_seconds =
       correction.latency_scale * traffic.rounds * job.buckets * costs.link_latency_seconds;
-  p.cpu_seconds = scale * traffic.cpu_elements * bytes_per_element *
-                  costs.sync_cpu_seconds_per_byte * CpuSlowdown(costs);
+  p.cpu_seconds = scale * CpuSeconds(job, cluster, costs, traffic);
   if (IsPs(mode) && costs.shard_bytes_per_second > 0) {
     p.shard_seconds =
         scale * traffic.shard_elements * bytes_per_element / costs.shard_bytes_per_second;
@@ -176,9 +201,9 @@ absl::StatusOr<StepPrediction> PredictStep(PlanMode mode, const PlanJob& job,
   StepPrediction p;
   p.mode = mode;
   p.compute_seconds = correction.compute_scale * ComputeSeconds(mode, job, cluster, costs);
-  const Traffic traffic =
+  Traffic traffic =
       mode == PlanMode::kRing ? RingTraffic(job, cluster.workers) : PsTraffic(mode, job, cluster);
-  FillSync(mode, job, costs, traffic, correction, p);
+  FillSync(mode, job, cluster, costs, traffic, correction, p);
   if (mode == PlanMode::kPsStaleness) {
     // A worker at most k steps ahead pushes step t while it computes step t+1: the step is the
     // longer of the two, the slowest worker's setting the pace.

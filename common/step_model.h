@@ -54,6 +54,10 @@ struct PlanCluster {
   double straggler_factor = 1;  // its compute takes this many times longer (>= 1)
   int backup_workers = 1;       // ps-backup's b, 1 <= b < N (capped at N - 1)
   int staleness = 2;            // ps-staleness's k >= 1
+  // > 0: every process of the cluster on one host of this many cores, as `ringside compare` and
+  // `lab` run it: the workers' compute and every process's sync CPU add up on those cores.
+  // 0: each process on a host of its own, with costs.cores_per_process cores.
+  double shared_host_cores = 0;
 };
 
 // The job.
@@ -77,8 +81,10 @@ struct StepPrediction {
   double compute_seconds = 0;  // the slowest waited-for worker's forward and backward pass
   double wire_seconds = 0;     // the busiest node's bytes ÷ the link's rate
   double latency_seconds = 0;  // rounds × α
-  double cpu_seconds = 0;      // the busiest process's sync bytes × CPU seconds per byte
-  double shard_seconds = 0;    // a shard's ingress ÷ its service rate (ps modes)
+  // The busiest process's sync bytes × CPU seconds per byte; on a shared host, at least every
+  // process's ÷ its cores.
+  double cpu_seconds = 0;
+  double shard_seconds = 0;  // a shard's ingress ÷ its service rate (ps modes)
   // PS: the segment pipeline's fill and drain, a shard's pushes × min(2 segments, its range)
   double pipeline_seconds = 0;
   // latency + max(wire, cpu, shard) + pipeline: segments pipeline the three
@@ -89,7 +95,8 @@ struct StepPrediction {
   double time_to_target_seconds = 0;  // steps_to_target × step; 0 when unknown
   uint64_t busiest_bytes = 0;  // the busiest node's payload per step, in its busier direction
   // The term that dominates the step: "compute", or the sync term by what it is
-  // ("shard ingress N·K/S", "ring link 2(N−1)/N·K", "2(N−1) rounds of α", "sync CPU", ...).
+  // ("shard ingress N·K/S", "ring link 2(N−1)/N·K", "2(N−1) rounds of α", "sync CPU",
+  // "the shared host's CPU", ...).
   std::string dominant_term;
   std::string sync_term;  // the largest of the sync's terms, named as above
 };

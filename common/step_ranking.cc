@@ -33,6 +33,10 @@ absl::Status CheckShape(const PlanCluster& cluster, uint64_t parameters) {
     return Invalid(absl::StrCat("straggler: factor ", cluster.straggler_factor,
                                 " must be finite and at least 1 (how many times slower)"));
   }
+  if (!(cluster.shared_host_cores >= 0) || !std::isfinite(cluster.shared_host_cores)) {
+    return Invalid(absl::StrCat("shared host cores ", cluster.shared_host_cores,
+                                " must be finite and >= 0 (0: a host per process)"));
+  }
   if (cluster.backup_workers < 0) return Invalid("backup_workers must be >= 0");
   if (cluster.staleness < 1) return Invalid("staleness must be at least 1 step");
   return absl::OkStatus();

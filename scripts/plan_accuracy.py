@@ -15,8 +15,8 @@ the cells (N = 8's calibrated figure needs N = 2, 4 and 8), and
 --resume keeps every cell (and probe) whose JSON is already in OUT_DIR instead of running it
 again, so later sittings add to an earlier one and the summary covers every cell there.
 --repredict (with --resume) leaves the measurements as they are and predicts every kept cell
-again with `ringside plan` (the same probe, rate, shape and the lab's push window), so a change
-to the model is judged against the same runs in seconds.
+again with `ringside plan --one_host` (the same probe, rate, shape, the lab's push window and
+its one host's cores), so a change to the model is judged against the same runs in seconds.
 Usage: scripts/plan_accuracy.py BIN_DIR OUT_DIR [--quick] [--models=...] [--rates=...]
        [--workers=...] [--resume] [--repredict]
 """
@@ -86,7 +86,8 @@ def repredict(bin_dir, out_dir, model, probe, n, rate, shards, window, modes):
     path = os.path.join(out_dir, f"repredict-{model}-n{n}-{rate}-s{shards}.json")
     run([f"{bin_dir}/ringside", "plan", f"--probe={probe}", f"--link_rate={rate}",
          f"--model={MODELS[model]}", "--batch_size=64", f"--workers={n}",
-         f"--ps_shards={shards}", f"--ps_window_bytes={window}", f"--json={path}"])
+         f"--ps_shards={shards}", f"--ps_window_bytes={window}", "--one_host",
+         f"--json={path}"])
     ranking = json.load(open(path))["cells"][0]["ranking"]
     by_mode = {p["mode"]: p for p in ranking}
     for key, plan_mode in (("ring", "ring"), ("ps", "ps"), ("ps_colocated", "ps-colocated")):
@@ -108,7 +109,7 @@ def calibrated_n8(bin_dir, out_dir, model, probe, rate):
     window = json.load(open(files[0]))["config"]["ps_window_bytes"]  # the lab's, as its runs'
     run([f"{bin_dir}/ringside", "plan", f"--probe={probe}", f"--link_rate={rate}",
          f"--model={MODELS[model]}", "--batch_size=64", "--workers=8", "--ps_shards=1,2",
-         f"--ps_window_bytes={window}",
+         f"--ps_window_bytes={window}", "--one_host",
          "--calibrate=" + ",".join(files), f"--json={path}"],
         output=None if REPREDICT else path)
     steps = {}

@@ -1,10 +1,10 @@
 #include "worker/member_profile.h"
 
 #include <sched.h>
+#include <time.h>
 
 #include <algorithm>
 #include <chrono>
-#include <cstring>
 #include <memory>
 #include <optional>
 #include <string>
@@ -16,8 +16,11 @@
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 #include "common/file_util.h"
+#include "common/grpc_util.h"
 #include "common/model_spec.h"
 #include "common/status_macros.h"
+#include "common/transport_security.h"
+#include "ring/ring_member.h"
 #include "worker/batching.h"
 #include "worker/dataset.h"
 #include "worker/device.h"
@@ -60,22 +63,74 @@ absl::StatusOr<double> ComputeSecondsPerSample(const ModelSpec& spec, GradientCo
   return MedianSeconds(seconds) / static_cast<double>(batch_rows);
 }
 
-// A ring hop's CPU work on 4 MiB of float32: decode a received payload, add it in, encode the
-// sum; per payload byte.
-double SyncCpuSecondsPerByte(int repeats) {
+// Every thread's CPU time of this process so far.
+double ProcessCpuSeconds() {
+  timespec now{};
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &now);
+  return static_cast<double>(now.tv_sec) + static_cast<double>(now.tv_nsec) * 1e-9;
+}
+
+// Two ring members of this process, each behind its own gRPC server on 127.0.0.1, as two
+// workers of a host would be; plaintext.
+class LoopbackRing {
+ public:
+  static constexpr int kWorld = 2;
+
+  absl::Status Start() {
+    const TransportSecurity plaintext = TransportSecurity::Plaintext();
+    std::vector<std::string> addresses;
+    for (int rank = 0; rank < kWorld; ++rank) {
+      members_[rank] = std::make_unique<ring::RingMember>(ring::RingTopology{1, kWorld, rank},
+                                                          /*metrics=*/nullptr, plaintext);
+      ASSIGN_OR_RETURN(servers_[rank],
+                       StartServer("127.0.0.1:0", {members_[rank]->service()}, plaintext));
+      addresses.push_back(absl::StrCat("127.0.0.1:", servers_[rank].port));
+    }
+    for (auto& member : members_) RETURN_IF_ERROR(member->Connect(addresses));
+    return absl::OkStatus();
+  }
+
+  // Both ranks' allreduce of `buffers`, rank 1's on a thread of its own.
+  absl::Status Allreduce(uint64_t collective, std::vector<float> (&buffers)[kWorld]) {
+    absl::Status other;
+    std::thread right(
+        [&] { other = members_[1]->Allreduce(collective, absl::MakeSpan(buffers[1]), {}); });
+    const absl::Status own = members_[0]->Allreduce(collective, absl::MakeSpan(buffers[0]), {});
+    right.join();
+    RETURN_IF_ERROR(own);
+    return other;
+  }
+
+  // The servers stop (cancelling the members' streams) before the services they call go.
+  ~LoopbackRing() {
+    for (StartedServer& server : servers_) server.Shutdown(absl::ZeroDuration());
+  }
+
+ private:
+  std::unique_ptr<ring::RingMember> members_[kWorld];
+  StartedServer servers_[kWorld];
+};
+
+// The sync's CPU per payload byte at one end of a link: a ring allreduce of 4 MiB of float32
+// between two members of this process over gRPC on loopback, timed by the process's CPU clock,
+// so it holds both ends of every byte: the hop's decode, sum and encode, gRPC's framing and the
+// kernel's TCP. (Without TLS; a worker's training, if it runs, counts too.)
+absl::StatusOr<double> SyncCpuSecondsPerByte(int repeats) {
   constexpr size_t kElements = size_t{1} << 20;
-  std::vector<float> sum(kElements, 1.0f);
-  std::vector<float> received(kElements, 2.0f);
-  std::string wire(kElements * sizeof(float), '\0');
+  LoopbackRing ring;
+  RETURN_IF_ERROR(ring.Start());
+  std::vector<float> buffers[LoopbackRing::kWorld];
+  for (std::vector<float>& buffer : buffers) buffer.assign(kElements, 1.0f);
+  RETURN_IF_ERROR(ring.Allreduce(1, buffers));  // warm-up: connections, buffers, threads
   std::vector<double> seconds;
   for (int i = 0; i < repeats; ++i) {
-    const Clock::time_point start = Clock::now();
-    std::memcpy(received.data(), wire.data(), wire.size());
-    for (size_t e = 0; e < kElements; ++e) sum[e] += received[e];
-    std::memcpy(wire.data(), sum.data(), wire.size());
-    seconds.push_back(SecondsSince(start));
+    const double start = ProcessCpuSeconds();
+    RETURN_IF_ERROR(ring.Allreduce(i + 2, buffers));
+    seconds.push_back(ProcessCpuSeconds() - start);
   }
-  return MedianSeconds(seconds) / static_cast<double>(wire.size());
+  // At N = 2 each rank sends 2(N−1)/N·K = K elements and receives as many.
+  constexpr double kEnds = LoopbackRing::kWorld * 2.0 * kElements * sizeof(float);
+  return MedianSeconds(seconds) / kEnds;
 }
 
 // A shard's sum of one worker's share into the step's running sum, bytes per second.
@@ -170,7 +225,8 @@ absl::StatusOr<proto::MemberProfile> ProfileThisProcess(const proto::ProfileRequ
       const double compute,
       ComputeSecondsPerSample(spec, *computer, request.batch_rows(), request.repeats()));
   profile.set_compute_seconds_per_sample(compute);
-  profile.set_sync_cpu_seconds_per_byte(SyncCpuSecondsPerByte(request.repeats()));
+  ASSIGN_OR_RETURN(const double sync_cpu, SyncCpuSecondsPerByte(request.repeats()));
+  profile.set_sync_cpu_seconds_per_byte(sync_cpu);
   profile.set_shard_bytes_per_second(ShardBytesPerSecond(request.repeats()));
   profile.set_usable_cores(UsableCores());
   return profile;

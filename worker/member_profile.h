@@ -1,9 +1,11 @@
 // What a member of a cluster measures of itself for `ringside plan`'s probe (cli/
 // cluster_probe_run.h; served to it by a worker given --probe_token_file, server/probe/
-// link_probe.h): a sample's compute on the job's model and device, the sync work's CPU seconds
-// per byte, a shard's service rate and the cores this process may use. Each timing is the median
-// of `repeats`. Thread-compatible; the timings take the cores they are given, so run one at a
-// time. Errors: as ModelSpec::Parse, MakeGradientComputer and the computer's; INVALID_ARGUMENT
+// link_probe.h): a sample's compute on the job's model and device, the sync's CPU seconds per
+// byte at one end of a link (a real ring allreduce between two members of this process over
+// gRPC on loopback: both ends' hop work, gRPC and the kernel's TCP), a shard's service rate and
+// the cores this process may use. Each timing is the median of `repeats`. Thread-compatible; the
+// timings take the cores they are given, so run one at a time. Errors: as ModelSpec::Parse,
+// MakeGradientComputer and the computer's, StartServer's and the allreduce's; INVALID_ARGUMENT
 // for a profile over kMaxProfileParameters or kMaxProfileActivations.
 #ifndef RINGSIDE_WORKER_MEMBER_PROFILE_H_
 #define RINGSIDE_WORKER_MEMBER_PROFILE_H_

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # `ringside plan` refuses every bad value and every cluster that cannot exist in one line naming
 # it, and a probe file from another model or version, before it prints a plan. Then one plan from
-# a probe file runs and writes its JSON. Usage: plan_bad_input_test.sh BIN_DIR
+# a probe file runs and writes its JSON, --one_host shares this host's cores, and --chart and
+# --calibrate read their files. Usage: plan_bad_input_test.sh BIN_DIR
 set -uo pipefail
 bin=$1
 source "$(dirname "$0")/refusals.sh"
@@ -64,6 +65,28 @@ if out=$("${plan[@]}" --workers=2,4 --ps_shards=1,2 --link_rate=1gbit --json="$w
     "$work/plan.json" || fail "plan JSON has not 4 cells"
 else
   fail "plan from a probe file failed: $out"
+fi
+
+# --one_host: every process on this host's cores, as compare and lab run them; the source says
+# so, and 8 workers' compute is at least the whole batch's on this host's cores, over one
+# worker's share of it on a host of its own.
+if out=$("${plan[@]}" --workers=8 --ps_shards=1 --batch_size=64 --one_host \
+    --json="$work/one-host.json" 2>&1) &&
+  "${plan[@]}" --workers=8 --ps_shards=1 --batch_size=64 --json="$work/own-hosts.json" \
+    >/dev/null 2>&1; then
+  python3 - "$work/one-host.json" "$work/own-hosts.json" "$probe" <<'PY' ||
+import json, sys
+shared, own, probe = (json.load(open(p)) for p in sys.argv[1:])
+assert "(--one_host)" in shared["costs"]["source"], shared["costs"]["source"]
+assert "--one_host" not in own["costs"]["source"], own["costs"]["source"]
+ring = lambda plan: next(m for m in plan["cells"][0]["ranking"] if m["mode"] == "ring")
+c = probe["compute_seconds_per_sample"]
+assert abs(ring(own)["compute_seconds"] - 8 * c) <= 1e-9 * c, (ring(own), c)
+assert ring(shared)["compute_seconds"] > ring(own)["compute_seconds"], (ring(shared), ring(own))
+PY
+    fail "plan --one_host does not share this host's cores: $out"
+else
+  fail "plan --one_host failed: $out"
 fi
 
 # --chart with --measured: a compare JSON's runs of this model become points on the curves.

@@ -136,6 +136,32 @@ TEST(StepModelTest, SharedCoresSlowEveryCpuTerm) {
   EXPECT_DOUBLE_EQ(p.cpu_seconds, 2 * 2 * 6000 * 1e-9);
 }
 
+// Every process on one host of 2 cores (compare, lab): a sample took 1 core, so the batch's 64
+// take 64 × 0.1 ms ÷ 2 = 3.2 ms, more than a worker's 16 rows; each process's sync bytes add up
+// on the host's cores.
+TEST(StepModelTest, ASharedHostAddsEveryProcessOnItsCores) {
+  PlanCluster cluster = Cluster(1);
+  cluster.shared_host_cores = 2;
+  ClusterCosts costs = Costs();
+  costs.sync_cpu_seconds_per_byte = 1e-6;  // 1 µs a byte: the host's CPU outlasts the wire
+  const StepPrediction ring = Predict(PlanMode::kRing, Job(), cluster, costs);
+  EXPECT_DOUBLE_EQ(ring.compute_seconds, 64 * 1e-4 / 2);
+  // 2(N−1)·K = 6000 elements sent and as many received, 4 bytes each, over 2 cores; the
+  // busiest process alone: 2 × 1500 × 4 bytes.
+  EXPECT_DOUBLE_EQ(ring.cpu_seconds, 2 * 6000 * 4 * 1e-6 / 2);
+  EXPECT_EQ(ring.sync_term, "the shared host's CPU");
+  // ps, S = 1: N·K pushed and N·K answered; the shard alone, 2 × N·K × 4 bytes, is as much.
+  const StepPrediction ps = Predict(PlanMode::kPs, Job(), cluster, costs);
+  EXPECT_DOUBLE_EQ(ps.cpu_seconds, 2 * 8000 * 4 * 1e-6 / 2);
+  EXPECT_EQ(ps.sync_term, "sync CPU");
+  // 8 cores: the busiest process's own bytes are the term again, and a worker's rows.
+  cluster.shared_host_cores = 8;
+  const StepPrediction wide = Predict(PlanMode::kRing, Job(), cluster, costs);
+  EXPECT_DOUBLE_EQ(wide.compute_seconds, 16 * 1e-4);
+  EXPECT_DOUBLE_EQ(wide.cpu_seconds, 2 * 6000 * 1e-6);
+  EXPECT_EQ(wide.sync_term, "sync CPU");
+}
+
 TEST(StepModelTest, HalfWidthWireDtypeHalvesTheBytes) {
   PlanJob job = Job();
   job.element_bytes = 2;
@@ -214,6 +240,11 @@ TEST(StepModelTest, RefusesAClusterThatCannotExist) {
       {"S = 0", Job(), {.workers = 4, .shards = 0}, Costs(), "S = 0 cannot exist"},
       {"rate 0", Job(), Cluster(), no_rate, "link rate 0"},
       {"cores 0", Job(), Cluster(), no_cores, "cores per process 0"},
+      {"host cores",
+       Job(),
+       {.workers = 4, .shards = 1, .shared_host_cores = -1},
+       Costs(),
+       "shared host cores -1"},
       {"straggler",
        Job(),
        {.workers = 4, .shards = 1, .straggler = 4, .straggler_factor = 3},
