@@ -20,6 +20,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
+#include "common/median.h"
 #include "nlohmann/json.hpp"
 
 namespace ringside {
@@ -72,9 +73,6 @@ RankResult RunTimedSteps(int rank, int world, int warmup, int iters, absl::Span<
                          const std::function<void(int it)>& step,
                          const std::function<double(int it)>& max_error,
                          const std::function<bool()>& stop = nullptr);
-
-// Median of `values` (mean of the middle two for an even count); 0 for an empty span.
-double Median(absl::Span<const double> values);
 
 }  // namespace ringside
 
