@@ -5,6 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "common/median.h"
 
 namespace ringside::bench {
 namespace {
@@ -18,13 +19,6 @@ std::optional<T> NumberOf(const nlohmann::json& object, const char* name) {
 template <typename T>
 nlohmann::json NumberOrNull(const std::optional<T>& value) {
   return value.has_value() ? nlohmann::json(*value) : nlohmann::json(nullptr);
-}
-
-double Median(std::vector<double> values) {
-  if (values.empty()) return 0;
-  std::sort(values.begin(), values.end());
-  const size_t n = values.size();
-  return n % 2 ? values[n / 2] : (values[n / 2 - 1] + values[n / 2]) / 2;
 }
 
 std::string Cell(const std::optional<double>& value, const char* format, double scale) {

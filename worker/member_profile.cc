@@ -17,6 +17,7 @@
 #include "absl/strings/strip.h"
 #include "common/file_util.h"
 #include "common/grpc_util.h"
+#include "common/median.h"
 #include "common/model_spec.h"
 #include "common/status_macros.h"
 #include "common/transport_security.h"
@@ -35,10 +36,7 @@ double SecondsSince(Clock::time_point start) {
 }
 
 // The median of `values`, at least a nanosecond: a figure of 0 or infinity is not a measurement.
-double MedianSeconds(std::vector<double> values) {
-  std::sort(values.begin(), values.end());
-  return std::max(values[values.size() / 2], 1e-9);
-}
+double MedianSeconds(const std::vector<double>& values) { return std::max(Median(values), 1e-9); }
 
 // Forward and backward passes over `batch_rows` synthetic rows, per row.
 absl::StatusOr<double> ComputeSecondsPerSample(const ModelSpec& spec, GradientComputer& computer,

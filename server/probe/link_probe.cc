@@ -10,6 +10,7 @@
 #include "common/auth.h"
 #include "common/grpc_util.h"
 #include "common/link_fit.h"
+#include "common/median.h"
 #include "common/status_macros.h"
 
 namespace ringside::probe {
@@ -18,11 +19,6 @@ namespace {
 using Clock = std::chrono::steady_clock;
 
 constexpr size_t kMaxDeviceChars = 64;
-
-double Median(std::vector<double> values) {
-  std::sort(values.begin(), values.end());
-  return values[values.size() / 2];
-}
 
 // A failed call to `member`, naming it and gRPC's reason with gRPC's code.
 absl::Status MemberError(const grpc::Status& status, const std::string& member, const char* what) {
