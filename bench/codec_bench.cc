@@ -97,6 +97,15 @@ absl::StatusOr<std::vector<CodecBenchRecord>> MeasureCodecs(const CodecBenchOpti
   }));
   records.back().bytes_per_element = 4;
   const std::vector<uint64_t> segments = SegmentLengths(options.elements, options.segment_elements);
+  // Error feedback's add alone, segment by segment as every codec below makes it: their floor.
+  ErrorFeedback added(options.elements);
+  records.push_back(Time("ef-add", options.elements, options.min_seconds, [&] {
+    uint64_t at = 0;
+    for (const uint64_t n : segments) {
+      added.Add(at, absl::MakeConstSpan(gradient).subspan(at, n));
+      at += n;
+    }
+  }));  // sends nothing: no bytes per element
   for (const std::string& text : options.codecs) {
     const Compression compression = *ParseCompression(text);
     if (compression.kind == CompressionKind::kPowerSgd) {

@@ -2,9 +2,11 @@
 // per element of what a sync adds to a step: error feedback's add and the encode
 // (ErrorFeedback::Encode) and the receiver's decode (GradientCodec::DecodeAdd), over a gradient
 // of `elements` cut into segments as a push is; beside it a plain copy of the same gradient
-// (memcpy), the cost an uncompressed sync pays at least once. PowerSGD, no segment codec, is one
-// rank's whole step of factors (ring/powersgd_sum.h) on a matrix of 1024 columns. No network. Not a
-// test: numbers depend on the machine (docs/benchmarks.md says how they were measured).
+// (memcpy), the cost an uncompressed sync pays at least once, and error feedback's add alone
+// (ErrorFeedback::Add), the part of every codec's time no encoding can remove. PowerSGD, no segment
+// codec, is one rank's whole step of factors (ring/powersgd_sum.h) on a matrix of 1024 columns. No
+// network. Not a test: numbers depend on the machine (docs/benchmarks.md says how they were
+// measured).
 //
 // Thread-compatible; the functions own what they create. Errors: INVALID_ARGUMENT for bad
 // options.
@@ -31,7 +33,7 @@ struct CodecBenchOptions {
 };
 
 struct CodecBenchRecord {
-  std::string codec;  // "copy" for the plain copy
+  std::string codec;  // "copy" for the plain copy, "ef-add" for error feedback's add alone
   int64_t rounds = 0;
   double seconds = 0;
   double nanoseconds_per_element = 0;
@@ -41,7 +43,7 @@ struct CodecBenchRecord {
 
 absl::Status ValidateCodecBenchOptions(const CodecBenchOptions& options);
 
-// The copy first, then one record per codec, in order.
+// The copy first, error feedback's add second, then one record per codec, in order.
 absl::StatusOr<std::vector<CodecBenchRecord>> MeasureCodecs(const CodecBenchOptions& options);
 
 // MeasureCodecs, printed as a table to `out`.

@@ -33,6 +33,11 @@ class ErrorFeedback {
   void Encode(const GradientCodec& codec, const SegmentKey& key, size_t at,
               absl::Span<const float> gradient, char* wire);
 
+  // Adds `gradient` to the residual's elements [at, at + gradient.size()): Encode's own pass
+  // before the codec's, the least any codec under error feedback costs (`ringside-bench codec`
+  // times it beside a copy). The segment must lie within the residual.
+  void Add(size_t at, absl::Span<const float> gradient);
+
   // Every residual element zero again (the documented reset points).
   void Reset();
 

@@ -356,5 +356,14 @@ TEST(ErrorFeedbackTest, NothingIsLostOnlyDelayed) {
   }
 }
 
+TEST(ErrorFeedbackTest, AddTouchesOnlyItsSegment) {
+  ErrorFeedback feedback(6);
+  const std::vector<float> gradient = {1.5f, -2.0f, 0.25f};
+  feedback.Add(2, gradient);
+  feedback.Add(3, absl::MakeConstSpan(gradient).subspan(0, 2));
+  EXPECT_EQ(std::vector<float>(feedback.residual().begin(), feedback.residual().end()),
+            (std::vector<float>{0.0f, 0.0f, 1.5f, -0.5f, -1.75f, 0.0f}));
+}
+
 }  // namespace
 }  // namespace ringside
