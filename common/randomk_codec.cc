@@ -10,26 +10,37 @@
 
 namespace ringside {
 
-std::vector<uint32_t> RandomKCoordinates(const SegmentKey& key, size_t elements, size_t k) {
+namespace {
+
+// Calls visit(j, coordinate) for the k coordinates of segment `key` in ascending order: the
+// segment cut into k strata, the first n mod k of them one element longer, and one coordinate
+// drawn uniformly in each. Every element is drawn with probability 1 / (its stratum's length),
+// n / k within one; the coordinates come out distinct and in order, with one counter draw each
+// and no division, bitmap or sort (Floyd's uniform k-subsets cost a bitmap's clearing and
+// scanning, several times the draws themselves).
+template <typename Visit>
+void ForEachCoordinate(const SegmentKey& key, size_t elements, size_t k, Visit visit) {
   assert(k <= elements && elements <= std::numeric_limits<uint32_t>::max());
+  if (k == 0) return;
   const uint64_t segment_seed =
       Mix64(Mix64(Mix64(key.seed) ^ static_cast<uint64_t>(key.step)) ^ key.offset);
-  // Floyd's algorithm: k draws, each a new distinct index, marked in a bitmap; reading the
-  // bitmap in order gives them ascending without a sort.
-  std::vector<uint64_t> chosen((elements + 63) / 64, 0);
-  const auto marked = [&chosen](uint64_t i) { return (chosen[i / 64] >> (i % 64)) & 1; };
-  const auto mark = [&chosen](uint64_t i) { chosen[i / 64] |= uint64_t{1} << (i % 64); };
-  for (uint64_t j = elements - k; j < elements; ++j) {
-    const uint64_t t = CounterBelow(segment_seed, RngStream::kRandomKCoordinates, j, j + 1);
-    mark(marked(t) ? j : t);
+  const uint64_t length = elements / k;
+  const uint64_t longer = elements % k;  // strata [0, longer) have length + 1 elements
+  uint64_t first = 0;
+  for (uint64_t j = 0; j < k; ++j) {
+    const uint64_t stratum = length + (j < longer ? 1 : 0);
+    visit(j, static_cast<uint32_t>(
+                 first + CounterBelow(segment_seed, RngStream::kRandomKCoordinates, j, stratum)));
+    first += stratum;
   }
-  std::vector<uint32_t> coordinates;
-  coordinates.reserve(k);
-  for (size_t word = 0; word < chosen.size(); ++word) {
-    for (uint64_t bits = chosen[word]; bits != 0; bits &= bits - 1) {
-      coordinates.push_back(static_cast<uint32_t>(64 * word + __builtin_ctzll(bits)));
-    }
-  }
+}
+
+}  // namespace
+
+std::vector<uint32_t> RandomKCoordinates(const SegmentKey& key, size_t elements, size_t k) {
+  std::vector<uint32_t> coordinates(k);
+  uint32_t* out = coordinates.data();  // unchecked (error_feedback.cc says why)
+  ForEachCoordinate(key, elements, k, [out](uint64_t j, uint32_t i) { out[j] = i; });
   return coordinates;
 }
 
@@ -42,12 +53,12 @@ struct RandomKEncoding {
   size_t EncodedBytes(size_t elements) const { return 4 * TopKCount(elements, fraction); }
 
   void Encode(const SegmentKey& key, absl::Span<float> values, char* wire) const {
-    const size_t k = TopKCount(values.size(), fraction);
-    for (const uint32_t i : RandomKCoordinates(key, values.size(), k)) {
-      StoreF32(wire, values[i]);
-      wire += 4;
-      values[i] = 0.0f;  // sent whole
-    }
+    float* value = values.data();  // unchecked (error_feedback.cc says why)
+    ForEachCoordinate(key, values.size(), TopKCount(values.size(), fraction),
+                      [value, wire](uint64_t j, uint32_t i) {
+                        StoreF32(wire + 4 * j, value[i]);
+                        value[i] = 0.0f;  // sent whole
+                      });
   }
 
   absl::Status Check(const SegmentKey&, absl::string_view wire, size_t elements) const {
@@ -70,10 +81,23 @@ struct RandomKEncoding {
 
   void AddChecked(const SegmentKey& key, absl::string_view wire, absl::Span<float> sum) const {
     const char* value = wire.data();
-    for (const uint32_t i : RandomKCoordinates(key, sum.size(), wire.size() / 4)) {
-      sum[i] += LoadF32(value);
-      value += 4;
-    }
+    float* out = sum.data();  // unchecked: Check bounded the payload, the strata the coordinates
+    // The sum is seldom in cache (a shard's or a hop's buffer, one element in n/k touched): the
+    // coordinates of a batch are drawn and their elements prefetched before any is added, so
+    // the batch's misses overlap instead of each add waiting for its own.
+    constexpr size_t kBatch = 64;
+    uint32_t batch[kBatch];
+    size_t filled = 0, added = 0;
+    const auto add_batch = [&] {
+      for (size_t b = 0; b < filled; ++b, ++added) out[batch[b]] += LoadF32(value + 4 * added);
+      filled = 0;
+    };
+    ForEachCoordinate(key, sum.size(), wire.size() / 4, [&](uint64_t, uint32_t i) {
+      __builtin_prefetch(out + i, 1);
+      batch[filled++] = i;
+      if (filled == kBatch) add_batch();
+    });
+    add_batch();
   }
 };
 

@@ -6,8 +6,10 @@
 // and the sum decodes as any one payload does.
 //
 // Payload: k × f32 value, finite, in the order of the coordinates (ascending): 4k bytes. The
-// coordinates are k distinct indices drawn by Floyd's algorithm from the counter RNG
-// (common/counter_rng.h, stream kRandomKCoordinates), so every process draws the same ones.
+// coordinates are one index drawn in each of k strata of the segment (consecutive runs of
+// floor(n/k) or ceil(n/k) elements) by the counter RNG (common/counter_rng.h, stream
+// kRandomKCoordinates), so every process draws the same ones, each element about k/n of the
+// time.
 //
 // Thread-safe (const after construction); errors as GradientCodec says.
 #ifndef RINGSIDE_COMMON_RANDOMK_CODEC_H_

@@ -281,6 +281,29 @@ TEST(RandomKCodecTest, CoordinatesAreDistinctAscendingAndTheSameForEveryWorker) 
   EXPECT_NE(RandomKCoordinates({8, 12, 4096}, 1001, 50), base);
 }
 
+// One coordinate in each of k consecutive strata (the first n mod k one element longer), each
+// element drawn about k/n of the steps (within 40%: over 5 standard deviations here).
+TEST(RandomKCodecTest, OneCoordinateInEachStratumEveryElementAlike) {
+  constexpr size_t kElements = 103, kK = 10, kSteps = 2000;  // strata of 11 (three) and 10
+  std::vector<int> drawn(kElements, 0);
+  for (int64_t step = 0; step < static_cast<int64_t>(kSteps); ++step) {
+    const std::vector<uint32_t> coordinates = RandomKCoordinates({5, step, 0}, kElements, kK);
+    size_t first = 0;
+    for (size_t j = 0; j < kK; ++j) {
+      const size_t length = j < 3 ? 11 : 10;
+      EXPECT_GE(coordinates[j], first) << "step " << step << " stratum " << j;
+      EXPECT_LT(coordinates[j], first + length) << "step " << step << " stratum " << j;
+      first += length;
+    }
+    for (const uint32_t i : coordinates) ++drawn[i];
+  }
+  for (size_t i = 0; i < kElements; ++i) {
+    const double expected = static_cast<double>(kSteps) / (i < 33 ? 11 : 10);
+    EXPECT_GT(drawn[i], 0.6 * expected) << "element " << i;
+    EXPECT_LT(drawn[i], 1.4 * expected) << "element " << i;
+  }
+}
+
 TEST(RandomKCodecTest, PayloadsOfOneSegmentAddValueByValueAsARingHopAddsThem) {
   const std::unique_ptr<GradientCodec> owned = MakeRandomKCodec(0.1f);
   const GradientCodec& codec = *owned;
