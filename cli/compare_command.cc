@@ -22,10 +22,10 @@
 #include "common/cost_model.h"
 #include "common/model_spec.h"
 #include "common/status_macros.h"
+#include "common/usable_cores.h"
 #include "server/ps/ps_client.h"
 #include "worker/dataset.h"
 #include "worker/gradient_buckets.h"
-#include "worker/member_profile.h"
 
 namespace ringside::cli {
 
@@ -135,8 +135,7 @@ absl::StatusOr<std::vector<float>> RunAndRecord(const ModeRunSpec& spec, ModeRep
       costs.link_bytes_per_second = session.options.link_rate->payload_bytes_per_second();
     }
     // Every process of compare's and lab's clusters runs on this host.
-    FillPrediction(costs, spec.job(), spec.config, spec.shape.ps_shards, worker::UsableCores(),
-                   report);
+    FillPrediction(costs, spec.job(), spec.config, spec.shape.ps_shards, UsableCores(), report);
   }
   if (session.timeline != nullptr) AppendTimeline(std::move(run->timeline), *session.timeline);
   return std::move(run->parameters);

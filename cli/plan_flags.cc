@@ -16,9 +16,9 @@
 #include "common/net.h"
 #include "common/status_macros.h"
 #include "common/training_options.h"
+#include "common/usable_cores.h"
 #include "server/controller/job_spec.h"
 #include "server/ps/ps_client.h"
-#include "worker/member_profile.h"
 
 ABSL_FLAG(std::string, link_latency, "",
           "plan: each message's latency on the cluster's links (e.g. 50us, 1ms), in place of "
@@ -146,7 +146,7 @@ absl::StatusOr<PlanOptions> PlanOptionsFromFlags(int argc, char** argv) {
   if (options.steps_to_target < 0 || options.steps_to_target > kUntilStoppedSteps) {
     return absl::InvalidArgumentError("--steps_to_target must be >= 0 (0: unknown)");
   }
-  if (absl::GetFlag(FLAGS_one_host)) options.shared_host_cores = worker::UsableCores();
+  if (absl::GetFlag(FLAGS_one_host)) options.shared_host_cores = UsableCores();
   options.json_file = absl::GetFlag(FLAGS_json);
   options.chart_file = absl::GetFlag(FLAGS_chart);
   options.measured_file = absl::GetFlag(FLAGS_measured);

@@ -8,10 +8,10 @@
 #include "common/file_util.h"
 #include "common/metrics.h"
 #include "common/status_macros.h"
+#include "common/usable_cores.h"
 #include "launch/local_cluster.h"
 #include "launch/temp_dir.h"
 #include "nlohmann/json.hpp"
-#include "worker/member_profile.h"
 
 namespace ringside::cli {
 
@@ -28,7 +28,7 @@ absl::StatusOr<std::vector<std::string>> PredictedStepFlags(const UpOptions& opt
   const int workers = options.cluster.workers;
   const int shards = options.cluster.ps_shards;
   const TrainingOptions& job = options.job;
-  const double host_cores = worker::UsableCores();  // every process of `up` runs on this host
+  const double host_cores = UsableCores();  // every process of `up` runs on this host
   ASSIGN_OR_RETURN(
       const StepPrediction ring,
       PredictJobStep(*options.predicted_costs, job, PlanMode::kRing, workers, shards, host_cores));

@@ -3,30 +3,20 @@
 // link_probe.h): a sample's compute on the job's model and device, the sync's CPU seconds per
 // byte at one end of a link (a real ring allreduce between two members of this process over
 // gRPC on loopback: both ends' hop work, gRPC and the kernel's TCP), a shard's service rate and
-// the cores this process may use. Each timing is the median of `repeats`. Thread-compatible; the
-// timings take the cores they are given, so run one at a time. Errors: as ModelSpec::Parse,
-// MakeGradientComputer and the computer's, StartServer's and the allreduce's; INVALID_ARGUMENT
-// for a profile over kMaxProfileParameters or kMaxProfileActivations.
+// the cores this process may use (common/usable_cores.h). Each timing is the median of `repeats`.
+// Thread-compatible; the timings take the cores they are given, so run one at a time. Errors: as
+// ModelSpec::Parse, MakeGradientComputer and the computer's, StartServer's and the allreduce's;
+// INVALID_ARGUMENT for a profile over kMaxProfileParameters or kMaxProfileActivations.
 #ifndef RINGSIDE_WORKER_MEMBER_PROFILE_H_
 #define RINGSIDE_WORKER_MEMBER_PROFILE_H_
 
 #include <cstdint>
-#include <optional>
 #include <string>
 
 #include "absl/status/statusor.h"
-#include "absl/strings/string_view.h"
 #include "proto/probe.pb.h"
 
 namespace ringside::worker {
-
-// The cores this process may run on: its affinity mask, capped by the CPU quota (cgroup v2
-// `cpu.max`) of its cgroup and every cgroup above it, as a pod's or a container's CPU limit.
-double UsableCores();
-
-// The cores a cgroup v2 `cpu.max` ("QUOTA PERIOD", or "max PERIOD" for none) allows; nullopt
-// for no quota or text that is not one.
-std::optional<double> CoresFromCpuMax(absl::string_view text);
 
 // The largest profile a member runs: its parameters and gradient, and a batch's activations
 // (rows × the sum of the layers' widths), are allocated.

@@ -1,36 +1,13 @@
-// A member's profile of itself (worker/member_profile.h): the cgroup v2 CPU quota read from
-// `cpu.max`, the usable cores bounded by the affinity mask, a profile whose every figure is
+// A member's profile of itself (worker/member_profile.h): a profile whose every figure is
 // measured (positive) and one too large to allocate refused before anything is. No timing is
 // asserted.
 #include "worker/member_profile.h"
 
-#include <sched.h>
-
+#include "common/usable_cores.h"
 #include "gtest/gtest.h"
 
 namespace ringside::worker {
 namespace {
-
-TEST(CoresFromCpuMaxTest, ReadsAQuotaAndNoQuota) {
-  EXPECT_EQ(CoresFromCpuMax("200000 100000\n"), 2.0);
-  EXPECT_EQ(CoresFromCpuMax("50000 100000"), 0.5);
-  EXPECT_EQ(CoresFromCpuMax("max 100000\n"), std::nullopt);
-  EXPECT_EQ(CoresFromCpuMax(""), std::nullopt);
-  EXPECT_EQ(CoresFromCpuMax("200000"), std::nullopt);
-  EXPECT_EQ(CoresFromCpuMax("0 100000"), std::nullopt);
-  EXPECT_EQ(CoresFromCpuMax("100000 0"), std::nullopt);
-  EXPECT_EQ(CoresFromCpuMax("-5 100000"), std::nullopt);
-  EXPECT_EQ(CoresFromCpuMax("a b"), std::nullopt);
-  EXPECT_EQ(CoresFromCpuMax("1 2 3"), std::nullopt);
-}
-
-TEST(UsableCoresTest, AtMostTheAffinityMask) {
-  cpu_set_t cpus;
-  ASSERT_EQ(sched_getaffinity(0, sizeof(cpus), &cpus), 0);
-  const double cores = UsableCores();
-  EXPECT_GT(cores, 0);
-  EXPECT_LE(cores, CPU_COUNT(&cpus));
-}
 
 proto::ProfileRequest Request(const std::string& model, int64_t rows) {
   proto::ProfileRequest request;
@@ -48,7 +25,7 @@ TEST(ProfileThisProcessTest, MeasuresEveryFigure) {
   EXPECT_GT(profile->compute_seconds_per_sample(), 0);
   EXPECT_GT(profile->sync_cpu_seconds_per_byte(), 0);
   EXPECT_GT(profile->shard_bytes_per_second(), 0);
-  EXPECT_EQ(profile->usable_cores(), UsableCores());
+  EXPECT_EQ(profile->usable_cores(), ringside::UsableCores());
 }
 
 TEST(ProfileThisProcessTest, RefusesWhatCannotBeMeasured) {
