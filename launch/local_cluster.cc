@@ -1,6 +1,5 @@
 #include "launch/local_cluster.h"
 
-#include <sched.h>
 #include <signal.h>
 
 #include <algorithm>
@@ -9,13 +8,13 @@
 #include <filesystem>
 #include <random>
 #include <system_error>
-#include <thread>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "common/cluster_files.h"
 #include "common/file_util.h"
 #include "common/status_macros.h"
+#include "common/usable_cores.h"
 #include "launch/await_file.h"
 #include "launch/cluster_commands.h"
 #include "launch/free_port.h"
@@ -39,15 +38,10 @@ ProcessEnd EndOf(const ClusterProcess& process, std::string log = "") {
   return end;
 }
 
-// The cores this process may run on (its affinity: `taskset` narrows it).
-int UsableCores() {
-  cpu_set_t cpus;
-  if (sched_getaffinity(0, sizeof(cpus), &cpus) == 0) return CPU_COUNT(&cpus);
-  return static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-}
-
 // How every child of the cluster is run: output to <dir>/<name>.log; the cores shared out among
-// the workers' OpenBLAS threads (BlasThreadsPerWorker), unless the user's environment says.
+// the workers' OpenBLAS threads (BlasThreadsPerWorker), unless the user's environment says: the
+// cores this process may use, a container's CPU limit included (a quota's fraction of a core
+// rounds down, to at least one).
 SpawnOptions SpawnOptionsOf(const std::string& dir, const std::string& name,
                             const std::vector<std::string>& argv, int workers) {
   SpawnOptions spawn;
@@ -56,7 +50,8 @@ SpawnOptions SpawnOptionsOf(const std::string& dir, const std::string& name,
   spawn.term_grace = absl::Seconds(5);
   if (std::getenv("OPENBLAS_NUM_THREADS") == nullptr) {
     spawn.extra_env.push_back(
-        absl::StrCat("OPENBLAS_NUM_THREADS=", BlasThreadsPerWorker(UsableCores(), workers)));
+        absl::StrCat("OPENBLAS_NUM_THREADS=",
+                     BlasThreadsPerWorker(std::max(1, static_cast<int>(UsableCores())), workers)));
   }
   return spawn;
 }
