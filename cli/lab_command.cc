@@ -29,7 +29,8 @@ absl::Status RemoveStale(std::ostream& out) {
   ASSIGN_OR_RETURN(const std::vector<std::string> removed, NetworkLab::RemoveStaleLabs());
   if (!removed.empty()) {
     out << "lab: removed " << removed.size()
-        << " namespaces left by runs that are gone: " << absl::StrJoin(removed, ", ") << "\n";
+        << " namespaces and directories left by runs that are gone: "
+        << absl::StrJoin(removed, ", ") << "\n";
   }
   return absl::OkStatus();
 }
@@ -119,7 +120,7 @@ absl::Status RunLab(CompareOptions options, const TerminationSignals& signals, s
 absl::Status RunLabCleanup(std::ostream& out) {
   RETURN_IF_ERROR(NetworkLab::CheckPrerequisites());
   ASSIGN_OR_RETURN(const std::vector<std::string> removed, NetworkLab::RemoveStaleLabs());
-  out << "lab: removed " << removed.size() << " stale namespaces"
+  out << "lab: removed " << removed.size() << " stale namespaces and directories"
       << (removed.empty() ? "" : ": " + absl::StrJoin(removed, ", ")) << "\n";
   return absl::OkStatus();
 }

@@ -23,7 +23,8 @@ namespace ringside::launch {
 namespace {
 
 constexpr char kPrefix[] = "rslab-";
-constexpr char kNetnsDir[] = "/run/netns";  // where `ip netns add` pins namespaces
+constexpr char kDirPrefix[] = "ringside-lab-";  // a lab's directory of command logs
+constexpr char kNetnsDir[] = "/run/netns";      // where `ip netns add` pins namespaces
 constexpr char kSwitch[] = "sw";
 
 // iproute2's and iptables' binaries; Debian installs them in /usr/sbin (and /sbin is a link to it).
@@ -66,6 +67,15 @@ int OwnerOf(const std::string& netns) {
   const std::vector<std::string> parts = absl::StrSplit(netns.substr(sizeof(kPrefix) - 1), '-');
   int pid = 0;
   if (parts.size() < 3 || !absl::SimpleAtoi(parts[0], &pid) || pid <= 0) return 0;
+  return pid;
+}
+
+// The owning pid of a lab's directory ringside-lab-<pid>-<anything>; 0 when not one.
+int DirectoryOwnerOf(const std::string& name) {
+  if (name.rfind(kDirPrefix, 0) != 0) return 0;
+  const std::vector<std::string> parts = absl::StrSplit(name.substr(sizeof(kDirPrefix) - 1), '-');
+  int pid = 0;
+  if (parts.size() < 2 || !absl::SimpleAtoi(parts[0], &pid) || pid <= 0) return 0;
   return pid;
 }
 
@@ -163,7 +173,7 @@ absl::StatusOr<std::unique_ptr<NetworkLab>> NetworkLab::Create(const NetworkLabO
     }
   }
   std::unique_ptr<NetworkLab> lab(new NetworkLab());
-  ASSIGN_OR_RETURN(TempDir dir, TempDir::Create("ringside-lab-"));
+  ASSIGN_OR_RETURN(TempDir dir, TempDir::Create(absl::StrCat(kDirPrefix, getpid(), "-")));
   lab->dir_.emplace(std::move(dir));
   // On failure the destructor removes whatever was made.
   RETURN_IF_ERROR(lab->Build(options));
@@ -318,7 +328,7 @@ NetworkLab::~NetworkLab() {
 absl::StatusOr<std::vector<std::string>> NetworkLab::RemoveStaleLabs() {
   std::vector<std::string> removed;
   absl::Status first;
-  ASSIGN_OR_RETURN(TempDir dir, TempDir::Create("ringside-lab-cleanup-"));
+  ASSIGN_OR_RETURN(TempDir dir, TempDir::Create(absl::StrCat(kDirPrefix, getpid(), "-cleanup-")));
   for (const std::string& name : LabNamespaces()) {
     const int owner = OwnerOf(name);
     if (ProcessAlive(owner)) continue;
@@ -345,6 +355,22 @@ absl::StatusOr<std::vector<std::string>> NetworkLab::RemoveStaleLabs() {
     }
   }
   if (!first.ok()) return first;
+  for (std::string& path : RemoveStaleDirectories(TempDir::Base())) {
+    removed.push_back(std::move(path));
+  }
+  return removed;
+}
+
+std::vector<std::string> NetworkLab::RemoveStaleDirectories(const std::string& base) {
+  std::vector<std::string> removed;
+  std::error_code error;
+  for (const auto& entry : std::filesystem::directory_iterator(base, error)) {
+    const std::string name = entry.path().filename().string();
+    const int owner = DirectoryOwnerOf(name);
+    if (owner == 0 || ProcessAlive(owner) || !entry.is_directory(error)) continue;
+    std::filesystem::remove_all(entry.path(), error);
+    if (!error) removed.push_back(entry.path().string());
+  }
   return removed;
 }
 

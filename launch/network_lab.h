@@ -20,8 +20,9 @@
 // already has.
 //
 // Ownership: a NetworkLab owns its namespaces (and, through them, every device and qdisc); its
-// destructor removes them, also after a partial Create. A run killed with SIGKILL leaves them:
-// RemoveStaleLabs() deletes every rslab-<pid>-* namespace whose pid is no longer alive (each
+// destructor removes them, also after a partial Create. A run killed with SIGKILL leaves them,
+// and its directory of command logs (<tmp>/ringside-lab-<pid>-XXXXXX): RemoveStaleLabs() deletes
+// every rslab-<pid>-* namespace and every such directory whose pid is no longer alive (each
 // `ringside lab` calls it first; `ringside lab --cleanup` only that).
 // Thread-compatible. Errors: FAILED_PRECONDITION naming what is missing (root, iproute2's ip or
 // tc, iptables, network namespaces, bridges, veth, the tbf qdisc, iptables' CLASSIFY target),
@@ -68,8 +69,12 @@ class NetworkLab {
   NetworkLab(const NetworkLab&) = delete;
   NetworkLab& operator=(const NetworkLab&) = delete;
 
-  // Removes every namespace of labs whose owning process is gone; returns their names.
+  // Removes every namespace and directory of labs whose owning process is gone; returns their
+  // names (the directories' paths).
   static absl::StatusOr<std::vector<std::string>> RemoveStaleLabs();
+  // The directories of labs in `base` (ringside-lab-<pid>-*) whose pid is no longer alive,
+  // removed; returns their paths. Entries that are not a lab's, or whose owner lives, are left.
+  static std::vector<std::string> RemoveStaleDirectories(const std::string& base);
   // The namespaces of the lab(s) owned by `pid` (rslab-<pid>-*): what tests look for.
   static std::vector<std::string> NamespacesOf(int pid);
 

@@ -13,10 +13,13 @@
 
 namespace ringside::launch {
 
-absl::StatusOr<TempDir> TempDir::Create(absl::string_view prefix) {
+std::string TempDir::Base() {
   const char* base = getenv("TMPDIR");
-  std::string pattern =
-      absl::StrCat(base != nullptr && *base != '\0' ? base : "/tmp", "/", prefix, "XXXXXX");
+  return base != nullptr && *base != '\0' ? base : "/tmp";
+}
+
+absl::StatusOr<TempDir> TempDir::Create(absl::string_view prefix) {
+  std::string pattern = absl::StrCat(Base(), "/", prefix, "XXXXXX");
   std::vector<char> buffer(pattern.begin(), pattern.end());
   buffer.push_back('\0');
   if (mkdtemp(buffer.data()) == nullptr) {

@@ -16,8 +16,10 @@ namespace ringside::launch {
 
 class TempDir {
  public:
-  // Creates "<tmp>/<prefix>XXXXXX".
+  // Creates "<tmp>/<prefix>XXXXXX" (<tmp>: Base()).
   static absl::StatusOr<TempDir> Create(absl::string_view prefix);
+  // Where temporary directories go: $TMPDIR, or /tmp when it is unset or empty.
+  static std::string Base();
 
   TempDir(TempDir&& other) noexcept;
   TempDir& operator=(TempDir&& other) noexcept;
