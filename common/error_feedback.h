@@ -28,14 +28,15 @@ class ErrorFeedback {
 
   // Adds `gradient` to the residual's elements [at, at + gradient.size()), encodes that sum with
   // `codec` into `wire` (codec.EncodedBytes(gradient.size()) bytes) and keeps what the wire does
-  // not carry as the residual: one pass over the segment besides the codec's own. The segment
-  // must lie within the residual (a broken invariant otherwise).
+  // not carry as the residual (GradientCodec::EncodeAdded: the add folded into the codec's first
+  // pass where its kind allows). The segment must lie within the residual (a broken invariant
+  // otherwise).
   void Encode(const GradientCodec& codec, const SegmentKey& key, size_t at,
               absl::Span<const float> gradient, char* wire);
 
-  // Adds `gradient` to the residual's elements [at, at + gradient.size()): Encode's own pass
-  // before the codec's, the least any codec under error feedback costs (`ringside-bench codec`
-  // times it beside a copy). The segment must lie within the residual.
+  // Adds `gradient` to the residual's elements [at, at + gradient.size()): the pass every codec
+  // under error feedback makes, alone or folded into its own, the least any of them costs
+  // (`ringside-bench codec` times it beside a copy). The segment must lie within the residual.
   void Add(size_t at, absl::Span<const float> gradient);
 
   // Every residual element zero again (the documented reset points).

@@ -1,7 +1,7 @@
 // A gradient compressor (--compression, common/compression.h): one segment of float32 gradient
 // into far fewer bytes, and back. One interface, one class over it (SegmentCodec below), one
 // encoding per kind, each in its own file (topk_codec.h, sign_codec.h, randomk_codec.h: the
-// payload and the four operations); the error feedback that makes them
+// payload and the five operations); the error feedback that makes them
 // converge (error_feedback.h) is a policy beside them, not in each codec.
 //
 // Encode is lossy and says exactly what it lost: it leaves in its input what the wire does not
@@ -47,6 +47,13 @@ class GradientCodec {
   // must be finite (the caller counts non-finite values first, as every sync does).
   virtual void Encode(const SegmentKey& key, absl::Span<float> values, char* wire) const = 0;
 
+  // Adds `gradient` into `residual` (of one length) and encodes the sum: exactly the wire and
+  // the residual that AddInto and then Encode leave, in fewer passes over the segment where the
+  // kind can fold the add into its own first pass (top-k's gather, sign's scale). What error
+  // feedback calls; the same preconditions as Encode.
+  virtual void EncodeAdded(const SegmentKey& key, absl::Span<const float> gradient,
+                           absl::Span<float> residual, char* wire) const = 0;
+
   // Whether `wire` is a well-formed payload of `elements` elements for `key`: OK, or
   // INVALID_ARGUMENT naming the first thing wrong.
   virtual absl::Status Check(const SegmentKey& key, absl::string_view wire,
@@ -66,10 +73,12 @@ class GradientCodec {
 };
 
 // The one codec class: GradientCodec over an encoding, a value type holding the kind's
-// configuration with its four operations, defined in the kind's .cc (each kind's header declares
+// configuration with its five operations, defined in the kind's .cc (each kind's header declares
 // only its Make...Codec; the payload formats are written there):
 //   size_t EncodedBytes(size_t elements) const;
 //   void Encode(const SegmentKey&, absl::Span<float> values, char* wire) const;
+//   void EncodeAdded(const SegmentKey&, absl::Span<const float> gradient,
+//                    absl::Span<float> residual, char* wire) const;
 //   absl::Status Check(const SegmentKey&, absl::string_view wire, size_t elements) const;
 //   void AddChecked(const SegmentKey&, absl::string_view wire, absl::Span<float> sum) const;
 // The constructor's arguments initialise the encoding (its fraction, or none).
@@ -82,6 +91,10 @@ class SegmentCodec final : public GradientCodec {
   size_t EncodedBytes(size_t elements) const override { return encoding_.EncodedBytes(elements); }
   void Encode(const SegmentKey& key, absl::Span<float> values, char* wire) const override {
     encoding_.Encode(key, values, wire);
+  }
+  void EncodeAdded(const SegmentKey& key, absl::Span<const float> gradient,
+                   absl::Span<float> residual, char* wire) const override {
+    encoding_.EncodeAdded(key, gradient, residual, wire);
   }
   absl::Status Check(const SegmentKey& key, absl::string_view wire,
                      size_t elements) const override {
@@ -97,6 +110,15 @@ class SegmentCodec final : public GradientCodec {
  private:
   const Encoding encoding_;
 };
+
+// residual[i] += gradient[i] over two spans of one length: error feedback's add, a pass of its
+// own for the kinds that cannot fold it into theirs. Raw pointers: Debian's Abseil is built
+// hardened, so every Span::operator[] checks its bound, and a checked loop is not vectorised.
+inline void AddInto(absl::Span<const float> gradient, absl::Span<float> residual) {
+  float* out = residual.data();
+  const float* added = gradient.data();
+  for (size_t i = 0; i < gradient.size(); ++i) out[i] += added[i];
+}
 
 // Little-endian loads and stores the codecs' payloads are made of. Inline: the decoders call
 // them once an element, and inlined the byte shifts compile to one move.

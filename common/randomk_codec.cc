@@ -39,7 +39,7 @@ void ForEachCoordinate(const SegmentKey& key, size_t elements, size_t k, Visit v
 
 std::vector<uint32_t> RandomKCoordinates(const SegmentKey& key, size_t elements, size_t k) {
   std::vector<uint32_t> coordinates(k);
-  uint32_t* out = coordinates.data();  // unchecked (error_feedback.cc says why)
+  uint32_t* out = coordinates.data();  // unchecked (gradient_codec.h's AddInto says why)
   ForEachCoordinate(key, elements, k, [out](uint64_t j, uint32_t i) { out[j] = i; });
   return coordinates;
 }
@@ -53,12 +53,20 @@ struct RandomKEncoding {
   size_t EncodedBytes(size_t elements) const { return 4 * TopKCount(elements, fraction); }
 
   void Encode(const SegmentKey& key, absl::Span<float> values, char* wire) const {
-    float* value = values.data();  // unchecked (error_feedback.cc says why)
+    float* value = values.data();  // unchecked (gradient_codec.h's AddInto says why)
     ForEachCoordinate(key, values.size(), TopKCount(values.size(), fraction),
                       [value, wire](uint64_t j, uint32_t i) {
                         StoreF32(wire + 4 * j, value[i]);
                         value[i] = 0.0f;  // sent whole
                       });
+  }
+
+  // The add is a pass of its own: the coordinates are one element in n / k, and the rest of the
+  // residual must take the gradient all the same.
+  void EncodeAdded(const SegmentKey& key, absl::Span<const float> gradient,
+                   absl::Span<float> residual, char* wire) const {
+    AddInto(gradient, residual);
+    Encode(key, residual, wire);
   }
 
   absl::Status Check(const SegmentKey&, absl::string_view wire, size_t elements) const {

@@ -18,7 +18,18 @@ struct SignEncoding {
   size_t EncodedBytes(size_t elements) const { return 4 + (elements + 7) / 8; }
 
   void Encode(const SegmentKey&, absl::Span<float> values, char* wire) const {
-    const float scale = MeanMagnitude(values);
+    Pack(MeanMagnitude<false>(nullptr, values), values, wire);
+  }
+
+  // The add folded into the scale's pass: each sum is stored and its magnitude counted at once.
+  void EncodeAdded(const SegmentKey&, absl::Span<const float> gradient, absl::Span<float> residual,
+                   char* wire) const {
+    Pack(MeanMagnitude<true>(gradient.data(), residual), residual, wire);
+  }
+
+  // The scale and the signs of `values` into `wire`, each value left with what the wire does not
+  // carry of it.
+  static void Pack(float scale, absl::Span<float> values, char* wire) {
     StoreF32(wire, scale);
     auto* bits = reinterpret_cast<unsigned char*>(wire + 4);
     // Eight elements a byte, without a branch; the segment's last part byte alone.
@@ -31,18 +42,46 @@ struct SignEncoding {
     }
   }
 
-  // The mean magnitude in double: a segment's sum of magnitudes may be large. Summed in eight
-  // lanes (element i into lane i mod 8, the lanes then added in order), a fixed grouping, so
-  // the scale is the same wherever it is computed, and one the compiler vectorises.
-  static float MeanMagnitude(absl::Span<const float> values) {
+  // The mean magnitude of `values` (with kAdding, of values[i] + gradient[i], each sum stored
+  // into values[i] first), in double: a segment's sum of magnitudes may be large. Summed in
+  // eight lanes (element i into lane i mod 8, the lanes then added in order), a fixed grouping,
+  // so the scale is the same wherever and however it is computed; with SSE2 (every x86-64) two
+  // lanes an instruction.
+  template <bool kAdding>
+  static float MeanMagnitude(const float* gradient, absl::Span<float> values) {
     if (values.empty()) return 0.0f;
     double lanes[8] = {};
-    const float* value = values.data();  // unchecked (error_feedback.cc says why)
+    float* value = values.data();  // unchecked (gradient_codec.h's AddInto says why)
     const size_t whole = values.size() / 8 * 8;
+#if defined(__SSE2__)
+    const __m128 magnitude_bits = _mm_castsi128_ps(_mm_set1_epi32(0x7fffffff));
+    __m128d pairs[4] = {};  // lanes (0, 1), (2, 3), (4, 5), (6, 7)
     for (size_t i = 0; i < whole; i += 8) {
-      for (size_t j = 0; j < 8; ++j) lanes[j] += std::fabs(value[i + j]);
+      for (size_t half = 0; half < 2; ++half) {
+        __m128 four = _mm_loadu_ps(value + i + 4 * half);
+        if (kAdding) {
+          four = _mm_add_ps(four, _mm_loadu_ps(gradient + i + 4 * half));
+          _mm_storeu_ps(value + i + 4 * half, four);
+        }
+        const __m128 magnitude = _mm_and_ps(four, magnitude_bits);
+        pairs[2 * half] = _mm_add_pd(pairs[2 * half], _mm_cvtps_pd(magnitude));
+        pairs[2 * half + 1] =
+            _mm_add_pd(pairs[2 * half + 1], _mm_cvtps_pd(_mm_movehl_ps(magnitude, magnitude)));
+      }
     }
-    for (size_t i = whole; i < values.size(); ++i) lanes[i % 8] += std::fabs(value[i]);
+    for (size_t pair = 0; pair < 4; ++pair) _mm_storeu_pd(lanes + 2 * pair, pairs[pair]);
+#else
+    for (size_t i = 0; i < whole; i += 8) {
+      for (size_t j = 0; j < 8; ++j) {
+        if (kAdding) value[i + j] += gradient[i + j];
+        lanes[j] += std::fabs(value[i + j]);
+      }
+    }
+#endif
+    for (size_t i = whole; i < values.size(); ++i) {
+      if (kAdding) value[i] += gradient[i];
+      lanes[i % 8] += std::fabs(value[i]);
+    }
     double sum = 0;
     for (const double lane : lanes) sum += lane;
     return static_cast<float>(sum / static_cast<double>(values.size()));
@@ -122,7 +161,7 @@ struct SignEncoding {
       for (unsigned j = 0; j < 4; ++j) signed_scale[nibble][j] = (nibble >> j) & 1 ? scale : -scale;
     }
     const size_t whole = sum.size() / 8;
-    float* out = sum.data();  // unchecked (error_feedback.cc says why)
+    float* out = sum.data();  // unchecked (gradient_codec.h's AddInto says why)
     for (size_t byte = 0; byte < whole; ++byte) {
       const float* low = signed_scale[bits[byte] & 15];
       const float* high = signed_scale[bits[byte] >> 4];

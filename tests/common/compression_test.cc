@@ -159,9 +159,9 @@ TEST(TopKCodecTest, TiesAtTheThresholdTakeTheLowestIndices) {
 // The selection by a sampled threshold (topk_codec.h) is the selection over every magnitude:
 // the indices a plain reference takes (the k largest magnitudes, the lowest indices among those
 // equal to the k-th) on large segments, where the sample is used, with ties at the threshold,
-// many equal values (the estimate gathers them all), and huge values at every 20th element, where
-// the sample of F = 0.01 (every 20th) sees only them, its estimate gathers fewer than k, and the
-// selection falls back to every element.
+// many equal values (the estimate gathers them all), huge values at exactly the sampled elements,
+// so the estimate gathers fewer than k and the selection falls back to every element, magnitudes
+// over 2^-100 .. 2^100 (every round of the radix selection) and mostly zeros.
 TEST(TopKCodecTest, TheSampledSelectionIsTheFullOne) {
   const auto reference = [](const std::vector<float>& values, size_t k) {
     std::vector<uint32_t> order(values.size());
@@ -175,17 +175,20 @@ TEST(TopKCodecTest, TheSampledSelectionIsTheFullOne) {
   };
   for (const float fraction : {0.001f, 0.01f, 0.1f}) {
     const std::unique_ptr<GradientCodec> codec = MakeTopKCodec(fraction);
-    for (int shape = 0; shape < 4; ++shape) {
+    for (int shape = 0; shape < 6; ++shape) {
       SCOPED_TRACE(::testing::Message() << "F = " << fraction << ", shape " << shape);
       std::vector<float> values(65536 + 7);
+      const size_t k = TopKCount(values.size(), fraction);
+      const size_t stride = values.size() / TopKSampleSize(values.size(), k);
       for (size_t i = 0; i < values.size(); ++i) {
         const float normal = static_cast<float>(CounterNormal(5, RngStream::kParameters, i));
         values[i] = shape == 0   ? normal
                     : shape == 1 ? std::round(normal * 4) / 4  // ties at every magnitude
                     : shape == 2 ? 1.0f                        // all equal
-                                 : (i % 20 == 0 ? 1e6f + normal : 1e-3f * normal);
+                    : shape == 3 ? (i % stride == 0 ? 1e6f + normal : 1e-3f * normal)
+                    : shape == 4 ? std::ldexp(normal, static_cast<int>(i * 7919 % 201) - 100)
+                                 : (i % 3 == 0 ? normal : 0.0f);  // mostly zeros
       }
-      const size_t k = TopKCount(values.size(), fraction);
       const std::vector<uint32_t> expected = reference(values, k);
       std::vector<float> left = values;
       const std::string wire = Encoded(*codec, {}, left);
@@ -376,6 +379,38 @@ TEST(ErrorFeedbackTest, NothingIsLostOnlyDelayed) {
     feedback.Reset();
     EXPECT_TRUE(std::all_of(feedback.residual().begin(), feedback.residual().end(),
                             [](float r) { return r == 0.0f; }));
+  }
+}
+
+// Error feedback's one call, the add folded into the codec's pass, leaves exactly the wire and
+// the residual of the add and then the encode: at odd sizes, on large segments where top-k
+// samples, and where its estimate gathers fewer than k and it falls back to every element.
+TEST(ErrorFeedbackTest, TheFoldedAddIsTheAddThenTheEncode) {
+  std::vector<size_t> sizes(std::begin(kOddSizes), std::end(kOddSizes));
+  sizes.push_back(65536 + 7);
+  for (const char* kind : {"topk:0.001", "topk:0.01", "topk:0.3", "sign", "randomk:0.05"}) {
+    const std::unique_ptr<GradientCodec> codec = MakeGradientCodec(*ParseCompression(kind));
+    for (const size_t n : sizes) {
+      for (const bool spiked : {false, true}) {
+        SCOPED_TRACE(::testing::Message() << kind << ", " << n << " elements"
+                                          << (spiked ? ", huge where F = 0.01 samples" : ""));
+        std::vector<float> gradient = Gradient(n, 7);
+        // Huge at the elements top-k's sample of F = 0.01 reads: where the segment is large
+        // enough for a sample, its estimate gathers fewer than k and the selection falls back.
+        const size_t stride = n / TopKSampleSize(n, TopKCount(n, 0.01f));
+        for (size_t i = 0; spiked && i < n; i += stride) gradient[i] += 1e6f;
+        const std::vector<float> residual = Gradient(n, 8);
+        const SegmentKey key{3, 4, 5};
+        std::vector<float> added = residual;
+        AddInto(gradient, absl::MakeSpan(added));
+        const std::string expected = Encoded(*codec, key, added);
+        std::vector<float> folded = residual;
+        std::string wire(codec->EncodedBytes(n), '\xab');
+        codec->EncodeAdded(key, gradient, absl::MakeSpan(folded), wire.data());
+        EXPECT_EQ(wire, expected);
+        EXPECT_EQ(folded, added);
+      }
+    }
   }
 }
 

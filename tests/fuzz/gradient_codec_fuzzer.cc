@@ -7,7 +7,8 @@
 //   only to finite values;
 // - the same bytes read as float32 values (non-finite ones zeroed) and encoded: the payload is
 //   EncodedBytes long, accepted, and decodes to what the encoder said it sent (the input less
-//   what it left behind).
+//   what it left behind), and encoded with the reversed input added in (EncodeAdded, error
+//   feedback's call) gives the very payload and residual of AddInto and then Encode.
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -109,6 +110,17 @@ void CheckEncode(const Setup& setup, const GradientCodec& codec, const std::stri
   const std::vector<float> original = values;
   std::string wire(codec.EncodedBytes(n), '\0');
   codec.Encode(setup.key, absl::MakeSpan(values), wire.data());
+  // The add folded into the pass (error feedback's call) is the add and then the encode: the
+  // input reversed added into it, both ways.
+  const std::vector<float> gradient(original.rbegin(), original.rend());
+  std::vector<float> added = original, folded = original;
+  AddInto(gradient, absl::MakeSpan(added));
+  std::string added_wire(codec.EncodedBytes(n), '\0'), folded_wire(codec.EncodedBytes(n), '\0');
+  codec.Encode(setup.key, absl::MakeSpan(added), added_wire.data());
+  codec.EncodeAdded(setup.key, gradient, absl::MakeSpan(folded), folded_wire.data());
+  FUZZ_CHECK(folded_wire == added_wire, "EncodeAdded's payload differs from AddInto + Encode's");
+  FUZZ_CHECK(std::memcmp(folded.data(), added.data(), n * sizeof(float)) == 0,
+             "EncodeAdded's residual differs from AddInto + Encode's");
   std::vector<float> decoded(n);
   const absl::Status status = codec.Decode(setup.key, wire, absl::MakeSpan(decoded));
   FUZZ_CHECK(status.ok(), "its own encoding refused: %s", status.ToString().c_str());
