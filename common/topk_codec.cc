@@ -27,16 +27,18 @@ uint32_t MagnitudeKey(float value) {
   return bits & 0x7fffffffu;
 }
 
+// A key chosen by its rank, and how many keys are above it.
+struct RankedKey {
+  uint32_t key = 0;
+  size_t above = 0;
+};
+
 // The rank-th largest of `keys` (1 <= rank <= keys.size()) and how many keys are above it, by
 // radix selection: the keys' range [low, high] cut into 256 buckets by the top eight bits of
 // key − low, counted, the bucket holding the rank-th largest kept and cut again, down to one
 // value (at most four rounds, each over fewer keys). Counting and keeping are without a branch
 // per key; nth_element's comparisons, past prediction on these keys, cost several times more.
 // `keys` is reordered (its kept keys first).
-struct RankedKey {
-  uint32_t key = 0;
-  size_t above = 0;
-};
 RankedKey RankthLargest(std::vector<uint32_t>& keys, size_t rank) {
   assert(rank >= 1 && rank <= keys.size());
   uint32_t* key = keys.data();  // unchecked (gradient_codec.h's AddInto says why)
@@ -83,11 +85,11 @@ size_t TopKCount(size_t elements, float fraction) {
   return static_cast<size_t>(std::clamp(wanted, 1.0, static_cast<double>(elements)));
 }
 
-// μ (the sample expected above the k-th largest) is chosen to least cost the selection: the
-// sample's strided loads against the candidates its estimate gathers, ~(μ + 4√μ + 4)/μ · k of
-// them, each stored, loaded back by index and written. s + k(1 + 4/√μ + 4/μ) is least near
-// μ = (2k²/n)^(2/3): 6 at F = 0.01 of 65536 elements, 24 at F = 0.03; at least 2, so the rank
-// stays clear of the sample's few largest.
+// The sample is μ·n/k elements (and 64), μ (how many of it are expected above the k-th largest)
+// chosen to least cost the selection: the sample's strided loads against the candidates its
+// estimate gathers, ~(μ + 4√μ + 4)/μ · k of them, each stored, loaded back by index and
+// written. s + k(1 + 4/√μ + 4/μ) is least near μ = (2k²/n)^(2/3): 6 at F = 0.01 of 65536
+// elements, 24 at F = 0.03; at least 2, so the rank stays clear of the sample's few largest.
 size_t TopKSampleSize(size_t elements, size_t k) {
   const double per_sample = static_cast<double>(elements) / static_cast<double>(k);  // n/k
   const double mean = std::clamp(std::cbrt(std::pow(2.0 * k / per_sample, 2.0)), 2.0, 64.0);
@@ -176,8 +178,9 @@ struct TopKEncoding {
         sampled[j] =
             MagnitudeKey(adding ? values[j * stride] + gradient[j * stride] : values[j * stride]);
       }
-      // The sample's count above the k-th largest is binomial with mean μ: μ + 4√μ + 4 ranks
-      // it above the k-th largest but for about one segment in a million (which falls back).
+      // The sample's count above the k-th largest is binomial with mean μ: its (μ + 4√μ + 4)-th
+      // largest is at or below the k-th largest but for about one segment in a million (which
+      // falls back).
       const double mean = static_cast<double>(sample) * static_cast<double>(k) / n;
       const size_t rank =
           std::min(sample, static_cast<size_t>(std::ceil(mean + 4 * std::sqrt(mean) + 4)));
