@@ -11,6 +11,7 @@
 #include <set>
 #include <system_error>
 
+#include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -61,23 +62,21 @@ absl::Status RunTool(std::vector<std::string> argv, const std::string& log,
 
 bool ProcessAlive(int pid) { return kill(pid, 0) == 0 || errno == EPERM; }
 
-// The owning pid of a lab namespace rslab-<pid>-<hex>-<host>; 0 when not one.
-int OwnerOf(const std::string& netns) {
-  if (netns.rfind(kPrefix, 0) != 0) return 0;
-  const std::vector<std::string> parts = absl::StrSplit(netns.substr(sizeof(kPrefix) - 1), '-');
+// The pid in `name` = <prefix><pid>-<at least parts − 1 more '-'-separated parts>; 0 when it is
+// not such a name.
+int OwnerAfter(absl::string_view prefix, const std::string& name, size_t parts) {
+  if (!absl::StartsWith(name, prefix)) return 0;
+  const std::vector<std::string> split = absl::StrSplit(name.substr(prefix.size()), '-');
   int pid = 0;
-  if (parts.size() < 3 || !absl::SimpleAtoi(parts[0], &pid) || pid <= 0) return 0;
+  if (split.size() < parts || !absl::SimpleAtoi(split[0], &pid) || pid <= 0) return 0;
   return pid;
 }
 
+// The owning pid of a lab namespace rslab-<pid>-<hex>-<host>; 0 when not one.
+int OwnerOf(const std::string& netns) { return OwnerAfter(kPrefix, netns, 3); }
+
 // The owning pid of a lab's directory ringside-lab-<pid>-<anything>; 0 when not one.
-int DirectoryOwnerOf(const std::string& name) {
-  if (name.rfind(kDirPrefix, 0) != 0) return 0;
-  const std::vector<std::string> parts = absl::StrSplit(name.substr(sizeof(kDirPrefix) - 1), '-');
-  int pid = 0;
-  if (parts.size() < 2 || !absl::SimpleAtoi(parts[0], &pid) || pid <= 0) return 0;
-  return pid;
-}
+int DirectoryOwnerOf(const std::string& name) { return OwnerAfter(kDirPrefix, name, 2); }
 
 // The management device of the lab tagged rslab-<pid>-<hex>: rsl<pid mod 100000><hex> (at most
 // 12 characters, under IFNAMSIZ), so a stale lab's can be found from its namespaces' names.
