@@ -207,11 +207,11 @@ struct TopKEncoding {
   }
 
   // Appends to `out`, in order, the index of every element whose MagnitudeKey is at least
-  // `estimate`, compared without a branch; with kAdding,
-  // gradient[i] is added into values[i] first, in the same pass. Where SSE2 is (every x86-64),
-  // four at a time and packed without a branch either: a table gives each 4-bit mask its set
-  // lanes' offsets in order, one four-wide store writes them and the cursor moves by their count
-  // (a branch per mask mispredicts on the third or so of them that hold an index).
+  // `estimate`, compared without a branch; with kAdding, gradient[i] is added into values[i]
+  // first, in the same pass. Where SSE2 is (every x86-64), four at a time and packed without a
+  // branch either: a table gives each 4-bit mask its set lanes' offsets in order, one four-wide
+  // store writes them and the cursor moves by their count (a branch per mask mispredicts on the
+  // third or so of them that hold an index).
   template <bool kAdding>
   static void Gather(const float* gradient, absl::Span<float> values, uint32_t estimate,
                      std::vector<uint32_t>& out) {
@@ -280,8 +280,9 @@ struct TopKEncoding {
   // element at or above it) and how many are above it.
   static void FindThreshold(absl::Span<const float> values, size_t k, Selection& selection) {
     std::vector<uint32_t> keys(selection.candidates.size());
-    for (size_t j = 0; j < keys.size(); ++j)
+    for (size_t j = 0; j < keys.size(); ++j) {
       keys[j] = MagnitudeKey(values[selection.candidates[j]]);
+    }
     const RankedKey ranked = RankthLargest(keys, k);
     selection.threshold = ranked.key;
     selection.above = ranked.above;

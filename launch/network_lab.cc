@@ -362,13 +362,15 @@ absl::StatusOr<std::vector<std::string>> NetworkLab::RemoveStaleLabs() {
 
 std::vector<std::string> NetworkLab::RemoveStaleDirectories(const std::string& base) {
   std::vector<std::string> removed;
+  // Every step with an error code: a range-for's increment would throw on a read error.
   std::error_code error;
-  for (const auto& entry : std::filesystem::directory_iterator(base, error)) {
-    const std::string name = entry.path().filename().string();
-    const int owner = DirectoryOwnerOf(name);
-    if (owner == 0 || ProcessAlive(owner) || !entry.is_directory(error)) continue;
-    std::filesystem::remove_all(entry.path(), error);
-    if (!error) removed.push_back(entry.path().string());
+  std::filesystem::directory_iterator entry(base, error);
+  for (; !error && entry != std::filesystem::directory_iterator(); entry.increment(error)) {
+    const int owner = DirectoryOwnerOf(entry->path().filename().string());
+    std::error_code is_directory_error, remove_error;
+    if (owner == 0 || ProcessAlive(owner) || !entry->is_directory(is_directory_error)) continue;
+    std::filesystem::remove_all(entry->path(), remove_error);
+    if (!remove_error) removed.push_back(entry->path().string());
   }
   return removed;
 }
